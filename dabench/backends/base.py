@@ -1,0 +1,37 @@
+"""What a measured backend is: something that can say whether it is available here, and run
+one configured workload into a :class:`~dabench.profile.Profile`. It never logs to MLflow."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from dabench.config import RunConfig
+from dabench.profile import Profile
+from dabench.workload.opgraph import OpGraph
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can measure on this machine; ``reason`` says what is missing and how
+    to fix it (e.g. which SDK, and how to point ``hardware.python`` at its environment)."""
+
+    ok: bool
+    reason: str = ""
+
+
+class Backend(ABC):
+    """A measured execution target (cpu, cuda, poptorch, cstorch, sambaflow)."""
+
+    name: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def availability(cls, rc: RunConfig) -> Availability:
+        """Cheap check (no model is built): is the device and its software present?"""
+
+    @abstractmethod
+    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+        """Warm up, time ``rc.run.timed_steps`` optimizer steps, collect subtask times and memory.
+        Raise a :class:`~dabench.status.DabenchError` subclass for outcomes other than ok."""

@@ -1,0 +1,38 @@
+"""The CPU reference backend: real torch execution on this machine's cores."""
+
+from __future__ import annotations
+
+import os
+import resource
+
+from dabench.backends.base import Availability, Backend
+from dabench.config import RunConfig
+from dabench.profile import Profile, UnitUse
+from dabench.workload.opgraph import OpGraph
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux reports KiB). Process-wide: it includes the
+    interpreter and libraries, not only the workload."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class CpuBackend(Backend):
+    """Cores allocated = torch threads; available = logical CPUs of this machine."""
+
+    name = "cpu"
+
+    @classmethod
+    def availability(cls, rc: RunConfig) -> Availability:
+        return Availability(True)
+
+    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+        import torch
+
+        from dabench.backends.measure import HostClock
+        from dabench.backends.torch_device import run_on_device
+
+        if rc.run.threads:
+            torch.set_num_threads(rc.run.threads)
+        units = {"cores": UnitUse(torch.get_num_threads(), os.cpu_count() or 1)}
+        return run_on_device(rc, torch.device("cpu"), HostClock(), units, "cpu", "dram", peak_rss_bytes)

@@ -1,0 +1,39 @@
+"""The CUDA backend: real torch execution on an NVIDIA GPU, timed with CUDA events."""
+
+from __future__ import annotations
+
+from dabench.backends.base import Availability, Backend
+from dabench.config import RunConfig
+from dabench.profile import Profile, UnitUse
+from dabench.workload.opgraph import OpGraph
+
+
+class CudaBackend(Backend):
+    """SMs allocated = SMs visible to this process (fewer under MIG); available = the spec's SM
+    count for the full chip (conf/hardware/cuda.yaml)."""
+
+    name = "cuda"
+
+    @classmethod
+    def availability(cls, rc: RunConfig) -> Availability:
+        try:
+            import torch
+        except ImportError:
+            return Availability(False, "torch is not installed")
+        if not torch.cuda.is_available():
+            return Availability(False, "no CUDA device is visible (torch.cuda.is_available() is False)")
+        return Availability(True)
+
+    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+        import torch
+
+        from dabench.backends.measure import CudaClock
+        from dabench.backends.torch_device import run_on_device
+
+        device = torch.device("cuda", torch.cuda.current_device())
+        props = torch.cuda.get_device_properties(device)
+        spec_sms = rc.hardware.units("sms") or props.multi_processor_count
+        units = {"sms": UnitUse(props.multi_processor_count, max(spec_sms, props.multi_processor_count))}
+        torch.cuda.reset_peak_memory_stats(device)
+        return run_on_device(rc, device, CudaClock(device), units, f"cuda:{props.name}", "hbm",
+                             lambda: torch.cuda.max_memory_allocated(device))

@@ -1,0 +1,149 @@
+"""Timing on a torch device: clocks, the timed window, per-layer (subtask) times and per-op-class
+times. Shared by the cpu and cuda backends.
+
+- Step times: warm-up steps, then ``timed_steps`` steps each bracketed by clock marks (host
+  ``perf_counter`` on CPU, where work is synchronous; CUDA events on a GPU, read after one
+  synchronize at the end, never a host clock around asynchronous work).
+- Subtask times (after the timed window, so hooks never touch it): per layer, forward time
+  between marks at the layer's boundaries, backward time between the moments the gradients of
+  the layer's output and input are ready (tensor hooks); the embedding's backward ends when
+  ``backward()`` returns, the head's starts when it is called.
+- Op-class times: self time per aten op under ``torch.profiler`` for one forward + backward,
+  summed per op class (matmul, attention, norm, ...).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+
+import torch
+
+from dabench.backends.torch_train import TrainState, op_class_of
+
+
+class HostClock:
+    """Wall clock for synchronous (CPU) work."""
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def elapsed(self, start: float, end: float) -> float:
+        return end - start
+
+    def synchronize(self) -> None:
+        pass
+
+
+class CudaClock:
+    """CUDA events on the current stream; ``elapsed`` is valid after ``synchronize``."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def mark(self):
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def elapsed(self, start, end) -> float:
+        return start.elapsed_time(end) / 1000.0
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+
+def time_steps(state: TrainState, clock, warmup: int, timed: int) -> list[float]:
+    """Seconds per optimizer step over the timed window."""
+    for _ in range(warmup):
+        state.step()
+    clock.synchronize()
+    marks = []
+    for _ in range(timed):
+        start = clock.mark()
+        state.step()
+        marks.append((start, clock.mark()))
+    clock.synchronize()
+    return [clock.elapsed(a, b) for a, b in marks]
+
+
+class LayerTimer:
+    """Collects clock marks at layer boundaries during an instrumented step (see module doc)."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.fwd: list[tuple[str, object, object]] = []
+        self._starts: dict[str, object] = {}
+        self.boundaries: list[str] = []  # layer whose output each hooked tensor is
+        self.grad_marks: dict[str, object] = {}
+
+    def __call__(self, event: str, layer: str, tensor: torch.Tensor) -> None:
+        if event == "fwd_start":
+            self._starts[layer] = self.clock.mark()
+            return
+        self.fwd.append((layer, self._starts.pop(layer), self.clock.mark()))
+        if layer != "head" and tensor.requires_grad:
+            self.boundaries.append(layer)
+            tensor.register_hook(self._grad_hook(layer))
+
+    def _grad_hook(self, layer: str):
+        def hook(grad):
+            self.grad_marks[layer] = self.clock.mark()
+            return None
+        return hook
+
+
+def layer_times(state: TrainState, clock, layer_names: list[str], steps: int) -> tuple[dict[str, float], float]:
+    """Median per-layer (forward + backward) seconds per step, and median optimizer seconds."""
+    per_layer: dict[str, list[float]] = defaultdict(list)
+    optimizer_times: list[float] = []
+    for _ in range(steps):
+        totals: dict[str, float] = defaultdict(float)
+        pending = []
+        for _ in range(state.grad_accum):
+            timer = LayerTimer(clock)
+            with state.autocast():
+                loss = state.model(state.ids, state.targets, timer)
+            bwd_start = clock.mark()
+            (loss / state.grad_accum).backward()
+            bwd_end = clock.mark()
+            pending.append((timer, bwd_start, bwd_end))
+        opt_start = clock.mark()
+        state.optimizer_step()
+        opt_end = clock.mark()
+        clock.synchronize()
+        for timer, bwd_start, bwd_end in pending:
+            for layer, start, end in timer.fwd:
+                totals[layer] += clock.elapsed(start, end)
+            # backward runs head -> blocks -> embedding; each boundary's grad mark ends the layer
+            # after it and starts the layer that produced it
+            order = ["head", *reversed(timer.boundaries)]
+            previous = bwd_start
+            for i, layer in enumerate(order):
+                producer_output = order[i + 1] if i + 1 < len(order) else None
+                end = timer.grad_marks.get(producer_output, bwd_end) if producer_output else bwd_end
+                totals[layer] += clock.elapsed(previous, end)
+                previous = end
+        for name in layer_names:
+            per_layer[name].append(totals.get(name, 0.0))
+        optimizer_times.append(clock.elapsed(opt_start, opt_end))
+    return {name: statistics.median(v) for name, v in per_layer.items()}, statistics.median(optimizer_times)
+
+
+def op_class_times(state: TrainState, use_cuda: bool) -> dict[str, float]:
+    """Seconds per op class for one step's forward + backward, from torch.profiler self times."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if use_cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        state.forward_backward()
+        if use_cuda:
+            torch.cuda.synchronize()
+    totals: dict[str, float] = defaultdict(float)
+    for event in prof.key_averages():
+        micros = event.self_device_time_total if use_cuda else event.self_cpu_time_total
+        if micros:
+            totals[op_class_of(event.key)] += micros / 1e6
+    state.optimizer.zero_grad(set_to_none=True)
+    return dict(totals)

@@ -1,0 +1,52 @@
+"""A measured run on a torch device: the body shared by the cpu and cuda backends."""
+
+from __future__ import annotations
+
+import torch
+
+from dabench.backends import measure
+from dabench.backends.torch_train import build_train_state
+from dabench.config import RunConfig
+from dabench.profile import Profile, Subtask, UnitUse
+from dabench.status import OutOfMemory
+
+SUBTASK_STEPS = 3  #: instrumented steps whose median gives per-layer times
+
+
+def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, UnitUse], source: str,
+                  memory_level: str, peak_memory) -> Profile:
+    """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run."""
+    if rc.parallel.strategy != "none":
+        from dabench.distributed import run_parallel  # torch.distributed path (issue: measured Tier 2)
+
+        return run_parallel(rc, device, source)
+    try:
+        state = build_train_state(rc, device)
+        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps)
+        subtasks: list[Subtask] = []
+        class_times: dict[str, float] = {}
+        extra: dict[str, float] = {}
+        if rc.run.profile_subtasks:
+            layers, optimizer_s = measure.layer_times(state, clock, state.model.layer_names(), SUBTASK_STEPS)
+            subtasks = [Subtask(name, time_s=seconds) for name, seconds in layers.items()]
+            class_times = measure.op_class_times(state, device.type == "cuda")
+            class_times["optimizer"] = optimizer_s
+            extra["subtask.optimizer_s"] = optimizer_s
+            step = sorted(step_times)[len(step_times) // 2]
+            extra["subtask.coverage"] = (sum(layers.values()) + optimizer_s) / step
+    except torch.OutOfMemoryError as error:
+        raise OutOfMemory(str(error).splitlines()[0]) from error
+    return Profile(
+        mode="measure",
+        source=source,
+        step_times_s=step_times,
+        samples_per_step=rc.samples_per_step,
+        tokens_per_step=rc.tokens_per_step,
+        chips=1,
+        units=units,
+        subtasks=subtasks,
+        memory_bytes={memory_level: float(peak_memory())},
+        class_times_s=class_times,
+        extra_metrics=extra,
+        tags={"subtask_kind": "layer"},
+    )

@@ -1,0 +1,26 @@
+"""Analytical performance models: ``hardware.arch`` -> a function predicting a Profile.
+
+A predictor has the signature ``predict(rc: RunConfig, graph: OpGraph) -> Profile`` and returns
+a Profile with ``mode="predict"``; it raises :class:`~dabench.status.CapacityError` when the
+workload cannot fit. Entries are dotted paths imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+PREDICTORS: dict[str, str] = {}
+
+
+def register_predictor(arch: str, target: str) -> None:
+    """Register ``module.path:function`` as the predictor for ``arch``."""
+    PREDICTORS[arch] = target
+
+
+def get_predictor(arch: str) -> Callable:
+    if arch not in PREDICTORS:
+        raise KeyError(f"no analytical model for hardware.arch={arch!r}; models exist for: "
+                       f"{', '.join(sorted(PREDICTORS)) or 'none yet'}")
+    module, _, attr = PREDICTORS[arch].partition(":")
+    return getattr(importlib.import_module(module), attr)

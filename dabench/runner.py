@@ -1,0 +1,116 @@
+"""One run, start to end, without MLflow: resolve the mode, measure and/or predict, compute the
+metrics. Every outcome becomes a :class:`RunResult` with a status; nothing here raises for a
+failed run (a failure is a result)."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+
+from dabench.backends import get_backend
+from dabench.config import RunConfig
+from dabench.hardware import resolve_ceilings
+from dabench.metrics.summary import Ceilings, compute_metrics, diagnosis
+from dabench.perfmodel import PREDICTORS, get_predictor
+from dabench.profile import Profile
+from dabench.status import DabenchError, Status, UnsupportedError
+from dabench.workload.opgraph import OpGraph, build_opgraph
+
+log = logging.getLogger(__name__)
+
+#: metrics compared between measurement and prediction in validate mode
+VALIDATED_METRICS = ("throughput.samples_per_s", "step_time.median_s", "tier1.compute_efficiency",
+                     "tier2.comm_time_s")
+
+
+@dataclass
+class RunResult:
+    status: Status
+    reason: str
+    mode: str  #: measure, predict or validate (what was actually done)
+    metrics: dict[str, float] = field(default_factory=dict)
+    profile: Profile | None = None
+    predicted: Profile | None = None
+    graph: OpGraph | None = None
+    ceilings: Ceilings | None = None
+    diagnosis: tuple[str, str] | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def objective(self) -> float:
+        """Samples/s for an ok run, NaN otherwise (the sweeper records NaN as a failed trial)."""
+        if self.status is Status.OK:
+            return float(self.metrics["throughput.samples_per_s"])
+        return float("nan")
+
+
+def resolve_mode(rc: RunConfig) -> tuple[str, str]:
+    """(mode, note). ``auto`` measures when the backend is available and otherwise predicts,
+    saying so; ``measure``/``validate`` without the device raise UnsupportedError naming what is
+    missing; ``predict`` needs an analytical model for the architecture."""
+    requested = rc.hardware.mode
+    has_model = rc.hardware.arch in PREDICTORS
+    if requested == "predict":
+        if not has_model:
+            raise UnsupportedError(f"hardware.mode=predict: no analytical model for arch {rc.hardware.arch!r} yet")
+        return "predict", ""
+    availability = get_backend(rc.hardware.backend).availability(rc)
+    if requested in ("measure", "validate"):
+        if not availability.ok:
+            raise UnsupportedError(f"hardware.mode={requested} on hardware={rc.hardware.name}: {availability.reason}")
+        if requested == "validate" and not has_model:
+            raise UnsupportedError(f"hardware.mode=validate: no analytical model for arch {rc.hardware.arch!r} yet")
+        return requested, ""
+    if availability.ok:
+        return "measure", ""
+    if has_model:
+        note = f"PREDICTED, not measured: {availability.reason}"
+        log.warning("hardware.mode=auto on %s: %s", rc.hardware.name, note)
+        return "predict", note
+    raise UnsupportedError(f"hardware={rc.hardware.name}: cannot measure ({availability.reason}) and no "
+                           f"analytical model exists for arch {rc.hardware.arch!r} yet")
+
+
+def _rel_error(predicted: float, measured: float) -> float:
+    """(predicted - measured) / measured."""
+    return (predicted - measured) / measured if measured else float("nan")
+
+
+def execute(rc: RunConfig) -> RunResult:
+    """Run one configuration and return its result; never raises for a failed run."""
+    mode = rc.hardware.mode if rc.hardware.mode != "auto" else "measure"
+    result = RunResult(Status.OK, "", mode)
+    try:
+        result.mode, note = resolve_mode(rc)
+        if note:
+            result.notes["dabench.mode_note"] = note
+        if rc.hardware.arch == "cpu" and rc.run.threads:
+            import torch
+
+            torch.set_num_threads(rc.run.threads)
+        result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+        result.ceilings = ceilings = resolve_ceilings(rc.hardware, rc.precision)
+        if result.mode in ("measure", "validate"):
+            result.profile = get_backend(rc.hardware.backend)().run(rc, graph)
+        if result.mode in ("predict", "validate"):
+            result.predicted = get_predictor(rc.hardware.arch)(rc, graph)
+        main = result.profile if result.profile is not None else result.predicted
+        result.metrics = compute_metrics(main, graph, ceilings, rc.data_copies)
+        result.diagnosis = diagnosis(main, graph, ceilings, result.metrics, rc.data_copies)
+        if result.mode == "validate":
+            predicted_metrics = compute_metrics(result.predicted, graph, ceilings, rc.data_copies)
+            for name in VALIDATED_METRICS:
+                if name in predicted_metrics and name in result.metrics:
+                    result.metrics[f"predict.{name}"] = predicted_metrics[name]
+                    short = name.split(".", 1)[1] if name.startswith("throughput.") else name.replace(".", "_")
+                    result.metrics[f"predict.rel_error.{short}"] = _rel_error(predicted_metrics[name], result.metrics[name])
+    except DabenchError as error:
+        result.status, result.reason = error.status, error.reason
+    except Exception as error:  # a failure is a result: record it, let the sweep go on
+        if type(error).__name__ == "OutOfMemoryError":
+            result.status, result.reason = Status.OOM, str(error).splitlines()[0][:500]
+        else:
+            result.status = Status.CRASHED
+            result.reason = f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}"
+    return result

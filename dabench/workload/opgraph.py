@@ -1,0 +1,268 @@
+"""The op graph: the work of one training step, per op and per layer, as numbers.
+
+For a micro-batch of B sequences of S tokens (a = B*S tokens), hidden H, heads n_h, FFN width
+F = ffn_mult*H, vocabulary V, and element sizes e (activations, the compute dtype) and w
+(weights as read by the arithmetic), each op carries:
+
+- ``flops``: floating-point operations (a multiply-add counts 2). Matmuls count 2*m*n*k, as
+  ``torch.utils.flop_counter`` does; bias adds are not counted (also as torch). Attention counts
+  the dense S x S score matrix (causal masking does not halve it, as in torch's counter and in
+  the 6N + 12*L*H*S rule of thumb): 4*B*S^2*H forward, 8*B*S^2*H backward (the math kernel's
+  autograd: two matmuls per forward matmul). Elementwise ops count a small per-element
+  constant (documented next to each op below); torch's counter ignores them.
+- ``bytes``: the minimum traffic to main memory, assuming no reuse between ops: every input
+  read once, every output written once, weights read once (a flash-style attention that never
+  writes the S x S matrix). Measured traffic is higher; this is the model behind the
+  roofline's arithmetic intensity.
+- ``params``: parameters the op owns (on its forward entry only).
+- ``saved_bytes``: activation bytes kept from forward for backward (forward entries only).
+
+Phases: ``fwd``, ``bwd`` and ``opt`` (AdamW update: 12 FLOPs per parameter; it reads parameter,
+gradient and both moments and writes parameter and moments). Decoder blocks are identical, so
+one block's ops are built once and shared by every block layer: building a graph costs the same
+for 1 or 100 layers, which keeps the analytical models fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from dabench.config import DTYPE_BYTES, ModelConfig, PrecisionConfig
+
+OP_CLASSES = ("matmul", "attention", "norm", "elementwise", "embedding", "loss", "optimizer")
+PHASES = ("fwd", "bwd", "opt")
+
+ADAMW_FLOPS_PER_PARAM = 12.0  #: moments (5), bias correction (2), sqrt+div (2), decay+update (3)
+GELU_FLOPS_PER_ELEMENT = 8.0  #: tanh approximation: ~8 operations per element forward
+LAYERNORM_FLOPS_PER_ELEMENT = 8.0  #: mean, variance, normalise, scale, shift
+SOFTMAX_XENT_FLOPS_PER_ELEMENT = 5.0  #: max, exp, sum, log, pick per logit
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op in one phase. FLOPs and bytes per micro-batch step; see the module docstring."""
+
+    name: str
+    op_class: str
+    phase: str
+    flops: float
+    bytes: float
+    params: int = 0
+    saved_bytes: float = 0.0
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOPs per byte (0 when the op moves no bytes)."""
+        return self.flops / self.bytes if self.bytes else 0.0
+
+
+@dataclass(frozen=True)
+class LayerTotals:
+    flops: dict[str, float]
+    bytes: dict[str, float]
+    params: int
+    saved_bytes: float
+
+
+def _totals(ops: tuple[Op, ...]) -> LayerTotals:
+    flops = dict.fromkeys(PHASES, 0.0)
+    moved = dict.fromkeys(PHASES, 0.0)
+    params, saved = 0, 0.0
+    for op in ops:
+        flops[op.phase] += op.flops
+        moved[op.phase] += op.bytes
+        params += op.params
+        saved += op.saved_bytes
+    return LayerTotals(flops, moved, params, saved)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A subtask-sized piece of the stack: ``embedding``, ``block.<i>`` or ``head``."""
+
+    name: str
+    kind: str
+    ops: tuple[Op, ...]
+    totals: LayerTotals = field(repr=False, compare=False)
+
+    @property
+    def flops(self) -> float:
+        """FLOPs of forward + backward + optimizer update."""
+        return sum(self.totals.flops.values())
+
+    @property
+    def bytes(self) -> float:
+        return sum(self.totals.bytes.values())
+
+    @property
+    def params(self) -> int:
+        return self.totals.params
+
+    @property
+    def saved_bytes(self) -> float:
+        return self.totals.saved_bytes
+
+
+@dataclass(frozen=True)
+class OpGraph:
+    """One training step of ``model`` on a micro-batch of ``batch_size`` at ``precision``."""
+
+    model: ModelConfig
+    batch_size: int
+    precision: PrecisionConfig
+    layers: tuple[Layer, ...]
+
+    def layer(self, name: str) -> Layer:
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(name)
+
+    def flops(self, phase: str | None = None) -> float:
+        """Total FLOPs of one micro-batch step (one phase, or all three)."""
+        phases = PHASES if phase is None else (phase,)
+        return sum(layer.totals.flops[p] for layer in self.layers for p in phases)
+
+    def bytes(self, phase: str | None = None) -> float:
+        phases = PHASES if phase is None else (phase,)
+        return sum(layer.totals.bytes[p] for layer in self.layers for p in phases)
+
+    @cached_property
+    def params(self) -> int:
+        return sum(layer.params for layer in self.layers)
+
+    @cached_property
+    def saved_bytes(self) -> float:
+        """Activation bytes held between forward and backward for one micro-batch."""
+        return sum(layer.saved_bytes for layer in self.layers)
+
+    def by_class(self, phases: tuple[str, ...] = PHASES) -> dict[str, tuple[float, float]]:
+        """{op class: (FLOPs, bytes)} summed over layers and the given phases."""
+        out = {c: [0.0, 0.0] for c in OP_CLASSES}
+        for layer in self.layers:
+            for op in layer.ops:
+                if op.phase in phases:
+                    out[op.op_class][0] += op.flops
+                    out[op.op_class][1] += op.bytes
+        return {c: (f, b) for c, (f, b) in out.items() if f or b}
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.params * self.precision.param_bytes
+
+    def training_state_bytes(self) -> float:
+        """Weights + gradients + AdamW moments (all in the parameter dtype; fp32 under mixed)."""
+        return 4 * self.weight_bytes
+
+
+# ----------------------------------------------------------------------------- builders
+
+
+def _linear(name: str, tokens: int, fan_in: int, fan_out: int, e: int, w: int, g: int, bias: bool = True) -> list[Op]:
+    weight = fan_in * fan_out
+    params = weight + (fan_out if bias else 0)
+    return [
+        Op(name, "matmul", "fwd", 2.0 * tokens * fan_in * fan_out,
+           float(tokens * fan_in * e + params * w + tokens * fan_out * e), params, float(tokens * fan_in * e)),
+        # dX = dY W^T and dW = X^T dY
+        Op(name, "matmul", "bwd", 4.0 * tokens * fan_in * fan_out,
+           float(tokens * fan_out * e + tokens * fan_in * e + params * w + tokens * fan_in * e + params * g)),
+    ]
+
+
+def _elementwise(name: str, op_class: str, elements: int, flops_per: float, e: int, saved: float) -> list[Op]:
+    return [
+        Op(name, op_class, "fwd", flops_per * elements, float(2 * elements * e), 0, saved),
+        Op(name, op_class, "bwd", 2.0 * flops_per * elements, float(3 * elements * e)),
+    ]
+
+
+def _layernorm(name: str, tokens: int, hidden: int, e: int, w: int, g: int) -> list[Op]:
+    params = 2 * hidden
+    elements = tokens * hidden
+    return [
+        Op(name, "norm", "fwd", LAYERNORM_FLOPS_PER_ELEMENT * elements,
+           float(2 * elements * e + params * w), params, float(elements * e + 2 * tokens * 4)),
+        Op(name, "norm", "bwd", 2.0 * LAYERNORM_FLOPS_PER_ELEMENT * elements,
+           float(3 * elements * e + params * w + params * g)),
+    ]
+
+
+def _adamw(params: int, s: int) -> Op:
+    # reads parameter, gradient, m, v; writes parameter, m, v (all in the parameter dtype)
+    return Op("adamw", "optimizer", "opt", ADAMW_FLOPS_PER_PARAM * params, float(7 * params * s))
+
+
+def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
+    tokens = batch * model.seq_len
+    h, f = model.hidden_size, model.ffn_hidden
+    act = tokens * h
+    ops: list[Op] = []
+    ops += _layernorm("ln1", tokens, h, e, w, s)
+    for name in ("attn.q", "attn.k", "attn.v"):
+        ops += _linear(name, tokens, h, h, e, w, s)
+    score = 4.0 * batch * model.seq_len * model.seq_len * h
+    lse = batch * model.n_heads * model.seq_len * 4
+    ops += [
+        Op("attn.sdpa", "attention", "fwd", score, float(4 * act * e), 0, float(4 * act * e + lse)),
+        Op("attn.sdpa", "attention", "bwd", 2.0 * score, float(8 * act * e)),
+    ]
+    ops += _linear("attn.proj", tokens, h, h, e, w, s)
+    ops += _elementwise("residual1", "elementwise", act, 1.0, e, 0.0)
+    ops += _layernorm("ln2", tokens, h, e, w, s)
+    ops += _linear("mlp.fc1", tokens, h, f, e, w, s)
+    ops += _elementwise("mlp.gelu", "elementwise", tokens * f, GELU_FLOPS_PER_ELEMENT, e, float(tokens * f * e))
+    ops += _linear("mlp.fc2", tokens, f, h, e, w, s)
+    ops += _elementwise("residual2", "elementwise", act, 1.0, e, 0.0)
+    block_params = sum(op.params for op in ops)
+    ops.append(_adamw(block_params, s))
+    return tuple(ops)
+
+
+def _embedding_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
+    tokens = batch * model.seq_len
+    h = model.hidden_size
+    params = model.vocab_size * h + model.seq_len * h
+    act = tokens * h
+    ops = [
+        # gather a rows of each table, add them, write the sum
+        Op("embed.lookup", "embedding", "fwd", float(act), float(tokens * 8 + 2 * act * w + act * e), params, 0.0),
+        # scatter-add the output gradient into dense table gradients
+        Op("embed.lookup", "embedding", "bwd", float(2 * act), float(act * e + 2 * act * s + params * s)),
+    ]
+    ops.append(_adamw(params, s))
+    return tuple(ops)
+
+
+def _head_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
+    tokens = batch * model.seq_len
+    h, v = model.hidden_size, model.vocab_size
+    ops: list[Op] = []
+    ops += _layernorm("ln_f", tokens, h, e, w, s)
+    ops += _linear("lm_head", tokens, h, v, e, w, s, bias=False)
+    logits = tokens * v
+    # cross-entropy over fp32 logits: cast, log-softmax and pick; keeps fp32 log-probabilities
+    ops += [
+        Op("loss", "loss", "fwd", SOFTMAX_XENT_FLOPS_PER_ELEMENT * logits, float(logits * e + 2 * logits * 4), 0,
+           float(logits * 4)),
+        Op("loss", "loss", "bwd", 2.0 * logits, float(2 * logits * 4 + logits * e)),
+    ]
+    head_params = sum(op.params for op in ops)
+    ops.append(_adamw(head_params, s))
+    return tuple(ops)
+
+
+def build_opgraph(model: ModelConfig, batch_size: int, precision: PrecisionConfig) -> OpGraph:
+    """The op graph of one training step (forward, backward, AdamW) on one micro-batch."""
+    e = DTYPE_BYTES[precision.compute_dtype]
+    s = DTYPE_BYTES[precision.param_dtype]
+    w = s  # weights are read in their stored dtype (an autocast copy is a second, smaller read)
+    embedding = _embedding_ops(model, batch_size, e, w, s)
+    block = _block_ops(model, batch_size, e, w, s)
+    head = _head_ops(model, batch_size, e, w, s)
+    block_totals = _totals(block)
+    layers = [Layer("embedding", "embedding", embedding, _totals(embedding))]
+    layers += [Layer(f"block.{i}", "block", block, block_totals) for i in range(model.n_layers)]
+    layers.append(Layer("head", "head", head, _totals(head)))
+    return OpGraph(model, batch_size, precision, tuple(layers))
