@@ -176,6 +176,7 @@ class TrackingConfig:
     uri: str | None = None
     experiment: str = "dabench"
     run_name: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -407,6 +408,7 @@ def build_tracking(section: Mapping[str, Any]) -> TrackingConfig:
         uri=section.get("uri"),
         experiment=str(section.get("experiment") or "dabench"),
         run_name=section.get("run_name"),
+        tags={str(k): str(v) for k, v in (section.get("tags") or {}).items()},
     )
 
 
