@@ -1,0 +1,56 @@
+"""The files each run leaves (and MLflow stores as artifacts): the resolved config, a result
+JSON, a roofline PNG and a per-subtask CSV."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from dabench.metrics.summary import roofline_points
+from dabench.report.roofline_plot import plot_roofline
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str, data_copies: int) -> Path:
+    """Write config.yaml, result.json and, for runs with a profile, roofline.png and subtasks.csv
+    into ``folder``; returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    profile = result.profile if result.profile is not None else result.predicted
+    document = {
+        "status": result.status.value,
+        "reason": result.reason,
+        "mode": result.mode,
+        "notes": result.notes,
+        "diagnosis": list(result.diagnosis) if result.diagnosis else None,
+        "metrics": result.metrics,
+        "ceilings": vars(result.ceilings) if result.ceilings else None,
+        "profile": profile.to_dict() if profile is not None else None,
+        "predicted_profile": result.predicted.to_dict() if result.predicted is not None and result.profile is not None else None,
+    }
+    (folder / "result.json").write_text(json.dumps(_finite(document), indent=1, default=str))
+    if profile is not None and result.graph is not None and result.ceilings is not None:
+        points = roofline_points(result.graph, profile, result.ceilings, data_copies)
+        plot_roofline(points, result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, title,
+                      folder / "roofline.png", predicted=profile.mode == "predict")
+        with open(folder / "subtasks.csv", "w", newline="") as handle:
+            kinds = sorted({k for s in profile.subtasks for k in s.units})
+            writer = csv.writer(handle)
+            writer.writerow(["name", "time_s", "rate_samples_per_s", "flops", *[f"units.{k}" for k in kinds]])
+            for s in profile.subtasks:
+                writer.writerow([s.name, s.time_s, s.rate, s.flops, *[s.units.get(k) for k in kinds]])
+    return folder
