@@ -1,12 +1,17 @@
 """``python -m dabench [overrides] [-m]``: compose the configs under conf/ and run the job(s)."""
 
+from pathlib import Path
+
 import hydra
 from omegaconf import DictConfig
 
 from dabench.app import run_job
 
+#: the repository's conf/ folder (absolute, so the `dabench` console script finds it too)
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
-@hydra.main(config_path="../conf", config_name="config", version_base=None)
+
+@hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
 def main(cfg: DictConfig) -> float:
     return run_job(cfg)
 

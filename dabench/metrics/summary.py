@@ -106,6 +106,7 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
     step_point = roofline_points(graph, profile, ceilings, data_copies)[-1]
     metrics["roofline.step.intensity"] = step_point.intensity
     metrics["roofline.step.attainable_tflops"] = step_point.attainable / 1e12
+    metrics["roofline.step.roof_share"] = achieved / step_point.attainable
     metrics["roofline.ridge_intensity"] = ridge_point(ceilings.peak_flops, ceilings.bandwidth_Bps)
     comm_fraction = None
     if profile.comm or profile.chips > 1:
@@ -136,4 +137,5 @@ def diagnosis(profile: Profile, graph: OpGraph, ceilings: Ceilings, metrics: dic
         subtasks_concurrent=profile.tags.get("subtask_kind") in CONCURRENT_SUBTASK_KINDS,
         intensity=step_point.intensity,
         ridge=step_point.ridge,
+        roof_share=step_point.achieved / step_point.attainable if step_point.achieved else None,
     )
