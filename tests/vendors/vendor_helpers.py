@@ -1,0 +1,42 @@
+"""Helpers for the vendor tests: paths and RunConfigs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from dabench.config import build_run_config
+
+HERE = Path(__file__).parent
+FIXTURES = HERE / "fixtures"
+FAKES = HERE / "fakes"
+REPO = HERE.parent.parent
+SHARED = REPO.parent / "shared" / "fixtures"
+
+requires_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared vendor fixtures absent ({SHARED})")
+
+MODEL = {"name": "tiny", "n_layers": 2, "hidden_size": 32, "n_heads": 2, "seq_len": 16, "vocab_size": 64}
+
+
+def run_config(hardware: str, backend: str | None = None, precision: str = "mixed", parallel: dict | None = None,
+               options: dict | None = None, python: str | None = None, **run):
+    """A RunConfig on conf/hardware/<hardware>.yaml (kept as-is apart from the overrides)."""
+    import yaml
+
+    hw = yaml.safe_load((REPO / "conf" / "hardware" / f"{hardware}.yaml").read_text())
+    hw["mode"] = "measure"
+    if backend:
+        hw["backend"] = backend
+    hw["python"] = python
+    hw["options"] = {**(hw.get("options") or {}), **(options or {})}
+    precisions = {"fp32": ("fp32", "fp32", False), "fp16": ("fp16", "fp16", False),
+                  "bf16": ("bf16", "bf16", False), "mixed": ("fp32", "fp16" if hardware == "ipu" else "bf16", True)}
+    param, compute, autocast = precisions[precision]
+    settings = {"batch_size": 2, "warmup_steps": 1, "timed_steps": 2, "profile_subtasks": False, **run}
+    return build_run_config({
+        "model": MODEL, "hardware": hw, "parallel": parallel or {"strategy": "none"},
+        "precision": {"name": precision, "param_dtype": param, "compute_dtype": compute, "autocast": autocast},
+        "run": settings, "tracking": {"enabled": False}})
