@@ -1,0 +1,62 @@
+"""Structured search spaces: a Python hook for spaces the override grammar cannot express.
+
+A hook is named in the sweep config as ``hydra.sweeper.space.hook: "module.path:factory"`` with
+keyword arguments in ``hydra.sweeper.space.args``. The sweeper calls
+``factory(config=<the composed task config as a dict>, **args)`` once and gets back an object
+with
+
+- ``suggest(trial) -> {override key: value}``: samples its own Optuna parameters on the trial
+  and returns the overrides of one valid deployment (valid by construction: the hook, not the
+  run, enforces the structure), and
+- ``grid() -> iterable of {override key: value}`` (optional): every deployment of the space,
+  for exhaustive enumeration (benchmarks/tuning_efficiency.py uses it).
+
+Keys it returns are override keys (``run.batch_size``, ``parallel.layers_per_stage``,
+``+hardware.options.x``); values are Python values, written out with
+:func:`dabench.tune.space.override_value`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+
+from dabench.status import ConfigError
+
+
+@runtime_checkable
+class StructuredSpace(Protocol):
+    def suggest(self, trial) -> dict[str, Any]: ...
+
+
+def resolve_target(target: str, field: str = "hydra.sweeper.space.hook") -> Any:
+    """Import ``module.path:attribute`` (or ``module.path.attribute``)."""
+    module_name, sep, attribute = target.partition(":")
+    if not sep:
+        module_name, _, attribute = target.rpartition(".")
+    if not module_name or not attribute:
+        raise ConfigError(field, target, "a dotted path 'package.module:callable'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(field, target, f"an importable module ({error})") from error
+    try:
+        return getattr(module, attribute)
+    except AttributeError as error:
+        raise ConfigError(field, target, f"a name defined in {module_name}") from error
+
+
+def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> StructuredSpace:
+    """Build the structured space named by ``hook`` for the composed task ``config``."""
+    factory = resolve_target(hook)
+    space = factory(config=config, **dict(args or {}))
+    if not isinstance(space, StructuredSpace):
+        raise ConfigError("hydra.sweeper.space.hook", hook, "a factory returning an object with suggest(trial)")
+    return space
+
+
+def grid_of(space: StructuredSpace) -> Iterable[dict[str, Any]]:
+    grid = getattr(space, "grid", None)
+    if grid is None:
+        raise ValueError(f"{type(space).__name__} cannot enumerate its space (no grid())")
+    return grid()
