@@ -1,0 +1,129 @@
+"""The ask/launch/tell loop: outcomes, failures, interrupts, resume, stale trials."""
+
+import math
+import os
+import subprocess
+import sys
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from dabench.tune.driver import Outcome, TrialSpace, run_trials
+from dabench.tune.sampling import make_sampler
+from dabench.tune.space import parse_overrides
+from dabench.tune.study import (
+    HOST_ATTR,
+    OVERRIDES_ATTR,
+    PID_ATTR,
+    REASON_ATTR,
+    STATUS_ATTR,
+    derive_study_name,
+    fail_stale_trials,
+    open_study,
+    trials_done,
+)
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+SPACE = TrialSpace(parse_overrides(["+sweeps=demo", "run.batch_size=choice(1, 2, 4, 8)", "precision=fp16,fp32"]))
+
+
+def fake_launch(log):
+    """Throughput = batch size; batch 8 'does not fit' (NaN, status capacity)."""
+    def launch(job_overrides, first_index):
+        log.append((first_index, job_overrides))
+        outcomes = []
+        for overrides in job_overrides:
+            batch = int(next(o for o in overrides if o.startswith("run.batch_size=")).split("=")[1])
+            if batch == 8:
+                outcomes.append(Outcome(math.nan, "capacity", "sram capacity exceeded: needs 2 GiB, has 0.9 GiB"))
+            else:
+                outcomes.append(Outcome(float(batch), "ok", mode="predict"))
+        return outcomes
+    return launch
+
+
+def _study(tmp_path, name="demo-tiny"):
+    return open_study(name, f"sqlite:///{tmp_path / 'optuna.db'}", "maximize", make_sampler("tpe", 0))
+
+
+def test_outcomes_become_complete_or_failed_trials(tmp_path):
+    log = []
+    study = _study(tmp_path)
+    assert run_trials(study, SPACE, n_trials=12, n_jobs=3, launch=fake_launch(log)) == 12
+    assert [first for first, _ in log] == [0, 3, 6, 9]
+    assert all(len(batch) == 3 for _, batch in log)
+    first = log[0][1][0]
+    assert first[0] == "+sweeps=demo"
+    assert "++tracking.tags.optuna_trial=0" in first and "++tracking.tags.optuna_study=demo-tiny" in first
+    for trial in study.get_trials():
+        overrides = trial.user_attrs[OVERRIDES_ATTR]
+        assert not any(o.startswith("++tracking") for o in overrides)
+        if trial.params["run.batch_size"] == 8:
+            assert trial.state == TrialState.FAIL and trial.value is None
+            assert trial.user_attrs[STATUS_ATTR] == "capacity"
+            assert "capacity exceeded" in trial.user_attrs[REASON_ATTR]
+        else:
+            assert trial.state == TrialState.COMPLETE and trial.value == trial.params["run.batch_size"]
+            assert trial.user_attrs[STATUS_ATTR] == "ok"
+
+
+def test_rerun_resumes_and_numbers_go_on(tmp_path):
+    run_trials(_study(tmp_path), SPACE, n_trials=4, n_jobs=1, launch=fake_launch([]))
+    log = []
+    study = _study(tmp_path)  # a new process would do the same: load_if_exists
+    assert run_trials(study, SPACE, n_trials=6, n_jobs=1, launch=fake_launch(log)) == 2
+    assert [first for first, _ in log] == [4, 5]
+    assert [t.number for t in study.get_trials()] == list(range(6))
+    assert run_trials(_study(tmp_path), SPACE, n_trials=6, n_jobs=1, launch=fake_launch([])) == 0
+
+
+def test_interrupt_marks_the_batch_and_does_not_count(tmp_path):
+    study = _study(tmp_path)
+    calls = []
+
+    def interrupted(job_overrides, first_index):
+        calls.append(first_index)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return fake_launch([])(job_overrides, first_index)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_trials(study, SPACE, n_trials=5, n_jobs=2, launch=interrupted)
+    states = [(t.number, t.state, t.user_attrs.get(STATUS_ATTR)) for t in study.get_trials()]
+    assert states[2:] == [(2, TrialState.FAIL, "interrupted"), (3, TrialState.FAIL, "interrupted")]
+    assert trials_done(study) == 2
+    log = []
+    run_trials(_study(tmp_path), SPACE, n_trials=5, n_jobs=2, launch=fake_launch(log))
+    assert [first for first, _ in log] == [4, 6]  # 3 more counted trials: 4, 5, 6
+    assert trials_done(study) == 5
+
+
+def test_stale_running_trials_of_a_dead_sweep_are_failed(tmp_path):
+    study = _study(tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    import socket
+
+    stale, foreign, mine = study.ask(), study.ask(), study.ask()
+    stale.set_user_attr(HOST_ATTR, socket.gethostname())
+    stale.set_user_attr(PID_ATTR, dead_pid)
+    foreign.set_user_attr(HOST_ATTR, "another-host")
+    foreign.set_user_attr(PID_ATTR, dead_pid)
+    mine.set_user_attr(HOST_ATTR, socket.gethostname())
+    mine.set_user_attr(PID_ATTR, os.getpid())
+    assert fail_stale_trials(study) == [stale.number]
+    by_number = {t.number: t for t in study.get_trials()}
+    assert by_number[stale.number].state == TrialState.FAIL
+    assert by_number[stale.number].user_attrs[STATUS_ATTR] == "interrupted"
+    assert by_number[foreign.number].state == TrialState.RUNNING
+    assert by_number[mine.number].state == TrialState.RUNNING
+
+
+def test_study_names():
+    assert derive_study_name("ipu_deploy", "gpt2_test", ["+sweeps=ipu_deploy", "model=gpt2_test"]) == "ipu_deploy-gpt2_test"
+    assert derive_study_name("ipu_deploy", "gpt2_test", ["+sweeps=ipu_deploy", "tracking.enabled=false"]) == "ipu_deploy-gpt2_test"
+    a = derive_study_name("ipu_deploy", "gpt2_test", ["model.n_layers=12", "run.seed=1"])
+    b = derive_study_name("ipu_deploy", "gpt2_test", ["run.seed=1", "model.n_layers=12"])
+    c = derive_study_name("ipu_deploy", "gpt2_test", ["model.n_layers=24"])
+    assert a == b != c and a.startswith("ipu_deploy-gpt2_test-") and len(a) == len("ipu_deploy-gpt2_test-") + 8
