@@ -1,0 +1,73 @@
+"""Study plots (matplotlib PNGs, Agg backend): optimization history and parameter importance."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+
+def plot_history(study: optuna.Study, path: Path) -> Path:
+    """Objective per trial (dots), best so far (line), failed trials (red x on the x-axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    trials = study.get_trials(deepcopy=False)
+    maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
+    done = [(t.number, t.value) for t in trials if t.state == TrialState.COMPLETE]
+    failed = [t.number for t in trials if t.state == TrialState.FAIL]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if done:
+        xs, ys = zip(*done)
+        ax.scatter(xs, ys, s=18, label="complete trials")
+        best, best_line = -math.inf if maximize else math.inf, []
+        for y in ys:
+            best = max(best, y) if maximize else min(best, y)
+            best_line.append(best)
+        ax.step(xs, best_line, where="post", color="tab:orange", label="best so far")
+    if failed:
+        ax.scatter(failed, [0] * len(failed), marker="x", color="tab:red", label="failed (capacity, oom, ...)")
+    ax.set_xlabel("trial number")
+    ax.set_ylabel("throughput (samples/s)")
+    ax.set_title(f"Optimization history: {study.study_name}")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
+    """fANOVA importance of the parameters every completed trial shares. Returns (path, note);
+    path is None (and the note says why) with fewer than 2 completed trials or no varied
+    parameter."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if len(complete) < 2:
+        return None, f"parameter importance skipped: {len(complete)} completed trial(s), needs 2"
+    varied = {name for name in complete[0].params if len({repr(t.params.get(name)) for t in complete}) > 1}
+    if not varied:
+        return None, "parameter importance skipped: no parameter varied among completed trials"
+    try:
+        importances = optuna.importance.get_param_importances(study)
+    except (RuntimeError, ValueError) as error:
+        return None, f"parameter importance skipped: {error}"
+    if not importances:
+        return None, "parameter importance skipped: no parameter shared by all completed trials"
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(importances)[::-1]
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(names) + 1.5))
+    ax.barh(names, [importances[n] for n in names])
+    ax.set_xlabel("importance (fANOVA, share of objective variance)")
+    ax.set_title(f"Parameter importance: {study.study_name} ({len(complete)} completed trials)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path, f"parameter importance from {len(complete)} completed trials"

@@ -1,0 +1,95 @@
+"""What a study found, as data: the best deployment, trial counts, and the command line that
+runs the best deployment again (or measures it on the device)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+
+from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, best_trial, state_counts, status_counts
+
+MODE_OVERRIDE = re.compile(r"^\+{0,2}hardware\.mode=")
+
+
+@dataclass
+class StudySummary:
+    study_name: str
+    direction: str
+    n_trials: int
+    states: dict[str, int]
+    statuses: dict[str, int]
+    best_number: int | None = None
+    best_value: float | None = None
+    best_params: dict[str, Any] = field(default_factory=dict)
+    best_overrides: list[str] = field(default_factory=list)
+    best_mode: str | None = None  #: how the best trial's number was obtained: measure or predict
+    sweep_overrides: list[str] = field(default_factory=list)
+
+    def command(self, measure: bool = False) -> str | None:
+        """``python -m dabench <overrides>`` for the best trial (a single run, no ``-m``).
+        ``measure=True`` swaps any ``hardware.mode`` for ``hardware.mode=measure``."""
+        if self.best_number is None:
+            return None
+        overrides = list(self.best_overrides)
+        if measure:
+            overrides = [o for o in overrides if not MODE_OVERRIDE.match(o)] + ["hardware.mode=measure"]
+        return "python -m dabench " + " ".join(shlex.quote(o) for o in overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "study_name": self.study_name,
+            "direction": self.direction,
+            "trials": self.n_trials,
+            "trials_by_state": self.states,
+            "trials_by_status": self.statuses,
+            "best": None if self.best_number is None else {
+                "trial": self.best_number,
+                "value": self.best_value,
+                "params": self.best_params,
+                "mode": self.best_mode,
+                "overrides": self.best_overrides,
+                "command": self.command(),
+                "measure_command": self.command(measure=True) if self.best_mode == "predict" else None,
+            },
+        }
+
+
+def summarize(study: optuna.Study) -> StudySummary:
+    best = best_trial(study)
+    summary = StudySummary(
+        study_name=study.study_name,
+        direction=study.direction.name.lower(),
+        n_trials=len(study.get_trials(deepcopy=False)),
+        states=state_counts(study),
+        statuses=status_counts(study),
+        sweep_overrides=list(study.user_attrs.get("dabench.command_overrides", [])),
+    )
+    if best is not None:
+        summary.best_number = best.number
+        summary.best_value = best.value
+        summary.best_params = dict(best.params)
+        summary.best_overrides = list(best.user_attrs.get(OVERRIDES_ATTR, []))
+        summary.best_mode = best.user_attrs.get(MODE_ATTR)
+    return summary
+
+
+def format_summary(summary: StudySummary) -> str:
+    """A few lines for the terminal."""
+    states = ", ".join(f"{n} {s}" for s, n in sorted(summary.states.items()))
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items()))
+    lines = [f"study {summary.study_name}: {summary.n_trials} trials ({states}); run statuses: {statuses or 'none'}"]
+    if summary.best_number is None:
+        lines.append("no trial completed: no best deployment yet")
+        return "\n".join(lines)
+    kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
+    lines.append(f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip())
+    lines.append("run it again:")
+    lines.append("  " + summary.command())
+    if summary.best_mode == "predict":
+        lines.append("measure it on the device (needs the hardware and its SDK):")
+        lines.append("  " + summary.command(measure=True))
+    return "\n".join(lines)
