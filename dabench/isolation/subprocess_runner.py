@@ -1,0 +1,133 @@
+"""Run the execution side in a child process, possibly under another interpreter.
+
+Protocol (version :data:`PROTOCOL`), all JSON files in a per-run work folder:
+
+- The orchestrator writes ``request.json``: ``{"protocol", "phase", "run_config": RunConfig as a
+  dict, "workdir"}`` and starts ``[python, -m, <module>, request.json, result.json]`` in its own
+  process group, with the repository root on PYTHONPATH (the child imports only
+  ``dabench.vendors.*`` and ``dabench.workload.model``, which need torch and the stdlib) and the
+  interpreter's ``bin`` folder first on PATH (vendor tools live there, e.g. cstorch's
+  ``torch-cirh-opt``). stdout and stderr go to ``runner.log``.
+- The child writes ``result.json``: ``{"protocol", "status", "reason", ...}`` where status is a
+  :class:`~dabench.status.Status` value; for ``ok`` it adds step times and vendor artifacts.
+- A child that exits non-zero, dies by a signal, outlives ``timeout_s`` (its whole process group
+  is killed) or leaves no readable result becomes :class:`~dabench.status.CrashedError` with the
+  tail of ``runner.log``. A child-reported status other than ok becomes the matching error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from dabench.status import CompileError, CrashedError, DabenchError, OutOfMemory, Status, UnsupportedError
+
+PROTOCOL = 1
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TAIL_CHARS = 4000
+
+
+def tail(path: Path, chars: int = TAIL_CHARS) -> str:
+    """The last ``chars`` characters of a text file ('' when absent)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - chars))
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def child_env(python: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: the parent's, plus the repo root on PYTHONPATH and the
+    interpreter's bin folder first on PATH."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    if python:
+        bin_dir = str(Path(python).absolute().parent)
+        env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def error_for(status: str, reason: str) -> DabenchError:
+    """The exception that carries a child-reported non-ok status."""
+    classes = {Status.COMPILE_ERROR.value: CompileError, Status.OOM.value: OutOfMemory,
+               Status.UNSUPPORTED.value: UnsupportedError, Status.CRASHED.value: CrashedError}
+    if status in classes:
+        return classes[status](reason)
+    error = DabenchError(reason)
+    try:
+        error.status = Status(status)  # capacity, invalid_config: no byte counts / field from the child
+    except ValueError:
+        error = CrashedError(f"runner reported unknown status {status!r}: {reason}")
+    return error
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def run_child(module: str, request: dict[str, Any], workdir: Path, python: str | None = None,
+              timeout_s: float = 3600.0, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``python -m module request.json result.json`` in ``workdir``; return the result dict
+    of an ok run, raise the matching DabenchError otherwise (see module doc)."""
+    workdir = Path(workdir).absolute()
+    workdir.mkdir(parents=True, exist_ok=True)
+    request_path, result_path, log_path = workdir / "request.json", workdir / "result.json", workdir / "runner.log"
+    result_path.unlink(missing_ok=True)
+    request = {"protocol": PROTOCOL, "workdir": str(workdir), **request}
+    request_path.write_text(json.dumps(request, indent=1, default=str))
+    interpreter = python or sys.executable
+    command = [interpreter, "-m", module, str(request_path), str(result_path)]
+    where = f"runner {module} under {interpreter}"
+    with open(log_path, "wb") as log:
+        try:
+            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+                                     env=child_env(python, env), start_new_session=True)
+        except OSError as error:
+            raise CrashedError(f"{where} could not start: {error}") from error
+        try:
+            code = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(child)
+            raise CrashedError(f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
+                               f"output tail ({log_path}):\n{tail(log_path)}") from None
+        except BaseException:  # KeyboardInterrupt: never leave the child group running
+            _kill_group(child)
+            raise
+    _kill_group(child)  # grandchildren the runner left behind
+    if code != 0:
+        raise CrashedError(f"{where} {_describe_exit(code)}; output tail ({log_path}):\n{tail(log_path)}")
+    try:
+        result = json.loads(result_path.read_text())
+        status, reason = result["status"], result.get("reason", "")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CrashedError(f"{where} exited 0 but left no readable {result_path.name} ({error}); "
+                           f"output tail ({log_path}):\n{tail(log_path)}") from None
+    if status != Status.OK.value:
+        raise error_for(status, reason or f"{where} reported {status}")
+    result["runner_log"] = str(log_path)
+    return result
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        child.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
+        pass
