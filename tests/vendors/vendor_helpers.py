@@ -24,9 +24,11 @@ MODEL = {"name": "tiny", "n_layers": 2, "hidden_size": 32, "n_heads": 2, "seq_le
 def run_config(hardware: str, backend: str | None = None, precision: str = "mixed", parallel: dict | None = None,
                options: dict | None = None, python: str | None = None, **run):
     """A RunConfig on conf/hardware/<hardware>.yaml (kept as-is apart from the overrides)."""
-    import yaml
+    from omegaconf import OmegaConf
 
-    hw = yaml.safe_load((REPO / "conf" / "hardware" / f"{hardware}.yaml").read_text())
+    spec = OmegaConf.load(REPO / "conf" / "hardware" / f"{hardware}.yaml")
+    spec.pop("defaults", None)  # the Hydra defaults list (default sweeps) is not part of the spec
+    hw = OmegaConf.to_container(spec, resolve=True)
     hw["mode"] = "measure"
     if backend:
         hw["backend"] = backend
