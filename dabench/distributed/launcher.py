@@ -1,0 +1,208 @@
+"""Start N ranks as subprocesses, wait for them, and fail the whole job cleanly.
+
+Each rank is ``python -m dabench.distributed.worker <spec.json>`` with the environment
+torchrun would give it (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``,
+``MASTER_ADDR``, ``MASTER_PORT``), so the same worker also runs under torchrun. Rendezvous is
+``env://`` on 127.0.0.1 and a free port by default, or the ``init_method`` a cluster provides.
+
+The launcher (the Hydra job process) is the only process that talks to MLflow: ranks write their
+figures as JSON files into a private temporary folder, the launcher reads them back.
+
+Failure handling (a failure is a result, never an orphan):
+
+- every rank runs in its own session (process group); whatever ends the job, all groups are
+  sent SIGKILL and every process is reaped before :func:`launch` returns or raises;
+- a rank that exits non-zero (an exception, ``os._exit``, a signal) fails the job: the others get
+  a short grace period to record their own error, then are killed; :class:`RankFailure` names
+  the rank that failed first (a rank killed by a signal or one that died without writing an
+  error beats ranks that only saw a peer's broken connection) with its error and traceback tail;
+- a job still running after ``timeout_s`` is killed and raises :class:`RankFailure` naming the
+  ranks still running;
+- ranks ask the kernel to kill them if the launcher dies (``PR_SET_PDEATHSIG``, Linux).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+POLL_S = 0.05  #: how often the launcher looks at its ranks
+GRACE_S = 2.0  #: after one rank fails, how long the others may take to record their own error
+LOG_TAIL_CHARS = 1500
+
+
+class RankFailure(RuntimeError):
+    """A rank failed or the job hung; ``reason`` says which rank and why."""
+
+    def __init__(self, reason: str, rank: int | None):
+        super().__init__(reason)
+        self.reason, self.rank = reason, rank
+
+
+@dataclass
+class RankExit:
+    """How one rank ended: its exit code (negative: killed by that signal), its error record
+    (written by the worker when it caught an exception) and the tail of its output."""
+
+    rank: int
+    returncode: int | None
+    error: dict[str, Any] | None
+    log_tail: str
+    killed_by_launcher: bool = False
+
+    def describe(self) -> str:
+        if self.error:
+            return f"{self.error['error']}\n{self.error.get('traceback', '')[-LOG_TAIL_CHARS:]}"
+        code = self.returncode
+        if code is not None and code < 0:
+            how = f"killed by signal {signal.Signals(-code).name} (exit code {code})"
+        else:
+            how = f"exited with code {code} without recording an error"
+        tail = self.log_tail.strip()
+        return how + (f"; output tail:\n{tail}" if tail else "")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (the OS picks it; a race with another process
+    grabbing it in between is possible but rare)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _package_root() -> str:
+    """The folder that holds the dabench package (ranks import it from there)."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _rank_env(rank: int, world_size: int, port: int, extra: dict[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "RANK": str(rank), "WORLD_SIZE": str(world_size),
+        "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world_size),
+        "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+        "DABENCH_LAUNCHER_PID": str(os.getpid()),
+        "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
+    })
+    env.update(extra or {})
+    return env
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - LOG_TAIL_CHARS))
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _kill_all(procs: list[subprocess.Popen]) -> set[int]:
+    """SIGKILL every rank's process group that is still alive, then reap all. Returns the ranks
+    the launcher had to kill."""
+    killed = set()
+    for rank, proc in enumerate(procs):
+        if proc.poll() is None:
+            killed.add(rank)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+    for proc in procs:
+        proc.wait()
+    return killed
+
+
+def _root_cause(exits: list[RankExit]) -> RankExit:
+    """The rank that failed first: one that died without an error record (signal, os._exit),
+    else the earliest error record, else the lowest failed rank."""
+    failed = [e for e in exits if not e.killed_by_launcher and e.returncode not in (0, None)]
+    silent = [e for e in failed if e.error is None]
+    if silent:
+        return silent[0]
+    if failed:
+        return min(failed, key=lambda e: e.error.get("time", float("inf")) if e.error else float("inf"))
+    return exits[0]
+
+
+def launch(target: str, payload: dict[str, Any], world_size: int, timeout_s: float, *,
+           init_method: str | None = None, extra_env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Run ``target`` ("module:function", called as ``function(payload, rank_env)``) on
+    ``world_size`` ranks and return their results in rank order. Raises :class:`RankFailure`."""
+    with tempfile.TemporaryDirectory(prefix="dabench-ranks-") as tmp:
+        folder = Path(tmp)
+        spec = {"target": target, "payload": payload, "result_dir": tmp, "timeout_s": timeout_s,
+                "init_method": init_method or "env://"}
+        spec_path = folder / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        port = free_port()
+        procs: list[subprocess.Popen] = []
+        logs = [folder / f"log.{rank}.txt" for rank in range(world_size)]
+        killed: set[int] = set()
+        try:
+            for rank in range(world_size):
+                with open(logs[rank], "wb") as log:
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "dabench.distributed.worker", str(spec_path)],
+                        env=_rank_env(rank, world_size, port, extra_env), stdout=log, stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL, start_new_session=True))
+            failure = _wait(procs, timeout_s)
+        finally:
+            killed = _kill_all(procs)
+        exits = [RankExit(rank, proc.returncode, _read_json(folder / f"error.{rank}.json"), _tail(logs[rank]),
+                          killed_by_launcher=rank in killed) for rank, proc in enumerate(procs)]
+        if failure == "timeout":
+            hung = sorted(killed)
+            detail = "\n".join(f"rank {e.rank}: {e.describe()}" for e in exits if e.rank in hung)
+            raise RankFailure(f"rank(s) {hung} of {world_size} still running after parallel.timeout_s={timeout_s:g} s "
+                              f"(hung?); all ranks were killed.\n{detail}", hung[0] if hung else None)
+        if failure == "failed":
+            root = _root_cause(exits)
+            others = "; ".join(
+                f"rank {e.rank}: {'killed by the launcher' if e.killed_by_launcher else (e.error or {}).get('error', 'exit code %s' % e.returncode)}"
+                for e in exits if e.rank != root.rank)
+            raise RankFailure(f"rank {root.rank} of {world_size} failed: {root.describe()}\n(other ranks: {others})",
+                              root.rank)
+        results = []
+        for rank in range(world_size):
+            result = _read_json(folder / f"result.{rank}.json")
+            if result is None:
+                raise RankFailure(f"rank {rank} of {world_size} exited cleanly but wrote no result; "
+                                  f"output tail:\n{_tail(logs[rank])}", rank)
+            results.append(result)
+        return results
+
+
+def _wait(procs: list[subprocess.Popen], timeout_s: float) -> str:
+    """Wait until all ranks exit 0 ("ok"), one fails ("failed", after a grace period for the
+    others to record their errors) or the deadline passes ("timeout")."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        codes = [proc.poll() for proc in procs]
+        if all(code == 0 for code in codes):
+            return "ok"
+        if any(code not in (None, 0) for code in codes):
+            grace_end = min(deadline, time.monotonic() + GRACE_S)
+            while time.monotonic() < grace_end and any(proc.poll() is None for proc in procs):
+                time.sleep(POLL_S)
+            return "failed"
+        if time.monotonic() > deadline:
+            return "timeout"
+        time.sleep(POLL_S)

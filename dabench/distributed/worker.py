@@ -1,0 +1,87 @@
+"""One rank: ``python -m dabench.distributed.worker <spec.json>``.
+
+The spec (written by :mod:`dabench.distributed.launcher`) names a target ``module:function``, its
+JSON payload and a result folder. The rank's identity comes from the environment torchrun sets
+(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``), so ``torchrun --nproc-per-node N -m
+dabench.distributed.worker spec.json`` runs the same ranks. The rank writes
+``result.<rank>.json`` on success or ``error.<rank>.json`` (error, traceback, time) on failure,
+and never talks to MLflow.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PR_SET_PDEATHSIG = 1  #: prctl option (linux/prctl.h): signal this process when its parent dies
+
+
+@dataclass(frozen=True)
+class RankEnv:
+    """Who this rank is and how to rendezvous."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    init_method: str
+    timeout_s: float
+
+    @classmethod
+    def from_environ(cls, init_method: str = "env://", timeout_s: float = 300.0) -> "RankEnv":
+        return cls(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+                   int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), init_method, timeout_s)
+
+
+def die_with_launcher() -> None:
+    """Ask Linux to SIGKILL this rank when the launcher process dies, so that no rank outlives
+    it. No-op where prctl is unavailable or when not started by the dabench launcher."""
+    launcher = os.environ.get("DABENCH_LAUNCHER_PID")
+    if not launcher or not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(launcher):  # the launcher died before prctl took effect
+        os._exit(1)
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(data))
+    partial.replace(path)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m dabench.distributed.worker <spec.json>", file=sys.stderr)
+        return 2
+    die_with_launcher()
+    spec = json.loads(Path(argv[1]).read_text())
+    out = Path(spec["result_dir"])
+    env = RankEnv.from_environ(spec.get("init_method", "env://"), float(spec.get("timeout_s", 300.0)))
+    try:
+        module, _, name = spec["target"].partition(":")
+        result = getattr(importlib.import_module(module), name)(spec["payload"], env)
+    except BaseException as error:  # record whatever ended this rank, for the launcher's reason
+        _write_json(out / f"error.{env.rank}.json", {
+            "error": f"{type(error).__name__}: {error}".strip(), "traceback": traceback.format_exc(),
+            "time": time.time()})
+        traceback.print_exc()
+        sys.stderr.flush()
+        return 1
+    _write_json(out / f"result.{env.rank}.json", result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
