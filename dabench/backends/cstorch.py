@@ -18,7 +18,7 @@ from pathlib import Path
 from dabench.backends.base import Availability
 from dabench.config import RunConfig
 from dabench.isolation.subprocess_runner import REPO_ROOT
-from dabench.isolation.vendor_backend import VendorBackend
+from dabench.isolation.vendor_backend import VendorBackend, resolve_interpreter
 from dabench.status import UnsupportedError
 
 DEFAULT_VENV_PYTHON = REPO_ROOT / ".venv-cerebras" / "bin" / "python"
@@ -36,7 +36,7 @@ class CstorchBackend(VendorBackend):
     @classmethod
     def interpreter(cls, rc: RunConfig) -> str | None:
         if rc.hardware.python:
-            return rc.hardware.python
+            return resolve_interpreter(rc.hardware.python)
         return str(DEFAULT_VENV_PYTHON) if DEFAULT_VENV_PYTHON.exists() else None
 
     @classmethod

@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,6 +28,22 @@ from dabench.workload.opgraph import OpGraph
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 120.0
+
+
+def resolve_interpreter(python: str | None) -> str | None:
+    """``hardware.python`` as an absolute path: a bare name (``python3.8``) is looked up on PATH, a
+    relative path (``.venv-cerebras/bin/python``) is taken from the launch directory (Hydra changes
+    the working directory per job)."""
+    if not python:
+        return None
+    if os.sep not in python:
+        return shutil.which(python) or python
+    path = Path(python).expanduser()
+    if not path.is_absolute():
+        from dabench.tracking.store import launch_dir
+
+        path = launch_dir() / path
+    return str(path)
 
 
 @functools.lru_cache(maxsize=64)
@@ -59,7 +76,7 @@ class VendorBackend(Backend):
     @classmethod
     def interpreter(cls, rc: RunConfig) -> str | None:
         """The interpreter the runner uses: ``hardware.python`` (None = this one)."""
-        return rc.hardware.python
+        return resolve_interpreter(rc.hardware.python)
 
     @classmethod
     def probe_ipus(cls, rc: RunConfig) -> int:

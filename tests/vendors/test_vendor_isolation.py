@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from dabench.isolation.subprocess_runner import PROTOCOL, run_child
+from dabench.isolation.subprocess_runner import PROTOCOL, child_env, run_child
+from dabench.isolation.vendor_backend import probe_sdk
 from dabench.status import CompileError, CrashedError, Status
 from vendor_helpers import FAKES
 
 
 @pytest.fixture
-def child_env(monkeypatch, tmp_path):
+def fakes_on_path(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONPATH", str(FAKES))
     return tmp_path
 
@@ -23,29 +28,29 @@ def run_fake(workdir, behaviour, timeout_s=60.0):
     return run_child("fake_child", {"phase": "run", "behaviour": behaviour}, workdir, timeout_s=timeout_s)
 
 
-def test_ok_round_trip(child_env):
-    result = run_fake(child_env / "ok", "ok")
+def test_ok_round_trip(fakes_on_path):
+    result = run_fake(fakes_on_path / "ok", "ok")
     assert result["status"] == "ok" and result["step_times_s"] == [0.5, 0.25] and result["samples_per_step"] == 8
-    request = json.loads((child_env / "ok" / "request.json").read_text())
-    assert request["protocol"] == PROTOCOL and request["workdir"] == str(child_env / "ok")
-    assert "fake child starting: ok" in (child_env / "ok" / "runner.log").read_text()
+    request = json.loads((fakes_on_path / "ok" / "request.json").read_text())
+    assert request["protocol"] == PROTOCOL and request["workdir"] == str(fakes_on_path / "ok")
+    assert "fake child starting: ok" in (fakes_on_path / "ok" / "runner.log").read_text()
 
 
-def test_nonzero_exit_is_crashed_with_output_tail(child_env):
+def test_nonzero_exit_is_crashed_with_output_tail(fakes_on_path):
     with pytest.raises(CrashedError, match="exited with status 3") as info:
-        run_fake(child_env / "exit", "exit_nonzero")
+        run_fake(fakes_on_path / "exit", "exit_nonzero")
     assert "something went wrong in the SDK" in info.value.reason
 
 
-def test_killed_child_is_crashed(child_env):
+def test_killed_child_is_crashed(fakes_on_path):
     with pytest.raises(CrashedError, match="killed by signal SIGKILL") as info:
-        run_fake(child_env / "kill", "kill_self")
+        run_fake(fakes_on_path / "kill", "kill_self")
     assert info.value.status is Status.CRASHED
     assert "fake child starting: kill_self" in info.value.reason
 
 
-def test_hung_child_and_its_process_group_are_killed(child_env):
-    workdir = child_env / "hang"
+def test_hung_child_and_its_process_group_are_killed(fakes_on_path):
+    workdir = fakes_on_path / "hang"
     started = time.monotonic()
     with pytest.raises(CrashedError, match="hung past runner_timeout_s=2 s"):
         run_fake(workdir, "spawn_sleeper_and_hang", timeout_s=2.0)
@@ -63,22 +68,22 @@ def test_hung_child_and_its_process_group_are_killed(child_env):
 
 @pytest.mark.parametrize("behaviour, message", [("garbled", "no readable result.json"),
                                                 ("no_result", "no readable result.json")])
-def test_missing_or_garbled_result_is_crashed(child_env, behaviour, message):
+def test_missing_or_garbled_result_is_crashed(fakes_on_path, behaviour, message):
     with pytest.raises(CrashedError, match=message):
-        run_fake(child_env / behaviour, behaviour)
+        run_fake(fakes_on_path / behaviour, behaviour)
 
 
-def test_child_reported_statuses_map_to_errors(child_env):
+def test_child_reported_statuses_map_to_errors(fakes_on_path):
     with pytest.raises(CompileError, match="the compiler said no"):
-        run_fake(child_env / "compile", "report_compile_error")
+        run_fake(fakes_on_path / "compile", "report_compile_error")
     with pytest.raises(Exception) as info:
-        run_fake(child_env / "capacity", "report_capacity")
+        run_fake(fakes_on_path / "capacity", "report_capacity")
     assert info.value.status is Status.CAPACITY and "SRAM" in info.value.reason
 
 
-def test_missing_interpreter_is_crashed(child_env):
+def test_missing_interpreter_is_crashed(fakes_on_path):
     with pytest.raises(CrashedError, match="could not start"):
-        run_child("fake_child", {"behaviour": "ok"}, child_env / "nopython", python="/nonexistent/python")
+        run_child("fake_child", {"behaviour": "ok"}, fakes_on_path / "nopython", python="/nonexistent/python")
 
 
 def test_runner_common_main_reports_exceptions(tmp_path, monkeypatch):
@@ -99,3 +104,38 @@ def test_runner_common_main_reports_exceptions(tmp_path, monkeypatch):
         assert main(run, ["x", str(request), str(out)]) == 0
         result = json.loads(out.read_text())
         assert result["status"] == status and text in result["reason"] and result["protocol"] == PROTOCOL
+
+
+
+def _python38() -> str | None:
+    candidates = sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.8*" / "bin" / "python3.8")))
+    found = shutil.which("python3.8")
+    for path in ([found] if found else []) + candidates:
+        if subprocess.run([path, "-c", "import sys; assert sys.version_info[:2] == (3, 8)"],
+                          capture_output=True).returncode == 0:
+            return path
+    return None
+
+
+def test_runner_side_imports_under_python_3_8():
+    """Vendor SDK venvs run old Pythons (PopTorch 3.3 ships cp38 wheels): the runner modules must
+    import there (torch is imported lazily, inside run()), and the SDK probe must work."""
+    python = _python38()
+    if python is None:
+        pytest.skip("no Python 3.8 interpreter here")
+    modules = ["dabench.vendors.common", "dabench.vendors.probe", "dabench.vendors.poptorch_runner",
+               "dabench.vendors.cstorch_runner", "dabench.vendors.sambaflow_runner", "dabench.vendors.popvision_export"]
+    done = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True, text=True,
+                          env=child_env(python), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert probe_sdk(python, "poptorch") == (False, "poptorch is not importable", "")
+
+
+def test_relative_interpreter_paths_resolve_from_the_launch_dir(tmp_path, monkeypatch):
+    from dabench.isolation.vendor_backend import resolve_interpreter
+
+    monkeypatch.chdir(tmp_path)
+    assert resolve_interpreter(".venv-x/bin/python") == str(tmp_path / ".venv-x" / "bin" / "python")
+    assert resolve_interpreter("/opt/sdk/bin/python") == "/opt/sdk/bin/python"
+    assert resolve_interpreter("sh") == shutil.which("sh")
+    assert resolve_interpreter(None) is None
