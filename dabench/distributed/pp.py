@@ -1,0 +1,193 @@
+"""Pipeline parallelism through ``torch.distributed.pipelining``.
+
+The stack is cut by ``parallel.layers_per_stage``: stage 0 holds the embedding and its blocks,
+the last stage its blocks, the final LayerNorm and the LM head (it outputs logits; the schedule's
+loss function is the same cross-entropy as :class:`~dabench.workload.model.Head`). Each rank runs
+one :class:`~torch.distributed.pipelining.PipelineStage` under ``ScheduleGPipe`` or
+``Schedule1F1B`` (``parallel.schedule``) over ``parallel.micro_batches`` micro-batches of the
+rank's batch. With ``parallel.replicas > 1`` each stage module is wrapped in DDP over its
+data-parallel group (a 2-D DeviceMesh ``(dp, pp)``); the pipeline stage handles DDP's
+``no_sync`` across micro-batches itself.
+
+``run.grad_accum`` calls the schedule that many times per optimizer step. The schedule's own
+gradient scaling (``scale_grads``) divides *all* accumulated gradients at the end of each call,
+which would be wrong across calls, so it is off and the loss function divides by
+``micro_batches * grad_accum`` instead (the same mean as the single-process step).
+
+Not expressible here: ``parallel.head_on_last=false`` (the head on stage 0, as on IPUs) makes the
+data flow circular; single-stage-per-rank schedules need the loss on the last stage, so that
+layout is refused (UnsupportedError) rather than hand-written.
+
+Timing per step on each rank: compute = time inside the stage's ``forward_one_chunk`` and
+``backward_one_chunk``, the loss function and the optimizer (minus exposed DP all-reduce time
+when replicated). The rest of the step is spent blocked in send/recv: the p2p transfers plus the
+pipeline bubble. The transfer cost is measured after the timed window by a ping-pong of one
+activation-sized message across each stage boundary (one-way time = round trip / 2), so
+bubble = step - compute - p2p transfer time of the messages the stage takes part in.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+from dabench.distributed.common import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.distributed.dp import wrap_ddp
+from dabench.workload.model import DecoderStack
+
+SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+P2P_REPS = 5  #: timed ping-pong round trips per stage boundary (after one untimed)
+
+
+class StageModule(nn.Module):
+    """A contiguous slice of the stack: optional embedding, some blocks, optional head
+    (returning logits)."""
+
+    def __init__(self, model: DecoderStack, first: int, last: int, with_embedding: bool, with_head: bool):
+        super().__init__()
+        self.embedding = model.embedding if with_embedding else None
+        self.blocks = nn.ModuleList(model.blocks[first:last])
+        self.head = model.head if with_head else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.embedding is not None:
+            x = self.embedding(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.head.logits(x) if self.head is not None else x
+
+
+def stage_layers(layers_per_stage: tuple[int, ...], stage: int) -> tuple[int, int]:
+    """[first, last) block indices of ``stage``."""
+    first = sum(layers_per_stage[:stage])
+    return first, first + layers_per_stage[stage]
+
+
+def stage_io_examples(ctx: RankContext, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Meta tensors with the shape and dtype of one micro-batch's stage input and output.
+
+    Given to PipelineStage, they make its metadata static: no shape-inference forward runs. That
+    inference forward would call a DDP-wrapped stage outside ``no_sync`` and leave DDP expecting
+    gradients, so that the first no_sync backward marked every parameter ready and DDP's bucket
+    rebuild failed ("rebuilt params size 36 vs 18") whenever all forwards of a step precede the
+    backwards (GPipe, or 1F1B with few micro-batches)."""
+    par, model = ctx.rc.parallel, ctx.rc.model
+    micro = ctx.rc.run.batch_size // par.micro_batches
+    hidden = (micro, model.seq_len, model.hidden_size)
+    float_meta = {"device": "meta", "requires_grad": True}  # activations carry gradients back
+    first = torch.empty(micro, model.seq_len, dtype=torch.long, device="meta") if stage == 0 \
+        else torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
+    last = torch.empty(micro, model.seq_len, model.vocab_size, dtype=ctx.logits_dtype, **float_meta) \
+        if stage == par.degree - 1 else torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
+    return first, last
+
+
+@dataclass
+class PipelineTrainer(Trainer):
+    stage: PipelineStage | None = None
+    schedule: Any = None
+    module: nn.Module | None = None
+    optimizer: torch.optim.Optimizer | None = None
+    ids: torch.Tensor | None = None
+    targets: torch.Tensor | None = None
+    pp_group: Any = None
+    losses: list[torch.Tensor] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, ctx: RankContext, mesh) -> "PipelineTrainer":
+        par = ctx.rc.parallel
+        stage_index = mesh.get_local_rank("pp")
+        replica = mesh.get_local_rank("dp")
+        first, last = stage_layers(par.layers_per_stage, stage_index)
+        module: nn.Module = StageModule(seeded_model(ctx.rc, ctx.device), first, last,
+                                        with_embedding=stage_index == 0, with_head=stage_index == par.degree - 1)
+        if par.replicas > 1:
+            module = wrap_ddp(module, ctx, mesh.get_group("dp"), par.replicas)
+        pp_group = mesh.get_group("pp")
+        inputs, outputs = stage_io_examples(ctx, stage_index)
+        stage = PipelineStage(module, stage_index, par.degree, ctx.device, input_args=inputs, output_args=outputs,
+                              group=pp_group)
+        ids, targets = replica_batch(ctx.rc, ctx.device, replica, par.replicas)
+        trainer = cls(ctx, "pp", {"stage": stage_index, "replica": replica, "layers": [first, last]},
+                      stage, None, module, adamw(module.parameters(), ctx.rc), ids, targets, pp_group)
+        trainer.schedule = SCHEDULES[par.schedule](stage, n_microbatches=par.micro_batches,
+                                                    loss_fn=trainer.loss_fn, scale_grads=False)
+        stage.forward_one_chunk = trainer._timed(stage.forward_one_chunk, "forward")
+        stage.backward_one_chunk = trainer._timed(stage.backward_one_chunk, "backward", ddp_exposed=par.replicas > 1)
+        return trainer
+
+    def _timed(self, method, label: str, ddp_exposed: bool = False):
+        log, clock = self.ctx.log, self.ctx.clock
+
+        def timed(*args, **kwargs):
+            start = clock.mark()
+            out = method(*args, **kwargs)
+            end = clock.mark()
+            log.add("compute", label, 0, start, end)
+            if ddp_exposed and log.last_issue is not None:  # the DP all-reduce ran inside this chunk
+                log.add("exposed", "allreduce", 0, log.last_issue, end)
+                log.last_issue = None
+            return out
+
+        return timed
+
+    def loss_fn(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy as in Head.forward, divided by micro_batches * grad_accum (see module doc)."""
+        start = self.ctx.clock.mark()
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        scaled = loss / (self.ctx.rc.parallel.micro_batches * self.ctx.rc.run.grad_accum)
+        self.ctx.log.add("compute", "loss", 0, start, self.ctx.clock.mark())
+        return scaled
+
+    def step(self) -> torch.Tensor | None:
+        clock, log = self.ctx.clock, self.ctx.log
+        log.last_issue = None
+        for _ in range(self.ctx.rc.run.grad_accum):
+            self.losses.clear()
+            args = (self.ids,) if self.stage.is_first else ()
+            kwargs = {"target": self.targets, "losses": self.losses} if self.stage.is_last else {}
+            with self.ctx.autocast():
+                self.schedule.step(*args, **kwargs)
+        start = clock.mark()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        log.add("compute", "optimizer", 0, start, clock.mark())
+        if not self.stage.is_last:
+            return None
+        # the schedule collects the scaled loss of each micro-batch of the last call; undo the scale
+        scale = self.ctx.rc.parallel.micro_batches * self.ctx.rc.run.grad_accum
+        return torch.stack([loss.detach() for loss in self.losses]).mean() * scale
+
+    def after_timed(self) -> dict[str, Any]:
+        """One-way p2p time of an activation-sized message across each boundary this rank is on."""
+        par, ctx = self.ctx.rc.parallel, self.ctx
+        index = self.stage.stage_index
+        micro = ctx.rc.run.batch_size // par.micro_batches
+        message = torch.zeros(micro, ctx.rc.model.seq_len, ctx.rc.model.hidden_size,
+                              dtype=ctx.activation_dtype, device=ctx.device)
+        one_way: dict[str, float] = {}
+        for boundary in range(par.degree - 1):
+            if index not in (boundary, boundary + 1):
+                continue
+            lower = index == boundary
+            peer = dist.get_global_rank(self.pp_group, boundary + 1 if lower else boundary)
+            times = []
+            for rep in range(P2P_REPS + 1):
+                ctx.clock.synchronize()
+                start = ctx.clock.mark()
+                for send_first in ((True, False) if lower else (False, True)):
+                    (dist.send if send_first else dist.recv)(message, peer)
+                end = ctx.clock.mark()
+                ctx.clock.synchronize()
+                if rep:
+                    times.append(ctx.clock.elapsed(start, end) / 2)
+            one_way[str(boundary)] = statistics.median(times)
+        return {"p2p_one_way_s": one_way, "p2p_bytes": message.numel() * message.element_size(),
+                "micro_batch": micro}

@@ -1,0 +1,85 @@
+"""Tensor parallelism (Megatron-style) through PyTorch's own tensor-parallel API.
+
+Each decoder block is sharded with ``torch.distributed.tensor.parallel.parallelize_module`` on a
+1-D DeviceMesh: the q, k, v projections and the first MLP projection (``fc1``) are
+``ColwiseParallel`` (whole heads per rank: the attention module derives its local head count
+from the projected width), the attention output projection and ``fc2`` are ``RowwiseParallel``.
+A ``PrepareModuleInput`` on the attention module turns its input into one replicated DTensor, so
+the gradients of q, k and v sum locally and need one all-reduce in backward (as Megatron's
+``f`` operator), not three. Per block and micro-batch: 2 all-reduces forward (after ``proj`` and
+``fc2``) and 2 backward, each of ``batch * seq * hidden`` activations.
+
+Embedding, LayerNorms and the LM head stay replicated (plain tensors): every rank computes them
+on the same full batch, so their gradients agree without communication.
+
+Comm time: the DTensor collectives happen inside the modules; they are timed in extra forward +
+backward passes after the timed window under :class:`~dabench.distributed.commtime.CollectiveTimer`
+(each collective issued and waited at once, the device synchronized around it). The per-rank
+compute time is the step time minus that comm time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch.distributed.tensor import Replicate
+from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInput, RowwiseParallel, parallelize_module
+
+from dabench.distributed.commtime import CollectiveTimer, IntervalLog
+from dabench.distributed.common import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.workload.model import DecoderStack
+
+INSTRUMENTED_STEPS = 2  #: forward + backward passes under the collective timer, after timing
+
+
+def shard_decoder_blocks(model: DecoderStack, mesh) -> DecoderStack:
+    """Megatron-style sharding of every block in place (see the module docstring)."""
+    for block in model.blocks:
+        parallelize_module(block.attn, mesh, {
+            "": PrepareModuleInput(input_layouts=(Replicate(),), desired_input_layouts=(Replicate(),)),
+            "q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(), "proj": RowwiseParallel(),
+        })
+        parallelize_module(block.mlp, mesh, {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+    return model
+
+
+@dataclass
+class TensorParallelTrainer(Trainer):
+    model: DecoderStack | None = None
+    optimizer: torch.optim.Optimizer | None = None
+    ids: torch.Tensor | None = None
+    targets: torch.Tensor | None = None
+
+    @classmethod
+    def build(cls, ctx: RankContext, mesh) -> "TensorParallelTrainer":
+        model = shard_decoder_blocks(seeded_model(ctx.rc, ctx.device), mesh)
+        ids, targets = replica_batch(ctx.rc, ctx.device, 0, 1)
+        return cls(ctx, "tp", {"tp_rank": mesh.get_local_rank()}, model, adamw(model.parameters(), ctx.rc), ids, targets)
+
+    def forward_backward(self) -> torch.Tensor:
+        accum = self.ctx.rc.run.grad_accum
+        loss = None
+        for _ in range(accum):
+            with self.ctx.autocast():
+                loss = self.model(self.ids, self.targets)
+            (loss / accum).backward()
+        return loss.detach()
+
+    def step(self) -> torch.Tensor:
+        loss = self.forward_backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def after_timed(self) -> dict[str, Any]:
+        log = IntervalLog(self.ctx.clock)
+        with CollectiveTimer(log):
+            for k in range(INSTRUMENTED_STEPS):
+                log.step = k
+                self.forward_backward()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.ctx.clock.synchronize()
+        return {"instrumented_steps": INSTRUMENTED_STEPS,
+                "instrumented_intervals": [asdict(i) for i in log.resolve()]}

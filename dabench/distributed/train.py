@@ -1,0 +1,118 @@
+"""The rank side of a measured parallel run: set up, warm up, time, measure, report.
+
+``train_rank(payload, env)`` is the target the launcher starts on every rank (see
+:mod:`dabench.distributed.worker`). It
+
+1. pins ``threads_per_rank`` torch threads (on a CPU, cores / ranks by default, so ranks do not
+   oversubscribe the cores), picks the device (``cuda:<local rank>`` or cpu) and joins the
+   process group (NCCL on GPUs, gloo on CPU) with ``parallel.timeout_s`` as its timeout;
+2. builds the strategy's trainer (dp, tp, pp) on a DeviceMesh;
+3. runs ``run.warmup_steps`` steps, a barrier, then ``run.timed_steps`` steps, each bracketed by
+   clock marks; the trainer logs comm/compute intervals per timed step;
+4. runs the trainer's after-window measurements (TP collective timing, PP p2p ping-pong);
+5. reports its figures as a JSON-able dict; rank 0 then leaves the process group and runs the
+   one-rank baseline (:mod:`dabench.distributed.baseline`).
+
+Losses of every step (warm-up included) are reported for the loss-equivalence check.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import asdict
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from dabench.backends.measure import CudaClock, HostClock
+from dabench.config import build_run_config
+from dabench.distributed.baseline import run_baseline
+from dabench.distributed.commtime import IntervalLog
+from dabench.distributed.common import RankContext, Trainer
+from dabench.distributed.faults import maybe_fail
+from dabench.distributed.worker import RankEnv
+
+
+def build_trainer(ctx: RankContext) -> Trainer:
+    """The strategy's trainer on the right DeviceMesh."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    par = ctx.rc.parallel
+    if par.strategy == "dp":
+        from dabench.distributed.dp import DataParallelTrainer
+
+        return DataParallelTrainer.build(ctx)
+    if par.strategy == "tp":
+        from dabench.distributed.tp import TensorParallelTrainer
+
+        return TensorParallelTrainer.build(ctx, init_device_mesh(ctx.device.type, (par.degree,), mesh_dim_names=("tp",)))
+    if par.strategy == "pp":
+        from dabench.distributed.pp import PipelineTrainer
+
+        mesh = init_device_mesh(ctx.device.type, (par.replicas, par.degree), mesh_dim_names=("dp", "pp"))
+        return PipelineTrainer.build(ctx, mesh)
+    raise ValueError(f"parallel.strategy={par.strategy!r} has no distributed trainer")
+
+
+def peak_memory_bytes(device: torch.device) -> float:
+    """CUDA: peak bytes allocated by torch on this rank's GPU; CPU: peak resident set size of
+    the rank process (interpreter and libraries included)."""
+    if device.type == "cuda":
+        return float(torch.cuda.max_memory_allocated(device))
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+def _device(device_type: str, env: RankEnv) -> torch.device:
+    if device_type == "cuda":
+        torch.cuda.set_device(env.local_rank)
+        return torch.device("cuda", env.local_rank)
+    return torch.device("cpu")
+
+
+def train_rank(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
+    rc = build_run_config(payload["rc"])
+    threads = int(payload["threads_per_rank"])
+    torch.set_num_threads(threads)
+    device = _device(payload["device_type"], env)
+    clock = CudaClock(device) if device.type == "cuda" else HostClock()
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=env.init_method,
+                            rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=env.timeout_s),
+                            **({"device_id": device} if device.type == "cuda" else {}))
+    try:
+        ctx = RankContext(rc, env.rank, env.world_size, device, clock, IntervalLog(clock))
+        trainer = build_trainer(ctx)
+        warmup, timed = rc.run.warmup_steps, rc.run.timed_steps
+        losses, marks = [], []
+        for step in range(warmup + timed):
+            maybe_fail(env.rank, step)
+            if step == warmup:
+                clock.synchronize()
+                dist.barrier()
+                ctx.log.clear()
+            ctx.log.step = step - warmup if step >= warmup else None
+            start = clock.mark()
+            loss = trainer.step()
+            end = clock.mark()
+            losses.append(loss)
+            if step >= warmup:
+                marks.append((start, end))
+        ctx.log.step = None
+        clock.synchronize()
+        result: dict[str, Any] = {
+            "rank": env.rank, "strategy": trainer.strategy, "role": trainer.role, "threads": threads,
+            "pid": os.getpid(),
+            "losses": [None if loss is None else float(loss) for loss in losses],
+            "step_s": [clock.elapsed(a, b) for a, b in marks],
+            "intervals": [asdict(i) for i in ctx.log.resolve()],
+        }
+        result.update(trainer.after_timed())
+        result["peak_memory_bytes"] = peak_memory_bytes(device)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    if env.rank == 0 and payload.get("baseline", True):
+        result["baseline"] = run_baseline(rc, device, clock)
+    return result
