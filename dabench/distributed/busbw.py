@@ -1,0 +1,89 @@
+"""Collective micro-benchmarks on the job's process group backend (gloo on CPU): all-reduce and
+send/recv bus bandwidth per message size. The rank side of ``benchmarks/collectives.py``.
+
+Method (as NCCL-tests): per size, one untimed call, a barrier, then ``reps`` back-to-back calls
+timed together; time per call = elapsed / reps, the slowest rank's. Send/recv: ranks pair up
+(0<->1, 2<->3, ...) and ping-pong; one-way time = round trip / 2. Bus bandwidth by
+:func:`dabench.metrics.tier2.bus_bandwidth` (all-reduce: size / time * 2(n-1)/n; p2p: size /
+time).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from dabench.distributed.worker import RankEnv
+from dabench.metrics.tier2 import bus_bandwidth
+
+BYTES_PER_SIZE_BUDGET = 256 * 2**20  #: reps per size = budget / size, within [MIN_REPS, MAX_REPS]
+MIN_REPS, MAX_REPS = 3, 50
+
+
+def reps_for(size_bytes: int) -> int:
+    return max(MIN_REPS, min(MAX_REPS, BYTES_PER_SIZE_BUDGET // size_bytes))
+
+
+def _time_allreduce(buf: torch.Tensor, reps: int) -> float:
+    dist.all_reduce(buf)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(reps):
+        dist.all_reduce(buf)
+    return (time.perf_counter() - start) / reps
+
+
+def _time_sendrecv(buf: torch.Tensor, reps: int, rank: int, world: int) -> float | None:
+    """One-way seconds per message between this rank and its partner (None without partner)."""
+    partner = rank ^ 1
+    dist.barrier()
+    if partner >= world:
+        return None
+    first = rank % 2 == 0
+    elapsed = []
+    for rep in range(reps + 1):
+        start = time.perf_counter()
+        if first:
+            dist.send(buf, partner)
+            dist.recv(buf, partner)
+        else:
+            dist.recv(buf, partner)
+            dist.send(buf, partner)
+        if rep:
+            elapsed.append(time.perf_counter() - start)
+    return sum(elapsed) / len(elapsed) / 2
+
+
+def measure_collectives(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
+    """Rank target: {"allreduce": {size: seconds}, "sendrecv": {size: seconds}} for this rank."""
+    torch.set_num_threads(int(payload.get("threads", 1)))
+    dist.init_process_group("gloo", init_method=env.init_method, rank=env.rank, world_size=env.world_size,
+                            timeout=timedelta(seconds=env.timeout_s))
+    out: dict[str, dict[str, float | None]] = {"allreduce": {}, "sendrecv": {}}
+    try:
+        for size in payload["sizes"]:
+            buf = torch.ones(size // 4, dtype=torch.float32)
+            out["allreduce"][str(size)] = _time_allreduce(buf, reps_for(size))
+            out["sendrecv"][str(size)] = _time_sendrecv(buf, reps_for(size), env.rank, env.world_size)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    return out
+
+
+def summarize(per_rank: list[dict[str, Any]], ranks: int) -> list[dict[str, float | str | int]]:
+    """Rows (op, ranks, size, time, algbw, busbw) from all ranks' timings (slowest rank)."""
+    rows = []
+    for op, tier2_op in (("allreduce", "allreduce"), ("sendrecv", "p2p")):
+        for size in per_rank[0][op]:
+            times = [r[op][size] for r in per_rank if r[op][size] is not None]
+            seconds = max(times)
+            bus_ranks = ranks if op == "allreduce" else 2
+            rows.append({"op": op, "ranks": ranks, "bytes": int(size), "time_us": seconds * 1e6,
+                         "algbw_GBps": int(size) / seconds / 1e9,
+                         "busbw_GBps": bus_bandwidth(tier2_op, int(size), seconds, bus_ranks) / 1e9})
+    return rows
