@@ -1,0 +1,74 @@
+"""Collective and point-to-point communication costs over a link (a stable API: the distributed
+measurement code compares measured gloo/NCCL collectives with these in validate mode).
+
+A link is anything with ``bandwidth_Bps`` (bytes/s per direction) and ``latency_s`` (seconds per
+hop), such as :class:`dabench.config.Link`. ``nbytes`` is the size of the whole buffer each rank
+holds (the all-reduced gradient, the gathered tensor), as in nccl-tests' PERFORMANCE.md. For n
+ranks on a ring, link bandwidth B and per-hop latency a:
+
+- ring all-reduce      = 2 (n-1)/n * S / B + 2 (n-1) * a   (reduce-scatter, then all-gather)
+- all-gather           =   (n-1)/n * S / B +   (n-1) * a
+- reduce-scatter       =   (n-1)/n * S / B +   (n-1) * a
+- point-to-point       =             S / B +           a
+
+One rank (or zero bytes) costs nothing. Contention, protocol overheads and overlap with compute
+are not modelled here; callers decide what is exposed.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class LinkLike(Protocol):
+    bandwidth_Bps: float
+    latency_s: float
+
+
+def _check(nbytes: float, ranks: int) -> None:
+    if nbytes < 0:
+        raise ValueError(f"message size must be non-negative, got {nbytes}")
+    if ranks < 1:
+        raise ValueError(f"ranks must be at least 1, got {ranks}")
+
+
+def ring_allreduce_s(nbytes: float, ranks: int, link: LinkLike) -> float:
+    """Seconds for a ring all-reduce of an ``nbytes`` buffer over ``ranks``: 2(n-1)/n*S/B + 2(n-1)*a."""
+    _check(nbytes, ranks)
+    if ranks == 1 or nbytes == 0:
+        return 0.0
+    n = ranks
+    return 2.0 * (n - 1) / n * nbytes / link.bandwidth_Bps + 2.0 * (n - 1) * link.latency_s
+
+
+def allgather_s(nbytes: float, ranks: int, link: LinkLike) -> float:
+    """Seconds for a ring all-gather producing an ``nbytes`` buffer on every rank: (n-1)/n*S/B + (n-1)*a."""
+    _check(nbytes, ranks)
+    if ranks == 1 or nbytes == 0:
+        return 0.0
+    n = ranks
+    return (n - 1) / n * nbytes / link.bandwidth_Bps + (n - 1) * link.latency_s
+
+
+def reduce_scatter_s(nbytes: float, ranks: int, link: LinkLike) -> float:
+    """Seconds for a ring reduce-scatter of an ``nbytes`` buffer: (n-1)/n*S/B + (n-1)*a."""
+    return allgather_s(nbytes, ranks, link)
+
+
+def p2p_s(nbytes: float, link: LinkLike) -> float:
+    """Seconds to send ``nbytes`` from one rank to another over one hop: S/B + a (0 for 0 bytes)."""
+    _check(nbytes, 1)
+    if nbytes == 0:
+        return 0.0
+    return nbytes / link.bandwidth_Bps + link.latency_s
+
+
+def group_link(links, chips_per_node: int, ranks: int):
+    """The link that paces a ring over ``ranks`` chips: the ``intra`` link while the group fits in
+    one node (``ranks <= chips_per_node``), else the ``inter`` link (the slowest hop sets a ring's
+    pace). Falls back to whichever link exists; None when the hardware lists none."""
+    intra = next((link for link in links if link.scope == "intra"), None)
+    inter = next((link for link in links if link.scope == "inter"), None)
+    if ranks <= chips_per_node:
+        return intra or inter
+    return inter or intra

@@ -1,0 +1,58 @@
+"""Pipeline schedule with bubble for m micro-batches over p stages.
+
+Stage i needs t_i seconds per micro-batch (its forward and backward work plus its transfers).
+GPipe and 1F1B take the same time (1F1B only keeps fewer activations alive):
+
+    step = sum_i t_i + (m - 1) * max_i t_i
+
+The first micro-batch crosses every stage once (sum t_i); each further one leaves at the pace of
+the slowest stage. The bubble is the idle time of the bottleneck stage, step - m * max t_i
+(= (p-1) t for p equal stages, a share (p-1)/(m+p-1) of the step, as
+:func:`dabench.metrics.tier2.pipeline_bubble_fraction` says).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class PipelineTiming:
+    step_s: float  #: time for all m micro-batches to finish forward and backward
+    bubble_s: float  #: idle time of the bottleneck stage: step - m * max t_i
+    bottleneck: int  #: index of the slowest stage
+
+
+def pipeline_time(stage_times: Sequence[float], micro_batches: int) -> PipelineTiming:
+    """Step time and bubble of a pipeline; see the module docstring for the formula."""
+    if micro_batches < 1:
+        raise ValueError(f"micro_batches must be at least 1, got {micro_batches}")
+    if not stage_times:
+        raise ValueError("a pipeline needs at least one stage")
+    if any(t < 0 for t in stage_times):
+        raise ValueError(f"stage times must be non-negative, got {list(stage_times)}")
+    slowest = max(stage_times)
+    step = sum(stage_times) + (micro_batches - 1) * slowest
+    return PipelineTiming(step, step - micro_batches * slowest, list(stage_times).index(slowest))
+
+
+def stash_depth(stage: int, stages: int, micro_batches: int, schedule: str) -> int:
+    """Micro-batches whose activations stage ``stage`` (0-based) holds at once, between their
+    forward and backward passes:
+
+    - ``gpipe``: all m (every forward runs before the first backward);
+    - ``1f1b``: min(m, p - i) (a stage starts backward once the pipeline is full);
+    - ``interleaved`` (Graphcore's pipelined training, forward and backward stages alternating
+      on each IPU): min(m, 2 (p - 1 - i) + 1), the slots between a micro-batch's forward on
+      stage i and its backward there.
+    """
+    if not 0 <= stage < stages:
+        raise ValueError(f"stage {stage} outside 0..{stages - 1}")
+    if schedule == "gpipe":
+        return micro_batches
+    if schedule == "1f1b":
+        return min(micro_batches, stages - stage)
+    if schedule == "interleaved":
+        return min(micro_batches, 2 * (stages - 1 - stage) + 1)
+    raise ValueError(f"unknown pipeline schedule {schedule!r}; known: gpipe, 1f1b, interleaved")
