@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from dabench.config import RunConfig, build_run_config, flatten
+from dabench.config import RunConfig, apply_placement, build_run_config, flatten
 from dabench.runner import RunResult, execute
 from dabench.status import ConfigError, Status
 
@@ -98,6 +98,10 @@ def _summary(result: RunResult, name: str) -> str:
 def run_job(cfg: DictConfig) -> float:
     """The task function: returns samples/s for an ok run, NaN otherwise."""
     container = OmegaConf.to_container(cfg, resolve=True)
+    try:  # a pp placement implies layers_per_stage, degree and n_layers: name and log what runs
+        container = apply_placement(container)
+    except ConfigError:
+        pass  # build_run_config below refuses it with the same message
     tracking = container.get("tracking") or {}
     name = tracking.get("run_name") or _run_name(container)
     multirun = _is_multirun()

@@ -318,10 +318,47 @@ def build_hardware(section: Mapping[str, Any]) -> HardwareSpec:
     )
 
 
+def parse_placement(value: Any) -> tuple[int, ...]:
+    """Decoder layers per pipeline stage from ``parallel.placement``: a list of non-negative
+    integers, or a string in the layers-per-IPU style of Graphcore's scripts, where ``NxK`` repeats
+    N K times: "0 4 4 4" -> (0, 4, 4, 4); "0 1x8 0x7" -> (0, 1, 1, 1, 1, 1, 1, 1, 1, 0, ...)."""
+    p = "parallel.placement"
+    valid = 'a list of layer counts or a string like "0 4 4 4" or "0 1x8 0x7"'
+    if isinstance(value, str):
+        layers: list[int] = []
+        for token in value.replace(",", " ").split():
+            count, sep, times = token.partition("x")
+            if not count.isdigit() or (sep and not times.isdigit()):
+                raise ConfigError(p, value, valid)
+            layers += [int(count)] * (int(times) if times else 1)
+    elif isinstance(value, (list, tuple)):
+        layers = list(value)
+    else:
+        raise ConfigError(p, value, valid)
+    if not layers or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in layers):
+        raise ConfigError(p, value, valid + " (non-negative integers, at least one stage)")
+    if sum(layers) < 1:
+        raise ConfigError(p, value, "must place at least one decoder layer")
+    return tuple(layers)
+
+
 def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelConfig:
     p = "parallel"
     strategy = _choice(section, "strategy", p, STRATEGIES, "none")
     degree = _positive_int(section, "degree", p, 1)
+    placement = section.get("placement")
+    if placement is not None:
+        # the placement defines the stages (parallel.degree = its length) and, through
+        # build_run_config, the layer count (model.n_layers = its sum)
+        if strategy != "pp":
+            raise ConfigError(f"{p}.placement", placement, "only applies to parallel=pp")
+        placed = parse_placement(placement)
+        given = section.get("layers_per_stage")
+        if given is not None and tuple(given) != placed:
+            raise ConfigError(f"{p}.layers_per_stage", list(given),
+                              f"conflicts with parallel.placement={placement!r}; set only one of them")
+        section = {**section, "layers_per_stage": list(placed), "degree": len(placed)}
+        degree = len(placed)
     replicas = _positive_int(section, "replicas", p, 1)
     micro_batches = _positive_int(section, "micro_batches", p, 1)
     schedule = _choice(section, "schedule", p, PP_SCHEDULES, "gpipe")
@@ -412,12 +449,35 @@ def build_tracking(section: Mapping[str, Any]) -> TrackingConfig:
     )
 
 
+def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a composed config in which ``parallel.placement`` (when set) has filled in what it
+    implies: ``parallel.layers_per_stage`` (the parsed list), ``parallel.degree`` (its length) and
+    ``model.n_layers`` (its sum). Call it before naming or logging a run so that the recorded
+    parameters are the ones that ran; :func:`build_run_config` applies it too."""
+    out = dict(cfg)
+    parallel = out.get("parallel")
+    if not isinstance(parallel, Mapping) or parallel.get("placement") is None:
+        return out
+    if parallel.get("strategy", "none") != "pp":
+        return out  # build_parallel refuses it with a clear message
+    layers = parse_placement(parallel["placement"])
+    given = parallel.get("layers_per_stage")
+    if given is not None and tuple(given) != layers:
+        raise ConfigError("parallel.layers_per_stage", list(given),
+                          f"conflicts with parallel.placement={parallel['placement']!r}; set only one of them")
+    out["parallel"] = {**parallel, "layers_per_stage": list(layers), "degree": len(layers)}
+    if isinstance(out.get("model"), Mapping):
+        out["model"] = {**out["model"], "n_layers": sum(layers)}
+    return out
+
+
 def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
     """Validate a composed config mapping (a plain dict, or an OmegaConf container converted with
     ``OmegaConf.to_container(cfg, resolve=True)``) into a :class:`RunConfig`."""
     for group in ("model", "hardware", "precision"):
         if not isinstance(cfg.get(group), Mapping):
             raise ConfigError(group, cfg.get(group), f"the config group {group}/ must be selected")
+    cfg = apply_placement(cfg)
     model = build_model(cfg["model"])
     hardware = build_hardware(cfg["hardware"])
     precision = build_precision(cfg["precision"])
