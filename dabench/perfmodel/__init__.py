@@ -10,7 +10,13 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-PREDICTORS: dict[str, str] = {}
+PREDICTORS: dict[str, str] = {
+    "cpu": "dabench.perfmodel.device:predict",
+    "cuda": "dabench.perfmodel.device:predict",
+    "ipu": "dabench.perfmodel.ipu:predict",
+    "rdu": "dabench.perfmodel.rdu:predict",
+    "wse2": "dabench.perfmodel.wse2:predict",
+}
 
 
 def register_predictor(arch: str, target: str) -> None:

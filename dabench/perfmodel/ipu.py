@@ -1,0 +1,321 @@
+"""Graphcore Bow IPU: pipeline stages over IPUs, bulk-synchronous tiles, In-Processor-Memory.
+
+Mapping (Graphcore's GPT-2 example, as the DABench-LLM artifact runs it):
+
+- ``parallel=pp``: IPU i holds ``layers_per_stage[i]`` decoder layers; IPU 0 also holds the token
+  embedding and the LM head (``--layers-per-ipu 0 4 4 4``), so a micro-batch leaves IPU 0,
+  crosses IPUs 1..p-1 and comes back to IPU 0 for the loss. ``parallel=none`` or ``dp``: one IPU
+  per replica holds everything. ``parallel.replicas`` (or the dp degree) is the replication factor;
+  ``run.grad_accum`` micro-batches of ``run.batch_size`` go through the pipeline per step;
+  ``hardware.options.device_iterations`` steps share one host call.
+- Tiles: an op spreads over at most ceil(tokens * width / g) tiles, g = the AMP unit's MACs per
+  cycle (peak / (tiles * clock * 2) = 64 on a Bow IPU): the output elements one tile computes per
+  cycle. An IPU's allocated tiles are the most any of its ops uses (0 for an IPU holding no layer).
+- Time of one op, bulk-synchronous (compute, then exchange; they do not overlap on an IPU):
+  compute = F / (tiles_op * per-tile rate * e) on the AMP units (matmul, attention; e =
+  ``amp_efficiency``) or the vector path (everything else: ``vector_flops_per_cycle`` * clock,
+  and at most the tile's share of the SRAM bandwidth); exchange = sqrt(tiles_op) * Q / 2 bytes
+  over the on-chip exchange (``exchange_bandwidth_Bps``) for matmul and attention (each tile of a
+  sqrt(T) x sqrt(T) grid receives a row block of one operand and a column block of the other:
+  operands, about half an op's minimum traffic Q, are replicated sqrt(T) times), Q for the
+  embedding gather, 0 for element-wise ops (tile-local).
+- Recomputation (``options.recompute``, the paper's ``--recompute-checkpoint-every-layer``):
+  each block's forward runs again in the backward pass.
+- PopTorch needs at least 2p - 1 micro-batches (gradient accumulation) to fill a training
+  pipeline of p IPUs (forward and backward stages); fewer is a ``compile_error`` result.
+- Stage time per micro-batch t_i = forward + backward (+ recompute) of its ops + two IPU-Link
+  transfers (activation forward, gradient back) of tokens * H * e bytes. Step = pipeline of the
+  t_i over m = grad_accum micro-batches (:mod:`dabench.perfmodel.pipeline`), then the AdamW update
+  (on chip, or streamed from streaming memory when ``optimizer_state_offchip``), then the gradient
+  all-reduce over replicas, plus ``host_call_overhead_s / device_iterations``.
+- Memory per IPU (hard limit: the In-Processor-Memory, ``memory[sram].capacity_bytes``):
+  weights + gradient accumulators + optimizer state (16-bit runs keep fp16 accumulators, fp16
+  first and fp32 second moments, as Graphcore's GPT-2 ``get_optimizer`` does) + checkpointed layer
+  inputs for the micro-batches in flight (Graphcore's interleaved pipeline: 2 (p-1-i) + 1) + one
+  layer's activations being recomputed + matmul temporaries (the planner uses up to
+  ``available_memory_proportion`` of the memory, and no more than the largest matmul's replicated
+  operands; the LM head's come in ``embedding_serialization_factor`` serial pieces) + program code and exchange buffers (``program_memory_fraction`` of the memory).
+
+Everything named ``options.*`` lives in conf/hardware/ipu.yaml with its source or 'assumption'.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dabench.config import RunConfig
+from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
+from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
+from dabench.perfmodel.common import (make_profile, op_width, option_number, peak_flops, require_strategy)
+from dabench.perfmodel.pipeline import pipeline_time, stash_depth
+from dabench.profile import CommEvent, Subtask, UnitUse
+from dabench.status import CompileError, UnsupportedError
+from dabench.workload.opgraph import ADAMW_FLOPS_PER_PARAM, Layer, Op, OpGraph
+
+SOURCE = "perfmodel.ipu"
+AMP_CLASSES = ("matmul", "attention")
+
+
+@dataclass(frozen=True)
+class IpuKnobs:
+    tiles: int
+    clock_hz: float
+    peak: float  #: FLOP/s per IPU at the run's precision
+    exchange_Bps: float
+    sram_Bps: float
+    sram_bytes: float
+    streaming_Bps: float
+    amp_efficiency: float
+    vector_flops_per_cycle: float
+    available_memory_proportion: float
+    program_memory_fraction: float
+    recompute: bool
+    optimizer_offchip: bool
+    device_iterations: int
+    host_call_overhead_s: float
+    embedding_serialization: int
+
+    @property
+    def grain(self) -> float:
+        """Output elements one tile's AMP unit produces per cycle (MACs per cycle per tile)."""
+        return max(1.0, self.peak / (self.tiles * self.clock_hz * 2.0))
+
+
+def knobs(rc: RunConfig) -> IpuKnobs:
+    hw = rc.hardware
+    if rc.precision.name not in hw.precisions:
+        raise UnsupportedError(f"hardware=ipu has no {rc.precision.name} arithmetic (supports {', '.join(hw.precisions)})")
+    sram = hw.memory_level("sram")
+    streaming = next((level for level in hw.memory if level.name == "streaming"), None)
+    return IpuKnobs(
+        tiles=int(hw.units("tiles") or 1472),
+        clock_hz=option_number(rc, "clock_hz", 1.85e9),
+        peak=peak_flops(rc),
+        exchange_Bps=option_number(rc, "exchange_bandwidth_Bps", 4.75e13),
+        sram_Bps=float(sram.bandwidth_Bps or 6.55e13),
+        sram_bytes=float(sram.capacity_bytes),
+        streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
+        amp_efficiency=option_number(rc, "amp_efficiency", 0.75, high=1.0),
+        vector_flops_per_cycle=option_number(rc, "vector_flops_per_cycle", 4.0),
+        available_memory_proportion=option_number(rc, "available_memory_proportion", 0.6, high=1.0),
+        program_memory_fraction=option_number(rc, "program_memory_fraction", 0.1, high=1.0),
+        recompute=bool(hw.options.get("recompute", True)),
+        optimizer_offchip=bool(hw.options.get("optimizer_state_offchip", False)),
+        device_iterations=option_number(rc, "device_iterations", 1, integer=True),
+        host_call_overhead_s=option_number(rc, "host_call_overhead_s", 1e-3),
+        embedding_serialization=option_number(rc, "embedding_serialization_factor", 1, integer=True),
+    )
+
+
+# ----------------------------------------------------------------------------- per-op cost
+
+
+@dataclass(frozen=True)
+class OpCost:
+    compute_s: float
+    exchange_s: float
+    tiles: int
+
+    @property
+    def time_s(self) -> float:
+        return self.compute_s + self.exchange_s
+
+
+def op_tiles(op: Op, graph: OpGraph, k: IpuKnobs) -> int:
+    """Tiles an op can spread over: ceil(output elements / grain), at most the IPU's tiles."""
+    width = op_width(op, graph.model)
+    if op.phase == "opt":  # element-wise over the layer's parameters
+        elements = op.flops / ADAMW_FLOPS_PER_PARAM
+    else:
+        elements = graph.batch_size * graph.model.seq_len * width
+    return max(1, min(k.tiles, math.ceil(elements / k.grain)))
+
+
+def op_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> OpCost:
+    tiles = op_tiles(op, graph, k)
+    if op.op_class in AMP_CLASSES:
+        compute = op.flops / (tiles * (k.peak / k.tiles) * k.amp_efficiency)
+        exchange = math.sqrt(tiles) * op.bytes / 2.0 / k.exchange_Bps
+    else:
+        vector = op.flops / (tiles * k.vector_flops_per_cycle * k.clock_hz)
+        local = op.bytes / (k.sram_Bps * tiles / k.tiles)
+        compute = max(vector, local)
+        exchange = op.bytes / k.exchange_Bps if op.op_class == "embedding" else 0.0
+    return OpCost(compute, exchange, tiles)
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """One layer on one IPU, per micro-batch (train = fwd + bwd [+ recompute]) and per step (opt)."""
+
+    train_s: float
+    compute_s: float
+    exchange_s: float
+    opt_s: float
+    tiles: int
+    largest_operands: float  #: bytes of the largest matmul's replicated operands (temporaries)
+
+
+def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
+    train = compute = exchange = opt = operands = 0.0
+    tiles = 0
+    for op in layer.ops:
+        cost = op_cost(op, graph, k)
+        if op.phase == "opt":
+            opt += cost.time_s
+            continue
+        repeat = 2 if (op.phase == "fwd" and k.recompute and layer.kind == "block") else 1
+        tiles = max(tiles, cost.tiles)
+        train += repeat * cost.time_s
+        compute += repeat * cost.compute_s
+        exchange += repeat * cost.exchange_s
+        if op.op_class in AMP_CLASSES:
+            # the vocabulary-sized LM head runs in embedding_serialization_factor serial pieces
+            pieces = k.embedding_serialization if layer.kind == "head" else 1
+            operands = max(operands, math.sqrt(cost.tiles) * op.bytes / 2.0 / pieces)
+    return LayerCost(train, compute, exchange, opt, tiles, operands)
+
+
+# ----------------------------------------------------------------------------- placement
+
+
+def placement(rc: RunConfig) -> tuple[int, ...]:
+    """Decoder layers per IPU of one replica (IPU 0 also holds the embedding and the head)."""
+    require_strategy(rc, ("none", "dp", "pp"), "PopTorch's GPT-2 example pipelines layers over IPUs "
+                     "(parallel=pp) and replicates (parallel.replicas or parallel=dp); tensor sharding is not modelled")
+    if rc.parallel.strategy == "pp":
+        return tuple(rc.parallel.layers_per_stage or ())
+    return (rc.model.n_layers,)
+
+
+def replicas(rc: RunConfig) -> int:
+    return rc.data_copies
+
+
+def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int, ...],
+                   costs: dict[str, LayerCost]) -> list[MemoryUse]:
+    """Peak In-Processor-Memory use of each IPU; see the module docstring."""
+    precision = graph.precision
+    half = precision.param_dtype in ("fp16", "bf16")
+    grad_bytes = 2.0 if half else None
+    moments = (2.0, 4.0) if half else None  # Graphcore GPT-2 get_optimizer: fp16 m, fp32 v
+    block = graph.layer("block.0") if rc.model.n_layers else None
+    e = precision.compute_bytes
+    tokens = graph.batch_size * rc.model.seq_len
+    checkpoint = tokens * rc.model.hidden_size * e
+    p = len(layers)
+    uses = []
+    for i, n_blocks in enumerate(layers):
+        params = n_blocks * (block.params if block else 0)
+        held = [("block", n_blocks)] if n_blocks else []
+        if i == 0:
+            params += graph.layer("embedding").params + graph.layer("head").params
+            held += [("embedding", 1), ("head", 1)]
+        if not held:
+            uses.append(MemoryUse())
+            continue
+        state = training_state(params, precision, compute_copy=True, grad_bytes=grad_bytes, moment_bytes=moments)
+        if k.optimizer_offchip:
+            state = MemoryUse(state.weights, state.gradients, 0.0)
+        depth = stash_depth(i, p, rc.run.grad_accum, "interleaved") if p > 1 else 1
+        if k.recompute:
+            stash = n_blocks * checkpoint * depth
+            working = max((graph.layer(name).saved_bytes for name, _ in [("block.0", 1)] if n_blocks), default=0.0)
+        else:
+            stash = n_blocks * (block.saved_bytes if block else 0.0) * depth
+            working = 0.0
+        if i == 0:
+            working = max(working, graph.layer("head").saved_bytes + graph.layer("embedding").saved_bytes)
+        wanted = max(costs[name].largest_operands for name, _ in held)
+        temporaries = min(k.available_memory_proportion * k.sram_bytes, wanted)
+        program = k.program_memory_fraction * k.sram_bytes
+        uses.append(state.plus(activations=stash + working, other=temporaries + program))
+    return uses
+
+
+# ----------------------------------------------------------------------------- predict
+
+
+def predict(rc: RunConfig, graph: OpGraph):
+    """Predicted Profile of one optimizer step on Bow IPUs; raises CapacityError when an IPU's
+    In-Processor-Memory cannot hold its stage."""
+    k = knobs(rc)
+    layers = placement(rc)
+    p, m, r = len(layers), rc.run.grad_accum, replicas(rc)
+    if p > 1 and m < 2 * p - 1:
+        raise CompileError(f"pipelined training over {p} IPUs needs run.grad_accum >= {2 * p - 1} (the forward "
+                           f"and backward pipeline stages, 2p-1; PopTorch refuses fewer), got {m}")
+    costs = {name: layer_cost(graph.layer(name), graph, k) for name in ("embedding", "head")}
+    if rc.model.n_layers:
+        costs["block"] = layer_cost(graph.layer("block.0"), graph, k)
+
+    uses = memory_per_ipu(rc, graph, k, layers, costs)
+    for i, use in enumerate(uses):
+        require_fits(f"ipu{i} In-Processor-Memory", use.total, k.sram_bytes,
+                     f"layers per IPU {' '.join(map(str, layers))}: IPU {i} needs {use.describe()}")
+
+    e = graph.precision.compute_bytes
+    message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
+    link = group_link(rc.hardware.links, rc.hardware.chips_per_node, max(p, 1))
+    transfer = 2.0 * p2p_s(message, link) if (p > 1 and link is not None) else 0.0
+    train, busy_compute, busy_exchange, opt, tiles = [], [], [], [], []
+    for i, n_blocks in enumerate(layers):
+        held = ([("block", n_blocks)] if n_blocks else []) + ([("embedding", 1), ("head", 1)] if i == 0 else [])
+        compute = sum(costs[name].train_s * count for name, count in held)
+        train.append(compute + (transfer if held else 0.0))
+        busy_compute.append(sum(costs[name].compute_s * count for name, count in held))
+        busy_exchange.append(sum(costs[name].exchange_s * count for name, count in held))
+        opt.append(sum(costs[name].opt_s * count for name, count in held))
+        tiles.append(max((costs[name].tiles for name, _ in held), default=0))
+
+    timing = pipeline_time(train, m)
+    offchip = 0.0
+    if k.optimizer_offchip:
+        moments = [use.weights / max(1e-9, graph.precision.param_bytes + (graph.precision.compute_bytes
+                   if graph.precision.autocast else 0)) for use in uses]
+        moment_bytes = 6.0 if graph.precision.param_dtype in ("fp16", "bf16") else 8.0
+        offchip = max(2.0 * n * moment_bytes for n in moments) / k.streaming_Bps
+    update = max(opt) + offchip
+    grads = [use.gradients for use in uses]
+    dp_link = group_link(rc.hardware.links, rc.hardware.chips_per_node, rc.parallel.n_chips)
+    allreduce = max(ring_allreduce_s(g, r, dp_link) for g in grads) if (r > 1 and dp_link) else 0.0
+    host = k.host_call_overhead_s / k.device_iterations
+    step = timing.step_s + update + allreduce + host
+
+    comm: list[CommEvent] = []
+    if p > 1:
+        comm.append(CommEvent("pp", "p2p", message, m * transfer, 2, count=2 * m))
+        comm.append(CommEvent("pp", "bubble", 0.0, timing.bubble_s, p))
+    if r > 1:
+        comm.append(CommEvent("dp", "allreduce", max(grads), allreduce, r))
+
+    # one IPU doing a replica's work alone (capacity ignored): the Tier-2 baseline
+    single_train = sum(t - (transfer if t else 0.0) for t in train)
+    single_step = m * single_train + sum(opt) + host
+    single_chip = graph.batch_size * m / single_step
+
+    subtasks = [Subtask(f"ipu{i}", time_s=m * train[i], units={"tiles": float(tiles[i])},
+                        flops=None) for i in range(p)]
+    fractions = [use.total / k.sram_bytes for use in uses]
+    bottleneck = timing.bottleneck
+    extra = {
+        "ipu.stages": float(p),
+        "ipu.replicas": float(r),
+        "ipu.max_layers_per_ipu": float(max(layers)),
+        "ipu.bottleneck_ipu": float(bottleneck),
+        "ipu.max_memory_fraction": max(fractions),
+        "ipu.exchange_fraction": busy_exchange[bottleneck] / max(1e-30, busy_compute[bottleneck] + busy_exchange[bottleneck]),
+        "ipu.optimizer_s": update,
+        "ipu.host_s": host,
+        "host.fraction": host / step,
+        "ipu.grain_elements": k.grain,
+    }
+    extra.update({f"ipu.memory_fraction.ipu{i}": f for i, f in enumerate(fractions)})
+    units = {"tiles": UnitUse(float(sum(tiles) * r), float(k.tiles * p * r))}
+    memory = {"sram": max(use.total for use in uses)}
+    if k.optimizer_offchip:
+        memory["streaming"] = offchip * k.streaming_Bps / 2.0
+    return make_profile(rc, SOURCE, step, subtask_kind="stage", units=units, subtasks=subtasks, memory=memory,
+                        comm=comm, single_chip_samples_per_s=single_chip, extra=extra,
+                        bottleneck=f"ipu{bottleneck}")

@@ -1,0 +1,332 @@
+"""SambaNova SN30 RDU: the graph cut into sections that run one after another.
+
+Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
+
+- Stages: every op of the step (per layer, forward, backward and AdamW update) is a stage.
+  Sections are groups of consecutive stages of one phase, loaded onto the chip and run to
+  completion before the next section loads:
+  ``o0`` one stage per section (SambaFlow's safe mode), ``o1`` one section per layer and phase
+  (operator fusion inside a decoder block), ``o3`` whole-graph partitioning: consecutive stages,
+  across layers, packed greedily into as few sections as the on-chip memory allows.
+- Resources of a section (one chip, ``options.tiles`` of its 8 tiles, times
+  ``resources_scaling``, the artifact's ``--resources-scaling-factors 0.8``): PCUs P and PMUs M.
+  A stage holds its weights (and, backward, its gradient accumulators) in PMUs of
+  SRAM / PMU-count bytes, plus ``stage_buffer_pmus`` for its input and output buffers; a section
+  is closed when the next stage would exceed M.
+- PCUs per stage: proportional to its FLOPs (the compiler balances the stage pipeline), at least
+  one, and at most ceil(width / ``pcu_lanes``): a stage vectorises over its output features,
+  while tokens stream through the pipeline in time. What a section leaves idle is what the
+  allocation ratio shows.
+- Section time = max(compute, DDR) + ``section_switch_s``: the stages form a pipeline that the
+  micro-batch's b samples stream through one sample at a time (assumption: a sample is the
+  pipeline's unit), so compute = (b + S - 1) / b * the slowest stage's time, with stage time
+  F_j / (p_j * f * ``pcu_efficiency``), f = peak / PCU count, S stages; DDR = the section's off-chip
+  traffic / DDR bandwidth: ``o0`` moves every op's minimum traffic; fused sections move weights,
+  gradients, the activations saved for backward and one activation in and out (the rest stays
+  in PMUs).
+- Step = grad_accum * (forward + backward sections) + optimizer sections + tensor-parallel
+  all-reduces + host time (``host_overhead_s`` per step plus the input tokens over
+  ``host_link_Bps``) + the data-parallel gradient all-reduce.
+- Tensor parallelism (``parallel=tp``, SambaFlow ``--tensor-parallel weight`` over
+  ``--n-chips``): matmul and attention work and weights split over t chips; each decoder block
+  all-reduces its activation twice forward and twice backward (Megatron style) over the RDU
+  fabric inside a machine and over the network between machines (``hardware.chips_per_node``
+  RDUs per machine).
+- Load balance: stages of a section run concurrently, so each section's LI is
+  mean/max of its stage times; the run's LI is the time-weighted mean over sections
+  (``rdu.load_imbalance``; the subtasks list every section's stages, normalised to their section).
+
+Everything named ``options.*`` lives in conf/hardware/rdu.yaml with its source or 'assumption'.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dabench.config import RunConfig
+from dabench.perfmodel.comm import group_link, ring_allreduce_s
+from dabench.perfmodel.common import (make_profile, op_width, option_choice, option_number, peak_flops,
+                                      require_strategy)
+from dabench.profile import CommEvent, Subtask, UnitUse
+from dabench.workload.opgraph import Op, OpGraph
+
+SOURCE = "perfmodel.rdu"
+COMPILE_MODES = ("o0", "o1", "o3")
+SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")  # work divided under tensor parallelism
+
+
+@dataclass(frozen=True)
+class RduKnobs:
+    mode: str
+    pcus: int  #: per section (tiles and resources scaling applied)
+    pmus: int
+    chip_pcus: int
+    chip_pmus: int
+    pmu_bytes: float
+    pcu_flops: float
+    pcu_efficiency: float
+    pcu_lanes: int
+    buffer_pmus: int
+    ddr_Bps: float
+    switch_s: float
+    host_s: float
+    host_Bps: float
+
+
+def knobs(rc: RunConfig) -> RduKnobs:
+    hw = rc.hardware
+    chip_pcus, chip_pmus = int(hw.units("pcus")), int(hw.units("pmus"))
+    tiles = option_number(rc, "tiles", 8, integer=True, high=int(hw.units("tiles") or 8))
+    scaling = option_number(rc, "resources_scaling", 0.8, high=1.0)
+    share = tiles / int(hw.units("tiles") or 8) * scaling
+    return RduKnobs(
+        mode=option_choice(rc, "compile_mode", "o1", COMPILE_MODES),
+        pcus=max(1, int(chip_pcus * share)),
+        pmus=max(1, int(chip_pmus * share)),
+        chip_pcus=chip_pcus,
+        chip_pmus=chip_pmus,
+        pmu_bytes=float(hw.memory_level("sram").capacity_bytes) / chip_pmus,
+        pcu_flops=peak_flops(rc) / chip_pcus,
+        pcu_efficiency=option_number(rc, "pcu_efficiency", 0.8, high=1.0),
+        pcu_lanes=option_number(rc, "pcu_lanes", 32, integer=True),
+        buffer_pmus=option_number(rc, "stage_buffer_pmus", 2, integer=True),
+        ddr_Bps=float(hw.memory_level("ddr").bandwidth_Bps),
+        switch_s=option_number(rc, "section_switch_s", 1e-4),
+        host_s=option_number(rc, "host_overhead_s", 5e-3),
+        host_Bps=option_number(rc, "host_link_Bps", 2.5e10),
+    )
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One op of one layer and phase, as a section stage on one chip."""
+
+    name: str
+    phase: str
+    flops: float
+    weight_pmus: int
+    cap: int  #: most PCUs the stage can use
+    ddr_alone: float  #: off-chip bytes when the stage is its own section (o0)
+    ddr_fused: float  #: off-chip bytes inside a fused section (weights, grads, saved activations)
+
+
+def _stage(op: Op, layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> Stage:
+    split = t if op.op_class in SPLIT_CLASSES else 1
+    w, g = graph.precision.param_bytes, graph.precision.param_bytes
+    if op.phase == "fwd":
+        weights = op.params * w / t
+        fused = weights + op.saved_bytes / split
+    elif op.phase == "bwd":
+        params = saved.get("params:" + op.name, 0)
+        weights = params * (w + g) / t
+        fused = weights + saved.get(op.name, 0.0) / split
+    else:
+        weights = 0.0
+        fused = op.bytes / t
+    width = op_width(op, graph.model)
+    cap = k.pcus if width == 0 else max(1, math.ceil(width / split / k.pcu_lanes))
+    pmus = math.ceil(weights / k.pmu_bytes) if op.phase != "opt" else 0
+    return Stage(f"{layer_name}.{op.name}.{op.phase}", op.phase, op.flops / split, pmus, cap, op.bytes / split, fused)
+
+
+def _layer_stages(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, dict[str, list[Stage]]]:
+    """{layer kind: {phase: stages in execution order}} for embedding, one block and the head."""
+    out = {}
+    for name in ("embedding", "block.0", "head") if graph.model.n_layers else ("embedding", "head"):
+        layer = graph.layer(name)
+        saved = {op.name: op.saved_bytes for op in layer.ops if op.phase == "fwd"}
+        saved.update({"params:" + op.name: op.params for op in layer.ops if op.phase == "fwd"})
+        phases: dict[str, list[Stage]] = {"fwd": [], "bwd": [], "opt": []}
+        for op in layer.ops:
+            phases[op.phase].append(_stage(op, name, saved, graph, k, t))
+        phases["bwd"].reverse()  # backward runs the layer's ops last to first
+        out[layer.kind] = phases
+    return out
+
+
+def _sequence(graph: OpGraph, stages: dict[str, dict[str, list[Stage]]], phase: str) -> list[tuple[list[Stage], int]]:
+    """(stages of one layer, repeat count) in execution order for ``phase``; blocks folded."""
+    n = graph.model.n_layers
+    order = ["embedding", "block", "head"] if phase != "bwd" else ["head", "block", "embedding"]
+    return [(stages[kind][phase], n if kind == "block" else 1) for kind in order if kind in stages and (kind != "block" or n)]
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class Section:
+    stages: tuple[Stage, ...]
+    fused: bool
+    count: int = 1  #: identical sections (one per decoder block)
+
+
+def sections(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, list[Section]]:
+    """Sections per phase, in execution order, for the compile mode; see the module docstring."""
+    stages = _layer_stages(graph, k, t)
+    out: dict[str, list[Section]] = {}
+    for phase in ("fwd", "bwd", "opt"):
+        seq = _sequence(graph, stages, phase)
+        if k.mode == "o0":
+            out[phase] = [Section((s,), False, count) for layer, count in seq for s in layer]
+        elif k.mode == "o1":
+            out[phase] = [sec for layer, count in seq for sec in _pack(layer, k, count)]
+        else:
+            flat = [s for layer, count in seq for _ in range(count) for s in layer]
+            out[phase] = _pack(flat, k, 1)
+    return out
+
+
+def _pack(stages: list[Stage], k: RduKnobs, count: int) -> list[Section]:
+    """Greedy: add stages to the open section while its PMUs (weights + buffers) and PCUs (one per
+    stage at least) fit; a stage too large for any section runs alone (its weights streamed)."""
+    packed, current, pmus = [], [], 0
+    for stage in stages:
+        need = stage.weight_pmus + k.buffer_pmus
+        if current and (pmus + need > k.pmus or len(current) + 1 > k.pcus):
+            packed.append(Section(tuple(current), len(current) > 1, count))
+            current, pmus = [], 0
+        current.append(stage)
+        pmus += need
+    if current:
+        packed.append(Section(tuple(current), len(current) > 1, count))
+    return packed
+
+
+def allocate(section: Section, k: RduKnobs) -> list[int]:
+    """PCUs per stage: one each, then the rest of the section's PCUs in proportion to FLOPs, no
+    stage above its cap (water-filling: what a capped stage cannot use goes to the others);
+    rounded down to whole PCUs. Packing guarantees at most one stage per PCU."""
+    stages = section.stages
+    caps = [min(stage.cap, k.pcus) for stage in stages]
+    alloc = [1.0] * len(stages)
+    remaining = k.pcus - len(stages)
+    free = [i for i, cap in enumerate(caps) if cap > 1]
+    for _ in range(8):
+        work = sum(stages[i].flops for i in free)
+        if not free or remaining <= 0 or work <= 0:
+            break
+        scale = remaining / work
+        capped = [i for i in free if alloc[i] + scale * stages[i].flops >= caps[i]]
+        if not capped:
+            for i in free:
+                alloc[i] += scale * stages[i].flops
+            break
+        for i in capped:
+            remaining -= caps[i] - alloc[i]
+            alloc[i] = caps[i]
+        free = [i for i in free if alloc[i] < caps[i]]
+    return [max(1, math.floor(a)) for a in alloc]
+
+
+@dataclass(frozen=True)
+class SectionTime:
+    time_s: float
+    compute_s: float
+    ddr_s: float
+    pcus: int
+    pmus: int
+    stage_times: tuple[float, ...]
+    stage_pcus: tuple[int, ...]
+
+    @property
+    def load_imbalance(self) -> float:
+        """mean / max of the section's stage times (its stages run concurrently)."""
+        longest = max(self.stage_times, default=0.0)
+        return sum(self.stage_times) / len(self.stage_times) / longest if longest else 1.0
+
+
+def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
+    """Stages pipeline the micro-batch's ``samples`` one sample at a time, so the section's compute
+    takes (samples + stages - 1) beats of its slowest stage (fill and drain)."""
+    pcus = allocate(section, k)
+    rate = k.pcu_flops * k.pcu_efficiency
+    times = tuple(s.flops / (p * rate) for s, p in zip(section.stages, pcus))
+    ddr_bytes = sum(s.ddr_fused for s in section.stages) if section.fused else sum(s.ddr_alone for s in section.stages)
+    passes = 1
+    weight_pmus = sum(s.weight_pmus for s in section.stages)
+    if weight_pmus + k.buffer_pmus * len(section.stages) > k.pmus:  # one oversized stage: stream its weights
+        passes = math.ceil((weight_pmus + k.buffer_pmus) / k.pmus)
+    compute = max(times, default=0.0) * (samples + len(times) - 1) / samples
+    ddr = ddr_bytes * passes / k.ddr_Bps
+    pmus = min(k.pmus, weight_pmus + k.buffer_pmus * len(section.stages))
+    return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus))
+
+
+# ----------------------------------------------------------------------------- predict
+
+
+def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
+    plan = sections(graph, k, t)
+    m = rc.run.grad_accum
+    timed = {phase: [(sec, section_time(sec, k, graph.batch_size)) for sec in secs] for phase, secs in plan.items()}
+    repeat = {"fwd": m, "bwd": m, "opt": 1}
+    device = sum(repeat[ph] * sec.count * st.time_s for ph, items in timed.items() for sec, st in items)
+    comm: list[CommEvent] = []
+    tp_s = 0.0
+    if t > 1:
+        message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * graph.precision.compute_bytes
+        link = group_link(rc.hardware.links, rc.hardware.chips_per_node, t)
+        calls = 4 * rc.model.n_layers * m
+        tp_s = calls * ring_allreduce_s(message, t, link)
+        comm.append(CommEvent("tp", "allreduce", message, tp_s, t, count=calls))
+    host = k.host_s + rc.run.batch_size * m * rc.model.seq_len * 8 / k.host_Bps
+    dp_s = 0.0
+    if data_copies > 1:
+        grads = graph.params * graph.precision.param_bytes / t
+        link = group_link(rc.hardware.links, rc.hardware.chips_per_node, rc.parallel.n_chips)
+        dp_s = ring_allreduce_s(grads, data_copies, link)
+        comm.append(CommEvent("dp", "allreduce", grads, dp_s, data_copies))
+    return device + tp_s + host + dp_s, device, host, timed, repeat, comm
+
+
+def predict(rc: RunConfig, graph: OpGraph):
+    """Predicted Profile of one optimizer step on SN30 RDU(s)."""
+    require_strategy(rc, ("none", "dp", "tp"), "SambaFlow scales GPT-2 with tensor parallelism "
+                     "(--tensor-parallel, parallel=tp) and data parallelism (parallel=dp)")
+    k = knobs(rc)
+    t = rc.parallel.degree if rc.parallel.strategy == "tp" else 1
+    step, device, host, timed, repeat, comm = _step(rc, graph, k, t, rc.data_copies)
+
+    weighted_pcus = weighted_pmus = weighted_li = total = 0.0
+    subtasks: list[Subtask] = []
+    n_sections = 0
+    for phase, items in timed.items():
+        for sec, st in items:
+            span = repeat[phase] * sec.count * st.time_s
+            total += span
+            weighted_pcus += span * st.pcus
+            weighted_pmus += span * st.pmus
+            weighted_li += span * st.load_imbalance
+            n_sections += sec.count
+            runs = repeat[phase] * sec.count
+            subtasks += [Subtask(stage.name, time_s=runs * stage_s, units={"pcus": float(p)}, flops=runs * stage.flops)
+                         for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus)]
+    total = max(total, 1e-30)
+    chips = rc.parallel.n_chips
+    units = {"pcus": UnitUse(weighted_pcus / total, float(k.chip_pcus)),
+             "pmus": UnitUse(weighted_pmus / total, float(k.chip_pmus))}
+    ddr_bound = sum(repeat[ph] * sec.count * st.time_s for ph, items in timed.items()
+                    for sec, st in items if st.ddr_s >= st.compute_s)
+    extra = {
+        # sections run one after another and only the stages of one section run concurrently, so
+        # the run's LI is the time-weighted mean of the sections' LIs (replaces the pooled value)
+        "tier1.load_imbalance": weighted_li / total,
+        "rdu.sections": float(n_sections),
+        "rdu.ddr_bound_fraction": ddr_bound / total,
+        "rdu.device_s": device,
+        "host.fraction": host / step,
+        "rdu.chips": float(chips),
+    }
+    single = None
+    if chips > 1:
+        one_step = _step(rc, graph, k, 1, 1)[0]
+        single = rc.run.batch_size * rc.run.grad_accum / one_step
+    # the weights, optimizer state and saved activations live in DDR between sections
+    state = graph.params * (graph.precision.param_bytes * 4) / t
+    memory = {"ddr": state + graph.saved_bytes / t, "sram": float(max(st.pmus for items in timed.values()
+                                                                       for _, st in items) * k.pmu_bytes)}
+    return make_profile(rc, SOURCE, step, subtask_kind="section_stage", units=units, subtasks=subtasks,
+                        memory=memory, comm=comm, single_chip_samples_per_s=single, extra=extra,
+                        tags={"compile_mode": k.mode})

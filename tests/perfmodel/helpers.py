@@ -1,0 +1,37 @@
+"""Build RunConfigs for the analytical models straight from the shipped YAML (no Hydra, fast)."""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+
+from dabench.config import build_run_config
+from dabench.hardware import resolve_ceilings
+from dabench.metrics.summary import compute_metrics
+from dabench.perfmodel import get_predictor
+from dabench.workload.opgraph import build_opgraph
+from tests.conftest import CONF
+
+
+def load(group: str, name: str) -> dict:
+    return OmegaConf.to_container(OmegaConf.load(CONF / group / f"{name}.yaml"), resolve=False)
+
+
+def run_config(hardware: str, model: str = "gpt2_small", precision: str = "mixed", parallel: str = "none",
+               batch_size: int = 4, grad_accum: int = 1, options: dict | None = None, hw: dict | None = None,
+               model_over: dict | None = None, **parallel_over):
+    spec = load("hardware", hardware)
+    spec.pop("defaults", None)
+    spec["options"] = {**(spec.get("options") or {}), **(options or {})}
+    spec.update(hw or {})
+    cfg = {"model": {**load("model", model), **(model_over or {})}, "hardware": spec,
+           "parallel": {**load("parallel", parallel), **parallel_over}, "precision": load("precision", precision),
+           "run": {"batch_size": batch_size, "grad_accum": grad_accum}, "tracking": {"enabled": False}}
+    return build_run_config(cfg)
+
+
+def predict(rc):
+    """(profile, metrics) of a full prediction, as the runner computes them."""
+    graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+    profile = get_predictor(rc.hardware.arch)(rc, graph)
+    metrics = compute_metrics(profile, graph, resolve_ceilings(rc.hardware, rc.precision), rc.data_copies)
+    return profile, metrics

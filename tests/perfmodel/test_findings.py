@@ -1,0 +1,196 @@
+"""The DABench-LLM paper's headline findings (reference/mission.md), checked on the analytical
+models' own outputs. Where a model does not reproduce a finding from its mechanisms, the test is a
+strict xfail that says so (docs/perfmodel.md explains why); it fails loudly if that changes."""
+
+import re
+
+import pytest
+
+from dabench.status import CapacityError
+from tests.conftest import CONF
+from tests.perfmodel.helpers import predict, run_config
+
+PAPER_IPU = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4, "device_iterations": 8}
+
+
+def paper_placements() -> list[str]:
+    """The layers-per-IPU placements of the default IPU sweep (paper-notes section 7.5)."""
+    text = (CONF / "default_sweep" / "ipu_pp.yaml").read_text()
+    return re.findall(r'"(0[^"]*)"', text.split("parallel.placement:")[1])
+
+
+def ipu(placement: str, precision: str = "fp16", grad_accum: int = 2048, **options):
+    return run_config("ipu", model="gpt2_test", precision=precision, parallel="pp", placement=placement,
+                      batch_size=1, grad_accum=grad_accum, options={**PAPER_IPU, **options})
+
+
+def throughput(rc) -> float:
+    return predict(rc)[1]["throughput.samples_per_s"]
+
+
+@pytest.fixture(scope="module")
+def ipu_sweep():
+    """{placement: (profile, metrics) or CapacityError} over the paper's placements."""
+    out = {}
+    for placement in paper_placements():
+        try:
+            out[placement] = predict(ipu(placement))
+        except CapacityError as error:
+            out[placement] = error
+    return out
+
+
+# ----------------------------------------------------------------------------- WSE-2
+
+
+def test_wse2_allocates_in_the_90s_with_near_perfect_balance():
+    """GPT-2 small on one wafer: allocation 92-93%, LI about 0.96-1.0 (paper)."""
+    _, metrics = predict(run_config("wse2", batch_size=112))
+    assert 0.90 <= metrics["tier1.allocation_ratio"] <= 1.0
+    assert metrics["tier1.load_imbalance"] >= 0.95
+
+
+def test_wse2_fails_on_capacity_as_layers_grow():
+    """On-wafer SRAM limits larger stacks (the paper's runs fail beyond 72 layers)."""
+    outcomes = {}
+    for layers in (6, 12, 18, 24, 36):
+        try:
+            predict(run_config("wse2", batch_size=112, model_over={"n_layers": layers}))
+            outcomes[layers] = "ok"
+        except CapacityError as error:
+            assert error.memory == "wse2 on-wafer SRAM" and error.needed_bytes > error.available_bytes
+            outcomes[layers] = "capacity"
+    assert outcomes[6] == outcomes[12] == "ok" and outcomes[36] == "capacity"
+    first_failure = min(n for n, status in outcomes.items() if status == "capacity")
+    assert all(status == "capacity" for n, status in outcomes.items() if n >= first_failure)
+
+
+# ----------------------------------------------------------------------------- RDU
+
+
+@pytest.mark.parametrize("mode", ["o0", "o1"])
+def test_rdu_allocation_stays_at_most_about_60_percent(mode):
+    """PCU allocation rarely above 60% (paper), for the safe and the fused compile modes."""
+    for layers in (1, 6, 12, 24):
+        _, metrics = predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers},
+                                        options={"compile_mode": mode}))
+        assert metrics["tier1.allocation_ratio"] <= 0.60
+
+
+@pytest.mark.xfail(strict=True, reason="whole-graph sections fill the PCU budget (resources scaling 0.8): the "
+                                       "o3 model allocates ~77%, see docs/perfmodel.md")
+def test_rdu_o3_allocation_at_most_about_60_percent():
+    _, metrics = predict(run_config("rdu", batch_size=16, options={"compile_mode": "o3"}))
+    assert metrics["tier1.allocation_ratio"] <= 0.60
+
+
+def _rdu_li(mode: str, layers: int) -> float:
+    return predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers},
+                              options={"compile_mode": mode}))[1]["tier1.load_imbalance"]
+
+
+@pytest.mark.xfail(strict=True, reason="o3 sections hold the same mix of stages at every depth, so their LI does "
+                                       "not fall with layers in this model, see docs/perfmodel.md")
+def test_rdu_o3_balance_worsens_as_layers_grow():
+    values = [_rdu_li("o3", layers) for layers in (1, 6, 12, 24, 36)]
+    assert all(later < earlier for earlier, later in zip(values, values[1:]))
+
+
+def test_rdu_o1_balance_worsens_as_layers_grow():
+    """The mechanism the model does have: fused block sections are less balanced than the
+    embedding and head sections, and dominate the time-weighted LI as layers grow."""
+    values = [_rdu_li("o1", layers) for layers in (1, 6, 12, 24, 36)]
+    assert all(later < earlier for earlier, later in zip(values, values[1:]))
+
+
+def test_rdu_is_memory_bound_on_its_ddr():
+    _, metrics = predict(run_config("rdu", batch_size=16))
+    assert metrics["diagnosis.memory_bound"] == 1.0
+    assert metrics["roofline.step.intensity"] < metrics["roofline.ridge_intensity"]
+
+
+def test_rdu_tensor_parallelism_across_machines_loses_throughput():
+    """2 -> 4 chips with tensor parallelism loses throughput once the group spans machines (paper: -40%)."""
+    across = {t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
+              for t in (2, 4)}
+    inside = {t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16)) for t in (2, 4)}
+    assert across[4] < across[2]
+    assert across[4] / across[2] < inside[4] / inside[2]
+
+
+# ----------------------------------------------------------------------------- IPU
+
+
+def test_ipu_compute_efficiency_is_at_most_about_41_percent(ipu_sweep):
+    efficiencies = [result[1]["tier1.compute_efficiency"] for result in ipu_sweep.values() if isinstance(result, tuple)]
+    assert len(efficiencies) >= 20
+    assert max(efficiencies) <= 0.41
+    assert max(efficiencies) > 0.25  # the best placements are not far from it
+
+
+@pytest.mark.xfail(strict=True, reason="the model's matmuls are exchange-heavy (~20% of busy time) but stay right "
+                                       "of the SRAM roofline's ridge; the paper's memory-bound IPU is not "
+                                       "reproduced, see docs/perfmodel.md")
+def test_ipu_is_memory_bound(ipu_sweep):
+    assert all(result[1]["diagnosis.memory_bound"] == 1.0 for result in ipu_sweep.values() if isinstance(result, tuple))
+
+
+def test_ipu_capacity_fails_for_ten_layers_on_two_ipus(ipu_sweep):
+    """'0 10' is the artifact's capacity probe for 2 IPUs; 8 layers still fit."""
+    failure = ipu_sweep["0 10"]
+    assert isinstance(failure, CapacityError) and failure.memory == "ipu1 In-Processor-Memory"
+    assert isinstance(ipu_sweep["0 8"], tuple)
+    assert ipu_sweep["0 8"][1]["ipu.max_memory_fraction"] > 0.8
+
+
+def test_ipu_throughput_is_set_by_the_most_loaded_ipu(ipu_sweep):
+    for placement, result in ipu_sweep.items():
+        if not isinstance(result, tuple):
+            continue
+        profile, metrics = result
+        busiest = max(s.time_s for s in profile.subtasks)
+        # with 2048 micro-batches the step is the busiest IPU's work plus little else
+        assert profile.step_times_s[0] == pytest.approx(busiest, rel=0.06), placement
+        assert metrics["ipu.bottleneck_ipu"] == max(range(len(profile.subtasks)),
+                                                    key=lambda i: profile.subtasks[i].time_s)
+
+
+@pytest.mark.parametrize("balanced,skewed", [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"),
+                                             ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")])
+def test_ipu_minimising_the_maximum_layers_per_ipu_wins(ipu_sweep, balanced, skewed):
+    fast, slow = ipu_sweep[balanced][1], ipu_sweep[skewed][1]
+    assert fast["ipu.max_layers_per_ipu"] <= slow["ipu.max_layers_per_ipu"]
+    assert fast["throughput.samples_per_s"] >= slow["throughput.samples_per_s"]
+
+
+def test_ipu_over_provisioning_leaves_tiles_idle(ipu_sweep):
+    """Limited by tile use: IPUs given no layer sit idle."""
+    assert ipu_sweep["0 1 1 1 1 0 0 0"][1]["tier1.allocation_ratio"] < 0.7
+    assert ipu_sweep["0 2 2 2 2 2 1 1"][1]["tier1.allocation_ratio"] == 1.0
+
+
+# ----------------------------------------------------------------------------- deployment
+
+
+def test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2():
+    """Doubling the batch at each platform's study point: RDU and IPU gain much more than WSE-2,
+    whose layer pipeline has already amortised most of its fill past ~200 samples."""
+    rdu = throughput(run_config("rdu", batch_size=32, options={"compile_mode": "o3"})) / \
+        throughput(run_config("rdu", batch_size=16, options={"compile_mode": "o3"}))
+    # the paper's batch study: gradient accumulation 13 -> 26 on 4 IPUs, optimizer state off chip
+    ipu_gain = throughput(ipu("0 2 1 1", grad_accum=26, optimizer_state_offchip=True, device_iterations=1)) / \
+        throughput(ipu("0 2 1 1", grad_accum=13, optimizer_state_offchip=True, device_iterations=1))
+    wse = throughput(run_config("wse2", batch_size=448)) / throughput(run_config("wse2", batch_size=224))
+    assert rdu > 1.5 and ipu_gain > 1.5
+    assert wse < 1.3 and wse - 1 < 0.6 * min(rdu - 1, ipu_gain - 1)
+
+
+def test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2():
+    rdu = throughput(run_config("rdu", batch_size=16, precision="mixed")) / \
+        throughput(run_config("rdu", batch_size=16, precision="fp32"))
+    ipu_gain = throughput(ipu("0 4 4 4", precision="mixed")) / throughput(ipu("0 4 4 4", precision="fp32"))
+    # CSX has no fp32 training: its alternative to mixed is pure 16-bit
+    wse = throughput(run_config("wse2", batch_size=112, precision="mixed")) / \
+        throughput(run_config("wse2", batch_size=112, precision="fp16"))
+    assert rdu > 1.2 and ipu_gain > 1.2
+    assert abs(wse - 1) < 0.05
