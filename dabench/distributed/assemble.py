@@ -16,7 +16,8 @@ intervals; from them:
 - bus bandwidth per collective (NCCL-tests convention, :func:`dabench.metrics.tier2.bus_bandwidth`)
   from bytes per call and transfer time per call: for dp (in-flight time) and tp (own
   duration) each call's minimum over ranks (the last rank to arrive does not wait for a peer),
-  for p2p the ping-pong one-way time;
+  for p2p the ping-pong one-way time (``tier2.comm_transfer_s.<op>``: transfer seconds per step,
+  all calls of the op; what :mod:`dabench.distributed.predict` compares with the link model);
 - subtasks: per-rank compute (dp, tp) or per-stage compute (pp, the slowest replica of the
   stage), so ``tier1.load_imbalance`` is the balance across ranks or stages;
 - ``single_chip_samples_per_s`` from the one-rank baseline with the same global batch.
@@ -97,7 +98,8 @@ def transfer_seconds(results, key: str, op: str, steps: int) -> float:
 def _busbw_metrics(op: str, summary: dict[str, float], transfer_s: float, ranks: int) -> dict[str, float]:
     """Bytes and calls per step and bus bandwidth (GB/s) of ``op`` from its transfer time."""
     calls = summary["calls"]
-    extra = {f"tier2.comm_bytes_per_step.{op}": summary["bytes"], f"tier2.comm_calls_per_step.{op}": calls}
+    extra = {f"tier2.comm_bytes_per_step.{op}": summary["bytes"], f"tier2.comm_calls_per_step.{op}": calls,
+             f"tier2.comm_transfer_s.{op}": transfer_s}
     if calls and transfer_s > 0:
         extra[f"tier2.busbw_GBps.{op}"] = bus_bandwidth(op, summary["bytes"] / calls, transfer_s / calls, ranks) / 1e9
     return extra
@@ -179,6 +181,7 @@ def _pp(rc: RunConfig, results):
         if mean_one_way > 0:
             extra["tier2.busbw_GBps.p2p"] = bus_bandwidth("p2p", p2p_bytes, mean_one_way, 2) / 1e9
         extra["tier2.p2p_one_way_s"] = mean_one_way
+        extra["tier2.comm_transfer_s.p2p"] = mean_one_way * messages * (par.degree - 1)
     bubble_s = _mean(bubbles)
     events.append(CommEvent("pp", "bubble", 0.0, bubble_s, par.degree, 1))
     extra["tier2.bubble_fraction"] = bubble_s / _median(step_times(results))
