@@ -73,11 +73,11 @@ def stage_layers(layers_per_stage: tuple[int, ...], stage: int) -> tuple[int, in
 def stage_io_examples(ctx: RankContext, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Meta tensors with the shape and dtype of one micro-batch's stage input and output.
 
-    Given to PipelineStage, they make its metadata static: no shape-inference forward runs. That
-    inference forward would call a DDP-wrapped stage outside ``no_sync`` and leave DDP expecting
-    gradients, so that the first no_sync backward marked every parameter ready and DDP's bucket
-    rebuild failed ("rebuilt params size 36 vs 18") whenever all forwards of a step precede the
-    backwards (GPipe, or 1F1B with few micro-batches)."""
+    Given to PipelineStage, they make its metadata static: no shape-inference forward runs. With
+    that inference forward a DDP-wrapped stage failed in DDP's bucket rebuild ("rebuilt params
+    size 36 vs 18", torch 2.13) whenever all forwards of a step precede the backwards (GPipe, or
+    1F1B with few micro-batches); our reading is that the forward runs the DDP module outside
+    ``no_sync`` and leaves DDP expecting gradients one backward too early."""
     par, model = ctx.rc.parallel, ctx.rc.model
     micro = ctx.rc.run.batch_size // par.micro_batches
     hidden = (micro, model.seq_len, model.hidden_size)
