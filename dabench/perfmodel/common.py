@@ -7,7 +7,7 @@ measured one (the runner tags such runs ``dabench.mode=predict``).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 from dabench.config import ModelConfig, RunConfig
 from dabench.profile import CommEvent, Profile, Subtask, UnitUse
@@ -75,16 +75,6 @@ def op_width(op: Op, model: ModelConfig) -> int:
     return model.hidden_size
 
 
-def weight_bytes(op: Op, graph: OpGraph) -> float:
-    """Bytes of the parameters an op owns, in the stored parameter dtype."""
-    return op.params * graph.precision.param_bytes
-
-
-def block_op_params(layer: Layer) -> dict[str, int]:
-    """{op name: params} from a layer's forward entries (backward entries carry no params)."""
-    return {op.name: op.params for op in layer.ops if op.phase == "fwd" and op.params}
-
-
 def make_profile(rc: RunConfig, source: str, step_s: float, *, subtask_kind: str, units: dict[str, UnitUse],
                  subtasks: list[Subtask], memory: dict[str, float], comm: list[CommEvent] | None = None,
                  class_times: dict[str, float] | None = None, single_chip_samples_per_s: float | None = None,
@@ -110,7 +100,3 @@ def make_profile(rc: RunConfig, source: str, step_s: float, *, subtask_kind: str
         extra_metrics=extra or {},
         tags={"subtask_kind": subtask_kind, **(tags or {})},
     )
-
-
-def describe_options(rc: RunConfig, keys: tuple[str, ...]) -> dict[str, Any]:
-    return {key: rc.hardware.options.get(key) for key in keys}

@@ -193,6 +193,13 @@ def replicas(rc: RunConfig) -> int:
     return rc.data_copies
 
 
+def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
+    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0."""
+    block = graph.layer("block.0").params if graph.model.n_layers else 0
+    extra = graph.layer("embedding").params + graph.layer("head").params
+    return [n * block + (extra if i == 0 else 0) for i, n in enumerate(layers)]
+
+
 def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int, ...],
                    costs: dict[str, LayerCost]) -> list[MemoryUse]:
     """Peak In-Processor-Memory use of each IPU; see the module docstring."""
@@ -206,11 +213,9 @@ def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int
     checkpoint = tokens * rc.model.hidden_size * e
     p = len(layers)
     uses = []
-    for i, n_blocks in enumerate(layers):
-        params = n_blocks * (block.params if block else 0)
+    for i, (n_blocks, params) in enumerate(zip(layers, ipu_params(graph, layers))):
         held = [("block", n_blocks)] if n_blocks else []
         if i == 0:
-            params += graph.layer("embedding").params + graph.layer("head").params
             held += [("embedding", 1), ("head", 1)]
         if not held:
             uses.append(MemoryUse())
@@ -221,7 +226,7 @@ def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int
         depth = stash_depth(i, p, rc.run.grad_accum, "interleaved") if p > 1 else 1
         if k.recompute:
             stash = n_blocks * checkpoint * depth
-            working = max((graph.layer(name).saved_bytes for name, _ in [("block.0", 1)] if n_blocks), default=0.0)
+            working = block.saved_bytes if (n_blocks and block) else 0.0
         else:
             stash = n_blocks * (block.saved_bytes if block else 0.0) * depth
             working = 0.0
@@ -271,11 +276,9 @@ def predict(rc: RunConfig, graph: OpGraph):
 
     timing = pipeline_time(train, m)
     offchip = 0.0
-    if k.optimizer_offchip:
-        moments = [use.weights / max(1e-9, graph.precision.param_bytes + (graph.precision.compute_bytes
-                   if graph.precision.autocast else 0)) for use in uses]
+    if k.optimizer_offchip:  # read and write both moments of the IPU's parameters every step
         moment_bytes = 6.0 if graph.precision.param_dtype in ("fp16", "bf16") else 8.0
-        offchip = max(2.0 * n * moment_bytes for n in moments) / k.streaming_Bps
+        offchip = max(2.0 * n * moment_bytes for n in ipu_params(graph, layers)) / k.streaming_Bps
     update = max(opt) + offchip
     grads = [use.gradients for use in uses]
     dp_link = group_link(rc.hardware.links, rc.hardware.chips_per_node, rc.parallel.n_chips)
