@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass
 
 from dabench.config import RunConfig
+from dabench.perfmodel.capacity import require_fits
 from dabench.perfmodel.comm import group_link, ring_allreduce_s
 from dabench.perfmodel.common import (make_profile, op_width, option_choice, option_number, peak_flops,
                                       require_strategy)
@@ -323,10 +324,12 @@ def predict(rc: RunConfig, graph: OpGraph):
     if chips > 1:
         one_step = _step(rc, graph, k, 1, 1)[0]
         single = rc.run.batch_size * rc.run.grad_accum / one_step
-    # the weights, optimizer state and saved activations live in DDR between sections
+    # the weights, gradients, AdamW moments and saved activations live in DDR between sections
     state = graph.params * (graph.precision.param_bytes * 4) / t
-    memory = {"ddr": state + graph.saved_bytes / t, "sram": float(max(st.pmus for items in timed.values()
-                                                                       for _, st in items) * k.pmu_bytes)}
+    ddr = state + graph.saved_bytes / t
+    require_fits("rdu DDR", ddr, float(rc.hardware.memory_level("ddr").capacity_bytes),
+                 f"training state {state / 2**30:.1f} GiB + saved activations {graph.saved_bytes / t / 2**30:.1f} GiB per chip")
+    memory = {"ddr": ddr, "sram": float(max(st.pmus for items in timed.values() for _, st in items) * k.pmu_bytes)}
     return make_profile(rc, SOURCE, step, subtask_kind="section_stage", units=units, subtasks=subtasks,
                         memory=memory, comm=comm, single_chip_samples_per_s=single, extra=extra,
                         tags={"compile_mode": k.mode})
