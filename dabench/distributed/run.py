@@ -29,6 +29,11 @@ def check_supported(rc: RunConfig, device: torch.device) -> None:
     import torch.distributed as dist
 
     par = rc.parallel
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        raise UnsupportedError(
+            f"this process already is rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']} (torchrun?): dabench "
+            "starts its own ranks; run `python -m dabench ...` once, without torchrun (the rank worker itself, "
+            "`python -m dabench.distributed.worker`, is what torchrun-style launchers can start)")
     if not dist.is_available():
         raise UnsupportedError("torch.distributed is not available in this torch build")
     if device.type == "cuda":

@@ -44,3 +44,10 @@ def test_cpu_ranks_share_the_cores_without_oversubscribing(monkeypatch):
     assert threads_per_rank(rc_of("parallel=dp", "parallel.degree=2"), CPU) == 4
     assert threads_per_rank(rc_of("parallel=pp", "parallel.degree=2", "parallel.replicas=8"), CPU) == 1
     assert threads_per_rank(rc_of("parallel=dp", "parallel.degree=2", "run.threads=3"), CPU) == 3
+
+
+def test_running_inside_torchrun_is_refused_instead_of_launching_ranks_twice(monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(UnsupportedError, match="already is rank 1 of 2"):
+        check_supported(rc_of("parallel=dp", "parallel.degree=2"), CPU)
