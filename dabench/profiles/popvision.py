@@ -9,7 +9,9 @@ The JSON (``"format": "dabench.popvision/1"``)::
                 "numReplicas", "ipusPerReplica"},
      "ipus": [{"ipu": i, "memory_bytes": bytes used (sum of tile memory including gaps),
                "tiles_used": tiles holding any memory, "tile_memory_mean", "tile_memory_std",
-               "cycles": execution cycles (optional, needs an execution profile)}]}
+               "tile_memory": [bytes per tile] (optional; when present the three figures above
+               are recomputed from it), "cycles": execution cycles (optional, needs an execution
+               profile)}]}
 
 Metrics:
 
@@ -43,6 +45,17 @@ def tile_balance(mean_bytes: float, std_bytes: float, bytes_per_tile: float) -> 
     return 1.0 if bound == 0 else max(0.0, 1.0 - std_bytes / bound)
 
 
+def _with_tile_stats(ipu: dict[str, Any]) -> dict[str, Any]:
+    """An IPU entry with memory_bytes, tiles_used and tile mean/std recomputed from tile_memory."""
+    tiles = ipu.get("tile_memory")
+    if not tiles:
+        return ipu
+    mean = sum(tiles) / len(tiles)
+    std = math.sqrt(sum((t - mean) ** 2 for t in tiles) / len(tiles))
+    return {**ipu, "memory_bytes": float(sum(tiles)), "tiles_used": sum(1 for t in tiles if t > 0),
+            "tile_memory_mean": mean, "tile_memory_std": std}
+
+
 def is_popvision_json(data: Any) -> bool:
     return isinstance(data, dict) and data.get("format") == FORMAT
 
@@ -51,7 +64,7 @@ def parse_popvision(data: dict[str, Any], path: str | None = None) -> ArtifactRe
     if not is_popvision_json(data):
         raise ValueError(f"{path or 'data'}: not a dabench PopVision export (format {FORMAT!r})")
     target = data["target"]
-    ipus = sorted(data.get("ipus", []), key=lambda i: i["ipu"])
+    ipus = sorted((_with_tile_stats(i) for i in data.get("ipus", [])), key=lambda i: i["ipu"])
     n_ipus = int(target.get("numIPUs") or len(ipus))
     tiles_per_ipu, bytes_per_tile = float(target["tilesPerIpu"]), float(target["bytesPerTile"])
     bytes_per_ipu = float(target.get("bytesPerIPU") or tiles_per_ipu * bytes_per_tile)

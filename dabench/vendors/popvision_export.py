@@ -6,8 +6,8 @@ Runs where the Poplar SDK's ``pva`` module is importable:
 - ``report.compilation.target``: numIPUs, tilesPerIpu, bytesPerTile, bytesPerIPU,
   clockFrequency, numReplicas, ipusPerReplica.
 - Per tile ``tile.memory.total.includingGaps`` over ``report.compilation.tiles`` (tile index //
-  tilesPerIpu = IPU): per-IPU bytes used, tiles holding memory, and the mean and standard
-  deviation of tile memory (for the tile-balance metric).
+  tilesPerIpu = IPU): per-tile bytes (``tile_memory``), per-IPU bytes used, tiles holding
+  memory, and the mean and standard deviation of tile memory (for the tile-balance metric).
 - With an execution profile: per IPU, the sum of ``step.ipus[i].cycles`` over
   ``report.execution.steps`` whose program is not a Sync, StreamCopy or GlobalExchange (waiting
   and host transfer excluded), i.e. each IPU's own compute and exchange cycles.
@@ -57,7 +57,7 @@ def summarise(report) -> Dict[str, Any]:
         mean = sum(tiles) / len(tiles) if tiles else 0.0
         std = math.sqrt(sum((t - mean) ** 2 for t in tiles) / len(tiles)) if tiles else 0.0
         ipus.append({"ipu": i, "memory_bytes": sum(tiles), "tiles_used": sum(1 for t in tiles if t > 0),
-                     "tile_memory_mean": mean, "tile_memory_std": std})
+                     "tile_memory_mean": mean, "tile_memory_std": std, "tile_memory": tiles})
     execution = getattr(report, "execution", None)
     steps = list(getattr(execution, "steps", []) or []) if execution is not None else []
     if steps:

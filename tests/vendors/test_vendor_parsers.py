@@ -204,3 +204,36 @@ def test_unknown_paths_are_refused(tmp_path):
         detect(tmp_path)
     with pytest.raises(ValueError, match="no such file"):
         detect(tmp_path / "missing")
+
+
+def test_popvision_per_tile_memory_wins_over_the_summary(tmp_path):
+    data = json.loads((FIXTURES / "popvision_small.json").read_text())
+    data["ipus"][1]["tile_memory"] = [100, 0, 0, 0]  # the summary said 100 bytes on 2 tiles
+    path = tmp_path / "tiles.json"
+    path.write_text(json.dumps(data))
+    report = parse(path)
+    assert report.units["tiles"].allocated == 4 + 1
+    assert report.extra["ipu.1.tile_balance"] == approx(1 - math.sqrt(1875) / math.sqrt(25 * 75))
+
+
+def test_popvision_exporter_on_a_pva_like_report():
+    """The exporter (normally run with the SDK's pva) on objects shaped like libpva's report."""
+    import sys
+
+    from vendor_helpers import FAKES
+
+    sys.path.insert(0, str(FAKES))
+    try:
+        import pva  # the fake
+
+        from dabench.profiles.popvision import parse_popvision
+        from dabench.vendors.popvision_export import summarise
+
+        summary = summarise(pva.openReport("profile.pop"))
+    finally:
+        sys.path.remove(str(FAKES))
+    assert [i["tile_memory"] for i in summary["ipus"]] == [[50, 50, 50, 50], [100, 0, 100, 0]]
+    assert [i["cycles"] for i in summary["ipus"]] == [2000, 6000]  # the Sync step is left out
+    assert summary["poplar_version"] == "3.3.0-fake" and summary["target"]["tilesPerIpu"] == 4
+    report = parse_popvision(summary)
+    assert report.bottleneck == "ipu1" and report.metrics()["tier1.load_imbalance"] == approx(4000 / 6000)
