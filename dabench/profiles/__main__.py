@@ -41,10 +41,10 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "profile.json").write_text(json.dumps(report.to_dict(), indent=1))
-        sources = folder / "vendor"
+        sources, base = folder / "vendor", (path if path.is_dir() else path.parent).resolve()
         for file in report.files:
-            source = Path(file)
-            target = sources / (source.relative_to(path) if path.is_dir() and source.is_relative_to(path) else source.name)
+            source = Path(file).resolve()
+            target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
         return log_run(experiment=experiment, uri=uri, run_name=run_name or f"import {report.source} {path.name}",
