@@ -1,0 +1,109 @@
+"""The IPU deployment space as a structured-space hook: IPUs, replication, gradient
+accumulation and the layers-per-IPU placement, valid by construction.
+
+Every trial is a deployment PopTorch would accept:
+
+- IPUs n from ``ipus`` (default 1, 2, 4, 8) and a replication factor r dividing n (sampled as
+  ``replication.ipus<n>``, one categorical per IPU count, so no invalid pair can be drawn); the
+  pipeline has k = n / r stages (``parallel=pp``, ``parallel.degree=k``, ``parallel.replicas=r``).
+- Gradient accumulation = ``pipeline_fill`` x (2k - 1). A training pipeline over k IPUs runs
+  2k - 1 stages (forward and backward, as PopTorch counts them; dabench.backends.poptorch refuses
+  less), so gradient accumulation is never below the number of pipeline stages; the fill factor
+  sets the bubble share, about (k - 1) / (fill (2k - 1) + k - 1).
+- Placement (:func:`dabench.tune.placement.placement_from_params`): ``first_stage_layers`` on IPU
+  0, which also holds the embedding and LM head (Graphcore puts 0 there), clamped to what k
+  stages allow; ``placement_skew`` 0 spreads the other layers as evenly as possible over IPUs
+  1..k-1 (minimising the most loaded IPU, which sets throughput), larger skews let the
+  ``stage_weight.<i>`` values make it uneven. Layers always sum to ``model.n_layers``; IPUs
+  1..k-1 hold at least ``min_stage_layers`` (default 1: an IPU without layers is wasted).
+
+``grid()`` enumerates the same deployments exactly (benchmarks/tuning_efficiency.py), and
+``size()`` counts them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping, Sequence
+
+from dabench.status import ConfigError
+from dabench.tune.placement import count_placements, placement_from_params, placements
+
+
+def training_pipeline_stages(ipus_per_replica: int) -> int:
+    """2k - 1: PopTorch's pipeline stages for training over k IPUs (forward and backward)."""
+    return 2 * ipus_per_replica - 1
+
+
+def _positive_ints(name: str, values: Sequence[Any], allow_zero: bool = False) -> tuple[int, ...]:
+    low = 0 if allow_zero else 1
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < low for v in values):
+        raise ConfigError(f"hydra.sweeper.space.args.{name}", list(values or []),
+                          f"a non-empty list of integers >= {low}")
+    return tuple(sorted(set(values)))
+
+
+class IpuPipelineSpace:
+    def __init__(self, config: Mapping[str, Any], ipus: Sequence[int] = (1, 2, 4, 8),
+                 replication: Sequence[int] | None = None, pipeline_fill: Sequence[int] = (1, 2, 4, 8, 16),
+                 placement_skew: Sequence[float] = (0.0, 0.1, 0.25, 0.5, 1.0),
+                 min_first_stage_layers: int = 0, max_first_stage_layers: int | None = None,
+                 min_stage_layers: int = 1) -> None:
+        self.n_layers = int(config["model"]["n_layers"])
+        self.fills = _positive_ints("pipeline_fill", pipeline_fill)
+        self.skews = tuple(float(s) for s in placement_skew)
+        if not self.skews or any(not 0.0 <= s <= 1.0 for s in self.skews):
+            raise ConfigError("hydra.sweeper.space.args.placement_skew", list(placement_skew), "values in [0, 1]")
+        self.bounds = dict(min_first=int(min_first_stage_layers), min_other=int(min_stage_layers),
+                           max_first=None if max_first_stage_layers is None else int(max_first_stage_layers))
+        allowed = None if replication is None else set(_positive_ints("replication", replication))
+        self.topologies: dict[int, tuple[int, ...]] = {}
+        for n in _positive_ints("ipus", ipus):
+            reps = tuple(r for r in range(1, n + 1) if n % r == 0 and (allowed is None or r in allowed)
+                         and count_placements(self.n_layers, n // r, **self.bounds) > 0)
+            if reps:
+                self.topologies[n] = reps
+        if not self.topologies:
+            raise ConfigError("hydra.sweeper.space.args.ipus", list(ipus),
+                              f"at least one IPU count whose pipeline can hold model.n_layers={self.n_layers}")
+        top = self.n_layers if self.bounds["max_first"] is None else min(self.n_layers, self.bounds["max_first"])
+        self.first_choices = list(range(self.bounds["min_first"], top + 1))
+
+    def deployment(self, stages: int, replicas: int, fill: int, placement: Sequence[int]) -> dict[str, Any]:
+        """The overrides of one deployment."""
+        return {
+            "parallel.degree": stages,
+            "parallel.replicas": replicas,
+            "parallel.layers_per_stage": list(placement),
+            "run.grad_accum": fill * training_pipeline_stages(stages),
+        }
+
+    def suggest(self, trial) -> dict[str, Any]:
+        n = trial.suggest_categorical("ipus", list(self.topologies))
+        r = trial.suggest_categorical(f"replication.ipus{n}", list(self.topologies[n]))
+        k = n // r
+        fill = trial.suggest_categorical("pipeline_fill", list(self.fills))
+        first, skew, z = self.n_layers, 0.0, []
+        if k > 1:
+            first = trial.suggest_categorical("first_stage_layers", self.first_choices)
+            if k > 2:
+                skew = trial.suggest_categorical("placement_skew", list(self.skews))
+                if skew > 0:
+                    z = [trial.suggest_float(f"stage_weight.{i}", 0.0, 1.0) for i in range(1, k)]
+        placement = placement_from_params(self.n_layers, k, first, skew, z, **self.bounds)
+        return self.deployment(k, r, fill, placement)
+
+    def size(self) -> int:
+        return len(self.fills) * sum(count_placements(self.n_layers, n // r, **self.bounds)
+                                     for n, reps in self.topologies.items() for r in reps)
+
+    def grid(self) -> Iterator[dict[str, Any]]:
+        for n, reps in self.topologies.items():
+            for r in reps:
+                for fill in self.fills:
+                    for placement in placements(self.n_layers, n // r, **self.bounds):
+                        yield self.deployment(n // r, r, fill, placement)
+
+
+def ipu_pipeline_space(config: Mapping[str, Any], **args: Any) -> IpuPipelineSpace:
+    """The hook named in sweeps/ipu_deploy.yaml."""
+    return IpuPipelineSpace(config, **args)
