@@ -101,11 +101,12 @@ Launch = Callable[[list[list[str]], int], Sequence[Outcome]]
 
 
 def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: int, launch: Launch,
-               tag_trials: bool = True, on_told: Callable[[optuna.Trial, Outcome], None] | None = None) -> int:
-    """Ask/launch/tell until the study holds ``n_trials`` counted trials; returns how many trials
-    this call ran. ``launch(job_overrides, first_job_index)`` must return one Outcome per job."""
+               tag_trials: bool = True, stop: Callable[[optuna.Study], bool] | None = None) -> int:
+    """Ask/launch/tell until the study holds ``n_trials`` counted trials (or ``stop(study)`` says
+    so after a batch); returns how many trials this call ran. ``launch(job_overrides,
+    first_job_index)`` must return one Outcome per job."""
     ran = 0
-    while (left := n_trials - trials_done(study)) > 0:
+    while (left := n_trials - trials_done(study)) > 0 and not (stop is not None and stop(study)):
         batch: list[optuna.Trial] = []
         try:
             job_overrides = []
@@ -127,6 +128,4 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
             ran += 1
             log.info("trial %d: %s %s", trial.number, state.name.lower(),
                      f"{outcome.value:,.2f}" if state == TrialState.COMPLETE else f"({outcome.status}: {outcome.reason.splitlines()[0] if outcome.reason else ''})")
-            if on_told is not None:
-                on_told(trial, outcome)
     return ran

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import optuna
@@ -33,7 +34,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
         ax.scatter(failed, [0] * len(failed), marker="x", color="tab:red", label="failed (capacity, oom, ...)")
     ax.set_xlabel("trial number")
     ax.set_ylabel("throughput (samples/s)")
-    ax.set_title(f"Optimization history: {study.study_name}")
+    ax.set_title(f"Optimization history\n{study.study_name}", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -42,17 +43,21 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
 
 
 def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
-    """fANOVA importance of the parameters every completed trial shares. Returns (path, note);
-    path is None (and the note says why) with fewer than 2 completed trials or no varied
-    parameter."""
+    """Optuna's default importance evaluator over the parameters every completed trial shares
+    and that varied (conditional parameters, e.g. stage weights of one pipeline depth, are left
+    out). Returns (path, note); path is None, and the note says why, with fewer than 2 completed
+    trials or no varied shared parameter."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(complete) < 2:
         return None, f"parameter importance skipped: {len(complete)} completed trial(s), needs 2"
-    varied = {name for name in complete[0].params if len({repr(t.params.get(name)) for t in complete}) > 1}
+    shared = [name for name in complete[0].params if all(name in t.params for t in complete)]
+    varied = [name for name in shared if len({repr(t.params[name]) for t in complete}) > 1]
     if not varied:
-        return None, "parameter importance skipped: no parameter varied among completed trials"
+        return None, "parameter importance skipped: no parameter shared by all completed trials varied"
     try:
-        importances = optuna.importance.get_param_importances(study)
+        with warnings.catch_warnings():  # small studies: "some regimes have less than 2 trials"
+            warnings.simplefilter("ignore", UserWarning)
+            importances = optuna.importance.get_param_importances(study, params=varied)
     except (RuntimeError, ValueError) as error:
         return None, f"parameter importance skipped: {error}"
     if not importances:
@@ -63,10 +68,10 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
     import matplotlib.pyplot as plt
 
     names = list(importances)[::-1]
-    fig, ax = plt.subplots(figsize=(7, 0.4 * len(names) + 1.5))
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(names) + 1.8))
     ax.barh(names, [importances[n] for n in names])
-    ax.set_xlabel("importance (fANOVA, share of objective variance)")
-    ax.set_title(f"Parameter importance: {study.study_name} ({len(complete)} completed trials)")
+    ax.set_xlabel("importance (Optuna's default evaluator, normalised to sum 1)")
+    ax.set_title(f"Parameter importance, {len(complete)} completed trials\n{study.study_name}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

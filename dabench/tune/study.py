@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import socket
@@ -81,14 +82,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: a RUNNING trial with no owner and no parameters older than this was cut off inside ask()
+ORPHAN_GRACE_S = 600.0
+
+
 def fail_stale_trials(study: optuna.Study) -> list[int]:
     """Mark failed (status ``interrupted``) the RUNNING trials whose launching process, on this
-    host, is gone (a killed sweep). Trials run by other hosts are left alone. Returns their
-    numbers."""
+    host, is gone (a killed sweep), and those a sweep was interrupted while creating (no owner,
+    no parameters, started over ``ORPHAN_GRACE_S`` ago). Trials run by live processes or other
+    hosts are left alone. Returns their numbers."""
     host, stale = socket.gethostname(), []
+    now = datetime.datetime.now()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         pid = trial.user_attrs.get(PID_ATTR)
-        if trial.user_attrs.get(HOST_ATTR) == host and isinstance(pid, int) and pid != os.getpid() and not _alive(pid):
+        dead_owner = trial.user_attrs.get(HOST_ATTR) == host and isinstance(pid, int) and pid != os.getpid() and not _alive(pid)
+        orphan = (HOST_ATTR not in trial.user_attrs and not trial.params and trial.datetime_start is not None
+                  and (now - trial.datetime_start).total_seconds() > ORPHAN_GRACE_S)
+        if dead_owner or orphan:
             study._storage.set_trial_user_attr(trial._trial_id, STATUS_ATTR, INTERRUPTED)
             study._storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, f"the sweep process {pid} ended before the trial did")
             study.tell(trial.number, state=TrialState.FAIL)
