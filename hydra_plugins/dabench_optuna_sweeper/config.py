@@ -1,0 +1,47 @@
+"""The sweeper's config, registered as ``hydra/sweeper=dabench_optuna``.
+
+Fields (all settable as ``hydra.sweeper.<field>=...``):
+
+- ``n_trials``: total trials of the study (a re-run resumes and runs only the missing ones).
+- ``n_jobs``: trials launched together per batch (match the launcher's parallelism).
+- ``direction``: ``maximize`` (throughput) or ``minimize``.
+- ``study_name``: default ``<sweep_name>-<model>[-<hash of other overrides>]``.
+- ``storage``: an SQLAlchemy URL; default ``sqlite:///<launch dir>/mlruns/optuna.db``.
+- ``sampler``: tpe, random, gp, cmaes, qmc, nsgaii or bruteforce; ``seed``; ``sampler_options``
+  (keyword arguments of the optuna.samplers class).
+- ``failed_as_infeasible``: with TPE, show failed trials to the sampler as infeasible points.
+- ``params``: {key: Hydra override sweep text}: choice(...), range(...), interval(...), tag(log, ...).
+- ``space.hook`` / ``space.args``: a structured-space factory (see dabench.tune.structured).
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class StructuredSpaceConf:
+    hook: Optional[str] = None
+    args: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DabenchOptunaSweeperConf:
+    _target_: str = "hydra_plugins.dabench_optuna_sweeper.sweeper.DabenchOptunaSweeper"
+    sweep_name: Optional[str] = None
+    study_name: Optional[str] = None
+    storage: Optional[str] = None
+    direction: str = "maximize"
+    n_trials: int = 20
+    n_jobs: int = 1
+    sampler: str = "tpe"
+    seed: Optional[int] = None
+    sampler_options: Dict[str, Any] = field(default_factory=dict)
+    failed_as_infeasible: bool = True
+    params: Dict[str, Any] = field(default_factory=dict)
+    space: StructuredSpaceConf = field(default_factory=StructuredSpaceConf)
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="dabench_optuna", node=DabenchOptunaSweeperConf,
+                             provider="dabench_optuna_sweeper")

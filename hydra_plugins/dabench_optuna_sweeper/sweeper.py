@@ -1,0 +1,193 @@
+"""The Sweeper: Hydra glue around dabench.tune's ask/tell loop.
+
+``setup`` keeps the composed config and creates the configured launcher (basic, joblib,
+submitit, ...); ``sweep`` opens (or resumes) the study, runs trials in batches of ``n_jobs``
+through the launcher, tells Optuna each job's outcome, then writes the study's result into the
+sweep folder and its MLflow parent run. See docs/tuning.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any, List, Optional
+
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from hydra_plugins.dabench_optuna_sweeper import config as _config  # noqa: F401  registers the config
+
+log = logging.getLogger(__name__)
+
+
+class DabenchOptunaSweeper(Sweeper):
+    def __init__(self, sweep_name: Optional[str] = None, study_name: Optional[str] = None,
+                 storage: Optional[str] = None, direction: str = "maximize", n_trials: int = 20,
+                 n_jobs: int = 1, sampler: str = "tpe", seed: Optional[int] = None,
+                 sampler_options: Optional[dict] = None, failed_as_infeasible: bool = True,
+                 params: Optional[dict] = None, space: Optional[dict] = None) -> None:
+        from dabench.status import ConfigError
+
+        if direction not in ("maximize", "minimize"):
+            raise ConfigError("hydra.sweeper.direction", direction, "maximize or minimize")
+        for name, value in (("hydra.sweeper.n_trials", n_trials), ("hydra.sweeper.n_jobs", n_jobs)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(name, value, "a positive integer")
+        self.sweep_name, self.study_name, self.storage = sweep_name, study_name, storage
+        self.direction, self.n_trials, self.n_jobs = direction, n_trials, n_jobs
+        self.sampler_name, self.seed = sampler, seed
+        self.sampler_options = dict(sampler_options or {})
+        self.failed_as_infeasible = failed_as_infeasible
+        self.params = dict(params or {})
+        space = dict(space or {})
+        self.space_hook, self.space_args = space.get("hook"), dict(space.get("args") or {})
+        self.config: Optional[DictConfig] = None
+        self.hydra_context: Optional[HydraContext] = None
+        self.launcher = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context, self.config = hydra_context, config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _task_config(self) -> dict[str, Any]:
+        """The composed task config (no ``hydra`` node) as a plain dict, for the space hook."""
+        assert self.config is not None
+        return {key: OmegaConf.to_container(self.config[key], resolve=True) if OmegaConf.is_config(self.config[key])
+                else self.config[key] for key in self.config if key != "hydra"}
+
+    def _search_space(self, arguments: List[str]):
+        from dabench.tune.driver import TrialSpace
+        from dabench.tune.space import ParsedSpace, params_to_overrides, parse_overrides
+        from dabench.tune.structured import load_space
+
+        from_config = parse_overrides(params_to_overrides(self.params))
+        from_cli = parse_overrides(arguments)
+
+        def key(text: str) -> str:
+            return text.split("=", 1)[0].lstrip("+~")
+
+        cli_keys = {d.name for d in from_cli.dimensions} | {key(text) for text in from_cli.fixed}
+        dims = [d for d in from_config.dimensions if d.name not in cli_keys] + list(from_cli.dimensions)
+        fixed = [text for text in from_config.fixed if key(text) not in cli_keys] + list(from_cli.fixed)
+        parsed = ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed))
+        structured = load_space(self.space_hook, self._task_config(), self.space_args) if self.space_hook else None
+        return TrialSpace(parsed=parsed, structured=structured)
+
+    def _outcome(self, job_return) -> Any:
+        """A Hydra JobReturn -> dabench.tune.driver.Outcome (status, reason and mode from the
+        run's result.json)."""
+        from hydra.core.utils import JobStatus
+
+        from dabench.tune.driver import Outcome
+
+        job_dir = getattr(job_return, "working_dir", None)
+        if job_return.status == JobStatus.FAILED:
+            error = job_return._return_value
+            return Outcome(None, "crashed", f"the job raised {type(error).__name__}: {error}", job_dir)
+        value = job_return.return_value
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return Outcome(None, "no_objective", f"the task function returned {value!r}, not a number", job_dir)
+        status, reason, mode = self._recorded_result(job_return)
+        if math.isfinite(value):
+            status = "ok"
+        elif status == "ok":
+            status, reason = "no_objective", "the run is ok but the task function returned a non-finite value"
+        return Outcome(value, status, reason, job_dir, mode)
+
+    def _recorded_result(self, job_return) -> tuple[str, str, str | None]:
+        """(status, reason, mode) from the job's artifacts/result.json; without one (bad input
+        leaves none), the job's composed config is validated to name the error."""
+        job_dir = getattr(job_return, "working_dir", None)
+        result = Path(job_dir or ".") / "artifacts" / "result.json"
+        if job_dir and result.exists():
+            try:
+                document = json.loads(result.read_text())
+                return (str(document.get("status") or "unknown"), str(document.get("reason") or ""),
+                        document.get("mode"))
+            except (OSError, ValueError):
+                pass
+        if job_return.cfg is not None:
+            from dabench.config import build_run_config
+            from dabench.status import DabenchError
+
+            container = {k: v for k, v in OmegaConf.to_container(job_return.cfg, resolve=True).items() if k != "hydra"}
+            try:
+                build_run_config(container)
+            except DabenchError as error:
+                return error.status.value, error.reason, None
+        return "unknown", f"no result.json in {job_dir}", None
+
+    # ------------------------------------------------------------------ the sweep
+
+    def sweep(self, arguments: List[str]) -> Any:
+        import optuna
+
+        from dabench.tracking import PARENT_ENV
+        from dabench.tune.driver import run_trials
+        from dabench.tune.results import format_summary, summarize
+        from dabench.tune.sampling import make_sampler
+        from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
+        from dabench.tune.tracking import adopt_previous_parent, log_study, mark_killed, write_study_files
+
+        assert self.config is not None and self.launcher is not None
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        launch_dir = Path(self.config.hydra.runtime.cwd)
+        storage = self.storage or default_storage(launch_dir)
+        name = self.study_name or derive_study_name(self.sweep_name, OmegaConf.select(self.config, "model.name"), arguments)
+        space = self._search_space(arguments)
+        sampler = make_sampler(self.sampler_name, self.seed, self.sampler_options, self.failed_as_infeasible)
+        study = open_study(name, storage, self.direction, sampler)
+        existing = len(study.get_trials(deepcopy=False))
+        if existing and self.seed is not None:  # a resumed study must not replay the first run's draws
+            study.sampler = make_sampler(self.sampler_name, self.seed + existing, self.sampler_options,
+                                         self.failed_as_infeasible)
+        study.set_user_attr("dabench.command_overrides", list(arguments))
+        stale = fail_stale_trials(study)
+        if stale:
+            log.warning("study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale)
+        done = trials_done(study)
+        log.info("study %s in %s: %d of %d trials done, running %d", name, storage.split("@")[-1], done,
+                 self.n_trials, max(0, self.n_trials - done))
+
+        client, parent_id, uri = None, os.environ.get(PARENT_ENV), None
+        tracking = self.config.get("tracking") or {}
+        if parent_id and tracking.get("enabled", True):
+            from mlflow.tracking import MlflowClient
+
+            from dabench.tracking import tracking_uri
+
+            uri = tracking_uri(tracking.get("uri"))
+            client = MlflowClient(tracking_uri=uri)
+            client.set_tag(parent_id, "optuna.study", name)
+            adopt_previous_parent(study, client, uri, parent_id)
+
+        def launch(job_overrides: list[list[str]], first_index: int):
+            self.validate_batch_is_legal(job_overrides)
+            return [self._outcome(r) for r in self.launcher.launch(job_overrides, initial_job_idx=first_index)]
+
+        try:
+            run_trials(study, space, self.n_trials, self.n_jobs, launch)
+        except BaseException:
+            if client is not None:
+                mark_killed(client, parent_id)
+            raise
+        summary = summarize(study)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir = sweep_dir if sweep_dir.is_absolute() else launch_dir / sweep_dir
+        for note in write_study_files(study, summary, sweep_dir):
+            log.info(note)
+        if client is not None:
+            log_study(client, parent_id, study, summary, storage)
+        print(format_summary(summary), flush=True)
+        return summary.to_dict()
