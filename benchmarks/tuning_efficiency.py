@@ -1,0 +1,150 @@
+"""How quickly the IPU deployment sweep finds the best deployment, against exhaustive search.
+
+    python benchmarks/tuning_efficiency.py [--seeds 5] [--max-trials 2000] [--layers 12] [--override K=V]
+
+1. Compose the shipped sweep, sweeps/ipu_deploy.yaml, for gpt2_test at 12 layers (up to 8 IPUs):
+   its search space (params + the structured IPU space) and its sampler settings.
+2. Enumerate the whole grid of deployments once with the IPU analytical model (in-process:
+   build_run_config + build_opgraph + predictor + compute_metrics, no Hydra jobs or MLflow) and
+   take the true optimum (the best feasible samples/s).
+3. Run the study's ask/tell loop (dabench.tune.driver.run_trials, the sweeper's own loop) with
+   that sampler for each seed, trials answered from the grid's results, until a trial reaches 99%
+   of the optimum. Every trial counts as an evaluation, repeated deployments included.
+
+Prints the grid size, per-seed results, and as the last line
+``evals_to_99pct=<median over seeds of (trials until 99% of optimum) / grid size>``
+(target: at most 0.10). PREDICTED throughputs (analytical model), not measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import optuna  # noqa: E402
+from hydra import compose, initialize_config_dir  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+
+from dabench.tune.direct import DirectEvaluator  # noqa: E402
+from dabench.tune.driver import Outcome, TrialSpace, run_trials  # noqa: E402
+from dabench.tune.sampling import make_sampler  # noqa: E402
+from dabench.tune.space import params_to_overrides, parse_overrides  # noqa: E402
+from dabench.tune.structured import grid_of, load_space  # noqa: E402
+
+CONF = ROOT / "conf"
+
+
+def compose_sweep(name: str, overrides: list[str]) -> tuple[dict, dict]:
+    """(task config, hydra.sweeper config) of ``python -m dabench +sweeps=<name> <overrides>``."""
+    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+        cfg = compose("config", overrides=[f"+sweeps={name}", *overrides], return_hydra_config=True)
+    task = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in cfg if k != "hydra"}
+    return task, OmegaConf.to_container(cfg.hydra.sweeper, resolve=True)
+
+
+def group_loader():
+    cache: dict[tuple[str, str], dict] = {}
+
+    def load(group: str, choice: str) -> dict:
+        if (group, choice) not in cache:
+            with initialize_config_dir(config_dir=str(CONF), version_base=None):
+                cache[(group, choice)] = OmegaConf.to_container(compose("config", overrides=[f"{group}={choice}"])[group], resolve=True)
+        return cache[(group, choice)]
+    return load
+
+
+def key_of(values: dict) -> tuple:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items()))
+
+
+class RecordingSpace(TrialSpace):
+    """Remembers each trial's deployment so the launch can answer it from the grid."""
+
+    def __init__(self, parsed, structured):
+        super().__init__(parsed, structured)
+        self.by_trial: dict[int, dict] = {}
+
+    def suggest(self, trial):
+        values = super().suggest(trial)
+        self.by_trial[trial.number] = values
+        return values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--max-trials", type=int, default=2000)
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Hydra override of the composed sweep (repeatable), e.g. "
+                             "hydra.sweeper.sampler=random")
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    task, sweeper = compose_sweep("ipu_deploy", [f"model.n_layers={args.layers}", *args.override])
+    parsed = parse_overrides(params_to_overrides(sweeper["params"]))
+    structured = load_space(sweeper["space"]["hook"], task, sweeper["space"]["args"])
+    evaluate = DirectEvaluator(task, group_loader())
+
+    started = time.perf_counter()
+    results: dict[tuple, Outcome] = {}
+    for simple in parsed.grid():
+        for deployment in grid_of(structured):
+            values = {**simple, **deployment}
+            results[key_of(values)] = evaluate(values)
+    grid_s = time.perf_counter() - started
+    feasible = {k: o.value for k, o in results.items() if o.value is not None}
+    if not feasible:
+        print(f"grid_size={len(results)}: no feasible deployment; nothing to tune")
+        print("evals_to_99pct=nan")
+        return
+    best_key = max(feasible, key=feasible.get)
+    optimum = feasible[best_key]
+    target = 0.99 * optimum
+    near = sum(v >= target for v in feasible.values())
+    print(f"model gpt2_test, {args.layers} layers, up to 8 IPUs; sampler {sweeper['sampler']} "
+          f"(failed_as_infeasible={sweeper['failed_as_infeasible']}); PREDICTED samples/s")
+    print(f"grid: {len(results)} deployments, {len(feasible)} feasible, {near} within 99% of the optimum "
+          f"(enumerated in {grid_s:.1f} s, {grid_s / len(results) * 1e3:.2f} ms each)")
+    print(f"optimum: {optimum:,.1f} samples/s at {dict(best_key)}")
+
+    fractions = []
+    for seed in range(args.seeds):
+        space = RecordingSpace(parsed, structured)
+        study = optuna.create_study(direction="maximize", sampler=make_sampler(
+            sweeper["sampler"], seed, sweeper["sampler_options"], sweeper["failed_as_infeasible"]))
+
+        def launch(job_overrides, first_index, space=space):
+            return [results.get(key_of(space.by_trial[first_index + i])) or evaluate(space.by_trial[first_index + i])
+                    for i in range(len(job_overrides))]
+
+        def reached(study) -> bool:
+            done = [t.value for t in study.get_trials(deepcopy=False) if t.value is not None]
+            return bool(done) and max(done) >= target
+
+        t0 = time.perf_counter()
+        run_trials(study, space, args.max_trials, 1, launch, tag_trials=False, stop=reached)
+        trials = len(study.trials)
+        distinct = len({key_of(v) for v in space.by_trial.values()})
+        ok = reached(study)
+        fraction = trials / len(results) if ok else float("inf")
+        fractions.append(fraction)
+        failed = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials)
+        print(f"seed {seed}: {'reached' if ok else 'NOT reached'} 99% after {trials} trials "
+              f"({distinct} distinct deployments, {failed} failed) = {fraction:.4f} of the grid, "
+              f"best {study.best_value:,.1f} ({time.perf_counter() - t0:.1f} s)")
+        if not ok:
+            print(f"  stuck at: {dict(key_of(space.by_trial[study.best_trial.number]))}")
+    median = statistics.median(fractions)
+    print(f"median over {args.seeds} seeds: {median:.4f} of the grid (target <= 0.10)")
+    print(f"evals_to_99pct={median:.4f}")
+
+
+if __name__ == "__main__":
+    main()
