@@ -7,10 +7,13 @@ Fields (all settable as ``hydra.sweeper.<field>=...``):
 - ``direction``: ``maximize`` (throughput) or ``minimize``.
 - ``study_name``: default ``<sweep_name>-<model>[-<hash of other overrides>]``.
 - ``storage``: an SQLAlchemy URL; default ``sqlite:///<launch dir>/mlruns/optuna.db``.
-- ``sampler``: tpe, random, gp, cmaes, qmc, nsgaii or bruteforce; ``seed``; ``sampler_options``
-  (keyword arguments of the optuna.samplers class).
+- ``sampler``: tpe, random, gp, cmaes, qmc, nsgaii or bruteforce; ``sampler_options`` (keyword
+  arguments of the optuna.samplers class); ``seed`` (a resumed study continues with seed + the
+  number of trials it holds, so it does not replay the first run's draws).
 - ``failed_as_infeasible``: with TPE, show failed trials to the sampler as infeasible points.
-- ``params``: {key: Hydra override sweep text}: choice(...), range(...), interval(...), tag(log, ...).
+- ``params``: {key: Hydra override sweep text}: choice(...), range(...), interval(...), tag(log, ...);
+  sweeps given on the command line (``run.batch_size=1,2,4``) replace the entry of the same key,
+  and a plain value there (``precision=fp16``) fixes it.
 - ``space.hook`` / ``space.args``: a structured-space factory (see dabench.tune.structured).
 """
 
