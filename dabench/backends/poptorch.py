@@ -46,12 +46,11 @@ class PoptorchBackend(VendorBackend):
         if rc.precision.name == "bf16":
             raise UnsupportedError("IPUs have no bf16 arithmetic; use precision=fp16, mixed or fp32")
         if rc.parallel.strategy == "pp":
-            accumulation = rc.run.grad_accum * rc.parallel.micro_batches
             stages = 2 * rc.parallel.degree - 1
-            if accumulation < stages:
-                raise ConfigError("parallel.micro_batches", rc.parallel.micro_batches,
-                                  f"run.grad_accum x parallel.micro_batches = {accumulation} must be at least the "
-                                  f"{stages} training pipeline stages of {rc.parallel.degree} IPUs (2 x IPUs - 1)")
+            if rc.run.grad_accum < stages:
+                raise ConfigError("run.grad_accum", rc.run.grad_accum,
+                                  f"must be at least the {stages} training pipeline stages of "
+                                  f"{rc.parallel.degree} IPUs (2 x IPUs - 1)")
 
 
 __all__ = ["Availability", "PoptorchBackend"]

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 PROTOCOL = 1
 
@@ -102,12 +102,13 @@ def layer_names(n_layers: int) -> List[str]:
     return ["embedding"] + ["block.%d" % i for i in range(n_layers)] + ["head"]
 
 
-def stage_placement(run_config: Dict[str, Any]) -> Dict[str, int]:
+def stage_placement(run_config: Dict[str, Any], head_stage: Optional[int] = None) -> Dict[str, int]:
     """Layer name -> pipeline stage (chip) for parallel=pp; everything on 0 otherwise.
 
     ``parallel.layers_per_stage[k]`` decoder layers go to stage k in order; the embedding goes to
-    stage 0 and the head to the last stage when ``parallel.head_on_last``, else to stage 0 (the
-    Graphcore GPT-2 layout, e.g. layers_per_stage [0, 4, 4, 4] with head_on_last=false)."""
+    stage 0; the head goes to ``head_stage`` when given (0 on IPUs: the Graphcore GPT-2 layout,
+    e.g. layers_per_stage [0, 4, 4, 4]), else to the last stage when ``parallel.head_on_last``,
+    else to stage 0."""
     parallel, n_layers = run_config["parallel"], run_config["model"]["n_layers"]
     placement = {name: 0 for name in layer_names(n_layers)}
     if parallel.get("strategy") != "pp":
@@ -118,7 +119,10 @@ def stage_placement(run_config: Dict[str, Any]) -> Dict[str, int]:
         for _ in range(count):
             placement["block.%d" % block] = stage
             block += 1
-    placement["head"] = len(layers) - 1 if parallel.get("head_on_last", True) else 0
+    if head_stage is not None:
+        placement["head"] = head_stage
+    else:
+        placement["head"] = len(layers) - 1 if parallel.get("head_on_last", True) else 0
     return placement
 
 

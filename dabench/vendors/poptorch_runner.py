@@ -3,13 +3,12 @@
 Follows the PopTorch user guide (vendor-integrations.md section 1):
 
 - Placement: ``poptorch.BeginBlock(module, user_id, ipu_id=k)`` wherever the IPU changes along
-  the forward order (embedding on IPU 0; decoder layers per ``parallel.layers_per_stage``; the LM
-  head on the last IPU, or on IPU 0 with ``parallel.head_on_last=false`` as in Graphcore's GPT-2
-  example). Pipelining uses ``PipelinedExecution(AutoStage.AutoIncrement)`` so a return to IPU 0
+  the forward order (embedding and LM head on IPU 0, as in Graphcore's GPT-2 example and in
+  dabench's IPU model; decoder layers per ``parallel.layers_per_stage``). Pipelining uses ``PipelinedExecution(AutoStage.AutoIncrement)`` so a return to IPU 0
   is a new stage.
 - ``poptorch.Options``: ``deviceIterations`` (hardware.options.device_iterations),
-  ``Training.gradientAccumulation`` (run.grad_accum, times parallel.micro_batches when
-  pipelining), ``replicationFactor`` (parallel.degree for dp, parallel.replicas for pp),
+  ``Training.gradientAccumulation`` (run.grad_accum: the micro-batches per weight update, which
+  pipelining needs to be at least 2 x IPUs - 1), ``replicationFactor`` (parallel.degree for dp, parallel.replicas for pp),
   ``setAvailableMemoryProportion`` (hardware.options.available_memory_proportion, per IPU),
   ``Precision.setPartialsType``; ``autoRoundNumIPUs`` when the IPU count is not a power of two.
 - Precision: fp32; fp16 = ``model.half()``, fp16 partials, fp16 optimizer accumulators except the
@@ -56,16 +55,12 @@ def ipu_counts(run_config: Dict[str, Any]) -> Tuple[int, int]:
 
 
 def gradient_accumulation(run_config: Dict[str, Any]) -> int:
-    parallel = run_config["parallel"]
-    factor = run_config["run"].get("grad_accum", 1)
-    if parallel.get("strategy") == "pp":
-        factor *= parallel.get("micro_batches", 1)
-    return factor
+    return run_config["run"].get("grad_accum", 1)
 
 
 def begin_blocks(run_config: Dict[str, Any]) -> List[Tuple[str, int]]:
     """(layer name, IPU) where a BeginBlock starts: the first layer and every IPU change."""
-    placement = stage_placement(run_config)
+    placement = stage_placement(run_config, head_stage=0)
     blocks, previous = [], None
     for name in layer_names(run_config["model"]["n_layers"]):
         if placement[name] != previous:

@@ -14,7 +14,7 @@ from dabench.status import ConfigError, Status, UnsupportedError
 from dabench.vendors.poptorch_runner import _classify_compile_error, begin_blocks
 from vendor_helpers import run_config
 
-PIPELINE = {"strategy": "pp", "degree": 2, "layers_per_stage": [0, 2], "micro_batches": 4, "head_on_last": False}
+PIPELINE = {"strategy": "pp", "degree": 2, "layers_per_stage": [0, 2]}
 
 
 def test_registered():
@@ -45,7 +45,7 @@ def test_graphcore_gpt2_layout_places_embedding_and_head_on_ipu0():
                                                       "head_on_last": False}}
     assert begin_blocks(config) == [("embedding", 0), ("block.0", 1), ("block.4", 2), ("block.8", 3), ("head", 0)]
     config["parallel"]["head_on_last"] = True
-    assert begin_blocks(config)[-1] == ("block.8", 3)  # the head follows on the last IPU
+    assert begin_blocks(config)[-1] == ("head", 0)  # on IPUs the head stays on IPU 0 (Graphcore layout)
     config["parallel"] = {"strategy": "none"}
     assert begin_blocks(config) == [("embedding", 0)]  # one IPU: one block
 
@@ -53,14 +53,14 @@ def test_graphcore_gpt2_layout_places_embedding_and_head_on_ipu0():
 def test_pipelined_mixed_precision_run_drives_the_api(fake_sdk):
     rc = run_config("ipu", python=fake_sdk.python, parallel=PIPELINE,
                     options={"device_iterations": 3, "available_memory_proportion": 0.3, "runner_profile": True,
-                             "runner_ipu_model": True})
+                             "runner_ipu_model": True}, grad_accum=4)
     result = execute(rc)
     assert result.status is Status.OK, result.reason
     blocks = [(c["kwargs"]["user_id"], c["kwargs"]["ipu_id"]) for c in fake_sdk("BeginBlock")]
     assert blocks == [("embedding", 0), ("block.0", 1), ("head", 0)]
     settings = {c["call"]: c["args"] for c in fake_sdk()}
     assert settings["deviceIterations"] == [3]
-    assert settings["Training.gradientAccumulation"] == [4]  # run.grad_accum 1 x parallel.micro_batches 4
+    assert settings["Training.gradientAccumulation"] == [4]  # run.grad_accum
     assert settings["replicationFactor"] == [1]
     assert settings["setAvailableMemoryProportion"] == [{"IPU0": 0.3, "IPU1": 0.3}]
     assert settings["PipelinedExecution"] == ["AutoIncrement"]
@@ -114,4 +114,4 @@ def test_refused_before_starting():
     with pytest.raises(UnsupportedError, match="tensor-parallel"):
         backend.check(run_config("ipu", parallel={"strategy": "tp", "degree": 2}))
     with pytest.raises(ConfigError, match="at least the 3 training pipeline stages"):
-        backend.check(run_config("ipu", parallel={"strategy": "pp", "degree": 2, "micro_batches": 2}))
+        backend.check(run_config("ipu", parallel={"strategy": "pp", "degree": 2}, grad_accum=2))
