@@ -36,3 +36,12 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
         bandwidth = bandwidth if bandwidth is not None else calibrate.dram_bandwidth()
         source = "calibrated"
     return Ceilings(peak_flops=float(peak), bandwidth_Bps=float(bandwidth), memory_level=level.name, source=source)
+
+
+def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
+    """Calibrated ceilings of this machine's CPU, for backends that run here in place of the
+    target (see ``Backend.runs_on_host_cpu``)."""
+    from dabench.backends import calibrate
+
+    return Ceilings(peak_flops=calibrate.peak_flops(precision.compute_dtype), bandwidth_Bps=calibrate.dram_bandwidth(),
+                    memory_level="dram", source="calibrated host cpu")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from dabench.backends import get_backend
 from dabench.config import RunConfig
-from dabench.hardware import resolve_ceilings
+from dabench.hardware import host_cpu_ceilings, resolve_ceilings
 from dabench.metrics.summary import Ceilings, compute_metrics, diagnosis
 from dabench.perfmodel import PREDICTORS, get_predictor
 from dabench.profile import Profile
@@ -92,7 +92,12 @@ def execute(rc: RunConfig) -> RunResult:
         result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
         result.ceilings = ceilings = resolve_ceilings(rc.hardware, rc.precision)
         if result.mode in ("measure", "validate"):
-            result.profile = get_backend(rc.hardware.backend)().run(rc, graph)
+            backend = get_backend(rc.hardware.backend)
+            if backend.runs_on_host_cpu and rc.hardware.arch != "cpu":
+                result.ceilings = ceilings = host_cpu_ceilings(rc.precision)
+                result.notes["dabench.ceilings_note"] = (f"backend {backend.name} runs on this machine's CPU: "
+                                                         f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
+            result.profile = backend().run(rc, graph)
         if result.mode in ("predict", "validate"):
             result.predicted = get_predictor(rc.hardware.arch)(rc, graph)
         main = result.profile if result.profile is not None else result.predicted

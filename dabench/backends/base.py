@@ -25,6 +25,10 @@ class Backend(ABC):
     """A measured execution target (cpu, cuda, poptorch, cstorch, sambaflow)."""
 
     name: ClassVar[str]
+    #: True when the work actually runs on this machine's CPU (e.g. cstorch's CPU backend standing
+    #: in for a wafer): efficiencies are then taken against the calibrated CPU ceilings, not the
+    #: target hardware's spec sheet
+    runs_on_host_cpu: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod

@@ -56,6 +56,7 @@ class CstorchBackend(VendorBackend):
 
 class CstorchCpuBackend(CstorchBackend):
     name = "cstorch_cpu"
+    runs_on_host_cpu = True
 
     @classmethod
     def device_availability(cls, rc: RunConfig) -> Availability:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,9 +26,30 @@ def _finite(value: Any) -> Any:
     return value
 
 
+MAX_SOURCE_FILE_BYTES = 256 * 2**20  #: larger vendor files stay where they are (their path is in result.json)
+
+
+def copy_sources(paths: list[str], folder: Path) -> list[str]:
+    """Copy the files a backend or parser names in ``Profile.artifacts`` (vendor logs, compile
+    reports, profiles) into ``folder``; returns what was skipped and why."""
+    skipped = []
+    for name in paths:
+        source = Path(name)
+        if not source.exists():
+            skipped.append(f"{name}: missing")
+        elif source.is_dir():
+            shutil.copytree(source, folder / source.name, dirs_exist_ok=True)
+        elif source.stat().st_size > MAX_SOURCE_FILE_BYTES:
+            skipped.append(f"{name}: larger than {MAX_SOURCE_FILE_BYTES // 2**20} MiB")
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, folder / source.name)
+    return skipped
+
+
 def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str, data_copies: int) -> Path:
     """Write config.yaml, result.json and, for runs with a profile, roofline.png and subtasks.csv
-    into ``folder``; returns the folder."""
+    into ``folder``, with the profile's source files (vendor artifacts) under ``sources/``."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=False))
     profile = result.profile if result.profile is not None else result.predicted
@@ -42,6 +64,8 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
         "profile": profile.to_dict() if profile is not None else None,
         "predicted_profile": result.predicted.to_dict() if result.predicted is not None and result.profile is not None else None,
     }
+    if profile is not None and profile.artifacts:
+        document["sources_skipped"] = copy_sources(profile.artifacts, folder / "sources")
     (folder / "result.json").write_text(json.dumps(_finite(document), indent=1, default=str))
     if profile is not None and result.graph is not None and result.ceilings is not None:
         points = roofline_points(result.graph, profile, result.ceilings, data_copies)
