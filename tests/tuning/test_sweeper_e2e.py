@@ -10,11 +10,10 @@ import subprocess
 import sys
 
 import optuna
-import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from tests.conftest import ROOT, cli_env
+from tests.conftest import cli_env
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -41,8 +40,8 @@ def test_ipu_sweep_resumes_into_one_parent_run(tmp_path):
     args = ["+sweeps=ipu_deploy", "model=tiny", "model.n_layers=4"]
     out = sweep(tmp_path, *args, "hydra.sweeper.n_trials=3")
     assert "study ipu_deploy-tiny-" in out and "best: trial" in out and "PREDICTED" in out
-    name = load_name = next(line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("study ipu_deploy"))
-    assert [t.number for t in load(tmp_path, load_name).trials] == [0, 1, 2]
+    name = next(line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("study ipu_deploy"))
+    assert [t.number for t in load(tmp_path, name).trials] == [0, 1, 2]
 
     out = sweep(tmp_path, *args, "hydra.sweeper.n_trials=5")
     assert "3 of 5 trials done, running 2" in out
