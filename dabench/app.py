@@ -29,14 +29,25 @@ def _is_multirun() -> bool:
 
 
 def _run_name(container: dict[str, Any]) -> str:
-    model = (container.get("model") or {}).get("name", "?")
-    hardware = (container.get("hardware") or {}).get("name", "?")
+    """A short, distinguishing name: model, layers, hidden size, hardware (and its mode knob),
+    parallel layout, precision, micro-batch."""
+    model = container.get("model") or {}
+    hardware = container.get("hardware") or {}
     parallel = container.get("parallel") or {}
-    precision = (container.get("precision") or {}).get("name", "?")
+    options = hardware.get("options") or {}
+    knob = options.get("compile_mode") or options.get("execution_mode")
     strategy = parallel.get("strategy", "none")
-    layout = "" if strategy == "none" else f" {strategy}{parallel.get('degree')}"
+    layout = ""
+    if strategy == "pp" and parallel.get("layers_per_stage"):
+        layout = " pp[" + ",".join(str(n) for n in parallel["layers_per_stage"]) + "]"
+    elif strategy != "none":
+        layout = f" {strategy}{parallel.get('degree')}"
+    if (parallel.get("replicas") or 1) > 1:
+        layout += f"x{parallel['replicas']}"
+    precision = (container.get("precision") or {}).get("name", "?")
     batch = (container.get("run") or {}).get("batch_size")
-    return f"{model} L{(container.get('model') or {}).get('n_layers')} {hardware}{layout} {precision} b{batch}"
+    return (f"{model.get('name', '?')} L{model.get('n_layers')} H{model.get('hidden_size')} "
+            f"{hardware.get('name', '?')}{' ' + str(knob) if knob else ''}{layout} {precision} b{batch}")
 
 
 def _tags(rc: RunConfig | None, result: RunResult | None, container: dict[str, Any]) -> dict[str, str]:
