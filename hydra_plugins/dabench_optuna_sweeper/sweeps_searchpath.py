@@ -1,15 +1,69 @@
-"""Makes the repository's top-level ``sweeps/`` folder a Hydra config group, so
+"""Makes the repository's top-level ``sweeps/`` folder the Hydra config group ``sweeps``, so
 ``python -m dabench +sweeps=ipu_deploy -m`` works from any directory.
 
-For every config source ``<dir>/conf`` (a plain path or ``file://`` URL) whose ``<dir>`` also holds a ``sweeps/`` folder
-(dabench's layout), ``file://<dir>`` is appended to the search path; its ``sweeps/`` subfolder is
-then the ``sweeps`` group. Other Hydra applications are left untouched.
+- :class:`SweepsConfigSource` (scheme ``dabench-sweeps://<folder>``) shows exactly one group,
+  ``sweeps``, whose options are the folder's ``*.yaml`` files, and nothing else of the
+  repository (so ``--help`` lists only real config groups).
+- :class:`DabenchSweepsSearchPathPlugin` appends ``dabench-sweeps://<dir>/sweeps`` to the search
+  path for every config source ``<dir>/conf`` (a plain path or ``file://`` URL) whose ``<dir>``
+  also holds a ``sweeps/`` folder: dabench's layout. Other Hydra applications are untouched.
 """
 
+import os
 from pathlib import Path
+from typing import List, Optional
 
 from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.object_type import ObjectType
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
+from omegaconf import OmegaConf
+
+GROUP = "sweeps"
+SCHEME = "dabench-sweeps"
+
+
+class SweepsConfigSource(ConfigSource):
+    @staticmethod
+    def scheme() -> str:
+        return SCHEME
+
+    def _file(self, config_path: str) -> Optional[str]:
+        group, _, name = self._normalize_file_name(config_path).partition("/")
+        if group != GROUP or not name or "/" in name:
+            return None
+        return os.path.join(self.path, name)
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        path = self._file(config_path)
+        if path is None or not os.path.isfile(path):
+            raise ConfigLoadError(f"Config not found : {config_path} (in {self.path})")
+        with open(path, encoding="utf-8") as handle:
+            header = ConfigSource._get_header_dict(handle.read(512))
+            handle.seek(0)
+            return ConfigResult(config=OmegaConf.load(handle), path=f"{SCHEME}://{self.path}",
+                                provider=self.provider, header=header)
+
+    def available(self) -> bool:
+        return os.path.isdir(self.path)
+
+    def is_group(self, config_path: str) -> bool:
+        return config_path in ("", GROUP)
+
+    def is_config(self, config_path: str) -> bool:
+        path = self._file(config_path)
+        return path is not None and os.path.isfile(path)
+
+    def list(self, config_path: str, results_filter: Optional[ObjectType]) -> List[str]:
+        files: List[str] = []
+        if config_path == "":
+            self._list_add_result(files=files, file_path=GROUP, file_name=GROUP, results_filter=results_filter)
+        elif config_path == GROUP:
+            for name in os.listdir(self.path):
+                if name.endswith(".yaml"):
+                    self._list_add_result(files=files, file_path=f"{GROUP}/{name}", file_name=name,
+                                          results_filter=results_filter)
+        return sorted(set(files))
 
 
 class DabenchSweepsSearchPathPlugin(SearchPathPlugin):
@@ -21,7 +75,8 @@ class DabenchSweepsSearchPathPlugin(SearchPathPlugin):
             elif "://" in path or not path:
                 continue
             conf = Path(path).resolve()
-            if conf.name == "conf" and (conf.parent / "sweeps").is_dir():
-                root = f"file://{conf.parent}"
-                if all(e.path != root for e in search_path.get_path()):
-                    search_path.append(provider="dabench-sweeps", path=root)
+            sweeps = conf.parent / GROUP
+            if conf.name == "conf" and sweeps.is_dir():
+                url = f"{SCHEME}://{sweeps}"
+                if all(e.path != url for e in search_path.get_path()):
+                    search_path.append(provider="dabench-sweeps", path=url)
