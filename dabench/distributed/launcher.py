@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dabench.isolation.subprocess_runner import tail
+
 POLL_S = 0.05  #: how often the launcher looks at its ranks
 GRACE_S = 2.0  #: after one rank fails, how long the others may take to record their own error
 LOG_TAIL_CHARS = 1500
@@ -104,16 +106,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _tail(path: Path) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - LOG_TAIL_CHARS))
-            return handle.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _kill_all(procs: list[subprocess.Popen]) -> set[int]:
     """SIGKILL every rank's process group that is still alive, then reap all. Returns the ranks
     the launcher had to kill."""
@@ -166,7 +158,7 @@ def launch(target: str, payload: dict[str, Any], world_size: int, timeout_s: flo
             failure = _wait(procs, timeout_s)
         finally:
             killed = _kill_all(procs)
-        exits = [RankExit(rank, proc.returncode, _read_json(folder / f"error.{rank}.json"), _tail(logs[rank]),
+        exits = [RankExit(rank, proc.returncode, _read_json(folder / f"error.{rank}.json"), tail(logs[rank], LOG_TAIL_CHARS),
                           killed_by_launcher=rank in killed) for rank, proc in enumerate(procs)]
         if failure == "timeout":
             hung = sorted(killed)
@@ -185,7 +177,7 @@ def launch(target: str, payload: dict[str, Any], world_size: int, timeout_s: flo
             result = _read_json(folder / f"result.{rank}.json")
             if result is None:
                 raise RankFailure(f"rank {rank} of {world_size} exited cleanly but wrote no result; "
-                                  f"output tail:\n{_tail(logs[rank])}", rank)
+                                  f"output tail:\n{tail(logs[rank], LOG_TAIL_CHARS)}", rank)
             results.append(result)
         return results
 
