@@ -124,13 +124,17 @@ def run_job(cfg: DictConfig) -> float:
             raise SystemExit(2)
         log.error("%s", error)
         result = RunResult(Status.INVALID_CONFIG, str(error), "none")
+        from dabench.report.artifacts import write_artifacts
+
+        artifacts = write_artifacts(Path.cwd() / "artifacts", container, result, name, 1)
         if tracking.get("enabled", True):
             from dabench.tracking import log_run
 
             log_run(experiment=tracking.get("experiment") or "dabench", uri=tracking.get("uri"), run_name=name,
                     params=flatten(container), metrics={}, tags={**_tags(None, result, container),
                                                                  "dabench.mode": "none"},
-                    artifact_dir=None, failed=True)
+                    artifact_dir=artifacts, failed=True)
+        print(_summary(result, name), flush=True)
         return result.objective
 
     log.info("running %s (hardware.mode=%s)", name, rc.hardware.mode)
