@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from dabench.profiles import parse
+from dabench.status import Status
 from dabench.profiles.report import ArtifactReport
 
 
@@ -26,7 +27,7 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
 
     tags = {
         "dabench.mode": "measure",
-        "dabench.status": "ok",
+        "dabench.status": Status.OK.value,
         "dabench.source": report.source,
         "dabench.imported_from": str(path.resolve()),
         "dabench.profile.subtask_kind": report.subtask_kind,

@@ -16,6 +16,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from dabench.status import is_ok
 from dabench.tracking.run_logger import PARENT_ENV, git_commit
 from dabench.tracking.store import client_and_experiment, launch_dir, tracking_uri
 
@@ -67,7 +68,7 @@ class MlflowParentRunCallback(Callback):
             status = child.data.tags.get("dabench.status", "unknown")
             counts[status] = counts.get(status, 0) + 1
             value = child.data.metrics.get("throughput.samples_per_s")
-            if status == "ok" and value is not None and (best is None or value > best):
+            if is_ok(status) and value is not None and (best is None or value > best):
                 best = value
         now = int(time.time() * 1000)
         metrics = [Metric("jobs.total", float(len(children)), now, 0)]

@@ -16,6 +16,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from dabench.status import is_ok
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
 
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             for t in ranked:
                 overrides = " ".join(shlex.quote(o) for o in t.user_attrs.get(OVERRIDES_ATTR, []))
                 print(f"  #{t.number:<4d} {t.value:>12,.2f}  {t.user_attrs.get(MODE_ATTR, '')}  {overrides}")
-        failed = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(STATUS_ATTR) not in (None, "ok")]
+        failed = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(STATUS_ATTR) is not None and not is_ok(t.user_attrs.get(STATUS_ATTR))]
         if failed and args.top:
             print(f"failed trials ({len(failed)}):")
             for t in failed[: args.top]:

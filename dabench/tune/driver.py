@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import optuna
 from optuna.trial import TrialState
 
-from dabench.status import ConfigError
+from dabench.status import ConfigError, Status
 from dabench.tune.space import ParsedSpace, override_value
 from dabench.tune.structured import StructuredSpace
 from dabench.tune.study import (
@@ -83,7 +83,7 @@ def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialSta
     """Record ``outcome`` for ``trial``; see the module docstring for the rule."""
     value = outcome.value
     finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    trial.set_user_attr(STATUS_ATTR, outcome.status if not finite else "ok")
+    trial.set_user_attr(STATUS_ATTR, outcome.status if not finite else Status.OK.value)
     if outcome.reason:
         trial.set_user_attr(REASON_ATTR, outcome.reason[:500])
     if outcome.job_dir:

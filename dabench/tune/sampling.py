@@ -18,8 +18,9 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
+from dabench import status as run_status
 from dabench.status import ConfigError
-from dabench.tune.study import INTERRUPTED, STATUS_ATTR
+from dabench.tune.study import STATUS_ATTR
 
 #: sampler names accepted in ``hydra.sweeper.sampler`` -> optuna.samplers class
 SAMPLERS = {
@@ -35,9 +36,10 @@ FAILED_CONSTRAINT = "constraints:dabench.failed"
 
 
 def is_infeasible(trial: FrozenTrial) -> bool:
-    """A failed trial that ran and was refused (any recorded status but ``interrupted``)."""
+    """A failed trial that ran and was refused (a recorded status that counts toward the budget,
+    see dabench/status.py: not ``interrupted``, ``killed``, ...)."""
     status = trial.user_attrs.get(STATUS_ATTR)
-    return trial.state == TrialState.FAIL and bool(trial.params) and status not in (None, INTERRUPTED)
+    return trial.state == TrialState.FAIL and bool(trial.params) and status is not None and run_status.counts_toward_budget(status)
 
 
 def _as_infeasible(trial: FrozenTrial, value: float) -> FrozenTrial:

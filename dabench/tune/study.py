@@ -23,13 +23,16 @@ from typing import Any, Sequence
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from dabench import status as run_status
+from dabench.status import Status
+
 STATUS_ATTR = "dabench.status"
 REASON_ATTR = "dabench.reason"
 OVERRIDES_ATTR = "dabench.overrides"
 MODE_ATTR = "dabench.mode"
 HOST_ATTR = "dabench.host"
 PID_ATTR = "dabench.pid"
-INTERRUPTED = "interrupted"
+INTERRUPTED = Status.INTERRUPTED.value
 #: task overrides that do not change what a trial runs, left out of the derived study name
 NAME_NEUTRAL_PREFIXES = ("tracking.", "+tracking.", "++tracking.", "hydra.", "+sweeps=", "sweeps=")
 
@@ -59,7 +62,7 @@ def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers
 def counts_toward_budget(trial: FrozenTrial) -> bool:
     if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
         return True
-    return trial.state == TrialState.FAIL and trial.user_attrs.get(STATUS_ATTR) != INTERRUPTED
+    return trial.state == TrialState.FAIL and run_status.counts_toward_budget(trial.user_attrs.get(STATUS_ATTR))
 
 
 def trials_done(study: optuna.Study) -> int:
@@ -132,7 +135,7 @@ def status_counts(study: optuna.Study) -> dict[str, int]:
     counts: dict[str, int] = {}
     for trial in study.get_trials(deepcopy=False):
         if trial.state == TrialState.COMPLETE:
-            status = "ok"
+            status = Status.OK.value
         elif trial.state == TrialState.FAIL:
             status = trial.user_attrs.get(STATUS_ATTR, "unknown")
         else:

@@ -19,6 +19,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
+from dabench.status import Status, is_ok
 from hydra_plugins.dabench_optuna_sweeper import config as _config  # noqa: F401  registers the config
 
 log = logging.getLogger(__name__)
@@ -92,17 +93,17 @@ class DabenchOptunaSweeper(Sweeper):
         job_dir = getattr(job_return, "working_dir", None)
         if job_return.status == JobStatus.FAILED:
             error = job_return._return_value
-            return Outcome(None, "crashed", f"the job raised {type(error).__name__}: {error}", job_dir)
+            return Outcome(None, Status.CRASHED.value, f"the job raised {type(error).__name__}: {error}", job_dir)
         value = job_return.return_value
         try:
             value = float(value)
         except (TypeError, ValueError):
-            return Outcome(None, "no_objective", f"the task function returned {value!r}, not a number", job_dir)
+            return Outcome(None, Status.CRASHED.value, f"the task function returned {value!r}, not a number", job_dir)
         status, reason, mode = self._recorded_result(job_return)
         if math.isfinite(value):
-            status = "ok"
-        elif status == "ok":
-            status, reason = "no_objective", "the run is ok but the task function returned a non-finite value"
+            status = Status.OK.value
+        elif is_ok(status):
+            status, reason = Status.DIVERGED.value, "the run is ok but the task function returned a non-finite value"
         return Outcome(value, status, reason, job_dir, mode)
 
     def _recorded_result(self, job_return) -> tuple[str, str, str | None]:
