@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from dabench.placement import Placement
 from dabench.status import ConfigError
 
 PRECISIONS = ("fp32", "fp16", "bf16", "mixed")
@@ -122,7 +123,7 @@ class ParallelConfig:
     strategy: str = "none"
     degree: int = 1
     replicas: int = 1
-    layers_per_stage: tuple[int, ...] | None = None
+    layers_per_stage: Placement | None = None  #: parsed once, see dabench.placement
     micro_batches: int = 1
     schedule: str = "gpipe"
     head_on_last: bool = True
@@ -318,28 +319,24 @@ def build_hardware(section: Mapping[str, Any]) -> HardwareSpec:
     )
 
 
-def parse_placement(value: Any) -> tuple[int, ...]:
-    """Decoder layers per pipeline stage from ``parallel.placement``: a list of non-negative
-    integers, or a string in the layers-per-IPU style of Graphcore's scripts, where ``NxK`` repeats
-    N K times: "0 4 4 4" -> (0, 4, 4, 4); "0 1x8 0x7" -> (0, 1, 1, 1, 1, 1, 1, 1, 1, 0, ...)."""
-    p = "parallel.placement"
-    valid = 'a list of layer counts or a string like "0 4 4 4" or "0 1x8 0x7"'
-    if isinstance(value, str):
-        layers: list[int] = []
-        for token in value.replace(",", " ").split():
-            count, sep, times = token.partition("x")
-            if not count.isdigit() or (sep and not times.isdigit()):
-                raise ConfigError(p, value, valid)
-            layers += [int(count)] * (int(times) if times else 1)
-    elif isinstance(value, (list, tuple)):
-        layers = list(value)
-    else:
-        raise ConfigError(p, value, valid)
-    if not layers or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in layers):
-        raise ConfigError(p, value, valid + " (non-negative integers, at least one stage)")
-    if sum(layers) < 1:
-        raise ConfigError(p, value, "must place at least one decoder layer")
-    return tuple(layers)
+def parse_placement(value: Any) -> Placement:
+    """Decoder layers per pipeline stage from ``parallel.placement`` (see
+    :meth:`dabench.placement.Placement.parse`): "0 4 4 4" -> (0, 4, 4, 4)."""
+    return Placement.parse(value)
+
+
+def _placed_section(section: Mapping[str, Any]) -> tuple[Mapping[str, Any], Placement | None]:
+    """(section with ``layers_per_stage`` and ``degree`` filled in from ``placement``, the parsed
+    placement); the one place a pp placement is turned into what it implies."""
+    value = section.get("placement")
+    if value is None or section.get("strategy", "none") != "pp":
+        return section, None
+    placed = Placement.parse(value)
+    given = section.get("layers_per_stage")
+    if given is not None and tuple(given) != placed:
+        raise ConfigError("parallel.layers_per_stage", list(given),
+                          f"conflicts with parallel.placement={value!r}; set only one of them")
+    return {**section, "layers_per_stage": list(placed), "degree": placed.stages}, placed
 
 
 def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelConfig:
@@ -352,13 +349,8 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
         # build_run_config, the layer count (model.n_layers = its sum)
         if strategy != "pp":
             raise ConfigError(f"{p}.placement", placement, "only applies to parallel=pp")
-        placed = parse_placement(placement)
-        given = section.get("layers_per_stage")
-        if given is not None and tuple(given) != placed:
-            raise ConfigError(f"{p}.layers_per_stage", list(given),
-                              f"conflicts with parallel.placement={placement!r}; set only one of them")
-        section = {**section, "layers_per_stage": list(placed), "degree": len(placed)}
-        degree = len(placed)
+        section, placed = _placed_section(section)
+        degree = placed.stages
     replicas = _positive_int(section, "replicas", p, 1)
     micro_batches = _positive_int(section, "micro_batches", p, 1)
     schedule = _choice(section, "schedule", p, PP_SCHEDULES, "gpipe")
@@ -369,15 +361,14 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
     if strategy == "tp" and model.n_heads % degree:
         raise ConfigError(f"{p}.degree", degree, f"must divide model.n_heads={model.n_heads} for tensor parallelism")
     layers = section.get("layers_per_stage")
-    layers_per_stage: tuple[int, ...] | None = None
+    layers_per_stage: Placement | None = None
     if strategy == "pp":
         if layers is None:
             if model.n_layers < degree:
                 raise ConfigError(f"{p}.degree", degree, f"must be at most model.n_layers={model.n_layers} for an even split")
-            base, rest = divmod(model.n_layers, degree)
-            layers_per_stage = tuple(base + (1 if i < rest else 0) for i in range(degree))
+            layers_per_stage = Placement.even(model.n_layers, degree)
         else:
-            layers_per_stage = tuple(layers)
+            layers_per_stage = Placement(layers)
             if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in layers_per_stage):
                 raise ConfigError(f"{p}.layers_per_stage", list(layers_per_stage), "entries must be non-negative integers")
             if len(layers_per_stage) != degree:
@@ -460,14 +451,9 @@ def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:
         return out
     if parallel.get("strategy", "none") != "pp":
         return out  # build_parallel refuses it with a clear message
-    layers = parse_placement(parallel["placement"])
-    given = parallel.get("layers_per_stage")
-    if given is not None and tuple(given) != layers:
-        raise ConfigError("parallel.layers_per_stage", list(given),
-                          f"conflicts with parallel.placement={parallel['placement']!r}; set only one of them")
-    out["parallel"] = {**parallel, "layers_per_stage": list(layers), "degree": len(layers)}
+    out["parallel"], layers = _placed_section(parallel)
     if isinstance(out.get("model"), Mapping):
-        out["model"] = {**out["model"], "n_layers": sum(layers)}
+        out["model"] = {**out["model"], "n_layers": layers.n_layers}
     return out
 
 

@@ -24,6 +24,8 @@ import math
 from itertools import combinations
 from typing import Iterator, Sequence
 
+from dabench.placement import Placement
+
 SKEW_RANGE = 6.0  #: log of the largest stage-weight ratio a skew of 1 allows
 
 
@@ -114,5 +116,5 @@ def placement_from_params(n_layers: int, stages: int, first: int, skew: float = 
 
 
 def format_placement(placement: Sequence[int]) -> str:
-    """'0 4 4 4': the form Graphcore's ``--layers-per-ipu`` takes."""
-    return " ".join(str(n) for n in placement)
+    """'0 4 4 4': the form Graphcore's ``--layers-per-ipu`` takes (str of the Placement type)."""
+    return str(Placement(placement))
