@@ -1,0 +1,105 @@
+"""The result check run before a run is recorded: pure functions of the metric dict (and the
+roofline points), no I/O.
+
+Two outcomes other than "passes" (statuses from :mod:`dabench.status`):
+
+- ``diverged``: a loss, throughput or any other metric is not finite (NaN or +-infinity).
+  A run that produced a NaN loss or an infinite throughput produced no result.
+- ``invalid_result``: a metric breaks a physical bound. Bounded above by 1.0 (ratios of an
+  achieved rate to its ceiling, or of units used to units there are):
+
+  * ``tier1.compute_efficiency`` = achieved FLOP/s / peak FLOP/s,
+  * ``tier1.bandwidth_efficiency.<level>`` = achieved bytes/s / bandwidth of that level,
+  * ``roofline.*.roof_share`` = achieved FLOP/s / attainable FLOP/s (a point above its roof),
+  * ``tier1.allocation_ratio*`` = units allocated / units available,
+  * ``tier1.load_imbalance`` = mean / max subtask time,
+
+  the same under a ``predict.`` prefix (validate mode records the prediction's), and every
+  roofline point passed in: achieved FLOP/s <= attainable FLOP/s = min(peak, intensity * bandwidth).
+  Negative times, throughputs or efficiencies are invalid too.
+
+A value above its bound by no more than ``RELATIVE_TOLERANCE`` (float rounding) passes. Nothing is
+ever clamped: the caller records the run with the returned status and reason, and the metrics as
+they were computed, so the violation can be inspected.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from dabench.status import Status
+
+RELATIVE_TOLERANCE = 1e-6
+
+#: metric names (after an optional ``predict.`` prefix) that are ratios bounded by 1.0
+_BOUNDED_BY_ONE = re.compile(
+    r"^(predict\.)?(tier1\.compute_efficiency|tier1\.bandwidth_efficiency(\..+)?|roofline\..+\.roof_share"
+    r"|tier1\.allocation_ratio(\..+)?|tier1\.load_imbalance)$")
+#: metric names that can never be negative
+_NON_NEGATIVE = re.compile(
+    r"^(predict\.)?(throughput\..+|step_time\..+|tier1\..+|perf\..+|work\..+|memory\..+|tier2\.comm_time_s.*"
+    r"|tier2\.bubble_time_s|loss\..+_count)$")
+
+
+@dataclass(frozen=True)
+class CheckFailure:
+    """Why a result may not be recorded as ok: the status to record and the reason."""
+
+    status: Status
+    reason: str
+
+
+def non_finite(metrics: Mapping[str, float]) -> list[str]:
+    """Names of the metrics whose value is NaN or infinite (sorted)."""
+    return sorted(name for name, value in metrics.items() if not math.isfinite(float(value)))
+
+
+def bound_violations(metrics: Mapping[str, float]) -> list[str]:
+    """'name=value (bound)' for each finite metric above 1.0 where 1.0 is its bound, or negative
+    where it cannot be."""
+    out = []
+    for name, value in sorted(metrics.items()):
+        value = float(value)
+        if not math.isfinite(value):
+            continue
+        if _BOUNDED_BY_ONE.match(name) and value > 1.0 + RELATIVE_TOLERANCE:
+            out.append(f"{name}={value:.6g} (> 1.0)")
+        elif _NON_NEGATIVE.match(name) and value < 0:
+            out.append(f"{name}={value:.6g} (< 0)")
+    return out
+
+
+def roofline_violations(points: Iterable) -> list[str]:
+    """'point: achieved > attainable' for each roofline point drawn above its roof. ``points`` are
+    :class:`dabench.metrics.roofline.RooflinePoint` (any object with name, achieved, attainable)."""
+    out = []
+    for p in points:
+        if p.achieved is None:
+            continue
+        if not (math.isfinite(p.achieved) and math.isfinite(p.attainable)):
+            continue  # reported as non-finite by the metric check
+        if p.achieved > p.attainable * (1.0 + RELATIVE_TOLERANCE):
+            out.append(f"roofline point {p.name}: achieved {p.achieved / 1e12:.4g} TFLOP/s above its roof "
+                       f"{p.attainable / 1e12:.4g} TFLOP/s")
+    return out
+
+
+def check_result(metrics: Mapping[str, float], roofline_points: Iterable = (),
+                 loss: float | None = None) -> CheckFailure | None:
+    """None when the result may be recorded as ok; otherwise the status and reason. Non-finite
+    values win over bound violations (a NaN says nothing about bounds)."""
+    bad = non_finite(metrics)
+    if loss is not None and not math.isfinite(float(loss)):
+        bad = [f"loss={loss}"] + bad
+    if bad:
+        shown = ", ".join(f"{n}={metrics[n]}" if n in metrics else n for n in bad[:8])
+        more = f" (+{len(bad) - 8} more)" if len(bad) > 8 else ""
+        return CheckFailure(Status.DIVERGED, f"non-finite result: {shown}{more}")
+    violations = bound_violations(metrics) + roofline_violations(roofline_points)
+    if violations:
+        more = f" (+{len(violations) - 8} more)" if len(violations) > 8 else ""
+        return CheckFailure(Status.INVALID_RESULT, "result breaks a physical bound: " + "; ".join(violations[:8]) + more)
+    return None
