@@ -43,13 +43,14 @@ from dataclasses import dataclass
 from dabench.config import RunConfig
 from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
-from dabench.perfmodel.common import make_profile, option_choice, option_number, peak_flops, require_strategy
+from dabench.perfmodel.common import make_profile, peak_flops, require_strategy
+from dabench.perfmodel.knobs import knobs_for
+from dabench.perfmodel.knobs.wse2 import MODES, Wse2Knobs
 from dabench.profile import CommEvent, Subtask, UnitUse
-from dabench.status import CapacityError, ConfigError, UnsupportedError
+from dabench.status import CapacityError, UnsupportedError
 from dabench.workload.opgraph import Layer, OpGraph
 
 SOURCE = "perfmodel.wse2"
-MODES = ("pipelined", "weight_streaming", "auto")
 ATTENTION_OPS = ("ln1", "attn.q", "attn.k", "attn.v", "attn.sdpa", "attn.proj", "residual1")
 FC_IN_OPS = ("ln2", "mlp.fc1", "mlp.gelu")
 FC_OUT_OPS = ("mlp.fc2", "residual2")
@@ -69,7 +70,9 @@ class KernelKind:
 
 
 @dataclass(frozen=True)
-class Wse2Knobs:
+class Wse2Params:
+    """The model's inputs: the typed knobs (perfmodel/knobs/wse2.py) plus the hardware spec's numbers."""
+
     region_pes: int
     wafer_pes: int
     pe_flops: float
@@ -84,25 +87,23 @@ class Wse2Knobs:
     replicas: int | None  #: None = auto
 
 
-def knobs(rc: RunConfig) -> Wse2Knobs:
+def knobs(rc: RunConfig) -> Wse2Params:
     hw = rc.hardware
-    wafer = int(hw.units("pes") or 850000)
-    replicas = hw.options.get("replicas", "auto")
-    if replicas != "auto" and (isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1):
-        raise ConfigError("hardware.options.replicas", replicas, "must be 'auto' or a positive integer")
-    return Wse2Knobs(
-        region_pes=int(hw.units("pe_region") or 307840),
+    o: Wse2Knobs = knobs_for(hw)
+    wafer = int(hw.units("pes"))
+    return Wse2Params(
+        region_pes=int(hw.units("pe_region")),
         wafer_pes=wafer,
         pe_flops=peak_flops(rc) / wafer,
-        utilization=option_number(rc, "kernel_compute_utilization", 0.72, high=1.0),
-        min_weights_per_pe=option_number(rc, "min_weights_per_pe", 400.0),
-        stash_samples_per_hop=option_number(rc, "stash_samples_per_hop", 1.0),
+        utilization=o.kernel_compute_utilization,
+        min_weights_per_pe=o.min_weights_per_pe,
+        stash_samples_per_hop=o.stash_samples_per_hop,
         sram_bytes=float(hw.memory_level("sram").capacity_bytes),
         memoryx_Bps=float(hw.memory_level("memoryx").bandwidth_Bps),
-        fabric_Bps=option_number(rc, "fabric_bandwidth_Bps", 2.75e16),
-        fabric_latency_s=option_number(rc, "fabric_hop_latency_s", 1e-6),
-        mode=option_choice(rc, "execution_mode", "pipelined", MODES),
-        replicas=None if replicas == "auto" else int(replicas),
+        fabric_Bps=o.fabric_bandwidth_Bps,
+        fabric_latency_s=o.fabric_hop_latency_s,
+        mode=o.execution_mode,
+        replicas=None if o.replicas == "auto" else int(o.replicas),
     )
 
 
@@ -160,7 +161,7 @@ def _stash_bytes(kinds: list[KernelKind], slots_per_hop: float) -> float:
 # ----------------------------------------------------------------------------- pipelined
 
 
-def _pipelined(rc: RunConfig, graph: OpGraph, k: Wse2Knobs, kinds: list[KernelKind], samples: int):
+def _pipelined(rc: RunConfig, graph: OpGraph, k: Wse2Params, kinds: list[KernelKind], samples: int):
     per_pe = k.pe_flops * k.utilization
     work = [kind.train_flops + kind.opt_flops / samples for kind in kinds]
     pes_per_rate = sum(kind.count * w / per_pe for kind, w in zip(kinds, work))  # PEs per (sample/s)
@@ -238,7 +239,7 @@ class _FabricLink:
 # ----------------------------------------------------------------------------- weight streaming
 
 
-def _weight_streaming(rc: RunConfig, graph: OpGraph, k: Wse2Knobs, samples: int):
+def _weight_streaming(rc: RunConfig, graph: OpGraph, k: Wse2Params, samples: int):
     """Layer by layer over the whole step's batch; activations checkpointed at layer inputs
     (assumption: every layer's forward is recomputed in its backward pass)."""
     per_region = k.region_pes * k.pe_flops * k.utilization
@@ -280,7 +281,7 @@ def _weight_streaming(rc: RunConfig, graph: OpGraph, k: Wse2Knobs, samples: int)
 # ----------------------------------------------------------------------------- predict
 
 
-def _one_system(rc: RunConfig, graph: OpGraph, k: Wse2Knobs, samples: int):
+def _one_system(rc: RunConfig, graph: OpGraph, k: Wse2Params, samples: int):
     kinds = kernel_kinds(graph)
     if k.mode == "weight_streaming":
         return _weight_streaming(rc, graph, k, samples) + ("weight_streaming",)

@@ -1,0 +1,183 @@
+"""Typed hardware knobs: one frozen dataclass per architecture, built from ``hardware.options``.
+
+The knob section of ``conf/hardware/<arch>.yaml`` (``options:``) is the ONLY place a knob's value
+lives. Each analytical model reads its knobs through :func:`knobs_for` and nowhere else; the
+dataclass declares names, types and bounds but no values, so a number is never repeated in code.
+
+Adding a platform's knobs: a module ``dabench/perfmodel/knobs/<arch>.py`` (imported on first use
+by :func:`build_knobs`, so nothing else needs editing) with one frozen dataclass::
+
+    @register("wse2")
+    @dataclass(frozen=True)
+    class Wse2Knobs:
+        execution_mode: str = knob(choices=("pipelined", "weight_streaming", "auto"))
+        kernel_compute_utilization: float = knob(low=0.0, high=1.0)   # 0 < value <= 1
+        replicas: int | str = knob(integer=True, low=0, choices=("auto",))  # an int >= 1, or "auto"
+
+    # in perfmodel/wse2.py, the only place the model reads knobs:
+    k = knobs_for(rc.hardware)        # -> Wse2Knobs, validated, cached per options mapping
+
+A ``fitted`` knob (one ``python -m dabench.calibrate`` refits) is declared the same way; its
+fitting bounds and points are in the YAML's ``sources:`` map, not here.
+
+Rules enforced by :func:`build_knobs`:
+
+- Every declared knob must be present in the YAML (no code defaults: the YAML is the source).
+- A key the dataclass does not declare is a :class:`~dabench.status.ConfigError` that lists the
+  valid names and suggests the closest one ("did you mean ...?"). Keys starting with
+  ``runner_`` belong to the vendor runners (dabench/vendors, dabench/isolation) and pass through.
+- Numbers must lie in ``(low, high]`` (``low`` exclusive, ``high`` inclusive); ``integer`` knobs
+  must be whole; ``choices`` lists the allowed strings (for a number-or-string knob, the strings
+  allowed besides the number); ``boolean`` knobs must be true/false.
+
+Command-line overrides keep their path: ``hardware.options.execution_mode=weight_streaming``.
+
+Where each value comes from is recorded next to it in the YAML's ``sources:`` map (see
+:mod:`dabench.perfmodel.calibration.sources` and tests/perfmodel/test_sources.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, TypeVar
+
+from dabench.status import ConfigError
+
+T = TypeVar("T")
+
+#: arch -> knob dataclass (filled by :func:`register` when a model module is imported)
+REGISTRY: dict[str, type] = {}
+
+#: option keys with this prefix belong to the vendor runners, not to the analytical models
+RUNNER_PREFIX = "runner_"
+
+
+@dataclass(frozen=True)
+class KnobSpec:
+    """Validation rules of one knob (stored in the dataclass field's metadata)."""
+
+    low: float | None = None  #: exclusive lower bound for numbers
+    high: float | None = None  #: inclusive upper bound for numbers
+    integer: bool = False
+    boolean: bool = False
+    choices: tuple[str, ...] = ()  #: allowed strings (alone: a string knob; with low/high: number or string)
+    doc: str = ""
+
+    @property
+    def numeric(self) -> bool:
+        return self.low is not None or self.high is not None or self.integer
+
+    def describe(self) -> str:
+        parts = []
+        if self.boolean:
+            return "true or false"
+        if self.numeric:
+            kind = "an integer" if self.integer else "a number"
+            bounds = (f" above {self.low:g}" if self.low is not None else "") + \
+                     (f" and at most {self.high:g}" if self.high is not None else "")
+            parts.append(kind + bounds)
+        if self.choices:
+            parts.append("one of " + ", ".join(self.choices))
+        return " or ".join(parts) or "any value"
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` converted to the knob's type, or ConfigError naming ``hardware.options.<name>``."""
+        if self.boolean:
+            if isinstance(value, bool):
+                return value
+            raise ConfigError(f"hardware.options.{name}", value, self.describe())
+        if self.choices and isinstance(value, str) and value in self.choices:
+            return value
+        if self.numeric and isinstance(value, str):  # "2.75e16": YAML 1.1 reads it as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if self.numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
+            ok = (self.low is None or value > self.low) and (self.high is None or value <= self.high) \
+                and (not self.integer or int(value) == value)
+            if ok:
+                return int(value) if self.integer else float(value)
+        raise ConfigError(f"hardware.options.{name}", value, f"must be {self.describe()}")
+
+
+def knob(*, low: float | None = None, high: float | None = None, integer: bool = False, boolean: bool = False,
+         choices: tuple[str, ...] = (), doc: str = "") -> Any:
+    """A required dataclass field carrying its :class:`KnobSpec` (no default: the YAML holds it)."""
+    if integer and low is None:
+        low = 0
+    return field(metadata={"knob": KnobSpec(low, high, integer, boolean, tuple(choices), doc)})
+
+
+def register(arch: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator: ``REGISTRY[arch] = cls``."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls.__name__} must be a dataclass")
+        REGISTRY[arch] = cls
+        return cls
+
+    return wrap
+
+
+def knob_specs(cls: type) -> dict[str, KnobSpec]:
+    """name -> KnobSpec of a knob dataclass, in declaration order."""
+    return {f.name: f.metadata.get("knob", KnobSpec()) for f in dataclasses.fields(cls)}
+
+
+def _unknown(arch: str, key: str, valid: list[str]) -> ConfigError:
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ConfigError(f"hardware.options.{key}", key,
+                       f"unknown knob for {arch}; {hint}valid knobs: {', '.join(valid)} "
+                       f"(keys starting with {RUNNER_PREFIX!r} go to the vendor runner)")
+
+
+def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = None) -> T:
+    """The knob dataclass of ``arch`` from a ``hardware.options`` mapping; ConfigError on an
+    unknown, missing or invalid knob."""
+    if cls is None and arch not in REGISTRY:
+        try:
+            importlib.import_module(f"{__name__}.{arch}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{arch}":
+                raise
+    cls = cls or REGISTRY.get(arch)
+    if cls is None:
+        raise ConfigError("hardware.arch", arch, f"has no registered knobs (registered: {', '.join(sorted(REGISTRY))})")
+    specs = knob_specs(cls)
+    for key in options:
+        if key not in specs and not str(key).startswith(RUNNER_PREFIX):
+            raise _unknown(arch, str(key), list(specs))
+    missing = [name for name in specs if name not in options]
+    if missing:
+        raise ConfigError(f"hardware.options.{missing[0]}", None,
+                          f"required knob of {arch} is missing (set it in conf/hardware/{arch}.yaml's options)")
+    return cls(**{name: spec.check(name, options[name]) for name, spec in specs.items()})
+
+
+_CACHE: dict[tuple[str, int], tuple[Mapping[str, Any], Any]] = {}
+
+
+def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
+    """:func:`build_knobs` for a :class:`~dabench.config.HardwareSpec`, cached by the identity of
+    its options mapping (a HardwareSpec is frozen, so its options do not change under it)."""
+    options = hardware.options
+    key = (hardware.arch, id(options))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is options:
+        return hit[1]
+    built = build_knobs(hardware.arch, options, cls)
+    if len(_CACHE) > 4096:
+        _CACHE.clear()
+    _CACHE[key] = (options, built)  # holding the mapping keeps its id from being reused
+    return built
+
+
+def as_dict(knobs: Any) -> dict[str, Any]:
+    """The knob values as a plain mapping (for run params and the model version hash)."""
+    return dataclasses.asdict(knobs)

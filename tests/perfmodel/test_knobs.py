@@ -1,0 +1,52 @@
+"""Typed hardware knobs (dabench/perfmodel/knobs): built from conf/hardware/<arch>.yaml's options,
+unknown names refused with the valid ones listed."""
+
+import pytest
+
+from dabench.perfmodel.knobs import REGISTRY, build_knobs
+from dabench.perfmodel.calibration.sources import CONF_HARDWARE, hardware_yaml
+from dabench.status import ConfigError
+
+ARCHS = [p.stem for p in sorted(CONF_HARDWARE.glob("*.yaml"))]
+
+
+def _registered(arch):
+    try:
+        build_knobs(arch, {})
+    except ConfigError:
+        pass
+    return arch in REGISTRY
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_shipped_options_build_the_typed_knobs(arch):
+    if not _registered(arch):
+        pytest.skip(f"{arch} has no knob dataclass in dabench/perfmodel/knobs/")
+    knobs = build_knobs(arch, hardware_yaml(arch).get("options") or {})
+    assert type(knobs) is REGISTRY[arch]
+
+
+def test_unknown_knob_lists_the_valid_ones_and_suggests_the_closest():
+    options = hardware_yaml("wse2")["options"]
+    with pytest.raises(ConfigError) as error:
+        build_knobs("wse2", {**options, "execution_mod": "pipelined"})
+    assert "did you mean 'execution_mode'" in str(error.value)
+    assert "kernel_compute_utilization" in str(error.value)
+
+
+def test_missing_and_out_of_range_knobs_are_refused_and_runner_keys_pass():
+    options = hardware_yaml("wse2")["options"]
+    with pytest.raises(ConfigError, match="missing"):
+        build_knobs("wse2", {k: v for k, v in options.items() if k != "execution_mode"})
+    with pytest.raises(ConfigError, match="at most 1"):
+        build_knobs("wse2", {**options, "kernel_compute_utilization": 1.5})
+    with pytest.raises(ConfigError, match="one of"):
+        build_knobs("wse2", {**options, "execution_mode": "streaming"})
+    assert build_knobs("wse2", {**options, "runner_num_csx": 2}).execution_mode == options["execution_mode"]
+
+
+def test_a_misspelt_knob_fails_the_prediction_as_invalid_config():
+    from tests.perfmodel.helpers import predict, run_config
+
+    with pytest.raises(ConfigError, match="valid knobs"):
+        predict(run_config("wse2", options={"kernel_util": 0.5}))
