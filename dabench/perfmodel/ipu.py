@@ -75,6 +75,7 @@ class IpuKnobs:
     device_iterations: int
     host_call_overhead_s: float
     embedding_serialization: int
+    rts: bool
 
     @property
     def grain(self) -> float:
@@ -105,6 +106,7 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         device_iterations=option_number(rc, "device_iterations", 1, integer=True),
         host_call_overhead_s=option_number(rc, "host_call_overhead_s", 1e-3),
         embedding_serialization=option_number(rc, "embedding_serialization_factor", 1, integer=True),
+        rts=bool(hw.options.get("replicated_tensor_sharding", False)),
     )
 
 
@@ -193,10 +195,20 @@ def replicas(rc: RunConfig) -> int:
     return rc.data_copies
 
 
+def tied_head_params(graph: OpGraph) -> int:
+    """LM-head weights that are the token embedding's own (GPT-2 ties them: ``lm_head.weight is
+    wte.weight``), so IPU 0, which holds both, stores them once. 0 for an untied model
+    (``model.tie_embeddings: false`` where the model config has that field)."""
+    if not getattr(graph.model, "tie_embeddings", True):
+        return 0
+    return sum(op.params for op in graph.layer("head").ops if op.name == "lm_head")
+
+
 def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
-    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0."""
+    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0
+    (a tied head's weights counted once)."""
     block = graph.layer("block.0").params if graph.model.n_layers else 0
-    extra = graph.layer("embedding").params + graph.layer("head").params
+    extra = graph.layer("embedding").params + graph.layer("head").params - tied_head_params(graph)
     return [n * block + (extra if i == 0 else 0) for i, n in enumerate(layers)]
 
 
@@ -211,7 +223,7 @@ def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int
     e = precision.compute_bytes
     tokens = graph.batch_size * rc.model.seq_len
     checkpoint = tokens * rc.model.hidden_size * e
-    p = len(layers)
+    p, r = len(layers), replicas(rc)
     uses = []
     for i, (n_blocks, params) in enumerate(zip(layers, ipu_params(graph, layers))):
         held = [("block", n_blocks)] if n_blocks else []
@@ -223,6 +235,8 @@ def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int
         state = training_state(params, precision, compute_copy=True, grad_bytes=grad_bytes, moment_bytes=moments)
         if k.optimizer_offchip:
             state = MemoryUse(state.weights, state.gradients, 0.0)
+        elif k.rts and r > 1:  # replicated tensor sharding: each replica keeps 1/r of the moments
+            state = MemoryUse(state.weights, state.gradients, state.optimizer / r)
         depth = stash_depth(i, p, rc.run.grad_accum, "interleaved") if p > 1 else 1
         if k.recompute:
             stash = n_blocks * checkpoint * depth
@@ -230,8 +244,9 @@ def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int
         else:
             stash = n_blocks * (block.saved_bytes if block else 0.0) * depth
             working = 0.0
-        if i == 0:
-            working = max(working, graph.layer("head").saved_bytes + graph.layer("embedding").saved_bytes)
+        if i == 0:  # the serialised head computes (and consumes) its logits in that many vocabulary slices
+            head = graph.layer("head").saved_bytes / k.embedding_serialization
+            working = max(working, head + graph.layer("embedding").saved_bytes)
         wanted = max(costs[name].largest_operands for name, _ in held)
         temporaries = min(k.available_memory_proportion * k.sram_bytes, wanted)
         program = k.program_memory_fraction * k.sram_bytes
@@ -278,7 +293,8 @@ def predict(rc: RunConfig, graph: OpGraph):
     offchip = 0.0
     if k.optimizer_offchip:  # read and write both moments of the IPU's parameters every step
         moment_bytes = 6.0 if graph.precision.param_dtype in ("fp16", "bf16") else 8.0
-        offchip = max(2.0 * n * moment_bytes for n in ipu_params(graph, layers)) / k.streaming_Bps
+        shards = r if k.rts else 1  # RTS: each replica streams its 1/r slice of the moments
+        offchip = max(2.0 * n * moment_bytes for n in ipu_params(graph, layers)) / shards / k.streaming_Bps
     update = max(opt) + offchip
     grads = [use.gradients for use in uses]
     dp_link = group_link(rc.hardware.links, rc.hardware.chips_per_node, rc.parallel.n_chips)

@@ -110,6 +110,7 @@ class Stage:
     cap: int  #: most PCUs the stage can use
     ddr_alone: float  #: off-chip bytes when the stage is its own section (o0)
     ddr_fused: float  #: off-chip bytes inside a fused section (weights, grads, saved activations)
+    buffer_pmus: int = 0  #: PMUs of its output buffers (``stage_buffer_pmus`` buffers of one sample's output)
 
 
 def _stage(op: Op, layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> Stage:
@@ -128,7 +129,11 @@ def _stage(op: Op, layer_name: str, saved: dict[str, float], graph: OpGraph, k: 
     width = op_width(op, graph.model)
     cap = k.pcus if width == 0 else max(1, math.ceil(width / split / k.pcu_lanes))
     pmus = math.ceil(weights / k.pmu_bytes) if op.phase != "opt" else 0
-    return Stage(f"{layer_name}.{op.name}.{op.phase}", op.phase, op.flops / split, pmus, cap, op.bytes / split, fused)
+    # one sample's output (seq x width elements, or the optimizer's tensor slice) per buffer
+    sample = graph.model.seq_len * max(1, width // split) * graph.precision.compute_bytes if op.phase != "opt" else k.pmu_bytes
+    buffers = k.buffer_pmus * math.ceil(sample / k.pmu_bytes)
+    return Stage(f"{layer_name}.{op.name}.{op.phase}", op.phase, op.flops / split, pmus, cap, op.bytes / split, fused,
+                 buffers)
 
 
 def _layer_stages(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, dict[str, list[Stage]]]:
@@ -184,7 +189,7 @@ def _pack(stages: list[Stage], k: RduKnobs, count: int) -> list[Section]:
     stage at least) fit; a stage too large for any section runs alone (its weights streamed)."""
     packed, current, pmus = [], [], 0
     for stage in stages:
-        need = stage.weight_pmus + k.buffer_pmus
+        need = stage.weight_pmus + stage.buffer_pmus
         if current and (pmus + need > k.pmus or len(current) + 1 > k.pcus):
             packed.append(Section(tuple(current), len(current) > 1, count))
             current, pmus = [], 0
@@ -218,7 +223,9 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
             remaining -= caps[i] - alloc[i]
             alloc[i] = caps[i]
         free = [i for i in free if alloc[i] < caps[i]]
-    return [max(1, math.floor(a)) for a in alloc]
+    # the compiler parallelises a stage by a power-of-two factor (tensor dims tile evenly): the
+    # largest one within its share
+    return [1 << max(0, int(math.floor(math.log2(max(1.0, a))))) for a in alloc]
 
 
 @dataclass(frozen=True)
@@ -247,11 +254,12 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     ddr_bytes = sum(s.ddr_fused for s in section.stages) if section.fused else sum(s.ddr_alone for s in section.stages)
     passes = 1
     weight_pmus = sum(s.weight_pmus for s in section.stages)
-    if weight_pmus + k.buffer_pmus * len(section.stages) > k.pmus:  # one oversized stage: stream its weights
-        passes = math.ceil((weight_pmus + k.buffer_pmus) / k.pmus)
+    buffer_pmus = sum(s.buffer_pmus for s in section.stages)
+    if weight_pmus + buffer_pmus > k.pmus:  # one oversized stage: stream its weights
+        passes = math.ceil((weight_pmus + buffer_pmus) / k.pmus)
     compute = max(times, default=0.0) * (samples + len(times) - 1) / samples
     ddr = ddr_bytes * passes / k.ddr_Bps
-    pmus = min(k.pmus, weight_pmus + k.buffer_pmus * len(section.stages))
+    pmus = min(k.pmus, weight_pmus + buffer_pmus)
     return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus))
 
 
