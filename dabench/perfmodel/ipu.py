@@ -47,7 +47,9 @@ from dataclasses import dataclass
 from dabench.config import RunConfig
 from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
-from dabench.perfmodel.common import (make_profile, op_width, option_number, peak_flops, require_strategy)
+from dabench.perfmodel.common import make_profile, op_width, peak_flops, require_strategy
+from dabench.perfmodel.knobs import knobs_for
+from dabench.perfmodel.knobs.ipu import IpuOptions
 from dabench.perfmodel.pipeline import pipeline_time, stash_depth
 from dabench.profile import CommEvent, Subtask, UnitUse
 from dabench.status import CompileError, UnsupportedError
@@ -87,26 +89,27 @@ def knobs(rc: RunConfig) -> IpuKnobs:
     hw = rc.hardware
     if rc.precision.name not in hw.precisions:
         raise UnsupportedError(f"hardware=ipu has no {rc.precision.name} arithmetic (supports {', '.join(hw.precisions)})")
+    o: IpuOptions = knobs_for(hw)
     sram = hw.memory_level("sram")
     streaming = next((level for level in hw.memory if level.name == "streaming"), None)
     return IpuKnobs(
         tiles=int(hw.units("tiles") or 1472),
-        clock_hz=option_number(rc, "clock_hz", 1.85e9),
+        clock_hz=o.clock_hz,
         peak=peak_flops(rc),
-        exchange_Bps=option_number(rc, "exchange_bandwidth_Bps", 4.75e13),
+        exchange_Bps=o.exchange_bandwidth_Bps,
         sram_Bps=float(sram.bandwidth_Bps or 6.55e13),
         sram_bytes=float(sram.capacity_bytes),
         streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
-        amp_efficiency=option_number(rc, "amp_efficiency", 0.75, high=1.0),
-        vector_flops_per_cycle=option_number(rc, "vector_flops_per_cycle", 4.0),
-        available_memory_proportion=option_number(rc, "available_memory_proportion", 0.6, high=1.0),
-        program_memory_fraction=option_number(rc, "program_memory_fraction", 0.1, high=1.0),
-        recompute=bool(hw.options.get("recompute", True)),
-        optimizer_offchip=bool(hw.options.get("optimizer_state_offchip", False)),
-        device_iterations=option_number(rc, "device_iterations", 1, integer=True),
-        host_call_overhead_s=option_number(rc, "host_call_overhead_s", 1e-3),
-        embedding_serialization=option_number(rc, "embedding_serialization_factor", 1, integer=True),
-        rts=bool(hw.options.get("replicated_tensor_sharding", False)),
+        amp_efficiency=o.amp_efficiency,
+        vector_flops_per_cycle=o.vector_flops_per_cycle,
+        available_memory_proportion=o.available_memory_proportion,
+        program_memory_fraction=o.program_memory_fraction,
+        recompute=o.recompute,
+        optimizer_offchip=o.optimizer_state_offchip,
+        device_iterations=o.device_iterations,
+        host_call_overhead_s=o.host_call_overhead_s,
+        embedding_serialization=o.embedding_serialization_factor,
+        rts=o.replicated_tensor_sharding,
     )
 
 

@@ -47,13 +47,14 @@ from dataclasses import dataclass
 from dabench.config import RunConfig
 from dabench.perfmodel.capacity import require_fits
 from dabench.perfmodel.comm import group_link, ring_allreduce_s
-from dabench.perfmodel.common import (make_profile, op_width, option_choice, option_number, peak_flops,
-                                      require_strategy)
+from dabench.perfmodel.common import make_profile, op_width, peak_flops, require_strategy
+from dabench.perfmodel.knobs import knobs_for
+from dabench.perfmodel.knobs.rdu import COMPILE_MODES, RduOptions
+from dabench.status import ConfigError
 from dabench.profile import CommEvent, Subtask, UnitUse
 from dabench.workload.opgraph import Op, OpGraph
 
 SOURCE = "perfmodel.rdu"
-COMPILE_MODES = ("o0", "o1", "o3")
 SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")  # work divided under tensor parallelism
 
 
@@ -77,25 +78,27 @@ class RduKnobs:
 
 def knobs(rc: RunConfig) -> RduKnobs:
     hw = rc.hardware
+    o: RduOptions = knobs_for(hw)
     chip_pcus, chip_pmus = int(hw.units("pcus")), int(hw.units("pmus"))
-    tiles = option_number(rc, "tiles", 8, integer=True, high=int(hw.units("tiles") or 8))
-    scaling = option_number(rc, "resources_scaling", 0.8, high=1.0)
-    share = tiles / int(hw.units("tiles") or 8) * scaling
+    chip_tiles = int(hw.units("tiles") or 8)
+    if o.tiles > chip_tiles:
+        raise ConfigError("hardware.options.tiles", o.tiles, f"must be at most the chip's {chip_tiles} tiles")
+    share = o.tiles / chip_tiles * o.resources_scaling
     return RduKnobs(
-        mode=option_choice(rc, "compile_mode", "o1", COMPILE_MODES),
+        mode=o.compile_mode,
         pcus=max(1, int(chip_pcus * share)),
         pmus=max(1, int(chip_pmus * share)),
         chip_pcus=chip_pcus,
         chip_pmus=chip_pmus,
         pmu_bytes=float(hw.memory_level("sram").capacity_bytes) / chip_pmus,
         pcu_flops=peak_flops(rc) / chip_pcus,
-        pcu_efficiency=option_number(rc, "pcu_efficiency", 0.8, high=1.0),
-        pcu_lanes=option_number(rc, "pcu_lanes", 32, integer=True),
-        buffer_pmus=option_number(rc, "stage_buffer_pmus", 2, integer=True),
+        pcu_efficiency=o.pcu_efficiency,
+        pcu_lanes=o.pcu_lanes,
+        buffer_pmus=o.stage_buffer_pmus,
         ddr_Bps=float(hw.memory_level("ddr").bandwidth_Bps),
-        switch_s=option_number(rc, "section_switch_s", 1e-4),
-        host_s=option_number(rc, "host_overhead_s", 5e-3),
-        host_Bps=option_number(rc, "host_link_Bps", 2.5e10),
+        switch_s=o.section_switch_s,
+        host_s=o.host_overhead_s,
+        host_Bps=o.host_link_Bps,
     )
 
 

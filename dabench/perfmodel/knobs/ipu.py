@@ -1,0 +1,26 @@
+"""Knobs of the Graphcore Bow IPU model (perfmodel/ipu.py); values in conf/hardware/ipu.yaml,
+their provenance in conf/hardware/sources/ipu.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dabench.perfmodel.knobs import knob, register
+
+
+@register("ipu")
+@dataclass(frozen=True)
+class IpuOptions:
+    device_iterations: int = knob(integer=True, doc="optimizer steps per host call (PopTorch deviceIterations)")
+    available_memory_proportion: float = knob(low=0.0, high=1.0, doc="matmul planner's share of IPU memory "
+                                              "for temporaries (--matmul-proportion)")
+    clock_hz: float = knob(low=0.0, doc="IPU clock, Hz")
+    exchange_bandwidth_Bps: float = knob(low=0.0, doc="on-chip exchange bandwidth per IPU, bytes/s")
+    amp_efficiency: float = knob(low=0.0, high=1.0, doc="share of the AMP peak a matmul's compute phase reaches")
+    vector_flops_per_cycle: float = knob(low=0.0, doc="non-matmul FLOPs per tile per cycle")
+    program_memory_fraction: float = knob(low=0.0, high=1.0, doc="vertex/exchange code and buffers, share of memory")
+    recompute: bool = knob(boolean=True, doc="--recompute-checkpoint-every-layer")
+    optimizer_state_offchip: bool = knob(boolean=True, doc="AdamW moments in streaming memory")
+    replicated_tensor_sharding: bool = knob(boolean=True, doc="shard optimizer state over replicas")
+    host_call_overhead_s: float = knob(low=0.0, doc="host-side cost of one PopTorch call, s")
+    embedding_serialization_factor: int = knob(integer=True, doc="LM head computed in this many vocabulary slices")

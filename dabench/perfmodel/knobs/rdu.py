@@ -1,0 +1,24 @@
+"""Knobs of the SambaNova SN30 RDU model (perfmodel/rdu.py); values in conf/hardware/rdu.yaml,
+their provenance in conf/hardware/sources/rdu.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dabench.perfmodel.knobs import knob, register
+
+COMPILE_MODES = ("o0", "o1", "o3")
+
+
+@register("rdu")
+@dataclass(frozen=True)
+class RduOptions:
+    compile_mode: str = knob(choices=COMPILE_MODES, doc="o0 op per section | o1 fused layers | o3 whole graph")
+    tiles: int = knob(integer=True, high=8, doc="tiles per model copy (--num-tiles)")
+    resources_scaling: float = knob(low=0.0, high=1.0, doc="--resources-scaling-factors")
+    pcu_lanes: int = knob(integer=True, doc="output features one PCU vectorises over")
+    pcu_efficiency: float = knob(low=0.0, high=1.0, doc="share of a PCU's peak a pipelined stage sustains")
+    stage_buffer_pmus: int = knob(integer=True, doc="buffers per stage, each one sample's output")
+    section_switch_s: float = knob(low=0.0, doc="loading one section, s")
+    host_overhead_s: float = knob(low=0.0, doc="host time per optimizer step, s")
+    host_link_Bps: float = knob(low=0.0, doc="host-to-RDU link, bytes/s")
