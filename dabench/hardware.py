@@ -1,11 +1,85 @@
 """Hardware ceilings for a run: peak FLOP/s at the run's precision and the main memory level's
-bandwidth, from the spec (conf/hardware/*.yaml) or, where the spec says null, calibrated."""
+bandwidth, from the spec (conf/hardware/*.yaml) or, where the spec says null, calibrated; and
+what this machine's CPU is (model name, native arithmetic per precision). torch-free.
+
+When a CPU calibration is refused (machine busy, see :mod:`dabench.backends.calibrate`) and none
+is cached for the run's key, the ceilings come back *uncalibrated*: NaN peak and bandwidth and a
+``source`` starting with ``uncalibrated:`` that holds the reason. A measured run then records no
+metric relative to a ceiling (efficiencies, roofline; see
+:func:`dabench.metrics.checks.ceiling_metric_names`); a CPU prediction needs the ceilings and is
+refused (unsupported) with that reason.
+"""
 
 from __future__ import annotations
+
+import functools
+import math
+import platform
+from pathlib import Path
 
 from dabench.config import HardwareSpec, PrecisionConfig
 from dabench.metrics.summary import Ceilings
 from dabench.status import UnsupportedError
+
+
+UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
+
+#: /proc/cpuinfo flags (x86) or Features (arm64) that mean native arithmetic at a precision
+NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16", "bf16"), "fp16": ("avx512_fp16", "amx_fp16", "fphp")}
+
+
+@functools.lru_cache(maxsize=1)
+def _cpuinfo() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
+def cpu_model() -> str:
+    for line in _cpuinfo().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The CPU's feature flags (first processor's ``flags`` or ``Features`` line)."""
+    for line in (_cpuinfo() if cpuinfo is None else cpuinfo).splitlines():
+        if line.startswith(("flags", "Features")):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> bool:
+    """True when the CPU has native arithmetic for ``dtype`` (fp32 always; bf16 needs AVX512-BF16 or
+    AMX-BF16 (arm: BF16); fp16 AVX512-FP16 or AMX-FP16 (arm: FPHP)). Otherwise torch converts to
+    fp32 around each op: the precision is emulated and its calibrated rate is the emulated one."""
+    if dtype == "fp32":
+        return True
+    flags = cpu_flags() if flags is None else flags
+    return any(f in flags for f in NATIVE_FLAGS.get(dtype, ()))
+
+
+def cpu_calibration_key(kind: str, threads: int, torch_version: str | None = None) -> str:
+    """The calibration cache key: '<cpu model>|threads=<n>|torch=<version>|<kind>', kind
+    'matmul_<precision>' or 'copy'. ``torch_version`` defaults to the installed distribution's."""
+    if torch_version is None:
+        from importlib.metadata import version
+
+        torch_version = version("torch")
+    return f"{cpu_model()}|threads={threads}|torch={torch_version}|{kind}"
+
+
+def tf32_enabled(hw: HardwareSpec, precision: PrecisionConfig) -> bool:
+    """True when the run's fp32 matmuls go to TF32 tensor cores: a CUDA target, fp32 arithmetic
+    (not autocast to 16 bits) and ``hardware.options.tf32: true``. The cuda backend sets torch's
+    flag from the same knob, so predict prices what measure runs."""
+    return hw.arch == "cuda" and precision.compute_dtype == "fp32" and bool(hw.options.get("tf32", False))
+
+
+def is_calibrated(ceilings: Ceilings) -> bool:
+    return not ceilings.source.startswith(UNCALIBRATED)
 
 
 def main_memory(hw: HardwareSpec):
@@ -17,8 +91,10 @@ def main_memory(hw: HardwareSpec):
 
 
 def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
-    """Peak FLOP/s (per chip, at ``precision.name``) and main-memory bandwidth. Null entries are
-    calibrated on this machine (CPU only); a precision the hardware lacks is unsupported."""
+    """Peak FLOP/s (per chip, at ``precision.name``; at ``peak_flops.tf32`` for fp32 with TF32 on,
+    see :func:`tf32_enabled`) and main-memory bandwidth. Null entries are calibrated on this
+    machine (CPU only; uncalibrated when refused, see the module doc); a precision the hardware
+    lacks is unsupported."""
     if precision.name not in hw.precisions:
         raise UnsupportedError(f"hardware={hw.name} has no {precision.name} arithmetic "
                                f"(supports {', '.join(hw.precisions)})")
@@ -26,14 +102,21 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
     peak = hw.peak_flops.get(precision.name)
     bandwidth = level.bandwidth_Bps
     source = "spec"
+    if tf32_enabled(hw, precision):
+        if not hw.peak_flops.get("tf32"):
+            raise UnsupportedError(f"hardware={hw.name}: options.tf32 is true but peak_flops lists no tf32 rate")
+        peak, source = hw.peak_flops["tf32"], "spec (tf32)"
     if peak is None or bandwidth is None:
         if hw.arch != "cpu":
             raise UnsupportedError(f"hardware={hw.name} lists no peak FLOP/s for {precision.name} "
                                    f"or no bandwidth for {level.name}, and only cpu is calibrated")
         from dabench.backends import calibrate  # imports torch: only when calibration is needed
 
-        peak = peak if peak is not None else calibrate.peak_flops(precision.compute_dtype)
-        bandwidth = bandwidth if bandwidth is not None else calibrate.dram_bandwidth()
+        try:
+            peak = peak if peak is not None else calibrate.peak_flops(precision.compute_dtype)
+            bandwidth = bandwidth if bandwidth is not None else calibrate.dram_bandwidth()
+        except calibrate.CalibrationRefused as refused:
+            return Ceilings(math.nan, math.nan, level.name, f"{UNCALIBRATED}: {refused}")
         source = "calibrated"
     return Ceilings(peak_flops=float(peak), bandwidth_Bps=float(bandwidth), memory_level=level.name, source=source)
 
@@ -43,5 +126,8 @@ def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
     target (see ``Backend.runs_on_host_cpu``)."""
     from dabench.backends import calibrate
 
-    return Ceilings(peak_flops=calibrate.peak_flops(precision.compute_dtype), bandwidth_Bps=calibrate.dram_bandwidth(),
-                    memory_level="dram", source="calibrated host cpu")
+    try:
+        return Ceilings(peak_flops=calibrate.peak_flops(precision.compute_dtype),
+                        bandwidth_Bps=calibrate.dram_bandwidth(), memory_level="dram", source="calibrated host cpu")
+    except calibrate.CalibrationRefused as refused:
+        return Ceilings(math.nan, math.nan, "dram", f"{UNCALIBRATED}: {refused}")

@@ -1,29 +1,63 @@
 """CPU ceilings by calibration: CPUs differ, so their peak FLOP/s and DRAM bandwidth are measured.
 
-- peak FLOP/s at a dtype: best of several 2*n^3 / t for an n x n matmul (n = 2048 for fp32,
-  1024 for 16-bit types, which many CPUs emulate slowly), with the run's thread count.
-- bandwidth: best of several copies of a 256 MiB fp32 tensor, counting read + write bytes
-  (2 * 256 MiB / t).
+- peak FLOP/s at a precision: 2*n^3 / t for an n x n matmul in that dtype (n = 2048 for fp32,
+  1024 for 16-bit types), with the run's thread count.
+- bandwidth: 2 * 256 MiB / t for a copy of a 256 MiB fp32 tensor (read + write bytes).
 
-A peak is the best the machine can do, and load from other processes only ever lowers a
-measurement, so each process measures once per key and the cache in
-``~/.cache/dabench/calibration.json`` (``DABENCH_CACHE_DIR`` overrides the folder), keyed by CPU
-model, thread count and torch version, keeps the best value seen on this machine. Jobs of one
-sweep share the process's measurement.
+A calibration is the **median** of at least :data:`MIN_REPEATS` timed repeats (after one
+warm-up), never a best-ever value. It is **refused** (:class:`CalibrationRefused`, with the
+reason) when the machine is busy: the 1-minute load average above :data:`MAX_LOAD_PER_CORE` per
+core before measuring, or the repeats spread (max - min) / median above :data:`MAX_SPREAD`.
+Both readings can be injected (``load_per_core=``, ``samples=``) so the refusal is testable
+without loading the machine.
+
+Accepted calibrations are cached in ``~/.cache/dabench/calibration.json``
+(``DABENCH_CACHE_DIR`` overrides the folder), keyed by :func:`calibration_key`: CPU model,
+thread count, torch version and precision (``copy`` for the bandwidth). A cached entry for the
+exact key is used as is; a changed key (another CPU, thread count, torch or precision) has no
+entry, so it is calibrated anew. ``recalibrate=True`` (``python -m dabench.calibrate_cpu
+--recalibrate``, or ``DABENCH_RECALIBRATE=1`` for runs) measures again and replaces the entry
+only if the new calibration is accepted.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
+import statistics
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
 import torch
 
+from dabench.hardware import cpu_calibration_key
+
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-CALIBRATION_SECONDS = 0.4  #: time budget per measurement (best of the repeats inside it)
+MIN_REPEATS = 5            #: timed repeats per calibration (the median is kept)
+MAX_LOAD_PER_CORE = 0.5    #: 1-minute load average per core above which calibration is refused
+MAX_SPREAD = 0.10          #: (max - min) / median of the repeats above which it is refused
+
+
+class CalibrationRefused(RuntimeError):
+    """The machine was too busy for a calibration to mean anything; ``reason`` says why."""
+
+    def __init__(self, key: str, reason: str):
+        super().__init__(f"CPU calibration refused for {key}: {reason}")
+        self.key, self.reason = key, reason
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One accepted calibration: the median ``value`` (FLOP/s or bytes/s) of ``samples``."""
+
+    key: str
+    value: float
+    samples: tuple[float, ...]
+    spread: float
+    load_per_core: float
+    measured_at: str
 
 
 def cache_path() -> Path:
@@ -31,76 +65,121 @@ def cache_path() -> Path:
     return folder / "calibration.json"
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def calibration_key(kind: str, threads: int | None = None) -> str:
+    """'<cpu model>|threads=<n>|torch=<version>|<kind>', kind 'matmul_<precision>' or 'copy'."""
+    return cpu_calibration_key(kind, torch.get_num_threads() if threads is None else threads, torch.__version__)
 
 
-def _key(kind: str, threads: int) -> str:
-    return f"{cpu_model()}|threads={threads}|torch={torch.__version__}|{kind}"
+def load_per_core() -> float:
+    """The 1-minute load average divided by the number of logical CPUs."""
+    return os.getloadavg()[0] / (os.cpu_count() or 1)
 
 
-def _best_time(fn, budget_s: float = CALIBRATION_SECONDS, min_reps: int = 3) -> float:
-    fn()  # warm-up: page in, pick kernels
-    best, spent, reps = float("inf"), 0.0, 0
-    while reps < min_reps or spent < budget_s:
+def spread(samples: Sequence[float]) -> float:
+    """(max - min) / median of the repeats: 0 on an undisturbed machine."""
+    return (max(samples) - min(samples)) / statistics.median(samples)
+
+
+def accept(key: str, samples: Sequence[float], load: float) -> Calibration:
+    """The Calibration of rate ``samples`` (one per repeat) taken at ``load`` per core, or
+    CalibrationRefused naming the rule that failed. Pure: no measurement, no I/O."""
+    if load > MAX_LOAD_PER_CORE:
+        raise CalibrationRefused(key, f"machine busy: load average {load:.2f} per core > {MAX_LOAD_PER_CORE} "
+                                      f"(run `python -m dabench.calibrate_cpu` when it is quiet)")
+    if len(samples) < MIN_REPEATS:
+        raise CalibrationRefused(key, f"{len(samples)} repeats, at least {MIN_REPEATS} are needed")
+    s = spread(samples)
+    if s > MAX_SPREAD:
+        raise CalibrationRefused(key, f"repeats spread {s:.0%} > {MAX_SPREAD:.0%} (min {min(samples):.4g}, "
+                                      f"max {max(samples):.4g}): the machine is disturbed")
+    return Calibration(key, float(statistics.median(samples)), tuple(float(x) for x in samples), s, load,
+                       time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+
+def _rates(fn: Callable[[], object], work: float, repeats: int) -> list[float]:
+    """``work`` / seconds for ``repeats`` timed calls of ``fn`` after one warm-up call."""
+    fn()
+    out = []
+    for _ in range(repeats):
         start = time.perf_counter()
         fn()
-        elapsed = time.perf_counter() - start
-        best, spent, reps = min(best, elapsed), spent + elapsed, reps + 1
-        if reps >= 50:
-            break
-    return best
+        out.append(work / (time.perf_counter() - start))
+    return out
 
 
-def measure_matmul_flops(dtype: str) -> float:
-    """Peak FLOP/s of an n x n matmul at ``dtype`` on this CPU with the current thread count."""
+def matmul_samples(dtype: str, repeats: int = MIN_REPEATS + 2) -> list[float]:
+    """FLOP/s of repeated n x n matmuls at ``dtype`` with the current thread count."""
     n = 2048 if dtype == "fp32" else 1024
     a = torch.randn(n, n).to(TORCH_DTYPES[dtype])
     b = torch.randn(n, n).to(TORCH_DTYPES[dtype])
-    return 2.0 * n**3 / _best_time(lambda: torch.mm(a, b))
+    return _rates(lambda: torch.mm(a, b), 2.0 * n**3, repeats)
 
 
-def measure_copy_bandwidth() -> float:
-    """DRAM bandwidth in bytes/s from copying a 256 MiB fp32 tensor (read + write)."""
+def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
+    """Bytes/s (read + write) of repeated copies of a 256 MiB fp32 tensor."""
     src = torch.ones(64 * 2**20)
     dst = torch.empty_like(src)
-    return 2.0 * src.numel() * 4 / _best_time(lambda: dst.copy_(src))
+    return _rates(lambda: dst.copy_(src), 2.0 * src.numel() * 4, repeats)
 
 
-_MEASURED: dict[str, float] = {}  #: this process's calibrations, by cache key
-
-
-def _cached(kind: str, measure) -> float:
-    """max(this process's measurement, the best cached for this machine); measures once per key."""
-    key = _key(kind, torch.get_num_threads())
-    if key in _MEASURED:
-        return _MEASURED[key]
-    path = cache_path()
+def _read_cache() -> dict:
     try:
-        cache = json.loads(path.read_text())
+        data = json.loads(cache_path().read_text())
     except (OSError, ValueError):
-        cache = {}
-    value = max(measure(), float(cache.get(key, 0.0)))
-    _MEASURED[key] = value
-    cache[key] = value
+        return {}
+    # entries of older formats (a bare best-ever float) are not calibrations: drop them
+    return {k: v for k, v in data.items() if isinstance(v, dict) and "value" in v}
+
+
+def _write_cache(cal: Calibration) -> None:
+    path = cache_path()
+    cache = _read_cache()
+    cache[cal.key] = asdict(cal)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
     tmp.replace(path)
-    return value
 
 
-def peak_flops(precision_compute_dtype: str) -> float:
-    """Calibrated (cached) peak FLOP/s for arithmetic in ``precision_compute_dtype``."""
-    return _cached(f"matmul_{precision_compute_dtype}", lambda: measure_matmul_flops(precision_compute_dtype))
+_PROCESS: dict[str, Calibration] = {}  #: this process's calibrations, by key
 
 
-def dram_bandwidth() -> float:
-    """Calibrated (cached) DRAM bandwidth in bytes/s."""
-    return _cached("copy_bandwidth", measure_copy_bandwidth)
+def recalibrate_requested() -> bool:
+    return os.environ.get("DABENCH_RECALIBRATE", "").lower() in ("1", "true", "yes")
+
+
+def calibrate(kind: str, measure: Callable[[], Sequence[float]], *, recalibrate: bool | None = None,
+              load: float | None = None) -> Calibration:
+    """The calibration for ``kind`` on this machine: this process's, else the cached one for the
+    exact key, else (or with ``recalibrate``) measured now, accepted or refused, and cached.
+    ``load`` injects the load reading (default: :func:`load_per_core`)."""
+    key = calibration_key(kind)
+    recalibrate = recalibrate_requested() if recalibrate is None else recalibrate
+    if not recalibrate:
+        if key in _PROCESS:
+            return _PROCESS[key]
+        entry = _read_cache().get(key)
+        if entry is not None:
+            cal = Calibration(key, float(entry["value"]), tuple(entry.get("samples", ())),
+                              float(entry.get("spread", 0.0)), float(entry.get("load_per_core", 0.0)),
+                              str(entry.get("measured_at", "")))
+            _PROCESS[key] = cal
+            return cal
+    reading = load_per_core() if load is None else load
+    if reading > MAX_LOAD_PER_CORE:  # refuse before spending the time
+        accept(key, [], reading)
+    cal = accept(key, list(measure()), reading)
+    _PROCESS[key] = cal
+    _write_cache(cal)
+    return cal
+
+
+def peak_flops(precision_compute_dtype: str, **kwargs) -> float:
+    """Calibrated peak FLOP/s for arithmetic in ``precision_compute_dtype`` (raises
+    CalibrationRefused when it cannot be calibrated now and none is cached)."""
+    return calibrate(f"matmul_{precision_compute_dtype}", lambda: matmul_samples(precision_compute_dtype), **kwargs).value
+
+
+def dram_bandwidth(**kwargs) -> float:
+    """Calibrated DRAM bandwidth in bytes/s (raises CalibrationRefused like :func:`peak_flops`)."""
+    return calibrate("copy", copy_samples, **kwargs).value

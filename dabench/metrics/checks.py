@@ -44,6 +44,25 @@ _NON_NEGATIVE = re.compile(
     r"|tier2\.bubble_time_s|loss\..+_count)$")
 
 
+#: metrics measured against a hardware ceiling (peak FLOP/s or bandwidth); a run whose ceilings
+#: could not be calibrated records none of them (see dabench.hardware, "uncalibrated")
+_AGAINST_CEILING = re.compile(
+    r"^(predict\.)?(tier1\.compute_efficiency|tier1\.bandwidth_efficiency(\..+)?|perf\.peak_tflops|roofline\.(?!step\.intensity$).+"
+    r"|diagnosis\.memory_bound|predict\.rel_error\.tier1_compute_efficiency)$")
+
+
+def ceiling_metric_names(metrics: Mapping[str, float]) -> list[str]:
+    """Names of the metrics that are relative to the hardware's ceilings (efficiencies, roofline,
+    peak, memory-bound flag): meaningless, so dropped, when the ceilings are uncalibrated."""
+    return sorted(name for name in metrics if _AGAINST_CEILING.match(name))
+
+
+def without_ceiling_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    """``metrics`` less :func:`ceiling_metric_names` (a new dict; the input is not changed)."""
+    drop = set(ceiling_metric_names(metrics))
+    return {k: v for k, v in metrics.items() if k not in drop}
+
+
 @dataclass(frozen=True)
 class CheckFailure:
     """Why a result may not be recorded as ok: the status to record and the reason."""
