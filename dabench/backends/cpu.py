@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 
@@ -9,6 +10,8 @@ from dabench.backends.base import Availability, Backend
 from dabench.config import RunConfig
 from dabench.profile import Profile, UnitUse
 from dabench.workload.opgraph import OpGraph
+
+log = logging.getLogger(__name__)
 
 
 def peak_rss_bytes() -> int:
@@ -32,7 +35,14 @@ class CpuBackend(Backend):
         from dabench.backends.measure import HostClock
         from dabench.backends.torch_device import run_on_device
 
+        from dabench.hardware import cpu_native_precision
+
         if rc.run.threads:
             torch.set_num_threads(rc.run.threads)
+        native = cpu_native_precision(rc.precision.compute_dtype)
+        if not native:
+            log.warning("this CPU has no native %s arithmetic (no AVX512/AMX %s in /proc/cpuinfo): torch emulates it, "
+                        "so the run measures the emulated rate", rc.precision.compute_dtype, rc.precision.compute_dtype)
         units = {"cores": UnitUse(torch.get_num_threads(), os.cpu_count() or 1)}
-        return run_on_device(rc, torch.device("cpu"), HostClock(), units, "cpu", "dram", peak_rss_bytes)
+        return run_on_device(rc, torch.device("cpu"), HostClock(), units, "cpu", "dram", peak_rss_bytes,
+                             tags={"precision_native": "true" if native else "false"})

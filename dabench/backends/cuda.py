@@ -30,10 +30,17 @@ class CudaBackend(Backend):
         from dabench.backends.measure import CudaClock
         from dabench.backends.torch_device import run_on_device
 
+        from dabench.hardware import tf32_enabled
+
+        # the math mode the analytical model prices (hardware.options.tf32, torch's default false)
+        tf32 = tf32_enabled(rc.hardware, rc.precision)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
         device = torch.device("cuda", torch.cuda.current_device())
         props = torch.cuda.get_device_properties(device)
         spec_sms = rc.hardware.units("sms") or props.multi_processor_count
         units = {"sms": UnitUse(props.multi_processor_count, max(spec_sms, props.multi_processor_count))}
         torch.cuda.reset_peak_memory_stats(device)
         return run_on_device(rc, device, CudaClock(device), units, f"cuda:{props.name}", "hbm",
-                             lambda: torch.cuda.max_memory_allocated(device))
+                             lambda: torch.cuda.max_memory_allocated(device),
+                             tags={"tf32": "true" if torch.backends.cuda.matmul.allow_tf32 else "false"})

@@ -54,17 +54,21 @@ class CudaClock:
         torch.cuda.synchronize(self.device)
 
 
-def time_steps(state: TrainState, clock, warmup: int, timed: int) -> list[float]:
-    """Seconds per optimizer step over the timed window."""
+def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[float] | None = None) -> list[float]:
+    """Seconds per optimizer step over the timed window. ``losses``, when given, receives the
+    last timed step's loss (read after the window, so no extra synchronisation inside it)."""
     for _ in range(warmup):
         state.step()
     clock.synchronize()
     marks = []
+    loss = None
     for _ in range(timed):
         start = clock.mark()
-        state.step()
+        loss = state.step()
         marks.append((start, clock.mark()))
     clock.synchronize()
+    if losses is not None and loss is not None:
+        losses.append(float(loss.detach().float().item()))
     return [clock.elapsed(a, b) for a, b in marks]
 
 

@@ -10,19 +10,33 @@ from dabench.config import RunConfig
 from dabench.profile import Profile, Subtask, UnitUse
 from dabench.status import OutOfMemory
 
+#: messages of a failed host allocation (torch's CPU allocator raises RuntimeError with these)
+CPU_OOM_MESSAGES = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory",
+                    "std::bad_alloc", "Cannot allocate memory")
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """True for an allocation failure on any device: torch.OutOfMemoryError (CUDA), MemoryError
+    (Python), or a RuntimeError from the CPU allocator (issue: a CPU OOM is ``oom`` like CUDA's)."""
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(error, RuntimeError) and any(m in str(error) for m in CPU_OOM_MESSAGES)
+
 SUBTASK_STEPS = 3  #: instrumented steps whose median gives per-layer times
 
 
 def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, UnitUse], source: str,
-                  memory_level: str, peak_memory) -> Profile:
-    """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run."""
+                  memory_level: str, peak_memory, tags: dict[str, str] | None = None) -> Profile:
+    """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run;
+    ``tags`` go onto the Profile (math mode, native precision)."""
     if rc.parallel.strategy != "none":
         from dabench.distributed import run_parallel  # torch.distributed path (issue: measured Tier 2)
 
         return run_parallel(rc, device, source)
+    losses: list[float] = []
     try:
         state = build_train_state(rc, device)
-        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps)
+        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses)
         subtasks: list[Subtask] = []
         class_times: dict[str, float] = {}
         extra: dict[str, float] = {}
@@ -34,8 +48,13 @@ def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, U
             extra["subtask.optimizer_s"] = optimizer_s
             step = sorted(step_times)[len(step_times) // 2]
             extra["subtask.coverage"] = (sum(layers.values()) + optimizer_s) / step
-    except torch.OutOfMemoryError as error:
-        raise OutOfMemory(str(error).splitlines()[0]) from error
+    except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
+        if not is_out_of_memory(error):
+            raise
+        message = (str(error).splitlines() or [type(error).__name__])[0] or type(error).__name__
+        raise OutOfMemory(f"{device.type}: {message}"[:500]) from error
+    if losses:
+        extra["loss.final"] = losses[0]  # checked before recording: a non-finite loss is `diverged`
     return Profile(
         mode="measure",
         source=source,
@@ -48,5 +67,5 @@ def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, U
         memory_bytes={memory_level: float(peak_memory())},
         class_times_s=class_times,
         extra_metrics=extra,
-        tags={"subtask_kind": "layer"},
+        tags={"subtask_kind": "layer", **(tags or {})},
     )

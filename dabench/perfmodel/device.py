@@ -23,43 +23,61 @@ Parallel runs (the distributed backends' layouts):
   point-to-point activation (forward) and gradient (backward) per boundary and micro-batch, the
   pipeline's bubble from :mod:`dabench.perfmodel.pipeline`; ``run.grad_accum`` calls per step.
 
-Knobs (``hardware.options``): ``perfmodel_compute_efficiency``, ``perfmodel_memory_efficiency``,
-``perfmodel_launch_s``.
+Small matmuls run below the large-matmul rate (packing, thread start-up, short inner loops):
+a matmul op of F FLOPs runs at ``P * e_c * F / (F + F_half)`` (CPU; ``F_half`` = 0 on the GPU,
+whose efficiency term already is a typical GEMM's).
+
+Knobs (typed, :mod:`dabench.perfmodel.knobs.cpu` / ``.cuda``, values in conf/hardware/<arch>.yaml
+``options``): ``compute_efficiency``, ``memory_efficiency``, ``launch_s``; CPU
+``matmul_half_flops``; CUDA ``tf32``.
+
+Math modes priced exactly as measure mode runs them:
+
+- CUDA fp32 with ``tf32: true``: matmul and attention ops at ``peak_flops.tf32`` (the backend sets
+  ``torch.backends.cuda.matmul.allow_tf32`` from the same knob; see
+  :func:`dabench.hardware.resolve_ceilings`); ``false`` (torch's default) at the fp32 CUDA-core peak.
+- CPU: the calibrated peak at the run's compute dtype; a dtype without native arithmetic
+  (:func:`dabench.hardware.cpu_native_precision`, e.g. bf16 without AVX512-BF16/AMX) is
+  calibrated, so priced, at its emulated rate, and the profile is tagged ``precision_native=false``.
+- A CPU whose calibration was refused (machine busy) and has none cached cannot be predicted:
+  ``unsupported`` with the calibration's reason.
 """
 
 from __future__ import annotations
 
+import logging
+
 from dabench.config import RunConfig
-from dabench.hardware import resolve_ceilings
+from dabench.hardware import cpu_native_precision, is_calibrated, resolve_ceilings, tf32_enabled
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
-from dabench.perfmodel.common import layer_groups, make_profile, option_number
+from dabench.perfmodel.common import layer_groups, make_profile
+from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.pipeline import pipeline_time
+from dabench.status import UnsupportedError
 from dabench.profile import CommEvent, Subtask, UnitUse
 from dabench.workload.opgraph import Layer, OpGraph
 
-#: defaults per arch: (compute efficiency, memory efficiency, per-op launch seconds)
-DEFAULTS = {
-    # calibrated ceilings already are what a big matmul / copy reaches; one op of the graph is a
-    # few aten kernels plus an autograd node in eager mode, ~50 us of dispatch on a CPU (assumption)
-    "cpu": (1.0, 1.0, 5.0e-5),
-    # datasheet peaks: large GEMMs reach ~70% of dense peak, streaming kernels ~80% of HBM
-    # bandwidth; a kernel launch costs a few microseconds (assumptions)
-    "cuda": (0.7, 0.8, 5.0e-6),
-}
+log = logging.getLogger(__name__)
+
 SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")
 
 
 def _layer_time(layer: Layer, phases: tuple[str, ...], peak: float, bw: float, ce: float, me: float,
-                launch: float, split: int = 1, fraction: float = 1.0) -> tuple[float, dict[str, float]]:
+                launch: float, split: int = 1, fraction: float = 1.0,
+                half_flops: float = 0.0) -> tuple[float, dict[str, float]]:
     """Seconds for a layer's ops in ``phases`` (work scaled by ``fraction`` of the micro-batch,
-    and divided by ``split`` for tensor-parallel op classes), and the same per op class."""
+    and divided by ``split`` for tensor-parallel op classes), and the same per op class.
+    ``half_flops``: a matmul/attention op of F FLOPs runs at F / (F + half_flops) of its rate."""
     total, per_class = 0.0, {}
     for op in layer.ops:
         if op.phase not in phases:
             continue
         divide = split if op.op_class in SPLIT_CLASSES else 1
         scale = (fraction if op.phase != "opt" else 1.0) / divide
-        compute_eff = ce if op.op_class in ("matmul", "attention") else 1.0
+        compute_eff = 1.0
+        if op.op_class in ("matmul", "attention"):
+            flops = op.flops * scale
+            compute_eff = ce * (flops / (flops + half_flops) if flops > 0 and half_flops > 0 else 1.0)
         # the optimizer steps each parameter tensor on its own (weight and bias: ~2 per owning op)
         launches = 2 * sum(1 for o in layer.ops if o.phase == "fwd" and o.params) if op.phase == "opt" else 1
         t = max(op.flops * scale / (peak * compute_eff), op.bytes * scale / (bw * me)) + launches * launch
@@ -71,12 +89,22 @@ def _layer_time(layer: Layer, phases: tuple[str, ...], peak: float, bw: float, c
 def predict(rc: RunConfig, graph: OpGraph):
     """Predicted Profile of one optimizer step on a CPU or GPU (per chip, with its parallel layout)."""
     arch = rc.hardware.arch
-    ce0, me0, launch0 = DEFAULTS.get(arch, DEFAULTS["cuda"])
-    ce = option_number(rc, "perfmodel_compute_efficiency", ce0, high=1.0)
-    me = option_number(rc, "perfmodel_memory_efficiency", me0, high=1.0)
-    launch = option_number(rc, "perfmodel_launch_s", launch0, low=-1e-30)
+    k = knobs_for(rc.hardware)
+    ce, me, launch = k.compute_efficiency, k.memory_efficiency, k.launch_s
+    half_flops = getattr(k, "matmul_half_flops", 0.0)
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
+    if not is_calibrated(ceilings):
+        raise UnsupportedError(f"cannot predict on the CPU without its ceilings: {ceilings.source}")
     peak, bw = ceilings.peak_flops, ceilings.bandwidth_Bps
+    tags = {"ceilings": ceilings.source}
+    if arch == "cpu":
+        native = cpu_native_precision(rc.precision.compute_dtype)
+        tags["precision_native"] = "true" if native else "false"
+        if not native:
+            log.warning("this CPU has no native %s arithmetic: predicting at its calibrated (emulated) rate",
+                        rc.precision.compute_dtype)
+    elif arch == "cuda":
+        tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
     par, m = rc.parallel, rc.run.grad_accum
     strategy = par.strategy
     split = par.degree if strategy == "tp" else 1
@@ -86,8 +114,8 @@ def predict(rc: RunConfig, graph: OpGraph):
     def one_chip_step(split_: int) -> tuple[float, dict[str, float], list[Subtask]]:
         step, classes, subtasks = 0.0, {}, []
         for layer, count in groups:
-            t_train, c_train = _layer_time(layer, train, peak, bw, ce, me, launch, split_)
-            t_opt, c_opt = _layer_time(layer, ("opt",), peak, bw, ce, me, launch, split_)
+            t_train, c_train = _layer_time(layer, train, peak, bw, ce, me, launch, split_, half_flops=half_flops)
+            t_opt, c_opt = _layer_time(layer, ("opt",), peak, bw, ce, me, launch, split_, half_flops=half_flops)
             per_layer = m * t_train + t_opt
             step += count * per_layer
             for cls, value in list(c_train.items()) + list(c_opt.items()):
@@ -103,7 +131,7 @@ def predict(rc: RunConfig, graph: OpGraph):
     activation = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
     extra: dict[str, float] = {}
     if strategy == "pp":
-        step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, link, comm)
+        step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, link, comm, half_flops)
         kind = "stage"
     else:
         step, classes, subtasks = one_chip_step(split)
@@ -133,7 +161,7 @@ def predict(rc: RunConfig, graph: OpGraph):
     return make_profile(rc, f"perfmodel.{arch}", step, subtask_kind=kind, units=units, subtasks=subtasks,
                         memory={ceilings.memory_level: _memory(graph, rc)}, comm=comm, class_times=classes,
                         single_chip_samples_per_s=single, extra=extra,
-                        tags={"ceilings": ceilings.source})
+                        tags=tags)
 
 
 def _memory(graph: OpGraph, rc: RunConfig) -> float:
@@ -146,7 +174,7 @@ def _memory(graph: OpGraph, rc: RunConfig) -> float:
     return (state + graph.saved_bytes) / shards
 
 
-def _pipeline(rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, link, comm):
+def _pipeline(rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, link, comm, half_flops=0.0):
     """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``."""
     par, m = rc.parallel, rc.run.grad_accum
     mb = par.micro_batches
@@ -154,12 +182,12 @@ def _pipeline(rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, link, com
     layers = par.layers_per_stage or (rc.model.n_layers,)
     p = len(layers)
     block = graph.layer("block.0") if rc.model.n_layers else None
-    t_block, c_block = _layer_time(block, ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction) if block else (0.0, {})
-    o_block, _ = _layer_time(block, ("opt",), peak, bw, ce, me, launch) if block else (0.0, {})
-    t_emb, _ = _layer_time(graph.layer("embedding"), ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction)
-    t_head, _ = _layer_time(graph.layer("head"), ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction)
-    o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), peak, bw, ce, me, launch)
-    o_head, _ = _layer_time(graph.layer("head"), ("opt",), peak, bw, ce, me, launch)
+    t_block, c_block = _layer_time(block, ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction, half_flops) if block else (0.0, {})
+    o_block, _ = _layer_time(block, ("opt",), peak, bw, ce, me, launch, half_flops=half_flops) if block else (0.0, {})
+    t_emb, _ = _layer_time(graph.layer("embedding"), ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction, half_flops)
+    t_head, _ = _layer_time(graph.layer("head"), ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction, half_flops)
+    o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), peak, bw, ce, me, launch, half_flops=half_flops)
+    o_head, _ = _layer_time(graph.layer("head"), ("opt",), peak, bw, ce, me, launch, half_flops=half_flops)
     e = graph.precision.compute_bytes
     message = graph.batch_size * fraction * rc.model.seq_len * rc.model.hidden_size * e
     hop = p2p_s(message, link) if link is not None else 0.0

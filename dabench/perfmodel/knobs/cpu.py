@@ -1,0 +1,17 @@
+"""Knobs of the CPU roofline model (perfmodel/device.py); values in conf/hardware/cpu.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dabench.perfmodel.knobs import knob, register
+
+
+@register("cpu")
+@dataclass(frozen=True)
+class CpuKnobs:
+    compute_efficiency: float = knob(low=0.0, high=1.0, doc="share of the calibrated matmul peak a large matmul op reaches")
+    memory_efficiency: float = knob(low=0.0, high=1.0, doc="share of the calibrated copy bandwidth a streaming op reaches")
+    launch_s: float = knob(low=-1e-30, doc="seconds of framework dispatch + autograd per op and phase")
+    matmul_half_flops: float = knob(low=-1e-30, doc="FLOPs at which a matmul op reaches half its large-matmul rate "
+                                                    "(small matmuls run below peak: rate = peak * F / (F + this))")
