@@ -10,8 +10,8 @@ figures as JSON files into a private temporary folder, the launcher reads them b
 
 Failure handling (a failure is a result, never an orphan):
 
-- every rank runs in its own session (process group); whatever ends the job, all groups are
-  sent SIGKILL and every process is reaped before :func:`launch` returns or raises;
+- ranks are started, watched and killed by :mod:`dabench.supervisor`: every rank runs in its
+  own session (process group); whatever ends the job, all groups are sent SIGKILL and every process is reaped before :func:`launch` returns or raises;
 - a rank that exits non-zero (an exception, ``os._exit``, a signal) fails the job: the others get
   a short grace period to record their own error, then are killed; :class:`RankFailure` names
   the rank that failed first (a rank killed by a signal or one that died without writing an
@@ -27,17 +27,15 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dabench.isolation.subprocess_runner import tail
+from dabench import supervisor
+from dabench.supervisor import tail
 
-POLL_S = 0.05  #: how often the launcher looks at its ranks
 GRACE_S = 2.0  #: after one rank fails, how long the others may take to record their own error
 LOG_TAIL_CHARS = 1500
 
@@ -106,22 +104,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _kill_all(procs: list[subprocess.Popen]) -> set[int]:
-    """SIGKILL every rank's process group that is still alive, then reap all. Returns the ranks
-    the launcher had to kill."""
-    killed = set()
-    for rank, proc in enumerate(procs):
-        if proc.poll() is None:
-            killed.add(rank)
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                proc.kill()
-    for proc in procs:
-        proc.wait()
-    return killed
-
-
 def _root_cause(exits: list[RankExit]) -> RankExit:
     """The rank that failed first: one that died without an error record (signal, os._exit),
     else the earliest error record, else the lowest failed rank."""
@@ -145,20 +127,18 @@ def launch(target: str, payload: dict[str, Any], world_size: int, timeout_s: flo
         spec_path = folder / "spec.json"
         spec_path.write_text(json.dumps(spec))
         port = free_port()
-        procs: list[subprocess.Popen] = []
+        procs: list[supervisor.Child] = []
         logs = [folder / f"log.{rank}.txt" for rank in range(world_size)]
         killed: set[int] = set()
         try:
             for rank in range(world_size):
-                with open(logs[rank], "wb") as log:
-                    procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "dabench.distributed.worker", str(spec_path)],
-                        env=_rank_env(rank, world_size, port, extra_env), stdout=log, stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL, start_new_session=True))
-            failure = _wait(procs, timeout_s)
+                procs.append(supervisor.start(
+                    [sys.executable, "-m", "dabench.distributed.worker", str(spec_path)], logs[rank],
+                    env=_rank_env(rank, world_size, port, extra_env)))
+            failure = supervisor.wait_all(procs, timeout_s, GRACE_S)
         finally:
-            killed = _kill_all(procs)
-        exits = [RankExit(rank, proc.returncode, _read_json(folder / f"error.{rank}.json"), tail(logs[rank], LOG_TAIL_CHARS),
+            killed = supervisor.kill_all(procs)
+        exits = [RankExit(rank, proc.proc.returncode, _read_json(folder / f"error.{rank}.json"), tail(logs[rank], LOG_TAIL_CHARS),
                           killed_by_launcher=rank in killed) for rank, proc in enumerate(procs)]
         if failure == "timeout":
             hung = sorted(killed)
@@ -180,21 +160,3 @@ def launch(target: str, payload: dict[str, Any], world_size: int, timeout_s: flo
                                   f"output tail:\n{tail(logs[rank], LOG_TAIL_CHARS)}", rank)
             results.append(result)
         return results
-
-
-def _wait(procs: list[subprocess.Popen], timeout_s: float) -> str:
-    """Wait until all ranks exit 0 ("ok"), one fails ("failed", after a grace period for the
-    others to record their errors) or the deadline passes ("timeout")."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        codes = [proc.poll() for proc in procs]
-        if all(code == 0 for code in codes):
-            return "ok"
-        if any(code not in (None, 0) for code in codes):
-            grace_end = min(deadline, time.monotonic() + GRACE_S)
-            while time.monotonic() < grace_end and any(proc.poll() is None for proc in procs):
-                time.sleep(POLL_S)
-            return "failed"
-        if time.monotonic() > deadline:
-            return "timeout"
-        time.sleep(POLL_S)

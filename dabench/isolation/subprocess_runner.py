@@ -10,37 +10,29 @@ Protocol (version :data:`PROTOCOL`), all JSON files in a per-run work folder:
   ``torch-cirh-opt``). stdout and stderr go to ``runner.log``.
 - The child writes ``result.json``: ``{"protocol", "status", "reason", ...}`` where status is a
   :class:`~dabench.status.Status` value; for ``ok`` it adds step times and vendor artifacts.
-- A child that exits non-zero, dies by a signal, outlives ``timeout_s`` (its whole process group
-  is killed) or leaves no readable result becomes :class:`~dabench.status.CrashedError` with the
-  tail of ``runner.log``. A child-reported status other than ok becomes the matching error.
+- The child is started, timed out, killed (its whole process group) and classified by
+  :mod:`dabench.supervisor`. A child that runs out of memory (a MemoryError in its output, or the
+  kernel's OOM killer) becomes :class:`~dabench.status.OutOfMemory`; one that exits non-zero,
+  dies by a signal, outlives ``timeout_s`` or leaves no readable result becomes
+  :class:`~dabench.status.CrashedError` with the tail of ``runner.log``. A child-reported status
+  other than ok becomes the matching error.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from dabench import supervisor
 from dabench.status import CompileError, CrashedError, DabenchError, OutOfMemory, Status, UnsupportedError
+from dabench.supervisor import tail  # noqa: F401  (re-exported: callers import it from here)
 
 PROTOCOL = 1
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TAIL_CHARS = 4000
-
-
-def tail(path: Path, chars: int = TAIL_CHARS) -> str:
-    """The last ``chars`` characters of a text file ('' when absent)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - chars))
-            return handle.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def child_env(python: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -70,15 +62,6 @@ def error_for(status: str, reason: str) -> DabenchError:
     return error
 
 
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with status {code}"
-
-
 def run_child(module: str, request: dict[str, Any], workdir: Path, python: str | None = None,
               timeout_s: float = 3600.0, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``python -m module request.json result.json`` in ``workdir``; return the result dict
@@ -92,24 +75,18 @@ def run_child(module: str, request: dict[str, Any], workdir: Path, python: str |
     interpreter = python or sys.executable
     command = [interpreter, "-m", module, str(request_path), str(result_path)]
     where = f"runner {module} under {interpreter}"
-    with open(log_path, "wb") as log:
-        try:
-            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
-                                     env=child_env(python, env), start_new_session=True)
-        except OSError as error:
-            raise CrashedError(f"{where} could not start: {error}") from error
-        try:
-            code = child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(child)
-            raise CrashedError(f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
-                               f"output tail ({log_path}):\n{tail(log_path)}") from None
-        except BaseException:  # KeyboardInterrupt: never leave the child group running
-            _kill_group(child)
-            raise
-    _kill_group(child)  # grandchildren the runner left behind
-    if code != 0:
-        raise CrashedError(f"{where} {_describe_exit(code)}; output tail ({log_path}):\n{tail(log_path)}")
+    try:
+        ended = supervisor.run(command, log_path, timeout_s, cwd=workdir, env=child_env(python, env),
+                               tail_chars=TAIL_CHARS)
+    except OSError as error:
+        raise CrashedError(f"{where} could not start: {error}") from error
+    if ended.status == supervisor.TIMEOUT:
+        raise CrashedError(f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
+                           f"output tail ({log_path}):\n{ended.tail}")
+    if ended.status == supervisor.OOM:
+        raise OutOfMemory(f"{where} {ended.description}; output tail ({log_path}):\n{ended.tail}")
+    if not ended.ok:
+        raise CrashedError(f"{where} {ended.description}; output tail ({log_path}):\n{ended.tail}")
     try:
         result = json.loads(result_path.read_text())
         status, reason = result["status"], result.get("reason", "")
@@ -120,14 +97,3 @@ def run_child(module: str, request: dict[str, Any], workdir: Path, python: str |
         raise error_for(status, reason or f"{where} reported {status}")
     result["runner_log"] = str(log_path)
     return result
-
-
-def _kill_group(child: subprocess.Popen) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        child.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
-        pass

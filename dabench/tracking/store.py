@@ -1,15 +1,46 @@
-"""Where runs are recorded: the MLflow tracking URI and artifact root.
+"""Where runs are recorded: the MLflow tracking URI and artifact root, and safe access to it.
 
 - ``tracking.uri`` when set, else ``$MLFLOW_TRACKING_URI``, else a SQLite store at
   ``<launch dir>/mlruns/mlflow.db``; artifacts under ``<launch dir>/mlruns/artifacts``.
 - Paths are absolute because Hydra changes the working directory per job; the launch directory
   is Hydra's original working directory.
+
+Concurrent writers on one SQLite file (several ``python -m dabench`` started at once):
+
+- MLflow creates and migrates the schema the first time a process opens the store. Two processes
+  doing that at once corrupt each other's migration, so :func:`client_and_experiment` opens the
+  store and creates the experiment while holding an exclusive ``fcntl`` lock on
+  ``mlflow.db.lock`` beside the database: the schema is created exactly once, the others wait and
+  then find it.
+- SQLite admits one writer at a time; a write that meets "database is locked" is retried with
+  bounded exponential backoff (:func:`retry_locked`, :class:`RetryingClient`). Such an error
+  means the transaction was rolled back, so repeating it writes it once.
+- Beyond a handful of concurrent writers, use a tracking server (README, "Tracking server").
+
+Every call to a tracking server or database is bounded by ``tracking.timeout_s``
+(:func:`apply_client_timeouts`): the HTTP client's request timeout and retries, and the database
+driver's connect timeout.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import random
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+T = TypeVar("T")
+
+#: default bound, in seconds, on one call to a tracking server or database
+DEFAULT_TIMEOUT_S = 30.0
+#: retries of a write that met "database is locked", and the backoff between them (seconds)
+LOCK_RETRIES = 12
+LOCK_BACKOFF_S = (0.05, 2.0)
+_LOCKED_MARKERS = ("database is locked", "database table is locked", "database schema is locked")
 
 
 def launch_dir() -> Path:
@@ -35,27 +66,143 @@ def tracking_uri(configured: str | None = None) -> str:
     return f"sqlite:///{store / 'mlflow.db'}"
 
 
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for any other store or in-memory)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path not in ("", ":memory:") else None
+
+
 def artifact_root(uri: str) -> str | None:
     """An absolute file artifact location for local stores; None lets a tracking server decide."""
     if uri.startswith(("http://", "https://", "databricks")):
         return None
-    if uri.startswith("sqlite:///"):
-        return (Path(uri[len("sqlite:///"):]).parent / "artifacts").as_uri()
+    db = sqlite_path(uri)
+    if db is not None:
+        return (db.parent / "artifacts").as_uri()
     return (launch_dir() / "mlruns" / "artifacts").as_uri()
 
 
-def client_and_experiment(uri: str, experiment: str):
-    """(MlflowClient, experiment id), creating the experiment with a local artifact root."""
+# ----------------------------------------------------------------------------- timeouts
+
+
+def apply_client_timeouts(timeout_s: float | None = None) -> None:
+    """Bound the MLflow HTTP client: request timeout ``timeout_s`` and at most 2 retries (unless
+    the user already set ``MLFLOW_HTTP_REQUEST_TIMEOUT`` / ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``).
+    Environment variables, because MLflow reads them at every request."""
+    timeout = int(max(1, round(timeout_s or DEFAULT_TIMEOUT_S)))
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(timeout))
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+
+
+def with_connect_timeout(uri: str, timeout_s: float | None = None) -> str:
+    """A database URI whose driver gives up connecting after ``timeout_s``: ``connect_timeout``
+    for PostgreSQL (libpq) and MySQL; other URIs are returned unchanged. An explicit value in the
+    URI wins."""
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme not in ("postgresql", "postgres", "mysql"):
+        return uri
+    parts = urlsplit(uri)
+    query = dict(parse_qsl(parts.query))
+    query.setdefault("connect_timeout", str(int(max(1, round(timeout_s or DEFAULT_TIMEOUT_S)))))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+# ----------------------------------------------------------------------------- locking and retries
+
+
+def is_locked_error(error: BaseException) -> bool:
+    """True for SQLite's "database is locked" (as sqlite3, SQLAlchemy or MlflowException)."""
+    text = str(error).lower()
+    return any(marker in text for marker in _LOCKED_MARKERS)
+
+
+def retry_locked(call: Callable[[], T], *, retries: int = LOCK_RETRIES,
+                 backoff: tuple[float, float] = LOCK_BACKOFF_S, sleep: Callable[[float], None] = time.sleep) -> T:
+    """``call()``, repeated while it fails with "database is locked": at most ``retries`` more
+    times, waiting ``min(backoff[1], backoff[0] * 2**i)`` times a random factor in [0.5, 1.5]
+    before try ``i + 1``. Any other error, or the last locked one, is raised."""
+    for attempt in range(retries + 1):
+        try:
+            return call()
+        except Exception as error:
+            if attempt == retries or not is_locked_error(error):
+                raise
+            sleep(min(backoff[1], backoff[0] * 2 ** attempt) * random.uniform(0.5, 1.5))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class RetryingClient:
+    """An ``MlflowClient`` whose method calls are retried on "database is locked"
+    (:func:`retry_locked`); everything else passes through unchanged."""
+
+    def __init__(self, client: Any):
+        self._client = client
+
+    @property
+    def tracking_uri(self) -> str:
+        return self._client.tracking_uri
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return retry_locked(lambda: attr(*args, **kwargs))
+
+        call.__name__ = name
+        return call
+
+
+@contextmanager
+def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``<db>.lock`` beside a SQLite store (no-op for other stores).
+    Waits at most ``timeout_s`` (default 120 s: a schema migration takes a few seconds) and then
+    raises TimeoutError naming the lock file."""
+    db = sqlite_path(uri)
+    if db is None:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = db.with_name(db.name + ".lock")
+    deadline = time.monotonic() + (timeout_s or 120.0)
+    with open(lock_path, "a") as handle:
+        delay = 0.01
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"waited {timeout_s or 120.0:g} s for the store lock {lock_path}")
+                time.sleep(delay)
+                delay = min(0.2, delay * 2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = None):
+    """(client, experiment id): a :class:`RetryingClient` on ``uri`` and the experiment, created
+    with a local artifact root when missing. Opening the store (MLflow creates or migrates its
+    schema then) and creating the experiment happen under :func:`store_lock`."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is not None:
-        return client, found.experiment_id
-    try:
-        return client, client.create_experiment(experiment, artifact_location=artifact_root(uri))
-    except Exception:  # created concurrently by another job
-        found = client.get_experiment_by_name(experiment)
-        if found is None:
-            raise
-        return client, found.experiment_id
+    apply_client_timeouts(timeout_s)
+    uri = with_connect_timeout(uri, timeout_s)
+    with store_lock(uri):
+        client = RetryingClient(MlflowClient(tracking_uri=uri))
+        found = client.get_experiment_by_name(experiment)  # opens the store: schema created here
+        if found is not None:
+            return client, found.experiment_id
+        try:
+            return client, client.create_experiment(experiment, artifact_location=artifact_root(uri))
+        except Exception:  # created concurrently by a process on another store lock (a server)
+            found = client.get_experiment_by_name(experiment)
+            if found is None:
+                raise
+            return client, found.experiment_id
