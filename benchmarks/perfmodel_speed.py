@@ -3,7 +3,8 @@
 Varied configurations (every predicted architecture, model sizes, layer counts, batch sizes,
 precisions, compile modes, placements and parallel layouts; a capacity failure counts as a
 prediction too, since it is a result). Prints one line per architecture, then the total as
-``configs_per_s=<N>`` on the last line. Target: at least 1,000.
+``configs_per_s=<N>`` on the last line. Target: at least 2,000 (issue 10). Every prediction goes
+through :func:`dabench.runner.predict_config`, the pipeline every other caller uses.
 
     python benchmarks/perfmodel_speed.py [--seconds 3]
 """
@@ -24,10 +25,8 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from dabench.config import build_run_config  # noqa: E402
 from dabench.hardware import resolve_ceilings  # noqa: E402
-from dabench.metrics.summary import compute_metrics  # noqa: E402
-from dabench.perfmodel import get_predictor  # noqa: E402
-from dabench.status import DabenchError  # noqa: E402
-from dabench.workload.opgraph import build_opgraph  # noqa: E402
+from dabench.runner import predict_config  # noqa: E402
+from dabench.status import DabenchError, Status  # noqa: E402
 
 
 def load(group: str, name: str) -> dict:
@@ -74,16 +73,14 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
     rcs = configs()
     ceilings = {id(rc): resolve_ceilings(rc.hardware, rc.precision) for rc in rcs}
-    predictors = {rc.hardware.arch: get_predictor(rc.hardware.arch) for rc in rcs}
 
     def predict_one(rc) -> str:
-        graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+        """The one pipeline (op graph -> model -> metrics); only the ceilings are cached."""
         try:
-            profile = predictors[rc.hardware.arch](rc, graph)
+            predict_config(rc, ceilings=ceilings[id(rc)])
         except DabenchError as error:
             return error.status.value
-        compute_metrics(profile, graph, ceilings[id(rc)], rc.data_copies)
-        return "ok"
+        return Status.OK.value
 
     for rc in rcs:  # warm-up: imports, caches
         predict_one(rc)

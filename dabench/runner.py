@@ -1,6 +1,14 @@
-"""One run, start to end, without MLflow: resolve the mode, measure and/or predict, compute the
-metrics. Every outcome becomes a :class:`RunResult` with a status; nothing here raises for a
-failed run (a failure is a result)."""
+"""The one pipeline: RunConfig -> op graph -> backend and/or analytical model -> metrics.
+
+:func:`execute` runs one configuration start to end, without MLflow: resolve the mode, measure
+and/or predict, compute the metrics and the diagnosis. Every outcome becomes a
+:class:`RunResult` with a status; nothing there raises for a failed run (a failure is a result).
+:func:`predict_config` is its predict-only core, for callers that evaluate thousands of
+configurations in-process (the tuner's direct evaluator, the tests, benchmarks/perfmodel_speed.py);
+it raises :class:`~dabench.status.DabenchError` for a refused configuration. Nothing else in
+dabench assembles config -> op graph -> model -> metrics (dabench/api.py and the Hydra task call
+these two). torch is imported only when a backend measures.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,7 @@ from dabench.hardware import host_cpu_ceilings, resolve_ceilings
 from dabench.metrics.summary import Ceilings, compute_metrics, diagnosis
 from dabench.perfmodel import PREDICTORS, get_predictor
 from dabench.profile import Profile
-from dabench.status import DabenchError, Status, UnsupportedError
+from dabench.status import DabenchError, Status, UnsupportedError, is_ok
 from dabench.workload.opgraph import OpGraph, build_opgraph
 
 log = logging.getLogger(__name__)
@@ -36,11 +44,19 @@ class RunResult:
     ceilings: Ceilings | None = None
     diagnosis: tuple[str, str] | None = None
     notes: dict[str, str] = field(default_factory=dict)
+    #: the RunConfig that ran (None when the input was refused)
+    run_config: RunConfig | None = None
+    #: the resolved, placement-applied config mapping (what is logged as params)
+    config: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        return is_ok(self.status)
 
     @property
     def objective(self) -> float:
         """Samples/s for an ok run, NaN otherwise (the sweeper records NaN as a failed trial)."""
-        if self.status is Status.OK:
+        if is_ok(self.status):
             return float(self.metrics["throughput.samples_per_s"])
         return float("nan")
 
@@ -72,6 +88,28 @@ def resolve_mode(rc: RunConfig) -> tuple[str, str]:
                            f"analytical model exists for arch {rc.hardware.arch!r} yet")
 
 
+@dataclass
+class Prediction:
+    """What :func:`predict_config` hands on."""
+
+    profile: Profile
+    graph: OpGraph
+    ceilings: Ceilings
+    metrics: dict[str, float]
+
+
+def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilings | None = None) -> Prediction:
+    """config -> op graph -> analytical model -> Tier-1/2 metrics. ``graph`` and ``ceilings`` may
+    be passed when the caller caches them (they depend only on model, micro-batch, precision and
+    hardware). Raises DabenchError (capacity, unsupported, ...) when the model refuses."""
+    if graph is None:
+        graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+    if ceilings is None:
+        ceilings = resolve_ceilings(rc.hardware, rc.precision)
+    profile = get_predictor(rc.hardware.arch)(rc, graph)
+    return Prediction(profile, graph, ceilings, compute_metrics(profile, graph, ceilings, rc.data_copies))
+
+
 def _rel_error(predicted: float, measured: float) -> float:
     """(predicted - measured) / measured."""
     return (predicted - measured) / measured if measured else float("nan")
@@ -80,7 +118,7 @@ def _rel_error(predicted: float, measured: float) -> float:
 def execute(rc: RunConfig) -> RunResult:
     """Run one configuration and return its result; never raises for a failed run."""
     mode = rc.hardware.mode if rc.hardware.mode != "auto" else "measure"
-    result = RunResult(Status.OK, "", mode)
+    result = RunResult(Status.OK, "", mode, run_config=rc)
     try:
         result.mode, note = resolve_mode(rc)
         if note:
@@ -98,13 +136,17 @@ def execute(rc: RunConfig) -> RunResult:
                 result.notes["dabench.ceilings_note"] = (f"backend {backend.name} runs on this machine's CPU: "
                                                          f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
             result.profile = backend().run(rc, graph)
-        if result.mode in ("predict", "validate"):
-            result.predicted = get_predictor(rc.hardware.arch)(rc, graph)
+        prediction = predict_config(rc, graph, ceilings) if result.mode in ("predict", "validate") else None
+        if prediction is not None:
+            result.predicted = prediction.profile
+        if result.profile is None:
+            result.metrics = prediction.metrics
+        else:
+            result.metrics = compute_metrics(result.profile, graph, ceilings, rc.data_copies)
         main = result.profile if result.profile is not None else result.predicted
-        result.metrics = compute_metrics(main, graph, ceilings, rc.data_copies)
         result.diagnosis = diagnosis(main, graph, ceilings, result.metrics, rc.data_copies)
         if result.mode == "validate":
-            predicted_metrics = compute_metrics(result.predicted, graph, ceilings, rc.data_copies)
+            predicted_metrics = prediction.metrics
             for name in VALIDATED_METRICS:
                 if name in predicted_metrics and name in result.metrics:
                     result.metrics[f"predict.{name}"] = predicted_metrics[name]

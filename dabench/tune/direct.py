@@ -2,9 +2,9 @@
 
 For benchmarks and tests that need thousands of evaluations (the Hydra sweeper runs every trial
 as a real job instead). A deployment is a dict of overrides, as the search spaces produce; the
-objective is the same one the task function returns: ``throughput.samples_per_s`` of
-:func:`dabench.metrics.summary.compute_metrics` on the predicted Profile, or failure with the
-run's status when the model refuses (capacity, unsupported, invalid config).
+objective is the same one the task function returns: ``throughput.samples_per_s`` from the one
+pipeline (:func:`dabench.runner.predict_config`), or failure with the run's status when the
+model refuses (capacity, unsupported, invalid config).
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ import copy
 from typing import Any, Callable, Mapping
 
 from dabench.config import build_run_config
-from dabench.hardware import resolve_ceilings
-from dabench.metrics.summary import compute_metrics
-from dabench.perfmodel import get_predictor
-from dabench.status import DabenchError
+from dabench.runner import predict_config
+from dabench.status import DabenchError, Status
 from dabench.tune.driver import Outcome
 from dabench.workload.opgraph import build_opgraph
 
@@ -58,8 +56,7 @@ class DirectEvaluator:
             graph = self._graphs.get(key)
             if graph is None:
                 graph = self._graphs[key] = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
-            profile = get_predictor(rc.hardware.arch)(rc, graph)
-            metrics = compute_metrics(profile, graph, resolve_ceilings(rc.hardware, rc.precision), rc.data_copies)
+            metrics = predict_config(rc, graph).metrics
         except DabenchError as error:
             return Outcome(None, error.status.value, error.reason, mode="predict")
-        return Outcome(metrics["throughput.samples_per_s"], "ok", mode="predict")
+        return Outcome(metrics["throughput.samples_per_s"], Status.OK.value, mode="predict")

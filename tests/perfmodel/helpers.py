@@ -5,10 +5,7 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 
 from dabench.config import build_run_config
-from dabench.hardware import resolve_ceilings
-from dabench.metrics.summary import compute_metrics
-from dabench.perfmodel import get_predictor
-from dabench.workload.opgraph import build_opgraph
+from dabench.runner import predict_config
 from tests.conftest import CONF
 
 
@@ -30,8 +27,6 @@ def run_config(hardware: str, model: str = "gpt2_small", precision: str = "mixed
 
 
 def predict(rc):
-    """(profile, metrics) of a full prediction, as the runner computes them."""
-    graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
-    profile = get_predictor(rc.hardware.arch)(rc, graph)
-    metrics = compute_metrics(profile, graph, resolve_ceilings(rc.hardware, rc.precision), rc.data_copies)
-    return profile, metrics
+    """(profile, metrics) of a full prediction, through the one pipeline (dabench.runner)."""
+    prediction = predict_config(rc)
+    return prediction.profile, prediction.metrics

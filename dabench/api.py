@@ -1,0 +1,162 @@
+"""The Python entry for a run: ``predict(overrides)`` and ``run(overrides)`` -> :class:`Result`.
+
+    >>> from dabench import predict
+    >>> r = predict(["hardware=ipu", "model=gpt2_small", "parallel=pp"])
+    >>> r.status, r.metrics["throughput.samples_per_s"]
+
+Overrides are Hydra's command-line overrides (the same strings ``python -m dabench`` takes);
+they are composed with Hydra's compose API against the repository's conf/ (the composition
+machinery is initialised once per process and reused). A composed config then goes through the
+one pipeline (:func:`dabench.runner.execute`), the same the Hydra task (dabench/app.py) uses.
+
+- :func:`predict` forces ``hardware.mode=predict``: no device, no torch import.
+- :func:`run` honours ``hardware.mode`` (measure, validate, auto or predict; the default config
+  says auto). ``record=True`` records the run in MLflow through the same run lifecycle as the
+  Hydra task (:func:`dabench.tracking.lifecycle.recorded_run`).
+
+Neither raises for a failed run: bad input comes back as status ``invalid_config``, a workload
+that does not fit as ``capacity``, and so on (dabench/status.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dabench.config import RunConfig, apply_placement, build_run_config, flatten
+from dabench.runner import RunResult, execute
+from dabench.status import ConfigError, Status
+
+log = logging.getLogger("dabench")
+
+#: the repository's conf/ folder
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+#: a run's typed result: status, reason, mode, metrics, the resolved config (``config``, and the
+#: validated ``run_config``), diagnosis, profile / predicted profile, notes
+Result = RunResult
+
+_lock = threading.Lock()
+_initialised = False
+
+
+def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config (a plain dict, without the ``hydra`` node) for ``overrides``.
+
+    Hydra's GlobalHydra is initialised on conf/ on first use and kept, so later calls only
+    compose. When another Hydra context is active (inside a Hydra app), a temporary one is used
+    and the previous state restored."""
+    global _initialised
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    with _lock:
+        if not GlobalHydra.instance().is_initialized():
+            initialize_config_dir(config_dir=CONF_DIR, version_base=None, job_name="dabench")
+            _initialised = True
+        if _initialised:
+            cfg = hydra_compose(config_name="config", overrides=list(overrides))
+        else:
+            with initialize_config_dir(config_dir=CONF_DIR, version_base=None, job_name="dabench"):
+                cfg = hydra_compose(config_name="config", overrides=list(overrides))
+    container = OmegaConf.to_container(cfg, resolve=True)
+    container.pop("hydra", None)
+    return container
+
+
+def placed(container: Mapping[str, Any]) -> dict[str, Any]:
+    """``container`` with its pp placement applied (what runs is what is named and logged); a
+    bad placement is left for :func:`build_run_config` to refuse with its message."""
+    try:
+        return apply_placement(container)
+    except ConfigError:
+        return dict(container)
+
+
+def run_container(container: Mapping[str, Any], rc: RunConfig | None = None) -> RunResult:
+    """One composed config (a plain mapping; ``rc`` when already validated) through the pipeline.
+    Bad input becomes an ``invalid_config`` result (reason names field, value and what is valid);
+    ``result.config`` holds the placement-applied mapping that ran (or was refused)."""
+    container = placed(container)
+    if rc is None:
+        try:
+            rc = build_run_config(container)
+        except ConfigError as error:
+            return RunResult(Status.INVALID_CONFIG, str(error), "none", config=container)
+    result = execute(rc)
+    result.config = container
+    return result
+
+
+def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, artifacts_dir: Path | None = None,
+               name: str | None = None) -> tuple[RunResult, str | None]:
+    """(result, MLflow run id or None): the MLflow run is opened before the work and closed after
+    it on every exit path (:func:`dabench.tracking.lifecycle.recorded_run`); params are the
+    flattened config, metrics the result's, tags :func:`dabench.tracking.naming.run_tags`;
+    artifacts (config, result JSON, plots) are written to ``artifacts_dir`` and logged. With
+    ``tracking.enabled=false`` nothing is recorded."""
+    from dabench.tracking.naming import run_name, run_tags
+
+    container = placed(container)
+    tracking = container.get("tracking") or {}
+    name = name or tracking.get("run_name") or run_name(container)
+    record = tracking.get("enabled", True)
+    opened = nullcontext(None)
+    if record:
+        from dabench.tracking.lifecycle import recorded_run
+
+        opened = recorded_run(experiment=tracking.get("experiment") or "dabench", uri=tracking.get("uri"),
+                              run_name=name, status_tags=False)
+    with opened as run:
+        result = run_container(container, rc)
+        artifacts = _write_artifacts(artifacts_dir, container, result, name)
+        if run is not None:
+            tags = run_tags(result.run_config, result, container)
+            if result.run_config is None:
+                tags["dabench.mode"] = "none"
+            run.log(params=flatten(container), metrics=result.metrics, tags=tags)
+            run.log_artifacts(artifacts)
+            run.set_status(result.status, result.reason)
+    return result, (run.run_id if run is not None else None)
+
+
+def _write_artifacts(folder: Path | None, container: Mapping[str, Any], result: RunResult, name: str) -> Path | None:
+    if folder is None:
+        return None
+    try:
+        from dabench.report.artifacts import write_artifacts
+
+        copies = result.run_config.data_copies if result.run_config is not None else 1
+        return write_artifacts(folder, container, result, name, copies)
+    except Exception as error:  # a broken plot must not lose the run
+        log.warning("could not write artifacts: %s", error)
+        return None
+
+
+def predict(overrides: Sequence[str] = ()) -> RunResult:
+    """Predict with the analytical model of the selected hardware (``hardware.mode=predict``)."""
+    try:
+        container = compose([*overrides, "hardware.mode=predict"])
+    except Exception as error:  # an unknown group option or key: bad input, a result
+        return RunResult(Status.INVALID_CONFIG, f"invalid overrides {list(overrides)}: {error}", "none")
+    return run_container(container)
+
+
+def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
+    """Run as ``hardware.mode`` says (measure, validate, auto or predict); with ``record=True``
+    the run is recorded in MLflow (``tracking.*`` settings apply) exactly as the Hydra task
+    records it."""
+    try:
+        container = compose(list(overrides))
+    except Exception as error:
+        return RunResult(Status.INVALID_CONFIG, f"invalid overrides {list(overrides)}: {error}", "none")
+    if not record:
+        return run_container(container)
+    with tempfile.TemporaryDirectory(prefix="dabench-run-") as tmp:
+        return record_run(container, artifacts_dir=Path(tmp) / "artifacts")[0]
