@@ -1,0 +1,285 @@
+"""One run lifecycle: open the MLflow run when the work starts, close it on every exit path.
+
+Every path that records a run goes through here: a single run and a multirun child
+(dabench/app.py, dabench/api.py), artifact ingestion (``python -m dabench.profiles --log``), the
+multirun/study parent (tracking/callbacks.py, tune/tracking.py). A trial of a study is a Hydra
+job, so it is a multirun child.
+
+- :func:`recorded_run` (context manager): creates the run at entry with its real start time and
+  ends it at exit with its real end time. The state comes from the status vocabulary
+  (dabench/status.py): a normal exit ends ``mlflow_state(run.status)`` (FINISHED for ``ok``;
+  ``ok`` when the body set no status); an exception ends FAILED with status ``crashed`` and the
+  error as reason, and is re-raised; KeyboardInterrupt (and SystemExit, GeneratorExit) end KILLED
+  with status ``interrupted``, re-raised.
+- :func:`open_run` / :meth:`RecordedRun.close`: the same, for a run whose start and end happen in
+  different calls (the Hydra callback's parent run).
+- :class:`BatchRecorder`: for a path that evaluates many runs in one process and writes them in
+  batches afterwards; each run keeps its own real start and end times (MLflow's ``create_run``
+  takes ``start_time``, ``set_terminated`` takes ``end_time``).
+
+mlflow is imported only when a run is opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from dabench.status import Status, mlflow_state, parse
+from dabench.tracking.store import client_and_experiment, launch_dir, tracking_uri
+
+log = logging.getLogger(__name__)
+
+PARENT_ENV = "DABENCH_PARENT_RUN_ID"
+MAX_PARAM_CHARS = 6000
+MAX_TAG_CHARS = 5000
+STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def git_commit(path: Path) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _chunks(items: list, size: int):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def write_batch(client, run_id: str, params: Mapping[str, Any] | None = None,
+                metrics: Mapping[str, float] | None = None, tags: Mapping[str, Any] | None = None,
+                timestamp_ms: int | None = None) -> None:
+    """Params, metrics and tags in as few calls as MLflow allows (1,000 metrics, 100 params per
+    call); values are truncated to MLflow's limits; ``None`` metrics are left out."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    stamp = timestamp_ms if timestamp_ms is not None else now_ms()
+    metric_list = [Metric(k, float(v), stamp, 0) for k, v in (metrics or {}).items() if v is not None]
+    param_list = [Param(k, str(v)[:MAX_PARAM_CHARS]) for k, v in (params or {}).items()]
+    tag_list = [RunTag(k, str(v)[:MAX_TAG_CHARS]) for k, v in (tags or {}).items()]
+    if not (metric_list or param_list or tag_list):
+        return
+    client.log_batch(run_id, metrics=metric_list[:1000], params=param_list[:100], tags=tag_list)
+    for batch in _chunks(param_list[100:], 100):
+        client.log_batch(run_id, params=batch)
+    for batch in _chunks(metric_list[1000:], 1000):
+        client.log_batch(run_id, metrics=batch)
+
+
+def standard_tags(parent_id: str | None) -> dict[str, str]:
+    """Tags every dabench run carries: torch version, git commit, and the parent when any."""
+    tags = {"dabench.torch_version": package_version("torch"), "dabench.git_commit": git_commit(launch_dir())}
+    if parent_id:
+        tags["mlflow.parentRunId"] = parent_id
+    return tags
+
+
+@dataclass
+class RecordedRun:
+    """An open MLflow run. Set :attr:`status` (and :attr:`reason`) before the run is closed; log
+    with :meth:`log` and :meth:`log_artifacts`."""
+
+    client: Any
+    run_id: str
+    experiment_id: str
+    start_ms: int
+    status: Status | None = None
+    reason: str = ""
+    closed: bool = False
+    end_ms: int | None = None
+    #: also write the dabench.status / dabench.reason tags when closing (runs; not parents)
+    status_tags: bool = True
+    extra: dict = field(default_factory=dict)
+
+    def log(self, params: Mapping[str, Any] | None = None, metrics: Mapping[str, float] | None = None,
+            tags: Mapping[str, Any] | None = None) -> None:
+        write_batch(self.client, self.run_id, params, metrics, tags)
+
+    def log_artifacts(self, folder: Path | None, artifact_path: str | None = None) -> None:
+        if folder is not None and Path(folder).exists():
+            self.client.log_artifacts(self.run_id, str(folder), artifact_path=artifact_path)
+
+    def set_status(self, status: Status | str, reason: str = "") -> None:
+        self.status, self.reason = parse(status), reason
+
+    def close(self, status: Status | str | None = None, reason: str | None = None) -> None:
+        """End the run now: state ``mlflow_state(status)``; the status tags are written when the
+        run carries them. Closing twice does nothing."""
+        if self.closed:
+            return
+        if status is not None:
+            self.status = parse(status)
+        if reason is not None:
+            self.reason = reason
+        status = self.status or Status.OK
+        if self.status_tags and self.status is not None:
+            tags = {STATUS_TAG: status.value}
+            if self.reason:
+                tags[REASON_TAG] = self.reason
+            write_batch(self.client, self.run_id, tags=tags)
+        self.end_ms = now_ms()
+        self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=self.end_ms)
+        self.closed = True
+
+
+def open_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[str, Any] | None = None,
+             parent_id: str | None = None, start_ms: int | None = None, standard: bool = True) -> RecordedRun:
+    """Create the run now (start time = now unless ``start_ms``), a child of ``parent_id`` or of
+    ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
+    client, experiment_id = client_and_experiment(tracking_uri(uri), experiment)
+    parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
+    all_tags = {**(standard_tags(parent) if standard else ({"mlflow.parentRunId": parent} if parent else {})),
+                **(tags or {})}
+    start = start_ms if start_ms is not None else now_ms()
+    run = client.create_run(experiment_id, start_time=start, run_name=run_name[:250],
+                            tags={k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()})
+    return RecordedRun(client, run.info.run_id, experiment_id, start)
+
+
+@contextmanager
+def recorded_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[str, Any] | None = None,
+                 parent_id: str | None = None, status_tags: bool = True) -> Iterator[RecordedRun]:
+    """Open a run at entry and close it on every exit path (see the module docstring)."""
+    run = open_run(experiment=experiment, uri=uri, run_name=run_name, tags=tags, parent_id=parent_id)
+    run.status_tags = status_tags
+    try:
+        yield run
+    except Exception as error:
+        _close_quietly(run, Status.CRASHED, f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}")
+        raise
+    except BaseException as error:  # KeyboardInterrupt, SystemExit, GeneratorExit
+        _close_quietly(run, Status.INTERRUPTED, f"{type(error).__name__} while the run was open")
+        raise
+    else:
+        run.close()
+
+
+def _close_quietly(run: RecordedRun, status: Status, reason: str) -> None:
+    """Close while unwinding: a failure to record must not hide the error being raised."""
+    try:
+        run.close(status, reason)
+    except Exception as error:  # pragma: no cover - the store itself failing
+        log.warning("could not close MLflow run %s as %s: %s", run.run_id, status.value, error)
+
+
+def terminate(client, run_id: str, status: Status | str, end_ms: int | None = None) -> None:
+    """End an already-open run found by id (no tags written): state ``mlflow_state(status)``."""
+    client.set_terminated(run_id, status=mlflow_state(status), end_time=end_ms if end_ms is not None else now_ms())
+
+
+@dataclass
+class PendingRun:
+    """One run of a :class:`BatchRecorder`, held in memory until the batch is written."""
+
+    run_name: str
+    start_ms: int
+    params: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
+    tags: dict = field(default_factory=dict)
+    status: Status = Status.OK
+    reason: str = ""
+    end_ms: int | None = None
+
+    def set_status(self, status: Status | str, reason: str = "") -> None:
+        self.status, self.reason = parse(status), reason
+
+
+class BatchRecorder:
+    """Record many in-process runs, written in batches; each keeps its real start and end times.
+
+        with BatchRecorder(experiment="grid", uri=None) as batch:
+            for cfg in grid:
+                with batch.run("name") as r:      # start time taken here
+                    r.metrics = ...; r.params = ...; r.set_status("capacity", why)
+                                                    # end time taken at exit; an exception ->
+                                                    # crashed (re-raised), Ctrl-C -> interrupted
+        # leaving the block writes what is left (also on Ctrl-C)
+
+    ``flush_every`` pending runs are written at once; :meth:`add` takes a finished run with
+    explicit times. :attr:`run_ids` lists the ids written, in order."""
+
+    def __init__(self, *, experiment: str, uri: str | None = None, parent_id: str | None = None,
+                 tags: Mapping[str, Any] | None = None, flush_every: int = 100):
+        self.experiment, self.uri, self.flush_every = experiment, uri, flush_every
+        self.parent_id = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
+        self.common_tags = dict(tags or {})
+        self.pending: list[PendingRun] = []
+        self.run_ids: list[str] = []
+        self._client = None
+        self._experiment_id: str | None = None
+        self._standard: dict[str, str] | None = None
+
+    def __enter__(self) -> "BatchRecorder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()
+
+    @contextmanager
+    def run(self, run_name: str) -> Iterator[PendingRun]:
+        pending = PendingRun(run_name, now_ms())
+        try:
+            yield pending
+        except Exception as error:
+            pending.set_status(Status.CRASHED, f"{type(error).__name__}: {error}")
+            raise
+        except BaseException as error:
+            pending.set_status(Status.INTERRUPTED, f"{type(error).__name__} while the run was open")
+            raise
+        finally:
+            pending.end_ms = now_ms()
+            self.pending.append(pending)
+            if len(self.pending) >= self.flush_every:
+                self.flush()
+
+    def add(self, pending: PendingRun) -> None:
+        """A finished run with its own ``start_ms`` and ``end_ms``."""
+        self.pending.append(pending)
+        if len(self.pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> list[str]:
+        """Write every pending run: create it at its start time, log params/metrics/tags (status
+        tags included), end it at its end time in ``mlflow_state(status)``."""
+        if not self.pending:
+            return []
+        if self._client is None:
+            self._client, self._experiment_id = client_and_experiment(tracking_uri(self.uri), self.experiment)
+            self._standard = standard_tags(self.parent_id)
+        written: list[str] = []
+        pending, self.pending = self.pending, []
+        for p in pending:
+            tags = {**self._standard, **self.common_tags, **p.tags, STATUS_TAG: p.status.value}
+            if p.reason:
+                tags[REASON_TAG] = p.reason
+            run = self._client.create_run(self._experiment_id, start_time=p.start_ms, run_name=p.run_name[:250])
+            end = p.end_ms if p.end_ms is not None else now_ms()
+            write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
+            self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
+            written.append(run.info.run_id)
+        self.run_ids += written
+        return written

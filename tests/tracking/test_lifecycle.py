@@ -1,0 +1,78 @@
+"""The run lifecycle against a real SQLite MLflow store: every exit path closes the run with real times."""
+
+import time
+
+import pytest
+
+from dabench.status import Status
+from dabench.tracking.lifecycle import BatchRecorder, PendingRun, open_run, recorded_run
+
+
+@pytest.fixture
+def uri(tmp_path):
+    return f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+def _run(uri, run_id):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri).get_run(run_id)
+
+
+def test_normal_exit_uses_the_status_vocabulary(uri, monkeypatch):
+    monkeypatch.delenv("DABENCH_PARENT_RUN_ID", raising=False)
+    before = int(time.time() * 1000)
+    with recorded_run(experiment="t", uri=uri, run_name="a") as run:
+        assert _run(uri, run.run_id).info.status == "RUNNING"  # open while the work runs
+        time.sleep(0.05)
+        run.log(params={"p": 1}, metrics={"m": 2.0}, tags={"x": "y"})
+        run.set_status("capacity", "too big")
+    got = _run(uri, run.run_id)
+    assert got.info.status == "FAILED" and got.data.tags["dabench.status"] == "capacity"
+    assert got.data.tags["dabench.reason"] == "too big" and got.data.params["p"] == "1"
+    assert before <= got.info.start_time and got.info.end_time - got.info.start_time >= 50
+    with recorded_run(experiment="t", uri=uri, run_name="b") as ok:
+        pass
+    assert _run(uri, ok.run_id).info.status == "FINISHED"
+
+
+def test_exception_is_crashed_and_reraised(uri):
+    with pytest.raises(RuntimeError):
+        with recorded_run(experiment="t", uri=uri, run_name="c") as run:
+            raise RuntimeError("boom")
+    got = _run(uri, run.run_id)
+    assert got.info.status == "FAILED" and got.data.tags["dabench.status"] == "crashed"
+    assert "boom" in got.data.tags["dabench.reason"] and got.info.end_time is not None
+
+
+def test_ctrl_c_is_interrupted_and_killed(uri):
+    with pytest.raises(KeyboardInterrupt):
+        with recorded_run(experiment="t", uri=uri, run_name="d") as run:
+            raise KeyboardInterrupt
+    got = _run(uri, run.run_id)
+    assert got.info.status == "KILLED" and got.data.tags["dabench.status"] == "interrupted"
+
+
+def test_open_and_close_in_separate_calls(uri):
+    run = open_run(experiment="t", uri=uri, run_name="parent", parent_id="")
+    run.status_tags = False
+    run.close(Status.OK)
+    got = _run(uri, run.run_id)
+    assert got.info.status == "FINISHED" and "dabench.status" not in got.data.tags
+
+
+def test_batch_keeps_each_runs_times(uri):
+    with BatchRecorder(experiment="t", uri=uri, parent_id="", flush_every=2) as batch:
+        with batch.run("one") as r:
+            time.sleep(0.03)
+            r.metrics["m"] = 1.0
+        with pytest.raises(ValueError):
+            with batch.run("two"):
+                raise ValueError("bad")
+        batch.add(PendingRun("three", start_ms=1_000_000, end_ms=1_000_500, status=Status.INTERRUPTED))
+    assert len(batch.run_ids) == 3
+    one, two, three = (_run(uri, i) for i in batch.run_ids)
+    assert one.info.status == "FINISHED" and one.info.end_time - one.info.start_time >= 30
+    assert one.data.metrics["m"] == 1.0
+    assert two.info.status == "FAILED" and two.data.tags["dabench.status"] == "crashed"
+    assert (three.info.start_time, three.info.end_time, three.info.status) == (1_000_000, 1_000_500, "KILLED")
