@@ -68,10 +68,12 @@ def build_train_state(rc: RunConfig, device: torch.device) -> TrainState:
     return TrainState(model, optimizer, ids, targets, device, autocast_dtype, rc.run.grad_accum)
 
 
-# aten op name -> op class, for per-class times from torch.profiler (self time of each op)
+# aten op name -> op class, for per-class times from torch.profiler (self time of each op); the
+# first match wins, so loss comes before attention: its "softmax" would claim aten::_log_softmax
+# and its backward, whose FLOPs the op graph counts under loss (the loss point then sat above its roof)
 _CLASS_PATTERNS = (
-    ("attention", ("scaled_dot_product", "flash_attention", "efficient_attention", "_softmax", "softmax")),
     ("loss", ("nll_loss", "log_softmax", "cross_entropy")),
+    ("attention", ("scaled_dot_product", "flash_attention", "efficient_attention", "_softmax", "softmax")),
     ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")),
     ("norm", ("layer_norm",)),
     ("embedding", ("embedding", "index_select")),
