@@ -16,9 +16,9 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from dabench.status import is_ok
-from dabench.tracking.run_logger import PARENT_ENV, git_commit
-from dabench.tracking.store import client_and_experiment, launch_dir, tracking_uri
+from dabench.status import Status, is_ok
+from dabench.tracking.lifecycle import PARENT_ENV, git_commit, open_run
+from dabench.tracking.store import launch_dir, tracking_uri
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 class MlflowParentRunCallback(Callback):
     def __init__(self) -> None:
         self.run_id: str | None = None
+        self.run = None
         self.client = None
         self.previous_env: str | None = None
 
@@ -33,21 +34,17 @@ class MlflowParentRunCallback(Callback):
         tracking = config.get("tracking") or {}
         if not tracking.get("enabled", True):
             return
-        from mlflow.entities import Param, RunTag
-
         uri = tracking_uri(tracking.get("uri"))
-        self.client, experiment_id = client_and_experiment(uri, tracking.get("experiment") or "dabench")
         overrides = list(config.hydra.overrides.task)
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
-        run = self.client.create_run(experiment_id, run_name=name[:250])
-        self.run_id = run.info.run_id
-        self.client.log_batch(
-            self.run_id,
-            params=[Param("multirun.overrides", " ".join(overrides)[:6000]),
-                    Param("multirun.sweep_dir", str(config.hydra.sweep.dir))],
-            tags=[RunTag("dabench.parent", "true"), RunTag("dabench.git_commit", git_commit(launch_dir())),
-                  RunTag("mlflow.note.content", f"Multirun: python -m dabench {' '.join(overrides)} -m")],
-        )
+        # opened now (real start time), closed in on_multirun_end (real end time)
+        self.run = open_run(experiment=tracking.get("experiment") or "dabench", uri=uri, run_name=name,
+                            parent_id="", standard=False,
+                            tags={"dabench.parent": "true", "dabench.git_commit": git_commit(launch_dir()),
+                                  "mlflow.note.content": f"Multirun: python -m dabench {' '.join(overrides)} -m"})
+        self.run.status_tags = False
+        self.client, self.run_id = self.run.client, self.run.run_id
+        self.run.log(params={"multirun.overrides": " ".join(overrides), "multirun.sweep_dir": str(config.hydra.sweep.dir)})
         self.previous_env = os.environ.get(PARENT_ENV)
         os.environ[PARENT_ENV] = self.run_id
         log.info("MLflow parent run %s (%s)", self.run_id, uri)
@@ -76,7 +73,7 @@ class MlflowParentRunCallback(Callback):
         if best is not None:
             metrics.append(Metric("jobs.best_samples_per_s", best, now, 0))
         self.client.log_batch(self.run_id, metrics=metrics)
-        self.client.set_terminated(self.run_id, status="FINISHED")
+        self.run.close(Status.OK)
         if self.previous_env is None:
             os.environ.pop(PARENT_ENV, None)
         else:

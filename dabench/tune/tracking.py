@@ -28,6 +28,8 @@ from pathlib import Path
 import optuna
 import yaml
 
+from dabench.status import Status
+from dabench.tracking.lifecycle import terminate
 from dabench.tune.plots import plot_history, plot_importance
 from dabench.tune.results import StudySummary
 
@@ -97,7 +99,7 @@ def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str)
 def mark_killed(client, parent_id: str) -> None:
     """An interrupted sweep: the parent run ends KILLED (so a re-run may adopt it)."""
     try:
-        client.set_terminated(parent_id, status="KILLED")
+        terminate(client, parent_id, Status.INTERRUPTED)  # KILLED, real end time
     except Exception as error:  # best effort while unwinding
         log.warning("could not mark MLflow run %s killed: %s", parent_id, error)
 
