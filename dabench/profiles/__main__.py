@@ -17,17 +17,18 @@ import tempfile
 from pathlib import Path
 
 from dabench.profiles import parse
-from dabench.status import Status
 from dabench.profiles.report import ArtifactReport
+from dabench.status import Status
 
 
 def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
-    """Record ``report`` as one MLflow run (see module doc); returns the run id."""
-    from dabench.tracking import log_run
+    """Record ``report`` as one MLflow run (see module doc); returns the run id. The run is open
+    while the sources are gathered and logged (dabench.tracking.lifecycle.recorded_run): an
+    error or Ctrl-C on the way ends it crashed or interrupted instead of losing it."""
+    from dabench.tracking.lifecycle import recorded_run
 
     tags = {
         "dabench.mode": "measure",
-        "dabench.status": Status.OK.value,
         "dabench.source": report.source,
         "dabench.imported_from": str(path.resolve()),
         "dabench.profile.subtask_kind": report.subtask_kind,
@@ -39,7 +40,9 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         tags["dabench.bottleneck"] = report.bottleneck
     if report.load_imbalance_basis:
         tags["dabench.load_imbalance_basis"] = report.load_imbalance_basis
-    with tempfile.TemporaryDirectory() as tmp:
+    name = run_name or f"import {report.source} {path.name}"
+    with recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags) as run, \
+            tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "profile.json").write_text(json.dumps(report.to_dict(), indent=1))
         sources, base = folder / "vendor", (path if path.is_dir() else path.parent).resolve()
@@ -48,9 +51,10 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
             target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-        return log_run(experiment=experiment, uri=uri, run_name=run_name or f"import {report.source} {path.name}",
-                       params={"import.path": str(path.resolve()), "import.format": report.source},
-                       metrics=report.metrics(), tags=tags, artifact_dir=folder)
+        run.log(params={"import.path": str(path.resolve()), "import.format": report.source}, metrics=report.metrics())
+        run.log_artifacts(folder)
+        run.set_status(Status.OK)  # tag dabench.status written when the run closes
+    return run.run_id
 
 
 def main(argv: list[str] | None = None) -> int:
