@@ -112,7 +112,7 @@ def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, art
         from dabench.tracking.lifecycle import recorded_run
 
         opened = recorded_run(experiment=tracking.get("experiment") or "dabench", uri=tracking.get("uri"),
-                              run_name=name, status_tags=False)
+                              run_name=name, status_tags=False, parent_id=tracking.get("parent_run_id") or None)
     with opened as run:
         result = run_container(container, rc)
         artifacts = _write_artifacts(artifacts_dir, container, result, name)
