@@ -24,7 +24,16 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A GPT-2 style decoder stack. ``ffn_hidden = ffn_mult * hidden_size``."""
+    """A GPT-2 style decoder stack. ``ffn_hidden = ffn_size or ffn_mult * hidden_size``.
+
+    Variants the op graph prices (dabench/workload/opgraph.py), all off by default (GPT-2):
+    ``ffn_type`` gelu (two matrices) or swiglu (gate, up, down: LLaMA); ``position`` learned (a
+    table of seq_len x hidden) or rotary (no table; GPT-J, LLaMA); ``tie_embeddings`` (the LM head
+    reuses the token table: GPT-2, BERT); ``cross_attention_layers`` of the ``n_layers`` blocks
+    also attend to an encoder output (an encoder-decoder of L + L layers is n_layers = 2L with L
+    cross-attention layers); ``head_tokens`` positions per sequence reach the LM head (0 = all;
+    BERT's MLM head sees its masked positions only).
+    """
 
     name: str
     n_layers: int
@@ -33,6 +42,12 @@ class ModelConfig:
     seq_len: int
     vocab_size: int
     ffn_mult: int = 4
+    ffn_size: int = 0
+    ffn_type: str = "gelu"
+    position: str = "learned"
+    tie_embeddings: bool = False
+    cross_attention_layers: int = 0
+    head_tokens: int = 0
 
     @property
     def head_dim(self) -> int:
@@ -40,7 +55,7 @@ class ModelConfig:
 
     @property
     def ffn_hidden(self) -> int:
-        return self.ffn_mult * self.hidden_size
+        return self.ffn_size or self.ffn_mult * self.hidden_size
 
 
 @dataclass(frozen=True)
@@ -261,7 +276,18 @@ def build_model(section: Mapping[str, Any]) -> ModelConfig:
         seq_len=_positive_int(section, "seq_len", p),
         vocab_size=_positive_int(section, "vocab_size", p),
         ffn_mult=_positive_int(section, "ffn_mult", p, 4),
+        ffn_size=_positive_int(section, "ffn_size", p, 0) if section.get("ffn_size") else 0,
+        ffn_type=_choice(section, "ffn_type", p, ("gelu", "swiglu"), "gelu"),
+        position=_choice(section, "position", p, ("learned", "rotary"), "learned"),
+        tie_embeddings=bool(section.get("tie_embeddings", False)),
+        cross_attention_layers=int(section.get("cross_attention_layers") or 0),
+        head_tokens=int(section.get("head_tokens") or 0),
     )
+    if not 0 <= model.cross_attention_layers <= model.n_layers:
+        raise ConfigError("model.cross_attention_layers", model.cross_attention_layers,
+                          f"must be between 0 and model.n_layers={model.n_layers}")
+    if not 0 <= model.head_tokens <= model.seq_len:
+        raise ConfigError("model.head_tokens", model.head_tokens, f"must be between 0 (all) and model.seq_len={model.seq_len}")
     if model.hidden_size % model.n_heads:
         raise ConfigError(
             "model.hidden_size",

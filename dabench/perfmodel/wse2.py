@@ -1,38 +1,52 @@
 """Cerebras WSE-2 (CS-2): layer-pipelined kernels on the PE array, or weight streaming.
 
-Layer-pipelined mapping (Model Zoo R1.x, the compile reports of the DABench-LLM artifact):
+Knobs: perfmodel/knobs/wse2.py (values in conf/hardware/wse2.yaml, provenance in
+conf/hardware/sources/wse2.yaml). Symbols: f = peak / PEs on the wafer (FLOP/s per PE).
 
-- Kernels, as the compile report names them: ``emb`` (embedding), per decoder block
-  ``attention<i>`` (ln1, q/k/v, attention core, out-projection, residual) and two ``fc`` kernels
-  (ln2 + fc1 + GELU; fc2 + residual), and ``mlm_loss`` (final norm, LM head, loss).
-- Every kernel runs at once, each on its own PEs, and samples stream through them: the pipeline's
-  rate is the slowest kernel's. A kernel with p PEs and w FLOPs per sample (forward + backward,
-  plus its share of the weight update) runs at r = p * f * u / w samples/s, f = peak / PEs on the
-  wafer (FLOP/s per PE), u = ``kernel_compute_utilization``.
-- The compiler sizes kernels by their work (p proportional to w, so all rates match), within the
-  PE budget of the compiled region (``compute_units[pe_region]``). A kernel cannot usefully take
-  more than params / ``min_weights_per_pe`` PEs; when even that leaves most of the region idle
-  (small models), the whole pipeline is replicated on the wafer (``options.replicas: auto``) and
-  the replicas all-reduce their gradients over the on-wafer fabric every step (a ring whose hop
-  bandwidth is the fabric bandwidth per PE times the sqrt(PEs) on a replica's edge).
-- PE counts are whole numbers (rounded down), which is what keeps rates from matching exactly.
-- Step = (samples per replica + 2K - 2) / rate: a sample crosses the K kernels forward and back
-  (2K - 1 pipeline slots), so each step pays a pipeline fill and drain; then the weight update
-  (each kernel updates its own weights), then the replica all-reduce.
-- On-wafer SRAM is a hard limit: weights (fp32 master + 16-bit copy under mixed), gradients,
-  AdamW moments, and the activations in flight: kernel j of K keeps
-  (2 (K-1-j) + 1) * ``stash_samples_per_hop`` samples' saved activations (forward to backward).
-  Beyond the capacity the run fails (``execution_mode: pipelined``) or falls back to weight
-  streaming (``auto``).
+Layer-pipelined mapping (Model Zoo R1.x; the compile reports of the DABench-LLM artifact):
+
+- Kernels, as the compile report names them: ``emb`` (embedding), per block ``attention<i>``
+  (ln1, q/k/v, attention core, out-projection, residual; and the cross-attention of an
+  encoder-decoder), two ``fc`` kernels (ln2 + fc1 + activation; fc2 + residual), ``mlm_loss``
+  (final norm, LM head, loss). Every kernel runs at once on its own PEs and samples stream
+  through them: the pipeline runs at its slowest kernel's rate.
+- The compiler sizes kernels for a target rate R: kernel k with w_k FLOPs per sample (forward +
+  backward + its share of the update) gets p_k = ceil(w_k R / g) PEs, g = f *
+  ``pipelined_pe_efficiency`` * H / (H + ``pipelined_half_width``) (the FLOP/s an allocated PE
+  sustains: a wider layer keeps its PEs busier; the same law as in weight streaming). R is the compile's rate
+  ceiling ``pipeline_rate_cap_samples_per_s`` (every compile report of the artifact's sweep, from
+  d_model 16 to 1024, lands at 5,887-5,897 samples/s at 5% to 79% Active PEs), unless the region
+  cannot hold that: then R = ``region_fill`` * region PEs * g / sum_k w_k (the placer uses at
+  most ``region_fill`` of the region: the paper's 92-93%). Active PEs = sum_k p_k / region PEs.
+- The pipeline never drains between steps and each kernel updates its weights while samples
+  keep streaming (the compile reports print the same samples/s at batch 2, 128 and 2,048):
+  step = samples / R, so samples/s is flat in the batch.
+- On-chip memory: the compiled region holds the weights and optimizer state (fp32 master,
+  16-bit copy, gradients, AdamW moments) and, per kernel, the saved activations of
+  ``stash_tokens_per_kernel`` tokens (data moves through the pipeline in token rows; the window a
+  kernel holds between its forward and backward is a fixed number of rows): linear in depth. Its capacity is the region's share of the wafer's SRAM.
+  Beyond it the compile fails (``execution_mode: pipelined``; the paper's runs fail beyond 72
+  layers) or falls back to weight streaming (``auto``).
+- ``replicas`` > 1 copies the pipeline across the region (intra-chip data parallelism): each
+  copy gets 1/replicas of the region and the copies all-reduce gradients over the fabric (a ring
+  whose hop bandwidth is the fabric bandwidth per PE times sqrt(PEs) on a copy's edge). The
+  compile reports show one copy even at 37% Active PEs, so the default is 1; ``auto`` picks the
+  count predicted fastest.
 
 Weight streaming (R2.x appliance; ``execution_mode: weight_streaming``, or ``auto`` when the
-pipelined layout does not fit): one layer at a time owns the compiled region; its 16-bit weights
-stream in from MemoryX and its gradients stream out to SwarmX at the system I/O bandwidth
-(``memory[memoryx].bandwidth_Bps``). Per layer and direction, time = max(compute of the whole
-batch, streaming). Activations of the micro-batch stay on the wafer (capacity-checked); the
-weights and optimizer state live in MemoryX. ``parallel=dp`` (several CS-2s, weight streaming
-only) splits the batch and reduces gradients in SwarmX as they stream (exposed cost: the
-reduction tree's latency).
+pipelined layout does not fit): one layer at a time owns the wafer; its 16-bit weights stream in
+from MemoryX and its gradients stream out to SwarmX at the system I/O bandwidth. A layer's
+matmuls spread over the whole wafer reach e(H) = ``ws_efficiency_max`` * H / (H +
+``ws_half_width``) of the peak (a wider layer fills the PE grid better). The batch is split into
+micro-batches when the activations of the whole batch do not fit: the wafer keeps, per
+micro-batch, every layer's input (checkpoints; blocks recompute their forward in backward) and
+one layer's working activations; weights stream again for each micro-batch. Per layer and
+micro-batch, time = max(compute, weights in) forward + max(compute, weights in, gradients out)
+backward. ``parallel=dp`` (several CS-2s) splits the batch; SwarmX reduces gradients as they
+stream (exposed cost: the reduction tree's latency).
+
+Precision: CSX always runs 16-bit arithmetic; ``fp16`` adds dynamic loss scaling (gradients
+unscaled and checked for overflow), priced as ``fp16_loss_scaling_overhead`` of backward time.
 """
 
 from __future__ import annotations
@@ -45,189 +59,107 @@ from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
 from dabench.perfmodel.common import make_profile, peak_flops, require_strategy
 from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.knobs.wse2 import MODES, Wse2Knobs
+from dabench.perfmodel.knobs.wse2 import MODES, Wse2Knobs  # noqa: F401  (MODES re-exported)
 from dabench.profile import CommEvent, Subtask, UnitUse
 from dabench.status import CapacityError, UnsupportedError
 from dabench.workload.opgraph import Layer, OpGraph
 
 SOURCE = "perfmodel.wse2"
-ATTENTION_OPS = ("ln1", "attn.q", "attn.k", "attn.v", "attn.sdpa", "attn.proj", "residual1")
 FC_IN_OPS = ("ln2", "mlp.fc1", "mlp.gelu")
 FC_OUT_OPS = ("mlp.fc2", "residual2")
+#: the paper's last depth that compiled (enc = dec = 72 in the artifact's layer sweep)
+PAPER_MAX_LAYERS = 72
+
+
+def _kernel_of(op_name: str) -> str:
+    """Which per-block kernel an op belongs to: attention (ln1, attn.*, residual1, xattn.*), fc_in, fc_out."""
+    if op_name in FC_IN_OPS:
+        return "fc_in"
+    if op_name in FC_OUT_OPS:
+        return "fc_out"
+    return "attention"
 
 
 @dataclass(frozen=True)
 class KernelKind:
-    """One kind of kernel; ``count`` identical copies (one per decoder block, or 1)."""
+    """One kind of kernel; ``count`` identical copies (one per block, or 1)."""
 
     name: str
     count: int
-    train_flops: float  #: forward + backward FLOPs per sample
+    train_flops: float  #: forward + backward FLOPs per sample (backward weighted for loss scaling)
     opt_flops: float  #: weight-update FLOPs per step
     params: int
     saved_bytes: float  #: activations kept from forward to backward, per sample
-    weight_flops: float  #: the part of train_flops done by ops that own weights (per sample)
 
 
 @dataclass(frozen=True)
 class Wse2Params:
-    """The model's inputs: the typed knobs (perfmodel/knobs/wse2.py) plus the hardware spec's numbers."""
+    """The model's inputs: the typed knobs plus the hardware spec's numbers."""
 
+    knobs: Wse2Knobs
     region_pes: int
     wafer_pes: int
     pe_flops: float
-    utilization: float
-    min_weights_per_pe: float
-    stash_samples_per_hop: float
     sram_bytes: float
     memoryx_Bps: float
-    fabric_Bps: float
-    fabric_latency_s: float
-    mode: str
-    replicas: int | None  #: None = auto
+    bwd_weight: float  #: 1 + loss-scaling overhead under fp16
+    fill: float  #: width_fill of the model's hidden size
+
+    @property
+    def region_sram_bytes(self) -> float:
+        """SRAM of the compiled region: its PEs' share of the wafer's SRAM."""
+        return self.sram_bytes * self.region_pes / self.wafer_pes
 
 
-def knobs(rc: RunConfig) -> Wse2Params:
+def params_of(rc: RunConfig) -> Wse2Params:
     hw = rc.hardware
-    o: Wse2Knobs = knobs_for(hw)
+    k: Wse2Knobs = knobs_for(hw)
     wafer = int(hw.units("pes"))
     return Wse2Params(
-        region_pes=int(hw.units("pe_region")),
+        knobs=k,
+        region_pes=k.region_pes,
         wafer_pes=wafer,
         pe_flops=peak_flops(rc) / wafer,
-        utilization=o.kernel_compute_utilization,
-        min_weights_per_pe=o.min_weights_per_pe,
-        stash_samples_per_hop=o.stash_samples_per_hop,
         sram_bytes=float(hw.memory_level("sram").capacity_bytes),
         memoryx_Bps=float(hw.memory_level("memoryx").bandwidth_Bps),
-        fabric_Bps=o.fabric_bandwidth_Bps,
-        fabric_latency_s=o.fabric_hop_latency_s,
-        mode=o.execution_mode,
-        replicas=None if o.replicas == "auto" else int(o.replicas),
+        bwd_weight=1.0 + (k.fp16_loss_scaling_overhead if rc.precision.name == "fp16" else 0.0),
+        fill=width_fill(rc.model.hidden_size, k.pipelined_half_width),
     )
 
 
-def _group(layer: Layer, names: tuple[str, ...] | None, batch: int) -> tuple[float, float, int, float, float]:
-    """(train FLOPs per sample, opt FLOPs per step, params, saved bytes per sample, FLOPs per sample
-    of the ops owning weights) of a layer's ops named ``names`` (all ops when None); the layer's
-    AdamW update is split by params."""
-    train = opt = saved = weighted = 0.0
-    params = 0
-    owners = {op.name for op in layer.ops if op.params}
+def _groups(layer: Layer, batch: int, bwd_weight: float) -> dict[str, list[float]]:
+    """kernel -> [train FLOPs per sample, opt FLOPs per step, params, saved bytes per sample] of a
+    layer's ops (all ops in one kernel unless the layer is a block); the update split by params."""
+    out: dict[str, list[float]] = {}
     for op in layer.ops:
-        if op.phase == "opt" or (names is not None and op.name not in names):
+        if op.phase == "opt":
             continue
-        train += op.flops
-        params += op.params
-        saved += op.saved_bytes
-        if op.name in owners:
-            weighted += op.flops
+        name = _kernel_of(op.name) if layer.kind == "block" else layer.kind
+        g = out.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+        g[0] += op.flops * (bwd_weight if op.phase == "bwd" else 1.0) / batch
+        g[2] += op.params
+        g[3] += op.saved_bytes / batch
     if layer.params:
-        opt = layer.totals.flops["opt"] * params / layer.params
-    return train / batch, opt, params, saved / batch, weighted / batch
+        for g in out.values():
+            g[1] = layer.totals.flops["opt"] * g[2] / layer.params
+    return out
 
 
-def kernel_kinds(graph: OpGraph) -> list[KernelKind]:
+def kernel_kinds(graph: OpGraph, bwd_weight: float = 1.0) -> list[KernelKind]:
     b = graph.batch_size
-    kinds = [KernelKind("emb", 1, *_group(graph.layer("embedding"), None, b))]
+    emb = _groups(graph.layer("embedding"), b, bwd_weight)["embedding"]
+    kinds = [KernelKind("emb", 1, emb[0], emb[1], int(emb[2]), emb[3])]
     if graph.model.n_layers:
-        block = graph.layer("block.0")
+        block = _groups(graph.layer("block.0"), b, bwd_weight)
         n = graph.model.n_layers
-        kinds += [KernelKind("attention", n, *_group(block, ATTENTION_OPS, b)),
-                  KernelKind("fc_in", n, *_group(block, FC_IN_OPS, b)),
-                  KernelKind("fc_out", n, *_group(block, FC_OUT_OPS, b))]
-    kinds.append(KernelKind("mlm_loss", 1, *_group(graph.layer("head"), None, b)))
+        kinds += [KernelKind(name, n, g[0], g[1], int(g[2]), g[3])
+                  for name, g in ((name, block[name]) for name in ("attention", "fc_in", "fc_out"))]
+    head = _groups(graph.layer("head"), b, bwd_weight)["head"]
+    kinds.append(KernelKind("mlm_loss", 1, head[0], head[1], int(head[2]), head[3]))
     return kinds
 
 
-def _stash_bytes(kinds: list[KernelKind], slots_per_hop: float) -> float:
-    """Sum over kernels j (pipeline order: emb, then attention/fc_in/fc_out per block, mlm_loss)
-    of saved bytes per sample * (2 (K-1-j) + 1) * slots per hop, summed in closed form per kind."""
-    k_total = sum(kind.count for kind in kinds)
-    n_blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
-    total = 0.0
-    position = {"emb": [0], "mlm_loss": [k_total - 1]}
-    for kind in kinds:
-        if kind.name in position:
-            hops = sum(2 * (k_total - 1 - j) + 1 for j in position[kind.name])
-        else:
-            offset = {"attention": 1, "fc_in": 2, "fc_out": 3}[kind.name]
-            # positions j = offset + 3 i, i = 0..n-1: sum of 2 (K - 1 - j) + 1
-            hops = n_blocks * (2 * (k_total - 1 - offset) + 1) - 6 * n_blocks * (n_blocks - 1) / 2
-        total += kind.saved_bytes * hops * slots_per_hop
-    return total
-
-
 # ----------------------------------------------------------------------------- pipelined
-
-
-def _pipelined(rc: RunConfig, graph: OpGraph, k: Wse2Params, kinds: list[KernelKind], samples: int):
-    per_pe = k.pe_flops * k.utilization
-    work = [kind.train_flops + kind.opt_flops / samples for kind in kinds]
-    pes_per_rate = sum(kind.count * w / per_pe for kind, w in zip(kinds, work))  # PEs per (sample/s)
-    # a kernel's weight-owning ops spread over at most params / min_weights_per_pe PEs; its other
-    # work (the attention core) gets PEs in the same proportion, so its rate is capped at
-    cap_rate = min(max(1.0, kind.params / k.min_weights_per_pe) * per_pe / max(kind.weight_flops, 1.0)
-                   for kind in kinds)
-    k_total = sum(kind.count for kind in kinds)
-    grads = graph.params * graph.precision.param_bytes
-    state = training_state(graph.params, graph.precision, compute_copy=True)
-    stash = _stash_bytes(kinds, k.stash_samples_per_hop)
-
-    def layout(replicas: int):
-        """(step seconds, PEs per replica, PEs per kernel, all-reduce seconds) for ``replicas``."""
-        # whole PEs, rounded up so that no kernel falls below the target rate; the budget keeps room
-        # for the rounding (at most one PE per kernel)
-        target = min(cap_rate, max(1e-9, k.region_pes / replicas - k_total) / pes_per_rate)
-        pes = [max(1, math.ceil(target * w / per_pe)) for w in work]
-        used = sum(kind.count * p for kind, p in zip(kinds, pes))
-        rate = min(p * per_pe / w for p, w in zip(pes, work))
-        allreduce = 0.0
-        if replicas > 1:
-            hop = _FabricLink(k.fabric_Bps / k.wafer_pes * math.sqrt(used), k.fabric_latency_s)
-            allreduce = ring_allreduce_s(grads, replicas, hop)
-        update = max(kind.opt_flops / (p * per_pe) for kind, p in zip(kinds, pes))
-        step = (samples / replicas + 2 * k_total - 2) / rate + update + allreduce
-        return step, used, pes, allreduce
-
-    if k.replicas is not None:
-        replicas = k.replicas
-    else:
-        # replicate while a copy of the pipeline at its capped rate fits the region and each
-        # replica still gets a sample; keep the count that predicts the shortest step
-        most = max(1, min(samples, int(k.region_pes // (cap_rate * pes_per_rate + k_total))))
-        candidates = {most} | {2**i for i in range(most.bit_length()) if 2**i <= most}
-        fitting = [r for r in sorted(candidates) if r * (state.total + stash) <= k.sram_bytes] or [1]
-        replicas = min(fitting, key=lambda r: layout(r)[0])
-    step, used, pes, allreduce = layout(replicas)
-    if used * replicas > k.region_pes:
-        raise CapacityError("wse2 compiled-region PEs", used * replicas, k.region_pes,
-                            f"{replicas} replicas of {used} PEs; every kernel needs at least one PE")
-    rates = [p * per_pe / w for p, w in zip(pes, work)]
-    rate = min(rates)
-    needed = replicas * (state.total + stash)
-    require_fits("wse2 on-wafer SRAM", needed, k.sram_bytes,
-                 f"pipelined, {replicas} replica(s) x ({state.describe()} + activations in flight "
-                 f"{stash / 2**30:.2f} GiB over {sum(kind.count for kind in kinds)} kernels)")
-
-    comm = [CommEvent("dp", "allreduce", grads, allreduce, replicas)] if replicas > 1 else []
-    subtasks = []
-    for kind, p, r in zip(kinds, pes, rates):
-        for i in range(kind.count):
-            name = kind.name if kind.count == 1 else f"{kind.name}{i + 1}"
-            subtasks.append(Subtask(name, rate=r, units={"pes": float(p)}, flops=kind.train_flops * samples))
-    extra = {
-        "wse2.kernels": float(k_total),
-        "wse2.replicas": float(replicas),
-        "wse2.pipeline_rate_samples_per_s": rate * replicas,
-        "wse2.fill_fraction": (2 * k_total - 2) / rate / step,
-        "wse2.allreduce_s": allreduce,
-        "wse2.sram_fraction": needed / k.sram_bytes,
-        "wse2.kernel_cap_rate_samples_per_s": cap_rate,
-    }
-    units = {"pes": UnitUse(float(used * replicas), float(k.region_pes)),
-             "wafer_pes": UnitUse(float(used * replicas), float(k.wafer_pes))}
-    return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"
 
 
 @dataclass(frozen=True)
@@ -236,32 +168,128 @@ class _FabricLink:
     latency_s: float
 
 
+def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float):
+    """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s)."""
+    k = p.knobs
+    g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
+    work = [kind.train_flops for kind in kinds]
+    total = sum(kind.count * w for kind, w in zip(kinds, work))
+    budget = k.region_fill * p.region_pes / replicas
+    rate = min(k.pipeline_rate_cap_samples_per_s, budget * g / total)
+    pes = [max(1, math.ceil(w * rate / g)) for w in work]
+    used = sum(kind.count * n for kind, n in zip(kinds, pes))
+    for _ in range(50):  # whole PEs (rounded up): shrink the target until the rounded layout fits
+        if used <= budget:
+            break
+        rate *= min(0.999, budget / used)
+        pes = [max(1, math.ceil(w * rate / g)) for w in work]
+        used = sum(kind.count * n for kind, n in zip(kinds, pes))
+    rate = min(k.pipeline_rate_cap_samples_per_s, min(n * g / w for n, w in zip(pes, work)))
+    allreduce = 0.0
+    if replicas > 1:
+        hop = _FabricLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
+        allreduce = ring_allreduce_s(grads, replicas, hop)
+    step = samples / replicas / rate + allreduce
+    return step, used, pes, rate, allreduce
+
+
+def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelKind], samples: int):
+    k = p.knobs
+    grads = graph.params * graph.precision.param_bytes
+    state = training_state(graph.params, graph.precision, compute_copy=True)
+    stash = sum(kind.count * kind.saved_bytes for kind in kinds) / graph.model.seq_len * k.stash_tokens_per_kernel
+    per_copy = state.total + stash
+    if k.replicas == "auto":
+        g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
+        total = sum(kind.count * kind.train_flops for kind in kinds)
+        most = max(1, min(samples, int(k.region_fill * p.region_pes * g / (total * k.pipeline_rate_cap_samples_per_s))))
+        candidates = sorted({most} | {2**i for i in range(most.bit_length()) if 2**i <= most})
+        fitting = [r for r in candidates if r * per_copy <= p.region_sram_bytes] or [1]
+        replicas = min(fitting, key=lambda r: _layout(p, kinds, samples, r, grads)[0])
+    else:
+        replicas = int(k.replicas)
+    needed = replicas * per_copy
+    require_fits("wse2 on-wafer SRAM", needed, p.region_sram_bytes,
+                 f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
+                 f"{stash / 2**30:.2f} GiB: {k.stash_tokens_per_kernel:.0f} tokens x "
+                 f"{sum(kind.count for kind in kinds)} kernels) in the compiled region's "
+                 f"{p.region_pes:,} PEs; the paper's layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers)")
+    step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads)
+    if used * replicas > p.region_pes:
+        raise CapacityError("wse2 compiled-region PEs", used * replicas, p.region_pes,
+                            f"{replicas} replicas of {used} PEs; every kernel needs at least one PE")
+    g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
+    comm = [CommEvent("dp", "allreduce", grads, allreduce, replicas)] if replicas > 1 else []
+    subtasks = []
+    for kind, n in zip(kinds, pes):
+        r = min(k.pipeline_rate_cap_samples_per_s, n * g / max(kind.train_flops, 1e-9))
+        for i in range(kind.count):
+            name = kind.name if kind.count == 1 else f"{kind.name}{i + 1}"
+            subtasks.append(Subtask(name, rate=r, units={"pes": float(n)}, flops=kind.train_flops * samples))
+    k_total = sum(kind.count for kind in kinds)
+    extra = {
+        "wse2.kernels": float(k_total),
+        "wse2.replicas": float(replicas),
+        "wse2.pipeline_rate_samples_per_s": rate * replicas,
+        "wse2.rate_capped": float(rate >= k.pipeline_rate_cap_samples_per_s * (1 - 1e-9)),
+        "wse2.allreduce_s": allreduce,
+        "wse2.sram_fraction": needed / p.region_sram_bytes,
+        "wse2.active_pes_fraction": used * replicas / p.region_pes,
+    }
+    units = {"pes": UnitUse(float(used * replicas), float(p.region_pes)),
+             "wafer_pes": UnitUse(float(used * replicas), float(p.wafer_pes))}
+    return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"
+
+
 # ----------------------------------------------------------------------------- weight streaming
 
 
-def _weight_streaming(rc: RunConfig, graph: OpGraph, k: Wse2Params, samples: int):
-    """Layer by layer over the whole step's batch; activations checkpointed at layer inputs
-    (assumption: every layer's forward is recomputed in its backward pass)."""
-    per_region = k.region_pes * k.pe_flops * k.utilization
+def ws_efficiency(k: Wse2Knobs, hidden: int) -> float:
+    """Share of peak a layer of width ``hidden`` reaches when spread over the wafer."""
+    return k.ws_efficiency_max * width_fill(hidden, k.ws_half_width)
+
+
+def width_fill(hidden: int, half_width: float) -> float:
+    """H / (H + half width): how well a layer of width H keeps the PEs it is given busy."""
+    return hidden / (hidden + half_width)
+
+
+def _micro_batch(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int) -> tuple[int, float]:
+    """(largest micro-batch whose activations fit the wafer, bytes it needs)."""
+    e = graph.precision.compute_bytes
+    m = rc.model
+    per_sample = m.seq_len * m.hidden_size * e * m.n_layers  # every layer's input (checkpoints)
+    per_sample += max((layer.saved_bytes for layer in graph.layers), default=0.0) / graph.batch_size
+    # one layer's 16-bit weights and fp32 gradient in flight
+    fixed = max((layer.params for layer in graph.layers), default=0) * (e + graph.precision.param_bytes)
+    room = p.sram_bytes - fixed
+    mb = min(samples, int(room // per_sample)) if room > 0 else 0
+    if mb < 1:
+        raise CapacityError("wse2 on-wafer SRAM", fixed + per_sample, p.sram_bytes,
+                            "weight streaming: one sample's layer inputs and one layer's working set do not fit")
+    micro = math.ceil(samples / mb)
+    mb = math.ceil(samples / micro)  # even micro-batches
+    return mb, fixed + mb * per_sample
+
+
+def _weight_streaming(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
+    k = p.knobs
+    per_wafer = p.pe_flops * p.wafer_pes * ws_efficiency(k, rc.model.hidden_size)
     e, w = graph.precision.compute_bytes, graph.precision.param_bytes
-    scale = samples / graph.batch_size  # the graph is one micro-batch
-    checkpoints = samples * rc.model.seq_len * rc.model.hidden_size * e * rc.model.n_layers
-    working = max((layer.saved_bytes for layer in graph.layers), default=0.0)
-    activations = checkpoints + working
-    require_fits("wse2 on-wafer SRAM", activations, k.sram_bytes,
-                 f"weight streaming keeps each layer's input for {samples} samples and one layer's "
-                 f"activations for a micro-batch of {graph.batch_size} on the wafer")
+    mb, activations = _micro_batch(rc, graph, p, samples)
+    micro = math.ceil(samples / mb)
+    scale = mb / graph.batch_size  # the graph is one run micro-batch
     subtasks, total, streaming_bound = [], 0.0, 0
     for layer in graph.layers:
-        fwd = scale * layer.totals.flops["fwd"] / per_region
+        fwd = scale * layer.totals.flops["fwd"] / per_wafer
         recompute = layer.totals.flops["fwd"] if layer.kind == "block" else 0.0
-        bwd = scale * (layer.totals.flops["bwd"] + recompute) / per_region
-        weights_in = layer.params * e / k.memoryx_Bps
-        grads_out = layer.params * w / k.memoryx_Bps
-        t = max(fwd, weights_in) + max(bwd, weights_in, grads_out)
+        bwd = scale * (layer.totals.flops["bwd"] * p.bwd_weight + recompute) / per_wafer
+        weights_in = layer.params * e / p.memoryx_Bps
+        grads_out = layer.params * w / p.memoryx_Bps
+        t = micro * (max(fwd, weights_in) + max(bwd, weights_in, grads_out))
         streaming_bound += weights_in > fwd
         total += t
-        subtasks.append(Subtask(layer.name, time_s=t, units={"pes": float(k.region_pes)}))
+        subtasks.append(Subtask(layer.name, time_s=t, units={"pes": float(p.wafer_pes)}))
     chips = rc.parallel.n_chips
     comm: list[CommEvent] = []
     if chips > 1:
@@ -271,25 +299,26 @@ def _weight_streaming(rc: RunConfig, graph: OpGraph, k: Wse2Params, samples: int
         total += latency
     state = training_state(graph.params, graph.precision, compute_copy=True)
     extra = {"wse2.kernels": float(len(graph.layers)), "wse2.replicas": 1.0,
-             "wse2.sram_fraction": activations / k.sram_bytes,
+             "wse2.sram_fraction": activations / p.sram_bytes,
+             "wse2.micro_batches": float(micro), "wse2.micro_batch": float(mb),
+             "wse2.ws_efficiency": ws_efficiency(k, rc.model.hidden_size),
              "wse2.streaming_bound_layers": float(streaming_bound)}
-    units = {"pes": UnitUse(float(k.region_pes), float(k.region_pes)),
-             "wafer_pes": UnitUse(float(k.region_pes), float(k.wafer_pes))}
+    units = {"pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes)),
+             "wafer_pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes))}
     return total, units, subtasks, {"sram": activations, "memoryx": state.total}, comm, extra, "layer"
 
 
 # ----------------------------------------------------------------------------- predict
 
 
-def _one_system(rc: RunConfig, graph: OpGraph, k: Wse2Params, samples: int):
-    kinds = kernel_kinds(graph)
-    if k.mode == "weight_streaming":
-        return _weight_streaming(rc, graph, k, samples) + ("weight_streaming",)
+def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
+    if p.knobs.execution_mode == "weight_streaming":
+        return _weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
     try:
-        return _pipelined(rc, graph, k, kinds, samples) + ("pipelined",)
+        return _pipelined(rc, graph, p, kernel_kinds(graph, p.bwd_weight), samples) + ("pipelined",)
     except CapacityError:
-        if k.mode == "auto":
-            return _weight_streaming(rc, graph, k, samples) + ("weight_streaming",)
+        if p.knobs.execution_mode == "auto":
+            return _weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
         raise
 
 
@@ -298,13 +327,13 @@ def predict(rc: RunConfig, graph: OpGraph):
     pipelined layout cannot fit the wafer (and ``execution_mode`` is not ``auto``)."""
     require_strategy(rc, ("none", "dp"), "a CS-2 runs the whole model on one wafer; several CS-2s are "
                      "data parallel (parallel=dp, weight streaming)")
-    k = knobs(rc)
+    p = params_of(rc)
     chips = rc.parallel.n_chips
-    if chips > 1 and k.mode == "pipelined":
+    if chips > 1 and p.knobs.execution_mode == "pipelined":
         raise UnsupportedError("layer-pipelined execution runs on one CS-2 only (Model Zoo R1.x); set "
                                "hardware.options.execution_mode=weight_streaming for parallel=dp")
     per_system = rc.run.batch_size * rc.run.grad_accum
-    step, units, subtasks, memory, comm, extra, kind, mode = _one_system(rc, graph, k, per_system)
+    step, units, subtasks, memory, comm, extra, kind, mode = _one_system(rc, graph, p, per_system)
     single = per_system / step if chips == 1 else per_system / (step - sum(e.time_s for e in comm))
     return make_profile(rc, SOURCE, step, subtask_kind=kind, units=units, subtasks=subtasks, memory=memory,
                         comm=comm, single_chip_samples_per_s=single if chips > 1 else None, extra=extra,

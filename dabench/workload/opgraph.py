@@ -17,6 +17,26 @@ F = ffn_mult*H, vocabulary V, and element sizes e (activations, the compute dtyp
 - ``params``: parameters the op owns (on its forward entry only).
 - ``saved_bytes``: activation bytes kept from forward for backward (forward entries only).
 
+Model variants (:class:`~dabench.config.ModelConfig`; the defaults are GPT-2):
+
+- ``ffn_type: swiglu`` (LLaMA): ``mlp.fc1`` is the fused gate and up projections (H -> 2F),
+  ``mlp.gelu`` the SiLU-and-multiply (``SWIGLU_FLOPS_PER_ELEMENT`` per element of F), ``mlp.fc2``
+  the down projection. ``ffn_size`` sets F directly (LLaMA-7B: 11,008).
+- ``position: rotary`` (GPT-J, LLaMA): no position table; ``attn.rotary`` rotates q and k
+  (``ROTARY_FLOPS_PER_ELEMENT`` per element of both).
+- ``tie_embeddings`` (GPT-2, BERT): the LM head multiplies by the token table, which the
+  embedding owns: ``lm_head`` has no parameters of its own (it still reads the table).
+- ``cross_attention_layers = c`` of n blocks (an encoder-decoder of L + L layers is n = 2L,
+  c = L): decoder blocks also attend to the encoder output (``xattn.*``: q, k, v, scores,
+  out-projection, the same shapes as self-attention, keys from a sequence of the same length).
+  Blocks stay identical: every block carries c/n of a cross-attention (FLOPs, bytes, params and
+  saved bytes scaled by c/n), so the stack's totals are exact while a per-block view averages
+  encoder and decoder blocks.
+- ``head_tokens = m`` (BERT's MLM): only m positions per sequence reach the head, which first
+  applies BERT's prediction transform (``head.transform``: H x H dense, GELU, LayerNorm).
+- Biases are priced on every linear (LLaMA and GPT-J have none in most projections: <0.1% of
+  the FLOPs).
+
 Phases: ``fwd``, ``bwd`` and ``opt`` (AdamW update: 12 FLOPs per parameter; it reads parameter,
 gradient and both moments and writes parameter and moments). Decoder blocks are identical, so
 one block's ops are built once and shared by every block layer: building a graph costs the same
@@ -37,6 +57,8 @@ ADAMW_FLOPS_PER_PARAM = 12.0  #: moments (5), bias correction (2), sqrt+div (2),
 GELU_FLOPS_PER_ELEMENT = 8.0  #: tanh approximation: ~8 operations per element forward
 LAYERNORM_FLOPS_PER_ELEMENT = 8.0  #: mean, variance, normalise, scale, shift
 SOFTMAX_XENT_FLOPS_PER_ELEMENT = 5.0  #: max, exp, sum, log, pick per logit
+SWIGLU_FLOPS_PER_ELEMENT = 6.0  #: SiLU (exp, add, divide, multiply ~5) and the gate multiply
+ROTARY_FLOPS_PER_ELEMENT = 3.0  #: x*cos + rotate(x)*sin per element of q and k
 
 
 @dataclass(frozen=True)
@@ -194,26 +216,54 @@ def _adamw(params: int, s: int) -> Op:
     return Op("adamw", "optimizer", "opt", ADAMW_FLOPS_PER_PARAM * params, float(7 * params * s))
 
 
+def _scaled(ops: list[Op], fraction: float) -> list[Op]:
+    """``ops`` with FLOPs, bytes, params and saved bytes scaled by ``fraction`` (params rounded)."""
+    return [Op(op.name, op.op_class, op.phase, op.flops * fraction, op.bytes * fraction,
+               int(round(op.params * fraction)), op.saved_bytes * fraction) for op in ops]
+
+
+def _attention_ops(prefix: str, batch: int, model: ModelConfig, e: int, w: int, s: int, rotary: bool) -> list[Op]:
+    """q, k, v projections, the score/softmax/value core and the out-projection of one attention."""
+    tokens = batch * model.seq_len
+    h = model.hidden_size
+    act = tokens * h
+    ops: list[Op] = []
+    for name in ("q", "k", "v"):
+        ops += _linear(f"{prefix}.{name}", tokens, h, h, e, w, s)
+    if rotary:
+        ops += _elementwise(f"{prefix}.rotary", "elementwise", 2 * act, ROTARY_FLOPS_PER_ELEMENT, e, 0.0)
+    score = 4.0 * batch * model.seq_len * model.seq_len * h
+    lse = batch * model.n_heads * model.seq_len * 4
+    ops += [
+        Op(f"{prefix}.sdpa", "attention", "fwd", score, float(4 * act * e), 0, float(4 * act * e + lse)),
+        Op(f"{prefix}.sdpa", "attention", "bwd", 2.0 * score, float(8 * act * e)),
+    ]
+    ops += _linear(f"{prefix}.proj", tokens, h, h, e, w, s)
+    return ops
+
+
 def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
     tokens = batch * model.seq_len
     h, f = model.hidden_size, model.ffn_hidden
     act = tokens * h
     ops: list[Op] = []
     ops += _layernorm("ln1", tokens, h, e, w, s)
-    for name in ("attn.q", "attn.k", "attn.v"):
-        ops += _linear(name, tokens, h, h, e, w, s)
-    score = 4.0 * batch * model.seq_len * model.seq_len * h
-    lse = batch * model.n_heads * model.seq_len * 4
-    ops += [
-        Op("attn.sdpa", "attention", "fwd", score, float(4 * act * e), 0, float(4 * act * e + lse)),
-        Op("attn.sdpa", "attention", "bwd", 2.0 * score, float(8 * act * e)),
-    ]
-    ops += _linear("attn.proj", tokens, h, h, e, w, s)
+    ops += _attention_ops("attn", batch, model, e, w, s, model.position == "rotary")
     ops += _elementwise("residual1", "elementwise", act, 1.0, e, 0.0)
+    if model.cross_attention_layers:
+        fraction = model.cross_attention_layers / model.n_layers
+        cross = _layernorm("xattn.ln", tokens, h, e, w, s) + _attention_ops("xattn", batch, model, e, w, s, False) \
+            + _elementwise("xattn.residual", "elementwise", act, 1.0, e, 0.0)
+        ops += _scaled(cross, fraction)
     ops += _layernorm("ln2", tokens, h, e, w, s)
-    ops += _linear("mlp.fc1", tokens, h, f, e, w, s)
-    ops += _elementwise("mlp.gelu", "elementwise", tokens * f, GELU_FLOPS_PER_ELEMENT, e, float(tokens * f * e))
-    ops += _linear("mlp.fc2", tokens, f, h, e, w, s)
+    if model.ffn_type == "swiglu":
+        ops += _linear("mlp.fc1", tokens, h, 2 * f, e, w, s, bias=False)  # gate and up, fused
+        ops += _elementwise("mlp.gelu", "elementwise", tokens * f, SWIGLU_FLOPS_PER_ELEMENT, e, float(2 * tokens * f * e))
+        ops += _linear("mlp.fc2", tokens, f, h, e, w, s, bias=False)
+    else:
+        ops += _linear("mlp.fc1", tokens, h, f, e, w, s)
+        ops += _elementwise("mlp.gelu", "elementwise", tokens * f, GELU_FLOPS_PER_ELEMENT, e, float(tokens * f * e))
+        ops += _linear("mlp.fc2", tokens, f, h, e, w, s)
     ops += _elementwise("residual2", "elementwise", act, 1.0, e, 0.0)
     block_params = sum(op.params for op in ops)
     ops.append(_adamw(block_params, s))
@@ -223,7 +273,7 @@ def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[
 def _embedding_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
     tokens = batch * model.seq_len
     h = model.hidden_size
-    params = model.vocab_size * h + model.seq_len * h
+    params = model.vocab_size * h + (model.seq_len * h if model.position == "learned" else 0)
     act = tokens * h
     ops = [
         # gather a rows of each table, add them, write the sum
@@ -236,11 +286,18 @@ def _embedding_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tu
 
 
 def _head_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
-    tokens = batch * model.seq_len
+    tokens = batch * (model.head_tokens or model.seq_len)
     h, v = model.hidden_size, model.vocab_size
     ops: list[Op] = []
-    ops += _layernorm("ln_f", tokens, h, e, w, s)
-    ops += _linear("lm_head", tokens, h, v, e, w, s, bias=False)
+    ops += _layernorm("ln_f", batch * model.seq_len, h, e, w, s)
+    if model.head_tokens:  # BERT's prediction transform on the masked positions
+        ops += _linear("head.transform", tokens, h, h, e, w, s)
+        ops += _elementwise("head.gelu", "elementwise", tokens * h, GELU_FLOPS_PER_ELEMENT, e, float(tokens * h * e))
+        ops += _layernorm("head.ln", tokens, h, e, w, s)
+    lm_head = _linear("lm_head", tokens, h, v, e, w, s, bias=False)
+    if model.tie_embeddings:  # the token table is the embedding's parameter
+        lm_head = [Op(op.name, op.op_class, op.phase, op.flops, op.bytes, 0, op.saved_bytes) for op in lm_head]
+    ops += lm_head
     logits = tokens * v
     # cross-entropy over fp32 logits: cast, log-softmax and pick; keeps fp32 log-probabilities
     ops += [

@@ -31,7 +31,7 @@ def test_unknown_knob_lists_the_valid_ones_and_suggests_the_closest():
     with pytest.raises(ConfigError) as error:
         build_knobs("wse2", {**options, "execution_mod": "pipelined"})
     assert "did you mean 'execution_mode'" in str(error.value)
-    assert "kernel_compute_utilization" in str(error.value)
+    assert "region_fill" in str(error.value)
 
 
 def test_missing_and_out_of_range_knobs_are_refused_and_runner_keys_pass():
@@ -39,7 +39,7 @@ def test_missing_and_out_of_range_knobs_are_refused_and_runner_keys_pass():
     with pytest.raises(ConfigError, match="missing"):
         build_knobs("wse2", {k: v for k, v in options.items() if k != "execution_mode"})
     with pytest.raises(ConfigError, match="at most 1"):
-        build_knobs("wse2", {**options, "kernel_compute_utilization": 1.5})
+        build_knobs("wse2", {**options, "region_fill": 1.5})
     with pytest.raises(ConfigError, match="one of"):
         build_knobs("wse2", {**options, "execution_mode": "streaming"})
     assert build_knobs("wse2", {**options, "runner_num_csx": 2}).execution_mode == options["execution_mode"]

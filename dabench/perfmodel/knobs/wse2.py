@@ -1,4 +1,5 @@
-"""Knobs of the Cerebras WSE-2 model (perfmodel/wse2.py); values in conf/hardware/wse2.yaml."""
+"""Knobs of the Cerebras WSE-2 model (perfmodel/wse2.py). Values: conf/hardware/wse2.yaml's
+options; where each comes from: conf/hardware/sources/wse2.yaml."""
 
 from __future__ import annotations
 
@@ -12,11 +13,23 @@ MODES = ("pipelined", "weight_streaming", "auto")
 @register("wse2")
 @dataclass(frozen=True)
 class Wse2Knobs:
+    # settings (a user's choice)
     execution_mode: str = knob(choices=MODES, doc="pipelined (R1.x) | weight_streaming (R2.x) | auto")
     replicas: int | str = knob(integer=True, choices=("auto",),
-                               doc="on-wafer copies of a pipelined model; auto = as many as the compiler would make")
-    kernel_compute_utilization: float = knob(low=0.0, high=1.0, doc="share of a kernel's PE peak it sustains")
-    min_weights_per_pe: float = knob(low=0.0, doc="a weight-owning kernel spreads over at most params / this PEs")
-    stash_samples_per_hop: float = knob(low=0.0, doc="samples a kernel holds in flight (forward-to-backward stash)")
+                               doc="on-wafer copies of a pipelined model (intra-chip data parallel); auto = fastest")
+    # layer-pipelined
+    region_pes: int = knob(integer=True, doc="PEs of the compiled region a pipelined model is placed in")
+    region_fill: float = knob(low=0.0, high=1.0, doc="share of the compiled region's PEs the placer can use")
+    pipeline_rate_cap_samples_per_s: float = knob(low=0.0, doc="the pipelined compile's per-sample rate ceiling")
+    pipelined_pe_efficiency: float = knob(low=0.0, high=1.0,
+                                          doc="share of peak / PEs an allocated PE sustains on a very wide layer")
+    pipelined_half_width: float = knob(low=0.0, doc="hidden width at which a kernel's PEs reach half of pipelined_pe_efficiency")
+    stash_tokens_per_kernel: float = knob(low=0.0, doc="tokens of saved activations each kernel holds")
     fabric_bandwidth_Bps: float = knob(low=0.0, doc="on-wafer fabric bandwidth, bytes/s")
-    fabric_hop_latency_s: float = knob(low=0.0, doc="latency of one replica-to-replica hop, s")
+    fabric_hop_latency_s: float = knob(low=0.0, doc="latency of one replica-to-replica hop of the gradient ring, s")
+    # weight streaming
+    ws_efficiency_max: float = knob(low=0.0, high=1.0, doc="share of peak a very wide layer's matmuls reach")
+    ws_half_width: float = knob(low=0.0, doc="hidden width at which a streamed layer reaches half of ws_efficiency_max")
+    # precision
+    fp16_loss_scaling_overhead: float = knob(low=-1e-12, high=1.0,
+                                             doc="fp16 (dynamic loss scaling): extra share of backward time")
