@@ -45,8 +45,9 @@ def _summary(result: RunResult, name: str) -> str:
         f"{m['throughput.samples_per_s']:,.1f} samples/s",
         f"{m['throughput.tokens_per_s']:,.0f} tokens/s",
         f"step {m['step_time.median_s'] * 1e3:,.2f} ms",
-        f"compute eff {m['tier1.compute_efficiency']:.1%}",
     ]
+    if "tier1.compute_efficiency" in m:  # absent when the CPU could not be calibrated (busy machine)
+        parts.append(f"compute eff {m['tier1.compute_efficiency']:.1%}")
     if "tier1.allocation_ratio" in m:
         parts.append(f"alloc {m['tier1.allocation_ratio']:.1%}")
     if "tier1.load_imbalance" in m:

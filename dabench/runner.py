@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 
 from dabench.backends import get_backend
 from dabench.config import RunConfig
-from dabench.hardware import host_cpu_ceilings, resolve_ceilings
-from dabench.metrics.summary import Ceilings, compute_metrics, diagnosis
+from dabench.hardware import host_cpu_ceilings, is_calibrated, resolve_ceilings
+from dabench.metrics.checks import check_result, without_ceiling_metrics
+from dabench.metrics.summary import Ceilings, compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import PREDICTORS, get_predictor
 from dabench.profile import Profile
-from dabench.status import DabenchError, Status, UnsupportedError, is_ok
+from dabench.status import DabenchError, Diverged, InvalidResult, Status, UnsupportedError, is_ok
 from dabench.workload.opgraph import OpGraph, build_opgraph
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,11 @@ def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilin
     if ceilings is None:
         ceilings = resolve_ceilings(rc.hardware, rc.precision)
     profile = get_predictor(rc.hardware.arch)(rc, graph)
-    return Prediction(profile, graph, ceilings, compute_metrics(profile, graph, ceilings, rc.data_copies))
+    metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
+    failure = check_result(metrics, roofline_points(graph, profile, ceilings, rc.data_copies))
+    if failure is not None:  # a prediction that breaks a bound is a model bug, never a result
+        raise (Diverged if failure.status is Status.DIVERGED else InvalidResult)(failure.reason)
+    return Prediction(profile, graph, ceilings, metrics)
 
 
 def _rel_error(predicted: float, measured: float) -> float:
@@ -144,7 +149,9 @@ def execute(rc: RunConfig) -> RunResult:
         else:
             result.metrics = compute_metrics(result.profile, graph, ceilings, rc.data_copies)
         main = result.profile if result.profile is not None else result.predicted
-        result.diagnosis = diagnosis(main, graph, ceilings, result.metrics, rc.data_copies)
+        calibrated = is_calibrated(ceilings)  # False: CPU calibration refused (busy), none cached
+        result.diagnosis = (diagnosis(main, graph, ceilings, result.metrics, rc.data_copies) if calibrated
+                            else ("undiagnosed", f"no hardware ceilings: {ceilings.source}"))
         if result.mode == "validate":
             predicted_metrics = prediction.metrics
             for name in VALIDATED_METRICS:
@@ -152,10 +159,19 @@ def execute(rc: RunConfig) -> RunResult:
                     result.metrics[f"predict.{name}"] = predicted_metrics[name]
                     short = name.split(".", 1)[1] if name.startswith("throughput.") else name.replace(".", "_")
                     result.metrics[f"predict.rel_error.{short}"] = _rel_error(predicted_metrics[name], result.metrics[name])
+        if not calibrated:  # record no number relative to a ceiling rather than a guessed one
+            result.metrics = without_ceiling_metrics(result.metrics)
+            result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
+        # the result check before anything is recorded (dabench/metrics/checks.py): never clamped
+        points = [p for prof in (result.profile, result.predicted) if prof is not None and calibrated
+                  for p in roofline_points(graph, prof, ceilings, rc.data_copies)]
+        failure = check_result(result.metrics, points)
+        if failure is not None:
+            result.status, result.reason = failure.status, failure.reason
     except DabenchError as error:
         result.status, result.reason = error.status, error.reason
     except Exception as error:  # a failure is a result: record it, let the sweep go on
-        if type(error).__name__ == "OutOfMemoryError":
+        if type(error).__name__ == "OutOfMemoryError" or isinstance(error, MemoryError):
             result.status, result.reason = Status.OOM, str(error).splitlines()[0][:500]
         else:
             result.status = Status.CRASHED

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 from dabench.status import Status
@@ -73,22 +74,31 @@ class CheckFailure:
 
 def non_finite(metrics: Mapping[str, float]) -> list[str]:
     """Names of the metrics whose value is NaN or infinite (sorted)."""
-    return sorted(name for name, value in metrics.items() if not math.isfinite(float(value)))
+    isfinite = math.isfinite
+    return sorted(name for name, value in metrics.items() if not isfinite(value))
+
+
+@lru_cache(maxsize=4096)
+def _bound(name: str) -> int:
+    """1: bounded above by 1.0; 0: never negative; -1: unbounded (cached per metric name)."""
+    if _BOUNDED_BY_ONE.match(name):
+        return 1
+    return 0 if _NON_NEGATIVE.match(name) else -1
 
 
 def bound_violations(metrics: Mapping[str, float]) -> list[str]:
     """'name=value (bound)' for each finite metric above 1.0 where 1.0 is its bound, or negative
     where it cannot be."""
     out = []
-    for name, value in sorted(metrics.items()):
-        value = float(value)
-        if not math.isfinite(value):
-            continue
-        if _BOUNDED_BY_ONE.match(name) and value > 1.0 + RELATIVE_TOLERANCE:
-            out.append(f"{name}={value:.6g} (> 1.0)")
-        elif _NON_NEGATIVE.match(name) and value < 0:
-            out.append(f"{name}={value:.6g} (< 0)")
-    return out
+    limit = 1.0 + RELATIVE_TOLERANCE
+    for name, value in metrics.items():
+        if value > limit or value < 0:  # NaN compares False: reported by non_finite
+            kind = _bound(name)
+            if kind == 1 and value > limit:
+                out.append(f"{name}={value:.6g} (> 1.0)")
+            elif kind >= 0 and value < 0:
+                out.append(f"{name}={value:.6g} (< 0)")
+    return sorted(out)
 
 
 def roofline_violations(points: Iterable) -> list[str]:
