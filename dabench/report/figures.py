@@ -1,0 +1,311 @@
+"""The report's figures: pure functions from the runs frame (dabench.report.frame) to a matplotlib
+Figure. A function whose data is absent raises :class:`NoData` with the note the report shows.
+
+Conventions: one colour per platform in every figure; predicted runs are drawn with hollow
+markers and dashed lines, measured runs with filled markers and solid lines. Where several runs
+share a point (same platform, x and series), the one with the highest throughput is drawn (the
+best configuration found); its label says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+STRATEGIES = ("dp", "tp", "pp")
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
+            "#bcbd22")
+
+
+class NoData(Exception):
+    """The selection holds no runs this figure can draw; the message says which runs are missing."""
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    key: str  #: file stem and HTML anchor
+    title: str
+    caption: str
+    draw: Callable[[pd.DataFrame], Figure]
+
+
+def platform_colors(frame: pd.DataFrame) -> dict[str, str]:
+    """A fixed colour per platform name (sorted), the same in every figure."""
+    names = sorted(set(frame["platform"])) if "platform" in frame else []
+    return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(names)}
+
+
+def _ok(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """ok runs with a finite value in every one of ``columns``."""
+    if frame.empty:
+        return frame
+    rows = frame[frame["status"] == "ok"]
+    for column in columns:
+        rows = rows[pd.to_numeric(rows[column], errors="coerce").notna()]
+    return rows
+
+
+def _best(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of ``keys``, the run with the highest throughput (or the first when none has one)."""
+    ordered = rows.assign(_t=rows["throughput"].fillna(-math.inf)).sort_values("_t", ascending=False)
+    return ordered.drop_duplicates(keys).drop(columns="_t").sort_values(keys)
+
+
+def _style(mode: str) -> dict:
+    return {"ls": "--", "mfc": "white"} if mode == "predict" else {"ls": "-"}
+
+
+def _mode_legend(ax, modes: set[str]) -> None:
+    handles = []
+    if "measure" in modes:
+        handles.append(Line2D([], [], color="black", marker="o", ls="-", label="measured"))
+    if "predict" in modes:
+        handles.append(Line2D([], [], color="black", marker="o", ls="--", mfc="white", label="PREDICTED"))
+    if modes - {"measure", "predict"}:
+        handles.append(Line2D([], [], color="black", marker="o", ls=":", label="mode unknown (older run)"))
+    if handles:
+        ax.legend(handles=handles, fontsize=7, loc="best")
+
+
+def _new(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
+    """Per platform (columns): throughput (samples/s, log) and LI = mean/max subtask time against
+    the number of decoder layers, one line per hidden size."""
+    rows = _ok(frame, "layers", "throughput")
+    if rows.empty:
+        raise NoData("no ok runs with a layer count (model.n_layers) and a throughput in this selection")
+    platforms = sorted(set(rows["platform"]))
+    fig = _new(3.2 * len(platforms) + 0.8, 5.2)
+    axes = fig.subplots(2, len(platforms), squeeze=False, sharex="col")
+    colors = platform_colors(frame)
+    for j, name in enumerate(platforms):
+        mine = rows[rows["platform"] == name]
+        top, bottom = axes[0][j], axes[1][j]
+        hiddens = sorted(set(mine["hidden"].dropna())) or [float("nan")]
+        for k, hidden in enumerate(hiddens):
+            series = mine if math.isnan(hidden) else mine[mine["hidden"] == hidden]
+            for mode, part in series.groupby("mode"):
+                best = _best(part, ["layers"])
+                label = f"H{int(hidden)}" if not math.isnan(hidden) else "H ?"
+                alpha = 1.0 - 0.6 * k / max(len(hiddens), 1)
+                top.plot(best["layers"], best["throughput"], marker="o", color=colors[name], alpha=alpha,
+                         label=f"{label} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+                with_li = best[best["li"].notna()]
+                if not with_li.empty:
+                    bottom.plot(with_li["layers"], with_li["li"], marker="s", color=colors[name], alpha=alpha,
+                                **_style(mode))
+        top.set_yscale("log")
+        top.set_title(name, fontsize=10)
+        top.grid(True, which="both", ls=":", lw=0.5)
+        bottom.grid(True, ls=":", lw=0.5)
+        bottom.set_ylim(0, 1.05)
+        bottom.set_xlabel("decoder layers")
+        top.legend(fontsize=6, loc="best")
+        if mine["li"].isna().all():
+            bottom.text(0.5, 0.5, f"no runs with LI on {name}", ha="center", va="center", transform=bottom.transAxes,
+                        fontsize=8)
+    axes[0][0].set_ylabel("throughput (samples/s)")
+    axes[1][0].set_ylabel("load imbalance LI\n(mean/max subtask time)")
+    return fig
+
+
+def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
+    """Resource allocation ratio (units allocated / available, first unit kind) against hidden size:
+    every run as a dot, the median per hidden size as a line, per platform."""
+    rows = _ok(frame, "hidden", "allocation")
+    if rows.empty:
+        raise NoData("no ok runs with a hidden size and an allocation ratio (tier1.allocation_ratio) in this selection")
+    fig = _new(6.5, 4.2)
+    ax = fig.subplots()
+    colors = platform_colors(frame)
+    for (name, mode), part in rows.groupby(["platform", "mode"]):
+        ax.scatter(part["hidden"], part["allocation"], color=colors[name], alpha=0.35, s=14,
+                   facecolors="none" if mode == "predict" else colors[name])
+        median = part.groupby("hidden")["allocation"].median()
+        ax.plot(median.index, median.values, marker="o", color=colors[name],
+                label=f"{name} ({'PREDICTED' if mode == 'predict' else mode}), median", **_style(mode))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("hidden size")
+    ax.set_ylabel("allocation ratio (units allocated / available)")
+    ax.set_ylim(0, 1.05)
+    ax.grid(True, which="both", ls=":", lw=0.5)
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def roofline(frame: pd.DataFrame) -> Figure:
+    """Every run's whole-step point: arithmetic intensity (FLOP/byte) against achieved FLOP/s per
+    chip, under its platform's roof min(peak FLOP/s at the run's precision, I * bandwidth). Filled
+    dots: measured; hollow diamonds: predicted."""
+    rows = _ok(frame, "intensity", "achieved_flops", "peak_flops", "bandwidth")
+    rows = rows[(rows["intensity"] > 0) & (rows["achieved_flops"] > 0)] if not rows.empty else rows
+    if rows.empty:
+        raise NoData("no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
+                     "perf.peak_tflops, roofline.ridge_intensity) in this selection")
+    fig = _new(7.5, 5.0)
+    ax = fig.subplots()
+    colors = platform_colors(frame)
+    ridges = rows["peak_flops"] / rows["bandwidth"]
+    lo = min(rows["intensity"].min(), ridges.min()) / 4
+    hi = max(rows["intensity"].max(), ridges.max()) * 4
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    roofs = rows.drop_duplicates(["platform", "peak_flops", "bandwidth"])
+    for _, roof in roofs.iterrows():
+        ax.plot(xs, [min(roof["peak_flops"], x * roof["bandwidth"]) for x in xs], color=colors[roof["platform"]],
+                lw=1.2, alpha=0.8)
+        ax.annotate(f"{roof['platform']} {roof['precision']} roof", (hi / 1.1, roof["peak_flops"]), fontsize=6,
+                    ha="right", va="bottom", color=colors[roof["platform"]])
+    for (name, mode), part in rows.groupby(["platform", "mode"]):
+        predicted = mode == "predict"
+        ax.scatter(part["intensity"], part["achieved_flops"], s=28, marker="D" if predicted else "o",
+                   facecolors="none" if predicted else colors[name], edgecolors=colors[name], zorder=3,
+                   label=f"{name} {'PREDICTED' if predicted else mode} ({len(part)})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity, whole step (FLOP/byte at the main memory level)")
+    ax.set_ylabel("achieved FLOP/s per chip")
+    ax.grid(True, which="both", ls=":", lw=0.5)
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def scaling(frame: pd.DataFrame) -> Figure:
+    """Scaling efficiency = throughput(n) / (n * throughput(1)) and communication share of the step
+    against chips, one column per strategy (DP, TP, PP), one line per platform."""
+    rows = _ok(frame, "chips")
+    rows = rows[rows["strategy"].isin(STRATEGIES)] if not rows.empty else rows
+    if rows.empty:
+        raise NoData("no ok runs with a parallel strategy (parallel.strategy = dp, tp or pp) in this selection")
+    fig = _new(10.5, 5.2)
+    axes = fig.subplots(2, 3, squeeze=False, sharex="col")
+    colors = platform_colors(frame)
+    for j, strategy in enumerate(STRATEGIES):
+        mine = rows[rows["strategy"] == strategy]
+        top, bottom = axes[0][j], axes[1][j]
+        top.set_title(strategy.upper(), fontsize=10)
+        for ax, column, what in ((top, "scaling_efficiency", "scaling efficiency"), (bottom, "comm_share", "comm share")):
+            part = mine[mine[column].notna()]
+            if part.empty:
+                ax.text(0.5, 0.5, f"no {strategy.upper()} runs\nwith {what}", ha="center", va="center",
+                        transform=ax.transAxes, fontsize=8)
+            for (name, mode), series in part.groupby(["platform", "mode"]):
+                best = _best(series, ["chips"])
+                ax.plot(best["chips"], best[column], marker="o", color=colors[name],
+                        label=f"{name} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+            ax.set_ylim(0, 1.05)
+            ax.grid(True, ls=":", lw=0.5)
+            if not part.empty:
+                ax.legend(fontsize=6, loc="best")
+        bottom.set_xlabel("chips")
+    axes[0][0].set_ylabel("scaling efficiency\nT(n) / (n T(1))")
+    axes[1][0].set_ylabel("communication share\nof step time")
+    return fig
+
+
+def batch_study(frame: pd.DataFrame) -> Figure:
+    """Throughput (samples/s) against micro-batch size, one line per platform and precision (the
+    best run per batch size)."""
+    rows = _ok(frame, "batch", "throughput")
+    if not rows.empty:
+        counts = rows.groupby("platform")["batch"].nunique()
+        rows = rows[rows["platform"].isin(counts[counts >= 2].index)]
+    if rows.empty:
+        raise NoData("no platform with ok runs at two or more batch sizes (run.batch_size) in this selection")
+    fig = _new(6.5, 4.2)
+    ax = fig.subplots()
+    colors = platform_colors(frame)
+    for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
+        best = _best(part, ["batch"])
+        ax.plot(best["batch"], best["throughput"], marker="o", color=colors[name],
+                label=f"{name} {precision} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size (samples per chip per micro-batch)")
+    ax.set_ylabel("throughput (samples/s)")
+    ax.grid(True, which="both", ls=":", lw=0.5)
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def precision_study(frame: pd.DataFrame) -> Figure:
+    """Best throughput per precision on each platform, relative to that platform's slowest precision
+    (bars; the label gives samples/s)."""
+    rows = _ok(frame, "throughput")
+    if not rows.empty:
+        counts = rows.groupby("platform")["precision"].nunique()
+        rows = rows[rows["platform"].isin(counts[counts >= 2].index)]
+    if rows.empty:
+        raise NoData("no platform with ok runs at two or more precisions (precision.name) in this selection")
+    best = rows.groupby(["platform", "precision"])["throughput"].max().reset_index()
+    platforms = sorted(set(best["platform"]))
+    precisions = sorted(set(best["precision"]))
+    fig = _new(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
+    ax = fig.subplots()
+    width = 0.8 / len(precisions)
+    hatches = ("", "//", "..", "xx", "\\\\", "oo")
+    for k, precision in enumerate(precisions):
+        for i, name in enumerate(platforms):
+            mine = best[best["platform"] == name]
+            value = mine[mine["precision"] == precision]["throughput"]
+            if value.empty:
+                continue
+            relative = float(value.iloc[0]) / float(mine["throughput"].min())
+            bar = ax.bar(i + (k - (len(precisions) - 1) / 2) * width, relative, width, color=platform_colors(frame)[name],
+                         hatch=hatches[k % len(hatches)], edgecolor="black",
+                         label=precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None)
+            ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
+    ax.set_xticks(range(len(platforms)), platforms)
+    ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")
+    ax.grid(True, axis="y", ls=":", lw=0.5)
+    ax.legend(fontsize=7, title="precision", title_fontsize=7, loc="best")
+    return fig
+
+
+def diagnosis_counts(frame: pd.DataFrame) -> Figure:
+    """How many runs of each platform got each bottleneck label (dabench.diagnosis)."""
+    rows = frame[(frame["status"] == "ok") & (frame["diagnosis"] != "")] if not frame.empty else frame
+    if rows.empty:
+        raise NoData("no ok runs with a bottleneck diagnosis (tag dabench.diagnosis) in this selection")
+    table = rows.groupby(["platform", "diagnosis"]).size().unstack(fill_value=0)
+    fig = _new(6.5, 0.5 * len(table) + 2.2)
+    ax = fig.subplots()
+    left = [0] * len(table)
+    for k, label in enumerate(table.columns):
+        values = table[label].tolist()
+        ax.barh(list(table.index), values, left=left, color=_PALETTE[k % len(_PALETTE)], label=label)
+        left = [a + b for a, b in zip(left, values)]
+    ax.set_xlabel("runs")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(True, axis="x", ls=":", lw=0.5)
+    return fig
+
+
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("layers", "Throughput and load imbalance against depth",
+               "Per platform: throughput (log) and LI = mean/max subtask time against decoder layers, one line per "
+               "hidden size (best run per point). Solid/filled: measured; dashed/hollow: PREDICTED.",
+               throughput_li_vs_layers),
+    FigureSpec("allocation", "Resource allocation against width",
+               "Units allocated / units available (first unit kind of the platform: PEs, PCUs, tiles, cores) against "
+               "hidden size; dots are runs, lines the median per hidden size.", allocation_vs_hidden),
+    FigureSpec("roofline", "Roofline: every platform",
+               "Whole-step points of every run under its platform's roof at the run's precision, "
+               "min(peak FLOP/s, intensity x bandwidth). Filled dots: measured; hollow diamonds: PREDICTED.", roofline),
+    FigureSpec("scaling", "Scaling with chips (DP, TP, PP)",
+               "Scaling efficiency T(n)/(n T(1)) and communication share of the step time against chips, per strategy.",
+               scaling),
+    FigureSpec("batch", "Batch-size study", "Throughput against micro-batch size (best run per batch size).",
+               batch_study),
+    FigureSpec("precision", "Precision study",
+               "Best throughput per precision, relative to each platform's slowest precision.", precision_study),
+    FigureSpec("diagnosis", "Bottleneck diagnosis", "Runs per bottleneck label and platform (the table below lists "
+               "each run's label and the numbers behind it).", diagnosis_counts),
+)

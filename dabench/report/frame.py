@@ -1,0 +1,260 @@
+"""The one reader of runs: MLflow -> a pandas frame, one row per run.
+
+A selection names what to read (see :func:`resolve_selection`): an experiment (by name), a
+parent run (by id: its child runs), a study (by name: the children of every parent run tagged
+``optuna.study`` = name), or an MLflow search filter; none means every run in the store.
+Runs are read with one paginated ``search_runs`` (no per-run requests, no artifact downloads).
+
+Columns: ``run_id``, ``experiment``, ``run_name``, ``mlflow_status``, ``start``, ``end``
+(UTC timestamps), ``parent_run_id``; every metric as ``metrics.<name>``, param as
+``params.<name>``, tag as ``tags.<name>``; and normalized columns that the figures use, filled
+from whatever an older run has (NaN or ``"unknown"`` where it has nothing):
+
+- ``platform`` (tag ``dabench.hardware``, else param ``hardware.name``), ``mode`` (tag
+  ``dabench.mode``: ``measure`` / ``predict``), ``status`` (tag ``dabench.status``, else from the
+  MLflow state: FINISHED -> ``ok``, FAILED -> ``failed``), ``reason``, ``diagnosis``;
+- ``layers``, ``hidden``, ``batch``, ``precision``, ``strategy`` (params ``model.n_layers``,
+  ``model.hidden_size``, ``run.batch_size``, ``precision.name``, ``parallel.strategy``);
+- ``chips`` (metric ``chips``, else param ``parallel.degree``), ``throughput`` (samples/s),
+  ``li``, ``allocation``, ``compute_efficiency``, ``comm_share``, ``scaling_efficiency``;
+- roofline step point: ``intensity`` (FLOP/B), ``achieved_flops`` and ``peak_flops`` (FLOP/s
+  per chip), ``bandwidth`` (B/s, = peak / ridge intensity).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+PAGE = 1000  #: runs per search_runs page
+_FILTER_SIGN = re.compile(r"(=|<|>|\bLIKE\b|\bILIKE\b|\bIN\b)", re.IGNORECASE)
+
+
+class SelectionError(ValueError):
+    """A selection that names nothing in the store; the message lists what exists."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a report or comparison covers: ``kind`` is all / experiment / run / study / filter."""
+
+    kind: str
+    label: str
+    experiment_ids: tuple[str, ...]
+    filters: tuple[str, ...] = ("",)  #: MLflow filters; the selection is the union of their runs
+    parent_run_ids: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def sweep_parent(self) -> str | None:
+        """The one parent run a report of this selection is also logged under, if any."""
+        return self.parent_run_ids[0] if self.kind == "run" and len(self.parent_run_ids) == 1 else None
+
+
+def client_for(uri: str | None):
+    """An MlflowClient on ``uri`` (default: dabench's store resolution, see tracking/store.py)."""
+    from mlflow.tracking import MlflowClient
+
+    from dabench.tracking.store import tracking_uri
+
+    return MlflowClient(tracking_uri=tracking_uri(uri))
+
+
+def _experiments(client) -> list:
+    return list(client.search_experiments(max_results=50000))
+
+
+def _studies(client, experiment_ids: list[str]) -> list[str]:
+    runs = _search(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
+    return sorted({r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")})
+
+
+def _what_exists(client, experiment_ids: list[str]) -> str:
+    names = [e.name for e in _experiments(client)]
+    studies = _studies(client, experiment_ids)
+    return (f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(studies) or '(none)'}; "
+            "or a run id, or an MLflow filter such as \"params.hardware.name = 'ipu'\"")
+
+
+def resolve_selection(client, selection: str | None, kind: str = "auto") -> Selection:
+    """The :class:`Selection` ``selection`` names. ``kind`` auto tries, in order: a run id, an
+    experiment name, a study name, then a filter (when it holds a comparison). Raises
+    :class:`SelectionError` naming what exists when nothing matches."""
+    experiment_ids = [e.experiment_id for e in _experiments(client)]
+    if not selection:
+        return Selection("all", "all runs", tuple(experiment_ids))
+    if kind in ("auto", "run") and RUN_ID.match(selection):
+        try:
+            run = client.get_run(selection)
+        except Exception:
+            run = None
+        if run is not None:
+            children = _search(client, [run.info.experiment_id], f"tags.mlflow.parentRunId = '{selection}'", limit=1)
+            if children:
+                return Selection("run", f"sweep {selection}", (run.info.experiment_id,),
+                                 (f"tags.mlflow.parentRunId = '{selection}'",), (selection,))
+            return Selection("run", f"run {selection}", (run.info.experiment_id,), (f"attributes.run_id = '{selection}'",))
+        if kind == "run":
+            raise SelectionError(f"no run {selection} in this store ({_what_exists(client, experiment_ids)})")
+    if kind in ("auto", "experiment"):
+        found = client.get_experiment_by_name(selection)
+        if found is not None:
+            return Selection("experiment", f"experiment {selection}", (found.experiment_id,))
+        if kind == "experiment":
+            raise SelectionError(f"no experiment {selection!r} ({_what_exists(client, experiment_ids)})")
+    if kind in ("auto", "study"):
+        parents = _search(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
+        if parents:
+            ids = tuple(r.info.run_id for r in parents)
+            return Selection("study", f"study {selection}", tuple(sorted({r.info.experiment_id for r in parents})),
+                             tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids), ids)
+        if kind == "study":
+            raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
+    if kind == "filter" or (kind == "auto" and _FILTER_SIGN.search(selection)):
+        try:
+            _search(client, experiment_ids, selection, limit=1)
+        except Exception as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise SelectionError(f"invalid MLflow filter {selection!r}: {first}") from None
+        return Selection("filter", f"filter {selection}", tuple(experiment_ids), (selection,))
+    raise SelectionError(f"{selection!r} is no run id, experiment, study or filter in this store "
+                         f"({_what_exists(client, experiment_ids)})")
+
+
+def _search(client, experiment_ids: Iterable[str], filter_string: str = "", limit: int | None = None) -> list:
+    """All runs matching, page by page (one search_runs call per :data:`PAGE` runs)."""
+    ids = list(experiment_ids)
+    if not ids:
+        return []
+    runs: list = []
+    token = None
+    while True:
+        size = PAGE if limit is None else min(PAGE, limit - len(runs))
+        page = client.search_runs(ids, filter_string=filter_string, max_results=size, page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token or (limit is not None and len(runs) >= limit):
+            return runs
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _first(row: dict, *keys: str, default: Any = None) -> Any:
+    for key in keys:
+        value = row.get(key)
+        if value is not None and value == value and value not in ("", "None"):
+            return value
+    return default
+
+
+_STATE_STATUS = {"FINISHED": "ok", "FAILED": "failed", "KILLED": "killed", "RUNNING": "running", "SCHEDULED": "scheduled"}
+
+
+def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per MLflow run (see the module docstring for the columns). Pure: no store access."""
+    rows = []
+    names = experiment_names or {}
+    for run in runs:
+        tags = run.data.tags
+        row: dict[str, Any] = {
+            "run_id": run.info.run_id,
+            "experiment": names.get(run.info.experiment_id, run.info.experiment_id),
+            "run_name": tags.get("mlflow.runName", run.info.run_name or ""),
+            "mlflow_status": run.info.status,
+            "start": pd.to_datetime(run.info.start_time, unit="ms", utc=True) if run.info.start_time else pd.NaT,
+            "end": pd.to_datetime(run.info.end_time, unit="ms", utc=True) if run.info.end_time else pd.NaT,
+            "parent_run_id": tags.get("mlflow.parentRunId"),
+        }
+        row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
+        row.update({f"params.{k}": v for k, v in run.data.params.items()})
+        row.update({f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == "mlflow.note.content"})
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return normalize(frame)
+
+
+def normalize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the normalized columns (module docstring) from whatever columns the runs have."""
+    frame = frame.copy()
+    if frame.empty:
+        for column in ("run_id", "run_name", "platform", "mode", "status", "reason", "diagnosis", "is_parent"):
+            frame[column] = pd.Series(dtype=object)
+        return frame
+
+    def col(name: str) -> pd.Series:
+        return frame[name] if name in frame.columns else pd.Series([None] * len(frame), index=frame.index)
+
+    def text(*names: str, default: str = "unknown") -> pd.Series:
+        out = pd.Series([default] * len(frame), index=frame.index, dtype=object)
+        for name in reversed(names):
+            values = col(name)
+            present = values.notna() & ~values.astype(str).isin(["", "None", "nan"])
+            out[present] = values[present].astype(str)
+        return out
+
+    def number(*names: str) -> pd.Series:
+        out = pd.Series([float("nan")] * len(frame), index=frame.index)
+        for name in reversed(names):
+            values = col(name).map(_number)
+            out[values.notna()] = values[values.notna()]
+        return out
+
+    frame["is_parent"] = (col("tags.dabench.parent").astype(str) == "true") | col("tags.optuna.study").notna()
+    frame["platform"] = text("tags.dabench.hardware", "params.hardware.name")
+    frame["mode"] = text("tags.dabench.mode")
+    state = col("mlflow_status").map(lambda s: _STATE_STATUS.get(str(s), str(s).lower()))
+    frame["status"] = text("tags.dabench.status")
+    frame.loc[frame["status"] == "unknown", "status"] = state[frame["status"] == "unknown"]
+    frame["reason"] = text("tags.dabench.reason", default="")
+    frame["diagnosis"] = text("tags.dabench.diagnosis", default="")
+    frame["diagnosis_reason"] = text("tags.dabench.diagnosis_reason", default="")
+    frame["precision"] = text("params.precision.name", "params.precision.compute_dtype")
+    frame["strategy"] = text("params.parallel.strategy", default="none")
+    frame["model"] = text("tags.dabench.model", "params.model.name")
+    frame["layers"] = number("params.model.n_layers")
+    frame["hidden"] = number("params.model.hidden_size")
+    frame["batch"] = number("params.run.batch_size")
+    frame["chips"] = number("metrics.chips", "params.parallel.degree")
+    frame["throughput"] = number("metrics.throughput.samples_per_s")
+    frame["li"] = number("metrics.tier1.load_imbalance")
+    frame["allocation"] = number("metrics.tier1.allocation_ratio")
+    frame["compute_efficiency"] = number("metrics.tier1.compute_efficiency")
+    frame["comm_share"] = number("metrics.tier2.comm_fraction")
+    frame["scaling_efficiency"] = number("metrics.tier2.scaling_efficiency")
+    frame["intensity"] = number("metrics.roofline.step.intensity")
+    frame["achieved_flops"] = number("metrics.perf.achieved_tflops") * 1e12
+    frame["peak_flops"] = number("metrics.perf.peak_tflops") * 1e12
+    frame["bandwidth"] = frame["peak_flops"] / number("metrics.roofline.ridge_intensity")
+    return frame
+
+
+def load_frame(uri: str | None = None, selection: str | None = None, kind: str = "auto",
+               include_parents: bool = False) -> tuple[pd.DataFrame, Selection]:
+    """(runs frame, selection) for ``selection`` in the store at ``uri``; parent runs (sweeps,
+    studies) are left out unless ``include_parents``."""
+    client = client_for(uri)
+    chosen = resolve_selection(client, selection, kind)
+    names = {e.experiment_id: e.name for e in _experiments(client)}
+    runs = [run for f in chosen.filters for run in _search(client, chosen.experiment_ids, f)]
+    frame = runs_to_frame(runs, names)
+    if not include_parents and not frame.empty:
+        frame = frame[~frame["is_parent"]].reset_index(drop=True)
+    return frame, chosen
+
+
+def ok_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose status is ok (their metrics are results)."""
+    return frame[frame["status"] == "ok"] if not frame.empty else frame
+
+
+def failed_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose status is not ok (failure is a result: status and reason)."""
+    return frame[frame["status"] != "ok"] if not frame.empty else frame

@@ -1,0 +1,96 @@
+"""Frame -> report folder: report.html (self-contained: every figure embedded as a base64 SVG
+data URI, no scripts, no external files), figures/<key>.png and .svg, and runs.csv."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from dabench.report.figures import FIGURES, NoData
+
+MAX_TABLE_ROWS = 500  #: rows of the per-run tables in the HTML (all runs are in runs.csv)
+TEMPLATE = "report.html.j2"
+
+
+@dataclass
+class Report:
+    """What :func:`write_report` wrote: the HTML, the figure files and the notes of figures without data."""
+
+    html: Path
+    csv: Path
+    figures: list[Path] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def _number(value) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"
+
+
+def _rows(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
+    rows = []
+    for _, r in frame.head(MAX_TABLE_ROWS).iterrows():
+        row = {c: r.get(c, "") for c in columns}
+        if "throughput" in row:
+            row["throughput"] = _number(row["throughput"])
+        rows.append(row)
+    return rows
+
+
+def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Report:
+    """Write the report of ``frame`` (see module docstring) into ``out``; figures without data
+    become notes in the HTML."""
+    import jinja2
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dabench import __version__
+
+    out.mkdir(parents=True, exist_ok=True)
+    figures_dir = out / "figures"
+    figures_dir.mkdir(exist_ok=True)
+    csv_path = out / "runs.csv"
+    frame.to_csv(csv_path, index=False)
+    report = Report(out / "report.html", csv_path)
+    shown = []
+    for spec in FIGURES:
+        try:
+            fig = spec.draw(frame)
+        except NoData as missing:
+            report.notes[spec.key] = str(missing)
+            shown.append({"key": spec.key, "title": spec.title, "caption": spec.caption, "image": None,
+                          "note": str(missing)})
+            continue
+        svg = io.BytesIO()
+        fig.savefig(svg, format="svg")
+        (figures_dir / f"{spec.key}.svg").write_bytes(svg.getvalue())
+        fig.savefig(figures_dir / f"{spec.key}.png", dpi=110)
+        report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
+        shown.append({"key": spec.key, "title": spec.title, "caption": spec.caption,
+                      "image": base64.b64encode(svg.getvalue()).decode("ascii"), "note": None})
+    ok = frame[frame["status"] == "ok"] if not frame.empty else frame
+    diagnosed = ok[ok["diagnosis"] != ""].sort_values(["platform", "run_name"]) if not ok.empty else ok
+    failed = frame[frame["status"] != "ok"].sort_values(["platform", "run_name"]) if not frame.empty else frame
+    modes = frame["mode"].value_counts() if not frame.empty else pd.Series(dtype=int)
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("dabench.report", "templates"),
+                                     autoescape=True, undefined=jinja2.StrictUndefined)
+    html = environment.get_template(TEMPLATE).render(
+        selection=selection, uri=uri, version=__version__,
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        platforms=sorted(set(frame["platform"])) if not frame.empty else [],
+        counts={"total": len(frame), "ok": len(ok), "failed": len(failed), "measure": int(modes.get("measure", 0)),
+                "predict": int(modes.get("predict", 0)),
+                "unknown_mode": int(len(frame) - modes.get("measure", 0) - modes.get("predict", 0))},
+        figures=shown,
+        diagnosis_rows=_rows(diagnosed, ["run_name", "platform", "mode", "throughput", "diagnosis", "diagnosis_reason"]),
+        diagnosis_more=max(0, len(diagnosed) - MAX_TABLE_ROWS),
+        failure_rows=_rows(failed, ["run_name", "platform", "mode", "status", "reason"]),
+        failure_more=max(0, len(failed) - MAX_TABLE_ROWS),
+    )
+    report.html.write_text(html, encoding="utf-8")
+    return report
