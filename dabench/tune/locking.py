@@ -1,0 +1,105 @@
+"""One lock per study storage, held while a worker creates the schema or the study and while it
+asks for trials, so that N workers started at the same moment on one store cooperate.
+
+- PostgreSQL: a session-level advisory lock (``pg_advisory_lock``) on its own connection; the
+  key is derived from the lock name, so different studies do not wait on each other.
+- MySQL: ``GET_LOCK(name, timeout)``.
+- SQLite: an exclusive ``flock`` on ``<database>.lock`` next to the database file.
+- Any other URL (in-memory SQLite, unknown dialects): no lock, and :func:`study_lock` says so
+  once in the log; the trial-accounting rules still hold for one worker.
+
+The lock is a database (or file system) guarantee: it is released when its connection closes or
+its process dies, so a SIGKILL never leaves a study locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import Iterator
+
+log = logging.getLogger(__name__)
+
+#: how long a worker waits for the lock before giving up (seconds)
+LOCK_TIMEOUT_S = 120.0
+_engines: dict[str, object] = {}
+_warned: set[str] = set()
+
+
+def _lock_key(name: str) -> int:
+    """A signed 64-bit integer for pg_advisory_lock from ``name``."""
+    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URL, or None (in-memory or not SQLite)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def _engine(url: str):
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    if url not in _engines:
+        _engines[url] = create_engine(url, poolclass=NullPool)
+    return _engines[url]
+
+
+@contextlib.contextmanager
+def study_lock(storage: str, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the lock ``name`` of the study store ``storage`` (an SQLAlchemy URL) for the block.
+    TimeoutError when it cannot be had within ``timeout_s``."""
+    path = sqlite_path(storage)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock_file = path.with_name(path.name + ".lock")
+        with open(lock_file, "a+") as handle:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"could not lock {lock_file} within {timeout_s:.0f} s") from None
+                    time.sleep(0.02)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        return
+    dialect = storage.split(":", 1)[0].split("+", 1)[0]
+    if dialect not in ("postgresql", "postgres", "mysql"):
+        if storage not in _warned:
+            _warned.add(storage)
+            log.warning("no cross-process lock for study storage %s: run one worker per study", dialect)
+        yield
+        return
+    from sqlalchemy import text
+
+    with _engine(storage).connect() as connection:
+        if dialect == "mysql":
+            got = connection.execute(text("SELECT GET_LOCK(:n, :t)"), {"n": name[:64], "t": int(timeout_s)}).scalar()
+            if got != 1:
+                raise TimeoutError(f"could not take MySQL lock {name!r} within {timeout_s:.0f} s")
+            try:
+                yield
+            finally:
+                connection.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": name[:64]})
+            return
+        key = _lock_key(name)
+        connection.execute(text(f"SET lock_timeout = {int(timeout_s * 1000)}"))
+        connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+        connection.commit()
+        try:
+            yield
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+            connection.commit()

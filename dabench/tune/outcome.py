@@ -1,0 +1,53 @@
+"""What a trial job hands back to the sweeper through Hydra's JobReturn.
+
+:class:`JobOutcome` is a float (the objective: samples/s, NaN when the run was not ok) that also
+carries the run's ``status``, ``reason`` and ``mode``. Being a float, it is what the task
+function always returned to any caller that wants a number; being picklable by value, it crosses
+process and machine boundaries (submitit, Ray) intact, so the sweeper never reads a job's files.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+
+class JobOutcome(float):
+    """``float(outcome)`` is the objective; ``status``, ``reason``, ``mode`` describe the run."""
+
+    status: str
+    reason: str
+    mode: str | None
+
+    def __new__(cls, value: float, status: str, reason: str = "", mode: str | None = None) -> "JobOutcome":
+        outcome = super().__new__(cls, value)
+        outcome.status, outcome.reason, outcome.mode = str(status), str(reason or ""), mode
+        return outcome
+
+    def __reduce__(self):
+        return (JobOutcome, (float(self), self.status, self.reason, self.mode))
+
+    def __repr__(self) -> str:
+        return f"JobOutcome({float(self)!r}, status={self.status!r}, mode={self.mode!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"objective": float(self), "status": self.status, "reason": self.reason, "mode": self.mode}
+
+    @classmethod
+    def from_value(cls, value: Any) -> "JobOutcome | None":
+        """A JobOutcome from what a job returned: a JobOutcome, or a mapping with ``objective``
+        and ``status`` (``reason``, ``mode`` optional); None for anything else."""
+        if isinstance(value, JobOutcome):
+            return value
+        if isinstance(value, Mapping) and "objective" in value and "status" in value:
+            try:
+                objective = float(value["objective"]) if value["objective"] is not None else float("nan")
+            except (TypeError, ValueError):
+                return None
+            return cls(objective, value["status"], value.get("reason") or "", value.get("mode"))
+        return None
+
+
+def job_outcome(result: Any) -> JobOutcome:
+    """The JobOutcome of a dabench RunResult (``objective``, ``status``, ``reason``, ``mode``)."""
+    status = getattr(result.status, "value", result.status)
+    return JobOutcome(result.objective, status, result.reason or "", getattr(result, "mode", None))
