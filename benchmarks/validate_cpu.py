@@ -1,0 +1,121 @@
+"""CPU prediction error: validate mode (measure and predict the same run) over a grid.
+
+Grid: layers {2, 4, 8} x hidden {128, 256, 512} x batch {1, 4, 16}, fp32, the tiny model's
+other settings (seq 128, vocab 1024, 4 heads; 8 heads from hidden 512). For each point it prints
+measured and predicted samples/s and the relative error (predicted - measured) / measured, and
+the machine's 1-minute load average before and after. Target on a quiet 2-core machine: median
+|error| <= 15%, max <= 30%.
+
+A measurement taken while other processes use the cores says nothing about the model, so the
+script refuses to measure when the load is above ``--max-load-per-core`` (0.5, the calibration's
+limit) per core, says so and exits 3; ``--force`` measures anyway and labels the table.
+
+The last line always reads ``median_abs_error=<fraction> max_abs_error=<fraction>`` (``nan`` when
+nothing was measured).
+
+    python benchmarks/validate_cpu.py [--json out.json] [--force] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LAYERS, HIDDEN, BATCH = (2, 4, 8), (128, 256, 512), (1, 4, 16)
+
+
+def load_per_core() -> float:
+    return os.getloadavg()[0] / (os.cpu_count() or 1)
+
+
+def grid(quick: bool):
+    if quick:
+        return [(2, 128, 4), (4, 256, 16), (8, 512, 1)]
+    return list(itertools.product(LAYERS, HIDDEN, BATCH))
+
+
+def overrides(layers: int, hidden: int, batch: int) -> list[str]:
+    heads = 8 if hidden >= 512 else 4
+    return ["hardware.mode=validate", "precision=fp32", f"model.n_layers={layers}", f"model.hidden_size={hidden}",
+            f"model.n_heads={heads}", f"run.batch_size={batch}", "run.warmup_steps=3", "run.timed_steps=7",
+            "tracking.enabled=false"]
+
+
+def compose(ov: list[str]) -> dict:
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        cfg = hydra_compose("config", overrides=ov)
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", help="write every point's measured and predicted numbers here")
+    ap.add_argument("--force", action="store_true", help="measure even when the machine is busy (labelled)")
+    ap.add_argument("--quick", action="store_true", help="3 points instead of 27")
+    ap.add_argument("--max-load-per-core", type=float, default=0.5)
+    args = ap.parse_args(argv)
+
+    cores = os.cpu_count() or 1
+    start_load = load_per_core()
+    print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.2f} ({start_load:.2f} per core)")
+    if start_load > args.max_load_per_core and not args.force:
+        print(f"load {start_load:.2f} per core is above {args.max_load_per_core}: too busy to measure; "
+              f"nothing measured (rerun on a quiet machine, or --force for labelled numbers)")
+        print("median_abs_error=nan max_abs_error=nan")
+        return 3
+    busy = start_load > args.max_load_per_core
+
+    from dabench.config import build_run_config
+    from dabench.runner import execute
+
+    rows, errors = [], []
+    print(f"{'layers':>6} {'hidden':>6} {'batch':>5} {'measured/s':>11} {'predicted/s':>11} {'error':>8} {'load':>5}")
+    for layers, hidden, batch in grid(args.quick):
+        result = execute(build_run_config(compose(overrides(layers, hidden, batch))))
+        load = os.getloadavg()[0]
+        if result.status.value != "ok" or result.predicted is None:
+            print(f"{layers:>6} {hidden:>6} {batch:>5} {result.status.value}: {result.reason[:120]}")
+            rows.append({"layers": layers, "hidden": hidden, "batch": batch, "status": result.status.value,
+                         "reason": result.reason[:500]})
+            continue
+        measured = result.metrics["throughput.samples_per_s"]
+        predicted = result.metrics["predict.throughput.samples_per_s"]
+        error = (predicted - measured) / measured
+        errors.append(error)
+        print(f"{layers:>6} {hidden:>6} {batch:>5} {measured:>11.2f} {predicted:>11.2f} {error:>+8.1%} {load:>5.2f}")
+        rows.append({"layers": layers, "hidden": hidden, "batch": batch, "status": "ok", "load": load,
+                     "measured_step_s": result.profile.median_step_s, "predicted_step_s": result.predicted.median_step_s,
+                     "measured_classes": result.profile.class_times_s, "predicted_classes": result.predicted.class_times_s,
+                     "measured_subtasks": {s.name: s.time_s for s in result.profile.subtasks},
+                     "predicted_subtasks": {s.name: s.time_s for s in result.predicted.subtasks},
+                     "ceilings": [result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, result.ceilings.source]})
+    end_load = load_per_core()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"start_load_per_core": start_load, "end_load_per_core": end_load,
+                                               "time": time.time(), "rows": rows}, indent=1))
+    label = " (MACHINE BUSY: measured anyway with --force; not a valid check of the model)" if busy else ""
+    print(f"load average at end {os.getloadavg()[0]:.2f} ({end_load:.2f} per core){label}")
+    if not errors:
+        print("median_abs_error=nan max_abs_error=nan")
+        return 1
+    absolute = [abs(e) for e in errors]
+    print(f"points {len(errors)}, median error {statistics.median(errors):+.1%}; target: median |error| <= 15%, max <= 30%")
+    print(f"median_abs_error={statistics.median(absolute):.4f} max_abs_error={max(absolute):.4f}")
+    return 0 if not math.isnan(statistics.median(absolute)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
