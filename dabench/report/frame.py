@@ -258,3 +258,24 @@ def ok_runs(frame: pd.DataFrame) -> pd.DataFrame:
 def failed_runs(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs whose status is not ok (failure is a result: status and reason)."""
     return frame[frame["status"] != "ok"] if not frame.empty else frame
+
+
+def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
+    """The frame of exactly ``run_ids`` (in that order), from one search over every experiment.
+    Raises :class:`SelectionError` naming the ids the store does not hold."""
+    client = client_for(uri)
+    experiments = _experiments(client)
+    names = {e.experiment_id: e.name for e in experiments}
+    wanted = list(dict.fromkeys(run_ids))
+    bad = [i for i in wanted if not RUN_ID.match(i)]
+    found = []
+    if len(bad) < len(wanted):
+        quoted = ", ".join(f"'{i}'" for i in wanted if RUN_ID.match(i))
+        found = _search(client, list(names), f"attributes.run_id IN ({quoted})")
+    missing = [i for i in wanted if i not in {r.info.run_id for r in found}]
+    if missing:
+        raise SelectionError(f"unknown run id(s): {', '.join(missing)} (store {client.tracking_uri}, experiments: "
+                             f"{', '.join(names.values()) or '(none)'}; the run ids are in the runs.csv of "
+                             "python -m dabench.report --out DIR)")
+    frame = runs_to_frame(found, names)
+    return frame.set_index("run_id").loc[wanted].reset_index()
