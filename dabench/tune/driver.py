@@ -11,15 +11,29 @@ calls the predictor directly) and tells Optuna each outcome:
   -> FAIL, with the run's ``dabench.status`` and ``dabench.reason`` as trial user attributes.
 
 Interrupts (Ctrl-C) or errors while a batch runs mark its trials failed with status
-``interrupted`` (not counted toward ``n_trials``) and re-raise.
+``interrupted`` (not counted toward ``n_trials``), enqueue their settings to run again, and
+re-raise.
+
+Several workers on one study (``lock`` given: the sweeper passes the store's lock, see
+dabench.tune.locking): each round, under the lock, a worker fails the trials of dead owners
+(their settings are enqueued again), counts the trials that count plus those in flight, and asks
+only for what is left, so the study ends with exactly ``n_trials`` counted trials. A trial is
+created, given its owner (one write) and its parameters inside the lock. When the sampler
+proposes a parameter set the study already holds (complete, counted, or running) and the space
+is a finite grid with unexplored points, the trial is closed as ``skipped`` (not counted) and an
+unexplored point is enqueued and asked instead. When every remaining trial is in flight on other
+workers, the worker waits (``poll_s``) until they end, and runs again what a dead worker left.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import random
+import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 import optuna
 from optuna.trial import TrialState
@@ -32,7 +46,9 @@ from dabench.tune.study import (
     OVERRIDES_ATTR,
     REASON_ATTR,
     STATUS_ATTR,
+    counts_toward_budget,
     fail_interrupted,
+    fail_stale_trials,
     mark_owner,
     trials_done,
 )
@@ -73,6 +89,24 @@ class TrialSpace:
     def overrides(self, values: dict[str, Any]) -> list[str]:
         return [*self.parsed.fixed, *(f"{key}={override_value(value)}" for key, value in values.items())]
 
+    def param_grid(self, limit: int = 100_000) -> list[dict[str, Any]] | None:
+        """Every point of the space as Optuna parameters ({name: stored value}), or None when
+        the space is not a finite grid (a continuous dimension, a structured hook, too many)."""
+        from dabench.tune.space import distribution_values
+
+        if self.structured is not None:
+            return None
+        combos: list[dict[str, Any]] = [{}]
+        for dim in self.parsed.dimensions:
+            try:
+                values = distribution_values(dim.distribution, dim.key)
+            except ValueError:
+                return None
+            combos = [{**c, dim.name: v} for c in combos for v in values]
+            if len(combos) > limit:
+                return None
+        return combos
+
 
 def trial_tags(trial_number: int, study_name: str) -> list[str]:
     return [f"++tracking.tags.optuna_trial={trial_number}",
@@ -100,23 +134,74 @@ def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialSta
 Launch = Callable[[list[list[str]], int], Sequence[Outcome]]
 
 
+def _param_key(params: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+def _taken(study: optuna.Study, exclude: int) -> set[tuple]:
+    """Parameter sets the study holds: complete, counted failures, and trials in flight."""
+    return {_param_key(t.params) for t in study.get_trials(deepcopy=False)
+            if t.number != exclude and t.params and (t.state == TrialState.RUNNING or counts_toward_budget(t))}
+
+
+#: proposals a worker may close as duplicates in a row before it runs one anyway
+MAX_SKIPS = 20
+
+
+def _ask_one(study: optuna.Study, space: TrialSpace, grid: list[dict[str, Any]] | None,
+             rng: random.Random) -> tuple[optuna.Trial, dict[str, Any]]:
+    """Ask for a trial, record its owner (one write) and its parameters; a duplicate of a held
+    parameter set in a finite grid with unexplored points is closed ``skipped`` and an unexplored
+    point is asked instead (see the module docstring)."""
+    for _ in range(MAX_SKIPS):
+        trial = study.ask()
+        mark_owner(trial)
+        values = space.suggest(trial)
+        if grid is None:
+            return trial, values
+        taken = _taken(study, trial.number)
+        if _param_key(trial.params) not in taken:
+            return trial, values
+        unexplored = [p for p in grid if _param_key(p) not in taken]
+        if not unexplored:
+            return trial, values
+        trial.set_user_attr(STATUS_ATTR, Status.SKIPPED.value)
+        trial.set_user_attr(REASON_ATTR, "duplicate of a parameter set the study already holds")
+        study.tell(trial, state=TrialState.FAIL)
+        study.enqueue_trial(rng.choice(unexplored))
+    return trial, values
+
+
 def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: int, launch: Launch,
-               tag_trials: bool = True, stop: Callable[[optuna.Study], bool] | None = None) -> int:
+               tag_trials: bool = True, stop: Callable[[optuna.Study], bool] | None = None,
+               lock: Callable[[], ContextManager[Any]] | None = None, poll_s: float = 1.0) -> int:
     """Ask/launch/tell until the study holds ``n_trials`` counted trials (or ``stop(study)`` says
     so after a batch); returns how many trials this call ran. ``launch(job_overrides,
-    first_job_index)`` must return one Outcome per job."""
+    first_job_index)`` must return one Outcome per job. ``lock()``: the study store's lock,
+    held while trials are counted and created (see the module docstring)."""
     ran = 0
-    while (left := n_trials - trials_done(study)) > 0 and not (stop is not None and stop(study)):
+    grid = space.param_grid()
+    rng = random.Random()
+    while not (stop is not None and stop(study)):
         batch: list[optuna.Trial] = []
         try:
             job_overrides = []
-            for _ in range(min(n_jobs, left)):
-                trial = study.ask()
-                batch.append(trial)
-                mark_owner(trial)
-                overrides = space.overrides(space.suggest(trial))
-                trial.set_user_attr(OVERRIDES_ATTR, overrides)
-                job_overrides.append(overrides + (trial_tags(trial.number, study.study_name) if tag_trials else []))
+            with (lock() if lock is not None else contextlib.nullcontext()):
+                fail_stale_trials(study, locked=lock is not None)
+                done = trials_done(study)
+                if done >= n_trials:
+                    break
+                in_flight = len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+                for _ in range(min(n_jobs, n_trials - done - in_flight)):
+                    trial, values = _ask_one(study, space, grid, rng)
+                    batch.append(trial)
+                    overrides = space.overrides(values)
+                    trial.set_user_attr(OVERRIDES_ATTR, overrides)
+                    job_overrides.append(overrides + (trial_tags(trial.number, study.study_name) if tag_trials else []))
+            if not batch:  # the rest of the budget is in flight on other workers
+                time.sleep(poll_s)
+                continue
+            _test_hold(batch)
             outcomes = list(launch(job_overrides, batch[0].number))
             if len(outcomes) != len(batch):
                 raise RuntimeError(f"launcher returned {len(outcomes)} results for {len(batch)} jobs")
@@ -129,3 +214,17 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
             log.info("trial %d: %s %s", trial.number, state.name.lower(),
                      f"{outcome.value:,.2f}" if state == TrialState.COMPLETE else f"({outcome.status}: {outcome.reason.splitlines()[0] if outcome.reason else ''})")
     return ran
+
+
+def _test_hold(batch: Sequence[optuna.Trial]) -> None:
+    """A fault hook for tests: with ``$DABENCH_TEST_HOLD_TRIAL_FILE`` set, write the batch's trial
+    numbers to that file and wait there until killed (a worker killed mid-trial, deterministically)."""
+    import os
+
+    path = os.environ.get("DABENCH_TEST_HOLD_TRIAL_FILE")
+    if path:
+        with open(path + ".tmp", "w") as handle:
+            handle.write(" ".join(str(t.number) for t in batch))
+        os.replace(path + ".tmp", path)
+        while True:
+            time.sleep(3600)

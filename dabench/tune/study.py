@@ -17,6 +17,7 @@ import datetime
 import hashlib
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,8 +31,10 @@ STATUS_ATTR = "dabench.status"
 REASON_ATTR = "dabench.reason"
 OVERRIDES_ATTR = "dabench.overrides"
 MODE_ATTR = "dabench.mode"
-HOST_ATTR = "dabench.host"
+HOST_ATTR = "dabench.host"  #: read from trials of older versions (owner in two writes)
 PID_ATTR = "dabench.pid"
+OWNER_ATTR = "dabench.owner"  #: {"host", "pid", "start"}: written in one storage write
+RETRY_OF_ATTR = "dabench.retry_of"  #: an enqueued re-try of an interrupted trial's settings
 INTERRUPTED = Status.INTERRUPTED.value
 #: task overrides that do not change what a trial runs, left out of the derived study name
 NAME_NEUTRAL_PREFIXES = ("tracking.", "+tracking.", "++tracking.", "hydra.", "+sweeps=", "sweeps=")
@@ -54,9 +57,25 @@ def derive_study_name(sweep_name: str | None, model_name: str | None, task_overr
 
 
 def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
-    """Create the study or load it when it exists (``load_if_exists``: re-running resumes)."""
-    return optuna.create_study(study_name=name, storage=storage, direction=direction, sampler=sampler,
-                               load_if_exists=True)
+    """Create the study or load it when it exists (``load_if_exists``: re-running resumes).
+
+    Workers started at the same moment on a fresh store create the schema and the study one at
+    a time, under the store's lock (:func:`dabench.tune.locking.study_lock`); a worker that still
+    meets a creation race (a store without a lock) retries a few times."""
+    from dabench.tune.locking import study_lock
+
+    last: Exception | None = None
+    for attempt in range(5):
+        try:
+            with study_lock(storage, "dabench-schema"):
+                return optuna.create_study(study_name=name, storage=storage, direction=direction,
+                                           sampler=sampler, load_if_exists=True)
+        except (TimeoutError, ValueError, TypeError):
+            raise
+        except Exception as error:  # e.g. UniqueViolation while another process creates the schema
+            last = error
+            time.sleep(0.2 * (attempt + 1))
+    raise RuntimeError(f"could not open study {name!r}: {last}") from last
 
 
 def counts_toward_budget(trial: FrozenTrial) -> bool:
@@ -69,42 +88,87 @@ def trials_done(study: optuna.Study) -> int:
     return sum(counts_toward_budget(t) for t in study.get_trials(deepcopy=False))
 
 
+def process_start(pid: int) -> int | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux /proc), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def owner() -> dict[str, Any]:
+    """This process as a trial owner: host, pid and process start time (so a reused pid is not
+    taken for the owner)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid())}
+
+
 def mark_owner(trial: optuna.Trial) -> None:
-    """Record which process runs the trial, so a later run can tell a stale one."""
-    trial.set_user_attr(HOST_ATTR, socket.gethostname())
-    trial.set_user_attr(PID_ATTR, os.getpid())
+    """Record which process runs the trial, in one storage write, so a later run can tell a
+    stale one."""
+    trial.set_user_attr(OWNER_ATTR, owner())
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, start: int | None = None) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return start is None or process_start(pid) in (None, start)
+
+
+def trial_owner(trial: FrozenTrial) -> dict[str, Any] | None:
+    """The trial's owner ({"host", "pid", "start"}), from one attribute or the older two."""
+    found = trial.user_attrs.get(OWNER_ATTR)
+    if isinstance(found, dict):
+        return found
+    if HOST_ATTR in trial.user_attrs:
+        return {"host": trial.user_attrs.get(HOST_ATTR), "pid": trial.user_attrs.get(PID_ATTR), "start": None}
+    return None
+
+
+def owner_gone(found: dict[str, Any] | None) -> bool:
+    """True when ``found`` names a process of this host that no longer runs."""
+    if not found or found.get("host") != socket.gethostname():
+        return False
+    pid = found.get("pid")
+    return isinstance(pid, int) and pid != os.getpid() and not _alive(pid, found.get("start"))
+
+
+def retry_settings(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Enqueue an interrupted trial's parameters, so the next ask (by any worker) runs them again."""
+    if trial.params:
+        study.enqueue_trial(dict(trial.params), user_attrs={RETRY_OF_ATTR: trial.number})
 
 
 #: a RUNNING trial with no owner and no parameters older than this was cut off inside ask()
 ORPHAN_GRACE_S = 600.0
 
 
-def fail_stale_trials(study: optuna.Study) -> list[int]:
-    """Mark failed (status ``interrupted``) the RUNNING trials whose launching process, on this
-    host, is gone (a killed sweep), and those a sweep was interrupted while creating (no owner,
-    no parameters, started over ``ORPHAN_GRACE_S`` ago). Trials run by live processes or other
-    hosts are left alone. Returns their numbers."""
-    host, stale = socket.gethostname(), []
+def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
+    """Mark failed (status ``interrupted``, not counted) the RUNNING trials whose launching
+    process, on this host, is gone (a killed sweep), and those a sweep was interrupted while
+    creating (no owner: started over ``ORPHAN_GRACE_S`` ago, or at once when the caller holds the
+    study lock, inside which dabench creates a trial and writes its owner). The settings of each
+    are enqueued to run again. Trials run by live processes or other hosts are left alone.
+    Returns their numbers."""
+    stale = []
     now = datetime.datetime.now()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        pid = trial.user_attrs.get(PID_ATTR)
-        dead_owner = trial.user_attrs.get(HOST_ATTR) == host and isinstance(pid, int) and pid != os.getpid() and not _alive(pid)
-        orphan = (HOST_ATTR not in trial.user_attrs and not trial.params and trial.datetime_start is not None
-                  and (now - trial.datetime_start).total_seconds() > ORPHAN_GRACE_S)
-        if dead_owner or orphan:
+        found = trial_owner(trial)
+        orphan = (found is None and not trial.params and trial.datetime_start is not None
+                  and (locked or (now - trial.datetime_start).total_seconds() > ORPHAN_GRACE_S))
+        if owner_gone(found) or orphan:
+            pid = (found or {}).get("pid")
             study._storage.set_trial_user_attr(trial._trial_id, STATUS_ATTR, INTERRUPTED)
-            study._storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, f"the sweep process {pid} ended before the trial did")
+            study._storage.set_trial_user_attr(
+                trial._trial_id, REASON_ATTR,
+                f"the sweep process {pid} ended before the trial did" if pid else "created but never given an owner")
             study.tell(trial.number, state=TrialState.FAIL)
+            retry_settings(study, trial)
             stale.append(trial.number)
     return stale
 
@@ -118,6 +182,7 @@ def fail_interrupted(study: optuna.Study, trials: Sequence[optuna.Trial], why: s
             trial.set_user_attr(STATUS_ATTR, INTERRUPTED)
             trial.set_user_attr(REASON_ATTR, why[:500])
             study.tell(trial, state=TrialState.FAIL)
+            retry_settings(study, study._storage.get_trial(trial._trial_id))
         except Exception:  # best effort while unwinding
             pass
 

@@ -1,14 +1,19 @@
-"""The study's MLflow parent run: one per study, holding the study's result.
+"""The study's MLflow parent run: one per study and tracking store, holding the study's result.
 
-The Hydra callback (:mod:`dabench.tracking.callbacks`) opens a parent run per ``-m`` invocation
-and exports its id as ``$DABENCH_PARENT_RUN_ID``; trials log child runs under it. A study that is
-resumed by re-running its command would so get a second parent. To keep one parent per study,
-the sweeper *moves* the children of the study's previous parent (recorded in the study's user
-attributes) under the new one and deletes the previous parent (a soft delete: ``mlflow runs
-restore`` brings it back), but only when that previous parent is no longer running (it finished,
-was killed by Ctrl-C, or its sweep process is gone). At the end of a sweep the parent receives:
+:func:`study_parent` finds or creates it under the study store's lock: the first worker (or the
+first invocation) of a study creates it and records its id in the study's user attributes
+(``dabench.mlflow_parent_run_id`` with the tracking URI it lives in); every later worker or
+re-run of the same study on the same store finds it there and reopens it. The sweeper passes its
+id to every trial job in the job's config (``tracking.parent_run_id``), so each trial's run is
+its child whichever worker or machine ran it. (The multirun callback of dabench.tracking leaves
+studies to this module.) A worker that ends the study (no trial left to run or running) closes
+the parent FINISHED; one interrupted while others still run leaves it open for them.
 
-- params ``best.<name>`` (the best trial's Optuna parameters) and ``best.overrides``;
+Studies recorded by older versions, whose invocations each had a parent, are consolidated with
+:func:`adopt_previous_parent`. At the end of a sweep the parent receives:
+
+- tags ``best.<name>`` (the best trial's Optuna parameters) and ``best.overrides`` (tags, not
+  params: MLflow params cannot change, and a resumed study's best may);
 - metrics ``best.samples_per_s``, ``best.trial``, ``trials.<state>`` (complete, fail, ...) and
   ``trials.status.<status>`` (ok, capacity, oom, ...);
 - tags ``optuna.study``, ``optuna.storage`` (password hidden), ``dabench.best_command``;
@@ -96,6 +101,51 @@ def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str)
     return moved
 
 
+def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, lock) -> tuple[object, str]:
+    """(MlflowClient, run id) of the study's parent run in the tracking store ``uri``: found in
+    the study's user attributes, else created, while ``lock()`` (the study store's lock) is held
+    so that workers starting together create one. A parent that an earlier invocation closed is
+    set RUNNING again."""
+    from dabench.tracking.store import client_and_experiment
+
+    client, experiment_id = client_and_experiment(uri, experiment)
+    with lock():
+        attrs = study._storage.get_study_user_attrs(study._study_id)
+        found = attrs.get(PARENT_ATTR) if attrs.get(PARENT_URI_ATTR) == uri else None
+        if found:
+            try:
+                run = client.get_run(found)
+            except Exception:
+                run = None
+            if run is not None and run.info.lifecycle_stage == "active":
+                if run.info.status != "RUNNING":
+                    client.update_run(found, status="RUNNING")
+                study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+                return client, found
+        run = client.create_run(experiment_id, run_name=f"study {study.study_name}"[:250],
+                                tags={"dabench.parent": "true", "optuna.study": study.study_name,
+                                      "optuna.storage": hide_password(storage),
+                                      "mlflow.note.content": f"Optuna study {study.study_name}"})
+        study.set_user_attr(PARENT_ATTR, run.info.run_id)
+        study.set_user_attr(PARENT_URI_ATTR, uri)
+        study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+        return client, run.info.run_id
+
+
+def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool = False) -> bool:
+    """End the parent run when no trial of the study is running any more (FINISHED, or KILLED
+    when this worker was interrupted); returns whether it was ended."""
+    from optuna.trial import TrialState
+
+    if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        return False
+    if interrupted:
+        mark_killed(client, parent_id)
+    else:
+        terminate(client, parent_id, Status.OK)  # FINISHED, real end time (dabench.tracking.lifecycle)
+    return True
+
+
 def mark_killed(client, parent_id: str) -> None:
     """An interrupted sweep: the parent run ends KILLED (so a re-run may adopt it)."""
     try:
@@ -127,12 +177,10 @@ def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary
     if summary.best_number is not None:
         metrics += [Metric("best.samples_per_s", float(summary.best_value), now, 0),
                     Metric("best.trial", float(summary.best_number), now, 0)]
-        params = [Param(f"best.{name}", str(value)[:6000]) for name, value in summary.best_params.items()]
-        params.append(Param("best.overrides", " ".join(summary.best_overrides)[:6000]))
+        tags += [RunTag(f"best.{name}", str(value)[:5000]) for name, value in summary.best_params.items()]
+        tags.append(RunTag("best.overrides", " ".join(summary.best_overrides)[:5000]))
         tags.append(RunTag("dabench.best_command", summary.command()[:5000]))
-    existing = client.get_run(parent_id).data.params
-    params = [p for p in params if existing.get(p.key) in (None, p.value)]
-    client.log_batch(parent_id, metrics=metrics, params=params[:100], tags=tags)
+    client.log_batch(parent_id, metrics=metrics, params=params, tags=tags)
     with tempfile.TemporaryDirectory() as tmp:
         notes = write_study_files(study, summary, Path(tmp))
         client.log_artifacts(parent_id, tmp, artifact_path="study")

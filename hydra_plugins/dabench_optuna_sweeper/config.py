@@ -3,12 +3,15 @@
 Fields (all settable as ``hydra.sweeper.<field>=...``):
 
 - ``n_trials``: total trials of the study (a re-run resumes and runs only the missing ones).
-- ``n_jobs``: trials launched together per batch (match the launcher's parallelism).
+- ``n_jobs``: trials launched together per batch (match the launcher's parallelism). With a
+  launcher that runs jobs on this machine (submitit local, joblib) it is capped at the cores
+  (over the launcher's ``cpus_per_task``) unless ``allow_oversubscribe`` is true.
 - ``direction``: ``maximize`` (throughput) or ``minimize``.
 - ``study_name``: default ``<sweep_name>-<model>[-<hash of other overrides>]``.
 - ``storage``: an SQLAlchemy URL; default ``sqlite:///<launch dir>/mlruns/optuna.db``.
 - ``sampler``: tpe, random, gp, cmaes, qmc, nsgaii or bruteforce; ``sampler_options`` (keyword
-  arguments of the optuna.samplers class); ``seed`` (a resumed study continues with seed + the
+  arguments of the optuna.samplers class); ``seed`` (default none: each worker of a study samples
+  with its own random seed; several workers given one seed would propose alike; a resumed study continues with seed + the
   number of trials it holds, so it does not replay the first run's draws).
 - ``failed_as_infeasible``: with TPE, show failed trials to the sampler as infeasible points.
 - ``params``: {key: Hydra override sweep text}: choice(...), range(...), interval(...), tag(log, ...);
@@ -42,6 +45,7 @@ class DabenchOptunaSweeperConf:
     seed: Optional[int] = None
     sampler_options: Dict[str, Any] = field(default_factory=dict)
     failed_as_infeasible: bool = True
+    allow_oversubscribe: bool = False
     params: Dict[str, Any] = field(default_factory=dict)
     space: StructuredSpaceConf = field(default_factory=StructuredSpaceConf)
 

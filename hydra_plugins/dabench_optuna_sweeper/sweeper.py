@@ -1,9 +1,16 @@
 """The Sweeper: Hydra glue around dabench.tune's ask/tell loop.
 
 ``setup`` keeps the composed config and creates the configured launcher (basic, joblib,
-submitit, ...); ``sweep`` opens (or resumes) the study, runs trials in batches of ``n_jobs``
+submitit, ray, ...); ``sweep`` opens (or resumes) the study, runs trials in batches of ``n_jobs``
 through the launcher, tells Optuna each job's outcome, then writes the study's result into the
-sweep folder and its MLflow parent run. See docs/tuning.md.
+sweep folder and its MLflow parent run. See docs/tuning.md and docs/scale-out.md.
+
+Nothing travels through a shared disk or the environment: each job's config carries the study's
+MLflow parent run id (``tracking.parent_run_id``), the tracking URI (``tracking.uri``) and the
+study name (``tracking.tags.optuna_study``); each job's whole outcome (objective, status, reason,
+mode) comes back in Hydra's JobReturn (the task function returns a
+:class:`dabench.tune.outcome.JobOutcome`). Several workers may run the same study at once (see
+dabench.tune.driver); each uses its own sweep folder.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ class DabenchOptunaSweeper(Sweeper):
                  storage: Optional[str] = None, direction: str = "maximize", n_trials: int = 20,
                  n_jobs: int = 1, sampler: str = "tpe", seed: Optional[int] = None,
                  sampler_options: Optional[dict] = None, failed_as_infeasible: bool = True,
-                 params: Optional[dict] = None, space: Optional[dict] = None) -> None:
+                 params: Optional[dict] = None, space: Optional[dict] = None,
+                 allow_oversubscribe: bool = False) -> None:
         from dabench.status import ConfigError
 
         if direction not in ("maximize", "minimize"):
@@ -43,6 +51,7 @@ class DabenchOptunaSweeper(Sweeper):
         self.sampler_name, self.seed = sampler, seed
         self.sampler_options = dict(sampler_options or {})
         self.failed_as_infeasible = failed_as_infeasible
+        self.allow_oversubscribe = allow_oversubscribe
         self.params = dict(params or {})
         space = dict(space or {})
         self.space_hook, self.space_args = space.get("hook"), dict(space.get("args") or {})
@@ -58,6 +67,20 @@ class DabenchOptunaSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config)
 
     # ------------------------------------------------------------------ helpers
+
+    def _batch_size(self) -> int:
+        """``n_jobs``, capped at this machine's cores (over cpus_per_task) for a launcher that runs
+        its jobs here (submitit local, joblib), unless ``allow_oversubscribe``."""
+        kind = type(self.launcher).__name__
+        if self.allow_oversubscribe or kind not in ("LocalLauncher", "JoblibLauncher"):
+            return self.n_jobs
+        per_job = OmegaConf.select(self.config, "hydra.launcher.cpus_per_task") or 1
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cap = max(1, cores // int(per_job))
+        if self.n_jobs > cap:
+            log.warning("hydra.sweeper.n_jobs=%d capped at %d: %s runs jobs on this machine's %d cores "
+                        "(hydra.sweeper.allow_oversubscribe=true to lift)", self.n_jobs, cap, kind, cores)
+        return min(self.n_jobs, cap)
 
     def _task_config(self) -> dict[str, Any]:
         """The composed task config (no ``hydra`` node) as a plain dict, for the space hook."""
@@ -84,17 +107,28 @@ class DabenchOptunaSweeper(Sweeper):
         return TrialSpace(parsed=parsed, structured=structured)
 
     def _outcome(self, job_return) -> Any:
-        """A Hydra JobReturn -> dabench.tune.driver.Outcome (status, reason and mode from the
-        run's result.json)."""
+        """A Hydra JobReturn -> dabench.tune.driver.Outcome: status, reason and mode from the
+        returned JobOutcome (or mapping); from the run's result.json only for a task function
+        that returns a bare number."""
         from hydra.core.utils import JobStatus
 
         from dabench.tune.driver import Outcome
+        from dabench.tune.outcome import JobOutcome
 
         job_dir = getattr(job_return, "working_dir", None)
         if job_return.status == JobStatus.FAILED:
             error = job_return._return_value
             return Outcome(None, Status.CRASHED.value, f"the job raised {type(error).__name__}: {error}", job_dir)
         value = job_return.return_value
+        returned = JobOutcome.from_value(value)
+        if returned is not None:
+            objective = float(returned)
+            status = returned.status
+            if math.isfinite(objective) and not is_ok(status):
+                objective = float("nan")
+            elif not math.isfinite(objective) and is_ok(status):
+                status = Status.DIVERGED.value
+            return Outcome(objective, status, returned.reason, job_dir, returned.mode)
         try:
             value = float(value)
         except (TypeError, ValueError):
@@ -131,15 +165,39 @@ class DabenchOptunaSweeper(Sweeper):
 
     # ------------------------------------------------------------------ the sweep
 
+    def _own_sweep_dir(self) -> Path:
+        """This worker's sweep folder: ``hydra.sweep.dir``, or ``<dir>-<host>-<pid>`` when another
+        worker (or an earlier invocation) already holds that folder (mkdir is atomic)."""
+        import socket
+
+        from omegaconf import open_dict, read_write
+
+        assert self.config is not None
+        launch_dir = Path(self.config.hydra.runtime.cwd)
+        folder = Path(str(self.config.hydra.sweep.dir))
+        absolute = folder if folder.is_absolute() else launch_dir / folder
+        absolute.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            absolute.mkdir()
+            return absolute
+        except FileExistsError:
+            pass
+        mine = Path(f"{folder}-{socket.gethostname()}-{os.getpid()}")
+        configs = [self.config] + [c for c in (getattr(self.launcher, "config", None),) if c is not None and c is not self.config]
+        for config in configs:  # the launcher reads hydra.sweep.dir when it launches
+            with read_write(config), open_dict(config):
+                config.hydra.sweep.dir = str(mine)
+        return mine if mine.is_absolute() else launch_dir / mine
+
     def sweep(self, arguments: List[str]) -> Any:
         import optuna
 
-        from dabench.tracking import PARENT_ENV
         from dabench.tune.driver import run_trials
+        from dabench.tune.locking import study_lock
         from dabench.tune.results import format_summary, summarize
         from dabench.tune.sampling import make_sampler
         from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
-        from dabench.tune.tracking import adopt_previous_parent, log_study, mark_killed, write_study_files
+        from dabench.tune.tracking import close_parent, hide_password, log_study, study_parent, write_study_files
 
         assert self.config is not None and self.launcher is not None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -154,41 +212,49 @@ class DabenchOptunaSweeper(Sweeper):
             study.sampler = make_sampler(self.sampler_name, self.seed + existing, self.sampler_options,
                                          self.failed_as_infeasible)
         study.set_user_attr("dabench.command_overrides", list(arguments))
-        stale = fail_stale_trials(study)
+        def lock():
+            return study_lock(storage, f"dabench-study:{name}")
+
+        with lock():
+            stale = fail_stale_trials(study, locked=True)
         if stale:
             log.warning("study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale)
         done = trials_done(study)
-        log.info("study %s in %s: %d of %d trials done, running %d", name, storage.split("@")[-1], done,
+        log.info("study %s in %s: %d of %d trials done, running %d", name, hide_password(storage), done,
                  self.n_trials, max(0, self.n_trials - done))
 
-        client, parent_id, uri = None, os.environ.get(PARENT_ENV), None
+        client, parent_id, extra = None, None, []
         tracking = self.config.get("tracking") or {}
-        if parent_id and tracking.get("enabled", True):
-            from mlflow.tracking import MlflowClient
-
+        if tracking.get("enabled", True):
             from dabench.tracking import tracking_uri
 
             uri = tracking_uri(tracking.get("uri"))
-            client = MlflowClient(tracking_uri=uri)
-            client.set_tag(parent_id, "optuna.study", name)
-            adopt_previous_parent(study, client, uri, parent_id)
+            client, parent_id = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
+            from dabench.tune.space import override_value
+
+            extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent_id}"]
+            log.info("study %s: MLflow parent run %s (%s)", name, parent_id, hide_password(uri))
+        sweep_dir = self._own_sweep_dir()
 
         def launch(job_overrides: list[list[str]], first_index: int):
+            job_overrides = [overrides + extra for overrides in job_overrides]
             self.validate_batch_is_legal(job_overrides)
             return [self._outcome(r) for r in self.launcher.launch(job_overrides, initial_job_idx=first_index)]
 
         try:
-            run_trials(study, space, self.n_trials, self.n_jobs, launch)
+            run_trials(study, space, self.n_trials, self._batch_size(), launch, lock=lock)
         except BaseException:
             if client is not None:
-                mark_killed(client, parent_id)
+                try:
+                    close_parent(client, parent_id, study, interrupted=True)
+                except Exception as error:  # best effort while unwinding
+                    log.warning("could not close the study's MLflow parent run: %s", error)
             raise
         summary = summarize(study)
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        sweep_dir = sweep_dir if sweep_dir.is_absolute() else launch_dir / sweep_dir
         for note in write_study_files(study, summary, sweep_dir):
             log.info(note)
         if client is not None:
             log_study(client, parent_id, study, summary, storage)
+            close_parent(client, parent_id, study)
         print(format_summary(summary), flush=True)
         return summary.to_dict()

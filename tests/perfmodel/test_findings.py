@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dabench.status import CapacityError
-from tests.conftest import CONF
+from tests.conftest import CONF, need_shared_fixtures
 from tests.perfmodel.helpers import predict, run_config
 
 PAPER_IPU = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4, "device_iterations": 8}
@@ -43,26 +43,97 @@ def ipu_sweep():
 # ----------------------------------------------------------------------------- WSE-2
 
 
+def _compile_report(number: int) -> tuple[float, float]:
+    """(Samples/s, Active PEs %) printed at the top of a fixture compile report."""
+    text = (need_shared_fixtures() / "cerebras" / "compile_reports" / f"compile_report_{number}.txt").read_text()
+    rate = float(re.search(r"^Samples/s:\s+([\d.]+)", text, re.M).group(1))
+    active = float(re.search(r"^Active PEs:\s+([\d.]+)%", text, re.M).group(1))
+    return rate, active
+
+
+def encdec(layers: int, **kw):
+    """The artifact's Model Zoo encoder-decoder sweep, enc = dec = ``layers``."""
+    return run_config("wse2", model="cerebras_encdec", batch_size=kw.pop("batch_size", 128),
+                      model_over={"n_layers": 2 * layers, "cross_attention_layers": layers}, **kw)
+
+
+@pytest.mark.parametrize("report,layers", [(7, 6), (11, 12), (13, 18)])
+def test_wse2_reproduces_the_fixture_compile_reports(report, layers):
+    """Samples/s within 10% and Active PEs within 5 points of the real compiler's estimate, one
+    copy of the model (no replication the reports do not show)."""
+    rate, active = _compile_report(report)
+    profile, metrics = predict(encdec(layers))
+    assert abs(metrics["throughput.samples_per_s"] / rate - 1) <= 0.10
+    assert abs(100 * metrics["tier1.allocation_ratio"] - active) <= 5
+    assert profile.extra_metrics["wse2.replicas"] == 1
+
+
 def test_wse2_allocates_in_the_90s_with_near_perfect_balance():
-    """GPT-2 small on one wafer: allocation 92-93%, LI about 0.96-1.0 (paper)."""
+    """GPT-2 small on one wafer: allocation 92-93%, LI about 0.96-1.0 (paper), and never above the
+    highest occupancy a real compile shows (ALCF BERT-Large: 93.39% of fabric cores)."""
     _, metrics = predict(run_config("wse2", batch_size=112))
-    assert 0.90 <= metrics["tier1.allocation_ratio"] <= 1.0
+    assert 0.92 <= metrics["tier1.allocation_ratio"] <= 0.9339
     assert metrics["tier1.load_imbalance"] >= 0.95
+    for layers in (1, 6, 18, 36):
+        assert predict(encdec(layers))[1]["tier1.allocation_ratio"] <= 0.9339
+
+
+def test_wse2_pipelined_fails_beyond_the_papers_72_layers_with_the_reason():
+    for layers in (6, 24, 48, 72):
+        predict(encdec(layers))
+    with pytest.raises(CapacityError) as error:
+        predict(encdec(78))
+    assert error.value.memory == "wse2 on-wafer SRAM" and error.value.needed_bytes > error.value.available_bytes
+    assert "72 layers" in str(error.value)
+
+
+def test_wse2_activation_stash_is_linear_in_depth():
+    """Stash = kernels x saved bytes per token x a fixed token window: doubling the depth doubles it."""
+    def stash(layers):
+        profile, _ = predict(run_config("wse2", batch_size=112, model_over={"n_layers": layers}))
+        return profile.memory_bytes["sram"]
+    s6, s12, s24 = stash(6), stash(12), stash(24)
+    assert (s24 - s12) == pytest.approx(2 * (s12 - s6), rel=0.01)
 
 
 def test_wse2_fails_on_capacity_as_layers_grow():
-    """On-wafer SRAM limits larger stacks (the paper's runs fail beyond 72 layers)."""
+    """On-chip SRAM limits larger GPT-2 stacks; once a depth fails, every deeper one fails."""
     outcomes = {}
-    for layers in (6, 12, 18, 24, 36):
+    for layers in (6, 12, 18, 24, 36, 48, 72):
         try:
             predict(run_config("wse2", batch_size=112, model_over={"n_layers": layers}))
             outcomes[layers] = "ok"
         except CapacityError as error:
             assert error.memory == "wse2 on-wafer SRAM" and error.needed_bytes > error.available_bytes
             outcomes[layers] = "capacity"
-    assert outcomes[6] == outcomes[12] == "ok" and outcomes[36] == "capacity"
+    assert outcomes[6] == outcomes[12] == "ok" and outcomes[72] == "capacity"
     first_failure = min(n for n, status in outcomes.items() if status == "capacity")
     assert all(status == "capacity" for n, status in outcomes.items() if n >= first_failure)
+
+
+def test_wse2_samples_per_s_is_flat_beyond_batch_200():
+    base = throughput(run_config("wse2", batch_size=224))
+    for batch in (256, 448, 1024):
+        assert abs(throughput(run_config("wse2", batch_size=batch)) / base - 1) <= 0.05
+
+
+@pytest.mark.parametrize("mode", ["weight_streaming", "pipelined"])
+def test_wse2_mixed_precision_gain_is_the_papers_size(mode):
+    """Paper: +10.7% (GPT-2 small, the artifact's R2.3.0 bf16 vs fp16 runs: batch 112, MSL 2048);
+    within a third: 7.1-14.3%. fp16 pays dynamic loss scaling in the backward pass."""
+    kw = {"batch_size": 112, "options": {"execution_mode": mode}, "model_over": {"seq_len": 2048 if mode == "weight_streaming" else 1024}}
+    gain = throughput(run_config("wse2", precision="mixed", **kw)) / throughput(run_config("wse2", precision="fp16", **kw)) - 1
+    assert 0.107 * 2 / 3 <= gain <= 0.107 * 4 / 3
+
+
+@pytest.mark.parametrize("model,batch,over", [("gpt2_small", 112, {"seq_len": 2048}), ("gptj_6b", 65, {}),
+                                               ("llama_7b", 99, {}), ("bert_large", 1024, {})])
+def test_wse2_weight_streaming_runs_what_real_cs2s_ran(model, batch, over):
+    """C5, C6-C11 of the calibration data ran on real CS-2s: weight streaming keeps one layer's
+    weights at a time and splits the batch into micro-batches, so none is refused."""
+    profile, metrics = predict(run_config("wse2", model=model, batch_size=batch, model_over=over,
+                                          options={"execution_mode": "weight_streaming"}))
+    assert metrics["throughput.samples_per_s"] > 0 and profile.extra_metrics["wse2.micro_batches"] >= 1
 
 
 # ----------------------------------------------------------------------------- RDU
@@ -202,11 +273,11 @@ def test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2():
     rdu = throughput(run_config("rdu", batch_size=16, precision="mixed")) / \
         throughput(run_config("rdu", batch_size=16, precision="fp32"))
     ipu_gain = throughput(ipu("0 4 4 4", precision="mixed")) / throughput(ipu("0 4 4 4", precision="fp32"))
-    # CSX has no fp32 training: its alternative to mixed is pure 16-bit
+    # CSX has no fp32 training: its alternative to mixed is fp16 (with loss scaling); paper +10.7%
     wse = throughput(run_config("wse2", batch_size=112, precision="mixed")) / \
         throughput(run_config("wse2", batch_size=112, precision="fp16"))
     assert rdu > 1.2 and ipu_gain > 1.2
-    assert abs(wse - 1) < 0.05
+    assert wse - 1 < min(rdu, ipu_gain) - 1
 
 
 @pytest.mark.parametrize("mode", ["o1", "o3"])

@@ -15,17 +15,22 @@ from dabench.tune.space import parse_overrides
 from dabench.tune.study import (
     HOST_ATTR,
     OVERRIDES_ATTR,
+    OWNER_ATTR,
     PID_ATTR,
     REASON_ATTR,
     STATUS_ATTR,
     derive_study_name,
     fail_stale_trials,
+    mark_owner,
     open_study,
     trials_done,
 )
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 SPACE = TrialSpace(parse_overrides(["+sweeps=demo", "run.batch_size=choice(1, 2, 4, 8)", "precision=fp16,fp32"]))
+#: not a finite grid (a continuous dimension): no duplicate is ever skipped, trial numbers are dense
+CONTINUOUS = TrialSpace(parse_overrides(["+sweeps=demo", "run.batch_size=choice(1, 2, 4, 8)", "precision=fp16,fp32",
+                                         "run.lr=interval(0.001, 0.01)"]))
 
 
 def fake_launch(log):
@@ -51,12 +56,20 @@ def test_outcomes_become_complete_or_failed_trials(tmp_path):
     log = []
     study = _study(tmp_path)
     assert run_trials(study, SPACE, n_trials=12, n_jobs=3, launch=fake_launch(log)) == 12
-    assert [first for first, _ in log] == [0, 3, 6, 9]
+    firsts = [first for first, _ in log]
+    assert len(log) == 4 and firsts == sorted(firsts) and firsts[0] == 0
     assert all(len(batch) == 3 for _, batch in log)
+    ran = [t for t in study.get_trials() if t.user_attrs.get(STATUS_ATTR) != "skipped"]
+    assert len(ran) == 12
+    # 8 points in the space: the first 8 trials that ran are all different (duplicates proposed
+    # meanwhile were closed as skipped and never launched), then repeats are allowed
+    assert len({tuple(sorted(t.params.items())) for t in ran[:8]}) == 8
+    skipped = [t for t in study.get_trials() if t.user_attrs.get(STATUS_ATTR) == "skipped"]
+    assert all(t.state == TrialState.FAIL for t in skipped) and trials_done(study) == 12
     first = log[0][1][0]
     assert first[0] == "+sweeps=demo"
     assert "++tracking.tags.optuna_trial=0" in first and "++tracking.tags.optuna_study=demo-tiny" in first
-    for trial in study.get_trials():
+    for trial in ran:
         overrides = trial.user_attrs[OVERRIDES_ATTR]
         assert not any(o.startswith("++tracking") for o in overrides)
         if trial.params["run.batch_size"] == 8:
@@ -69,13 +82,13 @@ def test_outcomes_become_complete_or_failed_trials(tmp_path):
 
 
 def test_rerun_resumes_and_numbers_go_on(tmp_path):
-    run_trials(_study(tmp_path), SPACE, n_trials=4, n_jobs=1, launch=fake_launch([]))
+    run_trials(_study(tmp_path), CONTINUOUS, n_trials=4, n_jobs=1, launch=fake_launch([]))
     log = []
     study = _study(tmp_path)  # a new process would do the same: load_if_exists
-    assert run_trials(study, SPACE, n_trials=6, n_jobs=1, launch=fake_launch(log)) == 2
+    assert run_trials(study, CONTINUOUS, n_trials=6, n_jobs=1, launch=fake_launch(log)) == 2
     assert [first for first, _ in log] == [4, 5]
     assert [t.number for t in study.get_trials()] == list(range(6))
-    assert run_trials(_study(tmp_path), SPACE, n_trials=6, n_jobs=1, launch=fake_launch([])) == 0
+    assert run_trials(_study(tmp_path), CONTINUOUS, n_trials=6, n_jobs=1, launch=fake_launch([])) == 0
 
 
 def test_interrupt_marks_the_batch_and_does_not_count(tmp_path):
@@ -89,13 +102,17 @@ def test_interrupt_marks_the_batch_and_does_not_count(tmp_path):
         return fake_launch([])(job_overrides, first_index)
 
     with pytest.raises(KeyboardInterrupt):
-        run_trials(study, SPACE, n_trials=5, n_jobs=2, launch=interrupted)
+        run_trials(study, CONTINUOUS, n_trials=5, n_jobs=2, launch=interrupted)
     states = [(t.number, t.state, t.user_attrs.get(STATUS_ATTR)) for t in study.get_trials()]
-    assert states[2:] == [(2, TrialState.FAIL, "interrupted"), (3, TrialState.FAIL, "interrupted")]
+    # the interrupted trials' settings wait (enqueued) to be tried again
+    assert states[2:] == [(2, TrialState.FAIL, "interrupted"), (3, TrialState.FAIL, "interrupted"),
+                          (4, TrialState.WAITING, None), (5, TrialState.WAITING, None)]
     assert trials_done(study) == 2
     log = []
-    run_trials(_study(tmp_path), SPACE, n_trials=5, n_jobs=2, launch=fake_launch(log))
-    assert [first for first, _ in log] == [4, 6]  # 3 more counted trials: 4, 5, 6
+    run_trials(_study(tmp_path), CONTINUOUS, n_trials=5, n_jobs=2, launch=fake_launch(log))
+    assert [first for first, _ in log] == [4, 6]  # 3 more counted trials: 4, 5 (the retries), 6
+    trials = study.get_trials()
+    assert trials[4].params == trials[2].params and trials[5].params == trials[3].params
     assert trials_done(study) == 5
 
 
@@ -105,14 +122,16 @@ def test_stale_running_trials_of_a_dead_sweep_are_failed(tmp_path):
     dead_pid = int(dead.stdout)
     import socket
 
-    stale, foreign, mine = study.ask(), study.ask(), study.ask()
-    stale.set_user_attr(HOST_ATTR, socket.gethostname())
-    stale.set_user_attr(PID_ATTR, dead_pid)
-    foreign.set_user_attr(HOST_ATTR, "another-host")
-    foreign.set_user_attr(PID_ATTR, dead_pid)
-    mine.set_user_attr(HOST_ATTR, socket.gethostname())
-    mine.set_user_attr(PID_ATTR, os.getpid())
-    assert fail_stale_trials(study) == [stale.number]
+    stale, foreign, mine, legacy = study.ask(), study.ask(), study.ask(), study.ask()
+    stale.suggest_int("x", 1, 9)
+    stale.set_user_attr(OWNER_ATTR, {"host": socket.gethostname(), "pid": dead_pid, "start": None})
+    foreign.set_user_attr(OWNER_ATTR, {"host": "another-host", "pid": dead_pid, "start": None})
+    mark_owner(mine)
+    legacy.set_user_attr(HOST_ATTR, socket.gethostname())  # owner in two writes (older versions)
+    legacy.set_user_attr(PID_ATTR, dead_pid)
+    assert fail_stale_trials(study) == [stale.number, legacy.number]
+    retry = study.get_trials(states=(TrialState.WAITING,))
+    assert [t.system_attrs["fixed_params"] for t in retry] == [{"x": stale.params["x"]}]  # run again
     by_number = {t.number: t for t in study.get_trials()}
     assert by_number[stale.number].state == TrialState.FAIL
     assert by_number[stale.number].user_attrs[STATUS_ATTR] == "interrupted"
@@ -127,3 +146,21 @@ def test_study_names():
     b = derive_study_name("ipu_deploy", "gpt2_test", ["run.seed=1", "model.n_layers=12"])
     c = derive_study_name("ipu_deploy", "gpt2_test", ["model.n_layers=24"])
     assert a == b != c and a.startswith("ipu_deploy-gpt2_test-") and len(a) == len("ipu_deploy-gpt2_test-") + 8
+
+
+def test_a_reused_pid_is_not_the_owner(tmp_path):
+    """The owner is host, pid and process start time: a live process with the owner's pid but
+    another start time does not keep the trial."""
+    import socket
+
+    study = _study(tmp_path)
+    trial = study.ask()
+    trial.set_user_attr(OWNER_ATTR, {"host": socket.gethostname(), "pid": os.getppid(), "start": -1})
+    assert fail_stale_trials(study) == [trial.number]
+
+
+def test_orphan_without_owner_is_failed_at_once_under_the_lock(tmp_path):
+    study = _study(tmp_path)
+    orphan = study.ask()  # created, then the process died before writing its owner
+    assert fail_stale_trials(study) == []  # without the lock: only after a grace period
+    assert fail_stale_trials(study, locked=True) == [orphan.number]

@@ -1,0 +1,93 @@
+"""Calibration against public measurements (dabench/perfmodel/calibration): every point within
+its tolerance, the shipped constants are the fit's output, the residuals file and the docs tables
+are current, and every predicted run can name its model version and error band."""
+
+import math
+
+import pytest
+
+from dabench.calibrate import BEGIN, DOC, END, markdown, platforms
+from dabench.perfmodel.calibration import error_band, model_version, residuals, run_tags
+from dabench.perfmodel.calibration.evaluate import predict_point
+from dabench.perfmodel.calibration.points import load_points
+from dabench.perfmodel.calibration.sources import fitted, hardware_yaml
+
+POINTS = [p for p in load_points() if p.use != "excluded"]
+
+
+@pytest.fixture(scope="module")
+def predicted():
+    return {p.id: predict_point(p) for p in load_points()}
+
+
+def test_points_have_a_source_and_a_stated_tolerance():
+    for point in load_points():
+        assert point.source and point.type in "MVD"
+        if point.tolerance_unit == "rel" and point.metric.endswith("_per_s"):
+            # throughput within 25%; wider only where the row says why
+            assert point.tolerance <= 0.25 or "uncertain" in point.note, point.id
+        if point.metric == "allocation_pct":
+            assert point.tolerance <= 5 or "uncertain" in point.note, point.id
+        if point.use == "excluded":
+            assert "excluded" in point.note, point.id
+
+
+@pytest.mark.parametrize("point", POINTS, ids=[p.id for p in POINTS])
+def test_every_calibration_point_is_within_tolerance(point, predicted):
+    value = predicted[point.id]
+    assert not math.isnan(value), f"{point.id}: the model refuses a configuration that ran"
+    assert point.within(value), f"{point.id}: predicted {value:.4g}, published {point.published:.4g}"
+
+
+def test_residuals_file_matches_the_shipped_model(predicted):
+    """residuals.json (error bands) is what `python -m dabench.calibrate --write` computes now."""
+    stored = residuals()
+    for arch in platforms():
+        assert arch in stored, f"run python -m dabench.calibrate --arch {arch} --write"
+        for point in (p for p in load_points() if p.platform == arch):
+            row = stored[arch][point.id]
+            value = predicted[point.id]
+            if math.isnan(value):
+                assert row["predicted"] is None
+            else:
+                assert row["predicted"] == pytest.approx(value, rel=1e-5), point.id
+
+
+@pytest.mark.parametrize("arch", sorted({a for a in platforms() if fitted(a)}))
+def test_shipped_constants_are_the_fit(arch):
+    """Refitting from the shipped values moves nothing beyond the YAML's rounding (bounded,
+    deterministic least squares), so the YAML holds the fit's output."""
+    from dabench.perfmodel.calibration.fit import refit
+
+    result = refit(arch)
+    options = hardware_yaml(arch)["options"]
+    for name, value in result.values.items():
+        assert value == pytest.approx(float(options[name]), rel=0.02, abs=1e-9), name
+
+
+def test_docs_tables_are_the_generators_output(predicted):
+    text = DOC.read_text()
+    for arch in platforms():
+        rows = [(p, predicted[p.id]) for p in load_points() if p.platform == arch]
+        begin, end = BEGIN.format(arch=arch), END.format(arch=arch)
+        assert begin in text and end in text, f"docs/perfmodel.md lacks the {arch} markers"
+        block = begin + text.split(begin, 1)[1].split(end, 1)[0] + end
+        assert block == markdown(arch, rows), f"run python -m dabench.calibrate --update-doc ({arch})"
+
+
+def test_model_version_and_error_band():
+    version = model_version("wse2")
+    assert len(version) == 12 and int(version, 16) >= 0
+    assert version != model_version("ipu") and model_version() != version
+    lo, hi = error_band("wse2")
+    assert -0.25 <= lo <= hi <= 0.25
+    tags = run_tags("wse2")
+    assert tags["dabench.model_version"] == version and "," in tags["dabench.error_band"]
+    assert run_tags("no_such_arch")["dabench.error_band"] == "uncalibrated"
+
+
+def test_check_mode_passes_on_the_shipped_constants(capsys):
+    from dabench.calibrate import main
+
+    assert main(["--check", "--arch", "wse2"]) == 0
+    assert "0 point(s) out of tolerance" in capsys.readouterr().out
