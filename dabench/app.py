@@ -20,6 +20,7 @@ from dabench.api import placed, record_run
 from dabench.config import build_run_config
 from dabench.runner import RunResult
 from dabench.status import ConfigError, is_ok
+from dabench.tune.outcome import job_outcome
 from dabench.tracking.naming import run_name, run_tags
 
 log = logging.getLogger("dabench")
@@ -80,4 +81,4 @@ def run_job(cfg: DictConfig) -> float:
     print(_summary(result, name), flush=True)
     if not result.ok and not multirun:
         raise SystemExit(1)
-    return result.objective
+    return job_outcome(result)  # a float that also carries status, reason, mode (Hydra's JobReturn)

@@ -193,6 +193,7 @@ class TrackingConfig:
     experiment: str = "dabench"
     run_name: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    parent_run_id: str | None = None  #: the MLflow parent (a study's), set by the sweeper per job
 
 
 @dataclass(frozen=True)
@@ -463,6 +464,7 @@ def build_tracking(section: Mapping[str, Any]) -> TrackingConfig:
         experiment=str(section.get("experiment") or "dabench"),
         run_name=section.get("run_name"),
         tags={str(k): str(v) for k, v in (section.get("tags") or {}).items()},
+        parent_run_id=str(section["parent_run_id"]) if section.get("parent_run_id") else None,
     )
 
 

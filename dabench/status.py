@@ -39,6 +39,7 @@ class Status(str, Enum):
     DIVERGED = "diverged"
     INVALID_RESULT = "invalid_result"
     INCOMPLETE_ARTIFACT = "incomplete_artifact"
+    SKIPPED = "skipped"
 
 
 FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
@@ -73,6 +74,8 @@ VOCABULARY: dict[Status, StatusInfo] = {
     Status.INVALID_RESULT: StatusInfo("a metric breaks a physical bound (e.g. an efficiency above 1.0, a "
                                       "roofline point above its roof)", FAILED, True),
     Status.INCOMPLETE_ARTIFACT: StatusInfo("a vendor artifact is truncated or inconsistent", FAILED, False),
+    Status.SKIPPED: StatusInfo("a study trial closed before it ran: the sampler proposed a parameter set "
+                               "the study already holds (another worker ran or runs it)", KILLED, False),
 }
 
 

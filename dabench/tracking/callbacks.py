@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from dabench.status import Status, is_ok
 from dabench.tracking.lifecycle import PARENT_ENV, git_commit, open_run
@@ -34,6 +34,8 @@ class MlflowParentRunCallback(Callback):
         tracking = config.get("tracking") or {}
         if not tracking.get("enabled", True):
             return
+        if "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or ""):
+            return  # a study keeps one parent run for all its workers (dabench/tune/tracking.py)
         uri = tracking_uri(tracking.get("uri"))
         overrides = list(config.hydra.overrides.task)
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
