@@ -141,6 +141,10 @@ def execute(rc: RunConfig) -> RunResult:
                 result.notes["dabench.ceilings_note"] = (f"backend {backend.name} runs on this machine's CPU: "
                                                          f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
             result.profile = backend().run(rc, graph)
+        if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
+            from dabench.perfmodel.calibration import run_tags as model_tags
+
+            result.notes.update(model_tags(rc.hardware.arch))
         prediction = predict_config(rc, graph, ceilings) if result.mode in ("predict", "validate") else None
         if prediction is not None:
             result.predicted = prediction.profile
