@@ -51,7 +51,7 @@ class Selection:
     @property
     def sweep_parent(self) -> str | None:
         """The one parent run a report of this selection is also logged under, if any."""
-        return self.parent_run_ids[0] if self.kind == "run" and len(self.parent_run_ids) == 1 else None
+        return self.parent_run_ids[0] if self.kind in ("run", "study") and len(self.parent_run_ids) == 1 else None
 
 
 def client_for(uri: str | None):
@@ -68,8 +68,11 @@ def _experiments(client) -> list:
 
 
 def _studies(client, experiment_ids: list[str]) -> list[str]:
+    """Study names: on parent runs (tag optuna.study) and on trial runs (tag optuna_study)."""
     runs = _search(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
-    return sorted({r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")})
+    names = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
+    names |= {r.data.tags["optuna_study"] for r in _search(client, experiment_ids, "tags.optuna_study LIKE '%'")}
+    return sorted(names)
 
 
 def _what_exists(client, experiment_ids: list[str]) -> str:
@@ -106,11 +109,14 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         if kind == "experiment":
             raise SelectionError(f"no experiment {selection!r} ({_what_exists(client, experiment_ids)})")
     if kind in ("auto", "study"):
+        # a study's trials carry tag optuna_study; its parent run(s) carry optuna.study
         parents = _search(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
-        if parents:
+        trials = _search(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
+        if parents or trials:
             ids = tuple(r.info.run_id for r in parents)
-            return Selection("study", f"study {selection}", tuple(sorted({r.info.experiment_id for r in parents})),
-                             tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids), ids)
+            filters = (f"tags.optuna_study = '{selection}'",) if trials else tuple(
+                f"tags.mlflow.parentRunId = '{i}'" for i in ids)
+            return Selection("study", f"study {selection}", tuple(experiment_ids), filters, ids)
         if kind == "study":
             raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
     if kind == "filter" or (kind == "auto" and _FILTER_SIGN.search(selection)):
