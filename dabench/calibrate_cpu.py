@@ -5,7 +5,7 @@ spread and the load, or the reason it was refused (machine busy). Without ``--re
 cached calibration for the exact key is shown as is; with it every key is measured again and the
 cache entry replaced only when the new calibration is accepted. Exit 0 when every requested
 calibration is available, 3 when any was refused. Runs calibrate on demand the same way
-(``DABENCH_RECALIBRATE=1`` forces it there); see dabench/backends/calibrate.py.
+(``DABENCH_RECALIBRATE=1`` forces it there); see dabench/calibration.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from dabench.backends import calibrate
+    from dabench import calibration as calibrate
     from dabench.hardware import cpu_native_precision
 
     if args.threads:

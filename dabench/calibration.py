@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from dabench.hardware import cpu_calibration_key
+from dabench.hostinfo import cpu_calibration_key
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MIN_REPEATS = 5            #: timed repeats per calibration (the median is kept)

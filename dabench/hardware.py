@@ -2,7 +2,7 @@
 bandwidth, from the spec (conf/hardware/*.yaml) or, where the spec says null, calibrated; and
 what this machine's CPU is (model name, native arithmetic per precision). torch-free.
 
-When a CPU calibration is refused (machine busy, see :mod:`dabench.backends.calibrate`) and none
+When a CPU calibration is refused (machine busy, see :mod:`dabench.calibration`) and none
 is cached for the run's key, the ceilings come back *uncalibrated*: NaN peak and bandwidth and a
 ``source`` starting with ``uncalibrated:`` that holds the reason. A measured run then records no
 metric relative to a ceiling (efficiencies, roofline; see
@@ -12,63 +12,22 @@ refused (unsupported) with that reason.
 
 from __future__ import annotations
 
-import functools
 import math
-import platform
-from pathlib import Path
 
 from dabench.config import HardwareSpec, PrecisionConfig
-from dabench.metrics.summary import Ceilings
+from dabench.ceilings import Ceilings
+from dabench.hostinfo import (  # noqa: F401  (re-exported: this machine's CPU)
+    NATIVE_FLAGS,
+    _cpuinfo,
+    cpu_calibration_key,
+    cpu_flags,
+    cpu_model,
+    cpu_native_precision,
+)
 from dabench.status import UnsupportedError
 
 
 UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
-
-#: /proc/cpuinfo flags (x86) or Features (arm64) that mean native arithmetic at a precision
-NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16", "bf16"), "fp16": ("avx512_fp16", "amx_fp16", "fphp")}
-
-
-@functools.lru_cache(maxsize=1)
-def _cpuinfo() -> str:
-    try:
-        return Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-
-
-def cpu_model() -> str:
-    for line in _cpuinfo().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
-def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
-    """The CPU's feature flags (first processor's ``flags`` or ``Features`` line)."""
-    for line in (_cpuinfo() if cpuinfo is None else cpuinfo).splitlines():
-        if line.startswith(("flags", "Features")):
-            return frozenset(line.split(":", 1)[1].split())
-    return frozenset()
-
-
-def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> bool:
-    """True when the CPU has native arithmetic for ``dtype`` (fp32 always; bf16 needs AVX512-BF16 or
-    AMX-BF16 (arm: BF16); fp16 AVX512-FP16 or AMX-FP16 (arm: FPHP)). Otherwise torch converts to
-    fp32 around each op: the precision is emulated and its calibrated rate is the emulated one."""
-    if dtype == "fp32":
-        return True
-    flags = cpu_flags() if flags is None else flags
-    return any(f in flags for f in NATIVE_FLAGS.get(dtype, ()))
-
-
-def cpu_calibration_key(kind: str, threads: int, torch_version: str | None = None) -> str:
-    """The calibration cache key: '<cpu model>|threads=<n>|torch=<version>|<kind>', kind
-    'matmul_<precision>' or 'copy'. ``torch_version`` defaults to the installed distribution's."""
-    if torch_version is None:
-        from importlib.metadata import version
-
-        torch_version = version("torch")
-    return f"{cpu_model()}|threads={threads}|torch={torch_version}|{kind}"
 
 
 def tf32_enabled(hw: HardwareSpec, precision: PrecisionConfig) -> bool:
@@ -110,7 +69,7 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
         if hw.arch != "cpu":
             raise UnsupportedError(f"hardware={hw.name} lists no peak FLOP/s for {precision.name} "
                                    f"or no bandwidth for {level.name}, and only cpu is calibrated")
-        from dabench.backends import calibrate  # imports torch: only when calibration is needed
+        from dabench import calibration as calibrate  # imports torch: only when calibration is needed
 
         try:
             peak = peak if peak is not None else calibrate.peak_flops(precision.compute_dtype)
@@ -124,7 +83,7 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
 def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
     """Calibrated ceilings of this machine's CPU, for backends that run here in place of the
     target (see ``Backend.runs_on_host_cpu``)."""
-    from dabench.backends import calibrate
+    from dabench import calibration as calibrate
 
     try:
         return Ceilings(peak_flops=calibrate.peak_flops(precision.compute_dtype),

@@ -16,7 +16,7 @@ import logging
 import traceback
 from dataclasses import dataclass, field
 
-from dabench.backends import get_backend
+from dabench.backends import Backend, get_backend
 from dabench.config import RunConfig
 from dabench.hardware import host_cpu_ceilings, is_calibrated, resolve_ceilings
 from dabench.metrics.checks import check_result, without_ceiling_metrics
@@ -115,6 +115,23 @@ def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilin
     return Prediction(profile, graph, ceilings, metrics)
 
 
+def measure(backend: Backend, rc: RunConfig, graph: OpGraph) -> Profile:
+    """Measure on ``backend``; a parallel run of a torch backend goes to torch.distributed ranks
+    (dabench.distributed). In validate mode, a parallel run's measured collectives are priced
+    with the link model too (:mod:`dabench.perfmodel.comm_check`)."""
+    if rc.parallel.strategy != "none" and backend.torch_distributed:
+        from dabench.distributed import run_parallel
+
+        device, source = backend.parallel_target(rc)
+        profile = run_parallel(rc, device, source)
+        if rc.hardware.mode == "validate":
+            from dabench.perfmodel.comm_check import comm_prediction_metrics
+
+            profile.extra_metrics.update(comm_prediction_metrics(rc, profile.comm, profile.extra_metrics))
+        return profile
+    return backend.run(rc, graph)
+
+
 def _rel_error(predicted: float, measured: float) -> float:
     """(predicted - measured) / measured."""
     return (predicted - measured) / measured if measured else float("nan")
@@ -140,7 +157,7 @@ def execute(rc: RunConfig) -> RunResult:
                 result.ceilings = ceilings = host_cpu_ceilings(rc.precision)
                 result.notes["dabench.ceilings_note"] = (f"backend {backend.name} runs on this machine's CPU: "
                                                          f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
-            result.profile = backend().run(rc, graph)
+            result.profile = measure(get_backend(rc.hardware.backend)(), rc, graph)
         if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
             from dabench.perfmodel.calibration import run_tags as model_tags
 

@@ -62,7 +62,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 
 #: Ceilings that tests' measured CPU runs are judged against, so that the suite does not depend on
 #: whether the machine is quiet enough to calibrate (a calibration is refused under load; see
-#: dabench/backends/calibrate.py). Deliberately above any CPU (10 TFLOP/s, 1 TB/s): efficiencies
+#: dabench/calibration.py). Deliberately above any CPU (10 TFLOP/s, 1 TB/s): efficiencies
 #: in tests are small and never a statement about this machine. tests/test_calibrate.py measures
 #: for real in its own cache folder; benchmarks/validate_cpu.py uses the user's real cache.
 TEST_CALIBRATION = {"matmul_fp32": 1e13, "matmul_bf16": 1e13, "matmul_fp16": 1e13, "copy": 1e12}

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from dabench.backends import calibrate
+from dabench import calibration as calibrate
 from dabench.config import build_run_config
 from dabench.hardware import cpu_native_precision, is_calibrated, resolve_ceilings
 from tests.conftest import composed

@@ -65,7 +65,7 @@ def test_roofline_point_above_its_roof():
 
 import json  # noqa: E402
 
-from dabench.backends import calibrate  # noqa: E402
+from dabench import calibration as calibrate  # noqa: E402
 from dabench.config import build_run_config  # noqa: E402
 from dabench.metrics.summary import roofline_points  # noqa: E402
 from dabench.runner import execute  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from dabench.config import RunConfig
 from dabench.profile import Profile
@@ -29,6 +29,14 @@ class Backend(ABC):
     #: in for a wafer): efficiencies are then taken against the calibrated CPU ceilings, not the
     #: target hardware's spec sheet
     runs_on_host_cpu: ClassVar[bool] = False
+    #: True when a parallel run (parallel.strategy != none) of this backend is measured on
+    #: torch.distributed ranks (dabench.distributed); the runner dispatches it there with
+    #: :meth:`parallel_target`, so backends never import dabench.distributed
+    torch_distributed: ClassVar[bool] = False
+
+    def parallel_target(self, rc: RunConfig) -> tuple[Any, str]:
+        """(torch device, source label) for a torch.distributed run; see ``torch_distributed``."""
+        raise NotImplementedError(f"backend {self.name} does not run on torch.distributed")
 
     @classmethod
     @abstractmethod

@@ -24,6 +24,12 @@ class CpuBackend(Backend):
     """Cores allocated = torch threads; available = logical CPUs of this machine."""
 
     name = "cpu"
+    torch_distributed = True
+
+    def parallel_target(self, rc: RunConfig):
+        import torch
+
+        return torch.device("cpu"), "cpu"
 
     @classmethod
     def availability(cls, rc: RunConfig) -> Availability:

@@ -18,7 +18,7 @@ from pathlib import Path
 from dabench.backends.base import Availability
 from dabench.config import RunConfig
 from dabench.isolation.subprocess_runner import REPO_ROOT
-from dabench.isolation.vendor_backend import VendorBackend, resolve_interpreter
+from dabench.backends.vendor import VendorBackend, resolve_interpreter
 from dabench.status import UnsupportedError
 
 DEFAULT_VENV_PYTHON = REPO_ROOT / ".venv-cerebras" / "bin" / "python"

@@ -13,6 +13,7 @@ class CudaBackend(Backend):
     count for the full chip (conf/hardware/cuda.yaml)."""
 
     name = "cuda"
+    torch_distributed = True
 
     @classmethod
     def availability(cls, rc: RunConfig) -> Availability:
@@ -23,6 +24,12 @@ class CudaBackend(Backend):
         if not torch.cuda.is_available():
             return Availability(False, "no CUDA device is visible (torch.cuda.is_available() is False)")
         return Availability(True)
+
+    def parallel_target(self, rc: RunConfig):
+        import torch
+
+        device = torch.device("cuda", torch.cuda.current_device())
+        return device, f"cuda:{torch.cuda.get_device_properties(device).name}"
 
     def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
         import torch

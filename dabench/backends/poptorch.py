@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dabench.backends.base import Availability
 from dabench.config import RunConfig
-from dabench.isolation.vendor_backend import VendorBackend
+from dabench.backends.vendor import VendorBackend
 from dabench.status import ConfigError, UnsupportedError
 
 

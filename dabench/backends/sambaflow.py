@@ -9,7 +9,7 @@ compile folder (:mod:`dabench.profiles.sambaflow`).
 from __future__ import annotations
 
 from dabench.config import RunConfig
-from dabench.isolation.vendor_backend import VendorBackend
+from dabench.backends.vendor import VendorBackend
 from dabench.profile import Profile
 from dabench.status import UnsupportedError
 from dabench.workload.opgraph import OpGraph

@@ -29,10 +29,9 @@ def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, U
                   memory_level: str, peak_memory, tags: dict[str, str] | None = None) -> Profile:
     """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run;
     ``tags`` go onto the Profile (math mode, native precision)."""
-    if rc.parallel.strategy != "none":
-        from dabench.distributed import run_parallel  # torch.distributed path (issue: measured Tier 2)
-
-        return run_parallel(rc, device, source)
+    if rc.parallel.strategy != "none":  # the runner sends these to dabench.distributed
+        raise ValueError(f"run_on_device measures one device; parallel={rc.parallel.strategy} runs go "
+                         "through dabench.distributed.run_parallel (see Backend.torch_distributed)")
     losses: list[float] = []
     try:
         state = build_train_state(rc, device)

@@ -40,7 +40,7 @@ def resolve_interpreter(python: str | None) -> str | None:
         return shutil.which(python) or python
     path = Path(python).expanduser()
     if not path.is_absolute():
-        from dabench.tracking.store import launch_dir
+        from dabench.paths import launch_dir
 
         path = launch_dir() / path
     return str(path)

@@ -17,7 +17,7 @@ intervals; from them:
   from bytes per call and transfer time per call: for dp (in-flight time) and tp (own
   duration) each call's minimum over ranks (the last rank to arrive does not wait for a peer),
   for p2p the ping-pong one-way time (``tier2.comm_transfer_s.<op>``: transfer seconds per step,
-  all calls of the op; what :mod:`dabench.distributed.predict` compares with the link model);
+  all calls of the op; what :mod:`dabench.perfmodel.comm_check` compares with the link model);
 - subtasks: per-rank compute (dp, tp) or per-stage compute (pp, the slowest replica of the
   stage), so ``tier1.load_imbalance`` is the balance across ranks or stages;
 - ``single_chip_samples_per_s`` from the one-rank baseline with the same global batch.

@@ -101,8 +101,4 @@ def run_parallel(rc: RunConfig, device: torch.device, source: str) -> Profile:
     backend = "nccl" if device.type == "cuda" else "gloo"
     profile = assemble_profile(rc, results, f"{source} ({backend}, {rc.parallel.n_chips} ranks)", rc.hardware.memory[0].name,
                             rank_units(rc, device, threads), backend)
-    if rc.hardware.mode == "validate":
-        from dabench.distributed.predict import comm_prediction_metrics
-
-        profile.extra_metrics.update(comm_prediction_metrics(rc, profile.comm, profile.extra_metrics))
-    return profile
+    return profile  # in validate mode the runner adds the link model's comm predictions

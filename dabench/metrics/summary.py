@@ -8,8 +8,7 @@ Achieved FLOP/s per chip = FLOPs per step / (median step time * chips).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from dabench.ceilings import Ceilings  # noqa: F401  (defined at config level; re-exported)
 from dabench.metrics import tier1, tier2
 from dabench.metrics.diagnosis import diagnose
 from dabench.metrics.roofline import RooflinePoint, point, ridge_point
@@ -17,17 +16,6 @@ from dabench.profile import Profile
 from dabench.workload.opgraph import OpGraph
 
 CONCURRENT_SUBTASK_KINDS = ("stage", "kernel", "section_stage", "rank")
-
-
-@dataclass(frozen=True)
-class Ceilings:
-    """Per-chip limits at the run's precision: peak FLOP/s and the main memory level's bandwidth
-    (bytes/s). ``source`` says where they came from (spec sheet or calibration)."""
-
-    peak_flops: float
-    bandwidth_Bps: float
-    memory_level: str
-    source: str = "spec"
 
 
 def step_work(graph: OpGraph, samples_per_step: int, data_copies: int) -> tuple[float, float]:

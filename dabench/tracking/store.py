@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from dabench.paths import launch_dir  # noqa: F401  (re-exported: tracking.store.launch_dir)
+
 T = TypeVar("T")
 
 #: default bound, in seconds, on one call to a tracking server or database
@@ -41,18 +43,6 @@ DEFAULT_TIMEOUT_S = 30.0
 LOCK_RETRIES = 12
 LOCK_BACKOFF_S = (0.05, 2.0)
 _LOCKED_MARKERS = ("database is locked", "database table is locked", "database schema is locked")
-
-
-def launch_dir() -> Path:
-    """The directory dabench was started from (Hydra's original cwd when inside a Hydra job)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            return Path(HydraConfig.get().runtime.cwd)
-    except ImportError:  # pragma: no cover - hydra is a dependency
-        pass
-    return Path.cwd()
 
 
 def tracking_uri(configured: str | None = None) -> str:

@@ -3,7 +3,7 @@
 import pytest
 
 from dabench.config import build_run_config
-from dabench.distributed.predict import comm_prediction_metrics
+from dabench.perfmodel.comm_check import comm_prediction_metrics
 from dabench.profile import CommEvent
 from tests.conftest import composed
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dabench.isolation.subprocess_runner import PROTOCOL, child_env, run_child
-from dabench.isolation.vendor_backend import probe_sdk
+from dabench.backends.vendor import probe_sdk
 from dabench.status import CompileError, CrashedError, Status
 from vendor_helpers import FAKES
 
@@ -132,7 +132,7 @@ def test_runner_side_imports_under_python_3_8():
 
 
 def test_relative_interpreter_paths_resolve_from_the_launch_dir(tmp_path, monkeypatch):
-    from dabench.isolation.vendor_backend import resolve_interpreter
+    from dabench.backends.vendor import resolve_interpreter
 
     monkeypatch.chdir(tmp_path)
     assert resolve_interpreter(".venv-x/bin/python") == str(tmp_path / ".venv-x" / "bin" / "python")

@@ -8,7 +8,7 @@ import pytest
 
 from dabench.backends import get_backend
 from dabench.backends.poptorch import PoptorchBackend
-from dabench.isolation.vendor_backend import probe_sdk
+from dabench.backends.vendor import probe_sdk
 from dabench.runner import execute
 from dabench.status import ConfigError, Status, UnsupportedError
 from dabench.vendors.poptorch_runner import _classify_compile_error, begin_blocks
