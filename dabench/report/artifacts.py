@@ -69,8 +69,14 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
     (folder / "result.json").write_text(json.dumps(_finite(document), indent=1, default=str))
     if profile is not None and result.graph is not None and result.ceilings is not None:
         points = roofline_points(result.graph, profile, result.ceilings, data_copies)
-        plot_roofline(points, result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, title,
-                      folder / "roofline.png", predicted=profile.mode == "predict")
+        also_predicted = None
+        if result.predicted is not None and result.profile is not None:  # validate: the prediction beside it
+            also_predicted = roofline_points(result.graph, result.predicted, result.ceilings, data_copies)
+        if math.isfinite(result.ceilings.peak_flops) and math.isfinite(result.ceilings.bandwidth_Bps):
+            plot_roofline(points, result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, title,
+                          folder / "roofline.png", predicted=profile.mode == "predict",
+                          memory_level=result.ceilings.memory_level, predicted_points=also_predicted)
+        # uncalibrated ceilings (NaN): no roof to draw; the run's metrics say so
         with open(folder / "subtasks.csv", "w", newline="") as handle:
             kinds = sorted({k for s in profile.subtasks for k in s.units})
             writer = csv.writer(handle)
