@@ -17,4 +17,7 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    from dabench.schema import refuse_bad_command_line
+
+    refuse_bad_command_line()  # unknown group options and keys: one line, exit 2, before Hydra
     main()

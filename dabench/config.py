@@ -182,6 +182,7 @@ class RunSettings:
     threads: int | None = None
     profile_subtasks: bool = True
     lr: float = 1e-4
+    allow_oversubscribe: bool = False  #: measured parallel runs may start more ranks than cores
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,7 @@ class TrackingConfig:
     run_name: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     parent_run_id: str | None = None  #: the MLflow parent (a study's), set by the sweeper per job
+    timeout_s: float = 30.0  #: bound on one call to a tracking server or database (seconds)
 
 
 @dataclass(frozen=True)
@@ -454,6 +456,7 @@ def build_run(section: Mapping[str, Any]) -> RunSettings:
         threads=threads,
         profile_subtasks=bool(section.get("profile_subtasks", True)),
         lr=float(lr),
+        allow_oversubscribe=bool(section.get("allow_oversubscribe", False)),
     )
 
 
@@ -465,6 +468,7 @@ def build_tracking(section: Mapping[str, Any]) -> TrackingConfig:
         run_name=section.get("run_name"),
         tags={str(k): str(v) for k, v in (section.get("tags") or {}).items()},
         parent_run_id=str(section["parent_run_id"]) if section.get("parent_run_id") else None,
+        timeout_s=float(section.get("timeout_s") or 30.0),
     )
 
 
@@ -491,6 +495,9 @@ def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
     for group in ("model", "hardware", "precision"):
         if not isinstance(cfg.get(group), Mapping):
             raise ConfigError(group, cfg.get(group), f"the config group {group}/ must be selected")
+    from dabench.schema import validate  # unknown keys, types and ranges (docs/config.md)
+
+    validate(cfg)
     cfg = apply_placement(cfg)
     model = build_model(cfg["model"])
     hardware = build_hardware(cfg["hardware"])
