@@ -89,6 +89,11 @@ def run_container(container: Mapping[str, Any], rc: RunConfig | None = None) -> 
             rc = build_run_config(container)
         except ConfigError as error:
             return RunResult(Status.INVALID_CONFIG, str(error), "none", config=container)
+    from dabench.tracking.preflight import job_problems  # memory and ranks of a measured CPU run
+
+    unfit = job_problems(rc)
+    if unfit:
+        return RunResult(Status.INVALID_CONFIG, str(unfit[0]), "none", config=container)
     result = execute(rc)
     result.config = container
     return result

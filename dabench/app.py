@@ -74,6 +74,9 @@ def run_job(cfg: DictConfig) -> float:
             raise SystemExit(2)
         log.error("%s", error)  # recorded below as an invalid_config run; the sweep goes on
     if rc is not None:
+        from dabench.tracking.preflight import refuse_if_unfit
+
+        refuse_if_unfit(rc, multirun)  # store, disk, memory, ranks: one line each, exit 2 (docs/reliability.md)
         log.info("running %s (hardware.mode=%s)", name, rc.hardware.mode)
     result, run_id = record_run(container, rc=rc, artifacts_dir=Path.cwd() / "artifacts", name=name)
     if run_id:

@@ -1,0 +1,100 @@
+"""Keep secrets out of the record: params, tags, config.yaml, result.json and log lines.
+
+- :func:`redact_uri`: ``scheme://user:password@host`` -> ``scheme://user:***@host``; a token in
+  the query (``?password=``, ``token=``, ``access_key=``...) -> ``***``.
+- :func:`redact_text`: the same for every URI inside free text, plus the value of any secret
+  environment variable (:func:`secret_env_values`: names containing TOKEN, SECRET, PASSWORD,
+  PASSWD, API_KEY, ACCESS_KEY, CREDENTIAL or AUTH) wherever it appears.
+- :func:`redact_mapping`: a nested mapping (a config) with every string value redacted, and the
+  value of any key that names a secret (``password``, ``token``, ...) replaced outright.
+
+Pure functions of their input (and of ``os.environ`` when ``env`` is not given).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Mapping
+
+MASK = "***"
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL|AUTH", re.IGNORECASE)
+#: scheme://user:password@  (the password is the group to hide)
+_USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<at>@)")
+#: ?token=... or &password=... in a URL query
+_QUERY = re.compile(r"(?P<head>[?&](?:[a-z_]*(?:password|passwd|token|secret|access_key|api_key|sig|signature)"
+                    r"[a-z_]*)=)(?P<secret>[^&\s#]+)", re.IGNORECASE)
+MIN_SECRET_CHARS = 6  #: shorter environment values are not searched for (too many false hits)
+
+
+def redact_uri(uri: str) -> str:
+    """A URI with its password and query tokens masked (other text unchanged)."""
+    return _QUERY.sub(lambda m: m.group("head") + MASK, _USERINFO.sub(lambda m: m.group("head") + MASK + "@", uri))
+
+
+def secret_env_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables whose names say they are secrets (longest first)."""
+    env = os.environ if env is None else env
+    values = {value for name, value in env.items() if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_CHARS}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact_text(text: str, env: Mapping[str, str] | None = None) -> str:
+    """Free text with every URI password, query token and secret environment value masked."""
+    out = redact_uri(text)
+    for value in secret_env_values(env):
+        if value in out:
+            out = out.replace(value, MASK)
+    return out
+
+
+def redact_value(value: Any, env: Mapping[str, str] | None = None) -> Any:
+    """Strings redacted, containers recursed, everything else unchanged."""
+    if isinstance(value, str):
+        return redact_text(value, env)
+    if isinstance(value, Mapping):
+        return redact_mapping(value, env)
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_value(v, env) for v in value)
+    return value
+
+
+def redact_mapping(mapping: Mapping[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A copy of a nested mapping with secrets masked (see module docstring)."""
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, str) and SECRET_NAME.search(str(key)) and value:
+            out[key] = MASK
+        else:
+            out[key] = redact_value(value, env)
+    return out
+
+
+def redact_record(record: Any) -> Any:
+    """A logging filter's body: redact a LogRecord's message in place (args are merged first)."""
+    try:
+        message = record.getMessage()
+    except Exception:  # a broken format string: leave it to logging to report
+        return record
+    cleaned = redact_text(message)
+    if cleaned != message:
+        record.msg, record.args = cleaned, ()
+    return record
+
+
+class RedactingFilter:
+    """``logging.Filter`` that masks secrets in every record it passes (attach to a handler)."""
+
+    def filter(self, record: Any) -> bool:
+        redact_record(record)
+        return True
+
+
+def install_log_redaction(logger_names: tuple[str, ...] = ("", "dabench")) -> None:
+    """Attach :class:`RedactingFilter` to every handler of the given loggers (idempotent)."""
+    import logging
+
+    for name in logger_names:
+        for handler in logging.getLogger(name).handlers:
+            if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+                handler.addFilter(RedactingFilter())
