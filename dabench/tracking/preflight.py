@@ -277,12 +277,16 @@ def run_preflight(rc, run_dir: Path | None = None, *, tracking_uri: str | None =
 
 
 def refuse_if_unfit(rc, multirun: bool = False) -> None:
-    """The Hydra task's pre-flight: print each problem on one line and exit with status 2.
+    """The Hydra task's pre-flight: bound the tracking client by ``tracking.timeout_s``, then
+    print each problem on one line and exit with status 2.
     Inside a multirun only the surroundings are checked here (a broken store fails every job);
     a job this machine cannot run is recorded ``invalid_config`` by the pipeline and the sweep
     goes on (:func:`job_problems`, called from :func:`dabench.api.run_container`)."""
     import sys
 
+    from dabench.tracking.store import apply_client_timeouts
+
+    apply_client_timeouts(getattr(rc.tracking, "timeout_s", None))  # every later store call is bounded
     problems = environment_problems(rc) if multirun else run_preflight(rc)
     if problems:
         print(format_problems(problems), file=sys.stderr, flush=True)

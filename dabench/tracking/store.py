@@ -77,26 +77,39 @@ def artifact_root(uri: str) -> str | None:
 # ----------------------------------------------------------------------------- timeouts
 
 
-def apply_client_timeouts(timeout_s: float | None = None) -> None:
-    """Bound the MLflow HTTP client: request timeout ``timeout_s`` and at most 2 retries (unless
-    the user already set ``MLFLOW_HTTP_REQUEST_TIMEOUT`` / ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``).
-    Environment variables, because MLflow reads them at every request."""
-    timeout = int(max(1, round(timeout_s or DEFAULT_TIMEOUT_S)))
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(timeout))
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+#: client settings the user chose in the environment before dabench started (never overridden)
+_USER_SET = frozenset(k for k in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+                                  "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR") if k in os.environ)
+_timeout_s = DEFAULT_TIMEOUT_S
+
+
+def apply_client_timeouts(timeout_s: float | None = None) -> float:
+    """Bound every later call to a tracking server or database by ``timeout_s`` (default: the
+    last value given, initially :data:`DEFAULT_TIMEOUT_S`): the MLflow HTTP client's request
+    timeout with at most 2 retries (environment variables MLflow reads at every request; values
+    the user set before dabench started win), and the driver connect timeout that
+    :func:`with_connect_timeout` adds. Returns the bound in effect."""
+    global _timeout_s
+    if timeout_s:
+        _timeout_s = float(timeout_s)
+    settings = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(max(1, round(_timeout_s)))),
+                "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+    for key, value in settings.items():
+        if key not in _USER_SET:
+            os.environ[key] = value
+    return _timeout_s
 
 
 def with_connect_timeout(uri: str, timeout_s: float | None = None) -> str:
-    """A database URI whose driver gives up connecting after ``timeout_s``: ``connect_timeout``
-    for PostgreSQL (libpq) and MySQL; other URIs are returned unchanged. An explicit value in the
-    URI wins."""
+    """A database URI whose driver gives up connecting after ``timeout_s`` (default: the bound
+    of :func:`apply_client_timeouts`): ``connect_timeout`` for PostgreSQL (libpq) and MySQL;
+    other URIs are returned unchanged. An explicit value in the URI wins."""
     scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
     if scheme not in ("postgresql", "postgres", "mysql"):
         return uri
     parts = urlsplit(uri)
     query = dict(parse_qsl(parts.query))
-    query.setdefault("connect_timeout", str(int(max(1, round(timeout_s or DEFAULT_TIMEOUT_S)))))
+    query.setdefault("connect_timeout", str(int(max(1, round(timeout_s or _timeout_s)))))
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 

@@ -118,3 +118,20 @@ def test_cli_refuses_before_any_work(tmp_path, overrides, field):
     assert len(problems) == 1 and field in problems[0], done.stderr
     assert "hunter22" not in done.stdout + done.stderr
     assert not (tmp_path / "mlruns").exists()  # nothing recorded
+
+
+def test_tracking_calls_are_bounded_by_the_configured_timeout(monkeypatch):
+    from dabench.tracking import store
+
+    for key in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"):
+        monkeypatch.setenv(key, "unset")  # restored (or removed) after the test
+        monkeypatch.delenv(key)
+    monkeypatch.setattr(store, "_USER_SET", frozenset())
+    monkeypatch.setattr(store, "_timeout_s", store.DEFAULT_TIMEOUT_S)
+    assert store.apply_client_timeouts(7) == 7
+    import os
+
+    assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "7" and os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2"
+    assert store.with_connect_timeout("postgresql://h/db") == "postgresql://h/db?connect_timeout=7"
+    assert store.with_connect_timeout("postgresql://h/db?connect_timeout=3") == "postgresql://h/db?connect_timeout=3"
+    assert store.with_connect_timeout("sqlite:////x/mlflow.db") == "sqlite:////x/mlflow.db"
