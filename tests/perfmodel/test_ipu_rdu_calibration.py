@@ -1,10 +1,10 @@
-"""IPU and RDU models against public data: Graphcore's published GPT-2 recipes must be feasible
-(they run on real IPUs), and the SN30 rows of dabench/perfmodel/calibration/points.csv must
-predict within their stated tolerance."""
+"""IPU and RDU models against public data, beyond the calibration points themselves (those are
+asserted for every platform by tests/perfmodel/test_calibration.py): Graphcore's published GPT-2
+recipes fit and stay within the paper's compute efficiency, a tied head is stored once, and the
+SN30's host time makes small GPT-2 models host-bound but not BERT-Large."""
 
 import pytest
 
-from dabench.perfmodel.calibration.points import load_points
 from tests.perfmodel.helpers import predict, run_config
 
 #: graphcore/examples nlp/gpt2/pytorch (benchmarks.yml, run/*.sh), ../shared/reference/calibration-data.md:
@@ -43,31 +43,10 @@ def test_a_tied_head_is_stored_once_on_ipu0():
     assert ipu0(True) < ipu0(False)
 
 
-RDU_POINTS = [p for p in load_points() if p.platform == "rdu" and p.use != "excluded"]
-
-
-def _rdu_config(point):
-    model_over, options = {}, {}
-    for item in point.overrides:
-        key, value = item.split("=", 1)
-        if key.startswith("model."):
-            model_over[key[len("model."):]] = int(value)
-        elif key.startswith("hardware.options."):
-            options[key[len("hardware.options."):]] = value
-        else:
-            raise AssertionError(f"{point.id}: override {item} not handled here")
-    return run_config("rdu", model=point.model, precision=point.precision, batch_size=point.batch,
-                      grad_accum=point.grad_accum, model_over=model_over, options=options)
-
-
-@pytest.mark.parametrize("point", RDU_POINTS, ids=[p.id for p in RDU_POINTS])
-def test_sn30_points_within_tolerance(point):
-    assert point.metric == "samples_per_s"
-    predicted = predict(_rdu_config(point))[1]["throughput.samples_per_s"]
-    assert point.within(predicted), f"{point.id}: predicted {predicted:.2f}, published {point.published}"
-
-
 def test_sn30_small_models_are_host_bound():
-    """Real SN30 runs at batch 16 spend ~1.4 s of host time per step: more than the RDU time of GPT-2 small."""
+    """Real SN30 runs at batch 16 spend ~1.4 s of host time per step: more than the RDU time of GPT-2 small;
+    BERT-Large (20 positions at its head) is not host-bound."""
     metrics = predict(run_config("rdu", batch_size=16, options={"compile_mode": "o3"}))[1]
     assert metrics["host.fraction"] > 0.5
+    bert = predict(run_config("rdu", model="bert_large", batch_size=256, options={"compile_mode": "o3", "tiles": 4}))[1]
+    assert bert["host.fraction"] < 0.3
