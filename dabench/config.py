@@ -226,6 +226,17 @@ class RunConfig:
         return asdict(self)
 
 
+def _register_schema() -> None:
+    """Tell the config schema (dabench/schema.py: unknown keys, ranges) the typed sections."""
+    from dabench.schema import register_sections
+
+    register_sections({"model": ModelConfig, "hardware": HardwareSpec, "parallel": ParallelConfig,
+                       "precision": PrecisionConfig, "run": RunSettings, "tracking": TrackingConfig})
+
+
+_register_schema()
+
+
 # ----------------------------------------------------------------------------- validation helpers
 
 

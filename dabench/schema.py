@@ -95,14 +95,20 @@ def _yaml_keys(folder: Path, section: str | None) -> set[str]:
     return keys - {"defaults"}
 
 
+#: section -> its typed config class; filled by :mod:`dabench.config` when it is imported
+#: (:func:`register_sections`), so this module never imports it (config -> schema, one way)
+SECTION_TYPES: dict[str, type] = {}
+
+
+def register_sections(types: Mapping[str, type]) -> None:
+    SECTION_TYPES.update(types)
+    known_keys.cache_clear()
+
+
 @lru_cache(maxsize=None)
 def known_keys(section: str) -> frozenset[str]:
     """The keys a config section may have: its typed config's fields and what conf/ sets."""
-    from dabench import config
-
-    classes = {"model": config.ModelConfig, "hardware": config.HardwareSpec, "parallel": config.ParallelConfig,
-               "precision": config.PrecisionConfig, "run": config.RunSettings, "tracking": config.TrackingConfig}
-    keys = {f.name for f in dataclasses.fields(classes[section])}
+    keys = {f.name for f in dataclasses.fields(SECTION_TYPES[section])} if section in SECTION_TYPES else set()
     if section in GROUPS:
         keys |= _yaml_keys(GROUPS[section], None)
     keys |= _yaml_keys(CONF_DIR, section) | _yaml_keys(SWEEPS_DIR, section)
