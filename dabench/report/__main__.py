@@ -35,12 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     from dabench.report.frame import SelectionError, client_for, load_frame
     from dabench.report.html import write_report
 
+    client = client_for(args.tracking_uri)
     try:
-        frame, selection = load_frame(args.tracking_uri, args.selection, args.kind)
+        frame, selection = load_frame(selection=args.selection, kind=args.kind, client=client)
     except SelectionError as error:
         print(f"dabench.report: {error}", file=sys.stderr)
         return 2
-    client = client_for(args.tracking_uri)
     report = write_report(frame, args.out, selection.label, client.tracking_uri)
     print(f"dabench.report: {len(frame)} runs ({selection.label}) -> {report.html}")
     print(f"  figures: {len(report.figures) // 2} in {args.out / 'figures'} (PNG and SVG); runs: {report.csv}")

@@ -243,10 +243,10 @@ def normalize(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_frame(uri: str | None = None, selection: str | None = None, kind: str = "auto",
-               include_parents: bool = False) -> tuple[pd.DataFrame, Selection]:
-    """(runs frame, selection) for ``selection`` in the store at ``uri``; parent runs (sweeps,
-    studies) are left out unless ``include_parents``."""
-    client = client_for(uri)
+               include_parents: bool = False, client=None) -> tuple[pd.DataFrame, Selection]:
+    """(runs frame, selection) for ``selection`` in the store at ``uri`` (or through ``client``);
+    parent runs (sweeps, studies) are left out unless ``include_parents``."""
+    client = client or client_for(uri)
     chosen = resolve_selection(client, selection, kind)
     names = {e.experiment_id: e.name for e in _experiments(client)}
     runs = [run for f in chosen.filters for run in _search(client, chosen.experiment_ids, f)]

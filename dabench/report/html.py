@@ -68,6 +68,7 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
             continue
         svg = io.BytesIO()
         fig.savefig(svg, format="svg")
+        fig.set_layout_engine("none")  # the layout computed for the SVG holds for the PNG: no second pass
         (figures_dir / f"{spec.key}.svg").write_bytes(svg.getvalue())
         fig.savefig(figures_dir / f"{spec.key}.png", dpi=110)
         report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
