@@ -41,30 +41,36 @@ CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 Result = RunResult
 
 _lock = threading.Lock()
-_initialised = False
+_hydra = None  #: our Hydra object (config search path on conf/), built once per process
 
 
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config (a plain dict, without the ``hydra`` node) for ``overrides``.
 
-    Hydra's GlobalHydra is initialised on conf/ on first use and kept, so later calls only
-    compose. When another Hydra context is active (inside a Hydra app), a temporary one is used
-    and the previous state restored."""
-    global _initialised
+    Hydra's composition machinery for conf/ is built on first use and kept; each call installs it
+    in GlobalHydra, composes and leaves GlobalHydra as it found it (a Hydra app or a test's own
+    ``initialize_config_dir`` is not disturbed)."""
+    global _hydra
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
     with _lock:
-        if not GlobalHydra.instance().is_initialized():
-            initialize_config_dir(config_dir=CONF_DIR, version_base=None, job_name="dabench")
-            _initialised = True
-        if _initialised:
+        gh = GlobalHydra.instance()
+        previous = gh.hydra if gh.is_initialized() else None
+        gh.clear()
+        try:
+            if _hydra is None:
+                initialize_config_dir(config_dir=CONF_DIR, version_base=None, job_name="dabench")
+                _hydra = gh.hydra
+            else:
+                gh.initialize(_hydra)
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
-        else:
-            with initialize_config_dir(config_dir=CONF_DIR, version_base=None, job_name="dabench"):
-                cfg = hydra_compose(config_name="config", overrides=list(overrides))
+        finally:
+            gh.clear()
+            if previous is not None:
+                gh.initialize(previous)
     container = OmegaConf.to_container(cfg, resolve=True)
     container.pop("hydra", None)
     return container

@@ -38,3 +38,16 @@ def test_import_is_cheap_and_predict_needs_no_torch():
     assert out.returncode == 0, out.stderr
     status, torch_loaded, mlflow_loaded = out.stdout.split()
     assert (torch_loaded, mlflow_loaded) == ("False", "False")
+
+
+def test_compose_leaves_global_hydra_as_it_found_it():
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    api.compose(["model=tiny"])
+    assert not GlobalHydra.instance().is_initialized()
+    with initialize_config_dir(config_dir=api.CONF_DIR, version_base=None):
+        mine = GlobalHydra.instance().hydra
+        assert api.compose(["model=gpt2_test"])["model"]["name"] == "gpt2_test"
+        assert GlobalHydra.instance().hydra is mine
+        assert compose(config_name="config")["model"]["name"] == "tiny"
