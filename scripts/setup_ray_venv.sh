@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# .venv-ray: Ray and hydra-ray-launcher for the Ray scale-out test (tests/scaleout/test_ray.py),
+# kept out of .venv because the launcher needs joblib<1.6 and cloudpickle<3 (older than what
+# .venv resolves to). The venv holds only Ray, the launcher and their pins; a .pth file appends
+# .venv's site-packages after them, so dabench, torch and mlflow come from .venv.
+#   bash scripts/setup_ray_venv.sh
+#   PYTHONPATH=$PWD .venv-ray/bin/python -m pytest -m slow tests/scaleout/test_ray.py
+# On a cluster, install it into dabench's own environment instead: pip install 'dabench[ray]'.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || { echo ".venv is missing: run scripts/setup.sh first" >&2; exit 1; }
+[ -x .venv-ray/bin/python ] || "$PYTHON" -m venv .venv-ray
+.venv-ray/bin/python -m pip install -q "hydra-ray-launcher>=1.2" "joblib<1.6" "cloudpickle<3" \
+  "hydra-core>=1.3.2,<1.4" "omegaconf>=2.3,<2.4" 2>&1 | grep -v "^WARNING: Location" || true
+main_site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+ray_site=$(.venv-ray/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+echo "import site; site.addsitedir('$main_site')" > "$ray_site/zz_dabench_main.pth"
+.venv-ray/bin/python -c "import ray, cloudpickle, joblib, dabench, mlflow; print('ray venv ready: ray', ray.__version__, '| cloudpickle', cloudpickle.__version__, '| joblib', joblib.__version__)"
