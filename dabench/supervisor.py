@@ -29,7 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-OK, OOM, INTERRUPTED, TIMEOUT, CRASHED = "ok", "oom", "interrupted", "timeout", "crashed"
+from dabench.status import Status
+
+#: exit classes, in the one status vocabulary (dabench/status.py)
+OK, OOM, INTERRUPTED, TIMEOUT, CRASHED = (Status.OK.value, Status.OOM.value, Status.INTERRUPTED.value,
+                                          Status.TIMEOUT.value, Status.CRASHED.value)
 TAIL_CHARS = 4000
 POLL_S = 0.05
 #: output lines that mean the child ran out of memory (Python, torch CPU/CUDA, the C allocator)
