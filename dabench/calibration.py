@@ -154,7 +154,8 @@ def calibrate(kind: str, measure: Callable[[], Sequence[float]], *, recalibrate:
     exact key, else (or with ``recalibrate``) measured now, accepted or refused, and cached.
     ``load`` injects the load reading (default: :func:`load_per_core`)."""
     key = calibration_key(kind)
-    recalibrate = recalibrate_requested() if recalibrate is None else recalibrate
+    if recalibrate is None:  # DABENCH_RECALIBRATE: once per process, not at every call of a run or sweep
+        recalibrate = recalibrate_requested() and key not in _PROCESS
     if not recalibrate:
         if key in _PROCESS:
             return _PROCESS[key]

@@ -65,8 +65,11 @@ def test_recalibrate_refused_keeps_the_cached_entry(cache_dir, monkeypatch):
 
 def test_recalibrate_from_the_environment(cache_dir, monkeypatch):
     calibrate.calibrate("demo", lambda: STEADY, load=QUIET)
+    monkeypatch.setattr(calibrate, "_PROCESS", {})  # a new process, started with DABENCH_RECALIBRATE=1
     monkeypatch.setenv("DABENCH_RECALIBRATE", "1")
     assert calibrate.calibrate("demo", lambda: [50.0] * 5, load=QUIET).value == 50.0
+    # once per process: the run's later calls reuse it
+    assert calibrate.calibrate("demo", lambda: pytest.fail("measured twice"), load=QUIET).value == 50.0
 
 
 def test_busy_machine_is_refused_before_measuring(cache_dir):
