@@ -108,7 +108,7 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
             return Selection("experiment", f"experiment {selection}", (found.experiment_id,))
         if kind == "experiment":
             raise SelectionError(f"no experiment {selection!r} ({_what_exists(client, experiment_ids)})")
-    if kind in ("auto", "study"):
+    if kind == "study" or (kind == "auto" and "'" not in selection):  # a study name has no quote; a filter may
         # a study's trials carry tag optuna_study; its parent run(s) carry optuna.study
         parents = _search(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
         trials = _search(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
