@@ -209,11 +209,12 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     else:
         replicas = int(k.replicas)
     needed = replicas * per_copy
-    require_fits("wse2 on-wafer SRAM", needed, p.region_sram_bytes,
-                 f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
-                 f"{stash / 2**30:.2f} GiB: {k.stash_tokens_per_kernel:.0f} tokens x "
-                 f"{sum(kind.count for kind in kinds)} kernels) in the compiled region's "
-                 f"{p.region_pes:,} PEs; the paper's layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers)")
+    if needed > p.region_sram_bytes:  # the reason is formatted only when it is needed
+        require_fits("wse2 on-wafer SRAM", needed, p.region_sram_bytes,
+                     f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
+                     f"{stash / 2**30:.2f} GiB: {k.stash_tokens_per_kernel:.0f} tokens x "
+                     f"{sum(kind.count for kind in kinds)} kernels) in the compiled region's "
+                     f"{p.region_pes:,} PEs; the paper's layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers)")
     step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads)
     if used * replicas > p.region_pes:
         raise CapacityError("wse2 compiled-region PEs", used * replicas, p.region_pes,

@@ -162,11 +162,15 @@ class OpGraph:
     def by_class(self, phases: tuple[str, ...] = PHASES) -> dict[str, tuple[float, float]]:
         """{op class: (FLOPs, bytes)} summed over layers and the given phases."""
         out = {c: [0.0, 0.0] for c in OP_CLASSES}
+        counts: dict[int, list] = {}  # identical blocks share one op tuple: price it once, times its count
         for layer in self.layers:
-            for op in layer.ops:
+            entry = counts.setdefault(id(layer.ops), [layer.ops, 0])
+            entry[1] += 1
+        for ops, count in counts.values():
+            for op in ops:
                 if op.phase in phases:
-                    out[op.op_class][0] += op.flops
-                    out[op.op_class][1] += op.bytes
+                    out[op.op_class][0] += op.flops * count
+                    out[op.op_class][1] += op.bytes * count
         return {c: (f, b) for c, (f, b) in out.items() if f or b}
 
     @property
