@@ -3,7 +3,7 @@
 Mapping (Graphcore's GPT-2 example, as the DABench-LLM artifact runs it):
 
 - ``parallel=pp``: IPU i holds ``layers_per_stage[i]`` decoder layers; IPU 0 also holds the token
-  embedding and the LM head (``--layers-per-ipu 0 4 4 4``), so a micro-batch leaves IPU 0,
+  embedding and the LM head (a tied head, ``model.tie_embeddings``, stores the table once) (``--layers-per-ipu 0 4 4 4``), so a micro-batch leaves IPU 0,
   crosses IPUs 1..p-1 and comes back to IPU 0 for the loss. ``parallel=none`` or ``dp``: one IPU
   per replica holds everything. ``parallel.replicas`` (or the dp degree) is the replication factor;
   ``run.grad_accum`` micro-batches of ``run.batch_size`` go through the pipeline per step;
@@ -34,9 +34,13 @@ Mapping (Graphcore's GPT-2 example, as the DABench-LLM artifact runs it):
   inputs for the micro-batches in flight (Graphcore's interleaved pipeline: 2 (p-1-i) + 1) + one
   layer's activations being recomputed + matmul temporaries (the planner uses up to
   ``available_memory_proportion`` of the memory, and no more than the largest matmul's replicated
-  operands; the LM head's come in ``embedding_serialization_factor`` serial pieces) + program code and exchange buffers (``program_memory_fraction`` of the memory).
+  operands; the LM head's come in ``embedding_serialization_factor`` serial pieces, and so do its
+  logits) + program code and exchange buffers (``program_memory_fraction`` of the memory). With
+  ``replicated_tensor_sharding`` each of r replicas keeps (or, off chip, streams) 1/r of the
+  optimizer state.
 
-Everything named ``options.*`` lives in conf/hardware/ipu.yaml with its source or 'assumption'.
+Everything named ``options.*`` is read through :class:`dabench.perfmodel.knobs.ipu.IpuOptions` from
+conf/hardware/ipu.yaml; where each value comes from is in conf/hardware/sources/ipu.yaml.
 """
 
 from __future__ import annotations

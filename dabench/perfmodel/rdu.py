@@ -11,12 +11,13 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
 - Resources of a section (one chip, ``options.tiles`` of its 8 tiles, times
   ``resources_scaling``, the artifact's ``--resources-scaling-factors 0.8``): PCUs P and PMUs M.
   A stage holds its weights (and, backward, its gradient accumulators) in PMUs of
-  SRAM / PMU-count bytes, plus ``stage_buffer_pmus`` for its input and output buffers; a section
-  is closed when the next stage would exceed M.
+  SRAM / PMU-count bytes, plus ``stage_buffer_pmus`` output buffers (double buffering), each the
+  size of one sample's output (seq x width elements); a section is closed when the next stage
+  would exceed M.
 - PCUs per stage: proportional to its FLOPs (the compiler balances the stage pipeline), at least
   one, and at most ceil(width / ``pcu_lanes``): a stage vectorises over its output features,
-  while tokens stream through the pipeline in time. What a section leaves idle is what the
-  allocation ratio shows.
+  while tokens stream through the pipeline in time; the share is rounded down to a power of two.
+  What a section leaves idle is what the allocation ratio shows.
 - Section time = max(compute, DDR) + ``section_switch_s``: the stages form a pipeline that the
   micro-batch's b samples stream through one sample at a time (assumption: a sample is the
   pipeline's unit), so compute = (b + S - 1) / b * the slowest stage's time, with stage time
@@ -25,8 +26,9 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
   gradients, the activations saved for backward and one activation in and out (the rest stays
   in PMUs).
 - Step = grad_accum * (forward + backward sections) + optimizer sections + tensor-parallel
-  all-reduces + host time (``host_overhead_s`` per step plus the input tokens over
-  ``host_link_Bps``) + the data-parallel gradient all-reduce.
+  all-reduces + host time (:func:`host_time`: ``host_overhead_s`` + ``host_logit_s`` x one
+  sequence's logits, per step, plus the input tokens over ``host_link_Bps``) + the data-parallel
+  gradient all-reduce.
 - Tensor parallelism (``parallel=tp``, SambaFlow ``--tensor-parallel weight`` over
   ``--n-chips``): matmul and attention work and weights split over t chips; each decoder block
   all-reduces its activation twice forward and twice backward (Megatron style) over the RDU
@@ -36,7 +38,9 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
   mean/max of its stage times; the run's LI is the time-weighted mean over sections
   (``rdu.load_imbalance``; the subtasks list every section's stages, normalised to their section).
 
-Everything named ``options.*`` lives in conf/hardware/rdu.yaml with its source or 'assumption'.
+Everything named ``options.*`` is read through :class:`dabench.perfmodel.knobs.rdu.RduOptions` from
+conf/hardware/rdu.yaml; where each value comes from (source or fitted, with its calibration
+points) is in conf/hardware/sources/rdu.yaml.
 """
 
 from __future__ import annotations
@@ -208,7 +212,8 @@ def _pack(stages: list[Stage], k: RduKnobs, count: int) -> list[Section]:
 def allocate(section: Section, k: RduKnobs) -> list[int]:
     """PCUs per stage: one each, then the rest of the section's PCUs in proportion to FLOPs, no
     stage above its cap (water-filling: what a capped stage cannot use goes to the others);
-    rounded down to whole PCUs. Packing guarantees at most one stage per PCU."""
+    then rounded down to a power of two (the compiler's parallelisation factors tile tensor
+    dimensions evenly). Packing guarantees at most one stage per PCU."""
     stages = section.stages
     caps = [min(stage.cap, k.pcus) for stage in stages]
     alloc = [1.0] * len(stages)
