@@ -49,7 +49,12 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     import matplotlib
 
     matplotlib.use("Agg")
-    from dabench import __version__
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        __version__ = version("dabench")
+    except PackageNotFoundError:  # a source tree that is not installed
+        __version__ = "(not installed)"
 
     out.mkdir(parents=True, exist_ok=True)
     figures_dir = out / "figures"
