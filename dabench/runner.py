@@ -109,7 +109,9 @@ def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilin
         ceilings = resolve_ceilings(rc.hardware, rc.precision)
     profile = get_predictor(rc.hardware.arch)(rc, graph)
     metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
-    failure = check_result(metrics, roofline_points(graph, profile, ceilings, rc.data_copies))
+    # the metric part of the result check (the step's roof share included); execute() also checks
+    # every per-class roofline point of the run it records (kept off this hot path: ~65 us)
+    failure = check_result(metrics)
     if failure is not None:  # a prediction that breaks a bound is a model bug, never a result
         raise (Diverged if failure.status is Status.DIVERGED else InvalidResult)(failure.reason)
     return Prediction(profile, graph, ceilings, metrics)
