@@ -66,3 +66,47 @@ def test_half_precision_moves_fewer_bytes_for_same_flops():
     fp32 = build_opgraph(cfg, 2, FP32)
     assert fp16.flops() == fp32.flops()
     assert fp16.bytes() < fp32.bytes()
+
+
+def _variant(name, **over):
+    from dabench.config import build_model, build_precision
+    from tests.conftest import CONF
+    import yaml
+
+    section = {**yaml.safe_load((CONF / "model" / f"{name}.yaml").read_text()), **over}
+    return build_model(section), build_precision({"name": "mixed", "param_dtype": "fp32", "compute_dtype": "bf16",
+                                                  "autocast": True})
+
+
+def test_calibration_workloads_have_their_published_parameter_counts():
+    from dabench.workload.opgraph import build_opgraph
+
+    expected = {"llama_7b": 6.74e9, "gptj_6b": 6.05e9, "bert_large": 3.35e8, "gpt_13b": 1.285e10}
+    for name, params in expected.items():
+        model, precision = _variant(name)
+        assert build_opgraph(model, 1, precision).params == pytest.approx(params, rel=0.01), name
+
+
+def test_model_variants_change_what_the_op_graph_prices():
+    from dabench.workload.opgraph import build_opgraph
+
+    base_model, precision = _variant("gpt2_small")
+    base = build_opgraph(base_model, 2, precision)
+    h, v = base_model.hidden_size, base_model.vocab_size
+    tied = build_opgraph(_variant("gpt2_small", tie_embeddings=True)[0], 2, precision)
+    assert base.params - tied.params == v * h and tied.flops("fwd") == base.flops("fwd")
+    rotary = build_opgraph(_variant("gpt2_small", position="rotary")[0], 2, precision)
+    assert base.params - rotary.params == base_model.seq_len * h
+    cross = build_opgraph(_variant("gpt2_small", cross_attention_layers=6)[0], 2, precision)
+    extra = 6 * (4 * h * h + 4 * h + 2 * h)  # q, k, v, out (+ biases) and a LayerNorm per decoder block
+    assert cross.params - base.params == pytest.approx(extra, abs=12)
+    mlm = build_opgraph(_variant("gpt2_small", head_tokens=128)[0], 2, precision)
+    assert mlm.layer("head").totals.flops["fwd"] < base.layer("head").totals.flops["fwd"] / 4
+
+
+def test_the_measured_workload_refuses_variants_it_does_not_build():
+    from dabench.status import UnsupportedError
+    from dabench.workload.model import DecoderStack
+
+    with pytest.raises(UnsupportedError, match="swiglu"):
+        DecoderStack.from_config(_variant("llama_7b")[0])

@@ -126,7 +126,19 @@ class DecoderStack(nn.Module):
 
     @classmethod
     def from_config(cls, model) -> "DecoderStack":
-        """Build from a :class:`dabench.config.ModelConfig` (or any object with its fields)."""
+        """Build from a :class:`dabench.config.ModelConfig` (or any object with its fields). Model
+        variants that only the op graph prices (SwiGLU, rotary, tied embeddings, cross-attention,
+        an MLM head) are refused as unsupported rather than measured as a plain GPT-2 stack."""
+        variants = {"ffn_type": "gelu", "position": "learned", "tie_embeddings": False,
+                    "cross_attention_layers": 0, "head_tokens": 0}
+        used = [f"{k}={getattr(model, k)}" for k, plain in variants.items() if getattr(model, k, plain) != plain]
+        if getattr(model, "ffn_size", 0) and model.ffn_size != model.ffn_mult * model.hidden_size:
+            used.append(f"ffn_size={model.ffn_size}")
+        if used:
+            from dabench.status import UnsupportedError
+
+            raise UnsupportedError(f"the measured workload (dabench/workload/model.py) builds GPT-2 blocks only; "
+                                   f"model {model.name} sets {', '.join(used)} (predict mode prices them)")
         return cls(model.n_layers, model.hidden_size, model.n_heads, model.seq_len, model.vocab_size, model.ffn_mult)
 
     def layer_names(self) -> list[str]:
