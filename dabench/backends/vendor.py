@@ -141,6 +141,10 @@ class VendorBackend(Backend):
             report = self.parse_artifact(path)
             if report is None:
                 continue
+            if report.problems:  # a truncated or inconsistent vendor artifact is never ok
+                from dabench.status import IncompleteArtifact
+
+                raise IncompleteArtifact(f"{report.source} artifact {path}: {report.reason}")
             artifacts.extend(report.files)
             units.update(report.units)
             memory.update(report.memory_bytes)

@@ -87,8 +87,42 @@ def detect(path: str | Path) -> tuple[str, Path]:
 
 
 def parse(path: str | Path) -> ArtifactReport:
-    """Detect and parse ``path``."""
+    """Detect and parse ``path``, reading only what :mod:`dabench.profiles.safety` allows: a
+    folder (or a file whose format is its folder) is parsed from a checked copy of its regular
+    files; what was skipped is in ``report.skipped`` (``to_dict()["skipped"]``)."""
+    path = Path(path)
+    if path.is_dir():
+        return _parse_checked_folder(path)
+    from dabench.profiles.safety import check_file
+
+    problem = check_file(path) if path.exists() else None
+    if problem:
+        raise ValueError(f"{path}: {problem}")
     fmt, target = detect(path)
+    if target.is_dir():
+        return _parse_checked_folder(target)
+    return _parse_detected(fmt, target)
+
+
+def _parse_checked_folder(folder: Path) -> ArtifactReport:
+    import tempfile
+
+    from dabench.profiles.safety import checked_copy
+
+    with tempfile.TemporaryDirectory(prefix="dabench-artifact-") as tmp:
+        found = checked_copy(folder, Path(tmp))
+        try:
+            fmt, target = detect(tmp)
+        except ValueError as error:
+            skipped = f" (skipped: {'; '.join(found.skipped)})" if found.skipped else ""
+            raise ValueError(str(error).replace(tmp, str(folder)) + skipped) from None
+        report = _parse_detected(fmt, target)
+    report.files = [f.replace(tmp, str(folder), 1) if f.startswith(tmp) else f for f in report.files]
+    report.skipped = list(found.skipped)
+    return report
+
+
+def _parse_detected(fmt: str, target: Path) -> ArtifactReport:
     if fmt == "cerebras_compile_report":
         from dabench.profiles.cerebras import parse_compile_report
 

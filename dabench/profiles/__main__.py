@@ -47,13 +47,16 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         (folder / "profile.json").write_text(json.dumps(report.to_dict(), indent=1))
         sources, base = folder / "vendor", (path if path.is_dir() else path.parent).resolve()
         for file in report.files:
+            if Path(file).is_symlink() or not Path(file).is_file():  # checked when parsed; swapped since
+                continue
             source = Path(file).resolve()
             target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
         run.log(params={"import.path": str(path.resolve()), "import.format": report.source}, metrics=report.metrics())
         run.log_artifacts(folder)
-        run.set_status(Status.OK)  # tag dabench.status written when the run closes
+        # a truncated or inconsistent artifact is recorded as such, never ok (tag written at close)
+        run.set_status(Status(report.status), report.reason)
     return run.run_id
 
 
@@ -72,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dabench.profiles: {error}", file=sys.stderr)
         return 2
     document = report.to_dict()
+    for entry in report.skipped:
+        print(f"dabench.profiles: skipped {entry}", file=sys.stderr)
+    for problem in report.problems:
+        print(f"dabench.profiles: incomplete artifact: {problem}", file=sys.stderr)
     if args.log:
         document["mlflow_run_id"] = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
     print(json.dumps(document, indent=1))

@@ -90,6 +90,7 @@ def parse_compile_report(text: str, path: str | None = None) -> ArtifactReport:
     kernels = [(name, vals) for name, vals in rows if "." not in name and name != "patio"]
     allocated = sum(vals[3] or 0.0 for _, vals in kernels)
     report = ArtifactReport(source="cerebras_compile_report", files=[path] if path else [], subtask_kind="kernel")
+    report.problems.extend(compile_report_problems(text, header, rows, kernels, budget, allocated))
     if budget:
         report.units["pes"] = UnitUse(allocated=allocated, available=budget)
     elif header.get("Active PEs"):
@@ -126,6 +127,47 @@ def parse_compile_report(text: str, path: str | None = None) -> ArtifactReport:
     return report
 
 
+#: tolerances of the consistency checks: the header's Samples/s against the slowest kernel
+#: (relative), and its Active PEs % (printed rounded to a whole percent) against the table's sum
+RATE_TOLERANCE = 1e-3
+ACTIVE_PES_TOLERANCE = 0.006
+
+
+def compile_report_problems(text: str, header: dict[str, float], rows: list, kernels: list,
+                            budget: float | None, allocated: float) -> list[str]:
+    """Why a compile report is truncated or inconsistent ([] when complete):
+
+    - the kernel table is not closed by its ``+---`` border (the file was cut);
+    - a header line or the ``patio`` row (the PE budget) is missing;
+    - a sub-kernel row of a known kernel class (``fc3.compute_core``) has no top-level row (``fc3``);
+    - totals do not add up: the header's Samples/s is not the slowest top-level kernel's rate
+      (the pipeline runs at its pace), or the header's Active PEs % is not the table's
+      allocated PEs / patio PEs (within rounding)."""
+    problems: list[str] = []
+    table = [line.rstrip() for line in text.splitlines() if line.startswith(("|", "+"))]
+    if table and not table[-1].startswith("+"):
+        problems.append(f"the kernel table is not closed (file cut after {len(rows)} rows)")
+    missing = [key for key in ("Samples/s", "Active PEs") if key not in header]
+    if missing:
+        problems.append(f"header lines missing: {', '.join(missing)}")
+    if budget is None:
+        problems.append("no patio row (the PE budget of the compiled region)")
+    top = {name for name, _ in kernels}
+    # (``buf.*`` and other namespaces that are not kernels never have a row of their own)
+    orphans = sorted(prefix for prefix in {name.split(".", 1)[0] for name, _ in rows if "." in name} - top
+                     if kernel_class(prefix) != "other")
+    if orphans:
+        problems.append(f"{len(orphans)} kernel(s) listed only by their sub-kernels, without their own row "
+                        f"(e.g. {orphans[0]})")
+    rates = [vals[0] for _, vals in kernels if vals[0]]
+    if rates and "Samples/s" in header and abs(min(rates) - header["Samples/s"]) > RATE_TOLERANCE * header["Samples/s"]:
+        problems.append(f"header Samples/s {header['Samples/s']:g} is not the slowest kernel's {min(rates):g}")
+    if budget and "Active PEs" in header and abs(allocated / budget - header["Active PEs"]) > ACTIVE_PES_TOLERANCE:
+        problems.append(f"header Active PEs {header['Active PEs']:.0%} but the table sums to "
+                        f"{allocated:,.0f} / {budget:,.0f} = {allocated / budget:.1%}")
+    return problems
+
+
 # ----------------------------------------------------------------------------- appliance runs
 
 
@@ -160,6 +202,18 @@ def _executor_dir(folder: Path) -> Path | None:
     return numbered[-1] if numbered else None
 
 
+def _json_or_problem(path: Path, report: ArtifactReport, default: Any) -> Any:
+    """A JSON file's content; an unreadable or cut file adds a problem and gives ``default``."""
+    text = path.read_text(errors="replace")
+    if not text.strip():
+        return default
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        report.problems.append(f"{path.name} is not valid JSON (truncated? {error})")
+        return default
+
+
 def parse_appliance_run(folder: str | Path) -> ArtifactReport:
     """Parse a cstorch 2.x run folder (or an ``executors/<n>`` folder): measured rates and phase
     timings. ``samples_per_s``: performance.json's samples_per_sec when present, else the last
@@ -174,7 +228,7 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
         perf_path, track_path = executor / "performance.json", executor / "track.json"
         if perf_path.exists():
             report.files.append(str(perf_path))
-            perf = json.loads(perf_path.read_text() or "{}")
+            perf = _json_or_problem(perf_path, report, {})
             for key in ("total_samples", "total_time", "rate", "global_rate", "samples_per_sec", "flops_utilization"):
                 if isinstance(perf.get(key), (int, float)):
                     report.extra[f"cerebras.{key}"] = float(perf[key])
@@ -184,7 +238,7 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
                 report.notes.append("performance.json is empty (the run ended before the executor finished)")
         if track_path.exists():
             report.files.append(str(track_path))
-            report.phases_s = flatten_track(json.loads(track_path.read_text()))
+            report.phases_s = flatten_track(_json_or_problem(track_path, report, {}))
             for name, seconds in report.phases_s.items():
                 if "/" not in name:
                     report.extra[f"cerebras.phase_s.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_').lower()}"] = seconds

@@ -70,6 +70,10 @@ def parse_popvision(data: dict[str, Any], path: str | None = None) -> ArtifactRe
     bytes_per_ipu = float(target.get("bytesPerIPU") or tiles_per_ipu * bytes_per_tile)
     clock = float(target.get("clockFrequency") or 0)
     report = ArtifactReport(source="popvision_json", files=[path] if path else [], subtask_kind="stage", chips=n_ipus)
+    if len(ipus) != n_ipus:
+        report.problems.append(f"target.numIPUs is {n_ipus} but {len(ipus)} IPU entries are present")
+    if sorted(i["ipu"] for i in ipus) != list(range(len(ipus))):
+        report.problems.append(f"IPU ids {[i['ipu'] for i in ipus]} are not 0..{len(ipus) - 1}")
     report.units["tiles"] = UnitUse(sum(float(i.get("tiles_used", 0)) for i in ipus), tiles_per_ipu * n_ipus)
     report.units["ipu_memory"] = UnitUse(sum(float(i["memory_bytes"]) for i in ipus), bytes_per_ipu * n_ipus)
     for ipu in ipus:

@@ -78,6 +78,20 @@ class ArtifactReport:
     info: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: why the artifact is truncated or inconsistent (empty = complete); a report with problems is
+    #: ingested with ``dabench.status=incomplete_artifact`` and these as the reason, never ok
+    problems: list[str] = field(default_factory=list)
+    #: entries of an artifact folder that were not read, with the reason (links, fifos, limits)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """``ok`` or ``incomplete_artifact`` (a :class:`~dabench.status.Status` value)."""
+        return "incomplete_artifact" if self.problems else "ok"
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.problems)
 
     # ------------------------------------------------------------------ metrics
 
@@ -127,6 +141,7 @@ class ArtifactReport:
             entry["units"] = s.units
             subtasks.append(entry)
         out: dict[str, Any] = {
+            "status": self.status,
             "source": self.source,
             "files": self.files,
             "subtask_kind": self.subtask_kind,
@@ -139,7 +154,7 @@ class ArtifactReport:
             out["throughput_basis"] = self.throughput_basis
         if self.load_imbalance_basis:
             out["load_imbalance_basis"] = self.load_imbalance_basis
-        for key in ("phases_s", "info", "details", "notes"):
+        for key in ("problems", "skipped", "phases_s", "info", "details", "notes"):
             value = getattr(self, key)
             if value:
                 out[key] = value

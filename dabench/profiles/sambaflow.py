@@ -56,10 +56,16 @@ def _section_usage(report: dict[str, Any], fallback_id: int) -> tuple[int, dict[
     return int(section), {"pcus": float(used.get("pcus", 0)), "pmus": float(used.get("pmus", 0))}, per_kind
 
 
-def _stages(folder: Path) -> list[dict[str, Any]]:
+def _stages(folder: Path, report: ArtifactReport | None = None) -> list[dict[str, Any]]:
     stages: list[dict[str, Any]] = []
     for path in sorted((folder / "stage_buffers").glob("stage_info_*.json")):
-        data = json.loads(path.read_text() or "[]")
+        try:
+            data = json.loads(path.read_text() or "[]")
+        except ValueError as error:
+            if report is None:
+                raise
+            report.problems.append(f"stage_buffers/{path.name} is not valid JSON (truncated? {error})")
+            continue
         stages.extend(s for s in data if isinstance(s, dict))
     return stages
 
@@ -144,7 +150,12 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
     available = 0.0
     for path in sorted(folder.glob("*.utilization_report.json")):
         match = _SECTION_FILE.search(path.name)
-        section, used, per_kind = _section_usage(json.loads(path.read_text()), int(match.group(1)) if match else len(sections))
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as error:
+            report.problems.append(f"{path.name} is not valid JSON (truncated? {error})")
+            continue
+        section, used, per_kind = _section_usage(data, int(match.group(1)) if match else len(sections))
         sections[section] = used
         available = max(available, per_kind)
         report.files.append(str(path))
@@ -155,9 +166,12 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
             report.extra[f"rdu.allocation_ratio_max.{kind}"] = max(ratios)
         report.extra["rdu.sections"] = float(len(sections))
     report.details["sections"] = [{"section_id": s, **used} for s, used in sorted(sections.items())]
+    if sections and sorted(sections) != list(range(max(sections) + 1)):
+        gaps = sorted(set(range(max(sections) + 1)) - set(sections))
+        report.problems.append(f"utilization reports of section(s) {gaps} missing (have {sorted(sections)})")
 
     latencies: dict[int, list[float]] = {}
-    for stage in _stages(folder):
+    for stage in _stages(folder, report):
         section, latency = int(stage.get("section_id", -1)), float(stage.get("prism_stage_latency", 0) or 0)
         templates = stage.get("template_info", [])
         units = {"pcus": float(sum(t.get("pcu_count", 0) for t in templates)),
@@ -167,6 +181,8 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
         report.subtasks.append(ArtifactSubtask(name=name, cycles=latency if latency > 0 else None, units=units,
                                                group=f"section{section}"))
         latencies.setdefault(section, []).append(latency)
+    if sections and latencies and set(latencies) - set(sections):
+        report.problems.append(f"stages of section(s) {sorted(set(latencies) - set(sections))} have no utilization report")
     report.files.extend(str(p) for p in sorted((folder / "stage_buffers").glob("stage_info_*.json")))
     report.load_imbalance = stage_load_imbalance(latencies)
     if report.load_imbalance is not None:

@@ -1,0 +1,119 @@
+"""An artifact folder is untrusted input: read only regular files inside it, within limits.
+
+:func:`scan` walks a folder without following symbolic links and sorts every entry into the
+files that may be read (regular files, at most :data:`MAX_DEPTH` folders deep, each at most
+:data:`MAX_FILE_BYTES`, at most :data:`MAX_FILES` files and :data:`MAX_TOTAL_BYTES` in all) and
+the entries it skipped, each with the reason (a symbolic link, a fifo, a device, a socket, too
+large, too deep, too many). :func:`checked_copy` copies the readable files into a private folder,
+opening each with ``O_NOFOLLOW`` and checking it again after opening, so that what the parsers
+then read is exactly what was checked (a file swapped for a link in between is skipped).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_FILE_BYTES = 256 * 2**20
+MAX_TOTAL_BYTES = 1024 * 2**20
+MAX_DEPTH = 8
+MAX_FILES = 5000
+
+
+@dataclass
+class Scan:
+    """``files``: paths relative to the root that may be read; ``skipped``: "path: why"."""
+
+    root: Path
+    files: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def kind_of(mode: int) -> str | None:
+    """What a non-regular, non-folder entry is (None for a regular file or a folder)."""
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return None
+
+
+def check_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
+    """Why a file named on the command line may not be read (None: it may). A link the user
+    named is followed; what it points to must be a regular file."""
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    if not stat.S_ISREG(info.st_mode):
+        return f"is {kind_of(info.st_mode) or 'not a regular file'}, not a regular file; skipped"
+    if info.st_size > max_bytes:
+        return f"is larger than {max_bytes // 2**20} MiB; skipped"
+    return None
+
+
+def scan(root: Path, *, max_depth: int = MAX_DEPTH, max_file_bytes: int = MAX_FILE_BYTES,
+         max_total_bytes: int = MAX_TOTAL_BYTES, max_files: int = MAX_FILES) -> Scan:
+    """Sort the entries under ``root`` (see module docstring); links are never followed."""
+    root = Path(root)
+    out = Scan(root)
+    total = 0
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        depth = len(here.relative_to(root).parts)
+        for name in sorted(dirs):
+            sub = here / name
+            if os.path.islink(sub):
+                out.skipped.append(f"{sub.relative_to(root)}: a symbolic link (not followed)")
+                dirs.remove(name)
+            elif depth + 1 > max_depth:
+                out.skipped.append(f"{sub.relative_to(root)}: deeper than {max_depth} folders")
+                dirs.remove(name)
+        dirs.sort()
+        for name in sorted(names):
+            path = here / name
+            relative = path.relative_to(root)
+            try:
+                info = os.lstat(path)
+            except OSError as error:
+                out.skipped.append(f"{relative}: cannot be read ({error.strerror or error})")
+                continue
+            kind = kind_of(info.st_mode)
+            if kind is not None:
+                out.skipped.append(f"{relative}: {kind}")
+            elif info.st_size > max_file_bytes:
+                out.skipped.append(f"{relative}: larger than {max_file_bytes // 2**20} MiB")
+            elif len(out.files) >= max_files:
+                out.skipped.append(f"{relative}: more than {max_files} files")
+            elif total + info.st_size > max_total_bytes:
+                out.skipped.append(f"{relative}: over {max_total_bytes // 2**20} MiB in all")
+            else:
+                total += info.st_size
+                out.files.append(relative)
+    return out
+
+
+def checked_copy(root: Path, dest: Path, **limits: int) -> Scan:
+    """:func:`scan` ``root`` and copy its readable files to ``dest`` (same relative paths)."""
+    found = scan(root, **limits)
+    kept = []
+    for relative in found.files:
+        source = Path(root) / relative
+        try:
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as error:
+            found.skipped.append(f"{relative}: cannot be opened ({error.strerror or error})")
+            continue
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limits.get("max_file_bytes", MAX_FILE_BYTES):
+                found.skipped.append(f"{relative}: changed while being read")
+                continue
+            target = Path(dest) / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(handle.read(info.st_size + 1)[:info.st_size])
+        kept.append(relative)
+    found.files = kept
+    return found
