@@ -39,10 +39,8 @@ class CudaBackend(Backend):
 
         from dabench.hardware import tf32_enabled
 
-        # the math mode the analytical model prices (hardware.options.tf32, torch's default false)
+        # the math mode the analytical model prices; build_train_state sets torch's flags from it
         tf32 = tf32_enabled(rc.hardware, rc.precision)
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
         device = torch.device("cuda", torch.cuda.current_device())
         props = torch.cuda.get_device_properties(device)
         spec_sms = rc.hardware.units("sms") or props.multi_processor_count
@@ -50,4 +48,4 @@ class CudaBackend(Backend):
         torch.cuda.reset_peak_memory_stats(device)
         return run_on_device(rc, device, CudaClock(device), units, f"cuda:{props.name}", "hbm",
                              lambda: torch.cuda.max_memory_allocated(device),
-                             tags={"tf32": "true" if torch.backends.cuda.matmul.allow_tf32 else "false"})
+                             tags={"tf32": "true" if tf32 else "false"})

@@ -59,7 +59,15 @@ class TrainState:
 
 
 def build_train_state(rc: RunConfig, device: torch.device) -> TrainState:
-    """Seeded model, AdamW and one synthetic micro-batch on ``device`` at the run's precision."""
+    """Seeded model, AdamW and one synthetic micro-batch on ``device`` at the run's precision.
+    On CUDA, fp32 matmuls use TF32 exactly when ``hardware.options.tf32`` says so (the math mode
+    the analytical model prices; torch's default is off), in every process, ranks included."""
+    if device.type == "cuda":
+        from dabench.hardware import tf32_enabled
+
+        tf32 = tf32_enabled(rc.hardware, rc.precision)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
     torch.manual_seed(rc.run.seed)
     model = DecoderStack.from_config(rc.model).to(device=device, dtype=TORCH_DTYPES[rc.precision.param_dtype])
     optimizer = torch.optim.AdamW(model.parameters(), lr=rc.run.lr, eps=adamw_eps(rc.precision.param_dtype))
