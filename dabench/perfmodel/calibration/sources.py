@@ -34,7 +34,7 @@ KINDS = ("source", "fitted", "setting")
 
 @dataclass(frozen=True)
 class Provenance:
-    path: str  #: e.g. "options.kernel_compute_utilization"
+    path: str  #: e.g. "options.region_fill"
     kind: str  #: source | fitted | setting
     text: str  #: the source or setting text ("" for fitted)
     points: tuple[str, ...] = ()  #: fitted: calibration point ids

@@ -11,7 +11,7 @@ by :func:`build_knobs`, so nothing else needs editing) with one frozen dataclass
     @dataclass(frozen=True)
     class Wse2Knobs:
         execution_mode: str = knob(choices=("pipelined", "weight_streaming", "auto"))
-        kernel_compute_utilization: float = knob(low=0.0, high=1.0)   # 0 < value <= 1
+        region_fill: float = knob(low=0.0, high=1.0)   # 0 < value <= 1
         replicas: int | str = knob(integer=True, low=0, choices=("auto",))  # an int >= 1, or "auto"
 
     # in perfmodel/wse2.py, the only place the model reads knobs:
