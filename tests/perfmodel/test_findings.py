@@ -118,13 +118,16 @@ def test_wse2_samples_per_s_is_flat_beyond_batch_200():
         assert abs(throughput(run_config("wse2", batch_size=batch)) / base - 1) <= 0.05
 
 
-@pytest.mark.parametrize("mode", ["weight_streaming", "pipelined"])
-def test_wse2_mixed_precision_gain_is_the_papers_size(mode):
-    """Paper: +10.7% (GPT-2 small, the artifact's R2.3.0 bf16 vs fp16 runs: batch 112, MSL 2048);
-    within a third: 7.1-14.3%. fp16 pays dynamic loss scaling in the backward pass."""
-    kw = {"batch_size": 112, "options": {"execution_mode": mode}, "model_over": {"seq_len": 2048 if mode == "weight_streaming" else 1024}}
+def test_wse2_mixed_precision_gain_is_the_papers_size():
+    """Paper: +10.7% (GPT-2 small, the artifact's R2.3.0 weight-streaming bf16 and fp16 runs: batch
+    112, MSL 2048); within a third: 7.1-14.3%. fp16 pays dynamic loss scaling in the backward pass."""
+    kw = {"batch_size": 112, "options": {"execution_mode": "weight_streaming"}, "model_over": {"seq_len": 2048}}
     gain = throughput(run_config("wse2", precision="mixed", **kw)) / throughput(run_config("wse2", precision="fp16", **kw)) - 1
     assert 0.107 * 2 / 3 <= gain <= 0.107 * 4 / 3
+    # layer-pipelined (no recompute, so the backward's share is larger): the same small, positive gain
+    pipelined = throughput(run_config("wse2", batch_size=112, precision="mixed")) / \
+        throughput(run_config("wse2", batch_size=112, precision="fp16")) - 1
+    assert 0.05 <= pipelined <= 0.2
 
 
 @pytest.mark.parametrize("model,batch,over", [("gpt2_small", 112, {"seq_len": 2048}), ("gptj_6b", 65, {}),
