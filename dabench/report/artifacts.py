@@ -1,5 +1,14 @@
 """The files each run leaves (and MLflow stores as artifacts): the resolved config, a result
-JSON, a roofline PNG and a per-subtask CSV."""
+JSON, a roofline PNG and a per-subtask CSV.
+
+The per-run roofline PNG follows ``run.plots`` (conf/config.yaml):
+
+- ``auto`` (default): drawn for measured and validated runs, not for predicted ones (a predict
+  sweep's figures come from ``python -m dabench.report``; a PNG costs 0.5-0.9 s of matplotlib,
+  far more than the prediction);
+- ``always``: drawn for every run with a profile;
+- ``never``: never drawn.
+"""
 
 from __future__ import annotations
 
@@ -47,11 +56,25 @@ def copy_sources(paths: list[str], folder: Path) -> list[str]:
     return skipped
 
 
+PLOT_CHOICES = ("auto", "always", "never")
+
+
+def wants_plot(config: Mapping[str, Any], mode: str) -> bool:
+    """Whether a run of ``mode`` (measure, validate, predict) draws its roofline PNG under
+    ``run.plots`` (see the module docstring); an unknown value is refused (ValueError)."""
+    choice = str(((config.get("run") or {}).get("plots")) or "auto")
+    if choice not in PLOT_CHOICES:
+        raise ValueError(f"run.plots={choice!r}: expected one of {', '.join(PLOT_CHOICES)}")
+    return choice == "always" or (choice == "auto" and mode != "predict")
+
+
 def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str, data_copies: int) -> Path:
-    """Write config.yaml, result.json and, for runs with a profile, roofline.png and subtasks.csv
-    into ``folder``, with the profile's source files (vendor artifacts) under ``sources/``."""
+    """Write config.yaml, result.json and, for runs with a profile, subtasks.csv and (when
+    :func:`wants_plot`) roofline.png into ``folder``, with the profile's source files (vendor artifacts) under ``sources/``."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    from dabench.tracking.redact import redact_mapping, redact_value  # no credentials or tokens in files
+
+    (folder / "config.yaml").write_text(yaml.safe_dump(redact_mapping(dict(config)), sort_keys=False))
     profile = result.profile if result.profile is not None else result.predicted
     document = {
         "status": result.status.value,
@@ -66,13 +89,14 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
     }
     if profile is not None and profile.artifacts:
         document["sources_skipped"] = copy_sources(profile.artifacts, folder / "sources")
-    (folder / "result.json").write_text(json.dumps(_finite(document), indent=1, default=str))
+    (folder / "result.json").write_text(json.dumps(_finite(redact_value(document)), indent=1, default=str))
     if profile is not None and result.graph is not None and result.ceilings is not None:
-        points = roofline_points(result.graph, profile, result.ceilings, data_copies)
-        also_predicted = None
-        if result.predicted is not None and result.profile is not None:  # validate: the prediction beside it
-            also_predicted = roofline_points(result.graph, result.predicted, result.ceilings, data_copies)
-        if math.isfinite(result.ceilings.peak_flops) and math.isfinite(result.ceilings.bandwidth_Bps):
+        if (wants_plot(config, result.mode) and math.isfinite(result.ceilings.peak_flops)
+                and math.isfinite(result.ceilings.bandwidth_Bps)):
+            points = roofline_points(result.graph, profile, result.ceilings, data_copies)
+            also_predicted = None
+            if result.predicted is not None and result.profile is not None:  # validate: the prediction beside it
+                also_predicted = roofline_points(result.graph, result.predicted, result.ceilings, data_copies)
             plot_roofline(points, result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, title,
                           folder / "roofline.png", predicted=profile.mode == "predict",
                           memory_level=result.ceilings.memory_level, predicted_points=also_predicted)

@@ -53,4 +53,5 @@ def test_predicted_sweep_records_ok_and_capacity_children(tmp_path):
     for name in ("throughput.samples_per_s", "tier1.allocation_ratio", "tier1.load_imbalance",
                  "tier1.compute_efficiency", "tier2.scaling_efficiency", "tier2.comm_fraction"):
         assert ok.data.metrics[name] > 0, name
-    assert "roofline.png" in {a.path for a in client.list_artifacts(ok.info.run_id)}
+    artifacts = {a.path for a in client.list_artifacts(ok.info.run_id)}
+    assert "subtasks.csv" in artifacts and "roofline.png" not in artifacts  # run.plots=auto: no PNG when predicted
