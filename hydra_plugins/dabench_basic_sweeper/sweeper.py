@@ -1,0 +1,42 @@
+"""Hydra's BasicSweeper, validating one job per shape before launch (see the package docstring)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper as HydraBasicSweeper
+
+
+def shape(overrides: Sequence[str]) -> tuple[str, ...]:
+    """What decides whether a job's ``overrides`` compose: each group choice with its option
+    (``model=gpt2_test``, ``+sweeps=ipu_deploy``), each dotted key without its value
+    (``run.batch_size=*``). dabench's config has no typed Hydra schema, so a value cannot make
+    composition fail where another value of the same key composed; values are checked by
+    dabench.schema when each job runs, and a bad one becomes that job's ``invalid_config`` run.
+    A key without a dot is taken as a group (kept with its value): at worst one more
+    composition, never one fewer."""
+    out = []
+    for override in overrides:
+        key, sep, _ = override.partition("=")
+        out.append(key + "=*" if sep and "." in key.lstrip("+~") else override)
+    return tuple(sorted(out))
+
+
+def representatives(batch: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The first job of each :func:`shape` in ``batch``, in order."""
+    seen: set[tuple[str, ...]] = set()
+    chosen = []
+    for overrides in batch:
+        key = shape(overrides)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(list(overrides))
+    return chosen
+
+
+class BasicSweeper(HydraBasicSweeper):
+    """Hydra's BasicSweeper (same ``params`` and ``max_batch_size``); an unknown key or group
+    option still fails the multirun before any job starts."""
+
+    def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+        super().validate_batch_is_legal(representatives(batch))
