@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, list[set[str]]]] = [
     ("pipeline", [{"runner"}]),
     ("tracking", [{"tracking"}]),
     ("studies", [{"tune"}, {"report", "compare"}, {"calibrate", "calibrate_cpu"}]),
-    ("entry", [{"api", "app", "__main__", "__init__"}]),
+    ("entry", [{"api", "app", "grid", "__main__", "__init__"}]),
 ]
 
 #: upward imports not fixed yet: (importing module, imported part) -> why it remains. The test
