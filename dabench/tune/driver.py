@@ -202,7 +202,8 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
                 time.sleep(poll_s)
                 continue
             _test_hold(batch)
-            outcomes = list(launch(job_overrides, batch[0].number))
+            with _Heartbeat(study, batch):
+                outcomes = list(launch(job_overrides, batch[0].number))
             if len(outcomes) != len(batch):
                 raise RuntimeError(f"launcher returned {len(outcomes)} results for {len(batch)} jobs")
         except BaseException as error:
@@ -214,6 +215,34 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
             log.info("trial %d: %s %s", trial.number, state.name.lower(),
                      f"{outcome.value:,.2f}" if state == TrialState.COMPLETE else f"({outcome.status}: {outcome.reason.splitlines()[0] if outcome.reason else ''})")
     return ran
+
+
+class _Heartbeat:
+    """Records a heartbeat of the batch's trials every HEARTBEAT_S seconds while it runs, so that
+    workers on other machines can tell a trial whose worker vanished (see dabench.tune.study)."""
+
+    def __init__(self, study: optuna.Study, batch: Sequence[optuna.Trial]):
+        import threading
+
+        self.study, self.batch, self.stop = study, list(batch), threading.Event()
+        self.thread = threading.Thread(target=self._run, name="dabench-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        from dabench.tune.study import HEARTBEAT_S, beat
+
+        while not self.stop.wait(HEARTBEAT_S):
+            try:
+                beat(self.study, self.batch)
+            except Exception as error:  # a missed beat is retried; the trial goes on
+                log.warning("could not record a heartbeat: %s", error)
+
+    def __enter__(self) -> "_Heartbeat":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
 
 
 def _test_hold(batch: Sequence[optuna.Trial]) -> None:

@@ -18,6 +18,7 @@ import hashlib
 import os
 import socket
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -68,7 +69,11 @@ def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers
     for attempt in range(5):
         try:
             with study_lock(storage, "dabench-schema"):
-                return optuna.create_study(study_name=name, storage=storage, direction=direction,
+                with warnings.catch_warnings():  # heartbeats are marked experimental in Optuna
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    store = (optuna.storages.RDBStorage(storage, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S)
+                             if "://" in storage else storage)
+                return optuna.create_study(study_name=name, storage=store, direction=direction,
                                            sampler=sampler, load_if_exists=True)
         except (TimeoutError, ValueError, TypeError):
             raise
@@ -106,8 +111,18 @@ def owner() -> dict[str, Any]:
 
 def mark_owner(trial: optuna.Trial) -> None:
     """Record which process runs the trial, in one storage write, so a later run can tell a
-    stale one."""
+    stale one; and its first heartbeat when the storage keeps them."""
     trial.set_user_attr(OWNER_ATTR, owner())
+    beat(trial.study, [trial])
+
+
+def beat(study: optuna.Study, trials: Sequence[Any]) -> None:
+    """Record a heartbeat for each of ``trials`` (nothing when the storage keeps none)."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+
+    if is_heartbeat_enabled(study._storage):
+        for trial in trials:
+            study._storage.record_heartbeat(trial._trial_id)
 
 
 def _alive(pid: int, start: int | None = None) -> bool:
@@ -146,6 +161,22 @@ def retry_settings(study: optuna.Study, trial: FrozenTrial) -> None:
 
 #: a RUNNING trial with no owner and no parameters older than this was cut off inside ask()
 ORPHAN_GRACE_S = 600.0
+#: a worker records a heartbeat of its trials in flight every HEARTBEAT_S seconds; a RUNNING
+#: trial whose last heartbeat is older than GRACE_S (its worker's machine vanished) is failed
+HEARTBEAT_S = 20
+GRACE_S = 180
+# dabench records heartbeats itself around ask/tell (dabench.tune.driver), not only in optimize()
+warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+
+
+def stale_by_heartbeat(study: optuna.Study) -> set[int]:
+    """Trial ids whose heartbeat stopped (Optuna's RDB heartbeat table; empty without one)."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+
+    storage = study._storage
+    if not is_heartbeat_enabled(storage):
+        return set()
+    return set(storage._get_stale_trial_ids(study._study_id))
 
 
 def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
@@ -157,16 +188,18 @@ def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
     Returns their numbers."""
     stale = []
     now = datetime.datetime.now()
+    silent = stale_by_heartbeat(study)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         found = trial_owner(trial)
         orphan = (found is None and not trial.params and trial.datetime_start is not None
                   and (locked or (now - trial.datetime_start).total_seconds() > ORPHAN_GRACE_S))
-        if owner_gone(found) or orphan:
+        if owner_gone(found) or orphan or trial._trial_id in silent:
             pid = (found or {}).get("pid")
+            why = (f"the sweep process {pid} ended before the trial did" if owner_gone(found) else
+                   f"no heartbeat from {found.get('host')}:{pid} for over {GRACE_S} s" if found and not orphan else
+                   "created but never given an owner")
             study._storage.set_trial_user_attr(trial._trial_id, STATUS_ATTR, INTERRUPTED)
-            study._storage.set_trial_user_attr(
-                trial._trial_id, REASON_ATTR,
-                f"the sweep process {pid} ended before the trial did" if pid else "created but never given an owner")
+            study._storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, why)
             study.tell(trial.number, state=TrialState.FAIL)
             retry_settings(study, trial)
             stale.append(trial.number)

@@ -164,3 +164,25 @@ def test_orphan_without_owner_is_failed_at_once_under_the_lock(tmp_path):
     orphan = study.ask()  # created, then the process died before writing its owner
     assert fail_stale_trials(study) == []  # without the lock: only after a grace period
     assert fail_stale_trials(study, locked=True) == [orphan.number]
+
+
+def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(tmp_path, monkeypatch):
+    """A worker on another machine that vanished: its pid cannot be checked from here, its
+    trial's heartbeat stops; after the grace period the trial is failed and its settings re-run."""
+    import time as _time
+
+    from dabench.tune import study as study_module
+
+    monkeypatch.setattr(study_module, "HEARTBEAT_S", 1)
+    monkeypatch.setattr(study_module, "GRACE_S", 1)
+    study = _study(tmp_path, "heartbeat")
+    trial = study.ask()
+    trial.suggest_int("x", 1, 9)
+    trial.set_user_attr(OWNER_ATTR, {"host": "a-vanished-host", "pid": 1, "start": None})
+    study_module.beat(study, [trial])
+    assert fail_stale_trials(study) == []  # beating recently
+    _time.sleep(2.5)  # past the 1 s grace period: a deadline, not a race
+    assert fail_stale_trials(study) == [trial.number]
+    failed = study.get_trials(states=(TrialState.FAIL,))[0]
+    assert "no heartbeat" in failed.user_attrs[REASON_ATTR]
+    assert study.get_trials(states=(TrialState.WAITING,))[0].system_attrs["fixed_params"] == {"x": trial.params["x"]}
