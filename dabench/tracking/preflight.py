@@ -166,6 +166,23 @@ def check_store(uri: str, field: str, timeout_s: float) -> list[Problem]:
     return []  # databricks and other plugins: their client decides
 
 
+def check_parent_store(rc, uri: str) -> list[Problem]:
+    """A study's trial (``tracking.parent_run_id`` set by the sweeper) whose tracking store is a
+    SQLite file that does not exist here runs on a machine that cannot see the driver's disk:
+    recording it would create a new store nobody reads (an orphan). Refused, with the fix."""
+    if not getattr(rc.tracking, "parent_run_id", None) or _scheme(uri) != "sqlite":
+        return []
+    from dabench.tracking.redact import redact_uri
+    from dabench.tracking.store import sqlite_path
+
+    path = sqlite_path(uri)
+    if path is None or path.exists():
+        return []
+    return [Problem("tracking.uri", redact_uri(uri),
+                    f"this study's store {path} is not on this machine ({os.uname().nodename}); a trial on "
+                    f"another machine needs a tracking server: tracking.uri=http://<host>:5000 (docs/scale-out.md)")]
+
+
 def check_study_storage(url: str | None, timeout_s: float = PROBE_TIMEOUT_S,
                         field: str = "hydra.sweeper.storage") -> list[Problem]:
     """An Optuna storage URL opens (for the tuner, before it touches the study): SQLite folder
@@ -258,7 +275,7 @@ def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str |
         from dabench.tracking.store import tracking_uri as resolve
 
         uri = tracking_uri or _resolve_without_creating(rc.tracking.uri, resolve)
-        problems += check_store(uri, "tracking.uri", timeout_s)
+        problems += check_store(uri, "tracking.uri", timeout_s) + check_parent_store(rc, uri)
         root = artifact_root(uri)
         if not problems and root and root.startswith("file:"):
             problems += check_writable_dir(Path(urlsplit(root).path), "tracking.uri", shown=f"artifacts at {root}")

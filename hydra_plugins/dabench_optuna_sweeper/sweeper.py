@@ -68,6 +68,22 @@ class DabenchOptunaSweeper(Sweeper):
 
     # ------------------------------------------------------------------ helpers
 
+    def _refuse_local_store_for_remote_jobs(self, uri: str) -> None:
+        """Jobs on other machines (Slurm, a Ray cluster joined by address) cannot record into a
+        local SQLite or file store: refuse before any trial, naming the fix."""
+        from dabench.status import ConfigError
+
+        kind = type(self.launcher).__name__
+        address = str(OmegaConf.select(self.config, "hydra.launcher.ray.init.address") or "local")
+        remote = kind in ("SlurmLauncher", "RayAWSLauncher") or (
+            kind == "RayLauncher" and not address.startswith(("local", "127.0.0.1", "localhost")))
+        if remote and uri.split(":", 1)[0] in ("sqlite", "file"):
+            from dabench.tracking.redact import redact_uri
+
+            raise ConfigError("tracking.uri", redact_uri(uri),
+                              f"a tracking server its jobs can reach ({kind} runs them on other machines): "
+                              "tracking.uri=http://<host>:5000, see docs/scale-out.md")
+
     def _batch_size(self) -> int:
         """``n_jobs``, capped at this machine's cores (over cpus_per_task) for a launcher that runs
         its jobs here (submitit local, joblib), unless ``allow_oversubscribe``."""
@@ -118,6 +134,10 @@ class DabenchOptunaSweeper(Sweeper):
         job_dir = getattr(job_return, "working_dir", None)
         if job_return.status == JobStatus.FAILED:
             error = job_return._return_value
+            if isinstance(error, SystemExit) and error.code == 2:  # refused by the job's pre-flight
+                return Outcome(None, Status.TRACKING_ERROR.value,
+                               "the job's pre-flight refused its surroundings (tracking store, artifact or run "
+                               "folder); see the job's log", job_dir)
             return Outcome(None, Status.CRASHED.value, f"the job raised {type(error).__name__}: {error}", job_dir)
         value = job_return.return_value
         returned = JobOutcome.from_value(value)
@@ -229,6 +249,7 @@ class DabenchOptunaSweeper(Sweeper):
             from dabench.tracking import tracking_uri
 
             uri = tracking_uri(tracking.get("uri"))
+            self._refuse_local_store_for_remote_jobs(uri)
             client, parent_id = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
             from dabench.tune.space import override_value
 
