@@ -62,6 +62,10 @@ def _summary(result: RunResult, name: str) -> str:
 
 def run_job(cfg: DictConfig) -> float:
     """The task function: returns samples/s for an ok run, NaN otherwise."""
+    from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_text
+
+    install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
+    redact_hydra_output(Path.cwd() / ".hydra")
     container = placed(OmegaConf.to_container(cfg, resolve=True))
     name = (container.get("tracking") or {}).get("run_name") or run_name(container)
     multirun = _is_multirun()
@@ -81,7 +85,7 @@ def run_job(cfg: DictConfig) -> float:
     result, run_id = record_run(container, rc=rc, artifacts_dir=Path.cwd() / "artifacts", name=name)
     if run_id:
         log.info("MLflow run %s", run_id)
-    print(_summary(result, name), flush=True)
+    print(redact_text(_summary(result, name)), flush=True)
     if not result.ok and not multirun:
         raise SystemExit(1)
     return job_outcome(result)  # a float that also carries status, reason, mode (Hydra's JobReturn)

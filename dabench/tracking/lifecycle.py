@@ -79,8 +79,10 @@ def write_batch(client, run_id: str, params: Mapping[str, Any] | None = None,
 
     stamp = timestamp_ms if timestamp_ms is not None else now_ms()
     metric_list = [Metric(k, float(v), stamp, 0) for k, v in (metrics or {}).items() if v is not None]
-    param_list = [Param(k, str(v)[:MAX_PARAM_CHARS]) for k, v in (params or {}).items()]
-    tag_list = [RunTag(k, str(v)[:MAX_TAG_CHARS]) for k, v in (tags or {}).items()]
+    from dabench.tracking.redact import redact_pair  # credentials and tokens never reach the store
+
+    param_list = [Param(k, redact_pair(k, v)[:MAX_PARAM_CHARS]) for k, v in (params or {}).items()]
+    tag_list = [RunTag(k, redact_pair(k, v)[:MAX_TAG_CHARS]) for k, v in (tags or {}).items()]
     if not (metric_list or param_list or tag_list):
         return
     client.log_batch(run_id, metrics=metric_list[:1000], params=param_list[:100], tags=tag_list)

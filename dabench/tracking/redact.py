@@ -2,7 +2,8 @@
 
 - :func:`redact_uri`: ``scheme://user:password@host`` -> ``scheme://user:***@host``; a token in
   the query (``?password=``, ``token=``, ``access_key=``...) -> ``***``.
-- :func:`redact_text`: the same for every URI inside free text, plus the value of any secret
+- :func:`redact_text`: the same for every URI inside free text, ``name=value`` where the name
+  says it is a secret (``tracking.tags.api_token=...``), plus the value of any secret
   environment variable (:func:`secret_env_values`: names containing TOKEN, SECRET, PASSWORD,
   PASSWD, API_KEY, ACCESS_KEY, CREDENTIAL or AUTH) wherever it appears.
 - :func:`redact_mapping`: a nested mapping (a config) with every string value redacted, and the
@@ -24,6 +25,9 @@ _USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*:)(?P<se
 #: ?token=... or &password=... in a URL query
 _QUERY = re.compile(r"(?P<head>[?&](?:[a-z_]*(?:password|passwd|token|secret|access_key|api_key|sig|signature)"
                     r"[a-z_]*)=)(?P<secret>[^&\s#]+)", re.IGNORECASE)
+#: name=value where the name says it is a secret (command-line overrides, env dumps)
+_ASSIGN = re.compile(r"(?P<head>(?<![\w.])[\w.]*(?:token|secret|password|passwd|api_?key|access_?key|credential)"
+                     r"[\w.]*=)(?P<secret>[^\s&'\"]+)", re.IGNORECASE)
 MIN_SECRET_CHARS = 6  #: shorter environment values are not searched for (too many false hits)
 
 
@@ -41,11 +45,20 @@ def secret_env_values(env: Mapping[str, str] | None = None) -> list[str]:
 
 def redact_text(text: str, env: Mapping[str, str] | None = None) -> str:
     """Free text with every URI password, query token and secret environment value masked."""
-    out = redact_uri(text)
+    out = _ASSIGN.sub(lambda m: m.group("head") + MASK, redact_uri(text))
     for value in secret_env_values(env):
         if value in out:
             out = out.replace(value, MASK)
     return out
+
+
+def redact_pair(key: str, value: Any, env: Mapping[str, str] | None = None) -> str:
+    """A param or tag value as text: masked outright when its key names a secret
+    (``tracking.tags.api_token``), else :func:`redact_text`."""
+    text = str(value)
+    if text and SECRET_NAME.search(str(key).rsplit(".", 1)[-1]):
+        return MASK
+    return redact_text(text, env)
 
 
 def redact_value(value: Any, env: Mapping[str, str] | None = None) -> Any:
@@ -98,3 +111,28 @@ def install_log_redaction(logger_names: tuple[str, ...] = ("", "dabench")) -> No
         for handler in logging.getLogger(name).handlers:
             if not any(isinstance(f, RedactingFilter) for f in handler.filters):
                 handler.addFilter(RedactingFilter())
+
+
+def redact_hydra_output(folder) -> None:
+    """Rewrite the YAML files Hydra saved for a job (``.hydra/config.yaml``, ``overrides.yaml``,
+    ``hydra.yaml``) with secrets masked; files without secrets are left untouched."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for path in folder.glob("*.yaml"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        cleaned = "\n".join(_redact_yaml_line(line) for line in text.split("\n"))
+        if cleaned != text:
+            path.write_text(cleaned)
+
+
+def _redact_yaml_line(line: str) -> str:
+    """One YAML line: a ``secret_name: value`` pair masked, and secrets in any value."""
+    key, sep, value = line.partition(":")
+    if sep and value.strip() and SECRET_NAME.search(key.strip(" -'\"")) and not value.strip().endswith(":"):
+        return f"{key}{sep} {MASK}"
+    return redact_text(line)
