@@ -214,20 +214,21 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
     stage above its cap (water-filling: what a capped stage cannot use goes to the others);
     then rounded down to a power of two (the compiler's parallelisation factors tile tensor
     dimensions evenly). Packing guarantees at most one stage per PCU."""
-    stages = section.stages
-    caps = [min(stage.cap, k.pcus) for stage in stages]
-    alloc = [1.0] * len(stages)
-    remaining = k.pcus - len(stages)
+    total = k.pcus
+    flops = [stage.flops for stage in section.stages]
+    caps = [stage.cap if stage.cap < total else total for stage in section.stages]
+    alloc = [1.0] * len(flops)
+    remaining = total - len(flops)
     free = [i for i, cap in enumerate(caps) if cap > 1]
     for _ in range(8):
-        work = sum(stages[i].flops for i in free)
+        work = sum(flops[i] for i in free)
         if not free or remaining <= 0 or work <= 0:
             break
         scale = remaining / work
-        capped = [i for i in free if alloc[i] + scale * stages[i].flops >= caps[i]]
+        capped = [i for i in free if alloc[i] + scale * flops[i] >= caps[i]]
         if not capped:
             for i in free:
-                alloc[i] += scale * stages[i].flops
+                alloc[i] += scale * flops[i]
             break
         for i in capped:
             remaining -= caps[i] - alloc[i]
@@ -235,7 +236,7 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
         free = [i for i in free if alloc[i] < caps[i]]
     # the compiler parallelises a stage by a power-of-two factor (tensor dims tile evenly): the
     # largest one within its share
-    return [1 << (max(1, int(a)).bit_length() - 1) for a in alloc]
+    return [1 << (int(a).bit_length() - 1) if a >= 1 else 1 for a in alloc]
 
 
 @dataclass(frozen=True)
@@ -260,11 +261,12 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     takes (samples + stages - 1) beats of its slowest stage (fill and drain)."""
     pcus = allocate(section, k)
     rate = k.pcu_flops * k.pcu_efficiency
-    times = tuple(s.flops / (p * rate) for s, p in zip(section.stages, pcus))
-    ddr_bytes = sum(s.ddr_fused for s in section.stages) if section.fused else sum(s.ddr_alone for s in section.stages)
+    stages = section.stages
+    times = tuple(s.flops / (p * rate) for s, p in zip(stages, pcus))
+    ddr_bytes = sum([s.ddr_fused for s in stages] if section.fused else [s.ddr_alone for s in stages])
     passes = 1
-    weight_pmus = sum(s.weight_pmus for s in section.stages)
-    buffer_pmus = sum(s.buffer_pmus for s in section.stages)
+    weight_pmus = sum([s.weight_pmus for s in stages])
+    buffer_pmus = sum([s.buffer_pmus for s in stages])
     if weight_pmus + buffer_pmus > k.pmus:  # one oversized stage: stream its weights
         passes = math.ceil((weight_pmus + buffer_pmus) / k.pmus)
     compute = max(times, default=0.0) * (samples + len(times) - 1) / samples
