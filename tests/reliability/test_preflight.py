@@ -112,6 +112,8 @@ def _cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     (("tracking.uri=postgresql://bob:hunter22@127.0.0.1:9/db",), "tracking.uri="),
 ])
 def test_cli_refuses_before_any_work(tmp_path, overrides, field):
+    if overrides[0].startswith("parallel=dp") and preflight.cpu_cores() >= 64:
+        pytest.skip("this machine has 64 cores: 64 ranks fit")
     done = _cli(tmp_path, *overrides)
     assert done.returncode == 2, done.stdout + done.stderr
     problems = [line for line in done.stderr.splitlines() if line.startswith("dabench: pre-flight:")]
@@ -135,3 +137,16 @@ def test_tracking_calls_are_bounded_by_the_configured_timeout(monkeypatch):
     assert store.with_connect_timeout("postgresql://h/db") == "postgresql://h/db?connect_timeout=7"
     assert store.with_connect_timeout("postgresql://h/db?connect_timeout=3") == "postgresql://h/db?connect_timeout=3"
     assert store.with_connect_timeout("sqlite:////x/mlflow.db") == "sqlite:////x/mlflow.db"
+
+
+def test_in_a_sweep_a_job_that_does_not_fit_is_recorded_invalid_config_without_running(monkeypatch):
+    from dabench import api
+    from dabench.status import Status
+
+    def must_not_run(rc):
+        raise AssertionError("the work started")
+
+    monkeypatch.setattr(api, "execute", must_not_run)
+    monkeypatch.setattr(preflight, "cpu_cores", lambda: 2)  # this machine's core count, wherever it runs
+    result = api.run_container(composed(["parallel=dp", "parallel.degree=64"]))
+    assert result.status is Status.INVALID_CONFIG and "ranks on" in result.reason
