@@ -76,17 +76,29 @@ EXCLUSIVE_MIN = {"run.lr"}
 # ----------------------------------------------------------------------------- known keys
 
 
+@lru_cache(maxsize=None)
+def _load_yaml(path: Path) -> Any:
+    """One YAML file (parsed once per process, with libyaml when available; None if unreadable)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(path.read_text(), Loader=loader)
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+@lru_cache(maxsize=None)
+def _yaml_files(folder: Path) -> tuple[Path, ...]:
+    return tuple(sorted(folder.glob("*.yaml")) + sorted(folder.glob("*/*.yaml")))
+
+
 def _yaml_keys(folder: Path, section: str | None) -> set[str]:
     """Keys set by the YAML files of a conf group (``section`` None) or by the ``section``
     part of global-package files (sweeps, default sweeps)."""
-    import yaml
-
     keys: set[str] = set()
-    for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*/*.yaml")):
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            continue
+    for path in _yaml_files(folder):
+        data = _load_yaml(path)
         if not isinstance(data, Mapping):
             continue
         part = data if section is None else data.get(section)
@@ -112,10 +124,6 @@ def known_keys(section: str) -> frozenset[str]:
     if section in GROUPS:
         keys |= _yaml_keys(GROUPS[section], None)
     keys |= _yaml_keys(CONF_DIR, section) | _yaml_keys(SWEEPS_DIR, section)
-    import yaml
-
-    top = yaml.safe_load((CONF_DIR / "config.yaml").read_text()) or {}
-    keys |= set((top.get(section) or {}).keys())
     extras = {"parallel": {"placement"}}
     return frozenset(keys | extras.get(section, set()))
 

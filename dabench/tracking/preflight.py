@@ -241,6 +241,12 @@ def check_memory(rc, available: int | None = None) -> list[Problem]:
     needed = estimated_run_bytes(rc)
     if needed <= available:
         return []
+    ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
+    if ranks * RANK_OVERHEAD_BYTES > needed / 2:  # mostly processes, not the model: fewer ranks
+        return [Problem("parallel.degree", rc.parallel.degree,
+                        f"{ranks} rank processes need ~{needed / 2**30:,.1f} GiB ({RANK_OVERHEAD_BYTES / 2**20:.0f} MiB "
+                        f"each before any tensor), {available / 2**30:,.1f} GiB is available; use fewer ranks",
+                        kind="job")]
     return [Problem("model.hidden_size", rc.model.hidden_size,
                     f"a measured CPU run needs ~{needed / 2**30:,.1f} GiB (weights, gradients, AdamW state and "
                     f"activations of model={rc.model.name} at run.batch_size={rc.run.batch_size}), "
@@ -284,8 +290,9 @@ def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str |
 
 
 def job_problems(rc) -> list[Problem]:
-    """This configuration on this machine: ranks against cores, memory against MemAvailable."""
-    return check_ranks(rc) + check_memory(rc)
+    """This configuration on this machine: ranks against cores, then (when they fit, or the user
+    allowed more) memory against MemAvailable."""
+    return check_ranks(rc) or check_memory(rc)
 
 
 def run_preflight(rc, run_dir: Path | None = None, *, tracking_uri: str | None = None) -> list[Problem]:
