@@ -36,7 +36,8 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
   RDUs per machine).
 - Load balance: stages of a section run concurrently, so each section's LI is
   mean/max of its stage times; the run's LI is the time-weighted mean over sections
-  (``rdu.load_imbalance``; the subtasks list every section's stages, normalised to their section).
+  (``tier1.load_imbalance``). The subtasks are the stages (one per op and phase, every block's
+  share summed), their PCUs time-weighted over the sections that ran them.
 
 Everything named ``options.*`` is read through :class:`dabench.perfmodel.knobs.rdu.RduOptions` from
 conf/hardware/rdu.yaml; where each value comes from (source or fitted, with its calibration
@@ -332,8 +333,7 @@ def predict(rc: RunConfig, graph: OpGraph):
     step, device, host, timed, repeat, comm = _step(rc, graph, k, t, rc.data_copies)
 
     weighted_pcus = weighted_pmus = weighted_li = total = 0.0
-    subtasks: list[Subtask] = []
-    made: dict[tuple[int, int], list[Subtask]] = {}
+    per_stage: dict[str, list[float]] = {}  # stage name -> [seconds, FLOPs, PCU-seconds] over the step
     n_sections = 0
     for phase, items in timed.items():
         for sec, st in items:
@@ -344,12 +344,18 @@ def predict(rc: RunConfig, graph: OpGraph):
             weighted_li += span * st.load_imbalance
             n_sections += sec.count
             runs = repeat[phase] * sec.count
-            key = (id(st), runs)
-            if key not in made:  # identical sections give identical (immutable) subtasks
-                made[key] = [Subtask(stage.name, time_s=runs * stage_s, units={"pcus": float(p)},
-                                     flops=runs * stage.flops)
-                             for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus)]
-            subtasks += made[key]
+            for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus):
+                acc = per_stage.get(stage.name)
+                if acc is None:
+                    per_stage[stage.name] = [runs * stage_s, runs * stage.flops, runs * stage_s * p]
+                else:
+                    acc[0] += runs * stage_s
+                    acc[1] += runs * stage.flops
+                    acc[2] += runs * stage_s * p
+    # one subtask per op and phase (every decoder block's share of it summed: blocks are identical),
+    # its PCUs time-weighted over the sections that ran it
+    subtasks = [Subtask(name, time_s=secs, units={"pcus": pcu_s / secs if secs else 0.0}, flops=flops)
+                for name, (secs, flops, pcu_s) in per_stage.items()]
     total = max(total, 1e-30)
     chips = rc.parallel.n_chips
     units = {"pcus": UnitUse(weighted_pcus / total, float(k.chip_pcus)),
