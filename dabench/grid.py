@@ -105,6 +105,7 @@ class Composer:
     def __init__(self) -> None:
         self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
         self._parser = _parser()
+        self._parsed: dict[str, Any] = {}
         self.full_compositions = 0  #: jobs composed by Hydra in full (the shortcut did not apply)
 
     @staticmethod
@@ -127,8 +128,18 @@ class Composer:
             node = node[part]
         return isinstance(node, dict) and leaf in node and not isinstance(node[leaf], dict)
 
+    def _parse(self, job: Sequence[str]) -> list:
+        """Hydra's parse of each override string, once per distinct string (a grid repeats them)."""
+        out = []
+        for line in job:
+            parsed = self._parsed.get(line)
+            if parsed is None:
+                parsed = self._parsed[line] = self._parser.parse_overrides([line])[0]
+            out.append(parsed)
+        return out
+
     def compose(self, job: Sequence[str]) -> dict[str, Any]:
-        parsed = self._parser.parse_overrides(list(job))
+        parsed = self._parse(job)
         groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
         values = [o for o in parsed if "." in o.key_or_group]
         base = self._bases.get(groups)
