@@ -141,14 +141,23 @@ class OpGraph:
                 return layer
         raise KeyError(name)
 
+    @cached_property
+    def _folded(self) -> tuple[tuple[Layer, int], ...]:
+        """(layer, count) with layers sharing one op tuple (identical blocks) folded together."""
+        counts: dict[int, list] = {}
+        for layer in self.layers:
+            entry = counts.setdefault(id(layer.ops), [layer, 0])
+            entry[1] += 1
+        return tuple((layer, count) for layer, count in counts.values())
+
     def flops(self, phase: str | None = None) -> float:
         """Total FLOPs of one micro-batch step (one phase, or all three)."""
         phases = PHASES if phase is None else (phase,)
-        return sum(layer.totals.flops[p] for layer in self.layers for p in phases)
+        return sum(layer.totals.flops[p] * count for layer, count in self._folded for p in phases)
 
     def bytes(self, phase: str | None = None) -> float:
         phases = PHASES if phase is None else (phase,)
-        return sum(layer.totals.bytes[p] for layer in self.layers for p in phases)
+        return sum(layer.totals.bytes[p] * count for layer, count in self._folded for p in phases)
 
     @cached_property
     def params(self) -> int:
@@ -162,12 +171,8 @@ class OpGraph:
     def by_class(self, phases: tuple[str, ...] = PHASES) -> dict[str, tuple[float, float]]:
         """{op class: (FLOPs, bytes)} summed over layers and the given phases."""
         out = {c: [0.0, 0.0] for c in OP_CLASSES}
-        counts: dict[int, list] = {}  # identical blocks share one op tuple: price it once, times its count
-        for layer in self.layers:
-            entry = counts.setdefault(id(layer.ops), [layer.ops, 0])
-            entry[1] += 1
-        for ops, count in counts.values():
-            for op in ops:
+        for layer, count in self._folded:  # identical blocks share one op tuple: priced once, times its count
+            for op in layer.ops:
                 if op.phase in phases:
                     out[op.op_class][0] += op.flops * count
                     out[op.op_class][1] += op.bytes * count
