@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from omegaconf import OmegaConf  # noqa: E402
 
 from dabench.config import build_run_config  # noqa: E402
+from dabench.placement import Placement  # noqa: E402
 from dabench.hardware import resolve_ceilings  # noqa: E402
 from dabench.runner import predict_config  # noqa: E402
 from dabench.status import DabenchError, Status  # noqa: E402
@@ -56,8 +57,8 @@ def configs():
     for degree in (2, 4):
         make("gpt2_small", 12, "rdu", "tp", "mixed", 16, degree=degree)
     for placement in ("0 4", "0 10", "0 4 4 4", "0 2 2 2 2 2 1 1", "0 1x14 2"):
-        make("gpt2_test", 0, "ipu", "pp", "fp16", 1, 64, {"available_memory_proportion": 0.15},
-             placement=placement)
+        make("gpt2_test", sum(Placement.parse(placement)), "ipu", "pp", "fp16", 1, 64,
+             {"available_memory_proportion": 0.15}, placement=placement)
     for layers, prec in itertools.product((4, 8), ("fp16", "fp32")):
         make("gpt2_test", layers, "ipu", "none", prec, 1, 16)
     for layers, par in itertools.product((12, 24), ("none", "dp", "tp", "pp")):
