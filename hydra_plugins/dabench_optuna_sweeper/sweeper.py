@@ -220,6 +220,9 @@ class DabenchOptunaSweeper(Sweeper):
         from dabench.tune.tracking import close_parent, hide_password, log_study, study_parent, write_study_files
 
         assert self.config is not None and self.launcher is not None
+        from dabench.tracking.redact import install_log_redaction
+
+        install_log_redaction()  # the launcher logs each job's overrides, tracking.uri included
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         launch_dir = Path(self.config.hydra.runtime.cwd)
         storage = self.storage or default_storage(launch_dir)
