@@ -8,8 +8,8 @@ a Hydra job:
 - composition: each distinct set of config-group choices (``model=``, ``hardware=``, ...) is
   composed once with Hydra's compose API; each job's ``key=value`` overrides are then set on a
   copy of that composed mapping, with values typed by Hydra's own override parser.
-  Anything this shortcut does not cover (``+key``, ``~key``, a mapping value, an
-  interpolation, a key the config lacks) is composed by Hydra in full, so the resulting config
+  Anything this shortcut does not cover (``~key``, a mapping value, an interpolation, a key
+  the config lacks without ``+``/``++``) is composed by Hydra in full, so the resulting config
   is the one ``-m`` would run (tests/test_grid.py compares them);
 - the run: :func:`dabench.api.run_container`, the one pipeline;
 - the record: each configuration is its own MLflow run, with its real start and end times (taken
@@ -110,9 +110,10 @@ class Composer:
 
     @staticmethod
     def _settable(override, base: dict[str, Any]) -> bool:
-        """A plain ``a.b=value`` on a key ``base`` has, with a value that is not a mapping and
-        holds no interpolation."""
-        if override.is_add() or override.is_delete() or override.is_force_add() or override.is_sweep_override():
+        """A ``a.b=value`` on a key ``base`` has, a ``+a.b=value`` on one it lacks, or a
+        ``++a.b=value`` (either), under an existing mapping, with a value that is not a mapping
+        and holds no interpolation (what Hydra would do is then a plain set)."""
+        if override.is_delete() or override.is_sweep_override():
             return False
         key = override.key_or_group
         if "." not in key or key.startswith("hydra.") or override.package is not None:
@@ -126,7 +127,11 @@ class Composer:
             if not isinstance(node, dict) or part not in node:
                 return False
             node = node[part]
-        return isinstance(node, dict) and leaf in node and not isinstance(node[leaf], dict)
+        if not isinstance(node, dict) or isinstance(node.get(leaf), dict):
+            return False
+        if override.is_force_add():
+            return True
+        return (leaf not in node) if override.is_add() else (leaf in node)
 
     def _parse(self, job: Sequence[str]) -> list:
         """Hydra's parse of each override string, once per distinct string (a grid repeats them)."""

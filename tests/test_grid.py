@@ -27,11 +27,15 @@ def test_composer_gives_the_config_hydra_composes():
         ["hardware=ipu", "model=gpt2_test", "model.n_layers=8"],
         ["hardware=cuda", "+tracking.tags.owner=me", "model.n_heads=4"],
         ["model=tiny", "~run.seed"],
+        [*JOBS[0], "++tracking.uri=sqlite:////tmp/x.db", "++tracking.parent_run_id=abc", "+tracking.tags.trial=3",
+         "++tracking.tags.sweep=s"],
     ]
     for job in jobs:
         assert composer.compose(job) == api.compose(job), job
-    assert composer.full_compositions == 3  # the mapping value / the added key / the deletion
+    assert composer.full_compositions == 2  # the mapping value / the deletion (the tuner's ++/+ keys are set)
     assert len(composer._bases) == 6  # one Hydra composition per distinct set of group choices
+    with pytest.raises(Exception, match="run.seed"):  # adding a key that exists: Hydra's own error
+        composer.compose(["hardware=cuda", "+run.seed=1"])
 
 
 def test_expand_is_the_basic_sweepers_grid():
