@@ -25,8 +25,7 @@ ROOT = Path(__file__).resolve().parents[1] / "dabench"
 #: lowest first; each layer is a list of sibling groups; each group a set of top-level parts
 LAYERS: list[tuple[str, list[set[str]]]] = [
     ("config", [{"status", "placement", "paths", "config", "schema", "ceilings", "hostinfo", "calibration", "hardware",
-                 "profile",
-                 "supervisor"}]),
+                 "faults", "interrupts", "profile", "supervisor"}]),
     ("workload", [{"workload"}]),
     ("metrics", [{"metrics"}]),
     ("profiles", [{"profiles"}]),
@@ -36,7 +35,7 @@ LAYERS: list[tuple[str, list[set[str]]]] = [
     ("pipeline", [{"runner"}]),
     ("tracking", [{"tracking"}]),
     ("studies", [{"tune"}, {"report", "compare"}, {"calibrate", "calibrate_cpu"}]),
-    ("entry", [{"api", "app", "grid", "__main__", "__init__"}]),
+    ("entry", [{"api", "app", "grid", "doctor", "__main__", "__init__"}]),
 ]
 
 #: upward imports not fixed yet: (importing module, imported part) -> why it remains. The test
