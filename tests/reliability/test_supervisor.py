@@ -52,15 +52,22 @@ def test_real_children(tmp_path):
 
 
 def test_a_child_that_never_ends_is_timed_out_and_its_group_killed(tmp_path):
-    # the child blocks forever on a pipe nobody writes; its grandchild too
+    # the child blocks forever on a pipe nobody writes; its grandchild waits for a signal forever
     code = ("import os, subprocess, sys; r, w = os.pipe(); "
-            "g = subprocess.Popen([sys.executable, '-c', 'import os; os.read(0, 1)'], stdin=r); "
+            "g = subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()']); "
             "print(g.pid, flush=True); os.read(r, 1)")
-    ended = _run(tmp_path, code, timeout_s=3)
+    ended = _run(tmp_path, code, timeout_s=8)
     assert ended.status == "timeout" and ended.killed_by_supervisor
+    import os
+    import select
+
     for pid in ended.tail.split():  # the grandchild, when it had started before the deadline
         try:
-            state = open(f"/proc/{pid}/stat").read().split()[2]
-        except FileNotFoundError:
-            continue  # gone
-        assert state == "Z", f"grandchild {pid} survived the timeout (state {state})"
+            fd = os.pidfd_open(int(pid))
+        except ProcessLookupError:
+            continue  # gone already
+        try:  # a pidfd becomes readable when the process ends: wait for that event, not a guess
+            ready, _, _ = select.select([fd], [], [], 60)
+        finally:
+            os.close(fd)
+        assert ready, f"grandchild {pid} survived the timeout"
