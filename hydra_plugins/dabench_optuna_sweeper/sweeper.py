@@ -243,6 +243,10 @@ class DabenchOptunaSweeper(Sweeper):
         if stale:
             log.warning("study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale)
         done = trials_done(study)
+        from dabench.report.sweep_callback import current as sweep_progress
+
+        if sweep_progress() is not None:  # the progress line counts the trials this sweep runs
+            sweep_progress().set_total(max(0, self.n_trials - done))
         log.info("study %s in %s: %d of %d trials done, running %d", name, hide_password(storage), done,
                  self.n_trials, max(0, self.n_trials - done))
 
@@ -279,6 +283,12 @@ class DabenchOptunaSweeper(Sweeper):
             log.info(note)
         if client is not None:
             log_study(client, parent_id, study, summary, storage)
+            try:  # the results table: printed, results.csv in the sweep folder and on the parent run
+                from dabench.report.results import record_sweep_results
+
+                print(record_sweep_results(client, parent_id, sweep_dir, f"study {name} results"), flush=True)
+            except Exception as error:  # the trials are recorded; only the table is missing
+                log.warning("could not write the study's results table: %s", error)
             close_parent(client, parent_id, study)
         print(format_summary(summary), flush=True)
         return summary.to_dict()

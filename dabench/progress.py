@@ -1,0 +1,195 @@
+"""Progress lines on stderr: how far a sweep or a measured run got, and how long it will take.
+
+- :class:`SweepProgress`: jobs of a ``-m`` multirun, a study or a grid: done/total, ok/failed
+  and an ETA (mean seconds per finished job times the jobs left).
+- :class:`StepProgress`: the steps of a measured run (warm-up, timed, instrumented). After its
+  first steps it estimates the whole run's duration (seconds per step times the steps left) and,
+  when that exceeds :data:`LONG_RUN_S`, says so once at the start, with the reason when one is
+  known (e.g. "bf16 is emulated on this CPU").
+
+On a terminal (stderr is a TTY) the line is a tqdm bar, redrawn in place. Elsewhere (CI logs,
+files, pipes) it degrades to plain lines, at most one per :data:`LINE_INTERVAL_S` seconds plus
+the last one, so a log stays readable. ``$DABENCH_PROGRESS``: ``auto`` (default), ``bar``,
+``lines`` or ``off``.
+
+Cost: :meth:`StepProgress.step` is called between timed steps, never inside the clock marks; it
+adds one to a counter and reads ``time.monotonic`` (well under a microsecond); drawing happens
+at most every :data:`BAR_INTERVAL_S` seconds (benchmarks/overhead.py keeps the ratio >= 0.99).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import TextIO
+
+log = logging.getLogger("dabench")
+
+LONG_RUN_S = 120.0  #: a measured run estimated longer than this is announced with a warning
+LINE_INTERVAL_S = 30.0  #: plain-line mode: at most one line per this many seconds
+BAR_INTERVAL_S = 0.5  #: bar mode: redraw at most this often
+
+
+def style(stream: TextIO | None = None) -> str:
+    """``bar``, ``lines`` or ``off``: ``$DABENCH_PROGRESS``, else ``bar`` on a TTY, ``lines`` otherwise."""
+    chosen = os.environ.get("DABENCH_PROGRESS", "auto").strip().lower()
+    if chosen in ("bar", "lines", "off"):
+        return chosen
+    stream = stream or sys.stderr
+    try:
+        return "bar" if stream.isatty() else "lines"
+    except (AttributeError, ValueError):
+        return "lines"
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min``."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def eta_seconds(elapsed_s: float, done: int, total: int) -> float | None:
+    """Seconds left: ``elapsed / done * (total - done)``; None before the first job is done."""
+    if done <= 0 or total <= 0:
+        return None
+    return elapsed_s / done * max(0, total - done)
+
+
+class _Line:
+    """One progress line: a tqdm bar (TTY) or throttled plain lines."""
+
+    def __init__(self, total: int, desc: str, unit: str, stream: TextIO | None = None, mode: str | None = None):
+        self.stream = stream or sys.stderr
+        self.mode = mode or style(self.stream)
+        self.total, self.desc, self.unit = total, desc, unit
+        self.start = time.monotonic()
+        self.last_line = self.start
+        self.bar = None
+        if self.mode == "bar":
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=True,
+                            mininterval=BAR_INTERVAL_S, smoothing=0)
+
+    def show(self, done: int, postfix: str, text: str, force: bool = False) -> None:
+        if self.mode == "off":
+            return
+        if self.bar is not None:
+            self.bar.n = done
+            self.bar.set_postfix_str(postfix, refresh=False)
+            if force or time.monotonic() - self.bar.last_print_t >= BAR_INTERVAL_S:
+                self.bar.refresh()
+            return
+        now = time.monotonic()
+        if force or now - self.last_line >= LINE_INTERVAL_S:
+            self.last_line = now
+            print(text, file=self.stream, flush=True)
+
+    def clear(self) -> None:
+        if self.bar is not None:
+            self.bar.clear()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class SweepProgress:
+    """done/total jobs, ok/failed, ETA. ``finished(ok)`` after each job; ``close()`` at the end
+    (plain-line mode prints the last line then)."""
+
+    def __init__(self, total: int, desc: str = "dabench", unit: str = "runs", stream: TextIO | None = None,
+                 mode: str | None = None):
+        self.total = int(total)
+        self.unit = unit
+        self.desc = desc
+        self.done = self.ok = self.failed = 0
+        self.line = _Line(self.total, desc, unit, stream, mode)
+
+    def text(self) -> str:
+        elapsed = time.monotonic() - self.line.start
+        eta = eta_seconds(elapsed, self.done, self.total)
+        left = "" if eta is None else f", ETA {duration(eta)}"
+        return (f"{self.desc}: {self.done}/{self.total} {self.unit} done ({self.ok} ok, {self.failed} failed), "
+                f"{duration(elapsed)} elapsed{left}")
+
+    def set_total(self, total: int) -> None:
+        self.total = self.line.total = int(total)
+        if self.line.bar is not None:
+            self.line.bar.total = self.total
+
+    def before_job(self) -> None:
+        """Clear a bar before a job writes its own lines (it is redrawn when the job ends)."""
+        self.line.clear()
+
+    def finished(self, ok: bool) -> None:
+        self.done += 1
+        if ok:
+            self.ok += 1
+        else:
+            self.failed += 1
+        self.line.show(self.done, f"{self.ok} ok, {self.failed} failed", self.text(),
+                       force=self.done == 1 or self.done >= self.total)
+
+    def close(self) -> None:
+        self.line.close()
+
+
+class StepProgress:
+    """The steps of one measured run: ``phase`` names what runs now (warm-up, timed,
+    instrumented); ``step()`` after each step, outside any timed interval."""
+
+    def __init__(self, label: str, steps: int, reason: str = "", stream: TextIO | None = None, mode: str | None = None,
+                 estimate_after: int = 1):
+        self.label, self.steps, self.reason = label, max(1, int(steps)), reason
+        self.done = 0
+        self.phase = "warm-up"
+        self.estimate_after = max(1, int(estimate_after))
+        self.estimated_s: float | None = None
+        self.stream = stream or sys.stderr
+        self.mode = mode or style(self.stream)
+        self.started = time.monotonic()
+        self.line = _Line(self.steps, label, "steps", self.stream, self.mode) if self.mode != "off" else None
+
+    def estimate(self) -> float | None:
+        """Seconds the whole run takes, from the steps so far: elapsed / done * steps."""
+        if self.done <= 0:
+            return None
+        return (time.monotonic() - self.started) / self.done * self.steps
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+
+    def step(self) -> None:
+        self.done += 1
+        if self.done == self.estimate_after and self.estimated_s is None:
+            self._announce()
+        if self.line is not None:
+            left = eta_seconds(time.monotonic() - self.started, self.done, self.steps)
+            text = f"{self.label}: {self.phase} step {self.done}/{self.steps}" + (
+                "" if left is None else f", about {duration(left)} left")
+            self.line.show(self.done, self.phase, text)
+
+    def _announce(self) -> None:
+        self.estimated_s = self.estimate()
+        if self.estimated_s is None:
+            return
+        if self.estimated_s > LONG_RUN_S:
+            why = f" ({self.reason})" if self.reason else ""
+            message = (f"{self.label}: this measured run will take about {duration(self.estimated_s)}{why}, "
+                       f"estimated from its first {self.done} step(s) of {self.steps}; fewer run.timed_steps / "
+                       "run.warmup_steps, a smaller model or hardware.mode=predict are quicker")
+            if self.line is not None:
+                self.line.clear()
+            log.warning("%s", message)
+
+    def close(self) -> None:
+        if self.line is not None:
+            self.line.close()

@@ -1,0 +1,111 @@
+"""The results table a sweep ends with: a multirun, a study or a grid.
+
+Rows come from the report's frame (dabench/report/frame.py, one row per run). The table lists
+the ok runs first, best throughput first, then every other run with its status and reason; a
+line under it counts the runs per status. :func:`results_table` and :func:`render_results` are
+pure; :func:`record_sweep_results` reads a parent run's children, prints nothing, writes
+``results.csv`` into the sweep folder, logs it as an artifact of the parent run and tags the
+parent with the mode of its runs (``dabench.mode``: predict, measure, or mixed).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+#: the table's columns (normalized frame columns), in order; the CSV adds every param and metric
+COLUMNS = ("run_name", "status", "mode", "throughput", "step_ms", "li", "allocation", "diagnosis", "reason", "run_id")
+HEADERS = {"run_name": "run", "throughput": "samples/s", "step_ms": "step ms", "li": "LI", "allocation": "alloc"}
+SHOWN = 20  #: rows printed in the terminal (the CSV holds all)
+
+
+def results_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: ok runs by throughput (highest first), then the others by status. Pure."""
+    if frame.empty:
+        return pd.DataFrame(columns=list(COLUMNS))
+    table = frame.copy()
+    table["step_ms"] = pd.to_numeric(table.get("metrics.step_time.median_s"), errors="coerce") * 1e3 \
+        if "metrics.step_time.median_s" in table.columns else float("nan")
+    table["_ok"] = (table["status"] == "ok").astype(int)
+    table = table.sort_values(["_ok", "throughput", "status", "run_name"], ascending=[False, False, True, True],
+                              na_position="last", kind="stable")
+    extra = sorted(c for c in table.columns if c.startswith(("params.", "metrics.")))
+    return table[[c for c in COLUMNS if c in table.columns] + extra].reset_index(drop=True)
+
+
+def status_counts(frame: pd.DataFrame) -> dict[str, int]:
+    """Runs per status, most frequent first."""
+    if frame.empty:
+        return {}
+    return {str(k): int(v) for k, v in frame["status"].value_counts().items()}
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if column in ("li", "allocation") and isinstance(value, float):
+        return f"{value:.2f}" if column == "li" else f"{value:.1%}"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    text = str(value).splitlines()[0] if str(value) else ""
+    if column == "run_id":
+        return text[:8]
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHOWN) -> str:
+    """The table as aligned text, the best ``shown`` rows, then the status counts. Pure."""
+    table = results_table(frame)
+    counts = status_counts(frame)
+    listed = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no runs"
+    head = f"{title}: {len(frame)} runs ({listed})"
+    if table.empty:
+        return head
+    columns = [c for c in COLUMNS if c in table.columns and (c not in ("reason",) or table[c].astype(str).str.len().any())]
+    rows = [[HEADERS.get(c, c) for c in columns]]
+    rows += [[_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
+    lines = [head]
+    for n, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    if len(table) > shown:
+        lines.append(f"... {len(table) - shown} more runs in results.csv")
+    return "\n".join(lines)
+
+
+def write_results_csv(frame: pd.DataFrame, path: Path) -> Path:
+    """``results.csv``: :func:`results_table` with every param and metric column."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results_table(frame).to_csv(path, index=False)
+    return path
+
+
+def sweep_mode(frame: pd.DataFrame) -> str:
+    """The parent's ``dabench.mode``: the one mode of its runs, ``mixed`` when they differ,
+    ``none`` without runs (invalid configs carry mode ``none``)."""
+    modes = sorted({m for m in frame["mode"] if m not in ("none", "unknown")}) if not frame.empty else []
+    return modes[0] if len(modes) == 1 else ("mixed" if modes else "none")
+
+
+def record_sweep_results(client, parent_run_id: str, folder: Path | None, title: str = "results") -> str:
+    """Read ``parent_run_id``'s child runs through ``client``, write ``folder/results.csv``, log it
+    on the parent (artifact ``results.csv``), tag the parent's ``dabench.mode``; returns the text
+    table (the caller prints it)."""
+    from dabench.report.frame import load_frame
+
+    frame, _ = load_frame(selection=parent_run_id, kind="run", client=client)
+    if not frame.empty and parent_run_id in set(frame["run_id"]):  # a parent without children selects itself
+        frame = frame[frame["run_id"] != parent_run_id].reset_index(drop=True)
+    text = render_results(frame, title)
+    if folder is not None:
+        path = write_results_csv(frame, Path(folder) / "results.csv")
+        client.log_artifact(parent_run_id, str(path))
+        text += f"\nresults.csv: {path} (also an artifact of MLflow run {parent_run_id})"
+    client.set_tag(parent_run_id, "dabench.mode", sweep_mode(frame))
+    return text

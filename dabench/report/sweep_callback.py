@@ -1,0 +1,109 @@
+"""The Hydra callback that shows a sweep's progress and ends it with its results table.
+
+Registered in conf/config.yaml after ``mlflow_parent`` (Hydra calls ``on_multirun_end`` in
+reverse order, so this one runs while the multirun's parent run is still open).
+
+- Progress (dabench/progress.py): done/total jobs, ok/failed, ETA, on stderr. The total is the
+  basic sweeper's job count (Hydra's own override grammar and ``hydra.sweeper.params``) or the
+  Optuna sweeper's ``n_trials`` (the sweeper corrects it to the trials left, see
+  :func:`current`). Jobs are counted in this process (Hydra's basic launcher; a launcher that
+  runs jobs in other processes shows no per-job progress here).
+- Results: for a ``-m`` multirun, the table of the parent run's children
+  (dabench/report/results.py) is printed, written to ``<sweep dir>/results.csv`` and logged on
+  the parent run. A study writes its own at the sweeper's end (it knows its parent run).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from dabench.progress import SweepProgress
+from dabench.tracking.lifecycle import PARENT_ENV
+
+log = logging.getLogger(__name__)
+
+_current: SweepProgress | None = None
+
+
+def current() -> SweepProgress | None:
+    """The progress line of the sweep running in this process, if any (the study sweeper sets its
+    total to the trials it will run)."""
+    return _current
+
+
+def _is_study(config: DictConfig) -> bool:
+    return "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or "")
+
+
+def job_count(config: DictConfig) -> int | None:
+    """Jobs of a basic-sweeper multirun: the product of each swept key's choices (Hydra's
+    override grammar over ``hydra.sweeper.params`` then the command line); None if unparsable."""
+    try:
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        params = OmegaConf.select(config, "hydra.sweeper.params") or {}
+        arguments = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+        parsed = OverridesParser.create().parse_overrides(arguments)
+        return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+    except Exception as error:  # the sweeper itself reports bad overrides
+        log.debug("could not count the sweep's jobs: %s", error)
+        return None
+
+
+def _job_ok(job_return: Any) -> bool:
+    from hydra.core.utils import JobStatus
+
+    if getattr(job_return, "status", None) != JobStatus.COMPLETED:
+        return False
+    status = getattr(job_return.return_value, "status", None)
+    return status == "ok" if status is not None else True
+
+
+class SweepResultsCallback(Callback):
+    def __init__(self) -> None:
+        self.progress: SweepProgress | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _current
+        study = _is_study(config)
+        total = OmegaConf.select(config, "hydra.sweeper.n_trials") if study else job_count(config)
+        if total:
+            self.progress = _current = SweepProgress(int(total), "study" if study else "multirun",
+                                                     "trials" if study else "runs")
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.progress is not None:
+            self.progress.before_job()
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        if self.progress is not None:
+            self.progress.finished(_job_ok(job_return))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _current
+        if self.progress is not None:
+            self.progress.close()
+            self.progress = _current = None
+        if _is_study(config):
+            return  # the study sweeper prints and records its own (it holds the parent run)
+        parent = os.environ.get(PARENT_ENV)
+        tracking = config.get("tracking") or {}
+        if not parent or not tracking.get("enabled", True):
+            return
+        try:
+            from dabench.report.frame import client_for
+            from dabench.report.results import record_sweep_results
+
+            folder = Path(str(config.hydra.sweep.dir))
+            folder = folder if folder.is_absolute() else Path(str(config.hydra.runtime.cwd)) / folder
+            print(record_sweep_results(client_for(tracking.get("uri")), parent, folder, "multirun results"),
+                  flush=True)
+        except Exception as error:  # the runs are recorded; only the table is missing
+            log.warning("could not write the multirun's results table: %s", error)
