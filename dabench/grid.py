@@ -351,13 +351,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dabench.grid: {error}", file=sys.stderr)
         return 2
     start = time.perf_counter()
-    runs = run_grid(jobs, parent_name="grid " + " ".join(args),
-                    on_run=None if quiet else (lambda r: print(_summary(r), flush=True)))
+    from dabench.progress import SweepProgress
+
+    progress = SweepProgress(len(jobs), "grid", "runs")  # done/total, ok/failed, ETA on stderr
+
+    def on_run(r: GridRun) -> None:
+        progress.before_job()
+        if not quiet:
+            print(_summary(r), flush=True)
+        progress.finished(is_ok(r.result.status))
+
+    runs = run_grid(jobs, parent_name="grid " + " ".join(args), on_run=on_run)
+    progress.close()
     elapsed = time.perf_counter() - start
     counts: dict[str, int] = {}
     for r in runs:
         counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
     print(f"dabench.grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) {counts}", flush=True)
+    try:  # the results table, results.csv under multirun/<date>/<time>-grid and on the grid's parent run
+        from dabench.report.results import record_grid_results
+
+        recorded = [r.run_id for r in runs if r.run_id]
+        folder = Path("multirun") / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S-grid")
+        uri = ((runs[0].result.config or {}).get("tracking") or {}).get("uri") if runs else None
+        print(record_grid_results(uri, recorded, folder.resolve()), flush=True)
+    except Exception as error:  # the runs are recorded; only the table is missing
+        print(f"dabench.grid: could not write the results table: {error}", file=sys.stderr)
     return 0
 
 

@@ -109,3 +109,17 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
         text += f"\nresults.csv: {path} (also an artifact of MLflow run {parent_run_id})"
     client.set_tag(parent_run_id, "dabench.mode", sweep_mode(frame))
     return text
+
+
+def record_grid_results(uri: str | None, run_ids: list[str], folder: Path | None, title: str = "grid results") -> str:
+    """The results of a grid's recorded runs (``python -m dabench.grid``): under their common
+    parent run as :func:`record_sweep_results` does, or, without a parent, the table alone."""
+    from dabench.report.frame import client_for, load_runs
+
+    if not run_ids:
+        return f"{title}: no recorded runs"
+    client = client_for(uri)
+    parent = client.get_run(run_ids[0]).data.tags.get("mlflow.parentRunId")
+    if parent:
+        return record_sweep_results(client, parent, folder, title)
+    return render_results(load_runs(uri, run_ids), title)
