@@ -125,26 +125,60 @@ def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, art
         opened = recorded_run(experiment=tracking.get("experiment") or "dabench", uri=tracking.get("uri"),
                               run_name=name, status_tags=False, parent_id=tracking.get("parent_run_id") or None)
     with opened as run:
+        from dabench import faults
+
+        faults.check("run_body")  # tests: hold here until signalled (dabench/faults.py)
         result = run_container(container, rc)
-        artifacts = _write_artifacts(artifacts_dir, container, result, name)
+        try:
+            artifacts = _write_artifacts(artifacts_dir, container, result, name)
+        except OSError as error:  # a full disk or a read-only folder: the record is not complete
+            artifacts = None
+            _not_written(result, error, f"artifacts not written to {artifacts_dir}")
         if run is not None:
+            from dabench.tracking.lifecycle import write_error_status
+
             tags = run_tags(result.run_config, result, container)
             if result.run_config is None:
                 tags["dabench.mode"] = "none"
-            run.log(params=flatten(container), metrics=result.metrics, tags=tags)
-            run.log_artifacts(artifacts)
+            try:
+                run.log(params=flatten(container), metrics=result.metrics, tags=tags)
+                run.log_artifacts(artifacts)
+            except Exception as error:  # the store became unreachable, or its disk is full
+                _not_written(result, error, "the run store could not record the run", write_error_status(error))
+                run.status_tags = True  # the tags above were not written: closing writes the status
             run.set_status(result.status, result.reason)
+    if run is not None and run.extra.get("close_error"):  # the store failed at the very end
+        _not_written(result, RuntimeError(run.extra["close_error"]), "the run could not be closed in the store")
     return result, (run.run_id if run is not None else None)
 
 
+def _not_written(result: RunResult, error: BaseException, what: str, status: Status | None = None) -> None:
+    """``ok`` means every metric and artifact was written: a write failure replaces the status
+    (``disk_full`` for ENOSPC/EDQUOT, else ``tracking_error``), keeping an earlier failure's
+    reason after the write error."""
+    from dabench.tracking.lifecycle import write_error_status
+
+    before = "" if result.status is Status.OK else f" (the run itself: {result.status.value}: {result.reason})"
+    result.status = status or write_error_status(error)
+    result.reason = f"{what}: {type(error).__name__}: {error}{before}"
+    log.error("%s", result.reason)
+
+
 def _write_artifacts(folder: Path | None, container: Mapping[str, Any], result: RunResult, name: str) -> Path | None:
+    """Write the run's artifacts into ``folder``. An OSError (full disk, read-only folder) is
+    raised: the run is then not ok. Any other error (a plot that cannot be drawn) is a warning."""
     if folder is None:
         return None
+    from dabench import faults
+
+    faults.check("artifacts", folder)
     try:
         from dabench.report.artifacts import write_artifacts
 
         copies = result.run_config.data_copies if result.run_config is not None else 1
         return write_artifacts(folder, container, result, name, copies)
+    except OSError:
+        raise
     except Exception as error:  # a broken plot must not lose the run
         log.warning("could not write artifacts: %s", error)
         return None

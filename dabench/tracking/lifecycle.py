@@ -32,6 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from dabench import faults
 from dabench.status import Status, mlflow_state, parse
 from dabench.tracking.store import client_and_experiment, launch_dir, tracking_uri
 
@@ -99,7 +100,10 @@ def write_batch(client, run_id: str, params: Mapping[str, Any] | None = None,
 
 def standard_tags(parent_id: str | None) -> dict[str, str]:
     """Tags every dabench run carries: torch version, git commit, and the parent when any."""
-    tags = {"dabench.torch_version": package_version("torch"), "dabench.git_commit": git_commit(launch_dir())}
+    from dabench.tracking.reaper import owner_tags
+
+    tags = {"dabench.torch_version": package_version("torch"), "dabench.git_commit": git_commit(launch_dir()),
+            **owner_tags()}  # host, pid, process start: a run whose process is gone is reaped
     if parent_id:
         tags["mlflow.parentRunId"] = parent_id
     return tags
@@ -124,10 +128,12 @@ class RecordedRun:
 
     def log(self, params: Mapping[str, Any] | None = None, metrics: Mapping[str, float] | None = None,
             tags: Mapping[str, Any] | None = None) -> None:
+        faults.check("tracking_log")
         write_batch(self.client, self.run_id, params, metrics, tags)
 
     def log_artifacts(self, folder: Path | None, artifact_path: str | None = None) -> None:
         if folder is not None and Path(folder).exists():
+            faults.check("log_artifacts", folder)
             self.client.log_artifacts(self.run_id, str(folder), artifact_path=artifact_path)
 
     def set_status(self, status: Status | str, reason: str = "") -> None:
@@ -138,6 +144,7 @@ class RecordedRun:
         run carries them. Closing twice does nothing."""
         if self.closed:
             return
+        faults.check("tracking_close")
         if status is not None:
             self.status = parse(status)
         if reason is not None:
@@ -157,10 +164,14 @@ def open_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[s
              parent_id: str | None = None, start_ms: int | None = None, standard: bool = True) -> RecordedRun:
     """Create the run now (start time = now unless ``start_ms``), a child of ``parent_id`` or of
     ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
-    client, experiment_id = client_and_experiment(tracking_uri(uri), experiment)
+    from dabench.tracking.reaper import owner_tags, reap_once
+
+    resolved = tracking_uri(uri)
+    client, experiment_id = client_and_experiment(resolved, experiment)
+    reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
     parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
     all_tags = {**(standard_tags(parent) if standard else ({"mlflow.parentRunId": parent} if parent else {})),
-                **(tags or {})}
+                **owner_tags(), **(tags or {})}
     start = start_ms if start_ms is not None else now_ms()
     run = client.create_run(experiment_id, start_time=start, run_name=run_name[:250],
                             tags={k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()})
@@ -176,17 +187,55 @@ def recorded_run(*, experiment: str, uri: str | None, run_name: str, tags: Mappi
     try:
         yield run
     except Exception as error:
-        _close_quietly(run, Status.CRASHED, f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}")
+        _close_quietly(run, error_status(error), f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}")
         raise
-    except BaseException as error:  # KeyboardInterrupt, SystemExit, GeneratorExit
-        _close_quietly(run, Status.INTERRUPTED, f"{type(error).__name__} while the run was open")
+    except BaseException as error:  # KeyboardInterrupt (Ctrl-C, SIGTERM: dabench/interrupts.py), SystemExit
+        _close_quietly(run, Status.INTERRUPTED, interrupt_reason(error))
+        if isinstance(error, KeyboardInterrupt):
+            from dabench import interrupts
+
+            interrupts.note(f"run {run.run_id} recorded interrupted ({'KILLED' if run.closed else 'left RUNNING'})")
         raise
     else:
-        run.close()
+        try:
+            run.close()
+        except Exception as error:  # the store went away: the caller learns it; the reaper ends the run later
+            log.warning("could not close MLflow run %s: %s", run.run_id, error)
+            run.status, run.reason = Status.TRACKING_ERROR, f"the run could not be closed in the store: {error}"
+            run.extra["close_error"] = str(error)
+
+
+def error_status(error: BaseException) -> Status:
+    """The status an exception ends a run with: a DabenchError's own; a full disk (ENOSPC,
+    EDQUOT) is ``disk_full``; anything else ``crashed``."""
+    import errno
+
+    from dabench.status import DabenchError
+
+    if isinstance(error, DabenchError):
+        return error.status
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return Status.DISK_FULL
+    return Status.CRASHED
+
+
+def write_error_status(error: BaseException) -> Status:
+    """The status of a run whose record (metrics, params, artifacts) could not be written:
+    ``disk_full`` for ENOSPC/EDQUOT, else ``tracking_error`` (a store that cannot be reached, a
+    read-only or unwritable artifact folder)."""
+    status = error_status(error)
+    return status if status is Status.DISK_FULL else Status.TRACKING_ERROR
+
+
+def interrupt_reason(error: BaseException) -> str:
+    detail = str(error)
+    return f"{type(error).__name__}{f' ({detail})' if detail else ''} while the run was open"
 
 
 def _close_quietly(run: RecordedRun, status: Status, reason: str) -> None:
-    """Close while unwinding: a failure to record must not hide the error being raised."""
+    """Close while unwinding: a failure to record must not hide the error being raised. The
+    status tags are written (the body did not get to log its own)."""
+    run.status_tags = True
     try:
         run.close(status, reason)
     except Exception as error:  # pragma: no cover - the store itself failing
@@ -255,7 +304,7 @@ class BatchRecorder:
             pending.set_status(Status.CRASHED, f"{type(error).__name__}: {error}")
             raise
         except BaseException as error:
-            pending.set_status(Status.INTERRUPTED, f"{type(error).__name__} while the run was open")
+            pending.set_status(Status.INTERRUPTED, interrupt_reason(error))
             raise
         finally:
             pending.end_ms = now_ms()
@@ -275,7 +324,11 @@ class BatchRecorder:
         if not self.pending:
             return []
         if self._client is None:
-            self._client, self._experiment_id = client_and_experiment(tracking_uri(self.uri), self.experiment)
+            from dabench.tracking.reaper import reap_once
+
+            resolved = tracking_uri(self.uri)
+            self._client, self._experiment_id = client_and_experiment(resolved, self.experiment)
+            reap_once(self._client, resolved)
             self._standard = standard_tags(self.parent_id)
         written: list[str] = []
         pending, self.pending = self.pending, []

@@ -1,0 +1,143 @@
+"""Ctrl-C and SIGTERM: one line, an exit status, and every open record closed.
+
+- :func:`install` (called by ``python -m dabench`` before Hydra starts) makes SIGTERM (what Slurm
+  and most schedulers send) raise :class:`Terminated`, a ``KeyboardInterrupt``: a terminated run
+  unwinds exactly like a Ctrl-C one, so the run lifecycle (dabench/tracking/lifecycle.py) ends
+  its MLflow run KILLED with ``dabench.status=interrupted``.
+- Code that holds a record open beyond one run (the multirun's parent run) registers a closer
+  with :func:`on_interrupt`; a sweep says how far it got with :func:`progress` (the multirun:
+  jobs; a study: trials and how to resume).
+- :func:`guard` (around the Hydra entry) catches the interrupt, runs the closers, prints one line
+  (``dabench: interrupted after 3 of 8 runs; ...``) and exits ``128 + signal``: 130 for SIGINT
+  (Ctrl-C), 143 for SIGTERM, the shell's convention.
+
+No traceback is printed for an interrupt; the closers' own failures are one line each.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or another terminating signal) received: unwinds like Ctrl-C."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(f"{signal.Signals(signum).name} received")
+        self.signum = signum
+
+
+@dataclass
+class Progress:
+    done: int | None = None
+    total: int | None = None
+    unit: str = "runs"
+    resume: str | None = None  #: the command that resumes the work, when there is one
+
+
+_progress = Progress()
+_closers: list[Callable[[], str | None]] = []
+_notes: list[str] = []
+
+
+def note(text: str) -> None:
+    """Add ``text`` to the interrupt line (e.g. which run was recorded interrupted)."""
+    _notes.append(text)
+
+
+def _raise_terminated(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
+def install() -> None:
+    """SIGTERM raises :class:`Terminated` in the main thread (SIGINT keeps Python's
+    KeyboardInterrupt; an ignored SIGINT, e.g. under nohup, stays ignored)."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def on_interrupt(closer: Callable[[], str | None]) -> Callable[[], None]:
+    """Run ``closer`` if the process is interrupted (it may return a note for the line); returns
+    a function that unregisters it (call it when the record was closed normally)."""
+    _closers.append(closer)
+
+    def remove() -> None:
+        if closer in _closers:
+            _closers.remove(closer)
+
+    return remove
+
+
+def progress(done: int | None = None, total: int | None = None, unit: str | None = None,
+             resume: str | None = None) -> Progress:
+    """Update (the given fields of) how far the current work got; returns it."""
+    if done is not None:
+        _progress.done = done
+    if total is not None:
+        _progress.total = total
+    if unit is not None:
+        _progress.unit = unit
+    if resume is not None:
+        _progress.resume = resume
+    return _progress
+
+
+def command_line() -> str:
+    """This process's command line as the user would type it again (``python -m dabench ...``)."""
+    args = sys.argv[1:]
+    head = "python -m dabench" if sys.argv and sys.argv[0].endswith("__main__.py") else os.path.basename(sys.argv[0] or "dabench")
+    return " ".join([head, *map(shlex.quote, args)])
+
+
+def exit_code(error: BaseException) -> int:
+    return 128 + int(getattr(error, "signum", signal.SIGINT))
+
+
+def message(error: BaseException, notes: list[str]) -> str:
+    """The one line: what stopped, how far it got, what was closed, how to go on."""
+    what = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
+    p = _progress
+    line = f"dabench: {what}"
+    if p.total is not None:
+        line += f" after {p.done or 0} of {p.total} {p.unit}"
+    if notes:
+        line += "; " + "; ".join(notes)
+    if p.resume:
+        line += f"; resume with: {p.resume}"
+    elif p.total is not None:
+        line += f"; run again with: {command_line()}"
+    return line
+
+
+def run_closers() -> list[str]:
+    """Run every registered closer (last registered first); returns their notes."""
+    notes = list(_notes)
+    while _closers:
+        closer = _closers.pop()
+        try:
+            note = closer()
+        except BaseException as error:  # noqa: BLE001 - a second Ctrl-C or a dead store: say so, go on
+            note = f"could not close a record ({type(error).__name__}: {error})"
+        if note:
+            notes.append(note)
+    return notes
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Around the Hydra entry: an interrupt ends the process with one line and 128 + signal."""
+    install()
+    try:
+        yield
+    except KeyboardInterrupt as error:
+        notes = run_closers()
+        print(message(error, notes), file=sys.stderr, flush=True)
+        raise SystemExit(exit_code(error)) from None

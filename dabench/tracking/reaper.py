@@ -1,0 +1,175 @@
+"""Runs whose process is gone: found by their owner tags and ended KILLED (status ``killed``).
+
+Every run dabench opens carries its owner (:func:`owner_tags`): ``dabench.host``,
+``dabench.pid``, ``dabench.process_start`` (the process start time, ISO 8601 UTC, for people)
+and ``dabench.process_key`` (``<boot id>:<start in clock ticks since boot>``, for the check). A
+RUNNING run whose owner process no longer exists (SIGKILL, power loss, the OOM killer) cannot
+close itself; :func:`reap` ends it KILLED with ``dabench.status=killed`` and a reason naming the
+process. A process is gone when no process has its pid, or the one that has it started at another
+time or in another boot (a reused pid is not the owner).
+
+- :func:`reap_once`: called when a process first opens a run (dabench/tracking/lifecycle.py):
+  one search on the store for RUNNING runs tagged with this host, once per process and store.
+- ``python -m dabench.doctor`` calls :func:`reap` too, and with ``--all-hosts`` also ends the
+  RUNNING runs of other hosts and runs without owner tags (the user says those processes are
+  gone; this host cannot check them).
+
+mlflow is not imported here; the functions take a client.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+HOST_TAG, PID_TAG = "dabench.host", "dabench.pid"
+START_TAG, KEY_TAG = "dabench.process_start", "dabench.process_key"
+STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
+
+_reaped: set[str] = set()
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+@lru_cache(maxsize=1)
+def boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            return handle.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def start_ticks(pid: int) -> int | None:
+    """Process ``pid``'s start time in clock ticks since boot (/proc/<pid>/stat field 22)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_key(pid: int) -> str | None:
+    ticks = start_ticks(pid)
+    return None if ticks is None else f"{boot_id()}:{ticks}"
+
+
+def _start_iso(ticks: int | None) -> str:
+    try:
+        with open("/proc/stat") as handle:
+            btime = next(int(line.split()[1]) for line in handle if line.startswith("btime"))
+        seconds = btime + (ticks or 0) / os.sysconf("SC_CLK_TCK")
+        return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds")
+    except (OSError, StopIteration, ValueError):
+        return "unknown"
+
+
+@lru_cache(maxsize=4)
+def _owner_tags(pid: int) -> tuple[tuple[str, str], ...]:
+    ticks = start_ticks(pid)
+    key = "unknown" if ticks is None else f"{boot_id()}:{ticks}"
+    return ((HOST_TAG, hostname()), (PID_TAG, str(pid)), (START_TAG, _start_iso(ticks)), (KEY_TAG, key))
+
+
+def owner_tags() -> dict[str, str]:
+    """This process as the owner of a run (see the module docstring)."""
+    return dict(_owner_tags(os.getpid()))
+
+
+def process_alive(pid: int, key: str | None) -> bool:
+    """Whether the process ``pid`` that had ``key`` (see :func:`process_key`) still runs here."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, another user's
+    if not key or key == "unknown":
+        return True  # cannot tell a reused pid: leave it alone
+    now = process_key(pid)
+    return now is None or now == key
+
+
+@dataclass(frozen=True)
+class Reaped:
+    run_id: str
+    experiment_id: str
+    run_name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} ({self.run_name}) RUNNING -> KILLED: {self.reason}"
+
+
+def _gone_reason(tags: dict[str, str], all_hosts: bool) -> str | None:
+    """Why the run's owner is gone, or None when it may still run (or is not ours to judge)."""
+    host, pid = tags.get(HOST_TAG), tags.get(PID_TAG)
+    if host is None or pid is None or not pid.isdigit():
+        return "no owner recorded (run by an older dabench or another tool); ended on request (--all-hosts)" if all_hosts else None
+    started = tags.get(START_TAG, "unknown")
+    if host != hostname():
+        return (f"process {pid} on {host} (started {started}) not checked from {hostname()}; ended on request "
+                f"(--all-hosts)") if all_hosts else None
+    if process_alive(int(pid), tags.get(KEY_TAG)):
+        return None
+    return f"process {pid} on {host} (started {started}) ended without closing the run (killed or lost power)"
+
+
+def running_runs(client: Any, host: str | None) -> list[Any]:
+    """RUNNING runs in every experiment of the store, only ``host``'s when given."""
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    if not experiments:
+        return []
+    query = "attributes.status = 'RUNNING'"
+    if host is not None:
+        query += f" and tags.`{HOST_TAG}` = '{host}'"
+    runs, token = [], None
+    while True:
+        page = client.search_runs(experiments, filter_string=query, max_results=1000, page_token=token)
+        runs += list(page)
+        token = getattr(page, "token", None)
+        if not token:
+            return runs
+
+
+def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list[Reaped]:
+    """End KILLED (status ``killed``, reason naming the process) every RUNNING run of this host
+    whose process is gone; with ``all_hosts``, also other hosts' runs and runs without owner.
+    Returns what was (with ``dry_run``: would be) ended."""
+    from dabench.tracking.lifecycle import now_ms, terminate, write_batch
+
+    done = []
+    for run in running_runs(client, None if all_hosts else hostname()):
+        reason = _gone_reason(run.data.tags, all_hosts)
+        if reason is None:
+            continue
+        if not dry_run:
+            write_batch(client, run.info.run_id, tags={STATUS_TAG: "killed", REASON_TAG: reason})
+            terminate(client, run.info.run_id, "killed", now_ms())
+        done.append(Reaped(run.info.run_id, run.info.experiment_id, run.info.run_name or "", reason))
+    return done
+
+
+def reap_once(client: Any, uri: str) -> list[Reaped]:
+    """:func:`reap` for this host, the first time this process opens a run in the store ``uri``
+    (later calls return at once). Never raises: a failed search is a warning."""
+    if uri in _reaped or os.environ.get("DABENCH_NO_REAPER"):
+        return []
+    _reaped.add(uri)
+    try:
+        found = reap(client)
+    except Exception as error:  # the run itself will meet a broken store and say so
+        log.warning("could not look for runs left RUNNING by dead processes: %s", error)
+        return []
+    for item in found:
+        log.warning("marked %s", item)
+    return found
