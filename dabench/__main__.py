@@ -10,10 +10,19 @@ CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
-def main(cfg: DictConfig) -> float:
+def hydra_main(cfg: DictConfig) -> float:
     from dabench.app import run_job  # imported here: `--help` and bad command lines never load the pipeline
 
     return run_job(cfg)
+
+
+def main() -> None:
+    """Hydra's entry under :func:`dabench.interrupts.guard`: Ctrl-C or SIGTERM ends the process
+    with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
+    from dabench.interrupts import guard
+
+    with guard():
+        hydra_main()
 
 
 if __name__ == "__main__":

@@ -120,10 +120,16 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
             if run is not None and run.info.lifecycle_stage == "active":
                 if run.info.status != "RUNNING":
                     client.update_run(found, status="RUNNING")
+                from dabench.tracking.lifecycle import write_batch
+                from dabench.tracking.reaper import owner_tags
+
+                write_batch(client, found, tags=owner_tags())  # this worker now holds it (the reaper checks it)
                 study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
                 return client, found
+        from dabench.tracking.reaper import owner_tags
+
         run = client.create_run(experiment_id, run_name=f"study {study.study_name}"[:250],
-                                tags={"dabench.parent": "true", "optuna.study": study.study_name,
+                                tags={**owner_tags(), "dabench.parent": "true", "optuna.study": study.study_name,
                                       "optuna.storage": hide_password(storage),
                                       "mlflow.note.content": f"Optuna study {study.study_name}"})
         study.set_user_attr(PARENT_ATTR, run.info.run_id)

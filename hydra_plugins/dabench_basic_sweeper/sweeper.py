@@ -39,4 +39,8 @@ class BasicSweeper(HydraBasicSweeper):
     option still fails the multirun before any job starts."""
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+        if self.overrides is not None and self.batch_index == 1:  # the first batch: say how many jobs in all
+            from dabench import interrupts  # "interrupted after 3 of 8 runs" (Ctrl-C, SIGTERM)
+
+            interrupts.progress(done=0, total=sum(len(b) for b in self.overrides), unit="runs")
         super().validate_batch_is_legal(representatives(batch))

@@ -185,6 +185,26 @@ class DabenchOptunaSweeper(Sweeper):
 
     # ------------------------------------------------------------------ the sweep
 
+    def _preflight(self, storage: str) -> None:
+        """The study storage and (when tracking is on) the tracking store open: a corrupt
+        database, a missing driver or an unreachable server is one line and exit 2 before the
+        study or its parent run is touched (dabench/tracking/preflight.py)."""
+        import sys
+
+        from dabench.tracking.preflight import check_store, check_study_storage, format_problems
+
+        assert self.config is not None
+        tracking = self.config.get("tracking") or {}
+        timeout = float(tracking.get("timeout_s") or 3.0)
+        problems = check_study_storage(storage, timeout)
+        if tracking.get("enabled", True):
+            from dabench.tracking import tracking_uri
+
+            problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
+        if problems:
+            print(format_problems(problems), file=sys.stderr, flush=True)
+            raise SystemExit(2)
+
     def _own_sweep_dir(self) -> Path:
         """This worker's sweep folder: ``hydra.sweep.dir``, or ``<dir>-<host>-<pid>`` when another
         worker (or an earlier invocation) already holds that folder (mkdir is atomic)."""
@@ -229,6 +249,7 @@ class DabenchOptunaSweeper(Sweeper):
         name = self.study_name or derive_study_name(self.sweep_name, OmegaConf.select(self.config, "model.name"), arguments)
         space = self._search_space(arguments)
         sampler = make_sampler(self.sampler_name, self.seed, self.sampler_options, self.failed_as_infeasible)
+        self._preflight(storage)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
         study = open_study(name, storage, self.direction, sampler)
         existing = len(study.get_trials(deepcopy=False))
         if existing and self.seed is not None:  # a resumed study must not replay the first run's draws
@@ -271,7 +292,15 @@ class DabenchOptunaSweeper(Sweeper):
 
         try:
             run_trials(study, space, self.n_trials, self._batch_size(), launch, lock=lock)
-        except BaseException:
+        except BaseException as error:
+            if isinstance(error, KeyboardInterrupt):  # Ctrl-C, SIGTERM: the line says how far and how to resume
+                from dabench import interrupts
+
+                try:
+                    done = trials_done(study)
+                except Exception:
+                    done = None
+                interrupts.progress(done=done, total=self.n_trials, unit="trials", resume=interrupts.command_line())
             if client is not None:
                 try:
                     close_parent(client, parent_id, study, interrupted=True)
