@@ -26,6 +26,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import dabench.config  # noqa: F401  (registers the typed sections the schema knows)
     from dabench.schema import refuse_bad_command_line
 
     refuse_bad_command_line()  # unknown group options and keys: one line, exit 2, before Hydra
