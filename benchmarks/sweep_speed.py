@@ -21,14 +21,16 @@ measurement):
 4. ``in-process``: a 1,000-configuration predict grid through :func:`dabench.grid.run_grid`
    (what ``python -m dabench.grid`` runs), logged to MLflow (fresh SQLite store in a temp
    folder, created beforehand), runs/s = configurations / time of ``run_grid`` (this process
-   already imported mlflow, as the floor loop did).
+   already imported mlflow, as the floor loop did). The grid runs in ``--chunks`` parts under
+   one parent run, alternating with parts of the floor loop, so that both see the same load
+   (other work on the machine comes and goes); CPU-seconds are printed too.
 
 Ratios: in-process / mlflow floor (target >= 0.8), hydra / mlflow floor, hydra runs/s against
 its target of 3; model configs/s against 2,000 (benchmarks/perfmodel_speed.py's target, which is
 for a quiet core). The last line reads
 ``model_configs_per_s=<n> mlflow_floor_runs_per_s=<n> hydra_runs_per_s=<n> inprocess_runs_per_s=<n>``.
 
-    python benchmarks/sweep_speed.py [--grid 1000] [--floor-runs 300] [--skip-hydra]
+    python benchmarks/sweep_speed.py [--grid 1000] [--floor-runs 300] [--chunks 10] [--skip-hydra]
 """
 
 from __future__ import annotations
@@ -151,44 +153,63 @@ def payload() -> tuple[dict, dict, dict]:
     return flatten(container), dict(result.metrics), {**standard_tags(None), **run_tags(result.run_config, result, container)}
 
 
-def mlflow_floor(folder: Path, runs: int) -> float:
-    """Runs/s of create_run + log_batch + set_terminated through the public MlflowClient API."""
-    from mlflow.entities import Metric, Param, RunTag
-    from mlflow.tracking import MlflowClient
+class Floor:
+    """MLflow's floor: create_run + log_batch + set_terminated through the public MlflowClient
+    API, run in chunks (:meth:`chunk`) between the grid's, so both see the same load."""
 
-    uri, _, experiment_id = fresh_store(folder, "floor")
-    client = MlflowClient(tracking_uri=uri)
-    params, metrics, tags = payload()
-    start = time.perf_counter()
-    for i in range(runs):
-        now = int(time.time() * 1000)
-        run = client.create_run(experiment_id, start_time=now, run_name=f"floor {i}")
-        client.log_batch(run.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
-                         params=[Param(k, str(v)[:6000]) for k, v in list(params.items())[:100]],
-                         tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items()])
-        client.set_terminated(run.info.run_id, "FINISHED", end_time=int(time.time() * 1000))
-    return runs / (time.perf_counter() - start)
+    def __init__(self, folder: Path):
+        from mlflow.tracking import MlflowClient
+
+        uri, _, self.experiment_id = fresh_store(folder, "floor")
+        self.client = MlflowClient(tracking_uri=uri)
+        self.params, self.metrics, self.tags = payload()
+        self.runs, self.wall, self.cpu = 0, 0.0, 0.0
+
+    def chunk(self, runs: int) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        wall, cpu = time.perf_counter(), time.process_time()
+        for i in range(runs):
+            now = int(time.time() * 1000)
+            run = self.client.create_run(self.experiment_id, start_time=now, run_name=f"floor {self.runs + i}")
+            self.client.log_batch(run.info.run_id,
+                                  metrics=[Metric(k, float(v), now, 0) for k, v in self.metrics.items()],
+                                  params=[Param(k, str(v)[:6000]) for k, v in list(self.params.items())[:100]],
+                                  tags=[RunTag(k, str(v)[:5000]) for k, v in self.tags.items()])
+            self.client.set_terminated(run.info.run_id, "FINISHED", end_time=int(time.time() * 1000))
+        self.runs += runs
+        self.wall += time.perf_counter() - wall
+        self.cpu += time.process_time() - cpu
 
 
-def inprocess(folder: Path, size: int) -> tuple[float, dict[str, int]]:
-    """Runs/s of a ``size``-configuration predict grid through dabench.grid.run_grid."""
-    from dabench.grid import expand, run_grid
+def inprocess(folder: Path, size: int, floor: Floor, chunks: int, floor_runs: int) -> dict:
+    """A ``size``-configuration predict grid through dabench.grid.run_grid, in ``chunks`` parts
+    under one parent run (one Composer), each part followed by ``floor_runs`` of the floor loop."""
+    from dabench.grid import Composer, expand, run_grid
+    from dabench.tracking.lifecycle import open_run
 
     uri, _, _ = fresh_store(folder, "grid")
-    jobs = expand(GRID)[:size]
-    jobs = [[*job, f"tracking.uri={uri}", "tracking.experiment=grid"] for job in jobs]
-    start = time.perf_counter()
-    runs = run_grid(jobs, parent_name="sweep_speed grid")
-    elapsed = time.perf_counter() - start
+    jobs = [[*job, f"tracking.uri={uri}", "tracking.experiment=grid"] for job in expand(GRID)[:size]]
+    parent = open_run(experiment="grid", uri=uri, run_name="sweep_speed grid", standard=False)
+    composer, runs = Composer(), []
+    wall = cpu = 0.0
+    step = -(-len(jobs) // chunks)
+    for first in range(0, len(jobs), step):
+        w, c = time.perf_counter(), time.process_time()
+        runs += run_grid(jobs[first:first + step], parent_run_id=parent.run_id, composer=composer)
+        wall += time.perf_counter() - w
+        cpu += time.process_time() - c
+        floor.chunk(floor_runs)
+    parent.close("ok")
     counts: dict[str, int] = {}
     for r in runs:
         counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
     assert all(r.run_id for r in runs), "every configuration recorded"
-    return len(runs) / elapsed, counts
+    return {"runs": len(runs), "wall": wall, "cpu": cpu, "counts": counts}
 
 
-def hydra_multirun(folder: Path, timed: bool) -> tuple[float, int, dict | None, str]:
-    """(runs/s, jobs, composition totals when ``timed``, tail of the output) of
+def hydra_multirun(folder: Path, timed: bool) -> tuple[float, int, dict | None, float]:
+    """(runs/s, jobs, composition totals when ``timed``, CPU seconds of the command) of
     ``python -m dabench hardware=ipu parallel=pp -m`` in ``folder`` (its store created first)."""
     from mlflow.tracking import MlflowClient
 
@@ -198,9 +219,13 @@ def hydra_multirun(folder: Path, timed: bool) -> tuple[float, int, dict | None, 
     totals_file = folder / "timed.json"
     command = ([sys.executable, "-c", _TIMED, str(totals_file), *HYDRA_ARGS] if timed
                else [sys.executable, "-m", "dabench", *HYDRA_ARGS])
-    start = time.perf_counter()
+    import resource
+
+    start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=1800)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command[:3])} exited {done.returncode}: {done.stderr[-2000:]}")
     client = MlflowClient(tracking_uri=uri)
@@ -208,13 +233,14 @@ def hydra_multirun(folder: Path, timed: bool) -> tuple[float, int, dict | None, 
     children = [r for r in client.search_runs([experiment.experiment_id], max_results=10000)
                 if r.data.tags.get("dabench.parent") != "true"]
     totals = json.loads(totals_file.read_text()) if timed and totals_file.exists() else None
-    return len(children) / elapsed, len(children), totals, (done.stdout + done.stderr)[-600:]
+    return len(children) / elapsed, len(children), totals, cpu_s
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", type=int, default=1000, help="configurations in the in-process grid (<= 1000)")
     parser.add_argument("--floor-runs", type=int, default=300, help="runs in the MLflow floor loop")
+    parser.add_argument("--chunks", type=int, default=10, help="parts the grid and the floor loop alternate in")
     parser.add_argument("--model-seconds", type=float, default=3.0)
     parser.add_argument("--skip-hydra", action="store_true", help="leave out the two Hydra multiruns")
     args = parser.parse_args()
@@ -230,19 +256,25 @@ def main() -> None:
         tmp = Path(tmp)
         for name in ("floor", "grid", "hydra", "hydra_timed"):
             (tmp / name).mkdir()
-        floor = mlflow_floor(tmp / "floor", args.floor_runs)
-        print(f"mlflow floor: {floor:.1f} runs/s ({1000 / floor:.0f} ms/run, {args.floor_runs} runs: create_run + "
-              f"log_batch + set_terminated, SQLite in a temp folder) | load {load()}", flush=True)
-
-        grid, counts = inprocess(tmp / "grid", args.grid)
-        print(f"in-process grid: {grid:.1f} runs/s ({args.grid} configurations {counts}); "
-              f"{grid / floor:.2f} of the mlflow floor (target >= 0.8) | load {load()}", flush=True)
+        floor_chunk = max(1, args.floor_runs // args.chunks)
+        floor = Floor(tmp / "floor")
+        floor.chunk(floor_chunk)  # first chunk before the grid, the others after each grid part
+        grid_run = inprocess(tmp / "grid", args.grid, floor, args.chunks, floor_chunk)
+        floor_rate, grid = floor.runs / floor.wall, grid_run["runs"] / grid_run["wall"]
+        print(f"mlflow floor: {floor_rate:.1f} runs/s ({1000 / floor_rate:.0f} ms/run; {floor.runs} runs: create_run + "
+              f"log_batch + set_terminated, SQLite in a temp folder; {floor.runs / floor.cpu:.1f} runs per CPU-second) "
+              f"| load {load()}", flush=True)
+        print(f"in-process grid: {grid:.1f} runs/s ({grid_run['runs']} configurations {grid_run['counts']}; "
+              f"{grid_run['runs'] / grid_run['cpu']:.1f} runs per CPU-second); {grid / floor_rate:.2f} of the mlflow "
+              f"floor (target >= 0.8; the two interleaved in {args.chunks} parts) | load {load()}", flush=True)
+        floor = floor_rate
 
         hydra = float("nan")
         if not args.skip_hydra:
-            hydra, jobs, _, _ = hydra_multirun(tmp / "hydra", timed=False)
+            hydra, jobs, _, cpu_s = hydra_multirun(tmp / "hydra", timed=False)
             print(f"hydra -m: {hydra:.2f} runs/s ({jobs} jobs, whole command: python -m dabench "
-                  f"{' '.join(HYDRA_ARGS)}); {hydra / floor:.2f} of the mlflow floor; target >= 3 runs/s: "
+                  f"{' '.join(HYDRA_ARGS)}; {cpu_s:.1f} CPU-seconds = {jobs / cpu_s:.2f} runs per CPU-second, "
+                  f"what one idle core would give); {hydra / floor:.2f} of the mlflow floor; target >= 3 runs/s: "
                   f"{hydra / 3:.2f}x | load {load()}", flush=True)
             _, _, totals, _ = hydra_multirun(tmp / "hydra_timed", timed=True)
             if totals and totals["jobs"]:
@@ -255,9 +287,6 @@ def main() -> None:
                       f"{totals['check_s']:.2f} s); composing takes {share:.0%} of each job's time "
                       f"({per_job * 1000:.0f} ms per job incl. its composition; instrumented rerun) | load {load()}",
                       flush=True)
-        # the floor again, after the others: a load change shows as a spread between the two
-        floor_after = mlflow_floor(tmp / "floor", args.floor_runs // 2)
-        print(f"mlflow floor again: {floor_after:.1f} runs/s | load {load()}", flush=True)
     print(f"model_configs_per_s={model:.0f} mlflow_floor_runs_per_s={floor:.1f} hydra_runs_per_s={hydra:.2f} "
           f"inprocess_runs_per_s={grid:.1f}")
 
