@@ -25,7 +25,7 @@ import tempfile
 import threading
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from dabench.config import RunConfig, apply_placement, build_run_config, flatten
 from dabench.runner import RunResult, execute
@@ -106,7 +106,7 @@ def run_container(container: Mapping[str, Any], rc: RunConfig | None = None) -> 
 
 
 def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, artifacts_dir: Path | None = None,
-               name: str | None = None) -> tuple[RunResult, str | None]:
+               name: str | None = None, note: Callable[[RunResult], str] | None = None) -> tuple[RunResult, str | None]:
     """(result, MLflow run id or None): the MLflow run is opened before the work and closed after
     it on every exit path (:func:`dabench.tracking.lifecycle.recorded_run`); params are the
     flattened config, metrics the result's, tags :func:`dabench.tracking.naming.run_tags`;
@@ -128,7 +128,10 @@ def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, art
         from dabench import faults
 
         faults.check("run_body")  # tests: hold here until signalled (dabench/faults.py)
-        result = run_container(container, rc)
+        from dabench.tracking.system_metrics import system_metrics
+
+        with system_metrics(run, rc):  # measured runs: MLflow's system-metrics sampler while the work runs
+            result = run_container(container, rc)
         try:
             artifacts = _write_artifacts(artifacts_dir, container, result, name)
         except OSError as error:  # a full disk or a read-only folder: the record is not complete
@@ -140,6 +143,8 @@ def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, art
             tags = run_tags(result.run_config, result, container)
             if result.run_config is None:
                 tags["dabench.mode"] = "none"
+            if note is not None:  # the run's description: summary line and reproduce command
+                tags["mlflow.note.content"] = note(result)
             try:
                 run.log(params=flatten(container), metrics=result.metrics, tags=tags)
                 run.log_artifacts(artifacts)
@@ -203,5 +208,11 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
         return RunResult(Status.INVALID_CONFIG, f"invalid overrides {list(overrides)}: {error}", "none")
     if not record:
         return run_container(container)
+    from dabench.tracking.describe import reproduce_command, run_note, summary_line
+    from dabench.tracking.naming import run_name
+
+    name = (container.get("tracking") or {}).get("run_name") or run_name(placed(container))
+    command = reproduce_command(list(overrides))
     with tempfile.TemporaryDirectory(prefix="dabench-run-") as tmp:
-        return record_run(container, artifacts_dir=Path(tmp) / "artifacts")[0]
+        return record_run(container, artifacts_dir=Path(tmp) / "artifacts", name=name,
+                          note=lambda r: run_note(summary_line(r, name), command))[0]

@@ -21,6 +21,7 @@ from dabench.config import build_run_config
 from dabench.runner import RunResult
 from dabench.status import ConfigError, is_ok
 from dabench.tune.outcome import job_outcome
+from dabench.tracking.describe import hydra_overrides, reproduce_command, run_note, summary_line
 from dabench.tracking.naming import run_name, run_tags
 
 log = logging.getLogger("dabench")
@@ -36,28 +37,7 @@ def _is_multirun() -> bool:
 _run_name, _tags = run_name, run_tags  # the names this module had before they moved to tracking/naming.py
 
 
-def _summary(result: RunResult, name: str) -> str:
-    m = result.metrics
-    if not is_ok(result.status):
-        return f"dabench: {result.status.value} | {name} | {result.reason.splitlines()[0] if result.reason else ''}"
-    kind = "PREDICTED" if result.mode == "predict" else result.mode
-    parts = [
-        f"dabench: ok | {kind} | {name}",
-        f"{m['throughput.samples_per_s']:,.1f} samples/s",
-        f"{m['throughput.tokens_per_s']:,.0f} tokens/s",
-        f"step {m['step_time.median_s'] * 1e3:,.2f} ms",
-    ]
-    if "tier1.compute_efficiency" in m:  # absent when the CPU could not be calibrated (busy machine)
-        parts.append(f"compute eff {m['tier1.compute_efficiency']:.1%}")
-    if "tier1.allocation_ratio" in m:
-        parts.append(f"alloc {m['tier1.allocation_ratio']:.1%}")
-    if "tier1.load_imbalance" in m:
-        parts.append(f"LI {m['tier1.load_imbalance']:.2f}")
-    if "predict.rel_error.samples_per_s" in m:
-        parts.append(f"prediction error {m['predict.rel_error.samples_per_s']:+.1%}")
-    if result.diagnosis:
-        parts.append(result.diagnosis[0])
-    return " | ".join(parts)
+_summary = summary_line  # the one-line summary lives in tracking/describe.py (also the run's MLflow description)
 
 
 def run_job(cfg: DictConfig) -> float:
@@ -82,7 +62,9 @@ def run_job(cfg: DictConfig) -> float:
 
         refuse_if_unfit(rc, multirun)  # store, disk, memory, ranks: one line each, exit 2 (docs/reliability.md)
         log.info("running %s (hardware.mode=%s)", name, rc.hardware.mode)
-    result, run_id = record_run(container, rc=rc, artifacts_dir=Path.cwd() / "artifacts", name=name)
+    command = reproduce_command(hydra_overrides() or [])
+    result, run_id = record_run(container, rc=rc, artifacts_dir=Path.cwd() / "artifacts", name=name,
+                                note=lambda r: run_note(_summary(r, name), command))
     if run_id:
         log.info("MLflow run %s", run_id)
     print(redact_text(_summary(result, name)), flush=True)

@@ -196,6 +196,7 @@ class TrackingConfig:
     tags: Mapping[str, str] = field(default_factory=dict)
     parent_run_id: str | None = None  #: the MLflow parent (a study's), set by the sweeper per job
     timeout_s: float = 30.0  #: bound on one call to a tracking server or database (seconds)
+    system_metrics_interval_s: float = 10.0  #: MLflow's system-metrics sampler on measured runs (s; 0 = off)
 
 
 @dataclass(frozen=True)
@@ -480,7 +481,19 @@ def build_tracking(section: Mapping[str, Any]) -> TrackingConfig:
         tags={str(k): str(v) for k, v in (section.get("tags") or {}).items()},
         parent_run_id=str(section["parent_run_id"]) if section.get("parent_run_id") else None,
         timeout_s=float(section.get("timeout_s") or 30.0),
+        system_metrics_interval_s=_interval(section.get("system_metrics_interval_s", 10.0)),
     )
+
+
+def _interval(value: Any) -> float:
+    """``tracking.system_metrics_interval_s``: seconds >= 0 (0 = no system metrics)."""
+    try:
+        seconds = float(value if value is not None else 0.0)
+    except (TypeError, ValueError):
+        raise ConfigError("tracking.system_metrics_interval_s", value, "must be a number of seconds >= 0 (0 = off)") from None
+    if not seconds >= 0:
+        raise ConfigError("tracking.system_metrics_interval_s", value, "must be a number of seconds >= 0 (0 = off)")
+    return seconds
 
 
 def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:

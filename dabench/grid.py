@@ -219,6 +219,7 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
     ``invalid_config`` results (not recorded: a ``-m`` multirun refuses such a sweep before it
     starts)."""
     from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder
+    from dabench.tracking.describe import NOTE_TAG, reproduce_command, run_note, summary_line
     from dabench.tracking.naming import run_name, run_tags
 
     composer = composer or Composer()
@@ -282,7 +283,8 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
                     writer_for(tracking)  # opens the grid's parent
                     container = {**container, "tracking": {**tracking, "parent_run_id": parent_id}}
                 with tempfile.TemporaryDirectory(prefix="dabench-grid-") as tmp:
-                    result, run_id = record_run(container, rc=rc, artifacts_dir=Path(tmp) / "artifacts", name=name)
+                    result, run_id = record_run(container, rc=rc, artifacts_dir=Path(tmp) / "artifacts", name=name,
+                                                note=lambda r: run_note(summary_line(r, name), reproduce_command(job)))
                 runs.append(GridRun(job, result, run_id, batched=False))
                 if on_run is not None:
                     on_run(runs[-1])
@@ -295,6 +297,7 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
                 tags = run_tags(result.run_config, result, container)
                 if result.run_config is None:
                     tags["dabench.mode"] = "none"
+                tags[NOTE_TAG] = run_note(summary_line(result, name), reproduce_command(job))  # its description
                 pending.params, pending.metrics, pending.tags = flatten(container), dict(result.metrics), tags
                 pending.set_status(result.status, result.reason)
                 runs[-1].result = result
@@ -338,6 +341,9 @@ def _summary(run: GridRun) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dabench.grid [--quiet] [overrides]``: exit 0 when the grid ran (failed
     configurations are results), 2 for overrides that cannot be expanded."""
+    from dabench.quiet import install
+
+    install()  # third-party noise off unless -v (dabench/quiet.py)
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-h", "--help"):
         print(__doc__.split("\n\n")[0] + "\n\nUsage: python -m dabench.grid [--quiet] [group=option|key=v1,v2 ...]")

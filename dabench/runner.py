@@ -62,6 +62,9 @@ class RunResult:
         return float("nan")
 
 
+_AUTO_WARNED: set[tuple[str, str]] = set()  #: (hardware, note) already warned in this process
+
+
 def resolve_mode(rc: RunConfig) -> tuple[str, str]:
     """(mode, note). ``auto`` measures when the backend is available and otherwise predicts,
     saying so; ``measure``/``validate`` without the device raise UnsupportedError naming what is
@@ -83,7 +86,9 @@ def resolve_mode(rc: RunConfig) -> tuple[str, str]:
         return "measure", ""
     if has_model:
         note = f"PREDICTED, not measured: {availability.reason}"
-        log.warning("hardware.mode=auto on %s: %s", rc.hardware.name, note)
+        first = (rc.hardware.name, note) not in _AUTO_WARNED  # once per process: a sweep repeats it per job
+        _AUTO_WARNED.add((rc.hardware.name, note))
+        log.log(logging.WARNING if first else logging.DEBUG, "hardware.mode=auto on %s: %s", rc.hardware.name, note)
         return "predict", note
     raise UnsupportedError(f"hardware={rc.hardware.name}: cannot measure ({availability.reason}) and no "
                            f"analytical model exists for arch {rc.hardware.arch!r} yet")

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1] / "dabench"
 
 #: lowest first; each layer is a list of sibling groups; each group a set of top-level parts
 LAYERS: list[tuple[str, list[set[str]]]] = [
-    ("config", [{"status", "progress", "placement", "paths", "config", "schema", "ceilings", "hostinfo", "calibration", "hardware",
+    ("config", [{"status", "progress", "quiet", "placement", "paths", "config", "schema", "ceilings", "hostinfo", "calibration", "hardware",
                  "faults", "interrupts", "profile", "supervisor"}]),
     ("workload", [{"workload"}]),
     ("metrics", [{"metrics"}]),

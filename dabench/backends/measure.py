@@ -54,18 +54,30 @@ class CudaClock:
         torch.cuda.synchronize(self.device)
 
 
-def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[float] | None = None) -> list[float]:
+def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[float] | None = None,
+               progress=None) -> list[float]:
     """Seconds per optimizer step over the timed window. ``losses``, when given, receives the
-    last timed step's loss (read after the window, so no extra synchronisation inside it)."""
+    last timed step's loss (read after the window, so no extra synchronisation inside it).
+    ``progress`` (a :class:`dabench.progress.StepProgress`) is told of each step between the
+    clock marks, never inside them."""
+    if progress is not None:
+        progress.set_phase("warm-up")
     for _ in range(warmup):
         state.step()
+        if progress is not None:
+            clock.synchronize()  # warm-up only: the estimate needs finished steps
+            progress.step()
     clock.synchronize()
+    if progress is not None:
+        progress.set_phase("timed")
     marks = []
     loss = None
     for _ in range(timed):
         start = clock.mark()
         loss = state.step()
         marks.append((start, clock.mark()))
+        if progress is not None:
+            progress.step()
     clock.synchronize()
     if losses is not None and loss is not None:
         losses.append(float(loss.detach().float().item()))
@@ -98,8 +110,11 @@ class LayerTimer:
         return hook
 
 
-def layer_times(state: TrainState, clock, layer_names: list[str], steps: int) -> tuple[dict[str, float], float]:
+def layer_times(state: TrainState, clock, layer_names: list[str], steps: int,
+                progress=None) -> tuple[dict[str, float], float]:
     """Median per-layer (forward + backward) seconds per step, and median optimizer seconds."""
+    if progress is not None:
+        progress.set_phase("per-layer timing")
     per_layer: dict[str, list[float]] = defaultdict(list)
     optimizer_times: list[float] = []
     for _ in range(steps):
@@ -132,6 +147,8 @@ def layer_times(state: TrainState, clock, layer_names: list[str], steps: int) ->
         for name in layer_names:
             per_layer[name].append(totals.get(name, 0.0))
         optimizer_times.append(clock.elapsed(opt_start, opt_end))
+        if progress is not None:
+            progress.step()
     return {name: statistics.median(v) for name, v in per_layer.items()}, statistics.median(optimizer_times)
 
 

@@ -25,6 +25,19 @@ def is_out_of_memory(error: BaseException) -> bool:
 SUBTASK_STEPS = 3  #: instrumented steps whose median gives per-layer times
 
 
+def _progress(rc: RunConfig, device: torch.device, tags: dict[str, str] | None):
+    """The run's step progress (dabench/progress.py): every step it will take, and why it may be
+    slow (precision emulated by this CPU)."""
+    from dabench.progress import StepProgress
+
+    steps = rc.run.warmup_steps + rc.run.timed_steps + (SUBTASK_STEPS + 1 if rc.run.profile_subtasks else 0)
+    reason = ""
+    if (tags or {}).get("precision_native") == "false":
+        reason = f"{rc.precision.compute_dtype} is emulated on this CPU: it has no native {rc.precision.compute_dtype} arithmetic"
+    label = f"measure {rc.model.name} L{rc.model.n_layers} {rc.precision.name} b{rc.run.batch_size} on {device.type}"
+    return StepProgress(label, steps, reason, estimate_after=2 if rc.run.warmup_steps >= 2 else 1)
+
+
 def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, UnitUse], source: str,
                   memory_level: str, peak_memory, tags: dict[str, str] | None = None) -> Profile:
     """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run;
@@ -33,16 +46,20 @@ def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, U
         raise ValueError(f"run_on_device measures one device; parallel={rc.parallel.strategy} runs go "
                          "through dabench.distributed.run_parallel (see Backend.torch_distributed)")
     losses: list[float] = []
+    progress = None
     try:
         state = build_train_state(rc, device)
-        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses)
+        progress = _progress(rc, device, tags)
+        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses, progress)
         subtasks: list[Subtask] = []
         class_times: dict[str, float] = {}
         extra: dict[str, float] = {}
         if rc.run.profile_subtasks:
-            layers, optimizer_s = measure.layer_times(state, clock, state.model.layer_names(), SUBTASK_STEPS)
+            layers, optimizer_s = measure.layer_times(state, clock, state.model.layer_names(), SUBTASK_STEPS, progress)
             subtasks = [Subtask(name, time_s=seconds) for name, seconds in layers.items()]
+            progress.set_phase("op profile")
             class_times = measure.op_class_times(state, device.type == "cuda")
+            progress.step()
             class_times["optimizer"] = optimizer_s
             extra["subtask.optimizer_s"] = optimizer_s
             step = sorted(step_times)[len(step_times) // 2]
@@ -52,6 +69,9 @@ def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, U
             raise
         message = (str(error).splitlines() or [type(error).__name__])[0] or type(error).__name__
         raise OutOfMemory(f"{device.type}: {message}"[:500]) from error
+    finally:
+        if progress is not None:
+            progress.close()
     if losses:
         extra["loss.final"] = losses[0]  # checked before recording: a non-finite loss is `diverged`
     return Profile(

@@ -37,10 +37,11 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:
-    """Runs per status, most frequent first."""
+    """Runs per status: ok first, then the most frequent (ties by name)."""
     if frame.empty:
         return {}
-    return {str(k): int(v) for k, v in frame["status"].value_counts().items()}
+    counts = {str(k): int(v) for k, v in frame["status"].value_counts().items()}
+    return dict(sorted(counts.items(), key=lambda kv: (kv[0] != "ok", -kv[1], kv[0])))
 
 
 def _cell(column: str, value: Any) -> str:

@@ -189,6 +189,12 @@ def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+#: the experiment tag MLflow's UI reads to choose its view (mlflow/server/js: ``mlflow.experimentKind``);
+#: ``custom_model_development`` opens the classic runs table (metrics, params), not the GenAI view
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
 def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = None):
     """(client, experiment id): a :class:`RetryingClient` on ``uri`` and the experiment, created
     with a local artifact root when missing. Opening the store (MLflow creates or migrates its
@@ -201,9 +207,12 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         found = client.get_experiment_by_name(experiment)  # opens the store: schema created here
         if found is not None:
+            if found.tags.get(EXPERIMENT_KIND_TAG) is None:  # made by an older dabench: the classic view too
+                client.set_experiment_tag(found.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
             return client, found.experiment_id
         try:
-            return client, client.create_experiment(experiment, artifact_location=artifact_root(uri))
+            return client, client.create_experiment(experiment, artifact_location=artifact_root(uri),
+                                                    tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
         except Exception:  # created concurrently by a process on another store lock (a server)
             found = client.get_experiment_by_name(experiment)
             if found is None:

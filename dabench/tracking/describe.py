@@ -1,0 +1,71 @@
+"""What a run says about itself: the one-line summary (printed after a run and kept as the MLflow
+run's description) and the exact command that reproduces it.
+
+The description (tag ``mlflow.note.content``, shown as the run's "Description" in the MLflow UI)
+is the summary line, then ``Reproduce:`` and the command: the interpreter that ran
+(``sys.executable``), ``-m dabench`` and the overrides, each shell-quoted, with credentials
+masked (dabench/tracking/redact.py).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Sequence
+
+from dabench.runner import RunResult
+from dabench.status import is_ok
+from dabench.tracking.redact import redact_pair, redact_text
+
+NOTE_TAG = "mlflow.note.content"
+
+
+def summary_line(result: RunResult, name: str) -> str:
+    """``dabench: <status> | <mode> | <name> | samples/s | tokens/s | step | ...``, one line."""
+    m = result.metrics
+    if not is_ok(result.status):
+        return f"dabench: {result.status.value} | {name} | {result.reason.splitlines()[0] if result.reason else ''}"
+    kind = "PREDICTED" if result.mode == "predict" else result.mode
+    parts = [
+        f"dabench: ok | {kind} | {name}",
+        f"{m['throughput.samples_per_s']:,.1f} samples/s",
+        f"{m['throughput.tokens_per_s']:,.0f} tokens/s",
+        f"step {m['step_time.median_s'] * 1e3:,.2f} ms",
+    ]
+    if "tier1.compute_efficiency" in m:  # absent when the CPU could not be calibrated (busy machine)
+        parts.append(f"compute eff {m['tier1.compute_efficiency']:.1%}")
+    if "tier1.allocation_ratio" in m:
+        parts.append(f"alloc {m['tier1.allocation_ratio']:.1%}")
+    if "tier1.load_imbalance" in m:
+        parts.append(f"LI {m['tier1.load_imbalance']:.2f}")
+    if "predict.rel_error.samples_per_s" in m:
+        parts.append(f"prediction error {m['predict.rel_error.samples_per_s']:+.1%}")
+    if result.diagnosis:
+        parts.append(result.diagnosis[0])
+    return " | ".join(parts)
+
+
+def _override(text: str) -> str:
+    key, sep, value = text.partition("=")
+    return shlex.quote(key + sep + redact_pair(key, value)) if sep else shlex.quote(redact_text(text))
+
+
+def reproduce_command(overrides: Sequence[str], module: str = "dabench", multirun: bool = False) -> str:
+    """``<sys.executable> -m <module> <overrides> [-m]``, shell-quoted, credentials masked."""
+    words = [shlex.quote(sys.executable), "-m", module, *(_override(str(o)) for o in overrides)]
+    return " ".join(words + (["-m"] if multirun else []))
+
+
+def hydra_overrides() -> list[str] | None:
+    """The running Hydra job's own overrides (``hydra.overrides.task``), None outside a Hydra job."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else None
+    except Exception:
+        return None
+
+
+def run_note(summary: str, command: str) -> str:
+    """The run's description: the summary line, then how to reproduce it."""
+    return f"{redact_text(summary)}\n\nReproduce:\n\n    {command}"
