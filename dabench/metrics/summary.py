@@ -91,7 +91,9 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
         metrics["tier1.subtasks"] = float(len(times))
     for level, used in profile.memory_bytes.items():
         metrics[f"memory.peak_bytes.{level}"] = used
-    step_point = roofline_points(graph, profile, ceilings, data_copies)[-1]
+    # the step's roofline point (the last of roofline_points), without the per-class points
+    step_point = point("step", flops / profile.chips, moved / profile.chips, median, ceilings.peak_flops,
+                       ceilings.bandwidth_Bps)
     metrics["roofline.step.intensity"] = step_point.intensity
     metrics["roofline.step.attainable_tflops"] = step_point.attainable / 1e12
     metrics["roofline.step.roof_share"] = achieved / step_point.attainable

@@ -63,7 +63,7 @@ SOURCE = "perfmodel.rdu"
 SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")  # work divided under tensor parallelism
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RduKnobs:
     mode: str
     pcus: int  #: per section (tiles and resources scaling applied)
@@ -109,7 +109,7 @@ def knobs(rc: RunConfig) -> RduKnobs:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~4x (built per op and phase, every prediction)
 class Stage:
     """One op of one layer and phase, as a section stage on one chip."""
 
@@ -124,26 +124,53 @@ class Stage:
 
 
 def _stage(op: Op, layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> Stage:
-    split = t if op.op_class in SPLIT_CLASSES else 1
-    w, g = graph.precision.param_bytes, graph.precision.param_bytes
-    if op.phase == "fwd":
-        weights = op.params * w / t
-        fused = weights + op.saved_bytes / split
-    elif op.phase == "bwd":
-        params = saved.get("params:" + op.name, 0)
-        weights = params * (w + g) / t
-        fused = weights + saved.get(op.name, 0.0) / split
-    else:
-        weights = 0.0
-        fused = op.bytes / t
-    width = op_width(op, graph.model)
-    cap = k.pcus if width == 0 else max(1, math.ceil(width / split / k.pcu_lanes))
-    pmus = math.ceil(weights / k.pmu_bytes) if op.phase != "opt" else 0
-    # one sample's output (seq x width elements, or the optimizer's tensor slice) per buffer
-    sample = graph.model.seq_len * max(1, width // split) * graph.precision.compute_bytes if op.phase != "opt" else k.pmu_bytes
-    buffers = k.buffer_pmus * math.ceil(sample / k.pmu_bytes)
-    return Stage(f"{layer_name}.{op.name}.{op.phase}", op.phase, op.flops / split, pmus, cap, op.bytes / split, fused,
-                 buffers)
+    """One op of one layer and phase as a stage (see :func:`_layer_stages`, which builds them in bulk)."""
+    return _stages_of((op,), layer_name, saved, graph, k, t)[0]
+
+
+def _stages_of(ops, layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> list[Stage]:
+    """Stages of ``ops`` (one layer): weights (and, backward, gradient accumulators) in PMUs, the
+    PCU cap from the op's output width (:func:`~dabench.perfmodel.common.op_width`), and
+    ``stage_buffer_pmus`` buffers of one sample's output. The graph's and knobs' fields are read
+    once per layer, not once per op (the hot path of every RDU prediction)."""
+    model = graph.model
+    w = graph.precision.param_bytes  # weights; gradients in the same dtype
+    wg = w + w
+    seq, compute_bytes = model.seq_len, graph.precision.compute_bytes
+    hidden, ffn, vocab = model.hidden_size, model.ffn_hidden, model.vocab_size
+    pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.pcu_lanes, k.pcus, k.buffer_pmus
+    opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
+    ceil = math.ceil
+    out = []
+    for op in ops:
+        name, phase = op.name, op.phase
+        split = t if op.op_class in SPLIT_CLASSES else 1
+        # op_width (perfmodel/common.py), inlined
+        if name == "mlp.fc1" or name == "mlp.gelu":
+            width = ffn
+        elif name == "lm_head" or name == "loss":
+            width = vocab
+        elif name == "adamw":
+            width = 0
+        else:
+            width = hidden
+        cap = pcus if width == 0 else max(1, ceil(width / split / lanes))
+        if phase == "fwd":
+            weights = op.params * w / t
+            fused = weights + op.saved_bytes / split
+        elif phase == "bwd":
+            params = saved.get("params:" + name, 0)
+            weights = params * wg / t
+            fused = weights + saved.get(name, 0.0) / split
+        else:
+            out.append(Stage(f"{layer_name}.{name}.{phase}", phase, op.flops / split, 0, cap, op.bytes / split,
+                             op.bytes / t, opt_buffers))
+            continue
+        # one sample's output (seq x width elements) per buffer
+        sample = seq * max(1, width // split) * compute_bytes
+        out.append(Stage(f"{layer_name}.{name}.{phase}", phase, op.flops / split, ceil(weights / pmu_bytes), cap,
+                         op.bytes / split, fused, nbuf * ceil(sample / pmu_bytes)))
+    return out
 
 
 def _layer_stages(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, dict[str, list[Stage]]]:
@@ -151,11 +178,14 @@ def _layer_stages(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, dict[str, li
     out = {}
     for name in ("embedding", "block.0", "head") if graph.model.n_layers else ("embedding", "head"):
         layer = graph.layer(name)
-        saved = {op.name: op.saved_bytes for op in layer.ops if op.phase == "fwd"}
-        saved.update({"params:" + op.name: op.params for op in layer.ops if op.phase == "fwd"})
-        phases: dict[str, list[Stage]] = {"fwd": [], "bwd": [], "opt": []}
+        saved = {}
         for op in layer.ops:
-            phases[op.phase].append(_stage(op, name, saved, graph, k, t))
+            if op.phase == "fwd":
+                saved[op.name] = op.saved_bytes
+                saved["params:" + op.name] = op.params
+        phases: dict[str, list[Stage]] = {"fwd": [], "bwd": [], "opt": []}
+        for stage in _stages_of(layer.ops, name, saved, graph, k, t):
+            phases[stage.phase].append(stage)
         phases["bwd"].reverse()  # backward runs the layer's ops last to first
         out[layer.kind] = phases
     return out
@@ -171,7 +201,7 @@ def _sequence(graph: OpGraph, stages: dict[str, dict[str, list[Stage]]], phase: 
 # ----------------------------------------------------------------------------- sections
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Section:
     stages: tuple[Stage, ...]
     fused: bool
@@ -216,20 +246,24 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
     then rounded down to a power of two (the compiler's parallelisation factors tile tensor
     dimensions evenly). Packing guarantees at most one stage per PCU."""
     total = k.pcus
-    flops = [stage.flops for stage in section.stages]
-    caps = [stage.cap if stage.cap < total else total for stage in section.stages]
+    stages = section.stages
+    flops = [stage.flops for stage in stages]
+    caps = [stage.cap if stage.cap < total else total for stage in stages]
     alloc = [1.0] * len(flops)
     remaining = total - len(flops)
     free = [i for i, cap in enumerate(caps) if cap > 1]
     for _ in range(8):
-        work = sum(flops[i] for i in free)
-        if not free or remaining <= 0 or work <= 0:
+        if not free or remaining <= 0:
+            break
+        work = sum([flops[i] for i in free])  # same additions, in the same order, as a generator
+        if work <= 0:
             break
         scale = remaining / work
-        capped = [i for i in free if alloc[i] + scale * flops[i] >= caps[i]]
+        share = {i: alloc[i] + scale * flops[i] for i in free}
+        capped = [i for i in free if share[i] >= caps[i]]
         if not capped:
             for i in free:
-                alloc[i] += scale * flops[i]
+                alloc[i] = share[i]
             break
         for i in capped:
             remaining -= caps[i] - alloc[i]
@@ -240,7 +274,7 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
     return [1 << (int(a).bit_length() - 1) if a >= 1 else 1 for a in alloc]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SectionTime:
     time_s: float
     compute_s: float
@@ -249,12 +283,8 @@ class SectionTime:
     pmus: int
     stage_times: tuple[float, ...]
     stage_pcus: tuple[int, ...]
-
-    @property
-    def load_imbalance(self) -> float:
-        """mean / max of the section's stage times (its stages run concurrently)."""
-        longest = max(self.stage_times, default=0.0)
-        return sum(self.stage_times) / len(self.stage_times) / longest if longest else 1.0
+    #: mean / max of the section's stage times (its stages run concurrently)
+    load_imbalance: float
 
 
 def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
@@ -263,17 +293,18 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     pcus = allocate(section, k)
     rate = k.pcu_flops * k.pcu_efficiency
     stages = section.stages
-    times = tuple(s.flops / (p * rate) for s, p in zip(stages, pcus))
+    times = tuple([s.flops / (p * rate) for s, p in zip(stages, pcus)])
     ddr_bytes = sum([s.ddr_fused for s in stages] if section.fused else [s.ddr_alone for s in stages])
     passes = 1
-    weight_pmus = sum([s.weight_pmus for s in stages])
-    buffer_pmus = sum([s.buffer_pmus for s in stages])
-    if weight_pmus + buffer_pmus > k.pmus:  # one oversized stage: stream its weights
-        passes = math.ceil((weight_pmus + buffer_pmus) / k.pmus)
-    compute = max(times, default=0.0) * (samples + len(times) - 1) / samples
+    used_pmus = sum([s.weight_pmus for s in stages]) + sum([s.buffer_pmus for s in stages])
+    if used_pmus > k.pmus:  # one oversized stage: stream its weights
+        passes = math.ceil(used_pmus / k.pmus)
+    longest = max(times, default=0.0)
+    compute = longest * (samples + len(times) - 1) / samples
     ddr = ddr_bytes * passes / k.ddr_Bps
-    pmus = min(k.pmus, weight_pmus + buffer_pmus)
-    return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus))
+    pmus = min(k.pmus, used_pmus)
+    li = sum(times) / len(times) / longest if longest else 1.0
+    return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
 
 
 # ----------------------------------------------------------------------------- predict
@@ -335,23 +366,29 @@ def predict(rc: RunConfig, graph: OpGraph):
     weighted_pcus = weighted_pmus = weighted_li = total = 0.0
     per_stage: dict[str, list[float]] = {}  # stage name -> [seconds, FLOPs, PCU-seconds] over the step
     n_sections = 0
+    ddr_bound = 0
     for phase, items in timed.items():
+        rep = repeat[phase]
         for sec, st in items:
-            span = repeat[phase] * sec.count * st.time_s
+            runs = rep * sec.count
+            span = runs * st.time_s
             total += span
             weighted_pcus += span * st.pcus
             weighted_pmus += span * st.pmus
             weighted_li += span * st.load_imbalance
             n_sections += sec.count
-            runs = repeat[phase] * sec.count
+            if st.ddr_s >= st.compute_s:
+                ddr_bound += span
             for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus):
-                acc = per_stage.get(stage.name)
+                name = stage.name
+                acc = per_stage.get(name)
+                busy = runs * stage_s
                 if acc is None:
-                    per_stage[stage.name] = [runs * stage_s, runs * stage.flops, runs * stage_s * p]
+                    per_stage[name] = [busy, runs * stage.flops, busy * p]
                 else:
-                    acc[0] += runs * stage_s
+                    acc[0] += busy
                     acc[1] += runs * stage.flops
-                    acc[2] += runs * stage_s * p
+                    acc[2] += busy * p
     # one subtask per op and phase (every decoder block's share of it summed: blocks are identical),
     # its PCUs time-weighted over the sections that ran it
     subtasks = [Subtask(name, time_s=secs, units={"pcus": pcu_s / secs if secs else 0.0}, flops=flops)
@@ -360,8 +397,6 @@ def predict(rc: RunConfig, graph: OpGraph):
     chips = rc.parallel.n_chips
     units = {"pcus": UnitUse(weighted_pcus / total, float(k.chip_pcus)),
              "pmus": UnitUse(weighted_pmus / total, float(k.chip_pmus))}
-    ddr_bound = sum(repeat[ph] * sec.count * st.time_s for ph, items in timed.items()
-                    for sec, st in items if st.ddr_s >= st.compute_s)
     extra = {
         # sections run one after another and only the stages of one section run concurrently, so
         # the run's LI is the time-weighted mean of the sections' LIs (replaces the pooled value)

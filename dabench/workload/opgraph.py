@@ -73,6 +73,13 @@ class Op:
     params: int = 0
     saved_bytes: float = 0.0
 
+    def __init__(self, name: str, op_class: str, phase: str, flops: float, bytes: float,  # noqa: A002
+                 params: int = 0, saved_bytes: float = 0.0) -> None:
+        # still frozen (no setattr after this), but ~50 ops are built per op graph, i.e. per
+        # prediction: one __dict__ update costs half of the generated init's setattr per field
+        self.__dict__.update(name=name, op_class=op_class, phase=phase, flops=flops, bytes=bytes, params=params,
+                             saved_bytes=saved_bytes)
+
     @property
     def intensity(self) -> float:
         """Arithmetic intensity in FLOPs per byte (0 when the op moves no bytes)."""
@@ -107,6 +114,10 @@ class Layer:
     kind: str
     ops: tuple[Op, ...]
     totals: LayerTotals = field(repr=False, compare=False)
+
+    def __init__(self, name: str, kind: str, ops: tuple[Op, ...], totals: LayerTotals) -> None:
+        # frozen; built once per layer of every op graph (see Op.__init__)
+        self.__dict__.update(name=name, kind=kind, ops=ops, totals=totals)
 
     @property
     def flops(self) -> float:
