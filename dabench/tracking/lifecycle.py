@@ -207,7 +207,8 @@ def recorded_run(*, experiment: str, uri: str | None, run_name: str, tags: Mappi
 
 def error_status(error: BaseException) -> Status:
     """The status an exception ends a run with: a DabenchError's own; a full disk (ENOSPC,
-    EDQUOT) is ``disk_full``; anything else ``crashed``."""
+    EDQUOT, or SQLite's "database or disk is full" wrapped by MLflow) is ``disk_full``; anything
+    else ``crashed``."""
     import errno
 
     from dabench.status import DabenchError
@@ -215,6 +216,9 @@ def error_status(error: BaseException) -> Status:
     if isinstance(error, DabenchError):
         return error.status
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return Status.DISK_FULL
+    text = str(error).lower()
+    if "database or disk is full" in text or "no space left on device" in text:  # SQLite's, as MLflow wraps it
         return Status.DISK_FULL
     return Status.CRASHED
 

@@ -104,6 +104,7 @@ def test_a_real_full_or_read_only_folder(store, tmp_path, options, status):
     (RuntimeError("boom"), "crashed", "FAILED"),
     (DiskFull("store full"), "disk_full", "FAILED"),
     (OSError(28, "No space left on device"), "disk_full", "FAILED"),
+    (RuntimeError("(sqlite3.OperationalError) database or disk is full"), "disk_full", "FAILED"),
     (KeyboardInterrupt(), "interrupted", "KILLED"),
     (Terminated(signal.SIGTERM), "interrupted", "KILLED"),
 ])
