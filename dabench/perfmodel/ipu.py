@@ -279,8 +279,9 @@ def predict(rc: RunConfig, graph: OpGraph):
 
     uses = memory_per_ipu(rc, graph, k, layers, costs)
     for i, use in enumerate(uses):
-        require_fits(f"ipu{i} In-Processor-Memory", use.total, k.sram_bytes,
-                     f"layers per IPU {' '.join(map(str, layers))}: IPU {i} needs {use.describe()}")
+        if use.total > k.sram_bytes:  # the reason is formatted only when refusing
+            require_fits(f"ipu{i} In-Processor-Memory", use.total, k.sram_bytes,
+                         f"layers per IPU {' '.join(map(str, layers))}: IPU {i} needs {use.describe()}")
 
     e = graph.precision.compute_bytes
     message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e

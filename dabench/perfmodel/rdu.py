@@ -247,6 +247,15 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
     dimensions evenly). Packing guarantees at most one stage per PCU."""
     total = k.pcus
     stages = section.stages
+    if len(stages) == 1:  # the loop below for one stage (o0's every section): the same arithmetic
+        stage = stages[0]
+        cap = stage.cap if stage.cap < total else total
+        a = 1.0
+        if cap > 1 and total > 1 and stage.flops > 0:
+            a = 1.0 + (total - 1) / stage.flops * stage.flops
+            if a >= cap:
+                a = cap
+        return [1 << (int(a).bit_length() - 1) if a >= 1 else 1]
     flops = [stage.flops for stage in stages]
     caps = [stage.cap if stage.cap < total else total for stage in stages]
     alloc = [1.0] * len(flops)
