@@ -279,8 +279,20 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
             alloc[i] = caps[i]
         free = [i for i in free if alloc[i] < caps[i]]
     # the compiler parallelises a stage by a power-of-two factor (tensor dims tile evenly): the
-    # largest one within its share
-    return [1 << (int(a).bit_length() - 1) if a >= 1 else 1 for a in alloc]
+    # largest one within its share (every share is at least 1: each stage starts with one PCU)
+    floor2 = _floor_pow2(total)
+    return [floor2[int(a)] for a in alloc]
+
+
+_FLOOR_POW2: list[int] = [1]
+
+
+def _floor_pow2(n: int) -> list[int]:
+    """[largest power of two <= i, for i in 0..n] (1 for 0), extended on demand."""
+    table = _FLOOR_POW2
+    for i in range(len(table), n + 1):
+        table.append(1 << (i.bit_length() - 1))
+    return table
 
 
 @dataclass(slots=True)
