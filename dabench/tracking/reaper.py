@@ -145,7 +145,11 @@ def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list
     """End KILLED (status ``killed``, reason naming the process) every RUNNING run of this host
     whose process is gone; with ``all_hosts``, also other hosts' runs and runs without owner.
     Returns what was (with ``dry_run``: would be) ended."""
-    from dabench.tracking.lifecycle import now_ms, terminate, write_batch
+    import time
+
+    from mlflow.entities import RunTag
+
+    from dabench.status import Status, mlflow_state
 
     done = []
     for run in running_runs(client, None if all_hosts else hostname()):
@@ -153,8 +157,8 @@ def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list
         if reason is None:
             continue
         if not dry_run:
-            write_batch(client, run.info.run_id, tags={STATUS_TAG: "killed", REASON_TAG: reason})
-            terminate(client, run.info.run_id, "killed", now_ms())
+            client.log_batch(run.info.run_id, tags=[RunTag(STATUS_TAG, Status.KILLED.value), RunTag(REASON_TAG, reason)])
+            client.set_terminated(run.info.run_id, status=mlflow_state(Status.KILLED), end_time=int(time.time() * 1000))
         done.append(Reaped(run.info.run_id, run.info.experiment_id, run.info.run_name or "", reason))
     return done
 
