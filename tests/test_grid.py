@@ -69,8 +69,10 @@ def test_grid_records_what_the_one_at_a_time_path_records(isolated_env):
 
     single, grid = _records(client, "single"), _records(client, "grid")
     assert len(single) == len(grid) == len(JOBS)
-    volatile = {"mlflow.parentRunId"}
+    volatile = {"mlflow.parentRunId", "mlflow.note.content"}  # the description names its own experiment override
     for one, many in zip(single, grid):
+        assert many.data.tags["mlflow.note.content"] == \
+            one.data.tags["mlflow.note.content"].replace("tracking.experiment=single", "tracking.experiment=grid")
         assert many.data.params == {**one.data.params, "tracking.experiment": "grid"}
         assert many.data.metrics == one.data.metrics
         assert {k: v for k, v in many.data.tags.items() if k not in volatile} == \
