@@ -17,7 +17,9 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
 - PCUs per stage: proportional to its FLOPs (the compiler balances the stage pipeline), at least
   one, and at most ceil(width / ``pcu_lanes``): a stage vectorises over its output features,
   while tokens stream through the pipeline in time; the share is rounded down to a power of two.
-  What a section leaves idle is what the allocation ratio shows.
+  What a section leaves idle is what the allocation ratio shows: the mean over compiled sections
+  of used / the chip's units, unweighted, as the compiler's per-section reports give it (and
+  profiles/sambaflow.py reads them); the time-weighted mean and the busiest section are rdu.* metrics.
 - Section time = max(compute, DDR) + ``section_switch_s``: the stages form a pipeline that the
   micro-batch's b samples stream through one sample at a time (assumption: a sample is the
   pipeline's unit), so compute = (b + S - 1) / b * the slowest stage's time, with stage time
@@ -387,6 +389,8 @@ def predict(rc: RunConfig, graph: OpGraph):
     weighted_pcus = weighted_pmus = weighted_li = total = 0.0
     per_stage: dict[str, list[float]] = {}  # stage name -> [seconds, FLOPs, PCU-seconds] over the step
     n_sections = 0
+    section_pcus = section_pmus = 0  # summed over the compiled sections (each section once, not per run)
+    most_pcus = most_pmus = 0
     ddr_bound = 0
     for phase, items in timed.items():
         rep = repeat[phase]
@@ -398,6 +402,9 @@ def predict(rc: RunConfig, graph: OpGraph):
             weighted_pmus += span * st.pmus
             weighted_li += span * st.load_imbalance
             n_sections += sec.count
+            section_pcus += sec.count * st.pcus
+            section_pmus += sec.count * st.pmus
+            most_pcus, most_pmus = max(most_pcus, st.pcus), max(most_pmus, st.pmus)
             if st.ddr_s >= st.compute_s:
                 ddr_bound += span
             for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus):
@@ -416,13 +423,20 @@ def predict(rc: RunConfig, graph: OpGraph):
                 for name, (secs, flops, pcu_s) in per_stage.items()]
     total = max(total, 1e-30)
     chips = rc.parallel.n_chips
-    units = {"pcus": UnitUse(weighted_pcus / total, float(k.chip_pcus)),
-             "pmus": UnitUse(weighted_pmus / total, float(k.chip_pmus))}
+    # allocation as the compiler's per-section reports give it (and as profiles/sambaflow.py reads a
+    # real compile folder): the mean over compiled sections of used / the chip's units, unweighted
+    # (a compile report has no section times); the time-weighted mean is kept as rdu.* metrics
+    units = {"pcus": UnitUse(section_pcus / max(n_sections, 1), float(k.chip_pcus)),
+             "pmus": UnitUse(section_pmus / max(n_sections, 1), float(k.chip_pmus))}
     extra = {
         # sections run one after another and only the stages of one section run concurrently, so
         # the run's LI is the time-weighted mean of the sections' LIs (replaces the pooled value)
         "tier1.load_imbalance": weighted_li / total,
         "rdu.sections": float(n_sections),
+        "rdu.allocation_ratio_time_weighted.pcus": weighted_pcus / total / k.chip_pcus,
+        "rdu.allocation_ratio_time_weighted.pmus": weighted_pmus / total / k.chip_pmus,
+        "rdu.allocation_ratio_max.pcus": most_pcus / k.chip_pcus,  # the busiest section's
+        "rdu.allocation_ratio_max.pmus": most_pmus / k.chip_pmus,
         "rdu.ddr_bound_fraction": ddr_bound / total,
         "rdu.device_s": device,
         "host.fraction": host / step,

@@ -145,21 +145,25 @@ def test_wse2_weight_streaming_runs_what_real_cs2s_ran(model, batch, over):
 
 @pytest.mark.parametrize("mode", ["o0", "o1"])
 def test_rdu_allocation_stays_at_most_about_60_percent(mode):
-    """PCU allocation rarely above 60% (paper), for the safe and the fused compile modes. A 1-layer
-    stack is the exception the word "rarely" leaves room for: its time is mostly the vocabulary-wide
-    head and embedding sections, whose stages take the whole power-of-two 1,024-PCU budget (o1: 62%)."""
-    for layers in (6, 12, 24):
+    """PCU allocation rarely above 60% (paper), for the safe and the fused compile modes. Allocation
+    is the compiler reports' statistic: the mean over compiled sections of used / the chip's PCUs
+    (as profiles/sambaflow.py reads a real compile folder, which has no section times)."""
+    for layers in (1, 6, 12, 24):
         _, metrics = predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers},
                                         options={"compile_mode": mode}))
         assert metrics["tier1.allocation_ratio"] <= 0.60
 
 
-@pytest.mark.xfail(strict=True, reason="o3 sections fill the PCU budget (resources scaling 0.8) and power-of-two "
-                                       "parallelisation leaves ~25% of it idle: the model allocates ~62%, just above "
-                                       "the paper's 60%, see docs/perfmodel.md")
 def test_rdu_o3_allocation_at_most_about_60_percent():
-    _, metrics = predict(run_config("rdu", batch_size=16, options={"compile_mode": "o3"}))
-    assert metrics["tier1.allocation_ratio"] <= 0.60
+    """o3 sections fill the 0.8-scaled PCU budget and power-of-two parallelisation idles part of it;
+    over the compiled sections (the compiler reports' mean, unweighted) that is 58-60% at 1-36
+    layers. The busiest section (the vocabulary-wide head) takes the whole budget, 80% of the
+    chip (the SN30 table's "highest PCU util" for GPT-2 small: 77%)."""
+    for layers in (1, 6, 12, 24, 36):
+        _, metrics = predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers},
+                                        options={"compile_mode": "o3"}))
+        assert 0.5 <= metrics["tier1.allocation_ratio"] <= 0.60
+        assert metrics["tier1.allocation_ratio"] < metrics["rdu.allocation_ratio_max.pcus"] <= 0.80
 
 
 def _rdu_li(mode: str, layers: int) -> float:
@@ -196,10 +200,11 @@ def test_rdu_tensor_parallelism_across_machines_loses_throughput():
     assert across[4] / across[2] < inside[4] / inside[2]
 
 
-@pytest.mark.xfail(strict=True, reason="the fitted ~1.5 s host time per step dominates a batch-16 GPT-2 small step, so "
-                                       "the 4-chip group's cross-machine all-reduces (100 GbE, an assumption) cost ~6%, "
-                                       "not the paper's ~40%; the paper's tensor-parallel set-up is unpublished, see "
-                                       "docs/perfmodel.md")
+@pytest.mark.xfail(strict=True, reason="the fitted 1.50 s host time is 71% of a batch-16 GPT-2 small step (2.10 s at "
+                                       "t=2), so the 4-chip group's 48 cross-machine all-reduces of 25 MB (100 GbE, an "
+                                       "assumption) add 0.14 s: -6% (7.61 -> 7.16 samples/s), not the paper's ~40%, which "
+                                       "needs ~1.3 s more per step (~1.4 GB/s effective between the chips); no public "
+                                       "SN30 link bandwidth or the paper's TP set-up supports that, see docs/perfmodel.md")
 def test_rdu_tensor_parallel_two_to_four_chips_loses_30_to_50_percent():
     across = {t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
               for t in (2, 4)}
