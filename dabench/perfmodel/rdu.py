@@ -316,6 +316,15 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     pcus = allocate(section, k)
     rate = k.pcu_flops * k.pcu_efficiency
     stages = section.stages
+    if len(stages) == 1:  # the general case below for one stage (o0's every section): the same arithmetic
+        stage, p = stages[0], pcus[0]
+        longest = stage.flops / (p * rate)
+        used_pmus = stage.weight_pmus + stage.buffer_pmus
+        passes = math.ceil(used_pmus / k.pmus) if used_pmus > k.pmus else 1
+        compute = longest * samples / samples
+        ddr = (stage.ddr_fused if section.fused else stage.ddr_alone) * passes / k.ddr_Bps
+        return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, p, min(k.pmus, used_pmus), (longest,),
+                           (p,), longest / 1 / longest if longest else 1.0)
     times = tuple([s.flops / (p * rate) for s, p in zip(stages, pcus)])
     ddr_bytes = sum([s.ddr_fused for s in stages] if section.fused else [s.ddr_alone for s in stages])
     passes = 1
