@@ -17,7 +17,8 @@ measurement):
    second, instrumented run of the same multirun times Hydra's composition inside it: the share
    of each job's time spent composing its config, and how many compositions there were (one per
    job, plus one per *shape* for the sweeper's check; Hydra's own sweeper composed every job
-   twice).
+   twice). The same multirun with ``hydra/launcher=dabench_inprocess`` (jobs run by the
+   in-process grid) is printed beside it.
 4. ``in-process``: a 1,000-configuration predict grid through :func:`dabench.grid.run_grid`
    (what ``python -m dabench.grid`` runs), logged to MLflow (fresh SQLite store in a temp
    folder, created beforehand), runs/s = configurations / time of ``run_grid`` (this process
@@ -208,7 +209,7 @@ def inprocess(folder: Path, size: int, floor: Floor, chunks: int, floor_runs: in
     return {"runs": len(runs), "wall": wall, "cpu": cpu, "counts": counts}
 
 
-def hydra_multirun(folder: Path, timed: bool) -> tuple[float, int, dict | None, float]:
+def hydra_multirun(folder: Path, timed: bool, extra: tuple[str, ...] = ()) -> tuple[float, int, dict | None, float]:
     """(runs/s, jobs, composition totals when ``timed``, CPU seconds of the command) of
     ``python -m dabench hardware=ipu parallel=pp -m`` in ``folder`` (its store created first)."""
     from mlflow.tracking import MlflowClient
@@ -217,8 +218,9 @@ def hydra_multirun(folder: Path, timed: bool) -> tuple[float, int, dict | None, 
     env = {k: v for k, v in os.environ.items() if k not in ("DABENCH_PARENT_RUN_ID",)}
     env["MLFLOW_TRACKING_URI"] = uri
     totals_file = folder / "timed.json"
-    command = ([sys.executable, "-c", _TIMED, str(totals_file), *HYDRA_ARGS] if timed
-               else [sys.executable, "-m", "dabench", *HYDRA_ARGS])
+    args = [*HYDRA_ARGS[:-1], *extra, HYDRA_ARGS[-1]]
+    command = ([sys.executable, "-c", _TIMED, str(totals_file), *args] if timed
+               else [sys.executable, "-m", "dabench", *args])
     import resource
 
     start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -276,6 +278,11 @@ def main() -> None:
                   f"{' '.join(HYDRA_ARGS)}; {cpu_s:.1f} CPU-seconds = {jobs / cpu_s:.2f} runs per CPU-second, "
                   f"what one idle core would give); {hydra / floor:.2f} of the mlflow floor; target >= 3 runs/s: "
                   f"{hydra / 3:.2f}x | load {load()}", flush=True)
+            (tmp / "hydra_inprocess").mkdir()
+            fast, jobs, _, cpu_s = hydra_multirun(tmp / "hydra_inprocess", timed=False,
+                                                  extra=("hydra/launcher=dabench_inprocess",))
+            print(f"hydra -m with hydra/launcher=dabench_inprocess: {fast:.2f} runs/s ({jobs} jobs, whole command; "
+                  f"{cpu_s:.1f} CPU-seconds) | load {load()}", flush=True)
             _, _, totals, _ = hydra_multirun(tmp / "hydra_timed", timed=True)
             if totals and totals["jobs"]:
                 # the launcher composes each job before running it; the sweeper's check composes too

@@ -140,3 +140,29 @@ def test_per_run_plot_follows_run_plots(tmp_path):
         folder = write_artifacts(tmp_path / choice, result.config, result, "t", 1)
         assert (folder / "roofline.png").exists() is drawn
         assert (folder / "subtasks.csv").exists() and (folder / "result.json").exists()
+
+
+@pytest.mark.slow
+def test_inprocess_launcher_keeps_the_multirun_parent(tmp_path):
+    """`-m hydra/launcher=dabench_inprocess`: Hydra's sweep and parent run, the jobs run by the grid."""
+    import subprocess
+    import sys
+
+    from mlflow.tracking import MlflowClient
+
+    from tests.conftest import cli_env
+
+    done = subprocess.run([sys.executable, "-m", "dabench", "hardware=cuda", "hardware.mode=predict", "model=gpt2_small",
+                           "model.n_layers=6,12", "run.batch_size=1,2", "hydra/launcher=dabench_inprocess", "-m"],
+                          cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("dabench: ok | PREDICTED") == 4
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("dabench").experiment_id])
+    parents = [r for r in runs if r.data.tags.get("dabench.parent") == "true"]
+    children = [r for r in runs if r.data.tags.get("dabench.parent") != "true"]
+    assert len(parents) == 1 and len(children) == 4
+    assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
+    assert parents[0].data.metrics["jobs.ok"] == 4
+    assert {(r.data.params["model.n_layers"], r.data.params["run.batch_size"]) for r in children} == \
+           {(n, b) for n in ("6", "12") for b in ("1", "2")}

@@ -1,0 +1,45 @@
+"""The in-process launcher (see the package docstring)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.plugins.launcher import Launcher
+
+log = logging.getLogger(__name__)
+
+
+class InProcessLauncher(Launcher):
+    def __init__(self, flush_every: int = 100) -> None:
+        self.flush_every = flush_every
+        self.config = None
+
+    def setup(self, *, hydra_context: Any, task_function: Any, config: Any) -> None:
+        self.config = config
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        """Each job's overrides through :func:`dabench.grid.run_grid` (the parent run comes from
+        ``$DABENCH_PARENT_RUN_ID``, set by the multirun callback, or from the sweeper's
+        ``tracking.parent_run_id``); one JobReturn per job whose value is the task function's
+        (:func:`dabench.tune.outcome.job_outcome`: samples/s carrying status, reason and mode)."""
+        from dabench.app import _summary
+        from dabench.grid import run_grid
+        from dabench.tracking.naming import run_name
+        from dabench.tune.outcome import job_outcome
+
+        def show(run) -> None:
+            name = run_name(run.result.config) if run.result.config else " ".join(run.overrides)
+            print(_summary(run.result, name), flush=True)
+
+        log.info("Launching %d jobs in this process (dabench_inprocess)", len(job_overrides))
+        runs = run_grid([list(o) for o in job_overrides], flush_every=self.flush_every, on_run=show)
+        returns = []
+        for index, run in enumerate(runs):
+            ret = JobReturn(overrides=list(run.overrides), cfg=None, hydra_cfg=None, working_dir=None,
+                            task_name="dabench", status=JobStatus.COMPLETED)
+            ret.return_value = job_outcome(run.result)
+            returns.append(ret)
+            log.debug("job #%d: %s", initial_job_idx + index, run.result.status.value)
+        return returns
