@@ -130,6 +130,11 @@ def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, art
         faults.check("run_body")  # tests: hold here until signalled (dabench/faults.py)
         from dabench.tracking.system_metrics import system_metrics
 
+        if rc is None:  # validated once, here: the sampler needs to know whether the run is measured
+            try:
+                rc = build_run_config(container)
+            except ConfigError:
+                rc = None  # run_container turns it into the invalid_config result
         with system_metrics(run, rc):  # measured runs: MLflow's system-metrics sampler while the work runs
             result = run_container(container, rc)
         try:

@@ -46,7 +46,7 @@ def install(argv: list[str] | None = None) -> bool:
     ``argv`` (default ``sys.argv``). Returns whether the run is verbose. Call before torch or
     mlflow is imported."""
     argv = sys.argv if argv is None else argv
-    verbose = verbose_requested(argv[1:])
+    verbose = verbose_requested(argv[1:]) or is_verbose()  # a second call, or a child of a -v process
     argv[:] = [a for i, a in enumerate(argv) if i == 0 or a not in VERBOSE_FLAGS]
     if verbose:
         os.environ["DABENCH_VERBOSE"] = "1"
