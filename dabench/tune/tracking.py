@@ -148,13 +148,19 @@ def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool 
     if interrupted:
         mark_killed(client, parent_id)
     else:
+        try:  # an earlier interrupted invocation's tag no longer holds
+            client.delete_tag(parent_id, "dabench.status")
+        except Exception:
+            pass
         terminate(client, parent_id, Status.OK)  # FINISHED, real end time (dabench.tracking.lifecycle)
     return True
 
 
 def mark_killed(client, parent_id: str) -> None:
-    """An interrupted sweep: the parent run ends KILLED (so a re-run may adopt it)."""
+    """An interrupted sweep: the parent run ends KILLED with ``dabench.status=interrupted`` (so a
+    re-run may adopt it)."""
     try:
+        client.set_tag(parent_id, "dabench.status", Status.INTERRUPTED.value)
         terminate(client, parent_id, Status.INTERRUPTED)  # KILLED, real end time
     except Exception as error:  # best effort while unwinding
         log.warning("could not mark MLflow run %s killed: %s", parent_id, error)

@@ -114,7 +114,8 @@ def test_ctrl_c_in_a_study_then_resume_ends_with_exactly_n_trials(tmp_path):
     assert [t.system_attrs.get("fixed_params") for t in waiting] == [cut.params]  # its settings are tried again
     _, runs = all_runs(tmp_path)
     parent = next(r for r in runs if r.data.tags.get("dabench.parent") == "true")
-    assert parent.info.status == "KILLED" and not any(r.info.status == "RUNNING" for r in runs)
+    assert parent.info.status == "KILLED" and parent.data.tags["dabench.status"] == "interrupted"
+    assert not any(r.info.status == "RUNNING" for r in runs)
 
     done = subprocess.run([sys.executable, "-m", "dabench", *STUDY, "-m"], cwd=tmp_path, env=cli_env(tmp_path),
                           capture_output=True, text=True, timeout=300)
@@ -127,7 +128,7 @@ def test_ctrl_c_in_a_study_then_resume_ends_with_exactly_n_trials(tmp_path):
     assert cut.params in [t.params for t in counted] and cut.number not in [t.number for t in counted]
     _, runs = all_runs(tmp_path)
     parents = [r for r in runs if r.data.tags.get("dabench.parent") == "true"]
-    assert [p.info.status for p in parents] == ["FINISHED"]
+    assert [p.info.status for p in parents] == ["FINISHED"] and "dabench.status" not in parents[0].data.tags
     assert not any(r.info.status == "RUNNING" for r in runs)
 
 
