@@ -125,12 +125,7 @@ class Stage:
     buffer_pmus: int = 0  #: PMUs of its output buffers (``stage_buffer_pmus`` buffers of one sample's output)
 
 
-def _stage(op: Op, layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> Stage:
-    """One op of one layer and phase as a stage (see :func:`_layer_stages`, which builds them in bulk)."""
-    return _stages_of((op,), layer_name, saved, graph, k, t)[0]
-
-
-def _stages_of(ops, layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> list[Stage]:
+def _stages_of(ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> list[Stage]:
     """Stages of ``ops`` (one layer): weights (and, backward, gradient accumulators) in PMUs, the
     PCU cap from the op's output width (:func:`~dabench.perfmodel.common.op_width`), and
     ``stage_buffer_pmus`` buffers of one sample's output. The graph's and knobs' fields are read
@@ -139,7 +134,6 @@ def _stages_of(ops, layer_name: str, saved: dict[str, float], graph: OpGraph, k:
     w = graph.precision.param_bytes  # weights; gradients in the same dtype
     wg = w + w
     seq, compute_bytes = model.seq_len, graph.precision.compute_bytes
-    hidden, ffn, vocab = model.hidden_size, model.ffn_hidden, model.vocab_size
     pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.pcu_lanes, k.pcus, k.buffer_pmus
     opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
     ceil = math.ceil
@@ -147,15 +141,7 @@ def _stages_of(ops, layer_name: str, saved: dict[str, float], graph: OpGraph, k:
     for op in ops:
         name, phase = op.name, op.phase
         split = t if op.op_class in SPLIT_CLASSES else 1
-        # op_width (perfmodel/common.py), inlined
-        if name == "mlp.fc1" or name == "mlp.gelu":
-            width = ffn
-        elif name == "lm_head" or name == "loss":
-            width = vocab
-        elif name == "adamw":
-            width = 0
-        else:
-            width = hidden
+        width = op_width(op, model)
         cap = pcus if width == 0 else max(1, ceil(width / split / lanes))
         if phase == "fwd":
             weights = op.params * w / t
