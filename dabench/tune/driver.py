@@ -49,6 +49,7 @@ from dabench.tune.study import (
     counts_toward_budget,
     fail_interrupted,
     fail_stale_trials,
+    fresh_trials,
     mark_owner,
     trials_done,
 )
@@ -140,7 +141,7 @@ def _param_key(params: dict[str, Any]) -> tuple:
 
 def _taken(study: optuna.Study, exclude: int) -> set[tuple]:
     """Parameter sets the study holds: complete, counted failures, and trials in flight."""
-    return {_param_key(t.params) for t in study.get_trials(deepcopy=False)
+    return {_param_key(t.params) for t in fresh_trials(study)
             if t.number != exclude and t.params and (t.state == TrialState.RUNNING or counts_toward_budget(t))}
 
 
@@ -188,10 +189,11 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
             job_overrides = []
             with (lock() if lock is not None else contextlib.nullcontext()):
                 fail_stale_trials(study, locked=lock is not None)
-                done = trials_done(study)
+                trials = fresh_trials(study)  # not the per-process cache: other workers' trials too
+                done = sum(counts_toward_budget(t) for t in trials)
                 if done >= n_trials:
                     break
-                in_flight = len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+                in_flight = sum(t.state == TrialState.RUNNING for t in trials)
                 for _ in range(min(n_jobs, n_trials - done - in_flight)):
                     trial, values = _ask_one(study, space, grid, rng)
                     batch.append(trial)

@@ -89,8 +89,17 @@ def counts_toward_budget(trial: FrozenTrial) -> bool:
     return trial.state == TrialState.FAIL and run_status.counts_toward_budget(trial.user_attrs.get(STATUS_ATTR))
 
 
-def trials_done(study: optuna.Study) -> int:
-    return sum(counts_toward_budget(t) for t in study.get_trials(deepcopy=False))
+def fresh_trials(study: optuna.Study) -> list[FrozenTrial]:
+    """Every trial as the storage holds it now, read past Optuna's per-process trial cache (which
+    can miss another worker's trial once this worker finished a later-numbered one)."""
+    storage = study._storage
+    backend = getattr(storage, "_backend", storage)
+    return backend.get_all_trials(study._study_id, deepcopy=False)
+
+
+def trials_done(study: optuna.Study, fresh: bool = False) -> int:
+    trials = fresh_trials(study) if fresh else study.get_trials(deepcopy=False)
+    return sum(counts_toward_budget(t) for t in trials)
 
 
 def process_start(pid: int) -> int | None:
@@ -189,7 +198,7 @@ def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
     stale = []
     now = datetime.datetime.now()
     silent = stale_by_heartbeat(study)
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+    for trial in [t for t in fresh_trials(study) if t.state == TrialState.RUNNING]:
         found = trial_owner(trial)
         orphan = (found is None and not trial.params and trial.datetime_start is not None
                   and (locked or (now - trial.datetime_start).total_seconds() > ORPHAN_GRACE_S))

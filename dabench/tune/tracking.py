@@ -143,7 +143,9 @@ def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool 
     when this worker was interrupted); returns whether it was ended."""
     from optuna.trial import TrialState
 
-    if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+    from dabench.tune.study import fresh_trials
+
+    if any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
         return False
     if interrupted:
         mark_killed(client, parent_id)

@@ -311,7 +311,11 @@ class DabenchOptunaSweeper(Sweeper):
         for note in write_study_files(study, summary, sweep_dir):
             log.info(note)
         if client is not None:
-            log_study(client, parent_id, study, summary, storage)
+            with lock():  # workers ending together write the one parent in turn (MLflow tag writes race)
+                try:
+                    log_study(client, parent_id, study, summary, storage)
+                except Exception as error:  # the trials are recorded; only the parent's summary is missing
+                    log.warning("could not log the study's result to its MLflow parent run: %s", error)
             try:  # the results table: printed, results.csv in the sweep folder and on the parent run
                 from dabench.report.results import record_sweep_results
 

@@ -63,7 +63,9 @@ def test_four_workers_started_together_share_one_study(stack, tmp_path):
     study = optuna.load_study(study_name="four-workers", storage=pg.url("optuna"))
     trials = study.get_trials()
     counted = [t for t in trials if counts_toward_budget(t)]
-    assert len(counted) == n
+    table = "\n".join(f"{t.number} {t.state.name} {t.user_attrs.get(STATUS_ATTR)} {t.user_attrs.get('dabench.owner')} "
+                      f"{t.datetime_start} {t.datetime_complete} {t.system_attrs.get('fixed_params')}" for t in trials)
+    assert len(counted) == n, table
     assert [t.state for t in counted] == [TrialState.COMPLETE] * n
     assert len({_params(t) for t in counted}) == n, "a parameter set ran twice while the grid had unexplored ones"
     assert all(t.state == TrialState.FAIL and t.user_attrs[STATUS_ATTR] == "skipped"
