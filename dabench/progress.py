@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from typing import TextIO
+from typing import Callable, TextIO
 
 log = logging.getLogger("dabench")
 
@@ -77,19 +77,20 @@ class _Line:
             self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=True,
                             mininterval=BAR_INTERVAL_S, smoothing=0)
 
-    def show(self, done: int, postfix: str, text: str, force: bool = False) -> None:
+    def show(self, done: int, postfix: str, text: Callable[[], str], force: bool = False) -> None:
+        """Draw ``done`` (bar) or print ``text()`` (plain line) when due; ``text`` is only built then."""
         if self.mode == "off":
             return
         if self.bar is not None:
             self.bar.n = done
-            self.bar.set_postfix_str(postfix, refresh=False)
             if force or time.monotonic() - self.bar.last_print_t >= BAR_INTERVAL_S:
+                self.bar.set_postfix_str(postfix, refresh=False)
                 self.bar.refresh()
             return
         now = time.monotonic()
         if force or now - self.last_line >= LINE_INTERVAL_S:
             self.last_line = now
-            print(text, file=self.stream, flush=True)
+            print(text(), file=self.stream, flush=True)
 
     def clear(self) -> None:
         if self.bar is not None:
@@ -135,7 +136,7 @@ class SweepProgress:
             self.ok += 1
         else:
             self.failed += 1
-        self.line.show(self.done, f"{self.ok} ok, {self.failed} failed", self.text(),
+        self.line.show(self.done, f"{self.ok} ok, {self.failed} failed", self.text,
                        force=self.done == 1 or self.done >= self.total)
 
     def close(self) -> None:
@@ -172,10 +173,12 @@ class StepProgress:
         if self.done == self.estimate_after and self.estimated_s is None:
             self._announce()
         if self.line is not None:
-            left = eta_seconds(time.monotonic() - self.started, self.done, self.steps)
-            text = f"{self.label}: {self.phase} step {self.done}/{self.steps}" + (
-                "" if left is None else f", about {duration(left)} left")
-            self.line.show(self.done, self.phase, text)
+            self.line.show(self.done, self.phase, self.text)
+
+    def text(self) -> str:
+        left = eta_seconds(time.monotonic() - self.started, self.done, self.steps)
+        return f"{self.label}: {self.phase} step {self.done}/{self.steps}" + (
+            "" if left is None else f", about {duration(left)} left")
 
     def _announce(self) -> None:
         self.estimated_s = self.estimate()
