@@ -69,13 +69,19 @@ class _Line:
         self.mode = mode or style(self.stream)
         self.total, self.desc, self.unit = total, desc, unit
         self.start = time.monotonic()
-        self.last_line = self.start
+        self.last_line = self.last_draw = self.start
         self.bar = None
         if self.mode == "bar":
+            import shutil
+
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=True,
-                            mininterval=BAR_INTERVAL_S, smoothing=0)
+            width = shutil.get_terminal_size((0, 0)).columns  # 0 on a pseudo-terminal without a size
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=width > 0,
+                            ncols=None if width > 0 else 100, nrows=None if width > 0 else 24,  # tqdm draws no bar in 0 rows
+                            mininterval=BAR_INTERVAL_S, smoothing=0,
+                            position=0,  # one line: a sweep's bar is cleared while its job's step bar shows
+                            delay=BAR_INTERVAL_S)  # not drawn at creation (the sweep's first log lines follow)
 
     def show(self, done: int, postfix: str, text: Callable[[], str], force: bool = False) -> None:
         """Draw ``done`` (bar) or print ``text()`` (plain line) when due; ``text`` is only built then."""
@@ -83,7 +89,9 @@ class _Line:
             return
         if self.bar is not None:
             self.bar.n = done
-            if force or time.monotonic() - self.bar.last_print_t >= BAR_INTERVAL_S:
+            now = time.monotonic()
+            if force or now - self.last_draw >= BAR_INTERVAL_S:
+                self.last_draw = now
                 self.bar.set_postfix_str(postfix, refresh=False)
                 self.bar.refresh()
             return
