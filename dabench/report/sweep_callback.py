@@ -66,9 +66,22 @@ def _job_ok(job_return: Any) -> bool:
     return status == "ok" if status is not None else True
 
 
+def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
+    """A frame row (dabench/report/frame.py column names) from a job's return: its overrides as
+    the name, status, mode, reason and samples/s (the JobOutcome the task returns)."""
+    outcome = getattr(job_return, "_return_value", None)
+    status = getattr(outcome, "status", None) or ("ok" if _job_ok(job_return) else "crashed")
+    value = float(outcome) if isinstance(outcome, float) else float("nan")
+    return {"run_id": "", "run_name": " ".join(OmegaConf.select(config, "hydra.overrides.task") or []),
+            "mlflow_status": "", "tags.dabench.status": status, "tags.dabench.mode": getattr(outcome, "mode", None),
+            "tags.dabench.reason": getattr(outcome, "reason", "") or "",
+            "metrics.throughput.samples_per_s": value if status == "ok" else float("nan")}
+
+
 class SweepResultsCallback(Callback):
     def __init__(self) -> None:
         self.progress: SweepProgress | None = None
+        self.untracked: list[dict[str, Any]] = []  #: jobs of a multirun with tracking.enabled=false
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _current
@@ -85,6 +98,8 @@ class SweepResultsCallback(Callback):
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         if self.progress is not None:
             self.progress.finished(_job_ok(job_return))
+        if not (config.get("tracking") or {}).get("enabled", True):  # no MLflow: the table from the job returns
+            self.untracked.append(_untracked_row(config, job_return))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _current
@@ -95,14 +110,26 @@ class SweepResultsCallback(Callback):
             return  # the study sweeper prints and records its own (it holds the parent run)
         parent = os.environ.get(PARENT_ENV)
         tracking = config.get("tracking") or {}
+        folder = Path(str(config.hydra.sweep.dir))
+        folder = folder if folder.is_absolute() else Path(str(config.hydra.runtime.cwd)) / folder
+        if not tracking.get("enabled", True) and self.untracked:
+            import pandas as pd
+
+            from dabench.report.frame import normalize
+            from dabench.report.results import render_results, write_results_csv
+
+            frame = normalize(pd.DataFrame(self.untracked))
+            path = write_results_csv(frame, folder / "results.csv")
+            print(render_results(frame, "multirun results (not recorded: tracking.enabled=false)")
+                  + f"\nresults.csv: {path}", flush=True)
+            self.untracked = []
+            return
         if not parent or not tracking.get("enabled", True):
             return
         try:
             from dabench.report.frame import client_for
             from dabench.report.results import record_sweep_results
 
-            folder = Path(str(config.hydra.sweep.dir))
-            folder = folder if folder.is_absolute() else Path(str(config.hydra.runtime.cwd)) / folder
             print(record_sweep_results(client_for(tracking.get("uri")), parent, folder, "multirun results"),
                   flush=True)
         except Exception as error:  # the runs are recorded; only the table is missing

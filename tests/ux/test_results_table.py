@@ -104,3 +104,15 @@ def test_a_grid_prints_progress_and_its_table_and_writes_results_csv(tmp_path):
     assert len(list(tmp_path.glob("multirun/*/*-grid/results.csv"))) == 1
     client, parent = _parent(tmp_path)
     assert "results.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+
+
+@pytest.mark.slow
+def test_a_multirun_without_tracking_still_ends_with_its_table_and_results_csv(tmp_path):
+    done = _run(tmp_path, "-m", "dabench", "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
+                "model.hidden_size=1536", "tracking.enabled=false")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "multirun results (not recorded: tracking.enabled=false): 2 runs (1 ok, 1 capacity)" in done.stdout
+    (path,) = tmp_path.glob("multirun/*/*/results.csv")
+    rows = list(csv.DictReader(path.open()))
+    assert [r["status"] for r in rows] == ["ok", "capacity"] and "model.n_layers=2" in rows[0]["run_name"]
+    assert not (tmp_path / "mlflow.db").exists()
