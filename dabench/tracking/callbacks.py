@@ -52,12 +52,13 @@ class MlflowParentRunCallback(Callback):
             print(format_problems(problems), file=sys.stderr, flush=True)
             raise SystemExit(2)
         overrides = list(config.hydra.overrides.task)
-        from dabench.tracking.describe import reproduce_command
+        from dabench.tracking.describe import reproduce_command, requested_mode
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
         # opened now (real start time), closed in on_multirun_end (real end time)
         self.run = open_run(experiment=tracking.get("experiment") or "dabench", uri=uri, run_name=name,
                             parent_id="", standard=False,
                             tags={"dabench.parent": "true", "dabench.git_commit": git_commit(launch_dir()),
+                                  "dabench.mode": requested_mode(OmegaConf.select(config, "hardware.mode")),
                                   "mlflow.note.content": f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}"})
         self.run.status_tags = False
         self.client, self.run_id = self.run.client, self.run.run_id

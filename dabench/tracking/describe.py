@@ -69,3 +69,10 @@ def hydra_overrides() -> list[str] | None:
 def run_note(summary: str, command: str) -> str:
     """The run's description: the summary line, then how to reproduce it."""
     return f"{redact_text(summary)}\n\nReproduce:\n\n    {command}"
+
+
+def requested_mode(hardware_mode: str | None) -> str:
+    """A sweep parent's ``dabench.mode`` before its runs end (then it becomes its runs' mode, or
+    ``mixed``): ``predict`` or ``measure`` as requested, ``auto`` while undecided."""
+    mode = str(hardware_mode or "auto")
+    return {"predict": "predict", "measure": "measure", "validate": "measure"}.get(mode, "auto")

@@ -279,6 +279,9 @@ class DabenchOptunaSweeper(Sweeper):
             uri = tracking_uri(tracking.get("uri"))
             self._refuse_local_store_for_remote_jobs(uri)
             client, parent_id = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
+            from dabench.tracking.describe import requested_mode
+
+            client.set_tag(parent_id, "dabench.mode", requested_mode(OmegaConf.select(self.config, "hardware.mode")))
             from dabench.tune.space import override_value
 
             extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent_id}"]
