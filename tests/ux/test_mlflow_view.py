@@ -63,6 +63,8 @@ def test_a_measured_run_has_system_metrics_and_a_description_and_a_predicted_run
     _, (m,) = _runs(uri, "measured")
     system = {k for k in m.data.metrics if k.startswith("system/")}
     assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= system
+    timed_ms = 1000 * m.data.metrics["step_time.median_s"] * 2  # the run's span holds its timed window at least
+    assert m.info.end_time - m.info.start_time >= timed_ms > 0
     note = m.data.tags["mlflow.note.content"]
     assert note.startswith("dabench: ok | measure | tiny") and f"{sys.executable} -m dabench run.warmup_steps=1" in note
     _, (p,) = _runs(uri, "predicted")
