@@ -45,7 +45,7 @@ def test_default_run_records_one_ok_measured_run_with_metrics_tags_and_artifacts
         assert run.data.metrics[name] > 0, name
     assert run.data.params["model.name"] == "tiny"
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"config.yaml", "result.json", "roofline.png", "subtasks.csv"} <= artifacts
+    assert {"config.yaml", "result.json", "roofline.svg", "subtasks.csv"} <= artifacts
     result = json.loads(open(client.download_artifacts(run.info.run_id, "result.json", str(tmp_path))).read())
     assert result["status"] == "ok" and result["profile"]["mode"] == "measure"
     assert len(result["profile"]["step_times_s"]) == 3

@@ -138,7 +138,7 @@ def test_per_run_plot_follows_run_plots(tmp_path):
         container = api.compose([*JOBS[0], f"run.plots={choice}"])
         result = api.run_container(container)
         folder = write_artifacts(tmp_path / choice, result.config, result, "t", 1)
-        assert (folder / "roofline.png").exists() is drawn
+        assert (folder / "roofline.svg").exists() is drawn
         assert (folder / "subtasks.csv").exists() and (folder / "result.json").exists()
 
 

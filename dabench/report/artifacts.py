@@ -1,11 +1,10 @@
 """The files each run leaves (and MLflow stores as artifacts): the resolved config, a result
-JSON, a roofline PNG and a per-subtask CSV.
+JSON, a roofline SVG and a per-subtask CSV.
 
-The per-run roofline PNG follows ``run.plots`` (conf/config.yaml):
+The per-run roofline SVG (``roofline.svg``, about a millisecond: dabench/report/roofline_plot.py) follows ``run.plots`` (conf/config.yaml):
 
 - ``auto`` (default): drawn for measured and validated runs, not for predicted ones (a predict
-  sweep's figures come from ``python -m dabench.report``; a PNG costs 0.5-0.9 s of matplotlib,
-  far more than the prediction);
+  sweep's figures come from ``python -m dabench.report``);
 - ``always``: drawn for every run with a profile;
 - ``never``: never drawn.
 """
@@ -60,7 +59,7 @@ PLOT_CHOICES = ("auto", "always", "never")
 
 
 def wants_plot(config: Mapping[str, Any], mode: str) -> bool:
-    """Whether a run of ``mode`` (measure, validate, predict) draws its roofline PNG under
+    """Whether a run of ``mode`` (measure, validate, predict) draws its roofline SVG under
     ``run.plots`` (see the module docstring); an unknown value is refused (ValueError)."""
     choice = str(((config.get("run") or {}).get("plots")) or "auto")
     if choice not in PLOT_CHOICES:
@@ -70,7 +69,7 @@ def wants_plot(config: Mapping[str, Any], mode: str) -> bool:
 
 def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str, data_copies: int) -> Path:
     """Write config.yaml, result.json and, for runs with a profile, subtasks.csv and (when
-    :func:`wants_plot`) roofline.png into ``folder``, with the profile's source files (vendor artifacts) under ``sources/``."""
+    :func:`wants_plot`) roofline.svg into ``folder``, with the profile's source files (vendor artifacts) under ``sources/``."""
     folder.mkdir(parents=True, exist_ok=True)
     from dabench.tracking.redact import redact_mapping, redact_value  # no credentials or tokens in files
 
@@ -98,7 +97,7 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
             if result.predicted is not None and result.profile is not None:  # validate: the prediction beside it
                 also_predicted = roofline_points(result.graph, result.predicted, result.ceilings, data_copies)
             plot_roofline(points, result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, title,
-                          folder / "roofline.png", predicted=profile.mode == "predict",
+                          folder / "roofline.svg", predicted=profile.mode == "predict",
                           memory_level=result.ceilings.memory_level, predicted_points=also_predicted)
         # uncalibrated ceilings (NaN): no roof to draw; the run's metrics say so
         with open(folder / "subtasks.csv", "w", newline="") as handle:

@@ -1,61 +1,81 @@
-"""The roofline figure of one run (PNG): the roof, one point per op class, one for the step."""
+"""The roofline figure of one run (SVG): the roof, one point per op class, one for the step.
+
+Written as SVG text by :mod:`dabench.report.svg_plot` (about a millisecond; no matplotlib, whose
+import and layout cost a tiny measured run ~1 s, 17% of its time). MLflow's UI previews ``.svg``
+artifacts like ``.png`` ones. The cross-run figures (``python -m dabench.report``) keep matplotlib.
+"""
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 
 from dabench.metrics.roofline import RooflinePoint
+from dabench.report.svg_plot import LogLogChart
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
+STEP_COLOR = "#d62728"
+
+
+def _si(value: float, unit: str) -> str:
+    """``1.23e12, 'FLOP/s'`` -> ``1.23 TFLOP/s``."""
+    for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def roofline_svg(points: list[RooflinePoint], peak_flops: float, bandwidth: float, title: str,
+                 predicted: bool, memory_level: str = "main memory",
+                 predicted_points: list[RooflinePoint] | None = None) -> str:
+    """The SVG text of a log-log roofline: attainable FLOP/s = min(peak, I * bandwidth), with the
+    run's own ceilings (peak at the run's precision, ``bandwidth`` of ``memory_level``).
+
+    ``points`` are measured (filled circles, the step a filled star) unless ``predicted``, then
+    they are drawn as predicted (hollow diamonds, the step a hollow star); ``predicted_points``
+    (validate mode) adds the prediction beside the measurement. A class whose own time is unknown
+    has no achieved FLOP/s: it is marked with an 'x' on the roof, at its intensity only. Each
+    marker carries ``data-point`` (class), ``data-kind`` (measured, predicted, on-roof),
+    ``data-intensity`` (FLOP/B) and ``data-flops`` (FLOP/s) attributes."""
+    groups = [(points, predicted)] + ([(predicted_points, True)] if predicted_points else [])
+    drawn = [(p, is_predicted) for group, is_predicted in groups for p in group if p.intensity > 0]
+    ridge = peak_flops / bandwidth
+    intensities = [p.intensity for p, _ in drawn] + [ridge]
+    lo, hi = min(intensities) / 4, max(intensities) * 4
+    values = [p.achieved if p.achieved else p.attainable for p, _ in drawn]
+    y_lo = min([v for v in values if v > 0] + [min(peak_flops, lo * bandwidth)]) / 3
+    kinds = "measured and PREDICTED" if predicted_points else ("PREDICTED" if predicted else "measured")
+    chart = LogLogChart(lo, hi, y_lo, peak_flops * 2, title=f"{title} [{kinds}]",
+                        x_label=f"arithmetic intensity (FLOP/byte of {memory_level} traffic)",
+                        y_label="achieved FLOP/s per chip", y_unit="FLOP/s")
+    chart.polyline([chart.x_lo, ridge, chart.x_hi], [chart.x_lo * bandwidth, peak_flops, peak_flops],
+                   attributes="data-roof='1'")
+    chart.vline(ridge, f"ridge {ridge:.3g} FLOP/B")
+    chart.legend_entry(f"compute roof: {_si(peak_flops, 'FLOP/s')} peak")
+    chart.legend_entry(f"memory roof: I x {_si(bandwidth, 'B/s')} ({memory_level})")
+    class_color: dict[str, str] = {}
+    for p, is_predicted in drawn:
+        step = p.name == "step"
+        color = STEP_COLOR if step else class_color.setdefault(p.name, COLORS[len(class_color) % len(COLORS)])
+        size = 9.0 if step else 5.0
+        if p.achieved:
+            kind = "predicted" if is_predicted else "measured"
+            shape = "star" if step else ("diamond" if is_predicted else "circle")
+            y, label = p.achieved, f"{p.name} ({'PREDICTED' if is_predicted else 'measured'})"
+        elif not is_predicted or not predicted_points:
+            kind, shape, y, label = "on-roof", "cross", p.attainable, f"{p.name} (no own time: on the roof)"
+        else:
+            continue
+        attributes = (f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' "
+                      f"data-flops='{y!r}'")
+        chart.marker(shape, p.intensity, y, size, color, filled=kind != "predicted", attributes=attributes)
+        chart.legend_entry(label, shape, color, filled=kind != "predicted", size=min(size, 7.0))
+    return chart.svg()
 
 
 def plot_roofline(points: list[RooflinePoint], peak_flops: float, bandwidth: float, title: str, path: Path,
                   predicted: bool, memory_level: str = "main memory",
                   predicted_points: list[RooflinePoint] | None = None) -> Path:
-    """Log-log roofline: attainable FLOP/s = min(peak, I * bandwidth), with the run's own ceilings
-    (peak at the run's precision, ``bandwidth`` of ``memory_level``).
-
-    ``points`` are measured (filled circles, the step a filled star) unless ``predicted``, then
-    they are drawn as predicted (hollow diamonds, the step a hollow star); ``predicted_points``
-    (validate mode) adds the prediction beside the measurement. A class whose own time is unknown
-    has no achieved FLOP/s: it is marked with an 'x' on the roof, at its intensity only."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    groups = [(points, predicted)] + ([(predicted_points, True)] if predicted_points else [])
-    intensities = [p.intensity for group, _ in groups for p in group if p.intensity > 0]
-    ridge = peak_flops / bandwidth
-    lo = min(intensities + [ridge]) / 4
-    hi = max(intensities + [ridge]) * 4
-    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    fig = Figure(figsize=(9.5, 4.8), dpi=110, layout="constrained")
-    ax = fig.subplots()
-    ax.loglog(xs, [min(peak_flops, x * bandwidth) for x in xs], color="black", lw=1.5,
-              label=f"roof: min({peak_flops / 1e12:.3g} TFLOP/s, I x {bandwidth / 1e9:.3g} GB/s {memory_level})")
-    ax.axvline(ridge, color="grey", ls=":", lw=1)
-    colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
-    class_color: dict[str, str] = {}
-    for group, is_predicted in groups:
-        kind = "PREDICTED" if is_predicted else "measured"
-        for p in group:
-            if p.intensity <= 0:
-                continue
-            step = p.name == "step"
-            color = "red" if step else class_color.setdefault(p.name, colors[len(class_color) % len(colors)])
-            marker = "*" if step else ("D" if is_predicted else "o")
-            size = 170 if step else 45
-            if p.achieved:
-                ax.scatter([p.intensity], [p.achieved], marker=marker, s=size, zorder=3, edgecolors=color,
-                           facecolors="none" if is_predicted else color, linewidths=1.4,
-                           label=f"{p.name} ({kind})")
-            elif not is_predicted or not predicted_points:
-                ax.scatter([p.intensity], [p.attainable], marker="x", s=size, color=color, zorder=3,
-                           label=f"{p.name} (no own time: on the roof)")
-    ax.set_xlabel(f"arithmetic intensity (FLOP/byte of {memory_level} traffic)")
-    ax.set_ylabel("FLOP/s per chip")
-    kinds = "measured and PREDICTED" if predicted_points else ("PREDICTED" if predicted else "measured")
-    ax.set_title(f"{title} [{kinds}]", fontsize=10)
-    ax.grid(True, which="both", ls=":", lw=0.5)
-    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.savefig(path)
+    """Write :func:`roofline_svg` to ``path`` (an ``.svg`` file); returns ``path``."""
+    path.write_text(roofline_svg(points, peak_flops, bandwidth, title, predicted, memory_level, predicted_points))
     return path

@@ -54,4 +54,4 @@ def test_predicted_sweep_records_ok_and_capacity_children(tmp_path):
                  "tier1.compute_efficiency", "tier2.scaling_efficiency", "tier2.comm_fraction"):
         assert ok.data.metrics[name] > 0, name
     artifacts = {a.path for a in client.list_artifacts(ok.info.run_id)}
-    assert "subtasks.csv" in artifacts and "roofline.png" not in artifacts  # run.plots=auto: no PNG when predicted
+    assert "subtasks.csv" in artifacts and "roofline.svg" not in artifacts  # run.plots=auto: no plot when predicted

@@ -6,11 +6,14 @@ run's own ceilings; a point above it is a defect in the point's work or time, no
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 
 from dabench.config import build_run_config
 from dabench.metrics.roofline import attainable_flops
 from dabench.metrics.summary import roofline_points
+from dabench.report.roofline_plot import roofline_svg
 from dabench.runner import execute
 from tests.conftest import composed
 
@@ -25,7 +28,40 @@ PLATFORMS = {
     "rdu-mixed": ["hardware=rdu", "hardware.mode=predict", "precision=mixed"],
     "ipu-pp": ["hardware=ipu", "hardware.mode=predict", "parallel=pp", "run.grad_accum=4"],
     "cpu-measured": ["hardware=cpu", "hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2"],
+    "cpu-validate": ["hardware=cpu", "hardware.mode=validate", "run.warmup_steps=1", "run.timed_steps=2"],
 }
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _pixel_centre(element) -> tuple[float, float]:
+    if element.tag == SVG + "circle":
+        return float(element.get("cx")), float(element.get("cy"))
+    corners = [tuple(map(float, c.split(","))) for c in element.get("points").split()]  # diamond, star: symmetric
+    return sum(x for x, _ in corners) / len(corners), sum(y for _, y in corners) / len(corners)
+
+
+def check_drawing(svg: str, points, predicted_points, predicted: bool, peak: float, bandwidth: float) -> None:
+    """The drawn figure: every timed point is a marker below the drawn roof (pixel rows grow
+    downwards), measured markers filled, predicted ones hollow, axes labelled with units."""
+    root = ET.fromstring(svg)
+    roof = [tuple(map(float, c.split(","))) for c in root.find(f".//{SVG}polyline[@data-roof]").get("points").split()]
+    markers = [e for e in root.iter() if e.get("data-point")]
+    expected = {(p.name, "predicted" if predicted else "measured") for p in points if p.achieved and p.intensity > 0}
+    expected |= {(p.name, "predicted") for p in predicted_points or [] if p.achieved and p.intensity > 0}
+    assert {(e.get("data-point"), e.get("data-kind")) for e in markers if e.get("data-kind") != "on-roof"} == expected
+    for element in markers:
+        intensity, flops = float(element.get("data-intensity")), float(element.get("data-flops"))
+        assert flops <= min(peak, intensity * bandwidth) * (1 + TOLERANCE)
+        if element.get("data-kind") == "on-roof":
+            continue
+        x, y = _pixel_centre(element)
+        (x0, y0), (x1, y1) = next((a, b) for a, b in zip(roof, roof[1:]) if a[0] <= x <= b[0])
+        roof_row = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+        assert y >= roof_row - 0.5, f"{element.get('data-point')}: drawn at row {y:.1f} above the roof {roof_row:.1f}"
+        hollow = element.get("fill") == "white"
+        assert hollow is (element.get("data-kind") == "predicted"), element.get("data-point")
+    text = " ".join(t.text or "" for t in root.iter(SVG + "text"))
+    assert "FLOP/byte" in text and "FLOP/s" in text and "B/s" in text and "ridge" in text
 
 
 @pytest.mark.parametrize("overrides", PLATFORMS.values(), ids=PLATFORMS.keys())
@@ -34,7 +70,7 @@ def test_every_point_is_under_its_roof(overrides):
     result = execute(rc)
     assert result.status.value == "ok", result.reason
     profile = result.profile or result.predicted
-    expected_mode = "measure" if "hardware.mode=measure" in overrides else "predict"
+    expected_mode = "predict" if "hardware.mode=predict" in overrides else "measure"
     assert profile.mode == expected_mode
     peak, bandwidth = result.ceilings.peak_flops, result.ceilings.bandwidth_Bps
     points = roofline_points(result.graph, profile, result.ceilings, rc.data_copies)
@@ -44,6 +80,12 @@ def test_every_point_is_under_its_roof(overrides):
         roof = min(peak, p.intensity * bandwidth)
         assert p.attainable == pytest.approx(attainable_flops(p.intensity, peak, bandwidth))
         assert p.achieved <= roof * (1 + TOLERANCE), f"{p.name}: {p.achieved:.4g} FLOP/s above its roof {roof:.4g}"
+    predicted_points = None
+    if result.profile is not None and result.predicted is not None:  # validate: the prediction beside it
+        predicted_points = roofline_points(result.graph, result.predicted, result.ceilings, rc.data_copies)
+    svg = roofline_svg(points, peak, bandwidth, "t", profile.mode == "predict", result.ceilings.memory_level,
+                       predicted_points)
+    check_drawing(svg, points, predicted_points, profile.mode == "predict", peak, bandwidth)
     if rc.hardware.name in ("cpu", "cuda"):  # per-class points: measured by torch.profiler or predicted per class
         assert {p.name for p in timed} >= {"matmul", "attention", "loss", "optimizer", "step"}
 
