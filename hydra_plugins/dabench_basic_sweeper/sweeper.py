@@ -38,6 +38,18 @@ class BasicSweeper(HydraBasicSweeper):
     """Hydra's BasicSweeper (same ``params`` and ``max_batch_size``); an unknown key or group
     option still fails the multirun before any job starts."""
 
+    def setup(self, *, hydra_context, task_function, config) -> None:
+        """Hydra's setup with a :class:`~.cached_loader.CachingConfigLoader`: the launcher (and
+        the check before each batch) compose each shape of job once."""
+        from hydra.types import HydraContext
+
+        from .cached_loader import CachingConfigLoader
+
+        loader = hydra_context.config_loader
+        if not isinstance(loader, CachingConfigLoader):
+            hydra_context = HydraContext(config_loader=CachingConfigLoader(loader), callbacks=hydra_context.callbacks)
+        super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         if self.overrides is not None and self.batch_index == 1:  # the first batch: say how many jobs in all
             from dabench import interrupts  # "interrupted after 3 of 8 runs" (Ctrl-C, SIGTERM)

@@ -1,0 +1,116 @@
+"""A config loader that composes each *shape* of a multirun's jobs once (issue 15).
+
+Hydra's basic launcher calls ``config_loader.load_sweep_config(master, overrides)`` for every
+job, and each call re-reads and merges every YAML of the defaults list (~175 ms of a predicted
+job's ~450 ms). Jobs that choose the same config-group options and differ only in the values of
+existing keys (``run.batch_size=2`` vs ``run.batch_size=4``) share everything but those values,
+so :class:`CachingConfigLoader` composes the first job of each :func:`~.sweeper.shape` in full
+(Hydra's own ``load_sweep_config``) and builds the others from a deep copy of that result:
+
+- the job's ``key=value`` and ``++key=value`` overrides applied by Hydra's own ``_apply_overrides_to_config``
+  (the same ``OmegaConf.update(..., merge=True)`` a fresh composition does);
+- the per-job fields Hydra's ``load_configuration`` sets: ``hydra.overrides.task`` (the job's
+  non-hydra override lines, in order), ``hydra.job.override_dirname`` (Hydra's
+  ``get_overrides_dirname`` with the config's own separators and excluded keys),
+  ``hydra.runtime.cwd``, ``hydra.job.env_set`` from ``hydra.job.env_copy``;
+- ``OmegaConf.copy_cache`` from the master config, as Hydra does.
+
+``hydra.runtime.choices`` cannot differ: a value override changes no group choice. Anything
+else is composed by Hydra in full: ``+``/``++``/``~`` overrides, ``hydra.*`` keys, keys without a
+dot or naming a config group, a key given twice, a key that is not a leaf of the composed
+config, and values that are mappings, lists or hold an interpolation.
+tests/test_cached_composition.py checks every job of the shipped sweeps against Hydra's fresh
+composition.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any, List, Sequence
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from .sweeper import shape
+
+
+class CachingConfigLoader:
+    """Wraps Hydra's ``ConfigLoader``; everything but ``load_sweep_config`` is delegated."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._bases: dict[tuple[str, ...], DictConfig] = {}
+        self._parsed: dict[str, Any] = {}
+        self._parser = None
+        self.full_compositions = 0  #: jobs Hydra composed in full (first of a shape or a fallback)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    # ------------------------------------------------------------------ helpers
+    def _parse(self, lines: Sequence[str]) -> list:
+        if self._parser is None:
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            self._parser = OverridesParser.create(config_loader=self._inner)
+        out = []
+        for line in lines:
+            parsed = self._parsed.get(line)
+            if parsed is None:
+                parsed = self._parsed[line] = self._parser.parse_overrides([line])[0]
+            out.append(parsed)
+        return out
+
+    @staticmethod
+    def _plain(override, base: DictConfig) -> bool:
+        """A ``a.b=value`` (or ``++a.b=value``) Hydra would apply as a plain set of an existing
+        leaf of ``base`` (a ``++`` key of the shape is in ``base``: its first job added it)."""
+        if (override.is_delete() or override.is_add()
+                or override.is_sweep_override() or override.package is not None):
+            return False
+        key = override.key_or_group
+        if "." not in key or key.startswith("hydra.") or key.replace(".", "/") in base.hydra.runtime.choices:
+            return False
+        value = override.value()
+        if isinstance(value, (dict, list)) or "${" in override.get_value_element_as_str():
+            return False
+        *parents, leaf = key.split(".")
+        node = OmegaConf.select(base, ".".join(parents), throw_on_missing=False) if parents else base
+        if not isinstance(node, DictConfig) or leaf not in node:
+            return False
+        return not OmegaConf.is_config(node._get_node(leaf))  # a leaf, not a mapping or list
+
+    def _fresh(self, master_config: DictConfig, sweep_overrides: List[str]) -> DictConfig:
+        self.full_compositions += 1
+        return self._inner.load_sweep_config(master_config, sweep_overrides)
+
+    # ------------------------------------------------------------------ the hook
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: List[str]) -> DictConfig:
+        key = shape(sweep_overrides)
+        base = self._bases.get(key)
+        if base is None:
+            cfg = self._fresh(master_config, sweep_overrides)
+            self._bases[key] = copy.deepcopy(cfg)  # pristine: the launcher and run_job write into cfg
+            return cfg
+        parsed = self._parse(sweep_overrides)
+        values = [o for o in parsed if "." in o.key_or_group]
+        keys = [o.key_or_group for o in values]
+        if len(set(keys)) != len(keys) or not all(self._plain(o, base) for o in values):
+            return self._fresh(master_config, sweep_overrides)
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+        from hydra._internal.config_loader_impl import get_overrides_dirname
+
+        cfg = copy.deepcopy(base)
+        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+        hydra = cfg.hydra
+        task = [o for o in parsed if not o.is_hydra_override()]
+        hydra.overrides.task = [o.input_line for o in task]
+        with open_dict(hydra):
+            for name in hydra.job.env_copy:
+                hydra.job.env_set[name] = os.environ[name]
+        hydra.runtime.cwd = os.getcwd()
+        dirname = hydra.job.config.override_dirname
+        hydra.job.override_dirname = get_overrides_dirname(
+            overrides=task, kv_sep=dirname.kv_sep, item_sep=dirname.item_sep, exclude_keys=dirname.exclude_keys)
+        OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
+        return cfg
