@@ -16,6 +16,30 @@ def hydra_main(cfg: DictConfig) -> float:
     return run_job(cfg)
 
 
+def _one_repository_for_help() -> None:
+    """``--help`` lists every config group through Hydra's
+    ``ConfigLoaderImpl.get_group_options``, which builds a fresh config repository (a deep copy of
+    the ConfigStore) on each of its ~90 calls: ~0.5 s of a 1 s help page. For a help page that
+    call, with no config name and no overrides (the only way the help calls it), reuses one
+    repository: the same search path gives the same answers (tests/test_help_listing.py compares
+    the pages). Runs never take this path."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.object_type import ObjectType
+
+    original = ConfigLoaderImpl.get_group_options
+    repositories: dict[int, object] = {}
+
+    def get_group_options(self, group_name, results_filter=ObjectType.CONFIG, config_name=None, overrides=None):
+        if config_name is not None or overrides:
+            return original(self, group_name, results_filter, config_name, overrides)
+        repo = repositories.get(id(self))
+        if repo is None:
+            repo = repositories[id(self)] = self._parse_overrides_and_create_caching_repo(None, [])[1]
+        return repo.get_group_options(group_name, results_filter)
+
+    ConfigLoaderImpl.get_group_options = get_group_options
+
+
 def main() -> None:
     """Hydra's entry under :func:`dabench.interrupts.guard`: Ctrl-C or SIGTERM ends the process
     with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
@@ -23,6 +47,10 @@ def main() -> None:
     from dabench.quiet import install
 
     install()  # third-party noise off unless -v / hydra.verbose (dabench/quiet.py); before torch and mlflow load
+    import sys
+
+    if "--help" in sys.argv or "-h" in sys.argv:  # (--hydra-help stays Hydra's own)
+        _one_repository_for_help()
     with guard():
         hydra_main()
 
