@@ -17,7 +17,8 @@ measurement):
    second, instrumented run of the same multirun times Hydra's composition inside it: the share
    of each job's time spent composing its config, and how many compositions there were (one per
    job, plus one per *shape* for the sweeper's check; Hydra's own sweeper composed every job
-   twice). The same multirun with ``hydra/launcher=dabench_inprocess`` (jobs run by the
+   twice; dabench's sweeper hands the launcher a caching loader, so Hydra composes in full only
+   the first job of each shape, printed as "full composition"). The same multirun with ``hydra/launcher=dabench_inprocess`` (jobs run by the
    in-process grid) is printed beside it.
 4. ``in-process``: a 1,000-configuration predict grid through :func:`dabench.grid.run_grid`
    (what ``python -m dabench.grid`` runs), logged to MLflow (fresh SQLite store in a temp
@@ -63,7 +64,8 @@ import atexit, json, runpy, sys, time
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core import utils as core_utils
 from hydra.plugins.sweeper import Sweeper
-totals = {"compose_s": 0.0, "compose_calls": 0, "check_s": 0.0, "check_calls": 0, "job_s": 0.0, "jobs": 0}
+totals = {"compose_s": 0.0, "compose_calls": 0, "check_s": 0.0, "check_calls": 0, "job_s": 0.0, "jobs": 0,
+          "full_s": 0.0, "full_calls": 0}
 def timer(function, seconds, calls):
     def timed(*a, **k):
         t = time.perf_counter()
@@ -73,12 +75,26 @@ def timer(function, seconds, calls):
             totals[seconds] += time.perf_counter() - t
             totals[calls] += 1
     return timed
-ConfigLoaderImpl.load_sweep_config = timer(ConfigLoaderImpl.load_sweep_config, "compose_s", "compose_calls")
+ConfigLoaderImpl.load_sweep_config = timer(ConfigLoaderImpl.load_sweep_config, "full_s", "full_calls")
+from hydra.core.plugins import Plugins
+_instantiate_launcher = Plugins.instantiate_launcher
+def instantiate_launcher(self, *a, hydra_context, **k):
+    # dabench's basic sweeper hands the launcher (and its own check) a caching loader: each of its
+    # calls is a job's composition; Hydra composes in full only the first job of each shape
+    loader = hydra_context.config_loader
+    if not isinstance(loader, ConfigLoaderImpl):
+        loader.load_sweep_config = timer(loader.load_sweep_config, "compose_s", "compose_calls")
+    return _instantiate_launcher(self, *a, hydra_context=hydra_context, **k)
+Plugins.instantiate_launcher = instantiate_launcher
+def save():
+    if not totals["compose_calls"]:  # Hydra's own loader: every composition is a full one
+        totals["compose_s"], totals["compose_calls"] = totals["full_s"], totals["full_calls"]
+    open(out, "w").write(json.dumps(totals))
 Sweeper.validate_batch_is_legal = timer(Sweeper.validate_batch_is_legal, "check_s", "check_calls")
 # patched where it is defined: Hydra's plugin scan re-executes basic_launcher, which imports it then
 core_utils.run_job = timer(core_utils.run_job, "job_s", "jobs")
 out = sys.argv.pop(1)
-atexit.register(lambda: open(out, "w").write(json.dumps(totals)))
+atexit.register(save)
 sys.argv[0] = "dabench"
 runpy.run_module("dabench", run_name="__main__", alter_sys=True)
 """
@@ -290,6 +306,7 @@ def main() -> None:
                 per_job = (totals["job_s"] + launcher_compose) / totals["jobs"]
                 share = launcher_compose / totals["jobs"] / per_job
                 print(f"hydra composition: {totals['compose_calls']} compositions for {totals['jobs']} jobs "
+                      f"(Hydra's full composition {totals['full_calls']} of them, {totals['full_s']:.2f} s) "
                       f"({totals['compose_s'] / totals['compose_calls'] * 1000:.0f} ms each; the sweeper's check "
                       f"{totals['check_s']:.2f} s); composing takes {share:.0%} of each job's time "
                       f"({per_job * 1000:.0f} ms per job incl. its composition; instrumented rerun) | load {load()}",
