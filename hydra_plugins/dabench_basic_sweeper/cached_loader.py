@@ -39,8 +39,9 @@ class CachingConfigLoader:
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self._bases: dict[tuple[str, ...], DictConfig] = {}
+        self._bases: dict[tuple, DictConfig] = {}
         self._parsed: dict[str, Any] = {}
+        self._masters: dict[int, DictConfig] = {}
         self._parser = None
         self.full_compositions = 0  #: jobs Hydra composed in full (first of a shape or a fallback)
 
@@ -86,7 +87,8 @@ class CachingConfigLoader:
 
     # ------------------------------------------------------------------ the hook
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: List[str]) -> DictConfig:
-        key = shape(sweep_overrides)
+        self._masters[id(master_config)] = master_config  # held: its id stays its own while cached
+        key = (id(master_config), *shape(sweep_overrides))  # a multirun has one master config
         base = self._bases.get(key)
         if base is None:
             cfg = self._fresh(master_config, sweep_overrides)
