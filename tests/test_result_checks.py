@@ -90,7 +90,9 @@ PREDICTED = [
     ["hardware=cuda", "model=gpt2_small", "precision=bf16", "run.batch_size=8"],
     ["hardware=wse2", "model=gpt2_small", "precision=fp16"], ["hardware=wse2", "precision=mixed"],
     ["hardware=rdu", "precision=bf16"], ["hardware=rdu", "model=gpt2_small", "precision=mixed", "run.batch_size=8"],
-    ["hardware=ipu", "precision=fp16"], ["hardware=ipu", "model=gpt2_test", "precision=fp16"],
+    ["hardware=ipu", "precision=fp16"], ["hardware=ipu", "model=gpt2_test", "precision=fp16", "parallel=pp", "parallel.placement='0 4 4 4'",
+     "run.batch_size=1", "run.grad_accum=16", "hardware.options.available_memory_proportion=0.15",
+     "hardware.options.embedding_serialization_factor=4"],  # the paper's placement (fits)
 ]
 
 
