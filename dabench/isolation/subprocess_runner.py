@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from dabench import supervisor
-from dabench.status import CompileError, CrashedError, DabenchError, OutOfMemory, Status, UnsupportedError
+from dabench.status import (CompileError, CrashedError, DabenchError, OutOfMemory, RunTimeout, Status,
+                            UnsupportedError)
 from dabench.supervisor import tail  # noqa: F401  (re-exported: callers import it from here)
 
 PROTOCOL = 1
@@ -81,7 +82,7 @@ def run_child(module: str, request: dict[str, Any], workdir: Path, python: str |
     except OSError as error:
         raise CrashedError(f"{where} could not start: {error}") from error
     if ended.status == supervisor.TIMEOUT:
-        raise CrashedError(f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
+        raise RunTimeout(f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
                            f"output tail ({log_path}):\n{ended.tail}")
     if ended.status == supervisor.OOM:
         raise OutOfMemory(f"{where} {ended.description}; output tail ({log_path}):\n{ended.tail}")

@@ -14,7 +14,7 @@ import pytest
 
 from dabench.isolation.subprocess_runner import PROTOCOL, child_env, run_child
 from dabench.backends.vendor import probe_sdk
-from dabench.status import CompileError, CrashedError, Status
+from dabench.status import CompileError, CrashedError, RunTimeout, Status
 from vendor_helpers import FAKES
 
 
@@ -52,8 +52,9 @@ def test_killed_child_is_crashed(fakes_on_path):
 def test_hung_child_and_its_process_group_are_killed(fakes_on_path):
     workdir = fakes_on_path / "hang"
     started = time.monotonic()
-    with pytest.raises(CrashedError, match="hung past runner_timeout_s=2 s"):
+    with pytest.raises(RunTimeout, match="hung past runner_timeout_s=2 s") as info:
         run_fake(workdir, "spawn_sleeper_and_hang", timeout_s=2.0)
+    assert info.value.status is Status.TIMEOUT
     assert time.monotonic() - started < 30
     grandchild = int((workdir / "grandchild.pid").read_text())
     for _ in range(50):  # the grandchild was in the killed process group
