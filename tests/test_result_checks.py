@@ -190,3 +190,23 @@ def test_cpu_allocation_failure_is_oom():
                                                 "run.batch_size=1"])))
     assert result.status is Status.OOM, result.reason
     assert "can't allocate memory" in result.reason
+
+
+def test_a_measured_class_above_the_memory_roof_is_named_and_judged_by_the_compute_roof():
+    """A measured op class whose working set stays in cache runs above the DRAM roof for real:
+    the check holds it to the compute roof only and names it in dabench.roofline_note; above the
+    compute roof it is still invalid_result."""
+    from dabench.ceilings import Ceilings
+    from dabench.metrics.roofline import RooflinePoint
+    from dabench.runner import measured_points_bound
+
+    ceilings = Ceilings(peak_flops=1e11, bandwidth_Bps=1e9, memory_level="dram", source="test")
+    cached = RooflinePoint("loss", 1.0, 2e9, 1e9, 1.0, 1.0, 100.0)       # 2x its memory roof
+    fine = RooflinePoint("matmul", 200.0, 5e10, 1e11, 1.0, 1.0, 100.0)
+    notes: dict[str, str] = {}
+    judged = measured_points_bound([cached, fine], ceilings, notes)
+    assert check_result(GOOD, roofline_points=judged) is None
+    assert "loss" in notes["dabench.roofline_note"] and "matmul" not in notes["dabench.roofline_note"]
+    impossible = RooflinePoint("loss", 1.0, 2e11, 1e9, 1.0, 1.0, 100.0)  # above the peak
+    failure = check_result(GOOD, roofline_points=measured_points_bound([impossible], ceilings, {}))
+    assert failure.status is Status.INVALID_RESULT and "loss" in failure.reason
