@@ -122,35 +122,39 @@ def markdown_table() -> str:
 
 
 class DabenchError(Exception):
-    """Base class: an outcome other than ``ok``, with the reason to record."""
+    """Base class: an outcome other than ``ok``, with the reason to record.
+
+    A subclass names the status it carries in its class line,
+    ``class DiskFull(DabenchError, status=Status.DISK_FULL)``; one that names none keeps its
+    parent's (``crashed`` for this base)."""
 
     status: Status = Status.CRASHED
+
+    def __init_subclass__(cls, status: Status | None = None, **kwargs: object) -> None:
+        """Set ``cls.status`` from the ``status=`` class keyword, when given."""
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
 
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
 
 
-class ConfigError(DabenchError, ValueError):
+class ConfigError(DabenchError, ValueError, status=Status.INVALID_CONFIG):
     """Bad input, refused before any work. The message names field, value and what is valid."""
-
-    status = Status.INVALID_CONFIG
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
         super().__init__(f"invalid config: {field}={value!r}: {valid}")
 
 
-class UnsupportedError(DabenchError):
+class UnsupportedError(DabenchError, status=Status.UNSUPPORTED):
     """The requested mode, precision or feature does not exist on this target or machine."""
 
-    status = Status.UNSUPPORTED
 
-
-class CapacityError(DabenchError):
+class CapacityError(DabenchError, status=Status.CAPACITY):
     """The workload does not fit: which memory, how much is needed and how much there is."""
-
-    status = Status.CAPACITY
 
     def __init__(self, memory: str, needed_bytes: float, available_bytes: float, detail: str = ""):
         self.memory, self.needed_bytes, self.available_bytes = memory, needed_bytes, available_bytes
@@ -161,55 +165,37 @@ class CapacityError(DabenchError):
         )
 
 
-class CompileError(DabenchError):
+class CompileError(DabenchError, status=Status.COMPILE_ERROR):
     """A vendor compiler (or torch.compile) refused the workload."""
 
-    status = Status.COMPILE_ERROR
 
-
-class OutOfMemory(DabenchError):
+class OutOfMemory(DabenchError, status=Status.OOM):
     """The device ran out of memory while running."""
 
-    status = Status.OOM
 
-
-class CrashedError(DabenchError):
+class CrashedError(DabenchError, status=Status.CRASHED):
     """A runner process or rank died, hung past its timeout, or raised unexpectedly."""
 
-    status = Status.CRASHED
 
-
-class RunTimeout(DabenchError):
+class RunTimeout(DabenchError, status=Status.TIMEOUT):
     """The run exceeded its time limit."""
 
-    status = Status.TIMEOUT
 
-
-class DiskFull(DabenchError):
+class DiskFull(DabenchError, status=Status.DISK_FULL):
     """No space left for artifacts or the run store."""
 
-    status = Status.DISK_FULL
 
-
-class TrackingError(DabenchError):
+class TrackingError(DabenchError, status=Status.TRACKING_ERROR):
     """The run store could not record the run."""
 
-    status = Status.TRACKING_ERROR
 
-
-class Diverged(DabenchError):
+class Diverged(DabenchError, status=Status.DIVERGED):
     """A loss, throughput or metric is not finite."""
 
-    status = Status.DIVERGED
 
-
-class InvalidResult(DabenchError):
+class InvalidResult(DabenchError, status=Status.INVALID_RESULT):
     """A metric breaks a physical bound (efficiency > 1, roofline point above its roof)."""
 
-    status = Status.INVALID_RESULT
 
-
-class IncompleteArtifact(DabenchError):
+class IncompleteArtifact(DabenchError, status=Status.INCOMPLETE_ARTIFACT):
     """A vendor artifact is truncated or inconsistent."""
-
-    status = Status.INCOMPLETE_ARTIFACT

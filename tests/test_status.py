@@ -36,6 +36,26 @@ def test_exceptions_carry_their_status():
     assert st.CapacityError("SRAM", 2**21, 2**20).reason.startswith("SRAM capacity exceeded")
 
 
+@pytest.mark.parametrize("cls, status", [
+    (st.DabenchError, Status.CRASHED), (st.UnsupportedError, Status.UNSUPPORTED),
+    (st.CompileError, Status.COMPILE_ERROR), (st.OutOfMemory, Status.OOM), (st.CrashedError, Status.CRASHED),
+    (st.RunTimeout, Status.TIMEOUT), (st.DiskFull, Status.DISK_FULL), (st.TrackingError, Status.TRACKING_ERROR),
+    (st.Diverged, Status.DIVERGED), (st.InvalidResult, Status.INVALID_RESULT),
+    (st.IncompleteArtifact, Status.INCOMPLETE_ARTIFACT),
+])
+def test_each_reason_only_exception_carries_its_status_and_reason(cls, status):
+    error = cls("why")
+    assert isinstance(error, st.DabenchError) and cls.status is status and error.status is status
+    assert error.reason == "why" and str(error) == "why" and cls.__name__ in vars(st)
+
+
+def test_a_subclass_without_a_status_keyword_keeps_its_parents():
+    class Inner(st.DiskFull):
+        pass
+
+    assert Inner("x").status is Status.DISK_FULL and isinstance(st.ConfigError("a", 1, "b"), ValueError)
+
+
 def test_docs_list_the_vocabulary():
     text = (Path(__file__).parents[1] / "docs" / "metrics.md").read_text()
     block = text.split("<!-- status-table:start -->\n", 1)[1].split("\n<!-- status-table:end -->", 1)[0]
