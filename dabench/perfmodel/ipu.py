@@ -13,7 +13,9 @@ Mapping (Graphcore's GPT-2 example, as the DABench-LLM artifact runs it):
   cycle. An IPU's allocated tiles are the most any of its ops uses (0 for an IPU holding no layer).
 - Time of one op, bulk-synchronous (compute, then exchange; they do not overlap on an IPU):
   compute = F / (tiles_op * per-tile rate * e) on the AMP units (matmul, attention; e =
-  ``amp_efficiency``) or the vector path (everything else: ``vector_flops_per_cycle`` * clock,
+  ``amp_efficiency``; the rate is the datasheet's FP16.16 peak for 16-bit runs with
+  ``half_partials``, half of it with fp32 partials, the FP32 peak for fp32 runs: :func:`amp_peak`)
+  or the vector path (everything else: ``vector_flops_per_cycle`` * clock,
   and at most the tile's share of the SRAM bandwidth); exchange = sqrt(tiles_op) * Q / 2 bytes
   over the on-chip exchange (``exchange_bandwidth_Bps``) for matmul and attention (each tile of a
   sqrt(T) x sqrt(T) grid receives a row block of one operand and a column block of the other:
@@ -67,7 +69,7 @@ AMP_CLASSES = ("matmul", "attention")
 class IpuKnobs:
     tiles: int
     clock_hz: float
-    peak: float  #: FLOP/s per IPU at the run's precision
+    peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (:func:`amp_peak`)
     exchange_Bps: float
     sram_Bps: float
     sram_bytes: float
@@ -89,6 +91,20 @@ class IpuKnobs:
         return max(1.0, self.peak / (self.tiles * self.clock_hz * 2.0))
 
 
+def amp_peak(rc: RunConfig, o: IpuOptions) -> float:
+    """FLOP/s per IPU of the AMP units (matmul, attention) at the run's precision and partials type.
+
+    16-bit runs: the datasheet's FP16.16 peak (``peak_flops.fp16`` / ``.mixed``: fp16 inputs, fp16
+    partials) with ``half_partials``, half of it without (FP16.32: the AMP units accumulate in fp32
+    and, per poplibs, run half as many units per tile because the fp32 partials fill the 64-bit
+    store path twice as fast; conf/hardware/sources/ipu.yaml). fp32 runs: ``peak_flops.fp32``
+    (their partials are fp32 anyway, and that peak already is the FP32.32 rate)."""
+    peak = peak_flops(rc)
+    if rc.precision.compute_dtype in ("fp16", "bf16") and not o.half_partials:
+        return peak / 2.0
+    return peak
+
+
 def knobs(rc: RunConfig) -> IpuKnobs:
     hw = rc.hardware
     if rc.precision.name not in hw.precisions:
@@ -99,7 +115,7 @@ def knobs(rc: RunConfig) -> IpuKnobs:
     return IpuKnobs(
         tiles=int(hw.units("tiles") or 1472),
         clock_hz=o.clock_hz,
-        peak=peak_flops(rc),
+        peak=amp_peak(rc, o),
         exchange_Bps=o.exchange_bandwidth_Bps,
         sram_Bps=float(sram.bandwidth_Bps or 6.55e13),
         sram_bytes=float(sram.capacity_bytes),

@@ -10,9 +10,10 @@ Follows the PopTorch user guide (vendor-integrations.md section 1):
   ``Training.gradientAccumulation`` (run.grad_accum: the micro-batches per weight update, which
   pipelining needs to be at least 2 x IPUs - 1), ``replicationFactor`` (parallel.degree for dp, parallel.replicas for pp),
   ``setAvailableMemoryProportion`` (hardware.options.available_memory_proportion, per IPU),
-  ``Precision.setPartialsType``; ``autoRoundNumIPUs`` when the IPU count is not a power of two.
-- Precision: fp32; fp16 = ``model.half()``, fp16 partials, fp16 optimizer accumulators except the
-  second moment (fp32); mixed = ``model.half()`` with fp32 partials and fp32 optimizer state
+  ``Precision.setPartialsType`` (fp16 partials when hardware.options.half_partials, else fp32, for
+  fp16 and mixed runs); ``autoRoundNumIPUs`` when the IPU count is not a power of two.
+- Precision: fp32; fp16 = ``model.half()``, fp16 optimizer accumulators except the
+  second moment (fp32); mixed = ``model.half()`` with fp32 optimizer state
   (fp32 master copy) via ``poptorch.optim.AdamW(accum_type=..., *_momentum_accum_type=...)``.
 - ``poptorch.trainingModel(model, options, optimizer)``; ``.compile(ids, targets)`` is timed
   separately; then warm-up and timed host calls, each one ``pt(ids, targets)`` fed by
@@ -129,7 +130,8 @@ def _options(poptorch, torch, run_config: Dict[str, Any], ipus_per_replica: int,
         opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement))
     precision = run_config["precision"]["name"]
     if precision in ("fp16", "mixed"):
-        opts.Precision.setPartialsType(torch.half if precision == "fp16" else torch.float)
+        half = option(run_config, "half_partials", precision == "fp16")  # hardware.options.half_partials
+        opts.Precision.setPartialsType(torch.half if half else torch.float)
     if option(run_config, "runner_ipu_model", False):
         opts.useIpuModel(True)
     if option(run_config, "runner_cache_dir"):

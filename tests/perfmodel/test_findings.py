@@ -10,7 +10,10 @@ from dabench.status import CapacityError
 from tests.conftest import CONF, need_shared_fixtures
 from tests.perfmodel.helpers import predict, run_config
 
-PAPER_IPU = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4, "device_iterations": 8}
+#: the artifact's layer-scaling script (full_run_benchmark_scalling.sh, paper-notes 4.2), which runs
+#: --enable-half-partials False: fp16 inputs with fp32 matmul partials
+PAPER_IPU = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4, "device_iterations": 8,
+             "half_partials": False}
 
 
 def paper_placements() -> list[str]:
@@ -215,10 +218,19 @@ def test_rdu_tensor_parallel_two_to_four_chips_loses_30_to_50_percent():
 
 
 def test_ipu_compute_efficiency_is_at_most_about_41_percent(ipu_sweep):
-    efficiencies = [result[1]["tier1.compute_efficiency"] for result in ipu_sweep.values() if isinstance(result, tuple)]
-    assert len(efficiencies) >= 20
-    assert max(efficiencies) <= 0.41
-    assert max(efficiencies) > 0.25  # the best placements are not far from it
+    """'Up to 41%' is the best of the paper's IPU runs: the layer-scaling script's fp32 partials (the
+    sweep) and run_benchmark.sh's half partials (the same placements, the AMP at twice the rate)."""
+    full = [result[1]["tier1.compute_efficiency"] for result in ipu_sweep.values() if isinstance(result, tuple)]
+    half = []
+    for placement in paper_placements():
+        try:
+            half.append(predict(ipu(placement, half_partials=True))[1]["tier1.compute_efficiency"])
+        except CapacityError:
+            pass
+    assert len(full) >= 20 and len(half) == len(full)
+    assert max(full + half) <= 0.41
+    assert max(half) > 0.25  # the best placements are not far from it
+    assert max(full) < max(half)
 
 
 @pytest.mark.xfail(strict=True, reason="the model's matmuls are exchange-heavy (~20% of busy time) but stay right "
@@ -271,12 +283,12 @@ def test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2():
     rdu = throughput(run_config("rdu", batch_size=32, options={"compile_mode": "o3"})) / \
         throughput(run_config("rdu", batch_size=16, options={"compile_mode": "o3"}))
     # the paper's batch study (paper-notes 4.2): gradient accumulation 13 -> 26 on 4 IPUs, max-len 512,
-    # embedding serialisation 8, optimizer state off chip
+    # embedding serialisation 8, half partials, optimizer state off chip
     def batch_study(grad_accum):
         return throughput(run_config("ipu", model="gpt2_test", precision="fp16", parallel="pp", placement="0 2 1 1",
                                      batch_size=1, grad_accum=grad_accum,
                                      options={**PAPER_IPU, "embedding_serialization_factor": 8, "device_iterations": 1,
-                                              "optimizer_state_offchip": True},
+                                              "optimizer_state_offchip": True, "half_partials": True},
                                      model_over={"tie_embeddings": True, "seq_len": 512}))
     ipu_gain = batch_study(26) / batch_study(13)
     wse = throughput(run_config("wse2", batch_size=448)) / throughput(run_config("wse2", batch_size=224))
@@ -304,10 +316,28 @@ def test_rdu_mixed_precision_gain_is_the_papers_size(mode):
     assert 1.23 <= gain <= 1.46
 
 
-@pytest.mark.xfail(strict=True, reason="the paper's Graphcore scripts cast every model .half() (paper-notes 4.2): its "
-                                       "IPU precision comparison is not fp32 against mixed; dabench's fp32 runs at the "
-                                       "datasheet's 87.5 of 350 TFLOP/s and doubles every byte, so mixed wins ~3x, "
-                                       "see docs/perfmodel.md")
+@pytest.mark.xfail(strict=True, reason="with the sourced FP16.32 = half the FP16.16 AMP rate (poplibs), half "
+                                       "partials give x1.77 at the paper's placement (gpt2-test 0 4 4 4, fp16: 642 vs "
+                                       "364 samples/s), not +22%: AMP compute is ~77% of the half-partials step (compute "
+                                       "efficiency 34% at amp_efficiency 0.68, plus recompute); +22% would need it at "
+                                       "~22%, i.e. ~10% compute efficiency, against the paper's own 'up to 41%'; see "
+                                       "docs/perfmodel.md")
 def test_ipu_mixed_precision_gain_is_the_papers_size():
-    gain = throughput(ipu("0 4 4 4", precision="mixed")) / throughput(ipu("0 4 4 4", precision="fp32"))
-    assert 1.15 <= gain <= 1.29
+    """Paper: +22.0%; within a third: 14.7-29.3%. Its Graphcore scripts cast every model ``.half()``
+    (paper-notes 4.2): the layer-scaling and 100-epoch scripts run fp32 partials
+    (``--enable-half-partials False``), run_benchmark.sh half partials, so its IPU precision comparison
+    is fp16 with fp32 partials (FP16.32) against fp16 with half partials (FP16.16)."""
+    gain = throughput(ipu("0 4 4 4", half_partials=True)) / throughput(ipu("0 4 4 4", half_partials=False))
+    assert 1.147 <= gain <= 1.293
+
+
+def test_ipu_fp32_against_16_bit_is_far_more_than_the_papers_comparison():
+    """True fp32 (87.5 TFLOP/s, 4-byte operands) against mixed is physics, not the paper's comparison:
+    a quarter of the FP16.16 AMP rate (half of FP16.32) and twice the bytes, so the 16-bit run wins by
+    much more than the partials type alone does."""
+    fp32 = throughput(ipu("0 4 4 4", precision="fp32"))
+    half_partials = throughput(ipu("0 4 4 4", precision="mixed", half_partials=True))
+    float_partials = throughput(ipu("0 4 4 4", precision="mixed", half_partials=False))
+    assert half_partials / fp32 > 2.5
+    assert float_partials / fp32 > 1.5
+    assert half_partials / fp32 > (half_partials / float_partials) * 1.5

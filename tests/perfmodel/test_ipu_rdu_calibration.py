@@ -8,10 +8,10 @@ import pytest
 from tests.perfmodel.helpers import predict, run_config
 
 #: graphcore/examples nlp/gpt2/pytorch (benchmarks.yml, run/*.sh), ../shared/reference/calibration-data.md:
-#: micro-batch 1, seq 1024, fp16, recompute every layer, embedding serialisation 4, matmul proportion
-#: 0.15, optimizer state off chip, replicated tensor sharding, vocab padded to 50,272, tied head
+#: micro-batch 1, seq 1024, fp16 with half partials, recompute every layer, embedding serialisation 4,
+#: matmul proportion 0.15, optimizer state off chip, replicated tensor sharding, vocab padded to 50,272, tied head
 RECIPE = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4, "optimizer_state_offchip": True,
-          "replicated_tensor_sharding": True, "recompute": True}
+          "replicated_tensor_sharding": True, "recompute": True, "half_partials": True}
 RECIPES = [  # model, layers per IPU, replication, GA, model overrides, RTS
     ("gpt2_small", "0 4 4 4", 4, 2048, {}, True),
     ("gpt2_small", "0 4 4 4", 16, 512, {}, True),

@@ -64,7 +64,7 @@ def test_pipelined_mixed_precision_run_drives_the_api(fake_sdk):
     assert settings["replicationFactor"] == [1]
     assert settings["setAvailableMemoryProportion"] == [{"IPU0": 0.3, "IPU1": 0.3}]
     assert settings["PipelinedExecution"] == ["AutoIncrement"]
-    assert settings["Precision.setPartialsType"] == ["torch.float32"]  # mixed: fp32 partials
+    assert settings["Precision.setPartialsType"] == ["torch.float32"]  # half_partials: false (the YAML default)
     assert settings["useIpuModel"] == [True] and not fake_sdk("ipuHardwareIsAvailable")  # the simulator: no IPU check
     assert fake_sdk("trainingModel")[0]["kwargs"]["param_dtype"] == "torch.float16"  # fp16 weights on the IPU
     adamw = fake_sdk("optim.AdamW")[0]["kwargs"]
@@ -90,7 +90,7 @@ def test_pipelined_mixed_precision_run_drives_the_api(fake_sdk):
 
 def test_data_parallel_fp16_replicates(fake_sdk):
     rc = run_config("ipu", python=fake_sdk.python, precision="fp16", parallel={"strategy": "dp", "degree": 2},
-                    options={"runner_ipu_model": True})
+                    options={"runner_ipu_model": True, "half_partials": True})
     result = execute(rc)
     assert result.status is Status.OK, result.reason
     settings = {c["call"]: c["args"] for c in fake_sdk()}

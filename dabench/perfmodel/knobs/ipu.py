@@ -24,3 +24,5 @@ class IpuOptions:
     replicated_tensor_sharding: bool = knob(boolean=True, doc="shard optimizer state over replicas")
     host_call_overhead_s: float = knob(low=0.0, doc="host-side cost of one PopTorch call, s")
     embedding_serialization_factor: int = knob(integer=True, doc="LM head computed in this many vocabulary slices")
+    half_partials: bool = knob(boolean=True, doc="fp16 matmul partials (FP16.16, --enable-half-partials); false: "
+                               "fp32 partials (FP16.32), the AMP at half the FP16.16 rate; 16-bit runs only")
