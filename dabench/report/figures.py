@@ -76,6 +76,28 @@ def _new(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 
 
+def _finish_axes(ax, x_label: str, y_label: str, *, x_base: int = 10, y_log: bool = True,
+                 legend_loc: str = "best") -> None:
+    """The common end of a single-axes figure: log x (base ``x_base``), log y unless ``y_log`` is
+    False, both axis labels, a dotted grid on major and minor ticks and a small legend."""
+    ax.set_xscale("log", base=x_base)
+    if y_log:
+        ax.set_yscale("log")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.grid(True, which="both", ls=":", lw=0.5)
+    ax.legend(fontsize=7, loc=legend_loc)
+
+
+def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``rows`` of the platforms that have two or more distinct values of ``column`` (a study
+    needs at least two points per platform)."""
+    if rows.empty:
+        return rows
+    counts = rows.groupby("platform")[column].nunique()
+    return rows[rows["platform"].isin(counts[counts >= 2].index)]
+
+
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
     """Per platform (columns): throughput (samples/s, log) and LI = mean/max subtask time against
     the number of decoder layers, one line per hidden size."""
@@ -132,12 +154,8 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
         median = part.groupby("hidden")["allocation"].median()
         ax.plot(median.index, median.values, marker="o", color=colors[name],
                 label=f"{name} ({'PREDICTED' if mode == 'predict' else mode}), median", **_style(mode))
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("hidden size")
-    ax.set_ylabel("allocation ratio (units allocated / available)")
+    _finish_axes(ax, "hidden size", "allocation ratio (units allocated / available)", x_base=2, y_log=False)
     ax.set_ylim(0, 1.05)
-    ax.grid(True, which="both", ls=":", lw=0.5)
-    ax.legend(fontsize=7, loc="best")
     return fig
 
 
@@ -168,12 +186,8 @@ def roofline(frame: pd.DataFrame) -> Figure:
         ax.scatter(part["intensity"], part["achieved_flops"], s=28, marker="D" if predicted else "o",
                    facecolors="none" if predicted else colors[name], edgecolors=colors[name], zorder=3,
                    label=f"{name} {'PREDICTED' if predicted else mode} ({len(part)})")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity, whole step (FLOP/byte at the main memory level)")
-    ax.set_ylabel("achieved FLOP/s per chip")
-    ax.grid(True, which="both", ls=":", lw=0.5)
-    ax.legend(fontsize=7, loc="lower right")
+    _finish_axes(ax, "arithmetic intensity, whole step (FLOP/byte at the main memory level)",
+                 "achieved FLOP/s per chip", legend_loc="lower right")
     return fig
 
 
@@ -213,10 +227,7 @@ def scaling(frame: pd.DataFrame) -> Figure:
 def batch_study(frame: pd.DataFrame) -> Figure:
     """Throughput (samples/s) against micro-batch size, one line per platform and precision (the
     best run per batch size)."""
-    rows = _ok(frame, "batch", "throughput")
-    if not rows.empty:
-        counts = rows.groupby("platform")["batch"].nunique()
-        rows = rows[rows["platform"].isin(counts[counts >= 2].index)]
+    rows = _platforms_with_several(_ok(frame, "batch", "throughput"), "batch")
     if rows.empty:
         raise NoData("no platform with ok runs at two or more batch sizes (run.batch_size) in this selection")
     fig = _new(6.5, 4.2)
@@ -226,22 +237,14 @@ def batch_study(frame: pd.DataFrame) -> Figure:
         best = _best(part, ["batch"])
         ax.plot(best["batch"], best["throughput"], marker="o", color=colors[name],
                 label=f"{name} {precision} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("batch size (samples per chip per micro-batch)")
-    ax.set_ylabel("throughput (samples/s)")
-    ax.grid(True, which="both", ls=":", lw=0.5)
-    ax.legend(fontsize=7, loc="best")
+    _finish_axes(ax, "batch size (samples per chip per micro-batch)", "throughput (samples/s)", x_base=2)
     return fig
 
 
 def precision_study(frame: pd.DataFrame) -> Figure:
     """Best throughput per precision on each platform, relative to that platform's slowest precision
     (bars; the label gives samples/s)."""
-    rows = _ok(frame, "throughput")
-    if not rows.empty:
-        counts = rows.groupby("platform")["precision"].nunique()
-        rows = rows[rows["platform"].isin(counts[counts >= 2].index)]
+    rows = _platforms_with_several(_ok(frame, "throughput"), "precision")
     if rows.empty:
         raise NoData("no platform with ok runs at two or more precisions (precision.name) in this selection")
     best = rows.groupby(["platform", "precision"])["throughput"].max().reset_index()
