@@ -61,6 +61,17 @@ def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: 
     return f"<polygon points='{points}' {style}/>"
 
 
+def _grid_line(x1: float, y1: float, x2: float, y2: float,
+               label: tuple[float, float, str, str] | None = None) -> list[str]:
+    """A light dotted grid line from pixel (x1, y1) to (x2, y2) and, when ``label`` is given as
+    (x, y, text-anchor, text), its tick label at pixel (x, y)."""
+    out = [f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' stroke='#ccc' stroke-dasharray='1,2'/>"]
+    if label is not None:
+        x, y, anchor, text = label
+        out.append(f"<text x='{_f(x)}' y='{_f(y)}' font-size='11' text-anchor='{anchor}' {FONT}>{text}</text>")
+    return out
+
+
 @dataclass
 class LogLogChart:
     """A log-log axes box of ``width`` x ``height`` pixels (plot area) inside a canvas with the
@@ -135,21 +146,17 @@ class LogLogChart:
             step = max(1, math.ceil(decades / 10))
             for k in range(0, decades + 1):
                 value = lo * 10 ** k
-                major = k % step == 0
+                label = None
                 if horizontal:
                     column = self.px(value)
-                    out.append(f"<line x1='{_f(column)}' y1='{_f(top)}' x2='{_f(column)}' y2='{_f(bottom)}' "
-                               f"stroke='#ccc' stroke-dasharray='1,2'/>")
-                    if major:
-                        out.append(f"<text x='{_f(column)}' y='{_f(bottom + 16)}' font-size='11' "
-                                   f"text-anchor='middle' {FONT}>{decade_label(value)}</text>")
+                    if k % step == 0:
+                        label = (column, bottom + 16, "middle", decade_label(value))
+                    out += _grid_line(column, top, column, bottom, label)
                 else:
                     row = self.py(value)
-                    out.append(f"<line x1='{_f(left)}' y1='{_f(row)}' x2='{_f(right)}' y2='{_f(row)}' "
-                               f"stroke='#ccc' stroke-dasharray='1,2'/>")
-                    if major:
-                        out.append(f"<text x='{_f(left - 6)}' y='{_f(row + 4)}' font-size='11' "
-                                   f"text-anchor='end' {FONT}>{decade_label(value, self.y_unit)}</text>")
+                    if k % step == 0:
+                        label = (left - 6, row + 4, "end", decade_label(value, self.y_unit))
+                    out += _grid_line(left, row, right, row, label)
         out.append(f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
                    f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>")
         middle = (top + bottom) / 2
