@@ -16,7 +16,6 @@ Last line: plot_ms=<median> run_s=<median> share=<plot / run> matplotlib_importe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -34,16 +33,9 @@ def main() -> None:
     args = parser.parse_args()
     cache = Path(tempfile.mkdtemp(prefix="dabench_roofline_cost_"))
     os.environ["DABENCH_CACHE_DIR"] = str(cache)
-    from dabench.hardware import cpu_calibration_key
-    from tests.conftest import TEST_CALIBRATION, composed
+    from tests.conftest import composed, write_test_calibration
 
-    entries = {}
-    for threads in range(1, (os.cpu_count() or 1) + 1):
-        for kind, value in TEST_CALIBRATION.items():
-            key = cpu_calibration_key(kind, threads)
-            entries[key] = {"key": key, "value": value, "samples": [value] * 5, "spread": 0.0, "load_per_core": 0.0,
-                            "measured_at": "benchmarks/roofline_cost.py fixture (tests/conftest.py), not a measurement"}
-    (cache / "calibration.json").write_text(json.dumps(entries))
+    write_test_calibration(cache, "benchmarks/roofline_cost.py fixture (tests/conftest.py), not a measurement")
 
     from dabench.config import build_run_config
     from dabench.metrics.summary import roofline_points

@@ -68,22 +68,31 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 TEST_CALIBRATION = {"matmul_fp32": 1e13, "matmul_bf16": 1e13, "matmul_fp16": 1e13, "copy": 1e12}
 
 
-@pytest.fixture(scope="session", autouse=True)
-def test_calibration_cache(tmp_path_factory):
-    """DABENCH_CACHE_DIR -> a session folder holding TEST_CALIBRATION for this machine's keys
-    (every thread count up to the core count), labelled as a test fixture, not a measurement."""
+def write_test_calibration(folder: Path, label: str) -> Path:
+    """``folder``/calibration.json holding TEST_CALIBRATION for this machine's keys (every thread
+    count up to the core count); ``label`` goes in each entry's ``measured_at``, which must say
+    that it is a fixture, not a measurement."""
     import json
 
     from dabench.hardware import cpu_calibration_key
 
-    folder = tmp_path_factory.mktemp("dabench_cache")
     entries = {}
     for threads in range(1, (os.cpu_count() or 1) + 1):
         for kind, value in TEST_CALIBRATION.items():
             key = cpu_calibration_key(kind, threads)
             entries[key] = {"key": key, "value": value, "samples": [value] * 5, "spread": 0.0, "load_per_core": 0.0,
-                            "measured_at": "test fixture (tests/conftest.py), not a measurement"}
-    (folder / "calibration.json").write_text(json.dumps(entries))
+                            "measured_at": label}
+    path = folder / "calibration.json"
+    path.write_text(json.dumps(entries))
+    return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def test_calibration_cache(tmp_path_factory):
+    """DABENCH_CACHE_DIR -> a session folder holding TEST_CALIBRATION (:func:`write_test_calibration`),
+    labelled as a test fixture, not a measurement."""
+    folder = tmp_path_factory.mktemp("dabench_cache")
+    write_test_calibration(folder, "test fixture (tests/conftest.py), not a measurement")
     previous = os.environ.get("DABENCH_CACHE_DIR")
     os.environ["DABENCH_CACHE_DIR"] = str(folder)
     yield folder
