@@ -38,6 +38,7 @@ TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bflo
 MIN_REPEATS = 5            #: timed repeats per calibration (the median is kept)
 MAX_LOAD_PER_CORE = 0.5    #: 1-minute load average per core above which calibration is refused
 MAX_SPREAD = 0.10          #: (max - min) / median of the repeats above which it is refused
+PROBE_REPEATS = 3          #: timed repeats of each in-situ probe (the median is kept)
 
 
 class CalibrationRefused(RuntimeError):
@@ -184,3 +185,26 @@ def peak_flops(precision_compute_dtype: str, **kwargs) -> float:
 def dram_bandwidth(**kwargs) -> float:
     """Calibrated DRAM bandwidth in bytes/s (raises CalibrationRefused like :func:`peak_flops`)."""
     return calibrate("copy", copy_samples, **kwargs).value
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The ceilings measured in situ at one moment: median of :data:`PROBE_REPEATS` repeats."""
+
+    peak_flops: float     #: FLOP/s of the calibration's matmul at the probed dtype
+    bandwidth_Bps: float  #: bytes/s (read + write) of the calibration's copy
+
+
+def probe(dtype: str, repeats: int = PROBE_REPEATS) -> Probe:
+    """Measure the two CPU ceilings now, with the current thread count (never cached, never
+    refused: a probe describes the machine as it is, busy or not)."""
+    return Probe(float(statistics.median(matmul_samples(dtype, repeats))),
+                 float(statistics.median(copy_samples(repeats))))
+
+
+def combine_probes(before: Probe, after: Probe) -> tuple[Probe, float]:
+    """The ceilings during a run bracketed by two probes: their means; and the drift of the peak,
+    (after - before) / mean, a measure of how steady the machine was during the run."""
+    peak = (before.peak_flops + after.peak_flops) / 2
+    bandwidth = (before.bandwidth_Bps + after.bandwidth_Bps) / 2
+    return Probe(peak, bandwidth), (after.peak_flops - before.peak_flops) / peak

@@ -28,6 +28,7 @@ from dabench.status import UnsupportedError
 
 
 UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
+IN_SITU = "in-situ (probed before and after the measured run)"  #: Ceilings.source of validate runs on the CPU
 
 
 def tf32_enabled(hw: HardwareSpec, precision: PrecisionConfig) -> bool:
@@ -78,6 +79,40 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
             return Ceilings(math.nan, math.nan, level.name, f"{UNCALIBRATED}: {refused}")
         source = "calibrated"
     return Ceilings(peak_flops=float(peak), bandwidth_Bps=float(bandwidth), memory_level=level.name, source=source)
+
+
+def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
+    """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
+    single-process CPU runs in validate mode whose ceilings are calibrated, not set in the config
+    (the caller also requires the calibration to have been accepted)."""
+    return (mode == "validate" and hw.arch == "cpu" and strategy == "none"
+            and not any(hw.peak_flops.get(p) for p in hw.peak_flops) and main_memory(hw).bandwidth_Bps is None)
+
+
+def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceilings, dict[str, float]]:
+    """Ceilings around a validate run from two :class:`dabench.calibration.Probe` readings that
+    bracket it: ``(model, roof, metrics)``.
+
+    - ``model``: the probes' mean, what the prediction prices the ops at (the machine as the run
+      met it);
+    - ``roof``: per ceiling, the higher of that mean and the cached calibration (both are medians
+      of repeats this machine reached), what efficiencies and roofline points of both the
+      measurement and the prediction are taken against, so neither sits above its roof because
+      the machine was faster during the run than in its calibration or the other way round;
+    - ``metrics``: ``validate.ceilings_drift`` ((after - before) / mean of the peak),
+      ``validate.probed_peak_flops``, ``validate.probed_bandwidth_Bps`` and
+      ``validate.peak_vs_calibrated`` (probed / calibrated - 1). ``ceilings`` must be calibrated
+      (a machine too busy to calibrate is not predicted at all)."""
+    from dabench.calibration import combine_probes
+
+    mean, drift = combine_probes(before, after)
+    metrics = {"validate.ceilings_drift": drift, "validate.probed_peak_flops": mean.peak_flops,
+               "validate.probed_bandwidth_Bps": mean.bandwidth_Bps}
+    model = Ceilings(mean.peak_flops, mean.bandwidth_Bps, ceilings.memory_level, IN_SITU)
+    metrics["validate.peak_vs_calibrated"] = mean.peak_flops / ceilings.peak_flops - 1
+    roof = Ceilings(max(mean.peak_flops, ceilings.peak_flops), max(mean.bandwidth_Bps, ceilings.bandwidth_Bps),
+                    ceilings.memory_level, f"{ceilings.source}, raised to the in-situ probes where higher")
+    return model, roof, metrics
 
 
 def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from dabench.backends import Backend, get_backend
 from dabench.config import RunConfig
-from dabench.hardware import host_cpu_ceilings, is_calibrated, resolve_ceilings
+from dabench.hardware import host_cpu_ceilings, in_situ_ceilings, is_calibrated, resolve_ceilings, uses_in_situ_ceilings
 from dabench.metrics.checks import check_result, without_ceiling_metrics
 from dabench.metrics.summary import Ceilings, compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import PREDICTORS, get_predictor
@@ -104,15 +104,22 @@ class Prediction:
     metrics: dict[str, float]
 
 
-def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilings | None = None) -> Prediction:
+def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilings | None = None,
+                   model_ceilings: Ceilings | None = None) -> Prediction:
     """config -> op graph -> analytical model -> Tier-1/2 metrics. ``graph`` and ``ceilings`` may
     be passed when the caller caches them (they depend only on model, micro-batch, precision and
-    hardware). Raises DabenchError (capacity, unsupported, ...) when the model refuses."""
+    hardware). ``model_ceilings``: what a roofline predictor (CPU/GPU) prices the ops at, when it
+    differs from the ``ceilings`` the metrics are taken against (validate mode's in-situ probes).
+    Raises DabenchError (capacity, unsupported, ...) when the model refuses."""
     if graph is None:
         graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     if ceilings is None:
         ceilings = resolve_ceilings(rc.hardware, rc.precision)
-    profile = get_predictor(rc.hardware.arch)(rc, graph)
+    predictor = get_predictor(rc.hardware.arch)
+    if getattr(predictor, "takes_ceilings", False):
+        profile = predictor(rc, graph, model_ceilings or ceilings)
+    else:
+        profile = predictor(rc, graph)
     metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
     # the metric part of the result check (the step's roof share included); execute() also checks
     # every per-class roofline point of the run it records (kept off this hot path: ~65 us)
@@ -171,6 +178,7 @@ def execute(rc: RunConfig) -> RunResult:
 
             torch.set_num_threads(rc.run.threads)
         result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+        model_ceilings = None  # the model's own ceilings when they differ (validate mode's in-situ probes)
         result.ceilings = ceilings = resolve_ceilings(rc.hardware, rc.precision)
         if result.mode in ("measure", "validate"):
             backend = get_backend(rc.hardware.backend)
@@ -178,12 +186,22 @@ def execute(rc: RunConfig) -> RunResult:
                 result.ceilings = ceilings = host_cpu_ceilings(rc.precision)
                 result.notes["dabench.ceilings_note"] = (f"backend {backend.name} runs on this machine's CPU: "
                                                          f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
+            # a machine too busy to calibrate stays unpredicted (the reason is recorded below)
+            in_situ = uses_in_situ_ceilings(rc.hardware, result.mode, rc.parallel.strategy) and is_calibrated(ceilings)
+            if in_situ:  # the machine's speed drifts: compare the run with ceilings probed around it
+                from dabench.calibration import probe
+
+                before = probe(rc.precision.compute_dtype)
             result.profile = measure(get_backend(rc.hardware.backend)(), rc, graph)
+            if in_situ:
+                model_ceilings, ceilings, probed = in_situ_ceilings(ceilings, before, probe(rc.precision.compute_dtype))
+                result.ceilings = ceilings
+                result.profile.extra_metrics.update(probed)
         if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
             from dabench.perfmodel.calibration import run_tags as model_tags
 
             result.notes.update(model_tags(rc.hardware.arch))
-        prediction = predict_config(rc, graph, ceilings) if result.mode in ("predict", "validate") else None
+        prediction = predict_config(rc, graph, ceilings, model_ceilings) if result.mode in ("predict", "validate") else None
         if prediction is not None:
             result.predicted = prediction.profile
         if result.profile is None:

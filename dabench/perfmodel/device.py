@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 
+from dabench.ceilings import Ceilings
 from dabench.config import RunConfig
 from dabench.hardware import cpu_native_precision, is_calibrated, resolve_ceilings, tf32_enabled
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
@@ -86,13 +87,15 @@ def _layer_time(layer: Layer, phases: tuple[str, ...], peak: float, bw: float, c
     return total, per_class
 
 
-def predict(rc: RunConfig, graph: OpGraph):
-    """Predicted Profile of one optimizer step on a CPU or GPU (per chip, with its parallel layout)."""
+def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings | None = None):
+    """Predicted Profile of one optimizer step on a CPU or GPU (per chip, with its parallel layout),
+    at ``ceilings`` when given (validate mode's in-situ probes), else at the resolved ones."""
     arch = rc.hardware.arch
     k = knobs_for(rc.hardware)
     ce, me, launch = k.compute_efficiency, k.memory_efficiency, k.launch_s
     half_flops = getattr(k, "matmul_half_flops", 0.0)
-    ceilings = resolve_ceilings(rc.hardware, rc.precision)
+    if ceilings is None:
+        ceilings = resolve_ceilings(rc.hardware, rc.precision)
     if not is_calibrated(ceilings):
         raise UnsupportedError(f"cannot predict on the CPU without its ceilings: {ceilings.source}")
     peak, bw = ceilings.peak_flops, ceilings.bandwidth_Bps
@@ -162,6 +165,9 @@ def predict(rc: RunConfig, graph: OpGraph):
                         memory={ceilings.memory_level: _memory(graph, rc)}, comm=comm, class_times=classes,
                         single_chip_samples_per_s=single, extra=extra,
                         tags=tags)
+
+
+predict.takes_ceilings = True  # predict_config passes the run's ceilings (see dabench.perfmodel)
 
 
 def _memory(graph: OpGraph, rc: RunConfig) -> float:
