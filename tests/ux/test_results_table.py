@@ -52,10 +52,13 @@ def test_results_csv_holds_every_run_in_table_order(tmp_path):
 
 
 def _run(tmp_path, *args, timeout=300):
+    """``python <args>`` in ``tmp_path`` with its own MLflow store; it must exit 0."""
     env = cli_env(tmp_path)
     env.pop("DABENCH_PROGRESS", None)
-    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
 
 
 def _parent(tmp_path):
@@ -66,51 +69,50 @@ def _parent(tmp_path):
     return client, parents[0]
 
 
+def _results_csv_on_disk_and_parent(tmp_path, pattern="multirun/*/*/results.csv"):
+    """The one results.csv under ``tmp_path`` matching ``pattern``, and the sweep's parent run,
+    which must hold results.csv as an artifact too."""
+    found = list(tmp_path.glob(pattern))
+    assert len(found) == 1
+    client, parent = _parent(tmp_path)
+    assert "results.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+    return found[0], parent
+
+
 @pytest.mark.slow
 def test_a_multirun_prints_progress_and_its_table_and_writes_results_csv_on_disk_and_on_the_parent(tmp_path):
     done = _run(tmp_path, "-m", "dabench", "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
                 "model.hidden_size=1536")
-    assert done.returncode == 0, done.stderr[-3000:]
     assert "multirun: 1/2 runs done" in done.stderr and "multirun: 2/2 runs done (1 ok, 1 failed)" in done.stderr
     table = done.stdout[done.stdout.index("multirun results: 2 runs (1 ok, 1 capacity)"):].splitlines()
     assert table[3].split()[0] == "gpt2_small" and " ok " in table[3] and " capacity " in table[4]
-    found = list(tmp_path.glob("multirun/*/*/results.csv"))
-    assert len(found) == 1
-    rows = list(csv.DictReader(found[0].open()))
+    path, parent = _results_csv_on_disk_and_parent(tmp_path)
+    rows = list(csv.DictReader(path.open()))
     assert [r["status"] for r in rows] == ["ok", "capacity"]
-    client, parent = _parent(tmp_path)
-    assert "results.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert parent.data.tags["dabench.mode"] == "predict"
 
 
 @pytest.mark.slow
 def test_a_study_ends_with_its_table_and_results_csv_on_its_parent(tmp_path):
     done = _run(tmp_path, "-m", "dabench", "+sweeps=ipu_deploy", "hydra.sweeper.n_trials=2", "-m")
-    assert done.returncode == 0, done.stderr[-3000:]
     assert "study: 2/2 trials done" in done.stderr
     assert "study ipu_deploy-gpt2_test results: 2 runs" in done.stdout
-    assert len(list(tmp_path.glob("multirun/*/*/results.csv"))) == 1
-    client, parent = _parent(tmp_path)
-    assert "results.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+    _, parent = _results_csv_on_disk_and_parent(tmp_path)
     assert parent.data.tags["dabench.mode"] == "predict"
 
 
 @pytest.mark.slow
 def test_a_grid_prints_progress_and_its_table_and_writes_results_csv(tmp_path):
     done = _run(tmp_path, "-m", "dabench.grid", "hardware=ipu", "hardware.mode=predict", "model.n_layers=2,4")
-    assert done.returncode == 0, done.stderr[-3000:]
     assert "grid: 2/2 runs done (2 ok, 0 failed)" in done.stderr
     assert "grid results: 2 runs (2 ok)" in done.stdout
-    assert len(list(tmp_path.glob("multirun/*/*-grid/results.csv"))) == 1
-    client, parent = _parent(tmp_path)
-    assert "results.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+    _results_csv_on_disk_and_parent(tmp_path, "multirun/*/*-grid/results.csv")
 
 
 @pytest.mark.slow
 def test_a_multirun_without_tracking_still_ends_with_its_table_and_results_csv(tmp_path):
     done = _run(tmp_path, "-m", "dabench", "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
                 "model.hidden_size=1536", "tracking.enabled=false")
-    assert done.returncode == 0, done.stderr[-3000:]
     assert "multirun results (not recorded: tracking.enabled=false): 2 runs (1 ok, 1 capacity)" in done.stdout
     (path,) = tmp_path.glob("multirun/*/*/results.csv")
     rows = list(csv.DictReader(path.open()))
