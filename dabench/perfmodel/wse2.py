@@ -317,9 +317,13 @@ def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
         return _weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
     try:
         return _pipelined(rc, graph, p, kernel_kinds(graph, p.bwd_weight), samples) + ("pipelined",)
-    except CapacityError:
+    except CapacityError as error:
         if p.knobs.execution_mode == "auto":
             return _weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
+        error.reason = (f"{error.reason}; models that do not fit layer-pipelined train in weight streaming "
+                        f"(Model Zoo R2.x): hardware.options.execution_mode=weight_streaming, or auto to stream "
+                        f"only what does not fit")
+        error.args = (error.reason,)
         raise
 
 
