@@ -17,9 +17,15 @@ from tests.reliability import _store_worker
 WRITERS = 8
 
 
-def _pool(n: int):
+def _released_together(worker, jobs: list[tuple], timeout: float) -> list:
+    """``worker(*job, barrier)`` for each job, each in its own spawned process, all released at
+    once by one multiprocessing.Barrier (the worker waits on it after its imports); the results
+    in job order."""
     ctx = mp.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=n, mp_context=ctx), ctx.Manager()
+    with ProcessPoolExecutor(max_workers=len(jobs), mp_context=ctx) as pool, ctx.Manager() as manager:
+        barrier = manager.Barrier(len(jobs))
+        futures = [pool.submit(worker, *job, barrier) for job in jobs]
+        return [f.result(timeout=timeout) for f in futures]
 
 
 def _healthy(db) -> None:
@@ -64,11 +70,7 @@ def test_store_lock_is_exclusive_between_processes(tmp_path):
 @pytest.mark.slow
 def test_eight_writers_on_a_fresh_store(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    pool, manager = _pool(WRITERS)
-    with pool, manager:
-        barrier = manager.Barrier(WRITERS)
-        futures = [pool.submit(_store_worker.log_one, uri, i, barrier) for i in range(WRITERS)]
-        run_ids = [f.result(timeout=300) for f in futures]
+    run_ids = _released_together(_store_worker.log_one, [(uri, i) for i in range(WRITERS)], timeout=300)
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -86,14 +88,10 @@ def test_eight_writers_on_a_fresh_store(tmp_path):
 def test_eight_cli_runs_at_once_on_a_fresh_default_store(tmp_path):
     """`python -m dabench hardware=ipu parallel=pp` x8, released together: 8 runs, all metrics."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
-    pool, manager = _pool(WRITERS)
-    with pool, manager:
-        barrier = manager.Barrier(WRITERS)
-        # one launch dir (so one default store); each job its own Hydra output dir
-        futures = [pool.submit(_store_worker.cli, str(tmp_path),
-                               ["hardware=ipu", "parallel=pp", "run.grad_accum=3", f"hydra.run.dir=outputs/w{i}"], barrier)
-                   for i in range(WRITERS)]
-        codes = [f.result(timeout=600) for f in futures]
+    # one launch dir (so one default store); each job its own Hydra output dir
+    jobs = [(str(tmp_path), ["hardware=ipu", "parallel=pp", "run.grad_accum=3", f"hydra.run.dir=outputs/w{i}"])
+            for i in range(WRITERS)]
+    codes = _released_together(_store_worker.cli, jobs, timeout=600)
     assert codes == [0] * WRITERS
     from mlflow.tracking import MlflowClient
 
