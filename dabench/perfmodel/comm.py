@@ -11,12 +11,16 @@ ranks on a ring, link bandwidth B and per-hop latency a:
 - reduce-scatter       =   (n-1)/n * S / B +   (n-1) * a
 - point-to-point       =             S / B +           a
 
+A transfer staged through hosts (device -> host, the host network, host -> device, store and
+forward) is a link of bandwidth 1 / (1/B + hops/B_host): :func:`staged_link`.
+
 One rank (or zero bytes) costs nothing. Contention, protocol overheads and overlap with compute
 are not modelled here; callers decide what is exposed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -72,3 +76,20 @@ def group_link(links, chips_per_node: int, ranks: int):
     if ranks <= chips_per_node:
         return intra or inter
     return inter or intra
+
+
+@dataclass(frozen=True)
+class StagedLink:
+    """A link whose bytes are staged through host memory (see :func:`staged_link`)."""
+
+    bandwidth_Bps: float
+    latency_s: float
+
+
+def staged_link(link: LinkLike, host_Bps: float, hops: int = 2) -> StagedLink:
+    """``link`` with every byte also copied over ``hops`` host links of ``host_Bps`` (device -> host
+    before the network, host -> device after it), not overlapped (store and forward): bandwidth
+    1 / (1/B + hops/B_host) bytes/s, the link's latency per hop."""
+    if host_Bps <= 0 or link.bandwidth_Bps <= 0:
+        raise ValueError("bandwidths must be positive")
+    return StagedLink(1.0 / (1.0 / link.bandwidth_Bps + hops / host_Bps), link.latency_s)

@@ -34,8 +34,8 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
 - Tensor parallelism (``parallel=tp``, SambaFlow ``--tensor-parallel weight`` over
   ``--n-chips``): matmul and attention work and weights split over t chips; each decoder block
   all-reduces its activation twice forward and twice backward (Megatron style) over the RDU
-  fabric inside a machine and over the network between machines (``hardware.chips_per_node``
-  RDUs per machine).
+  fabric inside a machine; between machines (``hardware.chips_per_node`` RDUs per machine) every
+  collective, tensor- or data-parallel, is staged through the hosts (:func:`allreduce_s`).
 - Load balance: stages of a section run concurrently, so each section's LI is
   mean/max of its stage times; the run's LI is the time-weighted mean over sections
   (``tier1.load_imbalance``). The subtasks are the stages (one per op and phase, every block's
@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 from dabench.config import RunConfig
 from dabench.perfmodel.capacity import require_fits
-from dabench.perfmodel.comm import group_link, ring_allreduce_s
+from dabench.perfmodel.comm import group_link, ring_allreduce_s, staged_link
 from dabench.perfmodel.common import make_profile, op_width, peak_flops, require_strategy
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.rdu import COMPILE_MODES, RduOptions
@@ -82,6 +82,7 @@ class RduKnobs:
     host_s: float
     host_logit_s: float
     host_Bps: float
+    machine_collective_s: float
 
 
 def knobs(rc: RunConfig) -> RduKnobs:
@@ -108,6 +109,7 @@ def knobs(rc: RunConfig) -> RduKnobs:
         host_s=o.host_overhead_s,
         host_logit_s=o.host_logit_s,
         host_Bps=o.host_link_Bps,
+        machine_collective_s=o.machine_collective_s,
     )
 
 
@@ -349,6 +351,26 @@ def host_time(rc: RunConfig, k: RduKnobs) -> float:
     return k.host_s + k.host_logit_s * sequence_logits(rc) + tokens * 8 / k.host_Bps
 
 
+def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:
+    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` whose group spans ``span`` chips.
+
+    Inside a machine (``span <= hardware.chips_per_node``): over the RDU fabric (the ``intra``
+    link). Between machines the collective is staged through the hosts: every byte goes RDU ->
+    host over PCIe (``host_link_Bps``), over the network (the ``inter`` link), host -> RDU over
+    PCIe, not overlapped (bandwidth 1 / (1/B_net + 2/B_pcie): :func:`dabench.perfmodel.comm.staged_link`),
+    plus ``machine_collective_s`` per collective: the host runtimes' hand-off and synchronisation,
+    during which no section runs. That constant is fitted (its only public point is the paper's
+    tensor-parallel 2 -> 4 chips across machines, RDU-TP4) and priced on every cross-machine
+    collective of this model, data-parallel gradients included."""
+    hw = rc.hardware
+    link = group_link(hw.links, hw.chips_per_node, span)
+    if ranks <= 1 or link is None:
+        return 0.0
+    if span <= hw.chips_per_node:
+        return ring_allreduce_s(nbytes, ranks, link)
+    return ring_allreduce_s(nbytes, ranks, staged_link(link, k.host_Bps)) + k.machine_collective_s
+
+
 def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
     plan = sections(graph, k, t)
     m = rc.run.grad_accum
@@ -359,16 +381,14 @@ def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
     tp_s = 0.0
     if t > 1:
         message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * graph.precision.compute_bytes
-        link = group_link(rc.hardware.links, rc.hardware.chips_per_node, t)
         calls = 4 * rc.model.n_layers * m
-        tp_s = calls * ring_allreduce_s(message, t, link)
+        tp_s = calls * allreduce_s(message, t, t, rc, k)
         comm.append(CommEvent("tp", "allreduce", message, tp_s, t, count=calls))
     host = host_time(rc, k)
     dp_s = 0.0
     if data_copies > 1:
         grads = graph.params * graph.precision.param_bytes / t
-        link = group_link(rc.hardware.links, rc.hardware.chips_per_node, rc.parallel.n_chips)
-        dp_s = ring_allreduce_s(grads, data_copies, link)
+        dp_s = allreduce_s(grads, data_copies, rc.parallel.n_chips, rc, k)
         comm.append(CommEvent("dp", "allreduce", grads, dp_s, data_copies))
     return device + tp_s + host + dp_s, device, host, timed, repeat, comm
 

@@ -10,6 +10,8 @@ Metrics (``Point.metric``):
 - ``allocation_pct``: tier-1 allocation ratio x 100.
 - ``feasible``: 1 when the model predicts the config runs, 0 when it refuses it for capacity.
 - ``mixed_gain_pct``: samples/s at precision=mixed over samples/s at precision=fp16, minus 1, x 100.
+- ``scaling_keep_pct``: samples/s of the row's config over samples/s of the same config at half
+  its ``parallel.degree``, x 100 (how much of the smaller group's throughput the larger one keeps).
 """
 
 from __future__ import annotations
@@ -84,6 +86,12 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
     """The model's value of ``point.metric`` (NaN when the model refuses a throughput point)."""
     from dabench.status import CapacityError
 
+    if point.metric == "scaling_keep_pct":
+        cfg = point_config(point, None, options)
+        half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}
+        larger = _predict(cfg)[1]["throughput.samples_per_s"]
+        smaller = _predict(half)[1]["throughput.samples_per_s"]
+        return 100.0 * larger / smaller
     if point.metric == "mixed_gain_pct":
         mixed = _predict(point_config(point, "mixed", options))[1]["throughput.samples_per_s"]
         fp16 = _predict(point_config(point, "fp16", options))[1]["throughput.samples_per_s"]
