@@ -93,20 +93,19 @@ def test_a_multirun_prints_progress_and_its_table_and_writes_results_csv_on_disk
 
 
 @pytest.mark.slow
-def test_a_study_ends_with_its_table_and_results_csv_on_its_parent(tmp_path):
-    done = _run(tmp_path, "-m", "dabench", "+sweeps=ipu_deploy", "hydra.sweeper.n_trials=2", "-m")
-    assert "study: 2/2 trials done" in done.stderr
-    assert "study ipu_deploy-gpt2_test results: 2 runs" in done.stdout
-    _, parent = _results_csv_on_disk_and_parent(tmp_path)
+@pytest.mark.parametrize("args, progress, header, pattern", [
+    (["dabench", "+sweeps=ipu_deploy", "hydra.sweeper.n_trials=2", "-m"], "study: 2/2 trials done",
+     "study ipu_deploy-gpt2_test results: 2 runs", "multirun/*/*/results.csv"),
+    (["dabench.grid", "hardware=ipu", "hardware.mode=predict", "model.n_layers=2,4"],
+     "grid: 2/2 runs done (2 ok, 0 failed)", "grid results: 2 runs (2 ok)", "multirun/*/*-grid/results.csv"),
+], ids=["study", "grid"])
+def test_a_study_and_a_grid_print_progress_and_their_table_and_put_results_csv_on_the_parent(
+        tmp_path, args, progress, header, pattern):
+    done = _run(tmp_path, "-m", *args)
+    assert progress in done.stderr
+    assert header in done.stdout
+    _, parent = _results_csv_on_disk_and_parent(tmp_path, pattern)
     assert parent.data.tags["dabench.mode"] == "predict"
-
-
-@pytest.mark.slow
-def test_a_grid_prints_progress_and_its_table_and_writes_results_csv(tmp_path):
-    done = _run(tmp_path, "-m", "dabench.grid", "hardware=ipu", "hardware.mode=predict", "model.n_layers=2,4")
-    assert "grid: 2/2 runs done (2 ok, 0 failed)" in done.stderr
-    assert "grid results: 2 runs (2 ok)" in done.stdout
-    _results_csv_on_disk_and_parent(tmp_path, "multirun/*/*-grid/results.csv")
 
 
 @pytest.mark.slow
