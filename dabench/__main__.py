@@ -46,9 +46,16 @@ def main() -> None:
     from dabench.interrupts import guard
     from dabench.quiet import install
 
-    install()  # third-party noise off unless -v / hydra.verbose (dabench/quiet.py); before torch and mlflow load
+    install()  # third-party noise off unless -v / hydra.verbose (dabench/quiet.py); before torch and mlflow load;
+    # it also takes -v / --verbose off the command line before the command line is checked
     import sys
 
+    import dabench.config  # noqa: F401  (registers the typed sections the schema knows)
+    from dabench.schema import refuse_bad_command_line
+
+    # unknown group options and keys: one line, exit 2, before Hydra (`python -m dabench` and the
+    # `dabench` console script alike)
+    refuse_bad_command_line()
     if "--help" in sys.argv or "-h" in sys.argv:  # (--hydra-help stays Hydra's own)
         _one_repository_for_help()
     with guard():
@@ -56,11 +63,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    import dabench.config  # noqa: F401  (registers the typed sections the schema knows)
-    from dabench.quiet import install
-    from dabench.schema import refuse_bad_command_line
-
-    install()  # takes -v / --verbose off the command line before it is checked
-
-    refuse_bad_command_line()  # unknown group options and keys: one line, exit 2, before Hydra
     main()

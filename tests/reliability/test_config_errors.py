@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from pathlib import Path
 import sys
 
 import pytest
@@ -101,9 +102,16 @@ def test_every_range_is_documented():
         assert f"`{name}`" in doc, f"{name} missing from docs/config.md"
 
 
-@pytest.mark.parametrize("override", ["hardware=tpu", "+run.batch_sise=8"])
-def test_cli_refuses_in_one_line_with_exit_2(tmp_path, override):
-    done = subprocess.run([sys.executable, "-m", "dabench", override], cwd=tmp_path, capture_output=True, text=True,
+def _entry_points() -> list[list[str]]:
+    """``python -m dabench`` and, where installed next to this interpreter, the ``dabench`` console script."""
+    script = Path(sys.executable).with_name("dabench")
+    return [[sys.executable, "-m", "dabench"]] + ([[str(script)]] if script.exists() else [])
+
+
+@pytest.mark.parametrize("entry", _entry_points(), ids=lambda e: "console-script" if len(e) == 1 else "python-m")
+@pytest.mark.parametrize("override", ["hardware=tpu", "+run.batch_sise=8", "model=gpt2_smal"])
+def test_cli_refuses_in_one_line_with_exit_2(tmp_path, override, entry):
+    done = subprocess.run([*entry, override], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
