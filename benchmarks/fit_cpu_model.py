@@ -36,6 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dabench.quiet import install as quiet  # noqa: E402  (before torch loads: libkineto's USDT lines off)
+
+quiet()
+
 BOUNDS = {"launch_s": (1e-5, 3e-4), "matmul_half_flops": (1e5, 2e8), "memory_efficiency": (0.1, 1.0)}
 
 

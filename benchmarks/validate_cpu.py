@@ -38,6 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dabench.quiet import install as quiet  # noqa: E402  (before torch loads: libkineto's USDT lines off)
+
+quiet()
+
 LAYERS, HIDDEN, BATCH = (2, 4, 8), (128, 256, 512), (1, 4, 16)
 
 
