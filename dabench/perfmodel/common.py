@@ -75,6 +75,16 @@ def op_width(op: Op, model: ModelConfig) -> int:
     return model.hidden_size
 
 
+def weight_params(op: Op, model: ModelConfig) -> int:
+    """Parameters an op reads as weights: its own (``op.params``, forward entries), or, for the LM
+    head of a tied model (``model.tie_embeddings``), the token table it multiplies by: V x H
+    parameters that the op graph gives to the embedding, so that they, their gradient and their
+    optimizer state count once. A unit that runs the head still has to hold or stream the table."""
+    if op.name == "lm_head" and model.tie_embeddings:
+        return model.vocab_size * model.hidden_size
+    return op.params
+
+
 def make_profile(rc: RunConfig, source: str, step_s: float, *, subtask_kind: str, units: dict[str, UnitUse],
                  subtasks: list[Subtask], memory: dict[str, float], comm: list[CommEvent] | None = None,
                  class_times: dict[str, float] | None = None, single_chip_samples_per_s: float | None = None,

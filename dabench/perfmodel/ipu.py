@@ -3,7 +3,8 @@
 Mapping (Graphcore's GPT-2 example, as the DABench-LLM artifact runs it):
 
 - ``parallel=pp``: IPU i holds ``layers_per_stage[i]`` decoder layers; IPU 0 also holds the token
-  embedding and the LM head (a tied head, ``model.tie_embeddings``, stores the table once) (``--layers-per-ipu 0 4 4 4``), so a micro-batch leaves IPU 0,
+  embedding and the LM head (``--layers-per-ipu 0 4 4 4``; a tied head, ``model.tie_embeddings``,
+  shares the embedding's table, stored once: :func:`ipu_params`), so a micro-batch leaves IPU 0,
   crosses IPUs 1..p-1 and comes back to IPU 0 for the loss. ``parallel=none`` or ``dp``: one IPU
   per replica holds everything. ``parallel.replicas`` (or the dp degree) is the replication factor;
   ``run.grad_accum`` micro-batches of ``run.batch_size`` go through the pipeline per step;
@@ -218,20 +219,14 @@ def replicas(rc: RunConfig) -> int:
     return rc.data_copies
 
 
-def tied_head_params(graph: OpGraph) -> int:
-    """LM-head weights that are the token embedding's own (GPT-2 ties them: ``lm_head.weight is
-    wte.weight``), so IPU 0, which holds both, stores them once. 0 for an untied model
-    (``model.tie_embeddings: false`` where the model config has that field)."""
-    if not getattr(graph.model, "tie_embeddings", True):
-        return 0
-    return sum(op.params for op in graph.layer("head").ops if op.name == "lm_head")
-
-
 def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
-    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0
-    (a tied head's weights counted once)."""
+    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0.
+    A tied head (``model.tie_embeddings``: GPT-2's ``lm_head.weight is wte.weight``) owns no
+    parameters in the op graph (the table is the embedding's), so IPU 0, which holds both, stores
+    the table, its gradient and its optimizer state once; the head's matmul still reads it (its
+    op bytes, hence its exchange and temporaries, are the untied head's)."""
     block = graph.layer("block.0").params if graph.model.n_layers else 0
-    extra = graph.layer("embedding").params + graph.layer("head").params - tied_head_params(graph)
+    extra = graph.layer("embedding").params + graph.layer("head").params
     return [n * block + (extra if i == 0 else 0) for i, n in enumerate(layers)]
 
 

@@ -11,9 +11,11 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
 - Resources of a section (one chip, ``options.tiles`` of its 8 tiles, times
   ``resources_scaling``, the artifact's ``--resources-scaling-factors 0.8``): PCUs P and PMUs M.
   A stage holds its weights (and, backward, its gradient accumulators) in PMUs of
-  SRAM / PMU-count bytes, plus ``stage_buffer_pmus`` output buffers (double buffering), each the
-  size of one sample's output (seq x width elements); a section is closed when the next stage
-  would exceed M.
+  SRAM / PMU-count bytes (a tied LM head holds the token table it multiplies by, as an untied
+  one holds its own: :func:`~dabench.perfmodel.common.weight_params`; the table's optimizer
+  state and its update are the embedding's, once), plus ``stage_buffer_pmus`` output buffers
+  (double buffering), each the size of one sample's output (seq x width elements); a section is
+  closed when the next stage would exceed M.
 - PCUs per stage: proportional to its FLOPs (the compiler balances the stage pipeline), at least
   one, and at most ceil(width / ``pcu_lanes``): a stage vectorises over its output features,
   while tokens stream through the pipeline in time; the share is rounded down to a power of two.
@@ -54,7 +56,7 @@ from dataclasses import dataclass
 from dabench.config import RunConfig
 from dabench.perfmodel.capacity import require_fits
 from dabench.perfmodel.comm import group_link, ring_allreduce_s, staged_link
-from dabench.perfmodel.common import make_profile, op_width, peak_flops, require_strategy
+from dabench.perfmodel.common import make_profile, op_width, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.rdu import COMPILE_MODES, RduOptions
 from dabench.status import ConfigError
@@ -146,7 +148,7 @@ def _stages_of(ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], gr
         width = op_width(op, model)
         cap = pcus if width == 0 else max(1, ceil(width / split / lanes))
         if phase == "fwd":
-            weights = op.params * w / t
+            weights = weight_params(op, model) * w / t
             fused = weights + op.saved_bytes / split
         elif phase == "bwd":
             params = saved.get("params:" + name, 0)
@@ -172,7 +174,7 @@ def _layer_stages(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, dict[str, li
         for op in layer.ops:
             if op.phase == "fwd":
                 saved[op.name] = op.saved_bytes
-                saved["params:" + op.name] = op.params
+                saved["params:" + op.name] = weight_params(op, graph.model)
         phases: dict[str, list[Stage]] = {"fwd": [], "bwd": [], "opt": []}
         for stage in _stages_of(layer.ops, name, saved, graph, k, t):
             phases[stage.phase].append(stage)

@@ -22,7 +22,9 @@ Layer-pipelined mapping (Model Zoo R1.x; the compile reports of the DABench-LLM 
   keep streaming (the compile reports print the same samples/s at batch 2, 128 and 2,048):
   step = samples / R, so samples/s is flat in the batch.
 - On-chip memory: the compiled region holds the weights and optimizer state (fp32 master,
-  16-bit copy, gradients, AdamW moments) and, per kernel, the saved activations of
+  16-bit copy, gradients, AdamW moments; a tied token table, ``model.tie_embeddings``, counted
+  once: no public compile report tells whether ``emb`` and ``mlm_loss`` keep two 16-bit copies
+  of it, and a second copy would be ~2 bytes per table parameter) and, per kernel, the saved activations of
   ``stash_tokens_per_kernel`` tokens (data moves through the pipeline in token rows; the window a
   kernel holds between its forward and backward is a fixed number of rows): linear in depth. Its capacity is the region's share of the wafer's SRAM.
   Beyond it the compile fails (``execution_mode: pipelined``; the paper's runs fail beyond 72
@@ -40,7 +42,9 @@ matmuls spread over the whole wafer reach e(H) = ``ws_efficiency_max`` * H / (H 
 ``ws_half_width``) of the peak (a wider layer fills the PE grid better). The batch is split into
 micro-batches when the activations of the whole batch do not fit: the wafer keeps, per
 micro-batch, every layer's input (checkpoints; blocks recompute their forward in backward) and
-one layer's working activations; weights stream again for each micro-batch. Per layer and
+one layer's working activations; weights stream again for each micro-batch. A tied LM head
+streams the token table in (and its gradient out) as the embedding does: MemoryX keeps one copy
+of it and of its optimizer state, the wafer needs it for both layers. Per layer and
 micro-batch, time = max(compute, weights in) forward + max(compute, weights in, gradients out)
 backward. ``parallel=dp`` (several CS-2s) splits the batch; SwarmX reduces gradients as they
 stream (exposed cost: the reduction tree's latency).
@@ -57,7 +61,7 @@ from dataclasses import dataclass
 from dabench.config import RunConfig
 from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
-from dabench.perfmodel.common import make_profile, peak_flops, require_strategy
+from dabench.perfmodel.common import make_profile, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.wse2 import MODES, Wse2Knobs  # noqa: F401  (MODES re-exported)
 from dabench.profile import CommEvent, Subtask, UnitUse
@@ -255,6 +259,13 @@ def width_fill(hidden: int, half_width: float) -> float:
     return hidden / (hidden + half_width)
 
 
+def streamed_params(layer: Layer, model) -> int:
+    """Parameters a layer streams in from MemoryX (and whose gradients it streams out): the weights
+    its forward ops read (:func:`~dabench.perfmodel.common.weight_params`). A tied LM head streams
+    the token table again, as the embedding did; MemoryX keeps one copy and one optimizer state."""
+    return sum(weight_params(op, model) for op in layer.ops if op.phase == "fwd")
+
+
 def _micro_batch(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int) -> tuple[int, float]:
     """(largest micro-batch whose activations fit the wafer, bytes it needs)."""
     e = graph.precision.compute_bytes
@@ -262,7 +273,7 @@ def _micro_batch(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int) -> 
     per_sample = m.seq_len * m.hidden_size * e * m.n_layers  # every layer's input (checkpoints)
     per_sample += max((layer.saved_bytes for layer in graph.layers), default=0.0) / graph.batch_size
     # one layer's 16-bit weights and fp32 gradient in flight
-    fixed = max((layer.params for layer in graph.layers), default=0) * (e + graph.precision.param_bytes)
+    fixed = max((streamed_params(layer, m) for layer in graph.layers), default=0) * (e + graph.precision.param_bytes)
     room = p.sram_bytes - fixed
     mb = min(samples, int(room // per_sample)) if room > 0 else 0
     if mb < 1:
@@ -285,8 +296,9 @@ def _weight_streaming(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int
         fwd = scale * layer.totals.flops["fwd"] / per_wafer
         recompute = layer.totals.flops["fwd"] if layer.kind == "block" else 0.0
         bwd = scale * (layer.totals.flops["bwd"] * p.bwd_weight + recompute) / per_wafer
-        weights_in = layer.params * e / p.memoryx_Bps
-        grads_out = layer.params * w / p.memoryx_Bps
+        streamed = streamed_params(layer, rc.model)
+        weights_in = streamed * e / p.memoryx_Bps
+        grads_out = streamed * w / p.memoryx_Bps
         t = micro * (max(fwd, weights_in) + max(bwd, weights_in, grads_out))
         streaming_bound += weights_in > fwd
         total += t

@@ -1,6 +1,7 @@
 """Every analytical model: a Profile marked predicted, Tier-2 figures for parallel runs, refusals
 that name what is unsupported, and no torch import on the predict path."""
 
+import math
 import subprocess
 import sys
 
@@ -131,3 +132,66 @@ def test_the_predict_path_never_imports_torch():
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
+
+
+# ----------------------------------------------------------------------------- tied LM head
+
+
+def _tied_and_untied(arch: str, **kw):
+    """(RunConfig, op graph) of gpt2_small with and without ``tie_embeddings``."""
+    from dabench.workload.opgraph import build_opgraph
+
+    out = []
+    for tie in (True, False):
+        rc = run_config(arch, model_over={**kw.pop("model_over", {}), "tie_embeddings": tie}, **kw)
+        out.append((rc, build_opgraph(rc.model, rc.run.batch_size, rc.precision)))
+    return out
+
+
+def test_rdu_tied_head_section_still_holds_the_table():
+    """A tied head owns no parameters (the embedding does), but the section that runs it still holds
+    the table in its PMUs (backward: and the gradient accumulator) and moves it over DDR: forward and
+    backward sections are the untied model's. Only the update is shared: one AdamW over the table."""
+    from dabench.perfmodel import rdu
+
+    plans = []
+    for rc, graph in _tied_and_untied("rdu", batch_size=16, options={"compile_mode": "o3"}):
+        k = rdu.knobs(rc)
+        plans.append((k, rdu.sections(graph, k, 1), graph))
+    (k, tied, tied_graph), (_, untied, untied_graph) = plans
+    for phase in ("fwd", "bwd"):
+        assert [[(s.name, s.weight_pmus, s.ddr_fused) for s in sec.stages] for sec in tied[phase]] == \
+               [[(s.name, s.weight_pmus, s.ddr_fused) for s in sec.stages] for sec in untied[phase]]
+    head = next(s for sec in tied["fwd"] for s in sec.stages if s.name == "head.lm_head.fwd")
+    assert head.weight_pmus == math.ceil(50257 * 768 * 4 / k.pmu_bytes)
+    table_update = 12.0 * 50257 * 768  # AdamW FLOPs of one table
+    opt = [sum(s.flops for sec in plan["opt"] for s in sec.stages) for plan in (tied, untied)]
+    assert opt[1] - opt[0] == pytest.approx(table_update)
+    assert untied_graph.params - tied_graph.params == 50257 * 768
+
+
+def test_wse2_weight_streaming_streams_a_tied_table_for_the_head():
+    """MemoryX keeps one copy of a tied table, but the head layer streams it in (and its gradient
+    out) as the embedding layer does: per layer, tied and untied runs take the same time. At 2 x 1,024
+    tokens the head's matmul is shorter than streaming the table in (~1.2 PFLOP/s vs 150 GB/s)."""
+    kw = {"batch_size": 2, "options": {"execution_mode": "weight_streaming"}}
+    times = [{s.name: s.time_s for s in predict(rc)[0].subtasks} for rc, _ in _tied_and_untied("wse2", **kw)]
+    assert times[0] == pytest.approx(times[1])
+    from dabench.perfmodel.wse2 import streamed_params
+
+    (_, tied), _ = _tied_and_untied("wse2")
+    assert tied.layer("head").params < 50257 * 768 <= streamed_params(tied.layer("head"), tied.model)
+
+
+def test_ipu_zero_stores_a_tied_table_once():
+    """IPU 0 holds the embedding and the head: a tied table (its weights, gradient and optimizer
+    state) counts once there."""
+    from dabench.perfmodel.ipu import ipu_params
+
+    kw = {"model": "gpt2_test", "precision": "fp16", "parallel": "pp", "placement": "0 4 4 4", "batch_size": 1,
+          "grad_accum": 64, "options": PAPER_IPU}
+    (rc, tied), (_, untied) = _tied_and_untied("ipu", **kw)
+    layers = tuple(rc.parallel.layers_per_stage)
+    table = rc.model.vocab_size * rc.model.hidden_size
+    assert ipu_params(untied, layers)[0] - ipu_params(tied, layers)[0] == table
+    assert ipu_params(untied, layers)[1:] == ipu_params(tied, layers)[1:]
