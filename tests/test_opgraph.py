@@ -50,6 +50,22 @@ def test_params_match_the_module():
     assert build_opgraph(cfg, 1, FP32).params == sum(p.numel() for p in DecoderStack.from_config(cfg).parameters())
 
 
+def test_a_tied_head_shares_the_token_table_in_the_module():
+    """tie_embeddings: the LM head's weight is the embedding's table (one parameter, the op graph's
+    count), and both uses add to its gradient."""
+    cfg = ModelConfig("t", 2, 64, 4, 16, 300, tie_embeddings=True)
+    torch.manual_seed(0)
+    model = DecoderStack.from_config(cfg)
+    assert model.head.lm_head.weight is model.embedding.tok.weight
+    assert build_opgraph(cfg, 1, FP32).params == sum(p.numel() for p in model.parameters())
+    ids, targets = synthetic_batch(2, cfg.seq_len, cfg.vocab_size, seed=0)
+    model(ids, targets).backward()
+    table_grad = model.embedding.tok.weight.grad.clone()
+    unused = torch.ones(cfg.vocab_size, dtype=torch.bool)
+    unused[ids.flatten()] = False  # rows no input token looks up: only the head's gradient reaches them
+    assert unused.any() and table_grad[unused].abs().sum() > 0
+
+
 def test_work_scales_with_layers_and_batch():
     one = build_opgraph(ModelConfig("e", 1, 64, 4, 16, 300), 2, FP32)
     two = build_opgraph(ModelConfig("e", 2, 64, 4, 16, 300), 2, FP32)

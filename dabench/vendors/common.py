@@ -77,7 +77,8 @@ def build_model(model_cfg: Dict[str, Any], seed: int):
 
     torch.manual_seed(seed)
     return DecoderStack(model_cfg["n_layers"], model_cfg["hidden_size"], model_cfg["n_heads"], model_cfg["seq_len"],
-                        model_cfg["vocab_size"], model_cfg.get("ffn_mult", 4))
+                        model_cfg["vocab_size"], model_cfg.get("ffn_mult", 4),
+                        tie_embeddings=bool(model_cfg.get("tie_embeddings", False)))
 
 
 class SyntheticTokens(object):

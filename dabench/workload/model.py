@@ -1,8 +1,10 @@
 """The workload: a GPT-2 style decoder stack in plain PyTorch, and its training step.
 
 Token + position embeddings, ``n_layers`` pre-LN decoder blocks (causal self-attention through
-``scaled_dot_product_attention`` and a GELU MLP), a final LayerNorm, an untied LM head and the
-cross-entropy loss. The modules are split so that a pipeline can cut the stack between blocks
+``scaled_dot_product_attention`` and a GELU MLP), a final LayerNorm, an LM head and the
+cross-entropy loss. With ``tie_embeddings`` (GPT-2, as Hugging Face's GPT2LMHeadModel) the LM head's
+weight *is* the token embedding's table: one parameter, one gradient (both uses accumulate into
+it), one optimizer state. The modules are split so that a pipeline can cut the stack between blocks
 (:class:`Embedding`, :class:`DecoderBlock`, :class:`Head`).
 
 This module imports only torch and the standard library: vendor runners load it in their own
@@ -85,7 +87,8 @@ class DecoderBlock(nn.Module):
 
 
 class Head(nn.Module):
-    """Final LayerNorm, LM head (hidden x vocab, untied) and mean token cross-entropy."""
+    """Final LayerNorm, LM head (hidden x vocab; :class:`DecoderStack` may tie its weight to the
+    token table) and mean token cross-entropy."""
 
     def __init__(self, hidden: int, vocab_size: int):
         super().__init__()
@@ -113,11 +116,14 @@ class DecoderStack(nn.Module):
     touching the timed steps, which run with ``timer=None``.
     """
 
-    def __init__(self, n_layers: int, hidden: int, n_heads: int, seq_len: int, vocab_size: int, ffn_mult: int = 4):
+    def __init__(self, n_layers: int, hidden: int, n_heads: int, seq_len: int, vocab_size: int, ffn_mult: int = 4,
+                 tie_embeddings: bool = False):
         super().__init__()
         self.embedding = Embedding(vocab_size, seq_len, hidden)
         self.blocks = nn.ModuleList(DecoderBlock(hidden, n_heads, ffn_mult * hidden) for _ in range(n_layers))
         self.head = Head(hidden, vocab_size)
+        if tie_embeddings:  # GPT-2: lm_head.weight is wte.weight (vocab x hidden, the same shape)
+            self.head.lm_head.weight = self.embedding.tok.weight
         self.apply(_init_weights)
         for name, param in self.named_parameters():
             if name.endswith("proj.weight") or name.endswith("fc2.weight"):
@@ -127,10 +133,10 @@ class DecoderStack(nn.Module):
     @classmethod
     def from_config(cls, model) -> "DecoderStack":
         """Build from a :class:`dabench.config.ModelConfig` (or any object with its fields). Model
-        variants that only the op graph prices (SwiGLU, rotary, tied embeddings, cross-attention,
-        an MLM head) are refused as unsupported rather than measured as a plain GPT-2 stack."""
-        variants = {"ffn_type": "gelu", "position": "learned", "tie_embeddings": False,
-                    "cross_attention_layers": 0, "head_tokens": 0}
+        variants that only the op graph prices (SwiGLU, rotary, cross-attention, an MLM head) are
+        refused as unsupported rather than measured as a plain GPT-2 stack; ``tie_embeddings`` is
+        built (GPT-2's tied head)."""
+        variants = {"ffn_type": "gelu", "position": "learned", "cross_attention_layers": 0, "head_tokens": 0}
         used = [f"{k}={getattr(model, k)}" for k, plain in variants.items() if getattr(model, k, plain) != plain]
         if getattr(model, "ffn_size", 0) and model.ffn_size != model.ffn_mult * model.hidden_size:
             used.append(f"ffn_size={model.ffn_size}")
@@ -139,7 +145,8 @@ class DecoderStack(nn.Module):
 
             raise UnsupportedError(f"the measured workload (dabench/workload/model.py) builds GPT-2 blocks only; "
                                    f"model {model.name} sets {', '.join(used)} (predict mode prices them)")
-        return cls(model.n_layers, model.hidden_size, model.n_heads, model.seq_len, model.vocab_size, model.ffn_mult)
+        return cls(model.n_layers, model.hidden_size, model.n_heads, model.seq_len, model.vocab_size, model.ffn_mult,
+                   tie_embeddings=bool(getattr(model, "tie_embeddings", False)))
 
     def layer_names(self) -> list[str]:
         """Names of the subtasks a step is cut into: embedding, block.0 .. block.N-1, head."""
