@@ -66,6 +66,16 @@ def test_a_tied_head_shares_the_token_table_in_the_module():
     assert unused.any() and table_grad[unused].abs().sum() > 0
 
 
+def test_gpt2_small_module_has_gpt2s_parameter_count():
+    """The shipped gpt2_small config builds Hugging Face GPT-2 small's 124,439,808 parameters (tied
+    head); the op graph counts the same."""
+    model_cfg, precision = _variant("gpt2_small")
+    with torch.device("meta"):  # shapes only: nothing is allocated or initialised
+        model = DecoderStack.from_config(model_cfg)
+    assert sum(p.numel() for p in model.parameters()) == 124_439_808
+    assert build_opgraph(model_cfg, 1, precision).params == 124_439_808
+
+
 def test_work_scales_with_layers_and_batch():
     one = build_opgraph(ModelConfig("e", 1, 64, 4, 16, 300), 2, FP32)
     two = build_opgraph(ModelConfig("e", 2, 64, 4, 16, 300), 2, FP32)
@@ -106,17 +116,17 @@ def test_calibration_workloads_have_their_published_parameter_counts():
 def test_model_variants_change_what_the_op_graph_prices():
     from dabench.workload.opgraph import build_opgraph
 
-    base_model, precision = _variant("gpt2_small")
+    base_model, precision = _variant("gpt2_small", tie_embeddings=False)  # the shipped GPT-2 configs tie
     base = build_opgraph(base_model, 2, precision)
     h, v = base_model.hidden_size, base_model.vocab_size
     tied = build_opgraph(_variant("gpt2_small", tie_embeddings=True)[0], 2, precision)
     assert base.params - tied.params == v * h and tied.flops("fwd") == base.flops("fwd")
-    rotary = build_opgraph(_variant("gpt2_small", position="rotary")[0], 2, precision)
+    rotary = build_opgraph(_variant("gpt2_small", tie_embeddings=False, position="rotary")[0], 2, precision)
     assert base.params - rotary.params == base_model.seq_len * h
-    cross = build_opgraph(_variant("gpt2_small", cross_attention_layers=6)[0], 2, precision)
+    cross = build_opgraph(_variant("gpt2_small", tie_embeddings=False, cross_attention_layers=6)[0], 2, precision)
     extra = 6 * (4 * h * h + 4 * h + 2 * h)  # q, k, v, out (+ biases) and a LayerNorm per decoder block
     assert cross.params - base.params == pytest.approx(extra, abs=12)
-    mlm = build_opgraph(_variant("gpt2_small", head_tokens=128)[0], 2, precision)
+    mlm = build_opgraph(_variant("gpt2_small", tie_embeddings=False, head_tokens=128)[0], 2, precision)
     assert mlm.layer("head").totals.flops["fwd"] < base.layer("head").totals.flops["fwd"] / 4
 
 

@@ -148,6 +148,14 @@ def _tied_and_untied(arch: str, **kw):
     return out
 
 
+def test_gpt2_configs_tie_the_lm_head_as_gpt2_does():
+    """GPT-2 small has 124,439,808 parameters with the head tied (Hugging Face GPT2LMHeadModel);
+    an untied head adds the 50,257 x 768 table again."""
+    (_, tied), (_, untied) = _tied_and_untied("rdu")
+    assert tied.model.tie_embeddings and tied.params == 124_439_808
+    assert untied.params - tied.params == 50257 * 768
+
+
 def test_rdu_tied_head_section_still_holds_the_table():
     """A tied head owns no parameters (the embedding does), but the section that runs it still holds
     the table in its PMUs (backward: and the gradient accumulator) and moves it over DDR: forward and
