@@ -14,6 +14,12 @@ gradient scaling (``scale_grads``) divides *all* accumulated gradients at the en
 which would be wrong across calls, so it is off and the loss function divides by
 ``micro_batches * grad_accum`` instead (the same mean as the single-process step).
 
+A tied LM head (``model.tie_embeddings``, GPT-2) puts the token table on two stages: stage 0's
+embedding and the last stage's head start from the same seeded values, and before every optimizer
+step the two copies' gradients are summed over a two-rank group per replica (one all-reduce of
+vocab x hidden, as Megatron-LM does for its shared embedding), so both take the same update and
+stay one table; the all-reduce's time is counted as compute of the optimizer phase.
+
 Not expressible here: ``parallel.head_on_last=false`` (the head on stage 0, as on IPUs) makes the
 data flow circular; single-stage-per-rank schedules need the loss on the last stage, so that
 layout is refused (UnsupportedError) rather than hand-written.
@@ -64,6 +70,24 @@ class StageModule(nn.Module):
         return self.head.logits(x) if self.head is not None else x
 
 
+def tied_table_group(ctx: RankContext, mesh, replica: int, stage_index: int):
+    """With ``model.tie_embeddings``, the two-rank group of each replica's first and last stage
+    (created by every rank, in the same order, as ``dist.new_group`` requires); this rank's group,
+    or None when the table is not tied or this rank holds neither copy."""
+    par = ctx.rc.parallel
+    if not getattr(ctx.rc.model, "tie_embeddings", False) or par.degree < 2:
+        return None
+    ranks = mesh.mesh.tolist()  # [replica][stage] -> global rank
+    groups = [dist.new_group([row[0], row[-1]]) for row in ranks]
+    return groups[replica] if stage_index in (0, par.degree - 1) else None
+
+
+def tied_table(module: nn.Module) -> nn.Parameter:
+    """The token table on this stage: the embedding's (stage 0) or the LM head's (last stage)."""
+    stage = getattr(module, "module", module)  # under DDP
+    return stage.embedding.tok.weight if stage.embedding is not None else stage.head.lm_head.weight
+
+
 def stage_layers(layers_per_stage: tuple[int, ...], stage: int) -> tuple[int, int]:
     """[first, last) block indices of ``stage``."""
     first = sum(layers_per_stage[:stage])
@@ -98,6 +122,7 @@ class PipelineTrainer(Trainer):
     ids: torch.Tensor | None = None
     targets: torch.Tensor | None = None
     pp_group: Any = None
+    tied_group: Any = None  #: this replica's first and last stage, when the token table is tied
     losses: list[torch.Tensor] = field(default_factory=list)
 
     @classmethod
@@ -116,7 +141,8 @@ class PipelineTrainer(Trainer):
                               group=pp_group)
         ids, targets = replica_batch(ctx.rc, ctx.device, replica, par.replicas)
         trainer = cls(ctx, "pp", {"stage": stage_index, "replica": replica, "layers": [first, last]},
-                      stage, None, module, adamw(module.parameters(), ctx.rc), ids, targets, pp_group)
+                      stage, None, module, adamw(module.parameters(), ctx.rc), ids, targets, pp_group,
+                      tied_table_group(ctx, mesh, replica, stage_index))
         trainer.schedule = SCHEDULES[par.schedule](stage, n_microbatches=par.micro_batches,
                                                     loss_fn=trainer.loss_fn, scale_grads=False)
         stage.forward_one_chunk = trainer._timed(stage.forward_one_chunk, "forward")
@@ -156,6 +182,8 @@ class PipelineTrainer(Trainer):
             with self.ctx.autocast():
                 self.schedule.step(*args, **kwargs)
         start = clock.mark()
+        if self.tied_group is not None:
+            dist.all_reduce(tied_table(self.module).grad, group=self.tied_group)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         log.add("compute", "optimizer", 0, start, clock.mark())
