@@ -12,7 +12,7 @@ limit) per core, says so and exits 3; ``--force`` measures anyway and labels the
 
 A virtual machine's cores also change speed with no load showing inside it (other tenants of the
 host). Validate mode therefore predicts each point at the ceilings probed right before and after
-its measured run (dabench/calibration.py, in-situ probes); the table shows the probed peak and its
+its timed steps (dabench/calibration.py, in-situ probes); the table shows the probed peak and its
 drift (after vs before). A point whose peak drifted more than ``--max-drift`` (10%) during its run
 was measured on a machine that changed under it: it is measured again (up to ``--retries`` more
 times) and, if it never holds still, shown as unsteady and left out of the summary (counted).

@@ -18,6 +18,15 @@ exact key is used as is; a changed key (another CPU, thread count, torch or prec
 entry, so it is calibrated anew. ``recalibrate=True`` (``python -m dabench.calibrate_cpu
 --recalibrate``, or ``DABENCH_RECALIBRATE=1`` for runs) measures again and replaces the entry
 only if the new calibration is accepted.
+
+**In-situ probes** (:func:`probe`): on a shared or virtual machine the cores' speed moves by tens
+of percent within minutes (other tenants of the host) with no load showing inside the machine (on
+the 2-core dev VM the 2048^3 matmul ran at 84-183 GFLOP/s within one validate sweep), so a cached
+calibration can describe another state of the machine than the one a run meets. Validate mode
+therefore probes the same two ceilings right before and right after its timed steps
+(:data:`PROBE_REPEATS` repeats each, median, ~0.5 s per probe with the calibration's sizes) and
+prices the prediction at them; probes are never cached, and their drift (after vs before) says how
+steady the machine was meanwhile.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from dabench.status import UnsupportedError
 
 
 UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
-IN_SITU = "in-situ (probed before and after the measured run)"  #: Ceilings.source of validate runs on the CPU
+IN_SITU = "in-situ (probed right before and after the timed steps)"  #: Ceilings.source of validate runs on the CPU
 
 
 def tf32_enabled(hw: HardwareSpec, precision: PrecisionConfig) -> bool:
@@ -83,9 +83,10 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
 
 def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
     """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
-    single-process CPU runs in validate mode whose ceilings are calibrated, not set in the config
+    single-process runs of the cpu backend in validate mode whose ceilings are calibrated, not set
+    in the config
     (the caller also requires the calibration to have been accepted)."""
-    return (mode == "validate" and hw.arch == "cpu" and strategy == "none"
+    return (mode == "validate" and hw.arch == "cpu" and hw.backend == "cpu" and strategy == "none"
             and not any(hw.peak_flops.get(p) for p in hw.peak_flops) and main_memory(hw).bandwidth_Bps is None)
 
 

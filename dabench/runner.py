@@ -160,6 +160,27 @@ def measure(backend: Backend, rc: RunConfig, graph: OpGraph) -> Profile:
     return backend.run(rc, graph)
 
 
+def _measure_with_probes(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
+    """Measure with the CPU's ceilings probed right before and right after the timed window
+    (:data:`dabench.backends.measure.TIMED_WINDOW_HOOK`); returns the profile (with the probes'
+    ``validate.*`` metrics) and the model's and the roof's ceilings
+    (:func:`dabench.hardware.in_situ_ceilings`)."""
+    from dabench.backends.measure import TIMED_WINDOW_HOOK
+    from dabench.calibration import probe
+
+    probes = []
+    token = TIMED_WINDOW_HOOK.set(lambda when: probes.append(probe(rc.precision.compute_dtype)))
+    try:
+        profile = measure(get_backend(rc.hardware.backend)(), rc, graph)
+    finally:
+        TIMED_WINDOW_HOOK.reset(token)
+    if len(probes) != 2:  # a backend without a timed window of its own: the cached calibration stays
+        return profile, None, ceilings
+    model_ceilings, roof, probed = in_situ_ceilings(ceilings, *probes)
+    profile.extra_metrics.update(probed)
+    return profile, model_ceilings, roof
+
+
 def _rel_error(predicted: float, measured: float) -> float:
     """(predicted - measured) / measured."""
     return (predicted - measured) / measured if measured else float("nan")
@@ -188,15 +209,11 @@ def execute(rc: RunConfig) -> RunResult:
                                                          f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
             # a machine too busy to calibrate stays unpredicted (the reason is recorded below)
             in_situ = uses_in_situ_ceilings(rc.hardware, result.mode, rc.parallel.strategy) and is_calibrated(ceilings)
-            if in_situ:  # the machine's speed drifts: compare the run with ceilings probed around it
-                from dabench.calibration import probe
-
-                before = probe(rc.precision.compute_dtype)
-            result.profile = measure(get_backend(rc.hardware.backend)(), rc, graph)
-            if in_situ:
-                model_ceilings, ceilings, probed = in_situ_ceilings(ceilings, before, probe(rc.precision.compute_dtype))
+            if in_situ:  # the machine's speed drifts: compare the run with ceilings probed around its timed window
+                result.profile, model_ceilings, ceilings = _measure_with_probes(rc, graph, ceilings)
                 result.ceilings = ceilings
-                result.profile.extra_metrics.update(probed)
+            else:
+                result.profile = measure(get_backend(rc.hardware.backend)(), rc, graph)
         if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
             from dabench.perfmodel.calibration import run_tags as model_tags
 

@@ -54,3 +54,23 @@ def test_a_validate_run_records_its_probes_and_is_predicted_at_them():
     # the test session's calibration fixture (10 TFLOP/s) is above any CPU: it stays the roof
     assert result.ceilings.peak_flops == pytest.approx(max(1e13, probed))
     assert result.metrics["validate.peak_vs_calibrated"] == pytest.approx(probed / 1e13 - 1)
+
+
+def test_the_probes_bracket_the_timed_steps_outside_their_clocks():
+    import torch
+
+    from dabench.backends.measure import TIMED_WINDOW_HOOK, HostClock, time_steps
+
+    calls = []
+
+    class Steps:
+        def step(self):
+            calls.append("step")
+            return torch.tensor(1.0)
+
+    token = TIMED_WINDOW_HOOK.set(calls.append)
+    try:
+        times = time_steps(Steps(), HostClock(), warmup=1, timed=2)
+    finally:
+        TIMED_WINDOW_HOOK.reset(token)
+    assert calls == ["step", "before", "step", "step", "after"] and len(times) == 2

@@ -10,6 +10,10 @@ times. Shared by the cpu and cuda backends.
   ``backward()`` returns, the head's starts when it is called.
 - Op-class times: self time per aten op under ``torch.profiler`` for one forward + backward,
   summed per op class (matmul, attention, norm, ...).
+- :data:`TIMED_WINDOW_HOOK`: a callable the caller may set for the duration of a measurement; it
+  is called with ``"before"`` right after the warm-up and ``"after"`` right after the timed
+  window, outside the clock marks (validate mode probes the CPU's ceilings there, so the
+  prediction meets the machine as the timed steps met it).
 """
 
 from __future__ import annotations
@@ -17,10 +21,16 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
+from contextvars import ContextVar
+from typing import Callable
 
 import torch
 
 from dabench.backends.torch_train import TrainState, op_class_of
+
+
+#: called with "before" / "after" around the timed window (outside its clock marks), when set
+TIMED_WINDOW_HOOK: ContextVar[Callable[[str], None] | None] = ContextVar("timed_window_hook", default=None)
 
 
 class HostClock:
@@ -68,6 +78,9 @@ def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[f
             clock.synchronize()  # warm-up only: the estimate needs finished steps
             progress.step()
     clock.synchronize()
+    hook = TIMED_WINDOW_HOOK.get()
+    if hook is not None:
+        hook("before")
     if progress is not None:
         progress.set_phase("timed")
     marks = []
@@ -79,6 +92,8 @@ def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[f
         if progress is not None:
             progress.step()
     clock.synchronize()
+    if hook is not None:
+        hook("after")
     if losses is not None and loss is not None:
         losses.append(float(loss.detach().float().item()))
     return [clock.elapsed(a, b) for a, b in marks]
