@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     os.environ["DABENCH_CACHE_DIR"] = folder
     calibration._PROCESS.clear()
     entries = {}
-    for kind, values in (("matmul_fp32", data["matmul"]), ("copy", data["copy"])):
+    for kind, values in (("gemm_fp32", data["matmul"]), ("copy", data["copy"])):
         key = calibration.calibration_key(kind)
         entries[key] = {"key": key, "value": statistics.median(values), "samples": values, "spread": 0.0,
                         "load_per_core": 0.0, "measured_at": "benchmarks/fit_cpu_model.py (CPU time)"}

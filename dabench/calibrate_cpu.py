@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.MAX_LOAD_PER_CORE}); "
           f"cache {calibrate.cache_path()}")
     refused = 0
-    jobs = [(f"matmul_{p}", p, lambda p=p: calibrate.matmul_samples(p)) for p in args.precision]
+    jobs = [(f"gemm_{p}", p, lambda p=p: calibrate.matmul_samples(p)) for p in args.precision]
     jobs.append(("copy", None, calibrate.copy_samples))
     for kind, precision, measure in jobs:
         native = "" if precision is None else f" native={'yes' if cpu_native_precision(precision) else 'NO (emulated)'}"

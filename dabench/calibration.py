@@ -1,7 +1,9 @@
 """CPU ceilings by calibration: CPUs differ, so their peak FLOP/s and DRAM bandwidth are measured.
 
-- peak FLOP/s at a precision: 2*n^3 / t for an n x n matmul in that dtype (n = 2048 for fp32,
-  1024 for 16-bit types), with the run's thread count.
+- peak FLOP/s at a precision: 2*n^3 / t for an n x n matrix product in that dtype (n = 2048 for
+  fp32, 1024 for 16-bit types) by the faster of torch's CPU GEMM paths (``torch.mm``,
+  ``F.linear``: :func:`matmul_samples`), with the run's thread count; cache kind ``gemm_<dtype>``
+  (entries of the older ``matmul_<dtype>`` kind, torch.mm only, are not read).
 - bandwidth: 2 * 256 MiB / t for a copy of a 256 MiB fp32 tensor (read + write bytes).
 
 A calibration is the **median** of at least :data:`MIN_REPEATS` timed repeats (after one
@@ -76,7 +78,7 @@ def cache_path() -> Path:
 
 
 def calibration_key(kind: str, threads: int | None = None) -> str:
-    """'<cpu model>|threads=<n>|torch=<version>|<kind>', kind 'matmul_<precision>' or 'copy'."""
+    """'<cpu model>|threads=<n>|torch=<version>|<kind>', kind 'gemm_<precision>' or 'copy'."""
     return cpu_calibration_key(kind, torch.get_num_threads() if threads is None else threads, torch.__version__)
 
 
@@ -118,11 +120,19 @@ def _rates(fn: Callable[[], object], work: float, repeats: int) -> list[float]:
 
 
 def matmul_samples(dtype: str, repeats: int = MIN_REPEATS + 2) -> list[float]:
-    """FLOP/s of repeated n x n matmuls at ``dtype`` with the current thread count."""
+    """FLOP/s of repeated n x n matrix products at ``dtype`` with the current thread count, by the
+    faster of torch's two CPU GEMM paths: ``torch.mm`` and ``F.linear`` (nn.Linear's, the
+    model's weight matmuls). They differ by 20x on a CPU without native 16-bit arithmetic: on an
+    AVX2-only AMD EPYC with torch 2.13, 1024^3 in bf16 ran at 0.9 GFLOP/s through ``torch.mm``
+    and 19 through ``F.linear`` (oneDNN), and a roof from the slow path put the model's own
+    matmuls 5x above it. The faster path is picked by one timed call of each (after a warm-up),
+    then timed ``repeats`` times."""
     n = 2048 if dtype == "fp32" else 1024
     a = torch.randn(n, n).to(TORCH_DTYPES[dtype])
     b = torch.randn(n, n).to(TORCH_DTYPES[dtype])
-    return _rates(lambda: torch.mm(a, b), 2.0 * n**3, repeats)
+    paths = [lambda: torch.mm(a, b), lambda: torch.nn.functional.linear(a, b)]  # linear: a @ b.T, same work
+    fastest = max(paths, key=lambda fn: _rates(fn, 1.0, 1)[0])
+    return _rates(fastest, 2.0 * n**3, repeats)
 
 
 def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
@@ -188,7 +198,7 @@ def calibrate(kind: str, measure: Callable[[], Sequence[float]], *, recalibrate:
 def peak_flops(precision_compute_dtype: str, **kwargs) -> float:
     """Calibrated peak FLOP/s for arithmetic in ``precision_compute_dtype`` (raises
     CalibrationRefused when it cannot be calibrated now and none is cached)."""
-    return calibrate(f"matmul_{precision_compute_dtype}", lambda: matmul_samples(precision_compute_dtype), **kwargs).value
+    return calibrate(f"gemm_{precision_compute_dtype}", lambda: matmul_samples(precision_compute_dtype), **kwargs).value
 
 
 def dram_bandwidth(**kwargs) -> float:

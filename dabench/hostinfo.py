@@ -47,7 +47,7 @@ def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> boo
 
 def cpu_calibration_key(kind: str, threads: int, torch_version: str | None = None) -> str:
     """The calibration cache key: '<cpu model>|threads=<n>|torch=<version>|<kind>', kind
-    'matmul_<precision>' or 'copy'. ``torch_version`` defaults to the installed distribution's."""
+    'gemm_<precision>' or 'copy'. ``torch_version`` defaults to the installed distribution's."""
     if torch_version is None:
         from importlib.metadata import version
 

@@ -65,7 +65,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 #: dabench/calibration.py). Deliberately above any CPU (10 TFLOP/s, 1 TB/s): efficiencies
 #: in tests are small and never a statement about this machine. tests/test_calibrate.py measures
 #: for real in its own cache folder; benchmarks/validate_cpu.py uses the user's real cache.
-TEST_CALIBRATION = {"matmul_fp32": 1e13, "matmul_bf16": 1e13, "matmul_fp16": 1e13, "copy": 1e12}
+TEST_CALIBRATION = {"gemm_fp32": 1e13, "gemm_bf16": 1e13, "gemm_fp16": 1e13, "copy": 1e12}
 
 
 def write_test_calibration(folder: Path, label: str) -> Path:

@@ -81,9 +81,9 @@ def test_busy_machine_is_refused_before_measuring(cache_dir):
 def test_key_names_cpu_threads_torch_and_precision():
     import torch
 
-    key = calibrate.calibration_key("matmul_bf16", threads=3)
-    assert key.endswith(f"|threads=3|torch={torch.__version__}|matmul_bf16")
-    assert calibrate.calibration_key("matmul_bf16", threads=3) != calibrate.calibration_key("matmul_fp32", threads=3)
+    key = calibrate.calibration_key("gemm_bf16", threads=3)
+    assert key.endswith(f"|threads=3|torch={torch.__version__}|gemm_bf16")
+    assert calibrate.calibration_key("gemm_bf16", threads=3) != calibrate.calibration_key("gemm_fp32", threads=3)
     assert calibrate.calibration_key("copy", threads=1) != calibrate.calibration_key("copy", threads=2)
 
 
@@ -120,3 +120,17 @@ def test_real_calibration_when_the_machine_is_quiet(cache_dir):
         pytest.skip(str(refused))
     assert 1e9 < flops < 1e14  # between 1 GFLOP/s and 100 TFLOP/s for a CPU
     assert 1e8 < bandwidth < 1e13
+
+
+def test_the_peak_is_timed_on_the_faster_gemm_path(monkeypatch):
+    """torch.mm and F.linear can differ by 20x (bf16 without native arithmetic); the peak is the
+    faster one's. With torch.mm made 1 s slower per call, the samples are F.linear's (well above
+    2 * 2048^3 FLOP / 1 s)."""
+    import time as clock
+
+    import torch
+
+    real_mm = torch.mm
+    monkeypatch.setattr(torch, "mm", lambda a, b: (clock.sleep(1.0), real_mm(a, b))[1])
+    rates = calibrate.matmul_samples("fp32", repeats=2)
+    assert min(rates) > 2.0 * 2048**3 / 1.0

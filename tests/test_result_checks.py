@@ -129,7 +129,7 @@ def calibration(tmp_path, monkeypatch):
         import torch
 
         entries = {}
-        for kind, value in (("matmul_fp32", flops), ("copy", bandwidth)):
+        for kind, value in (("gemm_fp32", flops), ("copy", bandwidth)):
             key = calibrate.calibration_key(kind, torch.get_num_threads())
             entries[key] = {"key": key, "value": value, "samples": [value] * 5, "spread": 0.0, "load_per_core": 0.0,
                             "measured_at": "test"}

@@ -38,7 +38,11 @@ Math modes priced exactly as measure mode runs them:
   :func:`dabench.hardware.resolve_ceilings`); ``false`` (torch's default) at the fp32 CUDA-core peak.
 - CPU: the calibrated peak at the run's compute dtype; a dtype without native arithmetic
   (:func:`dabench.hardware.cpu_native_precision`, e.g. bf16 without AVX512-BF16/AMX) is
-  calibrated, so priced, at its emulated rate, and the profile is tagged ``precision_native=false``.
+  calibrated, so priced, at its emulated rate (the faster of torch's GEMM paths, the roof), and the
+  profile is tagged ``precision_native=false``. Such predictions are optimistic: torch's other
+  16-bit CPU kernels are slower still (on an AVX2-only EPYC in fp16: the backward matmuls through
+  ``torch.mm`` at ~1 of ~20 GFLOP/s, attention and element-wise ops ~3x their predicted time;
+  the tiny stack measured 4-5x slower than predicted), and the run warns.
 - A CPU whose calibration was refused (machine busy) and has none cached cannot be predicted:
   ``unsupported`` with the calibration's reason.
 """
@@ -104,7 +108,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings | None = None):
         native = cpu_native_precision(rc.precision.compute_dtype)
         tags["precision_native"] = "true" if native else "false"
         if not native:
-            log.warning("this CPU has no native %s arithmetic: predicting at its calibrated (emulated) rate",
+            log.warning("this CPU has no native %s arithmetic: predicting at its fastest emulated GEMM rate; "
+                        "torch's other emulated kernels are slower, so the prediction is optimistic",
                         rc.precision.compute_dtype)
     elif arch == "cuda":
         tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
