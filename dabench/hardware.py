@@ -84,10 +84,9 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
 def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
     """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
     single-process runs of the cpu backend in validate mode whose ceilings are calibrated, not set
-    in the config
-    (the caller also requires the calibration to have been accepted)."""
+    in the config (the caller also requires the calibration to have been accepted)."""
     return (mode == "validate" and hw.arch == "cpu" and hw.backend == "cpu" and strategy == "none"
-            and not any(hw.peak_flops.get(p) for p in hw.peak_flops) and main_memory(hw).bandwidth_Bps is None)
+            and not any(hw.peak_flops.values()) and main_memory(hw).bandwidth_Bps is None)
 
 
 def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceilings, dict[str, float]]:
