@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dabench.quiet import install as quiet  # noqa: E402  (before torch loads: libkineto's USDT lines off)
+from dabench.runtime.quiet import install as quiet  # noqa: E402  (before torch loads: libkineto's USDT lines off)
 
 quiet()
 
@@ -65,7 +65,7 @@ def measure(grid) -> dict:
     import torch
 
     from dabench.backends.torch_train import build_train_state
-    from dabench.config import build_run_config
+    from dabench.config.build import build_run_config
 
     torch.set_num_threads(1)
 
@@ -118,8 +118,8 @@ def main(argv=None) -> int:
 
     from scipy.optimize import least_squares
 
-    from dabench import calibration
-    from dabench.config import build_run_config
+    from dabench.host import calibrate as calibration
+    from dabench.config.build import build_run_config
     from dabench.perfmodel import get_predictor
     from dabench.workload.opgraph import build_opgraph
 

@@ -2,7 +2,7 @@
 same model and batch, side by side in one process.
 
 Both sides build the same seeded DecoderStack, AdamW and synthetic batch. The harness side is
-`dabench.runner.execute` (validation, op graph, the timed window, metrics; per-layer profiling
+`dabench.pipeline.execute.execute` (validation, op graph, the timed window, metrics; per-layer profiling
 off, since it runs after the timed window anyway); the plain side is a bare loop timed with
 perf_counter. Rounds alternate which side goes first; each round's ratio compares two runs made
 seconds apart, and the figure is the median of the per-round ratios (robust to load that comes
@@ -25,8 +25,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from dabench.backends.torch_train import adamw_eps
-from dabench.config import build_run_config
-from dabench.runner import execute
+from dabench.config.build import build_run_config
+from dabench.pipeline.execute import execute
 from dabench.workload.model import DecoderStack, synthetic_batch
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

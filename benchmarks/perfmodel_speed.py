@@ -4,7 +4,7 @@ Varied configurations (every predicted architecture, model sizes, layer counts, 
 precisions, compile modes, placements and parallel layouts; a capacity failure counts as a
 prediction too, since it is a result). Prints one line per architecture, then the total as
 ``configs_per_s=<N>`` on the last line. Target: at least 2,000 (issue 10). Every prediction goes
-through :func:`dabench.runner.predict_config`, the pipeline every other caller uses.
+through :func:`dabench.pipeline.execute.predict_config`, the pipeline every other caller uses.
 
     python benchmarks/perfmodel_speed.py [--seconds 3]
 """
@@ -23,11 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 from omegaconf import OmegaConf  # noqa: E402
 
-from dabench.config import build_run_config  # noqa: E402
-from dabench.placement import Placement  # noqa: E402
-from dabench.hardware import resolve_ceilings  # noqa: E402
-from dabench.runner import predict_config  # noqa: E402
-from dabench.status import DabenchError, Status  # noqa: E402
+from dabench.config.build import build_run_config  # noqa: E402
+from dabench.core.placement import Placement  # noqa: E402
+from dabench.host.ceilings import resolve_ceilings  # noqa: E402
+from dabench.pipeline.execute import predict_config  # noqa: E402
+from dabench.core.status import DabenchError, Status  # noqa: E402
 
 
 def load(group: str, name: str) -> dict:

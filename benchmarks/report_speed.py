@@ -1,4 +1,4 @@
-"""How long `python -m dabench.report` takes as a store grows: the frame read and the report.
+"""How long `python -m dabench report` takes as a store grows: the frame read and the report.
 
 Copies the runs of a real store (default: the run stores of tests or a sweep, ``--source``)
 until the target store holds N runs (``--runs``, default 2000), each copy a new MLflow run with

@@ -1,5 +1,5 @@
 """What the per-run roofline costs a measured run: the plot (roofline points + roofline.svg, as
-dabench/report/artifacts.py draws it) against the run itself (`dabench.runner.execute` of a tiny
+dabench/report/artifacts.py draws it) against the run itself (`dabench.pipeline.execute.execute` of a tiny
 measured CPU run), side by side in one process, several rounds.
 
 The run's share is taken against `execute` alone, without the process start, imports and MLflow
@@ -37,10 +37,10 @@ def main() -> None:
 
     write_test_calibration(cache, "benchmarks/roofline_cost.py fixture (tests/conftest.py), not a measurement")
 
-    from dabench.config import build_run_config
+    from dabench.config.build import build_run_config
     from dabench.metrics.summary import roofline_points
     from dabench.report.roofline_plot import plot_roofline
-    from dabench.runner import execute
+    from dabench.pipeline.execute import execute
 
     rc = build_run_config(composed(["hardware=cpu", "hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2"]))
     run_s, plot_ms = [], []

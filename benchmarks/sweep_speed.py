@@ -4,7 +4,7 @@ Prints, on this machine and under its current load (``/proc/loadavg`` is printed
 measurement):
 
 1. ``model``: full predictions per second of the analytical models in-process
-   (:func:`dabench.runner.predict_config` over benchmarks/perfmodel_speed.py's varied
+   (:func:`dabench.pipeline.execute.predict_config` over benchmarks/perfmodel_speed.py's varied
    configurations): the floor of any predict sweep.
 2. ``mlflow floor``: MLflow's own speed: a loop that only creates, logs and closes runs through
    the public ``MlflowClient`` API (``create_run``, one ``log_batch`` with the params, metrics
@@ -20,8 +20,8 @@ measurement):
    twice; dabench's sweeper hands the launcher a caching loader, so Hydra composes in full only
    the first job of each shape, printed as "full composition"). The same multirun with ``hydra/launcher=dabench_inprocess`` (jobs run by the
    in-process grid) is printed beside it.
-4. ``in-process``: a 1,000-configuration predict grid through :func:`dabench.grid.run_grid`
-   (what ``python -m dabench.grid`` runs), logged to MLflow (fresh SQLite store in a temp
+4. ``in-process``: a 1,000-configuration predict grid through :func:`dabench.pipeline.grid.run_grid`
+   (what ``python -m dabench grid`` runs), logged to MLflow (fresh SQLite store in a temp
    folder, created beforehand), runs/s = configurations / time of ``run_grid`` (this process
    already imported mlflow, as the floor loop did). The grid runs in ``--chunks`` parts under
    one parent run, alternating with parts of the floor loop, so that both see the same load
@@ -115,9 +115,9 @@ def model_configs() -> tuple[list, str]:
 
         return configs(), "perfmodel_speed.py's configurations"
     except Exception as error:  # say so, and measure on the grid's configurations instead
-        from dabench.api import placed
-        from dabench.config import build_run_config
-        from dabench.grid import Composer, expand
+        from dabench.pipeline.record import placed
+        from dabench.config.build import build_run_config
+        from dabench.pipeline.grid import Composer, expand
 
         composer = Composer()
         rcs = [build_run_config(placed(composer.compose(job))) for job in expand(GRID)[:200]]
@@ -126,9 +126,9 @@ def model_configs() -> tuple[list, str]:
 
 def model_speed(seconds: float) -> tuple[float, str]:
     """Predictions/s of the analytical models (ceilings cached, as perfmodel_speed.py does)."""
-    from dabench.hardware import resolve_ceilings
-    from dabench.runner import predict_config
-    from dabench.status import DabenchError
+    from dabench.host.ceilings import resolve_ceilings
+    from dabench.pipeline.execute import predict_config
+    from dabench.core.status import DabenchError
 
     rcs, which = model_configs()
     ceilings = {id(rc): resolve_ceilings(rc.hardware, rc.precision) for rc in rcs}
@@ -159,14 +159,15 @@ def fresh_store(folder: Path, experiment: str) -> tuple[str, object, str]:
 
 
 def payload() -> tuple[dict, dict, dict]:
-    """The params, metrics and tags a real predicted run records (dabench.api.record_run)."""
+    """The params, metrics and tags a real predicted run records (dabench.pipeline.record.record_run)."""
     from dabench import api
-    from dabench.config import flatten
+    from dabench.pipeline import record
+    from dabench.config.build import flatten
     from dabench.tracking.lifecycle import standard_tags
     from dabench.tracking.naming import run_tags
 
-    container = api.placed(api.compose(GRID[:3] + ["model.n_layers=12"]))
-    result = api.run_container(container)
+    container = record.placed(api.compose(GRID[:3] + ["model.n_layers=12"]))
+    result = record.run_container(container)
     return flatten(container), dict(result.metrics), {**standard_tags(None), **run_tags(result.run_config, result, container)}
 
 
@@ -200,9 +201,9 @@ class Floor:
 
 
 def inprocess(folder: Path, size: int, floor: Floor, chunks: int, floor_runs: int) -> dict:
-    """A ``size``-configuration predict grid through dabench.grid.run_grid, in ``chunks`` parts
+    """A ``size``-configuration predict grid through dabench.pipeline.grid.run_grid, in ``chunks`` parts
     under one parent run (one Composer), each part followed by ``floor_runs`` of the floor loop."""
-    from dabench.grid import Composer, expand, run_grid
+    from dabench.pipeline.grid import Composer, expand, run_grid
     from dabench.tracking.lifecycle import open_run
 
     uri, _, _ = fresh_store(folder, "grid")

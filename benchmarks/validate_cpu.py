@@ -12,7 +12,7 @@ limit) per core, says so and exits 3; ``--force`` measures anyway and labels the
 
 A virtual machine's cores also change speed with no load showing inside it (other tenants of the
 host). Validate mode therefore predicts each point at the ceilings probed right before and after
-its timed steps (dabench/calibration.py, in-situ probes); the table shows the probed peak and its
+its timed steps (dabench/host/calibrate.py, in-situ probes); the table shows the probed peak and its
 drift (after vs before). A point whose peak drifted more than ``--max-drift`` (10%) during its run
 was measured on a machine that changed under it: it is measured again (up to ``--retries`` more
 times) and, if it never holds still, shown as unsteady and left out of the summary (counted).
@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dabench.quiet import install as quiet  # noqa: E402  (before torch loads: libkineto's USDT lines off)
+from dabench.runtime.quiet import install as quiet  # noqa: E402  (before torch loads: libkineto's USDT lines off)
 
 quiet()
 
@@ -92,8 +92,8 @@ def main(argv=None) -> int:
         return 3
     busy = start_load > args.max_load_per_core
 
-    from dabench.config import build_run_config
-    from dabench.runner import execute
+    from dabench.config.build import build_run_config
+    from dabench.pipeline.execute import execute
 
     rows, errors, unsteady = [], [], 0
     print(f"{'layers':>6} {'hidden':>6} {'batch':>5} {'measured/s':>11} {'predicted/s':>11} {'error':>8} "

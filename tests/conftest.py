@@ -62,8 +62,8 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 
 #: Ceilings that tests' measured CPU runs are judged against, so that the suite does not depend on
 #: whether the machine is quiet enough to calibrate (a calibration is refused under load; see
-#: dabench/calibration.py). Deliberately above any CPU (10 TFLOP/s, 1 TB/s): efficiencies
-#: in tests are small and never a statement about this machine. tests/test_calibrate.py measures
+#: dabench/host/calibrate.py). Deliberately above any CPU (10 TFLOP/s, 1 TB/s): efficiencies
+#: in tests are small and never a statement about this machine. tests/host/test_calibrate.py measures
 #: for real in its own cache folder; benchmarks/validate_cpu.py uses the user's real cache.
 TEST_CALIBRATION = {"gemm_fp32": 1e13, "gemm_bf16": 1e13, "gemm_fp16": 1e13, "copy": 1e12}
 
@@ -74,7 +74,7 @@ def write_test_calibration(folder: Path, label: str) -> Path:
     that it is a fixture, not a measurement."""
     import json
 
-    from dabench.hardware import cpu_calibration_key
+    from dabench.host.ceilings import cpu_calibration_key
 
     entries = {}
     for threads in range(1, (os.cpu_count() or 1) + 1):

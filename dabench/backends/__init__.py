@@ -13,10 +13,10 @@ from dabench.backends.base import Availability, Backend
 BACKENDS: dict[str, str] = {
     "cpu": "dabench.backends.cpu:CpuBackend",
     "cuda": "dabench.backends.cuda:CudaBackend",
-    "poptorch": "dabench.backends.poptorch:PoptorchBackend",
-    "cstorch": "dabench.backends.cstorch:CstorchBackend",
-    "cstorch_cpu": "dabench.backends.cstorch:CstorchCpuBackend",
-    "sambaflow": "dabench.backends.sambaflow:SambaflowBackend",
+    "poptorch": "dabench.backends.ipu:PoptorchBackend",
+    "cstorch": "dabench.backends.wse2:CstorchBackend",
+    "cstorch_cpu": "dabench.backends.wse2:CstorchCpuBackend",
+    "sambaflow": "dabench.backends.rdu:SambaflowBackend",
 }
 
 

@@ -1,5 +1,5 @@
 """What a measured backend is: something that can say whether it is available here, and run
-one configured workload into a :class:`~dabench.profile.Profile`. It never logs to MLflow."""
+one configured workload into a :class:`~dabench.core.profile.Profile`. It never logs to MLflow."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from dabench.config import RunConfig
-from dabench.profile import Profile
+from dabench.config.sections import RunConfig
+from dabench.core.profile import Profile
 from dabench.workload.opgraph import OpGraph
 
 
@@ -46,4 +46,4 @@ class Backend(ABC):
     @abstractmethod
     def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
         """Warm up, time ``rc.run.timed_steps`` optimizer steps, collect subtask times and memory.
-        Raise a :class:`~dabench.status.DabenchError` subclass for outcomes other than ok."""
+        Raise a :class:`~dabench.core.status.DabenchError` subclass for outcomes other than ok."""

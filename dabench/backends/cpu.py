@@ -7,8 +7,8 @@ import os
 import resource
 
 from dabench.backends.base import Availability, Backend
-from dabench.config import RunConfig
-from dabench.profile import Profile, UnitUse
+from dabench.config.sections import RunConfig
+from dabench.core.profile import Profile, UnitUse
 from dabench.workload.opgraph import OpGraph
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class CpuBackend(Backend):
         from dabench.backends.measure import HostClock
         from dabench.backends.torch_device import run_on_device
 
-        from dabench.hardware import cpu_native_precision
+        from dabench.host.ceilings import cpu_native_precision
 
         if rc.run.threads:
             torch.set_num_threads(rc.run.threads)

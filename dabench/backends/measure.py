@@ -68,7 +68,7 @@ def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[f
                progress=None) -> list[float]:
     """Seconds per optimizer step over the timed window. ``losses``, when given, receives the
     last timed step's loss (read after the window, so no extra synchronisation inside it).
-    ``progress`` (a :class:`dabench.progress.StepProgress`) is told of each step between the
+    ``progress`` (a :class:`dabench.runtime.progress.StepProgress`) is told of each step between the
     clock marks, never inside them."""
     if progress is not None:
         progress.set_phase("warm-up")

@@ -6,9 +6,9 @@ import torch
 
 from dabench.backends import measure
 from dabench.backends.torch_train import build_train_state
-from dabench.config import RunConfig
-from dabench.profile import Profile, Subtask, UnitUse
-from dabench.status import OutOfMemory
+from dabench.config.sections import RunConfig
+from dabench.core.profile import Profile, Subtask, UnitUse
+from dabench.core.status import OutOfMemory
 
 #: messages of a failed host allocation (torch's CPU allocator raises RuntimeError with these)
 CPU_OOM_MESSAGES = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory",
@@ -26,9 +26,9 @@ SUBTASK_STEPS = 3  #: instrumented steps whose median gives per-layer times
 
 
 def _progress(rc: RunConfig, device: torch.device, tags: dict[str, str] | None):
-    """The run's step progress (dabench/progress.py): every step it will take, and why it may be
+    """The run's step progress (dabench/runtime/progress.py): every step it will take, and why it may be
     slow (precision emulated by this CPU)."""
-    from dabench.progress import StepProgress
+    from dabench.runtime.progress import StepProgress
 
     steps = rc.run.warmup_steps + rc.run.timed_steps + (SUBTASK_STEPS + 1 if rc.run.profile_subtasks else 0)
     reason = ""

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dabench.backends.base import Availability, Backend
-from dabench.config import RunConfig
-from dabench.isolation.subprocess_runner import child_env, run_child, tail
-from dabench.profile import Profile, Subtask, UnitUse
+from dabench.config.sections import RunConfig
+from dabench.runtime.isolation import child_env, run_child
+from dabench.runtime.supervisor import tail
+from dabench.core.profile import Profile, Subtask, UnitUse
 from dabench.workload.opgraph import OpGraph
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def resolve_interpreter(python: str | None) -> str | None:
         return shutil.which(python) or python
     path = Path(python).expanduser()
     if not path.is_absolute():
-        from dabench.paths import launch_dir
+        from dabench.core.paths import launch_dir
 
         path = launch_dir() / path
     return str(path)
@@ -68,7 +69,7 @@ class VendorBackend(Backend):
     sdk_module: ClassVar[str]  #: the importable SDK module, e.g. "poptorch"
     sdk_label: ClassVar[str]  #: how people call it, e.g. "PopTorch (Poplar SDK)"
     install_hint: ClassVar[str]  #: how to get it
-    runner_module: ClassVar[str]  #: e.g. "dabench.vendors.poptorch_runner"
+    runner_module: ClassVar[str]  #: e.g. "dabench.vendors.ipu_runner"
     default_timeout_s: ClassVar[float] = 3600.0
 
     # ------------------------------------------------------------------ availability
@@ -124,7 +125,7 @@ class VendorBackend(Backend):
 
     def to_profile(self, rc: RunConfig, result: dict[str, Any], workdir: Path) -> Profile:
         """Profile from the runner result, enriched by the parsed vendor artifacts it names
-        (``result["artifact_paths"]``: files or folders :func:`dabench.profiles.parse` reads)."""
+        (``result["artifact_paths"]``: files or folders :func:`dabench.ingest.parse.parse` reads)."""
         units = {k: UnitUse(*v) for k, v in (result.get("units") or {}).items()}
         subtasks = [Subtask(s["name"], time_s=s.get("time_s"), rate=s.get("rate"), units=s.get("units") or {})
                     for s in result.get("subtasks") or []]
@@ -142,7 +143,7 @@ class VendorBackend(Backend):
             if report is None:
                 continue
             if report.problems:  # a truncated or inconsistent vendor artifact is never ok
-                from dabench.status import IncompleteArtifact
+                from dabench.core.status import IncompleteArtifact
 
                 raise IncompleteArtifact(f"{report.source} artifact {path}: {report.reason}")
             artifacts.extend(report.files)
@@ -175,7 +176,7 @@ class VendorBackend(Backend):
 
     @staticmethod
     def parse_artifact(path: str):
-        from dabench.profiles import parse
+        from dabench.ingest.parse import parse
 
         try:
             return parse(path)

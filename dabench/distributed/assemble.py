@@ -1,4 +1,4 @@
-"""All ranks' figures -> one :class:`~dabench.profile.Profile` (pure functions, no torch).
+"""All ranks' figures -> one :class:`~dabench.core.profile.Profile` (pure functions, no torch).
 
 Per timed step ``k`` and rank ``r`` the ranks report the step time ``t[r][k]`` and logged
 intervals; from them:
@@ -29,9 +29,9 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from dabench.config import RunConfig
+from dabench.config.sections import RunConfig
 from dabench.metrics.tier2 import bus_bandwidth, pipeline_bubble_fraction
-from dabench.profile import CommEvent, Profile, Subtask, UnitUse
+from dabench.core.profile import CommEvent, Profile, Subtask, UnitUse
 
 
 def per_step(intervals: list[dict[str, Any]], steps: int, kind: str, op: str | None = None,

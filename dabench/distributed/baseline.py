@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from dabench.backends.torch_train import build_train_state
-from dabench.config import ParallelConfig, RunConfig
+from dabench.config.sections import ParallelConfig, RunConfig
 
 
 def baseline_config(rc: RunConfig) -> RunConfig:

@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from dabench.distributed.commtime import timed_allreduce_hook
-from dabench.distributed.common import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.distributed.context import RankContext, Trainer, adamw, replica_batch, seeded_model
 
 
 def wrap_ddp(module: torch.nn.Module, ctx: RankContext, group: dist.ProcessGroup | None, replicas: int):

@@ -10,7 +10,7 @@ figures as JSON files into a private temporary folder, the launcher reads them b
 
 Failure handling (a failure is a result, never an orphan):
 
-- ranks are started, watched and killed by :mod:`dabench.supervisor`: every rank runs in its
+- ranks are started, watched and killed by :mod:`dabench.runtime.supervisor`: every rank runs in its
   own session (process group); whatever ends the job, all groups are sent SIGKILL and every process is reaped before :func:`launch` returns or raises;
 - a rank that exits non-zero (an exception, ``os._exit``, a signal) fails the job: the others get
   a short grace period to record their own error, then are killed; :class:`RankFailure` names
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dabench import supervisor
-from dabench.supervisor import tail
+from dabench.runtime import supervisor
+from dabench.runtime.supervisor import tail
 
 GRACE_S = 2.0  #: after one rank fails, how long the others may take to record their own error
 LOG_TAIL_CHARS = 1500

@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-from dabench.distributed.common import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.distributed.context import RankContext, Trainer, adamw, replica_batch, seeded_model
 from dabench.distributed.dp import wrap_ddp
 from dabench.workload.model import DecoderStack
 

@@ -5,8 +5,8 @@ Called by the cpu and cuda backends (:mod:`dabench.backends.torch_device`) when
 ``parallel.degree * parallel.replicas`` ranks through :mod:`dabench.distributed.launcher`
 (gloo on CPU, NCCL on GPUs), gathers their figures and returns ONE Profile; the caller (the
 runner and the tracker, in this process) logs it, so ranks never write to MLflow. A failed,
-killed or hung rank becomes :class:`~dabench.status.CrashedError` (an out-of-memory on a rank:
-:class:`~dabench.status.OutOfMemory`) naming the rank and its error.
+killed or hung rank becomes :class:`~dabench.core.status.CrashedError` (an out-of-memory on a rank:
+:class:`~dabench.core.status.OutOfMemory`) naming the rank and its error.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import os
 
 import torch
 
-from dabench.config import RunConfig
+from dabench.config.sections import RunConfig
 from dabench.distributed.assemble import assemble_profile
 from dabench.distributed.launcher import RankFailure, launch
-from dabench.profile import Profile, UnitUse
-from dabench.status import ConfigError, CrashedError, OutOfMemory, UnsupportedError
+from dabench.core.profile import Profile, UnitUse
+from dabench.core.status import ConfigError, CrashedError, OutOfMemory, UnsupportedError
 
 TRAIN_TARGET = "dabench.distributed.train:train_rank"
 

@@ -28,7 +28,7 @@ from torch.distributed.tensor import Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInput, RowwiseParallel, parallelize_module
 
 from dabench.distributed.commtime import CollectiveTimer, IntervalLog
-from dabench.distributed.common import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.distributed.context import RankContext, Trainer, adamw, replica_batch, seeded_model
 from dabench.workload.model import DecoderStack
 
 INSTRUMENTED_STEPS = 2  #: forward + backward passes under the collective timer, after timing

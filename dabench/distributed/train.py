@@ -28,10 +28,10 @@ import torch
 import torch.distributed as dist
 
 from dabench.backends.measure import CudaClock, HostClock
-from dabench.config import build_run_config
+from dabench.config.build import build_run_config
 from dabench.distributed.baseline import run_baseline
 from dabench.distributed.commtime import IntervalLog
-from dabench.distributed.common import RankContext, Trainer
+from dabench.distributed.context import RankContext, Trainer
 from dabench.distributed.faults import maybe_fail
 from dabench.distributed.worker import RankEnv
 

@@ -1,7 +1,7 @@
 """The result check run before a run is recorded: pure functions of the metric dict (and the
 roofline points), no I/O.
 
-Two outcomes other than "passes" (statuses from :mod:`dabench.status`):
+Two outcomes other than "passes" (statuses from :mod:`dabench.core.status`):
 
 - ``diverged``: a loss, throughput or any other metric is not finite (NaN or +-infinity).
   A run that produced a NaN loss or an infinite throughput produced no result.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Mapping
 
-from dabench.status import Status
+from dabench.core.status import Status
 
 RELATIVE_TOLERANCE = 1e-6
 
@@ -46,7 +46,7 @@ _NON_NEGATIVE = re.compile(
 
 
 #: metrics measured against a hardware ceiling (peak FLOP/s or bandwidth); a run whose ceilings
-#: could not be calibrated records none of them (see dabench.hardware, "uncalibrated")
+#: could not be calibrated records none of them (see dabench.host.ceilings, "uncalibrated")
 _AGAINST_CEILING = re.compile(
     r"^(predict\.)?(tier1\.compute_efficiency|tier1\.bandwidth_efficiency(\..+)?|perf\.peak_tflops|roofline\.(?!step\.intensity$).+"
     r"|diagnosis\.memory_bound|predict\.rel_error\.tier1_compute_efficiency)$")

@@ -8,11 +8,11 @@ Achieved FLOP/s per chip = FLOPs per step / (median step time * chips).
 
 from __future__ import annotations
 
-from dabench.ceilings import Ceilings  # noqa: F401  (defined at config level; re-exported)
+from dabench.core.ceilings import Ceilings  # noqa: F401  (defined at config level; re-exported)
 from dabench.metrics import tier1, tier2
 from dabench.metrics.diagnosis import diagnose
 from dabench.metrics.roofline import RooflinePoint, point, ridge_point
-from dabench.profile import Profile
+from dabench.core.profile import Profile
 from dabench.workload.opgraph import OpGraph
 
 CONCURRENT_SUBTASK_KINDS = ("stage", "kernel", "section_stage", "rank")

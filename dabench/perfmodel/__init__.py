@@ -1,7 +1,7 @@
 """Analytical performance models: ``hardware.arch`` -> a function predicting a Profile.
 
 A predictor has the signature ``predict(rc: RunConfig, graph: OpGraph) -> Profile`` and returns
-a Profile with ``mode="predict"``; it raises :class:`~dabench.status.CapacityError` when the
+a Profile with ``mode="predict"``; it raises :class:`~dabench.core.status.CapacityError` when the
 workload cannot fit. A predictor that prices against the run's ceilings (CPU/GPU rooflines) sets
 ``predict.takes_ceilings = True`` and is called as ``predict(rc, graph, ceilings)``, so validate
 mode can hand it the ceilings probed around the measured run. Entries are dotted paths imported on

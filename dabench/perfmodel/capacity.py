@@ -11,7 +11,7 @@ Bytes for P parameters (AdamW, as the workload's optimizer):
 - activations = whatever the model says is alive at the peak (saved tensors, pipeline stash,
   recompute working set); ``other`` = program code, buffers, temporaries.
 
-:func:`require_fits` raises :class:`~dabench.status.CapacityError` naming the memory, the bytes
+:func:`require_fits` raises :class:`~dabench.core.status.CapacityError` naming the memory, the bytes
 needed and the bytes available: a run that does not fit is a ``capacity`` result, not a crash.
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from dabench.config import PrecisionConfig
-from dabench.status import CapacityError
+from dabench.config.sections import PrecisionConfig
+from dabench.core.status import CapacityError
 
 
 @dataclass(frozen=True)

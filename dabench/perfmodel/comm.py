@@ -2,7 +2,7 @@
 measurement code compares measured gloo/NCCL collectives with these in validate mode).
 
 A link is anything with ``bandwidth_Bps`` (bytes/s per direction) and ``latency_s`` (seconds per
-hop), such as :class:`dabench.config.Link`. ``nbytes`` is the size of the whole buffer each rank
+hop), such as :class:`dabench.config.sections.Link`. ``nbytes`` is the size of the whole buffer each rank
 holds (the all-reduced gradient, the gathered tensor), as in nccl-tests' PERFORMANCE.md. For n
 ranks on a ring, link bandwidth B and per-hop latency a:
 

@@ -16,9 +16,9 @@ relative error = (predicted - measured) / measured.
 
 from __future__ import annotations
 
-from dabench.config import RunConfig
+from dabench.config.sections import RunConfig
 from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
-from dabench.profile import CommEvent
+from dabench.core.profile import CommEvent
 
 _PRIMITIVES = {
     "allreduce": ring_allreduce_s,

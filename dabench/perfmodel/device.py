@@ -5,7 +5,7 @@ Eager PyTorch runs the op graph one op after another, so the step is a sum over 
     t_op = max(F / (P * e_c), Q / (B * e_m)) + launch
 
 with P the peak FLOP/s at the run's precision and B the main memory bandwidth from
-:func:`dabench.hardware.resolve_ceilings` (calibrated on CPU: a large matmul and a large copy, so
+:func:`dabench.host.ceilings.resolve_ceilings` (calibrated on CPU: a large matmul and a large copy, so
 the efficiency terms default to 1.0 there; the GPU's are datasheet peaks, so they default to the
 share that large cuBLAS GEMMs and streaming kernels typically reach, an assumption), and
 ``launch`` a fixed per-op cost (framework dispatch and autograd on CPU, kernel launches on GPU;
@@ -35,9 +35,9 @@ Math modes priced exactly as measure mode runs them:
 
 - CUDA fp32 with ``tf32: true``: matmul and attention ops at ``peak_flops.tf32`` (the backend sets
   ``torch.backends.cuda.matmul.allow_tf32`` from the same knob; see
-  :func:`dabench.hardware.resolve_ceilings`); ``false`` (torch's default) at the fp32 CUDA-core peak.
+  :func:`dabench.host.ceilings.resolve_ceilings`); ``false`` (torch's default) at the fp32 CUDA-core peak.
 - CPU: the calibrated peak at the run's compute dtype; a dtype without native arithmetic
-  (:func:`dabench.hardware.cpu_native_precision`, e.g. bf16 without AVX512-BF16/AMX) is
+  (:func:`dabench.host.ceilings.cpu_native_precision`, e.g. bf16 without AVX512-BF16/AMX) is
   calibrated, so priced, at its emulated rate (the faster of torch's GEMM paths, the roof), and the
   profile is tagged ``precision_native=false``. Such predictions are optimistic: torch's other
   16-bit CPU kernels are slower still (on an AVX2-only EPYC in fp16: the backward matmuls through
@@ -51,15 +51,15 @@ from __future__ import annotations
 
 import logging
 
-from dabench.ceilings import Ceilings
-from dabench.config import RunConfig
-from dabench.hardware import cpu_native_precision, is_calibrated, resolve_ceilings, tf32_enabled
+from dabench.core.ceilings import Ceilings
+from dabench.config.sections import RunConfig
+from dabench.host.ceilings import cpu_native_precision, is_calibrated, resolve_ceilings, tf32_enabled
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
-from dabench.perfmodel.common import layer_groups, make_profile
+from dabench.perfmodel.assemble import layer_groups, make_profile
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.pipeline import pipeline_time
-from dabench.status import UnsupportedError
-from dabench.profile import CommEvent, Subtask, UnitUse
+from dabench.core.status import UnsupportedError
+from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.workload.opgraph import Layer, OpGraph
 
 log = logging.getLogger(__name__)

@@ -51,15 +51,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dabench.config import RunConfig
+from dabench.config.sections import RunConfig
 from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
-from dabench.perfmodel.common import make_profile, op_width, peak_flops, require_strategy
+from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.ipu import IpuOptions
 from dabench.perfmodel.pipeline import pipeline_time, stash_depth
-from dabench.profile import CommEvent, Subtask, UnitUse
-from dabench.status import CompileError, UnsupportedError
+from dabench.core.profile import CommEvent, Subtask, UnitUse
+from dabench.core.status import CompileError, UnsupportedError
 from dabench.workload.opgraph import ADAMW_FLOPS_PER_PARAM, Layer, Op, OpGraph
 
 SOURCE = "perfmodel.ipu"

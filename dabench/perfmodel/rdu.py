@@ -12,7 +12,7 @@ Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
   ``resources_scaling``, the artifact's ``--resources-scaling-factors 0.8``): PCUs P and PMUs M.
   A stage holds its weights (and, backward, its gradient accumulators) in PMUs of
   SRAM / PMU-count bytes (a tied LM head holds the token table it multiplies by, as an untied
-  one holds its own: :func:`~dabench.perfmodel.common.weight_params`; the table's optimizer
+  one holds its own: :func:`~dabench.perfmodel.assemble.weight_params`; the table's optimizer
   state and its update are the embedding's, once), plus ``stage_buffer_pmus`` output buffers
   (double buffering), each the size of one sample's output (seq x width elements); a section is
   closed when the next stage would exceed M.
@@ -53,14 +53,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dabench.config import RunConfig
+from dabench.config.sections import RunConfig
 from dabench.perfmodel.capacity import require_fits
 from dabench.perfmodel.comm import group_link, ring_allreduce_s, staged_link
-from dabench.perfmodel.common import make_profile, op_width, peak_flops, require_strategy, weight_params
+from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.knobs.rdu import COMPILE_MODES, RduOptions
-from dabench.status import ConfigError
-from dabench.profile import CommEvent, Subtask, UnitUse
+from dabench.perfmodel.knobs.rdu import RduOptions
+from dabench.core.status import ConfigError
+from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.workload.opgraph import Op, OpGraph
 
 SOURCE = "perfmodel.rdu"
@@ -131,7 +131,7 @@ class Stage:
 
 def _stages_of(ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> list[Stage]:
     """Stages of ``ops`` (one layer): weights (and, backward, gradient accumulators) in PMUs, the
-    PCU cap from the op's output width (:func:`~dabench.perfmodel.common.op_width`), and
+    PCU cap from the op's output width (:func:`~dabench.perfmodel.assemble.op_width`), and
     ``stage_buffer_pmus`` buffers of one sample's output. The graph's and knobs' fields are read
     once per layer, not once per op (the hot path of every RDU prediction)."""
     model = graph.model

@@ -58,14 +58,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dabench.config import RunConfig
+from dabench.config.sections import RunConfig
 from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
-from dabench.perfmodel.common import make_profile, peak_flops, require_strategy, weight_params
+from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.wse2 import MODES, Wse2Knobs  # noqa: F401  (MODES re-exported)
-from dabench.profile import CommEvent, Subtask, UnitUse
-from dabench.status import CapacityError, UnsupportedError
+from dabench.core.profile import CommEvent, Subtask, UnitUse
+from dabench.core.status import CapacityError, UnsupportedError
 from dabench.workload.opgraph import Layer, OpGraph
 
 SOURCE = "perfmodel.wse2"
@@ -261,7 +261,7 @@ def width_fill(hidden: int, half_width: float) -> float:
 
 def streamed_params(layer: Layer, model) -> int:
     """Parameters a layer streams in from MemoryX (and whose gradients it streams out): the weights
-    its forward ops read (:func:`~dabench.perfmodel.common.weight_params`). A tied LM head streams
+    its forward ops read (:func:`~dabench.perfmodel.assemble.weight_params`). A tied LM head streams
     the token table again, as the embedding did; MemoryX keeps one copy and one optimizer state."""
     return sum(weight_params(op, model) for op in layer.ops if op.phase == "fwd")
 

@@ -4,7 +4,7 @@ JSON, a roofline SVG and a per-subtask CSV.
 The per-run roofline SVG (``roofline.svg``, about a millisecond: dabench/report/roofline_plot.py) follows ``run.plots`` (conf/config.yaml):
 
 - ``auto`` (default): drawn for measured and validated runs, not for predicted ones (a predict
-  sweep's figures come from ``python -m dabench.report``);
+  sweep's figures come from ``python -m dabench report``);
 - ``always``: drawn for every run with a profile;
 - ``never``: never drawn.
 """

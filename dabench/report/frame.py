@@ -282,6 +282,6 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
     if missing:
         raise SelectionError(f"unknown run id(s): {', '.join(missing)} (store {client.tracking_uri}, experiments: "
                              f"{', '.join(names.values()) or '(none)'}; the run ids are in the runs.csv of "
-                             "python -m dabench.report --out DIR)")
+                             "python -m dabench report --out DIR)")
     frame = runs_to_frame(found, names)
     return frame.set_index("run_id").loc[wanted].reset_index()

@@ -113,7 +113,7 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
 
 
 def record_grid_results(uri: str | None, run_ids: list[str], folder: Path | None, title: str = "grid results") -> str:
-    """The results of a grid's recorded runs (``python -m dabench.grid``): under their common
+    """The results of a grid's recorded runs (``python -m dabench grid``): under their common
     parent run as :func:`record_sweep_results` does, or, without a parent, the table alone."""
     from dabench.report.frame import client_for, load_runs
 

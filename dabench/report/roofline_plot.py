@@ -2,7 +2,7 @@
 
 Written as SVG text by :mod:`dabench.report.svg_plot` (about a millisecond; no matplotlib, whose
 import and layout cost a tiny measured run ~1 s, 17% of its time). MLflow's UI previews ``.svg``
-artifacts like ``.png`` ones. The cross-run figures (``python -m dabench.report``) keep matplotlib.
+artifacts like ``.png`` ones. The cross-run figures (``python -m dabench report``) keep matplotlib.
 """
 
 from __future__ import annotations

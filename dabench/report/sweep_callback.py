@@ -3,7 +3,7 @@
 Registered in conf/config.yaml after ``mlflow_parent`` (Hydra calls ``on_multirun_end`` in
 reverse order, so this one runs while the multirun's parent run is still open).
 
-- Progress (dabench/progress.py): done/total jobs, ok/failed, ETA, on stderr. The total is the
+- Progress (dabench/runtime/progress.py): done/total jobs, ok/failed, ETA, on stderr. The total is the
   basic sweeper's job count (Hydra's own override grammar and ``hydra.sweeper.params``) or the
   Optuna sweeper's ``n_trials`` (the sweeper corrects it to the trials left, see
   :func:`current`). Jobs are counted in this process (Hydra's basic launcher; a launcher that
@@ -23,7 +23,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from dabench.progress import SweepProgress
+from dabench.runtime.progress import SweepProgress
 from dabench.tracking.lifecycle import PARENT_ENV
 
 log = logging.getLogger(__name__)

@@ -1,9 +1,4 @@
-"""MLflow tracking: store resolution, run logging and the multirun parent-run callback.
+"""MLflow tracking: store resolution, the run lifecycle, names and tags, the multirun parent run.
 
-mlflow itself is imported only when something is logged, so ``--help`` and configs stay fast.
+mlflow itself is imported only when something is logged (docs/architecture.md, "Run lifecycle").
 """
-
-from dabench.tracking.run_logger import PARENT_ENV, log_run
-from dabench.tracking.store import client_and_experiment, launch_dir, tracking_uri
-
-__all__ = ["PARENT_ENV", "client_and_experiment", "launch_dir", "log_run", "tracking_uri"]

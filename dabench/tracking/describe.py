@@ -13,8 +13,8 @@ import shlex
 import sys
 from typing import Sequence
 
-from dabench.runner import RunResult
-from dabench.status import is_ok
+from dabench.core.result import RunResult
+from dabench.core.status import is_ok
 from dabench.tracking.redact import redact_pair, redact_text
 
 NOTE_TAG = "mlflow.note.content"

@@ -1,13 +1,13 @@
 """One run lifecycle: open the MLflow run when the work starts, close it on every exit path.
 
 Every path that records a run goes through here: a single run and a multirun child
-(dabench/app.py, dabench/api.py), artifact ingestion (``python -m dabench.profiles --log``), the
-multirun/study parent (tracking/callbacks.py, tune/tracking.py). A trial of a study is a Hydra
+(dabench/cli/run.py, dabench/api.py), artifact ingestion (``python -m dabench ingest --log``), the
+multirun/study parent (pipeline/multirun_parent.py, tune/tracking.py). A trial of a study is a Hydra
 job, so it is a multirun child.
 
 - :func:`recorded_run` (context manager): creates the run at entry with its real start time and
   ends it at exit with its real end time. The state comes from the status vocabulary
-  (dabench/status.py): a normal exit ends ``mlflow_state(run.status)`` (FINISHED for ``ok``;
+  (dabench/core/status.py): a normal exit ends ``mlflow_state(run.status)`` (FINISHED for ``ok``;
   ``ok`` when the body set no status); an exception ends FAILED with status ``crashed`` and the
   error as reason, and is re-raised; KeyboardInterrupt (and SystemExit, GeneratorExit) end KILLED
   with status ``interrupted``, re-raised.
@@ -32,8 +32,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from dabench import faults
-from dabench.status import Status, mlflow_state, parse
+from dabench.runtime import faults
+from dabench.core.status import Status, mlflow_state, parse
 from dabench.tracking.store import client_and_experiment, launch_dir, tracking_uri
 
 log = logging.getLogger(__name__)
@@ -189,10 +189,10 @@ def recorded_run(*, experiment: str, uri: str | None, run_name: str, tags: Mappi
     except Exception as error:
         _close_quietly(run, error_status(error), f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}")
         raise
-    except BaseException as error:  # KeyboardInterrupt (Ctrl-C, SIGTERM: dabench/interrupts.py), SystemExit
+    except BaseException as error:  # KeyboardInterrupt (Ctrl-C, SIGTERM: dabench/runtime/interrupts.py), SystemExit
         _close_quietly(run, Status.INTERRUPTED, interrupt_reason(error))
         if isinstance(error, KeyboardInterrupt):
-            from dabench import interrupts
+            from dabench.runtime import interrupts
 
             interrupts.note(f"run {run.run_id} recorded interrupted ({'KILLED' if run.closed else 'left RUNNING'})")
         raise
@@ -211,7 +211,7 @@ def error_status(error: BaseException) -> Status:
     else ``crashed``."""
     import errno
 
-    from dabench.status import DabenchError
+    from dabench.core.status import DabenchError
 
     if isinstance(error, DabenchError):
         return error.status

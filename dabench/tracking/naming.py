@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dabench.config import RunConfig
-from dabench.runner import RunResult
+from dabench.config.sections import RunConfig
+from dabench.core.result import RunResult
 
 
 def run_name(container: dict[str, Any]) -> str:
@@ -55,7 +55,7 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
         profile = result.profile or result.predicted
         if profile is not None:
             tags["dabench.source"] = profile.source
-            tags.update({f"dabench.profile.{k}": v for k, v in profile.tags.items()})
+            tags.update({f"dabench.core.profile.{k}": v for k, v in profile.tags.items()})
     if rc is not None:
         tags.update(rc.tracking.tags)
     else:

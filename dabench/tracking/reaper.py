@@ -10,7 +10,7 @@ time or in another boot (a reused pid is not the owner).
 
 - :func:`reap_once`: called when a process first opens a run (dabench/tracking/lifecycle.py):
   one search on the store for RUNNING runs tagged with this host, once per process and store.
-- ``python -m dabench.doctor`` calls :func:`reap` too, and with ``--all-hosts`` also ends the
+- ``python -m dabench doctor`` calls :func:`reap` too, and with ``--all-hosts`` also ends the
   RUNNING runs of other hosts and runs without owner tags (the user says those processes are
   gone; this host cannot check them).
 
@@ -149,7 +149,7 @@ def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list
 
     from mlflow.entities import RunTag
 
-    from dabench.status import Status, mlflow_state
+    from dabench.core.status import Status, mlflow_state
 
     done = []
     for run in running_runs(client, None if all_hosts else hostname()):

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from dabench.paths import launch_dir  # noqa: F401  (re-exported: tracking.store.launch_dir)
+from dabench.core.paths import launch_dir  # noqa: F401  (re-exported: tracking.store.launch_dir)
 
 T = TypeVar("T")
 

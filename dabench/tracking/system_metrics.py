@@ -9,14 +9,14 @@ import logging
 from contextlib import contextmanager
 from typing import Iterator
 
-from dabench.config import RunConfig
+from dabench.config.sections import RunConfig
 
 log = logging.getLogger(__name__)
 
 
 def is_measured(rc: RunConfig | None) -> bool:
     """True when ``rc`` will run on a device: mode measure/validate, or auto with the backend
-    available (the same test dabench.runner.resolve_mode makes, without its messages)."""
+    available (the same test dabench.pipeline.execute.resolve_mode makes, without its messages)."""
     if rc is None or rc.hardware.mode == "predict":
         return False
     if rc.hardware.mode in ("measure", "validate"):

@@ -6,9 +6,9 @@ placement, parallel degree, ...) for the best throughput.
   (IPU pipeline placements) and :mod:`dabench.tune.placement` (compositions of layers).
 - :mod:`dabench.tune.driver`: the ask/launch/tell loop; :mod:`dabench.tune.study`: storage,
   naming and resume; :mod:`dabench.tune.sampling`: samplers and failed-trial handling.
-- :mod:`dabench.tune.results`, :mod:`dabench.tune.plots`, :mod:`dabench.tune.tracking`: the
+- :mod:`dabench.tune.best`, :mod:`dabench.tune.plots`, :mod:`dabench.tune.parent_run`: the
   study's result, its plots and its MLflow parent run.
-- ``python -m dabench.tune``: the best deployment as a ready-to-run command line.
+- ``python -m dabench study``: the best deployment as a ready-to-run command line.
 
 The Hydra sweeper that drives these is ``hydra_plugins/dabench_optuna_sweeper``.
 """

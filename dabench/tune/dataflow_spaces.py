@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from dabench.status import ConfigError
+from dabench.core.status import ConfigError
 
 
 class ChoiceTreeSpace:

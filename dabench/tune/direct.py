@@ -3,7 +3,7 @@
 For benchmarks and tests that need thousands of evaluations (the Hydra sweeper runs every trial
 as a real job instead). A deployment is a dict of overrides, as the search spaces produce; the
 objective is the same one the task function returns: ``throughput.samples_per_s`` from the one
-pipeline (:func:`dabench.runner.predict_config`), or failure with the run's status when the
+pipeline (:func:`dabench.pipeline.execute.predict_config`), or failure with the run's status when the
 model refuses (capacity, unsupported, invalid config).
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Mapping
 
-from dabench.config import build_run_config
-from dabench.runner import predict_config
-from dabench.status import DabenchError, Status
+from dabench.config.build import build_run_config
+from dabench.pipeline.execute import predict_config
+from dabench.core.status import DabenchError, Status
 from dabench.tune.driver import Outcome
 from dabench.workload.opgraph import build_opgraph
 

@@ -38,7 +38,7 @@ from typing import Any, Callable, ContextManager, Sequence
 import optuna
 from optuna.trial import TrialState
 
-from dabench.status import ConfigError, Status
+from dabench.core.status import ConfigError, Status
 from dabench.tune.space import ParsedSpace, override_value
 from dabench.tune.structured import StructuredSpace
 from dabench.tune.study import (
@@ -51,7 +51,6 @@ from dabench.tune.study import (
     fail_stale_trials,
     fresh_trials,
     mark_owner,
-    trials_done,
 )
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ Every trial is a deployment PopTorch would accept:
   ``replication.ipus<n>``, one categorical per IPU count, so no invalid pair can be drawn); the
   pipeline has k = n / r stages (``parallel=pp``, ``parallel.degree=k``, ``parallel.replicas=r``).
 - Gradient accumulation = ``pipeline_fill`` x (2k - 1). A training pipeline over k IPUs runs
-  2k - 1 stages (forward and backward, as PopTorch counts them; dabench.backends.poptorch refuses
+  2k - 1 stages (forward and backward, as PopTorch counts them; dabench.backends.ipu refuses
   less), so gradient accumulation is never below the number of pipeline stages; the fill factor
   sets the bubble share, about (k - 1) / (fill (2k - 1) + k - 1).
 - Placement (:func:`dabench.tune.placement.placement_from_params`): ``first_stage_layers`` on IPU
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping, Sequence
 
-from dabench.status import ConfigError
+from dabench.core.status import ConfigError
 from dabench.tune.placement import count_placements, placement_from_params, placements
 
 

@@ -24,7 +24,7 @@ import math
 from itertools import combinations
 from typing import Iterator, Sequence
 
-from dabench.placement import Placement
+from dabench.core.placement import Placement
 
 SKEW_RANGE = 6.0  #: log of the largest stage-weight ratio a skew of 1 allows
 

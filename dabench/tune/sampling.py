@@ -18,8 +18,8 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
-from dabench import status as run_status
-from dabench.status import ConfigError
+from dabench.core import status as run_status
+from dabench.core.status import ConfigError
 from dabench.tune.study import STATUS_ATTR
 
 #: sampler names accepted in ``hydra.sweeper.sampler`` -> optuna.samplers class
@@ -37,7 +37,7 @@ FAILED_CONSTRAINT = "constraints:dabench.failed"
 
 def is_infeasible(trial: FrozenTrial) -> bool:
     """A failed trial that ran and was refused (a recorded status that counts toward the budget,
-    see dabench/status.py: not ``interrupted``, ``killed``, ...)."""
+    see dabench/core/status.py: not ``interrupted``, ``killed``, ...)."""
     status = trial.user_attrs.get(STATUS_ATTR)
     return trial.state == TrialState.FAIL and bool(trial.params) and status is not None and run_status.counts_toward_budget(status)
 

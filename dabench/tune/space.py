@@ -31,7 +31,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 
-from dabench.status import ConfigError
+from dabench.core.status import ConfigError
 
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-./]*$")
 _KEYWORDS = {"true", "false", "null", "nan", "inf"}

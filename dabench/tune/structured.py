@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
-from dabench.status import ConfigError
+from dabench.core.status import ConfigError
 
 
 @runtime_checkable

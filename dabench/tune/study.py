@@ -25,8 +25,8 @@ from typing import Any, Sequence
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from dabench import status as run_status
-from dabench.status import Status
+from dabench.core import status as run_status
+from dabench.core.status import Status
 
 STATUS_ATTR = "dabench.status"
 REASON_ATTR = "dabench.reason"

@@ -132,7 +132,7 @@ class DecoderStack(nn.Module):
 
     @classmethod
     def from_config(cls, model) -> "DecoderStack":
-        """Build from a :class:`dabench.config.ModelConfig` (or any object with its fields). Model
+        """Build from a :class:`dabench.config.sections.ModelConfig` (or any object with its fields). Model
         variants that only the op graph prices (SwiGLU, rotary, cross-attention, an MLM head) are
         refused as unsupported rather than measured as a plain GPT-2 stack; ``tie_embeddings`` is
         built (GPT-2's tied head)."""
@@ -141,7 +141,7 @@ class DecoderStack(nn.Module):
         if getattr(model, "ffn_size", 0) and model.ffn_size != model.ffn_mult * model.hidden_size:
             used.append(f"ffn_size={model.ffn_size}")
         if used:
-            from dabench.status import UnsupportedError
+            from dabench.core.status import UnsupportedError
 
             raise UnsupportedError(f"the measured workload (dabench/workload/model.py) builds GPT-2 blocks only; "
                                    f"model {model.name} sets {', '.join(used)} (predict mode prices them)")

@@ -17,7 +17,7 @@ F = ffn_mult*H, vocabulary V, and element sizes e (activations, the compute dtyp
 - ``params``: parameters the op owns (on its forward entry only).
 - ``saved_bytes``: activation bytes kept from forward for backward (forward entries only).
 
-Model variants (:class:`~dabench.config.ModelConfig`; the defaults are GPT-2):
+Model variants (:class:`~dabench.config.sections.ModelConfig`; the defaults are GPT-2):
 
 - ``ffn_type: swiglu`` (LLaMA): ``mlp.fc1`` is the fused gate and up projections (H -> 2F),
   ``mlp.gelu`` the SiLU-and-multiply (``SWIGLU_FLOPS_PER_ELEMENT`` per element of F), ``mlp.fc2``
@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from dabench.config import DTYPE_BYTES, ModelConfig, PrecisionConfig
+from dabench.config.sections import DTYPE_BYTES, ModelConfig, PrecisionConfig
 
 OP_CLASSES = ("matmul", "attention", "norm", "elementwise", "embedding", "loss", "optimizer")
 PHASES = ("fwd", "bwd", "opt")

@@ -19,7 +19,7 @@ so :class:`CachingConfigLoader` composes the first job of each :func:`~.sweeper.
 else is composed by Hydra in full: ``+``/``++``/``~`` overrides, ``hydra.*`` keys, keys without a
 dot or naming a config group, a key given twice, a key that is not a leaf of the composed
 config, and values that are mappings, lists or hold an interpolation.
-tests/test_cached_composition.py checks every job of the shipped sweeps against Hydra's fresh
+tests/hydra_plugins/test_cached_composition.py checks every job of the shipped sweeps against Hydra's fresh
 composition.
 """
 

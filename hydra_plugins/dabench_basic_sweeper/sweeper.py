@@ -12,7 +12,7 @@ def shape(overrides: Sequence[str]) -> tuple[str, ...]:
     (``model=gpt2_test``, ``+sweeps=ipu_deploy``), each dotted key without its value
     (``run.batch_size=*``). dabench's config has no typed Hydra schema, so a value cannot make
     composition fail where another value of the same key composed; values are checked by
-    dabench.schema when each job runs, and a bad one becomes that job's ``invalid_config`` run.
+    dabench.config.schema when each job runs, and a bad one becomes that job's ``invalid_config`` run.
     A key without a dot is taken as a group (kept with its value): at worst one more
     composition, never one fewer."""
     out = []
@@ -52,7 +52,7 @@ class BasicSweeper(HydraBasicSweeper):
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         if self.overrides is not None and self.batch_index == 1:  # the first batch: say how many jobs in all
-            from dabench import interrupts  # "interrupted after 3 of 8 runs" (Ctrl-C, SIGTERM)
+            from dabench.runtime import interrupts  # "interrupted after 3 of 8 runs" (Ctrl-C, SIGTERM)
 
             interrupts.progress(done=0, total=sum(len(b) for b in self.overrides), unit="runs")
         super().validate_batch_is_legal(representatives(batch))

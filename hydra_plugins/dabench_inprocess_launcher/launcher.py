@@ -20,18 +20,15 @@ class InProcessLauncher(Launcher):
         self.config = config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        """Each job's overrides through :func:`dabench.grid.run_grid` (the parent run comes from
+        """Each job's overrides through :func:`dabench.pipeline.grid.run_grid` (the parent run comes from
         ``$DABENCH_PARENT_RUN_ID``, set by the multirun callback, or from the sweeper's
         ``tracking.parent_run_id``); one JobReturn per job whose value is the task function's
         (:func:`dabench.tune.outcome.job_outcome`: samples/s carrying status, reason and mode)."""
-        from dabench.app import _summary
-        from dabench.grid import run_grid
-        from dabench.tracking.naming import run_name
+        from dabench.pipeline.grid import run_grid, summary
         from dabench.tune.outcome import job_outcome
 
         def show(run) -> None:
-            name = run_name(run.result.config) if run.result.config else " ".join(run.overrides)
-            print(_summary(run.result, name), flush=True)
+            print(summary(run), flush=True)
 
         log.info("Launching %d jobs in this process (dabench_inprocess)", len(job_overrides))
         runs = run_grid([list(o) for o in job_overrides], flush_every=self.flush_every, on_run=show)

@@ -26,7 +26,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from dabench.status import Status, is_ok
+from dabench.core.status import Status, is_ok
 from hydra_plugins.dabench_optuna_sweeper import config as _config  # noqa: F401  registers the config
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class DabenchOptunaSweeper(Sweeper):
                  sampler_options: Optional[dict] = None, failed_as_infeasible: bool = True,
                  params: Optional[dict] = None, space: Optional[dict] = None,
                  allow_oversubscribe: bool = False) -> None:
-        from dabench.status import ConfigError
+        from dabench.core.status import ConfigError
 
         if direction not in ("maximize", "minimize"):
             raise ConfigError("hydra.sweeper.direction", direction, "maximize or minimize")
@@ -71,7 +71,7 @@ class DabenchOptunaSweeper(Sweeper):
     def _refuse_local_store_for_remote_jobs(self, uri: str) -> None:
         """Jobs on other machines (Slurm, a Ray cluster joined by address) cannot record into a
         local SQLite or file store: refuse before any trial, naming the fix."""
-        from dabench.status import ConfigError
+        from dabench.core.status import ConfigError
 
         kind = type(self.launcher).__name__
         address = str(OmegaConf.select(self.config, "hydra.launcher.ray.init.address") or "local")
@@ -173,8 +173,8 @@ class DabenchOptunaSweeper(Sweeper):
             except (OSError, ValueError):
                 pass
         if job_return.cfg is not None:
-            from dabench.config import build_run_config
-            from dabench.status import DabenchError
+            from dabench.config.build import build_run_config
+            from dabench.core.status import DabenchError
 
             container = {k: v for k, v in OmegaConf.to_container(job_return.cfg, resolve=True).items() if k != "hydra"}
             try:
@@ -188,17 +188,17 @@ class DabenchOptunaSweeper(Sweeper):
     def _preflight(self, storage: str) -> None:
         """The study storage and (when tracking is on) the tracking store open: a corrupt
         database, a missing driver or an unreachable server is one line and exit 2 before the
-        study or its parent run is touched (dabench/tracking/preflight.py)."""
+        study or its parent run is touched (dabench/pipeline/preflight.py)."""
         import sys
 
-        from dabench.tracking.preflight import check_store, check_study_storage, format_problems
+        from dabench.pipeline.preflight import check_store, check_study_storage, format_problems
 
         assert self.config is not None
         tracking = self.config.get("tracking") or {}
         timeout = float(tracking.get("timeout_s") or 3.0)
         problems = check_study_storage(storage, timeout)
         if tracking.get("enabled", True):
-            from dabench.tracking import tracking_uri
+            from dabench.tracking.store import tracking_uri
 
             problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
         if problems:
@@ -234,10 +234,10 @@ class DabenchOptunaSweeper(Sweeper):
 
         from dabench.tune.driver import run_trials
         from dabench.tune.locking import study_lock
-        from dabench.tune.results import format_summary, summarize
+        from dabench.tune.best import format_summary, summarize
         from dabench.tune.sampling import make_sampler
         from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
-        from dabench.tune.tracking import close_parent, hide_password, log_study, study_parent, write_study_files
+        from dabench.tune.parent_run import close_parent, hide_password, log_study, study_parent, write_study_files
 
         assert self.config is not None and self.launcher is not None
         from dabench.tracking.redact import install_log_redaction
@@ -274,7 +274,7 @@ class DabenchOptunaSweeper(Sweeper):
         client, parent_id, extra = None, None, []
         tracking = self.config.get("tracking") or {}
         if tracking.get("enabled", True):
-            from dabench.tracking import tracking_uri
+            from dabench.tracking.store import tracking_uri
 
             uri = tracking_uri(tracking.get("uri"))
             self._refuse_local_store_for_remote_jobs(uri)
@@ -297,7 +297,7 @@ class DabenchOptunaSweeper(Sweeper):
             run_trials(study, space, self.n_trials, self._batch_size(), launch, lock=lock)
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt):  # Ctrl-C, SIGTERM: the line says how far and how to resume
-                from dabench import interrupts
+                from dabench.runtime import interrupts
 
                 try:
                     done = trials_done(study)

@@ -2,10 +2,10 @@
 
 import pytest
 
-from dabench.config import build_run_config
+from dabench.config.build import build_run_config
 from dabench.distributed.assemble import assemble_profile, parallel_losses, step_times, transfer_seconds
 from dabench.distributed.busbw import summarize
-from dabench.profile import UnitUse
+from dabench.core.profile import UnitUse
 from tests.conftest import composed
 
 

@@ -7,9 +7,9 @@ import sys
 import pytest
 from mlflow.tracking import MlflowClient
 
-from dabench import runner
-from dabench.config import build_run_config
-from dabench.status import Status
+from dabench.pipeline import execute as runner
+from dabench.config.build import build_run_config
+from dabench.core.status import Status
 from tests.conftest import cli_env, composed
 
 pytestmark = pytest.mark.slow

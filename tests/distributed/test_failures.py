@@ -10,10 +10,10 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from dabench import runner
-from dabench.config import build_run_config
+from dabench.pipeline import execute as runner
+from dabench.config.build import build_run_config
 from dabench.distributed.run import run_ranks
-from dabench.status import CrashedError, Status
+from dabench.core.status import CrashedError, Status
 from tests.conftest import cli_env, composed
 from tests.distributed.procs import ranks_of_launcher
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from dabench.backends.torch_train import build_train_state
-from dabench.config import ParallelConfig, build_run_config
+from dabench.config.sections import ParallelConfig
+from dabench.config.build import build_run_config
 from dabench.distributed.assemble import assemble_profile, parallel_losses
 from dabench.distributed.run import run_ranks
 from dabench.metrics.summary import Ceilings, compute_metrics

@@ -2,9 +2,9 @@
 
 import pytest
 
-from dabench.config import build_run_config
+from dabench.config.build import build_run_config
 from dabench.perfmodel.comm_check import comm_prediction_metrics
-from dabench.profile import CommEvent
+from dabench.core.profile import CommEvent
 from tests.conftest import composed
 
 

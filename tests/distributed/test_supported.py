@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from dabench.config import build_run_config
+from dabench.config.build import build_run_config
 from dabench.distributed.run import check_supported, threads_per_rank
-from dabench.status import ConfigError, UnsupportedError
+from dabench.core.status import ConfigError, UnsupportedError
 from tests.conftest import composed
 
 CPU = torch.device("cpu")

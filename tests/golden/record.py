@@ -55,7 +55,7 @@ def default_sweep_cases() -> list[dict]:
 def optuna_sweep_cases() -> list[dict]:
     import optuna
 
-    from dabench.api import compose
+    from dabench.config.compose import compose
     from dabench.tune.driver import TrialSpace
     from dabench.tune.space import params_to_overrides, parse_overrides
     from dabench.tune.structured import load_space

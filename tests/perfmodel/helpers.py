@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
-from dabench.config import build_run_config
-from dabench.runner import predict_config
+from dabench.config.build import build_run_config
+from dabench.pipeline.execute import predict_config
 from tests.conftest import CONF
 
 
@@ -27,6 +27,6 @@ def run_config(hardware: str, model: str = "gpt2_small", precision: str = "mixed
 
 
 def predict(rc):
-    """(profile, metrics) of a full prediction, through the one pipeline (dabench.runner)."""
+    """(profile, metrics) of a full prediction, through the one pipeline (dabench.pipeline.execute)."""
     prediction = predict_config(rc)
     return prediction.profile, prediction.metrics

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from dabench.calibrate import BEGIN, DOC, END, markdown, platforms
-from dabench.perfmodel.calibration import error_band, model_version, residuals, run_tags
-from dabench.perfmodel.calibration.evaluate import predict_point
-from dabench.perfmodel.calibration.points import load_points
-from dabench.perfmodel.calibration.sources import fitted, hardware_yaml
+from dabench.cli.fit import BEGIN, DOC, END, markdown, platforms
+from dabench.perfmodel.fit import error_band, model_version, residuals, run_tags
+from dabench.perfmodel.fit.evaluate import predict_point
+from dabench.perfmodel.fit.points import load_points
+from dabench.perfmodel.fit.sources import fitted, hardware_yaml
 
 POINTS = [p for p in load_points() if p.use != "excluded"]
 
@@ -40,10 +40,10 @@ def test_every_calibration_point_is_within_tolerance(point, predicted):
 
 
 def test_residuals_file_matches_the_shipped_model(predicted):
-    """residuals.json (error bands) is what `python -m dabench.calibrate --write` computes now."""
+    """residuals.json (error bands) is what `python -m dabench fit --write` computes now."""
     stored = residuals()
     for arch in platforms():
-        assert arch in stored, f"run python -m dabench.calibrate --arch {arch} --write"
+        assert arch in stored, f"run python -m dabench fit --arch {arch} --write"
         for point in (p for p in load_points() if p.platform == arch):
             row = stored[arch][point.id]
             value = predicted[point.id]
@@ -57,7 +57,7 @@ def test_residuals_file_matches_the_shipped_model(predicted):
 def test_shipped_constants_are_the_fit(arch):
     """Refitting from the shipped values moves nothing beyond the YAML's rounding (bounded,
     deterministic least squares), so the YAML holds the fit's output."""
-    from dabench.perfmodel.calibration.fit import refit
+    from dabench.perfmodel.fit.refit import refit
 
     result = refit(arch)
     options = hardware_yaml(arch)["options"]
@@ -72,7 +72,7 @@ def test_docs_tables_are_the_generators_output(predicted):
         begin, end = BEGIN.format(arch=arch), END.format(arch=arch)
         assert begin in text and end in text, f"docs/perfmodel.md lacks the {arch} markers"
         block = begin + text.split(begin, 1)[1].split(end, 1)[0] + end
-        assert block == markdown(arch, rows), f"run python -m dabench.calibrate --update-doc ({arch})"
+        assert block == markdown(arch, rows), f"run python -m dabench fit --update-doc ({arch})"
 
 
 def test_model_version_and_error_band():
@@ -87,7 +87,7 @@ def test_model_version_and_error_band():
 
 
 def test_check_mode_passes_on_the_shipped_constants(capsys):
-    from dabench.calibrate import main
+    from dabench.cli.fit import main
 
     assert main(["--check", "--arch", "wse2"]) == 0
     assert "0 point(s) out of tolerance" in capsys.readouterr().out

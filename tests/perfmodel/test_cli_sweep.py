@@ -11,7 +11,7 @@ from tests.conftest import cli_env, composed
 
 def test_default_ipu_sweep_covers_the_paper_study():
     """`hardware=ipu parallel=pp -m` sweeps >= 20 placements on 2, 4, 8 and 16 IPUs."""
-    from dabench.config import parse_placement
+    from dabench.config.build import parse_placement
     from hydra import compose, initialize_config_dir
 
     from tests.conftest import CONF

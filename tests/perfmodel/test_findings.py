@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dabench.status import CapacityError
+from dabench.core.status import CapacityError
 from tests.conftest import CONF, need_shared_fixtures
 from tests.perfmodel.helpers import load, predict, run_config
 

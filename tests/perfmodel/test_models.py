@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dabench.status import CompileError, ConfigError, UnsupportedError
+from dabench.core.status import CompileError, ConfigError, UnsupportedError
 from tests.conftest import ROOT
 from tests.perfmodel.helpers import predict, run_config
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from dabench.config import apply_placement, parse_placement
-from dabench.status import ConfigError
+from dabench.config.build import apply_placement, parse_placement
+from dabench.core.status import ConfigError
 from tests.perfmodel.helpers import run_config
 
 

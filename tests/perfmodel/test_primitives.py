@@ -4,13 +4,13 @@ import math
 
 import pytest
 
-from dabench.config import Link, PrecisionConfig
+from dabench.config.sections import Link, PrecisionConfig
 from dabench.metrics.tier2 import pipeline_bubble_fraction
 from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
 from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
 from dabench.perfmodel.pipeline import pipeline_time, stash_depth
 from dabench.perfmodel.roofline import op_time_s
-from dabench.status import CapacityError
+from dabench.core.status import CapacityError
 
 LINK = Link("test", bandwidth_Bps=1e9, latency_s=1e-5)
 

@@ -1,23 +1,23 @@
 """Every number in conf/hardware/*.yaml is sourced, fitted (with its calibration points and
 bounds) or, for options, a stated setting: conf/hardware/sources/<arch>.yaml, convention in
-dabench/perfmodel/calibration/sources.py."""
+dabench/perfmodel/fit/sources.py."""
 
 import pytest
 
-from dabench.perfmodel.calibration.sources import CONF_HARDWARE, problems
+from dabench.perfmodel.fit.sources import CONF_HARDWARE, problems
 
 ARCHS = sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_hardware_constant_has_a_provenance(arch):
-    from dabench.perfmodel.calibration.points import load_points
+    from dabench.perfmodel.fit.points import load_points
 
     assert problems(arch, {p.id for p in load_points()}) == []
 
 
 def test_the_checker_catches_a_missing_and_an_orphan_entry(tmp_path, monkeypatch):
-    import dabench.perfmodel.calibration.sources as sources
+    import dabench.perfmodel.fit.sources as sources
 
     (tmp_path / "sources").mkdir()
     (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\noptions: {k: 2, m: 1}\n")

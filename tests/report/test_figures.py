@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 
-from dabench.compare import comparison, render
+from dabench.cli.compare import comparison, render
 from dabench.report import figures
 from dabench.report.frame import normalize
 from dabench.report.html import write_report

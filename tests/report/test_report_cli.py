@@ -1,4 +1,4 @@
-"""`python -m dabench.report` and `python -m dabench.compare` on a real store (tests/report/conftest.py),
+"""`python -m dabench report` and `python -m dabench compare` on a real store (tests/report/conftest.py),
 and the report opened in headless Chromium."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ pytestmark = pytest.mark.slow
 FIGURES = ("layers", "allocation", "roofline", "scaling", "batch", "precision", "diagnosis")
 
 
-def cli(module: str, *args: str, folder: Path, code: int = 0) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", module, *args], cwd=folder, env=cli_env(folder),
+def cli(command: str, *args: str, folder: Path, code: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "dabench", command, *args], cwd=folder, env=cli_env(folder),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == code, done.stdout[-3000:] + done.stderr[-3000:]
     return done
@@ -37,7 +37,7 @@ def read_csv(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def full_report(report_store, tmp_path_factory):
     out = tmp_path_factory.mktemp("full_report")
-    done = cli("dabench.report", "--out", str(out), folder=report_store.folder)
+    done = cli("report", "--out", str(out), folder=report_store.folder)
     return out, done.stdout
 
 
@@ -70,7 +70,7 @@ def test_report_of_every_run(report_store, full_report):
 def test_report_of_a_sweep_is_logged_under_its_parent(report_store, tmp_path):
     from mlflow.tracking import MlflowClient
 
-    done = cli("dabench.report", report_store.wse2_parent, "--out", str(tmp_path / "r"), folder=report_store.folder)
+    done = cli("report", report_store.wse2_parent, "--out", str(tmp_path / "r"), folder=report_store.folder)
     assert f"logged under parent run {report_store.wse2_parent}" in done.stdout
     rows = read_csv(tmp_path / "r" / "runs.csv")
     assert len(rows) == 4 and {r["platform"] for r in rows} == {"wse2"}
@@ -83,22 +83,22 @@ def test_report_of_a_sweep_is_logged_under_its_parent(report_store, tmp_path):
 
 
 def test_report_of_a_study_an_experiment_and_a_filter(report_store, tmp_path):
-    cli("dabench.report", report_store.study, "--out", str(tmp_path / "s"), folder=report_store.folder)
+    cli("report", report_store.study, "--out", str(tmp_path / "s"), folder=report_store.folder)
     study = read_csv(tmp_path / "s" / "runs.csv")
     assert len(study) == 2 and {r["tags.optuna_study"] for r in study} == {report_store.study}
-    cli("dabench.report", "old-dabench", "--out", str(tmp_path / "e"), folder=report_store.folder)
+    cli("report", "old-dabench", "--out", str(tmp_path / "e"), folder=report_store.folder)
     assert {r["run_name"] for r in read_csv(tmp_path / "e" / "runs.csv")} == {"old tiny L2", "old crashed run"}
-    cli("dabench.report", "params.hardware.name = 'rdu'", "--out", str(tmp_path / "f"), folder=report_store.folder)
+    cli("report", "params.hardware.name = 'rdu'", "--out", str(tmp_path / "f"), folder=report_store.folder)
     rdu = read_csv(tmp_path / "f" / "runs.csv")
     assert len(rdu) == 4 and {r["platform"] for r in rdu} == {"rdu"}
 
 
 def test_unknown_selection_is_one_line_listing_what_exists(report_store, tmp_path):
-    done = cli("dabench.report", "no-such-thing", "--out", str(tmp_path), folder=report_store.folder, code=2)
+    done = cli("report", "no-such-thing", "--out", str(tmp_path), folder=report_store.folder, code=2)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "experiments: " in lines[0] and "old-dabench" in lines[0]
     assert report_store.study in lines[0]
-    done = cli("dabench.report", "0" * 32, "--kind", "run", "--out", str(tmp_path), folder=report_store.folder, code=2)
+    done = cli("report", "0" * 32, "--kind", "run", "--out", str(tmp_path), folder=report_store.folder, code=2)
     assert "no run 000" in done.stderr
 
 
@@ -106,19 +106,19 @@ def test_compare_side_by_side(report_store, tmp_path):
     rows = read_csv(_rows_path(report_store, tmp_path))
     rdu = sorted((r for r in rows if r["platform"] == "rdu"), key=lambda r: r["run_id"])[:2]
     ids = [r["run_id"] for r in rdu]
-    done = cli("dabench.compare", *ids, "--csv", str(tmp_path / "c.csv"), folder=report_store.folder)
+    done = cli("compare", *ids, "--csv", str(tmp_path / "c.csv"), folder=report_store.folder)
     assert ids[0][:8] in done.stdout and "throughput.samples_per_s" in done.stdout
     table = {r["row"]: r for r in read_csv(tmp_path / "c.csv")}
     assert "throughput.samples_per_s" in table and "tier1.load_imbalance" in table
     differing = [k for k in table if k.startswith("params.")]
     assert differing and all(table[k][ids[0][:8]] != table[k][ids[1][:8]] for k in differing)
     assert "params.model.n_layers" not in table  # the same in both
-    done = cli("dabench.compare", ids[0], "f" * 32, folder=report_store.folder, code=2)
+    done = cli("compare", ids[0], "f" * 32, folder=report_store.folder, code=2)
     assert "unknown run id(s): " + "f" * 32 in done.stderr
 
 
 def _rows_path(report_store, tmp_path) -> Path:
-    cli("dabench.report", "dabench", "--out", str(tmp_path / "all"), "--no-log", folder=report_store.folder)
+    cli("report", "dabench", "--out", str(tmp_path / "all"), "--no-log", folder=report_store.folder)
     return tmp_path / "all" / "runs.csv"
 
 

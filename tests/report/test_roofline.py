@@ -10,11 +10,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from dabench.config import build_run_config
+from dabench.config.build import build_run_config
 from dabench.metrics.roofline import attainable_flops
 from dabench.metrics.summary import roofline_points
 from dabench.report.roofline_plot import roofline_svg
-from dabench.runner import execute
+from dabench.pipeline.execute import execute
 from tests.conftest import composed
 
 TOLERANCE = 1e-6

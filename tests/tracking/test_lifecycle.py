@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from dabench.status import Status
+from dabench.core.status import Status
 from dabench.tracking.lifecycle import BatchRecorder, PendingRun, open_run, recorded_run
 
 

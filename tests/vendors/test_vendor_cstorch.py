@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from dabench.backends import get_backend
-from dabench.backends.cstorch import DEFAULT_VENV_PYTHON, CstorchBackend, CstorchCpuBackend
-from dabench.runner import execute
-from dabench.status import Status, UnsupportedError
-from dabench.vendors.cstorch_runner import half_dtype, num_csx
+from dabench.backends.wse2 import DEFAULT_VENV_PYTHON, CstorchBackend, CstorchCpuBackend
+from dabench.pipeline.execute import execute
+from dabench.core.status import Status, UnsupportedError
+from dabench.vendors.wse2_runner import half_dtype, num_csx
 from vendor_helpers import run_config
 
 requires_venv = pytest.mark.skipif(not DEFAULT_VENV_PYTHON.exists(),

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dabench.isolation.subprocess_runner import PROTOCOL, child_env, run_child
+from dabench.runtime.isolation import PROTOCOL, child_env, run_child
 from dabench.backends.vendor import probe_sdk
-from dabench.status import CompileError, CrashedError, RunTimeout, Status
+from dabench.core.status import CompileError, CrashedError, RunTimeout, Status
 from vendor_helpers import FAKES
 
 
@@ -88,8 +88,8 @@ def test_missing_interpreter_is_crashed(fakes_on_path):
 
 
 def test_runner_common_main_reports_exceptions(tmp_path, monkeypatch):
-    """dabench.vendors.common.main turns a raised RunnerError / exception into a result file."""
-    from dabench.vendors.common import RunnerError, main
+    """dabench.vendors.child.main turns a raised RunnerError / exception into a result file."""
+    from dabench.vendors.child import RunnerError, main
 
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"protocol": PROTOCOL}))
@@ -124,8 +124,8 @@ def test_runner_side_imports_under_python_3_8():
     python = _python38()
     if python is None:
         pytest.skip("no Python 3.8 interpreter here")
-    modules = ["dabench.vendors.common", "dabench.vendors.probe", "dabench.vendors.poptorch_runner",
-               "dabench.vendors.cstorch_runner", "dabench.vendors.sambaflow_runner", "dabench.vendors.popvision_export"]
+    modules = ["dabench.vendors.child", "dabench.vendors.probe", "dabench.vendors.ipu_runner",
+               "dabench.vendors.wse2_runner", "dabench.vendors.rdu_runner", "dabench.vendors.ipu_export"]
     done = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True, text=True,
                           env=child_env(python), timeout=60)
     assert done.returncode == 0, done.stderr

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from dabench.profiles import detect, parse
-from dabench.profiles.cerebras import kernel_class, parse_compile_report
-from dabench.profiles.popvision import tile_balance
-from dabench.profiles.sambaflow import stage_load_imbalance
+from dabench.ingest.parse import detect, parse
+from dabench.ingest.wse2 import kernel_class, parse_compile_report
+from dabench.ingest.ipu import tile_balance
+from dabench.ingest.rdu import stage_load_imbalance
 from vendor_helpers import FIXTURES, SHARED, requires_shared
 
 approx = pytest.approx
@@ -226,8 +226,8 @@ def test_popvision_exporter_on_a_pva_like_report():
     try:
         import pva  # the fake
 
-        from dabench.profiles.popvision import parse_popvision
-        from dabench.vendors.popvision_export import summarise
+        from dabench.ingest.ipu import parse_popvision
+        from dabench.vendors.ipu_export import summarise
 
         summary = summarise(pva.openReport("profile.pop"))
     finally:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from dabench.backends import get_backend
-from dabench.backends.poptorch import PoptorchBackend
+from dabench.backends.ipu import PoptorchBackend
 from dabench.backends.vendor import probe_sdk
-from dabench.runner import execute
-from dabench.status import ConfigError, Status, UnsupportedError
-from dabench.vendors.poptorch_runner import _classify_compile_error, begin_blocks
+from dabench.pipeline.execute import execute
+from dabench.core.status import ConfigError, Status, UnsupportedError
+from dabench.vendors.ipu_runner import _classify_compile_error, begin_blocks
 from vendor_helpers import run_config
 
 PIPELINE = {"strategy": "pp", "degree": 2, "layers_per_stage": [0, 2]}

@@ -1,4 +1,4 @@
-"""``python -m dabench.profiles PATH [--log]``."""
+"""``python -m dabench ingest PATH [--log]``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from dabench.profiles.__main__ import main
+from dabench.cli.ingest import main
 from vendor_helpers import FIXTURES, REPO, SHARED, requires_shared
 
 
 @requires_shared
 def test_compile_report_7_acceptance():
-    done = subprocess.run([sys.executable, "-m", "dabench.profiles",
+    done = subprocess.run([sys.executable, "-m", "dabench", "ingest",
                            "../shared/fixtures/cerebras/compile_reports/compile_report_7.txt"],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -9,11 +9,11 @@ import dataclasses
 import pytest
 
 from dabench.backends import get_backend
-from dabench.backends.sambaflow import SambaflowBackend
-from dabench.runner import execute
-from dabench.status import Status, UnsupportedError
-from dabench.vendors.common import RunnerError
-from dabench.vendors.sambaflow_runner import compile_args
+from dabench.backends.rdu import SambaflowBackend
+from dabench.pipeline.execute import execute
+from dabench.core.status import Status, UnsupportedError
+from dabench.vendors.child import RunnerError
+from dabench.vendors.rdu_runner import compile_args
 from vendor_helpers import run_config
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from dabench.config import build_run_config
+from dabench.config.build import build_run_config
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"

@@ -17,15 +17,15 @@ by :func:`build_knobs`, so nothing else needs editing) with one frozen dataclass
     # in perfmodel/wse2.py, the only place the model reads knobs:
     k = knobs_for(rc.hardware)        # -> Wse2Knobs, validated, cached per options mapping
 
-A ``fitted`` knob (one ``python -m dabench.calibrate`` refits) is declared the same way; its
+A ``fitted`` knob (one ``python -m dabench fit`` refits) is declared the same way; its
 fitting bounds and points are in the YAML's ``sources:`` map, not here.
 
 Rules enforced by :func:`build_knobs`:
 
 - Every declared knob must be present in the YAML (no code defaults: the YAML is the source).
-- A key the dataclass does not declare is a :class:`~dabench.status.ConfigError` that lists the
+- A key the dataclass does not declare is a :class:`~dabench.core.status.ConfigError` that lists the
   valid names and suggests the closest one ("did you mean ...?"). Keys starting with
-  ``runner_`` belong to the vendor runners (dabench/vendors, dabench/isolation) and pass through.
+  ``runner_`` belong to the vendor runners (dabench/vendors, dabench/runtime/isolation.py) and pass through.
 - Numbers must lie in ``(low, high]`` (``low`` exclusive, ``high`` inclusive); ``integer`` knobs
   must be whole; ``choices`` lists the allowed strings (for a number-or-string knob, the strings
   allowed besides the number); ``boolean`` knobs must be true/false.
@@ -33,7 +33,7 @@ Rules enforced by :func:`build_knobs`:
 Command-line overrides keep their path: ``hardware.options.execution_mode=weight_streaming``.
 
 Where each value comes from is recorded next to it in the YAML's ``sources:`` map (see
-:mod:`dabench.perfmodel.calibration.sources` and tests/perfmodel/test_sources.py).
+:mod:`dabench.perfmodel.fit.sources` and tests/perfmodel/test_sources.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 
-from dabench.status import ConfigError
+from dabench.core.status import ConfigError
 
 T = TypeVar("T")
 
@@ -164,7 +164,7 @@ _CACHE: dict[tuple[str, int], tuple[Mapping[str, Any], Any]] = {}
 
 
 def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
-    """:func:`build_knobs` for a :class:`~dabench.config.HardwareSpec`, cached by the identity of
+    """:func:`build_knobs` for a :class:`~dabench.config.sections.HardwareSpec`, cached by the identity of
     its options mapping (a HardwareSpec is frozen, so its options do not change under it)."""
     options = hardware.options
     key = (hardware.arch, id(options))

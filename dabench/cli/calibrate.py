@@ -1,0 +1,51 @@
+"""Calibrate this machine's CPU ceilings: ``python -m dabench calibrate [--recalibrate]``.
+
+Prints, per precision and for the copy bandwidth, the calibration key, the median, the repeats'
+spread and the load, or the reason it was refused (machine busy). Without ``--recalibrate`` a
+cached calibration for the exact key is shown as is; with it every key is measured again and the
+cache entry replaced only when the new calibration is accepted. Exit 0 when every requested
+calibration is available, 3 when any was refused. Runs calibrate on demand the same way
+(``DABENCH_RECALIBRATE=1`` forces it there); see dabench/host/calibrate.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dabench calibrate", description=__doc__.splitlines()[0])
+    ap.add_argument("--recalibrate", action="store_true", help="measure again even where a calibration is cached")
+    ap.add_argument("--precision", nargs="*", default=["fp32", "bf16", "fp16"], choices=["fp32", "bf16", "fp16"])
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from dabench.host import calibrate
+    from dabench.host.ceilings import cpu_native_precision
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.MAX_LOAD_PER_CORE}); "
+          f"cache {calibrate.cache_path()}")
+    refused = 0
+    jobs = [(f"gemm_{p}", p, lambda p=p: calibrate.matmul_samples(p)) for p in args.precision]
+    jobs.append(("copy", None, calibrate.copy_samples))
+    for kind, precision, measure in jobs:
+        native = "" if precision is None else f" native={'yes' if cpu_native_precision(precision) else 'NO (emulated)'}"
+        try:
+            cal = calibrate.calibrate(kind, measure, recalibrate=args.recalibrate)
+        except calibrate.CalibrationRefused as error:
+            refused += 1
+            print(f"REFUSED {error.key}: {error.reason}")
+            continue
+        unit = "GB/s" if kind == "copy" else "GFLOP/s"
+        print(f"{cal.key}: {cal.value / 1e9:,.1f} {unit} (median of {len(cal.samples)}, spread {cal.spread:.1%}, "
+              f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}")
+    return 3 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""``python -m dabench compare RUN [RUN ...] [--csv PATH]``: runs side by side.
+
+One column per run; rows: what the run is (name, platform, mode, status, diagnosis), every
+metric any of the runs has, then the params that differ between them (all params with
+``--all-params``). Read through dabench.report.frame, the same reader as the report. Exit
+status 2 with one line naming the unknown ids when a run id is not in the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+HEAD = ("run_name", "experiment", "platform", "mode", "status", "reason", "diagnosis")
+
+
+def comparison(frame: pd.DataFrame, all_params: bool = False) -> pd.DataFrame:
+    """The side-by-side table of ``frame`` (one row per run): index = row names, one column per run
+    (its id's first 8 characters). Pure."""
+    metrics = sorted(c for c in frame.columns if c.startswith("metrics."))
+    params = sorted(c for c in frame.columns if c.startswith("params."))
+    if not all_params:
+        params = [c for c in params if frame[c].astype(str).nunique(dropna=False) > 1]
+    rows = [c for c in HEAD if c in frame.columns] + metrics + params
+    table = frame.set_index("run_id")[rows].T
+    table.columns = [str(c)[:8] for c in table.columns]
+    table.index = [i.replace("metrics.", "", 1) if i.startswith("metrics.") else i for i in table.index]
+    return table
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = str(value)
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def render(table: pd.DataFrame) -> str:
+    """The table as aligned text for a terminal ('-' where a run lacks the row)."""
+    return table.map(_cell).to_string()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dabench compare", description=__doc__.split("\n\n")[1])
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="MLflow run ids")
+    parser.add_argument("--csv", type=Path, default=None, help="also write the table to this CSV file")
+    parser.add_argument("--all-params", action="store_true", help="show every param, not only those that differ")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)")
+    args = parser.parse_args(argv)
+    from dabench.report.frame import SelectionError, load_runs
+
+    try:
+        frame = load_runs(args.tracking_uri, args.runs)
+    except SelectionError as error:
+        print(f"dabench compare: {error}", file=sys.stderr)
+        return 2
+    table = comparison(frame, args.all_params)
+    print(render(table))
+    if args.csv:
+        args.csv.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.csv, index_label="row")
+        print(f"dabench compare: {len(table)} rows x {len(table.columns)} runs -> {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""``python -m dabench doctor``: check the run store and the studies, fix what was left hanging.
+
+    python -m dabench doctor [--uri URI] [--storage URL] [--all-hosts] [--dry-run]
+
+1. The tracking store (``--uri``, else ``$MLFLOW_TRACKING_URI``, else ``./mlruns/mlflow.db``):
+   a SQLite file passes ``PRAGMA integrity_check``; MLflow opens it (experiments and runs
+   counted).
+2. Runs left RUNNING by a process that is gone (SIGKILL, power loss) are ended KILLED with
+   ``dabench.status=killed`` (:mod:`dabench.tracking.reaper`). Only this host's runs, unless
+   ``--all-hosts`` (then every RUNNING run of other hosts, and runs without owner tags, too: the
+   user says those processes are gone).
+3. The study storage (``--storage``, else ``./mlruns/optuna.db`` when it exists): integrity, then
+   each study's RUNNING trials whose owner is gone (or whose heartbeat stopped) are failed with
+   status ``interrupted`` and their settings enqueued again (:func:`dabench.tune.study.fail_stale_trials`,
+   under the study's lock); a study's MLflow parent run left RUNNING by a sweep that is gone with no
+   trial running is ended KILLED.
+
+Prints one line per check and per fix; exit 0 when the stores are healthy (after the fixes), 1
+when a store is unusable (corrupt, unreachable), 2 for bad arguments. ``--dry-run`` fixes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Callable
+
+Say = Callable[[str], None]
+
+
+def integrity(path: Path) -> str:
+    """``ok``, or what SQLite's ``PRAGMA integrity_check`` (or opening the file) reports."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as conn:
+            rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.DatabaseError as error:
+        return str(error)
+    return "ok" if rows == ["ok"] else "; ".join(rows[:5])
+
+
+def _default_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
+
+
+def _default_storage() -> str | None:
+    path = Path.cwd() / "mlruns" / "optuna.db"
+    return f"sqlite:///{path}" if path.exists() else None
+
+
+def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
+    """True: a healthy SQLite file; False: unusable; None: not a SQLite URL (or no file)."""
+    from dabench.tracking.store import sqlite_path
+
+    path = sqlite_path(url)
+    if path is None:
+        return None
+    if not path.exists():
+        say(f"{what} {path}: does not exist (nothing to check)")
+        return None
+    found = integrity(path)
+    if found != "ok":
+        say(f"{what} {path}: CORRUPT ({found}); move it aside (mv {path} {path}.corrupt) and start a new "
+            f"one, or restore a backup")
+        return False
+    say(f"{what} {path}: integrity ok")
+    return True
+
+
+def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> bool:
+    """The MLflow store (integrity, MLflow opens it) and its runs left RUNNING. False: unusable."""
+    from dabench.tracking.redact import redact_uri
+
+    healthy = check_sqlite_file(uri, "tracking store", say)
+    if healthy is False:
+        return False
+    from dabench.tracking.store import sqlite_path
+
+    if healthy is None and sqlite_path(uri) is not None:
+        return True
+    try:
+        from mlflow.tracking import MlflowClient
+
+        from dabench.tracking.store import RetryingClient
+
+        client = RetryingClient(MlflowClient(tracking_uri=uri))
+        experiments = client.search_experiments()
+    except Exception as error:
+        say(f"tracking store {redact_uri(uri)}: MLflow cannot open it ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})")
+        return False
+    from dabench.tracking.reaper import reap, running_runs
+
+    running = running_runs(client, None)
+    say(f"tracking store {redact_uri(uri)}: MLflow opens it ({len(experiments)} experiments, "
+        f"{len(running)} runs RUNNING)")
+    fixed = reap(client, all_hosts=all_hosts, dry_run=dry_run)
+    for item in fixed:
+        say(f"{'would fix' if dry_run else 'fixed'}: {item}")
+    left = len(running) - len(fixed)
+    if left:
+        say(f"left alone: {left} RUNNING runs whose processes still run"
+            + ("" if all_hosts else f" or belong to other hosts than {socket.gethostname()} (--all-hosts to end those)"))
+    if not fixed:
+        say("no runs left RUNNING by dead processes")
+    return True
+
+
+def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None) -> bool:
+    """Every study of the Optuna storage: stale RUNNING trials failed and re-queued, parents
+    left RUNNING by a gone sweep ended. False: unusable."""
+    from dabench.tracking.redact import redact_uri
+
+    if check_sqlite_file(storage, "study storage", say) is False:
+        return False
+    import warnings
+
+    import optuna
+    from optuna.trial import TrialState
+
+    from dabench.tune.locking import study_lock
+    from dabench.tune.study import GRACE_S, HEARTBEAT_S, fail_stale_trials
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            store = optuna.storages.RDBStorage(storage, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
+                                               skip_table_creation=True)
+            names = optuna.get_all_study_names(storage=store)
+    except Exception as error:
+        say(f"study storage {redact_uri(storage)}: Optuna cannot open it ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})")
+        return False
+    say(f"study storage {redact_uri(storage)}: Optuna opens it ({len(names)} studies)")
+    for name in names:
+        study = optuna.load_study(study_name=name, storage=store)
+        running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        if dry_run:
+            if running:
+                say(f"study {name}: {len(running)} trials RUNNING (dry run: not checked further)")
+            continue
+        with study_lock(storage, f"dabench-study:{name}"):
+            stale = fail_stale_trials(study, locked=True)
+        if stale:
+            say(f"fixed: study {name}: trials {stale} RUNNING with their sweep gone -> failed (interrupted, not "
+                f"counted), their settings queued to run again")
+        parent = _close_gone_parent(study, tracking)
+        if parent:
+            say(f"fixed: study {name}: {parent}")
+    return True
+
+
+def _close_gone_parent(study, tracking: str | None) -> str | None:
+    """A study's MLflow parent run left RUNNING by a sweep of this host that is gone, with no
+    trial running: ended KILLED. Returns what was done, or None."""
+    from optuna.trial import TrialState
+
+    from dabench.tune.parent_run import PARENT_ATTR, PARENT_OWNER_ATTR, PARENT_URI_ATTR, _owner_gone
+
+    attrs = study.user_attrs
+    parent, uri = attrs.get(PARENT_ATTR), attrs.get(PARENT_URI_ATTR)
+    if not parent or not uri or (tracking and uri != tracking):
+        return None
+    if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) or not _owner_gone(attrs.get(PARENT_OWNER_ATTR)):
+        return None
+    try:
+        from mlflow.tracking import MlflowClient
+
+        from dabench.tracking.lifecycle import terminate
+
+        client = MlflowClient(tracking_uri=uri)
+        if client.get_run(parent).info.status != "RUNNING":
+            return None
+        terminate(client, parent, "interrupted")
+    except Exception as error:
+        return f"could not end its parent run {parent}: {error}"
+    return f"parent run {parent} RUNNING with its sweep ({attrs.get(PARENT_OWNER_ATTR)}) gone -> KILLED"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dabench doctor", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)")
+    parser.add_argument("--storage", help="Optuna storage URL (default: ./mlruns/optuna.db when it exists)")
+    parser.add_argument("--all-hosts", action="store_true",
+                        help="also end RUNNING runs of other hosts and runs without owner (you know they are gone)")
+    parser.add_argument("--dry-run", action="store_true", help="report, fix nothing")
+    args = parser.parse_args(argv)
+
+    def say(line: str) -> None:
+        print(f"doctor: {line}", flush=True)
+
+    uri = args.uri or _default_uri()
+    ok = check_tracking(uri, all_hosts=args.all_hosts, dry_run=args.dry_run, say=say)
+    storage = args.storage or _default_storage()
+    if storage:
+        ok = check_studies(storage, dry_run=args.dry_run, say=say, tracking=uri) and ok
+    else:
+        say("no study storage (./mlruns/optuna.db absent, --storage not given)")
+    say("healthy" if ok else "problems found (see above)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""``dabench grid [--quiet] [overrides with comma lists]``: a predict grid in one process, every
+configuration its own MLflow run under one parent (dabench/pipeline/grid.py), then its results
+table."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from dabench.core.status import is_ok
+from dabench.pipeline.grid import GridRun, expand, run_grid, summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dabench grid [--quiet] [overrides]``: exit 0 when the grid ran (failed
+    configurations are results), 2 for overrides that cannot be expanded."""
+    from dabench.runtime.quiet import install
+
+    install()  # third-party noise off unless -v (dabench/runtime/quiet.py)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__.split("\n\n")[0] + "\n\nUsage: python -m dabench grid [--quiet] [group=option|key=v1,v2 ...]")
+        return 0
+    quiet = "--quiet" in args
+    args = [a for a in args if a != "--quiet"]
+    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    try:
+        jobs = expand(args)
+    except Exception as error:
+        print(f"dabench grid: {error}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    from dabench.runtime.progress import SweepProgress
+
+    progress = SweepProgress(len(jobs), "grid", "runs")  # done/total, ok/failed, ETA on stderr
+
+    def on_run(r: GridRun) -> None:
+        progress.before_job()
+        if not quiet:
+            print(summary(r), flush=True)
+        progress.finished(is_ok(r.result.status))
+
+    runs = run_grid(jobs, parent_name="grid " + " ".join(args), on_run=on_run)
+    progress.close()
+    elapsed = time.perf_counter() - start
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
+    print(f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) {counts}", flush=True)
+    try:  # the results table, results.csv under multirun/<date>/<time>-grid and on the grid's parent run
+        from dabench.report.results import record_grid_results
+
+        recorded = [r.run_id for r in runs if r.run_id]
+        folder = Path("multirun") / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S-grid")
+        uri = ((runs[0].result.config or {}).get("tracking") or {}).get("uri") if runs else None
+        print(record_grid_results(uri, recorded, folder.resolve()), flush=True)
+    except Exception as error:  # the runs are recorded; only the table is missing
+        print(f"dabench grid: could not write the results table: {error}", file=sys.stderr)
+    return 0
+

@@ -1,0 +1,89 @@
+"""``python -m dabench ingest PATH [--log]``: parse existing vendor artifacts.
+
+Detects what PATH is (a Cerebras compile report, a cstorch appliance run folder, a SambaFlow
+compile folder, a SambaTune section_report.csv, a dabench PopVision JSON export), prints one JSON
+object (source, units, subtasks, bottleneck, metrics under their MLflow names) and, with
+``--log``, records it as an MLflow run tagged ``dabench.mode=measure`` with the source files as
+artifacts. Exit status 2 when PATH is not a known artifact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from dabench.ingest.parse import parse
+from dabench.ingest.artifact import ArtifactReport
+from dabench.core.status import Status
+
+
+def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
+    """Record ``report`` as one MLflow run (see module doc); returns the run id. The run is open
+    while the sources are gathered and logged (dabench.tracking.lifecycle.recorded_run): an
+    error or Ctrl-C on the way ends it crashed or interrupted instead of losing it."""
+    from dabench.tracking.lifecycle import recorded_run
+
+    tags = {
+        "dabench.mode": "measure",
+        "dabench.source": report.source,
+        "dabench.imported_from": str(path.resolve()),
+        "dabench.profile.subtask_kind": report.subtask_kind,
+        **report.info,
+    }
+    if report.throughput_basis:
+        tags["dabench.throughput_basis"] = report.throughput_basis
+    if report.bottleneck:
+        tags["dabench.bottleneck"] = report.bottleneck
+    if report.load_imbalance_basis:
+        tags["dabench.load_imbalance_basis"] = report.load_imbalance_basis
+    name = run_name or f"import {report.source} {path.name}"
+    with recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags) as run, \
+            tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "profile.json").write_text(json.dumps(report.to_dict(), indent=1))
+        sources, base = folder / "vendor", (path if path.is_dir() else path.parent).resolve()
+        for file in report.files:
+            if Path(file).is_symlink() or not Path(file).is_file():  # checked when parsed; swapped since
+                continue
+            source = Path(file).resolve()
+            target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        run.log(params={"import.path": str(path.resolve()), "import.format": report.source}, metrics=report.metrics())
+        run.log_artifacts(folder)
+        # a truncated or inconsistent artifact is recorded as such, never ok (tag written at close)
+        run.set_status(Status(report.status), report.reason)
+    return run.run_id
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dabench ingest", description=__doc__.split("\n\n")[1])
+    parser.add_argument("path", type=Path, help="an artifact file or folder")
+    parser.add_argument("--log", action="store_true", help="record the result as an MLflow run")
+    parser.add_argument("--experiment", default="dabench", help="MLflow experiment (default: dabench)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlruns/mlflow.db)")
+    parser.add_argument("--run-name", default=None)
+    args = parser.parse_args(argv)
+    try:
+        report = parse(args.path)
+    except ValueError as error:
+        print(f"dabench ingest: {error}", file=sys.stderr)
+        return 2
+    document = report.to_dict()
+    for entry in report.skipped:
+        print(f"dabench ingest: skipped {entry}", file=sys.stderr)
+    for problem in report.problems:
+        print(f"dabench ingest: incomplete artifact: {problem}", file=sys.stderr)
+    if args.log:
+        document["mlflow_run_id"] = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
+    print(json.dumps(document, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The one command line: ``dabench [overrides] [-m]`` runs the Hydra task; ``dabench <command>``
+runs a subcommand. A subcommand is a bare word; an override has ``=`` or starts with ``+``, ``~``
+or ``-``. ``python -m dabench`` and the ``dabench`` console script are the same entry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import sys
+from typing import Sequence
+
+#: subcommand -> (module with ``main(argv) -> int``, one line of help). One registry: a later
+#: command joins by adding its line here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "report": ("dabench.cli.report", "runs from MLflow -> one HTML report with figures, CSV"),
+    "compare": ("dabench.cli.compare", "runs side by side, one column per run"),
+    "grid": ("dabench.cli.grid", "a predict grid in one process (the same runs as -m, faster)"),
+    "study": ("dabench.cli.study", "an Optuna study's best deployment, as a command line"),
+    "fit": ("dabench.cli.fit", "refit the analytical models' fitted constants to published points"),
+    "calibrate": ("dabench.cli.calibrate", "measure this machine's CPU ceilings (peak FLOP/s, bandwidth)"),
+    "doctor": ("dabench.cli.doctor", "check the run store and studies; close runs left RUNNING"),
+    "ingest": ("dabench.cli.ingest", "parse vendor artifacts (compile reports, PopVision, SambaFlow)"),
+}
+
+
+def is_subcommand_word(word: str) -> bool:
+    """A bare word (no ``=``, no leading ``+``/``~``/``-``): a subcommand, not an override."""
+    return bool(word) and "=" not in word and word[0] not in "+~-"
+
+
+def commands_help() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    return "Commands (dabench <command> --help for each):\n" + "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and is_subcommand_word(args[0]):
+        name = args[0]
+        if name not in COMMANDS:
+            close = difflib.get_close_matches(name, COMMANDS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            print(f"dabench: unknown command {name!r}{hint} Commands: {', '.join(COMMANDS)}; an override has "
+                  "'=' (key=value, group=option)", file=sys.stderr)
+            return 2
+        module = importlib.import_module(COMMANDS[name][0])
+        return int(module.main(args[1:]) or 0)
+    from dabench.cli.run import main as run_main
+
+    return run_main(args)
+
+
+def console() -> None:
+    """The ``dabench`` console script."""
+    sys.exit(main())

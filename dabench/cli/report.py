@@ -1,0 +1,57 @@
+"""``python -m dabench report [SELECTION] --out DIR``: the cross-run report of a store.
+
+SELECTION is an experiment name, a parent run id (a sweep: its child runs), a study name (the
+children of its parent runs) or an MLflow filter (e.g. "params.hardware.name = 'ipu'"); none
+means every run in the store. Writes DIR/report.html (self-contained), DIR/figures/*.png and
+*.svg and DIR/runs.csv; for a sweep the folder is also logged under the parent run as report/.
+Exit status: 0 written, 2 a selection or store that names nothing (one line saying what exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m dabench report", description=__doc__.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("selection", nargs="?", default=None,
+                        help="experiment name, parent run id, study name or MLflow filter (default: every run)")
+    parser.add_argument("--out", type=Path, default=Path("report"), help="output folder (default: ./report)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)")
+    parser.add_argument("--kind", choices=("auto", "experiment", "run", "study", "filter"), default="auto",
+                        help="how to read SELECTION (default: run id, experiment, study, then filter)")
+    parser.add_argument("--no-log", action="store_true", help="do not log the report under the sweep's parent run")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    from dabench.report.frame import SelectionError, client_for, load_frame
+    from dabench.report.html import write_report
+
+    client = client_for(args.tracking_uri)
+    try:
+        frame, selection = load_frame(selection=args.selection, kind=args.kind, client=client)
+    except SelectionError as error:
+        print(f"dabench report: {error}", file=sys.stderr)
+        return 2
+    report = write_report(frame, args.out, selection.label, client.tracking_uri)
+    print(f"dabench report: {len(frame)} runs ({selection.label}) -> {report.html}")
+    print(f"  figures: {len(report.figures) // 2} in {args.out / 'figures'} (PNG and SVG); runs: {report.csv}")
+    for key, note in report.notes.items():
+        print(f"  {key}: {note}")
+    if selection.sweep_parent and not args.no_log:
+        client.log_artifacts(selection.sweep_parent, str(args.out), artifact_path="report")
+        print(f"  logged under parent run {selection.sweep_parent} as report/")
+    print(f"  took {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The Hydra task: ``dabench [overrides] [-m]`` composes conf/, validates, runs (measure or
+predict), records, and returns samples/s to Hydra (and its sweeper).
+
+The run goes through :func:`dabench.pipeline.record.record_run`: the MLflow run is opened before the work and
+closed on every exit path (dabench/tracking/lifecycle.py).
+
+A single run with bad input exits with status 2 before any work and records nothing; inside a
+``-m`` multirun, the same input is recorded as an ``invalid_config`` run and the sweep goes on.
+A single run that ends in any status other than ok is recorded and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from dabench.config.paths import CONF_DIR
+
+log = logging.getLogger("dabench")
+
+
+def _is_multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+
+
+def run_job(cfg: DictConfig) -> float:
+    """The task function: returns samples/s for an ok run, NaN otherwise."""
+    from dabench.config.build import build_run_config
+    from dabench.core.status import ConfigError
+    from dabench.pipeline.record import placed, record_run
+    from dabench.tracking.describe import hydra_overrides, reproduce_command, run_note, summary_line
+    from dabench.tracking.naming import run_name
+    from dabench.tune.outcome import job_outcome
+    from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_text
+
+    install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
+    redact_hydra_output(Path.cwd() / ".hydra")
+    container = placed(OmegaConf.to_container(cfg, resolve=True))
+    name = (container.get("tracking") or {}).get("run_name") or run_name(container)
+    multirun = _is_multirun()
+    rc = None
+    try:
+        rc = build_run_config(container)
+    except ConfigError as error:
+        if not multirun:
+            print(f"dabench: {error}", file=sys.stderr)
+            raise SystemExit(2)
+        log.error("%s", error)  # recorded below as an invalid_config run; the sweep goes on
+    if rc is not None:
+        from dabench.pipeline.preflight import refuse_if_unfit
+
+        refuse_if_unfit(rc, multirun)  # store, disk, memory, ranks: one line each, exit 2 (docs/reliability.md)
+        log.info("running %s (hardware.mode=%s)", name, rc.hardware.mode)
+    command = reproduce_command(hydra_overrides() or [])
+    result, run_id = record_run(container, rc=rc, artifacts_dir=Path.cwd() / "artifacts", name=name,
+                                note=lambda r: run_note(summary_line(r, name), command))
+    if run_id:
+        log.info("MLflow run %s", run_id)
+    print(redact_text(summary_line(result, name)), flush=True)
+    if not result.ok and not multirun:
+        raise SystemExit(1)
+    return job_outcome(result)  # a float that also carries status, reason, mode (Hydra's JobReturn)
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
+def hydra_main(cfg: DictConfig) -> float:
+    return run_job(cfg)
+
+
+def _one_repository_for_help() -> None:
+    """``--help`` lists every config group through Hydra's
+    ``ConfigLoaderImpl.get_group_options``, which builds a fresh config repository (a deep copy of
+    the ConfigStore) on each of its ~90 calls: ~0.5 s of a 1 s help page. For a help page that
+    call, with no config name and no overrides (the only way the help calls it), reuses one
+    repository: the same search path gives the same answers (tests/cli/test_help_listing.py compares
+    the pages). Runs never take this path."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.object_type import ObjectType
+
+    original = ConfigLoaderImpl.get_group_options
+    repositories: dict[int, object] = {}
+
+    def get_group_options(self, group_name, results_filter=ObjectType.CONFIG, config_name=None, overrides=None):
+        if config_name is not None or overrides:
+            return original(self, group_name, results_filter, config_name, overrides)
+        repo = repositories.get(id(self))
+        if repo is None:
+            repo = repositories[id(self)] = self._parse_overrides_and_create_caching_repo(None, [])[1]
+        return repo.get_group_options(group_name, results_filter)
+
+    ConfigLoaderImpl.get_group_options = get_group_options
+
+
+def main(argv: list[str]) -> int:
+    """``dabench [overrides] [-m]``: Hydra's entry under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or SIGTERM ends the process
+    with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
+    from dabench.runtime.interrupts import guard
+    from dabench.runtime.quiet import install
+
+    sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv
+    install()  # third-party noise off unless -v / hydra.verbose (dabench/runtime/quiet.py); before torch and mlflow load;
+    # it also takes -v / --verbose off the command line before the command line is checked
+    import dabench.config.sections  # noqa: F401  (registers the typed sections the schema knows)
+    from dabench.config.schema import refuse_bad_command_line
+
+    # unknown group options and keys: one line, exit 2, before Hydra (`python -m dabench` and the
+    # `dabench` console script alike)
+    refuse_bad_command_line()
+    if "--help" in sys.argv or "-h" in sys.argv:  # (--hydra-help stays Hydra's own)
+        _one_repository_for_help()
+    with guard():
+        hydra_main()
+    return 0

@@ -1,0 +1,89 @@
+"""``python -m dabench study``: the best deployment a study found, as a ready-to-run command.
+
+    python -m dabench study                      # the only study in ./mlruns/optuna.db
+    python -m dabench study --list               # every study, with trial counts and best value
+    python -m dabench study --study ipu_deploy-gpt2_test --top 5
+    python -m dabench study --storage postgresql://user@host/optuna --study NAME --json
+
+Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from dabench.core.status import is_ok
+from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dabench study", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--storage", help="Optuna storage URL (default: sqlite:///./mlruns/optuna.db)")
+    parser.add_argument("--study", help="study name (default: the only study in the storage)")
+    parser.add_argument("--list", action="store_true", help="list the studies in the storage")
+    parser.add_argument("--top", type=int, default=0, metavar="N", help="also show the N best trials")
+    parser.add_argument("--json", action="store_true", help="print the study summary as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    storage = args.storage
+    if storage is None:
+        db = Path.cwd() / "mlruns" / "optuna.db"
+        if not db.exists():
+            print(f"dabench study: no study storage at {db} (run a sweep from this folder first, or pass --storage URL)",
+                  file=sys.stderr)
+            return 2
+        storage = f"sqlite:///{db}"
+    import optuna
+
+    from dabench.tune.best import format_summary, summarize
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    studies = optuna.get_all_study_summaries(storage, include_best_trial=True)
+    names = [s.study_name for s in studies]
+    if args.list:
+        for s in studies:
+            best = f"best {s.best_trial.value:,.2f} (trial {s.best_trial.number})" if s.best_trial else "no completed trial"
+            print(f"{s.study_name}: {s.n_trials} trials, {best}")
+        return 0
+    name = args.study
+    if name is None:
+        if len(names) != 1:
+            print(f"dabench study: --study is needed; studies in {storage}: {', '.join(names) or 'none'}", file=sys.stderr)
+            return 2
+        name = names[0]
+    if name not in names:
+        print(f"dabench study: invalid --study={name!r}: must be one of {', '.join(names) or '(no studies)'}", file=sys.stderr)
+        return 2
+    study = optuna.load_study(study_name=name, storage=storage)
+    summary = summarize(study)
+    if args.json:
+        print(json.dumps(summary.to_dict(), indent=1, default=str))
+    else:
+        print(format_summary(summary))
+        if args.top:
+            from optuna.trial import TrialState
+
+            ranked = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.value,
+                            reverse=summary.direction == "maximize")[: args.top]
+            print(f"top {len(ranked)} trials:")
+            for t in ranked:
+                overrides = " ".join(shlex.quote(o) for o in t.user_attrs.get(OVERRIDES_ATTR, []))
+                print(f"  #{t.number:<4d} {t.value:>12,.2f}  {t.user_attrs.get(MODE_ATTR, '')}  {overrides}")
+        failed = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(STATUS_ATTR) is not None and not is_ok(t.user_attrs.get(STATUS_ATTR))]
+        if failed and args.top:
+            print(f"failed trials ({len(failed)}):")
+            for t in failed[: args.top]:
+                reason = (t.user_attrs.get(REASON_ATTR) or "").splitlines()[0][:120] if t.user_attrs.get(REASON_ATTR) else ""
+                print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {reason}")
+    return 0 if summary.best_number is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

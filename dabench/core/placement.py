@@ -1,0 +1,75 @@
+"""The pipeline placement type: decoder layers per pipeline stage, parsed once.
+
+``parallel.placement`` (a list, or a string in the layers-per-IPU style of Graphcore's scripts,
+where ``NxK`` repeats N K times) and ``parallel.layers_per_stage`` both become a
+:class:`Placement` in :func:`dabench.config.build.build_run_config`; everything downstream (the
+performance models, the tuner, run names) reads that value and never parses again.
+
+This module sits at the config level of the layering: it imports only dabench.core.status.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from dabench.core.status import ConfigError
+
+FIELD = "parallel.placement"
+_VALID = 'a list of layer counts or a string like "0 4 4 4" or "0 1x8 0x7"'
+
+
+class Placement(tuple):
+    """Decoder layers per pipeline stage, first stage first, e.g. ``(0, 4, 4, 4)``: a tuple of
+    non-negative ints (so it compares equal to a plain tuple); ``str()`` gives "0 4 4 4", the form
+    Graphcore's ``--layers-per-ipu`` takes."""
+
+    __slots__ = ()
+
+    @classmethod
+    def parse(cls, value: Any, field: str = FIELD) -> "Placement":
+        """"0 4 4 4" -> (0, 4, 4, 4); "0 1x8 0x7" -> (0, 1 x 8, 0 x 7); a list or tuple of
+        non-negative ints as is. ConfigError naming ``field`` for anything else, or when no
+        decoder layer is placed."""
+        if isinstance(value, Placement):
+            return value
+        if isinstance(value, str):
+            layers: list[int] = []
+            for token in value.replace(",", " ").split():
+                count, sep, times = token.partition("x")
+                if not count.isdigit() or (sep and not times.isdigit()):
+                    raise ConfigError(field, value, _VALID)
+                layers += [int(count)] * (int(times) if times else 1)
+        elif isinstance(value, (list, tuple)):
+            layers = list(value)
+        else:
+            raise ConfigError(field, value, _VALID)
+        if not layers or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in layers):
+            raise ConfigError(field, value, _VALID + " (non-negative integers, at least one stage)")
+        if sum(layers) < 1:
+            raise ConfigError(field, value, "must place at least one decoder layer")
+        return cls(layers)
+
+    @classmethod
+    def even(cls, n_layers: int, stages: int) -> "Placement":
+        """``n_layers`` split over ``stages`` as evenly as possible, the extra layers first."""
+        base, rest = divmod(n_layers, stages)
+        return cls(base + (1 if i < rest else 0) for i in range(stages))
+
+    @property
+    def stages(self) -> int:
+        return len(self)
+
+    @property
+    def n_layers(self) -> int:
+        return sum(self)
+
+    def __str__(self) -> str:
+        return " ".join(str(n) for n in self)
+
+    def __repr__(self) -> str:
+        return f"Placement({tuple(self)!r})"
+
+
+def as_placement(layers: Iterable[int] | None) -> Placement | None:
+    """``None`` stays ``None``; anything else becomes a Placement (validated)."""
+    return None if layers is None else Placement.parse(list(layers), "parallel.layers_per_stage")

@@ -1,0 +1,44 @@
+"""The result of one run: status, reason, mode, metrics, profiles, diagnosis and the config that
+ran. What the pipeline returns, the tracker records and :func:`dabench.predict` hands back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from dabench.core.status import Status, is_ok
+
+if TYPE_CHECKING:
+    from dabench.config.sections import RunConfig
+    from dabench.core.ceilings import Ceilings
+    from dabench.core.profile import Profile
+    from dabench.workload.opgraph import OpGraph
+
+
+@dataclass
+class RunResult:
+    status: Status
+    reason: str
+    mode: str  #: measure, predict or validate (what was actually done)
+    metrics: dict[str, float] = field(default_factory=dict)
+    profile: Profile | None = None
+    predicted: Profile | None = None
+    graph: OpGraph | None = None
+    ceilings: Ceilings | None = None
+    diagnosis: tuple[str, str] | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+    #: the RunConfig that ran (None when the input was refused)
+    run_config: RunConfig | None = None
+    #: the resolved, placement-applied config mapping (what is logged as params)
+    config: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        return is_ok(self.status)
+
+    @property
+    def objective(self) -> float:
+        """Samples/s for an ok run, NaN otherwise (the sweeper records NaN as a failed trial)."""
+        if is_ok(self.status):
+            return float(self.metrics["throughput.samples_per_s"])
+        return float("nan")

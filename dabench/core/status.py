@@ -1,0 +1,201 @@
+"""The one status vocabulary: every run dabench records ends with one ``dabench.status`` tag.
+
+Each status states what it means, which MLflow run state it maps to (``FINISHED``, ``FAILED``
+or ``KILLED``) and whether a trial that ends with it counts toward a study's trial budget.
+A status counts when it is the answer the configuration itself produced (asking again would give
+the same answer: ``ok``, ``capacity``, ``oom``, ``diverged``, ...); it does not count when the
+infrastructure cut the run short (``interrupted``, ``killed``, ``disk_full``,
+``tracking_error``, ``incomplete_artifact``), so a resumed study re-tries that configuration.
+
+New statuses are added here and nowhere else; callers decide through :func:`mlflow_state`,
+:func:`counts_toward_budget` and :func:`is_ok`, never by comparing strings. docs/metrics.md
+embeds :func:`markdown_table` (tests/core/test_status.py keeps the two in sync).
+
+A failure is a result: the exceptions below carry the status and a human-readable reason up to
+the tracker, which records the run instead of losing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Status(str, Enum):
+    """The value of the ``dabench.status`` tag."""
+
+    OK = "ok"
+    OOM = "oom"
+    CAPACITY = "capacity"
+    COMPILE_ERROR = "compile_error"
+    INVALID_CONFIG = "invalid_config"
+    UNSUPPORTED = "unsupported"
+    CRASHED = "crashed"
+    INTERRUPTED = "interrupted"
+    KILLED = "killed"
+    TIMEOUT = "timeout"
+    DISK_FULL = "disk_full"
+    TRACKING_ERROR = "tracking_error"
+    DIVERGED = "diverged"
+    INVALID_RESULT = "invalid_result"
+    INCOMPLETE_ARTIFACT = "incomplete_artifact"
+    SKIPPED = "skipped"
+
+
+FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    meaning: str
+    mlflow_state: str  #: FINISHED, FAILED or KILLED
+    counts_toward_budget: bool  #: does a trial with this status use up one of a study's trials
+
+
+VOCABULARY: dict[Status, StatusInfo] = {
+    Status.OK: StatusInfo("the run completed and its metrics are valid", FINISHED, True),
+    Status.OOM: StatusInfo("the device ran out of memory while running", FAILED, True),
+    Status.CAPACITY: StatusInfo("the workload does not fit the hardware's memory (found before or "
+                                "instead of running; the reason names memory, need and size)", FAILED, True),
+    Status.COMPILE_ERROR: StatusInfo("a vendor compiler (or torch.compile) refused the workload", FAILED, True),
+    Status.INVALID_CONFIG: StatusInfo("bad input, refused before any work (the reason names field, value "
+                                      "and what is valid)", FAILED, True),
+    Status.UNSUPPORTED: StatusInfo("the requested mode, precision or feature does not exist on this target "
+                                   "or machine", FAILED, True),
+    Status.CRASHED: StatusInfo("the workload or a runner raised unexpectedly or exited non-zero (the reason "
+                               "holds the error)", FAILED, True),
+    Status.INTERRUPTED: StatusInfo("stopped by the user or the scheduler (Ctrl-C, SIGTERM)", KILLED, False),
+    Status.KILLED: StatusInfo("the process vanished without closing its run (found later by a reaper)",
+                              KILLED, False),
+    Status.TIMEOUT: StatusInfo("the run exceeded its time limit and was stopped", FAILED, True),
+    Status.DISK_FULL: StatusInfo("no space left to write artifacts or the run store", FAILED, False),
+    Status.TRACKING_ERROR: StatusInfo("the run store (MLflow) could not record the run", FAILED, False),
+    Status.DIVERGED: StatusInfo("a loss, throughput or metric is not finite (NaN or infinity)", FAILED, True),
+    Status.INVALID_RESULT: StatusInfo("a metric breaks a physical bound (e.g. an efficiency above 1.0, a "
+                                      "roofline point above its roof)", FAILED, True),
+    Status.INCOMPLETE_ARTIFACT: StatusInfo("a vendor artifact is truncated or inconsistent", FAILED, False),
+    Status.SKIPPED: StatusInfo("a study trial closed before it ran: the sampler proposed a parameter set "
+                               "the study already holds (another worker ran or runs it)", KILLED, False),
+}
+
+
+def parse(status: "Status | str") -> Status:
+    """The Status for a tag value; ValueError naming the valid ones for anything else."""
+    if isinstance(status, Status):
+        return status
+    try:
+        return Status(status)
+    except ValueError:
+        raise ValueError(f"unknown dabench status {status!r}; valid: {', '.join(s.value for s in Status)}") from None
+
+
+def info(status: "Status | str") -> StatusInfo:
+    return VOCABULARY[parse(status)]
+
+
+def mlflow_state(status: "Status | str") -> str:
+    """The MLflow run state a run with this status ends in: FINISHED, FAILED or KILLED."""
+    return info(status).mlflow_state
+
+
+def counts_toward_budget(status: "Status | str | None") -> bool:
+    """Whether a trial ending with this status uses up one of a study's trials. ``None`` (a trial
+    with no recorded status) and unknown values count, as Optuna's own failures do."""
+    if status is None:
+        return True
+    try:
+        return info(status).counts_toward_budget
+    except ValueError:
+        return True
+
+
+def is_ok(status: "Status | str | None") -> bool:
+    return status is not None and (status is Status.OK or status == Status.OK.value)
+
+
+def markdown_table() -> str:
+    """The vocabulary as a Markdown table (embedded in docs/metrics.md)."""
+    rows = ["| status | MLflow state | counts toward budget | meaning |", "|---|---|---|---|"]
+    for status, i in VOCABULARY.items():
+        rows.append(f"| `{status.value}` | {i.mlflow_state} | {'yes' if i.counts_toward_budget else 'no'} | {i.meaning} |")
+    return "\n".join(rows)
+
+
+class DabenchError(Exception):
+    """Base class: an outcome other than ``ok``, with the reason to record.
+
+    A subclass names the status it carries in its class line,
+    ``class DiskFull(DabenchError, status=Status.DISK_FULL)``; one that names none keeps its
+    parent's (``crashed`` for this base)."""
+
+    status: Status = Status.CRASHED
+
+    def __init_subclass__(cls, status: Status | None = None, **kwargs: object) -> None:
+        """Set ``cls.status`` from the ``status=`` class keyword, when given."""
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ConfigError(DabenchError, ValueError, status=Status.INVALID_CONFIG):
+    """Bad input, refused before any work. The message names field, value and what is valid."""
+
+    def __init__(self, field: str, value: object, valid: str):
+        self.field, self.value, self.valid = field, value, valid
+        super().__init__(f"invalid config: {field}={value!r}: {valid}")
+
+
+class UnsupportedError(DabenchError, status=Status.UNSUPPORTED):
+    """The requested mode, precision or feature does not exist on this target or machine."""
+
+
+class CapacityError(DabenchError, status=Status.CAPACITY):
+    """The workload does not fit: which memory, how much is needed and how much there is."""
+
+    def __init__(self, memory: str, needed_bytes: float, available_bytes: float, detail: str = ""):
+        self.memory, self.needed_bytes, self.available_bytes = memory, needed_bytes, available_bytes
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"{memory} capacity exceeded: needs {needed_bytes / 2**20:,.1f} MiB, "
+            f"has {available_bytes / 2**20:,.1f} MiB{extra}"
+        )
+
+
+class CompileError(DabenchError, status=Status.COMPILE_ERROR):
+    """A vendor compiler (or torch.compile) refused the workload."""
+
+
+class OutOfMemory(DabenchError, status=Status.OOM):
+    """The device ran out of memory while running."""
+
+
+class CrashedError(DabenchError, status=Status.CRASHED):
+    """A runner process or rank died, hung past its timeout, or raised unexpectedly."""
+
+
+class RunTimeout(DabenchError, status=Status.TIMEOUT):
+    """The run exceeded its time limit."""
+
+
+class DiskFull(DabenchError, status=Status.DISK_FULL):
+    """No space left for artifacts or the run store."""
+
+
+class TrackingError(DabenchError, status=Status.TRACKING_ERROR):
+    """The run store could not record the run."""
+
+
+class Diverged(DabenchError, status=Status.DIVERGED):
+    """A loss, throughput or metric is not finite."""
+
+
+class InvalidResult(DabenchError, status=Status.INVALID_RESULT):
+    """A metric breaks a physical bound (efficiency > 1, roofline point above its roof)."""
+
+
+class IncompleteArtifact(DabenchError, status=Status.INCOMPLETE_ARTIFACT):
+    """A vendor artifact is truncated or inconsistent."""

@@ -1,0 +1,127 @@
+"""Hardware ceilings for a run: peak FLOP/s at the run's precision and the main memory level's
+bandwidth, from the spec (conf/hardware/*.yaml) or, where the spec says null, calibrated; and
+what this machine's CPU is (model name, native arithmetic per precision). torch-free.
+
+When a CPU calibration is refused (machine busy, see :mod:`dabench.host.calibrate`) and none
+is cached for the run's key, the ceilings come back *uncalibrated*: NaN peak and bandwidth and a
+``source`` starting with ``uncalibrated:`` that holds the reason. A measured run then records no
+metric relative to a ceiling (efficiencies, roofline; see
+:func:`dabench.metrics.checks.ceiling_metric_names`); a CPU prediction needs the ceilings and is
+refused (unsupported) with that reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dabench.config.sections import HardwareSpec, PrecisionConfig
+from dabench.core.ceilings import Ceilings
+from dabench.host.info import (  # noqa: F401  (re-exported: this machine's CPU)
+    NATIVE_FLAGS,
+    _cpuinfo,
+    cpu_calibration_key,
+    cpu_flags,
+    cpu_model,
+    cpu_native_precision,
+)
+from dabench.core.status import UnsupportedError
+
+
+UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
+IN_SITU = "in-situ (probed right before and after the timed steps)"  #: Ceilings.source of validate runs on the CPU
+
+
+def tf32_enabled(hw: HardwareSpec, precision: PrecisionConfig) -> bool:
+    """True when the run's fp32 matmuls go to TF32 tensor cores: a CUDA target, fp32 arithmetic
+    (not autocast to 16 bits) and ``hardware.options.tf32: true``. The cuda backend sets torch's
+    flag from the same knob, so predict prices what measure runs."""
+    return hw.arch == "cuda" and precision.compute_dtype == "fp32" and bool(hw.options.get("tf32", False))
+
+
+def is_calibrated(ceilings: Ceilings) -> bool:
+    return not ceilings.source.startswith(UNCALIBRATED)
+
+
+def main_memory(hw: HardwareSpec):
+    """The first memory level listed with a bandwidth, or the first level when none has one."""
+    for level in hw.memory:
+        if level.bandwidth_Bps:
+            return level
+    return hw.memory[0]
+
+
+def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
+    """Peak FLOP/s (per chip, at ``precision.name``; at ``peak_flops.tf32`` for fp32 with TF32 on,
+    see :func:`tf32_enabled`) and main-memory bandwidth. Null entries are calibrated on this
+    machine (CPU only; uncalibrated when refused, see the module doc); a precision the hardware
+    lacks is unsupported."""
+    if precision.name not in hw.precisions:
+        raise UnsupportedError(f"hardware={hw.name} has no {precision.name} arithmetic "
+                               f"(supports {', '.join(hw.precisions)})")
+    level = main_memory(hw)
+    peak = hw.peak_flops.get(precision.name)
+    bandwidth = level.bandwidth_Bps
+    source = "spec"
+    if tf32_enabled(hw, precision):
+        if not hw.peak_flops.get("tf32"):
+            raise UnsupportedError(f"hardware={hw.name}: options.tf32 is true but peak_flops lists no tf32 rate")
+        peak, source = hw.peak_flops["tf32"], "spec (tf32)"
+    if peak is None or bandwidth is None:
+        if hw.arch != "cpu":
+            raise UnsupportedError(f"hardware={hw.name} lists no peak FLOP/s for {precision.name} "
+                                   f"or no bandwidth for {level.name}, and only cpu is calibrated")
+        from dabench.host import calibrate  # imports torch: only when calibration is needed
+
+        try:
+            peak = peak if peak is not None else calibrate.peak_flops(precision.compute_dtype)
+            bandwidth = bandwidth if bandwidth is not None else calibrate.dram_bandwidth()
+        except calibrate.CalibrationRefused as refused:
+            return Ceilings(math.nan, math.nan, level.name, f"{UNCALIBRATED}: {refused}")
+        source = "calibrated"
+    return Ceilings(peak_flops=float(peak), bandwidth_Bps=float(bandwidth), memory_level=level.name, source=source)
+
+
+def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
+    """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
+    single-process runs of the cpu backend in validate mode whose ceilings are calibrated, not set
+    in the config (the caller also requires the calibration to have been accepted)."""
+    return (mode == "validate" and hw.arch == "cpu" and hw.backend == "cpu" and strategy == "none"
+            and not any(hw.peak_flops.values()) and main_memory(hw).bandwidth_Bps is None)
+
+
+def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceilings, dict[str, float]]:
+    """Ceilings around a validate run from two :class:`dabench.host.calibrate.Probe` readings that
+    bracket it: ``(model, roof, metrics)``.
+
+    - ``model``: the probes' mean, what the prediction prices the ops at (the machine as the run
+      met it);
+    - ``roof``: per ceiling, the higher of that mean and the cached calibration (both are medians
+      of repeats this machine reached), what efficiencies and roofline points of both the
+      measurement and the prediction are taken against, so neither sits above its roof because
+      the machine was faster during the run than in its calibration or the other way round;
+    - ``metrics``: ``validate.ceilings_drift`` ((after - before) / mean of the peak),
+      ``validate.probed_peak_flops``, ``validate.probed_bandwidth_Bps`` and
+      ``validate.peak_vs_calibrated`` (probed / calibrated - 1). ``ceilings`` must be calibrated
+      (a machine too busy to calibrate is not predicted at all)."""
+    from dabench.host.calibrate import combine_probes
+
+    mean, drift = combine_probes(before, after)
+    metrics = {"validate.ceilings_drift": drift, "validate.probed_peak_flops": mean.peak_flops,
+               "validate.probed_bandwidth_Bps": mean.bandwidth_Bps}
+    model = Ceilings(mean.peak_flops, mean.bandwidth_Bps, ceilings.memory_level, IN_SITU)
+    metrics["validate.peak_vs_calibrated"] = mean.peak_flops / ceilings.peak_flops - 1
+    roof = Ceilings(max(mean.peak_flops, ceilings.peak_flops), max(mean.bandwidth_Bps, ceilings.bandwidth_Bps),
+                    ceilings.memory_level, f"{ceilings.source}, raised to the in-situ probes where higher")
+    return model, roof, metrics
+
+
+def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
+    """Calibrated ceilings of this machine's CPU, for backends that run here in place of the
+    target (see ``Backend.runs_on_host_cpu``)."""
+    from dabench.host import calibrate
+
+    try:
+        return Ceilings(peak_flops=calibrate.peak_flops(precision.compute_dtype),
+                        bandwidth_Bps=calibrate.dram_bandwidth(), memory_level="dram", source="calibrated host cpu")
+    except calibrate.CalibrationRefused as refused:
+        return Ceilings(math.nan, math.nan, "dram", f"{UNCALIBRATED}: {refused}")

@@ -1,0 +1,55 @@
+"""What this machine's CPU is: model name, feature flags, native arithmetic per precision, and
+the CPU calibration's cache key (config level, torch-free; used by dabench.host.ceilings and
+dabench.host.calibrate)."""
+
+from __future__ import annotations
+
+import functools
+import platform
+from pathlib import Path
+
+#: /proc/cpuinfo flags (x86) or Features (arm64) that mean native arithmetic at a precision
+NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16", "bf16"), "fp16": ("avx512_fp16", "amx_fp16", "fphp")}
+
+
+@functools.lru_cache(maxsize=1)
+def _cpuinfo() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
+def cpu_model() -> str:
+    for line in _cpuinfo().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The CPU's feature flags (first processor's ``flags`` or ``Features`` line)."""
+    for line in (_cpuinfo() if cpuinfo is None else cpuinfo).splitlines():
+        if line.startswith(("flags", "Features")):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> bool:
+    """True when the CPU has native arithmetic for ``dtype`` (fp32 always; bf16 needs AVX512-BF16 or
+    AMX-BF16 (arm: BF16); fp16 AVX512-FP16 or AMX-FP16 (arm: FPHP)). Otherwise torch converts to
+    fp32 around each op: the precision is emulated and its calibrated rate is the emulated one."""
+    if dtype == "fp32":
+        return True
+    flags = cpu_flags() if flags is None else flags
+    return any(f in flags for f in NATIVE_FLAGS.get(dtype, ()))
+
+
+def cpu_calibration_key(kind: str, threads: int, torch_version: str | None = None) -> str:
+    """The calibration cache key: '<cpu model>|threads=<n>|torch=<version>|<kind>', kind
+    'gemm_<precision>' or 'copy'. ``torch_version`` defaults to the installed distribution's."""
+    if torch_version is None:
+        from importlib.metadata import version
+
+        torch_version = version("torch")
+    return f"{cpu_model()}|threads={threads}|torch={torch_version}|{kind}"

@@ -1,0 +1,193 @@
+"""What a vendor artifact says, before it becomes a :class:`~dabench.core.profile.Profile`.
+
+Vendor tools report different things: a Cerebras compile report gives per-kernel samples/s and
+PEs (an estimate, no step times), a SambaFlow compile folder gives per-stage cycles and PCU/PMU
+counts, a PopVision export gives per-IPU memory and cycles, an appliance run gives measured
+rates. :class:`ArtifactReport` holds all of these without inventing what is missing, computes
+the Tier-1 metrics the source supports (MLflow names) and converts to a Profile when the run's
+step times are known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dabench.metrics import tier1
+from dabench.core.profile import Profile, Subtask, UnitUse
+
+#: how ``throughput.samples_per_s`` was obtained
+MEASURED = "measured"
+COMPILER_ESTIMATE = "compiler_estimate"
+
+
+@dataclass
+class ArtifactSubtask:
+    """One kernel (WSE), section stage (RDU) or pipeline stage (IPU). Exactly what the source
+    reports: ``time_s`` (seconds per step), ``rate`` (samples/s) and/or ``cycles`` (device clock
+    cycles, when the clock is unknown). ``units`` per resource kind, ``group`` a class label
+    (e.g. kernel class attention/fc/...), ``utilization`` a fraction where the vendor gives one."""
+
+    name: str
+    time_s: float | None = None
+    rate: float | None = None
+    cycles: float | None = None
+    units: dict[str, float] = field(default_factory=dict)
+    group: str | None = None
+    utilization: float | None = None
+
+    def cost(self) -> float | None:
+        """A quantity proportional to this subtask's time per sample: time_s, cycles or 1/rate."""
+        if self.time_s is not None:
+            return self.time_s
+        if self.cycles is not None:
+            return self.cycles
+        if self.rate:
+            return 1.0 / self.rate
+        return None
+
+
+@dataclass
+class ArtifactReport:
+    """Parsed vendor artifacts. ``source`` names the detected format; ``files`` the files read.
+
+    ``load_imbalance`` is set by a parser whose source needs its own formula (RDU sections run one
+    after another); otherwise :meth:`metrics` computes LI = mean(c_i) / max(c_i) over the subtask
+    costs (:meth:`ArtifactSubtask.cost`), which is scale-free, so cycles and 1/rate serve as well
+    as seconds. ``extra`` holds vendor figures under dotted metric names; ``info`` string facts
+    (software versions, job ids) for tags; ``details`` tables too large for metrics (printed in
+    the JSON only).
+    """
+
+    source: str
+    files: list[str] = field(default_factory=list)
+    subtask_kind: str = "kernel"
+    units: dict[str, UnitUse] = field(default_factory=dict)
+    subtasks: list[ArtifactSubtask] = field(default_factory=list)
+    bottleneck: str | None = None
+    samples_per_s: float | None = None
+    throughput_basis: str | None = None
+    step_times_s: list[float] = field(default_factory=list)
+    samples_per_step: int | None = None
+    chips: int = 1
+    memory_bytes: dict[str, float] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+    load_imbalance: float | None = None
+    load_imbalance_basis: str | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+    info: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: why the artifact is truncated or inconsistent (empty = complete); a report with problems is
+    #: ingested with ``dabench.status=incomplete_artifact`` and these as the reason, never ok
+    problems: list[str] = field(default_factory=list)
+    #: entries of an artifact folder that were not read, with the reason (links, fifos, limits)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """``ok`` or ``incomplete_artifact`` (a :class:`~dabench.core.status.Status` value)."""
+        return "incomplete_artifact" if self.problems else "ok"
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.problems)
+
+    # ------------------------------------------------------------------ metrics
+
+    def subtask_load_imbalance(self) -> float | None:
+        """LI over subtasks that report a cost, or the parser's own value."""
+        if self.load_imbalance is not None:
+            return self.load_imbalance
+        costs = [c for c in (s.cost() for s in self.subtasks) if c is not None]
+        return tier1.load_imbalance(costs) if costs else None
+
+    def metrics(self) -> dict[str, float]:
+        """Tier-1 metrics this source supports, with the MLflow names of
+        :func:`dabench.metrics.summary.compute_metrics`, plus the vendor figures in ``extra``.
+
+        - ``throughput.samples_per_s``: the source's samples/s (see ``throughput_basis``).
+        - ``tier1.allocation_ratio.<kind>`` = allocated / available per unit kind;
+          ``tier1.allocation_ratio`` is the first kind's.
+        - ``tier1.load_imbalance`` = mean(c_i) / max(c_i) (see :meth:`subtask_load_imbalance`).
+        """
+        out: dict[str, float] = {}
+        if self.samples_per_s is not None:
+            out["throughput.samples_per_s"] = float(self.samples_per_s)
+        if self.units:
+            ratios = tier1.allocation_ratios({k: (u.allocated, u.available) for k, u in self.units.items()})
+            out["tier1.allocation_ratio"] = next(iter(ratios.values()))
+            out.update({f"tier1.allocation_ratio.{kind}": ratio for kind, ratio in ratios.items()})
+        li = self.subtask_load_imbalance()
+        if li is not None:
+            out["tier1.load_imbalance"] = li
+            out["tier1.subtasks"] = float(len(self.subtasks))
+        for level, used in self.memory_bytes.items():
+            out[f"memory.peak_bytes.{level}"] = float(used)
+        out.update({k: float(v) for k, v in self.extra.items()})
+        return out
+
+    # ------------------------------------------------------------------ output
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``python -m dabench ingest`` prints."""
+        subtasks = []
+        for s in self.subtasks:
+            entry: dict[str, Any] = {"name": s.name}
+            for key in ("time_s", "rate", "cycles", "group", "utilization"):
+                value = getattr(s, key)
+                if value is not None:
+                    entry[key] = value
+            entry["units"] = s.units
+            subtasks.append(entry)
+        out: dict[str, Any] = {
+            "status": self.status,
+            "source": self.source,
+            "files": self.files,
+            "subtask_kind": self.subtask_kind,
+            "units": {k: asdict(u) for k, u in self.units.items()},
+            "subtasks": subtasks,
+            "bottleneck": self.bottleneck,
+            "metrics": self.metrics(),
+        }
+        if self.throughput_basis:
+            out["throughput_basis"] = self.throughput_basis
+        if self.load_imbalance_basis:
+            out["load_imbalance_basis"] = self.load_imbalance_basis
+        for key in ("problems", "skipped", "phases_s", "info", "details", "notes"):
+            value = getattr(self, key)
+            if value:
+                out[key] = value
+        return out
+
+    def to_profile(self, samples_per_step: int | None = None, tokens_per_step: int | None = None,
+                   step_times_s: list[float] | None = None) -> Profile:
+        """A measured Profile: step times from the arguments or the artifact (required). Subtask
+        costs become ``time_s`` only when they are seconds (``rate`` stays a rate); a cycle-only
+        LI (clock unknown) is carried in ``extra_metrics`` as ``tier1.load_imbalance``."""
+        steps = list(step_times_s if step_times_s is not None else self.step_times_s)
+        per_step = samples_per_step if samples_per_step is not None else self.samples_per_step
+        if not steps or not per_step:
+            raise ValueError(f"{self.source}: no step times / samples per step to build a measured Profile from")
+        subtasks = [Subtask(s.name, time_s=s.time_s, rate=s.rate if s.time_s is None else None, units=dict(s.units))
+                    for s in self.subtasks]
+        extra = dict(self.extra)
+        has_seconds_or_rates = any(s.time_s is not None or s.rate for s in subtasks)
+        li = self.subtask_load_imbalance()
+        if li is not None and (self.load_imbalance is not None or not has_seconds_or_rates):
+            extra["tier1.load_imbalance"] = li  # compute_metrics applies extra_metrics last
+        return Profile(
+            mode="measure",
+            source=self.source,
+            step_times_s=steps,
+            samples_per_step=int(per_step),
+            tokens_per_step=int(tokens_per_step if tokens_per_step is not None else 0),
+            chips=self.chips,
+            units=dict(self.units),
+            subtasks=subtasks,
+            memory_bytes=dict(self.memory_bytes),
+            bottleneck=self.bottleneck,
+            extra_metrics=extra,
+            tags={"subtask_kind": self.subtask_kind, "artifact_format": self.source},
+            artifacts=list(self.files),
+        )

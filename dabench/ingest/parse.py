@@ -1,0 +1,149 @@
+"""Vendor artifact parsers: detect what a path is and parse it into an
+:class:`~dabench.ingest.artifact.ArtifactReport` (then, with step times, a Profile).
+
+Formats (see docs/vendors.md):
+
+=========================  ==================================================================
+``cerebras_compile_report`` a Cerebras R1.x ``compile_report.txt`` (or a folder holding one)
+``cerebras_appliance_run``  a cstorch 2.x run folder (``executors/<n>/performance.json``,
+                            ``track.json``, ``run.log``) or an ``executors/<n>`` folder
+``sambaflow_compile``       a SambaFlow compile folder (``*.s<N>.utilization_report.json``,
+                            ``stage_buffers/``), with SambaTune ``section_report.csv`` if present
+``sambatune_section_report`` a SambaTune ``section_report.csv`` on its own
+``popvision_json``          the JSON :mod:`dabench.vendors.ipu_export` writes from a
+                            ``profile.pop``
+=========================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dabench.ingest.artifact import ArtifactReport, ArtifactSubtask
+
+FORMATS = ("cerebras_compile_report", "cerebras_appliance_run", "sambaflow_compile",
+           "sambatune_section_report", "popvision_json")
+
+
+def _is_compile_report(path: Path) -> bool:
+    try:
+        head = path.read_text(errors="replace")[:4000]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "Samples/s:" in head and "Kernel Name" in head
+
+
+def _json_format(path: Path) -> str | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    from dabench.ingest.ipu import is_popvision_json
+
+    return "popvision_json" if is_popvision_json(data) else None
+
+
+def detect(path: str | Path) -> tuple[str, Path]:
+    """(format, the path to parse) for a file or folder; ValueError names what was looked for."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{path}: no such file or folder")
+    if path.is_file():
+        name = path.name
+        if name.endswith(".utilization_report.json"):
+            return "sambaflow_compile", path.parent
+        if name in ("performance.json", "track.json") or name.endswith("-cluster-details.json"):
+            return "cerebras_appliance_run", path.parent
+        if name == "section_report.csv":
+            return "sambatune_section_report", path
+        if name.endswith(".json") and _json_format(path):
+            return "popvision_json", path
+        if _is_compile_report(path):
+            return "cerebras_compile_report", path
+        if name == "run.log" and "GlobalRate=" in path.read_text(errors="replace"):
+            return "cerebras_appliance_run", path.parent
+        raise ValueError(f"{path}: unknown artifact file; expected one of: a Cerebras compile_report.txt, "
+                         "performance.json/track.json/run.log of a cstorch run, a SambaFlow "
+                         "*.utilization_report.json, a SambaTune section_report.csv, a dabench PopVision JSON")
+    from dabench.ingest.rdu import is_compile_folder
+
+    reports = sorted(path.glob("compile_report*.txt")) + sorted(path.glob("cs_*/compile_report.txt"))
+    if len(reports) == 1:
+        return "cerebras_compile_report", reports[0]
+    if len(reports) > 1:
+        raise ValueError(f"{path}: holds {len(reports)} compile reports; pass one of them: {', '.join(map(str, reports))}")
+    if (path / "executors").is_dir() or (path / "performance.json").exists() or (path / "track.json").exists():
+        return "cerebras_appliance_run", path
+    if is_compile_folder(path):
+        return "sambaflow_compile", path
+    for candidate in sorted(path.glob("*.json")):
+        if _json_format(candidate):
+            return "popvision_json", candidate
+    if (path / "run.log").exists() and "GlobalRate=" in (path / "run.log").read_text(errors="replace"):
+        return "cerebras_appliance_run", path
+    raise ValueError(f"{path}: no known vendor artifacts found (looked for compile_report*.txt, executors/, "
+                     "*.utilization_report.json, stage_buffers/, a dabench PopVision JSON, run.log with GlobalRate=)")
+
+
+def parse(path: str | Path) -> ArtifactReport:
+    """Detect and parse ``path``, reading only what :mod:`dabench.ingest.safety` allows: a
+    folder (or a file whose format is its folder) is parsed from a checked copy of its regular
+    files; what was skipped is in ``report.skipped`` (``to_dict()["skipped"]``)."""
+    path = Path(path)
+    if path.is_dir():
+        return _parse_checked_folder(path)
+    from dabench.ingest.safety import check_file
+
+    problem = check_file(path) if path.exists() else None
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    fmt, target = detect(path)
+    if target.is_dir():
+        return _parse_checked_folder(target)
+    return _parse_detected(fmt, target)
+
+
+def _parse_checked_folder(folder: Path) -> ArtifactReport:
+    import tempfile
+
+    from dabench.ingest.safety import checked_copy
+
+    with tempfile.TemporaryDirectory(prefix="dabench-artifact-") as tmp:
+        found = checked_copy(folder, Path(tmp))
+        try:
+            fmt, target = detect(tmp)
+        except ValueError as error:
+            skipped = f" (skipped: {'; '.join(found.skipped)})" if found.skipped else ""
+            raise ValueError(str(error).replace(tmp, str(folder)) + skipped) from None
+        report = _parse_detected(fmt, target)
+    report.files = [f.replace(tmp, str(folder), 1) if f.startswith(tmp) else f for f in report.files]
+    report.skipped = list(found.skipped)
+    return report
+
+
+def _parse_detected(fmt: str, target: Path) -> ArtifactReport:
+    if fmt == "cerebras_compile_report":
+        from dabench.ingest.wse2 import parse_compile_report
+
+        return parse_compile_report(target.read_text(errors="replace"), str(target))
+    if fmt == "cerebras_appliance_run":
+        from dabench.ingest.wse2 import parse_appliance_run
+
+        return parse_appliance_run(target)
+    if fmt == "sambaflow_compile":
+        from dabench.ingest.rdu import parse_compile_folder
+
+        return parse_compile_folder(target)
+    if fmt == "sambatune_section_report":
+        from dabench.ingest.rdu import apply_sambatune
+
+        report = ArtifactReport(source=fmt, subtask_kind="section")
+        apply_sambatune(report, target)
+        return report
+    from dabench.ingest.ipu import parse_popvision_file
+
+    return parse_popvision_file(target)
+
+
+__all__ = ["ArtifactReport", "ArtifactSubtask", "FORMATS", "detect", "parse"]

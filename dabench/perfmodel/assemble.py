@@ -1,0 +1,112 @@
+"""Helpers shared by the analytical models: reading model knobs from ``hardware.options``,
+walking the op graph by layer, the width of each op's output, and assembling the Profile.
+
+Every predictor returns ``Profile(mode="predict")``: a predicted number is never shown as a
+measured one (the runner tags such runs ``dabench.mode=predict``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from dabench.config.sections import ModelConfig, RunConfig
+from dabench.core.profile import CommEvent, Profile, Subtask, UnitUse
+from dabench.core.status import ConfigError, UnsupportedError
+from dabench.workload.opgraph import Layer, Op, OpGraph
+
+
+def option_number(rc: RunConfig, key: str, default: float, *, low: float = 0.0, high: float | None = None,
+                  integer: bool = False) -> float:
+    """``hardware.options.<key>`` as a number in (low, high] (or ``default`` when absent); a bad
+    value is a ConfigError naming the field."""
+    value = rc.hardware.options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= low \
+            or (high is not None and value > high) or (integer and int(value) != value):
+        kind = "an integer" if integer else "a number"
+        bound = f" and at most {high}" if high is not None else ""
+        raise ConfigError(f"hardware.options.{key}", value, f"must be {kind} above {low}{bound}")
+    return int(value) if integer else float(value)
+
+
+def option_choice(rc: RunConfig, key: str, default: str, choices: tuple[str, ...]) -> str:
+    value = rc.hardware.options.get(key, default)
+    if value not in choices:
+        raise ConfigError(f"hardware.options.{key}", value, f"must be one of {', '.join(choices)}")
+    return str(value)
+
+
+def peak_flops(rc: RunConfig, precision: str | None = None) -> float:
+    """Peak FLOP/s per chip at the run's precision, from the hardware spec."""
+    name = precision or rc.precision.name
+    value = rc.hardware.peak_flops.get(name)
+    if not value:
+        raise UnsupportedError(f"hardware={rc.hardware.name} lists no peak FLOP/s for {name}")
+    return float(value)
+
+
+def require_strategy(rc: RunConfig, allowed: tuple[str, ...], why: str) -> None:
+    if rc.parallel.strategy not in allowed:
+        raise UnsupportedError(f"parallel={rc.parallel.strategy} is not modelled on hardware={rc.hardware.name}: {why}")
+
+
+def layer_groups(graph: OpGraph) -> Iterator[tuple[Layer, int]]:
+    """(layer, count) with identical decoder blocks folded together: embedding x1, block x L, head x1.
+    Blocks share one op tuple, so a model can price a block once and multiply."""
+    blocks = [layer for layer in graph.layers if layer.kind == "block"]
+    for layer in graph.layers:
+        if layer.kind != "block":
+            yield layer, 1
+        elif layer is blocks[0]:
+            yield layer, len(blocks)
+
+
+def op_width(op: Op, model: ModelConfig) -> int:
+    """Features per token of an op's output (the dimension a unit can spread the op over):
+    hidden H for attention projections, norms, residuals and the embedding; the FFN width for
+    fc1 and GELU; the vocabulary for the LM head and the loss; 0 for the optimizer update
+    (element-wise over parameters, parallel without limit)."""
+    name = op.name
+    if name in ("mlp.fc1", "mlp.gelu"):
+        return model.ffn_hidden
+    if name in ("lm_head", "loss"):
+        return model.vocab_size
+    if name == "adamw":
+        return 0
+    return model.hidden_size
+
+
+def weight_params(op: Op, model: ModelConfig) -> int:
+    """Parameters an op reads as weights: its own (``op.params``, forward entries), or, for the LM
+    head of a tied model (``model.tie_embeddings``), the token table it multiplies by: V x H
+    parameters that the op graph gives to the embedding, so that they, their gradient and their
+    optimizer state count once. A unit that runs the head still has to hold or stream the table."""
+    if op.name == "lm_head" and model.tie_embeddings:
+        return model.vocab_size * model.hidden_size
+    return op.params
+
+
+def make_profile(rc: RunConfig, source: str, step_s: float, *, subtask_kind: str, units: dict[str, UnitUse],
+                 subtasks: list[Subtask], memory: dict[str, float], comm: list[CommEvent] | None = None,
+                 class_times: dict[str, float] | None = None, single_chip_samples_per_s: float | None = None,
+                 extra: dict[str, float] | None = None, bottleneck: str | None = None,
+                 tags: dict[str, str] | None = None) -> Profile:
+    """A predicted Profile for one optimizer step of ``rc`` taking ``step_s`` seconds."""
+    if not step_s > 0:
+        raise ValueError(f"predicted step time must be positive, got {step_s}")
+    return Profile(
+        mode="predict",
+        source=source,
+        step_times_s=[step_s],
+        samples_per_step=rc.samples_per_step,
+        tokens_per_step=rc.tokens_per_step,
+        chips=rc.parallel.n_chips,
+        units=units,
+        subtasks=subtasks,
+        memory_bytes=memory,
+        comm=comm or [],
+        class_times_s=class_times or {},
+        bottleneck=bottleneck,
+        single_chip_samples_per_s=single_chip_samples_per_s,
+        extra_metrics=extra or {},
+        tags={"subtask_kind": subtask_kind, **(tags or {})},
+    )

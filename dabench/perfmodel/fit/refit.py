@@ -1,0 +1,144 @@
+"""Refit the ``fitted`` constants of conf/hardware/<arch>.yaml to their calibration points.
+
+For one architecture:
+
+1. The fitted knobs and their points come from conf/hardware/sources/<arch>.yaml.
+2. Knobs fitted only to ``feasible`` points (a capacity boundary) are solved by bisection inside
+   their bounds: the interval of values that reproduces every boundary, then its geometric middle.
+3. The other knobs are fitted together by bounded least squares (scipy.optimize.least_squares,
+   trust-region reflective, started from the YAML's values: deterministic) on the residuals
+   error / tolerance of every point they list (signed relative error for throughput, points for
+   allocation), so each point weighs by how tightly its source pins it.
+
+Nothing random is involved: the same YAML and points give the same fit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from dabench.perfmodel.fit.evaluate import predict_point
+from dabench.perfmodel.fit.points import Point, load_points
+from dabench.perfmodel.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
+
+#: residual given to a point the model refuses (NaN) while fitting
+REFUSED_RESIDUAL = 10.0
+
+
+@dataclass(frozen=True)
+class FitResult:
+    arch: str
+    values: dict[str, float]  #: knob -> fitted value
+    before: dict[str, float]  #: knob -> value in the YAML before the fit
+    cost: float  #: sum of squared normalised residuals after the fit
+
+
+def _knob(path: str) -> str:
+    if not path.startswith("options."):
+        raise ValueError(f"only options can be fitted (the model reads them as knobs): {path}")
+    return path.split(".", 1)[1]
+
+
+def _residuals(points: list[Point], options: dict[str, Any]) -> list[float]:
+    out = []
+    for point in points:
+        value = predict_point(point, options)
+        if math.isnan(value):
+            out.append(REFUSED_RESIDUAL)
+        else:
+            out.append(point.error(value) / max(point.tolerance, 1e-9))
+    return out
+
+
+def _feasibility_fit(points: list[Point], name: str, low: float, high: float, options: dict[str, Any]) -> float:
+    """Geometric middle of the values of ``name`` for which every boundary point holds."""
+
+    def ok(value: float, point: Point) -> bool:
+        return predict_point(point, {**options, name: value}) == point.published
+
+    # a fits-point bounds the knob from one side, a refused-point from the other: find each edge
+    def edge(point: Point) -> tuple[str, float]:
+        lo, hi = low, high
+        lo_ok, hi_ok = ok(lo, point), ok(hi, point)
+        if lo_ok == hi_ok:
+            return ("any" if lo_ok else "none"), lo
+        for _ in range(40):
+            mid = math.sqrt(lo * hi) if lo > 0 else (lo + hi) / 2
+            if ok(mid, point) == lo_ok:
+                lo = mid
+            else:
+                hi = mid
+        return ("below" if lo_ok else "above"), (lo if lo_ok else hi)
+
+    lower, upper = low, high
+    for point in points:
+        side, value = edge(point)
+        if side == "below":
+            upper = min(upper, value)
+        elif side == "above":
+            lower = max(lower, value)
+        elif side == "none":
+            raise ValueError(f"no value of {name} in [{low}, {high}] reproduces point {point.id}")
+    if lower > upper:
+        raise ValueError(f"the boundary points of {name} contradict each other ({lower} > {upper})")
+    return math.sqrt(lower * upper) if lower > 0 else (lower + upper) / 2
+
+
+def refit(arch: str) -> FitResult:
+    """Fit every ``fitted`` knob of ``arch``; the YAML is not changed (see :func:`write_values`)."""
+    from scipy.optimize import least_squares
+
+    entries = fitted(arch)
+    by_id = {p.id: p for p in load_points()}
+    options = dict(hardware_yaml(arch).get("options") or {})
+    before = {_knob(path): float(options[_knob(path)]) for path in entries}
+    values = dict(before)
+    feasibility = {path: e for path, e in entries.items() if all(by_id[i].metric == "feasible" for i in e.points)}
+    continuous = {path: e for path, e in entries.items() if path not in feasibility}
+
+    if continuous:
+        names = [_knob(path) for path in continuous]
+        lows = [continuous[p].bounds[0] for p in continuous]
+        highs = [continuous[p].bounds[1] for p in continuous]
+        ids = sorted({i for e in continuous.values() for i in e.points})
+        points = [by_id[i] for i in ids if by_id[i].use != "excluded"]
+
+        def to_x(vals):  # each knob scaled to [0, 1] of its bounds
+            return [(vals[n] - lo) / (hi - lo) for n, lo, hi in zip(names, lows, highs)]
+
+        def from_x(x):
+            return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs)}
+
+        x0 = [min(1.0, max(0.0, v)) for v in to_x(values)]
+        result = least_squares(lambda x: _residuals(points, {**values, **from_x(x)}), x0, bounds=(0.0, 1.0),
+                               method="trf", diff_step=1e-3, xtol=1e-6, ftol=1e-8, max_nfev=200)
+        values.update({n: _round(v) for n, v in from_x(result.x).items()})
+    for path, entry in feasibility.items():
+        name = _knob(path)
+        lo, hi = entry.bounds
+        values[name] = _round(_feasibility_fit([by_id[i] for i in entry.points], name, lo, hi, dict(values)))
+    all_points = [by_id[i] for e in entries.values() for i in e.points if by_id[i].use != "excluded"]
+    cost = sum(r * r for r in _residuals(all_points, values))
+    return FitResult(arch, values, before, cost)
+
+
+def _round(value: float) -> float:
+    """Four significant digits (what the YAML stores)."""
+    if value == 0:
+        return 0.0
+    return float(f"{value:.4g}")
+
+
+def write_values(arch: str, values: dict[str, float]) -> None:
+    """Replace ``  <knob>: <number>`` lines of conf/hardware/<arch>.yaml's options (comments kept)."""
+    path = CONF_HARDWARE / f"{arch}.yaml"
+    text = path.read_text()
+    for name, value in values.items():
+        pattern = re.compile(rf"^(\s+{re.escape(name)}:\s*)([^\s#]+)", re.MULTILINE)
+        if not pattern.search(text):
+            raise ValueError(f"{path.name}: no line for option {name}")
+        text = pattern.sub(lambda m: m.group(1) + f"{value:.6g}", text, count=1)
+    path.write_text(text)

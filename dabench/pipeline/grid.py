@@ -1,0 +1,340 @@
+"""Predict-mode grids in one process: ``python -m dabench grid [overrides with comma lists]``.
+
+The same sweep as ``python -m dabench [overrides] -m`` (Hydra's basic-sweeper grammar: ``a=1,2``
+is two jobs, ``hydra.sweeper.params`` of the composed config, such as conf/default_sweep/, are
+swept too, command-line values win), but every configuration runs in this process instead of as
+a Hydra job:
+
+- composition: each distinct set of config-group choices (``model=``, ``hardware=``, ...) is
+  composed once with Hydra's compose API; each job's ``key=value`` overrides are then set on a
+  copy of that composed mapping, with values typed by Hydra's own override parser.
+  Anything this shortcut does not cover (``~key``, a mapping value, an interpolation, a key
+  the config lacks without ``+``/``++``) is composed by Hydra in full, so the resulting config
+  is the one ``-m`` would run (tests/pipeline/test_grid.py compares them);
+- the run: :func:`dabench.pipeline.record.run_container`, the one pipeline;
+- the record: each configuration is its own MLflow run, with its real start and end times (taken
+  around its own work), written in batches through
+  :class:`dabench.tracking.lifecycle.BatchRecorder`, with the params, metrics, tags and state the
+  one-at-a-time path records (:func:`dabench.pipeline.record.record_run`); per-run artifact files are not
+  written (a grid's figures come from ``python -m dabench report``). All runs are children of
+  one parent run (``dabench.parent=true``), as a ``-m`` multirun's are, unless a parent is given
+  (``tracking.parent_run_id`` or ``$DABENCH_PARENT_RUN_ID``).
+
+A configuration that would *measure* (``hardware.mode=measure|validate``, or ``auto`` with the
+device present), or that asks for its per-run plot (``run.plots=always``), is recorded one at a
+time through :func:`dabench.pipeline.record.record_run` instead (its MLflow run open during the work, its
+artifacts written), so the grid never loses what the one-at-a-time path would keep.
+
+For the tuner and other callers: :func:`expand` (overrides -> job override lists) and
+:func:`run_grid` (job override lists -> :class:`GridRun` per job, in order).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from dabench.config.compose import compose
+from dabench.pipeline.record import placed, record_run, run_container
+from dabench.config.build import build_run_config, flatten
+from dabench.core.result import RunResult
+from dabench.pipeline.execute import resolve_mode
+from dabench.core.status import ConfigError, DabenchError, Status, is_ok
+
+log = logging.getLogger("dabench")
+
+#: a batch of this many finished runs is written at once
+FLUSH_EVERY = 100
+
+
+# ----------------------------------------------------------------------------- the sweep
+
+
+def _parser():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def expand(overrides: Sequence[str]) -> list[list[str]]:
+    """The job override lists ``python -m dabench [overrides] -m`` launches, in its order:
+    ``hydra.sweeper.params`` of the config composed from the non-sweep overrides, then
+    ``overrides`` (a later value of a key replaces an earlier one), expanded as Hydra's basic
+    sweeper does (:meth:`BasicSweeper.split_arguments`)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    parsed = _parser().parse_overrides(list(overrides))
+    fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+    params = _sweeper_params(fixed)
+    arguments = [f"{k}={v}" for k, v in params.items()] + list(overrides)
+    return BasicSweeper.split_arguments(_parser().parse_overrides(arguments), None)[0]
+
+
+def _sweeper_params(overrides: list[str]) -> dict[str, str]:
+    """``hydra.sweeper.params`` of the config composed from ``overrides``; GlobalHydra is left
+    as it was found."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from dabench.config.paths import CONF_DIR
+
+    gh = GlobalHydra.instance()
+    previous = gh.hydra if gh.is_initialized() else None
+    gh.clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None, job_name="dabench"):
+            cfg = hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    finally:
+        gh.clear()
+        if previous is not None:
+            gh.initialize(previous)
+    params = cfg.hydra.sweeper.get("params") if "params" in cfg.hydra.sweeper else None
+    return {str(k): str(v) for k, v in (params or {}).items()}
+
+
+class Composer:
+    """``compose(job)`` == :func:`dabench.config.compose.compose` (the resolved config mapping), composing
+    each distinct set of group choices only once (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
+        self._parser = _parser()
+        self._parsed: dict[str, Any] = {}
+        self.full_compositions = 0  #: jobs composed by Hydra in full (the shortcut did not apply)
+
+    @staticmethod
+    def _settable(override, base: dict[str, Any]) -> bool:
+        """A ``a.b=value`` on a key ``base`` has, a ``+a.b=value`` on one it lacks, or a
+        ``++a.b=value`` (either), under an existing mapping, with a value that is not a mapping
+        and holds no interpolation (what Hydra would do is then a plain set)."""
+        if override.is_delete() or override.is_sweep_override():
+            return False
+        key = override.key_or_group
+        if "." not in key or key.startswith("hydra.") or override.package is not None:
+            return False
+        value = override.value()
+        if isinstance(value, dict) or "${" in override.get_value_element_as_str():
+            return False
+        node: Any = base
+        *parents, leaf = key.split(".")
+        for part in parents:
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        if not isinstance(node, dict) or isinstance(node.get(leaf), dict):
+            return False
+        if override.is_force_add():
+            return True
+        return (leaf not in node) if override.is_add() else (leaf in node)
+
+    def _parse(self, job: Sequence[str]) -> list:
+        """Hydra's parse of each override string, once per distinct string (a grid repeats them)."""
+        out = []
+        for line in job:
+            parsed = self._parsed.get(line)
+            if parsed is None:
+                parsed = self._parsed[line] = self._parser.parse_overrides([line])[0]
+            out.append(parsed)
+        return out
+
+    def compose(self, job: Sequence[str]) -> dict[str, Any]:
+        parsed = self._parse(job)
+        groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
+        values = [o for o in parsed if "." in o.key_or_group]
+        base = self._bases.get(groups)
+        if base is None:
+            base = self._bases[groups] = compose(list(groups))
+        if not all(self._settable(o, base) for o in values):
+            self.full_compositions += 1
+            return compose(list(job))
+        out = copy.deepcopy(base)
+        for o in values:
+            *parents, leaf = o.key_or_group.split(".")
+            node = out
+            for part in parents:
+                node = node[part]
+            node[leaf] = o.value()
+        return out
+
+
+# ----------------------------------------------------------------------------- running
+
+
+@dataclass
+class GridRun:
+    """One configuration of a grid: its overrides, result and MLflow run id (None when not
+    recorded: tracking off)."""
+
+    overrides: list[str]
+    result: RunResult
+    run_id: str | None = None
+    batched: bool = True  #: written by the batch recorder (False: recorded one at a time)
+
+
+def _plan(container: dict[str, Any]):
+    """(batched, RunConfig or None): batched when the configuration predicts (or is refused)
+    and wants no per-run plot, the runs the grid records in batches."""
+    from dabench.report.artifacts import wants_plot
+
+    try:
+        rc = build_run_config(container)
+    except ConfigError:
+        return True, None
+    quiet = logging.getLogger("dabench.pipeline.execute")
+    was, quiet.disabled = quiet.disabled, True  # the run itself says "PREDICTED, not measured"
+    try:
+        mode, _ = resolve_mode(rc)
+    except DabenchError:
+        return True, rc  # refused before any work: a result with no artifacts to keep
+    finally:
+        quiet.disabled = was
+    return mode == "predict" and not wants_plot(container, mode), rc
+
+
+@dataclass
+class _Writer:
+    """One BatchRecorder per (experiment, uri, parent) with the grid indices of its pending runs."""
+
+    recorder: Any
+    waiting: list[int] = field(default_factory=list)
+    assigned: int = 0
+
+
+def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None, parent_name: str | None = None,
+             flush_every: int = FLUSH_EVERY, on_run: Callable[[GridRun], None] | None = None,
+             composer: Composer | None = None) -> list[GridRun]:
+    """Run every job (a list of overrides) in this process and record each as its own MLflow run
+    (see the module docstring); returns one :class:`GridRun` per job, in order.
+
+    ``parent_run_id``: the runs' parent (else ``$DABENCH_PARENT_RUN_ID``, else a parent run
+    opened here, named ``parent_name``, closed with the children's counts as ``jobs.*`` metrics
+    like a ``-m`` multirun's). ``on_run`` is called with each finished run (its ``run_id`` is set
+    once its batch is written). Never raises for a failed configuration; bad overrides become
+    ``invalid_config`` results (not recorded: a ``-m`` multirun refuses such a sweep before it
+    starts)."""
+    from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder
+    from dabench.tracking.describe import NOTE_TAG, reproduce_command, run_note, summary_line
+    from dabench.tracking.naming import run_name, run_tags
+
+    composer = composer or Composer()
+    parent_id = parent_run_id or os.environ.get(PARENT_ENV) or None
+    own_parent = None
+    writers: dict[tuple, _Writer] = {}
+    runs: list[GridRun] = []
+
+    def writer_for(tracking: dict[str, Any]) -> _Writer:
+        nonlocal own_parent, parent_id
+        parent = tracking.get("parent_run_id") or parent_id
+        experiment = tracking.get("experiment") or "dabench"
+        if parent is None:  # one parent for the grid, opened before its first run
+            from dabench.tracking.lifecycle import git_commit, open_run
+            from dabench.tracking.store import launch_dir
+
+            own_parent = open_run(experiment=experiment, uri=tracking.get("uri"), run_name=parent_name or "grid",
+                                  parent_id="", standard=False,
+                                  tags={"dabench.parent": "true", "dabench.git_commit": git_commit(launch_dir()),
+                                        "mlflow.note.content": f"Grid: {parent_name or 'python -m dabench grid'}"})
+            own_parent.status_tags = False
+            parent = parent_id = own_parent.run_id
+        key = (experiment, tracking.get("uri"), parent)
+        if key not in writers:
+            writers[key] = _Writer(BatchRecorder(experiment=experiment, uri=tracking.get("uri"), parent_id=parent,
+                                                 flush_every=flush_every))
+        return writers[key]
+
+    def collect(w: _Writer) -> None:
+        ids = w.recorder.run_ids
+        while w.assigned < len(ids):
+            run = runs[w.waiting[w.assigned]]
+            run.run_id = ids[w.assigned]
+            w.assigned += 1
+            if on_run is not None:
+                on_run(run)
+
+    try:
+        for job in jobs:
+            job = list(job)
+            try:
+                container = placed(composer.compose(job))
+            except Exception as error:  # an unknown group option or key: bad input, a result
+                result = RunResult(Status.INVALID_CONFIG, f"invalid overrides {job}: {error}", "none")
+                runs.append(GridRun(job, result, None))
+                if on_run is not None:
+                    on_run(runs[-1])
+                continue
+            tracking = container.get("tracking") or {}
+            if not tracking.get("enabled", True):
+                runs.append(GridRun(job, run_container(container), None))
+                if on_run is not None:
+                    on_run(runs[-1])
+                continue
+            name = tracking.get("run_name") or run_name(container)
+            batched, rc = _plan(container)
+            if not batched:  # measured or plotted: the one-at-a-time path, artifacts and all
+                if parent_id and not tracking.get("parent_run_id"):
+                    container = {**container, "tracking": {**tracking, "parent_run_id": parent_id}}
+                elif not tracking.get("parent_run_id"):
+                    writer_for(tracking)  # opens the grid's parent
+                    container = {**container, "tracking": {**tracking, "parent_run_id": parent_id}}
+                with tempfile.TemporaryDirectory(prefix="dabench-grid-") as tmp:
+                    result, run_id = record_run(container, rc=rc, artifacts_dir=Path(tmp) / "artifacts", name=name,
+                                                note=lambda r: run_note(summary_line(r, name), reproduce_command(job)))
+                runs.append(GridRun(job, result, run_id, batched=False))
+                if on_run is not None:
+                    on_run(runs[-1])
+                continue
+            w = writer_for(tracking)
+            w.waiting.append(len(runs))
+            runs.append(GridRun(job, RunResult(Status.CRASHED, "not run", "none")))
+            with w.recorder.run(name) as pending:  # start time taken here, end time at exit
+                result = run_container(container, rc)
+                tags = run_tags(result.run_config, result, container)
+                if result.run_config is None:
+                    tags["dabench.mode"] = "none"
+                tags[NOTE_TAG] = run_note(summary_line(result, name), reproduce_command(job))  # its description
+                pending.params, pending.metrics, pending.tags = flatten(container), dict(result.metrics), tags
+                pending.set_status(result.status, result.reason)
+                runs[-1].result = result
+            collect(w)
+    finally:
+        for w in writers.values():
+            w.recorder.flush()
+            collect(w)
+        if own_parent is not None:
+            _close_parent(own_parent, runs)
+    return runs
+
+
+def _close_parent(parent, runs: list[GridRun]) -> None:
+    """End the grid's own parent run with the children's counts (``jobs.total``, ``jobs.<status>``)
+    and the best ok throughput (``jobs.best_samples_per_s``), as a ``-m`` multirun's parent."""
+    recorded = [r for r in runs if r.run_id is not None]
+    counts: dict[str, int] = {}
+    for r in recorded:
+        counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
+    metrics = {"jobs.total": float(len(recorded)), **{f"jobs.{k}": float(v) for k, v in counts.items()}}
+    best = [r.result.metrics["throughput.samples_per_s"] for r in recorded
+            if is_ok(r.result.status) and "throughput.samples_per_s" in r.result.metrics]
+    if best:
+        metrics["jobs.best_samples_per_s"] = max(best)
+    parent.log(metrics=metrics)
+    interrupted = len(recorded) < len(runs) and sys.exc_info()[0] is not None
+    parent.close(Status.INTERRUPTED if interrupted else Status.OK)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def summary(run: GridRun) -> str:
+    """The one-line summary a run prints (tracking/describe.py), with its run name."""
+    from dabench.tracking.describe import summary_line
+    from dabench.tracking.naming import run_name
+
+    return summary_line(run.result, run_name(run.result.config) if run.result.config else " ".join(run.overrides))

@@ -1,0 +1,127 @@
+"""The Hydra callback that turns a ``-m`` multirun into one MLflow parent run with children.
+
+At multirun start it creates the parent run and exports its id in ``$DABENCH_PARENT_RUN_ID``;
+every job's run (in-process or in a launcher's worker process, which inherits the environment)
+tags itself ``mlflow.parentRunId``. At the end it counts the children by ``dabench.status`` and
+logs the best throughput among the ok ones. With ``tracking.enabled=false`` it does nothing.
+
+Before creating the parent, the tracking store is checked (dabench/pipeline/preflight.py): a
+store that cannot be used (e.g. a corrupt mlflow.db) is one line and exit 2 before any job.
+Ctrl-C or SIGTERM (dabench/runtime/interrupts.py): the parent is closed KILLED with
+``dabench.status=interrupted`` and the counts of the runs so far.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from dabench.core.status import Status, is_ok
+from dabench.tracking.lifecycle import PARENT_ENV, git_commit, open_run
+from dabench.tracking.store import launch_dir, tracking_uri
+
+log = logging.getLogger(__name__)
+
+
+class MlflowParentRunCallback(Callback):
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.run = None
+        self.client = None
+        self.previous_env: str | None = None
+        self._unregister = lambda: None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        tracking = config.get("tracking") or {}
+        if not tracking.get("enabled", True):
+            return
+        if "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or ""):
+            return  # a study keeps one parent run for all its workers (dabench/tune/parent_run.py)
+        uri = tracking_uri(tracking.get("uri"))
+        from dabench.pipeline.preflight import check_store, format_problems
+
+        problems = check_store(uri, "tracking.uri", float(tracking.get("timeout_s") or 3.0))
+        if problems:  # e.g. a corrupt mlflow.db: one line before any job, not a traceback after
+            import sys
+
+            print(format_problems(problems), file=sys.stderr, flush=True)
+            raise SystemExit(2)
+        overrides = list(config.hydra.overrides.task)
+        from dabench.tracking.describe import reproduce_command, requested_mode
+        name = tracking.get("run_name") or "multirun " + " ".join(overrides)
+        # opened now (real start time), closed in on_multirun_end (real end time)
+        self.run = open_run(experiment=tracking.get("experiment") or "dabench", uri=uri, run_name=name,
+                            parent_id="", standard=False,
+                            tags={"dabench.parent": "true", "dabench.git_commit": git_commit(launch_dir()),
+                                  "dabench.mode": requested_mode(OmegaConf.select(config, "hardware.mode")),
+                                  "mlflow.note.content": f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}"})
+        self.run.status_tags = False
+        self.client, self.run_id = self.run.client, self.run.run_id
+        self.run.log(params={"multirun.overrides": " ".join(overrides), "multirun.sweep_dir": str(config.hydra.sweep.dir)})
+        self.previous_env = os.environ.get(PARENT_ENV)
+        os.environ[PARENT_ENV] = self.run_id
+        from dabench.runtime import interrupts
+
+        self._unregister = interrupts.on_interrupt(self._close_interrupted)  # Ctrl-C, SIGTERM
+        log.info("MLflow parent run %s (%s)", self.run_id, uri)
+
+    def _close_interrupted(self) -> str:
+        """Close the parent KILLED with the counts of the runs so far (dabench/runtime/interrupts.py)."""
+        from dabench.runtime import interrupts
+
+        counts = self._finish(Status.INTERRUPTED)
+        done = sum(n for status, n in counts.items() if status != Status.INTERRUPTED.value)
+        interrupts.progress(done=done)
+        listed = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no runs"
+        return f"parent run {self.run_id} closed KILLED ({listed})"
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        from dabench.runtime import interrupts  # jobs done in this process, for the interrupt line
+
+        interrupts.progress(done=(interrupts.progress().done or 0) + 1)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.run_id is None:
+            return
+        self._unregister()
+        counts = self._finish(Status.OK)
+        log.info("multirun recorded: %d jobs %s under parent run %s", sum(counts.values()), counts, self.run_id)
+
+    def _finish(self, end_status: Status) -> dict[str, int]:
+        """Count the children by status, log the counts and the best ok throughput, close the
+        parent (``end_status``: ok -> FINISHED, interrupted -> KILLED); returns the counts."""
+        from mlflow.entities import Metric
+
+        children = self.client.search_runs(
+            [self.client.get_run(self.run_id).info.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'",
+            max_results=50000,
+        )
+        counts: dict[str, int] = {}
+        best = None
+        for child in children:
+            status = child.data.tags.get("dabench.status", "unknown")
+            counts[status] = counts.get(status, 0) + 1
+            value = child.data.metrics.get("throughput.samples_per_s")
+            if is_ok(status) and value is not None and (best is None or value > best):
+                best = value
+        now = int(time.time() * 1000)
+        metrics = [Metric("jobs.total", float(len(children)), now, 0)]
+        metrics += [Metric(f"jobs.{status}", float(n), now, 0) for status, n in counts.items()]
+        if best is not None:
+            metrics.append(Metric("jobs.best_samples_per_s", best, now, 0))
+        self.client.log_batch(self.run_id, metrics=metrics)
+        if end_status is not Status.OK:  # the parent names why it ended early
+            self.run.status_tags = True
+            self.run.reason = f"the multirun was interrupted (Ctrl-C or SIGTERM) after {len(children)} runs"
+        self.run.close(end_status)
+        if self.previous_env is None:
+            os.environ.pop(PARENT_ENV, None)
+        else:
+            os.environ[PARENT_ENV] = self.previous_env
+        return counts

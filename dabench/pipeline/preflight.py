@@ -1,0 +1,332 @@
+"""Pre-flight: everything a run needs from its surroundings, checked before any work.
+
+Each check is a small function returning a list of :class:`Problem` (empty when fine); a problem
+names the field, the value and the fix, on one line. :func:`run_preflight` runs them all for one
+run. Checks are bounded: network probes use ``tracking.timeout_s`` capped at
+:data:`PROBE_TIMEOUT_S`, so the whole pre-flight ends within a few seconds.
+
+- tracking store: SQLite folder writable and the file (if any) a readable database; a server
+  (http, postgresql, mysql) reachable by TCP; the database driver importable, with the install hint
+- artifact root and the run folder writable, with at least :data:`MIN_FREE_BYTES` free
+- study storage (:func:`check_study_storage`, for the tuner): the same, for an Optuna storage URL
+- a measured run on this machine's CPU: the estimated memory (op graph: weights, gradients,
+  optimizer state and saved activations, per data copy, plus a per-process overhead) against
+  ``MemAvailable``, and the ranks of a parallel run against the CPU cores
+  (``run.allow_oversubscribe=true`` lets a user who knows better go on)
+
+No mlflow, optuna or torch import here: pre-flight costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+PROBE_TIMEOUT_S = 3.0  #: the longest one network probe may take
+MIN_FREE_BYTES = 64 * 2**20  #: free space needed beside the artifacts and the store
+RANK_OVERHEAD_BYTES = 300 * 2**20  #: one Python + torch process before any tensor (measured ~250 MiB)
+MEASURED_BACKENDS = ("cpu", "cstorch_cpu")  #: backends that run on this machine's CPU and memory
+#: database drivers a URI scheme needs: (modules any one of which will do, the pip extra)
+DRIVERS = {
+    "postgresql": (("psycopg", "psycopg2", "pg8000"), "pip install 'dabench[postgres]'"),
+    "postgres": (("psycopg", "psycopg2", "pg8000"), "pip install 'dabench[postgres]'"),
+    "mysql": (("pymysql", "MySQLdb", "mysql.connector"), "pip install pymysql"),
+}
+DEFAULT_PORTS = {"postgresql": 5432, "postgres": 5432, "mysql": 3306, "http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One refusal: ``field=value: fix``. ``kind`` is ``environment`` (store, disk: nothing can
+    be recorded) or ``job`` (this configuration on this machine: memory, ranks)."""
+
+    field: str
+    value: Any
+    fix: str
+    kind: str = "environment"
+
+    def __str__(self) -> str:
+        return f"pre-flight: {self.field}={self.value!r}: {self.fix}"
+
+
+# ----------------------------------------------------------------------------- paths and disk
+
+
+def _existing_ancestor(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int = MIN_FREE_BYTES) -> list[Problem]:
+    """``path`` (a folder, maybe not yet created) can be created/written and has ``min_free``
+    bytes free."""
+    shown = str(path) if shown is None else shown
+    base = _existing_ancestor(Path(path))
+    if not base.is_dir():
+        return [Problem(field, shown, f"{base} is not a folder; point {field} elsewhere")]
+    try:  # a real probe: permission bits say nothing for root or a read-only mount
+        with tempfile.TemporaryFile(dir=base, prefix=".dabench-preflight-"):
+            pass
+    except OSError as error:
+        return [Problem(field, shown, f"{base} is not writable ({error.strerror or error}); make it writable "
+                                      f"or point {field} elsewhere")]
+    free = shutil.disk_usage(base).free
+    if free < min_free:
+        return [Problem(field, shown, f"only {free / 2**20:.1f} MiB free on {base} (need {min_free / 2**20:.0f} "
+                                      f"MiB); free space or point {field} elsewhere")]
+    return []
+
+
+# ----------------------------------------------------------------------------- stores
+
+
+def _scheme(uri: str) -> str:
+    return uri.split(":", 1)[0].split("+", 1)[0].lower() if ":" in uri else "file"
+
+
+def check_driver(uri: str, field: str, shown: str) -> list[Problem]:
+    """The Python database driver a ``postgresql://`` or ``mysql://`` URI needs is installed."""
+    scheme = _scheme(uri)
+    if scheme not in DRIVERS:
+        return []
+    modules, hint = DRIVERS[scheme]
+    explicit = uri.split(":", 1)[0].split("+", 1)[1] if "+" in uri.split(":", 1)[0] else None
+    wanted = (explicit,) if explicit else modules
+    if any(importlib.util.find_spec(m.split(".")[0]) is not None for m in wanted):
+        return []
+    return [Problem(field, shown, f"the {scheme} driver ({' or '.join(wanted)}) is not installed: {hint}")]
+
+
+def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[Problem]:
+    """A server URI's host accepts a TCP connection within ``timeout_s``."""
+    parts = urlsplit(uri)
+    scheme = _scheme(uri)
+    host = parts.hostname
+    if not host:
+        return []  # a unix socket or a driver default: the driver decides
+    try:
+        port = parts.port or DEFAULT_PORTS.get(scheme, 0)
+    except ValueError:
+        return [Problem(field, shown, "the port is not a number")]
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return []
+    except OSError as error:
+        return [Problem(field, shown, f"{host}:{port} is not reachable ({error.strerror or error}); start the "
+                                      f"server, fix the address, or unset it to use the local SQLite store")]
+
+
+def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[Problem]:
+    """A SQLite file's folder is writable, and an existing file is a readable database."""
+    problems = check_writable_dir(path.parent, field, shown)
+    if problems or not path.exists():
+        return problems
+    if not os.access(path, os.R_OK | os.W_OK):
+        return [Problem(field, shown, f"{path} is not writable; fix its permissions or use another store")]
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s) as conn:
+            conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as error:
+        if "locked" in str(error):
+            return []  # busy, not broken: writers retry
+        return [Problem(field, shown, f"{path} is not a usable database ({error}); move it aside "
+                                      f"(python -m dabench doctor can check it) or use another store")]
+    return []
+
+
+def check_store(uri: str, field: str, timeout_s: float) -> list[Problem]:
+    """Any store URI dabench accepts (MLflow tracking or Optuna storage)."""
+    from dabench.tracking.redact import redact_uri
+
+    shown = redact_uri(uri)
+    timeout = min(timeout_s, PROBE_TIMEOUT_S)
+    scheme = _scheme(uri)
+    if scheme == "sqlite":
+        from dabench.tracking.store import sqlite_path
+
+        path = sqlite_path(uri)
+        return [] if path is None else check_sqlite(path.absolute(), field, shown, timeout)
+    if scheme in DRIVERS:
+        return check_driver(uri, field, shown) or check_reachable(uri, field, shown, timeout)
+    if scheme in ("http", "https"):
+        return check_reachable(uri, field, shown, timeout)
+    if scheme == "file":
+        local = Path(urlsplit(uri).path if uri.startswith("file:") else uri)
+        return check_writable_dir(local, field, shown)
+    return []  # databricks and other plugins: their client decides
+
+
+def check_parent_store(rc, uri: str) -> list[Problem]:
+    """A study's trial (``tracking.parent_run_id`` set by the sweeper) whose tracking store is a
+    SQLite file that does not exist here runs on a machine that cannot see the driver's disk:
+    recording it would create a new store nobody reads (an orphan). Refused, with the fix."""
+    if not getattr(rc.tracking, "parent_run_id", None) or _scheme(uri) != "sqlite":
+        return []
+    from dabench.tracking.redact import redact_uri
+    from dabench.tracking.store import sqlite_path
+
+    path = sqlite_path(uri)
+    if path is None or path.exists():
+        return []
+    return [Problem("tracking.uri", redact_uri(uri),
+                    f"this study's store {path} is not on this machine ({os.uname().nodename}); a trial on "
+                    f"another machine needs a tracking server: tracking.uri=http://<host>:5000 (docs/scale-out.md)")]
+
+
+def check_study_storage(url: str | None, timeout_s: float = PROBE_TIMEOUT_S,
+                        field: str = "hydra.sweeper.storage") -> list[Problem]:
+    """An Optuna storage URL opens (for the tuner, before it touches the study): SQLite folder
+    writable and file readable, driver installed, server reachable. None = in-memory: fine."""
+    return [] if not url else check_store(url, field, timeout_s)
+
+
+# ----------------------------------------------------------------------------- the machine
+
+
+def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """``MemAvailable`` from /proc/meminfo, in bytes (None when unknown)."""
+    try:
+        for line in Path(meminfo).read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def cpu_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def is_measured_on_cpu(rc) -> bool:
+    """Does this run execute on this machine's CPU (not predicted, not on a device)?"""
+    return rc.hardware.mode != "predict" and rc.hardware.backend in MEASURED_BACKENDS
+
+
+def estimated_run_bytes(rc) -> float:
+    """Host memory a measured training run needs, in bytes: per data copy the training state
+    (weights, gradients, two AdamW moments: 4 x weight bytes) plus the activations saved for
+    backward for one micro-batch (op graph), plus :data:`RANK_OVERHEAD_BYTES` per process.
+    Tensor/pipeline parallel ranks split one copy between them, so the sum is one copy."""
+    from dabench.workload.opgraph import build_opgraph
+
+    graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+    ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
+    state = graph.training_state_bytes
+    state = state() if callable(state) else state
+    return rc.data_copies * (state + graph.saved_bytes) + ranks * RANK_OVERHEAD_BYTES
+
+
+def check_memory(rc, available: int | None = None) -> list[Problem]:
+    """A measured CPU run's estimate fits in ``MemAvailable``."""
+    if not is_measured_on_cpu(rc):
+        return []
+    available = mem_available_bytes() if available is None else available
+    if available is None:
+        return []
+    needed = estimated_run_bytes(rc)
+    if needed <= available:
+        return []
+    ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
+    if ranks * RANK_OVERHEAD_BYTES > needed / 2:  # mostly processes, not the model: fewer ranks
+        return [Problem("parallel.degree", rc.parallel.degree,
+                        f"{ranks} rank processes need ~{needed / 2**30:,.1f} GiB ({RANK_OVERHEAD_BYTES / 2**20:.0f} MiB "
+                        f"each before any tensor), {available / 2**30:,.1f} GiB is available; use fewer ranks",
+                        kind="job")]
+    return [Problem("model.hidden_size", rc.model.hidden_size,
+                    f"a measured CPU run needs ~{needed / 2**30:,.1f} GiB (weights, gradients, AdamW state and "
+                    f"activations of model={rc.model.name} at run.batch_size={rc.run.batch_size}), "
+                    f"{available / 2**30:,.1f} GiB is available; use a smaller model or batch, or "
+                    f"hardware.mode=predict", kind="job")]
+
+
+def check_ranks(rc, cores: int | None = None, allow_oversubscribe: bool | None = None) -> list[Problem]:
+    """A measured parallel CPU run starts no more ranks than there are cores."""
+    if not is_measured_on_cpu(rc) or rc.parallel.strategy == "none":
+        return []
+    cores = cpu_cores() if cores is None else cores
+    allow = getattr(rc.run, "allow_oversubscribe", False) if allow_oversubscribe is None else allow_oversubscribe
+    ranks = rc.parallel.n_chips
+    if ranks <= cores or allow:
+        return []
+    return [Problem("parallel.degree", rc.parallel.degree,
+                    f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, or "
+                    f"run.allow_oversubscribe=true to run them anyway", kind="job")]
+
+
+# ----------------------------------------------------------------------------- everything
+
+
+def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str | None = None) -> list[Problem]:
+    """The surroundings of a run: the tracking store (when tracking is on), its artifact root
+    and the run folder (default: cwd)."""
+    problems: list[Problem] = []
+    timeout_s = float(getattr(rc.tracking, "timeout_s", None) or PROBE_TIMEOUT_S)
+    if rc.tracking.enabled:
+        from dabench.tracking.store import artifact_root
+        from dabench.tracking.store import tracking_uri as resolve
+
+        uri = tracking_uri or _resolve_without_creating(rc.tracking.uri, resolve)
+        problems += check_store(uri, "tracking.uri", timeout_s) + check_parent_store(rc, uri)
+        root = artifact_root(uri)
+        if not problems and root and root.startswith("file:"):
+            problems += check_writable_dir(Path(urlsplit(root).path), "tracking.uri", shown=f"artifacts at {root}")
+    problems += check_writable_dir(Path.cwd() if run_dir is None else run_dir, "hydra.run.dir")
+    return problems
+
+
+def job_problems(rc) -> list[Problem]:
+    """This configuration on this machine: ranks against cores, then (when they fit, or the user
+    allowed more) memory against MemAvailable."""
+    return check_ranks(rc) or check_memory(rc)
+
+
+def run_preflight(rc, run_dir: Path | None = None, *, tracking_uri: str | None = None) -> list[Problem]:
+    """All checks for one run (``rc`` a :class:`~dabench.config.sections.RunConfig`)."""
+    return environment_problems(rc, run_dir, tracking_uri=tracking_uri) + job_problems(rc)
+
+
+def refuse_if_unfit(rc, multirun: bool = False) -> None:
+    """The Hydra task's pre-flight: bound the tracking client by ``tracking.timeout_s``, then
+    print each problem on one line and exit with status 2.
+    Inside a multirun only the surroundings are checked here (a broken store fails every job);
+    a job this machine cannot run is recorded ``invalid_config`` by the pipeline and the sweep
+    goes on (:func:`job_problems`, called from :func:`dabench.pipeline.record.run_container`)."""
+    import sys
+
+    from dabench.tracking.store import apply_client_timeouts
+
+    apply_client_timeouts(getattr(rc.tracking, "timeout_s", None))  # every later store call is bounded
+    problems = environment_problems(rc) if multirun else run_preflight(rc)
+    if problems:
+        print(format_problems(problems), file=sys.stderr, flush=True)
+        raise SystemExit(2)
+
+
+def _resolve_without_creating(configured: str | None, resolve) -> str:
+    """The tracking URI as :func:`~dabench.tracking.store.tracking_uri` resolves it, without
+    creating the default store folder (pre-flight writes nothing)."""
+    if configured or os.environ.get("MLFLOW_TRACKING_URI"):
+        return resolve(configured)
+    from dabench.tracking.store import launch_dir
+
+    return f"sqlite:///{launch_dir() / 'mlruns' / 'mlflow.db'}"
+
+
+def format_problems(problems: list[Problem]) -> str:
+    return "\n".join(f"dabench: {problem}" for problem in problems)
+

@@ -1,0 +1,201 @@
+"""The study's MLflow parent run: one per study and tracking store, holding the study's result.
+
+:func:`study_parent` finds or creates it under the study store's lock: the first worker (or the
+first invocation) of a study creates it and records its id in the study's user attributes
+(``dabench.mlflow_parent_run_id`` with the tracking URI it lives in); every later worker or
+re-run of the same study on the same store finds it there and reopens it. The sweeper passes its
+id to every trial job in the job's config (``tracking.parent_run_id``), so each trial's run is
+its child whichever worker or machine ran it. (The multirun callback of dabench.tracking leaves
+studies to this module.) A worker that ends the study (no trial left to run or running) closes
+the parent FINISHED; one interrupted while others still run leaves it open for them.
+
+Studies recorded by older versions, whose invocations each had a parent, are consolidated with
+:func:`adopt_previous_parent`. At the end of a sweep the parent receives:
+
+- tags ``best.<name>`` (the best trial's Optuna parameters) and ``best.overrides`` (tags, not
+  params: MLflow params cannot change, and a resumed study's best may);
+- metrics ``best.samples_per_s``, ``best.trial``, ``trials.<state>`` (complete, fail, ...) and
+  ``trials.status.<status>`` (ok, capacity, oom, ...);
+- tags ``optuna.study``, ``optuna.storage`` (password hidden), ``dabench.best_command``;
+- artifacts under ``study/``: optimization_history.png, param_importance.png (when there are
+  enough completed trials), optimization_results.yaml, trials.csv.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+import optuna
+import yaml
+
+from dabench.core.status import Status
+from dabench.tracking.lifecycle import terminate
+from dabench.tune.plots import plot_history, plot_importance
+from dabench.tune.best import StudySummary
+
+log = logging.getLogger(__name__)
+
+PARENT_ATTR = "dabench.mlflow_parent_run_id"
+PARENT_URI_ATTR = "dabench.mlflow_tracking_uri"
+PARENT_OWNER_ATTR = "dabench.mlflow_parent_owner"  #: "host:pid" of the sweep that holds it
+
+
+def hide_password(url: str) -> str:
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("@")[-1] if "@" in url else url
+
+
+def _owner_gone(owner: str | None) -> bool:
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str) -> list[str]:
+    """Move the children of the study's previous parent run under ``parent_id`` and delete the
+    previous parent (see module docstring for when). Records ``parent_id`` as the study's parent.
+    Returns the ids of the moved runs."""
+    previous = study.user_attrs.get(PARENT_ATTR)
+    moved: list[str] = []
+    if previous and previous != parent_id and study.user_attrs.get(PARENT_URI_ATTR) == uri:
+        try:
+            old = client.get_run(previous)
+        except Exception:
+            old = None
+        if old is not None and old.info.lifecycle_stage == "active":
+            if old.info.status == "RUNNING" and not _owner_gone(study.user_attrs.get(PARENT_OWNER_ATTR)):
+                log.warning("study %s: its previous MLflow parent run %s is still running elsewhere; "
+                            "this invocation's trials go under a second parent %s", study.study_name, previous, parent_id)
+            else:
+                children = client.search_runs([old.info.experiment_id],
+                                              filter_string=f"tags.mlflow.parentRunId = '{previous}'",
+                                              max_results=50000)
+                for child in children:
+                    client.set_tag(child.info.run_id, "mlflow.parentRunId", parent_id)
+                    moved.append(child.info.run_id)
+                client.set_tag(previous, "dabench.superseded_by", parent_id)
+                client.delete_run(previous)
+                log.info("study %s resumed: moved %d trial runs from parent %s to %s", study.study_name,
+                         len(moved), previous, parent_id)
+    study.set_user_attr(PARENT_ATTR, parent_id)
+    study.set_user_attr(PARENT_URI_ATTR, uri)
+    study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+    return moved
+
+
+def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, lock) -> tuple[object, str]:
+    """(MlflowClient, run id) of the study's parent run in the tracking store ``uri``: found in
+    the study's user attributes, else created, while ``lock()`` (the study store's lock) is held
+    so that workers starting together create one. A parent that an earlier invocation closed is
+    set RUNNING again."""
+    from dabench.tracking.store import client_and_experiment
+
+    client, experiment_id = client_and_experiment(uri, experiment)
+    with lock():
+        attrs = study._storage.get_study_user_attrs(study._study_id)
+        found = attrs.get(PARENT_ATTR) if attrs.get(PARENT_URI_ATTR) == uri else None
+        if found:
+            try:
+                run = client.get_run(found)
+            except Exception:
+                run = None
+            if run is not None and run.info.lifecycle_stage == "active":
+                if run.info.status != "RUNNING":
+                    client.update_run(found, status="RUNNING")
+                from dabench.tracking.lifecycle import write_batch
+                from dabench.tracking.reaper import owner_tags
+
+                write_batch(client, found, tags=owner_tags())  # this worker now holds it (the reaper checks it)
+                study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+                return client, found
+        from dabench.tracking.reaper import owner_tags
+
+        run = client.create_run(experiment_id, run_name=f"study {study.study_name}"[:250],
+                                tags={**owner_tags(), "dabench.parent": "true", "optuna.study": study.study_name,
+                                      "optuna.storage": hide_password(storage),
+                                      "mlflow.note.content": f"Optuna study {study.study_name}"})
+        study.set_user_attr(PARENT_ATTR, run.info.run_id)
+        study.set_user_attr(PARENT_URI_ATTR, uri)
+        study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+        return client, run.info.run_id
+
+
+def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool = False) -> bool:
+    """End the parent run when no trial of the study is running any more (FINISHED, or KILLED
+    when this worker was interrupted); returns whether it was ended."""
+    from optuna.trial import TrialState
+
+    from dabench.tune.study import fresh_trials
+
+    if any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
+        return False
+    if interrupted:
+        mark_killed(client, parent_id)
+    else:
+        try:  # an earlier interrupted invocation's tag no longer holds
+            client.delete_tag(parent_id, "dabench.status")
+        except Exception:
+            pass
+        terminate(client, parent_id, Status.OK)  # FINISHED, real end time (dabench.tracking.lifecycle)
+    return True
+
+
+def mark_killed(client, parent_id: str) -> None:
+    """An interrupted sweep: the parent run ends KILLED with ``dabench.status=interrupted`` (so a
+    re-run may adopt it)."""
+    try:
+        client.set_tag(parent_id, "dabench.status", Status.INTERRUPTED.value)
+        terminate(client, parent_id, Status.INTERRUPTED)  # KILLED, real end time
+    except Exception as error:  # best effort while unwinding
+        log.warning("could not mark MLflow run %s killed: %s", parent_id, error)
+
+
+def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) -> list[str]:
+    """optimization_results.yaml, trials.csv and the plots into ``folder``; returns notes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "optimization_results.yaml").write_text(yaml.safe_dump(summary.to_dict(), sort_keys=False))
+    study.trials_dataframe().to_csv(folder / "trials.csv", index=False)
+    plot_history(study, folder / "optimization_history.png")
+    _, note = plot_importance(study, folder / "param_importance.png")
+    return [note]
+
+
+def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary, storage: str) -> None:
+    """Log the study's result to its parent run (see module docstring)."""
+    from mlflow.entities import Metric, RunTag
+
+    now = int(time.time() * 1000)
+    metrics = [Metric(f"trials.{state}", float(n), now, 0) for state, n in summary.states.items()]
+    metrics += [Metric(f"trials.status.{status}", float(n), now, 0) for status, n in summary.statuses.items()]
+    metrics.append(Metric("trials.total", float(summary.n_trials), now, 0))
+    params, tags = [], [RunTag("optuna.study", study.study_name), RunTag("optuna.storage", hide_password(storage)),
+                        RunTag("optuna.direction", summary.direction)]
+    if summary.best_number is not None:
+        metrics += [Metric("best.samples_per_s", float(summary.best_value), now, 0),
+                    Metric("best.trial", float(summary.best_number), now, 0)]
+        tags += [RunTag(f"best.{name}", str(value)[:5000]) for name, value in summary.best_params.items()]
+        tags.append(RunTag("best.overrides", " ".join(summary.best_overrides)[:5000]))
+        tags.append(RunTag("dabench.best_command", summary.command()[:5000]))
+    client.log_batch(parent_id, metrics=metrics, params=params, tags=tags)
+    with tempfile.TemporaryDirectory() as tmp:
+        notes = write_study_files(study, summary, Path(tmp))
+        client.log_artifacts(parent_id, tmp, artifact_path="study")
+    client.set_tag(parent_id, "dabench.study_notes", "; ".join(notes))

@@ -1,0 +1,149 @@
+"""SambaFlow runner (SambaNova SN30 RDU), following the SambaFlow "bare-metal" app shape
+(vendor-integrations.md section 3.1). Two phases, one process each, as SambaFlow apps run:
+
+``compile``: the app's CLI arguments are built from the config and parsed by
+``sambaflow.samba.utils.argparser.parse_app_args`` (``compile -b <batch> --pef-name
+--output-folder --num-tiles <hardware.options.tiles> [--n-chips N --tensor-parallel weight]
+-o0|-o1|-o3 [--enable-mixed-precision-ops gemm softmax]``). The model is moved with
+``samba.from_torch_model_``, the optimizer is ``samba.optim.AdamW``, inputs are static-shape
+``samba.randint(..., name=, batch_dim=0)`` tensors (the batch is fixed at compile time), then
+``samba.session.compile(model, inputs, optimizer, name=, app_dir=, config_dict=vars(args),
+pef_metadata=get_pefmeta(args, model))`` writes ``<output-folder>/<pef-name>/<pef-name>.pef``
+and the compile reports dabench parses.
+
+``run``: ``trace_graph(model, inputs, optimizer, pef=, mapping=)``, then per step
+``samba.session.run(input_tensors=, output_tensors=, hyperparam_dict={"lr": ...})`` (fwd, bwd
+and optimizer on the RDU) and ``samba.to_torch(loss)`` to synchronise. A step time is the host
+wall time of run + to_torch; the time inside ``session.run`` and in ``to_torch`` are also
+reported (``rdu.session_run_s``, ``rdu.to_torch_s``). SambaFlow's own host/device split comes
+from SambaTune's snprof report when present in the compile folder (parsed by dabench).
+
+The DecoderStack's forward returns the loss; SambaFlow expects ``(loss, outputs)``, so a thin
+wrapper returns ``(loss, loss)``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List
+
+from dabench.vendors.child import RunnerError, build_model, main, option
+
+COMPILE_MODES = ("o0", "o1", "o3")
+
+
+def compile_args(run_config: Dict[str, Any], output_folder: str, pef_name: str) -> List[str]:
+    """The SambaFlow app CLI for the compile phase (see module doc)."""
+    settings, parallel = run_config["run"], run_config["parallel"]
+    mode = str(option(run_config, "compile_mode", "o1"))
+    if mode not in COMPILE_MODES:
+        raise RunnerError("invalid_config", "hardware.options.compile_mode=%r: must be one of %s" % (mode, ", ".join(COMPILE_MODES)))
+    args = ["compile", "-b", str(settings["batch_size"]), "--pef-name", pef_name, "--output-folder", output_folder,
+            "--num-tiles", str(option(run_config, "tiles", 4)), "-" + mode]
+    if parallel.get("strategy") == "tp":
+        args += ["--n-chips", str(parallel["degree"]), "--tensor-parallel", str(option(run_config, "runner_tensor_parallel", "weight"))]
+    if run_config["precision"]["name"] == "mixed":
+        args += ["--enable-mixed-precision-ops", "gemm", "softmax"]
+    return args
+
+
+def run_args(pef: str) -> List[str]:
+    return ["run", "--pef", pef]
+
+
+def _wrap(stack):
+    import torch
+
+    class SambaDecoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stack = stack
+
+        def forward(self, ids, targets):
+            loss = self.stack(ids, targets)
+            return loss, loss
+
+    return SambaDecoder()
+
+
+def _setup(rc: Dict[str, Any]):
+    import torch
+
+    import sambaflow.samba as samba
+
+    if rc["precision"]["name"] == "fp16":
+        raise RunnerError("unsupported", "SambaFlow trains in bf16 (default), fp32 or mixed; fp16 is not an RDU training mode")
+    stack = build_model(rc["model"], rc["run"]["seed"])
+    if rc["precision"]["name"] == "bf16":
+        stack = stack.bfloat16()
+    model = _wrap(stack)
+    samba.from_torch_model_(model)
+    optimizer = samba.optim.AdamW(model.parameters(), lr=rc["run"]["lr"])
+    batch, seq, vocab = rc["run"]["batch_size"], rc["model"]["seq_len"], rc["model"]["vocab_size"]
+    ids = samba.randint(vocab, (batch, seq), name="ids", batch_dim=0)
+    targets = samba.randint(vocab, (batch, seq), name="targets", batch_dim=0)
+    return torch, samba, model, optimizer, [ids, targets]
+
+
+def compile_phase(request: Dict[str, Any]) -> Dict[str, Any]:
+    from sambaflow.samba.utils.argparser import parse_app_args
+    from sambaflow.samba.utils.pef_utils import get_pefmeta
+
+    rc, workdir = request["run_config"], request["workdir"]
+    output_folder, pef_name = os.path.join(workdir, "pef"), "dabench_%s" % rc["model"]["name"]
+    argv = compile_args(rc, output_folder, pef_name)
+    args = parse_app_args(argv=argv)
+    _, samba, model, optimizer, inputs = _setup(rc)
+    started = time.perf_counter()
+    try:
+        samba.session.compile(model, inputs, optimizer, name=pef_name, app_dir=workdir, config_dict=vars(args),
+                              pef_metadata=get_pefmeta(args, model))
+    except Exception as error:
+        text = "%s: %s" % (type(error).__name__, error)
+        status = "capacity" if any(w in text.lower() for w in ("memory", "does not fit", "out of resources")) else "compile_error"
+        raise RunnerError(status, "SambaFlow compile failed: " + text[:2000])
+    folder = os.path.join(output_folder, pef_name)
+    return {"compile_time_s": time.perf_counter() - started, "pef": os.path.join(folder, pef_name + ".pef"),
+            "compile_folder": folder, "argv": argv}
+
+
+def run_phase(request: Dict[str, Any]) -> Dict[str, Any]:
+    from sambaflow.samba.utils import trace_graph
+    from sambaflow.samba.utils.argparser import parse_app_args
+
+    rc, pef = request["run_config"], request["pef"]
+    args = parse_app_args(argv=run_args(pef))
+    torch, samba, model, optimizer, inputs = _setup(rc)
+    traced = trace_graph(model, inputs, optimizer, pef=pef, mapping=getattr(args, "mapping", None))
+    settings = rc["run"]
+    hyper = {"lr": settings["lr"]}
+    times, run_s, sync_s, losses = [], [], [], []
+    for step in range(settings["warmup_steps"] + settings["timed_steps"]):
+        start = time.perf_counter()
+        outputs = samba.session.run(input_tensors=inputs, output_tensors=traced, hyperparam_dict=hyper)
+        after_run = time.perf_counter()
+        loss = samba.to_torch(outputs[0])
+        end = time.perf_counter()
+        losses.append(float(torch.as_tensor(loss).float().mean()))
+        if step >= settings["warmup_steps"]:
+            times.append(end - start)
+            run_s.append(after_run - start)
+            sync_s.append(end - after_run)
+    samba.session.to_cpu(model)
+    mean = lambda values: sum(values) / len(values)
+    return {"step_times_s": times, "samples_per_step": settings["batch_size"],
+            "extra_metrics": {"rdu.session_run_s": mean(run_s), "rdu.to_torch_s": mean(sync_s), "loss.last": losses[-1]},
+            "argv": run_args(pef)}
+
+
+def run(request: Dict[str, Any]) -> Dict[str, Any]:
+    if request.get("phase") == "compile":
+        return compile_phase(request)
+    if request.get("phase") == "run":
+        return run_phase(request)
+    raise RunnerError("crashed", "unknown phase %r (compile | run)" % request.get("phase"))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(run))

@@ -1,0 +1,65 @@
+"""Outcomes of one run: every failure becomes a result with a status and a reason."""
+
+import pytest
+
+from dabench.pipeline import execute as runner
+from dabench.backends.base import Availability, Backend
+from dabench.config.build import build_run_config
+from dabench.core.status import CapacityError, Status
+from tests.conftest import composed
+
+
+def fake_backend(exc):
+    class Failing(Backend):
+        name = "failing"
+
+        @classmethod
+        def availability(cls, rc):
+            return Availability(True)
+
+        def run(self, rc, graph):
+            raise exc
+
+    return Failing
+
+
+@pytest.mark.parametrize("exc,status", [
+    (CapacityError("sram", 2e9, 1e9, "stage 1"), Status.CAPACITY),
+    (RuntimeError("boom"), Status.CRASHED),
+    (type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate"), Status.OOM),
+])
+def test_failures_become_results(monkeypatch, exc, status):
+    monkeypatch.setattr(runner, "get_backend", lambda name: fake_backend(exc))
+    result = runner.execute(build_run_config(composed(["hardware.mode=measure"])))
+    assert result.status is status
+    assert result.reason
+    assert result.objective != result.objective  # NaN for the sweeper
+
+
+def test_capacity_reason_names_memory_and_sizes():
+    error = CapacityError("ipu1.sram", 1.5 * 2**30, 0.9 * 2**30, "stage 1: 6 layers")
+    assert "ipu1.sram" in error.reason and "1,536.0 MiB" in error.reason and "921.6 MiB" in error.reason
+
+
+def test_cuda_measure_without_gpu_is_unsupported():
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    result = runner.execute(build_run_config(composed(["hardware=cuda", "hardware.mode=measure"])))
+    assert result.status is Status.UNSUPPORTED and "CUDA" in result.reason
+
+
+def test_measured_cpu_run_is_ok_and_consistent():
+    rc = build_run_config(composed(["run.warmup_steps=1", "run.timed_steps=3"]))
+    result = runner.execute(rc)
+    assert result.status is Status.OK, result.reason
+    assert result.mode == "measure"
+    m = result.metrics
+    assert m["throughput.samples_per_s"] == pytest.approx(rc.samples_per_step / m["step_time.median_s"])
+    assert m["step_time.p10_s"] <= m["step_time.median_s"] <= m["step_time.p90_s"]
+    assert 0 < m["tier1.load_imbalance"] <= 1
+    assert [s.name for s in result.profile.subtasks] == ["embedding", "block.0", "block.1", "head"]
+    assert all(s.time_s > 0 for s in result.profile.subtasks)
+    assert m["subtask.coverage"] > 0  # (layers + optimizer) / step; timing ratios are not asserted

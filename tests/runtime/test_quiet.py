@@ -1,0 +1,60 @@
+"""Quiet by default: a default run, a predicted run and an IPU pp multirun print no third-party
+warning on stderr (kineto's USDT lines, MLflow's INFO lines, setuptools warnings); the repeated
+auto-predict line is said once per process; -v brings the detail back."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from dabench.runtime.quiet import install, verbose_requested
+from tests.conftest import cli_env
+
+NOISE = re.compile(r"warn|USDT|INFO mlflow|setuptools|pkg_resources|distutils", re.IGNORECASE)
+FAST = ["run.warmup_steps=1", "run.timed_steps=2"]
+
+
+def dabench(tmp_path, *args):
+    env = cli_env(tmp_path)
+    for name in ("KINETO_LOG_LEVEL", "MLFLOW_LOGGING_LEVEL", "DABENCH_VERBOSE"):
+        env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def noise(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if NOISE.search(line)]
+
+
+def test_verbose_is_minus_v_or_hydra_verbose_and_minus_v_leaves_the_command_line(monkeypatch):
+    assert verbose_requested(["-v"]) and verbose_requested(["hydra.verbose=true"])
+    assert verbose_requested(["hydra.verbose=[dabench]"])
+    assert not verbose_requested(["hydra.verbose=false", "model=tiny"])
+    monkeypatch.delenv("DABENCH_VERBOSE", raising=False)
+    argv = ["dabench", "-v", "model=tiny"]
+    assert install(argv) is True and argv == ["dabench", "model=tiny"]
+    assert install(argv) is True  # called again (python -m dabench calls it twice): still verbose
+
+
+@pytest.mark.slow
+def test_a_default_run_has_no_warning_lines_on_stderr_and_minus_v_brings_them_back(tmp_path):
+    done = dabench(tmp_path, *FAST)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert noise(done.stderr) == [], done.stderr
+    loud = dabench(tmp_path, "-v", *FAST)
+    assert loud.returncode == 0, loud.stderr[-3000:]
+    assert any("USDT" in line for line in loud.stderr.splitlines())  # kineto's profiler lines, back with -v
+
+
+@pytest.mark.slow
+def test_a_predicted_run_and_an_ipu_pp_multirun_are_quiet_and_the_auto_line_is_said_once(tmp_path):
+    done = dabench(tmp_path, "hardware=ipu", "hardware.mode=predict")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert noise(done.stderr) == [], done.stderr
+    sweep = dabench(tmp_path, "hardware=ipu", "parallel=pp", "model.n_layers=4", "-m")
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    assert noise(sweep.stderr) == [], sweep.stderr
+    output = sweep.stdout + sweep.stderr
+    assert output.count("hardware.mode=auto on ipu: PREDICTED, not measured") == 1
+    assert "multirun results:" in sweep.stdout

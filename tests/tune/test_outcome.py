@@ -1,0 +1,83 @@
+"""A job's whole outcome comes back in Hydra's JobReturn (no file is read): JobOutcome is a
+float with status, reason and mode, and survives pickling (submitit, Ray)."""
+
+import math
+import pickle
+
+import cloudpickle
+from hydra.core.utils import JobReturn, JobStatus
+
+from dabench.tune.outcome import JobOutcome
+from hydra_plugins.dabench_optuna_sweeper.sweeper import DabenchOptunaSweeper
+
+
+def _returned(value):
+    job = JobReturn()
+    job.working_dir = "/nonexistent/worker/disk"  # the driver cannot see the worker's files
+    job.status = JobStatus.COMPLETED
+    job._return_value = value
+    return job
+
+
+def test_job_outcome_is_a_float_that_travels():
+    outcome = JobOutcome(12.5, "ok", mode="predict")
+    assert outcome == 12.5 and float(outcome) + 1 == 13.5
+    for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
+        back = loads(dumps(outcome))
+        assert isinstance(back, JobOutcome) and back.to_dict() == outcome.to_dict()
+
+
+def test_the_sweeper_takes_status_reason_and_mode_from_the_job_return():
+    sweeper = DabenchOptunaSweeper()
+    ok = sweeper._outcome(_returned(JobOutcome(3.0, "ok", mode="predict")))
+    assert (ok.value, ok.status, ok.mode) == (3.0, "ok", "predict")
+    refused = sweeper._outcome(_returned(JobOutcome(math.nan, "capacity", "needs 2 GiB, has 1 GiB", "predict")))
+    assert math.isnan(refused.value) and refused.status == "capacity" and "2 GiB" in refused.reason
+    as_dict = sweeper._outcome(_returned({"objective": None, "status": "oom", "reason": "r", "mode": "measure"}))
+    assert math.isnan(as_dict.value) and (as_dict.status, as_dict.mode) == ("oom", "measure")
+    lying = sweeper._outcome(_returned(JobOutcome(math.inf, "ok", mode="measure")))
+    assert lying.status == "diverged"
+
+
+def test_a_trial_on_a_machine_without_the_study_store_is_refused(tmp_path):
+    from types import SimpleNamespace
+
+    from dabench.pipeline.preflight import check_parent_store
+
+    here = tmp_path / "mlflow.db"
+    here.write_bytes(b"")
+    trial = SimpleNamespace(tracking=SimpleNamespace(parent_run_id="abc"))
+    single = SimpleNamespace(tracking=SimpleNamespace(parent_run_id=None))
+    assert check_parent_store(trial, f"sqlite:///{here}") == []
+    elsewhere = f"sqlite:///{tmp_path / 'driver-disk' / 'mlflow.db'}"  # the driver's file, not here
+    problems = check_parent_store(trial, elsewhere)
+    assert len(problems) == 1 and "tracking server" in str(problems[0]) and problems[0].field == "tracking.uri"
+    assert check_parent_store(single, elsewhere) == []  # a plain run creates its own store
+    assert check_parent_store(trial, "http://127.0.0.1:5000") == []
+
+
+def test_a_preflight_refusal_does_not_count_toward_the_budget():
+    from dabench.core.status import counts_toward_budget
+
+    job = _returned(None)
+    job.status = JobStatus.FAILED
+    job._return_value = SystemExit(2)
+    outcome = DabenchOptunaSweeper()._outcome(job)
+    assert outcome.status == "tracking_error" and not counts_toward_budget(outcome.status)
+
+
+def test_remote_launchers_need_a_tracking_server():
+    import pytest
+    from omegaconf import OmegaConf
+
+    from dabench.core.status import ConfigError
+
+    class SlurmLauncher:  # stands in for submitit's, by name
+        pass
+
+    sweeper = DabenchOptunaSweeper()
+    sweeper.launcher = SlurmLauncher()
+    sweeper.config = OmegaConf.create({"hydra": {"launcher": {}}})
+    with pytest.raises(ConfigError, match="tracking server"):
+        sweeper._refuse_local_store_for_remote_jobs("sqlite:////home/me/mlruns/mlflow.db")
+    sweeper._refuse_local_store_for_remote_jobs("http://10.0.0.5:5000")
