@@ -61,7 +61,7 @@ HYDRA_ARGS = ["hardware=ipu", "parallel=pp", "-m"]
 #: entry point run as `python -m dabench` runs it
 _TIMED = r"""
 import atexit, json, runpy, sys, time
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from dabench.runtime.hydra_compat import ConfigLoaderImpl
 from hydra.core import utils as core_utils
 from hydra.plugins.sweeper import Sweeper
 totals = {"compose_s": 0.0, "compose_calls": 0, "check_s": 0.0, "check_calls": 0, "job_s": 0.0, "jobs": 0,

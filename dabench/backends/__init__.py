@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from dabench.backends.base import Availability, Backend
+from dabench.backends.base import Availability, Backend, TimedWindowCallback
 
 BACKENDS: dict[str, str] = {
     "cpu": "dabench.backends.cpu:CpuBackend",
@@ -32,4 +32,4 @@ def get_backend(name: str) -> type[Backend]:
     return getattr(importlib.import_module(module), attr)
 
 
-__all__ = ["Availability", "Backend", "BACKENDS", "get_backend", "register_backend"]
+__all__ = ["Availability", "Backend", "BACKENDS", "TimedWindowCallback", "get_backend", "register_backend"]

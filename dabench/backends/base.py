@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile
 from dabench.workload.opgraph import OpGraph
+
+#: called with ``"before"`` right after the warm-up and ``"after"`` right after the timed window,
+#: outside its clock marks (validate mode probes the CPU's ceilings there)
+TimedWindowCallback = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Backend(ABC):
         """Cheap check (no model is built): is the device and its software present?"""
 
     @abstractmethod
-    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+    def run(self, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None) -> Profile:
         """Warm up, time ``rc.run.timed_steps`` optimizer steps, collect subtask times and memory.
-        Raise a :class:`~dabench.core.status.DabenchError` subclass for outcomes other than ok."""
+        ``on_timed_window`` is called around the timed window by a backend that times one in this
+        process (see :data:`TimedWindowCallback`); others never call it. Raise a
+        :class:`~dabench.core.status.DabenchError` subclass for outcomes other than ok."""

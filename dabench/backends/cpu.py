@@ -6,7 +6,7 @@ import logging
 import os
 import resource
 
-from dabench.backends.base import Availability, Backend
+from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, UnitUse
 from dabench.workload.opgraph import OpGraph
@@ -35,7 +35,7 @@ class CpuBackend(Backend):
     def availability(cls, rc: RunConfig) -> Availability:
         return Availability(True)
 
-    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+    def run(self, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None) -> Profile:
         import torch
 
         from dabench.backends.measure import HostClock
@@ -51,4 +51,4 @@ class CpuBackend(Backend):
                         "so the run measures the emulated rate", rc.precision.compute_dtype, rc.precision.compute_dtype)
         units = {"cores": UnitUse(torch.get_num_threads(), os.cpu_count() or 1)}
         return run_on_device(rc, torch.device("cpu"), HostClock(), units, "cpu", "dram", peak_rss_bytes,
-                             tags={"precision_native": "true" if native else "false"})
+                             tags={"precision_native": "true" if native else "false"}, on_timed_window=on_timed_window)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dabench.backends.base import Availability, Backend
+from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, UnitUse
 from dabench.workload.opgraph import OpGraph
@@ -31,7 +31,7 @@ class CudaBackend(Backend):
         device = torch.device("cuda", torch.cuda.current_device())
         return device, f"cuda:{torch.cuda.get_device_properties(device).name}"
 
-    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+    def run(self, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None) -> Profile:
         import torch
 
         from dabench.backends.measure import CudaClock
@@ -48,4 +48,4 @@ class CudaBackend(Backend):
         torch.cuda.reset_peak_memory_stats(device)
         return run_on_device(rc, device, CudaClock(device), units, f"cuda:{props.name}", "hbm",
                              lambda: torch.cuda.max_memory_allocated(device),
-                             tags={"tf32": "true" if tf32 else "false"})
+                             tags={"tf32": "true" if tf32 else "false"}, on_timed_window=on_timed_window)

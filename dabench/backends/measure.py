@@ -10,10 +10,10 @@ times. Shared by the cpu and cuda backends.
   ``backward()`` returns, the head's starts when it is called.
 - Op-class times: self time per aten op under ``torch.profiler`` for one forward + backward,
   summed per op class (matmul, attention, norm, ...).
-- :data:`TIMED_WINDOW_HOOK`: a callable the caller may set for the duration of a measurement; it
-  is called with ``"before"`` right after the warm-up and ``"after"`` right after the timed
-  window, outside the clock marks (validate mode probes the CPU's ceilings there, so the
-  prediction meets the machine as the timed steps met it).
+- ``on_timed_window`` (:func:`time_steps`): a callback the pipeline passes down through
+  ``Backend.run``; it is called with ``"before"`` right after the warm-up and ``"after"`` right
+  after the timed window, outside the clock marks (validate mode probes the CPU's ceilings there,
+  so the prediction meets the machine as the timed steps met it).
 """
 
 from __future__ import annotations
@@ -21,16 +21,11 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
-from contextvars import ContextVar
-from typing import Callable
 
 import torch
 
+from dabench.backends.base import TimedWindowCallback
 from dabench.backends.torch_train import TrainState, op_class_of
-
-
-#: called with "before" / "after" around the timed window (outside its clock marks), when set
-TIMED_WINDOW_HOOK: ContextVar[Callable[[str], None] | None] = ContextVar("timed_window_hook", default=None)
 
 
 class HostClock:
@@ -65,11 +60,12 @@ class CudaClock:
 
 
 def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[float] | None = None,
-               progress=None) -> list[float]:
+               progress=None, on_timed_window: TimedWindowCallback | None = None) -> list[float]:
     """Seconds per optimizer step over the timed window. ``losses``, when given, receives the
     last timed step's loss (read after the window, so no extra synchronisation inside it).
     ``progress`` (a :class:`dabench.runtime.progress.StepProgress`) is told of each step between the
-    clock marks, never inside them."""
+    clock marks, never inside them. ``on_timed_window``, when given, is called with ``"before"``
+    and ``"after"`` around the window, outside its clock marks."""
     if progress is not None:
         progress.set_phase("warm-up")
     for _ in range(warmup):
@@ -78,9 +74,8 @@ def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[f
             clock.synchronize()  # warm-up only: the estimate needs finished steps
             progress.step()
     clock.synchronize()
-    hook = TIMED_WINDOW_HOOK.get()
-    if hook is not None:
-        hook("before")
+    if on_timed_window is not None:
+        on_timed_window("before")
     if progress is not None:
         progress.set_phase("timed")
     marks = []
@@ -92,8 +87,8 @@ def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[f
         if progress is not None:
             progress.step()
     clock.synchronize()
-    if hook is not None:
-        hook("after")
+    if on_timed_window is not None:
+        on_timed_window("after")
     if losses is not None and loss is not None:
         losses.append(float(loss.detach().float().item()))
     return [clock.elapsed(a, b) for a, b in marks]

@@ -9,6 +9,7 @@ compile folder (:mod:`dabench.ingest.rdu`).
 from __future__ import annotations
 
 from dabench.config.sections import RunConfig
+from dabench.backends.base import TimedWindowCallback
 from dabench.backends.vendor import VendorBackend
 from dabench.core.profile import Profile
 from dabench.core.status import UnsupportedError
@@ -32,7 +33,8 @@ class SambaflowBackend(VendorBackend):
                                    "pipelines sections itself, and data parallel needs an mpirun launch; use "
                                    "parallel=none or parallel=tp (--tensor-parallel with --n-chips)")
 
-    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+    def run(self, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None) -> Profile:
+        """The runner's timed window is in its own process: ``on_timed_window`` is never called."""
         self.check(rc)
         workdir = self.workdir(rc)
         compiled = self.call(rc, workdir / "compile", phase="compile")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from dabench.backends import measure
+from dabench.backends.base import TimedWindowCallback
 from dabench.backends.torch_train import build_train_state
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, Subtask, UnitUse
@@ -39,9 +40,11 @@ def _progress(rc: RunConfig, device: torch.device, tags: dict[str, str] | None):
 
 
 def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, UnitUse], source: str,
-                  memory_level: str, peak_memory, tags: dict[str, str] | None = None) -> Profile:
+                  memory_level: str, peak_memory, tags: dict[str, str] | None = None,
+                  on_timed_window: TimedWindowCallback | None = None) -> Profile:
     """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run;
-    ``tags`` go onto the Profile (math mode, native precision)."""
+    ``tags`` go onto the Profile (math mode, native precision); ``on_timed_window`` is called
+    around the timed window (:func:`dabench.backends.measure.time_steps`)."""
     if rc.parallel.strategy != "none":  # the runner sends these to dabench.distributed
         raise ValueError(f"run_on_device measures one device; parallel={rc.parallel.strategy} runs go "
                          "through dabench.distributed.run_parallel (see Backend.torch_distributed)")
@@ -50,7 +53,8 @@ def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, U
     try:
         state = build_train_state(rc, device)
         progress = _progress(rc, device, tags)
-        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses, progress)
+        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses, progress,
+                                        on_timed_window)
         subtasks: list[Subtask] = []
         class_times: dict[str, float] = {}
         extra: dict[str, float] = {}

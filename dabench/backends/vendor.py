@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from dabench.backends.base import Availability, Backend
+from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
 from dabench.runtime.isolation import child_env, run_child
 from dabench.runtime.supervisor import tail
@@ -118,7 +118,8 @@ class VendorBackend(Backend):
         log.info("%s: starting %s (phase %s) in %s", self.name, self.runner_module, phase, workdir)
         return run_child(self.runner_module, request, workdir, python=self.interpreter(rc), timeout_s=timeout)
 
-    def run(self, rc: RunConfig, graph: OpGraph) -> Profile:
+    def run(self, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None) -> Profile:
+        """The runner's timed window is in its own process: ``on_timed_window`` is never called."""
         self.check(rc)
         workdir = self.workdir(rc)
         return self.to_profile(rc, self.call(rc, workdir), workdir)

@@ -83,7 +83,7 @@ def _one_repository_for_help() -> None:
     call, with no config name and no overrides (the only way the help calls it), reuses one
     repository: the same search path gives the same answers (tests/cli/test_help_listing.py compares
     the pages). Runs never take this path."""
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from dabench.runtime.hydra_compat import ConfigLoaderImpl
     from hydra.core.object_type import ObjectType
 
     original = ConfigLoaderImpl.get_group_options

@@ -286,20 +286,38 @@ def _interval(value: Any) -> float:
     return seconds
 
 
+def default_grad_accum(cfg: Mapping[str, Any]) -> int:
+    """``run.grad_accum`` when the config leaves it null (conf/config.yaml): 1, except on a
+    pipelined IPU (``hardware.arch=ipu``, ``parallel=pp`` over p stages): PopTorch trains a pipeline
+    over p IPUs in 2p - 1 stages (forward and backward) and refuses a gradient accumulation
+    (``Training.gradientAccumulation``, the pipeline's micro-batches per step) below that, so the
+    default is the fewest it accepts, 2p - 1 (dabench.backends.ipu and dabench.perfmodel.ipu check
+    the same bound). It follows every depth: ``parallel.degree`` or a placement's length."""
+    hardware, parallel = cfg.get("hardware"), cfg.get("parallel")
+    if not (isinstance(hardware, Mapping) and hardware.get("arch") == "ipu" and isinstance(parallel, Mapping)
+            and parallel.get("strategy") == "pp"):
+        return 1
+    degree = parallel.get("degree")
+    return 2 * degree - 1 if isinstance(degree, int) and not isinstance(degree, bool) and degree > 1 else 1
+
+
 def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a composed config in which ``parallel.placement`` (when set) has filled in what it
     implies: ``parallel.layers_per_stage`` (the parsed list), ``parallel.degree`` (its length) and
-    ``model.n_layers`` (its sum). Call it before naming or logging a run so that the recorded
-    parameters are the ones that ran; :func:`build_run_config` applies it too."""
+    ``model.n_layers`` (its sum); and a null ``run.grad_accum`` its default
+    (:func:`default_grad_accum`, after the placement has set the depth). Call it before naming or
+    logging a run so that the recorded parameters are the ones that ran; :func:`build_run_config`
+    applies it too."""
     out = dict(cfg)
     parallel = out.get("parallel")
-    if not isinstance(parallel, Mapping) or parallel.get("placement") is None:
-        return out
-    if parallel.get("strategy", "none") != "pp":
-        return out  # build_parallel refuses it with a clear message
-    out["parallel"], layers = _placed_section(parallel)
-    if isinstance(out.get("model"), Mapping):
-        out["model"] = {**out["model"], "n_layers": layers.n_layers}
+    if (isinstance(parallel, Mapping) and parallel.get("placement") is not None
+            and parallel.get("strategy", "none") == "pp"):  # (other strategies: build_parallel refuses it)
+        out["parallel"], layers = _placed_section(parallel)
+        if isinstance(out.get("model"), Mapping):
+            out["model"] = {**out["model"], "n_layers": layers.n_layers}
+    run = out.get("run")
+    if isinstance(run, Mapping) and run.get("grad_accum") is None:
+        out["run"] = {**run, "grad_accum": default_grad_accum(out)}
     return out
 
 

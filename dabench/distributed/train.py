@@ -32,7 +32,7 @@ from dabench.config.build import build_run_config
 from dabench.distributed.baseline import run_baseline
 from dabench.distributed.commtime import IntervalLog
 from dabench.distributed.context import RankContext, Trainer
-from dabench.distributed.faults import maybe_fail
+from dabench.runtime.faults import rank_fault
 from dabench.distributed.worker import RankEnv
 
 
@@ -87,7 +87,7 @@ def train_rank(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
         warmup, timed = rc.run.warmup_steps, rc.run.timed_steps
         losses, marks = [], []
         for step in range(warmup + timed):
-            maybe_fail(env.rank, step)
+            rank_fault(env.rank, step)
             if step == warmup:
                 clock.synchronize()
                 dist.barrier()

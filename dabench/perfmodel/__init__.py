@@ -1,11 +1,12 @@
 """Analytical performance models: ``hardware.arch`` -> a function predicting a Profile.
 
-A predictor has the signature ``predict(rc: RunConfig, graph: OpGraph) -> Profile`` and returns
-a Profile with ``mode="predict"``; it raises :class:`~dabench.core.status.CapacityError` when the
-workload cannot fit. A predictor that prices against the run's ceilings (CPU/GPU rooflines) sets
-``predict.takes_ceilings = True`` and is called as ``predict(rc, graph, ceilings)``, so validate
-mode can hand it the ceilings probed around the measured run. Entries are dotted paths imported on
-first use.
+Every predictor has the signature ``predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings)
+-> Profile`` and returns a Profile with ``mode="predict"``; it raises
+:class:`~dabench.core.status.CapacityError` when the workload cannot fit. ``ceilings`` are what
+the run's ops are priced at: the resolved ones (:func:`dabench.host.ceilings.resolve_ceilings`),
+or in validate mode on the CPU those probed around the measured run. The roofline models (CPU/GPU)
+price against them; the dataflow models (IPU, RDU, WSE-2) read their own spec and ignore them.
+Entries are dotted paths imported on first use.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ import logging
 
 from dabench.core.ceilings import Ceilings
 from dabench.config.sections import RunConfig
-from dabench.host.ceilings import cpu_native_precision, is_calibrated, resolve_ceilings, tf32_enabled
+from dabench.host.ceilings import cpu_native_precision, is_calibrated, tf32_enabled
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
 from dabench.perfmodel.assemble import layer_groups, make_profile
 from dabench.perfmodel.knobs import knobs_for
@@ -91,15 +91,13 @@ def _layer_time(layer: Layer, phases: tuple[str, ...], peak: float, bw: float, c
     return total, per_class
 
 
-def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings | None = None):
+def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     """Predicted Profile of one optimizer step on a CPU or GPU (per chip, with its parallel layout),
-    at ``ceilings`` when given (validate mode's in-situ probes), else at the resolved ones."""
+    priced at ``ceilings`` (the resolved ones, or validate mode's in-situ probes)."""
     arch = rc.hardware.arch
     k = knobs_for(rc.hardware)
     ce, me, launch = k.compute_efficiency, k.memory_efficiency, k.launch_s
     half_flops = getattr(k, "matmul_half_flops", 0.0)
-    if ceilings is None:
-        ceilings = resolve_ceilings(rc.hardware, rc.precision)
     if not is_calibrated(ceilings):
         raise UnsupportedError(f"cannot predict on the CPU without its ceilings: {ceilings.source}")
     peak, bw = ceilings.peak_flops, ceilings.bandwidth_Bps
@@ -171,8 +169,6 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings | None = None):
                         single_chip_samples_per_s=single, extra=extra,
                         tags=tags)
 
-
-predict.takes_ceilings = True  # predict_config passes the run's ceilings (see dabench.perfmodel)
 
 
 def _memory(graph: OpGraph, rc: RunConfig) -> float:

@@ -52,6 +52,7 @@ import math
 from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
+from dabench.core.ceilings import Ceilings
 from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
 from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy
@@ -275,9 +276,9 @@ def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int
 # ----------------------------------------------------------------------------- predict
 
 
-def predict(rc: RunConfig, graph: OpGraph):
+def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     """Predicted Profile of one optimizer step on Bow IPUs; raises CapacityError when an IPU's
-    In-Processor-Memory cannot hold its stage."""
+    In-Processor-Memory cannot hold its stage. ``ceilings`` are unused (the model reads its spec)."""
     k = knobs(rc)
     layers = placement(rc)
     p, m, r = len(layers), rc.run.grad_accum, replicas(rc)

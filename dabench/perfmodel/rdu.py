@@ -54,6 +54,7 @@ import math
 from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
+from dabench.core.ceilings import Ceilings
 from dabench.perfmodel.capacity import require_fits
 from dabench.perfmodel.comm import group_link, ring_allreduce_s, staged_link
 from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy, weight_params
@@ -395,8 +396,9 @@ def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
     return device + tp_s + host + dp_s, device, host, timed, repeat, comm
 
 
-def predict(rc: RunConfig, graph: OpGraph):
-    """Predicted Profile of one optimizer step on SN30 RDU(s)."""
+def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
+    """Predicted Profile of one optimizer step on SN30 RDU(s); ``ceilings`` are unused (the model
+    reads its spec)."""
     require_strategy(rc, ("none", "dp", "tp"), "SambaFlow scales GPT-2 with tensor parallelism "
                      "(--tensor-parallel, parallel=tp) and data parallelism (parallel=dp)")
     k = knobs(rc)

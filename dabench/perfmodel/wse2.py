@@ -59,6 +59,7 @@ import math
 from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
+from dabench.core.ceilings import Ceilings
 from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
 from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy, weight_params
@@ -339,9 +340,10 @@ def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
         raise
 
 
-def predict(rc: RunConfig, graph: OpGraph):
+def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     """Predicted Profile of one optimizer step on CS-2 system(s); CapacityError when the
-    pipelined layout cannot fit the wafer (and ``execution_mode`` is not ``auto``)."""
+    pipelined layout cannot fit the wafer (and ``execution_mode`` is not ``auto``). ``ceilings`` are
+    unused (the model reads its spec)."""
     require_strategy(rc, ("none", "dp"), "a CS-2 runs the whole model on one wafer; several CS-2s are "
                      "data parallel (parallel=dp, weight streaming)")
     p = params_of(rc)

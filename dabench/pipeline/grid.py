@@ -67,7 +67,7 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
     ``hydra.sweeper.params`` of the config composed from the non-sweep overrides, then
     ``overrides`` (a later value of a key replaces an earlier one), expanded as Hydra's basic
     sweeper does (:meth:`BasicSweeper.split_arguments`)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from dabench.runtime.hydra_compat import BasicSweeper
 
     parsed = _parser().parse_overrides(list(overrides))
     fixed = [o.input_line for o in parsed if not o.is_sweep_override()]

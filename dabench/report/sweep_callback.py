@@ -45,7 +45,7 @@ def job_count(config: DictConfig) -> int | None:
     """Jobs of a basic-sweeper multirun: the product of each swept key's choices (Hydra's
     override grammar over ``hydra.sweeper.params`` then the command line); None if unparsable."""
     try:
-        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+        from dabench.runtime.hydra_compat import BasicSweeper
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}

@@ -15,6 +15,9 @@ Points and what they do:
   its MLflow run is open and before any work: it appends ``<pid> <n>`` to the file named by
   ``$DABENCH_FAULT_READY`` and waits for a signal (the test then sends SIGINT, SIGTERM or
   SIGKILL). A barrier, not a sleep: the test acts only once the file says the run is there.
+- ``rank:R@S`` or ``rank:R@S=KIND`` (KIND ``kill``, ``raise`` or ``hang``; default ``kill``): rank R
+  of a measured parallel run fails at the start of its step S (0-based, warm-up steps included):
+  SIGKILL itself, raise a RuntimeError, or hang until the launcher's timeout ends it.
 
 Used by tests/ (docs/reliability.md); never set in normal use.
 """
@@ -59,6 +62,34 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
             raise OSError(code, f"{os.strerror(code)} (fault injected at {point})", str(path) if path else None)
         else:
             raise InjectedFault(f"fault injected at {point}: the tracking store is unreachable")
+
+
+RANK_FAULT_KINDS = ("kill", "raise", "hang")
+
+
+def rank_fault(rank: int, step: int) -> None:
+    """Fail this rank here when ``$DABENCH_FAULT`` holds ``rank:<rank>@<step>[=kind]``."""
+    if ENV not in os.environ:
+        return
+    for arg in _items("rank"):
+        target, _, kind = arg.partition("=")
+        chosen, _, at = target.partition("@")
+        if int(chosen) != rank or int(at or 0) != step:
+            continue
+        kind = kind or "kill"
+        if kind == "kill":
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif kind == "raise":
+            raise RuntimeError(f"injected fault: rank {rank} raised at step {step} ({ENV}=rank:{arg})")
+        elif kind == "hang":
+            import time
+
+            while True:
+                time.sleep(60)
+        else:
+            raise ValueError(f"{ENV}=rank:{arg}: the fault kind must be one of {', '.join(RANK_FAULT_KINDS)}")
 
 
 def _hold(point: str) -> None:

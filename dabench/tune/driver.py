@@ -18,11 +18,13 @@ Several workers on one study (``lock`` given: the sweeper passes the store's loc
 dabench.tune.locking): each round, under the lock, a worker fails the trials of dead owners
 (their settings are enqueued again), counts the trials that count plus those in flight, and asks
 only for what is left, so the study ends with exactly ``n_trials`` counted trials. A trial is
-created, given its owner (one write) and its parameters inside the lock. When the sampler
-proposes a parameter set the study already holds (complete, counted, or running) and the space
-is a finite grid with unexplored points, the trial is closed as ``skipped`` (not counted) and an
-unexplored point is enqueued and asked instead. When every remaining trial is in flight on other
-workers, the worker waits (``poll_s``) until they end, and runs again what a dead worker left.
+created, given its owner (one write), its parameters and its overrides inside the lock.
+
+A study never evaluates a deployment (its full override set) it has evaluated or is evaluating,
+across workers and resumes (dabench.tune.dedup): a repeated proposal is closed ``skipped`` (not
+counted, never launched) and re-drawn. When a finite space is exhausted the study ends early
+with one line saying so. When every remaining trial is in flight on other workers, the worker
+waits (``poll_s``) until they end, and runs again what a dead worker left.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import random
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Sequence
@@ -39,11 +40,11 @@ import optuna
 from optuna.trial import TrialState
 
 from dabench.core.status import ConfigError, Status
+from dabench.tune.dedup import MAX_PROPOSALS, Proposer, held_keys
 from dabench.tune.space import ParsedSpace, override_value
 from dabench.tune.structured import StructuredSpace
 from dabench.tune.study import (
     MODE_ATTR,
-    OVERRIDES_ATTR,
     REASON_ATTR,
     STATUS_ATTR,
     counts_toward_budget,
@@ -89,23 +90,10 @@ class TrialSpace:
     def overrides(self, values: dict[str, Any]) -> list[str]:
         return [*self.parsed.fixed, *(f"{key}={override_value(value)}" for key, value in values.items())]
 
-    def param_grid(self, limit: int = 100_000) -> list[dict[str, Any]] | None:
-        """Every point of the space as Optuna parameters ({name: stored value}), or None when
-        the space is not a finite grid (a continuous dimension, a structured hook, too many)."""
-        from dabench.tune.space import distribution_values
-
-        if self.structured is not None:
-            return None
-        combos: list[dict[str, Any]] = [{}]
-        for dim in self.parsed.dimensions:
-            try:
-                values = distribution_values(dim.distribution, dim.key)
-            except ValueError:
-                return None
-            combos = [{**c, dim.name: v} for c in combos for v in values]
-            if len(combos) > limit:
-                return None
-        return combos
+    def overrides_of_params(self, params: dict[str, Any]) -> list[str]:
+        """The overrides of the deployment that Optuna ``params`` give (ValueError when they
+        are not a point of this space)."""
+        return self.overrides(self.suggest(optuna.trial.FixedTrial(params)))
 
 
 def trial_tags(trial_number: int, study_name: str) -> list[str]:
@@ -134,54 +122,25 @@ def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialSta
 Launch = Callable[[list[list[str]], int], Sequence[Outcome]]
 
 
-def _param_key(params: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in params.items()))
-
-
-def _taken(study: optuna.Study, exclude: int) -> set[tuple]:
-    """Parameter sets the study holds: complete, counted failures, and trials in flight."""
-    return {_param_key(t.params) for t in fresh_trials(study)
-            if t.number != exclude and t.params and (t.state == TrialState.RUNNING or counts_toward_budget(t))}
-
-
-#: proposals a worker may close as duplicates in a row before it runs one anyway
-MAX_SKIPS = 20
-
-
-def _ask_one(study: optuna.Study, space: TrialSpace, grid: list[dict[str, Any]] | None,
-             rng: random.Random) -> tuple[optuna.Trial, dict[str, Any]]:
-    """Ask for a trial, record its owner (one write) and its parameters; a duplicate of a held
-    parameter set in a finite grid with unexplored points is closed ``skipped`` and an unexplored
-    point is asked instead (see the module docstring)."""
-    for _ in range(MAX_SKIPS):
-        trial = study.ask()
-        mark_owner(trial)
-        values = space.suggest(trial)
-        if grid is None:
-            return trial, values
-        taken = _taken(study, trial.number)
-        if _param_key(trial.params) not in taken:
-            return trial, values
-        unexplored = [p for p in grid if _param_key(p) not in taken]
-        if not unexplored:
-            return trial, values
-        trial.set_user_attr(STATUS_ATTR, Status.SKIPPED.value)
-        trial.set_user_attr(REASON_ATTR, "duplicate of a parameter set the study already holds")
-        study.tell(trial, state=TrialState.FAIL)
-        study.enqueue_trial(rng.choice(unexplored))
-    return trial, values
+def _end_early_line(study: optuna.Study, proposer: Proposer, done: int) -> str:
+    catalog = proposer.catalog()
+    if catalog is not None:
+        return (f"study {study.study_name}: all {len(catalog)} deployments of this space evaluated; "
+                f"stopping after {done} trials")
+    return (f"study {study.study_name}: no deployment it has not evaluated in {MAX_PROPOSALS} proposals; "
+            f"stopping after {done} trials")
 
 
 def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: int, launch: Launch,
                tag_trials: bool = True, stop: Callable[[optuna.Study], bool] | None = None,
                lock: Callable[[], ContextManager[Any]] | None = None, poll_s: float = 1.0) -> int:
-    """Ask/launch/tell until the study holds ``n_trials`` counted trials (or ``stop(study)`` says
-    so after a batch); returns how many trials this call ran. ``launch(job_overrides,
+    """Ask/launch/tell until the study holds ``n_trials`` counted trials, its space has no
+    deployment left that it has not evaluated, or ``stop(study)`` says so after a batch; returns
+    how many trials this call ran. ``launch(job_overrides,
     first_job_index)`` must return one Outcome per job. ``lock()``: the study store's lock,
     held while trials are counted and created (see the module docstring)."""
     ran = 0
-    grid = space.param_grid()
-    rng = random.Random()
+    proposer = Proposer(study, space.suggest, lambda values: space.overrides(values))
     while not (stop is not None and stop(study)):
         batch: list[optuna.Trial] = []
         try:
@@ -193,14 +152,21 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
                 if done >= n_trials:
                     break
                 in_flight = sum(t.state == TrialState.RUNNING for t in trials)
+                held = held_keys(trials, space.overrides_of_params)
+                none_left = False
                 for _ in range(min(n_jobs, n_trials - done - in_flight)):
-                    trial, values = _ask_one(study, space, grid, rng)
+                    asked = proposer.ask(held)
+                    if asked is None:
+                        none_left = True
+                        break
+                    trial, overrides = asked
                     batch.append(trial)
-                    overrides = space.overrides(values)
-                    trial.set_user_attr(OVERRIDES_ATTR, overrides)
                     job_overrides.append(overrides + (trial_tags(trial.number, study.study_name) if tag_trials else []))
-            if not batch:  # the rest of the budget is in flight on other workers
-                time.sleep(poll_s)
+            if not batch:
+                if none_left and not in_flight:
+                    log.warning(_end_early_line(study, proposer, done))
+                    break
+                time.sleep(poll_s)  # the rest of the budget (or of the space) is in flight elsewhere
                 continue
             _test_hold(batch)
             with _Heartbeat(study, batch):

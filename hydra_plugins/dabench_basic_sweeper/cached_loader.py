@@ -99,8 +99,8 @@ class CachingConfigLoader:
         keys = [o.key_or_group for o in values]
         if len(set(keys)) != len(keys) or not all(self._plain(o, base) for o in values):
             return self._fresh(master_config, sweep_overrides)
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
-        from hydra._internal.config_loader_impl import get_overrides_dirname
+        from dabench.runtime.hydra_compat import ConfigLoaderImpl
+        from dabench.runtime.hydra_compat import get_overrides_dirname
 
         cfg = copy.deepcopy(base)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper as HydraBasicSweeper
+from dabench.runtime.hydra_compat import BasicSweeper as HydraBasicSweeper
 
 
 def shape(overrides: Sequence[str]) -> tuple[str, ...]:

@@ -164,7 +164,7 @@ def _resolve(graph: dict[str, set[str]], modules: dict[str, Path]) -> dict[str, 
 def test_every_part_has_a_layer():
     where = _position()
     missing = sorted({_part_of(m) for m in _modules()} - set(where))
-    assert not missing, f"add these to LAYERS in tests/test_layering.py and docs/architecture.md: {missing}"
+    assert not missing, f"add these to LAYERS in tests/architecture/test_layering.py and docs/architecture.md: {missing}"
 
 
 def test_no_upward_or_sideways_import():

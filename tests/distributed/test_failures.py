@@ -23,13 +23,11 @@ SHORT = ["run.warmup_steps=1", "run.timed_steps=3", "run.profile_subtasks=false"
 
 
 def fault(monkeypatch, kind: str, rank: int = 1, step: int = 2) -> None:
-    monkeypatch.setenv("DABENCH_TEST_KILL_RANK", str(rank))
-    monkeypatch.setenv("DABENCH_TEST_KILL_AT_STEP", str(step))
-    monkeypatch.setenv("DABENCH_TEST_FAULT", kind)
+    monkeypatch.setenv("DABENCH_FAULT", f"rank:{rank}@{step}={kind}")
 
 
 def test_killing_a_rank_mid_run_records_crashed_and_leaves_no_process(tmp_path):
-    env = cli_env(tmp_path) | {"DABENCH_TEST_KILL_RANK": "1", "DABENCH_TEST_KILL_AT_STEP": "2"}
+    env = cli_env(tmp_path) | {"DABENCH_FAULT": "rank:1@2"}
     start = time.monotonic()
     job = subprocess.Popen([sys.executable, "-m", "dabench", "parallel=dp", "parallel.degree=2",
                             "parallel.timeout_s=60", *SHORT], cwd=tmp_path, env=env, stdout=subprocess.PIPE,

@@ -77,8 +77,9 @@ def _predict(cfg: dict) -> tuple[Any, dict[str, float]]:
 
     rc = build_run_config(cfg)
     graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
-    profile = get_predictor(rc.hardware.arch)(rc, graph)
-    metrics = compute_metrics(profile, graph, resolve_ceilings(rc.hardware, rc.precision), rc.data_copies)
+    ceilings = resolve_ceilings(rc.hardware, rc.precision)
+    profile = get_predictor(rc.hardware.arch)(rc, graph, ceilings)
+    metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
     return profile, metrics
 
 

@@ -87,12 +87,17 @@ def _feasibility_fit(points: list[Point], name: str, low: float, high: float, op
     return math.sqrt(lower * upper) if lower > 0 else (lower + upper) / 2
 
 
-def refit(arch: str) -> FitResult:
-    """Fit every ``fitted`` knob of ``arch``; the YAML is not changed (see :func:`write_values`)."""
+def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset(), start: str = "yaml") -> FitResult:
+    """Fit every ``fitted`` knob of ``arch``; the YAML is not changed (see :func:`write_values`).
+
+    ``leave_out``: point ids the fit must not see (cross-validation, :mod:`.cv`). ``start``:
+    ``yaml`` starts the least squares from the YAML's values (the shipped fit); ``neutral`` from the
+    middle of each knob's bounds, a start that owes nothing to any point (what cross-validation uses,
+    so that no constant is set from the very point it then predicts)."""
     from scipy.optimize import least_squares
 
     entries = fitted(arch)
-    by_id = {p.id: p for p in load_points()}
+    by_id = {p.id: p for p in load_points() if p.id not in leave_out}
     options = dict(hardware_yaml(arch).get("options") or {})
     before = {_knob(path): float(options[_knob(path)]) for path in entries}
     values = dict(before)
@@ -103,7 +108,7 @@ def refit(arch: str) -> FitResult:
         names = [_knob(path) for path in continuous]
         lows = [continuous[p].bounds[0] for p in continuous]
         highs = [continuous[p].bounds[1] for p in continuous]
-        ids = sorted({i for e in continuous.values() for i in e.points})
+        ids = sorted({i for e in continuous.values() for i in e.points if i in by_id})
         points = [by_id[i] for i in ids if by_id[i].use != "excluded"]
 
         def to_x(vals):  # each knob scaled to [0, 1] of its bounds
@@ -112,15 +117,15 @@ def refit(arch: str) -> FitResult:
         def from_x(x):
             return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs)}
 
-        x0 = [min(1.0, max(0.0, v)) for v in to_x(values)]
+        x0 = [0.5] * len(names) if start == "neutral" else [min(1.0, max(0.0, v)) for v in to_x(values)]
         result = least_squares(lambda x: _residuals(points, {**values, **from_x(x)}), x0, bounds=(0.0, 1.0),
                                method="trf", diff_step=1e-3, xtol=1e-6, ftol=1e-8, max_nfev=200)
         values.update({n: _round(v) for n, v in from_x(result.x).items()})
     for path, entry in feasibility.items():
         name = _knob(path)
         lo, hi = entry.bounds
-        values[name] = _round(_feasibility_fit([by_id[i] for i in entry.points], name, lo, hi, dict(values)))
-    all_points = [by_id[i] for e in entries.values() for i in e.points if by_id[i].use != "excluded"]
+        values[name] = _round(_feasibility_fit([by_id[i] for i in entry.points if i in by_id], name, lo, hi, dict(values)))
+    all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
     cost = sum(r * r for r in _residuals(all_points, values))
     return FitResult(arch, values, before, cost)
 
