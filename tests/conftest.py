@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -58,6 +61,35 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env.pop("DABENCH_PARENT_RUN_ID", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def dabench_argv(*args: str) -> list[str]:
+    """The command line of ``python -m dabench <args>`` in this interpreter (for ``Popen``)."""
+    return [sys.executable, "-m", "dabench", *args]
+
+
+def run_dabench(*args: str, cwd: Path, env: Mapping[str, str] | None = None, code: int | None = 0,
+                timeout: float = 300, unset: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """``python -m dabench <args>`` in ``cwd`` with its own MLflow store (:func:`cli_env`), ``env``
+    added and ``unset`` removed; asserts the exit status is ``code`` (``None``: any)."""
+    full = {**cli_env(cwd), **(env or {})}
+    for name in unset:
+        full.pop(name, None)
+    done = subprocess.run(dabench_argv(*args), cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
+    if code is not None:
+        assert done.returncode == code, (f"dabench {' '.join(args)}: exit {done.returncode}, expected {code}\n"
+                                         + done.stdout[-2000:] + done.stderr[-3000:])
+    return done
+
+
+@pytest.fixture
+def run_cli(tmp_path):
+    """The one way tests run the CLI: ``run_cli(*args, code=0, env=None, cwd=tmp_path)``."""
+
+    def run(*args: str, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
+        return run_dabench(*args, cwd=cwd or tmp_path, **kwargs)
+
+    return run
 
 
 #: Ceilings that tests' measured CPU runs are judged against, so that the suite does not depend on

@@ -36,7 +36,11 @@ def commands_help() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    from dabench.runtime.quiet import install
+
+    command_line = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
+    install(command_line)  # third-party noise off unless -v (runtime/quiet.py); takes -v off the line
+    args = command_line[1:]
     if args and is_subcommand_word(args[0]):
         name = args[0]
         if name not in COMMANDS:

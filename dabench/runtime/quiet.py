@@ -9,6 +9,8 @@ What a default ``python -m dabench`` would otherwise print on stderr, and where 
 - ``INFO mlflow.store.db.utils: Creating initial MLflow database tables...`` and the system
   metrics sampler's start/stop lines: MLflow's own logger at INFO; ``MLFLOW_LOGGING_LEVEL=WARNING``
   keeps its warnings and errors.
+- ``View run ... at: http://...`` / ``View experiment at: ...``: MLflow prints both to stdout at the
+  end of every run recorded on a tracking server; ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT=true``.
 - setuptools' ``pkg_resources is deprecated`` and ``Setuptools is replacing distutils``
   (``_distutils_hack``), when a library imports either: filtered with :mod:`warnings`.
 - The same vendor line once per job (``hardware.mode=auto on ipu: PREDICTED, not measured:
@@ -27,7 +29,7 @@ import sys
 import warnings
 
 VERBOSE_FLAGS = ("-v", "--verbose")
-ENV_DEFAULTS = {"KINETO_LOG_LEVEL": "6", "MLFLOW_LOGGING_LEVEL": "WARNING"}
+ENV_DEFAULTS = {"KINETO_LOG_LEVEL": "6", "MLFLOW_LOGGING_LEVEL": "WARNING", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
 
 
 def verbose_requested(argv: list[str]) -> bool:

@@ -7,7 +7,7 @@ import sys
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import ROOT, cli_env
+from tests.conftest import ROOT
 
 FAST = ["run.warmup_steps=1", "run.timed_steps=3"]
 REQUIRED_METRICS = ("throughput.samples_per_s", "throughput.tokens_per_s", "tier1.allocation_ratio",
@@ -15,9 +15,6 @@ REQUIRED_METRICS = ("throughput.samples_per_s", "throughput.tokens_per_s", "tier
                     "step_time.p10_s", "step_time.p90_s", "perf.achieved_tflops")
 
 
-def dabench(tmp_path, *args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def runs(tmp_path):
@@ -29,9 +26,8 @@ def runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_default_run_records_one_ok_measured_run_with_metrics_tags_and_artifacts(tmp_path):
-    done = dabench(tmp_path, *FAST)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_default_run_records_one_ok_measured_run_with_metrics_tags_and_artifacts(tmp_path, run_cli):
+    done = run_cli(*FAST)
     assert "dabench: ok | measure" in done.stdout
     client, found = runs(tmp_path)
     assert len(found) == 1
@@ -52,9 +48,8 @@ def test_default_run_records_one_ok_measured_run_with_metrics_tags_and_artifacts
 
 
 @pytest.mark.slow
-def test_multirun_records_a_parent_and_one_child_per_job(tmp_path):
-    done = dabench(tmp_path, "-m", "model.n_layers=1,2", *FAST, "run.profile_subtasks=false")
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_multirun_records_a_parent_and_one_child_per_job(tmp_path, run_cli):
+    run_cli("-m", "model.n_layers=1,2", *FAST, "run.profile_subtasks=false")
     _, found = runs(tmp_path)
     parents = [r for r in found if r.data.tags.get("dabench.parent") == "true"]
     assert len(parents) == 1
@@ -64,18 +59,16 @@ def test_multirun_records_a_parent_and_one_child_per_job(tmp_path):
 
 
 @pytest.mark.slow
-def test_bad_input_exits_nonzero_with_a_clear_message_and_records_nothing(tmp_path):
-    done = dabench(tmp_path, "model.hidden_size=100", "model.n_heads=3")
-    assert done.returncode == 2
+def test_bad_input_exits_nonzero_with_a_clear_message_and_records_nothing(tmp_path, run_cli):
+    done = run_cli("model.hidden_size=100", "model.n_heads=3", code=2)
     assert "model.hidden_size=100" in done.stderr and "n_heads=3" in done.stderr
     _, found = runs(tmp_path)
     assert not [r for r in found if r.data.tags.get("dabench.status") == "ok"]
 
 
 @pytest.mark.slow
-def test_tracking_can_be_switched_off(tmp_path):
-    done = dabench(tmp_path, *FAST, "tracking.enabled=false", "run.profile_subtasks=false")
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_tracking_can_be_switched_off(tmp_path, run_cli):
+    run_cli(*FAST, "tracking.enabled=false", "run.profile_subtasks=false")
     assert not (tmp_path / "mlflow.db").exists()
     results = list(tmp_path.glob("outputs/*/*/artifacts/result.json"))
     assert len(results) == 1 and json.loads(results[0].read_text())["status"] == "ok"

@@ -1,8 +1,6 @@
 """The issue's acceptance command, end to end: one ok measured run in MLflow with Tier-2
 metrics, logged by the launching process only; and validate mode's comm-model check."""
 
-import subprocess
-import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -10,18 +8,16 @@ from mlflow.tracking import MlflowClient
 from dabench.pipeline import execute as runner
 from dabench.config.build import build_run_config
 from dabench.core.status import Status
-from tests.conftest import cli_env, composed
+from tests.conftest import composed
 
 pytestmark = pytest.mark.slow
 
 SHORT = ["run.warmup_steps=1", "run.timed_steps=3"]
 
 
-def test_pp_acceptance_command_records_one_ok_measured_run_with_tier2_metrics(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "dabench", "parallel=pp", "parallel.degree=2",
-                           "parallel.layers_per_stage=[1,1]", "model.n_layers=2", *SHORT],
-                          cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_pp_acceptance_command_records_one_ok_measured_run_with_tier2_metrics(tmp_path, run_cli):
+    run_cli("parallel=pp", "parallel.degree=2", "parallel.layers_per_stage=[1,1]", "model.n_layers=2", *SHORT,
+            timeout=120)
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("dabench").experiment_id])  # one writer
     assert run.data.tags["dabench.status"] == "ok", run.data.tags.get("dabench.reason")

@@ -1,12 +1,10 @@
 """The default predicted sweep, end to end through `python -m dabench` (small: 2 jobs)."""
 
-import subprocess
-import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import cli_env, composed
+from tests.conftest import composed
 
 
 def test_default_ipu_sweep_covers_the_paper_study():
@@ -31,13 +29,10 @@ def test_default_ipu_sweep_covers_the_paper_study():
 
 
 @pytest.mark.slow
-def test_predicted_sweep_records_ok_and_capacity_children(tmp_path):
+def test_predicted_sweep_records_ok_and_capacity_children(tmp_path, run_cli):
     """Command-line sweep values win over the default sweep's: two placements, two child runs."""
-    done = subprocess.run(
-        [sys.executable, "-m", "dabench", "-m", "hardware=ipu", "parallel=pp",
-         'parallel.placement="0 4","0 10"', "run.grad_accum=64"],
-        cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_cli("-m", "hardware=ipu", "parallel=pp", 'parallel.placement="0 4","0 10"', "run.grad_accum=64",
+                   timeout=240)
     assert "PREDICTED" in done.stdout
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("dabench")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dabench.core.status import CapacityError
-from tests.conftest import CONF, need_shared_fixtures
+from tests.conftest import need_shared_fixtures
 from tests.perfmodel.helpers import load, predict, run_config
 
 #: the artifact's layer-scaling script (full_run_benchmark_scalling.sh, paper-notes 4.2), which runs
@@ -17,9 +17,15 @@ PAPER_IPU = {"available_memory_proportion": 0.15, "embedding_serialization_facto
 
 
 def paper_placements() -> list[str]:
-    """The layers-per-IPU placements of the default IPU sweep (paper-notes section 7.5)."""
-    text = (CONF / "default_sweep" / "ipu_pp.yaml").read_text()
-    return re.findall(r'"(0[^"]*)"', text.split("parallel.placement:")[1])
+    """The layers-per-IPU placements of the default IPU sweep (paper-notes section 7.5), as the
+    sweep expands them from the composed config (``hardware=ipu parallel=pp -m``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from dabench.pipeline.grid import expand
+
+    parser = OverridesParser.create()
+    return [str(parser.parse_override(o).value()) for job in expand(["hardware=ipu", "parallel=pp"])
+            for o in job if o.startswith("parallel.placement=")]
 
 
 def ipu(placement: str, precision: str = "fp16", grad_accum: int = 2048, **options):

@@ -11,14 +11,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
+from tests.conftest import cli_env, run_dabench
 
 COMMANDS = [
     ["hardware=wse2", "model=gpt2_test", "model.n_layers=2,200", "model.hidden_size=384,768", "-m"],
@@ -58,9 +56,7 @@ def report_store(tmp_path_factory) -> Store:
     folder = tmp_path_factory.mktemp("report_store")
     env = cli_env(folder)
     for command in COMMANDS:
-        done = subprocess.run([sys.executable, "-m", "dabench", *command], cwd=folder, env=env, capture_output=True,
-                              text=True, timeout=400)
-        assert done.returncode == 0, " ".join(command) + "\n" + done.stdout[-2000:] + done.stderr[-3000:]
+        run_dabench(*command, cwd=folder, timeout=400)
     uri = env["MLFLOW_TRACKING_URI"]
     _old_runs(uri)
     from mlflow.tracking import MlflowClient

@@ -9,13 +9,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
+from tests.conftest import run_dabench
 
 pytestmark = pytest.mark.slow
 
@@ -23,10 +22,7 @@ FIGURES = ("layers", "allocation", "roofline", "scaling", "batch", "precision", 
 
 
 def cli(command: str, *args: str, folder: Path, code: int = 0) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "dabench", command, *args], cwd=folder, env=cli_env(folder),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == code, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
+    return run_dabench(command, *args, cwd=folder, code=code)
 
 
 def read_csv(path: Path) -> list[dict]:

@@ -2,8 +2,6 @@
 results.csv in its folder and on its parent run: -m multirun, Optuna study, python -m dabench.pipeline.grid."""
 
 import csv
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -11,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from dabench.report.frame import normalize
 from dabench.report.results import render_results, results_table, status_counts, sweep_mode, write_results_csv
-from tests.conftest import cli_env
+from tests.conftest import run_dabench
 
 
 def _frame():
@@ -52,12 +50,8 @@ def test_results_csv_holds_every_run_in_table_order(tmp_path):
 
 
 def _run(tmp_path, *args, timeout=300):
-    """``python <args>`` in ``tmp_path`` with its own MLflow store; it must exit 0."""
-    env = cli_env(tmp_path)
-    env.pop("DABENCH_PROGRESS", None)
-    done = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-    assert done.returncode == 0, done.stderr[-3000:]
+    """``dabench <args>`` in ``tmp_path`` with its own MLflow store; it must exit 0."""
+    done = run_dabench(*args, cwd=tmp_path, timeout=timeout, unset=("DABENCH_PROGRESS",))
     return done
 
 
@@ -81,7 +75,7 @@ def _results_csv_on_disk_and_parent(tmp_path, pattern="multirun/*/*/results.csv"
 
 @pytest.mark.slow
 def test_a_multirun_prints_progress_and_its_table_and_writes_results_csv_on_disk_and_on_the_parent(tmp_path):
-    done = _run(tmp_path, "-m", "dabench", "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
+    done = _run(tmp_path, "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
                 "model.hidden_size=1536")
     assert "multirun: 1/2 runs done" in done.stderr and "multirun: 2/2 runs done (1 ok, 1 failed)" in done.stderr
     table = done.stdout[done.stdout.index("multirun results: 2 runs (1 ok, 1 capacity)"):].splitlines()
@@ -101,7 +95,7 @@ def test_a_multirun_prints_progress_and_its_table_and_writes_results_csv_on_disk
 ], ids=["study", "grid"])
 def test_a_study_and_a_grid_print_progress_and_their_table_and_put_results_csv_on_the_parent(
         tmp_path, args, progress, header, pattern):
-    done = _run(tmp_path, "-m", *args)
+    done = _run(tmp_path, *args[1:])
     assert progress in done.stderr
     assert header in done.stdout
     _, parent = _results_csv_on_disk_and_parent(tmp_path, pattern)
@@ -110,7 +104,7 @@ def test_a_study_and_a_grid_print_progress_and_their_table_and_put_results_csv_o
 
 @pytest.mark.slow
 def test_a_multirun_without_tracking_still_ends_with_its_table_and_results_csv(tmp_path):
-    done = _run(tmp_path, "-m", "dabench", "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
+    done = _run(tmp_path, "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
                 "model.hidden_size=1536", "tracking.enabled=false")
     assert "multirun results (not recorded: tracking.enabled=false): 2 runs (1 ok, 1 capacity)" in done.stdout
     (path,) = tmp_path.glob("multirun/*/*/results.csv")

@@ -3,24 +3,18 @@ warning on stderr (kineto's USDT lines, MLflow's INFO lines, setuptools warnings
 auto-predict line is said once per process; -v brings the detail back."""
 
 import re
-import subprocess
-import sys
 
 import pytest
 
 from dabench.runtime.quiet import install, verbose_requested
-from tests.conftest import cli_env
+from tests.conftest import run_dabench
 
 NOISE = re.compile(r"warn|USDT|INFO mlflow|setuptools|pkg_resources|distutils", re.IGNORECASE)
 FAST = ["run.warmup_steps=1", "run.timed_steps=2"]
 
 
 def dabench(tmp_path, *args):
-    env = cli_env(tmp_path)
-    for name in ("KINETO_LOG_LEVEL", "MLFLOW_LOGGING_LEVEL", "DABENCH_VERBOSE"):
-        env.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return run_dabench(*args, cwd=tmp_path, code=None, unset=("KINETO_LOG_LEVEL", "MLFLOW_LOGGING_LEVEL", "DABENCH_VERBOSE"))
 
 
 def noise(stderr: str) -> list[str]:
@@ -58,3 +52,15 @@ def test_a_predicted_run_and_an_ipu_pp_multirun_are_quiet_and_the_auto_line_is_s
     output = sweep.stdout + sweep.stderr
     assert output.count("hardware.mode=auto on ipu: PREDICTED, not measured") == 1
     assert "multirun results:" in sweep.stdout
+
+
+@pytest.mark.slow
+def test_a_sweep_on_a_tracking_server_prints_no_mlflow_view_lines(tmp_path):
+    """MLflow prints 'View run ... / View experiment ...' after every run on an http store."""
+    from tests.scaleout.servers import mlflow_server
+
+    with mlflow_server(f"sqlite:///{tmp_path / 'server.db'}") as server:
+        done = run_dabench("hardware=ipu", "hardware.mode=predict", "model.n_layers=1,2", "-m", cwd=tmp_path,
+                           env={"MLFLOW_TRACKING_URI": server.uri}, unset=("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT",))
+    assert "PREDICTED" in done.stdout
+    assert "View run" not in done.stdout and "View experiment" not in done.stdout, done.stdout

@@ -139,8 +139,6 @@ def test_doctor_names_a_corrupt_store(store, tmp_path, capsys, which):
     assert out.strip().splitlines()[-1] == "doctor: problems found (see above)"
 
 
-def test_doctor_runs_as_a_module(store, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "dabench", "doctor", "--uri", store], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+def test_doctor_runs_as_a_subcommand(store, run_cli):
+    done = run_cli("doctor", "--uri", store, timeout=120)
     assert "doctor: healthy" in done.stdout and "Traceback" not in done.stderr

@@ -1,27 +1,23 @@
-"""parallel.placement: the layers-per-IPU string that sets stages, degree and the layer count."""
+"""parallel.placement in the config build: it sets stages, degree and the layer count, once."""
 
 import pytest
 
-from dabench.config.build import apply_placement, parse_placement
+from dabench.config.build import apply_placement, build_run_config
+from dabench.core.placement import Placement
 from dabench.core.status import ConfigError
 from tests.perfmodel.helpers import run_config
 
 
-@pytest.mark.parametrize("text,layers", [
-    ("0 4 4 4", (0, 4, 4, 4)),
-    ("0 1x8 0x7", (0,) + (1,) * 8 + (0,) * 7),
-    ("0 2 1x14", (0, 2) + (1,) * 14),
-    ([0, 3, 3], (0, 3, 3)),
-])
-def test_parse_placement(text, layers):
-    assert parse_placement(text) == layers
-
-
-@pytest.mark.parametrize("bad", ["0 four", "0 -1", "", "0 0", "1x", [0, -2], 7])
-def test_bad_placements_are_refused_naming_the_field(bad):
-    with pytest.raises(ConfigError) as info:
-        parse_placement(bad)
-    assert info.value.field == "parallel.placement"
+def test_run_config_carries_the_type():
+    cfg = {"model": {"name": "t", "n_layers": 2, "hidden_size": 64, "n_heads": 2, "seq_len": 16, "vocab_size": 128},
+           "hardware": {"name": "ipu", "arch": "ipu", "backend": "poptorch", "mode": "predict",
+                        "peak_flops": {"fp32": 1e12}, "memory": [{"name": "sram", "capacity_bytes": 1e9, "bandwidth_Bps": 1e12}],
+                        "compute_units": [{"kind": "tiles", "count": 1472}]},
+           "parallel": {"strategy": "pp", "placement": "0 2 1"},
+           "precision": {"name": "fp32"}}
+    rc = build_run_config(cfg)
+    assert isinstance(rc.parallel.layers_per_stage, Placement)
+    assert rc.parallel.layers_per_stage == (0, 2, 1) and rc.parallel.degree == 3 and rc.model.n_layers == 3
 
 
 def test_a_placement_sets_degree_stages_and_layer_count():
