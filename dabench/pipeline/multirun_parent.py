@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from dabench.core.status import Status, is_ok
+from dabench.core.paths import launch_dir
+from dabench.core.status import Status
 from dabench.tracking.lifecycle import PARENT_ENV, git_commit, open_run
-from dabench.tracking.store import launch_dir, tracking_uri
+from dabench.tracking.store import tracking_uri
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,10 @@ class MlflowParentRunCallback(Callback):
         uri = tracking_uri(tracking.get("uri"))
         from dabench.pipeline.preflight import check_store, format_problems
 
+        from dabench.pipeline.preflight import UNREACHABLE
+
         problems = check_store(uri, "tracking.uri", float(tracking.get("timeout_s") or 3.0))
+        problems = [p for p in problems if p.kind != UNREACHABLE]  # an unreachable server: the outbox keeps the records
         if problems:  # e.g. a corrupt mlflow.db: one line before any job, not a traceback after
             import sys
 
@@ -94,31 +97,23 @@ class MlflowParentRunCallback(Callback):
 
     def _finish(self, end_status: Status) -> dict[str, int]:
         """Count the children by status, log the counts and the best ok throughput, close the
-        parent (``end_status``: ok -> FINISHED, interrupted -> KILLED); returns the counts."""
-        from mlflow.entities import Metric
+        parent (``end_status``: ok -> FINISHED, interrupted -> KILLED); returns the counts. A
+        parent kept in the outbox is counted when ``dabench sync`` replays it."""
+        from dabench.tracking.writes import log_child_counts
 
-        children = self.client.search_runs(
-            [self.client.get_run(self.run_id).info.experiment_id],
-            filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'",
-            max_results=50000,
-        )
         counts: dict[str, int] = {}
-        best = None
-        for child in children:
-            status = child.data.tags.get("dabench.status", "unknown")
-            counts[status] = counts.get(status, 0) + 1
-            value = child.data.metrics.get("throughput.samples_per_s")
-            if is_ok(status) and value is not None and (best is None or value > best):
-                best = value
-        now = int(time.time() * 1000)
-        metrics = [Metric("jobs.total", float(len(children)), now, 0)]
-        metrics += [Metric(f"jobs.{status}", float(n), now, 0) for status, n in counts.items()]
-        if best is not None:
-            metrics.append(Metric("jobs.best_samples_per_s", best, now, 0))
-        self.client.log_batch(self.run_id, metrics=metrics)
+        if self.run.offline is None:
+            try:
+                counts = log_child_counts(self.client, self.run_id)
+            except Exception as error:
+                if not self.run.go_offline(error):
+                    raise
+        if self.run.offline is not None:
+            self.run.offline.data["recount_children"] = True
+        children = sum(counts.values())
         if end_status is not Status.OK:  # the parent names why it ended early
             self.run.status_tags = True
-            self.run.reason = f"the multirun was interrupted (Ctrl-C or SIGTERM) after {len(children)} runs"
+            self.run.reason = f"the multirun was interrupted (Ctrl-C or SIGTERM) after {children} runs"
         self.run.close(end_status)
         if self.previous_env is None:
             os.environ.pop(PARENT_ENV, None)

@@ -43,6 +43,11 @@ DRIVERS = {
 DEFAULT_PORTS = {"postgresql": 5432, "postgres": 5432, "mysql": 3306, "http": 80, "https": 443}
 
 
+#: a Problem kind: the tracking server does not answer. A sweep's jobs then keep their records in
+#: the outbox (dabench/tracking/outbox.py) instead of being refused; a single run is refused.
+UNREACHABLE = "unreachable"
+
+
 @dataclass(frozen=True)
 class Problem:
     """One refusal: ``field=value: fix``. ``kind`` is ``environment`` (store, disk: nothing can
@@ -123,7 +128,8 @@ def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[
             return []
     except OSError as error:
         return [Problem(field, shown, f"{host}:{port} is not reachable ({error.strerror or error}); start the "
-                                      f"server, fix the address, or unset it to use the local SQLite store")]
+                                      f"server, fix the address, or unset it to use the local SQLite store",
+                        kind=UNREACHABLE)]
 
 
 def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[Problem]:
@@ -305,13 +311,15 @@ def refuse_if_unfit(rc, multirun: bool = False) -> None:
     print each problem on one line and exit with status 2.
     Inside a multirun only the surroundings are checked here (a broken store fails every job);
     a job this machine cannot run is recorded ``invalid_config`` by the pipeline and the sweep
-    goes on (:func:`job_problems`, called from :func:`dabench.pipeline.record.run_container`)."""
+    goes on (:func:`job_problems`, called from :func:`dabench.pipeline.job.execute_job`)."""
     import sys
 
     from dabench.tracking.store import apply_client_timeouts
 
     apply_client_timeouts(getattr(rc.tracking, "timeout_s", None))  # every later store call is bounded
     problems = environment_problems(rc) if multirun else run_preflight(rc)
+    if multirun:  # the store went away mid-sweep: the job runs, its record waits in the outbox
+        problems = [problem for problem in problems if problem.kind != UNREACHABLE]
     if problems:
         print(format_problems(problems), file=sys.stderr, flush=True)
         raise SystemExit(2)
@@ -322,7 +330,7 @@ def _resolve_without_creating(configured: str | None, resolve) -> str:
     creating the default store folder (pre-flight writes nothing)."""
     if configured or os.environ.get("MLFLOW_TRACKING_URI"):
         return resolve(configured)
-    from dabench.tracking.store import launch_dir
+    from dabench.core.paths import launch_dir
 
     return f"sqlite:///{launch_dir() / 'mlruns' / 'mlflow.db'}"
 

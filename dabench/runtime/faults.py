@@ -1,25 +1,11 @@
 """Fault injection for tests: named points where a test makes dabench fail on purpose.
 
 ``$DABENCH_FAULT`` holds comma-separated ``point[:arg]`` items; :func:`check` is called at each
-point and does nothing unless its point is named (one environment lookup: no cost otherwise).
+point and does nothing unless its point is named. Points: ``artifacts:ERRNO``,
+``log_artifacts:ERRNO``, ``tracking_log``, ``tracking_close``, ``run_body:hold[@N]`` and ``run_body:wait[@N]`` (barriers
+through ``$DABENCH_FAULT_READY``) and ``rank:R@S[=kill|raise|hang]``. Never set in normal use.
 
-Points and what they do:
-
-- ``artifacts:ERRNO`` (e.g. ``artifacts:ENOSPC``, ``artifacts:EROFS``): writing a run's artifact
-  folder raises ``OSError(ERRNO)`` (a full disk, a read-only folder).
-- ``log_artifacts:ERRNO``: copying the artifacts into the tracking store raises ``OSError``.
-- ``tracking_log``: logging params/metrics/tags to the run store raises (the store became
-  unreachable after pre-flight); ``tracking_close``: so does closing the run (the store is gone
-  for good: the run is left RUNNING for the reaper).
-- ``run_body:hold`` or ``run_body:hold@N``: the N-th run of this process (default 1) stops after
-  its MLflow run is open and before any work: it appends ``<pid> <n>`` to the file named by
-  ``$DABENCH_FAULT_READY`` and waits for a signal (the test then sends SIGINT, SIGTERM or
-  SIGKILL). A barrier, not a sleep: the test acts only once the file says the run is there.
-- ``rank:R@S`` or ``rank:R@S=KIND`` (KIND ``kill``, ``raise`` or ``hang``; default ``kill``): rank R
-  of a measured parallel run fails at the start of its step S (0-based, warm-up steps included):
-  SIGKILL itself, raise a RuntimeError, or hang until the launcher's timeout ends it.
-
-Used by tests/ (docs/reliability.md); never set in normal use.
+Derivation: docs/reliability.md, section 2 (fault hooks); docs/distributed.md, "Failure is a result".
 """
 
 from __future__ import annotations
@@ -53,10 +39,10 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
         return
     _calls[point] = _calls.get(point, 0) + 1
     for arg in args:
-        if arg.startswith("hold"):
+        if arg.startswith("hold") or arg.startswith("wait"):
             _, _, nth = arg.partition("@")
             if _calls[point] == int(nth or 1):
-                _hold(point)
+                _hold(point) if arg.startswith("hold") else _wait(point)
         elif arg.startswith("E") and hasattr(_errno, arg):
             code = getattr(_errno, arg)
             raise OSError(code, f"{os.strerror(code)} (fault injected at {point})", str(path) if path else None)
@@ -90,6 +76,19 @@ def rank_fault(rank: int, step: int) -> None:
                 time.sleep(60)
         else:
             raise ValueError(f"{ENV}=rank:{arg}: the fault kind must be one of {', '.join(RANK_FAULT_KINDS)}")
+
+
+def _wait(point: str) -> None:
+    """Tell the test we are here, then go on once the file ``$DABENCH_FAULT_READY.go`` exists."""
+    import time
+
+    ready = os.environ.get(READY_ENV)
+    if not ready:
+        return
+    with open(ready, "a") as handle:
+        handle.write(f"{os.getpid()} {_calls[point]}\n")
+    while not os.path.exists(ready + ".go"):
+        time.sleep(0.05)
 
 
 def _hold(point: str) -> None:

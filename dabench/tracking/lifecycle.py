@@ -1,30 +1,18 @@
 """One run lifecycle: open the MLflow run when the work starts, close it on every exit path.
 
-Every path that records a run goes through here: a single run and a multirun child
-(dabench/cli/run.py, dabench/api.py), artifact ingestion (``python -m dabench ingest --log``), the
-multirun/study parent (pipeline/multirun_parent.py, tune/tracking.py). A trial of a study is a Hydra
-job, so it is a multirun child.
-
-- :func:`recorded_run` (context manager): creates the run at entry with its real start time and
-  ends it at exit with its real end time. The state comes from the status vocabulary
-  (dabench/core/status.py): a normal exit ends ``mlflow_state(run.status)`` (FINISHED for ``ok``;
-  ``ok`` when the body set no status); an exception ends FAILED with status ``crashed`` and the
-  error as reason, and is re-raised; KeyboardInterrupt (and SystemExit, GeneratorExit) end KILLED
-  with status ``interrupted``, re-raised.
-- :func:`open_run` / :meth:`RecordedRun.close`: the same, for a run whose start and end happen in
-  different calls (the Hydra callback's parent run).
-- :class:`BatchRecorder`: for a path that evaluates many runs in one process and writes them in
-  batches afterwards; each run keeps its own real start and end times (MLflow's ``create_run``
-  takes ``start_time``, ``set_terminated`` takes ``end_time``).
-
+:func:`recorded_run` (a context manager), :func:`open_run` / :meth:`RecordedRun.close` (start and
+end in different calls) and :class:`BatchRecorder` (many in-process runs written in batches) give
+every run its real start and end times and an MLflow state from its status: ``ok`` -> FINISHED,
+an exception -> FAILED ``crashed`` (re-raised), an interrupt -> KILLED ``interrupted`` (re-raised).
 mlflow is imported only when a run is opened.
+
+Derivation: docs/architecture.md, "Run lifecycle"; docs/reliability.md, section 2.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,19 +21,14 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from dabench.runtime import faults
+from dabench.core.paths import launch_dir
 from dabench.core.status import Status, mlflow_state, parse
-from dabench.tracking.store import client_and_experiment, launch_dir, tracking_uri
+from dabench.tracking.store import client_and_experiment, tracking_uri
+from dabench.tracking.writes import MAX_TAG_CHARS, REASON_TAG, STATUS_TAG, now_ms, write_batch
 
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "DABENCH_PARENT_RUN_ID"
-MAX_PARAM_CHARS = 6000
-MAX_TAG_CHARS = 5000
-STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @lru_cache(maxsize=None)
@@ -69,33 +52,6 @@ def package_version(name: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "absent"
-
-
-def _chunks(items: list, size: int):
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def write_batch(client, run_id: str, params: Mapping[str, Any] | None = None,
-                metrics: Mapping[str, float] | None = None, tags: Mapping[str, Any] | None = None,
-                timestamp_ms: int | None = None) -> None:
-    """Params, metrics and tags in as few calls as MLflow allows (1,000 metrics, 100 params per
-    call); values are truncated to MLflow's limits; ``None`` metrics are left out."""
-    from mlflow.entities import Metric, Param, RunTag
-
-    stamp = timestamp_ms if timestamp_ms is not None else now_ms()
-    metric_list = [Metric(k, float(v), stamp, 0) for k, v in (metrics or {}).items() if v is not None]
-    from dabench.tracking.redact import redact_pair  # credentials and tokens never reach the store
-
-    param_list = [Param(k, redact_pair(k, v)[:MAX_PARAM_CHARS]) for k, v in (params or {}).items()]
-    tag_list = [RunTag(k, redact_pair(k, v)[:MAX_TAG_CHARS]) for k, v in (tags or {}).items()]
-    if not (metric_list or param_list or tag_list):
-        return
-    client.log_batch(run_id, metrics=metric_list[:1000], params=param_list[:100], tags=tag_list)
-    for batch in _chunks(param_list[100:], 100):
-        client.log_batch(run_id, params=batch)
-    for batch in _chunks(metric_list[1000:], 1000):
-        client.log_batch(run_id, metrics=batch)
 
 
 def standard_tags(parent_id: str | None) -> dict[str, str]:
@@ -125,16 +81,50 @@ class RecordedRun:
     #: also write the dabench.status / dabench.reason tags when closing (runs; not parents)
     status_tags: bool = True
     extra: dict = field(default_factory=dict)
+    #: where the record goes while the server cannot be reached (dabench/tracking/outbox.py)
+    offline: Any = None
+    uri: str = ""
+    experiment: str = ""
+    run_name: str = ""
+
+    def go_offline(self, error: BaseException) -> bool:
+        """Keep this run's record in the outbox from now on, when ``error`` says a remote store
+        cannot be reached; False otherwise (the caller re-raises)."""
+        from dabench.tracking import outbox
+
+        if self.offline is not None:
+            return True
+        if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
+            return False
+        self.offline = outbox.Journal.new(uri=self.uri, experiment=self.experiment, run_name=self.run_name,
+                                          start_ms=self.start_ms, tags={}, parent=None, server_run_id=self.run_id)
+        outbox.announce(self.uri, self.offline)
+        return True
 
     def log(self, params: Mapping[str, Any] | None = None, metrics: Mapping[str, float] | None = None,
             tags: Mapping[str, Any] | None = None) -> None:
-        faults.check("tracking_log")
-        write_batch(self.client, self.run_id, params, metrics, tags)
+        if self.offline is None:
+            try:
+                faults.check("tracking_log")
+                write_batch(self.client, self.run_id, params, metrics, tags)
+                return
+            except Exception as error:
+                if not self.go_offline(error):
+                    raise
+        self.offline.log(params, metrics, tags)
 
     def log_artifacts(self, folder: Path | None, artifact_path: str | None = None) -> None:
-        if folder is not None and Path(folder).exists():
-            faults.check("log_artifacts", folder)
-            self.client.log_artifacts(self.run_id, str(folder), artifact_path=artifact_path)
+        if folder is None or not Path(folder).exists():
+            return
+        if self.offline is None:
+            try:
+                faults.check("log_artifacts", folder)
+                self.client.log_artifacts(self.run_id, str(folder), artifact_path=artifact_path)
+                return
+            except Exception as error:
+                if not self.go_offline(error):
+                    raise
+        self.offline.add_artifacts(Path(folder), artifact_path)
 
     def set_status(self, status: Status | str, reason: str = "") -> None:
         self.status, self.reason = parse(status), reason
@@ -150,13 +140,21 @@ class RecordedRun:
         if reason is not None:
             self.reason = reason
         status = self.status or Status.OK
-        if self.status_tags and self.status is not None:
-            tags = {STATUS_TAG: status.value}
-            if self.reason:
-                tags[REASON_TAG] = self.reason
-            write_batch(self.client, self.run_id, tags=tags)
         self.end_ms = now_ms()
-        self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=self.end_ms)
+        if self.offline is None:
+            try:
+                if self.status_tags and self.status is not None:
+                    tags = {STATUS_TAG: status.value}
+                    if self.reason:
+                        tags[REASON_TAG] = self.reason
+                    write_batch(self.client, self.run_id, tags=tags)
+                self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=self.end_ms)
+                self.closed = True
+                return
+            except Exception as error:
+                if not self.go_offline(error):
+                    raise
+        self.offline.close(status, self.reason, self.end_ms, self.status_tags and self.status is not None)
         self.closed = True
 
 
@@ -164,18 +162,31 @@ def open_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[s
              parent_id: str | None = None, start_ms: int | None = None, standard: bool = True) -> RecordedRun:
     """Create the run now (start time = now unless ``start_ms``), a child of ``parent_id`` or of
     ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
+    from dabench.tracking import outbox
     from dabench.tracking.reaper import owner_tags, reap_once
 
     resolved = tracking_uri(uri)
-    client, experiment_id = client_and_experiment(resolved, experiment)
-    reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
     parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
     all_tags = {**(standard_tags(parent) if standard else ({"mlflow.parentRunId": parent} if parent else {})),
                 **owner_tags(), **(tags or {})}
     start = start_ms if start_ms is not None else now_ms()
-    run = client.create_run(experiment_id, start_time=start, run_name=run_name[:250],
-                            tags={k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()})
-    return RecordedRun(client, run.info.run_id, experiment_id, start)
+    where = {"uri": resolved, "experiment": experiment, "run_name": run_name}
+    if not (parent or "").startswith(outbox.PREFIX):  # a child of an outbox parent waits with it
+        try:
+            client, experiment_id = client_and_experiment(resolved, experiment)
+            reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
+            outbox.sync_once(resolved)  # an earlier outage's records, now that the server answers
+            run = client.create_run(experiment_id, start_time=start, run_name=run_name[:250],
+                                    tags={k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()})
+            return RecordedRun(client, run.info.run_id, experiment_id, start, **where)
+        except Exception as error:
+            if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
+                raise
+    tags_kept = {k: v for k, v in all_tags.items() if k != "mlflow.parentRunId"}
+    journal = outbox.Journal.new(uri=resolved, experiment=experiment, run_name=run_name, start_ms=start,
+                                 tags=tags_kept, parent=parent)
+    outbox.announce(resolved, journal)
+    return RecordedRun(None, journal.run_id, "", start, offline=journal, **where)
 
 
 @contextmanager
@@ -327,23 +338,48 @@ class BatchRecorder:
         tags included), end it at its end time in ``mlflow_state(status)``."""
         if not self.pending:
             return []
-        if self._client is None:
+        from dabench.tracking import outbox
+
+        resolved = tracking_uri(self.uri)
+        offline = (self.parent_id or "").startswith(outbox.PREFIX)
+        if self._client is None and not offline:
             from dabench.tracking.reaper import reap_once
 
-            resolved = tracking_uri(self.uri)
-            self._client, self._experiment_id = client_and_experiment(resolved, self.experiment)
-            reap_once(self._client, resolved)
-            self._standard = standard_tags(self.parent_id)
+            try:
+                self._client, self._experiment_id = client_and_experiment(resolved, self.experiment)
+                reap_once(self._client, resolved)
+            except Exception as error:
+                if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
+                    raise
+                offline = True
+        if self._standard is None:
+            self._standard = standard_tags(None if offline else self.parent_id)
         written: list[str] = []
         pending, self.pending = self.pending, []
         for p in pending:
             tags = {**self._standard, **self.common_tags, **p.tags, STATUS_TAG: p.status.value}
             if p.reason:
                 tags[REASON_TAG] = p.reason
-            run = self._client.create_run(self._experiment_id, start_time=p.start_ms, run_name=p.run_name[:250])
             end = p.end_ms if p.end_ms is not None else now_ms()
-            write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
-            self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
-            written.append(run.info.run_id)
+            created = None
+            if not offline:
+                try:
+                    run = self._client.create_run(self._experiment_id, start_time=p.start_ms,
+                                                  run_name=p.run_name[:250])
+                    created = run.info.run_id
+                    write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
+                    self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
+                    written.append(run.info.run_id)
+                    continue
+                except Exception as error:
+                    if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
+                        raise
+                    offline = True
+            journal = outbox.Journal.new(uri=resolved, experiment=self.experiment, run_name=p.run_name,
+                                         start_ms=p.start_ms, tags={}, parent=self.parent_id, server_run_id=created)
+            journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
+            journal.close(p.status, "", end, status_tags=False)
+            outbox.announce(resolved, journal)
+            written.append(journal.run_id)
         self.run_ids += written
         return written

@@ -5,7 +5,8 @@ first invocation) of a study creates it and records its id in the study's user a
 (``dabench.mlflow_parent_run_id`` with the tracking URI it lives in); every later worker or
 re-run of the same study on the same store finds it there and reopens it. The sweeper passes its
 id to every trial job in the job's config (``tracking.parent_run_id``), so each trial's run is
-its child whichever worker or machine ran it. (The multirun callback of dabench.tracking leaves
+its child whichever worker or machine ran it. The study stores the tracking URI with its
+password masked (dabench.tracking.redact), and compares it masked. (The multirun callback of dabench.tracking leaves
 studies to this module.) A worker that ends the study (no trial left to run or running) closes
 the parent FINISHED; one interrupted while others still run leaves it open for them.
 
@@ -35,6 +36,7 @@ import yaml
 
 from dabench.core.status import Status
 from dabench.tracking.lifecycle import terminate
+from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
 from dabench.tune.plots import plot_history, plot_importance
 from dabench.tune.best import StudySummary
 
@@ -46,12 +48,13 @@ PARENT_OWNER_ATTR = "dabench.mlflow_parent_owner"  #: "host:pid" of the sweep th
 
 
 def hide_password(url: str) -> str:
-    try:
-        from sqlalchemy.engine import make_url
+    """A storage or tracking URL as it may be shown or stored (dabench.tracking.redact)."""
+    return redact_uri(url)
 
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.split("@")[-1] if "@" in url else url
+
+def _same_store(recorded: str | None, uri: str) -> bool:
+    """Whether the study's recorded tracking URI (masked; unmasked from older versions) is ``uri``."""
+    return recorded is not None and recorded in (uri, redact_uri(uri))
 
 
 def _owner_gone(owner: str | None) -> bool:
@@ -75,7 +78,7 @@ def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str)
     Returns the ids of the moved runs."""
     previous = study.user_attrs.get(PARENT_ATTR)
     moved: list[str] = []
-    if previous and previous != parent_id and study.user_attrs.get(PARENT_URI_ATTR) == uri:
+    if previous and previous != parent_id and _same_store(study.user_attrs.get(PARENT_URI_ATTR), uri):
         try:
             old = client.get_run(previous)
         except Exception:
@@ -96,7 +99,7 @@ def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str)
                 log.info("study %s resumed: moved %d trial runs from parent %s to %s", study.study_name,
                          len(moved), previous, parent_id)
     study.set_user_attr(PARENT_ATTR, parent_id)
-    study.set_user_attr(PARENT_URI_ATTR, uri)
+    study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
     study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
     return moved
 
@@ -111,7 +114,7 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
     client, experiment_id = client_and_experiment(uri, experiment)
     with lock():
         attrs = study._storage.get_study_user_attrs(study._study_id)
-        found = attrs.get(PARENT_ATTR) if attrs.get(PARENT_URI_ATTR) == uri else None
+        found = attrs.get(PARENT_ATTR) if _same_store(attrs.get(PARENT_URI_ATTR), uri) else None
         if found:
             try:
                 run = client.get_run(found)
@@ -120,7 +123,7 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
             if run is not None and run.info.lifecycle_stage == "active":
                 if run.info.status != "RUNNING":
                     client.update_run(found, status="RUNNING")
-                from dabench.tracking.lifecycle import write_batch
+                from dabench.tracking.writes import write_batch
                 from dabench.tracking.reaper import owner_tags
 
                 write_batch(client, found, tags=owner_tags())  # this worker now holds it (the reaper checks it)
@@ -133,7 +136,7 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
                                       "optuna.storage": hide_password(storage),
                                       "mlflow.note.content": f"Optuna study {study.study_name}"})
         study.set_user_attr(PARENT_ATTR, run.info.run_id)
-        study.set_user_attr(PARENT_URI_ATTR, uri)
+        study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
         study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
         return client, run.info.run_id
 
@@ -171,8 +174,8 @@ def mark_killed(client, parent_id: str) -> None:
 def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) -> list[str]:
     """optimization_results.yaml, trials.csv and the plots into ``folder``; returns notes."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "optimization_results.yaml").write_text(yaml.safe_dump(summary.to_dict(), sort_keys=False))
-    study.trials_dataframe().to_csv(folder / "trials.csv", index=False)
+    (folder / "optimization_results.yaml").write_text(yaml.safe_dump(redact_value(summary.to_dict()), sort_keys=False))
+    (folder / "trials.csv").write_text(redact_text(study.trials_dataframe().to_csv(index=False)))
     plot_history(study, folder / "optimization_history.png")
     _, note = plot_importance(study, folder / "param_importance.png")
     return [note]
@@ -194,6 +197,7 @@ def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary
         tags += [RunTag(f"best.{name}", str(value)[:5000]) for name, value in summary.best_params.items()]
         tags.append(RunTag("best.overrides", " ".join(summary.best_overrides)[:5000]))
         tags.append(RunTag("dabench.best_command", summary.command()[:5000]))
+    tags = [RunTag(tag.key, redact_pair(tag.key, tag.value)) for tag in tags]
     client.log_batch(parent_id, metrics=metrics, params=params, tags=tags)
     with tempfile.TemporaryDirectory() as tmp:
         notes = write_study_files(study, summary, Path(tmp))

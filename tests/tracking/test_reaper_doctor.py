@@ -18,7 +18,8 @@ from optuna.trial import TrialState
 
 from dabench.cli import doctor
 from dabench.tracking import reaper
-from dabench.tracking.lifecycle import open_run, write_batch
+from dabench.tracking.lifecycle import open_run
+from dabench.tracking.writes import write_batch
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

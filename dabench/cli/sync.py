@@ -1,0 +1,35 @@
+"""``dabench sync [--tracking-uri URI] [--outbox DIR]``: replay the runs kept in the outbox while
+the tracking server could not be reached, each exactly once (dabench/tracking/outbox.py).
+
+Exit 0 when the outbox is empty afterwards, 1 when runs are left (the server is still
+unreachable: run it again later), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dabench sync", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tracking-uri", help="the store to replay into (default: the one dabench would use)")
+    parser.add_argument("--outbox", type=Path, help="the outbox folder (default: $DABENCH_OUTBOX or ./mlruns-outbox)")
+    args = parser.parse_args(argv)
+    from dabench.tracking.outbox import OUTBOX_ENV, outbox_dir, pending, replay
+    from dabench.tracking.store import tracking_uri
+
+    if args.outbox is not None:
+        if args.outbox.exists() and not args.outbox.is_dir():
+            print(f"dabench sync: --outbox={args.outbox}: is a file; give the outbox folder", file=sys.stderr)
+            return 2
+        os.environ[OUTBOX_ENV] = str(args.outbox)
+    folder = outbox_dir()
+    if not pending(folder):
+        print(f"dabench sync: nothing to replay in {folder}")
+        return 0
+    report = replay(tracking_uri(args.tracking_uri), folder)
+    print(report.line(folder))
+    return 0 if report.left == 0 else 1

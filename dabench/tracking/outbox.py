@@ -1,0 +1,293 @@
+"""The outbox: a run's full record kept on local disk while the tracking server cannot be reached,
+replayed into the store exactly once by ``dabench sync`` (and at the next start once the server
+answers). Guarantees and their tests: docs/reliability.md, "Tracking outages".
+
+One journal per run, ``<outbox>/<id>.json`` (written atomically at every change): the run's
+experiment, name, start and end times, tags, parent, params, metrics, artifact copies, status and
+reason, the server's run id once it has one, and which parts the server has acknowledged. The
+folder is ``$DABENCH_OUTBOX`` or ``<launch dir>/mlruns-outbox``. Only remote stores (http(s),
+PostgreSQL, MySQL) use it: a local SQLite store has no outage to wait out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from dabench.core.paths import launch_dir
+from dabench.core.status import Status, parse
+
+OUTBOX_ENV = "DABENCH_OUTBOX"
+PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
+ID_TAG = "dabench.outbox_id"  #: set on every replayed run: a second sync finds it and adds nothing
+REMOTE_SCHEMES = ("http", "https", "postgresql", "postgres", "mysql")
+_UNREACHABLE = ("connection refused", "max retries exceeded", "failed to establish", "could not connect",
+                "connection aborted", "remotedisconnected", "connection reset", "timed out", "name or service not known",
+                "server closed the connection", "connection to server", "temporary failure in name resolution")
+
+
+def outbox_dir() -> Path:
+    return Path(os.environ.get(OUTBOX_ENV) or launch_dir() / "mlruns-outbox")
+
+
+def is_remote(uri: str | None) -> bool:
+    return bool(uri) and uri.split(":", 1)[0].split("+", 1)[0].lower() in REMOTE_SCHEMES
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """True when ``error`` says the store could not be reached (not that it refused the request)."""
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        return True
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        text = f"{type(error).__name__}: {error}".lower()
+        if any(marker in text for marker in _UNREACHABLE):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+@dataclass
+class Journal:
+    """One run's record in the outbox (see the module docstring)."""
+
+    path: Path
+    data: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.data["id"]
+
+    @property
+    def run_id(self) -> str:
+        return self.data.get("server_run_id") or PREFIX + self.id
+
+    @classmethod
+    def new(cls, *, uri: str, experiment: str, run_name: str, start_ms: int, tags: Mapping[str, Any],
+            parent: str | None, server_run_id: str | None = None, folder: Path | None = None) -> "Journal":
+        from dabench.tracking.redact import redact_pair, redact_uri
+
+        folder = folder or outbox_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        ident = uuid.uuid4().hex
+        journal = cls(folder / f"{ident}.json", {
+            "version": 1, "id": ident, "uri": redact_uri(uri), "experiment": experiment, "run_name": run_name,
+            "start_ms": start_ms, "tags": {k: redact_pair(k, v) for k, v in tags.items()}, "parent": parent or None,
+            "server_run_id": server_run_id, "params": {}, "metrics": {}, "logged_tags": {}, "artifacts": [],
+            "status": None, "reason": "", "end_ms": None, "closed": False, "pid": os.getpid(),
+            "acked": {"created": server_run_id is not None, "logged": False, "artifacts": False, "closed": False},
+        })
+        journal.save()
+        return journal
+
+    @classmethod
+    def load(cls, path: Path) -> "Journal":
+        return cls(path, json.loads(path.read_text()))
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
+        os.replace(tmp, self.path)
+
+    def log(self, params: Mapping[str, Any] | None = None, metrics: Mapping[str, float] | None = None,
+            tags: Mapping[str, Any] | None = None) -> None:
+        from dabench.tracking.redact import redact_pair  # the outbox holds no secret either
+
+        self.data["params"].update({k: redact_pair(k, v) for k, v in (params or {}).items()})
+        self.data["metrics"].update({k: float(v) for k, v in (metrics or {}).items() if v is not None})
+        self.data["logged_tags"].update({k: redact_pair(k, v) for k, v in (tags or {}).items()})
+        self.data["acked"]["logged"] = False
+        self.save()
+
+    def add_artifacts(self, folder: Path, artifact_path: str | None = None) -> None:
+        target = self.path.parent / self.id / f"artifacts{len(self.data['artifacts'])}"
+        shutil.copytree(folder, target, dirs_exist_ok=True)
+        self.data["artifacts"].append({"folder": str(target.relative_to(self.path.parent)), "path": artifact_path})
+        self.data["acked"]["artifacts"] = False
+        self.save()
+
+    def close(self, status: Status, reason: str, end_ms: int, status_tags: bool) -> None:
+        self.data.update(status=status.value, reason=reason, end_ms=end_ms, closed=True, status_tags=status_tags)
+        self.save()
+
+
+def announce(uri: str, journal: Journal) -> None:
+    """One line on stderr per run that went to the outbox."""
+    import sys
+
+    from dabench.tracking.redact import redact_uri
+
+    print(f"dabench: the tracking store {redact_uri(uri)} cannot be reached: run {journal.data['run_name']!r} is kept "
+          f"in {journal.path.parent} (dabench sync replays it)", file=sys.stderr, flush=True)
+
+
+_synced_once: set[str] = set()
+
+
+def sync_once(uri: str) -> None:
+    """At a process's first run: replay an earlier outage's journals into ``uri`` (once)."""
+    if uri in _synced_once or not is_remote(uri):
+        return
+    _synced_once.add(uri)
+    journals = [j for j in pending() if j.data.get("closed")]
+    if not journals:
+        return
+    import sys
+
+    report = replay(uri)
+    print(report.line(outbox_dir()), file=sys.stderr, flush=True)
+
+
+def pending(folder: Path | None = None) -> list[Journal]:
+    folder = folder or outbox_dir()
+    if not folder.is_dir():
+        return []
+    journals = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            journals.append(Journal.load(path))
+        except (OSError, ValueError):  # a journal cut by a crash mid-write: os.replace makes this rare
+            continue
+    return journals
+
+
+def _order(journals: list[Journal]) -> list[Journal]:
+    """Parents before their children (a child names its parent ``outbox:<id>``)."""
+    by_id = {PREFIX + j.id: j for j in journals}
+    done: list[Journal] = []
+    seen: set[str] = set()
+
+    def visit(journal: Journal) -> None:
+        if journal.id in seen:
+            return
+        seen.add(journal.id)
+        parent = by_id.get(journal.data.get("parent") or "")
+        if parent is not None:
+            visit(parent)
+        done.append(journal)
+
+    for journal in journals:
+        visit(journal)
+    return done
+
+
+@dataclass
+class SyncReport:
+    synced: int = 0
+    already: int = 0
+    left: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def line(self, folder: Path) -> str:
+        text = f"dabench sync: {self.synced} runs replayed, {self.already} already in the store, {self.left} left in {folder}"
+        return text + (f" ({self.errors[0]})" if self.errors else "")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def replay(uri: str, folder: Path | None = None) -> SyncReport:
+    """Replay every closed journal (and every journal whose process is gone) into ``uri``, each
+    exactly once; a replayed journal moves to ``<outbox>/synced/``."""
+    from dabench.tracking.writes import now_ms, write_batch
+    from dabench.tracking.store import client_and_experiment
+
+    folder = folder or outbox_dir()
+    report = SyncReport()
+    journals = _order(pending(folder))
+    resolved: dict[str, str] = {}
+    clients: dict[str, tuple[Any, str]] = {}
+    recount: list[tuple[Any, str]] = []
+    for journal in journals:
+        data = journal.data
+        if not data["closed"] and _process_alive(int(data.get("pid") or 0)) and data.get("pid") != os.getpid():
+            report.left += 1  # still being written by a live process
+            continue
+        try:
+            if data["experiment"] not in clients:
+                clients[data["experiment"]] = client_and_experiment(uri, data["experiment"])
+            client, experiment_id = clients[data["experiment"]]
+            already = _replay_one(client, experiment_id, journal, resolved, now_ms, write_batch)
+        except Exception as error:  # the server went away again: keep the rest for the next sync
+            report.left += 1
+            report.errors.append(f"{type(error).__name__}: {str(error)[:200]}")
+            if is_unreachable(error):
+                report.left += len(journals) - report.synced - report.already - report.left
+                break
+            continue
+        resolved[PREFIX + journal.id] = data["server_run_id"]
+        if data.get("recount_children"):
+            recount.append((client, data["server_run_id"]))
+        report.already += already
+        report.synced += not already
+        done = folder / "synced"
+        done.mkdir(exist_ok=True)
+        os.replace(journal.path, done / journal.path.name)
+    from dabench.tracking.writes import log_child_counts
+
+    for client, run_id in recount:  # a parent closed in the outbox: its children are in the store now
+        try:
+            log_child_counts(client, run_id)
+        except Exception as error:
+            report.errors.append(f"counting the children of {run_id}: {type(error).__name__}: {error}")
+    return report
+
+
+def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, now_ms, write_batch) -> bool:
+    """Bring one run's record into the store; True when nothing was left to add."""
+    data, acked = journal.data, journal.data["acked"]
+    untouched = acked["created"] and acked["logged"] and acked["artifacts"] and acked["closed"]
+    if not data["server_run_id"]:
+        found = client.search_runs([experiment_id], filter_string=f"tags.`{ID_TAG}` = '{journal.id}'", max_results=1)
+        if found:
+            data["server_run_id"] = found[0].info.run_id
+        else:
+            tags = {**data["tags"], ID_TAG: journal.id}
+            parent = data.get("parent")
+            if parent:
+                tags["mlflow.parentRunId"] = resolved.get(parent, parent)
+            run = client.create_run(experiment_id, start_time=data["start_ms"], run_name=data["run_name"][:250],
+                                    tags=tags)
+            data["server_run_id"] = run.info.run_id
+        acked["created"] = True
+        journal.save()
+    run_id = data["server_run_id"]
+    if not acked["logged"]:
+        tags = dict(data["logged_tags"])
+        if not data["closed"]:
+            data.update(status=Status.INTERRUPTED.value, end_ms=now_ms(), closed=True, status_tags=True,
+                        reason="the process ended before its run was closed (replayed from the outbox)")
+        if data.get("status_tags", True) and data.get("status"):
+            tags["dabench.status"] = data["status"]
+            if data.get("reason"):
+                tags["dabench.reason"] = data["reason"]
+        write_batch(client, run_id, data["params"], data["metrics"], {**tags, ID_TAG: journal.id},
+                    timestamp_ms=data.get("end_ms"))
+        acked["logged"] = True
+        journal.save()
+    if not acked["artifacts"]:
+        for item in data["artifacts"]:
+            client.log_artifacts(run_id, str(journal.path.parent / item["folder"]), artifact_path=item["path"])
+        acked["artifacts"] = True
+        journal.save()
+    if not acked["closed"]:
+        from dabench.core.status import mlflow_state
+
+        client.set_terminated(run_id, status=mlflow_state(parse(data["status"] or Status.OK.value)),
+                              end_time=data.get("end_ms") or now_ms())
+        acked["closed"] = True
+        journal.save()
+    return untouched

@@ -1,0 +1,68 @@
+"""Writing a run's record to MLflow in as few calls as MLflow allows, within its limits, with no
+secret in it; and a parent's counts of its children. Used by the run lifecycle and the outbox."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+MAX_PARAM_CHARS = 6000
+MAX_TAG_CHARS = 5000
+STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _chunks(items: list, size: int):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def write_batch(client, run_id: str, params: Mapping[str, Any] | None = None,
+                metrics: Mapping[str, float] | None = None, tags: Mapping[str, Any] | None = None,
+                timestamp_ms: int | None = None) -> None:
+    """Params, metrics and tags in as few calls as MLflow allows (1,000 metrics, 100 params per
+    call); values are truncated to MLflow's limits; ``None`` metrics are left out."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    stamp = timestamp_ms if timestamp_ms is not None else now_ms()
+    metric_list = [Metric(k, float(v), stamp, 0) for k, v in (metrics or {}).items() if v is not None]
+    from dabench.tracking.redact import redact_pair  # credentials and tokens never reach the store
+
+    param_list = [Param(k, redact_pair(k, v)[:MAX_PARAM_CHARS]) for k, v in (params or {}).items()]
+    tag_list = [RunTag(k, redact_pair(k, v)[:MAX_TAG_CHARS]) for k, v in (tags or {}).items()]
+    if not (metric_list or param_list or tag_list):
+        return
+    client.log_batch(run_id, metrics=metric_list[:1000], params=param_list[:100], tags=tag_list)
+    for batch in _chunks(param_list[100:], 100):
+        client.log_batch(run_id, params=batch)
+    for batch in _chunks(metric_list[1000:], 1000):
+        client.log_batch(run_id, metrics=batch)
+
+
+def log_child_counts(client, run_id: str) -> dict[str, int]:
+    """Count a parent's children by ``dabench.status`` and log ``jobs.total``, ``jobs.<status>``
+    and ``jobs.best_samples_per_s`` (the best ok throughput) on the parent; returns the counts."""
+    from mlflow.entities import Metric
+
+    from dabench.core.status import is_ok
+
+    children = client.search_runs([client.get_run(run_id).info.experiment_id],
+                                  filter_string=f"tags.mlflow.parentRunId = '{run_id}'", max_results=50000)
+    counts: dict[str, int] = {}
+    best = None
+    for child in children:
+        status = child.data.tags.get(STATUS_TAG, "unknown")
+        counts[status] = counts.get(status, 0) + 1
+        value = child.data.metrics.get("throughput.samples_per_s")
+        if is_ok(status) and value is not None and (best is None or value > best):
+            best = value
+    now = now_ms()
+    metrics = [Metric("jobs.total", float(len(children)), now, 0)]
+    metrics += [Metric(f"jobs.{status}", float(n), now, 0) for status, n in counts.items()]
+    if best is not None:
+        metrics.append(Metric("jobs.best_samples_per_s", best, now, 0))
+    client.log_batch(run_id, metrics=metrics)
+    return counts
