@@ -46,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  figures: {len(report.figures) // 2} in {args.out / 'figures'} (PNG and SVG); runs: {report.csv}")
     for key, note in report.notes.items():
         print(f"  {key}: {note}")
+    from dabench.report.advice import write_advice_pages  # the advice page of `dabench advise` runs (docs/advise.md)
+
+    for page in write_advice_pages(frame, args.out, client):
+        print(f"  advice page (PREDICTED): {page}")
     if selection.sweep_parent and not args.no_log:
         client.log_artifacts(selection.sweep_parent, str(args.out), artifact_path="report")
         print(f"  logged under parent run {selection.sweep_parent} as report/")

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, list[set[str]]]] = [
     ("report", [{"report"}]),
     ("pipeline", [{"pipeline"}]),
     ("studies", [{"tune"}]),
+    ("advice", [{"advise"}]),
     ("commands", [{"cli"}]),
     ("entry", [{"api", "__main__", "__init__"}]),
 ]

@@ -1,0 +1,138 @@
+"""How far each platform's model is calibrated, and whether a deployment lies inside that reach.
+
+- :func:`calibration`: the constant set, the model version, the out-of-sample error (the
+  ``check`` rows of dabench/perfmodel/fit/points.csv: published throughputs the fit never saw),
+  the in-sample error (``fit`` rows) and the ``excluded`` rows (points the model is known not
+  to cover, with their error), from residuals.json.
+- :func:`coverage` / :func:`outside`: the span of the throughput calibration points (model
+  size, chips, precision); a deployment outside it is extrapolated, and the advice says so.
+
+Model size is an approximate parameter count from the model config (``approx_params``: the
+decoder blocks and the embedding/head; positions, norms and biases left out, about 1%), used for
+the points and for the deployment alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Mapping
+
+import yaml
+
+from dabench.config.paths import CONF_DIR
+
+THROUGHPUT = ("samples_per_s", "tokens_per_s")
+
+
+def approx_params(model: Mapping[str, Any]) -> float:
+    """Approximate trainable parameters of a model config mapping."""
+    h = int(model.get("hidden_size") or 0)
+    vocab = int(model.get("vocab_size") or 0)
+    ffn = int(model.get("ffn_size") or 0) or int(float(model.get("ffn_mult") or 4) * h)
+    mlp = (3 if str(model.get("ffn_type", "")) == "swiglu" else 2) * h * ffn
+    cross = int(model.get("cross_attention_layers") or 0) * 4 * h * h
+    embed = vocab * h * (1 if model.get("tie_embeddings", False) else 2)
+    return float(int(model.get("n_layers") or 0) * (4 * h * h + mlp) + cross + embed)
+
+
+@lru_cache(maxsize=None)
+def _model_yaml(name: str) -> dict:
+    path = CONF_DIR / "model" / f"{name}.yaml"
+    return yaml.safe_load(path.read_text()) if path.exists() else {}
+
+
+def _point_model(point) -> dict:
+    model = dict(_model_yaml(point.model))
+    for text in point.overrides:
+        key, _, value = text.partition("=")
+        if key.startswith("model."):
+            model[key.split(".", 1)[1]] = yaml.safe_load(value)
+    return model
+
+
+def _point_chips(point) -> float:
+    opts = dict(o.split("=", 1) for o in point.overrides if "=" in o)
+    strategy = opts.get("parallel", "none")
+    degree = int(opts.get("parallel.degree", 2 if strategy in ("dp", "tp", "pp") else 1))
+    replicas = int(opts.get("parallel.replicas", 1))
+    chips = float(degree * replicas)
+    if point.platform == "rdu" and "hardware.options.tiles" in opts:  # instances of a few tiles of an 8-tile RDU
+        chips *= int(opts["hardware.options.tiles"]) / 8
+    return max(1.0, chips)
+
+
+@dataclass
+class Coverage:
+    params: tuple[float, float] | None = None
+    chips: tuple[float, float] | None = None
+    precisions: tuple[str, ...] = ()
+    points: int = 0
+
+
+@dataclass
+class Calibration:
+    platform: str
+    constants: str
+    model_version: str
+    out_of_sample: list[tuple[str, float]] = field(default_factory=list)  #: (point id, signed error)
+    in_sample: list[tuple[str, float]] = field(default_factory=list)
+    excluded: list[tuple[str, float]] = field(default_factory=list)
+    coverage: Coverage = field(default_factory=Coverage)
+
+    def oos_text(self) -> str:
+        if self.out_of_sample:
+            worst = max(abs(e) for _, e in self.out_of_sample)
+            return f"out-of-sample max |err| {worst:.0%} over {len(self.out_of_sample)} held-out points"
+        if self.in_sample:
+            worst = max(abs(e) for _, e in self.in_sample)
+            return f"no held-out point (in-sample max |err| {worst:.0%} over {len(self.in_sample)} fitted points)"
+        return "uncalibrated: no published throughput point"
+
+    def excluded_text(self) -> str:
+        return ", ".join(f"{i} {e:+.0%}" for i, e in self.excluded)
+
+
+def _points():
+    from dabench.perfmodel.fit.points import load_points
+
+    return load_points()
+
+
+@lru_cache(maxsize=None)
+def calibration(platform: str, constants: str = "published") -> Calibration:
+    from dabench.perfmodel.fit import model_version, residuals
+
+    rows = residuals().get(platform, {})
+    cal = Calibration(platform, constants, model_version(platform))
+    for pid, r in sorted(rows.items()):
+        if r.get("metric") not in THROUGHPUT or r.get("error") is None:
+            continue
+        target = {"check": cal.out_of_sample, "fit": cal.in_sample, "excluded": cal.excluded}.get(r.get("use"))
+        if target is not None:
+            target.append((pid, float(r["error"])))
+    used = [p for p in _points() if p.platform == platform and p.metric in THROUGHPUT and p.use in ("fit", "check")]
+    if used:
+        sizes = [approx_params(_point_model(p)) for p in used]
+        chips = [_point_chips(p) for p in used]
+        cal.coverage = Coverage((min(sizes), max(sizes)), (min(chips), max(chips)),
+                                tuple(sorted({p.precision for p in used})), len(used))
+    return cal
+
+
+def outside(cal: Calibration, params: float, chips: float, precision: str) -> list[str]:
+    """Why a deployment lies outside the platform's calibration points (empty when inside)."""
+    cov = cal.coverage
+    if not cov.points:
+        return ["no calibration point on this platform"]
+    why = []
+    lo, hi = cov.params
+    if params > hi * 1.05:
+        why.append(f"model ~{params / 1e9:.2g}B params > largest calibrated ~{hi / 1e9:.2g}B")
+    elif params < lo / 1.05:
+        why.append(f"model ~{params / 1e6:.3g}M params < smallest calibrated ~{lo / 1e6:.3g}M")
+    if chips > cov.chips[1]:
+        why.append(f"{chips:g} chips > {cov.chips[1]:g} calibrated")
+    if precision not in cov.precisions:
+        why.append(f"precision {precision} not calibrated ({', '.join(cov.precisions)})")
+    return why

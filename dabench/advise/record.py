@@ -1,0 +1,89 @@
+"""MLflow record of one advice: a parent run (tags ``dabench.advise=parent``, ``dabench.parent=true``,
+``dabench.mode=predict``) holding the whole search as artifacts (``advice/advice.json``,
+``advice/advice.csv``: the ranked rows; ``advice/search.csv``: every evaluated deployment with
+its status and reason), and one child run per platform: the winner, recorded as dabench records
+any predicted run (flattened config as params, metrics, tags) plus ``advise.*`` metrics (rank,
+time to train and its band, energy estimate, cost) and ``dabench.advise=best``; a platform where
+nothing fits gets a child with the status and reason instead. No run per evaluated deployment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dabench.advise.answer import advice_json, search_rows, write_csv, write_search_csv
+from dabench.advise.run import Advice
+
+ADVISE_TAG = "dabench.advise"
+PARENT_TAG = "dabench.advise_parent"
+ARTIFACT_DIR = "advice"
+
+_ROW_METRICS = {"rank": "advise.rank", "time_to_train_s": "advise.time_to_train_s", "time_lo_s": "advise.time_to_train_s.lo",
+                "time_hi_s": "advise.time_to_train_s.hi", "energy_kwh": "advise.energy_kwh",
+                "energy_lo_kwh": "advise.energy_kwh.lo", "energy_hi_kwh": "advise.energy_kwh.hi", "cost": "advise.cost",
+                "tokens": "advise.tokens", "evaluations": "advise.evaluations", "infeasible": "advise.infeasible"}
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "advice.json").write_text(json.dumps({**advice_json(advice, ranked), "search": search_rows(advice)},
+                                                   indent=1, default=str))
+    write_csv(ranked, folder / "advice.csv")
+    write_search_csv(search_rows(advice), folder / "search.csv")
+    return folder
+
+
+def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "dabench", uri: str | None = None) -> str:
+    """Write the parent and its children; return the parent run id."""
+    from dabench.pipeline.record import run_record
+    from dabench.tracking.lifecycle import BatchRecorder, PendingRun, now_ms, recorded_run
+
+    req = advice.request
+    name = f"advise {req.model} {req.tokens:.3g} tokens"
+    tags = {ADVISE_TAG: "parent", "dabench.parent": "true", "dabench.mode": "predict", "dabench.label": "PREDICTED",
+            "dabench.model": req.model, "advise.objective": ",".join(req.objectives)}
+    by_platform = {o.platform: o for o in advice.outcomes}
+    with recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags, status_tags=True) as parent:
+        parent.log(params={"advise.model": req.model, "advise.model_overrides": " ".join(req.model_overrides),
+                           "advise.tokens": req.tokens, "advise.platforms": ",".join(req.platforms),
+                           "advise.max_chips": req.max_chips, "advise.objective": ",".join(req.objectives),
+                           "advise.trials": req.trials, "advise.seed": req.seed,
+                           "advise.price_per_chip_hour": req.price_per_chip_hour,
+                           "advise.price_per_system_hour": req.price_per_system_hour},
+                   metrics={"advise.evaluations": advice.evaluations, "advise.seconds": advice.seconds,
+                            "advise.platforms_ok": sum(r["status"] == "ok" for r in ranked)})
+        with tempfile.TemporaryDirectory() as tmp:
+            parent.log_artifacts(write_files(advice, ranked, Path(tmp) / ARTIFACT_DIR), ARTIFACT_DIR)
+        with BatchRecorder(experiment=experiment, uri=uri, parent_id=parent.run_id) as batch:
+            for row in ranked:
+                outcome = by_platform[row["platform"]]
+                pending = PendingRun(f"advise {req.model} {row['platform']} #{row['rank']}", now_ms())
+                result = outcome.result
+                if result is not None and row["status"] == "ok":
+                    rec = run_record(result, outcome.config)
+                    pending.params, pending.metrics, pending.tags = rec.params, dict(rec.metrics), dict(rec.tags)
+                    pending.set_status(result.status, result.reason)
+                else:
+                    pending.params = {"hardware.name": row["platform"], "model.name": req.model}
+                    pending.tags = {"dabench.hardware": row["platform"], "dabench.mode": "predict",
+                                    "dabench.model": req.model}
+                    statuses = outcome.statuses
+                    worst = max((s for s in statuses if s not in ("ok", "over_budget")), key=statuses.get, default="capacity")
+                    pending.set_status(worst, row.get("reason") or "no deployment fits")
+                values = {**row, "tokens": req.tokens}
+                pending.metrics.update({name: float(values[key]) for key, name in _ROW_METRICS.items() if _finite(values.get(key))})
+                pending.tags.update({ADVISE_TAG: "best", PARENT_TAG: parent.run_id, "dabench.label": "PREDICTED",
+                                     "advise.command": row.get("command") or "", "advise.measure_command": row.get("measure_command") or "",
+                                     "advise.reach": row.get("reach") or "", "advise.calibration": row.get("out_of_sample_error") or "",
+                                     "advise.band": row.get("band") or "no band", "advise.power_source": row.get("power_source") or ""})
+                pending.end_ms = now_ms()
+                batch.add(pending)
+        return parent.run_id

@@ -1,0 +1,155 @@
+"""``advise(request)``: search every asked platform, confirm each winner through the one run path
+(:func:`dabench.pipeline.execute.execute`: metrics, diagnosis, the model's tags and bands), and
+build the answer (:mod:`dabench.advise.answer`). No MLflow here (:mod:`dabench.advise.record`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from dabench.advise.power import power_figure
+from dabench.advise.search import Evaluation, Predictor, SearchResult, command_overrides, search
+from dabench.advise.space import PlatformSpace, build_space
+
+OBJECTIVES = ("time", "energy", "cost")
+
+
+@dataclass
+class Request:
+    model: str
+    tokens: float
+    model_overrides: list[str] = field(default_factory=list)
+    platforms: list[str] = field(default_factory=lambda: ["cuda", "wse2", "rdu", "ipu"])
+    max_chips: int = 16
+    objectives: list[str] = field(default_factory=lambda: ["time"])
+    price_per_chip_hour: float | None = None
+    price_per_system_hour: float | None = None
+    trials: int = 100
+    seed: int = 0
+
+    def model_args(self) -> list[str]:
+        return [f"model={self.model}", *self.model_overrides]
+
+
+@dataclass
+class PlatformOutcome:
+    platform: str
+    space: PlatformSpace
+    searches: list[SearchResult]
+    evaluations: list[Evaluation]
+    best: Evaluation | None
+    result: Any = None                 #: the winner's RunResult (execute), or None
+    config: dict | None = None         #: the winner's resolved config mapping
+    none_reason: str = ""              #: why no deployment fits
+    statuses: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class Advice:
+    request: Request
+    outcomes: list[PlatformOutcome]
+    seconds: float = 0.0
+
+    @property
+    def evaluations(self) -> int:
+        return sum(len(o.evaluations) for o in self.outcomes)
+
+
+_BASES: dict[tuple, dict] = {}   #: (platform, groups) -> composed config without the model, per process
+
+
+def _platform_base(platform: str, groups: dict[str, str]) -> dict:
+    from dabench.config.compose import compose
+
+    key = (platform, tuple(sorted(groups.items())))
+    if key not in _BASES:
+        _BASES[key] = compose([f"hardware={platform}", "hardware.mode=predict", *[f"{g}={c}" for g, c in groups.items()]])
+    return _BASES[key]
+
+
+def model_section(request: Request) -> dict:
+    from dabench.config.compose import compose
+
+    return compose(request.model_args())["model"]
+
+
+def _overflow(reason: str) -> float:
+    m = re.search(r"needs ([\d,\.]+) (\w+), has ([\d,\.]+) (\w+)", reason)
+    if m and m.group(2) == m.group(4):
+        return float(m.group(1).replace(",", "")) / max(1e-9, float(m.group(3).replace(",", "")))
+    return math.inf
+
+
+def none_fits_reason(evaluations: Sequence[Evaluation], max_chips: int) -> str:
+    if not evaluations:
+        return "no deployment was evaluated"
+    counts = Counter(e.status for e in evaluations)
+    closest = min(evaluations, key=lambda e: (_overflow(e.reason), -e.values.get("parallel.degree", 1)))
+    summary = ", ".join(f"{n} {s}" for s, n in counts.most_common())
+    return (f"none of {len(evaluations)} evaluated deployments fits within max_chips={max_chips} ({summary}); "
+            f"closest: {closest.reason[:400]}")
+
+
+def advise_platform(request: Request, platform: str, model: dict,
+                    on_trial: Callable[[Evaluation], None] | None = None) -> PlatformOutcome:
+    started = time.perf_counter()
+    space = build_space(platform, model, request.max_chips)
+    base = copy.deepcopy(_platform_base(platform, space.groups))
+    base["model"] = copy.deepcopy(model)
+    predictor = Predictor(space, base, request.max_chips)
+    figure = power_figure(platform)
+    price_s = None
+    if request.price_per_chip_hour is not None:
+        price_s = request.price_per_chip_hour / 3600.0
+    elif request.price_per_system_hour is not None:
+        chips_per_system = int(base["hardware"].get("chips_per_node") or 1)
+        price_s = request.price_per_system_hour / 3600.0 / chips_per_system
+    searches = []
+    for i, objective in enumerate(request.objectives):
+        usable = objective == "time" or (objective == "energy" and figure.sourced) or (objective == "cost" and price_s)
+        searches.append(search(space, predictor, objective if usable else "time", request.trials, request.seed + i,
+                               figure.watts_per_chip, price_s, on_trial))
+    evaluations = list(predictor.cache.values())
+    primary = request.objectives[0]
+    from dabench.advise.search import score
+
+    scored = [(score(e, primary, figure.watts_per_chip, price_s), e) for e in evaluations]
+    scored = [(s, e) for s, e in scored if s is not None]
+    if not scored:  # the primary objective cannot be priced here (no power figure / price): rank by time
+        scored = [(score(e, "time", None, None), e) for e in evaluations if e.ok]
+    best = max(scored, key=lambda se: se[0])[1] if scored else None
+    outcome = PlatformOutcome(platform, space, searches, evaluations, best,
+                              statuses=dict(Counter(e.status for e in evaluations)))
+    if best is None:
+        outcome.none_reason = none_fits_reason(evaluations, request.max_chips)
+    else:
+        from dabench.config.build import build_run_config
+        from dabench.pipeline.execute import execute
+
+        outcome.config = predictor.config(best.precision, best.values)
+        outcome.result = execute(build_run_config(outcome.config))
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def advise(request: Request, on_platform: Callable[[PlatformOutcome], None] | None = None) -> Advice:
+    started = time.perf_counter()
+    model = model_section(request)
+    outcomes = []
+    for platform in request.platforms:
+        outcome = advise_platform(request, platform, model)
+        outcomes.append(outcome)
+        if on_platform is not None:
+            on_platform(outcome)
+    return Advice(request, outcomes, time.perf_counter() - started)
+
+
+def reproduce_overrides(request: Request, outcome: PlatformOutcome, mode: str = "predict") -> list[str]:
+    return command_overrides(outcome.space, request.model_args(), outcome.best, mode)

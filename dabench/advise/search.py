@@ -1,0 +1,252 @@
+"""Search one platform's deployment space on predictions: Optuna (seeded TPE, failures seen as
+infeasible by the tuner's sampler) over in-process predictions
+(:func:`dabench.pipeline.execute.predict_config`), no Hydra job and no MLflow run per deployment.
+
+Every proposal is an :class:`Evaluation`: feasible with its metrics, or infeasible with the
+model's status and reason (capacity, unsupported, invalid config, over ``max_chips``, or, for
+the roofline GPU/CPU model which has no capacity check of its own, a predicted memory use above
+the device memory). A repeated proposal is answered from the cache and is not a new evaluation.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from dabench.advise.space import PlatformSpace, overrides_of, precision_section
+from dabench.core.status import DabenchError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Evaluation:
+    platform: str
+    precision: str
+    values: dict[str, Any]
+    status: str
+    reason: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    chips: float = math.nan
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.metrics.get("throughput.tokens_per_s", math.nan)
+
+    def key(self) -> tuple:
+        return (self.precision, _freeze(self.values))
+
+
+def _freeze(values: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items()))
+
+
+def _set(config: dict, key: str, value: Any) -> None:
+    node = config
+    *parents, leaf = key.lstrip("+").split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = copy.deepcopy(value)
+
+
+class Predictor:
+    """Predicts deployments of one platform for one model. ``base`` is the composed config (a
+    dict) of the platform's groups; precision sections, op graphs and ceilings are cached."""
+
+    def __init__(self, space: PlatformSpace, base: dict, max_chips: int):
+        self.space, self.base, self.max_chips = space, base, max_chips
+        self._precisions: dict[str, dict] = {}
+        self._graphs: dict[tuple, Any] = {}
+        self._ceilings: dict[tuple, Any] = {}
+        self.cache: dict[tuple, Evaluation] = {}
+        self.evaluations = 0
+
+    def config(self, precision: str, values: Mapping[str, Any]) -> dict:
+        config = copy.deepcopy(self.base)
+        if precision not in self._precisions:
+            self._precisions[precision] = precision_section(precision)
+        config["precision"] = copy.deepcopy(self._precisions[precision])
+        for key, value in {**self.space.fixed, **values}.items():
+            _set(config, key, value)
+        return config
+
+    def __call__(self, precision: str, values: Mapping[str, Any]) -> Evaluation:
+        key = (precision, _freeze(values))
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        from dabench.config.build import build_run_config
+        from dabench.host.ceilings import resolve_ceilings
+        from dabench.pipeline.execute import predict_config
+        from dabench.workload.opgraph import build_opgraph
+
+        started = time.perf_counter()
+        self.evaluations += 1
+        out = Evaluation(self.space.platform, precision, dict(values), "ok")
+        try:
+            rc = build_run_config(self.config(precision, values))
+            gkey = (rc.model, rc.run.batch_size, rc.precision)
+            graph = self._graphs.get(gkey)
+            if graph is None:
+                graph = self._graphs[gkey] = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+            ckey = (rc.hardware.name, rc.precision)
+            ceilings = self._ceilings.get(ckey)
+            if ceilings is None:
+                ceilings = self._ceilings[ckey] = resolve_ceilings(rc.hardware, rc.precision)
+            metrics = predict_config(rc, graph, ceilings).metrics
+            out.metrics = metrics
+            out.chips = chips_used(rc.hardware.arch, metrics)
+            reason = _device_memory_check(rc, metrics)
+            if reason:
+                out.status, out.reason = "capacity", reason
+            elif out.chips > self.max_chips:
+                out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
+        except DabenchError as error:
+            out.status, out.reason = error.status.value, error.reason
+        except Exception as error:  # a model bug on one deployment must not end the advice
+            out.status, out.reason = "crashed", f"{type(error).__name__}: {error}"
+        out.seconds = time.perf_counter() - started
+        self.cache[key] = out
+        return out
+
+
+def chips_used(arch: str, metrics: Mapping[str, float]) -> float:
+    """Physical chips: the model's own count where it has one (``rdu.chips``: instances of a few
+    tiles share an RDU), else the ``chips`` metric."""
+    return float(metrics.get(f"{arch}.chips", metrics.get("chips", 1.0)))
+
+
+def _device_memory_check(rc, metrics: Mapping[str, float]) -> str:
+    """The roofline device model (cpu, cuda) prices time only: compare its predicted memory use
+    per chip with the device memory; the dataflow models check capacity themselves."""
+    if rc.hardware.arch not in ("cuda", "cpu"):
+        return ""
+    for level in rc.hardware.memory:
+        used = metrics.get(f"memory.peak_bytes.{level.name}")
+        if used and level.capacity_bytes and used > level.capacity_bytes:
+            return (f"{level.name} capacity exceeded (advise's check of the roofline model's memory estimate): needs "
+                    f"{used / 2**30:,.1f} GiB per chip, has {level.capacity_bytes / 2**30:,.1f} GiB")
+    return ""
+
+
+# ----------------------------------------------------------------------------- objectives
+
+def score(evaluation: Evaluation, objective: str, watts_per_chip: float | None, price_per_chip_s: float | None) -> float | None:
+    """Higher is better: tokens/s (time), tokens per joule (energy), tokens per unit of money
+    (cost). None when infeasible or when the objective cannot be priced."""
+    if not evaluation.ok:
+        return None
+    tps = evaluation.tokens_per_s
+    if not (tps > 0):
+        return None
+    if objective == "time":
+        return tps
+    if objective == "energy":
+        return None if watts_per_chip is None else tps / (watts_per_chip * evaluation.chips)
+    if objective == "cost":
+        return None if price_per_chip_s is None else tps / (price_per_chip_s * evaluation.chips)
+    raise ValueError(objective)
+
+
+#: share of the trials for TPE alone; after it, each new incumbent's one-parameter neighbours are
+#: queued first (the sampler fills parameters a changed branch needs): a seed whose TPE phase
+#: stopped one categorical step short of the optimum still reaches it
+EXPLORE_SHARE = 0.6
+
+
+def _enqueue_neighbours(study, params: Mapping[str, Any]) -> None:
+    """Queue every deployment that differs from ``params`` in one categorical parameter."""
+    from optuna.distributions import CategoricalDistribution
+
+    seen: dict[str, Any] = {}
+    for trial in study.get_trials(deepcopy=False):
+        seen.update(trial.distributions)
+    for name, value in params.items():
+        dist = seen.get(name)
+        if not isinstance(dist, CategoricalDistribution):
+            continue
+        for choice in dist.choices:
+            if choice != value:
+                study.enqueue_trial({**params, name: choice}, skip_if_exists=True)
+
+
+#: TPE options (independent sampling: multivariate TPE with groups costs ~0.2 s per ask here)
+SAMPLER_OPTIONS: dict[str, Any] = {}
+
+
+@dataclass
+class SearchResult:
+    platform: str
+    objective: str
+    trials: int
+    evaluations: list[Evaluation]
+    best: Evaluation | None
+    seconds: float
+    space_size: int
+
+
+def search(space: PlatformSpace, predict: Predictor, objective: str = "time", n_trials: int = 120, seed: int = 0,
+           watts_per_chip: float | None = None, price_per_chip_s: float | None = None,
+           on_trial: Callable[[Evaluation], None] | None = None) -> SearchResult:
+    """Optuna over ``space``: ``n_trials`` asks (repeats answered from the cache), seeded TPE
+    wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
+    import optuna
+
+    from dabench.tune.sampling import make_sampler
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    started = time.perf_counter()
+    sampler = make_sampler("tpe", seed, {"n_startup_trials": min(20, max(5, n_trials // 5)), **SAMPLER_OPTIONS})
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    best, best_score, best_params = None, -math.inf, None
+    explore = max(1, int(n_trials * EXPLORE_SHARE))
+    polished: set[tuple] = set()   #: incumbents whose neighbourhood is already queued
+    for i in range(n_trials):
+        if i >= explore and best_params is not None and _freeze(best_params) not in polished:
+            polished.add(_freeze(best_params))
+            _enqueue_neighbours(study, best_params)
+        trial = study.ask()
+        precision, values = space.suggest(trial)
+        ev = predict(precision, values)
+        if on_trial is not None:
+            on_trial(ev)
+        value = score(ev, objective, watts_per_chip, price_per_chip_s)
+        if value is None:
+            trial.set_user_attr("dabench.status", ev.status)
+            trial.set_user_attr("dabench.reason", ev.reason[:500])
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            continue
+        study.tell(trial, math.log(value))
+        if value > best_score:
+            best, best_score, best_params = ev, value, dict(trial.params)
+    evaluations = list(predict.cache.values())
+    return SearchResult(space.platform, objective, n_trials, evaluations, best, time.perf_counter() - started,
+                        space.size())
+
+
+def exhaustive(space: PlatformSpace, predict: Predictor, objective: str = "time",
+               watts_per_chip: float | None = None, price_per_chip_s: float | None = None) -> SearchResult:
+    """Every deployment of an enumerable space (for tests and benchmarks)."""
+    started = time.perf_counter()
+    best, best_score, n = None, -math.inf, 0
+    for precision, values in space.grid():
+        n += 1
+        ev = predict(precision, values)
+        value = score(ev, objective, watts_per_chip, price_per_chip_s)
+        if value is not None and value > best_score:
+            best, best_score = ev, value
+    return SearchResult(space.platform, objective, n, list(predict.cache.values()), best,
+                        time.perf_counter() - started, space.size())
+
+
+def command_overrides(space: PlatformSpace, model_overrides: Sequence[str], ev: Evaluation, mode: str = "predict") -> list[str]:
+    return overrides_of(space, model_overrides, ev.precision, ev.values, mode)

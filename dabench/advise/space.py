@@ -1,0 +1,233 @@
+"""Per-platform deployment spaces of ``dabench advise``, built from what the tuner already has.
+
+For an accelerator platform P the space starts from the shipped Optuna sweep sweeps/P_deploy.yaml:
+its fixed settings (``hardware.options``, ``parallel``), its ``hydra.sweeper.params`` (batch,
+precision, compile mode, device iterations, ...) as categorical dimensions and its structured
+hook (dabench/tune/ipu.py, dabench/tune/dataflow_spaces.py) with the chip counts widened to
+``max_chips``. The model section of a sweep is not used: the model is the one asked for. Added
+here, per platform (each says why):
+
+- cuda (no shipped sweep): GPUs 1..max_chips with a tensor-parallel degree dividing the GPU and
+  head counts (the RDU hook, ``rdu_chips_space``, is exactly that structure; the other GPUs are
+  data-parallel), micro-batch, precision, gradient accumulation (amortises the all-reduce);
+- wse2: CS-2 systems (``parallel=dp``, 1..max_chips) under weight streaming only, the one mode
+  that runs on several systems (layer-pipelined is one CS-2; perfmodel/wse2.py refuses more);
+- ipu: ``replicated_tensor_sharding`` (Graphcore's GPT-2 recipes turn it on; it shards the
+  optimizer state over replicas, which decides whether large models fit);
+- rdu: nothing beyond the sweep (chips widened to max_chips).
+
+A deployment is ``(precision, {override key: value})``; ``grid()`` enumerates the space when
+every part can (the IPU placements of a deep model cannot be, in practice: ``size()`` counts them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import yaml
+
+from dabench.config.paths import CONF_DIR
+from dabench.core.status import ConfigError
+from dabench.tune.space import distribution_values, params_to_overrides, parse_overrides
+
+SWEEPS_DIR = CONF_DIR.parent / "sweeps"
+PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
+ACCELERATORS = ("cuda", "wse2", "rdu", "ipu")
+
+
+def powers_of_two(limit: int) -> list[int]:
+    return [2 ** i for i in range(0, int(math.log2(max(1, limit))) + 1)]
+
+
+@dataclass
+class Dim:
+    """One categorical dimension: an override key and its values (Python values)."""
+
+    key: str
+    values: list[Any]
+
+
+@dataclass
+class PlatformSpace:
+    platform: str
+    groups: dict[str, str]          #: Hydra group choices besides model/hardware/precision (parallel)
+    fixed: dict[str, Any]           #: key -> value set on every deployment
+    precisions: list[str]
+    dims: list[Dim]
+    structured: Any = None          #: an object with suggest(trial) and (maybe) grid(), size()
+    notes: list[str] = field(default_factory=list)
+
+    def suggest(self, trial) -> tuple[str, dict[str, Any]]:
+        precision = (self.precisions[0] if len(self.precisions) == 1
+                     else trial.suggest_categorical("precision", self.precisions))
+        values = {d.key: (d.values[0] if len(d.values) == 1 else trial.suggest_categorical(d.key, d.values))
+                  for d in self.dims}
+        if self.structured is not None:
+            values.update(self.structured.suggest(trial))
+        return precision, values
+
+    def size(self) -> int:
+        n = len(self.precisions) * math.prod(len(d.values) for d in self.dims)
+        if self.structured is not None:
+            n *= self.structured.size()
+        return n
+
+    def enumerable(self, limit: int = 200_000) -> bool:
+        return self.structured is None or hasattr(self.structured, "grid") and self.size() <= limit
+
+    def grid(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        import itertools
+
+        structured = list(self.structured.grid()) if self.structured is not None else [{}]
+        for precision in self.precisions:
+            for combo in itertools.product(*(d.values for d in self.dims)):
+                simple = dict(zip((d.key for d in self.dims), combo))
+                for extra in structured:
+                    yield precision, {**simple, **extra}
+
+
+def load_sweep(platform: str) -> dict:
+    path = SWEEPS_DIR / f"{platform}_deploy.yaml"
+    return yaml.safe_load(path.read_text()) if path.exists() else {}
+
+
+def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
+    """``override /group: choice`` entries of a sweep's defaults list (model excepted)."""
+    groups = {}
+    for entry in sweep.get("defaults") or []:
+        if isinstance(entry, Mapping):
+            for key, value in entry.items():
+                if key.startswith("override /") and "@" not in key and value is not None:
+                    groups[key.split("/", 1)[1]] = str(value)
+    return groups
+
+
+def _flatten(prefix: str, node: Any, out: dict[str, Any]) -> None:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            _flatten(f"{prefix}.{key}", value, out)
+    else:
+        out[prefix] = node
+
+
+def _sweep_dims(sweep: Mapping[str, Any]) -> tuple[list[str], list[Dim]]:
+    """(precision choices, the other categorical dimensions) of ``hydra.sweeper.params``."""
+    params = ((sweep.get("hydra") or {}).get("sweeper") or {}).get("params") or {}
+    parsed = parse_overrides(params_to_overrides(params))
+    precisions: list[str] = []
+    dims = []
+    for dim in parsed.dimensions:
+        values = [dim.to_value(v) for v in distribution_values(dim.distribution, dim.key)]
+        if dim.key == "precision":
+            precisions = [str(v) for v in values]
+        else:
+            dims.append(Dim(dim.key, values))
+    return precisions, dims
+
+
+def _hook_args(sweep: Mapping[str, Any]) -> tuple[str | None, dict]:
+    space = ((sweep.get("hydra") or {}).get("sweeper") or {}).get("space") or {}
+    return space.get("hook"), dict(space.get("args") or {})
+
+
+class WeightStreamingSystems:
+    """The WSE-2 execution-mode hook (``wse2_execution_space``) plus the number of CS-2 systems,
+    sampled only under weight streaming (``systems.weight_streaming``)."""
+
+    def __init__(self, inner, systems: Sequence[int]):
+        self.inner, self.systems = inner, list(systems)
+
+    def _with(self, values: dict, systems: int) -> dict:
+        return {**values, "parallel.degree": systems}
+
+    def suggest(self, trial) -> dict[str, Any]:
+        values = self.inner.suggest(trial)
+        systems = 1
+        if values["hardware.options.execution_mode"] == "weight_streaming" and len(self.systems) > 1:
+            systems = trial.suggest_categorical("systems.weight_streaming", self.systems)
+        return self._with(values, systems)
+
+    def size(self) -> int:
+        return sum(len(self.systems) if m == "weight_streaming" else len(r) for m, r in self.inner.branches.items())
+
+    def grid(self) -> Iterator[dict[str, Any]]:
+        for values in self.inner.grid():
+            streaming = values["hardware.options.execution_mode"] == "weight_streaming"
+            for systems in (self.systems if streaming else [1]):
+                yield self._with(values, systems)
+
+
+def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) -> PlatformSpace:
+    """The deployment space of ``platform`` for the composed ``model`` section."""
+    from dabench.tune.dataflow_spaces import rdu_chips_space, wse2_execution_space
+    from dabench.tune.ipu import ipu_pipeline_space
+
+    if platform not in PLATFORMS:
+        raise ConfigError("platforms", platform, f"among {', '.join(PLATFORMS)}")
+    config = {"model": dict(model)}
+    chips = powers_of_two(max_chips)
+    sweep = load_sweep(platform)
+    groups = _sweep_groups(sweep)
+    groups.pop("hardware", None), groups.pop("hydra/sweeper", None), groups.pop("model", None)
+    default_precision = groups.pop("precision", None)
+    fixed: dict[str, Any] = {}
+    for section in ("hardware", "parallel"):
+        _flatten(section, sweep.get(section) or {}, fixed)
+    fixed.pop("hardware.mode", None)
+    precisions, dims = _sweep_dims(sweep)
+    if not precisions and default_precision:
+        precisions = [default_precision]
+    hook, args = _hook_args(sweep)
+    notes = [f"from sweeps/{platform}_deploy.yaml"] if sweep else []
+
+    if platform == "cuda":
+        groups["parallel"] = "tp"
+        precisions = ["bf16", "fp16", "mixed", "fp32"]
+        dims = [Dim("run.batch_size", [1, 2, 4, 8, 16, 32]), Dim("run.grad_accum", [1, 4, 16])]
+        structured = rdu_chips_space(config, chips=chips, tensor_parallel=[t for t in (1, 2, 4, 8) if t <= max_chips])
+        notes = ["GPUs x tensor-parallel degree (the rest data-parallel), micro-batch, precision, gradient accumulation"]
+    elif platform == "rdu":
+        args["chips"] = chips
+        structured = rdu_chips_space(config, **args)
+    elif platform == "wse2":
+        groups["parallel"] = "dp"
+        structured = WeightStreamingSystems(wse2_execution_space(config, **args), chips)
+        notes.append("CS-2 systems (data parallel) under weight streaming")
+    elif platform == "ipu":
+        args["ipus"] = chips
+        # even placements only (skew 0): throughput is set by the most loaded IPU, so spreading the
+        # layers evenly over IPUs 1..k-1 is what the paper and Graphcore's recipes do; IPU 0 (embedding
+        # and head) gets first_stage_layers in 0..ceil(L/2)
+        args["placement_skew"] = [0.0]
+        args["max_first_stage_layers"] = max(1, -(-int(model.get("n_layers") or 1) // 2))
+        structured = ipu_pipeline_space(config, **args)
+        dims.append(Dim("hardware.options.replicated_tensor_sharding", [False, True]))
+        notes.append("replicated tensor sharding (Graphcore GPT-2 recipes)")
+    else:  # cpu: the measured cpu_deploy sweep's dimensions, predicted here
+        structured = None
+    return PlatformSpace(platform, groups, fixed, precisions or ["fp32"], dims, structured, notes)
+
+
+def overrides_of(space: PlatformSpace, model_overrides: Sequence[str], precision: str,
+                 values: Mapping[str, Any], mode: str = "predict") -> list[str]:
+    """The ``python -m dabench`` overrides of one deployment (groups first)."""
+    from dabench.tune.space import override_value
+
+    out = [*model_overrides, f"hardware={space.platform}", f"hardware.mode={mode}"]
+    out += [f"{g}={c}" for g, c in space.groups.items()]
+    out.append(f"precision={precision}")
+    merged = {**space.fixed, **values}
+    out += [f"{key}={override_value(value)}" for key, value in merged.items()]
+    return out
+
+
+def precision_section(name: str) -> dict:
+    """conf/precision/<name>.yaml as a mapping (the simple precision files have no defaults)."""
+    path = CONF_DIR / "precision" / f"{name}.yaml"
+    data = yaml.safe_load(Path(path).read_text()) if path.exists() else None
+    if not isinstance(data, dict) or "defaults" in data:
+        raise ConfigError("precision", name, "one of bf16, fp16, fp32, mixed")
+    return data

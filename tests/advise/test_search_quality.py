@@ -1,0 +1,39 @@
+"""The search finds (within 2%) the exhaustive best of an enumerable deployment space (>= 500
+deployments) while evaluating at most 20% of it. All numbers PREDICTED (in-process, cached)."""
+
+import copy
+
+import pytest
+
+from dabench.advise.run import Request, _platform_base, model_section
+from dabench.advise.search import Predictor, exhaustive, search
+from dabench.advise.space import build_space
+
+
+@pytest.fixture(scope="module")
+def cuda_llama():
+    model = model_section(Request(model="llama_7b", tokens=1e9))
+    space = build_space("cuda", model, 16)
+    base = copy.deepcopy(_platform_base("cuda", space.groups))
+    base["model"] = model
+    full = Predictor(space, base, 16)
+    return space, base, exhaustive(space, full, "time")
+
+
+def test_space_is_enumerable_and_large_enough(cuda_llama):
+    space, _, best = cuda_llama
+    assert space.size() >= 500 and best.trials == space.size()
+    assert sum(e.ok for e in best.evaluations) > 0 and any(not e.ok for e in best.evaluations)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_search_within_2pct_evaluating_at_most_20pct(cuda_llama, seed):
+    space, base, full = cuda_llama
+    budget = int(0.2 * space.size())
+    predictor = Predictor(space, base, 16)
+    found = search(space, predictor, "time", budget, seed)
+    assert predictor.evaluations <= 0.2 * space.size()
+    assert found.best is not None
+    gap = 1 - found.best.tokens_per_s / full.best.tokens_per_s
+    print(f"space {space.size()}, evaluated {predictor.evaluations} ({predictor.evaluations / space.size():.1%}), gap {gap:.2%}")
+    assert gap <= 0.02
