@@ -4,7 +4,13 @@ Detects what PATH is (a Cerebras compile report, a cstorch appliance run folder,
 compile folder, a SambaTune section_report.csv, a dabench PopVision JSON export), prints one JSON
 object (source, units, subtasks, bottleneck, metrics under their MLflow names) and, with
 ``--log``, records it as an MLflow run tagged ``dabench.mode=measure`` with the source files as
-artifacts. Exit status 2 when PATH is not a known artifact.
+artifacts.
+
+Exit status: 0 the artifact parsed complete (and, with --log, was recorded ok); 1 with --log,
+the run was recorded with a status other than ok (a truncated or inconsistent artifact:
+incomplete_artifact), or could not be recorded (disk_full when the disk under the store is full,
+tracking_error when the store failed): one line on stderr says which; 2 PATH is not a known
+artifact.
 """
 
 from __future__ import annotations
@@ -60,8 +66,28 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
     return run.run_id
 
 
+def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | None, int]:
+    """(run id, exit status) of recording ``report`` (see the module docstring); a failure to
+    record is one line on stderr with its status, not a traceback."""
+    from dabench.tracking.lifecycle import write_error_status
+    from dabench.tracking.redact import redact_text
+
+    try:
+        run_id = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
+    except Exception as error:
+        status = write_error_status(error).value
+        print(redact_text(f"dabench ingest: {status}: the run could not be recorded: {type(error).__name__}: {error}"),
+              file=sys.stderr)
+        return None, 1
+    if report.status != Status.OK.value:
+        print(f"dabench ingest: recorded run {run_id} as {report.status}", file=sys.stderr)
+        return run_id, 1
+    return run_id, 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dabench ingest", description=__doc__.split("\n\n")[1])
+    parser = argparse.ArgumentParser(prog="python -m dabench ingest", description=__doc__.split("\n\n")[1],
+                                     epilog=__doc__.split("\n\n")[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", type=Path, help="an artifact file or folder")
     parser.add_argument("--log", action="store_true", help="record the result as an MLflow run")
     parser.add_argument("--experiment", default="dabench", help="MLflow experiment (default: dabench)")
@@ -79,10 +105,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dabench ingest: skipped {entry}", file=sys.stderr)
     for problem in report.problems:
         print(f"dabench ingest: incomplete artifact: {problem}", file=sys.stderr)
+    code = 0
     if args.log:
-        document["mlflow_run_id"] = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
+        run_id, code = _record(report, args)
+        if run_id is None:
+            return code
+        document["mlflow_run_id"] = run_id
     print(json.dumps(document, indent=1))
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
     python -m dabench study --study ipu_deploy-gpt2_test --top 5
     python -m dabench study --storage postgresql://user@host/optuna --study NAME --json
 
-Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input.
+Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input. Commands and
+overrides are printed with secrets masked (dabench/tracking/redact.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 from dabench.core.status import is_ok
+from dabench.tracking.redact import redact_overrides, redact_text, redact_uri, redact_value
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
 
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     name = args.study
     if name is None:
         if len(names) != 1:
-            print(f"dabench study: --study is needed; studies in {storage}: {', '.join(names) or 'none'}", file=sys.stderr)
+            print(f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}", file=sys.stderr)
             return 2
         name = names[0]
     if name not in names:
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     study = optuna.load_study(study_name=name, storage=storage)
     summary = summarize(study)
     if args.json:
-        print(json.dumps(summary.to_dict(), indent=1, default=str))
+        print(redact_text(json.dumps(redact_value(summary.to_dict()), indent=1, default=str)))
     else:
         print(format_summary(summary))
         if args.top:
@@ -74,14 +76,14 @@ def main(argv: list[str] | None = None) -> int:
                             reverse=summary.direction == "maximize")[: args.top]
             print(f"top {len(ranked)} trials:")
             for t in ranked:
-                overrides = " ".join(shlex.quote(o) for o in t.user_attrs.get(OVERRIDES_ATTR, []))
+                overrides = " ".join(shlex.quote(o) for o in redact_overrides(t.user_attrs.get(OVERRIDES_ATTR, [])))
                 print(f"  #{t.number:<4d} {t.value:>12,.2f}  {t.user_attrs.get(MODE_ATTR, '')}  {overrides}")
         failed = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(STATUS_ATTR) is not None and not is_ok(t.user_attrs.get(STATUS_ATTR))]
         if failed and args.top:
             print(f"failed trials ({len(failed)}):")
             for t in failed[: args.top]:
                 reason = (t.user_attrs.get(REASON_ATTR) or "").splitlines()[0][:120] if t.user_attrs.get(REASON_ATTR) else ""
-                print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {reason}")
+                print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {redact_text(reason)}")
     return 0 if summary.best_number is not None else 1
 
 

@@ -1,17 +1,11 @@
 """Ctrl-C and SIGTERM: one line, an exit status, and every open record closed.
 
-- :func:`install` (called by ``python -m dabench`` before Hydra starts) makes SIGTERM (what Slurm
-  and most schedulers send) raise :class:`Terminated`, a ``KeyboardInterrupt``: a terminated run
-  unwinds exactly like a Ctrl-C one, so the run lifecycle (dabench/tracking/lifecycle.py) ends
-  its MLflow run KILLED with ``dabench.status=interrupted``.
-- Code that holds a record open beyond one run (the multirun's parent run) registers a closer
-  with :func:`on_interrupt`; a sweep says how far it got with :func:`progress` (the multirun:
-  jobs; a study: trials and how to resume).
-- :func:`guard` (around the Hydra entry) catches the interrupt, runs the closers, prints one line
-  (``dabench: interrupted after 3 of 8 runs; ...``) and exits ``128 + signal``: 130 for SIGINT
-  (Ctrl-C), 143 for SIGTERM, the shell's convention.
+:func:`install` makes SIGTERM raise :class:`Terminated` (a KeyboardInterrupt), so it unwinds like
+Ctrl-C; :func:`on_interrupt` registers closers for records held beyond one run, :func:`progress`
+says how far a sweep got; :func:`guard` runs the closers, prints one line (no traceback) and exits
+``128 + signal`` (130 SIGINT, 143 SIGTERM).
 
-No traceback is printed for an interrupt; the closers' own failures are one line each.
+Derivation: docs/reliability.md, section 3.
 """
 
 from __future__ import annotations
@@ -90,11 +84,22 @@ def progress(done: int | None = None, total: int | None = None, unit: str | None
     return _progress
 
 
+#: masks secrets in the command line shown to resume (set by a higher layer: mask_with)
+_mask: Callable[[str], str] = str
+
+
+def mask_with(mask: Callable[[str], str]) -> None:
+    """Show :func:`command_line` through ``mask`` (dabench.tracking.redact.redact_text)."""
+    global _mask
+    _mask = mask
+
+
 def command_line() -> str:
-    """This process's command line as the user would type it again (``python -m dabench ...``)."""
+    """This process's command line as the user would type it again (``python -m dabench ...``),
+    through the mask set by :func:`mask_with`."""
     args = sys.argv[1:]
     head = "python -m dabench" if sys.argv and sys.argv[0].endswith("__main__.py") else os.path.basename(sys.argv[0] or "dabench")
-    return " ".join([head, *map(shlex.quote, args)])
+    return _mask(" ".join([head, *map(shlex.quote, args)]))
 
 
 def exit_code(error: BaseException) -> int:

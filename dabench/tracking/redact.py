@@ -6,6 +6,8 @@
   says it is a secret (``tracking.tags.api_token=...``), plus the value of any secret
   environment variable (:func:`secret_env_values`: names containing TOKEN, SECRET, PASSWORD,
   PASSWD, API_KEY, ACCESS_KEY, CREDENTIAL or AUTH) wherever it appears.
+- :func:`redact_overrides`: Hydra override strings (``key=value``), each as :func:`redact_pair`:
+  command lines, stored overrides and best commands go through it.
 - :func:`redact_mapping`: a nested mapping (a config) with every string value redacted, and the
   value of any key that names a secret (``password``, ``token``, ...) replaced outright.
 
@@ -77,6 +79,20 @@ def redact_pair(key: str, value: Any, env: Mapping[str, str] | None = None) -> s
     return redact_text(text, env)
 
 
+def redact_override(text: str, env: Mapping[str, str] | None = None) -> str:
+    """One Hydra override ``key=value`` with its value redacted as :func:`redact_pair`
+    (the ``+``/``~`` prefix and the key kept); other text as :func:`redact_text`."""
+    key, sep, value = text.partition("=")
+    if not sep or not key or any(c.isspace() for c in key):
+        return redact_text(text, env)
+    return key + sep + redact_pair(key.lstrip("+~"), value, env)
+
+
+def redact_overrides(overrides: Any, env: Mapping[str, str] | None = None) -> list[str]:
+    """A list of override strings, each through :func:`redact_override`."""
+    return [redact_override(str(o), env) for o in overrides]
+
+
 def redact_value(value: Any, env: Mapping[str, str] | None = None) -> Any:
     """Strings redacted, containers recursed, everything else unchanged."""
     if isinstance(value, str):
@@ -120,13 +136,31 @@ class RedactingFilter:
 
 
 def install_log_redaction(logger_names: tuple[str, ...] = ("", "dabench")) -> None:
-    """Attach :class:`RedactingFilter` to every handler of the given loggers (idempotent)."""
+    """Mask secrets in every log record of this process from now on: at record creation (a
+    record factory, which survives the logging reconfiguration a Hydra launcher does before it
+    logs each job's overrides), and with :class:`RedactingFilter` on every handler of the given
+    loggers. Idempotent."""
     import logging
 
+    _install_record_factory()
     for name in logger_names:
         for handler in logging.getLogger(name).handlers:
             if not any(isinstance(f, RedactingFilter) for f in handler.filters):
                 handler.addFilter(RedactingFilter())
+
+
+def _install_record_factory() -> None:
+    import logging
+
+    current = logging.getLogRecordFactory()
+    if getattr(current, "dabench_redacting", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        return redact_record(current(*args, **kwargs))
+
+    factory.dabench_redacting = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
 
 
 def redact_hydra_output(folder) -> None:

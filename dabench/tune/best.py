@@ -1,5 +1,6 @@
 """What a study found, as data: the best deployment, trial counts, and the command line that
-runs the best deployment again (or measures it on the device)."""
+runs the best deployment again (or measures it on the device). Overrides and commands leave
+here with secrets masked (dabench.tracking.redact.redact_overrides)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import optuna
 
+from dabench.tracking.redact import redact_overrides, redact_text
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, best_trial, state_counts, status_counts
 
 MODE_OVERRIDE = re.compile(r"^\+{0,2}hardware\.mode=")
@@ -37,7 +39,7 @@ class StudySummary:
         overrides = list(self.best_overrides)
         if measure:
             overrides = [o for o in overrides if not MODE_OVERRIDE.match(o)] + ["hardware.mode=measure"]
-        return "python -m dabench " + " ".join(shlex.quote(o) for o in overrides)
+        return "python -m dabench " + " ".join(shlex.quote(o) for o in redact_overrides(overrides))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,25 +68,25 @@ def summarize(study: optuna.Study) -> StudySummary:
         n_trials=len(study.get_trials(deepcopy=False)),
         states=state_counts(study),
         statuses=status_counts(study),
-        sweep_overrides=list(study.user_attrs.get("dabench.command_overrides", [])),
+        sweep_overrides=redact_overrides(study.user_attrs.get("dabench.command_overrides", [])),
     )
     if best is not None:
         summary.best_number = best.number
         summary.best_value = best.value
         summary.best_params = dict(best.params)
-        summary.best_overrides = list(best.user_attrs.get(OVERRIDES_ATTR, []))
+        summary.best_overrides = redact_overrides(best.user_attrs.get(OVERRIDES_ATTR, []))
         summary.best_mode = best.user_attrs.get(MODE_ATTR)
     return summary
 
 
 def format_summary(summary: StudySummary) -> str:
-    """A few lines for the terminal."""
+    """A few lines for the terminal, secrets masked."""
     states = ", ".join(f"{n} {s}" for s, n in sorted(summary.states.items()))
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items()))
     lines = [f"study {summary.study_name}: {summary.n_trials} trials ({states}); run statuses: {statuses or 'none'}"]
     if summary.best_number is None:
         lines.append("no trial completed: no best deployment yet")
-        return "\n".join(lines)
+        return redact_text("\n".join(lines))
     kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
     lines.append(f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip())
     lines.append("run it again:")
@@ -92,4 +94,4 @@ def format_summary(summary: StudySummary) -> str:
     if summary.best_mode == "predict":
         lines.append("measure it on the device (needs the hardware and its SDK):")
         lines.append("  " + summary.command(measure=True))
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))

@@ -25,6 +25,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from dabench.core.status import Status
+from dabench.tracking.redact import redact_overrides
 from dabench.tune.study import OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR, counts_toward_budget, mark_owner
 
 #: sampler proposals re-drawn before the space's list of deployments (or random sampling) is used
@@ -38,8 +39,9 @@ Key = tuple[str, ...]
 
 
 def deployment_key(overrides: Iterable[str]) -> Key:
-    """The identity of a deployment: its override strings, order-free."""
-    return tuple(sorted(overrides))
+    """The identity of a deployment: its override strings as stored (secrets masked,
+    dabench.tracking.redact), order-free."""
+    return tuple(sorted(redact_overrides(overrides)))
 
 
 def trial_key(trial: FrozenTrial, overrides_of: Callable[[dict[str, Any]], list[str]] | None = None) -> Key | None:
@@ -161,8 +163,8 @@ class Proposer:
         return catalog is not None and not (catalog.keys() - held)
 
     def ask(self, held: set[Key]) -> tuple[optuna.Trial, list[str]] | None:
-        """A new trial (owner recorded, overrides recorded in ``dabench.overrides``) and its
-        overrides, its key added to ``held``; None when no deployment is left to propose."""
+        """A new trial (owner recorded, overrides recorded in ``dabench.overrides`` with secrets
+        masked) and its overrides as launched, its key added to ``held``; None when no deployment is left to propose."""
         if self._enumerable and self.exhausted(held):
             return None
         for attempt in range(MAX_PROPOSALS):
@@ -175,7 +177,7 @@ class Proposer:
             overrides = self.overrides_of(self.suggest(trial))
             key = deployment_key(overrides)
             if key not in held:
-                trial.set_user_attr(OVERRIDES_ATTR, overrides)
+                trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
                 held.add(key)
                 return trial, overrides
             self._skip(trial, overrides)
@@ -201,7 +203,7 @@ class Proposer:
 
     def _skip(self, trial: optuna.Trial, overrides: list[str]) -> None:
         """Close a repeat: FAILED, status ``skipped`` (not counted, never launched)."""
-        trial.set_user_attr(OVERRIDES_ATTR, overrides)
+        trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
         trial.set_user_attr(STATUS_ATTR, Status.SKIPPED.value)
         trial.set_user_attr(REASON_ATTR, "a deployment the study already evaluated or is evaluating")
         self.study.tell(trial, state=TrialState.FAIL)

@@ -1,10 +1,12 @@
 """Evaluate deployments in-process with an analytical model: no Hydra job, no MLflow, no files.
 
-For benchmarks and tests that need thousands of evaluations (the Hydra sweeper runs every trial
-as a real job instead). A deployment is a dict of overrides, as the search spaces produce; the
-objective is the same one the task function returns: ``throughput.samples_per_s`` from the one
-pipeline (:func:`dabench.pipeline.execute.predict_config`), or failure with the run's status when the
-model refuses (capacity, unsupported, invalid config).
+For benchmarks (benchmarks/tuning_efficiency.py) and tests that need thousands of evaluations.
+This is not a multirun path: recorded sweeps, in-process ones included, go through
+:func:`dabench.pipeline.grid.run_grid` (``python -m dabench grid`` and
+``hydra/launcher=dabench_inprocess``). A deployment is a dict of overrides, as the search spaces
+produce; the objective is the same one the task function returns: ``throughput.samples_per_s``
+from the pipeline's predict-only core (:func:`dabench.pipeline.execute.predict_config`), or
+failure with the run's status when the model refuses (capacity, unsupported, invalid config).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ import optuna
 from optuna.trial import TrialState
 
 from dabench.core.status import ConfigError, Status
+from dabench.tracking.redact import redact_text
 from dabench.tune.dedup import MAX_PROPOSALS, Proposer, held_keys
 from dabench.tune.space import ParsedSpace, override_value
 from dabench.tune.structured import StructuredSpace
@@ -51,7 +52,6 @@ from dabench.tune.study import (
     fail_interrupted,
     fail_stale_trials,
     fresh_trials,
-    mark_owner,
 )
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialSta
     finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     trial.set_user_attr(STATUS_ATTR, outcome.status if not finite else Status.OK.value)
     if outcome.reason:
-        trial.set_user_attr(REASON_ATTR, outcome.reason[:500])
+        trial.set_user_attr(REASON_ATTR, redact_text(outcome.reason)[:500])
     if outcome.job_dir:
         trial.set_user_attr("dabench.job_dir", outcome.job_dir)
     if outcome.mode:

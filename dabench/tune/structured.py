@@ -49,7 +49,10 @@ def resolve_target(target: str, field: str = "hydra.sweeper.space.hook") -> Any:
 def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> StructuredSpace:
     """Build the structured space named by ``hook`` for the composed task ``config``."""
     factory = resolve_target(hook)
-    space = factory(config=config, **dict(args or {}))
+    try:
+        space = factory(config=config, **dict(args or {}))
+    except TypeError as error:
+        raise ConfigError("hydra.sweeper.space.args", dict(args or {}), f"arguments {hook} accepts ({error})") from None
     if not isinstance(space, StructuredSpace):
         raise ConfigError("hydra.sweeper.space.hook", hook, "a factory returning an object with suggest(trial)")
     return space

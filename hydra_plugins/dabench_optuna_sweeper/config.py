@@ -18,6 +18,11 @@ Fields (all settable as ``hydra.sweeper.<field>=...``):
   sweeps given on the command line (``run.batch_size=1,2,4``) replace the entry of the same key,
   and a plain value there (``precision=fp16``) fixes it.
 - ``space.hook`` / ``space.args``: a structured-space factory (see dabench.tune.structured).
+- ``allow_space_change``: resume a study whose search space (params, fixed overrides, hook,
+  hook args) differs from the one it was created with; refused (exit 2) otherwise.
+
+Every field is checked before the study storage is touched (dabench/tune/settings.py): a bad one
+is one line naming the field, the value and what is valid, and exit status 2.
 """
 
 from dataclasses import dataclass, field
@@ -46,6 +51,7 @@ class DabenchOptunaSweeperConf:
     sampler_options: Dict[str, Any] = field(default_factory=dict)
     failed_as_infeasible: bool = True
     allow_oversubscribe: bool = False
+    allow_space_change: bool = False
     params: Dict[str, Any] = field(default_factory=dict)
     space: StructuredSpaceConf = field(default_factory=StructuredSpaceConf)
 

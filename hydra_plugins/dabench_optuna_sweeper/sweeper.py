@@ -38,20 +38,13 @@ class DabenchOptunaSweeper(Sweeper):
                  n_jobs: int = 1, sampler: str = "tpe", seed: Optional[int] = None,
                  sampler_options: Optional[dict] = None, failed_as_infeasible: bool = True,
                  params: Optional[dict] = None, space: Optional[dict] = None,
-                 allow_oversubscribe: bool = False) -> None:
-        from dabench.core.status import ConfigError
-
-        if direction not in ("maximize", "minimize"):
-            raise ConfigError("hydra.sweeper.direction", direction, "maximize or minimize")
-        for name, value in (("hydra.sweeper.n_trials", n_trials), ("hydra.sweeper.n_jobs", n_jobs)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(name, value, "a positive integer")
+                 allow_oversubscribe: bool = False, allow_space_change: bool = False) -> None:
         self.sweep_name, self.study_name, self.storage = sweep_name, study_name, storage
         self.direction, self.n_trials, self.n_jobs = direction, n_trials, n_jobs
         self.sampler_name, self.seed = sampler, seed
         self.sampler_options = dict(sampler_options or {})
         self.failed_as_infeasible = failed_as_infeasible
-        self.allow_oversubscribe = allow_oversubscribe
+        self.allow_oversubscribe, self.allow_space_change = allow_oversubscribe, allow_space_change
         self.params = dict(params or {})
         space = dict(space or {})
         self.space_hook, self.space_args = space.get("hook"), dict(space.get("args") or {})
@@ -109,7 +102,15 @@ class DabenchOptunaSweeper(Sweeper):
         from dabench.tune.space import ParsedSpace, params_to_overrides, parse_overrides
         from dabench.tune.structured import load_space
 
-        from_config = parse_overrides(params_to_overrides(self.params))
+        from dabench.core.status import ConfigError, DabenchError
+
+        try:
+            from_config = parse_overrides(params_to_overrides(self.params))
+        except DabenchError:
+            raise
+        except Exception as error:  # Hydra's grammar refused an entry
+            raise ConfigError("hydra.sweeper.params", self.params,
+                              f"{{key: choice(...), range(...), interval(...) or a value}} ({str(error).splitlines()[0]})") from None
         from_cli = parse_overrides(arguments)
 
         def key(text: str) -> str:
@@ -205,6 +206,44 @@ class DabenchOptunaSweeper(Sweeper):
             print(format_problems(problems), file=sys.stderr, flush=True)
             raise SystemExit(2)
 
+    def _checked_settings(self, arguments: List[str]):
+        """(sampler, TrialSpace) of valid settings; otherwise one line naming the field, the
+        value and what is valid, and exit 2 before the storage is touched
+        (dabench/tune/settings.py)."""
+        import sys
+
+        from dabench.core.status import ConfigError
+        from dabench.tune.settings import check_settings
+
+        try:
+            sampler = check_settings(
+                direction=self.direction, n_trials=self.n_trials, n_jobs=self.n_jobs, seed=self.seed,
+                sampler=self.sampler_name, sampler_options=self.sampler_options,
+                failed_as_infeasible=self.failed_as_infeasible, allow_oversubscribe=self.allow_oversubscribe,
+                allow_space_change=self.allow_space_change, storage=self.storage, study_name=self.study_name,
+                sweep_name=self.sweep_name)
+            return sampler, self._search_space(arguments)
+        except ConfigError as error:
+            print(f"dabench: {error}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+    def _check_resume(self, study, space) -> None:
+        """A resumed study keeps its search space (dabench.tune.settings.check_resume): a changed
+        one is one line and exit 2, nothing written, unless ``allow_space_change``."""
+        import sys
+
+        from dabench.core.status import ConfigError
+        from dabench.tune.settings import SPACE_ATTR, check_resume, space_fingerprint
+
+        fingerprint = space_fingerprint(space, self.space_hook, self.space_args)
+        try:
+            record = check_resume(study, fingerprint, self.allow_space_change)
+        except ConfigError as error:
+            print(f"dabench: {error}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+        if record:
+            study.set_user_attr(SPACE_ATTR, fingerprint)
+
     def _own_sweep_dir(self) -> Path:
         """This worker's sweep folder: ``hydra.sweep.dir``, or ``<dir>-<host>-<pid>`` when another
         worker (or an earlier invocation) already holds that folder (mkdir is atomic)."""
@@ -240,22 +279,26 @@ class DabenchOptunaSweeper(Sweeper):
         from dabench.tune.parent_run import close_parent, hide_password, log_study, study_parent, write_study_files
 
         assert self.config is not None and self.launcher is not None
-        from dabench.tracking.redact import install_log_redaction
+        from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_overrides
 
         install_log_redaction()  # the launcher logs each job's overrides, tracking.uri included
+        from dabench.runtime import interrupts
+        from dabench.tracking.redact import redact_text
+
+        interrupts.mask_with(redact_text)  # the resume line after Ctrl-C shows the command line
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         launch_dir = Path(self.config.hydra.runtime.cwd)
+        sampler, space = self._checked_settings(arguments)  # one line, exit 2, before anything is created
         storage = self.storage or default_storage(launch_dir)
         name = self.study_name or derive_study_name(self.sweep_name, OmegaConf.select(self.config, "model.name"), arguments)
-        space = self._search_space(arguments)
-        sampler = make_sampler(self.sampler_name, self.seed, self.sampler_options, self.failed_as_infeasible)
         self._preflight(storage)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
         study = open_study(name, storage, self.direction, sampler)
+        self._check_resume(study, space)
         existing = len(study.get_trials(deepcopy=False))
         if existing and self.seed is not None:  # a resumed study must not replay the first run's draws
             study.sampler = make_sampler(self.sampler_name, self.seed + existing, self.sampler_options,
                                          self.failed_as_infeasible)
-        study.set_user_attr("dabench.command_overrides", list(arguments))
+        study.set_user_attr("dabench.command_overrides", redact_overrides(arguments))
         def lock():
             return study_lock(storage, f"dabench-study:{name}")
 
@@ -291,7 +334,11 @@ class DabenchOptunaSweeper(Sweeper):
         def launch(job_overrides: list[list[str]], first_index: int):
             job_overrides = [overrides + extra for overrides in job_overrides]
             self.validate_batch_is_legal(job_overrides)
-            return [self._outcome(r) for r in self.launcher.launch(job_overrides, initial_job_idx=first_index)]
+            try:
+                returns = self.launcher.launch(job_overrides, initial_job_idx=first_index)
+            finally:
+                redact_hydra_output(sweep_dir)  # the launcher's multirun.yaml holds the command's overrides
+            return [self._outcome(r) for r in returns]
 
         try:
             run_trials(study, space, self.n_trials, self._batch_size(), launch, lock=lock)
@@ -327,4 +374,5 @@ class DabenchOptunaSweeper(Sweeper):
                 log.warning("could not write the study's results table: %s", error)
             close_parent(client, parent_id, study)
         print(format_summary(summary), flush=True)
+        redact_hydra_output(sweep_dir)
         return summary.to_dict()

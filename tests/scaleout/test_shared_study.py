@@ -1,7 +1,6 @@
-"""Several workers on one PostgreSQL study and one mlflow server (issue 13 item 5, issue 12
-items 3 and 7): exactly n_trials counted trials, no duplicate parameter sets while the grid has
-unexplored points, one MLflow parent per study with every trial its child, no orphan and no run
-left RUNNING; a worker killed mid-trial leaves a failed, not-counted trial whose settings run
+"""Several workers on one PostgreSQL study and one mlflow server: exactly n_trials counted
+trials, no deployment (override set) evaluated twice, one MLflow parent per study with every
+counted trial its child, no orphan and no run left RUNNING; a worker killed mid-trial leaves a failed, not-counted trial whose settings run
 again. Slow: a real PostgreSQL, a real mlflow server, real dabench processes."""
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from dabench.tune.study import RETRY_OF_ATTR, STATUS_ATTR, counts_toward_budget
-from tests.scaleout.workers import start_worker, worker_command
+from dabench.tune.dedup import deployment_key
+from dabench.tune.study import OVERRIDES_ATTR, RETRY_OF_ATTR, STATUS_ATTR, counts_toward_budget
+from tests.scaleout.workers import RDU_STRUCTURED, start_worker, worker_command
 
 pytestmark = pytest.mark.slow
 WAIT_S = 1500
@@ -48,14 +48,16 @@ def _record(server_uri: str, study: optuna.Study):
     return parents, children, orphans, running
 
 
-def _params(trial) -> tuple:
-    return tuple(sorted(trial.params.items()))
+def _duplicates(trials) -> int:
+    """Trials whose deployment (override set) an earlier trial of the list already had."""
+    keys = [deployment_key(t.user_attrs[OVERRIDES_ATTR]) for t in trials]
+    return len(keys) - len(set(keys))
 
 
 def test_four_workers_started_together_share_one_study(stack, tmp_path):
     pg, server = stack
     n = 40
-    command = worker_command("four-workers", pg.url("optuna"), server.uri, n)
+    command = worker_command("four-workers", pg.url("optuna"), server.uri, n, sweep=RDU_STRUCTURED)
     logs = [tmp_path / f"worker{i}.log" for i in range(4)]
     workers = [start_worker(tmp_path, command, log) for log in logs]  # the same moment, one folder
     _wait(workers, logs)
@@ -67,7 +69,7 @@ def test_four_workers_started_together_share_one_study(stack, tmp_path):
                       f"{t.datetime_start} {t.datetime_complete} {t.system_attrs.get('fixed_params')}" for t in trials)
     assert len(counted) == n, table
     assert [t.state for t in counted] == [TrialState.COMPLETE] * n
-    assert len({_params(t) for t in counted}) == n, "a parameter set ran twice while the grid had unexplored ones"
+    assert _duplicates(counted) == 0, "a deployment ran twice"
     assert all(t.state == TrialState.FAIL and t.user_attrs[STATUS_ATTR] == "skipped"
                for t in trials if not counts_toward_budget(t))
     assert not [t for t in trials if t.state == TrialState.RUNNING]
@@ -82,8 +84,8 @@ def test_four_workers_started_together_share_one_study(stack, tmp_path):
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert len(children) == n and not orphans and not running
     assert sorted(int(r.data.tags["optuna_trial"]) for r in children) == sorted(t.number for t in counted)
-    print(f"\n4 workers, n_trials={n}: {len(trials)} trials ({len(counted)} counted, "
-          f"{len(trials) - len(counted)} skipped duplicates), {len(children)} children of 1 parent, "
+    print(f"\n4 workers, n_trials={n}: {len(trials)} trials ({len(counted)} counted, {_duplicates(counted)} "
+          f"duplicate deployments, {len(trials) - len(counted)} skipped proposals), {len(children)} children of 1 parent, "
           f"{len(orphans)} orphans, {len(running)} RUNNING")
 
 

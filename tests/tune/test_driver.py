@@ -48,24 +48,23 @@ def fake_launch(log):
     return launch
 
 
-def _study(tmp_path, name="demo-tiny"):
-    return open_study(name, f"sqlite:///{tmp_path / 'optuna.db'}", "maximize", make_sampler("tpe", 0))
+def _study(tmp_path, name="demo-tiny", seed=0):
+    return open_study(name, f"sqlite:///{tmp_path / 'optuna.db'}", "maximize", make_sampler("tpe", seed))
 
 
-def test_outcomes_become_complete_or_failed_trials(tmp_path):
+def test_outcomes_become_complete_or_failed_trials(tmp_path, caplog):
     log = []
     study = _study(tmp_path)
-    assert run_trials(study, SPACE, n_trials=12, n_jobs=3, launch=fake_launch(log)) == 12
+    # 8 deployments in the space: 8 run once each (repeats proposed meanwhile are closed as
+    # skipped, never launched), then the study ends early, saying so
+    assert run_trials(study, SPACE, n_trials=12, n_jobs=3, launch=fake_launch(log)) == 8
     firsts = [first for first, _ in log]
-    assert len(log) == 4 and firsts == sorted(firsts) and firsts[0] == 0
-    assert all(len(batch) == 3 for _, batch in log)
+    assert firsts == sorted(firsts) and firsts[0] == 0 and sum(len(batch) for _, batch in log) == 8
     ran = [t for t in study.get_trials() if t.user_attrs.get(STATUS_ATTR) != "skipped"]
-    assert len(ran) == 12
-    # 8 points in the space: the first 8 trials that ran are all different (duplicates proposed
-    # meanwhile were closed as skipped and never launched), then repeats are allowed
-    assert len({tuple(sorted(t.params.items())) for t in ran[:8]}) == 8
+    assert len(ran) == 8 and len({tuple(sorted(t.params.items())) for t in ran}) == 8
     skipped = [t for t in study.get_trials() if t.user_attrs.get(STATUS_ATTR) == "skipped"]
-    assert all(t.state == TrialState.FAIL for t in skipped) and trials_done(study) == 12
+    assert all(t.state == TrialState.FAIL for t in skipped) and trials_done(study) == 8
+    assert "study demo-tiny: all 8 deployments of this space evaluated; stopping after 8 trials" in caplog.text
     first = log[0][1][0]
     assert first[0] == "+sweeps=demo"
     assert "++tracking.tags.optuna_trial=0" in first and "++tracking.tags.optuna_study=demo-tiny" in first
@@ -84,7 +83,7 @@ def test_outcomes_become_complete_or_failed_trials(tmp_path):
 def test_rerun_resumes_and_numbers_go_on(tmp_path):
     run_trials(_study(tmp_path), CONTINUOUS, n_trials=4, n_jobs=1, launch=fake_launch([]))
     log = []
-    study = _study(tmp_path)  # a new process would do the same: load_if_exists
+    study = _study(tmp_path, seed=4)  # as the sweeper does: load_if_exists, seed + trials held
     assert run_trials(study, CONTINUOUS, n_trials=6, n_jobs=1, launch=fake_launch(log)) == 2
     assert [first for first, _ in log] == [4, 5]
     assert [t.number for t in study.get_trials()] == list(range(6))
@@ -109,7 +108,7 @@ def test_interrupt_marks_the_batch_and_does_not_count(tmp_path):
                           (4, TrialState.WAITING, None), (5, TrialState.WAITING, None)]
     assert trials_done(study) == 2
     log = []
-    run_trials(_study(tmp_path), CONTINUOUS, n_trials=5, n_jobs=2, launch=fake_launch(log))
+    run_trials(_study(tmp_path, seed=6), CONTINUOUS, n_trials=5, n_jobs=2, launch=fake_launch(log))
     assert [first for first, _ in log] == [4, 6]  # 3 more counted trials: 4, 5 (the retries), 6
     trials = study.get_trials()
     assert trials[4].params == trials[2].params and trials[5].params == trials[3].params

@@ -58,3 +58,51 @@ def test_log_records_a_measured_run_with_the_sources(capsys, tmp_path, monkeypat
     assert logged == {"profile.json", "vendor"}
     vendor = {a.path for a in client.list_artifacts(run.info.run_id, "vendor")}
     assert "vendor/small.s0.utilization_report.json" in vendor and "vendor/stage_buffers" in vendor
+
+
+def _logged(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.delenv("DABENCH_PARENT_RUN_ID", raising=False)
+    return uri
+
+
+def _runs(uri):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    return client.search_runs([client.get_experiment_by_name("dabench").experiment_id])
+
+
+def test_a_half_cut_artifact_is_recorded_incomplete_and_exits_1(capsys, tmp_path, monkeypatch):
+    uri = _logged(monkeypatch, tmp_path)
+    lines = (FIXTURES / "compile_report_small.txt").read_text().splitlines(keepends=True)
+    cut = tmp_path / "compile_report.txt"
+    cut.write_text("".join(lines[:-3]))  # the kernel table cut off
+    assert main([str(cut), "--log"]) == 1
+    captured = capsys.readouterr()
+    [run] = _runs(uri)
+    assert json.loads(captured.out)["mlflow_run_id"] == run.info.run_id
+    assert run.data.tags["dabench.status"] == "incomplete_artifact"
+    assert f"recorded run {run.info.run_id} as incomplete_artifact" in captured.err
+
+
+@pytest.mark.parametrize("fault, status", [("log_artifacts:ENOSPC", "disk_full"), ("tracking_log", "tracking_error")])
+def test_a_full_disk_or_failed_store_is_one_line_and_exit_1(capsys, tmp_path, monkeypatch, fault, status):
+    uri = _logged(monkeypatch, tmp_path)
+    monkeypatch.setenv("DABENCH_FAULT", fault)
+    assert main([str(FIXTURES / "sambaflow_small"), "--log"]) == 1
+    captured = capsys.readouterr()
+    [line] = [text for text in captured.err.splitlines() if text.startswith("dabench ingest: ")]
+    assert line.startswith(f"dabench ingest: {status}: the run could not be recorded")
+    assert "Traceback" not in captured.err and captured.out == ""
+    monkeypatch.delenv("DABENCH_FAULT")
+    [run] = _runs(uri)
+    assert run.info.status != "RUNNING" or status == "tracking_error"
+
+
+def test_help_documents_the_exit_statuses():
+    done = subprocess.run([sys.executable, "-m", "dabench", "ingest", "--help"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Exit status: 0" in done.stdout and "disk_full" in done.stdout

@@ -1,0 +1,117 @@
+"""The sweeper's settings, checked before the study or its storage is touched.
+
+:func:`check_settings` raises :class:`dabench.core.status.ConfigError` naming the field, the value
+and what is valid; the sweeper prints it as one line and exits 2. :func:`space_fingerprint` and
+:func:`check_resume` refuse to resume a study under a search space other than the one it was
+created with (``hydra.sweeper.allow_space_change=true`` accepts the new one explicitly).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import optuna
+
+from dabench.core.status import ConfigError
+from dabench.tracking.redact import redact_uri
+
+SPACE_ATTR = "dabench.space"
+#: storage dialects Optuna's RDBStorage is used with
+DIALECTS = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
+MAX_NAME_CHARS = 512  #: Optuna's study_name column
+
+
+def _positive_int(field: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(field, value, "a positive integer")
+
+
+def _name(field: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable():
+        raise ConfigError(field, value, f"a non-empty printable name of at most {MAX_NAME_CHARS} characters")
+
+
+def check_storage(storage: Any) -> None:
+    """``hydra.sweeper.storage``: None or an SQLAlchemy URL of a known dialect."""
+    if storage is None:
+        return
+    field = "hydra.sweeper.storage"
+    if not isinstance(storage, str) or "://" not in storage:
+        raise ConfigError(field, redact_uri(str(storage)), "an SQLAlchemy URL such as sqlite:///path/optuna.db or postgresql://user@host/db")
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(storage)
+    except Exception as error:
+        raise ConfigError(field, redact_uri(storage), f"an SQLAlchemy URL ({error})") from None
+    if url.get_backend_name() not in DIALECTS:
+        raise ConfigError(field, redact_uri(storage), f"a URL of one of {', '.join(DIALECTS)}")
+    if url.get_backend_name() == "sqlite" and not url.database:
+        raise ConfigError(field, redact_uri(storage), "sqlite:///<path to a file> (workers and resumes need a file)")
+
+
+def check_settings(*, direction: Any, n_trials: Any, n_jobs: Any, seed: Any, sampler: Any, sampler_options: Any,
+                   failed_as_infeasible: Any, allow_oversubscribe: Any, allow_space_change: Any,
+                   storage: Any, study_name: Any, sweep_name: Any) -> optuna.samplers.BaseSampler:
+    """Every scalar setting of the sweeper; returns the sampler they describe."""
+    from dabench.tune.sampling import make_sampler
+
+    if direction not in ("maximize", "minimize"):
+        raise ConfigError("hydra.sweeper.direction", direction, "maximize or minimize")
+    _positive_int("hydra.sweeper.n_trials", n_trials)
+    _positive_int("hydra.sweeper.n_jobs", n_jobs)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32):
+        raise ConfigError("hydra.sweeper.seed", seed, "null or an integer in [0, 2**32)")
+    for field, value in (("failed_as_infeasible", failed_as_infeasible), ("allow_oversubscribe", allow_oversubscribe),
+                         ("allow_space_change", allow_space_change)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"hydra.sweeper.{field}", value, "true or false")
+    _name("hydra.sweeper.study_name", study_name)
+    _name("hydra.sweeper.sweep_name", sweep_name)
+    check_storage(storage)
+    if not isinstance(sampler_options, dict):
+        raise ConfigError("hydra.sweeper.sampler_options", sampler_options, "a mapping of keyword arguments")
+    return make_sampler(sampler, seed, sampler_options, failed_as_infeasible)
+
+
+def space_fingerprint(space: Any, hook: str | None, args: dict[str, Any]) -> str:
+    """The search space as JSON: each dimension's distribution, the fixed overrides that are
+    not tracking settings, the structured hook and its arguments."""
+    from dabench.tune.study import NAME_NEUTRAL_PREFIXES
+
+    document = {
+        "params": {d.name: optuna.distributions.distribution_to_json(d.distribution) for d in space.parsed.dimensions},
+        "fixed": sorted(o for o in space.parsed.fixed if not o.startswith(NAME_NEUTRAL_PREFIXES)),
+        "hook": hook,
+        "args": args,
+    }
+    return json.dumps(document, sort_keys=True, default=str)
+
+
+def _changed(recorded: str, now: str) -> list[str]:
+    before, after = json.loads(recorded), json.loads(now)
+    keys = []
+    for part in ("params", "fixed", "hook", "args"):
+        a, b = before.get(part), after.get(part)
+        if isinstance(a, dict) and isinstance(b, dict):
+            keys += [f"{part}.{k}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        elif a != b:
+            keys.append(part)
+    return keys
+
+
+def check_resume(study: optuna.Study, fingerprint: str, allow_change: bool) -> bool:
+    """Refuse (ConfigError) a study created under another search space unless ``allow_change``;
+    returns whether the study's recorded space must be (re)written."""
+    recorded = study.user_attrs.get(SPACE_ATTR)
+    if recorded is None or recorded == fingerprint:
+        return recorded is None
+    if allow_change:
+        return True
+    changed = ", ".join(_changed(recorded, fingerprint)) or "the space"
+    raise ConfigError("hydra.sweeper.params", changed,
+                      f"the search space study {study.study_name} was created with (it changed; run it under a new "
+                      "hydra.sweeper.study_name, or resume with hydra.sweeper.allow_space_change=true)")
