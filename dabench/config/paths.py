@@ -22,3 +22,17 @@ def _data_root() -> Path:
 CONF_DIR: Path = _data_root() / "conf"
 #: the shipped Optuna sweeps (the ``+sweeps=NAME`` group)
 SWEEPS_DIR: Path = _data_root() / "sweeps"
+#: True for an installed wheel (the configs are its bundled copies), False in a source checkout
+#: or an editable install
+BUNDLED: bool = CONF_DIR.parent == _PACKAGE / "_data"
+#: the source checkout's root (docs/, scripts/, benchmarks/), or None for an installed wheel:
+#: what only makes sense in a checkout (rewriting docs or shipped configs) refuses without it
+CHECKOUT_ROOT: Path | None = None if BUNDLED else _PACKAGE.parent
+
+
+def require_checkout(what: str) -> Path:
+    """The checkout's root, or SystemExit with one line saying that ``what`` needs one."""
+    if CHECKOUT_ROOT is None:
+        raise SystemExit(f"dabench: {what} needs a source checkout of dabench (this one is an installed "
+                         f"wheel at {_PACKAGE}); run it from a clone with `pip install -e .`")
+    return CHECKOUT_ROOT

@@ -3,14 +3,26 @@
 Hydra composes the YAML groups under ``conf/`` into one mapping; :func:`build_run_config` turns
 that mapping into a frozen :class:`RunConfig` or raises :class:`~dabench.core.status.ConfigError`
 naming the field, the value and what would be valid. Nothing downstream reads raw Hydra config.
+
+Every field carries its type, range, choices and a one-line doc (:func:`~dabench.config.fields.field_`):
+validation, the schema and docs/config.md's reference are generated from these declarations.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Mapping
 
+from dabench.config.fields import PLACEMENT, Spec, field_, item
 from dabench.core.placement import Placement
+from dabench.core.status import ConfigError
+
+
+class MissingHardwareData(ConfigError, KeyError):
+    """A performance model asked the hardware spec for a level, a unit kind or a number it lacks."""
+
+    __str__ = ConfigError.__str__
+
 
 PRECISIONS = ("fp32", "fp16", "bf16", "mixed")
 MODES = ("auto", "measure", "predict", "validate")
@@ -19,6 +31,8 @@ PP_SCHEDULES = ("gpipe", "1f1b")
 
 #: bytes per element of each dtype name used in configs
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+#: beyond any target dabench models: bytes, bytes/s and FLOP/s per chip (catch units mistakes)
+HUGE = 1e18
 
 
 @dataclass(frozen=True)
@@ -34,19 +48,21 @@ class ModelConfig:
     BERT's MLM head sees its masked positions only).
     """
 
-    name: str
-    n_layers: int
-    hidden_size: int
-    n_heads: int
-    seq_len: int
-    vocab_size: int
-    ffn_mult: int = 4
-    ffn_size: int = 0
-    ffn_type: str = "gelu"
-    position: str = "learned"
-    tie_embeddings: bool = False
-    cross_attention_layers: int = 0
-    head_tokens: int = 0
+    name: str = field_(doc="the model's name (run names, reports)")
+    n_layers: int = field_(low=1, high=10_000, doc="decoder blocks")
+    hidden_size: int = field_(low=1, high=1 << 20, doc="model width; a multiple of n_heads")
+    n_heads: int = field_(low=1, high=65_536, doc="attention heads; must divide hidden_size")
+    seq_len: int = field_(low=1, high=1 << 22, doc="tokens per sample")
+    vocab_size: int = field_(low=1, high=1 << 24, doc="token ids")
+    ffn_mult: int = field_(4, low=1, high=64, doc="FFN width / hidden_size")
+    ffn_size: int = field_(0, low=0, high=1 << 22, doc="explicit FFN width (0 = ffn_mult x hidden_size)")
+    ffn_type: str = field_("gelu", choices=("gelu", "swiglu"), doc="gelu: two matrices; swiglu: gate, up, down (LLaMA)")
+    position: str = field_("learned", choices=("learned", "rotary"), doc="learned position table, or rotary (no table)")
+    tie_embeddings: bool = field_(False, doc="the LM head reuses the token table (GPT-2, BERT)")
+    cross_attention_layers: int = field_(0, low=0, high=10_000,
+                                         doc="blocks that also attend to an encoder output; at most n_layers")
+    head_tokens: int = field_(0, low=0, high=1 << 22,
+                              doc="positions per sequence reaching the LM head: 0 = all; at most seq_len")
 
     @property
     def head_dim(self) -> int:
@@ -62,18 +78,18 @@ class MemoryLevel:
     """One level of the memory hierarchy. Capacity in bytes, bandwidth in bytes/s (None = unknown
     or calibrated at run time). ``scope`` is ``chip`` (per chip) or ``system``."""
 
-    name: str
-    capacity_bytes: float | None
-    bandwidth_Bps: float | None
-    scope: str = "chip"
+    name: str = field_(doc="level name (e.g. hbm, sram), as the performance models ask for it")
+    capacity_bytes: float | None = field_(low=0, low_open=True, high=HUGE, doc="bytes per chip (null = detected)")
+    bandwidth_Bps: float | None = field_(low=0, low_open=True, high=HUGE, doc="bytes/s (null = calibrated)")
+    scope: str = field_("chip", choices=("chip", "system"), doc="per chip, or one for the whole system")
 
 
 @dataclass(frozen=True)
 class ComputeUnits:
     """A kind of compute unit and how many one chip has (None = detected at run time)."""
 
-    kind: str
-    count: int | None
+    kind: str = field_(doc="unit kind (e.g. cores, sms, tiles, pes)")
+    count: int | None = field_(low=1, high=1 << 30, doc="units per chip (null = detected)")
 
 
 @dataclass(frozen=True)
@@ -81,10 +97,10 @@ class Link:
     """A chip-to-chip link. Bandwidth in bytes/s per direction, latency in seconds. ``scope`` is
     ``intra`` (within a node/machine) or ``inter`` (between machines)."""
 
-    name: str
-    bandwidth_Bps: float
-    latency_s: float
-    scope: str = "intra"
+    name: str = field_(doc="link name")
+    bandwidth_Bps: float = field_(low=0, low_open=True, high=HUGE, doc="bytes/s per direction")
+    latency_s: float = field_(low=0, high=10, doc="seconds per hop")
+    scope: str = field_("intra", choices=("intra", "inter"), doc="within a machine, or between machines")
 
 
 @dataclass(frozen=True)
@@ -92,30 +108,64 @@ class HardwareSpec:
     """A target system as data: ``peak_flops`` maps precision -> FLOP/s per chip (None = calibrate),
     ``options`` holds architecture-specific knobs (device iterations, compile mode, ...)."""
 
-    name: str
-    arch: str
-    mode: str
-    backend: str
-    peak_flops: Mapping[str, float | None]
-    memory: tuple[MemoryLevel, ...]
-    compute_units: tuple[ComputeUnits, ...]
-    links: tuple[Link, ...] = ()
-    precisions: tuple[str, ...] = PRECISIONS
-    chips_per_node: int = 1
-    python: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    name: str = field_(doc="the target's name (run names, reports)")
+    arch: str = field_(doc="architecture: picks the analytical model and its knobs (cpu, cuda, ipu, rdu, wse2)")
+    mode: str = field_("auto", init_default=False, choices=MODES, doc="auto, measure, predict or validate")
+    backend: str = field_(doc="the backend that measures (dabench/backends)")
+    peak_flops: Mapping[str, float | None] = field_(
+        {}, init_default=False, item=item("number", low=0, low_open=True, high=HUGE, nullable=True),
+        doc="precision -> FLOP/s per chip (null = calibrated)")
+    memory: tuple[MemoryLevel, ...] = field_(min_items=1, doc="the memory hierarchy, one item per level")
+    compute_units: tuple[ComputeUnits, ...] = field_(min_items=1, doc="compute units, one item per kind")
+    links: tuple[Link, ...] = field_((), doc="chip-to-chip links, one item per scope")
+    precisions: tuple[str, ...] = field_(PRECISIONS, min_items=1, item=item("choice", choices=PRECISIONS),
+                                         doc="precisions the target runs")
+    chips_per_node: int = field_(1, low=1, high=4096, doc="chips in one machine")
+    python: str | None = field_(None, max_len=4096, empty_is_null=True,
+                                doc="interpreter for runner-isolated backends (null = this one)")
+    options: Mapping[str, Any] = field_({}, item=item("any"),
+                                        doc="architecture knobs, typed per arch by dabench/perfmodel/knobs")
 
     def memory_level(self, name: str) -> MemoryLevel:
         for level in self.memory:
             if level.name == name:
                 return level
-        raise KeyError(f"hardware {self.name} has no memory level {name!r}")
+        raise MissingHardwareData("hardware.memory", [level.name for level in self.memory],
+                                  f"has no level {name!r}, which the {self.arch} model needs")
 
     def units(self, kind: str) -> int | None:
         for unit in self.compute_units:
             if unit.kind == kind:
                 return unit.count
-        raise KeyError(f"hardware {self.name} has no compute unit kind {kind!r}")
+        raise MissingHardwareData("hardware.compute_units", [unit.kind for unit in self.compute_units],
+                                  f"has no kind {kind!r}, which the {self.arch} model needs")
+
+    def capacity(self, level: str) -> float:
+        """``memory_level(level).capacity_bytes`` where the caller needs a number (not null)."""
+        return float(self._needed("memory", level, "capacity_bytes"))
+
+    def bandwidth(self, level: str) -> float:
+        """``memory_level(level).bandwidth_Bps`` where the caller needs a number (not null)."""
+        return float(self._needed("memory", level, "bandwidth_Bps"))
+
+    def unit_count(self, kind: str) -> int:
+        """``units(kind)`` where the caller needs a number (not null)."""
+        return int(self._needed("compute_units", kind, "count"))
+
+    def _needed(self, where: str, name: str, attr: str) -> Any:
+        """The ``attr`` of the ``hardware.<where>`` item called ``name``; MissingHardwareData
+        naming the item's field when there is no such item or the value is null."""
+        items = self.memory if where == "memory" else self.compute_units
+        names = [item.name if isinstance(item, MemoryLevel) else item.kind for item in items]
+        if name not in names:
+            self.memory_level(name) if where == "memory" else self.units(name)  # raises, naming the valid ones
+        index = names.index(name)
+        value = getattr(items[index], attr)
+        if value is None:
+            raise MissingHardwareData(f"hardware.{where}[{index}].{attr}", None,
+                                      f"must be a number: the {self.arch} model needs it "
+                                      "(null = detected at run time, for targets that measure)")
+        return value
 
     def link(self, scope: str) -> Link | None:
         for candidate in self.links:
@@ -134,15 +184,24 @@ class ParallelConfig:
     ``head_on_last``, the LM head. ``micro_batches`` is the pipeline's micro-batch count.
     """
 
-    strategy: str = "none"
-    degree: int = 1
-    replicas: int = 1
-    layers_per_stage: Placement | None = None  #: parsed once, see dabench.core.placement
-    micro_batches: int = 1
-    schedule: str = "gpipe"
-    head_on_last: bool = True
-    init_method: str | None = None
-    timeout_s: float = 300.0
+    #: keys read from the config but not kept: what they imply is (see dabench.config.build)
+    INPUTS: ClassVar[dict[str, Spec]] = {"placement": Spec(
+        PLACEMENT, nullable=True, default=None,
+        doc="pp only: layers per stage as a string (\"0 4 4 4\", \"0 1x8 0x7\") or list; "
+            "sets layers_per_stage, degree and model.n_layers")}
+
+    strategy: str = field_("none", choices=STRATEGIES, doc="none, dp (data), tp (tensor) or pp (pipeline)")
+    degree: int = field_(1, low=1, high=4096, doc="chips in the tp/pp group or dp copies")
+    replicas: int = field_(1, low=1, high=4096, doc="copies of a tp/pp group")
+    #: parsed once, see dabench.core.placement
+    layers_per_stage: Placement | None = field_(None, kind="list", item=item("integer", low=0, high=10_000),
+                                                doc="pp only: decoder layers per stage (null = as even as possible)")
+    micro_batches: int = field_(1, low=1, high=1 << 16, doc="pipeline micro-batches per step")
+    schedule: str = field_("gpipe", choices=PP_SCHEDULES, doc="pipeline schedule")
+    head_on_last: bool = field_(True, doc="pp: the LM head on the last stage (else on stage 0)")
+    init_method: str | None = field_(None, max_len=4096, empty_is_null=True,
+                                     doc="torch.distributed rendezvous (null = env:// on 127.0.0.1)")
+    timeout_s: float = field_(300.0, low=1e-3, high=7 * 86400, doc="seconds before a parallel job is killed")
 
     @property
     def n_chips(self) -> int:
@@ -154,10 +213,11 @@ class PrecisionConfig:
     """Numerical precision. ``param_dtype`` is the stored weight dtype, ``compute_dtype`` the
     arithmetic dtype; ``mixed`` is autocast to ``compute_dtype`` over fp32 master weights."""
 
-    name: str
-    param_dtype: str
-    compute_dtype: str
-    autocast: bool
+    name: str = field_(choices=PRECISIONS, doc="the precision's name")
+    param_dtype: str = field_("fp32", choices=tuple(DTYPE_BYTES), doc="stored weight dtype")
+    compute_dtype: str = field_("fp32", choices=tuple(DTYPE_BYTES), same_as="param_dtype",
+                                doc="arithmetic dtype (absent = param_dtype)")
+    autocast: bool = field_(False, doc="autocast to compute_dtype over fp32 master weights (needs param_dtype fp32)")
 
     @property
     def compute_bytes(self) -> int:
@@ -173,29 +233,35 @@ class RunSettings:
     """Batch (micro-batch per chip and step), step counts, seed and CPU threads (None = torch's
     default). ``grad_accum`` micro-batches make one optimizer step."""
 
-    batch_size: int = 4
-    grad_accum: int = 1
-    warmup_steps: int = 2
-    timed_steps: int = 5
-    seed: int = 0
-    threads: int | None = None
-    profile_subtasks: bool = True
-    lr: float = 1e-4
-    allow_oversubscribe: bool = False  #: measured parallel runs may start more ranks than cores
+    batch_size: int = field_(4, low=1, high=1 << 20, doc="micro-batch per chip per step")
+    grad_accum: int = field_(1, low=1, high=1 << 16, doc="micro-batches per optimizer step (null = 1, or "
+                             "2 x stages - 1 on a pipelined IPU: PopTorch's minimum)")
+    warmup_steps: int = field_(2, low=0, high=1_000_000, doc="untimed steps")
+    timed_steps: int = field_(5, low=1, high=1_000_000, doc="timed steps")
+    seed: int = field_(0, low=0, high=2**63 - 1, doc="random seed")
+    threads: int | None = field_(None, low=1, high=4096, doc="CPU threads (null = torch's default)")
+    profile_subtasks: bool = field_(True, doc="extra steps after timing for per-layer (subtask) times")
+    lr: float = field_(1e-4, low=0.0, low_open=True, high=10.0, doc="learning rate")
+    allow_oversubscribe: bool = field_(False, doc="measured parallel runs may start more ranks than cores")
+    plots: str = field_("auto", choices=("auto", "always", "never"),
+                        doc="per-run roofline SVG: auto (measured runs only), always or never")
 
 
 @dataclass(frozen=True)
 class TrackingConfig:
     """MLflow: ``uri`` None = $MLFLOW_TRACKING_URI or SQLite under <launch dir>/mlruns/."""
 
-    enabled: bool = True
-    uri: str | None = None
-    experiment: str = "dabench"
-    run_name: str | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    parent_run_id: str | None = None  #: the MLflow parent (a study's), set by the sweeper per job
-    timeout_s: float = 30.0  #: bound on one call to a tracking server or database (seconds)
-    system_metrics_interval_s: float = 10.0  #: MLflow's system-metrics sampler on measured runs (s; 0 = off)
+    enabled: bool = field_(True, doc="record the run in MLflow")
+    uri: str | None = field_(None, max_len=4096, empty_is_null=True,
+                             doc="tracking URI (null = $MLFLOW_TRACKING_URI, else SQLite under mlruns/)")
+    experiment: str = field_("dabench", empty_is_null=True, doc="MLflow experiment")
+    run_name: str | None = field_(None, empty_is_null=True, doc="MLflow run name (null = generated); never a file path")
+    tags: Mapping[str, str] = field_({}, item=item("text", min_len=0, max_len=5000), doc="extra MLflow tags")
+    parent_run_id: str | None = field_(None, empty_is_null=True,
+                                       doc="the MLflow parent run (a study's), set by the sweeper per job")
+    timeout_s: float = field_(30.0, low=0.1, high=3600, doc="bound on one call to a tracking server or database (s)")
+    system_metrics_interval_s: float = field_(10.0, low=0, high=86400,
+                                              doc="MLflow's system-metrics sampler on measured runs (s; 0 = off)")
 
 
 @dataclass(frozen=True)
@@ -226,12 +292,6 @@ class RunConfig:
         return asdict(self)
 
 
-def _register_schema() -> None:
-    """Tell the config schema (dabench/config/schema.py: unknown keys, ranges) the typed sections."""
-    from dabench.config.schema import register_sections
-
-    register_sections({"model": ModelConfig, "hardware": HardwareSpec, "parallel": ParallelConfig,
-                       "precision": PrecisionConfig, "run": RunSettings, "tracking": TrackingConfig})
-
-
-_register_schema()
+#: config section -> its typed class (the schema's sections, in order)
+SECTION_TYPES: dict[str, type] = {"model": ModelConfig, "hardware": HardwareSpec, "parallel": ParallelConfig,
+                                  "precision": PrecisionConfig, "run": RunSettings, "tracking": TrackingConfig}

@@ -1,49 +1,11 @@
 """Graphcore Bow IPU: pipeline stages over IPUs, bulk-synchronous tiles, In-Processor-Memory.
 
-Mapping (Graphcore's GPT-2 example, as the DABench-LLM artifact runs it):
+``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, one subtask
+per pipeline stage (IPU); ``ceilings`` are unused (the model reads its spec). CapacityError when an
+IPU's memory cannot hold its stage; CompileError when ``run.grad_accum`` < 2p - 1 over p IPUs.
+Knobs: perfmodel/knobs/ipu.py.
 
-- ``parallel=pp``: IPU i holds ``layers_per_stage[i]`` decoder layers; IPU 0 also holds the token
-  embedding and the LM head (``--layers-per-ipu 0 4 4 4``; a tied head, ``model.tie_embeddings``,
-  shares the embedding's table, stored once: :func:`ipu_params`), so a micro-batch leaves IPU 0,
-  crosses IPUs 1..p-1 and comes back to IPU 0 for the loss. ``parallel=none`` or ``dp``: one IPU
-  per replica holds everything. ``parallel.replicas`` (or the dp degree) is the replication factor;
-  ``run.grad_accum`` micro-batches of ``run.batch_size`` go through the pipeline per step;
-  ``hardware.options.device_iterations`` steps share one host call.
-- Tiles: an op spreads over at most ceil(tokens * width / g) tiles, g = the AMP unit's MACs per
-  cycle (peak / (tiles * clock * 2) = 64 on a Bow IPU): the output elements one tile computes per
-  cycle. An IPU's allocated tiles are the most any of its ops uses (0 for an IPU holding no layer).
-- Time of one op, bulk-synchronous (compute, then exchange; they do not overlap on an IPU):
-  compute = F / (tiles_op * per-tile rate * e) on the AMP units (matmul, attention; e =
-  ``amp_efficiency``; the rate is the datasheet's FP16.16 peak for 16-bit runs with
-  ``half_partials``, half of it with fp32 partials, the FP32 peak for fp32 runs: :func:`amp_peak`)
-  or the vector path (everything else: ``vector_flops_per_cycle`` * clock,
-  and at most the tile's share of the SRAM bandwidth); exchange = sqrt(tiles_op) * Q / 2 bytes
-  over the on-chip exchange (``exchange_bandwidth_Bps``) for matmul and attention (each tile of a
-  sqrt(T) x sqrt(T) grid receives a row block of one operand and a column block of the other:
-  operands, about half an op's minimum traffic Q, are replicated sqrt(T) times), Q for the
-  embedding gather, 0 for element-wise ops (tile-local).
-- Recomputation (``options.recompute``, the paper's ``--recompute-checkpoint-every-layer``):
-  each block's forward runs again in the backward pass.
-- PopTorch needs at least 2p - 1 micro-batches (gradient accumulation) to fill a training
-  pipeline of p IPUs (forward and backward stages); fewer is a ``compile_error`` result.
-- Stage time per micro-batch t_i = forward + backward (+ recompute) of its ops + two IPU-Link
-  transfers (activation forward, gradient back) of tokens * H * e bytes. Step = pipeline of the
-  t_i over m = grad_accum micro-batches (:mod:`dabench.perfmodel.pipeline`), then the AdamW update
-  (on chip, or streamed from streaming memory when ``optimizer_state_offchip``), then the gradient
-  all-reduce over replicas, plus ``host_call_overhead_s / device_iterations``.
-- Memory per IPU (hard limit: the In-Processor-Memory, ``memory[sram].capacity_bytes``):
-  weights + gradient accumulators + optimizer state (16-bit runs keep fp16 accumulators, fp16
-  first and fp32 second moments, as Graphcore's GPT-2 ``get_optimizer`` does) + checkpointed layer
-  inputs for the micro-batches in flight (Graphcore's interleaved pipeline: 2 (p-1-i) + 1) + one
-  layer's activations being recomputed + matmul temporaries (the planner uses up to
-  ``available_memory_proportion`` of the memory, and no more than the largest matmul's replicated
-  operands; the LM head's come in ``embedding_serialization_factor`` serial pieces, and so do its
-  logits) + program code and exchange buffers (``program_memory_fraction`` of the memory). With
-  ``replicated_tensor_sharding`` each of r replicas keeps (or, off chip, streams) 1/r of the
-  optimizer state.
-
-Everything named ``options.*`` is read through :class:`dabench.perfmodel.knobs.ipu.IpuOptions` from
-conf/hardware/ipu.yaml; where each value comes from is in conf/hardware/sources/ipu.yaml.
+Derivation: docs/perfmodel.md, "Bow IPU (Graphcore)".
 """
 
 from __future__ import annotations
@@ -120,7 +82,7 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         peak=amp_peak(rc, o),
         exchange_Bps=o.exchange_bandwidth_Bps,
         sram_Bps=float(sram.bandwidth_Bps or 6.55e13),
-        sram_bytes=float(sram.capacity_bytes),
+        sram_bytes=hw.capacity("sram"),
         streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
         amp_efficiency=o.amp_efficiency,
         vector_flops_per_cycle=o.vector_flops_per_cycle,
@@ -233,7 +195,7 @@ def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
 
 def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int, ...],
                    costs: dict[str, LayerCost]) -> list[MemoryUse]:
-    """Peak In-Processor-Memory use of each IPU; see the module docstring."""
+    """Peak In-Processor-Memory use of each IPU (docs/perfmodel.md, "Bow IPU", memory per IPU)."""
     precision = graph.precision
     half = precision.param_dtype in ("fp16", "bf16")
     grad_bytes = 2.0 if half else None

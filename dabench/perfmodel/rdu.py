@@ -1,51 +1,10 @@
 """SambaNova SN30 RDU: the graph cut into sections that run one after another.
 
-Mapping (SambaFlow, as the DABench-LLM artifact compiles GPT-2):
+``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, one subtask
+per stage (op and phase); ``ceilings`` are unused (the model reads its spec). ``parallel=none|dp|tp``;
+CapacityError when the training state does not fit DDR. Knobs: perfmodel/knobs/rdu.py.
 
-- Stages: every op of the step (per layer, forward, backward and AdamW update) is a stage.
-  Sections are groups of consecutive stages of one phase, loaded onto the chip and run to
-  completion before the next section loads:
-  ``o0`` one stage per section (SambaFlow's safe mode), ``o1`` one section per layer and phase
-  (operator fusion inside a decoder block), ``o3`` whole-graph partitioning: consecutive stages,
-  across layers, packed greedily into as few sections as the on-chip memory allows.
-- Resources of a section (one chip, ``options.tiles`` of its 8 tiles, times
-  ``resources_scaling``, the artifact's ``--resources-scaling-factors 0.8``): PCUs P and PMUs M.
-  A stage holds its weights (and, backward, its gradient accumulators) in PMUs of
-  SRAM / PMU-count bytes (a tied LM head holds the token table it multiplies by, as an untied
-  one holds its own: :func:`~dabench.perfmodel.assemble.weight_params`; the table's optimizer
-  state and its update are the embedding's, once), plus ``stage_buffer_pmus`` output buffers
-  (double buffering), each the size of one sample's output (seq x width elements); a section is
-  closed when the next stage would exceed M.
-- PCUs per stage: proportional to its FLOPs (the compiler balances the stage pipeline), at least
-  one, and at most ceil(width / ``pcu_lanes``): a stage vectorises over its output features,
-  while tokens stream through the pipeline in time; the share is rounded down to a power of two.
-  What a section leaves idle is what the allocation ratio shows: the mean over compiled sections
-  of used / the chip's units, unweighted, as the compiler's per-section reports give it (and
-  profiles/sambaflow.py reads them); the time-weighted mean and the busiest section are rdu.* metrics.
-- Section time = max(compute, DDR) + ``section_switch_s``: the stages form a pipeline that the
-  micro-batch's b samples stream through one sample at a time (assumption: a sample is the
-  pipeline's unit), so compute = (b + S - 1) / b * the slowest stage's time, with stage time
-  F_j / (p_j * f * ``pcu_efficiency``), f = peak / PCU count, S stages; DDR = the section's off-chip
-  traffic / DDR bandwidth: ``o0`` moves every op's minimum traffic; fused sections move weights,
-  gradients, the activations saved for backward and one activation in and out (the rest stays
-  in PMUs).
-- Step = grad_accum * (forward + backward sections) + optimizer sections + tensor-parallel
-  all-reduces + host time (:func:`host_time`: ``host_overhead_s`` + ``host_logit_s`` x one
-  sequence's logits, per step, plus the input tokens over ``host_link_Bps``) + the data-parallel
-  gradient all-reduce.
-- Tensor parallelism (``parallel=tp``, SambaFlow ``--tensor-parallel weight`` over
-  ``--n-chips``): matmul and attention work and weights split over t chips; each decoder block
-  all-reduces its activation twice forward and twice backward (Megatron style) over the RDU
-  fabric inside a machine; between machines (``hardware.chips_per_node`` RDUs per machine) every
-  collective, tensor- or data-parallel, is staged through the hosts (:func:`allreduce_s`).
-- Load balance: stages of a section run concurrently, so each section's LI is
-  mean/max of its stage times; the run's LI is the time-weighted mean over sections
-  (``tier1.load_imbalance``). The subtasks are the stages (one per op and phase, every block's
-  share summed), their PCUs time-weighted over the sections that ran them.
-
-Everything named ``options.*`` is read through :class:`dabench.perfmodel.knobs.rdu.RduOptions` from
-conf/hardware/rdu.yaml; where each value comes from (source or fitted, with its calibration
-points) is in conf/hardware/sources/rdu.yaml.
+Derivation: docs/perfmodel.md, "SN30 RDU (SambaNova)".
 """
 
 from __future__ import annotations
@@ -91,7 +50,7 @@ class RduKnobs:
 def knobs(rc: RunConfig) -> RduKnobs:
     hw = rc.hardware
     o: RduOptions = knobs_for(hw)
-    chip_pcus, chip_pmus = int(hw.units("pcus")), int(hw.units("pmus"))
+    chip_pcus, chip_pmus = hw.unit_count("pcus"), hw.unit_count("pmus")
     chip_tiles = int(hw.units("tiles") or 8)
     if o.tiles > chip_tiles:
         raise ConfigError("hardware.options.tiles", o.tiles, f"must be at most the chip's {chip_tiles} tiles")
@@ -102,12 +61,12 @@ def knobs(rc: RunConfig) -> RduKnobs:
         pmus=max(1, int(chip_pmus * share)),
         chip_pcus=chip_pcus,
         chip_pmus=chip_pmus,
-        pmu_bytes=float(hw.memory_level("sram").capacity_bytes) / chip_pmus,
+        pmu_bytes=hw.capacity("sram") / chip_pmus,
         pcu_flops=peak_flops(rc) / chip_pcus,
         pcu_efficiency=o.pcu_efficiency,
         pcu_lanes=o.pcu_lanes,
         buffer_pmus=o.stage_buffer_pmus,
-        ddr_Bps=float(hw.memory_level("ddr").bandwidth_Bps),
+        ddr_Bps=hw.bandwidth("ddr"),
         switch_s=o.section_switch_s,
         host_s=o.host_overhead_s,
         host_logit_s=o.host_logit_s,
@@ -116,7 +75,7 @@ def knobs(rc: RunConfig) -> RduKnobs:
     )
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~4x (built per op and phase, every prediction)
+@dataclass(slots=True)  # not frozen: built per op and phase in every prediction, and a frozen __init__ is slower
 class Stage:
     """One op of one layer and phase, as a section stage on one chip."""
 
@@ -202,7 +161,7 @@ class Section:
 
 
 def sections(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, list[Section]]:
-    """Sections per phase, in execution order, for the compile mode; see the module docstring."""
+    """Sections per phase, in execution order, for the compile mode (``o0`` / ``o1`` / ``o3``)."""
     stages = _layer_stages(graph, k, t)
     out: dict[str, list[Section]] = {}
     for phase in ("fwd", "bwd", "opt"):
@@ -342,29 +301,17 @@ def sequence_logits(rc: RunConfig) -> float:
 
 def host_time(rc: RunConfig, k: RduKnobs) -> float:
     """Host time per step: ``host_overhead_s`` + ``host_logit_s`` x one sequence's logits + the
-    step's input token ids over ``host_link_Bps``.
-
-    The logit term is a fitted form, not a measured mechanism. It is chosen because it is the
-    simplest one that meets three published facts: the SN30 GPT-2 table spends 1.43-1.67 s of host
-    time per step at every depth and width (same seq 1,024 and vocabulary 50,257); the paper finds
-    near-linear batch gains on the RDU (so the cost does not grow with the batch); and BERT-Large
-    (MLM head over 20 positions, vocabulary 30,522) runs whole batch-256 steps in under a second
-    (points S2, S3)."""
+    step's input token ids over ``host_link_Bps``. The logit term is a fitted form (why: docs/perfmodel.md,
+    "SN30 RDU", Step)."""
     tokens = rc.run.batch_size * rc.run.grad_accum * rc.model.seq_len
     return k.host_s + k.host_logit_s * sequence_logits(rc) + tokens * 8 / k.host_Bps
 
 
 def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:
-    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` whose group spans ``span`` chips.
-
-    Inside a machine (``span <= hardware.chips_per_node``): over the RDU fabric (the ``intra``
-    link). Between machines the collective is staged through the hosts: every byte goes RDU ->
-    host over PCIe (``host_link_Bps``), over the network (the ``inter`` link), host -> RDU over
-    PCIe, not overlapped (bandwidth 1 / (1/B_net + 2/B_pcie): :func:`dabench.perfmodel.comm.staged_link`),
-    plus ``machine_collective_s`` per collective: the host runtimes' hand-off and synchronisation,
-    during which no section runs. That constant is fitted (its only public point is the paper's
-    tensor-parallel 2 -> 4 chips across machines, RDU-TP4) and priced on every cross-machine
-    collective of this model, data-parallel gradients included."""
+    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` whose group spans ``span`` chips:
+    over the RDU fabric inside a machine, staged through the hosts
+    (:func:`dabench.perfmodel.comm.staged_link`) plus ``machine_collective_s`` between machines
+    (docs/perfmodel.md, "SN30 RDU", Collectives between machines)."""
     hw = rc.hardware
     link = group_link(hw.links, hw.chips_per_node, span)
     if ranks <= 1 or link is None:
@@ -468,7 +415,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     # the weights, gradients, AdamW moments and saved activations live in DDR between sections
     state = graph.params * (graph.precision.param_bytes * 4) / t
     ddr = state + graph.saved_bytes / t
-    require_fits("rdu DDR", ddr, float(rc.hardware.memory_level("ddr").capacity_bytes),
+    require_fits("rdu DDR", ddr, rc.hardware.capacity("ddr"),
                  f"training state {state / 2**30:.1f} GiB + saved activations {graph.saved_bytes / t / 2**30:.1f} GiB per chip")
     memory = {"ddr": ddr, "sram": float(max(st.pmus for items in timed.values() for _, st in items) * k.pmu_bytes)}
     return make_profile(rc, SOURCE, step, subtask_kind="section_stage", units=units, subtasks=subtasks,

@@ -1,56 +1,11 @@
 """Cerebras WSE-2 (CS-2): layer-pipelined kernels on the PE array, or weight streaming.
 
-Knobs: perfmodel/knobs/wse2.py (values in conf/hardware/wse2.yaml, provenance in
-conf/hardware/sources/wse2.yaml). Symbols: f = peak / PEs on the wafer (FLOP/s per PE).
+``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, one subtask
+per kernel (pipelined) or per layer (weight streaming); ``ceilings`` are unused (the model reads its
+spec). CapacityError when the layout does not fit the wafer's SRAM; ``parallel=tp|pp`` and
+multi-system pipelined runs are unsupported. Knobs: perfmodel/knobs/wse2.py.
 
-Layer-pipelined mapping (Model Zoo R1.x; the compile reports of the DABench-LLM artifact):
-
-- Kernels, as the compile report names them: ``emb`` (embedding), per block ``attention<i>``
-  (ln1, q/k/v, attention core, out-projection, residual; and the cross-attention of an
-  encoder-decoder), two ``fc`` kernels (ln2 + fc1 + activation; fc2 + residual), ``mlm_loss``
-  (final norm, LM head, loss). Every kernel runs at once on its own PEs and samples stream
-  through them: the pipeline runs at its slowest kernel's rate.
-- The compiler sizes kernels for a target rate R: kernel k with w_k FLOPs per sample (forward +
-  backward + its share of the update) gets p_k = ceil(w_k R / g) PEs, g = f *
-  ``pipelined_pe_efficiency`` * H / (H + ``pipelined_half_width``) (the FLOP/s an allocated PE
-  sustains: a wider layer keeps its PEs busier; the same law as in weight streaming). R is the compile's rate
-  ceiling ``pipeline_rate_cap_samples_per_s`` (every compile report of the artifact's sweep, from
-  d_model 16 to 1024, lands at 5,887-5,897 samples/s at 5% to 79% Active PEs), unless the region
-  cannot hold that: then R = ``region_fill`` * region PEs * g / sum_k w_k (the placer uses at
-  most ``region_fill`` of the region: the paper's 92-93%). Active PEs = sum_k p_k / region PEs.
-- The pipeline never drains between steps and each kernel updates its weights while samples
-  keep streaming (the compile reports print the same samples/s at batch 2, 128 and 2,048):
-  step = samples / R, so samples/s is flat in the batch.
-- On-chip memory: the compiled region holds the weights and optimizer state (fp32 master,
-  16-bit copy, gradients, AdamW moments; a tied token table, ``model.tie_embeddings``, counted
-  once: no public compile report tells whether ``emb`` and ``mlm_loss`` keep two 16-bit copies
-  of it, and a second copy would be ~2 bytes per table parameter) and, per kernel, the saved activations of
-  ``stash_tokens_per_kernel`` tokens (data moves through the pipeline in token rows; the window a
-  kernel holds between its forward and backward is a fixed number of rows): linear in depth. Its capacity is the region's share of the wafer's SRAM.
-  Beyond it the compile fails (``execution_mode: pipelined``; the paper's runs fail beyond 72
-  layers) or falls back to weight streaming (``auto``).
-- ``replicas`` > 1 copies the pipeline across the region (intra-chip data parallelism): each
-  copy gets 1/replicas of the region and the copies all-reduce gradients over the fabric (a ring
-  whose hop bandwidth is the fabric bandwidth per PE times sqrt(PEs) on a copy's edge). The
-  compile reports show one copy even at 37% Active PEs, so the default is 1; ``auto`` picks the
-  count predicted fastest.
-
-Weight streaming (R2.x appliance; ``execution_mode: weight_streaming``, or ``auto`` when the
-pipelined layout does not fit): one layer at a time owns the wafer; its 16-bit weights stream in
-from MemoryX and its gradients stream out to SwarmX at the system I/O bandwidth. A layer's
-matmuls spread over the whole wafer reach e(H) = ``ws_efficiency_max`` * H / (H +
-``ws_half_width``) of the peak (a wider layer fills the PE grid better). The batch is split into
-micro-batches when the activations of the whole batch do not fit: the wafer keeps, per
-micro-batch, every layer's input (checkpoints; blocks recompute their forward in backward) and
-one layer's working activations; weights stream again for each micro-batch. A tied LM head
-streams the token table in (and its gradient out) as the embedding does: MemoryX keeps one copy
-of it and of its optimizer state, the wafer needs it for both layers. Per layer and
-micro-batch, time = max(compute, weights in) forward + max(compute, weights in, gradients out)
-backward. ``parallel=dp`` (several CS-2s) splits the batch; SwarmX reduces gradients as they
-stream (exposed cost: the reduction tree's latency).
-
-Precision: CSX always runs 16-bit arithmetic; ``fp16`` adds dynamic loss scaling (gradients
-unscaled and checked for overflow), priced as ``fp16_loss_scaling_overhead`` of backward time.
+Derivation: docs/perfmodel.md, "WSE-2 (Cerebras CS-2)".
 """
 
 from __future__ import annotations
@@ -64,7 +19,7 @@ from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
 from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.knobs.wse2 import MODES, Wse2Knobs  # noqa: F401  (MODES re-exported)
+from dabench.perfmodel.knobs.wse2 import Wse2Knobs
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError, UnsupportedError
 from dabench.workload.opgraph import Layer, OpGraph
@@ -119,14 +74,14 @@ class Wse2Params:
 def params_of(rc: RunConfig) -> Wse2Params:
     hw = rc.hardware
     k: Wse2Knobs = knobs_for(hw)
-    wafer = int(hw.units("pes"))
+    wafer = hw.unit_count("pes")
     return Wse2Params(
         knobs=k,
         region_pes=k.region_pes,
         wafer_pes=wafer,
         pe_flops=peak_flops(rc) / wafer,
-        sram_bytes=float(hw.memory_level("sram").capacity_bytes),
-        memoryx_Bps=float(hw.memory_level("memoryx").bandwidth_Bps),
+        sram_bytes=hw.capacity("sram"),
+        memoryx_Bps=hw.bandwidth("memoryx"),
         bwd_weight=1.0 + (k.fp16_loss_scaling_overhead if rc.precision.name == "fp16" else 0.0),
         fill=width_fill(rc.model.hidden_size, k.pipelined_half_width),
     )

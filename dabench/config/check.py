@@ -1,0 +1,220 @@
+"""Check one config section against its field specs, recursing into list items and open maps.
+
+:func:`check_section` takes the raw mapping of a section (or of one list item, such as
+``hardware.memory[1]``) and returns its values checked and converted (defaults filled in, list
+items built into their dataclasses), or raises :class:`~dabench.core.status.ConfigError` naming
+the field by its full path (``hardware.memory[1].bandwidth_Bps``), the value and what is valid.
+Unknown keys are refused with a did-you-mean. Rules across fields are the builders' job
+(:mod:`dabench.config.build`); the rules per field are in docs/config.md (generated).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any, Mapping
+
+from dabench.config.fields import (
+    ANY,
+    BOOL,
+    CHOICE,
+    INT,
+    ITEMS,
+    LIST,
+    MAP,
+    NUMBER,
+    PLACEMENT,
+    REQUIRED,
+    TEXT,
+    Spec,
+    specs,
+)
+from dabench.core.placement import Placement
+from dabench.core.status import ConfigError
+
+_LARGEST_FLOAT = 1.7976931348623157e308
+#: a pipeline placement: at most this many stages (parallel.degree's bound) and layers per stage
+MAX_STAGES, MAX_LAYERS = 4096, 10_000
+
+
+def shown(value: Any) -> Any:
+    """``value`` as an error message shows it: an integer too long to print, or a long text, is
+    abbreviated (the message stays one short line)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
+    if isinstance(value, str) and len(value) > 120:
+        return value[:100] + f"...<{len(value)} characters>"
+    if isinstance(value, (list, tuple, dict)) and len(value) > 20:
+        return f"<a {type(value).__name__} of {len(value)} items>"
+    return value
+
+
+def refuse(path: str, value: Any, valid: str) -> ConfigError:
+    return ConfigError(path, shown(value), valid)
+
+
+def suggest(word: str, choices: Any, prefix: str = "") -> str:
+    """``unknown key; did you mean <prefix><closest>? (valid: ...)``."""
+    names = sorted(str(c) for c in choices)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    valid = ", ".join(names)
+    return (f"unknown key; did you mean {prefix}{close[0]}? (valid: {valid})" if close
+            else f"unknown key (valid: {valid})")
+
+
+def check_section(cls: type, raw: Any, path: str) -> dict[str, Any]:
+    """Field name -> checked value for the section (or item) dataclass ``cls`` from ``raw``."""
+    if not isinstance(raw, Mapping):
+        raise refuse(path, raw, f"must be a mapping of {', '.join(specs(cls))}")
+    known = specs(cls)
+    for key in raw:
+        if key not in known:
+            raise refuse(f"{path}.{key}", raw[key], suggest(str(key), known, f"{path}."))
+    out: dict[str, Any] = {}
+    for name, spec in known.items():
+        value = raw.get(name)
+        if value is None and spec.same_as is not None:
+            out[name] = out[spec.same_as]
+        else:
+            out[name] = check_value(spec, value, f"{path}.{name}")
+    return out
+
+
+def check_value(spec: Spec, value: Any, path: str) -> Any:
+    """One value (null or absent: the default) checked against ``spec`` and converted."""
+    if value is None or (spec.empty_is_null and value == ""):
+        if spec.default is REQUIRED:
+            raise refuse(path, None, "this field is required")
+        return spec.default
+    return _CHECKS[spec.kind](spec, value, path)
+
+
+def _item(spec: Spec, value: Any, path: str) -> Any:
+    """A list item or map value: null only where the spec says so."""
+    if value is None:
+        if spec.nullable:
+            return None
+        raise refuse(path, value, f"must be {spec.describe()}")
+    return _CHECKS[spec.kind](spec, value, path)
+
+
+def _why(spec: Spec) -> str:
+    return f" ({spec.doc})" if spec.doc else ""
+
+
+def _integer(spec: Spec, value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise refuse(path, value, f"must be {spec.describe()}{_why(spec)}")
+    _in_range(spec, value, path)
+    return value
+
+
+def _number(spec: Spec, value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise refuse(path, value, f"must be {spec.describe()}{_why(spec)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise refuse(path, value, f"must be a finite {spec.describe()[2:]}{_why(spec)}")
+    _in_range(spec, value, path)
+    return float(value)
+
+
+def _in_range(spec: Spec, value: float, path: str) -> None:
+    low = spec.low is not None and (value <= spec.low if spec.low_open else value < spec.low)
+    if low or (spec.high is not None and value > spec.high):
+        raise refuse(path, value, f"must be {spec.span()}{' or null' if spec.nullable else ''}{_why(spec)}")
+
+
+def _boolean(spec: Spec, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise refuse(path, value, f"must be true or false{_why(spec)}")
+    return value
+
+
+def _text(spec: Spec, value: Any, path: str) -> str:
+    """Text; a number (Hydra reads ``model.name=123`` as one) is taken as its text."""
+    ok = isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                   and (not isinstance(value, float) or math.isfinite(value)))
+    text = str(value) if ok and not (isinstance(value, int) and value.bit_length() > 128) else None
+    if text is None or len(text) < spec.min_len or len(text) > spec.max_len or not text.isprintable():
+        raise refuse(path, value, f"must be {spec.describe()}")
+    return text
+
+
+def _choice(spec: Spec, value: Any, path: str) -> str:
+    if not isinstance(value, str) or value not in spec.choices:
+        raise refuse(path, value, f"must be one of {', '.join(spec.choices)}")
+    return value
+
+
+def _list(spec: Spec, value: Any, path: str) -> tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) < spec.min_items:
+        raise refuse(path, value, f"must be {spec.describe()}")
+    assert spec.item is not None
+    return tuple(_item(spec.item, v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _items(spec: Spec, value: Any, path: str) -> tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) < spec.min_items:
+        raise refuse(path, value, f"must be {spec.describe()}")
+    assert spec.item_type is not None
+    return tuple(spec.item_type(**check_section(spec.item_type, v, f"{path}[{i}]")) for i, v in enumerate(value))
+
+
+def _map(spec: Spec, value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise refuse(path, value, f"must be {spec.describe()}")
+    assert spec.item is not None
+    out = {}
+    for key, inner in value.items():
+        name = str(key)
+        if isinstance(key, bool) or not isinstance(key, (str, int)) or not name or len(name) > 250 \
+                or not name.isprintable():
+            raise refuse(path, key, "has a bad key: keys are names of 1 to 250 printable characters")
+        if isinstance(inner, bool) and spec.item.kind == TEXT:
+            inner = str(inner)  # a tag's true/false is recorded as its text
+        out[name] = _item(spec.item, inner, f"{path}.{name}")
+    return out
+
+
+def _finite(spec: Spec, value: Any, path: str) -> Any:
+    """An open value (``hardware.options.*``: typed by its owner): numbers in it are finite."""
+    if (isinstance(value, float) and not math.isfinite(value)) or \
+            (isinstance(value, int) and not isinstance(value, bool) and abs(value) > _LARGEST_FLOAT):
+        raise refuse(path, value, "must be a finite number")
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            _finite(spec, inner, f"{path}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, inner in enumerate(value):
+            _finite(spec, inner, f"{path}[{i}]")
+    return value
+
+
+def _placement(spec: Spec, value: Any, path: str) -> Placement:
+    """A pipeline placement (:class:`~dabench.core.placement.Placement`), bounded before it is
+    expanded: at most :data:`MAX_STAGES` stages of at most :data:`MAX_LAYERS` layers."""
+    valid = f"{spec.describe()} (at most {MAX_STAGES} stages of at most {MAX_LAYERS} layers)"
+    if isinstance(value, str):
+        stages = 0
+        for token in value.replace(",", " ").split():
+            count, _, times = token.partition("x")
+            if not (count.isascii() and count.isdigit()) or (times and not (times.isascii() and times.isdigit())) \
+                    or len(count) > 6 or len(times) > 6 or int(count) > MAX_LAYERS:
+                raise refuse(path, value, f"must be {valid}")
+            stages += int(times) if times else 1
+            if stages > MAX_STAGES:
+                raise refuse(path, value, f"must be {valid}")
+    elif isinstance(value, (list, tuple)):
+        if len(value) > MAX_STAGES or any(isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS
+                                          for n in value):
+            raise refuse(path, value, f"must be {valid}")
+    else:
+        raise refuse(path, value, f"must be {valid}")
+    placement = Placement.parse(value, path)
+    if placement.n_layers > MAX_LAYERS:
+        raise refuse(path, value, f"must place at most {MAX_LAYERS} decoder layers (model.n_layers' bound)")
+    return placement
+
+
+_CHECKS = {INT: _integer, NUMBER: _number, BOOL: _boolean, TEXT: _text, CHOICE: _choice, LIST: _list,
+           ITEMS: _items, MAP: _map, PLACEMENT: _placement, ANY: _finite}
