@@ -2,8 +2,9 @@
 
 One column per run; rows: what the run is (name, platform, mode, status, diagnosis), every
 metric any of the runs has, then the params that differ between them (all params with
-``--all-params``). Read through dabench.report.frame, the same reader as the report. Exit
-status 2 with one line naming the unknown ids when a run id is not in the store.
+``--all-params``); after the table, each run's MLflow page (docs/ui.md). Read through
+dabench.report.frame, the same reader as the report. Exit status 2 with one line naming the unknown
+ids when a run id is not in the store.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-HEAD = ("run_name", "experiment", "platform", "mode", "status", "reason", "diagnosis")
+HEAD = ("run_name", "experiment", "platform", "mode", "status", "reason", "diagnosis",
+        "tags.dabench.constants", "tags.dabench.band")  # the band's own rows: metrics <name>.lo / .hi
 
 
 def comparison(frame: pd.DataFrame, all_params: bool = False) -> pd.DataFrame:
@@ -63,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     table = comparison(frame, args.all_params)
     print(render(table))
+    from dabench.tracking.store import tracking_uri
+    from dabench.tracking.ui_view import run_urls
+
+    links = run_urls(tracking_uri(args.tracking_uri), zip(frame["run_id"], frame["experiment"]))
+    print("MLflow pages (`dabench ui` serves a local store):")
+    print("\n".join(f"  {run_id[:8]}  {url}" for run_id, url in links.items()))
     if args.csv:
         args.csv.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.csv, index_label="row")

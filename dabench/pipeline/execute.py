@@ -1,13 +1,14 @@
 """The one pipeline: RunConfig -> op graph -> backend and/or analytical model -> metrics.
 
-:func:`execute` runs one configuration start to end, without MLflow: resolve the mode, measure
-and/or predict, compute the metrics and the diagnosis. Every outcome becomes a
-:class:`RunResult` with a status; nothing there raises for a failed run (a failure is a result).
-:func:`predict_config` is its predict-only core, for callers that evaluate thousands of
+:func:`execute` runs one configuration start to end, without MLflow, in one straight line:
+:func:`resolve_mode` (the backend looked up once), the op graph, :func:`run_ceilings` (resolved
+once), then :func:`measure_run`, :func:`predict_run` and :func:`validate_run` as the mode asks,
+the metrics and the diagnosis, and :func:`check_run` (the result check, once). Every outcome
+becomes a :class:`RunResult` with a status; nothing there raises for a failed run.
+:func:`predict_config` is the predict-only core for callers that evaluate thousands of
 configurations in-process (the tuner's direct evaluator, the tests, benchmarks/perfmodel_speed.py);
-it raises :class:`~dabench.core.status.DabenchError` for a refused configuration. Nothing else in
-dabench assembles config -> op graph -> model -> metrics (dabench/api.py and the Hydra task call
-these two). torch is imported only when a backend measures.
+it raises :class:`~dabench.core.status.DabenchError` for a refused configuration. torch is
+imported only when a backend measures.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ import logging
 import traceback
 from dataclasses import dataclass, replace
 
-from dabench.backends import Backend, get_backend
+from dabench.backends import Backend, TimedWindowCallback, get_backend
 from dabench.config.sections import RunConfig
-from dabench.host.ceilings import host_cpu_ceilings, in_situ_ceilings, is_calibrated, resolve_ceilings, uses_in_situ_ceilings
-from dabench.metrics.checks import check_result, without_ceiling_metrics
-from dabench.metrics.summary import Ceilings, compute_metrics, diagnosis, roofline_points
-from dabench.perfmodel import PREDICTORS, get_predictor
+from dabench.core.ceilings import Ceilings
 from dabench.core.profile import Profile
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Diverged, InvalidResult, Status, UnsupportedError
+from dabench.host.ceilings import WindowProbes, host_cpu_ceilings, is_calibrated, resolve_ceilings, uses_in_situ_ceilings
+from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
+from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
+from dabench.perfmodel import PREDICTORS, get_predictor
 from dabench.workload.opgraph import OpGraph, build_opgraph
 
 log = logging.getLogger(__name__)
@@ -37,17 +39,18 @@ VALIDATED_METRICS = ("throughput.samples_per_s", "step_time.median_s", "tier1.co
 _AUTO_WARNED: set[tuple[str, str]] = set()  #: (hardware, note) already warned in this process
 
 
-def resolve_mode(rc: RunConfig) -> tuple[str, str]:
+def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[str, str]:
     """(mode, note). ``auto`` measures when the backend is available and otherwise predicts,
     saying so; ``measure``/``validate`` without the device raise UnsupportedError naming what is
-    missing; ``predict`` needs an analytical model for the architecture."""
+    missing; ``predict`` needs an analytical model for the architecture. ``backend``: the run's
+    backend class when the caller already has it (looked up here otherwise, never for predict)."""
     requested = rc.hardware.mode
     has_model = rc.hardware.arch in PREDICTORS
     if requested == "predict":
         if not has_model:
             raise UnsupportedError(f"hardware.mode=predict: no analytical model for arch {rc.hardware.arch!r} yet")
         return "predict", ""
-    availability = get_backend(rc.hardware.backend).availability(rc)
+    availability = (backend or get_backend(rc.hardware.backend)).availability(rc)
     if requested in ("measure", "validate"):
         if not availability.ok:
             raise UnsupportedError(f"hardware.mode={requested} on hardware={rc.hardware.name}: {availability.reason}")
@@ -66,9 +69,74 @@ def resolve_mode(rc: RunConfig) -> tuple[str, str]:
                            f"analytical model exists for arch {rc.hardware.arch!r} yet")
 
 
+def run_ceilings(rc: RunConfig, measured_on: type[Backend] | None, notes: dict[str, str]) -> Ceilings:
+    """The run's ceilings, resolved once: the spec's, or this CPU's calibration where the spec
+    says null. A run measured on a backend that runs on this machine's CPU in place of the target
+    (``measured_on.runs_on_host_cpu``) is taken against the calibrated CPU, said in ``notes``."""
+    ceilings = resolve_ceilings(rc.hardware, rc.precision)
+    if measured_on is None or not measured_on.runs_on_host_cpu or rc.hardware.arch == "cpu":
+        return ceilings
+    notes["dabench.ceilings_note"] = (f"backend {measured_on.name} runs on this machine's CPU: "
+                                      f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
+    return host_cpu_ceilings(rc.precision)
+
+
+# ----------------------------------------------------------------------------- measure
+
+
+@dataclass
+class Measurement:
+    """What :func:`measure_run` hands on."""
+
+    profile: Profile
+    ceilings: Ceilings        #: what the run's metrics are taken against
+    model_ceilings: Ceilings  #: what the prediction is priced at (validate: the in-situ probes)
+
+
+def measure(backend: Backend, rc: RunConfig, graph: OpGraph,
+            on_timed_window: TimedWindowCallback | None = None) -> Profile:
+    """Measure on ``backend``; a parallel run of a torch backend goes to torch.distributed ranks
+    (dabench.distributed; ``on_timed_window`` is not called there). In validate mode, a parallel
+    run's measured collectives are priced with the link model too
+    (:mod:`dabench.perfmodel.comm_check`)."""
+    if rc.parallel.strategy != "none" and backend.torch_distributed:
+        from dabench.distributed import run_parallel
+
+        device, source = backend.parallel_target(rc)
+        profile = run_parallel(rc, device, source)
+        if rc.hardware.mode == "validate":
+            from dabench.perfmodel.comm_check import comm_prediction_metrics
+
+            profile.extra_metrics.update(comm_prediction_metrics(rc, profile.comm, profile.extra_metrics))
+        return profile
+    return backend.run(rc, graph, on_timed_window=on_timed_window)
+
+
+def measure_run(backend: Backend, rc: RunConfig, graph: OpGraph, ceilings: Ceilings) -> Measurement:
+    """Measure on ``backend``. A CPU validate run with calibrated ceilings
+    (:func:`~dabench.host.ceilings.uses_in_situ_ceilings`) probes the CPU right before and after
+    its timed window (the backend's ``on_timed_window`` callback): the prediction is then priced
+    at the probes, the metrics are taken against the higher of probes and calibration, and the
+    probes' ``validate.*`` metrics go onto the profile
+    (:func:`~dabench.host.ceilings.in_situ_ceilings`)."""
+    probes = None
+    if uses_in_situ_ceilings(rc.hardware, rc.hardware.mode, rc.parallel.strategy) and is_calibrated(ceilings):
+        probes = WindowProbes(rc.precision.compute_dtype)
+    profile = measure(backend, rc, graph, probes)
+    in_situ = probes.ceilings(ceilings) if probes is not None else None
+    if in_situ is None:
+        return Measurement(profile, ceilings, ceilings)
+    model_ceilings, roof, probed = in_situ
+    profile.extra_metrics.update(probed)
+    return Measurement(profile, roof, model_ceilings)
+
+
+# ----------------------------------------------------------------------------- predict
+
+
 @dataclass
 class Prediction:
-    """What :func:`predict_config` hands on."""
+    """What :func:`predict_run` and :func:`predict_config` hand on."""
 
     profile: Profile
     graph: OpGraph
@@ -76,29 +144,48 @@ class Prediction:
     metrics: dict[str, float]
 
 
-def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilings | None = None,
-                   model_ceilings: Ceilings | None = None) -> Prediction:
-    """config -> op graph -> analytical model -> Tier-1/2 metrics. ``graph`` and ``ceilings`` may
-    be passed when the caller caches them (they depend only on model, micro-batch, precision and
-    hardware). ``model_ceilings``: what a roofline predictor (CPU/GPU) prices the ops at, when it
-    differs from the ``ceilings`` the metrics are taken against (validate mode's in-situ probes).
-    Raises DabenchError (capacity, unsupported, ...) when the model refuses."""
+def predict_run(rc: RunConfig, graph: OpGraph, ceilings: Ceilings, model_ceilings: Ceilings | None = None) -> Prediction:
+    """op graph -> analytical model -> Tier-1/2 metrics against ``ceilings``; the model prices the
+    ops at ``model_ceilings`` (default ``ceilings``). Unchecked; raises DabenchError (capacity,
+    unsupported, ...) when the model refuses."""
+    profile = get_predictor(rc.hardware.arch)(rc, graph, ceilings if model_ceilings is None else model_ceilings)
+    return Prediction(profile, graph, ceilings, compute_metrics(profile, graph, ceilings, rc.data_copies))
+
+
+def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilings | None = None) -> Prediction:
+    """The predict-only core: :func:`predict_run` and the metric part of the result check.
+    ``graph`` and ``ceilings`` may be passed when the caller caches them (they depend only on
+    model, micro-batch, precision and hardware). Raises DabenchError when the model refuses, and
+    Diverged / InvalidResult for a prediction that breaks a bound (a model bug, never a result)."""
     if graph is None:
         graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     if ceilings is None:
         ceilings = resolve_ceilings(rc.hardware, rc.precision)
-    predictor = get_predictor(rc.hardware.arch)
-    if getattr(predictor, "takes_ceilings", False):
-        profile = predictor(rc, graph, model_ceilings or ceilings)
-    else:
-        profile = predictor(rc, graph)
-    metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
-    # the metric part of the result check (the step's roof share included); execute() also checks
-    # every per-class roofline point of the run it records (kept off this hot path: ~65 us)
-    failure = check_result(metrics)
-    if failure is not None:  # a prediction that breaks a bound is a model bug, never a result
+    prediction = predict_run(rc, graph, ceilings)
+    failure = check_result(prediction.metrics)
+    if failure is not None:
         raise (Diverged if failure.status is Status.DIVERGED else InvalidResult)(failure.reason)
-    return Prediction(profile, graph, ceilings, metrics)
+    return prediction
+
+
+# ----------------------------------------------------------------------------- validate and check
+
+
+def _rel_error(predicted: float, measured: float) -> float:
+    """(predicted - measured) / measured."""
+    return (predicted - measured) / measured if measured else float("nan")
+
+
+def validate_run(measured: dict[str, float], predicted: dict[str, float]) -> dict[str, float]:
+    """The prediction beside the measurement: ``predict.<metric>`` and
+    ``predict.rel_error.<metric>`` for each of :data:`VALIDATED_METRICS` both have."""
+    out: dict[str, float] = {}
+    for name in VALIDATED_METRICS:
+        if name in predicted and name in measured:
+            out[f"predict.{name}"] = predicted[name]
+            short = name.split(".", 1)[1] if name.startswith("throughput.") else name.replace(".", "_")
+            out[f"predict.rel_error.{short}"] = _rel_error(predicted[name], measured[name])
+    return out
 
 
 def measured_points_bound(points: list, ceilings: Ceilings, notes: dict[str, str]) -> list:
@@ -115,111 +202,79 @@ def measured_points_bound(points: list, ceilings: Ceilings, notes: dict[str, str
     return [replace(p, attainable=ceilings.peak_flops) for p in points]
 
 
-def measure(backend: Backend, rc: RunConfig, graph: OpGraph) -> Profile:
-    """Measure on ``backend``; a parallel run of a torch backend goes to torch.distributed ranks
-    (dabench.distributed). In validate mode, a parallel run's measured collectives are priced
-    with the link model too (:mod:`dabench.perfmodel.comm_check`)."""
-    if rc.parallel.strategy != "none" and backend.torch_distributed:
-        from dabench.distributed import run_parallel
-
-        device, source = backend.parallel_target(rc)
-        profile = run_parallel(rc, device, source)
-        if rc.hardware.mode == "validate":
-            from dabench.perfmodel.comm_check import comm_prediction_metrics
-
-            profile.extra_metrics.update(comm_prediction_metrics(rc, profile.comm, profile.extra_metrics))
-        return profile
-    return backend.run(rc, graph)
-
-
-def _measure_with_probes(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Measure with the CPU's ceilings probed right before and right after the timed window
-    (:data:`dabench.backends.measure.TIMED_WINDOW_HOOK`); returns the profile (with the probes'
-    ``validate.*`` metrics) and the model's and the roof's ceilings
-    (:func:`dabench.host.ceilings.in_situ_ceilings`)."""
-    from dabench.backends.measure import TIMED_WINDOW_HOOK
-    from dabench.host.calibrate import probe
-
-    probes = []
-    token = TIMED_WINDOW_HOOK.set(lambda when: probes.append(probe(rc.precision.compute_dtype)))
-    try:
-        profile = measure(get_backend(rc.hardware.backend)(), rc, graph)
-    finally:
-        TIMED_WINDOW_HOOK.reset(token)
-    if len(probes) != 2:  # a backend without a timed window of its own: the cached calibration stays
-        return profile, None, ceilings
-    model_ceilings, roof, probed = in_situ_ceilings(ceilings, *probes)
-    profile.extra_metrics.update(probed)
-    return profile, model_ceilings, roof
+def check_run(result: RunResult, predicted: dict[str, float] | None) -> CheckFailure | None:
+    """The result check before anything is recorded (dabench/metrics/checks.py), one call: the
+    run's metrics, in validate mode the prediction's too (as ``predict.<metric>``), and every
+    roofline point of the prediction and of the measurement (:func:`measured_points_bound`) when
+    the ceilings are calibrated. Never clamps."""
+    rc, graph, ceilings = result.run_config, result.graph, result.ceilings
+    calibrated = is_calibrated(ceilings)
+    points = [] if result.predicted is None or not calibrated else \
+        roofline_points(graph, result.predicted, ceilings, rc.data_copies)
+    if result.profile is not None and calibrated:
+        points += measured_points_bound(roofline_points(graph, result.profile, ceilings, rc.data_copies),
+                                        ceilings, result.notes)
+    metrics = result.metrics
+    if predicted is not None and result.profile is not None:
+        metrics = {**{f"predict.{k}": v for k, v in predicted.items()}, **metrics}
+    return check_result(metrics, points)
 
 
-def _rel_error(predicted: float, measured: float) -> float:
-    """(predicted - measured) / measured."""
-    return (predicted - measured) / measured if measured else float("nan")
+# ----------------------------------------------------------------------------- the run
+
+
+def _run(rc: RunConfig, result: RunResult) -> None:
+    """Fill ``result`` in: mode, graph, ceilings, profile(s), metrics, diagnosis, status."""
+    backend = None if rc.hardware.mode == "predict" else get_backend(rc.hardware.backend)
+    result.mode, note = resolve_mode(rc, backend)
+    if note:
+        result.notes["dabench.mode_note"] = note
+    if rc.hardware.arch == "cpu" and rc.run.threads:
+        import torch
+
+        torch.set_num_threads(rc.run.threads)
+    result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+    measured = result.mode in ("measure", "validate")
+    result.ceilings = ceilings = run_ceilings(rc, backend if measured else None, result.notes)
+    model_ceilings = ceilings
+    if measured:
+        measurement = measure_run(backend(), rc, graph, ceilings)
+        result.profile, result.ceilings = measurement.profile, measurement.ceilings
+        ceilings, model_ceilings = measurement.ceilings, measurement.model_ceilings
+    prediction = None
+    if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
+        from dabench.perfmodel.fit import run_tags as model_tags
+
+        result.notes.update(model_tags(rc.hardware.arch))
+        prediction = predict_run(rc, graph, ceilings, model_ceilings)
+        result.predicted = prediction.profile
+    if result.profile is None:
+        result.metrics = prediction.metrics
+    else:
+        result.metrics = compute_metrics(result.profile, graph, ceilings, rc.data_copies)
+    main = result.profile if result.profile is not None else result.predicted
+    calibrated = is_calibrated(ceilings)  # False: CPU calibration refused (busy), none cached
+    result.diagnosis = (diagnosis(main, graph, ceilings, result.metrics, rc.data_copies) if calibrated
+                        else ("undiagnosed", f"no hardware ceilings: {ceilings.source}"))
+    if result.mode == "validate":
+        result.metrics.update(validate_run(result.metrics, prediction.metrics))
+    if prediction is not None:  # each predicted number's band (dabench/perfmodel/fit/constant_set.py)
+        from dabench.perfmodel.fit.constant_set import band_metrics
+
+        result.metrics.update(band_metrics(rc.hardware.arch, result.metrics))
+    if not calibrated:  # record no number relative to a ceiling rather than a guessed one
+        result.metrics = without_ceiling_metrics(result.metrics)
+        result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
+    failure = check_run(result, prediction.metrics if prediction is not None else None)
+    if failure is not None:
+        result.status, result.reason = failure.status, failure.reason
 
 
 def execute(rc: RunConfig) -> RunResult:
     """Run one configuration and return its result; never raises for a failed run."""
-    mode = rc.hardware.mode if rc.hardware.mode != "auto" else "measure"
-    result = RunResult(Status.OK, "", mode, run_config=rc)
+    result = RunResult(Status.OK, "", rc.hardware.mode if rc.hardware.mode != "auto" else "measure", run_config=rc)
     try:
-        result.mode, note = resolve_mode(rc)
-        if note:
-            result.notes["dabench.mode_note"] = note
-        if rc.hardware.arch == "cpu" and rc.run.threads:
-            import torch
-
-            torch.set_num_threads(rc.run.threads)
-        result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
-        model_ceilings = None  # the model's own ceilings when they differ (validate mode's in-situ probes)
-        result.ceilings = ceilings = resolve_ceilings(rc.hardware, rc.precision)
-        if result.mode in ("measure", "validate"):
-            backend = get_backend(rc.hardware.backend)
-            if backend.runs_on_host_cpu and rc.hardware.arch != "cpu":
-                result.ceilings = ceilings = host_cpu_ceilings(rc.precision)
-                result.notes["dabench.ceilings_note"] = (f"backend {backend.name} runs on this machine's CPU: "
-                                                         f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
-            # a machine too busy to calibrate stays unpredicted (the reason is recorded below)
-            in_situ = uses_in_situ_ceilings(rc.hardware, result.mode, rc.parallel.strategy) and is_calibrated(ceilings)
-            if in_situ:  # the machine's speed drifts: compare the run with ceilings probed around its timed window
-                result.profile, model_ceilings, ceilings = _measure_with_probes(rc, graph, ceilings)
-                result.ceilings = ceilings
-            else:
-                result.profile = measure(get_backend(rc.hardware.backend)(), rc, graph)
-        if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
-            from dabench.perfmodel.fit import run_tags as model_tags
-
-            result.notes.update(model_tags(rc.hardware.arch))
-        prediction = predict_config(rc, graph, ceilings, model_ceilings) if result.mode in ("predict", "validate") else None
-        if prediction is not None:
-            result.predicted = prediction.profile
-        if result.profile is None:
-            result.metrics = prediction.metrics
-        else:
-            result.metrics = compute_metrics(result.profile, graph, ceilings, rc.data_copies)
-        main = result.profile if result.profile is not None else result.predicted
-        calibrated = is_calibrated(ceilings)  # False: CPU calibration refused (busy), none cached
-        result.diagnosis = (diagnosis(main, graph, ceilings, result.metrics, rc.data_copies) if calibrated
-                            else ("undiagnosed", f"no hardware ceilings: {ceilings.source}"))
-        if result.mode == "validate":
-            predicted_metrics = prediction.metrics
-            for name in VALIDATED_METRICS:
-                if name in predicted_metrics and name in result.metrics:
-                    result.metrics[f"predict.{name}"] = predicted_metrics[name]
-                    short = name.split(".", 1)[1] if name.startswith("throughput.") else name.replace(".", "_")
-                    result.metrics[f"predict.rel_error.{short}"] = _rel_error(predicted_metrics[name], result.metrics[name])
-        if not calibrated:  # record no number relative to a ceiling rather than a guessed one
-            result.metrics = without_ceiling_metrics(result.metrics)
-            result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
-        # the result check before anything is recorded (dabench/metrics/checks.py): never clamped
-        points = [] if result.predicted is None or not calibrated else \
-            roofline_points(graph, result.predicted, ceilings, rc.data_copies)
-        if result.profile is not None and calibrated:
-            points += measured_points_bound(roofline_points(graph, result.profile, ceilings, rc.data_copies),
-                                            ceilings, result.notes)
-        failure = check_result(result.metrics, points)
-        if failure is not None:
-            result.status, result.reason = failure.status, failure.reason
+        _run(rc, result)
     except DabenchError as error:
         result.status, result.reason = error.status, error.reason
     except Exception as error:  # a failure is a result: record it, let the sweep go on

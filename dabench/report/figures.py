@@ -98,6 +98,21 @@ def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
     return rows[rows["platform"].isin(counts[counts >= 2].index)]
 
 
+def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> None:
+    """Error bars of the predicted throughput's band (``throughput.samples_per_s.lo`` / ``.hi``,
+    docs/perfmodel.md "Out-of-sample error and bands") where the runs have one."""
+    lo, hi = "metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi"
+    if lo not in best.columns or hi not in best.columns:
+        return
+    banded = best[pd.to_numeric(best[lo], errors="coerce").notna() & pd.to_numeric(best[hi], errors="coerce").notna()]
+    if banded.empty:
+        return
+    y = banded["throughput"].astype(float)
+    low, high = pd.to_numeric(banded[lo]).astype(float), pd.to_numeric(banded[hi]).astype(float)
+    ax.errorbar(banded[x], y, yerr=[(y - low).clip(lower=0), (high - y).clip(lower=0)], fmt="none",
+                ecolor=color, alpha=0.5 * alpha, capsize=2, lw=0.8)
+
+
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
     """Per platform (columns): throughput (samples/s, log) and LI = mean/max subtask time against
     the number of decoder layers, one line per hidden size."""
@@ -120,6 +135,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
                 alpha = 1.0 - 0.6 * k / max(len(hiddens), 1)
                 top.plot(best["layers"], best["throughput"], marker="o", color=colors[name], alpha=alpha,
                          label=f"{label} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+                _band(top, best, "layers", colors[name], alpha)
                 with_li = best[best["li"].notna()]
                 if not with_li.empty:
                     bottom.plot(with_li["layers"], with_li["li"], marker="s", color=colors[name], alpha=alpha,
@@ -237,6 +253,7 @@ def batch_study(frame: pd.DataFrame) -> Figure:
         best = _best(part, ["batch"])
         ax.plot(best["batch"], best["throughput"], marker="o", color=colors[name],
                 label=f"{name} {precision} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+        _band(ax, best, "batch", colors[name])
     _finish_axes(ax, "batch size (samples per chip per micro-batch)", "throughput (samples/s)", x_base=2)
     return fig
 

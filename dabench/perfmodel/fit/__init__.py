@@ -5,7 +5,12 @@
 - :mod:`.evaluate`: predict one point; :mod:`.fit`: refit the ``fitted`` constants (scipy).
 - residuals.json: each point's predicted value and error for the shipped constants, written by
   ``python -m dabench fit --write`` (tests/perfmodel/test_calibration.py checks it is current).
-- :func:`model_version` and :func:`error_band`: what every predicted run records as tags.
+- :mod:`.cv`: leave-one-out (out-of-sample) error and the bands' nested coverage (``fit --cv``).
+- :mod:`.constant_set`: the constant set a prediction used, its residuals and bands
+  (published.json, written by ``python -m dabench fit --cv --write``).
+- :func:`model_version`, :func:`error_band` and :func:`run_tags`: what every predicted run records as tags.
+
+docs/perfmodel.md documents all of it.
 """
 
 from __future__ import annotations
@@ -49,7 +54,9 @@ def model_version(arch: str | None = None) -> str:
     digest = hashlib.sha256()
     for path in _model_files(arch):
         if path.exists():
-            digest.update(str(path.relative_to(ROOT)).encode())
+            # conf/... as in a checkout, also for a wheel's bundled copies (dabench/_data/conf/...)
+            name = ("conf" / path.relative_to(CONF_DIR)) if path.is_relative_to(CONF_DIR) else path.relative_to(ROOT)
+            digest.update(str(name).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -77,8 +84,13 @@ def error_band(arch: str) -> tuple[float, float] | None:
 
 
 def run_tags(arch: str) -> dict[str, str]:
-    """The tags a predicted run records: ``dabench.model_version`` and ``dabench.error_band``
-    ("-0.12,+0.08", or "uncalibrated")."""
+    """The tags a predicted run records: ``dabench.model_version``, ``dabench.error_band`` (the
+    in-sample range "-0.12,+0.08", or "uncalibrated"), and the band's
+    (:func:`dabench.perfmodel.fit.constant_set.band_tags`: ``dabench.constants``, ``dabench.band``,
+    ``dabench.band.nominal_coverage``). Computed once per process and architecture."""
+    from dabench.perfmodel.fit.constant_set import band_tags
+
     band = error_band(arch)
     return {"dabench.model_version": model_version(arch),
-            "dabench.error_band": f"{band[0]:+.3f},{band[1]:+.3f}" if band else "uncalibrated"}
+            "dabench.error_band": f"{band[0]:+.3f},{band[1]:+.3f}" if band else "uncalibrated",
+            **band_tags(arch, model_version(arch))}

@@ -87,21 +87,19 @@ def _feasibility_fit(points: list[Point], name: str, low: float, high: float, op
     return math.sqrt(lower * upper) if lower > 0 else (lower + upper) / 2
 
 
-def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset(), start: str = "yaml") -> FitResult:
+def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset()) -> FitResult:
     """Fit every ``fitted`` knob of ``arch``; the YAML is not changed (see :func:`write_values`).
-
-    ``leave_out``: point ids the fit must not see (cross-validation, :mod:`.cv`). ``start``:
-    ``yaml`` starts the least squares from the YAML's values (the shipped fit); ``neutral`` from the
-    middle of each knob's bounds, a start that owes nothing to any point (what cross-validation uses,
-    so that no constant is set from the very point it then predicts)."""
+    ``leave_out``: point ids the fit must not see (cross-validation, :mod:`.cv`); the least squares
+    still starts from the YAML's values (docs/perfmodel.md says why and what that costs)."""
     from scipy.optimize import least_squares
 
     entries = fitted(arch)
-    by_id = {p.id: p for p in load_points() if p.id not in leave_out}
+    every = {p.id: p for p in load_points()}
+    by_id = {i: p for i, p in every.items() if i not in leave_out}
     options = dict(hardware_yaml(arch).get("options") or {})
     before = {_knob(path): float(options[_knob(path)]) for path in entries}
     values = dict(before)
-    feasibility = {path: e for path, e in entries.items() if all(by_id[i].metric == "feasible" for i in e.points)}
+    feasibility = {path: e for path, e in entries.items() if all(every[i].metric == "feasible" for i in e.points)}
     continuous = {path: e for path, e in entries.items() if path not in feasibility}
 
     if continuous:
@@ -117,7 +115,7 @@ def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset(), start: 
         def from_x(x):
             return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs)}
 
-        x0 = [0.5] * len(names) if start == "neutral" else [min(1.0, max(0.0, v)) for v in to_x(values)]
+        x0 = [min(1.0, max(0.0, v)) for v in to_x(values)]
         result = least_squares(lambda x: _residuals(points, {**values, **from_x(x)}), x0, bounds=(0.0, 1.0),
                                method="trf", diff_step=1e-3, xtol=1e-6, ftol=1e-8, max_nfev=200)
         values.update({n: _round(v) for n, v in from_x(result.x).items()})

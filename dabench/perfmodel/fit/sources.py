@@ -1,4 +1,5 @@
-"""Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml.
+"""Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml
+(docs/perfmodel.md, "Knobs, sources and calibration").
 
 Convention (checked by tests/perfmodel/test_sources.py for every shipped hardware file):
 
@@ -7,8 +8,12 @@ Convention (checked by tests/perfmodel/test_sources.py for every shipped hardwar
   ``links.<name>.bandwidth_Bps`` / ``.latency_s``, ``options.<knob>`` (every knob, numeric or not).
 - Its value is a mapping with exactly one of:
 
-  - ``source: "<vendor document, paper or public artifact, and the figure it gives>"``
-  - ``fitted: {points: [<ids in calibration/points.csv>], bounds: [low, high]}`` -- refitted by
+  - ``source: {document: <title>, locator: <section, table, page, file path or URL>, figure:
+    <the number it gives and how it becomes this one>}`` -- a reference someone can open.
+  - ``uncertain: {reason: <why no document gives this number>, estimate: <how it was chosen>}``
+    -- the escape for an engineering estimate; it may also name the ``document`` and ``locator``
+    its order of magnitude comes from. Every one is listed in docs/perfmodel.md.
+  - ``fitted: {points: [<ids in fit/points.csv>], bounds: [low, high]}`` -- refitted by
     ``python -m dabench fit`` within the bounds; the YAML holds the last fitted value.
   - ``setting: "<why this default>"`` -- a user's choice, not a physical constant (execution
     mode, replicas, tiles, device iterations); options only.
@@ -22,6 +27,7 @@ into every run's config (it would become dozens of MLflow params per run).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -30,16 +36,47 @@ import yaml
 from dabench.config.paths import CONF_DIR
 
 CONF_HARDWARE = CONF_DIR / "hardware"
-KINDS = ("source", "fitted", "setting")
+KINDS = ("source", "uncertain", "fitted", "setting")
+
+#: a locator names a place inside a document: a URL, a section, table, figure, page, sheet, row,
+#: slide, line, or a file path inside a repository or a reference folder
+LOCATOR = re.compile(
+    r"(https?://\S+|§\s*\d|\b(section|table|figure|fig\.|page|pp?\.\s*\d|sheet|row|slide|chapter|line|"
+    r"appendix|column|cell)\b|[\w.-]+/[\w./-]+|\b[\w-]+\.(md|py|yaml|yml|json|txt|numbers|sh|ipynb|csv|cpp|pdf)\b)",
+    re.IGNORECASE)
+MIN_DOCUMENT, MIN_FIGURE, MIN_REASON = 8, 10, 20  #: shortest acceptable texts (characters)
 
 
 @dataclass(frozen=True)
 class Provenance:
     path: str  #: e.g. "options.region_fill"
-    kind: str  #: source | fitted | setting
-    text: str  #: the source or setting text ("" for fitted)
+    kind: str  #: source | uncertain | fitted | setting (| invalid)
+    text: str  #: source: the figure; uncertain: the estimate; setting: the reason ("" for fitted)
     points: tuple[str, ...] = ()  #: fitted: calibration point ids
     bounds: tuple[float, float] | None = None  #: fitted: fitting bounds
+    document: str = ""  #: source (and optionally uncertain): the document's title
+    locator: str = ""  #: where in the document: section, table, page, file path or URL
+    reason: str = ""  #: uncertain: why no document gives the number
+
+
+def reference_problems(entry: Provenance) -> list[str]:
+    """What is missing from a ``source`` or ``uncertain`` entry's reference (empty when complete)."""
+    found = []
+    if entry.kind == "source":
+        if len(entry.document) < MIN_DOCUMENT or len(entry.document.split()) < 2:
+            found.append(f"source needs a document title (two words or more): {entry.document!r}")
+        if not LOCATOR.search(entry.locator):
+            found.append(f"source needs a locator (section, table, page, file path or URL): {entry.locator!r}")
+        if len(entry.text) < MIN_FIGURE:
+            found.append(f"source needs the figure it gives: {entry.text!r}")
+    elif entry.kind == "uncertain":
+        if len(entry.reason) < MIN_REASON:
+            found.append(f"uncertain needs a stated reason ({MIN_REASON}+ characters): {entry.reason!r}")
+        if len(entry.text) < MIN_FIGURE:
+            found.append(f"uncertain needs the estimate and how it was chosen: {entry.text!r}")
+        if entry.document and not LOCATOR.search(entry.locator):
+            found.append(f"uncertain names a document without a locator: {entry.locator!r}")
+    return found
 
 
 def _is_number(value: Any) -> bool:
@@ -94,14 +131,28 @@ def load_sources(arch: str) -> dict[str, Provenance]:
             out[key] = Provenance(key, "invalid", f"needs exactly one of {KINDS}, has {sorted(entry)}")
             continue
         kind = kinds[0]
+        body = entry[kind]
         if kind == "fitted":
-            fit = entry["fitted"] or {}
+            fit = body or {}
             bounds = fit.get("bounds")
             out[key] = Provenance(key, kind, "", tuple(fit.get("points") or ()),
                                   (float(bounds[0]), float(bounds[1])) if bounds else None)
+        elif kind == "setting":
+            out[key] = Provenance(key, kind, str(body or "").strip())
+        elif not isinstance(body, dict):
+            out[key] = Provenance(key, "invalid", f"{kind} must be a mapping ({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
+                                                  f"not {type(body).__name__}")
         else:
-            out[key] = Provenance(key, kind, str(entry[kind] or "").strip())
+            text = body.get("figure") if kind == "source" else body.get("estimate")
+            out[key] = Provenance(key, kind, str(text or "").strip(), document=str(body.get("document") or "").strip(),
+                                  locator=str(body.get("locator") or "").strip(),
+                                  reason=str(body.get("reason") or "").strip())
     return out
+
+
+def uncertain(arch: str) -> dict[str, Provenance]:
+    """The ``uncertain`` entries of ``arch`` (path -> Provenance): listed in docs/perfmodel.md."""
+    return {k: v for k, v in load_sources(arch).items() if v.kind == "uncertain"}
 
 
 def fitted(arch: str) -> dict[str, Provenance]:
@@ -126,8 +177,10 @@ def problems(arch: str, point_ids: set[str] | None = None) -> list[str]:
             found.append(f"{arch}: {path}: {entry.text}")
         elif entry.kind == "setting" and not path.startswith("options."):
             found.append(f"{arch}: {path}: only options can be a 'setting'; a constant needs a source or a fit")
-        elif entry.kind in ("source", "setting") and len(entry.text) < 10:
-            found.append(f"{arch}: {path}: {entry.kind} text too short to identify the source: {entry.text!r}")
+        elif entry.kind == "setting" and len(entry.text) < MIN_FIGURE:
+            found.append(f"{arch}: {path}: setting text too short to say why this default: {entry.text!r}")
+        elif entry.kind in ("source", "uncertain"):
+            found += [f"{arch}: {path}: {problem}" for problem in reference_problems(entry)]
         elif entry.kind == "fitted":
             if not entry.points:
                 found.append(f"{arch}: {path}: fitted without the points it was fitted to")

@@ -1,0 +1,228 @@
+"""Constant sets: the constants a prediction was made with, their out-of-sample residuals, and the
+band every predicted number gets from them (docs/perfmodel.md, "Out-of-sample error and bands").
+
+A constant set is one JSON file (``<name>.json`` beside this module; the shipped one is
+``published.json``, written by ``python -m dabench fit --cv --write``)::
+
+    {"format": "dabench-constant-set", "format_version": 1, "name": "published",
+     "created": "<UTC ISO time>", "dabench_version": "0.1.0", "nominal_coverage": 0.8,
+     "band_method": "<text>",
+     "platforms": {"<arch>": {
+         "model_hash": "<dabench.perfmodel.fit.model_version(arch)>",
+         "calibration_points": n, "throughput_points": m, "fitted_constants": k,
+         "constants": {"<path in conf/hardware/<arch>.yaml>": {"value": v, "kind": "source|uncertain|fitted|setting",
+                        "bounds": [lo, hi], "points": [...],            # fitted
+                        "document": "...", "locator": "...", "reason": "..."}},  # source / uncertain
+         "residuals": [{"point": id, "metric": m, "use": u, "published": y, "in_sample": x,
+                        "out_of_sample": x, "left_out": bool, "covered": bool}],
+         "summary": {"in_sample_median_abs_error": f, "in_sample_max_abs_error": f,
+                     "out_of_sample_median_abs_error": f, "out_of_sample_max_abs_error": f},
+         "band": {"kind": "conformal|wide|uncalibrated|unbounded", "n": n, "rank": k,
+                  "log_half_width": q, "factor": e^q, "note": "<what the band is and how it is sized>"}}},
+     "cv": {"points": n, "covered": c, "coverage": c / n, "binomial_95": [lo, hi],
+            "out_of_sample_median_abs_error": f, "out_of_sample_max_abs_error": f}}
+
+Later work extends it by adding keys (readers ignore unknown ones) or, for an incompatible change,
+by raising ``format_version``. A band is ``[value / factor, value * factor]``: the split-conformal
+interval of :mod:`.cv`. :func:`band` and :func:`band_metrics` are pure; :func:`load` reads a set
+once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+FORMAT, FORMAT_VERSION = "dabench-constant-set", 1
+DIR = Path(__file__).parent
+PUBLISHED = "published"
+#: the predicted numbers that get a band: (metric name) -> whether the band divides (times) or
+#: multiplies (rates); both use the same factor
+BANDED = ("throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s")
+BAND_METHOD = ("split-conformal on |log(predicted / published)| of leave-one-out predictions of the platform's "
+               "throughput points (excluded points included); fewer than the conformal rank needs: the largest "
+               "out-of-sample |log error| of any platform ('wide'); no points: 'uncalibrated' (no band)")
+
+
+def path_of(name: str) -> Path:
+    return DIR / f"{name}.json"
+
+
+@lru_cache(maxsize=None)
+def load(name: str = PUBLISHED) -> Mapping[str, Any]:
+    """The constant set ``name`` ({} when it does not exist). Read once per process."""
+    path = path_of(name)
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    if data.get("format") != FORMAT or int(data.get("format_version", 0)) > FORMAT_VERSION:
+        raise ValueError(f"{path}: not a {FORMAT} of version <= {FORMAT_VERSION}")
+    return data
+
+
+def platform_band(platform: str, constant_set: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The platform's band record; ``{"kind": "uncalibrated", ...}`` when the set has none."""
+    entry = (constant_set.get("platforms") or {}).get(platform) or {}
+    return entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
+
+
+def band(platform: str, value: float, constant_set: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(lo, hi) around a predicted positive ``value`` of ``platform``; None when the platform has
+    no band (uncalibrated or unbounded) or the value is not a positive finite number."""
+    record = platform_band(platform, constant_set)
+    factor = record.get("factor")
+    if record.get("kind") not in ("conformal", "wide") or not factor or not math.isfinite(value) or value <= 0:
+        return None
+    return (value / factor, value * factor)
+
+
+def band_metrics(platform: str, metrics: Mapping[str, float], constant_set: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """``<name>.lo`` and ``<name>.hi`` for each banded predicted number in ``metrics``: the main
+    names of a predicted run, the ``predict.`` names of a validate run. {} when uncalibrated."""
+    constant_set = load() if constant_set is None else constant_set
+    out: dict[str, float] = {}
+    prefix = "predict." if "predict.throughput.samples_per_s" in metrics else ""  # validate: main names are measured
+    for name in BANDED:
+        key = prefix + name
+        value = metrics.get(key)
+        if value is not None:
+            interval = band(platform, float(value), constant_set)
+            if interval is not None:
+                out[f"{key}.lo"], out[f"{key}.hi"] = interval
+    return out
+
+
+def band_tags(platform: str, model_hash: str, constant_set: Mapping[str, Any] | None = None,
+              name: str = PUBLISHED) -> dict[str, str]:
+    """``dabench.constants``, ``dabench.band`` (kind and how it is sized),
+    ``dabench.band.nominal_coverage``, and ``dabench.band_note`` when the set was sized on
+    another model version than ``model_hash``."""
+    constant_set = load(name) if constant_set is None else constant_set
+    record = platform_band(platform, constant_set)
+    tags = {"dabench.constants": name if constant_set else "none",
+            "dabench.band": f"{record.get('kind')}: {record.get('note', '')}".strip(": ")}
+    if record.get("kind") in ("conformal", "wide"):
+        tags["dabench.band.nominal_coverage"] = f"{constant_set.get('nominal_coverage')}"
+    sized_on = ((constant_set.get("platforms") or {}).get(platform) or {}).get("model_hash")
+    if sized_on and sized_on != model_hash:
+        tags["dabench.band_note"] = (f"constant set '{name}' was sized on model {sized_on}; this model is {model_hash}: "
+                                     f"rerun python -m dabench fit --cv --write")
+    return tags
+
+
+def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float, fallback_n: int) -> dict[str, Any]:
+    if kind == "conformal":
+        note = (f"split-conformal {100 * nominal:.0f}% from {n} out-of-sample residuals "
+                f"(rank {rank} of {n}): value / {math.exp(q):.3g} to value x {math.exp(q):.3g}")
+    elif kind == "wide":
+        note = (f"{n} out-of-sample residual(s), too few for a {100 * nominal:.0f}% split-conformal band (rank {rank} "
+                f"> {n}); sized by the largest out-of-sample error of {fallback_n} points of every platform: "
+                f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}")
+    elif kind == "unbounded":
+        note = "the conformal rank falls on a refused prediction: no finite band"
+    else:
+        note = "no calibration points"
+    record: dict[str, Any] = {"kind": kind, "n": n, "rank": rank, "nominal_coverage": nominal, "note": note}
+    if q is not None:
+        record.update(log_half_width=round(q, 6), factor=round(math.exp(q), 6))
+    return record
+
+
+def _num(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else (round(value, 6) if math.isfinite(value) else None)
+
+
+def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float | None = None) -> dict[str, Any]:
+    """A constant set (the format above) from :func:`dabench.perfmodel.fit.cv.cross_validate`
+    results, their :func:`~dabench.perfmodel.fit.cv.nested_coverage`, and every hardware config
+    in ``archs`` (those without points get an ``uncalibrated`` band)."""
+    import dabench
+    from dabench.perfmodel.fit import model_version
+    from dabench.perfmodel.fit.cv import NOMINAL, band_q, conformal_rank, summary
+    from dabench.perfmodel.fit.points import load_points
+    from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml, load_sources
+
+    nominal = NOMINAL if nominal is None else nominal
+    by_arch = {r.arch: r for r in results}
+    pooled_out = [e for r in results for e in r.abs_errors("out")]
+    platforms: dict[str, Any] = {}
+    for arch in archs:
+        sources = load_sources(arch)
+        constants = {}
+        for path, value in constant_paths(hardware_yaml(arch)):
+            entry = sources.get(path)
+            record: dict[str, Any] = {"value": value, "kind": entry.kind if entry else "missing"}
+            if entry is not None and entry.kind == "fitted":
+                record.update(bounds=list(entry.bounds) if entry.bounds else None, points=list(entry.points))
+            elif entry is not None:
+                record.update({k: getattr(entry, k) for k in ("document", "locator", "reason") if getattr(entry, k)})
+            constants[path] = record
+        cv = by_arch.get(arch)
+        entry_out: dict[str, Any] = {"model_hash": model_version(arch),
+                                     "calibration_points": sum(1 for p in load_points() if p.platform == arch),
+                                     "throughput_points": len(cv.rows) if cv else 0,
+                                     "fitted_constants": sum(1 for c in constants.values() if c["kind"] == "fitted"),
+                                     "constants": constants}
+        if cv is None or not cv.rows:
+            entry_out["band"] = _band_record("uncalibrated", None, 0, conformal_rank(0, nominal), nominal, 0)
+        else:
+            others = [s for r in results if r.arch != arch for s in r.scores]
+            kind, q = band_q(cv.scores, others, nominal)
+            entry_out["band"] = _band_record(kind, q, len(cv.rows), conformal_rank(len(cv.rows), nominal), nominal,
+                                             len(others) + len(cv.rows))
+            entry_out["residuals"] = [
+                {"point": r.point.id, "metric": r.point.metric, "use": r.point.use, "published": r.point.published,
+                 "in_sample": _num(r.in_sample), "out_of_sample": _num(r.out_of_sample), "left_out": r.left_out,
+                 "covered": coverage.per_point.get(r.point.id)} for r in cv.rows]
+            med_in, max_in = summary(cv.abs_errors("in"))
+            med_out, max_out = summary(cv.abs_errors("out"))
+            entry_out["summary"] = {"in_sample_median_abs_error": _num(med_in), "in_sample_max_abs_error": _num(max_in),
+                                    "out_of_sample_median_abs_error": _num(med_out),
+                                    "out_of_sample_max_abs_error": _num(max_out)}
+        platforms[arch] = entry_out
+    med, worst = summary(pooled_out)
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
+            "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+            "dabench_version": dabench.__version__, "nominal_coverage": nominal, "band_method": BAND_METHOD,
+            "platforms": platforms,
+            "cv": {"points": coverage.n, "covered": coverage.covered, "coverage": _num(coverage.rate),
+                   "binomial_95": [_num(coverage.interval[0]), _num(coverage.interval[1])],
+                   "out_of_sample_median_abs_error": _num(med), "out_of_sample_max_abs_error": _num(worst)}}
+
+
+def write(data: Mapping[str, Any], name: str | None = None) -> Path:
+    path = path_of(name or data["name"])
+    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    load.cache_clear()
+    return path
+
+
+def format_problems(data: Mapping[str, Any]) -> list[str]:
+    """Everything that breaks the documented format (empty when the set is well formed)."""
+    found = []
+    for key in ("format", "format_version", "name", "created", "dabench_version", "nominal_coverage", "platforms", "cv"):
+        if key not in data:
+            found.append(f"missing {key}")
+    if data.get("format") != FORMAT:
+        found.append(f"format is {data.get('format')!r}, not {FORMAT!r}")
+    for arch, entry in (data.get("platforms") or {}).items():
+        for key in ("model_hash", "constants", "band", "calibration_points", "fitted_constants"):
+            if key not in entry:
+                found.append(f"{arch}: missing {key}")
+        for path, c in (entry.get("constants") or {}).items():
+            if c.get("kind") not in ("source", "uncertain", "fitted", "setting"):
+                found.append(f"{arch}: {path}: kind {c.get('kind')!r}")
+            if c.get("kind") == "fitted" and not (c.get("bounds") and c.get("points")):
+                found.append(f"{arch}: {path}: fitted without bounds and points")
+            if c.get("kind") == "source" and not (c.get("document") and c.get("locator")):
+                found.append(f"{arch}: {path}: source without document and locator")
+        kind = (entry.get("band") or {}).get("kind")
+        if kind not in ("conformal", "wide", "uncalibrated", "unbounded"):
+            found.append(f"{arch}: band kind {kind!r}")
+        if kind in ("conformal", "wide") and not entry.get("residuals"):
+            found.append(f"{arch}: a {kind} band without residuals")
+    return found
