@@ -1,13 +1,14 @@
 """The Python entry for a run: ``predict(overrides)`` and ``run(overrides)`` -> :class:`Result`.
 
     >>> from dabench import predict
-    >>> r = predict(["hardware=ipu", "model=gpt2_small", "parallel=pp"])
+    >>> r = predict(["hardware=ipu", "parallel=pp"])
     >>> r.status, r.metrics["throughput.samples_per_s"]
 
 Overrides are Hydra's command-line overrides (the same strings ``python -m dabench`` takes);
 they are composed with Hydra's compose API against the repository's conf/ (the composition
 machinery is initialised once per process and reused). A composed config then goes through the
-one pipeline (:func:`dabench.pipeline.execute.execute`), the same the Hydra task (dabench/cli/run.py) uses.
+one pipeline (:func:`dabench.pipeline.job.prepare`, then :func:`dabench.pipeline.execute.execute`),
+the same the Hydra task (dabench/cli/run.py) uses.
 
 - :func:`predict` forces ``hardware.mode=predict``: no device, no torch import.
 - :func:`run` honours ``hardware.mode`` (measure, validate, auto or predict; the default config
@@ -29,7 +30,8 @@ from dabench.config.compose import compose
 from dabench.config.sections import RunConfig
 from dabench.core.status import Status
 from dabench.core.result import RunResult
-from dabench.pipeline.record import placed, record_run, run_container
+from dabench.pipeline.job import prepare, run_container
+from dabench.pipeline.record import record_run
 
 #: a run's typed result: status, reason, mode, metrics, the resolved config (``config``, and the
 #: validated ``run_config``), diagnosis, profile / predicted profile, notes
@@ -58,12 +60,12 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
     if not record:
         return run_container(container)
     from dabench.tracking.describe import reproduce_command, run_note, summary_line
-    from dabench.tracking.naming import run_name
 
-    name = (container.get("tracking") or {}).get("run_name") or run_name(placed(container))
+    job = prepare(container)
+    name = job.name
     command = reproduce_command(list(overrides))
     with tempfile.TemporaryDirectory(prefix="dabench-run-") as tmp:
-        return record_run(container, artifacts_dir=Path(tmp) / "artifacts", name=name,
+        return record_run(job, artifacts_dir=Path(tmp) / "artifacts", name=name,
                           note=lambda r: run_note(summary_line(r, name), command))[0]
 
 

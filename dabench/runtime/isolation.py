@@ -1,28 +1,23 @@
 """Run the execution side in a child process, possibly under another interpreter.
 
-Protocol (version :data:`PROTOCOL`), all JSON files in a per-run work folder:
+Protocol :data:`PROTOCOL`: the orchestrator writes ``request.json`` in a per-run work folder and
+starts ``python -m <module> request.json result.json`` through :mod:`dabench.runtime.supervisor`;
+the child writes ``result.json`` (a :class:`~dabench.core.status.Status` and, for ok, step times and
+vendor artifacts). Out-of-memory becomes OutOfMemory; a non-zero exit, a signal, a timeout or no
+readable result becomes CrashedError with the tail of ``runner.log``.
 
-- The orchestrator writes ``request.json``: ``{"protocol", "phase", "run_config": RunConfig as a
-  dict, "workdir"}`` and starts ``[python, -m, <module>, request.json, result.json]`` in its own
-  process group, with the repository root on PYTHONPATH (the child imports only
-  ``dabench.vendors.*`` and ``dabench.workload.model``, which need torch and the stdlib) and the
-  interpreter's ``bin`` folder first on PATH (vendor tools live there, e.g. cstorch's
-  ``torch-cirh-opt``). stdout and stderr go to ``runner.log``.
-- The child writes ``result.json``: ``{"protocol", "status", "reason", ...}`` where status is a
-  :class:`~dabench.core.status.Status` value; for ``ok`` it adds step times and vendor artifacts.
-- The child is started, timed out, killed (its whole process group) and classified by
-  :mod:`dabench.runtime.supervisor`. A child that runs out of memory (a MemoryError in its output, or the
-  kernel's OOM killer) becomes :class:`~dabench.core.status.OutOfMemory`; one that exits non-zero,
-  dies by a signal, outlives ``timeout_s`` or leaves no readable result becomes
-  :class:`~dabench.core.status.CrashedError` with the tail of ``runner.log``. A child-reported status
-  other than ok becomes the matching error.
+Derivation: docs/vendors.md, "Runner isolation".
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +27,32 @@ from dabench.core.status import (CompileError, CrashedError, DabenchError, OutOf
 
 
 PROTOCOL = 1
+#: the folder that holds the dabench package: a checkout's root, or site-packages of an installed wheel
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TAIL_CHARS = 4000
 
 
+@functools.lru_cache(maxsize=1)
+def package_path() -> str:
+    """A folder whose only import is this ``dabench`` package, for a child's PYTHONPATH. In a
+    checkout (or an editable install) it is the repository root. For an installed wheel the folder
+    that holds the package is site-packages, whose torch and numpy would shadow a vendor
+    interpreter's own, so it is a private folder with a link to the package (removed at exit)."""
+    from dabench.config.paths import BUNDLED
+
+    if not BUNDLED:
+        return str(REPO_ROOT)
+    folder = Path(tempfile.mkdtemp(prefix="dabench-path-"))
+    (folder / "dabench").symlink_to(REPO_ROOT / "dabench", target_is_directory=True)
+    atexit.register(shutil.rmtree, folder, True)
+    return str(folder)
+
+
 def child_env(python: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: the parent's, plus the repo root on PYTHONPATH and the
-    interpreter's bin folder first on PATH."""
+    """The child's environment: the parent's, plus the dabench package (:func:`package_path`) on
+    PYTHONPATH and the interpreter's bin folder first on PATH."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_path(), env.get("PYTHONPATH", "")) if p)
     if python:
         bin_dir = str(Path(python).absolute().parent)
         env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
