@@ -8,8 +8,9 @@
   (and plain ```python blocks that call ``predict``/``run``), executed with every ``predict`` /
   ``run`` result collected; each must have status ok.
 
-Commands are run as written, with three documented adjustments (:func:`adapt`): a command that
-would measure on this CPU for minutes gets ``hardware.mode=predict``; an Optuna study gets
+Commands are run as written, with four documented adjustments (:func:`adapt`): a command that
+would measure on this CPU for minutes gets ``hardware.mode=predict``; any other command that
+measures here gets the fewest steps that still run every step kind (:data:`SHORT_STEPS`); an Optuna study gets
 ``hydra.sweeper.n_trials=2`` (the search itself is tests/tune's; here: it composes and runs); the
 placeholders of the report/compare examples (``<run id>``, ``RUN_ID``, a sweep's id) become runs
 of a small store built once (:func:`store`). :data:`SKIP` names what cannot run here, with why.
@@ -44,6 +45,8 @@ SKIP = {
 CORES = {"parallel.replicas=2": 4}
 #: measured CPU commands that take minutes on 2 cores: run as predictions instead (same composition)
 MEASURES_FOR_MINUTES = ("model=gpt2_small", "+sweeps=cpu_deploy", "-m model.n_layers=1,2,4")
+#: appended to the other commands that measure on this CPU: every step kind still runs
+SHORT_STEPS = ["run.warmup_steps=1", "run.timed_steps=2"]
 #: commands that need no run at all (the fast tier)
 FAST = ("--cfg job",)
 #: placeholders of the report / compare examples -> keys of the store fixture
@@ -144,9 +147,21 @@ def adapt(example: Example, store: dict[str, object] | None = None) -> list[str]
     argv = [a for a in argv if a not in multirun]  # Hydra's parser takes overrides before -m, not after
     if any(marker in example.text for marker in MEASURES_FOR_MINUTES):
         argv.append("hardware.mode=predict")
+    elif _measures_here(argv):  # the same measured path, with the fewest steps that exercise it
+        argv += SHORT_STEPS
     if multirun and any(a.startswith("+sweeps=") for a in argv):
         argv.append("hydra.sweeper.n_trials=2")
     return argv + multirun
+
+
+def _measures_here(argv: list[str]) -> bool:
+    """A Hydra-task command that runs on this machine's CPU (no other hardware, not predict-only)."""
+    if not argv or "=" not in " ".join(argv) and argv[0].isidentifier() and not argv[0].startswith("-"):
+        return not argv  # `dabench` alone measures; a bare subcommand does not
+    if argv[0].isidentifier() and "=" not in argv[0]:
+        return False  # a subcommand (grid, report, ...)
+    hardware = [a.split("=", 1)[1] for a in argv if a.startswith("hardware=")]
+    return (not hardware or hardware[-1] in ("cpu",)) and "hardware.mode=predict" not in argv and "--cfg" not in argv
 
 
 def _env() -> dict[str, str]:
