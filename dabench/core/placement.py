@@ -1,16 +1,14 @@
 """The pipeline placement type: decoder layers per pipeline stage, parsed once.
 
-``parallel.placement`` (a list, or a string in the layers-per-IPU style of Graphcore's scripts,
-where ``NxK`` repeats N K times) and ``parallel.layers_per_stage`` both become a
-:class:`Placement` in :func:`dabench.config.build.build_run_config`; everything downstream (the
-performance models, the tuner, run names) reads that value and never parses again.
-
-This module sits at the config level of the layering: it imports only dabench.core.status.
+``parallel.placement`` (a list, or a Graphcore-style string where ``NxK`` repeats N K times) and
+``parallel.layers_per_stage`` become a :class:`Placement` in
+:func:`dabench.config.build.build_run_config`; everything downstream reads that value and never
+parses again. Imports only dabench.core.status (the config level of the layering).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from dabench.core.status import ConfigError
 
@@ -68,8 +66,3 @@ class Placement(tuple):
 
     def __repr__(self) -> str:
         return f"Placement({tuple(self)!r})"
-
-
-def as_placement(layers: Iterable[int] | None) -> Placement | None:
-    """``None`` stays ``None``; anything else becomes a Placement (validated)."""
-    return None if layers is None else Placement.parse(list(layers), "parallel.layers_per_stage")

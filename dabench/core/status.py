@@ -1,18 +1,12 @@
 """The one status vocabulary: every run dabench records ends with one ``dabench.status`` tag.
 
-Each status states what it means, which MLflow run state it maps to (``FINISHED``, ``FAILED``
-or ``KILLED``) and whether a trial that ends with it counts toward a study's trial budget.
-A status counts when it is the answer the configuration itself produced (asking again would give
-the same answer: ``ok``, ``capacity``, ``oom``, ``diverged``, ...); it does not count when the
-infrastructure cut the run short (``interrupted``, ``killed``, ``disk_full``,
-``tracking_error``, ``incomplete_artifact``), so a resumed study re-tries that configuration.
+Each status has its meaning, its MLflow run state and whether a trial ending with it counts toward
+a study's budget (the configuration's own answer counts; an infrastructure cut does not, so a
+resumed study re-tries it). New statuses are added here only; callers use :func:`mlflow_state`,
+:func:`counts_toward_budget` and :func:`is_ok`. The exceptions below carry a status and a reason up
+to the tracker, which records the run instead of losing it.
 
-New statuses are added here and nowhere else; callers decide through :func:`mlflow_state`,
-:func:`counts_toward_budget` and :func:`is_ok`, never by comparing strings. docs/metrics.md
-embeds :func:`markdown_table` (tests/core/test_status.py keeps the two in sync).
-
-A failure is a result: the exceptions below carry the status and a human-readable reason up to
-the tracker, which records the run instead of losing it.
+Table: docs/metrics.md, "Run statuses" (:func:`markdown_table`, kept in sync by a test).
 """
 
 from __future__ import annotations
@@ -183,10 +177,6 @@ class RunTimeout(DabenchError, status=Status.TIMEOUT):
 
 class DiskFull(DabenchError, status=Status.DISK_FULL):
     """No space left for artifacts or the run store."""
-
-
-class TrackingError(DabenchError, status=Status.TRACKING_ERROR):
-    """The run store could not record the run."""
 
 
 class Diverged(DabenchError, status=Status.DIVERGED):

@@ -1,26 +1,11 @@
 """All ranks' figures -> one :class:`~dabench.core.profile.Profile` (pure functions, no torch).
 
-Per timed step ``k`` and rank ``r`` the ranks report the step time ``t[r][k]`` and logged
-intervals; from them:
+Step time = the slowest rank's per step; per-rank (dp, tp) or per-stage (pp) compute as the
+subtasks; comm events per step (median over steps, mean over ranks) with exposed dp all-reduce,
+tp collective and pp p2p times and the pp bubble; bus bandwidth per collective; and
+``single_chip_samples_per_s`` from the one-rank baseline.
 
-- step time of step k = max over ranks of ``t[r][k]`` (the slowest rank defines the step);
-- per-rank compute time: dp: ``t - exposed all-reduce``; tp: ``t - collective time`` (from the
-  instrumented passes); pp: time in the stage's forward/backward chunks, loss and optimizer,
-  minus exposed DP all-reduce when replicated;
-- comm events per step (median over steps, mean over ranks):
-  dp ``allreduce`` with the *exposed* time (total in-flight time in
-  ``tier2.comm_total_time_s.dp``); tp collectives with their own durations; pp ``p2p`` with the
-  transfer time a stage takes part in, ``2 * micro_batches * grad_accum`` messages per boundary
-  per step at the measured one-way time, and ``bubble`` = step - compute - p2p - exposed DP,
-  the mean idle time of a stage;
-- bus bandwidth per collective (NCCL-tests convention, :func:`dabench.metrics.tier2.bus_bandwidth`)
-  from bytes per call and transfer time per call: for dp (in-flight time) and tp (own
-  duration) each call's minimum over ranks (the last rank to arrive does not wait for a peer),
-  for p2p the ping-pong one-way time (``tier2.comm_transfer_s.<op>``: transfer seconds per step,
-  all calls of the op; what :mod:`dabench.perfmodel.comm_check` compares with the link model);
-- subtasks: per-rank compute (dp, tp) or per-stage compute (pp, the slowest replica of the
-  stage), so ``tier1.load_imbalance`` is the balance across ranks or stages;
-- ``single_chip_samples_per_s`` from the one-rank baseline with the same global batch.
+Derivation: docs/distributed.md, "What is measured".
 """
 
 from __future__ import annotations

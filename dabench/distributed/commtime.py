@@ -1,21 +1,9 @@
-"""Timing communication on a rank: an interval log, a timed DDP comm hook, and a dispatch mode
-that times the collectives DTensor issues for tensor parallelism.
+"""Timing communication on a rank: an interval log, a timed DDP comm hook (per bucket, hand-off to
+completion: the total in-flight time), and a dispatch mode timing each collective DTensor issues
+for tensor parallelism (issued and waited at once; run only in extra steps after the timed window).
+Clock marks are turned into seconds only after ``clock.synchronize()``.
 
-Clock marks come from :mod:`dabench.backends.measure` clocks (host ``perf_counter`` on CPU,
-CUDA events on a GPU) and are turned into seconds only after ``clock.synchronize()``.
-
-What each number means:
-
-- DDP (``timed_allreduce_hook``): per gradient bucket, from the moment DDP hands the bucket to the
-  hook (its gradients are ready) to the completion of its all-reduce (the future's callback):
-  the *total* time the collective was in flight, part of which overlaps the rest of backward.
-  The *exposed* part is logged separately by the trainer (see :mod:`dabench.distributed.dp`).
-- Tensor parallel (:class:`CollectiveTimer`): each functional collective is issued and waited
-  for at once, with the device synchronized before and after, so each interval is the
-  collective's own duration including any wait for a slower peer; there is no overlap with
-  compute in tensor parallelism's forward/backward anyway (each result is used right away).
-  The mode adds Python overhead to every op, so it runs only in extra steps after the timed
-  window, never in the timed steps.
+Derivation: docs/distributed.md, "What is measured".
 """
 
 from __future__ import annotations

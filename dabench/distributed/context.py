@@ -1,11 +1,10 @@
 """What every strategy's trainer shares: the rank context, the seeded model, the optimizer, the
 global batch and the Trainer interface.
 
-Every rank builds the *whole* decoder stack from the run's seed (exactly as the single-process
-run does in :func:`dabench.backends.torch_train.build_train_state`) and then keeps, shards or
-wraps its part, so the parallel run starts from the same weights as the one-rank reference.
-The global batch is ``synthetic_batch(run.batch_size * data_copies, ...)``; a data-parallel
-copy takes its contiguous slice of ``run.batch_size`` samples.
+Every rank builds the whole stack from the run's seed, as
+:func:`dabench.backends.torch_train.build_train_state` does, then keeps, shards or wraps its part;
+the global batch is ``run.batch_size * data_copies`` samples, a data-parallel copy taking its
+contiguous slice.
 """
 
 from __future__ import annotations

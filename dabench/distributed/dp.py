@@ -1,15 +1,9 @@
-"""Data parallelism: DistributedDataParallel, gradients all-reduced each step.
+"""Data parallelism: DistributedDataParallel, gradients all-reduced each step (``no_sync()`` for
+all but the last of ``run.grad_accum`` micro-batches).
 
-Every rank holds the whole model and its slice of the global batch; DDP averages the gradients
-with a bucketed all-reduce that overlaps the rest of backward. A comm hook
-(:func:`~dabench.distributed.commtime.timed_allreduce_hook`, doing what DDP's default hook does)
-logs each bucket's issue-to-completion time (*total* comm time). The *exposed* comm time of a
-step is the time from the last bucket's issue to ``backward()`` returning (DDP waits for all
-buckets there): the part of communication that compute did not hide. The per-rank compute time
-is the step time minus the exposed comm time.
-
-With ``run.grad_accum > 1`` the first micro-batches run under ``no_sync()`` so gradients are
-all-reduced once per optimizer step.
+Logs each bucket's in-flight time (total comm) and the exposed comm time, last bucket's issue to
+``backward()`` returning; per-rank compute = step - exposed comm.
+Derivation: docs/distributed.md, "The three strategies" and "What is measured".
 """
 
 from __future__ import annotations

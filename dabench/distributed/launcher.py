@@ -1,24 +1,11 @@
 """Start N ranks as subprocesses, wait for them, and fail the whole job cleanly.
 
-Each rank is ``python -m dabench.distributed.worker <spec.json>`` with the environment
-torchrun would give it (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``,
-``MASTER_ADDR``, ``MASTER_PORT``), so the same worker also runs under torchrun. Rendezvous is
-``env://`` on 127.0.0.1 and a free port by default, or the ``init_method`` a cluster provides.
+Each rank is ``python -m dabench.distributed.worker <spec.json>`` with torchrun's environment;
+ranks write JSON figures into a private folder, which :func:`launch` reads back (ranks never touch
+MLflow). Any rank failure or ``timeout_s`` kills every rank (process groups, via
+:mod:`dabench.runtime.supervisor`) and raises :class:`RankFailure` naming the root-cause rank.
 
-The launcher (the Hydra job process) is the only process that talks to MLflow: ranks write their
-figures as JSON files into a private temporary folder, the launcher reads them back.
-
-Failure handling (a failure is a result, never an orphan):
-
-- ranks are started, watched and killed by :mod:`dabench.runtime.supervisor`: every rank runs in its
-  own session (process group); whatever ends the job, all groups are sent SIGKILL and every process is reaped before :func:`launch` returns or raises;
-- a rank that exits non-zero (an exception, ``os._exit``, a signal) fails the job: the others get
-  a short grace period to record their own error, then are killed; :class:`RankFailure` names
-  the rank that failed first (a rank killed by a signal or one that died without writing an
-  error beats ranks that only saw a peer's broken connection) with its error and traceback tail;
-- a job still running after ``timeout_s`` is killed and raises :class:`RankFailure` naming the
-  ranks still running;
-- ranks ask the kernel to kill them if the launcher dies (``PR_SET_PDEATHSIG``, Linux).
+Derivation: docs/distributed.md, "How a run is launched" and "Failure is a result".
 """
 
 from __future__ import annotations

@@ -1,35 +1,12 @@
 """Pipeline parallelism through ``torch.distributed.pipelining``.
 
-The stack is cut by ``parallel.layers_per_stage``: stage 0 holds the embedding and its blocks,
-the last stage its blocks, the final LayerNorm and the LM head (it outputs logits; the schedule's
-loss function is the same cross-entropy as :class:`~dabench.workload.model.Head`). Each rank runs
-one :class:`~torch.distributed.pipelining.PipelineStage` under ``ScheduleGPipe`` or
-``Schedule1F1B`` (``parallel.schedule``) over ``parallel.micro_batches`` micro-batches of the
-rank's batch. With ``parallel.replicas > 1`` each stage module is wrapped in DDP over its
-data-parallel group (a 2-D DeviceMesh ``(dp, pp)``); the pipeline stage handles DDP's
-``no_sync`` across micro-batches itself.
+The stack is cut by ``parallel.layers_per_stage`` (embedding on stage 0, head on the last); each
+rank runs one ``PipelineStage`` under ``ScheduleGPipe`` or ``Schedule1F1B`` over
+``parallel.micro_batches``, wrapped in DDP over its data-parallel group when
+``parallel.replicas > 1``. Per step it reports compute (stage chunks, loss, optimizer) and, after
+the timed window, the one-way p2p time of each stage boundary; bubble = step - compute - p2p.
 
-``run.grad_accum`` calls the schedule that many times per optimizer step. The schedule's own
-gradient scaling (``scale_grads``) divides *all* accumulated gradients at the end of each call,
-which would be wrong across calls, so it is off and the loss function divides by
-``micro_batches * grad_accum`` instead (the same mean as the single-process step).
-
-A tied LM head (``model.tie_embeddings``, GPT-2) puts the token table on two stages: stage 0's
-embedding and the last stage's head start from the same seeded values, and before every optimizer
-step the two copies' gradients are summed over a two-rank group per replica (one all-reduce of
-vocab x hidden, as Megatron-LM does for its shared embedding), so both take the same update and
-stay one table; the all-reduce's time is counted as compute of the optimizer phase.
-
-Not expressible here: ``parallel.head_on_last=false`` (the head on stage 0, as on IPUs) makes the
-data flow circular; single-stage-per-rank schedules need the loss on the last stage, so that
-layout is refused (UnsupportedError) rather than hand-written.
-
-Timing per step on each rank: compute = time inside the stage's ``forward_one_chunk`` and
-``backward_one_chunk``, the loss function and the optimizer (minus exposed DP all-reduce time
-when replicated). The rest of the step is spent blocked in send/recv: the p2p transfers plus the
-pipeline bubble. The transfer cost is measured after the timed window by a ping-pong of one
-activation-sized message across each stage boundary (one-way time = round trip / 2), so
-bubble = step - compute - p2p transfer time of the messages the stage takes part in.
+Derivation: docs/distributed.md, "The three strategies" and "Where the APIs fall short".
 """
 
 from __future__ import annotations
@@ -97,11 +74,8 @@ def stage_layers(layers_per_stage: tuple[int, ...], stage: int) -> tuple[int, in
 def stage_io_examples(ctx: RankContext, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Meta tensors with the shape and dtype of one micro-batch's stage input and output.
 
-    Given to PipelineStage, they make its metadata static: no shape-inference forward runs. With
-    that inference forward a DDP-wrapped stage failed in DDP's bucket rebuild ("rebuilt params
-    size 36 vs 18", torch 2.13) whenever all forwards of a step precede the backwards (GPipe, or
-    1F1B with few micro-batches); our reading is that the forward runs the DDP module outside
-    ``no_sync`` and leaves DDP expecting gradients one backward too early."""
+    Given to PipelineStage, they make its metadata static: no shape-inference forward runs, which a
+    DDP-wrapped stage does not survive (docs/distributed.md, "Where the APIs fall short")."""
     par, model = ctx.rc.parallel, ctx.rc.model
     micro = ctx.rc.run.batch_size // par.micro_batches
     hidden = (micro, model.seq_len, model.hidden_size)

@@ -1,21 +1,11 @@
-"""Tensor parallelism (Megatron-style) through PyTorch's own tensor-parallel API.
+"""Tensor parallelism (Megatron-style) through ``torch.distributed.tensor.parallel``.
 
-Each decoder block is sharded with ``torch.distributed.tensor.parallel.parallelize_module`` on a
-1-D DeviceMesh: the q, k, v projections and the first MLP projection (``fc1``) are
-``ColwiseParallel`` (whole heads per rank: the attention module derives its local head count
-from the projected width), the attention output projection and ``fc2`` are ``RowwiseParallel``.
-A ``PrepareModuleInput`` on the attention module turns its input into one replicated DTensor, so
-the gradients of q, k and v sum locally and need one all-reduce in backward (as Megatron's
-``f`` operator), not three. Per block and micro-batch: 2 all-reduces forward (after ``proj`` and
-``fc2``) and 2 backward, each of ``batch * seq * hidden`` activations.
+Each block is sharded on a 1-D DeviceMesh: q, k, v and ``fc1`` column-wise, the attention output
+projection and ``fc2`` row-wise (2 all-reduces forward, 2 backward per block); embedding,
+LayerNorms and the LM head stay replicated. Collectives are timed in extra passes after the timed
+window (:class:`~dabench.distributed.commtime.CollectiveTimer`); compute = step - comm time.
 
-Embedding, LayerNorms and the LM head stay replicated (plain tensors): every rank computes them
-on the same full batch, so their gradients agree without communication.
-
-Comm time: the DTensor collectives happen inside the modules; they are timed in extra forward +
-backward passes after the timed window under :class:`~dabench.distributed.commtime.CollectiveTimer`
-(each collective issued and waited at once, the device synchronized around it). The per-rank
-compute time is the step time minus that comm time.
+Derivation: docs/distributed.md, "The three strategies".
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The rank side of a measured parallel run: set up, warm up, time, measure, report.
 
-``train_rank(payload, env)`` is the target the launcher starts on every rank (see
-:mod:`dabench.distributed.worker`). It
-
-1. pins ``threads_per_rank`` torch threads (on a CPU, cores / ranks by default, so ranks do not
-   oversubscribe the cores), picks the device (``cuda:<local rank>`` or cpu) and joins the
-   process group (NCCL on GPUs, gloo on CPU) with ``parallel.timeout_s`` as its timeout;
-2. builds the strategy's trainer (dp, tp, pp) on a DeviceMesh;
-3. runs ``run.warmup_steps`` steps, a barrier, then ``run.timed_steps`` steps, each bracketed by
-   clock marks; the trainer logs comm/compute intervals per timed step;
-4. runs the trainer's after-window measurements (TP collective timing, PP p2p ping-pong);
-5. reports its figures as a JSON-able dict; rank 0 then leaves the process group and runs the
-   one-rank baseline (:mod:`dabench.distributed.baseline`).
-
-Losses of every step (warm-up included) are reported for the loss-equivalence check.
+``train_rank(payload, env)`` (started by the launcher on every rank) pins ``threads_per_rank``,
+joins the process group (NCCL on GPUs, gloo on CPU; ``parallel.timeout_s``), builds the strategy's
+trainer, runs warm-up, a barrier and the timed steps, then the trainer's after-window measurements,
+and returns its figures and every step's loss as a JSON-able dict; rank 0 then runs the one-rank
+baseline (:mod:`dabench.distributed.baseline`).
 """
 
 from __future__ import annotations

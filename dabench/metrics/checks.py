@@ -1,26 +1,12 @@
 """The result check run before a run is recorded: pure functions of the metric dict (and the
 roofline points), no I/O.
 
-Two outcomes other than "passes" (statuses from :mod:`dabench.core.status`):
+:func:`check_result` -> ``None`` or a :class:`CheckFailure`: ``diverged`` for a non-finite metric,
+``invalid_result`` for one above its physical bound of 1.0 (efficiencies, roof shares, allocation
+ratios, load imbalance; ``predict.`` ones too), a negative one, or a roofline point above its roof.
+Bounds allow ``RELATIVE_TOLERANCE``; nothing is clamped.
 
-- ``diverged``: a loss, throughput or any other metric is not finite (NaN or +-infinity).
-  A run that produced a NaN loss or an infinite throughput produced no result.
-- ``invalid_result``: a metric breaks a physical bound. Bounded above by 1.0 (ratios of an
-  achieved rate to its ceiling, or of units used to units there are):
-
-  * ``tier1.compute_efficiency`` = achieved FLOP/s / peak FLOP/s,
-  * ``tier1.bandwidth_efficiency.<level>`` = achieved bytes/s / bandwidth of that level,
-  * ``roofline.*.roof_share`` = achieved FLOP/s / attainable FLOP/s (a point above its roof),
-  * ``tier1.allocation_ratio*`` = units allocated / units available,
-  * ``tier1.load_imbalance`` = mean / max subtask time,
-
-  the same under a ``predict.`` prefix (validate mode records the prediction's), and every
-  roofline point passed in: achieved FLOP/s <= attainable FLOP/s = min(peak, intensity * bandwidth).
-  Negative times, throughputs or efficiencies are invalid too.
-
-A value above its bound by no more than ``RELATIVE_TOLERANCE`` (float rounding) passes. Nothing is
-ever clamped: the caller records the run with the returned status and reason, and the metrics as
-they were computed, so the violation can be inspected.
+Derivation: docs/metrics.md, "Tier 1" (Result check).
 """
 
 from __future__ import annotations

@@ -41,8 +41,3 @@ def point(name: str, flops: float, moved_bytes: float, seconds: float | None, pe
     achieved = flops / seconds if seconds else None
     return RooflinePoint(name, intensity, achieved, attainable_flops(intensity, peak_flops, bandwidth),
                          flops, moved_bytes, ridge_point(peak_flops, bandwidth))
-
-
-def is_memory_bound(intensity: float, peak_flops: float, bandwidth: float) -> bool:
-    """True when the intensity lies left of the ridge point."""
-    return intensity < ridge_point(peak_flops, bandwidth)

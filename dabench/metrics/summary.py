@@ -8,7 +8,7 @@ Achieved FLOP/s per chip = FLOPs per step / (median step time * chips).
 
 from __future__ import annotations
 
-from dabench.core.ceilings import Ceilings  # noqa: F401  (defined at config level; re-exported)
+from dabench.core.ceilings import Ceilings
 from dabench.metrics import tier1, tier2
 from dabench.metrics.diagnosis import diagnose
 from dabench.metrics.roofline import RooflinePoint, point, ridge_point

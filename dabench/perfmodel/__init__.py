@@ -1,12 +1,8 @@
-"""Analytical performance models: ``hardware.arch`` -> a function predicting a Profile.
+"""Analytical performance models: ``hardware.arch`` -> a predictor (a dotted path, imported on first use).
 
-Every predictor has the signature ``predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings)
--> Profile`` and returns a Profile with ``mode="predict"``; it raises
-:class:`~dabench.core.status.CapacityError` when the workload cannot fit. ``ceilings`` are what
-the run's ops are priced at: the resolved ones (:func:`dabench.host.ceilings.resolve_ceilings`),
-or in validate mode on the CPU those probed around the measured run. The roofline models (CPU/GPU)
-price against them; the dataflow models (IPU, RDU, WSE-2) read their own spec and ignore them.
-Entries are dotted paths imported on first use.
+Every predictor is ``predict(rc, graph, ceilings) -> Profile(mode="predict")`` and raises
+CapacityError when the workload cannot fit. The roofline models (cpu, cuda) price the ops at
+``ceilings``; the dataflow models (ipu, rdu, wse2) read their own spec and ignore them.
 """
 
 from __future__ import annotations
@@ -21,11 +17,6 @@ PREDICTORS: dict[str, str] = {
     "rdu": "dabench.perfmodel.rdu:predict",
     "wse2": "dabench.perfmodel.wse2:predict",
 }
-
-
-def register_predictor(arch: str, target: str) -> None:
-    """Register ``module.path:function`` as the predictor for ``arch``."""
-    PREDICTORS[arch] = target
 
 
 def get_predictor(arch: str) -> Callable:

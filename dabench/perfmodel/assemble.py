@@ -1,5 +1,5 @@
-"""Helpers shared by the analytical models: reading model knobs from ``hardware.options``,
-walking the op graph by layer, the width of each op's output, and assembling the Profile.
+"""Helpers shared by the analytical models: the peak at the run's precision, walking the op graph
+by layer, the width and weights of each op, and assembling the Profile.
 
 Every predictor returns ``Profile(mode="predict")``: a predicted number is never shown as a
 measured one (the runner tags such runs ``dabench.mode=predict``).
@@ -11,28 +11,8 @@ from typing import Iterator
 
 from dabench.config.sections import ModelConfig, RunConfig
 from dabench.core.profile import CommEvent, Profile, Subtask, UnitUse
-from dabench.core.status import ConfigError, UnsupportedError
+from dabench.core.status import UnsupportedError
 from dabench.workload.opgraph import Layer, Op, OpGraph
-
-
-def option_number(rc: RunConfig, key: str, default: float, *, low: float = 0.0, high: float | None = None,
-                  integer: bool = False) -> float:
-    """``hardware.options.<key>`` as a number in (low, high] (or ``default`` when absent); a bad
-    value is a ConfigError naming the field."""
-    value = rc.hardware.options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= low \
-            or (high is not None and value > high) or (integer and int(value) != value):
-        kind = "an integer" if integer else "a number"
-        bound = f" and at most {high}" if high is not None else ""
-        raise ConfigError(f"hardware.options.{key}", value, f"must be {kind} above {low}{bound}")
-    return int(value) if integer else float(value)
-
-
-def option_choice(rc: RunConfig, key: str, default: str, choices: tuple[str, ...]) -> str:
-    value = rc.hardware.options.get(key, default)
-    if value not in choices:
-        raise ConfigError(f"hardware.options.{key}", value, f"must be one of {', '.join(choices)}")
-    return str(value)
 
 
 def peak_flops(rc: RunConfig, precision: str | None = None) -> float:

@@ -1,21 +1,12 @@
-"""Collective and point-to-point communication costs over a link (a stable API: the distributed
-measurement code compares measured gloo/NCCL collectives with these in validate mode).
+"""Collective and point-to-point seconds over a link (a stable API: validate mode compares the
+distributed backends' measured collectives with these).
 
-A link is anything with ``bandwidth_Bps`` (bytes/s per direction) and ``latency_s`` (seconds per
-hop), such as :class:`dabench.config.sections.Link`. ``nbytes`` is the size of the whole buffer each rank
-holds (the all-reduced gradient, the gathered tensor), as in nccl-tests' PERFORMANCE.md. For n
-ranks on a ring, link bandwidth B and per-hop latency a:
+A link has ``bandwidth_Bps`` (bytes/s per direction) and ``latency_s`` (per hop); ``nbytes`` is the
+whole buffer each rank holds, as in nccl-tests' PERFORMANCE.md. Ring all-reduce
+``2(n-1)/n S/B + 2(n-1) a``; all-gather and reduce-scatter ``(n-1)/n S/B + (n-1) a``; point-to-point
+``S/B + a``. One rank or zero bytes costs 0; contention and overlap are the callers' to price.
 
-- ring all-reduce      = 2 (n-1)/n * S / B + 2 (n-1) * a   (reduce-scatter, then all-gather)
-- all-gather           =   (n-1)/n * S / B +   (n-1) * a
-- reduce-scatter       =   (n-1)/n * S / B +   (n-1) * a
-- point-to-point       =             S / B +           a
-
-A transfer staged through hosts (device -> host, the host network, host -> device, store and
-forward) is a link of bandwidth 1 / (1/B + hops/B_host): :func:`staged_link`.
-
-One rank (or zero bytes) costs nothing. Contention, protocol overheads and overlap with compute
-are not modelled here; callers decide what is exposed.
+Derivation: docs/perfmodel.md, "Shared primitives".
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""Validate mode: the link model's prediction for the very collectives a parallel run measured.
+"""Validate mode: the link model's price for the very collectives a parallel run measured.
 
-For ``hardware.mode=validate`` the runner compares the whole measured run with the analytical
-model's prediction of the whole run (``predict.tier2.comm_time_s``, where the model also has to
-guess bucket counts, message sizes and overlap). This module isolates the communication model
-itself: each measured comm event (its op, bytes per call, calls per step and ranks) is priced
-with :mod:`dabench.perfmodel.comm` over the hardware's link (``conf/hardware/<name>.yaml``
-``links:``, chosen by :func:`~dabench.perfmodel.comm.group_link`) and compared with the measured
-*transfer* time of the same calls (``tier2.comm_transfer_s.<op>``: per call, the minimum over
-ranks, i.e. without waiting for a slower peer; p2p: the ping-pong one-way time).
+:func:`comm_prediction_metrics` prices each measured CommEvent with :mod:`dabench.perfmodel.comm`
+over the hardware's link and returns ``predict.comm_time_s[.<strategy>.<op>]`` and
+``predict.rel_error.comm_time_s[.<strategy>.<op>]`` against ``tier2.comm_transfer_s.<op>``.
 
-Metrics: ``predict.comm_time_s.<strategy>.<op>`` and ``predict.rel_error.comm_time_s.<strategy>.<op>``
-per event, and ``predict.comm_time_s`` / ``predict.rel_error.comm_time_s`` over all of them;
-relative error = (predicted - measured) / measured.
+Derivation: docs/distributed.md, "Validate mode".
 """
 
 from __future__ import annotations
@@ -29,8 +22,8 @@ _PRIMITIVES = {
 
 
 def comm_prediction_metrics(rc: RunConfig, events: list[CommEvent], measured: dict[str, float]) -> dict[str, float]:
-    """Predicted seconds per step of each measured event and the relative errors (see module
-    doc). ``measured`` holds the run's metrics (``tier2.comm_transfer_s.<op>``). Events whose op
+    """Predicted seconds per step of each measured event and the relative errors.
+    ``measured`` holds the run's metrics (``tier2.comm_transfer_s.<op>``). Events whose op
     has no primitive (bubble, alltoall) or no measured transfer time are skipped."""
     out: dict[str, float] = {}
     total_predicted = total_measured = 0.0

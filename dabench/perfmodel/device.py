@@ -1,63 +1,28 @@
 """CPU and GPU: roofline models of the targets dabench also measures (for ``hardware.mode=validate``).
 
-Eager PyTorch runs the op graph one op after another, so the step is a sum over ops:
+``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, the sum over
+ops of ``max(F / (P e_c), Q / (B e_m)) + launch`` priced at ``ceilings`` (the resolved ones, or
+validate mode's in-situ probes), with the dp / tp / pp layouts of the distributed backends.
+UnsupportedError for a CPU without a calibration. Knobs: perfmodel/knobs/cpu.py, cuda.py; the
+GPU's also price Megatron-LM's layouts (full recomputation, materialized attention, tensor
+parallelism inside pipeline stages, the interleaved 1F1B schedule), off by default.
 
-    t_op = max(F / (P * e_c), Q / (B * e_m)) + launch
-
-with P the peak FLOP/s at the run's precision and B the main memory bandwidth from
-:func:`dabench.host.ceilings.resolve_ceilings` (calibrated on CPU: a large matmul and a large copy, so
-the efficiency terms default to 1.0 there; the GPU's are datasheet peaks, so they default to the
-share that large cuBLAS GEMMs and streaming kernels typically reach, an assumption), and
-``launch`` a fixed per-op cost (framework dispatch and autograd on CPU, kernel launches on GPU;
-assumptions, overridable), paid once per op and phase, and by the optimizer once per parameter
-tensor (two per op that owns weights). Only matmul and attention ops use the compute efficiency; the others
-are bandwidth-bound in practice and use the same formula.
-
-Parallel runs (the distributed backends' layouts):
-
-- dp: the same per-chip work, plus a ring all-reduce of the gradients (not overlapped);
-- tp: matmul, attention, embedding and loss work split over t chips, norms and element-wise ops
-  replicated; two activation all-reduces per block forward and two backward;
-- pp: stages from ``layers_per_stage`` (embedding on stage 0, head on the last unless
-  ``head_on_last`` is false), ``parallel.micro_batches`` micro-batches of the batch per call, a
-  point-to-point activation (forward) and gradient (backward) per boundary and micro-batch, the
-  pipeline's bubble from :mod:`dabench.perfmodel.pipeline`; ``run.grad_accum`` calls per step.
-
-Small matmuls run below the large-matmul rate (packing, thread start-up, short inner loops):
-a matmul op of F FLOPs runs at ``P * e_c * F / (F + F_half)`` (CPU; ``F_half`` = 0 on the GPU,
-whose efficiency term already is a typical GEMM's).
-
-Knobs (typed, :mod:`dabench.perfmodel.knobs.cpu` / ``.cuda``, values in conf/hardware/<arch>.yaml
-``options``): ``compute_efficiency``, ``memory_efficiency``, ``launch_s``; CPU
-``matmul_half_flops``; CUDA ``tf32``.
-
-Math modes priced exactly as measure mode runs them:
-
-- CUDA fp32 with ``tf32: true``: matmul and attention ops at ``peak_flops.tf32`` (the backend sets
-  ``torch.backends.cuda.matmul.allow_tf32`` from the same knob; see
-  :func:`dabench.host.ceilings.resolve_ceilings`); ``false`` (torch's default) at the fp32 CUDA-core peak.
-- CPU: the calibrated peak at the run's compute dtype; a dtype without native arithmetic
-  (:func:`dabench.host.ceilings.cpu_native_precision`, e.g. bf16 without AVX512-BF16/AMX) is
-  calibrated, so priced, at its emulated rate (the faster of torch's GEMM paths, the roof), and the
-  profile is tagged ``precision_native=false``. Such predictions are optimistic: torch's other
-  16-bit CPU kernels are slower still (on an AVX2-only EPYC in fp16: the backward matmuls through
-  ``torch.mm`` at ~1 of ~20 GFLOP/s, attention and element-wise ops ~3x their predicted time;
-  the tiny stack measured 4-5x slower than predicted), and the run warns.
-- A CPU whose calibration was refused (machine busy) and has none cached cannot be predicted:
-  ``unsupported`` with the calibration's reason.
+Derivation: docs/perfmodel.md, "CPU and GPU (`device.py`)".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from dataclasses import dataclass
 
 from dabench.core.ceilings import Ceilings
 from dabench.config.sections import RunConfig
 from dabench.host.ceilings import cpu_native_precision, is_calibrated, tf32_enabled
-from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
+from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, ring_allreduce_s
 from dabench.perfmodel.assemble import layer_groups, make_profile
 from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.pipeline import pipeline_time
+from dabench.perfmodel.pipeline import PipelineTiming, pipeline_time
 from dabench.core.status import UnsupportedError
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.workload.opgraph import Layer, OpGraph
@@ -66,13 +31,26 @@ log = logging.getLogger(__name__)
 
 SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")
 
+#: HBM bytes per element of the seq x seq score matrix when attention materializes it
+#: (``attention: materialized``), in units of the compute dtype's size e plus 1-byte dropout masks.
+#: Forward: write S = QK^T, the fused scale-mask-softmax reads S and writes P, dropout reads P and
+#: writes P' and its mask, PV reads P' (6e + 1). Backward: write dP', dropout's backward reads dP'
+#: and the mask and writes dP, softmax's backward reads P and dP and writes dS, dQ and dK read dS,
+#: dV reads P' (9e + 1).
+SCORE_PASSES = {"fwd": (6, 1), "bwd": (9, 1)}
+
 
 def _layer_time(layer: Layer, phases: tuple[str, ...], peak: float, bw: float, ce: float, me: float,
                 launch: float, split: int = 1, fraction: float = 1.0,
-                half_flops: float = 0.0) -> tuple[float, dict[str, float]]:
+                half_flops: float = 0.0, recompute: bool = False,
+                head_dim: int = 0, e: int = 2) -> tuple[float, dict[str, float]]:
     """Seconds for a layer's ops in ``phases`` (work scaled by ``fraction`` of the micro-batch,
     and divided by ``split`` for tensor-parallel op classes), and the same per op class.
-    ``half_flops``: a matmul/attention op of F FLOPs runs at F / (F + half_flops) of its rate."""
+    ``half_flops``: a matmul/attention op of F FLOPs runs at F / (F + half_flops) of its rate.
+    ``recompute``: every forward op runs twice (again before the backward: full activation
+    recomputation). ``head_dim`` > 0: attention materializes its scores (:data:`SCORE_PASSES`;
+    the score elements of an attention op are its FLOPs / (4 head_dim) forward, / (8 head_dim)
+    backward)."""
     total, per_class = 0.0, {}
     for op in layer.ops:
         if op.phase not in phases:
@@ -83,9 +61,16 @@ def _layer_time(layer: Layer, phases: tuple[str, ...], peak: float, bw: float, c
         if op.op_class in ("matmul", "attention"):
             flops = op.flops * scale
             compute_eff = ce * (flops / (flops + half_flops) if flops > 0 and half_flops > 0 else 1.0)
+        nbytes = op.bytes
+        if head_dim and op.op_class == "attention" and op.phase in SCORE_PASSES:
+            elements = op.flops / ((4 if op.phase == "fwd" else 8) * head_dim)
+            per_e, per_mask = SCORE_PASSES[op.phase]
+            nbytes += elements * (per_e * e + per_mask)
         # the optimizer steps each parameter tensor on its own (weight and bias: ~2 per owning op)
         launches = 2 * sum(1 for o in layer.ops if o.phase == "fwd" and o.params) if op.phase == "opt" else 1
-        t = max(op.flops * scale / (peak * compute_eff), op.bytes * scale / (bw * me)) + launches * launch
+        t = max(op.flops * scale / (peak * compute_eff), nbytes * scale / (bw * me)) + launches * launch
+        if recompute and op.phase == "fwd":
+            t *= 2
         total += t
         per_class[op.op_class] = per_class.get(op.op_class, 0.0) + t
     return total, per_class
@@ -113,14 +98,20 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
     par, m = rc.parallel, rc.run.grad_accum
     strategy = par.strategy
+    layout = _layout(rc, k)
+    if layout.recompute:
+        tags["recompute"] = "full"
     split = par.degree if strategy == "tp" else 1
+    e = graph.precision.compute_bytes
     groups = list(layer_groups(graph))
     train = ("fwd", "bwd")
 
     def one_chip_step(split_: int) -> tuple[float, dict[str, float], list[Subtask]]:
         step, classes, subtasks = 0.0, {}, []
         for layer, count in groups:
-            t_train, c_train = _layer_time(layer, train, peak, bw, ce, me, launch, split_, half_flops=half_flops)
+            again = layout.recompute and layer.kind == "block"
+            t_train, c_train = _layer_time(layer, train, peak, bw, ce, me, launch, split_, half_flops=half_flops,
+                                           recompute=again, head_dim=layout.score_head_dim, e=e)
             t_opt, c_opt = _layer_time(layer, ("opt",), peak, bw, ce, me, launch, split_, half_flops=half_flops)
             per_layer = m * t_train + t_opt
             step += count * per_layer
@@ -132,30 +123,33 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         return step, classes, subtasks
 
     comm: list[CommEvent] = []
-    link = group_link(rc.hardware.links, rc.hardware.chips_per_node, par.n_chips)
-    e = graph.precision.compute_bytes
+    links, per_node = rc.hardware.links, rc.hardware.chips_per_node
+    chips = par.n_chips * layout.stage_tensor
+    link = group_link(links, per_node, chips)  # a group spanning nodes is paced by the inter-node link
     activation = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
     extra: dict[str, float] = {}
     if strategy == "pp":
-        step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, link, comm, half_flops)
+        step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, comm, half_flops, layout)
         kind = "stage"
     else:
         step, classes, subtasks = one_chip_step(split)
         kind = "layer"
         if strategy == "tp" and split > 1:
-            calls = 4 * rc.model.n_layers * m
-            tp = calls * ring_allreduce_s(activation, split, link)
+            # Megatron: 2 all-reduces forward and 2 backward per block (2 more with recomputation),
+            # inside the tensor-parallel group (one node's NVLink while it fits in a node)
+            calls = layout.tp_allreduces_per_layer * rc.model.n_layers * m
+            tp = calls * ring_allreduce_s(activation, split, group_link(links, per_node, split))
             comm.append(CommEvent("tp", "allreduce", activation, tp, split, count=calls))
             step += tp
     if rc.data_copies > 1:
-        grads = graph.params * graph.precision.param_bytes / split
+        grads = graph.params * graph.precision.param_bytes / split / layout.stage_tensor
         if strategy == "pp":
             grads /= par.degree
         dp = ring_allreduce_s(grads, rc.data_copies, link)
         comm.append(CommEvent("dp", "allreduce", grads, dp, rc.data_copies))
         step += dp
     single = None
-    if par.n_chips > 1:
+    if chips > 1:
         one, _, _ = one_chip_step(1)
         single = graph.batch_size * m / one
     units = {}
@@ -164,51 +158,110 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         units = {cores.kind: UnitUse(float(cores.count), float(cores.count))}
     extra["perfmodel.compute_efficiency_term"] = ce
     extra["perfmodel.memory_efficiency_term"] = me
-    return make_profile(rc, f"perfmodel.{arch}", step, subtask_kind=kind, units=units, subtasks=subtasks,
-                        memory={ceilings.memory_level: _memory(graph, rc)}, comm=comm, class_times=classes,
-                        single_chip_samples_per_s=single, extra=extra,
-                        tags=tags)
+    profile = make_profile(rc, f"perfmodel.{arch}", step, subtask_kind=kind, units=units, subtasks=subtasks,
+                           memory={ceilings.memory_level: _memory(graph, rc, layout)}, comm=comm, class_times=classes,
+                           single_chip_samples_per_s=single, extra=extra,
+                           tags=tags)
+    if chips != profile.chips:  # tensor-parallel GPUs inside each pipeline stage
+        profile = dataclasses.replace(profile, chips=chips)
+    return profile
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """What the GPU knobs add to ``parallel``: full recomputation, tensor-parallel GPUs per
+    pipeline stage, interleaved model chunks, and the head width when attention materializes its
+    scores (all off on the CPU)."""
 
-def _memory(graph: OpGraph, rc: RunConfig) -> float:
+    recompute: bool = False
+    stage_tensor: int = 1
+    chunks: int = 1
+    score_head_dim: int = 0  #: hidden / heads under ``attention: materialized``, else 0
+
+    @property
+    def tp_allreduces_per_layer(self) -> int:
+        return 6 if self.recompute else 4
+
+
+def _layout(rc: RunConfig, k) -> _Layout:
+    recompute = getattr(k, "recompute", "none") == "full"
+    stage_tensor = int(getattr(k, "stage_tensor_degree", 1))
+    chunks = int(getattr(k, "pipeline_chunks", 1))
+    if rc.parallel.strategy != "pp" and (stage_tensor > 1 or chunks > 1):
+        raise UnsupportedError("hardware.options.stage_tensor_degree and pipeline_chunks apply to parallel=pp only "
+                               f"(parallel={rc.parallel.strategy}: use parallel=tp parallel.degree for tensor parallelism)")
+    if stage_tensor > 1 and rc.model.n_heads % stage_tensor:
+        raise UnsupportedError(f"hardware.options.stage_tensor_degree={stage_tensor} does not divide "
+                               f"model.n_heads={rc.model.n_heads}")
+    head_dim = rc.model.hidden_size // rc.model.n_heads if getattr(k, "attention", "flash") == "materialized" else 0
+    return _Layout(recompute, stage_tensor, chunks, head_dim)
+
+
+def _memory(graph: OpGraph, rc: RunConfig, layout: _Layout = _Layout()) -> float:
     """Weights, gradients, AdamW moments (plus a 16-bit copy under autocast) and one micro-batch's
-    saved activations, per chip (divided over tp/pp chips)."""
+    saved activations, per chip (divided over tp/pp chips); under full recomputation a block keeps
+    only its input (micro-batch x seq x hidden) instead of its saved activations."""
     state = graph.params * graph.precision.param_bytes * 4
     if graph.precision.autocast:
         state += graph.params * graph.precision.compute_bytes
     shards = rc.parallel.degree if rc.parallel.strategy in ("tp", "pp") else 1
-    return (state + graph.saved_bytes) / shards
+    saved = graph.saved_bytes
+    if layout.recompute:
+        block = graph.layer("block.0") if rc.model.n_layers else None
+        kept = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * graph.precision.compute_bytes
+        saved -= rc.model.n_layers * ((block.saved_bytes if block else 0.0) - kept)
+    return (state + saved) / (shards * layout.stage_tensor)
 
 
-def _pipeline(rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, link, comm, half_flops=0.0):
-    """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``."""
+def _pipeline(rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, comm, half_flops=0.0,
+              layout: _Layout = _Layout()):
+    """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``.
+
+    With ``layout.stage_tensor`` = t GPUs per stage (Megatron tensor parallelism inside a stage),
+    each stage's ops are split t ways, each block adds its tensor-parallel all-reduces of the
+    micro-batch's activation (within the node), and a stage sends 1/t of the activation to the next
+    stage (Megatron's scatter/gather) then all-gathers it within its node. With
+    ``layout.chunks`` = v (interleaved 1F1B), every GPU holds v model chunks: the bubble is
+    (sum_i t_i - max_i t_i) / v and every micro-batch crosses v times as many stage boundaries."""
     par, m = rc.parallel, rc.run.grad_accum
     mb = par.micro_batches
     fraction = 1.0 / mb
     layers = par.layers_per_stage or (rc.model.n_layers,)
     p = len(layers)
+    t, v = layout.stage_tensor, layout.chunks
+    links, per_node = rc.hardware.links, rc.hardware.chips_per_node
     block = graph.layer("block.0") if rc.model.n_layers else None
-    t_block, c_block = _layer_time(block, ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction, half_flops) if block else (0.0, {})
-    o_block, _ = _layer_time(block, ("opt",), peak, bw, ce, me, launch, half_flops=half_flops) if block else (0.0, {})
-    t_emb, _ = _layer_time(graph.layer("embedding"), ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction, half_flops)
-    t_head, _ = _layer_time(graph.layer("head"), ("fwd", "bwd"), peak, bw, ce, me, launch, 1, fraction, half_flops)
-    o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), peak, bw, ce, me, launch, half_flops=half_flops)
-    o_head, _ = _layer_time(graph.layer("head"), ("opt",), peak, bw, ce, me, launch, half_flops=half_flops)
     e = graph.precision.compute_bytes
+    t_block, c_block = _layer_time(block, ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops,
+                                   layout.recompute, layout.score_head_dim, e) if block else (0.0, {})
+    o_block, _ = _layer_time(block, ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops) if block else (0.0, {})
+    t_emb, _ = _layer_time(graph.layer("embedding"), ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops)
+    t_head, _ = _layer_time(graph.layer("head"), ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops)
+    o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops)
+    o_head, _ = _layer_time(graph.layer("head"), ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops)
     message = graph.batch_size * fraction * rc.model.seq_len * rc.model.hidden_size * e
-    hop = p2p_s(message, link) if link is not None else 0.0
+    hop_link = group_link(links, per_node, p * t)  # neighbouring stages on other nodes once the pipeline spans nodes
+    hop = p2p_s(message / t, hop_link) if hop_link is not None else 0.0
+    if t > 1:
+        intra = group_link(links, per_node, t)
+        hop += allgather_s(message, t, intra)
+        t_block += layout.tp_allreduces_per_layer * ring_allreduce_s(message, t, intra)
     head_stage = p - 1 if par.head_on_last else 0
     stage, opt = [], []
     for i, n in enumerate(layers):
-        t = n * t_block + (t_emb if i == 0 else 0.0) + (t_head if i == head_stage else 0.0)
-        sends = (1 if i < p - 1 else 0) + (1 if i > 0 else 0)  # activation forward, gradient back
-        stage.append(t + sends * hop)
+        work = n * t_block + (t_emb if i == 0 else 0.0) + (t_head if i == head_stage else 0.0)
+        # activation forward and gradient back at each of the stage's chunk boundaries
+        sends = (1 if i < p - 1 else 0) + (1 if i > 0 else 0) + (2 * (v - 1) if p > 1 else 0)
+        stage.append(work + sends * hop)
         opt.append(n * o_block + (o_emb if i == 0 else 0.0) + (o_head if i == head_stage else 0.0))
     timing = pipeline_time(stage, mb)
+    if v > 1:
+        slowest = max(stage)
+        bubble = (sum(stage) - slowest) / v
+        timing = PipelineTiming(mb * slowest + bubble, bubble, timing.bottleneck)
     step = m * timing.step_s + max(opt)
-    comm.append(CommEvent("pp", "p2p", message, m * mb * 2 * hop, 2, count=2 * mb * m))
+    comm.append(CommEvent("pp", "p2p", message / t, m * mb * 2 * hop * v, 2, count=2 * mb * m * v))
     comm.append(CommEvent("pp", "bubble", 0.0, m * timing.bubble_s, p))
-    subtasks = [Subtask(f"stage{i}", time_s=m * mb * t) for i, t in enumerate(stage)]
-    classes = {cls: m * mb * sum(layers) * v for cls, v in c_block.items()}
+    subtasks = [Subtask(f"stage{i}", time_s=m * mb * st) for i, st in enumerate(stage)]
+    classes = {cls: m * mb * sum(layers) * value for cls, value in c_block.items()}
     return step, classes, subtasks

@@ -1,14 +1,9 @@
-"""Pipeline schedule with bubble for m micro-batches over p stages.
+"""Pipeline schedule with bubble for m micro-batches over p stages of t_i seconds each.
 
-Stage i needs t_i seconds per micro-batch (its forward and backward work plus its transfers).
-GPipe and 1F1B take the same time (1F1B only keeps fewer activations alive):
+:func:`pipeline_time`: ``step = sum_i t_i + (m - 1) max_i t_i`` (GPipe and 1F1B alike), bubble =
+``step - m max_i t_i``; :func:`stash_depth`: activations a stage holds per schedule.
 
-    step = sum_i t_i + (m - 1) * max_i t_i
-
-The first micro-batch crosses every stage once (sum t_i); each further one leaves at the pace of
-the slowest stage. The bubble is the idle time of the bottleneck stage, step - m * max t_i
-(= (p-1) t for p equal stages, a share (p-1)/(m+p-1) of the step, as
-:func:`dabench.metrics.tier2.pipeline_bubble_fraction` says).
+Derivation: docs/perfmodel.md, "Shared primitives".
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ class PipelineTiming:
 
 
 def pipeline_time(stage_times: Sequence[float], micro_batches: int) -> PipelineTiming:
-    """Step time and bubble of a pipeline; see the module docstring for the formula."""
+    """Step time and bubble of a pipeline (formula: module docstring)."""
     if micro_batches < 1:
         raise ValueError(f"micro_batches must be at least 1, got {micro_batches}")
     if not stage_times:

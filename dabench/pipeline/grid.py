@@ -11,11 +11,12 @@ a Hydra job:
   Anything this shortcut does not cover (``~key``, a mapping value, an interpolation, a key
   the config lacks without ``+``/``++``) is composed by Hydra in full, so the resulting config
   is the one ``-m`` would run (tests/pipeline/test_grid.py compares them);
-- the run: :func:`dabench.pipeline.record.run_container`, the one pipeline;
+- the run: :func:`dabench.pipeline.job.prepare` then :func:`dabench.pipeline.job.execute_job`,
+  the one pipeline;
 - the record: each configuration is its own MLflow run, with its real start and end times (taken
   around its own work), written in batches through
   :class:`dabench.tracking.lifecycle.BatchRecorder`, with the params, metrics, tags and state the
-  one-at-a-time path records (:func:`dabench.pipeline.record.record_run`); per-run artifact files are not
+  one-at-a-time path records (:func:`dabench.pipeline.record.run_record`); per-run artifact files are not
   written (a grid's figures come from ``python -m dabench report``). All runs are children of
   one parent run (``dabench.parent=true``), as a ``-m`` multirun's are, unless a parent is given
   (``tracking.parent_run_id`` or ``$DABENCH_PARENT_RUN_ID``).
@@ -36,16 +37,16 @@ import logging
 import os
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dabench.config.compose import compose
-from dabench.pipeline.record import placed, record_run, run_container
-from dabench.config.build import build_run_config, flatten
 from dabench.core.result import RunResult
+from dabench.core.status import DabenchError, Status, is_ok
 from dabench.pipeline.execute import resolve_mode
-from dabench.core.status import ConfigError, DabenchError, Status, is_ok
+from dabench.pipeline.job import Job, execute_job, prepare
+from dabench.pipeline.record import record_run, run_record
 
 log = logging.getLogger("dabench")
 
@@ -178,24 +179,22 @@ class GridRun:
     batched: bool = True  #: written by the batch recorder (False: recorded one at a time)
 
 
-def _plan(container: dict[str, Any]):
-    """(batched, RunConfig or None): batched when the configuration predicts (or is refused)
-    and wants no per-run plot, the runs the grid records in batches."""
+def _batched(job: Job) -> bool:
+    """True when the job predicts (or is refused) and wants no per-run plot: the runs the grid
+    records in batches."""
     from dabench.report.artifacts import wants_plot
 
-    try:
-        rc = build_run_config(container)
-    except ConfigError:
-        return True, None
+    if job.rc is None:
+        return True
     quiet = logging.getLogger("dabench.pipeline.execute")
     was, quiet.disabled = quiet.disabled, True  # the run itself says "PREDICTED, not measured"
     try:
-        mode, _ = resolve_mode(rc)
+        mode, _ = resolve_mode(job.rc)
     except DabenchError:
-        return True, rc  # refused before any work: a result with no artifacts to keep
+        return True  # refused before any work: a result with no artifacts to keep
     finally:
         quiet.disabled = was
-    return mode == "predict" and not wants_plot(container, mode), rc
+    return mode == "predict" and not wants_plot(job.container, mode)
 
 
 @dataclass
@@ -220,8 +219,7 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
     ``invalid_config`` results (not recorded: a ``-m`` multirun refuses such a sweep before it
     starts)."""
     from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder
-    from dabench.tracking.describe import NOTE_TAG, reproduce_command, run_note, summary_line
-    from dabench.tracking.naming import run_name, run_tags
+    from dabench.tracking.describe import reproduce_command, run_note, summary_line
 
     composer = composer or Composer()
     parent_id = parent_run_id or os.environ.get(PARENT_ENV) or None
@@ -235,7 +233,7 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
         experiment = tracking.get("experiment") or "dabench"
         if parent is None:  # one parent for the grid, opened before its first run
             from dabench.tracking.lifecycle import git_commit, open_run
-            from dabench.tracking.store import launch_dir
+            from dabench.core.paths import launch_dir
 
             own_parent = open_run(experiment=experiment, uri=tracking.get("uri"), run_name=parent_name or "grid",
                                   parent_id="", standard=False,
@@ -262,30 +260,30 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
         for job in jobs:
             job = list(job)
             try:
-                container = placed(composer.compose(job))
+                composed = composer.compose(job)
             except Exception as error:  # an unknown group option or key: bad input, a result
                 result = RunResult(Status.INVALID_CONFIG, f"invalid overrides {job}: {error}", "none")
                 runs.append(GridRun(job, result, None))
                 if on_run is not None:
                     on_run(runs[-1])
                 continue
-            tracking = container.get("tracking") or {}
+            prepared = prepare(composed)
+            tracking = prepared.container.get("tracking") or {}
             if not tracking.get("enabled", True):
-                runs.append(GridRun(job, run_container(container), None))
+                runs.append(GridRun(job, execute_job(prepared), None))
                 if on_run is not None:
                     on_run(runs[-1])
                 continue
-            name = tracking.get("run_name") or run_name(container)
-            batched, rc = _plan(container)
-            if not batched:  # measured or plotted: the one-at-a-time path, artifacts and all
-                if parent_id and not tracking.get("parent_run_id"):
-                    container = {**container, "tracking": {**tracking, "parent_run_id": parent_id}}
-                elif not tracking.get("parent_run_id"):
-                    writer_for(tracking)  # opens the grid's parent
-                    container = {**container, "tracking": {**tracking, "parent_run_id": parent_id}}
+            name = prepared.name
+            note = (lambda r, name=name, job=job: run_note(summary_line(r, name), reproduce_command(job)))
+            if not _batched(prepared):  # measured or plotted: the one-at-a-time path, artifacts and all
+                if not tracking.get("parent_run_id"):
+                    if not parent_id:
+                        writer_for(tracking)  # opens the grid's parent
+                    prepared = replace(prepared, container={**prepared.container,
+                                                            "tracking": {**tracking, "parent_run_id": parent_id}})
                 with tempfile.TemporaryDirectory(prefix="dabench-grid-") as tmp:
-                    result, run_id = record_run(container, rc=rc, artifacts_dir=Path(tmp) / "artifacts", name=name,
-                                                note=lambda r: run_note(summary_line(r, name), reproduce_command(job)))
+                    result, run_id = record_run(prepared, artifacts_dir=Path(tmp) / "artifacts", name=name, note=note)
                 runs.append(GridRun(job, result, run_id, batched=False))
                 if on_run is not None:
                     on_run(runs[-1])
@@ -294,12 +292,9 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
             w.waiting.append(len(runs))
             runs.append(GridRun(job, RunResult(Status.CRASHED, "not run", "none")))
             with w.recorder.run(name) as pending:  # start time taken here, end time at exit
-                result = run_container(container, rc)
-                tags = run_tags(result.run_config, result, container)
-                if result.run_config is None:
-                    tags["dabench.mode"] = "none"
-                tags[NOTE_TAG] = run_note(summary_line(result, name), reproduce_command(job))  # its description
-                pending.params, pending.metrics, pending.tags = flatten(container), dict(result.metrics), tags
+                result = execute_job(prepared)
+                record = run_record(result, prepared.container, note(result))
+                pending.params, pending.metrics, pending.tags = record.params, record.metrics, record.tags
                 pending.set_status(result.status, result.reason)
                 runs[-1].result = result
             collect(w)

@@ -1,12 +1,8 @@
 """The files each run leaves (and MLflow stores as artifacts): the resolved config, a result
 JSON, a roofline SVG and a per-subtask CSV.
 
-The per-run roofline SVG (``roofline.svg``, about a millisecond: dabench/report/roofline_plot.py) follows ``run.plots`` (conf/config.yaml):
-
-- ``auto`` (default): drawn for measured and validated runs, not for predicted ones (a predict
-  sweep's figures come from ``python -m dabench report``);
-- ``always``: drawn for every run with a profile;
-- ``never``: never drawn.
+``roofline.svg`` follows ``run.plots`` (conf/config.yaml): ``auto`` (default) for measured and
+validated runs, ``always`` for every run with a profile, ``never``.
 """
 
 from __future__ import annotations

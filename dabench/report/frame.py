@@ -1,24 +1,12 @@
 """The one reader of runs: MLflow -> a pandas frame, one row per run.
 
-A selection names what to read (see :func:`resolve_selection`): an experiment (by name), a
-parent run (by id: its child runs), a study (by name: the children of every parent run tagged
-``optuna.study`` = name), or an MLflow search filter; none means every run in the store.
-Runs are read with one paginated ``search_runs`` (no per-run requests, no artifact downloads).
+:func:`load_frame` (a selection: experiment, parent run, study, filter, or every run; see
+:func:`resolve_selection`) and :func:`load_runs` (exact run ids) read with paginated
+``search_runs`` only. Columns: ``run_id``, ``experiment``, ``run_name``, ``mlflow_status``,
+``start``, ``end``, ``parent_run_id``, ``metrics.*``, ``params.*``, ``tags.*`` and the normalized
+columns of :func:`normalize` (NaN or ``"unknown"`` where a run lacks the source).
 
-Columns: ``run_id``, ``experiment``, ``run_name``, ``mlflow_status``, ``start``, ``end``
-(UTC timestamps), ``parent_run_id``; every metric as ``metrics.<name>``, param as
-``params.<name>``, tag as ``tags.<name>``; and normalized columns that the figures use, filled
-from whatever an older run has (NaN or ``"unknown"`` where it has nothing):
-
-- ``platform`` (tag ``dabench.hardware``, else param ``hardware.name``), ``mode`` (tag
-  ``dabench.mode``: ``measure`` / ``predict``), ``status`` (tag ``dabench.status``, else from the
-  MLflow state: FINISHED -> ``ok``, FAILED -> ``failed``), ``reason``, ``diagnosis``;
-- ``layers``, ``hidden``, ``batch``, ``precision``, ``strategy`` (params ``model.n_layers``,
-  ``model.hidden_size``, ``run.batch_size``, ``precision.name``, ``parallel.strategy``);
-- ``chips`` (metric ``chips``, else param ``parallel.degree``), ``throughput`` (samples/s),
-  ``li``, ``allocation``, ``compute_efficiency``, ``comm_share``, ``scaling_efficiency``;
-- roofline step point: ``intensity`` (FLOP/B), ``achieved_flops`` and ``peak_flops`` (FLOP/s
-  per chip), ``bandwidth`` (B/s, = peak / ridge intensity).
+Derivation: docs/report.md, "What a report holds" and "Structure".
 """
 
 from __future__ import annotations
@@ -153,14 +141,6 @@ def _number(value: Any) -> float:
         return float("nan")
 
 
-def _first(row: dict, *keys: str, default: Any = None) -> Any:
-    for key in keys:
-        value = row.get(key)
-        if value is not None and value == value and value not in ("", "None"):
-            return value
-    return default
-
-
 _STATE_STATUS = {"FINISHED": "ok", "FAILED": "failed", "KILLED": "killed", "RUNNING": "running", "SCHEDULED": "scheduled"}
 
 
@@ -188,7 +168,8 @@ def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None
 
 
 def normalize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the normalized columns (module docstring) from whatever columns the runs have."""
+    """Add the normalized columns (platform, mode, status, model shape, throughput, Tier-1/2, roofline;
+    docs/report.md) from tags, else params, else NaN / ``"unknown"``."""
     frame = frame.copy()
     if frame.empty:
         for column in ("run_id", "run_name", "platform", "mode", "status", "reason", "diagnosis", "is_parent"):
@@ -254,16 +235,6 @@ def load_frame(uri: str | None = None, selection: str | None = None, kind: str =
     if not include_parents and not frame.empty:
         frame = frame[~frame["is_parent"]].reset_index(drop=True)
     return frame, chosen
-
-
-def ok_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """The runs whose status is ok (their metrics are results)."""
-    return frame[frame["status"] == "ok"] if not frame.empty else frame
-
-
-def failed_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """The runs whose status is not ok (failure is a result: status and reason)."""
-    return frame[frame["status"] != "ok"] if not frame.empty else frame
 
 
 def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """The roofline figure of one run (SVG): the roof, one point per op class, one for the step.
 
-Written as SVG text by :mod:`dabench.report.svg_plot` (about a millisecond; no matplotlib, whose
-import and layout cost a tiny measured run ~1 s, 17% of its time). MLflow's UI previews ``.svg``
-artifacts like ``.png`` ones. The cross-run figures (``python -m dabench report``) keep matplotlib.
+Written as SVG text by :mod:`dabench.report.svg_plot`, without matplotlib (whose import and layout
+would dominate a small measured run); MLflow's UI previews ``.svg`` artifacts like ``.png`` ones.
+The cross-run figures (``python -m dabench report``) keep matplotlib.
 """
 
 from __future__ import annotations

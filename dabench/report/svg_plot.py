@@ -1,10 +1,9 @@
 """A small log-log chart written as SVG text, with no plotting library (no matplotlib import).
 
-Used for the per-run roofline (``roofline_plot.py``), which a measured run draws in about a
-millisecond this way instead of ~1 s of matplotlib. Coordinates: data (x, y) > 0 map to pixels by
-``px = left + (log10 x - log10 x_lo) / (log10 x_hi - log10 x_lo) * width`` and the same for y,
-upwards. Only what the roofline needs: polylines, markers (circle, diamond, star, cross; filled or
-hollow), decade ticks with labels, a vertical reference line, a title and a legend beside the axes.
+Only what the per-run roofline (``roofline_plot.py``) needs: polylines, markers (circle, diamond,
+star, cross; filled or hollow), decade ticks with labels, a vertical reference line, a title and a
+legend beside the axes. Data (x, y) > 0 map to pixels as
+``px = left + (log10 x - log10 x_lo) / (log10 x_hi - log10 x_lo) * width``, y upwards.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The Hydra callback that shows a sweep's progress and ends it with its results table.
 
-Registered in conf/config.yaml after ``mlflow_parent`` (Hydra calls ``on_multirun_end`` in
-reverse order, so this one runs while the multirun's parent run is still open).
-
-- Progress (dabench/runtime/progress.py): done/total jobs, ok/failed, ETA, on stderr. The total is the
-  basic sweeper's job count (Hydra's own override grammar and ``hydra.sweeper.params``) or the
-  Optuna sweeper's ``n_trials`` (the sweeper corrects it to the trials left, see
-  :func:`current`). Jobs are counted in this process (Hydra's basic launcher; a launcher that
-  runs jobs in other processes shows no per-job progress here).
-- Results: for a ``-m`` multirun, the table of the parent run's children
-  (dabench/report/results.py) is printed, written to ``<sweep dir>/results.csv`` and logged on
-  the parent run. A study writes its own at the sweeper's end (it knows its parent run).
+Progress (done/total, ok/failed, ETA on stderr; the total is the basic sweeper's job count or the
+Optuna sweeper's trials left, see :func:`current`) for jobs run in this process; at the end of a
+``-m`` multirun, the table of the parent run's children printed, written to
+``<sweep dir>/results.csv`` and logged on the parent run. Registered after ``mlflow_parent`` in
+conf/config.yaml: Hydra calls ``on_multirun_end`` in reverse order, so the parent run is still open.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Progress lines on stderr: how far a sweep or a measured run got, and how long it will take.
 
-- :class:`SweepProgress`: jobs of a ``-m`` multirun, a study or a grid: done/total, ok/failed
-  and an ETA (mean seconds per finished job times the jobs left).
-- :class:`StepProgress`: the steps of a measured run (warm-up, timed, instrumented). After its
-  first steps it estimates the whole run's duration (seconds per step times the steps left) and,
-  when that exceeds :data:`LONG_RUN_S`, says so once at the start, with the reason when one is
-  known (e.g. "bf16 is emulated on this CPU").
-
-On a terminal (stderr is a TTY) the line is a tqdm bar, redrawn in place. Elsewhere (CI logs,
-files, pipes) it degrades to plain lines, at most one per :data:`LINE_INTERVAL_S` seconds plus
-the last one, so a log stays readable. ``$DABENCH_PROGRESS``: ``auto`` (default), ``bar``,
-``lines`` or ``off``.
-
-Cost: :meth:`StepProgress.step` is called between timed steps, never inside the clock marks; it
-adds one to a counter and reads ``time.monotonic`` (well under a microsecond); drawing happens
-at most every :data:`BAR_INTERVAL_S` seconds (benchmarks/overhead.py keeps the ratio >= 0.99).
+:class:`SweepProgress`: jobs of a multirun, study or grid (done/total, ok/failed, ETA).
+:class:`StepProgress`: the steps of a measured run; says once at the start when the estimated run
+exceeds :data:`LONG_RUN_S`. A tqdm bar on a TTY, else plain lines at most every
+:data:`LINE_INTERVAL_S`; ``$DABENCH_PROGRESS``: ``auto``, ``bar``, ``lines`` or ``off``.
+:meth:`StepProgress.step` runs between timed steps, never inside the clock marks.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """Quiet by default: third-party noise silenced at its source, brought back by ``-v``.
 
-What a default ``python -m dabench`` would otherwise print on stderr, and where it comes from:
-
-- ``USDT: ... profiler_start`` / ``profiler_stop``: libkineto (torch.profiler, used once per
-  measured run for the per-op-class times) logs at its USDT level; ``KINETO_LOG_LEVEL=6`` (above
-  every kineto level) silences it. Read when torch loads, so it is set before torch is imported
-  (and inherited by rank and vendor child processes).
-- ``INFO mlflow.store.db.utils: Creating initial MLflow database tables...`` and the system
-  metrics sampler's start/stop lines: MLflow's own logger at INFO; ``MLFLOW_LOGGING_LEVEL=WARNING``
-  keeps its warnings and errors.
-- ``View run ... at: http://...`` / ``View experiment at: ...``: MLflow prints both to stdout at the
-  end of every run recorded on a tracking server; ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT=true``.
-- setuptools' ``pkg_resources is deprecated`` and ``Setuptools is replacing distutils``
-  (``_distutils_hack``), when a library imports either: filtered with :mod:`warnings`.
-- The same vendor line once per job (``hardware.mode=auto on ipu: PREDICTED, not measured:
-  PopTorch ... is not importable``): dabench.pipeline.execute warns once per process and hardware, then
-  logs it at DEBUG.
-
-``-v`` / ``--verbose`` (taken off the command line before Hydra sees it) or
-``hydra.verbose=...`` leaves all of it on; a variable the user set (``KINETO_LOG_LEVEL``,
-``MLFLOW_LOGGING_LEVEL``) is never overridden.
+:func:`install` (before torch or mlflow is imported) sets the environment defaults below and
+filters setuptools' deprecation warnings, unless ``-v`` / ``--verbose`` (taken off the command
+line before Hydra sees it) or ``hydra.verbose=...`` asks for everything. A variable the user set
+is never overridden; child processes inherit the settings.
 """
 
 from __future__ import annotations
@@ -29,7 +13,11 @@ import sys
 import warnings
 
 VERBOSE_FLAGS = ("-v", "--verbose")
-ENV_DEFAULTS = {"KINETO_LOG_LEVEL": "6", "MLFLOW_LOGGING_LEVEL": "WARNING", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
+ENV_DEFAULTS = {
+    "KINETO_LOG_LEVEL": "6",  # above every kineto level: no "USDT: ... profiler_start/stop" lines
+    "MLFLOW_LOGGING_LEVEL": "WARNING",  # no "Creating initial MLflow database tables" or sampler start/stop
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # no "View run ... at: http://..." per run
+}
 
 
 def verbose_requested(argv: list[str]) -> bool:

@@ -1,21 +1,11 @@
 """One supervisor for every child process dabench starts (vendor runners, distributed ranks).
 
-Start each child in its own session (process group) with its output in a log file; wait with a
-deadline; kill the whole group (grandchildren included) whatever ends the wait; classify the exit:
+Starts each child in its own session (process group) with its output in a log file, waits with a
+deadline, kills the whole group whatever ends the wait, and classifies the exit as ok, oom (an
+out-of-memory marker, or SIGKILL while the cgroup's OOM-kill counter rose), interrupted (SIGINT or
+SIGTERM it did not send), timeout or crashed. Standard library only (plus the status names).
 
-============  ==============================================================================
-status        when
-============  ==============================================================================
-ok            exit code 0
-oom           a ``MemoryError`` / out-of-memory marker in the output tail (any non-zero exit),
-              or death by SIGKILL (exit -9 or 137) while the kernel's OOM-kill counter for
-              this cgroup went up (memory evidence)
-interrupted   death by SIGINT or SIGTERM that the supervisor did not send (Ctrl-C, scheduler)
-timeout       still running at the deadline; the supervisor killed its group
-crashed       anything else: a non-zero exit code or a signal, named (e.g. SIGSEGV)
-============  ==============================================================================
-
-Standard library only (plus the status names), so both low layers can use it.
+Derivation: docs/reliability.md, section 11.
 """
 
 from __future__ import annotations

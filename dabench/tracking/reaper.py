@@ -1,20 +1,11 @@
 """Runs whose process is gone: found by their owner tags and ended KILLED (status ``killed``).
 
-Every run dabench opens carries its owner (:func:`owner_tags`): ``dabench.host``,
-``dabench.pid``, ``dabench.process_start`` (the process start time, ISO 8601 UTC, for people)
-and ``dabench.process_key`` (``<boot id>:<start in clock ticks since boot>``, for the check). A
-RUNNING run whose owner process no longer exists (SIGKILL, power loss, the OOM killer) cannot
-close itself; :func:`reap` ends it KILLED with ``dabench.status=killed`` and a reason naming the
-process. A process is gone when no process has its pid, or the one that has it started at another
-time or in another boot (a reused pid is not the owner).
+:func:`owner_tags` marks every run with its host, pid and process key (boot id and start ticks, so
+a reused pid or a reboot is told apart); :func:`reap` ends this host's RUNNING runs whose owner is
+gone (``all_hosts``: every host's, and runs without owner tags); :func:`reap_once` does it once
+per process and store when a run is first opened. Takes a client; mlflow is not imported here.
 
-- :func:`reap_once`: called when a process first opens a run (dabench/tracking/lifecycle.py):
-  one search on the store for RUNNING runs tagged with this host, once per process and store.
-- ``python -m dabench doctor`` calls :func:`reap` too, and with ``--all-hosts`` also ends the
-  RUNNING runs of other hosts and runs without owner tags (the user says those processes are
-  gone; this host cannot check them).
-
-mlflow is not imported here; the functions take a client.
+Derivation: docs/reliability.md, section 2.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """Where runs are recorded: the MLflow tracking URI and artifact root, and safe access to it.
 
-- ``tracking.uri`` when set, else ``$MLFLOW_TRACKING_URI``, else a SQLite store at
-  ``<launch dir>/mlruns/mlflow.db``; artifacts under ``<launch dir>/mlruns/artifacts``.
-- Paths are absolute because Hydra changes the working directory per job; the launch directory
-  is Hydra's original working directory.
+``tracking.uri``, else ``$MLFLOW_TRACKING_URI``, else a SQLite store at
+``<launch dir>/mlruns/mlflow.db`` (absolute: Hydra changes the working directory per job).
+:func:`client_and_experiment` creates the schema under an exclusive ``fcntl`` lock;
+:class:`RetryingClient` retries "database is locked" writes with bounded backoff; every call is
+bounded by ``tracking.timeout_s`` (:func:`apply_client_timeouts`).
 
-Concurrent writers on one SQLite file (several ``python -m dabench`` started at once):
-
-- MLflow creates and migrates the schema the first time a process opens the store. Two processes
-  doing that at once corrupt each other's migration, so :func:`client_and_experiment` opens the
-  store and creates the experiment while holding an exclusive ``fcntl`` lock on
-  ``mlflow.db.lock`` beside the database: the schema is created exactly once, the others wait and
-  then find it.
-- SQLite admits one writer at a time; a write that meets "database is locked" is retried with
-  bounded exponential backoff (:func:`retry_locked`, :class:`RetryingClient`). Such an error
-  means the transaction was rolled back, so repeating it writes it once.
-- Beyond a handful of concurrent writers, use a tracking server (README, "Tracking server").
-
-Every call to a tracking server or database is bounded by ``tracking.timeout_s``
-(:func:`apply_client_timeouts`): the HTTP client's request timeout and retries, and the database
-driver's connect timeout.
+Derivation: docs/reliability.md, section 1.
 """
 
 from __future__ import annotations
@@ -33,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from dabench.core.paths import launch_dir  # noqa: F401  (re-exported: tracking.store.launch_dir)
+from dabench.core.paths import launch_dir
 
 T = TypeVar("T")
 

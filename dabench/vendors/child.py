@@ -127,10 +127,6 @@ def stage_placement(run_config: Dict[str, Any], head_stage: Optional[int] = None
     return placement
 
 
-def precision_name(run_config: Dict[str, Any]) -> str:
-    return run_config["precision"]["name"]
-
-
 def option(run_config: Dict[str, Any], key: str, default: Any = None) -> Any:
     """``hardware.options[key]`` (runner knobs are prefixed ``runner_``)."""
     value = (run_config["hardware"].get("options") or {}).get(key)

@@ -1,18 +1,10 @@
 """Export a PopVision ``profile.pop`` to the JSON dabench parses (:mod:`dabench.ingest.ipu`).
 
-Runs where the Poplar SDK's ``pva`` module is importable:
-``python -m dabench.vendors.ipu_export profile.pop out.json``. Reads (libpva API):
+``python -m dabench.vendors.ipu_export profile.pop out.json``, where the Poplar SDK's ``pva`` is
+importable (standard library only besides it): the compilation target, per-tile memory, and with
+an execution profile each IPU's compute and exchange cycles.
 
-- ``report.compilation.target``: numIPUs, tilesPerIpu, bytesPerTile, bytesPerIPU,
-  clockFrequency, numReplicas, ipusPerReplica.
-- Per tile ``tile.memory.total.includingGaps`` over ``report.compilation.tiles`` (tile index //
-  tilesPerIpu = IPU): per-tile bytes (``tile_memory``), per-IPU bytes used, tiles holding
-  memory, and the mean and standard deviation of tile memory (for the tile-balance metric).
-- With an execution profile: per IPU, the sum of ``step.ipus[i].cycles`` over
-  ``report.execution.steps`` whose program is not a Sync, StreamCopy or GlobalExchange (waiting
-  and host transfer excluded), i.e. each IPU's own compute and exchange cycles.
-
-Standard library only besides ``pva``.
+Derivation: docs/vendors.md, "Artifact parsers" (``popvision_json``).
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """PopTorch runner (Graphcore IPU): the decoder stack as a PopTorch training model.
 
-Follows the PopTorch user guide (vendor-integrations.md section 1):
+Builds ``poptorch.trainingModel`` with ``BeginBlock`` placement (embedding and head on IPU 0,
+``parallel.layers_per_stage`` decoder layers per IPU) and ``poptorch.Options`` from the config,
+times ``compile`` separately, then warm-up and timed host calls (fetch + call, as Graphcore's
+examples time ``throughput``). With ``runner_profile`` it writes a PopVision profile for
+:mod:`dabench.vendors.ipu_export`. Follows the PopTorch user guide (vendor-integrations.md section 1).
 
-- Placement: ``poptorch.BeginBlock(module, user_id, ipu_id=k)`` wherever the IPU changes along
-  the forward order (embedding and LM head on IPU 0, as in Graphcore's GPT-2 example and in
-  dabench's IPU model; decoder layers per ``parallel.layers_per_stage``). Pipelining uses ``PipelinedExecution(AutoStage.AutoIncrement)`` so a return to IPU 0
-  is a new stage.
-- ``poptorch.Options``: ``deviceIterations`` (hardware.options.device_iterations),
-  ``Training.gradientAccumulation`` (run.grad_accum: the micro-batches per weight update, which
-  pipelining needs to be at least 2 x IPUs - 1), ``replicationFactor`` (parallel.degree for dp, parallel.replicas for pp),
-  ``setAvailableMemoryProportion`` (hardware.options.available_memory_proportion, per IPU),
-  ``Precision.setPartialsType`` (fp16 partials when hardware.options.half_partials, else fp32, for
-  fp16 and mixed runs); ``autoRoundNumIPUs`` when the IPU count is not a power of two.
-- Precision: fp32; fp16 = ``model.half()``, fp16 optimizer accumulators except the
-  second moment (fp32); mixed = ``model.half()`` with fp32 optimizer state
-  (fp32 master copy) via ``poptorch.optim.AdamW(accum_type=..., *_momentum_accum_type=...)``.
-- ``poptorch.trainingModel(model, options, optimizer)``; ``.compile(ids, targets)`` is timed
-  separately; then warm-up and timed host calls, each one ``pt(ids, targets)`` fed by
-  ``poptorch.DataLoader(options, dataset, batch_size=run.batch_size)``.
-
-Samples per host call, as Graphcore counts them: micro-batch * device iterations * gradient
-accumulation * replicas. A step time is one host call's wall time (fetch + call), as the examples'
-``throughput`` line measures it.
-
-Profiling (hardware.options.runner_profile=true): ``POPLAR_ENGINE_OPTIONS`` with
-``autoReport.outputGraphProfile`` (and ``outputExecutionProfile`` with runner_profile_execution)
-in ``<workdir>/popvision``; afterwards :mod:`dabench.vendors.ipu_export` turns the
-``profile.pop`` into the JSON dabench parses. Other options: ``runner_ipu_model`` (the IPU Model
-simulator), ``runner_loss_scaling``, ``runner_cache_dir``, ``runner_log_cycle_count``.
+Derivation: docs/vendors.md, "Graphcore IPU".
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """SambaFlow runner (SambaNova SN30 RDU), following the SambaFlow "bare-metal" app shape
-(vendor-integrations.md section 3.1). Two phases, one process each, as SambaFlow apps run:
+(vendor-integrations.md section 3.1).
 
-``compile``: the app's CLI arguments are built from the config and parsed by
-``sambaflow.samba.utils.argparser.parse_app_args`` (``compile -b <batch> --pef-name
---output-folder --num-tiles <hardware.options.tiles> [--n-chips N --tensor-parallel weight]
--o0|-o1|-o3 [--enable-mixed-precision-ops gemm softmax]``). The model is moved with
-``samba.from_torch_model_``, the optimizer is ``samba.optim.AdamW``, inputs are static-shape
-``samba.randint(..., name=, batch_dim=0)`` tensors (the batch is fixed at compile time), then
-``samba.session.compile(model, inputs, optimizer, name=, app_dir=, config_dict=vars(args),
-pef_metadata=get_pefmeta(args, model))`` writes ``<output-folder>/<pef-name>/<pef-name>.pef``
-and the compile reports dabench parses.
+Two phases, one process each: ``compile`` (app CLI arguments from the config, then
+``samba.session.compile`` writes the PEF and the compile reports) and ``run`` (``trace_graph``,
+then per step ``samba.session.run`` and ``samba.to_torch(loss)``; a step time is their host wall time).
 
-``run``: ``trace_graph(model, inputs, optimizer, pef=, mapping=)``, then per step
-``samba.session.run(input_tensors=, output_tensors=, hyperparam_dict={"lr": ...})`` (fwd, bwd
-and optimizer on the RDU) and ``samba.to_torch(loss)`` to synchronise. A step time is the host
-wall time of run + to_torch; the time inside ``session.run`` and in ``to_torch`` are also
-reported (``rdu.session_run_s``, ``rdu.to_torch_s``). SambaFlow's own host/device split comes
-from SambaTune's snprof report when present in the compile folder (parsed by dabench).
-
-The DecoderStack's forward returns the loss; SambaFlow expects ``(loss, outputs)``, so a thin
-wrapper returns ``(loss, loss)``.
+Derivation: docs/vendors.md, "SambaNova".
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """cerebras.pytorch (cstorch 2.x) runner: weight-streaming training on CSX, or the same code on
 cstorch's CPU backend (``backend`` ``cstorch_cpu`` in the request).
 
-The flow is cstorch's documented one (vendor-integrations.md section 2.1):
+cstorch's documented flow (vendor-integrations.md section 2.1): backend, model under its device,
+``cstorch.compile``, AdamW and ``cstorch.amp`` precision, a ``@cstorch.trace`` step fed by a
+``DataExecutor``. Step times are the gaps between ``@cstorch.step_closure`` clock marks over the
+last ``run.timed_steps`` steps (compile stays before them); RateTracker files come back as artifacts.
 
-1. ``cstorch.backend("CSX", artifact_dir=, compile_dir=, cluster_config=ClusterConfig(num_csx=,
-   mount_dirs=, python_paths=))`` or ``cstorch.backend("CPU", artifact_dir=)``.
-2. The DecoderStack is built under ``with backend.device:``, then ``cstorch.compile(model, backend)``.
-3. ``cstorch.optim.AdamW``; precision through ``cstorch.amp`` (mixed: ``enable_mixed_precision``
-   + ``set_half_dtype``; CSX autocasts itself, CPU needs ``cstorch.amp.autocast()`` and bf16;
-   float16 adds a dynamic ``cstorch.amp.GradScaler``).
-4. A ``@cstorch.trace`` step (loss, backward, optimizer step, zero_grad) fed by
-   ``cstorch.utils.data.DataExecutor(DataLoader(input_fn, ...), num_steps=)``.
-
-Timing as Cerebras counts it: one step = one global batch (``run.batch_size * run.grad_accum *
-num_csx`` samples; on CSX ``micro_batch_size`` = ``run.batch_size`` tiles it on the wafer, since
-cstorch forces gradient accumulation off). A ``@cstorch.step_closure`` marks the host clock when
-each step's loss is materialised; step times are the gaps between marks over the last
-``run.timed_steps`` steps (at least one warm-up step, so compile stays outside the window).
-cstorch's own RateTracker figures (``executors/<n>/performance.json``) come back as artifacts.
-
-Options (``hardware.options``): ``runner_num_csx`` (default parallel.degree for parallel=dp,
-else 1), ``runner_half_dtype`` (float16|bfloat16|cbfloat16; default from the precision),
-``runner_compile_dir``, ``runner_mgmt_address``, ``runner_micro_batch_size`` (int, "auto",
-"explore"), ``runner_compile_only``.
+Derivation: docs/vendors.md, "Cerebras" and the ``hardware.options`` table.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The workload: a GPT-2 style decoder stack in plain PyTorch, and its training step.
 
-Token + position embeddings, ``n_layers`` pre-LN decoder blocks (causal self-attention through
-``scaled_dot_product_attention`` and a GELU MLP), a final LayerNorm, an LM head and the
-cross-entropy loss. With ``tie_embeddings`` (GPT-2, as Hugging Face's GPT2LMHeadModel) the LM head's
-weight *is* the token embedding's table: one parameter, one gradient (both uses accumulate into
-it), one optimizer state. The modules are split so that a pipeline can cut the stack between blocks
-(:class:`Embedding`, :class:`DecoderBlock`, :class:`Head`).
-
-This module imports only torch and the standard library: vendor runners load it in their own
-(older) environments.
+Token + position embeddings, ``n_layers`` pre-LN decoder blocks (SDPA causal self-attention, a
+GELU MLP), a final LayerNorm, an LM head (with ``tie_embeddings``, the token table itself) and the
+cross-entropy loss, split so that a pipeline can cut between blocks (:class:`Embedding`,
+:class:`DecoderBlock`, :class:`Head`). Imports only torch and the standard library: vendor runners
+load it in their own (older) environments.
 """
 
 from __future__ import annotations

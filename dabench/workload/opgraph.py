@@ -1,46 +1,12 @@
 """The op graph: the work of one training step, per op and per layer, as numbers.
 
-For a micro-batch of B sequences of S tokens (a = B*S tokens), hidden H, heads n_h, FFN width
-F = ffn_mult*H, vocabulary V, and element sizes e (activations, the compute dtype) and w
-(weights as read by the arithmetic), each op carries:
+:func:`build_opgraph` (model, micro-batch, precision) -> :class:`OpGraph`: layers ``embedding``,
+``block.<i>``, ``head``, each a tuple of :class:`Op` with phase ``fwd`` / ``bwd`` / ``opt``, FLOPs
+(as ``torch.utils.flop_counter`` counts them), minimum main-memory bytes, owned params and saved
+activation bytes (forward entries). Decoder blocks share one op tuple, so building costs the same
+for any depth.
 
-- ``flops``: floating-point operations (a multiply-add counts 2). Matmuls count 2*m*n*k, as
-  ``torch.utils.flop_counter`` does; bias adds are not counted (also as torch). Attention counts
-  the dense S x S score matrix (causal masking does not halve it, as in torch's counter and in
-  the 6N + 12*L*H*S rule of thumb): 4*B*S^2*H forward, 8*B*S^2*H backward (the math kernel's
-  autograd: two matmuls per forward matmul). Elementwise ops count a small per-element
-  constant (documented next to each op below); torch's counter ignores them.
-- ``bytes``: the minimum traffic to main memory, assuming no reuse between ops: every input
-  read once, every output written once, weights read once (a flash-style attention that never
-  writes the S x S matrix). Measured traffic is higher; this is the model behind the
-  roofline's arithmetic intensity.
-- ``params``: parameters the op owns (on its forward entry only).
-- ``saved_bytes``: activation bytes kept from forward for backward (forward entries only).
-
-Model variants (:class:`~dabench.config.sections.ModelConfig`; the defaults are GPT-2):
-
-- ``ffn_type: swiglu`` (LLaMA): ``mlp.fc1`` is the fused gate and up projections (H -> 2F),
-  ``mlp.gelu`` the SiLU-and-multiply (``SWIGLU_FLOPS_PER_ELEMENT`` per element of F), ``mlp.fc2``
-  the down projection. ``ffn_size`` sets F directly (LLaMA-7B: 11,008).
-- ``position: rotary`` (GPT-J, LLaMA): no position table; ``attn.rotary`` rotates q and k
-  (``ROTARY_FLOPS_PER_ELEMENT`` per element of both).
-- ``tie_embeddings`` (GPT-2, BERT): the LM head multiplies by the token table, which the
-  embedding owns: ``lm_head`` has no parameters of its own (it still reads the table).
-- ``cross_attention_layers = c`` of n blocks (an encoder-decoder of L + L layers is n = 2L,
-  c = L): decoder blocks also attend to the encoder output (``xattn.*``: q, k, v, scores,
-  out-projection, the same shapes as self-attention, keys from a sequence of the same length).
-  Blocks stay identical: every block carries c/n of a cross-attention (FLOPs, bytes, params and
-  saved bytes scaled by c/n), so the stack's totals are exact while a per-block view averages
-  encoder and decoder blocks.
-- ``head_tokens = m`` (BERT's MLM): only m positions per sequence reach the head, which first
-  applies BERT's prediction transform (``head.transform``: H x H dense, GELU, LayerNorm).
-- Biases are priced on every linear (LLaMA and GPT-J have none in most projections: <0.1% of
-  the FLOPs).
-
-Phases: ``fwd``, ``bwd`` and ``opt`` (AdamW update: 12 FLOPs per parameter; it reads parameter,
-gradient and both moments and writes parameter and moments). Decoder blocks are identical, so
-one block's ops are built once and shared by every block layer: building a graph costs the same
-for 1 or 100 layers, which keeps the analytical models fast.
+Derivation: docs/metrics.md, "Work of one step".
 """
 
 from __future__ import annotations
@@ -63,7 +29,7 @@ ROTARY_FLOPS_PER_ELEMENT = 3.0  #: x*cos + rotate(x)*sin per element of q and k
 
 @dataclass(frozen=True)
 class Op:
-    """One op in one phase. FLOPs and bytes per micro-batch step; see the module docstring."""
+    """One op in one phase. FLOPs and bytes per micro-batch step (docs/metrics.md, "Work of one step")."""
 
     name: str
     op_class: str
@@ -75,8 +41,8 @@ class Op:
 
     def __init__(self, name: str, op_class: str, phase: str, flops: float, bytes: float,  # noqa: A002
                  params: int = 0, saved_bytes: float = 0.0) -> None:
-        # still frozen (no setattr after this), but ~50 ops are built per op graph, i.e. per
-        # prediction: filling __dict__ directly costs ~40% of the generated init's setattr per field
+        # still frozen (no setattr after this); every prediction builds an op graph, and filling
+        # __dict__ directly skips the generated init's object.__setattr__ per field
         d = self.__dict__
         d["name"], d["op_class"], d["phase"], d["flops"], d["bytes"] = name, op_class, phase, flops, bytes
         d["params"], d["saved_bytes"] = params, saved_bytes

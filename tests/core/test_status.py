@@ -39,7 +39,7 @@ def test_exceptions_carry_their_status():
 @pytest.mark.parametrize("cls, status", [
     (st.DabenchError, Status.CRASHED), (st.UnsupportedError, Status.UNSUPPORTED),
     (st.CompileError, Status.COMPILE_ERROR), (st.OutOfMemory, Status.OOM), (st.CrashedError, Status.CRASHED),
-    (st.RunTimeout, Status.TIMEOUT), (st.DiskFull, Status.DISK_FULL), (st.TrackingError, Status.TRACKING_ERROR),
+    (st.RunTimeout, Status.TIMEOUT), (st.DiskFull, Status.DISK_FULL),
     (st.Diverged, Status.DIVERGED), (st.InvalidResult, Status.INVALID_RESULT),
     (st.IncompleteArtifact, Status.INCOMPLETE_ARTIFACT),
 ])

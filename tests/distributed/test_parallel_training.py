@@ -10,9 +10,10 @@ import torch
 from dabench.backends.torch_train import build_train_state
 from dabench.config.sections import ParallelConfig
 from dabench.config.build import build_run_config
+from dabench.core.ceilings import Ceilings
 from dabench.distributed.assemble import assemble_profile, parallel_losses
 from dabench.distributed.run import run_ranks
-from dabench.metrics.summary import Ceilings, compute_metrics
+from dabench.metrics.summary import compute_metrics
 from dabench.workload.opgraph import build_opgraph
 from tests.conftest import composed
 

@@ -5,10 +5,11 @@ import math
 import pytest
 
 from dabench.config.sections import ModelConfig, PrecisionConfig
+from dabench.core.ceilings import Ceilings
 from dabench.metrics import tier1, tier2
 from dabench.metrics.diagnosis import diagnose
 from dabench.metrics.roofline import attainable_flops, point, ridge_point
-from dabench.metrics.summary import Ceilings, compute_metrics, step_work
+from dabench.metrics.summary import compute_metrics, step_work
 from dabench.core.profile import CommEvent, Profile, Subtask, UnitUse
 from dabench.workload.opgraph import build_opgraph
 

@@ -1,39 +1,12 @@
 """Typed hardware knobs: one frozen dataclass per architecture, built from ``hardware.options``.
 
-The knob section of ``conf/hardware/<arch>.yaml`` (``options:``) is the ONLY place a knob's value
-lives. Each analytical model reads its knobs through :func:`knobs_for` and nowhere else; the
-dataclass declares names, types and bounds but no values, so a number is never repeated in code.
+``knobs_for(rc.hardware)`` -> the arch's knob dataclass (``@register(arch)`` in
+``knobs/<arch>.py``, imported on first use), validated and cached; the only way a model reads a
+knob. The dataclass declares names, types and bounds (:func:`knob`), never values: every knob
+must be in the YAML, and an unknown, missing or invalid one is a ConfigError naming
+``hardware.options.<name>``. Keys starting with ``runner_`` pass through to the vendor runners.
 
-Adding a platform's knobs: a module ``dabench/perfmodel/knobs/<arch>.py`` (imported on first use
-by :func:`build_knobs`, so nothing else needs editing) with one frozen dataclass::
-
-    @register("wse2")
-    @dataclass(frozen=True)
-    class Wse2Knobs:
-        execution_mode: str = knob(choices=("pipelined", "weight_streaming", "auto"))
-        region_fill: float = knob(low=0.0, high=1.0)   # 0 < value <= 1
-        replicas: int | str = knob(integer=True, low=0, choices=("auto",))  # an int >= 1, or "auto"
-
-    # in perfmodel/wse2.py, the only place the model reads knobs:
-    k = knobs_for(rc.hardware)        # -> Wse2Knobs, validated, cached per options mapping
-
-A ``fitted`` knob (one ``python -m dabench fit`` refits) is declared the same way; its
-fitting bounds and points are in the YAML's ``sources:`` map, not here.
-
-Rules enforced by :func:`build_knobs`:
-
-- Every declared knob must be present in the YAML (no code defaults: the YAML is the source).
-- A key the dataclass does not declare is a :class:`~dabench.core.status.ConfigError` that lists the
-  valid names and suggests the closest one ("did you mean ...?"). Keys starting with
-  ``runner_`` belong to the vendor runners (dabench/vendors, dabench/runtime/isolation.py) and pass through.
-- Numbers must lie in ``(low, high]`` (``low`` exclusive, ``high`` inclusive); ``integer`` knobs
-  must be whole; ``choices`` lists the allowed strings (for a number-or-string knob, the strings
-  allowed besides the number); ``boolean`` knobs must be true/false.
-
-Command-line overrides keep their path: ``hardware.options.execution_mode=weight_streaming``.
-
-Where each value comes from is recorded next to it in the YAML's ``sources:`` map (see
-:mod:`dabench.perfmodel.fit.sources` and tests/perfmodel/test_sources.py).
+Derivation: docs/perfmodel.md, "Knobs, sources and calibration".
 """
 
 from __future__ import annotations
@@ -160,18 +133,27 @@ def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = Non
     return cls(**{name: spec.check(name, options[name]) for name, spec in specs.items()})
 
 
-_CACHE: dict[tuple[str, int], tuple[Mapping[str, Any], Any]] = {}
+_CACHE: dict[tuple[str, int, str], tuple[Mapping[str, Any], Any]] = {}
 
 
 def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
     """:func:`build_knobs` for a :class:`~dabench.config.sections.HardwareSpec`, cached by the identity of
     its options mapping (a HardwareSpec is frozen, so its options do not change under it)."""
     options = hardware.options
-    key = (hardware.arch, id(options))
+    constants = getattr(hardware, "constants", "published")
+    key = (hardware.arch, id(options), constants)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is options:
         return hit[1]
-    built = build_knobs(hardware.arch, options, cls)
+    merged = options
+    if constants != "published":  # hardware.constants=NAME|FILE: the set's fitted options over the YAML's
+        from dabench.perfmodel.fit.constant_set import fitted_options
+
+        try:
+            merged = {**options, **fitted_options(constants, hardware.arch)}
+        except (OSError, ValueError) as error:
+            raise ConfigError("hardware.constants", constants, str(error)) from None
+    built = build_knobs(hardware.arch, merged, cls)
     if len(_CACHE) > 4096:
         _CACHE.clear()
     _CACHE[key] = (options, built)  # holding the mapping keeps its id from being reused
