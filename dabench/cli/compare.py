@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from dabench.tracking.store import tracking_uri
     from dabench.tracking.ui_view import run_urls
 
-    links = run_urls(tracking_uri(args.tracking_uri), zip(frame["run_id"], frame["experiment"]))
+    links = run_urls(tracking_uri(args.tracking_uri), zip(frame["run_id"], frame["experiment"], strict=True))
     print("MLflow pages (`dabench ui` serves a local store):")
     print("\n".join(f"  {run_id[:8]}  {url}" for run_id, url in links.items()))
     if args.csv:

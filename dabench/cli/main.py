@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("dabench.cli.calibrate", "measure this machine's CPU ceilings (peak FLOP/s, bandwidth)"),
     "doctor": ("dabench.cli.doctor", "check the run store and studies; close runs left RUNNING"),
     "ingest": ("dabench.cli.ingest", "parse vendor artifacts (compile reports, PopVision, SambaFlow)"),
+    "ui": ("dabench.cli.ui", "open the runs in MLflow's UI: key columns, model-training view"),
     "sync": ("dabench.cli.sync", "replay runs kept in the outbox while the tracking server was away"),
     "advise": ("dabench.cli.advise", "best PREDICTED deployment per platform to train a model on N tokens"),
 }

@@ -1,5 +1,6 @@
 """Frame -> report folder: report.html (self-contained: every figure embedded as a base64 SVG
-data URI, no scripts, no external files), figures/<key>.png and .svg, and runs.csv."""
+data URI, no scripts, no external files; run names link to their MLflow pages, docs/ui.md),
+figures/<key>.png and .svg, and runs.csv."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from dabench.report.figures import FIGURES, NoData
+from dabench.tracking.ui_view import run_urls, ui_base_url
 
 MAX_TABLE_ROWS = 500  #: rows of the per-run tables in the HTML (all runs are in runs.csv)
 TEMPLATE = "report.html.j2"
@@ -32,10 +34,11 @@ def _number(value) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"
 
 
-def _rows(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
+def _rows(frame: pd.DataFrame, columns: list[str], links: dict[str, str] | None = None) -> list[dict]:
     rows = []
     for _, r in frame.head(MAX_TABLE_ROWS).iterrows():
         row = {c: r.get(c, "") for c in columns}
+        row["url"] = (links or {}).get(str(r.get("run_id", "")), "")  # the run's MLflow page
         if "throughput" in row:
             row["throughput"] = _number(row["throughput"])
         rows.append(row)
@@ -83,19 +86,22 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     diagnosed = ok[ok["diagnosis"] != ""].sort_values(["platform", "run_name"]) if not ok.empty else ok
     failed = frame[frame["status"] != "ok"].sort_values(["platform", "run_name"]) if not frame.empty else frame
     modes = frame["mode"].value_counts() if not frame.empty else pd.Series(dtype=int)
+    links = (run_urls(uri, zip(frame["run_id"], frame.get("experiment", frame["run_id"]), strict=True))
+             if "run_id" in frame.columns and not frame.empty else {})
     environment = jinja2.Environment(loader=jinja2.PackageLoader("dabench.report", "templates"),
                                      autoescape=True, undefined=jinja2.StrictUndefined)
     html = environment.get_template(TEMPLATE).render(
-        selection=selection, uri=uri, version=__version__,
+        selection=selection, uri=uri, version=__version__, ui_base=ui_base_url(uri),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         platforms=sorted(set(frame["platform"])) if not frame.empty else [],
         counts={"total": len(frame), "ok": len(ok), "failed": len(failed), "measure": int(modes.get("measure", 0)),
                 "predict": int(modes.get("predict", 0)),
                 "unknown_mode": int(len(frame) - modes.get("measure", 0) - modes.get("predict", 0))},
         figures=shown,
-        diagnosis_rows=_rows(diagnosed, ["run_name", "platform", "mode", "throughput", "diagnosis", "diagnosis_reason"]),
+        diagnosis_rows=_rows(diagnosed, ["run_name", "platform", "mode", "throughput", "diagnosis", "diagnosis_reason"],
+                             links),
         diagnosis_more=max(0, len(diagnosed) - MAX_TABLE_ROWS),
-        failure_rows=_rows(failed, ["run_name", "platform", "mode", "status", "reason"]),
+        failure_rows=_rows(failed, ["run_name", "platform", "mode", "status", "reason"], links),
         failure_more=max(0, len(failed) - MAX_TABLE_ROWS),
     )
     report.html.write_text(html, encoding="utf-8")

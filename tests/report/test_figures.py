@@ -97,8 +97,11 @@ def test_html_is_self_contained_with_notes(tmp_path):
     assert set(report.notes) == {"scaling"}
     assert "no ok runs with a parallel strategy" in html
     assert html.count('src="data:image/svg+xml;base64,') == len(figures.FIGURES) - 1
-    assert not re.search(r'(src|href)="(?!data:|#)', html) and "<script" not in html
-    assert "d" * 32 not in html and "wse2 capacity exceeded" in html  # failures table: name and reason
+    assert not re.search(r'src="(?!data:)', html) and "<script" not in html  # nothing loaded from outside
+    links = re.findall(r'href="([^"#][^"]*)"', html)  # run names link to their MLflow pages (docs/ui.md)
+    assert links and all(re.fullmatch(r"http://127\.0\.0\.1:5000/#/runs/[0-9a-f]{32}", link) for link in links)
+    shown = re.sub(r"<[^>]+>", "", html)
+    assert "d" * 32 not in shown and "wse2 capacity exceeded" in shown  # failures table: name and reason
     assert len(report.figures) == 2 * (len(figures.FIGURES) - 1)
     assert pd.read_csv(report.csv)["run_id"].tolist() == frame["run_id"].tolist()
 

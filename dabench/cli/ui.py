@@ -1,0 +1,227 @@
+"""``dabench ui [--port N] [--host H] [--no-browser] [--tracking-uri URI] [--experiment NAME]``:
+open dabench's runs in MLflow's UI in one command.
+
+For the store dabench would use (tracking/store.py), it starts ``mlflow server`` (one worker, on
+127.0.0.1 by default), waits until it answers, prints the URL of the experiment's runs table in the
+model-training view with the saved view ``dabench`` (key columns; tracking/ui_view.py) as the first
+line of standard output, opens a browser where there is a display, and serves until Ctrl-C or
+SIGTERM, then stops the server. When the store already is a tracking server (``http(s)://``), it
+prints that server's URL and starts nothing. Exit status: 0 served or printed, 1 the server failed,
+2 bad input (a port in use, an unknown experiment name in a store that has experiments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from types import FrameType
+
+from dabench.tracking.redact import redact_uri
+from dabench.tracking.ui_view import DEFAULT_HOST, DEFAULT_PORT, ensure_saved_view, runs_view_url, ui_base_url
+
+START_TIMEOUT_S = 180.0  #: mlflow server takes ~10 s on a quiet machine, a minute on 2 busy cores
+STOP_GRACE_S = 10.0
+
+
+class UiError(Exception):
+    """One line for the user; ``code`` the exit status."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="dabench ui", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port to serve on (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--host", default=DEFAULT_HOST,
+                        help=f"address to serve on (default {DEFAULT_HOST}: this machine only)")
+    parser.add_argument("--no-browser", action="store_true", help="print the URL, do not open a browser")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)")
+    parser.add_argument("--experiment", default="dabench", help="experiment to open (default: dabench)")
+    parser.add_argument("--timeout-s", type=float, default=START_TIMEOUT_S,
+                        help=f"how long to wait for the server to answer (default {START_TIMEOUT_S:g})")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show the MLflow server's own log (also `dabench -v ui`)")
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port={args.port}: must be 0..65535")
+    if args.timeout_s <= 0:
+        parser.error(f"--timeout-s={args.timeout_s:g}: must be > 0")
+    return args
+
+
+def free_port(host: str, port: int) -> int:
+    """``port`` if it can be bound on ``host`` (0: a free port the system picks); else UiError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise UiError(f"--port={port}: cannot serve on {host}:{port} ({error.strerror}); "
+                          "pick another with --port N, or --port 0 for a free one") from None
+        return int(probe.getsockname()[1])
+
+
+def browse_host(host: str) -> str:
+    """The address a browser on this machine uses for a server bound to ``host``."""
+    return DEFAULT_HOST if host in ("0.0.0.0", "::", "") else (f"[{host}]" if ":" in host else host)
+
+
+def view_url(uri: str, base: str, experiment: str) -> str:
+    """The URL to open: the experiment's runs view after writing the saved view onto it; the
+    experiment list (``base/``) while the store has no such experiment and no other."""
+    from mlflow.tracking import MlflowClient
+
+    from dabench.tracking.store import RetryingClient, apply_client_timeouts, store_lock, with_connect_timeout
+
+    apply_client_timeouts()
+    with store_lock(uri):  # a new SQLite store gets its schema here, once
+        client = RetryingClient(MlflowClient(tracking_uri=with_connect_timeout(uri)))
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            names = [e.name for e in client.search_experiments(max_results=1000) if e.name != "Default"]
+            if names:
+                raise UiError(f"--experiment={experiment!r}: not in {redact_uri(uri)}; experiments: "
+                              f"{', '.join(sorted(names))}")
+            print(f"dabench ui: no runs in {redact_uri(uri)} yet (run `python -m dabench` first); "
+                  "opening the experiment list", file=sys.stderr)
+            return f"{base}/"
+        ensure_saved_view(client, found.experiment_id, found.tags)
+    return runs_view_url(base, found.experiment_id)
+
+
+def server_command(uri: str, host: str, port: int) -> list[str]:
+    """``mlflow server`` for ``uri`` with one worker; local artifacts where dabench writes them."""
+    from dabench.tracking.store import artifact_root
+
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
+               "--host", host, "--port", str(port), "--workers", "1"]
+    artifacts = artifact_root(uri)
+    return command + (["--artifacts-destination", artifacts] if artifacts else [])
+
+
+def wait_until_up(process: subprocess.Popen, url: str, timeout_s: float, log: Path | None) -> None:
+    """Poll ``url/health`` until it answers 200; UiError (code 1) when the server exits or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise UiError(f"mlflow server exited with status {process.returncode} before answering{_tail(log)}", 1)
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise UiError(f"mlflow server did not answer at {url} within --timeout-s={timeout_s:g}{_tail(log)}", 1)
+
+
+def _tail(log: Path | None) -> str:
+    if log is None or not log.exists():
+        return ""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-8:]
+    return f" (server log {log}):\n  " + "\n  ".join(lines) if lines else f" (server log {log} is empty)"
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group, SIGKILL after :data:`STOP_GRACE_S`."""
+    if process.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def open_browser(url: str) -> bool:
+    """Open ``url`` where a graphical browser can be (macOS, Windows, or a Linux display); never a
+    text browser in this terminal."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return False
+    import webbrowser
+
+    try:
+        return bool(webbrowser.open(url, new=2))
+    except Exception:
+        return False
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(args: argparse.Namespace, uri: str) -> int:
+    port = free_port(args.host, args.port)
+    base = f"http://{browse_host(args.host)}:{port}"
+    url = view_url(uri, base, args.experiment)
+    from dabench.runtime.quiet import is_verbose
+
+    log = None if args.verbose or is_verbose() else Path(tempfile.mkstemp(prefix="dabench-ui-", suffix=".log")[1])
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
+    out = None if log is None else open(log, "w")
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    process = subprocess.Popen(server_command(uri, args.host, port), env=env, stdout=out, stderr=out,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until_up(process, base, args.timeout_s, log)
+        print(url, flush=True)
+        where = f" (server log {log})" if log else ""
+        print(f"dabench ui: MLflow serves {redact_uri(uri)} at {base}{where}; Ctrl-C stops it",
+              file=sys.stderr, flush=True)
+        if not args.no_browser and open_browser(url):
+            print("dabench ui: opened in your browser", file=sys.stderr, flush=True)
+        code = process.wait()
+        raise UiError(f"mlflow server exited with status {code}{_tail(log)}", 1)
+    except KeyboardInterrupt:
+        stop(process)
+        print("dabench ui: stopped", file=sys.stderr)
+        if log is not None:
+            log.unlink(missing_ok=True)  # kept only when the server failed (the message names it)
+        return 0
+    finally:
+        stop(process)
+        signal.signal(signal.SIGTERM, previous)
+        if out is not None:
+            out.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from dabench.tracking.store import tracking_uri
+
+    uri = tracking_uri(args.tracking_uri)
+    try:
+        if uri.startswith(("http://", "https://")):  # a tracking server: its UI is already there
+            url = view_url(uri, ui_base_url(uri, environ={}), args.experiment)
+            print(url, flush=True)
+            print(f"dabench ui: the store is the tracking server {ui_base_url(uri, environ={})}; nothing to start",
+                  file=sys.stderr)
+            if not args.no_browser:
+                open_browser(url)
+            return 0
+        return serve(args, uri)
+    except UiError as error:
+        print(f"dabench ui: {error}", file=sys.stderr)
+        return error.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
