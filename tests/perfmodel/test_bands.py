@@ -17,8 +17,9 @@ def test_the_published_constant_set_has_the_documented_form():
     assert PUBLISHED, "run python -m dabench fit --cv --write"
     assert constant_set.format_problems(PUBLISHED) == []
     assert PUBLISHED["name"] == "published" and PUBLISHED["nominal_coverage"] == NOMINAL
-    for arch in ("cpu", "cuda"):  # no calibration points yet: no band, and the set says so
+    for arch in ("cpu", "cuda_a100"):  # no calibration points of their own: no band, and the set says so
         assert PUBLISHED["platforms"][arch]["band"]["kind"] == "uncalibrated"
+    assert PUBLISHED["platforms"]["cuda"]["band"]["kind"] == "conformal"  # the MEG-* points (issue 20 item C)
 
 
 def test_no_platform_has_as_many_fitted_constants_as_points():
@@ -89,7 +90,9 @@ def test_nested_coverage_sizes_each_band_without_its_point():
 @pytest.mark.parametrize("overrides,banded", [
     (["hardware=wse2", "model=gpt2_small"], True),
     (["hardware=rdu"], True),
-    (["hardware=cuda", "hardware.mode=predict"], False),
+    (["hardware=cuda", "hardware.mode=predict"], True),
+    (["hardware=cuda_a100", "hardware.mode=predict"], True),  # arch cuda: cuda's band
+    (["hardware=cpu", "hardware.mode=predict"], False),
 ])
 def test_a_predicted_run_carries_its_band_and_tags(overrides, banded):
     from dabench.api import predict

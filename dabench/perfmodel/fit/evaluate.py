@@ -32,7 +32,15 @@ def _load(group: str, name: str) -> dict[str, Any]:
     from omegaconf import OmegaConf  # its YAML loader reads 7.5e15 as a number (PyYAML: a string)
 
     data = OmegaConf.to_container(OmegaConf.load(CONF / group / f"{name}.yaml"), resolve=False) or {}
-    data.pop("defaults", None)
+    defaults = data.pop("defaults", None) or []
+    # a same-group base (conf/hardware/cuda_a100.yaml: ``defaults: [cuda, _self_]``), merged as Hydra
+    # does: mappings key by key, lists replaced
+    bases = [entry for entry in defaults if isinstance(entry, str) and entry != "_self_"]
+    if bases:
+        merged = OmegaConf.create({})
+        for base in bases:
+            merged = OmegaConf.merge(merged, _load(group, base))
+        data = OmegaConf.to_container(OmegaConf.merge(merged, data), resolve=False)
     return data
 
 
