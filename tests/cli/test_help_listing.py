@@ -23,5 +23,5 @@ def test_help_page_is_hydras(tmp_path):
     for extra in ([], ["hardware=ipu", "model=gpt2_test"]):
         ours = _page([sys.executable, "-m", "dabench", *extra, "--help"], tmp_path)
         hydras = _page([sys.executable, "-c", HYDRAS_OWN, *extra, "--help"], tmp_path)
-        assert "== Configuration groups ==" in ours and "hardware: cpu, cuda, ipu, rdu, wse2" in ours
+        assert "== Configuration groups ==" in ours and "hardware: cpu, cuda, cuda_a100, ipu, rdu, wse2" in ours
         assert ours == hydras
