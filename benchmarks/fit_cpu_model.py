@@ -120,6 +120,7 @@ def main(argv=None) -> int:
 
     from dabench.host import calibrate as calibration
     from dabench.config.build import build_run_config
+    from dabench.host.ceilings import resolve_ceilings
     from dabench.perfmodel import get_predictor
     from dabench.workload.opgraph import build_opgraph
 
@@ -144,7 +145,8 @@ def main(argv=None) -> int:
             hw = dict(config["hardware"])
             hw["options"] = {**hw["options"], **dict(zip(names, (float(v) for v in x)))}
             rc = build_run_config({**config, "hardware": hw})
-            predicted = get_predictor("cpu")(rc, build_opgraph(rc.model, rc.run.batch_size, rc.precision)).median_step_s
+            graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+            predicted = get_predictor("cpu")(rc, graph, resolve_ceilings(rc.hardware, rc.precision)).median_step_s
             out.append(row["cpu_step_s"] / predicted - 1.0)  # = error of the predicted throughput
         return out
 

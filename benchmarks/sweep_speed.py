@@ -115,12 +115,11 @@ def model_configs() -> tuple[list, str]:
 
         return configs(), "perfmodel_speed.py's configurations"
     except Exception as error:  # say so, and measure on the grid's configurations instead
-        from dabench.pipeline.record import placed
-        from dabench.config.build import build_run_config
         from dabench.pipeline.grid import Composer, expand
+        from dabench.pipeline.job import prepare
 
         composer = Composer()
-        rcs = [build_run_config(placed(composer.compose(job))) for job in expand(GRID)[:200]]
+        rcs = [prepare(composer.compose(job)).rc for job in expand(GRID)[:200]]
         return rcs, f"the grid's first 200 configurations (perfmodel_speed.configs() failed: {error})"
 
 
@@ -159,16 +158,15 @@ def fresh_store(folder: Path, experiment: str) -> tuple[str, object, str]:
 
 
 def payload() -> tuple[dict, dict, dict]:
-    """The params, metrics and tags a real predicted run records (dabench.pipeline.record.record_run)."""
+    """The params, metrics and tags a real predicted run records (dabench.pipeline.record.run_record)."""
     from dabench import api
-    from dabench.pipeline import record
-    from dabench.config.build import flatten
+    from dabench.pipeline.job import execute_job, prepare
+    from dabench.pipeline.record import run_record
     from dabench.tracking.lifecycle import standard_tags
-    from dabench.tracking.naming import run_tags
 
-    container = record.placed(api.compose(GRID[:3] + ["model.n_layers=12"]))
-    result = record.run_container(container)
-    return flatten(container), dict(result.metrics), {**standard_tags(None), **run_tags(result.run_config, result, container)}
+    job = prepare(api.compose(GRID[:3] + ["model.n_layers=12"]))
+    record = run_record(execute_job(job), job.container)
+    return record.params, record.metrics, {**standard_tags(None), **record.tags}
 
 
 class Floor:

@@ -1,8 +1,9 @@
 """The Hydra task: ``dabench [overrides] [-m]`` composes conf/, validates, runs (measure or
 predict), records, and returns samples/s to Hydra (and its sweeper).
 
-The run goes through :func:`dabench.pipeline.record.record_run`: the MLflow run is opened before the work and
-closed on every exit path (dabench/tracking/lifecycle.py).
+The composed config is prepared once (:func:`dabench.pipeline.job.prepare`: placement applied,
+RunConfig built) and recorded through :func:`dabench.pipeline.record.record_run`: the MLflow run
+is opened before the work and closed on every exit path (dabench/tracking/lifecycle.py).
 
 A single run with bad input exits with status 2 before any work and records nothing; inside a
 ``-m`` multirun, the same input is recorded as an ``invalid_config`` run and the sweep goes on.
@@ -30,38 +31,31 @@ def _is_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
-
-
 def run_job(cfg: DictConfig) -> float:
     """The task function: returns samples/s for an ok run, NaN otherwise."""
-    from dabench.config.build import build_run_config
-    from dabench.core.status import ConfigError
-    from dabench.pipeline.record import placed, record_run
+    from dabench.pipeline.job import prepare
+    from dabench.pipeline.record import record_run
     from dabench.tracking.describe import hydra_overrides, reproduce_command, run_note, summary_line
-    from dabench.tracking.naming import run_name
     from dabench.tune.outcome import job_outcome
     from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_text
 
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
-    container = placed(OmegaConf.to_container(cfg, resolve=True))
-    name = (container.get("tracking") or {}).get("run_name") or run_name(container)
+    job = prepare(OmegaConf.to_container(cfg, resolve=True))
+    name = job.name
     multirun = _is_multirun()
-    rc = None
-    try:
-        rc = build_run_config(container)
-    except ConfigError as error:
+    if job.error is not None:
         if not multirun:
-            print(f"dabench: {error}", file=sys.stderr)
+            print(f"dabench: {job.error}", file=sys.stderr)
             raise SystemExit(2)
-        log.error("%s", error)  # recorded below as an invalid_config run; the sweep goes on
-    if rc is not None:
+        log.error("%s", job.error)  # recorded below as an invalid_config run; the sweep goes on
+    else:
         from dabench.pipeline.preflight import refuse_if_unfit
 
-        refuse_if_unfit(rc, multirun)  # store, disk, memory, ranks: one line each, exit 2 (docs/reliability.md)
-        log.info("running %s (hardware.mode=%s)", name, rc.hardware.mode)
+        refuse_if_unfit(job.rc, multirun)  # store, disk, memory, ranks: one line each, exit 2 (docs/reliability.md)
+        log.info("running %s (hardware.mode=%s)", name, job.rc.hardware.mode)
     command = reproduce_command(hydra_overrides() or [])
-    result, run_id = record_run(container, rc=rc, artifacts_dir=Path.cwd() / "artifacts", name=name,
+    result, run_id = record_run(job, artifacts_dir=Path.cwd() / "artifacts", name=name,
                                 note=lambda r: run_note(summary_line(r, name), command))
     if run_id:
         log.info("MLflow run %s", run_id)

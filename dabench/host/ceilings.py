@@ -115,6 +115,27 @@ def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceili
     return model, roof, metrics
 
 
+class WindowProbes:
+    """The ``on_timed_window`` callback of an in-situ run (:func:`uses_in_situ_ceilings`): each
+    call probes this CPU's ceilings (:func:`dabench.host.calibrate.probe` at ``dtype``)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        self.readings: list = []
+
+    def __call__(self, when: str) -> None:
+        from dabench.host.calibrate import probe
+
+        self.readings.append(probe(self.dtype))
+
+    def ceilings(self, calibrated: Ceilings) -> tuple[Ceilings, Ceilings, dict[str, float]] | None:
+        """:func:`in_situ_ceilings` of the two readings, or None when the backend timed no window
+        in this process (the cached calibration then stays)."""
+        if len(self.readings) != 2:
+            return None
+        return in_situ_ceilings(calibrated, *self.readings)
+
+
 def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
     """Calibrated ceilings of this machine's CPU, for backends that run here in place of the
     target (see ``Backend.runs_on_host_cpu``)."""

@@ -245,7 +245,7 @@ def _run(rc: RunConfig, result: RunResult) -> None:
     if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
         from dabench.perfmodel.fit import run_tags as model_tags
 
-        result.notes.update(model_tags(rc.hardware.arch))
+        result.notes.update(model_tags(rc.hardware.arch, rc.hardware.constants, rc))
         prediction = predict_run(rc, graph, ceilings, model_ceilings)
         result.predicted = prediction.profile
     if result.profile is None:
@@ -259,9 +259,9 @@ def _run(rc: RunConfig, result: RunResult) -> None:
     if result.mode == "validate":
         result.metrics.update(validate_run(result.metrics, prediction.metrics))
     if prediction is not None:  # each predicted number's band (dabench/perfmodel/fit/constant_set.py)
-        from dabench.perfmodel.fit.constant_set import band_metrics
+        from dabench.perfmodel.fit.constant_set import band_metrics, resolve
 
-        result.metrics.update(band_metrics(rc.hardware.arch, result.metrics))
+        result.metrics.update(band_metrics(rc.hardware.arch, result.metrics, resolve(rc.hardware.constants)))
     if not calibrated:  # record no number relative to a ceiling rather than a guessed one
         result.metrics = without_ceiling_metrics(result.metrics)
         result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"

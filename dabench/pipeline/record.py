@@ -1,69 +1,62 @@
-"""The one way a composed config becomes a recorded run: ``run_container`` (the pipeline, no
-MLflow) and ``record_run`` (the same inside an MLflow run opened before the work and closed on
-every exit path). The Hydra task, the grid, the in-process launcher and :mod:`dabench.api` all
-call these (docs/architecture.md, "Run lifecycle").
+"""Recording a run, in one place: :func:`record_run` runs a prepared job
+(:mod:`dabench.pipeline.job`) inside an MLflow run opened before the work and closed on every exit
+path, and writes its artifacts; :func:`run_record` is what any recorded run carries (params,
+metrics, tags). The Hydra task, the grid, the in-process launcher (through the grid) and
+:mod:`dabench.api` all record through these (docs/architecture.md, "Run lifecycle").
 """
 
 from __future__ import annotations
 
 import logging
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from dabench.config.build import apply_placement, build_run_config, flatten
-from dabench.config.sections import RunConfig
-from dabench.core.status import ConfigError, Status
+from dabench.config.build import flatten
 from dabench.core.result import RunResult
-from dabench.pipeline.execute import execute
+from dabench.core.status import Status
+from dabench.pipeline.job import Job, execute_job
 
 log = logging.getLogger("dabench")
 
 
-def placed(container: Mapping[str, Any]) -> dict[str, Any]:
-    """``container`` with its pp placement applied (what runs is what is named and logged); a
-    bad placement is left for :func:`build_run_config` to refuse with its message."""
-    try:
-        return apply_placement(container)
-    except ConfigError:
-        return dict(container)
+@dataclass
+class RunRecord:
+    """What a recorded run carries: params (the flattened config), metrics and tags."""
+
+    params: dict[str, Any]
+    metrics: dict[str, float]
+    tags: dict[str, str]
 
 
-def run_container(container: Mapping[str, Any], rc: RunConfig | None = None) -> RunResult:
-    """One composed config (a plain mapping; ``rc`` when already validated) through the pipeline.
-    Bad input becomes an ``invalid_config`` result (reason names field, value and what is valid);
-    ``result.config`` holds the placement-applied mapping that ran (or was refused)."""
-    container = placed(container)
-    if rc is None:
-        try:
-            rc = build_run_config(container)
-        except ConfigError as error:
-            return RunResult(Status.INVALID_CONFIG, str(error), "none", config=container)
-    from dabench.pipeline.preflight import job_problems  # memory and ranks of a measured CPU run
+def run_record(result: RunResult, container: Mapping[str, Any], note: str | None = None) -> RunRecord:
+    """The params, metrics and tags of ``result`` (of ``container``): tags from
+    :func:`dabench.tracking.naming.run_tags` (``dabench.mode=none`` for a refused config), and
+    ``note`` (the summary line and reproduce command) as the run's description when given."""
+    from dabench.tracking.describe import NOTE_TAG
+    from dabench.tracking.naming import run_tags
 
-    unfit = job_problems(rc)
-    if unfit:
-        return RunResult(Status.INVALID_CONFIG, str(unfit[0]), "none", config=container)
-    result = execute(rc)
-    result.config = container
-    return result
+    tags = run_tags(result.run_config, result, container)
+    if result.run_config is None:
+        tags["dabench.mode"] = "none"
+    if note is not None:
+        tags[NOTE_TAG] = note
+    return RunRecord(flatten(container), dict(result.metrics), tags)
 
 
-def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, artifacts_dir: Path | None = None,
-               name: str | None = None, note: Callable[[RunResult], str] | None = None) -> tuple[RunResult, str | None]:
-    """(result, MLflow run id or None): the MLflow run is opened before the work and closed after
-    it on every exit path (:func:`dabench.tracking.lifecycle.recorded_run`); params are the
-    flattened config, metrics the result's, tags :func:`dabench.tracking.naming.run_tags`;
-    artifacts (config, result JSON, plots) are written to ``artifacts_dir`` and logged. With
-    ``tracking.enabled=false`` nothing is recorded."""
-    from dabench.tracking.naming import run_name, run_tags
-
-    container = placed(container)
+def record_run(job: Job, *, artifacts_dir: Path | None = None, name: str | None = None,
+               note: Callable[[RunResult], str] | None = None) -> tuple[RunResult, str | None]:
+    """(result, MLflow run id or None) of ``job``: the MLflow run is opened before the work and
+    closed after it on every exit path (:func:`dabench.tracking.lifecycle.recorded_run`), and
+    carries :func:`run_record`; artifacts (config, result JSON, plots) are written to
+    ``artifacts_dir`` and logged. ``name`` defaults to ``job.name``; ``note(result)`` gives the
+    run's description. With ``tracking.enabled=false`` nothing is recorded."""
+    container = job.container
     tracking = container.get("tracking") or {}
-    name = name or tracking.get("run_name") or run_name(container)
-    record = tracking.get("enabled", True)
+    name = name or job.name
     opened = nullcontext(None)
-    if record:
+    if tracking.get("enabled", True):
         from dabench.tracking.lifecycle import recorded_run
 
         opened = recorded_run(experiment=tracking.get("experiment") or "dabench", uri=tracking.get("uri"),
@@ -74,36 +67,34 @@ def record_run(container: Mapping[str, Any], *, rc: RunConfig | None = None, art
         faults.check("run_body")  # tests: hold here until signalled (dabench/runtime/faults.py)
         from dabench.tracking.system_metrics import system_metrics
 
-        if rc is None:  # validated once, here: the sampler needs to know whether the run is measured
-            try:
-                rc = build_run_config(container)
-            except ConfigError:
-                rc = None  # run_container turns it into the invalid_config result
-        with system_metrics(run, rc):  # measured runs: MLflow's system-metrics sampler while the work runs
-            result = run_container(container, rc)
+        with system_metrics(run, job.rc):  # measured runs: MLflow's system-metrics sampler while the work runs
+            result = execute_job(job)
         try:
             artifacts = _write_artifacts(artifacts_dir, container, result, name)
         except OSError as error:  # a full disk or a read-only folder: the record is not complete
             artifacts = None
             _not_written(result, error, f"artifacts not written to {artifacts_dir}")
         if run is not None:
-            from dabench.tracking.lifecycle import write_error_status
-
-            tags = run_tags(result.run_config, result, container)
-            if result.run_config is None:
-                tags["dabench.mode"] = "none"
-            if note is not None:  # the run's description: summary line and reproduce command
-                tags["mlflow.note.content"] = note(result)
-            try:
-                run.log(params=flatten(container), metrics=result.metrics, tags=tags)
-                run.log_artifacts(artifacts)
-            except Exception as error:  # the store became unreachable, or its disk is full
-                _not_written(result, error, "the run store could not record the run", write_error_status(error))
-                run.status_tags = True  # the tags above were not written: closing writes the status
-            run.set_status(result.status, result.reason)
+            _log(run, result, container, note, artifacts)
     if run is not None and run.extra.get("close_error"):  # the store failed at the very end
         _not_written(result, RuntimeError(run.extra["close_error"]), "the run could not be closed in the store")
     return result, (run.run_id if run is not None else None)
+
+
+def _log(run, result: RunResult, container: Mapping[str, Any], note: Callable[[RunResult], str] | None,
+         artifacts: Path | None) -> None:
+    """Log :func:`run_record` and the artifacts onto the open ``run`` and set its status; a store
+    that fails here makes the result ``tracking_error`` / ``disk_full``."""
+    from dabench.tracking.lifecycle import write_error_status
+
+    record = run_record(result, container, note(result) if note is not None else None)
+    try:
+        run.log(params=record.params, metrics=record.metrics, tags=record.tags)
+        run.log_artifacts(artifacts)
+    except Exception as error:  # the store became unreachable, or its disk is full
+        _not_written(result, error, "the run store could not record the run", write_error_status(error))
+        run.status_tags = True  # the tags above were not written: closing writes the status
+    run.set_status(result.status, result.reason)
 
 
 def _not_written(result: RunResult, error: BaseException, what: str, status: Status | None = None) -> None:

@@ -28,14 +28,15 @@ def test_fp32_is_priced_at_the_math_mode_measure_runs(tf32, peak):
     rc = _rc("precision=fp32", f"hardware.options.tf32={str(tf32).lower()}")
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
     assert ceilings.peak_flops == peak
-    profile = get_predictor("cuda")(rc, build_opgraph(rc.model, rc.run.batch_size, rc.precision))
+    profile = get_predictor("cuda")(rc, build_opgraph(rc.model, rc.run.batch_size, rc.precision), ceilings)
     assert profile.tags["tf32"] == str(tf32).lower()
 
 
 def test_tf32_makes_matmul_bound_fp32_faster_and_leaves_16_bit_alone():
     def step(*overrides):
         rc = _rc(*overrides)
-        return get_predictor("cuda")(rc, build_opgraph(rc.model, rc.run.batch_size, rc.precision)).median_step_s
+        graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+        return get_predictor("cuda")(rc, graph, resolve_ceilings(rc.hardware, rc.precision)).median_step_s
 
     big = ["model=gpt2_small", "run.batch_size=16"]
     assert step(*big, "precision=fp32", "hardware.options.tf32=true") < 0.5 * step(*big, "precision=fp32")

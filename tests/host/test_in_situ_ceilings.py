@@ -59,7 +59,7 @@ def test_a_validate_run_records_its_probes_and_is_predicted_at_them():
 def test_the_probes_bracket_the_timed_steps_outside_their_clocks():
     import torch
 
-    from dabench.backends.measure import TIMED_WINDOW_HOOK, HostClock, time_steps
+    from dabench.backends.measure import HostClock, time_steps
 
     calls = []
 
@@ -68,9 +68,5 @@ def test_the_probes_bracket_the_timed_steps_outside_their_clocks():
             calls.append("step")
             return torch.tensor(1.0)
 
-    token = TIMED_WINDOW_HOOK.set(calls.append)
-    try:
-        times = time_steps(Steps(), HostClock(), warmup=1, timed=2)
-    finally:
-        TIMED_WINDOW_HOOK.reset(token)
+    times = time_steps(Steps(), HostClock(), warmup=1, timed=2, on_timed_window=calls.append)
     assert calls == ["step", "before", "step", "step", "after"] and len(times) == 2

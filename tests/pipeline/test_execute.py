@@ -17,7 +17,7 @@ def fake_backend(exc):
         def availability(cls, rc):
             return Availability(True)
 
-        def run(self, rc, graph):
+        def run(self, rc, graph, on_timed_window=None):
             raise exc
 
     return Failing
@@ -63,3 +63,30 @@ def test_measured_cpu_run_is_ok_and_consistent():
     assert [s.name for s in result.profile.subtasks] == ["embedding", "block.0", "block.1", "head"]
     assert all(s.time_s > 0 for s in result.profile.subtasks)
     assert m["subtask.coverage"] > 0  # (layers + optimizer) / step; timing ratios are not asserted
+
+
+def test_prepare_applies_the_placement_once_for_everything_downstream():
+    from dabench.pipeline.job import prepare
+
+    job = prepare(composed(["hardware=ipu", "parallel=pp", "parallel.placement='0 2 2'", "hardware.mode=predict"]))
+    assert job.error is None and job.container["parallel"]["layers_per_stage"] == [0, 2, 2]
+    assert job.container["model"]["n_layers"] == 4 and tuple(job.rc.parallel.layers_per_stage) == (0, 2, 2)
+    bad = prepare(composed(["hardware=ipu", "parallel=pp", "parallel.placement='0 x'"]))
+    assert bad.rc is None and "parallel.placement" in str(bad.error)
+
+
+def test_every_predictor_has_one_signature():
+    import inspect
+
+    from dabench.perfmodel import PREDICTORS, get_predictor
+
+    for arch in PREDICTORS:
+        assert list(inspect.signature(get_predictor(arch)).parameters) == ["rc", "graph", "ceilings"], arch
+
+
+def test_the_result_check_runs_once_per_run(monkeypatch):
+    calls = []
+    real = runner.check_result
+    monkeypatch.setattr(runner, "check_result", lambda *a, **k: calls.append(1) or real(*a, **k))
+    result = runner.execute(build_run_config(composed(["hardware=ipu", "hardware.mode=predict"])))
+    assert result.status is Status.OK and len(calls) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dabench import api
-from dabench.pipeline import record
+from dabench.pipeline.job import run_container
 from dabench.config.paths import CONF_DIR
 from dabench.pipeline.grid import Composer, expand, run_grid
 
@@ -138,7 +138,7 @@ def test_per_run_plot_follows_run_plots(tmp_path):
         wants_plot({"run": {"plots": "sometimes"}}, "predict")
     for choice, drawn in (("auto", False), ("always", True)):
         container = api.compose([*JOBS[0], f"run.plots={choice}"])
-        result = record.run_container(container)
+        result = run_container(container)
         folder = write_artifacts(tmp_path / choice, result.config, result, "t", 1)
         assert (folder / "roofline.svg").exists() is drawn
         assert (folder / "subtasks.csv").exists() and (folder / "result.json").exists()

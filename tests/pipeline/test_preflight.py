@@ -140,13 +140,13 @@ def test_tracking_calls_are_bounded_by_the_configured_timeout(monkeypatch):
 
 
 def test_in_a_sweep_a_job_that_does_not_fit_is_recorded_invalid_config_without_running(monkeypatch):
-    from dabench.pipeline import record
+    from dabench.pipeline import job
     from dabench.core.status import Status
 
     def must_not_run(rc):
         raise AssertionError("the work started")
 
-    monkeypatch.setattr(record, "execute", must_not_run)
+    monkeypatch.setattr(job, "execute", must_not_run)
     monkeypatch.setattr(preflight, "cpu_cores", lambda: 2)  # this machine's core count, wherever it runs
-    result = record.run_container(composed(["parallel=dp", "parallel.degree=64"]))
+    result = job.run_container(composed(["parallel=dp", "parallel.degree=64"]))
     assert result.status is Status.INVALID_CONFIG and "ranks on" in result.reason

@@ -17,6 +17,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from dabench.config.compose import compose
+from dabench.pipeline.job import prepare
 from dabench.pipeline.record import record_run
 from dabench.runtime.interrupts import Terminated
 from dabench.core.status import DiskFull, Status
@@ -43,7 +44,7 @@ def only_run(uri):
 
 def recorded(tmp_path, artifacts_dir=None):
     container = compose(ARGS)
-    return record_run(container, artifacts_dir=artifacts_dir or tmp_path / "run" / "artifacts")
+    return record_run(prepare(container), artifacts_dir=artifacts_dir or tmp_path / "run" / "artifacts")
 
 
 def test_an_ok_run_is_finished_with_its_owner(store, tmp_path):
