@@ -30,8 +30,10 @@ def _data_files() -> list[tuple[Path, str]]:
     for folder, target in DATA_FOLDERS.items():
         source = ROOT / folder
         if not (source / ("config.yaml" if folder == "conf" else "")).exists():
-            raise SystemExit(f"setup.py: {source} is missing; a wheel without it cannot compose a run "
-                             "(build from a checkout or from the sdist)")
+            raise SystemExit(
+                f"setup.py: {source} is missing; a wheel without it cannot compose a run "
+                "(build from a checkout or from the sdist)"
+            )
         for dirpath, dirnames, filenames in os.walk(source):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP)
             for name in sorted(filenames):

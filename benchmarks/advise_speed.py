@@ -47,8 +47,10 @@ def main() -> None:
             t2 = time.perf_counter()
             evaluations += advice.evaluations
             print(table(advice, ranked).split("\n\n")[0])
-            print(f"{model}: search {t1 - t0:.1f} s, MLflow {t2 - t1:.1f} s (parent {parent}), "
-                  f"{advice.evaluations} evaluations\n")
+            print(
+                f"{model}: search {t1 - t0:.1f} s, MLflow {t2 - t1:.1f} s (parent {parent}), "
+                f"{advice.evaluations} evaluations\n"
+            )
     print(f"advise_s={time.perf_counter() - started:.1f} evaluations={evaluations}")
 
 

@@ -36,14 +36,20 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for ranks in args.ranks:
-        per_rank = launch("dabench.distributed.busbw:measure_collectives", {"sizes": SIZES, "threads": args.threads},
-                          ranks, args.timeout)
+        per_rank = launch(
+            "dabench.distributed.busbw:measure_collectives",
+            {"sizes": SIZES, "threads": args.threads},
+            ranks,
+            args.timeout,
+        )
         rows.extend(summarize(per_rank, ranks))
     print(f"gloo over 127.0.0.1, {os.cpu_count()} CPUs, torch threads per rank={args.threads}")
     print(f"{'op':<10}{'ranks':>6}{'size':>8}{'time_us':>12}{'algbw_GBps':>12}{'busbw_GBps':>12}")
     for row in rows:
-        print(f"{row['op']:<10}{row['ranks']:>6}{_size(row['bytes']):>8}{row['time_us']:>12.1f}"
-              f"{row['algbw_GBps']:>12.3f}{row['busbw_GBps']:>12.3f}")
+        print(
+            f"{row['op']:<10}{row['ranks']:>6}{_size(row['bytes']):>8}{row['time_us']:>12.1f}"
+            f"{row['algbw_GBps']:>12.3f}{row['busbw_GBps']:>12.3f}"
+        )
     target = [r for r in rows if r["op"] == "allreduce" and r["ranks"] == 2 and r["bytes"] == 64 * 2**20]
     value = f"{target[0]['busbw_GBps']:.3f}" if target else "nan"
     print(f"allreduce_busbw_GBps_64MB_2ranks={value}")

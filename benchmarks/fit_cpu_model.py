@@ -44,7 +44,8 @@ BOUNDS = {"launch_s": (1e-5, 3e-4), "matmul_half_flops": (1e5, 2e8), "memory_eff
 
 
 def compose(overrides: list[str]) -> dict:
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
@@ -53,8 +54,16 @@ def compose(overrides: list[str]) -> dict:
 
 def point_overrides(layers: int, hidden: int, batch: int, seq: int = 128) -> list[str]:
     heads = 8 if hidden >= 512 else 4
-    return ["hardware.mode=measure", "precision=fp32", f"model.n_layers={layers}", f"model.hidden_size={hidden}",
-            f"model.n_heads={heads}", f"run.batch_size={batch}", f"model.seq_len={seq}", "run.threads=1"]
+    return [
+        "hardware.mode=measure",
+        "precision=fp32",
+        f"model.n_layers={layers}",
+        f"model.hidden_size={hidden}",
+        f"model.n_heads={heads}",
+        f"run.batch_size={batch}",
+        f"model.seq_len={seq}",
+        "run.threads=1",
+    ]
 
 
 VALIDATE_GRID = list(itertools.product((2, 4, 8), (128, 256, 512), (1, 4, 16), (128,)))
@@ -82,8 +91,12 @@ def measure(grid) -> dict:
     a, b = torch.randn(n, n), torch.randn(n, n)
     src = torch.ones(64 * 2**20)
     dst = torch.empty_like(src)
-    data = {"matmul": rates(lambda: torch.mm(a, b), 2.0 * n**3), "copy": rates(lambda: dst.copy_(src), 8.0 * src.numel()),
-            "load_per_core": os.getloadavg()[0] / (os.cpu_count() or 1), "rows": []}
+    data = {
+        "matmul": rates(lambda: torch.mm(a, b), 2.0 * n**3),
+        "copy": rates(lambda: dst.copy_(src), 8.0 * src.numel()),
+        "load_per_core": os.getloadavg()[0] / (os.cpu_count() or 1),
+        "rows": [],
+    }
     for layers, hidden, batch, seq in grid:
         rc = build_run_config(compose(point_overrides(layers, hidden, batch, seq)))
         state = build_train_state(rc, torch.device("cpu"))
@@ -94,8 +107,16 @@ def measure(grid) -> dict:
             start = time.thread_time()
             state.step()
             times.append(time.thread_time() - start)
-        data["rows"].append({"ov": point_overrides(layers, hidden, batch, seq), "L": layers, "H": hidden, "B": batch,
-                             "S": seq, "cpu_step_s": statistics.median(times)})
+        data["rows"].append(
+            {
+                "ov": point_overrides(layers, hidden, batch, seq),
+                "L": layers,
+                "H": hidden,
+                "B": batch,
+                "S": seq,
+                "cpu_step_s": statistics.median(times),
+            }
+        )
         print(f"measured {layers} {hidden} {batch} {seq}: {statistics.median(times) * 1e3:.1f} ms CPU", flush=True)
     return data
 
@@ -110,16 +131,22 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (CPU time at 1 thread: load-robust, not immune)")
-    data = json.loads(Path(args.data).read_text()) if args.data else measure(
-        VALIDATE_GRID if args.grid == "validate" else HELDOUT_GRID)
+    print(
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores "
+        "(CPU time at 1 thread: load-robust, not immune)"
+    )
+    data = (
+        json.loads(Path(args.data).read_text())
+        if args.data
+        else measure(VALIDATE_GRID if args.grid == "validate" else HELDOUT_GRID)
+    )
     if args.save:
         Path(args.save).write_text(json.dumps(data, indent=1))
 
     from scipy.optimize import least_squares
 
-    from dabench.host import calibrate as calibration
     from dabench.config.build import build_run_config
+    from dabench.host import calibrate as calibration
     from dabench.host.ceilings import resolve_ceilings
     from dabench.perfmodel import get_predictor
     from dabench.workload.opgraph import build_opgraph
@@ -131,8 +158,14 @@ def main(argv=None) -> int:
     entries = {}
     for kind, values in (("gemm_fp32", data["matmul"]), ("copy", data["copy"])):
         key = calibration.calibration_key(kind)
-        entries[key] = {"key": key, "value": statistics.median(values), "samples": values, "spread": 0.0,
-                        "load_per_core": 0.0, "measured_at": "benchmarks/fit_cpu_model.py (CPU time)"}
+        entries[key] = {
+            "key": key,
+            "value": statistics.median(values),
+            "samples": values,
+            "spread": 0.0,
+            "load_per_core": 0.0,
+            "measured_at": "benchmarks/fit_cpu_model.py (CPU time)",
+        }
     Path(folder, "calibration.json").write_text(json.dumps(entries))
 
     rows = data["rows"]
@@ -141,9 +174,9 @@ def main(argv=None) -> int:
 
     def errors(x) -> list[float]:
         out = []
-        for row, config in zip(rows, configs):
+        for row, config in zip(rows, configs, strict=False):
             hw = dict(config["hardware"])
-            hw["options"] = {**hw["options"], **dict(zip(names, (float(v) for v in x)))}
+            hw["options"] = {**hw["options"], **dict(zip(names, (float(v) for v in x), strict=False))}
             rc = build_run_config({**config, "hardware": hw})
             graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
             predicted = get_predictor("cpu")(rc, graph, resolve_ceilings(rc.hardware, rc.precision)).median_step_s
@@ -152,24 +185,31 @@ def main(argv=None) -> int:
 
     def show(label, x):
         e = [abs(v) for v in errors(x)]
-        print(f"{label}: " + ", ".join(f"{n}={v:.3g}" for n, v in zip(names, x)) +
-              f" -> median |error| {statistics.median(e):.1%}, max {max(e):.1%}")
+        print(
+            f"{label}: "
+            + ", ".join(f"{n}={v:.3g}" for n, v in zip(names, x, strict=False))
+            + f" -> median |error| {statistics.median(e):.1%}, max {max(e):.1%}"
+        )
 
     start = [float(configs[0]["hardware"]["options"][n]) for n in names]
-    start = [min(max(v, BOUNDS[n][0]), BOUNDS[n][1]) for n, v in zip(names, start)]
+    start = [min(max(v, BOUNDS[n][0]), BOUNDS[n][1]) for n, v in zip(names, start, strict=False)]
     shipped = [float(configs[0]["hardware"]["options"][n]) for n in names]
     show("shipped", shipped)
     if args.no_fit:
-        for row, e in zip(rows, errors(shipped)):
+        for row, e in zip(rows, errors(shipped), strict=False):
             print(f"  layers {row['L']} hidden {row['H']} batch {row['B']} seq {row.get('S', 128)}: {e:+.1%}")
         e = [abs(v) for v in errors(shipped)]
         print(f"median_abs_error={statistics.median(e):.4f} max_abs_error={max(e):.4f}")
         return 0
-    fit = least_squares(lambda x: [math.log1p(e) for e in errors(x)], x0=start,
-                        bounds=([BOUNDS[n][0] for n in names], [BOUNDS[n][1] for n in names]),
-                        x_scale=[1e-5, 1e6, 0.1], diff_step=[0.05] * 3)
+    fit = least_squares(
+        lambda x: [math.log1p(e) for e in errors(x)],
+        x0=start,
+        bounds=([BOUNDS[n][0] for n in names], [BOUNDS[n][1] for n in names]),
+        x_scale=[1e-5, 1e6, 0.1],
+        diff_step=[0.05] * 3,
+    )
     show("fitted", fit.x)
-    for row, e in zip(rows, errors(fit.x)):
+    for row, e in zip(rows, errors(fit.x), strict=False):
         print(f"  layers {row['L']} hidden {row['H']} batch {row['B']}: {e:+.1%}")
     return 0
 

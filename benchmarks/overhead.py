@@ -69,12 +69,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
-        cfg = compose("config", overrides=[f"model={args.model}", f"run.batch_size={args.batch}",
-                                           f"run.timed_steps={args.steps}", "run.warmup_steps=3",
-                                           "run.profile_subtasks=false", "tracking.enabled=false"])
+        cfg = compose(
+            "config",
+            overrides=[
+                f"model={args.model}",
+                f"run.batch_size={args.batch}",
+                f"run.timed_steps={args.steps}",
+                "run.warmup_steps=3",
+                "run.profile_subtasks=false",
+                "tracking.enabled=false",
+            ],
+        )
     rc = build_run_config(OmegaConf.to_container(cfg, resolve=True))
-    print(f"model={rc.model.name} batch={rc.run.batch_size} steps={args.steps} rounds={args.rounds} "
-          f"threads={torch.get_num_threads()}")
+    print(
+        f"model={rc.model.name} batch={rc.run.batch_size} steps={args.steps} rounds={args.rounds} "
+        f"threads={torch.get_num_threads()}"
+    )
     harness, plain = [], []
     for i in range(args.rounds):
         if i % 2 == 0:
@@ -86,7 +96,7 @@ def main() -> None:
         print(f"round {i}: harness {harness[-1]:.1f} samples/s  plain {plain[-1]:.1f} samples/s")
     print(f"harness_samples_per_s={statistics.median(harness):.2f}")
     print(f"plain_samples_per_s={statistics.median(plain):.2f}")
-    print(f"ratio={statistics.median(h / p for h, p in zip(harness, plain)):.3f}")
+    print(f"ratio={statistics.median(h / p for h, p in zip(harness, plain, strict=False)):.3f}")
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from dabench.config.build import build_run_config  # noqa: E402
 from dabench.core.placement import Placement  # noqa: E402
+from dabench.core.status import DabenchError, Status  # noqa: E402
 from dabench.host.ceilings import resolve_ceilings  # noqa: E402
 from dabench.pipeline.execute import predict_config  # noqa: E402
-from dabench.core.status import DabenchError, Status  # noqa: E402
 
 
 def load(group: str, name: str) -> dict:
@@ -45,9 +45,14 @@ def configs():
         hardware = load("hardware", hw)
         hardware.pop("defaults", None)
         hardware["options"].update(options or {})
-        cfg = {"model": {**models[model], "n_layers": n_layers}, "hardware": hardware,
-               "parallel": {**parallel[par], **par_over}, "precision": precision[prec],
-               "run": {"batch_size": batch, "grad_accum": grad_accum}, "tracking": {"enabled": False}}
+        cfg = {
+            "model": {**models[model], "n_layers": n_layers},
+            "hardware": hardware,
+            "parallel": {**parallel[par], **par_over},
+            "precision": precision[prec],
+            "run": {"batch_size": batch, "grad_accum": grad_accum},
+            "tracking": {"enabled": False},
+        }
         out.append(build_run_config(cfg))
 
     for layers, batch, prec in itertools.product((6, 12, 24), (56, 112, 224), ("mixed", "fp16")):
@@ -57,8 +62,17 @@ def configs():
     for degree in (2, 4):
         make("gpt2_small", 12, "rdu", "tp", "mixed", 16, degree=degree)
     for placement in ("0 4", "0 10", "0 4 4 4", "0 2 2 2 2 2 1 1", "0 1x14 2"):
-        make("gpt2_test", sum(Placement.parse(placement)), "ipu", "pp", "fp16", 1, 64,
-             {"available_memory_proportion": 0.15}, placement=placement)
+        make(
+            "gpt2_test",
+            sum(Placement.parse(placement)),
+            "ipu",
+            "pp",
+            "fp16",
+            1,
+            64,
+            {"available_memory_proportion": 0.15},
+            placement=placement,
+        )
     for layers, prec in itertools.product((4, 8), ("fp16", "fp32")):
         make("gpt2_test", layers, "ipu", "none", prec, 1, 16)
     for layers, par in itertools.product((12, 24), ("none", "dp", "tp", "pp")):

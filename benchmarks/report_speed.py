@@ -47,10 +47,12 @@ def main() -> None:
     for i in range(args.runs):
         run = runs[i % len(runs)]
         new = target.create_run(experiment, run_name=run.info.run_name)
-        target.log_batch(new.info.run_id,
-                         metrics=[Metric(k, v, 0, 0) for k, v in run.data.metrics.items()],
-                         params=[Param(k, v[:6000]) for k, v in run.data.params.items()],
-                         tags=[RunTag(k, v) for k, v in run.data.tags.items() if not k.startswith("mlflow.")])
+        target.log_batch(
+            new.info.run_id,
+            metrics=[Metric(k, v, 0, 0) for k, v in run.data.metrics.items()],
+            params=[Param(k, v[:6000]) for k, v in run.data.params.items()],
+            tags=[RunTag(k, v) for k, v in run.data.tags.items() if not k.startswith("mlflow.")],
+        )
         target.set_terminated(new.info.run_id, run.info.status)
     print(f"store: {args.runs} runs copied from {len(runs)} in {time.perf_counter() - start:.1f} s -> {uri}")
     load = os.getloadavg()[0]
@@ -61,8 +63,10 @@ def main() -> None:
     write_report(frame, folder / "report", "speed", uri)
     written = time.perf_counter() - start
     per = 1000 / len(frame)
-    print(f"load_frame: {read:.2f} s ({read * per:.2f} s per 1000 runs); write_report: {written:.2f} s "
-          f"({written * per:.2f} s per 1000 runs); load average {load:.2f} on {os.cpu_count()} cores")
+    print(
+        f"load_frame: {read:.2f} s ({read * per:.2f} s per 1000 runs); write_report: {written:.2f} s "
+        f"({written * per:.2f} s per 1000 runs); load average {load:.2f} on {os.cpu_count()} cores"
+    )
     print(f"report_s_per_1000_runs={(read + written) * per:.2f}")
 
 

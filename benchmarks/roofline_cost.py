@@ -39,10 +39,12 @@ def main() -> None:
 
     from dabench.config.build import build_run_config
     from dabench.metrics.summary import roofline_points
-    from dabench.report.roofline_plot import plot_roofline
     from dabench.pipeline.execute import execute
+    from dabench.report.roofline_plot import plot_roofline
 
-    rc = build_run_config(composed(["hardware=cpu", "hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2"]))
+    rc = build_run_config(
+        composed(["hardware=cpu", "hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2"])
+    )
     run_s, plot_ms = [], []
     for round_ in range(args.rounds):
         start = time.perf_counter()
@@ -51,14 +53,25 @@ def main() -> None:
         assert result.status.value == "ok", result.reason
         start = time.perf_counter()
         points = roofline_points(result.graph, result.profile, result.ceilings, rc.data_copies)
-        plot_roofline(points, result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, "tiny cpu measure",
-                      cache / "roofline.svg", predicted=False, memory_level=result.ceilings.memory_level)
+        plot_roofline(
+            points,
+            result.ceilings.peak_flops,
+            result.ceilings.bandwidth_Bps,
+            "tiny cpu measure",
+            cache / "roofline.svg",
+            predicted=False,
+            memory_level=result.ceilings.memory_level,
+        )
         plot_ms.append((time.perf_counter() - start) * 1e3)
-        print(f"round {round_ + 1}: run {run_s[-1]:.2f} s, plot {plot_ms[-1]:.2f} ms "
-              f"({plot_ms[-1] / 1e3 / run_s[-1]:.3%}), loadavg {open('/proc/loadavg').read().split()[:3]}")
+        print(
+            f"round {round_ + 1}: run {run_s[-1]:.2f} s, plot {plot_ms[-1]:.2f} ms "
+            f"({plot_ms[-1] / 1e3 / run_s[-1]:.3%}), loadavg {open('/proc/loadavg').read().split()[:3]}"
+        )
     plot, run = statistics.median(plot_ms), statistics.median(run_s)
-    print(f"plot_ms={plot:.2f} run_s={run:.2f} share={plot / 1e3 / run:.5f} "
-          f"matplotlib_imported={'matplotlib' in sys.modules}")
+    print(
+        f"plot_ms={plot:.2f} run_s={run:.2f} share={plot / 1e3 / run:.5f} "
+        f"matplotlib_imported={'matplotlib' in sys.modules}"
+    )
 
 
 if __name__ == "__main__":

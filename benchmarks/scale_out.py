@@ -65,15 +65,25 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0))
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="dabench-scale-") as tmp, postgres() as pg, mlflow_server(pg.url("mlflow")) as server:
-        print(f"cpus={cores} trials={args.trials} study store=PostgreSQL tracking=mlflow server --workers 1 "
-              f"loadavg_before={open('/proc/loadavg').read().split()[0]}", flush=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="dabench-scale-") as tmp,
+        postgres() as pg,
+        mlflow_server(pg.url("mlflow")) as server,
+    ):
+        print(
+            f"cpus={cores} trials={args.trials} study store=PostgreSQL tracking=mlflow server --workers 1 "
+            f"loadavg_before={open('/proc/loadavg').read().split()[0]}",
+            flush=True,
+        )
         base = None
         for workers in counts:
             loop, wall, n = run(workers, args.trials, pg.url("optuna"), server.uri, Path(tmp) / f"w{workers}")
             base = base or loop
-            print(f"workers={workers} trials={n} trials/s={loop:.3f} ratio_to_1={loop / base:.2f} "
-                  f"wall_trials/s={wall:.3f} loadavg={open('/proc/loadavg').read().split()[0]}", flush=True)
+            print(
+                f"workers={workers} trials={n} trials/s={loop:.3f} ratio_to_1={loop / base:.2f} "
+                f"wall_trials/s={wall:.3f} loadavg={open('/proc/loadavg').read().split()[0]}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

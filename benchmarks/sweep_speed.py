@@ -18,7 +18,8 @@ measurement):
    of each job's time spent composing its config, and how many compositions there were (one per
    job, plus one per *shape* for the sweeper's check; Hydra's own sweeper composed every job
    twice; dabench's sweeper hands the launcher a caching loader, so Hydra composes in full only
-   the first job of each shape, printed as "full composition"). The same multirun with ``hydra/launcher=dabench_inprocess`` (jobs run by the
+   the first job of each shape, printed as "full composition"). The same multirun with
+   ``hydra/launcher=dabench_inprocess`` (jobs run by the
    in-process grid) is printed beside it.
 4. ``in-process``: a 1,000-configuration predict grid through :func:`dabench.pipeline.grid.run_grid`
    (what ``python -m dabench grid`` runs), logged to MLflow (fresh SQLite store in a temp
@@ -52,9 +53,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 #: the in-process grid: hidden x layers x batch x precision x layout on predicted CUDA, 1,000
 #: configurations (5 x 5 x 5 x 4 x 2); hidden sizes are multiples of gpt2_small's 12 heads
-GRID = ["hardware=cuda", "hardware.mode=predict", "model=gpt2_small",
-        "model.hidden_size=768,1536,2304,3072,3840", "model.n_layers=6,12,18,24,36",
-        "run.batch_size=1,2,4,8,16", "precision=fp32,fp16,bf16,mixed", "parallel=none,dp"]
+GRID = [
+    "hardware=cuda",
+    "hardware.mode=predict",
+    "model=gpt2_small",
+    "model.hidden_size=768,1536,2304,3072,3840",
+    "model.n_layers=6,12,18,24,36",
+    "run.batch_size=1,2,4,8,16",
+    "precision=fp32,fp16,bf16,mixed",
+    "parallel=none,dp",
+]
 HYDRA_ARGS = ["hardware=ipu", "parallel=pp", "-m"]
 
 #: run inside the instrumented multirun: Hydra's composition and each job timed, then the Hydra
@@ -125,9 +133,9 @@ def model_configs() -> tuple[list, str]:
 
 def model_speed(seconds: float) -> tuple[float, str]:
     """Predictions/s of the analytical models (ceilings cached, as perfmodel_speed.py does)."""
+    from dabench.core.status import DabenchError
     from dabench.host.ceilings import resolve_ceilings
     from dabench.pipeline.execute import predict_config
-    from dabench.core.status import DabenchError
 
     rcs, which = model_configs()
     ceilings = {id(rc): resolve_ceilings(rc.hardware, rc.precision) for rc in rcs}
@@ -188,10 +196,12 @@ class Floor:
         for i in range(runs):
             now = int(time.time() * 1000)
             run = self.client.create_run(self.experiment_id, start_time=now, run_name=f"floor {self.runs + i}")
-            self.client.log_batch(run.info.run_id,
-                                  metrics=[Metric(k, float(v), now, 0) for k, v in self.metrics.items()],
-                                  params=[Param(k, str(v)[:6000]) for k, v in list(self.params.items())[:100]],
-                                  tags=[RunTag(k, str(v)[:5000]) for k, v in self.tags.items()])
+            self.client.log_batch(
+                run.info.run_id,
+                metrics=[Metric(k, float(v), now, 0) for k, v in self.metrics.items()],
+                params=[Param(k, str(v)[:6000]) for k, v in list(self.params.items())[:100]],
+                tags=[RunTag(k, str(v)[:5000]) for k, v in self.tags.items()],
+            )
             self.client.set_terminated(run.info.run_id, "FINISHED", end_time=int(time.time() * 1000))
         self.runs += runs
         self.wall += time.perf_counter() - wall
@@ -212,7 +222,7 @@ def inprocess(folder: Path, size: int, floor: Floor, chunks: int, floor_runs: in
     step = -(-len(jobs) // chunks)
     for first in range(0, len(jobs), step):
         w, c = time.perf_counter(), time.process_time()
-        runs += run_grid(jobs[first:first + step], parent_run_id=parent.run_id, composer=composer)
+        runs += run_grid(jobs[first : first + step], parent_run_id=parent.run_id, composer=composer)
         wall += time.perf_counter() - w
         cpu += time.process_time() - c
         floor.chunk(floor_runs)
@@ -234,8 +244,9 @@ def hydra_multirun(folder: Path, timed: bool, extra: tuple[str, ...] = ()) -> tu
     env["MLFLOW_TRACKING_URI"] = uri
     totals_file = folder / "timed.json"
     args = [*HYDRA_ARGS[:-1], *extra, HYDRA_ARGS[-1]]
-    command = ([sys.executable, "-c", _TIMED, str(totals_file), *args] if timed
-               else [sys.executable, "-m", "dabench", *args])
+    command = (
+        [sys.executable, "-c", _TIMED, str(totals_file), *args] if timed else [sys.executable, "-m", "dabench", *args]
+    )
     import resource
 
     start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -247,8 +258,11 @@ def hydra_multirun(folder: Path, timed: bool, extra: tuple[str, ...] = ()) -> tu
         raise RuntimeError(f"{' '.join(command[:3])} exited {done.returncode}: {done.stderr[-2000:]}")
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("dabench")
-    children = [r for r in client.search_runs([experiment.experiment_id], max_results=10000)
-                if r.data.tags.get("dabench.parent") != "true"]
+    children = [
+        r
+        for r in client.search_runs([experiment.experiment_id], max_results=10000)
+        if r.data.tags.get("dabench.parent") != "true"
+    ]
     totals = json.loads(totals_file.read_text()) if timed and totals_file.exists() else None
     return len(children) / elapsed, len(children), totals, cpu_s
 
@@ -265,9 +279,11 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores; load at start {load()}", flush=True)
 
     model, which = model_speed(args.model_seconds)
-    print(f"model: {model:,.0f} configs/s on {which} (target >= 2,000 on a quiet core: {model / 2000:.2f}x) "
-          f"| load {load()}",
-          flush=True)
+    print(
+        f"model: {model:,.0f} configs/s on {which} (target >= 2,000 on a quiet core: {model / 2000:.2f}x) "
+        f"| load {load()}",
+        flush=True,
+    )
 
     with tempfile.TemporaryDirectory(prefix="sweep_speed_") as tmp:
         tmp = Path(tmp)
@@ -278,40 +294,57 @@ def main() -> None:
         floor.chunk(floor_chunk)  # first chunk before the grid, the others after each grid part
         grid_run = inprocess(tmp / "grid", args.grid, floor, args.chunks, floor_chunk)
         floor_rate, grid = floor.runs / floor.wall, grid_run["runs"] / grid_run["wall"]
-        print(f"mlflow floor: {floor_rate:.1f} runs/s ({1000 / floor_rate:.0f} ms/run; {floor.runs} runs: create_run + "
-              f"log_batch + set_terminated, SQLite in a temp folder; {floor.runs / floor.cpu:.1f} runs per CPU-second) "
-              f"| load {load()}", flush=True)
-        print(f"in-process grid: {grid:.1f} runs/s ({grid_run['runs']} configurations {grid_run['counts']}; "
-              f"{grid_run['runs'] / grid_run['cpu']:.1f} runs per CPU-second); {grid / floor_rate:.2f} of the mlflow "
-              f"floor (target >= 0.8; the two interleaved in {args.chunks} parts) | load {load()}", flush=True)
+        print(
+            f"mlflow floor: {floor_rate:.1f} runs/s ({1000 / floor_rate:.0f} ms/run; {floor.runs} runs: create_run + "
+            f"log_batch + set_terminated, SQLite in a temp folder; {floor.runs / floor.cpu:.1f} runs per CPU-second) "
+            f"| load {load()}",
+            flush=True,
+        )
+        print(
+            f"in-process grid: {grid:.1f} runs/s ({grid_run['runs']} configurations {grid_run['counts']}; "
+            f"{grid_run['runs'] / grid_run['cpu']:.1f} runs per CPU-second); {grid / floor_rate:.2f} of the mlflow "
+            f"floor (target >= 0.8; the two interleaved in {args.chunks} parts) | load {load()}",
+            flush=True,
+        )
         floor = floor_rate
 
         hydra = float("nan")
         if not args.skip_hydra:
             hydra, jobs, _, cpu_s = hydra_multirun(tmp / "hydra", timed=False)
-            print(f"hydra -m: {hydra:.2f} runs/s ({jobs} jobs, whole command: python -m dabench "
-                  f"{' '.join(HYDRA_ARGS)}; {cpu_s:.1f} CPU-seconds = {jobs / cpu_s:.2f} runs per CPU-second, "
-                  f"what one idle core would give); {hydra / floor:.2f} of the mlflow floor; target >= 3 runs/s: "
-                  f"{hydra / 3:.2f}x | load {load()}", flush=True)
+            print(
+                f"hydra -m: {hydra:.2f} runs/s ({jobs} jobs, whole command: python -m dabench "
+                f"{' '.join(HYDRA_ARGS)}; {cpu_s:.1f} CPU-seconds = {jobs / cpu_s:.2f} runs per CPU-second, "
+                f"what one idle core would give); {hydra / floor:.2f} of the mlflow floor; target >= 3 runs/s: "
+                f"{hydra / 3:.2f}x | load {load()}",
+                flush=True,
+            )
             (tmp / "hydra_inprocess").mkdir()
-            fast, jobs, _, cpu_s = hydra_multirun(tmp / "hydra_inprocess", timed=False,
-                                                  extra=("hydra/launcher=dabench_inprocess",))
-            print(f"hydra -m with hydra/launcher=dabench_inprocess: {fast:.2f} runs/s ({jobs} jobs, whole command; "
-                  f"{cpu_s:.1f} CPU-seconds) | load {load()}", flush=True)
+            fast, jobs, _, cpu_s = hydra_multirun(
+                tmp / "hydra_inprocess", timed=False, extra=("hydra/launcher=dabench_inprocess",)
+            )
+            print(
+                f"hydra -m with hydra/launcher=dabench_inprocess: {fast:.2f} runs/s ({jobs} jobs, whole command; "
+                f"{cpu_s:.1f} CPU-seconds) | load {load()}",
+                flush=True,
+            )
             _, _, totals, _ = hydra_multirun(tmp / "hydra_timed", timed=True)
             if totals and totals["jobs"]:
                 # the launcher composes each job before running it; the sweeper's check composes too
                 launcher_compose = totals["compose_s"] - totals["check_s"]
                 per_job = (totals["job_s"] + launcher_compose) / totals["jobs"]
                 share = launcher_compose / totals["jobs"] / per_job
-                print(f"hydra composition: {totals['compose_calls']} compositions for {totals['jobs']} jobs "
-                      f"(Hydra's full composition {totals['full_calls']} of them, {totals['full_s']:.2f} s) "
-                      f"({totals['compose_s'] / totals['compose_calls'] * 1000:.0f} ms each; the sweeper's check "
-                      f"{totals['check_s']:.2f} s); composing takes {share:.0%} of each job's time "
-                      f"({per_job * 1000:.0f} ms per job incl. its composition; instrumented rerun) | load {load()}",
-                      flush=True)
-    print(f"model_configs_per_s={model:.0f} mlflow_floor_runs_per_s={floor:.1f} hydra_runs_per_s={hydra:.2f} "
-          f"inprocess_runs_per_s={grid:.1f}")
+                print(
+                    f"hydra composition: {totals['compose_calls']} compositions for {totals['jobs']} jobs "
+                    f"(Hydra's full composition {totals['full_calls']} of them, {totals['full_s']:.2f} s) "
+                    f"({totals['compose_s'] / totals['compose_calls'] * 1000:.0f} ms each; the sweeper's check "
+                    f"{totals['check_s']:.2f} s); composing takes {share:.0%} of each job's time "
+                    f"({per_job * 1000:.0f} ms per job incl. its composition; instrumented rerun) | load {load()}",
+                    flush=True,
+                )
+    print(
+        f"model_configs_per_s={model:.0f} mlflow_floor_runs_per_s={floor:.1f} hydra_runs_per_s={hydra:.2f} "
+        f"inprocess_runs_per_s={grid:.1f}"
+    )
 
 
 if __name__ == "__main__":

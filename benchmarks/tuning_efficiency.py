@@ -54,8 +54,11 @@ def group_loader():
     def load(group: str, choice: str) -> dict:
         if (group, choice) not in cache:
             with initialize_config_dir(config_dir=str(CONF), version_base=None):
-                cache[(group, choice)] = OmegaConf.to_container(compose("config", overrides=[f"{group}={choice}"])[group], resolve=True)
+                cache[(group, choice)] = OmegaConf.to_container(
+                    compose("config", overrides=[f"{group}={choice}"])[group], resolve=True
+                )
         return cache[(group, choice)]
+
     return load
 
 
@@ -81,9 +84,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--max-trials", type=int, default=2000)
     parser.add_argument("--layers", type=int, default=12)
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra Hydra override of the composed sweep (repeatable), e.g. "
-                             "hydra.sweeper.sampler=random")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Hydra override of the composed sweep (repeatable), e.g. hydra.sweeper.sampler=random",
+    )
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -108,21 +115,29 @@ def main() -> None:
     optimum = feasible[best_key]
     target = 0.99 * optimum
     near = sum(v >= target for v in feasible.values())
-    print(f"model gpt2_test, {args.layers} layers, up to 8 IPUs; sampler {sweeper['sampler']} "
-          f"(failed_as_infeasible={sweeper['failed_as_infeasible']}); PREDICTED samples/s")
-    print(f"grid: {len(results)} deployments, {len(feasible)} feasible, {near} within 99% of the optimum "
-          f"(enumerated in {grid_s:.1f} s, {grid_s / len(results) * 1e3:.2f} ms each)")
+    print(
+        f"model gpt2_test, {args.layers} layers, up to 8 IPUs; sampler {sweeper['sampler']} "
+        f"(failed_as_infeasible={sweeper['failed_as_infeasible']}); PREDICTED samples/s"
+    )
+    print(
+        f"grid: {len(results)} deployments, {len(feasible)} feasible, {near} within 99% of the optimum "
+        f"(enumerated in {grid_s:.1f} s, {grid_s / len(results) * 1e3:.2f} ms each)"
+    )
     print(f"optimum: {optimum:,.1f} samples/s at {dict(best_key)}")
 
     fractions = []
     for seed in range(args.seeds):
         space = RecordingSpace(parsed, structured)
-        study = optuna.create_study(direction="maximize", sampler=make_sampler(
-            sweeper["sampler"], seed, sweeper["sampler_options"], sweeper["failed_as_infeasible"]))
+        study = optuna.create_study(
+            direction="maximize",
+            sampler=make_sampler(sweeper["sampler"], seed, sweeper["sampler_options"], sweeper["failed_as_infeasible"]),
+        )
 
         def launch(job_overrides, first_index, space=space):
-            return [results.get(key_of(space.by_trial[first_index + i])) or evaluate(space.by_trial[first_index + i])
-                    for i in range(len(job_overrides))]
+            return [
+                results.get(key_of(space.by_trial[first_index + i])) or evaluate(space.by_trial[first_index + i])
+                for i in range(len(job_overrides))
+            ]
 
         def reached(study) -> bool:
             done = [t.value for t in study.get_trials(deepcopy=False) if t.value is not None]
@@ -136,9 +151,11 @@ def main() -> None:
         fraction = trials / len(results) if ok else float("inf")
         fractions.append(fraction)
         failed = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials)
-        print(f"seed {seed}: {'reached' if ok else 'NOT reached'} 99% after {trials} trials "
-              f"({distinct} distinct deployments, {failed} failed) = {fraction:.4f} of the grid, "
-              f"best {study.best_value:,.1f} ({time.perf_counter() - t0:.1f} s)")
+        print(
+            f"seed {seed}: {'reached' if ok else 'NOT reached'} 99% after {trials} trials "
+            f"({distinct} distinct deployments, {failed} failed) = {fraction:.4f} of the grid, "
+            f"best {study.best_value:,.1f} ({time.perf_counter() - t0:.1f} s)"
+        )
         if not ok:
             print(f"  stuck at: {dict(key_of(space.by_trial[study.best_trial.number]))}")
     median = statistics.median(fractions)

@@ -57,13 +57,22 @@ def grid(quick: bool):
 
 def overrides(layers: int, hidden: int, batch: int) -> list[str]:
     heads = 8 if hidden >= 512 else 4
-    return ["hardware.mode=validate", "precision=fp32", f"model.n_layers={layers}", f"model.hidden_size={hidden}",
-            f"model.n_heads={heads}", f"run.batch_size={batch}", "run.warmup_steps=3", "run.timed_steps=7",
-            "tracking.enabled=false"]
+    return [
+        "hardware.mode=validate",
+        "precision=fp32",
+        f"model.n_layers={layers}",
+        f"model.hidden_size={hidden}",
+        f"model.n_heads={heads}",
+        f"run.batch_size={batch}",
+        "run.warmup_steps=3",
+        "run.timed_steps=7",
+        "tracking.enabled=false",
+    ]
 
 
 def compose(ov: list[str]) -> dict:
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
@@ -77,8 +86,12 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="measure even when the machine is busy (labelled)")
     ap.add_argument("--quick", action="store_true", help="3 points instead of 27")
     ap.add_argument("--max-load-per-core", type=float, default=0.5)
-    ap.add_argument("--max-drift", type=float, default=0.10, help="largest |drift| of the probed peak during a "
-                    "point's run for it to count (default 0.10)")
+    ap.add_argument(
+        "--max-drift",
+        type=float,
+        default=0.10,
+        help="largest |drift| of the probed peak during a point's run for it to count (default 0.10)",
+    )
     ap.add_argument("--retries", type=int, default=2, help="measurements again of a point whose machine drifted")
     args = ap.parse_args(argv)
 
@@ -86,8 +99,10 @@ def main(argv=None) -> int:
     start_load = load_per_core()
     print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.2f} ({start_load:.2f} per core)")
     if start_load > args.max_load_per_core and not args.force:
-        print(f"load {start_load:.2f} per core is above {args.max_load_per_core}: too busy to measure; "
-              f"nothing measured (rerun on a quiet machine, or --force for labelled numbers)")
+        print(
+            f"load {start_load:.2f} per core is above {args.max_load_per_core}: too busy to measure; "
+            f"nothing measured (rerun on a quiet machine, or --force for labelled numbers)"
+        )
         print("median_abs_error=nan max_abs_error=nan")
         return 3
     busy = start_load > args.max_load_per_core
@@ -96,22 +111,33 @@ def main(argv=None) -> int:
     from dabench.pipeline.execute import execute
 
     rows, errors, unsteady = [], [], 0
-    print(f"{'layers':>6} {'hidden':>6} {'batch':>5} {'measured/s':>11} {'predicted/s':>11} {'error':>8} "
-          f"{'load':>5} {'peak GF/s':>9} {'drift':>6}")
+    print(
+        f"{'layers':>6} {'hidden':>6} {'batch':>5} {'measured/s':>11} {'predicted/s':>11} {'error':>8} "
+        f"{'load':>5} {'peak GF/s':>9} {'drift':>6}"
+    )
     for layers, hidden, batch in grid(args.quick):
         for attempt in range(args.retries + 1):
             result = execute(build_run_config(compose(overrides(layers, hidden, batch))))
             drift = result.metrics.get("validate.ceilings_drift", 0.0) if result.metrics else 0.0
             if result.status.value != "ok" or abs(drift) <= args.max_drift or attempt == args.retries:
                 break
-            print(f"{layers:>6} {hidden:>6} {batch:>5} the machine's peak drifted {drift:+.0%} during the run: "
-                  f"measuring again ({attempt + 1}/{args.retries})")
+            print(
+                f"{layers:>6} {hidden:>6} {batch:>5} the machine's peak drifted {drift:+.0%} during the run: "
+                f"measuring again ({attempt + 1}/{args.retries})"
+            )
         steady = abs(drift) <= args.max_drift
         load = os.getloadavg()[0]
         if result.status.value != "ok" or result.predicted is None:
             print(f"{layers:>6} {hidden:>6} {batch:>5} {result.status.value}: {result.reason[:120]}")
-            rows.append({"layers": layers, "hidden": hidden, "batch": batch, "status": result.status.value,
-                         "reason": result.reason[:500]})
+            rows.append(
+                {
+                    "layers": layers,
+                    "hidden": hidden,
+                    "batch": batch,
+                    "status": result.status.value,
+                    "reason": result.reason[:500],
+                }
+            )
             continue
         measured = result.metrics["throughput.samples_per_s"]
         predicted = result.metrics["predict.throughput.samples_per_s"]
@@ -121,27 +147,47 @@ def main(argv=None) -> int:
             errors.append(error)
         else:
             unsteady += 1
-        print(f"{layers:>6} {hidden:>6} {batch:>5} {measured:>11.2f} {predicted:>11.2f} {error:>+8.1%} {load:>5.2f} "
-              f"{peak / 1e9:>9.1f} {drift:>+6.1%}" + ("" if steady else "  UNSTEADY: not counted"))
-        rows.append({"layers": layers, "hidden": hidden, "batch": batch, "status": "ok" if steady else "unsteady",
-                     "load": load, "drift": drift, "probed_peak_flops": peak, "error": error,
-                     "measured_step_s": result.profile.median_step_s, "predicted_step_s": result.predicted.median_step_s,
-                     "measured_classes": result.profile.class_times_s, "predicted_classes": result.predicted.class_times_s,
-                     "measured_subtasks": {s.name: s.time_s for s in result.profile.subtasks},
-                     "predicted_subtasks": {s.name: s.time_s for s in result.predicted.subtasks},
-                     "ceilings": [result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, result.ceilings.source]})
+        print(
+            f"{layers:>6} {hidden:>6} {batch:>5} {measured:>11.2f} {predicted:>11.2f} {error:>+8.1%} {load:>5.2f} "
+            f"{peak / 1e9:>9.1f} {drift:>+6.1%}" + ("" if steady else "  UNSTEADY: not counted")
+        )
+        rows.append(
+            {
+                "layers": layers,
+                "hidden": hidden,
+                "batch": batch,
+                "status": "ok" if steady else "unsteady",
+                "load": load,
+                "drift": drift,
+                "probed_peak_flops": peak,
+                "error": error,
+                "measured_step_s": result.profile.median_step_s,
+                "predicted_step_s": result.predicted.median_step_s,
+                "measured_classes": result.profile.class_times_s,
+                "predicted_classes": result.predicted.class_times_s,
+                "measured_subtasks": {s.name: s.time_s for s in result.profile.subtasks},
+                "predicted_subtasks": {s.name: s.time_s for s in result.predicted.subtasks},
+                "ceilings": [result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, result.ceilings.source],
+            }
+        )
     end_load = load_per_core()
     if args.json:
-        Path(args.json).write_text(json.dumps({"start_load_per_core": start_load, "end_load_per_core": end_load,
-                                               "time": time.time(), "rows": rows}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {"start_load_per_core": start_load, "end_load_per_core": end_load, "time": time.time(), "rows": rows},
+                indent=1,
+            )
+        )
     label = " (MACHINE BUSY: measured anyway with --force; not a valid check of the model)" if busy else ""
     print(f"load average at end {os.getloadavg()[0]:.2f} ({end_load:.2f} per core){label}")
     if not errors:
         print("median_abs_error=nan max_abs_error=nan")
         return 1
     absolute = [abs(e) for e in errors]
-    print(f"points {len(errors)} ({unsteady} unsteady, not counted), median error {statistics.median(errors):+.1%}; "
-          f"target: median |error| <= 15%, max <= 30%")
+    print(
+        f"points {len(errors)} ({unsteady} unsteady, not counted), median error {statistics.median(errors):+.1%}; "
+        f"target: median |error| <= 15%, max <= 30%"
+    )
     print(f"median_abs_error={statistics.median(absolute):.4f} max_abs_error={max(absolute):.4f}")
     return 0 if not math.isnan(statistics.median(absolute)) else 1
 

@@ -28,8 +28,8 @@ from typing import Sequence
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
 from dabench.config.sections import RunConfig
-from dabench.core.status import Status
 from dabench.core.result import RunResult
+from dabench.core.status import Status
 from dabench.pipeline.job import prepare, run_container
 from dabench.pipeline.record import record_run
 
@@ -65,8 +65,12 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
     name = job.name
     command = reproduce_command(list(overrides))
     with tempfile.TemporaryDirectory(prefix="dabench-run-") as tmp:
-        return record_run(job, artifacts_dir=Path(tmp) / "artifacts", name=name,
-                          note=lambda r: run_note(summary_line(r, name), command))[0]
+        return record_run(
+            job,
+            artifacts_dir=Path(tmp) / "artifacts",
+            name=name,
+            note=lambda r: run_note(summary_line(r, name), command),
+        )[0]
 
 
 def parse_artifact(path: str | Path):

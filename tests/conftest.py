@@ -68,8 +68,14 @@ def dabench_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "dabench", *args]
 
 
-def run_dabench(*args: str, cwd: Path, env: Mapping[str, str] | None = None, code: int | None = 0,
-                timeout: float = 300, unset: Sequence[str] = ()) -> subprocess.CompletedProcess:
+def run_dabench(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    code: int | None = 0,
+    timeout: float = 300,
+    unset: Sequence[str] = (),
+) -> subprocess.CompletedProcess:
     """``python -m dabench <args>`` in ``cwd`` with its own MLflow store (:func:`cli_env`), ``env``
     added and ``unset`` removed; asserts the exit status is ``code`` (``None``: any)."""
     full = {**cli_env(cwd), **(env or {})}
@@ -77,8 +83,11 @@ def run_dabench(*args: str, cwd: Path, env: Mapping[str, str] | None = None, cod
         full.pop(name, None)
     done = subprocess.run(dabench_argv(*args), cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
     if code is not None:
-        assert done.returncode == code, (f"dabench {' '.join(args)}: exit {done.returncode}, expected {code}\n"
-                                         + done.stdout[-2000:] + done.stderr[-3000:])
+        assert done.returncode == code, (
+            f"dabench {' '.join(args)}: exit {done.returncode}, expected {code}\n"
+            + done.stdout[-2000:]
+            + done.stderr[-3000:]
+        )
     return done
 
 
@@ -112,8 +121,14 @@ def write_test_calibration(folder: Path, label: str) -> Path:
     for threads in range(1, (os.cpu_count() or 1) + 1):
         for kind, value in TEST_CALIBRATION.items():
             key = cpu_calibration_key(kind, threads)
-            entries[key] = {"key": key, "value": value, "samples": [value] * 5, "spread": 0.0, "load_per_core": 0.0,
-                            "measured_at": label}
+            entries[key] = {
+                "key": key,
+                "value": value,
+                "samples": [value] * 5,
+                "spread": 0.0,
+                "load_per_core": 0.0,
+                "measured_at": label,
+            }
     path = folder / "calibration.json"
     path.write_text(json.dumps(entries))
     return path

@@ -19,14 +19,54 @@ from dabench.advise.power import power_figure
 from dabench.advise.reach import approx_params, calibration, outside
 from dabench.advise.run import Advice, PlatformOutcome, reproduce_overrides
 
-TIER1 = ("tier1.compute_efficiency", "tier1.allocation_ratio", "tier1.load_imbalance", "roofline.step.intensity",
-         "roofline.step.roof_share")
-CSV_COLUMNS = ["rank", "platform", "status", "label", "tokens_per_s", "tokens_per_s_lo", "tokens_per_s_hi",
-               "samples_per_s", "samples_per_s_lo", "samples_per_s_hi", "band", "time_to_train_s", "time_lo_s",
-               "time_hi_s", "chips", "energy_kwh", "energy_lo_kwh", "energy_hi_kwh", "power_source", "cost",
-               "cost_lo", "cost_hi", "diagnosis", "diagnosis_reason", *TIER1, "bandwidth_efficiency",
-               "constants", "model_version", "error_band", "out_of_sample_error", "excluded_points", "reach",
-               "command", "measure_command", "evaluations", "trials", "infeasible", "space_size", "reason"]
+TIER1 = (
+    "tier1.compute_efficiency",
+    "tier1.allocation_ratio",
+    "tier1.load_imbalance",
+    "roofline.step.intensity",
+    "roofline.step.roof_share",
+)
+CSV_COLUMNS = [
+    "rank",
+    "platform",
+    "status",
+    "label",
+    "tokens_per_s",
+    "tokens_per_s_lo",
+    "tokens_per_s_hi",
+    "samples_per_s",
+    "samples_per_s_lo",
+    "samples_per_s_hi",
+    "band",
+    "time_to_train_s",
+    "time_lo_s",
+    "time_hi_s",
+    "chips",
+    "energy_kwh",
+    "energy_lo_kwh",
+    "energy_hi_kwh",
+    "power_source",
+    "cost",
+    "cost_lo",
+    "cost_hi",
+    "diagnosis",
+    "diagnosis_reason",
+    *TIER1,
+    "bandwidth_efficiency",
+    "constants",
+    "model_version",
+    "error_band",
+    "out_of_sample_error",
+    "excluded_points",
+    "reach",
+    "command",
+    "measure_command",
+    "evaluations",
+    "trials",
+    "infeasible",
+    "space_size",
+    "reason",
+]
 
 
 def _command(overrides: list[str]) -> str:
@@ -40,10 +80,19 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     trials = sum(s.trials for s in outcome.searches)
     infeasible = sum(n for s, n in outcome.statuses.items() if s != "ok")
     row: dict[str, Any] = {c: None for c in CSV_COLUMNS}
-    row.update(platform=outcome.platform, label="PREDICTED", evaluations=len(outcome.evaluations), trials=trials,
-               infeasible=infeasible, space_size=outcome.space.size(),
-               power_source=figure.label(), out_of_sample_error=cal.oos_text(),
-               excluded_points=cal.excluded_text(), constants=cal.constants, model_version=cal.model_version)
+    row.update(
+        platform=outcome.platform,
+        label="PREDICTED",
+        evaluations=len(outcome.evaluations),
+        trials=trials,
+        infeasible=infeasible,
+        space_size=outcome.space.size(),
+        power_source=figure.label(),
+        out_of_sample_error=cal.oos_text(),
+        excluded_points=cal.excluded_text(),
+        constants=cal.constants,
+        model_version=cal.model_version,
+    )
     result = outcome.result
     if outcome.best is None or result is None or getattr(result.status, "value", result.status) != "ok":
         row.update(status="none_fits", reason=outcome.none_reason or (result.reason if result is not None else ""))
@@ -59,27 +108,46 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     tb_ratio = None if tb is None else (tb[0] / t, tb[1] / t)
     joules = E.energy_j(figure.watts_per_chip, chips, t)
     chips_per_system = int(((outcome.config or {}).get("hardware") or {}).get("chips_per_node") or 1)
-    money = E.cost(t, chips, per_chip_hour=req.price_per_chip_hour, per_system_hour=req.price_per_system_hour,
-                   chips_per_system=chips_per_system)
+    money = E.cost(
+        t,
+        chips,
+        per_chip_hour=req.price_per_chip_hour,
+        per_system_hour=req.price_per_system_hour,
+        chips_per_system=chips_per_system,
+    )
     eb = E.scale_band(E.kwh(joules), tb_ratio)
     cb = E.scale_band(money, tb_ratio)
     precision = outcome.best.precision
     why = outside(cal, approx_params(outcome.config["model"]), chips, precision)
     row.update(
-        status="ok", tokens_per_s=tps, samples_per_s=sps,
-        samples_per_s_lo=lo if ratios else None, samples_per_s_hi=hi if ratios else None,
-        tokens_per_s_lo=tps * ratios[0] if ratios else None, tokens_per_s_hi=tps * ratios[1] if ratios else None,
+        status="ok",
+        tokens_per_s=tps,
+        samples_per_s=sps,
+        samples_per_s_lo=lo if ratios else None,
+        samples_per_s_hi=hi if ratios else None,
+        tokens_per_s_lo=tps * ratios[0] if ratios else None,
+        tokens_per_s_hi=tps * ratios[1] if ratios else None,
         band=(f"{notes.get('dabench.constants', cal.constants)}" if ratios else "no band"),
-        time_to_train_s=t, time_lo_s=tb[0] if tb else None, time_hi_s=tb[1] if tb else None, chips=chips,
-        energy_kwh=E.kwh(joules), energy_lo_kwh=eb[0] if eb else None, energy_hi_kwh=eb[1] if eb else None,
-        cost=money, cost_lo=cb[0] if cb else None, cost_hi=cb[1] if cb else None,
-        diagnosis=result.diagnosis[0] if result.diagnosis else "", diagnosis_reason=result.diagnosis[1] if result.diagnosis else "",
+        time_to_train_s=t,
+        time_lo_s=tb[0] if tb else None,
+        time_hi_s=tb[1] if tb else None,
+        chips=chips,
+        energy_kwh=E.kwh(joules),
+        energy_lo_kwh=eb[0] if eb else None,
+        energy_hi_kwh=eb[1] if eb else None,
+        cost=money,
+        cost_lo=cb[0] if cb else None,
+        cost_hi=cb[1] if cb else None,
+        diagnosis=result.diagnosis[0] if result.diagnosis else "",
+        diagnosis_reason=result.diagnosis[1] if result.diagnosis else "",
         bandwidth_efficiency=next((v for k, v in m.items() if k.startswith("tier1.bandwidth_efficiency.")), None),
-        constants=notes.get("dabench.constants", cal.constants), error_band=notes.get("dabench.error_band", ""),
+        constants=notes.get("dabench.constants", cal.constants),
+        error_band=notes.get("dabench.error_band", ""),
         model_version=notes.get("dabench.model_version", cal.model_version),
         reach="inside calibration" if not why else "OUTSIDE calibration: " + "; ".join(why),
         command=_command(reproduce_overrides(req, outcome, "predict")),
-        measure_command=_command(reproduce_overrides(req, outcome, "measure")))
+        measure_command=_command(reproduce_overrides(req, outcome, "measure")),
+    )
     row.update({k: m.get(k) for k in TIER1})
     return row
 
@@ -94,6 +162,7 @@ def rows(advice: Advice) -> list[dict[str, Any]]:
         if r["status"] != "ok":
             return (2, math.inf)
         return (0, v) if v is not None else (1, r["time_to_train_s"])
+
     out.sort(key=order)
     for i, r in enumerate(out, 1):
         r["rank"] = i
@@ -101,6 +170,7 @@ def rows(advice: Advice) -> list[dict[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- Pareto
+
 
 def search_rows(advice: Advice) -> list[dict[str, Any]]:
     """Every evaluated deployment of every platform (the search artifact): its status and
@@ -113,19 +183,35 @@ def search_rows(advice: Advice) -> list[dict[str, Any]]:
         for e in o.evaluations:
             t = E.time_to_train_s(req.tokens, e.tokens_per_s) if e.ok else None
             joules = E.energy_j(figure.watts_per_chip, e.chips, t) if t is not None else None
-            out.append({"platform": o.platform, "label": "PREDICTED", "status": e.status, "reason": e.reason,
-                        "precision": e.precision, "deployment": json.dumps(e.values, sort_keys=True),
-                        "chips": None if math.isnan(e.chips) else e.chips,
-                        "tokens_per_s": e.tokens_per_s if e.ok else None, "time_to_train_s": t,
-                        "energy_kwh": E.kwh(joules), "best": e is o.best, "pareto": False})
-    points = [(r["time_to_train_s"], r["energy_kwh"]) if r["time_to_train_s"] is not None and r["energy_kwh"] is not None
-              else (math.inf, math.inf) for r in out]
+            out.append(
+                {
+                    "platform": o.platform,
+                    "label": "PREDICTED",
+                    "status": e.status,
+                    "reason": e.reason,
+                    "precision": e.precision,
+                    "deployment": json.dumps(e.values, sort_keys=True),
+                    "chips": None if math.isnan(e.chips) else e.chips,
+                    "tokens_per_s": e.tokens_per_s if e.ok else None,
+                    "time_to_train_s": t,
+                    "energy_kwh": E.kwh(joules),
+                    "best": e is o.best,
+                    "pareto": False,
+                }
+            )
+    points = [
+        (r["time_to_train_s"], r["energy_kwh"])
+        if r["time_to_train_s"] is not None and r["energy_kwh"] is not None
+        else (math.inf, math.inf)
+        for r in out
+    ]
     for i in E.pareto_front(points):
         out[i]["pareto"] = True
     return out
 
 
 # ----------------------------------------------------------------------------- output
+
 
 def _num(v, fmt="{:,.3g}") -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else fmt.format(v)
@@ -139,34 +225,80 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
     """The terminal answer."""
     req = advice.request
     ranked = ranked if ranked is not None else rows(advice)
-    head = ["#", "platform", "tokens/s PREDICTED [band]", f"time to train {req.tokens:.3g} tok PREDICTED [band]",
-            "chips", "energy kWh ESTIMATE", "cost", "diagnosis", "CE", "alloc", "LI", "calibration", "reach"]
+    head = [
+        "#",
+        "platform",
+        "tokens/s PREDICTED [band]",
+        f"time to train {req.tokens:.3g} tok PREDICTED [band]",
+        "chips",
+        "energy kWh ESTIMATE",
+        "cost",
+        "diagnosis",
+        "CE",
+        "alloc",
+        "LI",
+        "calibration",
+        "reach",
+    ]
     lines = []
     for r in ranked:
         if r["status"] != "ok":
-            lines.append([str(r["rank"]), r["platform"], "none fits", "-", "-", "-", "-", "-", "-", "-", "-",
-                          r["out_of_sample_error"], "-"])
+            lines.append(
+                [
+                    str(r["rank"]),
+                    r["platform"],
+                    "none fits",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    r["out_of_sample_error"],
+                    "-",
+                ]
+            )
             continue
         tps = f"{_num(r['tokens_per_s'])} [{_band(r['tokens_per_s_lo'], r['tokens_per_s_hi'], _num)}]"
         ttt = f"{E.human_time(r['time_to_train_s'])} [{_band(r['time_lo_s'], r['time_hi_s'], E.human_time)}]"
         energy = "unsourced" if r["energy_kwh"] is None else _num(r["energy_kwh"])
         cost = "-" if r["cost"] is None else _num(r["cost"])
-        lines.append([str(r["rank"]), r["platform"], tps, ttt, _num(r["chips"], "{:g}"), energy, cost, r["diagnosis"],
-                      _num(r["tier1.compute_efficiency"], "{:.1%}"), _num(r["tier1.allocation_ratio"], "{:.0%}"),
-                      _num(r["tier1.load_imbalance"], "{:.2f}"), r["out_of_sample_error"],
-                      "inside" if r["reach"] == "inside calibration" else r["reach"]])
+        lines.append(
+            [
+                str(r["rank"]),
+                r["platform"],
+                tps,
+                ttt,
+                _num(r["chips"], "{:g}"),
+                energy,
+                cost,
+                r["diagnosis"],
+                _num(r["tier1.compute_efficiency"], "{:.1%}"),
+                _num(r["tier1.allocation_ratio"], "{:.0%}"),
+                _num(r["tier1.load_imbalance"], "{:.2f}"),
+                r["out_of_sample_error"],
+                "inside" if r["reach"] == "inside calibration" else r["reach"],
+            ]
+        )
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
     widths[-1] = len(head[-1])  # the reach column is free text: not padded
-    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    out = [f"dabench advise: {req.model}{' ' + ' '.join(req.model_overrides) if req.model_overrides else ''}, "
-           f"{req.tokens:.4g} tokens, objective {','.join(req.objectives)}, max_chips={req.max_chips}: "
-           "every number is PREDICTED by dabench's analytical models (energy and cost: ESTIMATES on top), never measured",
-           fmt(head), fmt(["-" * w for w in widths])]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+    out = [
+        f"dabench advise: {req.model}{' ' + ' '.join(req.model_overrides) if req.model_overrides else ''}, "
+        f"{req.tokens:.4g} tokens, objective {','.join(req.objectives)}, max_chips={req.max_chips}: "
+        "every number is PREDICTED by dabench's analytical models (energy and cost: ESTIMATES on top), never measured",
+        fmt(head),
+        fmt(["-" * w for w in widths]),
+    ]
     out += [fmt(l) for l in lines]
     out.append("")
     for r in ranked:
-        out.append(f"{r['rank']}. {r['platform']}: {r['evaluations']} deployments evaluated in {r['trials']} trials "
-                   f"({r['infeasible']} infeasible); constants {r['constants']}, model {r['model_version']}")
+        out.append(
+            f"{r['rank']}. {r['platform']}: {r['evaluations']} deployments evaluated in {r['trials']} trials "
+            f"({r['infeasible']} infeasible); constants {r['constants']}, model {r['model_version']}"
+        )
         if r["status"] != "ok":
             out.append(f"   none fits: {r['reason']}")
             continue
@@ -179,11 +311,15 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
     if len(set(advice.request.objectives) & {"time", "energy"}) == 2:
         front = [p for p in search_rows(advice) if p["pareto"]]
         out.append("")
-        out.append(f"time vs energy Pareto set (PREDICTED time, ESTIMATED energy; platforms with a sourced power figure): "
-                   f"{len(front)} deployments")
+        out.append(
+            f"time vs energy Pareto set (PREDICTED time, ESTIMATED energy; platforms with a sourced power figure): "
+            f"{len(front)} deployments"
+        )
         for p in sorted(front, key=lambda p: p["time_to_train_s"]):
-            out.append(f"   {p['platform']:<5} {E.human_time(p['time_to_train_s']):>9}  {_num(p['energy_kwh'])} kWh  "
-                       f"{p['chips']:g} chips  {p['precision']} {p['deployment']}")
+            out.append(
+                f"   {p['platform']:<5} {E.human_time(p['time_to_train_s']):>9}  {_num(p['energy_kwh'])} kWh  "
+                f"{p['chips']:g} chips  {p['precision']} {p['deployment']}"
+            )
     return "\n".join(out)
 
 
@@ -210,8 +346,19 @@ def write_search_csv(search: list[dict[str, Any]], path: Path) -> None:
 
 def advice_json(advice: Advice, ranked: list[dict[str, Any]]) -> dict[str, Any]:
     req = advice.request
-    return {"label": "PREDICTED", "model": req.model, "model_overrides": req.model_overrides, "tokens": req.tokens,
-            "platforms": req.platforms, "max_chips": req.max_chips, "objectives": req.objectives,
-            "price_per_chip_hour": req.price_per_chip_hour, "price_per_system_hour": req.price_per_system_hour,
-            "trials": req.trials, "seed": req.seed, "seconds": advice.seconds, "evaluations": advice.evaluations,
-            "rows": ranked}
+    return {
+        "label": "PREDICTED",
+        "model": req.model,
+        "model_overrides": req.model_overrides,
+        "tokens": req.tokens,
+        "platforms": req.platforms,
+        "max_chips": req.max_chips,
+        "objectives": req.objectives,
+        "price_per_chip_hour": req.price_per_chip_hour,
+        "price_per_system_hour": req.price_per_system_hour,
+        "trials": req.trials,
+        "seed": req.seed,
+        "seconds": advice.seconds,
+        "evaluations": advice.evaluations,
+        "rows": ranked,
+    }

@@ -49,8 +49,14 @@ def kwh(joules: float | None) -> float | None:
     return None if joules is None else joules / 3.6e6
 
 
-def cost(seconds: float, chips: float, *, per_chip_hour: float | None = None,
-         per_system_hour: float | None = None, chips_per_system: int = 1) -> float | None:
+def cost(
+    seconds: float,
+    chips: float,
+    *,
+    per_chip_hour: float | None = None,
+    per_system_hour: float | None = None,
+    chips_per_system: int = 1,
+) -> float | None:
     """Price of the chips (or of the whole systems they occupy, rounded up) for ``seconds``."""
     if not math.isfinite(seconds):
         return None
@@ -73,8 +79,10 @@ def scale_band(value: float | None, band: Band | None) -> Band | None:
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     """Indices of the points no other point dominates, both coordinates minimised (ties kept
     once: the first of equal points). Points with a non-finite coordinate are left out."""
-    order = sorted((i for i, p in enumerate(points) if all(math.isfinite(v) for v in p)),
-                   key=lambda i: (points[i][0], points[i][1]))
+    order = sorted(
+        (i for i, p in enumerate(points) if all(math.isfinite(v) for v in p)),
+        key=lambda i: (points[i][0], points[i][1]),
+    )
     front, best_second = [], math.inf
     for i in order:
         if points[i][1] < best_second:

@@ -115,8 +115,9 @@ def calibration(platform: str, constants: str = "published") -> Calibration:
     if used:
         sizes = [approx_params(_point_model(p)) for p in used]
         chips = [_point_chips(p) for p in used]
-        cal.coverage = Coverage((min(sizes), max(sizes)), (min(chips), max(chips)),
-                                tuple(sorted({p.precision for p in used})), len(used))
+        cal.coverage = Coverage(
+            (min(sizes), max(sizes)), (min(chips), max(chips)), tuple(sorted({p.precision for p in used})), len(used)
+        )
     return cal
 
 

@@ -22,10 +22,19 @@ ADVISE_TAG = "dabench.advise"
 PARENT_TAG = "dabench.advise_parent"
 ARTIFACT_DIR = "advice"
 
-_ROW_METRICS = {"rank": "advise.rank", "time_to_train_s": "advise.time_to_train_s", "time_lo_s": "advise.time_to_train_s.lo",
-                "time_hi_s": "advise.time_to_train_s.hi", "energy_kwh": "advise.energy_kwh",
-                "energy_lo_kwh": "advise.energy_kwh.lo", "energy_hi_kwh": "advise.energy_kwh.hi", "cost": "advise.cost",
-                "tokens": "advise.tokens", "evaluations": "advise.evaluations", "infeasible": "advise.infeasible"}
+_ROW_METRICS = {
+    "rank": "advise.rank",
+    "time_to_train_s": "advise.time_to_train_s",
+    "time_lo_s": "advise.time_to_train_s.lo",
+    "time_hi_s": "advise.time_to_train_s.hi",
+    "energy_kwh": "advise.energy_kwh",
+    "energy_lo_kwh": "advise.energy_kwh.lo",
+    "energy_hi_kwh": "advise.energy_kwh.hi",
+    "cost": "advise.cost",
+    "tokens": "advise.tokens",
+    "evaluations": "advise.evaluations",
+    "infeasible": "advise.infeasible",
+}
 
 
 def _finite(v: Any) -> bool:
@@ -34,8 +43,9 @@ def _finite(v: Any) -> bool:
 
 def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "advice.json").write_text(json.dumps({**advice_json(advice, ranked), "search": search_rows(advice)},
-                                                   indent=1, default=str))
+    (folder / "advice.json").write_text(
+        json.dumps({**advice_json(advice, ranked), "search": search_rows(advice)}, indent=1, default=str)
+    )
     write_csv(ranked, folder / "advice.csv")
     write_search_csv(search_rows(advice), folder / "search.csv")
     return folder
@@ -48,18 +58,35 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
 
     req = advice.request
     name = f"advise {req.model} {req.tokens:.3g} tokens"
-    tags = {ADVISE_TAG: "parent", "dabench.parent": "true", "dabench.mode": "predict", "dabench.label": "PREDICTED",
-            "dabench.model": req.model, "advise.objective": ",".join(req.objectives)}
+    tags = {
+        ADVISE_TAG: "parent",
+        "dabench.parent": "true",
+        "dabench.mode": "predict",
+        "dabench.label": "PREDICTED",
+        "dabench.model": req.model,
+        "advise.objective": ",".join(req.objectives),
+    }
     by_platform = {o.platform: o for o in advice.outcomes}
     with recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags, status_tags=True) as parent:
-        parent.log(params={"advise.model": req.model, "advise.model_overrides": " ".join(req.model_overrides),
-                           "advise.tokens": req.tokens, "advise.platforms": ",".join(req.platforms),
-                           "advise.max_chips": req.max_chips, "advise.objective": ",".join(req.objectives),
-                           "advise.trials": req.trials, "advise.seed": req.seed,
-                           "advise.price_per_chip_hour": req.price_per_chip_hour,
-                           "advise.price_per_system_hour": req.price_per_system_hour},
-                   metrics={"advise.evaluations": advice.evaluations, "advise.seconds": advice.seconds,
-                            "advise.platforms_ok": sum(r["status"] == "ok" for r in ranked)})
+        parent.log(
+            params={
+                "advise.model": req.model,
+                "advise.model_overrides": " ".join(req.model_overrides),
+                "advise.tokens": req.tokens,
+                "advise.platforms": ",".join(req.platforms),
+                "advise.max_chips": req.max_chips,
+                "advise.objective": ",".join(req.objectives),
+                "advise.trials": req.trials,
+                "advise.seed": req.seed,
+                "advise.price_per_chip_hour": req.price_per_chip_hour,
+                "advise.price_per_system_hour": req.price_per_system_hour,
+            },
+            metrics={
+                "advise.evaluations": advice.evaluations,
+                "advise.seconds": advice.seconds,
+                "advise.platforms_ok": sum(r["status"] == "ok" for r in ranked),
+            },
+        )
         with tempfile.TemporaryDirectory() as tmp:
             parent.log_artifacts(write_files(advice, ranked, Path(tmp) / ARTIFACT_DIR), ARTIFACT_DIR)
         with BatchRecorder(experiment=experiment, uri=uri, parent_id=parent.run_id) as batch:
@@ -73,17 +100,33 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
                     pending.set_status(result.status, result.reason)
                 else:
                     pending.params = {"hardware.name": row["platform"], "model.name": req.model}
-                    pending.tags = {"dabench.hardware": row["platform"], "dabench.mode": "predict",
-                                    "dabench.model": req.model}
+                    pending.tags = {
+                        "dabench.hardware": row["platform"],
+                        "dabench.mode": "predict",
+                        "dabench.model": req.model,
+                    }
                     statuses = outcome.statuses
-                    worst = max((s for s in statuses if s not in ("ok", "over_budget")), key=statuses.get, default="capacity")
+                    worst = max(
+                        (s for s in statuses if s not in ("ok", "over_budget")), key=statuses.get, default="capacity"
+                    )
                     pending.set_status(worst, row.get("reason") or "no deployment fits")
                 values = {**row, "tokens": req.tokens}
-                pending.metrics.update({name: float(values[key]) for key, name in _ROW_METRICS.items() if _finite(values.get(key))})
-                pending.tags.update({ADVISE_TAG: "best", PARENT_TAG: parent.run_id, "dabench.label": "PREDICTED",
-                                     "advise.command": row.get("command") or "", "advise.measure_command": row.get("measure_command") or "",
-                                     "advise.reach": row.get("reach") or "", "advise.calibration": row.get("out_of_sample_error") or "",
-                                     "advise.band": row.get("band") or "no band", "advise.power_source": row.get("power_source") or ""})
+                pending.metrics.update(
+                    {name: float(values[key]) for key, name in _ROW_METRICS.items() if _finite(values.get(key))}
+                )
+                pending.tags.update(
+                    {
+                        ADVISE_TAG: "best",
+                        PARENT_TAG: parent.run_id,
+                        "dabench.label": "PREDICTED",
+                        "advise.command": row.get("command") or "",
+                        "advise.measure_command": row.get("measure_command") or "",
+                        "advise.reach": row.get("reach") or "",
+                        "advise.calibration": row.get("out_of_sample_error") or "",
+                        "advise.band": row.get("band") or "no band",
+                        "advise.power_source": row.get("power_source") or "",
+                    }
+                )
                 pending.end_ms = now_ms()
                 batch.add(pending)
         return parent.run_id

@@ -44,9 +44,9 @@ class PlatformOutcome:
     searches: list[SearchResult]
     evaluations: list[Evaluation]
     best: Evaluation | None
-    result: Any = None                 #: the winner's RunResult (execute), or None
-    config: dict | None = None         #: the winner's resolved config mapping
-    none_reason: str = ""              #: why no deployment fits
+    result: Any = None  #: the winner's RunResult (execute), or None
+    config: dict | None = None  #: the winner's resolved config mapping
+    none_reason: str = ""  #: why no deployment fits
     statuses: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -62,7 +62,7 @@ class Advice:
         return sum(len(o.evaluations) for o in self.outcomes)
 
 
-_BASES: dict[tuple, dict] = {}   #: (platform, groups) -> composed config without the model, per process
+_BASES: dict[tuple, dict] = {}  #: (platform, groups) -> composed config without the model, per process
 
 
 def _platform_base(platform: str, groups: dict[str, str]) -> dict:
@@ -70,7 +70,9 @@ def _platform_base(platform: str, groups: dict[str, str]) -> dict:
 
     key = (platform, tuple(sorted(groups.items())))
     if key not in _BASES:
-        _BASES[key] = compose([f"hardware={platform}", "hardware.mode=predict", *[f"{g}={c}" for g, c in groups.items()]])
+        _BASES[key] = compose(
+            [f"hardware={platform}", "hardware.mode=predict", *[f"{g}={c}" for g, c in groups.items()]]
+        )
     return _BASES[key]
 
 
@@ -93,12 +95,15 @@ def none_fits_reason(evaluations: Sequence[Evaluation], max_chips: int) -> str:
     counts = Counter(e.status for e in evaluations)
     closest = min(evaluations, key=lambda e: (_overflow(e.reason), -e.values.get("parallel.degree", 1)))
     summary = ", ".join(f"{n} {s}" for s, n in counts.most_common())
-    return (f"none of {len(evaluations)} evaluated deployments fits within max_chips={max_chips} ({summary}); "
-            f"closest: {closest.reason[:400]}")
+    return (
+        f"none of {len(evaluations)} evaluated deployments fits within max_chips={max_chips} ({summary}); "
+        f"closest: {closest.reason[:400]}"
+    )
 
 
-def advise_platform(request: Request, platform: str, model: dict,
-                    on_trial: Callable[[Evaluation], None] | None = None) -> PlatformOutcome:
+def advise_platform(
+    request: Request, platform: str, model: dict, on_trial: Callable[[Evaluation], None] | None = None
+) -> PlatformOutcome:
     started = time.perf_counter()
     space = build_space(platform, model, request.max_chips)
     base = copy.deepcopy(_platform_base(platform, space.groups))
@@ -114,8 +119,18 @@ def advise_platform(request: Request, platform: str, model: dict,
     searches = []
     for i, objective in enumerate(request.objectives):
         usable = objective == "time" or (objective == "energy" and figure.sourced) or (objective == "cost" and price_s)
-        searches.append(search(space, predictor, objective if usable else "time", request.trials, request.seed + i,
-                               figure.watts_per_chip, price_s, on_trial))
+        searches.append(
+            search(
+                space,
+                predictor,
+                objective if usable else "time",
+                request.trials,
+                request.seed + i,
+                figure.watts_per_chip,
+                price_s,
+                on_trial,
+            )
+        )
     evaluations = list(predictor.cache.values())
     primary = request.objectives[0]
     from dabench.advise.search import score
@@ -125,8 +140,9 @@ def advise_platform(request: Request, platform: str, model: dict,
     if not scored:  # the primary objective cannot be priced here (no power figure / price): rank by time
         scored = [(score(e, "time", None, None), e) for e in evaluations if e.ok]
     best = max(scored, key=lambda se: se[0])[1] if scored else None
-    outcome = PlatformOutcome(platform, space, searches, evaluations, best,
-                              statuses=dict(Counter(e.status for e in evaluations)))
+    outcome = PlatformOutcome(
+        platform, space, searches, evaluations, best, statuses=dict(Counter(e.status for e in evaluations))
+    )
     if best is None:
         outcome.none_reason = none_fits_reason(evaluations, request.max_chips)
     else:

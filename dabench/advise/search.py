@@ -133,14 +133,19 @@ def _device_memory_check(rc, metrics: Mapping[str, float]) -> str:
     for level in rc.hardware.memory:
         used = metrics.get(f"memory.peak_bytes.{level.name}")
         if used and level.capacity_bytes and used > level.capacity_bytes:
-            return (f"{level.name} capacity exceeded (advise's check of the roofline model's memory estimate): needs "
-                    f"{used / 2**30:,.1f} GiB per chip, has {level.capacity_bytes / 2**30:,.1f} GiB")
+            return (
+                f"{level.name} capacity exceeded (advise's check of the roofline model's memory estimate): needs "
+                f"{used / 2**30:,.1f} GiB per chip, has {level.capacity_bytes / 2**30:,.1f} GiB"
+            )
     return ""
 
 
 # ----------------------------------------------------------------------------- objectives
 
-def score(evaluation: Evaluation, objective: str, watts_per_chip: float | None, price_per_chip_s: float | None) -> float | None:
+
+def score(
+    evaluation: Evaluation, objective: str, watts_per_chip: float | None, price_per_chip_s: float | None
+) -> float | None:
     """Higher is better: tokens/s (time), tokens per joule (energy), tokens per unit of money
     (cost). None when infeasible or when the objective cannot be priced."""
     if not evaluation.ok:
@@ -194,9 +199,16 @@ class SearchResult:
     space_size: int
 
 
-def search(space: PlatformSpace, predict: Predictor, objective: str = "time", n_trials: int = 120, seed: int = 0,
-           watts_per_chip: float | None = None, price_per_chip_s: float | None = None,
-           on_trial: Callable[[Evaluation], None] | None = None) -> SearchResult:
+def search(
+    space: PlatformSpace,
+    predict: Predictor,
+    objective: str = "time",
+    n_trials: int = 120,
+    seed: int = 0,
+    watts_per_chip: float | None = None,
+    price_per_chip_s: float | None = None,
+    on_trial: Callable[[Evaluation], None] | None = None,
+) -> SearchResult:
     """Optuna over ``space``: ``n_trials`` asks (repeats answered from the cache), seeded TPE
     wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
     import optuna
@@ -209,7 +221,7 @@ def search(space: PlatformSpace, predict: Predictor, objective: str = "time", n_
     study = optuna.create_study(direction="maximize", sampler=sampler)
     best, best_score, best_params = None, -math.inf, None
     explore = max(1, int(n_trials * EXPLORE_SHARE))
-    polished: set[tuple] = set()   #: incumbents whose neighbourhood is already queued
+    polished: set[tuple] = set()  #: incumbents whose neighbourhood is already queued
     for i in range(n_trials):
         if i >= explore and best_params is not None and _freeze(best_params) not in polished:
             polished.add(_freeze(best_params))
@@ -229,12 +241,18 @@ def search(space: PlatformSpace, predict: Predictor, objective: str = "time", n_
         if value > best_score:
             best, best_score, best_params = ev, value, dict(trial.params)
     evaluations = list(predict.cache.values())
-    return SearchResult(space.platform, objective, n_trials, evaluations, best, time.perf_counter() - started,
-                        space.size())
+    return SearchResult(
+        space.platform, objective, n_trials, evaluations, best, time.perf_counter() - started, space.size()
+    )
 
 
-def exhaustive(space: PlatformSpace, predict: Predictor, objective: str = "time",
-               watts_per_chip: float | None = None, price_per_chip_s: float | None = None) -> SearchResult:
+def exhaustive(
+    space: PlatformSpace,
+    predict: Predictor,
+    objective: str = "time",
+    watts_per_chip: float | None = None,
+    price_per_chip_s: float | None = None,
+) -> SearchResult:
     """Every deployment of an enumerable space (for tests and benchmarks)."""
     started = time.perf_counter()
     best, best_score, n = None, -math.inf, 0
@@ -244,9 +262,12 @@ def exhaustive(space: PlatformSpace, predict: Predictor, objective: str = "time"
         value = score(ev, objective, watts_per_chip, price_per_chip_s)
         if value is not None and value > best_score:
             best, best_score = ev, value
-    return SearchResult(space.platform, objective, n, list(predict.cache.values()), best,
-                        time.perf_counter() - started, space.size())
+    return SearchResult(
+        space.platform, objective, n, list(predict.cache.values()), best, time.perf_counter() - started, space.size()
+    )
 
 
-def command_overrides(space: PlatformSpace, model_overrides: Sequence[str], ev: Evaluation, mode: str = "predict") -> list[str]:
+def command_overrides(
+    space: PlatformSpace, model_overrides: Sequence[str], ev: Evaluation, mode: str = "predict"
+) -> list[str]:
     return overrides_of(space, model_overrides, ev.precision, ev.values, mode)

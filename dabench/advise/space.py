@@ -39,7 +39,7 @@ ACCELERATORS = ("cuda", "wse2", "rdu", "ipu")
 
 
 def powers_of_two(limit: int) -> list[int]:
-    return [2 ** i for i in range(0, int(math.log2(max(1, limit))) + 1)]
+    return [2**i for i in range(0, int(math.log2(max(1, limit))) + 1)]
 
 
 @dataclass
@@ -53,18 +53,21 @@ class Dim:
 @dataclass
 class PlatformSpace:
     platform: str
-    groups: dict[str, str]          #: Hydra group choices besides model/hardware/precision (parallel)
-    fixed: dict[str, Any]           #: key -> value set on every deployment
+    groups: dict[str, str]  #: Hydra group choices besides model/hardware/precision (parallel)
+    fixed: dict[str, Any]  #: key -> value set on every deployment
     precisions: list[str]
     dims: list[Dim]
-    structured: Any = None          #: an object with suggest(trial) and (maybe) grid(), size()
+    structured: Any = None  #: an object with suggest(trial) and (maybe) grid(), size()
     notes: list[str] = field(default_factory=list)
 
     def suggest(self, trial) -> tuple[str, dict[str, Any]]:
-        precision = (self.precisions[0] if len(self.precisions) == 1
-                     else trial.suggest_categorical("precision", self.precisions))
-        values = {d.key: (d.values[0] if len(d.values) == 1 else trial.suggest_categorical(d.key, d.values))
-                  for d in self.dims}
+        precision = (
+            self.precisions[0] if len(self.precisions) == 1 else trial.suggest_categorical("precision", self.precisions)
+        )
+        values = {
+            d.key: (d.values[0] if len(d.values) == 1 else trial.suggest_categorical(d.key, d.values))
+            for d in self.dims
+        }
         if self.structured is not None:
             values.update(self.structured.suggest(trial))
         return precision, values
@@ -84,7 +87,7 @@ class PlatformSpace:
         structured = list(self.structured.grid()) if self.structured is not None else [{}]
         for precision in self.precisions:
             for combo in itertools.product(*(d.values for d in self.dims)):
-                simple = dict(zip((d.key for d in self.dims), combo))
+                simple = dict(zip((d.key for d in self.dims), combo, strict=False))
                 for extra in structured:
                     yield precision, {**simple, **extra}
 
@@ -156,7 +159,7 @@ class WeightStreamingSystems:
     def grid(self) -> Iterator[dict[str, Any]]:
         for values in self.inner.grid():
             streaming = values["hardware.options.execution_mode"] == "weight_streaming"
-            for systems in (self.systems if streaming else [1]):
+            for systems in self.systems if streaming else [1]:
                 yield self._with(values, systems)
 
 
@@ -188,7 +191,9 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
         precisions = ["bf16", "fp16", "mixed", "fp32"]
         dims = [Dim("run.batch_size", [1, 2, 4, 8, 16, 32]), Dim("run.grad_accum", [1, 4, 16])]
         structured = rdu_chips_space(config, chips=chips, tensor_parallel=[t for t in (1, 2, 4, 8) if t <= max_chips])
-        notes = ["GPUs x tensor-parallel degree (the rest data-parallel), micro-batch, precision, gradient accumulation"]
+        notes = [
+            "GPUs x tensor-parallel degree (the rest data-parallel), micro-batch, precision, gradient accumulation"
+        ]
     elif platform == "rdu":
         args["chips"] = chips
         structured = rdu_chips_space(config, **args)
@@ -211,8 +216,13 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     return PlatformSpace(platform, groups, fixed, precisions or ["fp32"], dims, structured, notes)
 
 
-def overrides_of(space: PlatformSpace, model_overrides: Sequence[str], precision: str,
-                 values: Mapping[str, Any], mode: str = "predict") -> list[str]:
+def overrides_of(
+    space: PlatformSpace,
+    model_overrides: Sequence[str],
+    precision: str,
+    values: Mapping[str, Any],
+    mode: str = "predict",
+) -> list[str]:
     """The ``python -m dabench`` overrides of one deployment (groups first)."""
     from dabench.tune.space import override_value
 

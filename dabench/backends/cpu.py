@@ -40,15 +40,27 @@ class CpuBackend(Backend):
 
         from dabench.backends.measure import HostClock
         from dabench.backends.torch_device import run_on_device
-
         from dabench.host.ceilings import cpu_native_precision
 
         if rc.run.threads:
             torch.set_num_threads(rc.run.threads)
         native = cpu_native_precision(rc.precision.compute_dtype)
         if not native:
-            log.warning("this CPU has no native %s arithmetic (no AVX512/AMX %s in /proc/cpuinfo): torch emulates it, "
-                        "so the run measures the emulated rate", rc.precision.compute_dtype, rc.precision.compute_dtype)
+            log.warning(
+                "this CPU has no native %s arithmetic (no AVX512/AMX %s in /proc/cpuinfo): torch emulates it, "
+                "so the run measures the emulated rate",
+                rc.precision.compute_dtype,
+                rc.precision.compute_dtype,
+            )
         units = {"cores": UnitUse(torch.get_num_threads(), os.cpu_count() or 1)}
-        return run_on_device(rc, torch.device("cpu"), HostClock(), units, "cpu", "dram", peak_rss_bytes,
-                             tags={"precision_native": "true" if native else "false"}, on_timed_window=on_timed_window)
+        return run_on_device(
+            rc,
+            torch.device("cpu"),
+            HostClock(),
+            units,
+            "cpu",
+            "dram",
+            peak_rss_bytes,
+            tags={"precision_native": "true" if native else "false"},
+            on_timed_window=on_timed_window,
+        )

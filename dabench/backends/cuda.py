@@ -36,7 +36,6 @@ class CudaBackend(Backend):
 
         from dabench.backends.measure import CudaClock
         from dabench.backends.torch_device import run_on_device
-
         from dabench.host.ceilings import tf32_enabled
 
         # the math mode the analytical model prices; build_train_state sets torch's flags from it
@@ -46,6 +45,14 @@ class CudaBackend(Backend):
         spec_sms = rc.hardware.units("sms") or props.multi_processor_count
         units = {"sms": UnitUse(props.multi_processor_count, max(spec_sms, props.multi_processor_count))}
         torch.cuda.reset_peak_memory_stats(device)
-        return run_on_device(rc, device, CudaClock(device), units, f"cuda:{props.name}", "hbm",
-                             lambda: torch.cuda.max_memory_allocated(device),
-                             tags={"tf32": "true" if tf32 else "false"}, on_timed_window=on_timed_window)
+        return run_on_device(
+            rc,
+            device,
+            CudaClock(device),
+            units,
+            f"cuda:{props.name}",
+            "hbm",
+            lambda: torch.cuda.max_memory_allocated(device),
+            tags={"tf32": "true" if tf32 else "false"},
+            on_timed_window=on_timed_window,
+        )

@@ -9,8 +9,8 @@ subtasks and memory come from the PopVision export.
 from __future__ import annotations
 
 from dabench.backends.base import Availability
-from dabench.config.sections import RunConfig
 from dabench.backends.vendor import VendorBackend
+from dabench.config.sections import RunConfig
 from dabench.core.status import ConfigError, UnsupportedError
 
 
@@ -28,8 +28,10 @@ class PoptorchBackend(VendorBackend):
     name = "poptorch"
     sdk_module = "poptorch"
     sdk_label = "PopTorch (Graphcore Poplar SDK)"
-    install_hint = ("install the Poplar SDK and its poptorch wheel (not on PyPI: "
-                    "pip install <poplar-sdk>/poptorch-*.whl into a venv, source the SDK's enable.sh)")
+    install_hint = (
+        "install the Poplar SDK and its poptorch wheel (not on PyPI: "
+        "pip install <poplar-sdk>/poptorch-*.whl into a venv, source the SDK's enable.sh)"
+    )
     runner_module = "dabench.vendors.ipu_runner"
     default_timeout_s = 4 * 3600.0  # large pipelines compile for a long time
 
@@ -48,9 +50,12 @@ class PoptorchBackend(VendorBackend):
         if rc.parallel.strategy == "pp":
             stages = 2 * rc.parallel.degree - 1
             if rc.run.grad_accum < stages:
-                raise ConfigError("run.grad_accum", rc.run.grad_accum,
-                                  f"must be at least the {stages} training pipeline stages of "
-                                  f"{rc.parallel.degree} IPUs (2 x IPUs - 1)")
+                raise ConfigError(
+                    "run.grad_accum",
+                    rc.run.grad_accum,
+                    f"must be at least the {stages} training pipeline stages of "
+                    f"{rc.parallel.degree} IPUs (2 x IPUs - 1)",
+                )
 
 
 __all__ = ["Availability", "PoptorchBackend"]

@@ -59,8 +59,15 @@ class CudaClock:
         torch.cuda.synchronize(self.device)
 
 
-def time_steps(state: TrainState, clock, warmup: int, timed: int, losses: list[float] | None = None,
-               progress=None, on_timed_window: TimedWindowCallback | None = None) -> list[float]:
+def time_steps(
+    state: TrainState,
+    clock,
+    warmup: int,
+    timed: int,
+    losses: list[float] | None = None,
+    progress=None,
+    on_timed_window: TimedWindowCallback | None = None,
+) -> list[float]:
     """Seconds per optimizer step over the timed window. ``losses``, when given, receives the
     last timed step's loss (read after the window, so no extra synchronisation inside it).
     ``progress`` (a :class:`dabench.runtime.progress.StepProgress`) is told of each step between the
@@ -117,11 +124,13 @@ class LayerTimer:
         def hook(grad):
             self.grad_marks[layer] = self.clock.mark()
             return None
+
         return hook
 
 
-def layer_times(state: TrainState, clock, layer_names: list[str], steps: int,
-                progress=None) -> tuple[dict[str, float], float]:
+def layer_times(
+    state: TrainState, clock, layer_names: list[str], steps: int, progress=None
+) -> tuple[dict[str, float], float]:
     """Median per-layer (forward + backward) seconds per step, and median optimizer seconds."""
     if progress is not None:
         progress.set_phase("per-layer timing")

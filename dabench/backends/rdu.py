@@ -8,9 +8,9 @@ compile folder (:mod:`dabench.ingest.rdu`).
 
 from __future__ import annotations
 
-from dabench.config.sections import RunConfig
 from dabench.backends.base import TimedWindowCallback
 from dabench.backends.vendor import VendorBackend
+from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile
 from dabench.core.status import UnsupportedError
 from dabench.workload.opgraph import OpGraph
@@ -20,8 +20,9 @@ class SambaflowBackend(VendorBackend):
     name = "sambaflow"
     sdk_module = "sambaflow"
     sdk_label = "SambaFlow (SambaNova)"
-    install_hint = ("run on a SambaNova host where SambaFlow is installed (/opt/sambaflow; not on PyPI) "
-                    "and use its Python venv")
+    install_hint = (
+        "run on a SambaNova host where SambaFlow is installed (/opt/sambaflow; not on PyPI) and use its Python venv"
+    )
     runner_module = "dabench.vendors.rdu_runner"
     default_timeout_s = 4 * 3600.0
 
@@ -29,9 +30,11 @@ class SambaflowBackend(VendorBackend):
         if rc.precision.name == "fp16":
             raise UnsupportedError("SambaFlow trains in bf16, fp32 or mixed; fp16 is not an RDU training mode")
         if rc.parallel.strategy in ("pp", "dp"):
-            raise UnsupportedError(f"parallel={rc.parallel.strategy} is not driven on SambaFlow by dabench: the compiler "
-                                   "pipelines sections itself, and data parallel needs an mpirun launch; use "
-                                   "parallel=none or parallel=tp (--tensor-parallel with --n-chips)")
+            raise UnsupportedError(
+                f"parallel={rc.parallel.strategy} is not driven on SambaFlow by dabench: the compiler "
+                "pipelines sections itself, and data parallel needs an mpirun launch; use "
+                "parallel=none or parallel=tp (--tensor-parallel with --n-chips)"
+            )
 
     def run(self, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None) -> Profile:
         """The runner's timed window is in its own process: ``on_timed_window`` is never called."""
@@ -45,5 +48,7 @@ class SambaflowBackend(VendorBackend):
         result["artifact_paths"] = [compiled["compile_folder"]]
         result.setdefault("info", {})["sambaflow.compile_argv"] = " ".join(compiled.get("argv", []))
         profile = self.to_profile(rc, result, workdir / "run")
-        profile.artifacts[:0] = [str(workdir / "compile" / name) for name in ("request.json", "result.json", "runner.log")]
+        profile.artifacts[:0] = [
+            str(workdir / "compile" / name) for name in ("request.json", "result.json", "runner.log")
+        ]
         return profile

@@ -12,8 +12,12 @@ from dabench.core.profile import Profile, Subtask, UnitUse
 from dabench.core.status import OutOfMemory
 
 #: messages of a failed host allocation (torch's CPU allocator raises RuntimeError with these)
-CPU_OOM_MESSAGES = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory",
-                    "std::bad_alloc", "Cannot allocate memory")
+CPU_OOM_MESSAGES = (
+    "DefaultCPUAllocator: can't allocate memory",
+    "DefaultCPUAllocator: not enough memory",
+    "std::bad_alloc",
+    "Cannot allocate memory",
+)
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -22,6 +26,7 @@ def is_out_of_memory(error: BaseException) -> bool:
     if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
         return True
     return isinstance(error, RuntimeError) and any(m in str(error) for m in CPU_OOM_MESSAGES)
+
 
 SUBTASK_STEPS = 3  #: instrumented steps whose median gives per-layer times
 
@@ -34,27 +39,39 @@ def _progress(rc: RunConfig, device: torch.device, tags: dict[str, str] | None):
     steps = rc.run.warmup_steps + rc.run.timed_steps + (SUBTASK_STEPS + 1 if rc.run.profile_subtasks else 0)
     reason = ""
     if (tags or {}).get("precision_native") == "false":
-        reason = f"{rc.precision.compute_dtype} is emulated on this CPU: it has no native {rc.precision.compute_dtype} arithmetic"
+        dtype = rc.precision.compute_dtype
+        reason = f"{dtype} is emulated on this CPU: it has no native {dtype} arithmetic"
     label = f"measure {rc.model.name} L{rc.model.n_layers} {rc.precision.name} b{rc.run.batch_size} on {device.type}"
     return StepProgress(label, steps, reason, estimate_after=2 if rc.run.warmup_steps >= 2 else 1)
 
 
-def run_on_device(rc: RunConfig, device: torch.device, clock, units: dict[str, UnitUse], source: str,
-                  memory_level: str, peak_memory, tags: dict[str, str] | None = None,
-                  on_timed_window: TimedWindowCallback | None = None) -> Profile:
+def run_on_device(
+    rc: RunConfig,
+    device: torch.device,
+    clock,
+    units: dict[str, UnitUse],
+    source: str,
+    memory_level: str,
+    peak_memory,
+    tags: dict[str, str] | None = None,
+    on_timed_window: TimedWindowCallback | None = None,
+) -> Profile:
     """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run;
     ``tags`` go onto the Profile (math mode, native precision); ``on_timed_window`` is called
     around the timed window (:func:`dabench.backends.measure.time_steps`)."""
     if rc.parallel.strategy != "none":  # the runner sends these to dabench.distributed
-        raise ValueError(f"run_on_device measures one device; parallel={rc.parallel.strategy} runs go "
-                         "through dabench.distributed.run_parallel (see Backend.torch_distributed)")
+        raise ValueError(
+            f"run_on_device measures one device; parallel={rc.parallel.strategy} runs go "
+            "through dabench.distributed.run_parallel (see Backend.torch_distributed)"
+        )
     losses: list[float] = []
     progress = None
     try:
         state = build_train_state(rc, device)
         progress = _progress(rc, device, tags)
-        step_times = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses, progress,
-                                        on_timed_window)
+        step_times = measure.time_steps(
+            state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses, progress, on_timed_window
+        )
         subtasks: list[Subtask] = []
         class_times: dict[str, float] = {}
         extra: dict[str, float] = {}

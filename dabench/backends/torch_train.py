@@ -85,8 +85,23 @@ _CLASS_PATTERNS = (
     ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")),
     ("norm", ("layer_norm",)),
     ("embedding", ("embedding", "index_select")),
-    ("elementwise", ("gelu", "aten::add", "aten::mul", "aten::div", "aten::sub", "aten::copy_", "aten::to",
-                     "aten::_to_copy", "aten::fill_", "aten::zero_", "aten::sum", "aten::neg")),
+    (
+        "elementwise",
+        (
+            "gelu",
+            "aten::add",
+            "aten::mul",
+            "aten::div",
+            "aten::sub",
+            "aten::copy_",
+            "aten::to",
+            "aten::_to_copy",
+            "aten::fill_",
+            "aten::zero_",
+            "aten::sum",
+            "aten::neg",
+        ),
+    ),
 )
 
 

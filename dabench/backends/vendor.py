@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 
 from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
+from dabench.core.profile import Profile, Subtask, UnitUse
 from dabench.runtime.isolation import child_env, run_child
 from dabench.runtime.supervisor import tail
-from dabench.core.profile import Profile, Subtask, UnitUse
 from dabench.workload.opgraph import OpGraph
 
 log = logging.getLogger(__name__)
@@ -91,8 +91,11 @@ class VendorBackend(Backend):
             return cls.device_availability(rc)
         where = python or sys.executable
         if "not importable" in reason:
-            return Availability(False, f"{cls.sdk_label} is not importable in {where} (module {cls.sdk_module}); "
-                                       f"{cls.install_hint}, then set hardware.python=/path/to/that/venv/bin/python")
+            return Availability(
+                False,
+                f"{cls.sdk_label} is not importable in {where} (module {cls.sdk_module}); "
+                f"{cls.install_hint}, then set hardware.python=/path/to/that/venv/bin/python",
+            )
         return Availability(False, f"{cls.sdk_label} in {where}: {reason}")
 
     @classmethod
@@ -128,12 +131,17 @@ class VendorBackend(Backend):
         """Profile from the runner result, enriched by the parsed vendor artifacts it names
         (``result["artifact_paths"]``: files or folders :func:`dabench.ingest.parse.parse` reads)."""
         units = {k: UnitUse(*v) for k, v in (result.get("units") or {}).items()}
-        subtasks = [Subtask(s["name"], time_s=s.get("time_s"), rate=s.get("rate"), units=s.get("units") or {})
-                    for s in result.get("subtasks") or []]
+        subtasks = [
+            Subtask(s["name"], time_s=s.get("time_s"), rate=s.get("rate"), units=s.get("units") or {})
+            for s in result.get("subtasks") or []
+        ]
         extra = {k: float(v) for k, v in (result.get("extra_metrics") or {}).items()}
         if "compile_time_s" in result:
             extra["compile.time_s"] = float(result["compile_time_s"])
-        tags = {"runner_python": str(result.get("python")), **{k: str(v) for k, v in (result.get("info") or {}).items()}}
+        tags = {
+            "runner_python": str(result.get("python")),
+            **{k: str(v) for k, v in (result.get("info") or {}).items()},
+        }
         if result.get("subtask_kind"):
             tags["subtask_kind"] = result["subtask_kind"]
         artifacts = [str(workdir / "request.json"), str(workdir / "result.json"), result.get("runner_log", "")]

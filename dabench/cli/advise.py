@@ -37,8 +37,21 @@ from typing import Sequence
 
 PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
 DEFAULT_PLATFORMS = ("cuda", "wse2", "rdu", "ipu")
-KEYS = ("model", "tokens", "platforms", "max_chips", "objective", "price_per_chip_hour", "price_per_system_hour",
-        "trials", "seed", "csv", "record", "experiment", "tracking_uri")
+KEYS = (
+    "model",
+    "tokens",
+    "platforms",
+    "max_chips",
+    "objective",
+    "price_per_chip_hour",
+    "price_per_system_hour",
+    "trials",
+    "seed",
+    "csv",
+    "record",
+    "experiment",
+    "tracking_uri",
+)
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
@@ -84,8 +97,14 @@ def parse_args(argv: Sequence[str]):
             import difflib
 
             close = difflib.get_close_matches(key, KEYS, n=1)
-            raise ArgError(key, value, (f"unknown argument; did you mean {close[0]}? " if close else "unknown argument; ")
-                           + "valid: " + ", ".join(KEYS) + ", model.KEY")
+            raise ArgError(
+                key,
+                value,
+                (f"unknown argument; did you mean {close[0]}? " if close else "unknown argument; ")
+                + "valid: "
+                + ", ".join(KEYS)
+                + ", model.KEY",
+            )
         words[key] = value
     if "model" not in words:
         raise ArgError("model", "", "required: a model config name, e.g. model=gpt2_xl")
@@ -103,26 +122,52 @@ def parse_args(argv: Sequence[str]):
     objectives = [o for o in words.get("objective", "time").split(",") if o]
     for o in objectives:
         if o not in OBJECTIVES:
-            raise ArgError("objective", words["objective"], f"unknown objective {o!r}; valid: time, energy, cost (or time,energy)")
+            raise ArgError(
+                "objective", words["objective"], f"unknown objective {o!r}; valid: time, energy, cost (or time,energy)"
+            )
     if not objectives or len(set(objectives)) != len(objectives):
         raise ArgError("objective", words.get("objective", ""), "time, energy or cost, each at most once")
-    price_chip = _positive("price_per_chip_hour", words["price_per_chip_hour"], float) if "price_per_chip_hour" in words else None
-    price_sys = _positive("price_per_system_hour", words["price_per_system_hour"], float) if "price_per_system_hour" in words else None
+    price_chip = (
+        _positive("price_per_chip_hour", words["price_per_chip_hour"], float)
+        if "price_per_chip_hour" in words
+        else None
+    )
+    price_sys = (
+        _positive("price_per_system_hour", words["price_per_system_hour"], float)
+        if "price_per_system_hour" in words
+        else None
+    )
     if price_chip is not None and price_sys is not None:
-        raise ArgError("price_per_system_hour", words["price_per_system_hour"], "give price_per_chip_hour or price_per_system_hour, not both")
+        raise ArgError(
+            "price_per_system_hour",
+            words["price_per_system_hour"],
+            "give price_per_chip_hour or price_per_system_hour, not both",
+        )
     if "cost" in objectives and price_chip is None and price_sys is None:
         raise ArgError("objective", words["objective"], "cost needs price_per_chip_hour=P or price_per_system_hour=P")
     record = words.get("record", "true").lower()
     if record not in ("true", "false"):
         raise ArgError("record", words["record"], "true or false")
-    request = Request(model=words["model"], tokens=parse_tokens(words["tokens"]), model_overrides=model_overrides,
-                      platforms=platforms, max_chips=_positive("max_chips", words.get("max_chips", "16")),
-                      objectives=objectives, price_per_chip_hour=price_chip, price_per_system_hour=price_sys,
-                      trials=_positive("trials", words.get("trials", "100")),
-                      seed=int(words.get("seed", "0")) if words.get("seed", "0").lstrip("-").isdigit()
-                      else (_ for _ in ()).throw(ArgError("seed", words["seed"], "an integer")))
-    return request, {"csv": words.get("csv", "advice.csv"), "record": record == "true",
-                     "experiment": words.get("experiment", "dabench"), "uri": words.get("tracking_uri")}
+    request = Request(
+        model=words["model"],
+        tokens=parse_tokens(words["tokens"]),
+        model_overrides=model_overrides,
+        platforms=platforms,
+        max_chips=_positive("max_chips", words.get("max_chips", "16")),
+        objectives=objectives,
+        price_per_chip_hour=price_chip,
+        price_per_system_hour=price_sys,
+        trials=_positive("trials", words.get("trials", "100")),
+        seed=int(words.get("seed", "0"))
+        if words.get("seed", "0").lstrip("-").isdigit()
+        else (_ for _ in ()).throw(ArgError("seed", words["seed"], "an integer")),
+    )
+    return request, {
+        "csv": words.get("csv", "advice.csv"),
+        "record": record == "true",
+        "experiment": words.get("experiment", "dabench"),
+        "uri": words.get("tracking_uri"),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,8 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def progress(outcome) -> None:
         state = "best found" if outcome.best is not None else "none fits"
-        print(f"dabench advise: {outcome.platform}: {len(outcome.evaluations)} deployments evaluated, {state} "
-              f"({outcome.seconds:.1f} s)", file=sys.stderr)
+        print(
+            f"dabench advise: {outcome.platform}: {len(outcome.evaluations)} deployments evaluated, {state} "
+            f"({outcome.seconds:.1f} s)",
+            file=sys.stderr,
+        )
 
     advice = advise(request, on_platform=progress)
     ranked = rows(advice)
@@ -167,8 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dabench.advise.record import record
 
         parent = record(advice, ranked, experiment=options["experiment"], uri=options["uri"])
-        print(f"MLflow: parent run {parent} (experiment {options['experiment']}): one child per platform, "
-              f"the whole search in its artifacts advice/; report: python -m dabench report {parent}")
+        print(
+            f"MLflow: parent run {parent} (experiment {options['experiment']}): one child per platform, "
+            f"the whole search in its artifacts advice/; report: python -m dabench report {parent}"
+        )
     print(f"advise: {advice.evaluations} deployments evaluated, {time.perf_counter() - started:.1f} s")
     return 0
 

@@ -28,8 +28,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.MAX_LOAD_PER_CORE}); "
-          f"cache {calibrate.cache_path()}")
+    print(
+        f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.MAX_LOAD_PER_CORE}); "
+        f"cache {calibrate.cache_path()}"
+    )
     refused = 0
     jobs = [(f"gemm_{p}", p, lambda p=p: calibrate.matmul_samples(p)) for p in args.precision]
     jobs.append(("copy", None, calibrate.copy_samples))
@@ -42,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"REFUSED {error.key}: {error.reason}")
             continue
         unit = "GB/s" if kind == "copy" else "GFLOP/s"
-        print(f"{cal.key}: {cal.value / 1e9:,.1f} {unit} (median of {len(cal.samples)}, spread {cal.spread:.1%}, "
-              f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}")
+        print(
+            f"{cal.key}: {cal.value / 1e9:,.1f} {unit} (median of {len(cal.samples)}, spread {cal.spread:.1%}, "
+            f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}"
+        )
     return 3 if refused else 0
 
 

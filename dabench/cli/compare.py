@@ -16,8 +16,17 @@ from pathlib import Path
 
 import pandas as pd
 
-HEAD = ("run_name", "experiment", "platform", "mode", "status", "reason", "diagnosis",
-        "tags.dabench.constants", "tags.dabench.band")  # the band's own rows: metrics <name>.lo / .hi
+HEAD = (
+    "run_name",
+    "experiment",
+    "platform",
+    "mode",
+    "status",
+    "reason",
+    "diagnosis",
+    "tags.dabench.constants",
+    "tags.dabench.band",
+)  # the band's own rows: metrics <name>.lo / .hi
 
 
 def comparison(frame: pd.DataFrame, all_params: bool = False) -> pd.DataFrame:
@@ -53,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="MLflow run ids")
     parser.add_argument("--csv", type=Path, default=None, help="also write the table to this CSV file")
     parser.add_argument("--all-params", action="store_true", help="show every param, not only those that differ")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)")
+    parser.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)",
+    )
     args = parser.parse_args(argv)
     from dabench.report.frame import SelectionError, load_runs
 

@@ -60,4 +60,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # the runs are recorded; only the table is missing
         print(f"dabench grid: could not write the results table: {error}", file=sys.stderr)
     return 0
-

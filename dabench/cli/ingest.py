@@ -22,9 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dabench.ingest.parse import parse
-from dabench.ingest.artifact import ArtifactReport
 from dabench.core.status import Status
+from dabench.ingest.artifact import ArtifactReport
+from dabench.ingest.parse import parse
 
 
 def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
@@ -47,8 +47,10 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
     if report.load_imbalance_basis:
         tags["dabench.load_imbalance_basis"] = report.load_imbalance_basis
     name = run_name or f"import {report.source} {path.name}"
-    with recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags) as run, \
-            tempfile.TemporaryDirectory() as tmp:
+    with (
+        recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags) as run,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         folder = Path(tmp)
         (folder / "profile.json").write_text(json.dumps(report.to_dict(), indent=1))
         sources, base = folder / "vendor", (path if path.is_dir() else path.parent).resolve()
@@ -76,8 +78,10 @@ def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | Non
         run_id = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
     except Exception as error:
         status = write_error_status(error).value
-        print(redact_text(f"dabench ingest: {status}: the run could not be recorded: {type(error).__name__}: {error}"),
-              file=sys.stderr)
+        print(
+            redact_text(f"dabench ingest: {status}: the run could not be recorded: {type(error).__name__}: {error}"),
+            file=sys.stderr,
+        )
         return None, 1
     if report.status != Status.OK.value:
         print(f"dabench ingest: recorded run {run_id} as {report.status}", file=sys.stderr)
@@ -86,13 +90,20 @@ def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dabench ingest", description=__doc__.split("\n\n")[1],
-                                     epilog=__doc__.split("\n\n")[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m dabench ingest",
+        description=__doc__.split("\n\n")[1],
+        epilog=__doc__.split("\n\n")[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("path", type=Path, help="an artifact file or folder")
     parser.add_argument("--log", action="store_true", help="record the result as an MLflow run")
     parser.add_argument("--experiment", default="dabench", help="MLflow experiment (default: dabench)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlruns/mlflow.db)")
+    parser.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlruns/mlflow.db)",
+    )
     parser.add_argument("--run-name", default=None)
     args = parser.parse_args(argv)
     try:

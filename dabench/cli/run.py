@@ -36,8 +36,8 @@ def run_job(cfg: DictConfig) -> float:
     from dabench.pipeline.job import prepare
     from dabench.pipeline.record import record_run
     from dabench.tracking.describe import hydra_overrides, reproduce_command, run_note, summary_line
-    from dabench.tune.outcome import job_outcome
     from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_text
+    from dabench.tune.outcome import job_outcome
 
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
@@ -55,8 +55,9 @@ def run_job(cfg: DictConfig) -> float:
         refuse_if_unfit(job.rc, multirun)  # store, disk, memory, ranks: one line each, exit 2 (docs/reliability.md)
         log.info("running %s (hardware.mode=%s)", name, job.rc.hardware.mode)
     command = reproduce_command(hydra_overrides() or [])
-    result, run_id = record_run(job, artifacts_dir=Path.cwd() / "artifacts", name=name,
-                                note=lambda r: run_note(summary_line(r, name), command))
+    result, run_id = record_run(
+        job, artifacts_dir=Path.cwd() / "artifacts", name=name, note=lambda r: run_note(summary_line(r, name), command)
+    )
     if run_id:
         log.info("MLflow run %s", run_id)
     print(redact_text(summary_line(result, name)), flush=True)
@@ -77,8 +78,9 @@ def _one_repository_for_help() -> None:
     call, with no config name and no overrides (the only way the help calls it), reuses one
     repository: the same search path gives the same answers (tests/cli/test_help_listing.py compares
     the pages). Runs never take this path."""
-    from dabench.runtime.hydra_compat import ConfigLoaderImpl
     from hydra.core.object_type import ObjectType
+
+    from dabench.runtime.hydra_compat import ConfigLoaderImpl
 
     original = ConfigLoaderImpl.get_group_options
     repositories: dict[int, object] = {}
@@ -95,14 +97,16 @@ def _one_repository_for_help() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``dabench [overrides] [-m]``: Hydra's entry under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or SIGTERM ends the process
+    """``dabench [overrides] [-m]``: Hydra's entry under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or
+    SIGTERM ends the process
     with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
     from dabench.runtime.interrupts import guard
     from dabench.runtime.quiet import install
 
     sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv
-    install()  # third-party noise off unless -v / hydra.verbose (dabench/runtime/quiet.py); before torch and mlflow load;
+    # third-party noise off unless -v / hydra.verbose (runtime/quiet.py), before torch and mlflow load;
     # it also takes -v / --verbose off the command line before the command line is checked
+    install()
     import dabench.config.sections  # noqa: F401  (registers the typed sections the schema knows)
     from dabench.config.schema import refuse_bad_command_line
 

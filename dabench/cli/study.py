@@ -38,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     if storage is None:
         db = Path.cwd() / "mlruns" / "optuna.db"
         if not db.exists():
-            print(f"dabench study: no study storage at {db} (run a sweep from this folder first, or pass --storage URL)",
-                  file=sys.stderr)
+            print(
+                f"dabench study: no study storage at {db} (run a sweep from this folder first, or pass --storage URL)",
+                file=sys.stderr,
+            )
             return 2
         storage = f"sqlite:///{db}"
     import optuna
@@ -51,17 +53,27 @@ def main(argv: list[str] | None = None) -> int:
     names = [s.study_name for s in studies]
     if args.list:
         for s in studies:
-            best = f"best {s.best_trial.value:,.2f} (trial {s.best_trial.number})" if s.best_trial else "no completed trial"
+            best = (
+                f"best {s.best_trial.value:,.2f} (trial {s.best_trial.number})"
+                if s.best_trial
+                else "no completed trial"
+            )
             print(f"{s.study_name}: {s.n_trials} trials, {best}")
         return 0
     name = args.study
     if name is None:
         if len(names) != 1:
-            print(f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}", file=sys.stderr)
+            print(
+                f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}",
+                file=sys.stderr,
+            )
             return 2
         name = names[0]
     if name not in names:
-        print(f"dabench study: invalid --study={name!r}: must be one of {', '.join(names) or '(no studies)'}", file=sys.stderr)
+        print(
+            f"dabench study: invalid --study={name!r}: must be one of {', '.join(names) or '(no studies)'}",
+            file=sys.stderr,
+        )
         return 2
     study = optuna.load_study(study_name=name, storage=storage)
     summary = summarize(study)
@@ -72,17 +84,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.top:
             from optuna.trial import TrialState
 
-            ranked = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.value,
-                            reverse=summary.direction == "maximize")[: args.top]
+            ranked = sorted(
+                study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)),
+                key=lambda t: t.value,
+                reverse=summary.direction == "maximize",
+            )[: args.top]
             print(f"top {len(ranked)} trials:")
             for t in ranked:
                 overrides = " ".join(shlex.quote(o) for o in redact_overrides(t.user_attrs.get(OVERRIDES_ATTR, [])))
                 print(f"  #{t.number:<4d} {t.value:>12,.2f}  {t.user_attrs.get(MODE_ATTR, '')}  {overrides}")
-        failed = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(STATUS_ATTR) is not None and not is_ok(t.user_attrs.get(STATUS_ATTR))]
+        failed = [
+            t
+            for t in study.get_trials(deepcopy=False)
+            if t.user_attrs.get(STATUS_ATTR) is not None and not is_ok(t.user_attrs.get(STATUS_ATTR))
+        ]
         if failed and args.top:
             print(f"failed trials ({len(failed)}):")
             for t in failed[: args.top]:
-                reason = (t.user_attrs.get(REASON_ATTR) or "").splitlines()[0][:120] if t.user_attrs.get(REASON_ATTR) else ""
+                reason = (
+                    (t.user_attrs.get(REASON_ATTR) or "").splitlines()[0][:120] if t.user_attrs.get(REASON_ATTR) else ""
+                )
                 print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {redact_text(reason)}")
     return 0 if summary.best_number is not None else 1
 

@@ -41,18 +41,28 @@ class UiError(Exception):
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="dabench ui", description=__doc__.split("\n\n")[1])
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"port to serve on (default {DEFAULT_PORT}; 0 picks a free one)")
-    parser.add_argument("--host", default=DEFAULT_HOST,
-                        help=f"address to serve on (default {DEFAULT_HOST}: this machine only)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default {DEFAULT_PORT}; 0 picks a free one)"
+    )
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to serve on (default {DEFAULT_HOST}: this machine only)"
+    )
     parser.add_argument("--no-browser", action="store_true", help="print the URL, do not open a browser")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)")
+    parser.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)",
+    )
     parser.add_argument("--experiment", default="dabench", help="experiment to open (default: dabench)")
-    parser.add_argument("--timeout-s", type=float, default=START_TIMEOUT_S,
-                        help=f"how long to wait for the server to answer (default {START_TIMEOUT_S:g})")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show the MLflow server's own log (also `dabench -v ui`)")
+    parser.add_argument(
+        "--timeout-s",
+        type=float,
+        default=START_TIMEOUT_S,
+        help=f"how long to wait for the server to answer (default {START_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show the MLflow server's own log (also `dabench -v ui`)"
+    )
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port={args.port}: must be 0..65535")
@@ -69,8 +79,10 @@ def free_port(host: str, port: int) -> int:
         try:
             probe.bind((host, port))
         except OSError as error:
-            raise UiError(f"--port={port}: cannot serve on {host}:{port} ({error.strerror}); "
-                          "pick another with --port N, or --port 0 for a free one") from None
+            raise UiError(
+                f"--port={port}: cannot serve on {host}:{port} ({error.strerror}); "
+                "pick another with --port N, or --port 0 for a free one"
+            ) from None
         return int(probe.getsockname()[1])
 
 
@@ -93,10 +105,14 @@ def view_url(uri: str, base: str, experiment: str) -> str:
         if found is None:
             names = [e.name for e in client.search_experiments(max_results=1000) if e.name != "Default"]
             if names:
-                raise UiError(f"--experiment={experiment!r}: not in {redact_uri(uri)}; experiments: "
-                              f"{', '.join(sorted(names))}")
-            print(f"dabench ui: no runs in {redact_uri(uri)} yet (run `python -m dabench` first); "
-                  "opening the experiment list", file=sys.stderr)
+                raise UiError(
+                    f"--experiment={experiment!r}: not in {redact_uri(uri)}; experiments: {', '.join(sorted(names))}"
+                )
+            print(
+                f"dabench ui: no runs in {redact_uri(uri)} yet (run `python -m dabench` first); "
+                "opening the experiment list",
+                file=sys.stderr,
+            )
             return f"{base}/"
         ensure_saved_view(client, found.experiment_id, found.tags)
     return runs_view_url(base, found.experiment_id)
@@ -106,8 +122,20 @@ def server_command(uri: str, host: str, port: int) -> list[str]:
     """``mlflow server`` for ``uri`` with one worker; local artifacts where dabench writes them."""
     from dabench.tracking.store import artifact_root
 
-    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-               "--host", host, "--port", str(port), "--workers", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        uri,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
     artifacts = artifact_root(uri)
     return command + (["--artifacts-destination", artifacts] if artifacts else [])
 
@@ -178,14 +206,23 @@ def serve(args: argparse.Namespace, uri: str) -> int:
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
     out = None if log is None else open(log, "w")
     previous = signal.signal(signal.SIGTERM, _interrupt)
-    process = subprocess.Popen(server_command(uri, args.host, port), env=env, stdout=out, stderr=out,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        server_command(uri, args.host, port),
+        env=env,
+        stdout=out,
+        stderr=out,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_until_up(process, base, args.timeout_s, log)
         print(url, flush=True)
         where = f" (server log {log})" if log else ""
-        print(f"dabench ui: MLflow serves {redact_uri(uri)} at {base}{where}; Ctrl-C stops it",
-              file=sys.stderr, flush=True)
+        print(
+            f"dabench ui: MLflow serves {redact_uri(uri)} at {base}{where}; Ctrl-C stops it",
+            file=sys.stderr,
+            flush=True,
+        )
         if not args.no_browser and open_browser(url):
             print("dabench ui: opened in your browser", file=sys.stderr, flush=True)
         code = process.wait()
@@ -212,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
         if uri.startswith(("http://", "https://")):  # a tracking server: its UI is already there
             url = view_url(uri, ui_base_url(uri, environ={}), args.experiment)
             print(url, flush=True)
-            print(f"dabench ui: the store is the tracking server {ui_base_url(uri, environ={})}; nothing to start",
-                  file=sys.stderr)
+            print(
+                f"dabench ui: the store is the tracking server {ui_base_url(uri, environ={})}; nothing to start",
+                file=sys.stderr,
+            )
             if not args.no_browser:
                 open_browser(url)
             return 0

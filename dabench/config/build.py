@@ -29,11 +29,15 @@ from dabench.core.status import ConfigError
 def build_model(section: Mapping[str, Any]) -> ModelConfig:
     model = ModelConfig(**check_section(ModelConfig, section, "model"))
     if model.cross_attention_layers > model.n_layers:
-        raise ConfigError("model.cross_attention_layers", model.cross_attention_layers,
-                          f"must be between 0 and model.n_layers={model.n_layers}")
+        raise ConfigError(
+            "model.cross_attention_layers",
+            model.cross_attention_layers,
+            f"must be between 0 and model.n_layers={model.n_layers}",
+        )
     if model.head_tokens > model.seq_len:
-        raise ConfigError("model.head_tokens", model.head_tokens,
-                          f"must be between 0 (all) and model.seq_len={model.seq_len}")
+        raise ConfigError(
+            "model.head_tokens", model.head_tokens, f"must be between 0 (all) and model.seq_len={model.seq_len}"
+        )
     if model.hidden_size % model.n_heads:
         raise ConfigError(
             "model.hidden_size",
@@ -63,8 +67,9 @@ def _placed_section(section: Mapping[str, Any]) -> tuple[Mapping[str, Any], Plac
     placed = check_value(specs(ParallelConfig)["placement"], value, "parallel.placement")
     given = section.get("layers_per_stage")
     if given is not None and (not isinstance(given, (list, tuple)) or tuple(given) != placed):
-        raise ConfigError("parallel.layers_per_stage", given,
-                          f"conflicts with parallel.placement={value!r}; set only one of them")
+        raise ConfigError(
+            "parallel.layers_per_stage", given, f"conflicts with parallel.placement={value!r}; set only one of them"
+        )
     return {**section, "layers_per_stage": list(placed), "degree": placed.stages}, placed
 
 
@@ -91,8 +96,9 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
     if strategy == "pp":
         if layers is None:
             if model.n_layers < degree:
-                raise ConfigError(f"{p}.degree", degree,
-                                  f"must be at most model.n_layers={model.n_layers} for an even split")
+                raise ConfigError(
+                    f"{p}.degree", degree, f"must be at most model.n_layers={model.n_layers} for an even split"
+                )
             layers_per_stage = Placement.even(model.n_layers, degree)
         else:
             layers_per_stage = Placement(layers)
@@ -114,8 +120,11 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
 def build_precision(section: Mapping[str, Any]) -> PrecisionConfig:
     precision = PrecisionConfig(**check_section(PrecisionConfig, section, "precision"))
     if precision.autocast and precision.param_dtype != "fp32":
-        raise ConfigError("precision.param_dtype", precision.param_dtype,
-                          "must be fp32 when precision.autocast=true (fp32 master weights)")
+        raise ConfigError(
+            "precision.param_dtype",
+            precision.param_dtype,
+            "must be fp32 when precision.autocast=true (fp32 master weights)",
+        )
     return precision
 
 
@@ -135,8 +144,12 @@ def default_grad_accum(cfg: Mapping[str, Any]) -> int:
     default is the fewest it accepts, 2p - 1 (dabench.backends.ipu and dabench.perfmodel.ipu check
     the same bound). It follows every depth: ``parallel.degree`` or a placement's length."""
     hardware, parallel = cfg.get("hardware"), cfg.get("parallel")
-    if not (isinstance(hardware, Mapping) and hardware.get("arch") == "ipu" and isinstance(parallel, Mapping)
-            and parallel.get("strategy") == "pp"):
+    if not (
+        isinstance(hardware, Mapping)
+        and hardware.get("arch") == "ipu"
+        and isinstance(parallel, Mapping)
+        and parallel.get("strategy") == "pp"
+    ):
         return 1
     degree = parallel.get("degree")
     return 2 * degree - 1 if isinstance(degree, int) and not isinstance(degree, bool) and degree > 1 else 1
@@ -151,8 +164,11 @@ def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:
     applies it too."""
     out = dict(cfg)
     parallel = out.get("parallel")
-    if (isinstance(parallel, Mapping) and parallel.get("placement") is not None
-            and parallel.get("strategy", "none") == "pp"):  # (other strategies: build_parallel refuses it)
+    if (
+        isinstance(parallel, Mapping)
+        and parallel.get("placement") is not None
+        and parallel.get("strategy", "none") == "pp"
+    ):  # (other strategies: build_parallel refuses it)
         out["parallel"], layers = _placed_section(parallel)
         if isinstance(out.get("model"), Mapping):
             out["model"] = {**out["model"], "n_layers": layers.n_layers}

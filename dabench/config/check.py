@@ -58,8 +58,9 @@ def suggest(word: str, choices: Any, prefix: str = "") -> str:
     names = sorted(str(c) for c in choices)
     close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     valid = ", ".join(names)
-    return (f"unknown key; did you mean {prefix}{close[0]}? (valid: {valid})" if close
-            else f"unknown key (valid: {valid})")
+    return (
+        f"unknown key; did you mean {prefix}{close[0]}? (valid: {valid})" if close else f"unknown key (valid: {valid})"
+    )
 
 
 def check_section(cls: type, raw: Any, path: str) -> dict[str, Any]:
@@ -132,8 +133,11 @@ def _boolean(spec: Spec, value: Any, path: str) -> bool:
 
 def _text(spec: Spec, value: Any, path: str) -> str:
     """Text; a number (Hydra reads ``model.name=123`` as one) is taken as its text."""
-    ok = isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                   and (not isinstance(value, float) or math.isfinite(value)))
+    ok = isinstance(value, str) or (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and (not isinstance(value, float) or math.isfinite(value))
+    )
     text = str(value) if ok and not (isinstance(value, int) and value.bit_length() > 128) else None
     if text is None or len(text) < spec.min_len or len(text) > spec.max_len or not text.isprintable():
         raise refuse(path, value, f"must be {spec.describe()}")
@@ -167,8 +171,13 @@ def _map(spec: Spec, value: Any, path: str) -> dict[str, Any]:
     out = {}
     for key, inner in value.items():
         name = str(key)
-        if isinstance(key, bool) or not isinstance(key, (str, int)) or not name or len(name) > 250 \
-                or not name.isprintable():
+        if (
+            isinstance(key, bool)
+            or not isinstance(key, (str, int))
+            or not name
+            or len(name) > 250
+            or not name.isprintable()
+        ):
             raise refuse(path, key, "has a bad key: keys are names of 1 to 250 printable characters")
         if isinstance(inner, bool) and spec.item.kind == TEXT:
             inner = str(inner)  # a tag's true/false is recorded as its text
@@ -178,8 +187,9 @@ def _map(spec: Spec, value: Any, path: str) -> dict[str, Any]:
 
 def _finite(spec: Spec, value: Any, path: str) -> Any:
     """An open value (``hardware.options.*``: typed by its owner): numbers in it are finite."""
-    if (isinstance(value, float) and not math.isfinite(value)) or \
-            (isinstance(value, int) and not isinstance(value, bool) and abs(value) > _LARGEST_FLOAT):
+    if (isinstance(value, float) and not math.isfinite(value)) or (
+        isinstance(value, int) and not isinstance(value, bool) and abs(value) > _LARGEST_FLOAT
+    ):
         raise refuse(path, value, "must be a finite number")
     if isinstance(value, Mapping):
         for key, inner in value.items():
@@ -198,15 +208,21 @@ def _placement(spec: Spec, value: Any, path: str) -> Placement:
         stages = 0
         for token in value.replace(",", " ").split():
             count, _, times = token.partition("x")
-            if not (count.isascii() and count.isdigit()) or (times and not (times.isascii() and times.isdigit())) \
-                    or len(count) > 6 or len(times) > 6 or int(count) > MAX_LAYERS:
+            if (
+                not (count.isascii() and count.isdigit())
+                or (times and not (times.isascii() and times.isdigit()))
+                or len(count) > 6
+                or len(times) > 6
+                or int(count) > MAX_LAYERS
+            ):
                 raise refuse(path, value, f"must be {valid}")
             stages += int(times) if times else 1
             if stages > MAX_STAGES:
                 raise refuse(path, value, f"must be {valid}")
     elif isinstance(value, (list, tuple)):
-        if len(value) > MAX_STAGES or any(isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS
-                                          for n in value):
+        if len(value) > MAX_STAGES or any(
+            isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS for n in value
+        ):
             raise refuse(path, value, f"must be {valid}")
     else:
         raise refuse(path, value, f"must be {valid}")
@@ -216,5 +232,15 @@ def _placement(spec: Spec, value: Any, path: str) -> Placement:
     return placement
 
 
-_CHECKS = {INT: _integer, NUMBER: _number, BOOL: _boolean, TEXT: _text, CHOICE: _choice, LIST: _list,
-           ITEMS: _items, MAP: _map, PLACEMENT: _placement, ANY: _finite}
+_CHECKS = {
+    INT: _integer,
+    NUMBER: _number,
+    BOOL: _boolean,
+    TEXT: _text,
+    CHOICE: _choice,
+    LIST: _list,
+    ITEMS: _items,
+    MAP: _map,
+    PLACEMENT: _placement,
+    ANY: _finite,
+}

@@ -27,7 +27,17 @@ REQUIRED: Any = _Required()
 
 #: kinds of value a field holds
 INT, NUMBER, BOOL, TEXT, CHOICE, LIST, ITEMS, MAP, PLACEMENT, ANY = (
-    "integer", "number", "boolean", "text", "choice", "list", "items", "map", "placement", "any")
+    "integer",
+    "number",
+    "boolean",
+    "text",
+    "choice",
+    "list",
+    "items",
+    "map",
+    "placement",
+    "any",
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,13 @@ class Spec:
         return text + (" or null" if self.nullable else "")
 
     def a_list(self) -> str:
-        return "a non-empty list" if self.min_items == 1 else \
-            f"a list of at least {self.min_items}" if self.min_items else "a list"
+        return (
+            "a non-empty list"
+            if self.min_items == 1
+            else f"a list of at least {self.min_items}"
+            if self.min_items
+            else "a list"
+        )
 
     def plural(self) -> str:
         """How list items or map values are described: ``integers >= 0``, ``fp32, fp16 ...``."""
@@ -106,17 +121,42 @@ class Spec:
         return str(int(value)) if self.kind == INT else f"{value:g}"
 
 
-def field_(default: Any = REQUIRED, *, doc: str, low: float | None = None, high: float | None = None,
-           low_open: bool = False, choices: tuple[str, ...] = (), item: Spec | None = None, min_items: int = 0,
-           max_len: int = 250, same_as: str | None = None, empty_is_null: bool = False,
-           kind: str | None = None, init_default: bool = True) -> Any:
+def field_(
+    default: Any = REQUIRED,
+    *,
+    doc: str,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    choices: tuple[str, ...] = (),
+    item: Spec | None = None,
+    min_items: int = 0,
+    max_len: int = 250,
+    same_as: str | None = None,
+    empty_is_null: bool = False,
+    kind: str | None = None,
+    init_default: bool = True,
+) -> Any:
     """A dataclass field carrying its :class:`Spec` (the kind comes from the annotation unless
     ``kind`` says; ``default`` REQUIRED: the config must set it). A mutable default (a dict) is
     given to the dataclass as a factory; ``init_default`` False: the default applies to configs
     only and the dataclass constructor still takes the value (a field before required ones)."""
-    meta = {"spec": dict(doc=doc, default=default, low=low, high=high, low_open=low_open, choices=tuple(choices),
-                         item=item, min_items=min_items, max_len=max_len, same_as=same_as, empty_is_null=empty_is_null,
-                         kind=kind)}
+    meta = {
+        "spec": dict(
+            doc=doc,
+            default=default,
+            low=low,
+            high=high,
+            low_open=low_open,
+            choices=tuple(choices),
+            item=item,
+            min_items=min_items,
+            max_len=max_len,
+            same_as=same_as,
+            empty_is_null=empty_is_null,
+            kind=kind,
+        )
+    }
     if default is REQUIRED or not init_default:
         return dataclasses.field(metadata=meta)
     if isinstance(default, (dict, list)):
@@ -124,11 +164,28 @@ def field_(default: Any = REQUIRED, *, doc: str, low: float | None = None, high:
     return dataclasses.field(default=default, metadata=meta)
 
 
-def item(kind: str, *, low: float | None = None, high: float | None = None, low_open: bool = False,
-         choices: tuple[str, ...] = (), nullable: bool = False, min_len: int = 1, max_len: int = 250) -> Spec:
+def item(
+    kind: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    choices: tuple[str, ...] = (),
+    nullable: bool = False,
+    min_len: int = 1,
+    max_len: int = 250,
+) -> Spec:
     """The spec of each item of a list field or each value of a map field."""
-    return Spec(kind, low=low, high=high, low_open=low_open, choices=tuple(choices), nullable=nullable,
-                min_len=min_len, max_len=max_len)
+    return Spec(
+        kind,
+        low=low,
+        high=high,
+        low_open=low_open,
+        choices=tuple(choices),
+        nullable=nullable,
+        min_len=min_len,
+        max_len=max_len,
+    )
 
 
 def _kind(hint: Any) -> tuple[str, bool, type | None]:

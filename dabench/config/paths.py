@@ -33,6 +33,8 @@ CHECKOUT_ROOT: Path | None = None if BUNDLED else _PACKAGE.parent
 def require_checkout(what: str) -> Path:
     """The checkout's root, or SystemExit with one line saying that ``what`` needs one."""
     if CHECKOUT_ROOT is None:
-        raise SystemExit(f"dabench: {what} needs a source checkout of dabench (this one is an installed "
-                         f"wheel at {_PACKAGE}); run it from a clone with `pip install -e .`")
+        raise SystemExit(
+            f"dabench: {what} needs a source checkout of dabench (this one is an installed "
+            f"wheel at {_PACKAGE}); run it from a clone with `pip install -e .`"
+        )
     return CHECKOUT_ROOT

@@ -27,8 +27,13 @@ from dabench.core.status import ConfigError
 
 SECTIONS = tuple(SECTION_TYPES)
 #: config groups chosen on the command line (``group=option``) and where their options live
-GROUPS = {"model": CONF_DIR / "model", "hardware": CONF_DIR / "hardware", "parallel": CONF_DIR / "parallel",
-          "precision": CONF_DIR / "precision", "sweeps": SWEEPS_DIR}
+GROUPS = {
+    "model": CONF_DIR / "model",
+    "hardware": CONF_DIR / "hardware",
+    "parallel": CONF_DIR / "parallel",
+    "precision": CONF_DIR / "precision",
+    "sweeps": SWEEPS_DIR,
+}
 
 
 def _fields(prefix: str, cls: type) -> Iterator[tuple[str, Spec]]:
@@ -62,7 +67,8 @@ def leaves() -> dict[str, Spec]:
 
 #: keys of list items (``hardware.memory[i].<key>``)
 ITEM_KEYS: dict[str, tuple[str, ...]] = {
-    path: tuple(specs(spec.item_type)) for path, spec in fields().items() if spec.kind == ITEMS and spec.item_type}
+    path: tuple(specs(spec.item_type)) for path, spec in fields().items() if spec.kind == ITEMS and spec.item_type
+}
 #: maps whose keys are free (their values are still checked)
 OPEN_MAPS: tuple[str, ...] = tuple(path for path, spec in fields().items() if spec.kind == MAP)
 
@@ -157,8 +163,12 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
     rest = parts[1:]
     if spec.kind == ITEMS and spec.item_type is not None and rest:
         if not rest[0].isdigit():
-            raise ConfigError(key, value, f"{prefix}.{parts[0]} is a list: name an item by its index "
-                                          f"({prefix}.{parts[0]}.0.<key>; keys: {', '.join(specs(spec.item_type))})")
+            raise ConfigError(
+                key,
+                value,
+                f"{prefix}.{parts[0]} is a list: name an item by its index "
+                f"({prefix}.{parts[0]}.0.<key>; keys: {', '.join(specs(spec.item_type))})",
+            )
         return _check_path(key, rest[1:], spec.item_type, f"{prefix}.{parts[0]}[{rest[0]}]", value)
     if rest and spec.kind not in (MAP, LIST):
         raise ConfigError(key, value, f"unknown key: {prefix}.{parts[0]} is a single value, not a section")
@@ -170,8 +180,20 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
 
 
 #: Hydra flags that take a value (the next argument is not an override)
-_VALUE_FLAGS = {"-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir", "-c", "--cfg",
-                "-p", "--package", "--info", "--experimental-rerun"}
+_VALUE_FLAGS = {
+    "-cn",
+    "--config-name",
+    "-cp",
+    "--config-path",
+    "-cd",
+    "--config-dir",
+    "-c",
+    "--cfg",
+    "-p",
+    "--package",
+    "--info",
+    "--experimental-rerun",
+}
 
 
 def check_command_line(argv: list[str]) -> None:

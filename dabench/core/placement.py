@@ -25,7 +25,7 @@ class Placement(tuple):
 
     @classmethod
     def parse(cls, value: Any, field: str = FIELD) -> "Placement":
-        """"0 4 4 4" -> (0, 4, 4, 4); "0 1x8 0x7" -> (0, 1 x 8, 0 x 7); a list or tuple of
+        """ "0 4 4 4" -> (0, 4, 4, 4); "0 1x8 0x7" -> (0, 1 x 8, 0 x 7); a list or tuple of
         non-negative ints as is. ConfigError naming ``field`` for anything else, or when no
         decoder layer is placed."""
         if isinstance(value, Placement):

@@ -49,27 +49,38 @@ class StatusInfo:
 VOCABULARY: dict[Status, StatusInfo] = {
     Status.OK: StatusInfo("the run completed and its metrics are valid", FINISHED, True),
     Status.OOM: StatusInfo("the device ran out of memory while running", FAILED, True),
-    Status.CAPACITY: StatusInfo("the workload does not fit the hardware's memory (found before or "
-                                "instead of running; the reason names memory, need and size)", FAILED, True),
+    Status.CAPACITY: StatusInfo(
+        "the workload does not fit the hardware's memory (found before or "
+        "instead of running; the reason names memory, need and size)",
+        FAILED,
+        True,
+    ),
     Status.COMPILE_ERROR: StatusInfo("a vendor compiler (or torch.compile) refused the workload", FAILED, True),
-    Status.INVALID_CONFIG: StatusInfo("bad input, refused before any work (the reason names field, value "
-                                      "and what is valid)", FAILED, True),
-    Status.UNSUPPORTED: StatusInfo("the requested mode, precision or feature does not exist on this target "
-                                   "or machine", FAILED, True),
-    Status.CRASHED: StatusInfo("the workload or a runner raised unexpectedly or exited non-zero (the reason "
-                               "holds the error)", FAILED, True),
+    Status.INVALID_CONFIG: StatusInfo(
+        "bad input, refused before any work (the reason names field, value and what is valid)", FAILED, True
+    ),
+    Status.UNSUPPORTED: StatusInfo(
+        "the requested mode, precision or feature does not exist on this target or machine", FAILED, True
+    ),
+    Status.CRASHED: StatusInfo(
+        "the workload or a runner raised unexpectedly or exited non-zero (the reason holds the error)", FAILED, True
+    ),
     Status.INTERRUPTED: StatusInfo("stopped by the user or the scheduler (Ctrl-C, SIGTERM)", KILLED, False),
-    Status.KILLED: StatusInfo("the process vanished without closing its run (found later by a reaper)",
-                              KILLED, False),
+    Status.KILLED: StatusInfo("the process vanished without closing its run (found later by a reaper)", KILLED, False),
     Status.TIMEOUT: StatusInfo("the run exceeded its time limit and was stopped", FAILED, True),
     Status.DISK_FULL: StatusInfo("no space left to write artifacts or the run store", FAILED, False),
     Status.TRACKING_ERROR: StatusInfo("the run store (MLflow) could not record the run", FAILED, False),
     Status.DIVERGED: StatusInfo("a loss, throughput or metric is not finite (NaN or infinity)", FAILED, True),
-    Status.INVALID_RESULT: StatusInfo("a metric breaks a physical bound (e.g. an efficiency above 1.0, a "
-                                      "roofline point above its roof)", FAILED, True),
+    Status.INVALID_RESULT: StatusInfo(
+        "a metric breaks a physical bound (e.g. an efficiency above 1.0, a roofline point above its roof)", FAILED, True
+    ),
     Status.INCOMPLETE_ARTIFACT: StatusInfo("a vendor artifact is truncated or inconsistent", FAILED, False),
-    Status.SKIPPED: StatusInfo("a study trial closed before it ran: the sampler proposed a parameter set "
-                               "the study already holds (another worker ran or runs it)", KILLED, False),
+    Status.SKIPPED: StatusInfo(
+        "a study trial closed before it ran: the sampler proposed a parameter set "
+        "the study already holds (another worker ran or runs it)",
+        KILLED,
+        False,
+    ),
 }
 
 
@@ -111,7 +122,9 @@ def markdown_table() -> str:
     """The vocabulary as a Markdown table (embedded in docs/metrics.md)."""
     rows = ["| status | MLflow state | counts toward budget | meaning |", "|---|---|---|---|"]
     for status, i in VOCABULARY.items():
-        rows.append(f"| `{status.value}` | {i.mlflow_state} | {'yes' if i.counts_toward_budget else 'no'} | {i.meaning} |")
+        rows.append(
+            f"| `{status.value}` | {i.mlflow_state} | {'yes' if i.counts_toward_budget else 'no'} | {i.meaning} |"
+        )
     return "\n".join(rows)
 
 

@@ -15,12 +15,13 @@ from collections import defaultdict
 from typing import Any
 
 from dabench.config.sections import RunConfig
-from dabench.metrics.tier2 import bus_bandwidth, pipeline_bubble_fraction
 from dabench.core.profile import CommEvent, Profile, Subtask, UnitUse
+from dabench.metrics.tier2 import bus_bandwidth, pipeline_bubble_fraction
 
 
-def per_step(intervals: list[dict[str, Any]], steps: int, kind: str, op: str | None = None,
-             field: str = "seconds") -> list[float]:
+def per_step(
+    intervals: list[dict[str, Any]], steps: int, kind: str, op: str | None = None, field: str = "seconds"
+) -> list[float]:
     """Sum of ``field`` over the intervals of ``kind`` (and ``op``) in each step."""
     totals = [0.0] * steps
     for item in intervals:
@@ -68,23 +69,31 @@ def transfer_seconds(results, key: str, op: str, steps: int) -> float:
     """Seconds per step in ``op`` collectives net of waiting for a slower peer: the ranks run the
     same collectives in the same order, and the last rank to arrive at a collective sees only
     the transfer, so each call counts with its minimum over ranks (median over steps)."""
-    calls = [[[i["seconds"] for i in r.get(key, []) if i["kind"] == "comm" and i["op"] == op and i["step"] == k]
-              for k in range(steps)] for r in results]
+    calls = [
+        [
+            [i["seconds"] for i in r.get(key, []) if i["kind"] == "comm" and i["op"] == op and i["step"] == k]
+            for k in range(steps)
+        ]
+        for r in results
+    ]
     per_step_totals = []
     for k in range(steps):
         lists = [rank_calls[k] for rank_calls in calls]
         if len({len(x) for x in lists}) != 1:  # ranks disagree on the calls: no alignment possible
             per_step_totals.append(_mean([sum(x) for x in lists]))
         else:
-            per_step_totals.append(sum(min(values) for values in zip(*lists)))
+            per_step_totals.append(sum(min(values) for values in zip(*lists, strict=False)))
     return _median(per_step_totals)
 
 
 def _busbw_metrics(op: str, summary: dict[str, float], transfer_s: float, ranks: int) -> dict[str, float]:
     """Bytes and calls per step and bus bandwidth (GB/s) of ``op`` from its transfer time."""
     calls = summary["calls"]
-    extra = {f"tier2.comm_bytes_per_step.{op}": summary["bytes"], f"tier2.comm_calls_per_step.{op}": calls,
-             f"tier2.comm_transfer_s.{op}": transfer_s}
+    extra = {
+        f"tier2.comm_bytes_per_step.{op}": summary["bytes"],
+        f"tier2.comm_calls_per_step.{op}": calls,
+        f"tier2.comm_transfer_s.{op}": transfer_s,
+    }
     if calls and transfer_s > 0:
         extra[f"tier2.busbw_GBps.{op}"] = bus_bandwidth(op, summary["bytes"] / calls, transfer_s / calls, ranks) / 1e9
     return extra
@@ -109,7 +118,9 @@ def _dp_comm(results, replicas: int, group_key: str | None = None):
         return [], {}, exposed
     summary = {name: _mean([s[name] for s in summaries]) for name in ("calls", "bytes", "seconds")}
     calls = max(1, round(summary["calls"]))
-    event = CommEvent("dp", "allreduce", summary["bytes"] / calls, _mean([_median(e) for e in exposed]), replicas, calls)
+    event = CommEvent(
+        "dp", "allreduce", summary["bytes"] / calls, _mean([_median(e) for e in exposed]), replicas, calls
+    )
     extra = _busbw_metrics("allreduce", summary, _mean(transfers), replicas)
     extra["tier2.comm_total_time_s.dp"] = summary["seconds"]
     return [event], extra, exposed
@@ -125,14 +136,18 @@ def _tp(rc: RunConfig, results):
         extra.update(_busbw_metrics(op, s, transfer, rc.parallel.degree))
     comm_per_step = sum(s["seconds"] for s in summary.values())
     compute = [[t - comm_per_step for t in r["step_s"]] for r in results]
-    subtasks = [Subtask(f"rank{r['rank']}", time_s=max(0.0, _median(c))) for r, c in zip(results, compute)]
+    subtasks = [
+        Subtask(f"rank{r['rank']}", time_s=max(0.0, _median(c))) for r, c in zip(results, compute, strict=False)
+    ]
     return events, extra, subtasks
 
 
 def _dp(rc: RunConfig, results):
     events, extra, exposed = _dp_comm(results, rc.parallel.degree)
-    subtasks = [Subtask(f"rank{r['rank']}", time_s=_median([t - e for t, e in zip(r["step_s"], ex)]))
-                for r, ex in zip(results, exposed)]
+    subtasks = [
+        Subtask(f"rank{r['rank']}", time_s=_median([t - e for t, e in zip(r["step_s"], ex, strict=False)]))
+        for r, ex in zip(results, exposed, strict=False)
+    ]
     return events, extra, subtasks
 
 
@@ -152,9 +167,11 @@ def _pp(rc: RunConfig, results):
         p2p_s = messages * sum(one_way.get(b, 0.0) for b in (stage - 1, stage) if 0 <= b < par.degree - 1)
         compute = per_step(r["intervals"], steps, "compute")
         if exposed is not None:
-            compute = [c - e for c, e in zip(compute, exposed[i])]
-        bubble = [max(0.0, t - c - p2p_s - (exposed[i][k] if exposed is not None else 0.0))
-                  for k, (t, c) in enumerate(zip(r["step_s"], compute))]
+            compute = [c - e for c, e in zip(compute, exposed[i], strict=False)]
+        bubble = [
+            max(0.0, t - c - p2p_s - (exposed[i][k] if exposed is not None else 0.0))
+            for k, (t, c) in enumerate(zip(r["step_s"], compute, strict=False))
+        ]
         stage_p2p.append(p2p_s)
         bubbles.append(_median(bubble))
         stage_compute[stage].append(_median(compute))
@@ -175,8 +192,14 @@ def _pp(rc: RunConfig, results):
     return events, extra, subtasks
 
 
-def assemble_profile(rc: RunConfig, results: list[dict[str, Any]], source: str, memory_level: str,
-                     units: dict[str, UnitUse], backend: str) -> Profile:
+def assemble_profile(
+    rc: RunConfig,
+    results: list[dict[str, Any]],
+    source: str,
+    memory_level: str,
+    units: dict[str, UnitUse],
+    backend: str,
+) -> Profile:
     """One measured Profile from all ranks' reports (see the module docstring)."""
     strategy = rc.parallel.strategy
     events, extra, subtasks = {"dp": _dp, "tp": _tp, "pp": _pp}[strategy](rc, results)
@@ -189,13 +212,26 @@ def assemble_profile(rc: RunConfig, results: list[dict[str, Any]], source: str, 
     single = None
     if baseline:
         single = baseline["samples_per_step"] / _median(baseline["step_s"])
-        extra["distributed.loss_max_abs_diff"] = max(abs(a - b) for a, b in zip(losses, baseline["losses"]))
+        pairs = zip(losses, baseline["losses"], strict=False)
+        extra["distributed.loss_max_abs_diff"] = max(abs(a - b) for a, b in pairs)
         extra["distributed.baseline_step_s"] = _median(baseline["step_s"])
     return Profile(
-        mode="measure", source=source, step_times_s=step_times(results),
-        samples_per_step=rc.samples_per_step, tokens_per_step=rc.tokens_per_step, chips=rc.parallel.n_chips,
-        units=units, subtasks=subtasks, memory_bytes=memory, comm=events, single_chip_samples_per_s=single,
+        mode="measure",
+        source=source,
+        step_times_s=step_times(results),
+        samples_per_step=rc.samples_per_step,
+        tokens_per_step=rc.tokens_per_step,
+        chips=rc.parallel.n_chips,
+        units=units,
+        subtasks=subtasks,
+        memory_bytes=memory,
+        comm=events,
+        single_chip_samples_per_s=single,
         extra_metrics=extra,
-        tags={"subtask_kind": "stage" if strategy == "pp" else "rank", "distributed.strategy": strategy,
-              "distributed.backend": backend, "distributed.step_time": "max over ranks per step"},
+        tags={
+            "subtask_kind": "stage" if strategy == "pp" else "rank",
+            "distributed.strategy": strategy,
+            "distributed.backend": backend,
+            "distributed.step_time": "max over ranks per step",
+        },
     )

@@ -37,5 +37,8 @@ def run_baseline(rc: RunConfig, device: torch.device, clock) -> dict[str, Any]:
         if step >= rc.run.warmup_steps:
             marks.append((start, end))
     clock.synchronize()
-    return {"step_s": [clock.elapsed(a, b) for a, b in marks], "losses": [float(x) for x in losses],
-            "samples_per_step": single.samples_per_step}
+    return {
+        "step_s": [clock.elapsed(a, b) for a, b in marks],
+        "losses": [float(x) for x in losses],
+        "samples_per_step": single.samples_per_step,
+    }

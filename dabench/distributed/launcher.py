@@ -73,13 +73,19 @@ def _package_root() -> str:
 
 def _rank_env(rank: int, world_size: int, port: int, extra: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        "RANK": str(rank), "WORLD_SIZE": str(world_size),
-        "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world_size),
-        "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-        "DABENCH_LAUNCHER_PID": str(os.getpid()),
-        "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
-    })
+    env.update(
+        {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world_size),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world_size),
+            "GROUP_RANK": "0",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "DABENCH_LAUNCHER_PID": str(os.getpid()),
+            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -103,14 +109,26 @@ def _root_cause(exits: list[RankExit]) -> RankExit:
     return exits[0]
 
 
-def launch(target: str, payload: dict[str, Any], world_size: int, timeout_s: float, *,
-           init_method: str | None = None, extra_env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def launch(
+    target: str,
+    payload: dict[str, Any],
+    world_size: int,
+    timeout_s: float,
+    *,
+    init_method: str | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
     """Run ``target`` ("module:function", called as ``function(payload, rank_env)``) on
     ``world_size`` ranks and return their results in rank order. Raises :class:`RankFailure`."""
     with tempfile.TemporaryDirectory(prefix="dabench-ranks-") as tmp:
         folder = Path(tmp)
-        spec = {"target": target, "payload": payload, "result_dir": tmp, "timeout_s": timeout_s,
-                "init_method": init_method or "env://"}
+        spec = {
+            "target": target,
+            "payload": payload,
+            "result_dir": tmp,
+            "timeout_s": timeout_s,
+            "init_method": init_method or "env://",
+        }
         spec_path = folder / "spec.json"
         spec_path.write_text(json.dumps(spec))
         port = free_port()
@@ -119,31 +137,57 @@ def launch(target: str, payload: dict[str, Any], world_size: int, timeout_s: flo
         killed: set[int] = set()
         try:
             for rank in range(world_size):
-                procs.append(supervisor.start(
-                    [sys.executable, "-m", "dabench.distributed.worker", str(spec_path)], logs[rank],
-                    env=_rank_env(rank, world_size, port, extra_env)))
+                procs.append(
+                    supervisor.start(
+                        [sys.executable, "-m", "dabench.distributed.worker", str(spec_path)],
+                        logs[rank],
+                        env=_rank_env(rank, world_size, port, extra_env),
+                    )
+                )
             failure = supervisor.wait_all(procs, timeout_s, GRACE_S)
         finally:
             killed = supervisor.kill_all(procs)
-        exits = [RankExit(rank, proc.proc.returncode, _read_json(folder / f"error.{rank}.json"), tail(logs[rank], LOG_TAIL_CHARS),
-                          killed_by_launcher=rank in killed) for rank, proc in enumerate(procs)]
+        exits = [
+            RankExit(
+                rank,
+                proc.proc.returncode,
+                _read_json(folder / f"error.{rank}.json"),
+                tail(logs[rank], LOG_TAIL_CHARS),
+                killed_by_launcher=rank in killed,
+            )
+            for rank, proc in enumerate(procs)
+        ]
         if failure == "timeout":
             hung = sorted(killed)
             detail = "\n".join(f"rank {e.rank}: {e.describe()}" for e in exits if e.rank in hung)
-            raise RankFailure(f"rank(s) {hung} of {world_size} still running after parallel.timeout_s={timeout_s:g} s "
-                              f"(hung?); all ranks were killed.\n{detail}", hung[0] if hung else None)
+            raise RankFailure(
+                f"rank(s) {hung} of {world_size} still running after parallel.timeout_s={timeout_s:g} s "
+                f"(hung?); all ranks were killed.\n{detail}",
+                hung[0] if hung else None,
+            )
         if failure == "failed":
             root = _root_cause(exits)
             others = "; ".join(
-                f"rank {e.rank}: {'killed by the launcher' if e.killed_by_launcher else (e.error or {}).get('error', 'exit code %s' % e.returncode)}"
-                for e in exits if e.rank != root.rank)
-            raise RankFailure(f"rank {root.rank} of {world_size} failed: {root.describe()}\n(other ranks: {others})",
-                              root.rank)
+                f"rank {e.rank}: "
+                + (
+                    "killed by the launcher"
+                    if e.killed_by_launcher
+                    else (e.error or {}).get("error", f"exit code {e.returncode}")
+                )
+                for e in exits
+                if e.rank != root.rank
+            )
+            raise RankFailure(
+                f"rank {root.rank} of {world_size} failed: {root.describe()}\n(other ranks: {others})", root.rank
+            )
         results = []
         for rank in range(world_size):
             result = _read_json(folder / f"result.{rank}.json")
             if result is None:
-                raise RankFailure(f"rank {rank} of {world_size} exited cleanly but wrote no result; "
-                                  f"output tail:\n{tail(logs[rank], LOG_TAIL_CHARS)}", rank)
+                raise RankFailure(
+                    f"rank {rank} of {world_size} exited cleanly but wrote no result; "
+                    f"output tail:\n{tail(logs[rank], LOG_TAIL_CHARS)}",
+                    rank,
+                )
             results.append(result)
         return results

@@ -80,10 +80,16 @@ def stage_io_examples(ctx: RankContext, stage: int) -> tuple[torch.Tensor, torch
     micro = ctx.rc.run.batch_size // par.micro_batches
     hidden = (micro, model.seq_len, model.hidden_size)
     float_meta = {"device": "meta", "requires_grad": True}  # activations carry gradients back
-    first = torch.empty(micro, model.seq_len, dtype=torch.long, device="meta") if stage == 0 \
+    first = (
+        torch.empty(micro, model.seq_len, dtype=torch.long, device="meta")
+        if stage == 0
         else torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
-    last = torch.empty(micro, model.seq_len, model.vocab_size, dtype=ctx.logits_dtype, **float_meta) \
-        if stage == par.degree - 1 else torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
+    )
+    last = (
+        torch.empty(micro, model.seq_len, model.vocab_size, dtype=ctx.logits_dtype, **float_meta)
+        if stage == par.degree - 1
+        else torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
+    )
     return first, last
 
 
@@ -105,20 +111,37 @@ class PipelineTrainer(Trainer):
         stage_index = mesh.get_local_rank("pp")
         replica = mesh.get_local_rank("dp")
         first, last = stage_layers(par.layers_per_stage, stage_index)
-        module: nn.Module = StageModule(seeded_model(ctx.rc, ctx.device), first, last,
-                                        with_embedding=stage_index == 0, with_head=stage_index == par.degree - 1)
+        module: nn.Module = StageModule(
+            seeded_model(ctx.rc, ctx.device),
+            first,
+            last,
+            with_embedding=stage_index == 0,
+            with_head=stage_index == par.degree - 1,
+        )
         if par.replicas > 1:
             module = wrap_ddp(module, ctx, mesh.get_group("dp"), par.replicas)
         pp_group = mesh.get_group("pp")
         inputs, outputs = stage_io_examples(ctx, stage_index)
-        stage = PipelineStage(module, stage_index, par.degree, ctx.device, input_args=inputs, output_args=outputs,
-                              group=pp_group)
+        stage = PipelineStage(
+            module, stage_index, par.degree, ctx.device, input_args=inputs, output_args=outputs, group=pp_group
+        )
         ids, targets = replica_batch(ctx.rc, ctx.device, replica, par.replicas)
-        trainer = cls(ctx, "pp", {"stage": stage_index, "replica": replica, "layers": [first, last]},
-                      stage, None, module, adamw(module.parameters(), ctx.rc), ids, targets, pp_group,
-                      tied_table_group(ctx, mesh, replica, stage_index))
-        trainer.schedule = SCHEDULES[par.schedule](stage, n_microbatches=par.micro_batches,
-                                                    loss_fn=trainer.loss_fn, scale_grads=False)
+        trainer = cls(
+            ctx,
+            "pp",
+            {"stage": stage_index, "replica": replica, "layers": [first, last]},
+            stage,
+            None,
+            module,
+            adamw(module.parameters(), ctx.rc),
+            ids,
+            targets,
+            pp_group,
+            tied_table_group(ctx, mesh, replica, stage_index),
+        )
+        trainer.schedule = SCHEDULES[par.schedule](
+            stage, n_microbatches=par.micro_batches, loss_fn=trainer.loss_fn, scale_grads=False
+        )
         stage.forward_one_chunk = trainer._timed(stage.forward_one_chunk, "forward")
         stage.backward_one_chunk = trainer._timed(stage.backward_one_chunk, "backward", ddp_exposed=par.replicas > 1)
         return trainer
@@ -172,8 +195,9 @@ class PipelineTrainer(Trainer):
         par, ctx = self.ctx.rc.parallel, self.ctx
         index = self.stage.stage_index
         micro = ctx.rc.run.batch_size // par.micro_batches
-        message = torch.zeros(micro, ctx.rc.model.seq_len, ctx.rc.model.hidden_size,
-                              dtype=ctx.activation_dtype, device=ctx.device)
+        message = torch.zeros(
+            micro, ctx.rc.model.seq_len, ctx.rc.model.hidden_size, dtype=ctx.activation_dtype, device=ctx.device
+        )
         one_way: dict[str, float] = {}
         for boundary in range(par.degree - 1):
             if index not in (boundary, boundary + 1):
@@ -184,12 +208,11 @@ class PipelineTrainer(Trainer):
             for rep in range(P2P_REPS + 1):
                 ctx.clock.synchronize()
                 start = ctx.clock.mark()
-                for send_first in ((True, False) if lower else (False, True)):
+                for send_first in (True, False) if lower else (False, True):
                     (dist.send if send_first else dist.recv)(message, peer)
                 end = ctx.clock.mark()
                 ctx.clock.synchronize()
                 if rep:
                     times.append(ctx.clock.elapsed(start, end) / 2)
             one_way[str(boundary)] = statistics.median(times)
-        return {"p2p_one_way_s": one_way, "p2p_bytes": message.numel() * message.element_size(),
-                "micro_batch": micro}
+        return {"p2p_one_way_s": one_way, "p2p_bytes": message.numel() * message.element_size(), "micro_batch": micro}

@@ -16,10 +16,10 @@ import os
 import torch
 
 from dabench.config.sections import RunConfig
-from dabench.distributed.assemble import assemble_profile
-from dabench.distributed.launcher import RankFailure, launch
 from dabench.core.profile import Profile, UnitUse
 from dabench.core.status import ConfigError, CrashedError, OutOfMemory, UnsupportedError
+from dabench.distributed.assemble import assemble_profile
+from dabench.distributed.launcher import RankFailure, launch
 
 TRAIN_TARGET = "dabench.distributed.train:train_rank"
 
@@ -33,13 +33,16 @@ def check_supported(rc: RunConfig, device: torch.device) -> None:
         raise UnsupportedError(
             f"this process already is rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']} (torchrun?): dabench "
             "starts its own ranks; run `python -m dabench ...` once, without torchrun (the rank worker itself, "
-            "`python -m dabench.distributed.worker`, is what torchrun-style launchers can start)")
+            "`python -m dabench.distributed.worker`, is what torchrun-style launchers can start)"
+        )
     if not dist.is_available():
         raise UnsupportedError("torch.distributed is not available in this torch build")
     if device.type == "cuda":
         if par.n_chips > torch.cuda.device_count():
-            raise UnsupportedError(f"parallel.degree * parallel.replicas = {par.n_chips} GPUs requested, "
-                                   f"{torch.cuda.device_count()} visible (one rank per GPU)")
+            raise UnsupportedError(
+                f"parallel.degree * parallel.replicas = {par.n_chips} GPUs requested, "
+                f"{torch.cuda.device_count()} visible (one rank per GPU)"
+            )
         if not dist.is_nccl_available():
             raise UnsupportedError("parallel runs on cuda need NCCL, which this torch build lacks")
     elif not dist.is_gloo_available():
@@ -48,18 +51,26 @@ def check_supported(rc: RunConfig, device: torch.device) -> None:
         raise UnsupportedError(
             "parallel=tp with parallel.replicas > 1 (DP x TP) is not measured: DDP does not take DTensor "
             "parameters and torch's replicate-with-DTensor API is private; use parallel=pp with replicas "
-            "(DP x PP) or parallel=dp")
+            "(DP x PP) or parallel=dp"
+        )
     if par.strategy == "pp":
         if not par.head_on_last:
             raise UnsupportedError(
                 "parallel.head_on_last=false (LM head on stage 0) is not measured: torch.distributed.pipelining's "
-                "single-stage schedules need the loss on the last stage")
+                "single-stage schedules need the loss on the last stage"
+            )
         if rc.run.batch_size % par.micro_batches:
-            raise ConfigError("parallel.micro_batches", par.micro_batches,
-                              f"must divide run.batch_size={rc.run.batch_size} (each micro-batch is batch_size / micro_batches)")
+            raise ConfigError(
+                "parallel.micro_batches",
+                par.micro_batches,
+                f"must divide run.batch_size={rc.run.batch_size} (each micro-batch is batch_size / micro_batches)",
+            )
         if 0 in par.layers_per_stage:
-            raise ConfigError("parallel.layers_per_stage", list(par.layers_per_stage),
-                              "every stage needs at least one decoder layer for a measured pipeline")
+            raise ConfigError(
+                "parallel.layers_per_stage",
+                list(par.layers_per_stage),
+                "every stage needs at least one decoder layer for a measured pipeline",
+            )
 
 
 def threads_per_rank(rc: RunConfig, device: torch.device) -> int:
@@ -82,11 +93,16 @@ def rank_units(rc: RunConfig, device: torch.device, threads: int) -> dict[str, U
 def run_ranks(rc: RunConfig, device: torch.device, baseline: bool = True) -> list[dict]:
     """Start the ranks and return their reports (rank order); raises CrashedError/OutOfMemory."""
     check_supported(rc, device)
-    payload = {"rc": rc.to_dict(), "device_type": device.type,
-               "threads_per_rank": threads_per_rank(rc, device), "baseline": baseline}
+    payload = {
+        "rc": rc.to_dict(),
+        "device_type": device.type,
+        "threads_per_rank": threads_per_rank(rc, device),
+        "baseline": baseline,
+    }
     try:
-        return launch(TRAIN_TARGET, payload, rc.parallel.n_chips, rc.parallel.timeout_s,
-                      init_method=rc.parallel.init_method)
+        return launch(
+            TRAIN_TARGET, payload, rc.parallel.n_chips, rc.parallel.timeout_s, init_method=rc.parallel.init_method
+        )
     except RankFailure as failure:
         reason = f"parallel={rc.parallel.strategy} on {rc.parallel.n_chips} ranks: {failure.reason}"
         if "OutOfMemoryError" in failure.reason:
@@ -99,6 +115,12 @@ def run_parallel(rc: RunConfig, device: torch.device, source: str) -> Profile:
     results = run_ranks(rc, device)
     threads = results[0]["threads"]
     backend = "nccl" if device.type == "cuda" else "gloo"
-    profile = assemble_profile(rc, results, f"{source} ({backend}, {rc.parallel.n_chips} ranks)", rc.hardware.memory[0].name,
-                            rank_units(rc, device, threads), backend)
+    profile = assemble_profile(
+        rc,
+        results,
+        f"{source} ({backend}, {rc.parallel.n_chips} ranks)",
+        rc.hardware.memory[0].name,
+        rank_units(rc, device, threads),
+        backend,
+    )
     return profile  # in validate mode the runner adds the link model's comm predictions

@@ -27,10 +27,17 @@ INSTRUMENTED_STEPS = 2  #: forward + backward passes under the collective timer,
 def shard_decoder_blocks(model: DecoderStack, mesh) -> DecoderStack:
     """Megatron-style sharding of every block in place (see the module docstring)."""
     for block in model.blocks:
-        parallelize_module(block.attn, mesh, {
-            "": PrepareModuleInput(input_layouts=(Replicate(),), desired_input_layouts=(Replicate(),)),
-            "q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(), "proj": RowwiseParallel(),
-        })
+        parallelize_module(
+            block.attn,
+            mesh,
+            {
+                "": PrepareModuleInput(input_layouts=(Replicate(),), desired_input_layouts=(Replicate(),)),
+                "q": ColwiseParallel(),
+                "k": ColwiseParallel(),
+                "v": ColwiseParallel(),
+                "proj": RowwiseParallel(),
+            },
+        )
         parallelize_module(block.mlp, mesh, {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
     return model
 
@@ -46,7 +53,9 @@ class TensorParallelTrainer(Trainer):
     def build(cls, ctx: RankContext, mesh) -> "TensorParallelTrainer":
         model = shard_decoder_blocks(seeded_model(ctx.rc, ctx.device), mesh)
         ids, targets = replica_batch(ctx.rc, ctx.device, 0, 1)
-        return cls(ctx, "tp", {"tp_rank": mesh.get_local_rank()}, model, adamw(model.parameters(), ctx.rc), ids, targets)
+        return cls(
+            ctx, "tp", {"tp_rank": mesh.get_local_rank()}, model, adamw(model.parameters(), ctx.rc), ids, targets
+        )
 
     def forward_backward(self) -> torch.Tensor:
         accum = self.ctx.rc.run.grad_accum
@@ -71,5 +80,4 @@ class TensorParallelTrainer(Trainer):
                 self.forward_backward()
         self.optimizer.zero_grad(set_to_none=True)
         self.ctx.clock.synchronize()
-        return {"instrumented_steps": INSTRUMENTED_STEPS,
-                "instrumented_intervals": [asdict(i) for i in log.resolve()]}
+        return {"instrumented_steps": INSTRUMENTED_STEPS, "instrumented_intervals": [asdict(i) for i in log.resolve()]}

@@ -23,8 +23,8 @@ from dabench.config.build import build_run_config
 from dabench.distributed.baseline import run_baseline
 from dabench.distributed.commtime import IntervalLog
 from dabench.distributed.context import RankContext, Trainer
-from dabench.runtime.faults import rank_fault
 from dabench.distributed.worker import RankEnv
+from dabench.runtime.faults import rank_fault
 
 
 def build_trainer(ctx: RankContext) -> Trainer:
@@ -39,7 +39,9 @@ def build_trainer(ctx: RankContext) -> Trainer:
     if par.strategy == "tp":
         from dabench.distributed.tp import TensorParallelTrainer
 
-        return TensorParallelTrainer.build(ctx, init_device_mesh(ctx.device.type, (par.degree,), mesh_dim_names=("tp",)))
+        return TensorParallelTrainer.build(
+            ctx, init_device_mesh(ctx.device.type, (par.degree,), mesh_dim_names=("tp",))
+        )
     if par.strategy == "pp":
         from dabench.distributed.pp import PipelineTrainer
 
@@ -69,9 +71,14 @@ def train_rank(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
     torch.set_num_threads(threads)
     device = _device(payload["device_type"], env)
     clock = CudaClock(device) if device.type == "cuda" else HostClock()
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=env.init_method,
-                            rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=env.timeout_s),
-                            **({"device_id": device} if device.type == "cuda" else {}))
+    dist.init_process_group(
+        "nccl" if device.type == "cuda" else "gloo",
+        init_method=env.init_method,
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=env.timeout_s),
+        **({"device_id": device} if device.type == "cuda" else {}),
+    )
     try:
         ctx = RankContext(rc, env.rank, env.world_size, device, clock, IntervalLog(clock))
         trainer = build_trainer(ctx)
@@ -93,7 +100,10 @@ def train_rank(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
         ctx.log.step = None
         clock.synchronize()
         result: dict[str, Any] = {
-            "rank": env.rank, "strategy": trainer.strategy, "role": trainer.role, "threads": threads,
+            "rank": env.rank,
+            "strategy": trainer.strategy,
+            "role": trainer.role,
+            "threads": threads,
             "pid": os.getpid(),
             "losses": [None if loss is None else float(loss) for loss in losses],
             "step_s": [clock.elapsed(a, b) for a, b in marks],

@@ -46,10 +46,10 @@ import torch
 from dabench.host.info import cpu_calibration_key
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-MIN_REPEATS = 5            #: timed repeats per calibration (the median is kept)
-MAX_LOAD_PER_CORE = 0.5    #: 1-minute load average per core above which calibration is refused
-MAX_SPREAD = 0.10          #: (max - min) / median of the repeats above which it is refused
-PROBE_REPEATS = 3          #: timed repeats of each in-situ probe (the median is kept)
+MIN_REPEATS = 5  #: timed repeats per calibration (the median is kept)
+MAX_LOAD_PER_CORE = 0.5  #: 1-minute load average per core above which calibration is refused
+MAX_SPREAD = 0.10  #: (max - min) / median of the repeats above which it is refused
+PROBE_REPEATS = 3  #: timed repeats of each in-situ probe (the median is kept)
 
 
 class CalibrationRefused(RuntimeError):
@@ -96,16 +96,28 @@ def accept(key: str, samples: Sequence[float], load: float) -> Calibration:
     """The Calibration of rate ``samples`` (one per repeat) taken at ``load`` per core, or
     CalibrationRefused naming the rule that failed. Pure: no measurement, no I/O."""
     if load > MAX_LOAD_PER_CORE:
-        raise CalibrationRefused(key, f"machine busy: load average {load:.2f} per core > {MAX_LOAD_PER_CORE} "
-                                      f"(run `python -m dabench calibrate` when it is quiet)")
+        raise CalibrationRefused(
+            key,
+            f"machine busy: load average {load:.2f} per core > {MAX_LOAD_PER_CORE} "
+            f"(run `python -m dabench calibrate` when it is quiet)",
+        )
     if len(samples) < MIN_REPEATS:
         raise CalibrationRefused(key, f"{len(samples)} repeats, at least {MIN_REPEATS} are needed")
     s = spread(samples)
     if s > MAX_SPREAD:
-        raise CalibrationRefused(key, f"repeats spread {s:.0%} > {MAX_SPREAD:.0%} (min {min(samples):.4g}, "
-                                      f"max {max(samples):.4g}): the machine is disturbed")
-    return Calibration(key, float(statistics.median(samples)), tuple(float(x) for x in samples), s, load,
-                       time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        raise CalibrationRefused(
+            key,
+            f"repeats spread {s:.0%} > {MAX_SPREAD:.0%} (min {min(samples):.4g}, "
+            f"max {max(samples):.4g}): the machine is disturbed",
+        )
+    return Calibration(
+        key,
+        float(statistics.median(samples)),
+        tuple(float(x) for x in samples),
+        s,
+        load,
+        time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
 
 
 def _rates(fn: Callable[[], object], work: float, repeats: int) -> list[float]:
@@ -168,8 +180,9 @@ def recalibrate_requested() -> bool:
     return os.environ.get("DABENCH_RECALIBRATE", "").lower() in ("1", "true", "yes")
 
 
-def calibrate(kind: str, measure: Callable[[], Sequence[float]], *, recalibrate: bool | None = None,
-              load: float | None = None) -> Calibration:
+def calibrate(
+    kind: str, measure: Callable[[], Sequence[float]], *, recalibrate: bool | None = None, load: float | None = None
+) -> Calibration:
     """The calibration for ``kind`` on this machine: this process's, else the cached one for the
     exact key, else (or with ``recalibrate``) measured now, accepted or refused, and cached.
     ``load`` injects the load reading (default: :func:`load_per_core`)."""
@@ -181,9 +194,14 @@ def calibrate(kind: str, measure: Callable[[], Sequence[float]], *, recalibrate:
             return _PROCESS[key]
         entry = _read_cache().get(key)
         if entry is not None:
-            cal = Calibration(key, float(entry["value"]), tuple(entry.get("samples", ())),
-                              float(entry.get("spread", 0.0)), float(entry.get("load_per_core", 0.0)),
-                              str(entry.get("measured_at", "")))
+            cal = Calibration(
+                key,
+                float(entry["value"]),
+                tuple(entry.get("samples", ())),
+                float(entry.get("spread", 0.0)),
+                float(entry.get("load_per_core", 0.0)),
+                str(entry.get("measured_at", "")),
+            )
             _PROCESS[key] = cal
             return cal
     reading = load_per_core() if load is None else load
@@ -210,15 +228,16 @@ def dram_bandwidth(**kwargs) -> float:
 class Probe:
     """The ceilings measured in situ at one moment: median of :data:`PROBE_REPEATS` repeats."""
 
-    peak_flops: float     #: FLOP/s of the calibration's matmul at the probed dtype
+    peak_flops: float  #: FLOP/s of the calibration's matmul at the probed dtype
     bandwidth_Bps: float  #: bytes/s (read + write) of the calibration's copy
 
 
 def probe(dtype: str, repeats: int = PROBE_REPEATS) -> Probe:
     """Measure the two CPU ceilings now, with the current thread count (never cached, never
     refused: a probe describes the machine as it is, busy or not)."""
-    return Probe(float(statistics.median(matmul_samples(dtype, repeats))),
-                 float(statistics.median(copy_samples(repeats))))
+    return Probe(
+        float(statistics.median(matmul_samples(dtype, repeats))), float(statistics.median(copy_samples(repeats)))
+    )
 
 
 def combine_probes(before: Probe, after: Probe) -> tuple[Probe, float]:

@@ -16,6 +16,7 @@ import math
 
 from dabench.config.sections import HardwareSpec, PrecisionConfig
 from dabench.core.ceilings import Ceilings
+from dabench.core.status import UnsupportedError
 from dabench.host.info import (  # noqa: F401  (re-exported: this machine's CPU)
     NATIVE_FLAGS,
     _cpuinfo,
@@ -24,8 +25,6 @@ from dabench.host.info import (  # noqa: F401  (re-exported: this machine's CPU)
     cpu_model,
     cpu_native_precision,
 )
-from dabench.core.status import UnsupportedError
-
 
 UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
 IN_SITU = "in-situ (probed right before and after the timed steps)"  #: Ceilings.source of validate runs on the CPU
@@ -56,8 +55,9 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
     machine (CPU only; uncalibrated when refused, see the module doc); a precision the hardware
     lacks is unsupported."""
     if precision.name not in hw.precisions:
-        raise UnsupportedError(f"hardware={hw.name} has no {precision.name} arithmetic "
-                               f"(supports {', '.join(hw.precisions)})")
+        raise UnsupportedError(
+            f"hardware={hw.name} has no {precision.name} arithmetic (supports {', '.join(hw.precisions)})"
+        )
     level = main_memory(hw)
     peak = hw.peak_flops.get(precision.name)
     bandwidth = level.bandwidth_Bps
@@ -68,8 +68,10 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
         peak, source = hw.peak_flops["tf32"], "spec (tf32)"
     if peak is None or bandwidth is None:
         if hw.arch != "cpu":
-            raise UnsupportedError(f"hardware={hw.name} lists no peak FLOP/s for {precision.name} "
-                                   f"or no bandwidth for {level.name}, and only cpu is calibrated")
+            raise UnsupportedError(
+                f"hardware={hw.name} lists no peak FLOP/s for {precision.name} "
+                f"or no bandwidth for {level.name}, and only cpu is calibrated"
+            )
         from dabench.host import calibrate  # imports torch: only when calibration is needed
 
         try:
@@ -85,8 +87,14 @@ def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
     """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
     single-process runs of the cpu backend in validate mode whose ceilings are calibrated, not set
     in the config (the caller also requires the calibration to have been accepted)."""
-    return (mode == "validate" and hw.arch == "cpu" and hw.backend == "cpu" and strategy == "none"
-            and not any(hw.peak_flops.values()) and main_memory(hw).bandwidth_Bps is None)
+    return (
+        mode == "validate"
+        and hw.arch == "cpu"
+        and hw.backend == "cpu"
+        and strategy == "none"
+        and not any(hw.peak_flops.values())
+        and main_memory(hw).bandwidth_Bps is None
+    )
 
 
 def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceilings, dict[str, float]]:
@@ -106,12 +114,19 @@ def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceili
     from dabench.host.calibrate import combine_probes
 
     mean, drift = combine_probes(before, after)
-    metrics = {"validate.ceilings_drift": drift, "validate.probed_peak_flops": mean.peak_flops,
-               "validate.probed_bandwidth_Bps": mean.bandwidth_Bps}
+    metrics = {
+        "validate.ceilings_drift": drift,
+        "validate.probed_peak_flops": mean.peak_flops,
+        "validate.probed_bandwidth_Bps": mean.bandwidth_Bps,
+    }
     model = Ceilings(mean.peak_flops, mean.bandwidth_Bps, ceilings.memory_level, IN_SITU)
     metrics["validate.peak_vs_calibrated"] = mean.peak_flops / ceilings.peak_flops - 1
-    roof = Ceilings(max(mean.peak_flops, ceilings.peak_flops), max(mean.bandwidth_Bps, ceilings.bandwidth_Bps),
-                    ceilings.memory_level, f"{ceilings.source}, raised to the in-situ probes where higher")
+    roof = Ceilings(
+        max(mean.peak_flops, ceilings.peak_flops),
+        max(mean.bandwidth_Bps, ceilings.bandwidth_Bps),
+        ceilings.memory_level,
+        f"{ceilings.source}, raised to the in-situ probes where higher",
+    )
     return model, roof, metrics
 
 
@@ -142,7 +157,11 @@ def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
     from dabench.host import calibrate
 
     try:
-        return Ceilings(peak_flops=calibrate.peak_flops(precision.compute_dtype),
-                        bandwidth_Bps=calibrate.dram_bandwidth(), memory_level="dram", source="calibrated host cpu")
+        return Ceilings(
+            peak_flops=calibrate.peak_flops(precision.compute_dtype),
+            bandwidth_Bps=calibrate.dram_bandwidth(),
+            memory_level="dram",
+            source="calibrated host cpu",
+        )
     except calibrate.CalibrationRefused as refused:
         return Ceilings(math.nan, math.nan, "dram", f"{UNCALIBRATED}: {refused}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dabench.metrics import tier1
 from dabench.core.profile import Profile, Subtask, UnitUse
+from dabench.metrics import tier1
 
 #: how ``throughput.samples_per_s`` was obtained
 MEASURED = "measured"
@@ -160,8 +160,12 @@ class ArtifactReport:
                 out[key] = value
         return out
 
-    def to_profile(self, samples_per_step: int | None = None, tokens_per_step: int | None = None,
-                   step_times_s: list[float] | None = None) -> Profile:
+    def to_profile(
+        self,
+        samples_per_step: int | None = None,
+        tokens_per_step: int | None = None,
+        step_times_s: list[float] | None = None,
+    ) -> Profile:
         """A measured Profile: step times from the arguments or the artifact (required). Subtask
         costs become ``time_s`` only when they are seconds (``rate`` stays a rate); a cycle-only
         LI (clock unknown) is carried in ``extra_metrics`` as ``tier1.load_imbalance``."""
@@ -169,8 +173,10 @@ class ArtifactReport:
         per_step = samples_per_step if samples_per_step is not None else self.samples_per_step
         if not steps or not per_step:
             raise ValueError(f"{self.source}: no step times / samples per step to build a measured Profile from")
-        subtasks = [Subtask(s.name, time_s=s.time_s, rate=s.rate if s.time_s is None else None, units=dict(s.units))
-                    for s in self.subtasks]
+        subtasks = [
+            Subtask(s.name, time_s=s.time_s, rate=s.rate if s.time_s is None else None, units=dict(s.units))
+            for s in self.subtasks
+        ]
         extra = dict(self.extra)
         has_seconds_or_rates = any(s.time_s is not None or s.rate for s in subtasks)
         li = self.subtask_load_imbalance()

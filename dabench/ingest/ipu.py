@@ -32,9 +32,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dabench.metrics import tier1
 from dabench.core.profile import UnitUse
 from dabench.ingest.artifact import ArtifactReport, ArtifactSubtask
+from dabench.metrics import tier1
 
 FORMAT = "dabench.popvision/1"
 
@@ -52,8 +52,13 @@ def _with_tile_stats(ipu: dict[str, Any]) -> dict[str, Any]:
         return ipu
     mean = sum(tiles) / len(tiles)
     std = math.sqrt(sum((t - mean) ** 2 for t in tiles) / len(tiles))
-    return {**ipu, "memory_bytes": float(sum(tiles)), "tiles_used": sum(1 for t in tiles if t > 0),
-            "tile_memory_mean": mean, "tile_memory_std": std}
+    return {
+        **ipu,
+        "memory_bytes": float(sum(tiles)),
+        "tiles_used": sum(1 for t in tiles if t > 0),
+        "tile_memory_mean": mean,
+        "tile_memory_std": std,
+    }
 
 
 def is_popvision_json(data: Any) -> bool:
@@ -79,13 +84,20 @@ def parse_popvision(data: dict[str, Any], path: str | None = None) -> ArtifactRe
     for ipu in ipus:
         cycles = ipu.get("cycles")
         seconds = cycles / clock if cycles is not None and clock else None
-        report.subtasks.append(ArtifactSubtask(
-            name=f"ipu{ipu['ipu']}", time_s=seconds, cycles=cycles if seconds is None else None,
-            units={"tiles": float(ipu.get("tiles_used", 0)), "ipu_memory": float(ipu["memory_bytes"])}))
+        report.subtasks.append(
+            ArtifactSubtask(
+                name=f"ipu{ipu['ipu']}",
+                time_s=seconds,
+                cycles=cycles if seconds is None else None,
+                units={"tiles": float(ipu.get("tiles_used", 0)), "ipu_memory": float(ipu["memory_bytes"])},
+            )
+        )
         prefix = f"ipu.{ipu['ipu']}"
         report.extra[f"{prefix}.memory_fraction"] = float(ipu["memory_bytes"]) / bytes_per_ipu
         if "tile_memory_mean" in ipu and "tile_memory_std" in ipu:
-            report.extra[f"{prefix}.tile_balance"] = tile_balance(ipu["tile_memory_mean"], ipu["tile_memory_std"], bytes_per_tile)
+            report.extra[f"{prefix}.tile_balance"] = tile_balance(
+                ipu["tile_memory_mean"], ipu["tile_memory_std"], bytes_per_tile
+            )
     if ipus:
         report.memory_bytes["sram"] = max(float(i["memory_bytes"]) for i in ipus)
     if report.subtasks and all(s.cost() is not None for s in report.subtasks):

@@ -39,7 +39,9 @@ from dabench.core.profile import UnitUse
 from dabench.ingest.artifact import MEASURED, ArtifactReport, ArtifactSubtask
 
 _SECTION_FILE = re.compile(r"\.s(\d+)\.utilization_report\.json$")
-_BW_ROW = re.compile(r"^\s*\{(\d+),\s*(\d+)\}\s+(\w+)\s+([\d.]+),\s+(\d+),\s+([\d.]+),\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
+_BW_ROW = re.compile(
+    r"^\s*\{(\d+),\s*(\d+)\}\s+(\w+)\s+([\d.]+),\s+(\d+),\s+([\d.]+),\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+)
 
 
 def is_compile_folder(folder: Path) -> bool:
@@ -90,10 +92,17 @@ def parse_bandwidth_txt(text: str) -> list[dict[str, Any]]:
             continue
         match = _BW_ROW.match(line)
         if match and network:
-            rows.append({"network": network, "partition": f"{match.group(1)},{match.group(2)}",
-                         "timing_group": match.group(3), "provisioned_total": float(match.group(4)),
-                         "edges": int(match.group(5)), "switch2switch": float(match.group(8)),
-                         "bw_ratio": float(match.group(9))})
+            rows.append(
+                {
+                    "network": network,
+                    "partition": f"{match.group(1)},{match.group(2)}",
+                    "timing_group": match.group(3),
+                    "provisioned_total": float(match.group(4)),
+                    "edges": int(match.group(5)),
+                    "switch2switch": float(match.group(8)),
+                    "bw_ratio": float(match.group(9)),
+                }
+            )
     return rows
 
 
@@ -119,17 +128,29 @@ def apply_sambatune(report: ArtifactReport, path: Path) -> None:
     report.files.append(str(path))
     sections = []
     for row in rows:
-        sections.append({"section_id": row.get("section_id"), "type": row.get("section type"),
-                         "samples_per_s": _column(row, "throughput"),
-                         "latency_s": _column(row, "latency", "sec"),
-                         "pcus": _column(row, "pcu count"), "pmus": _column(row, "pmu count"),
-                         "ddr_total_GBps": _column(row, "ddr", "total")})
+        sections.append(
+            {
+                "section_id": row.get("section_id"),
+                "type": row.get("section type"),
+                "samples_per_s": _column(row, "throughput"),
+                "latency_s": _column(row, "latency", "sec"),
+                "pcus": _column(row, "pcu count"),
+                "pmus": _column(row, "pmu count"),
+                "ddr_total_GBps": _column(row, "ddr", "total"),
+            }
+        )
     report.details["sambatune_sections"] = sections
     if not report.subtasks:  # a section_report.csv on its own: the sections are the subtasks
         for s in sections:
-            report.subtasks.append(ArtifactSubtask(
-                name=f"section{s['section_id']}", time_s=s["latency_s"], rate=s["samples_per_s"],
-                units={k: s[k] for k in ("pcus", "pmus") if s[k] is not None}, group=s["type"]))
+            report.subtasks.append(
+                ArtifactSubtask(
+                    name=f"section{s['section_id']}",
+                    time_s=s["latency_s"],
+                    rate=s["samples_per_s"],
+                    units={k: s[k] for k in ("pcus", "pmus") if s[k] is not None},
+                    group=s["type"],
+                )
+            )
         report.load_imbalance_basis = "measured section latency (sections run one after another)"
     rates = [s["samples_per_s"] for s in sections if s["samples_per_s"]]
     if rates:
@@ -162,7 +183,9 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
     if sections and available:
         for kind in ("pcus", "pmus"):
             ratios = [used[kind] / available for used in sections.values()]
-            report.units[kind] = UnitUse(allocated=sum(u[kind] for u in sections.values()) / len(sections), available=available)
+            report.units[kind] = UnitUse(
+                allocated=sum(u[kind] for u in sections.values()) / len(sections), available=available
+            )
             report.extra[f"rdu.allocation_ratio_max.{kind}"] = max(ratios)
         report.extra["rdu.sections"] = float(len(sections))
     report.details["sections"] = [{"section_id": s, **used} for s, used in sorted(sections.items())]
@@ -174,15 +197,20 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
     for stage in _stages(folder, report):
         section, latency = int(stage.get("section_id", -1)), float(stage.get("prism_stage_latency", 0) or 0)
         templates = stage.get("template_info", [])
-        units = {"pcus": float(sum(t.get("pcu_count", 0) for t in templates)),
-                 "pmus": float(sum(t.get("pmu_count", 0) for t in templates))}
+        units = {
+            "pcus": float(sum(t.get("pcu_count", 0) for t in templates)),
+            "pmus": float(sum(t.get("pmu_count", 0) for t in templates)),
+        }
         chip = stage.get("chip_id", 0)
         name = f"section{section}.stage{stage.get('stage_id')}" + (f".chip{chip}" if chip else "")
-        report.subtasks.append(ArtifactSubtask(name=name, cycles=latency if latency > 0 else None, units=units,
-                                               group=f"section{section}"))
+        report.subtasks.append(
+            ArtifactSubtask(name=name, cycles=latency if latency > 0 else None, units=units, group=f"section{section}")
+        )
         latencies.setdefault(section, []).append(latency)
     if sections and latencies and set(latencies) - set(sections):
-        report.problems.append(f"stages of section(s) {sorted(set(latencies) - set(sections))} have no utilization report")
+        report.problems.append(
+            f"stages of section(s) {sorted(set(latencies) - set(sections))} have no utilization report"
+        )
     report.files.extend(str(p) for p in sorted((folder / "stage_buffers").glob("stage_info_*.json")))
     report.load_imbalance = stage_load_imbalance(latencies)
     if report.load_imbalance is not None:
@@ -212,9 +240,14 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
         report.files.append(str(dram))
         partitions = json.loads(dram.read_text())
         report.details["dram_analysis"] = {
-            part: {level: {k: v for k, v in values.items() if k.startswith(("estimated_bw", "predicted_"))}
-                   for level, values in entry.items() if isinstance(values, dict) and level in ("DDR", "HOST")}
-            for part, entry in partitions.items() if isinstance(entry, dict)}
+            part: {
+                level: {k: v for k, v in values.items() if k.startswith(("estimated_bw", "predicted_"))}
+                for level, values in entry.items()
+                if isinstance(values, dict) and level in ("DDR", "HOST")
+            }
+            for part, entry in partitions.items()
+            if isinstance(entry, dict)
+        }
     tune = next(iter(sorted(folder.rglob("section_report.csv"))), None)
     if tune is not None:
         apply_sambatune(report, tune)

@@ -32,9 +32,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dabench.metrics import tier1
 from dabench.core.profile import UnitUse
 from dabench.ingest.artifact import COMPILER_ESTIMATE, MEASURED, ArtifactReport, ArtifactSubtask
+from dabench.metrics import tier1
 
 #: kernel class by top-level kernel name prefix (first match wins); everything else is "other"
 KERNEL_CLASSES = (
@@ -46,7 +46,9 @@ KERNEL_CLASSES = (
 )
 CLASS_NAMES = tuple(name for name, _ in KERNEL_CLASSES) + ("other",)
 
-_HEADER = re.compile(r"^(Samples/s|Compute Samples/s|Transmission Samples/s|Active PEs|Compute Utilization):\s*([\d.]+)\s*(%?)\s*$")
+_HEADER = re.compile(
+    r"^(Samples/s|Compute Samples/s|Transmission Samples/s|Active PEs|Compute Utilization):\s*([\d.]+)\s*(%?)\s*$"
+)
 _RATE_LINE = re.compile(r"Step=(\d+).*?Rate=([\d.]+) samples/sec, GlobalRate=([\d.]+) samples/sec")
 _BATCH_LINE = re.compile(r"Effective batch size is (\d+)")
 _TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
@@ -96,10 +98,16 @@ def parse_compile_report(text: str, path: str | None = None) -> ArtifactReport:
     elif header.get("Active PEs"):
         report.notes.append("no patio row: PE budget inferred from the header's rounded Active PEs %")
         report.units["pes"] = UnitUse(allocated=allocated, available=allocated / header["Active PEs"])
-    for name, (rate, compute, transmission, pes, util) in kernels:
-        report.subtasks.append(ArtifactSubtask(
-            name=name, rate=rate, units={"pes": pes or 0.0}, group=kernel_class(name),
-            utilization=util / 100.0 if util is not None else None))
+    for name, (rate, _compute, _transmission, pes, util) in kernels:
+        report.subtasks.append(
+            ArtifactSubtask(
+                name=name,
+                rate=rate,
+                units={"pes": pes or 0.0},
+                group=kernel_class(name),
+                utilization=util / 100.0 if util is not None else None,
+            )
+        )
     rated = [s for s in report.subtasks if s.rate]
     if rated:
         report.bottleneck = min(rated, key=lambda s: s.rate).name
@@ -107,10 +115,12 @@ def parse_compile_report(text: str, path: str | None = None) -> ArtifactReport:
     report.throughput_basis = COMPILER_ESTIMATE
     report.load_imbalance_basis = "per-kernel samples/s (LI = mean(1/r) / max(1/r))"
     extra = report.extra
-    for key, name in (("Compute Samples/s", "cerebras.compute_samples_per_s"),
-                      ("Transmission Samples/s", "cerebras.transmission_samples_per_s"),
-                      ("Active PEs", "cerebras.active_pes_reported"),
-                      ("Compute Utilization", "cerebras.compute_utilization")):
+    for key, name in (
+        ("Compute Samples/s", "cerebras.compute_samples_per_s"),
+        ("Transmission Samples/s", "cerebras.transmission_samples_per_s"),
+        ("Active PEs", "cerebras.active_pes_reported"),
+        ("Compute Utilization", "cerebras.compute_utilization"),
+    ):
         if key in header:
             extra[name] = header[key]
     extra["cerebras.kernels"] = float(len(kernels))
@@ -133,8 +143,9 @@ RATE_TOLERANCE = 1e-3
 ACTIVE_PES_TOLERANCE = 0.006
 
 
-def compile_report_problems(text: str, header: dict[str, float], rows: list, kernels: list,
-                            budget: float | None, allocated: float) -> list[str]:
+def compile_report_problems(
+    text: str, header: dict[str, float], rows: list, kernels: list, budget: float | None, allocated: float
+) -> list[str]:
     """Why a compile report is truncated or inconsistent ([] when complete):
 
     - the kernel table is not closed by its ``+---`` border (the file was cut);
@@ -154,17 +165,23 @@ def compile_report_problems(text: str, header: dict[str, float], rows: list, ker
         problems.append("no patio row (the PE budget of the compiled region)")
     top = {name for name, _ in kernels}
     # (``buf.*`` and other namespaces that are not kernels never have a row of their own)
-    orphans = sorted(prefix for prefix in {name.split(".", 1)[0] for name, _ in rows if "." in name} - top
-                     if kernel_class(prefix) != "other")
+    orphans = sorted(
+        prefix
+        for prefix in {name.split(".", 1)[0] for name, _ in rows if "." in name} - top
+        if kernel_class(prefix) != "other"
+    )
     if orphans:
-        problems.append(f"{len(orphans)} kernel(s) listed only by their sub-kernels, without their own row "
-                        f"(e.g. {orphans[0]})")
+        problems.append(
+            f"{len(orphans)} kernel(s) listed only by their sub-kernels, without their own row (e.g. {orphans[0]})"
+        )
     rates = [vals[0] for _, vals in kernels if vals[0]]
     if rates and "Samples/s" in header and abs(min(rates) - header["Samples/s"]) > RATE_TOLERANCE * header["Samples/s"]:
         problems.append(f"header Samples/s {header['Samples/s']:g} is not the slowest kernel's {min(rates):g}")
     if budget and "Active PEs" in header and abs(allocated / budget - header["Active PEs"]) > ACTIVE_PES_TOLERANCE:
-        problems.append(f"header Active PEs {header['Active PEs']:.0%} but the table sums to "
-                        f"{allocated:,.0f} / {budget:,.0f} = {allocated / budget:.1%}")
+        problems.append(
+            f"header Active PEs {header['Active PEs']:.0%} but the table sums to "
+            f"{allocated:,.0f} / {budget:,.0f} = {allocated / budget:.1%}"
+        )
     return problems
 
 
@@ -223,7 +240,9 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
     executor = _executor_dir(folder)
     run_log = next((p for p in (folder / "run.log", folder.parent.parent / "run.log") if p.exists()), None)
     if executor is None and run_log is None:
-        raise ValueError(f"{folder}: not a Cerebras appliance run (no executors/<n>/performance.json, track.json or run.log)")
+        raise ValueError(
+            f"{folder}: not a Cerebras appliance run (no executors/<n>/performance.json, track.json or run.log)"
+        )
     if executor is not None:
         perf_path, track_path = executor / "performance.json", executor / "track.json"
         if perf_path.exists():
@@ -241,13 +260,17 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
             report.phases_s = flatten_track(_json_or_problem(track_path, report, {}))
             for name, seconds in report.phases_s.items():
                 if "/" not in name:
-                    report.extra[f"cerebras.phase_s.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_').lower()}"] = seconds
+                    report.extra[f"cerebras.phase_s.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_').lower()}"] = (
+                        seconds
+                    )
         tasks: dict[str, int] = {}
         for details in sorted(executor.glob("*-cluster-details.json")):
             report.files.append(str(details))
             counts: dict[str, int] = {}
             for task in json.loads(details.read_text()).get("tasks", []):
-                counts[task.get("taskType", "?")] = counts.get(task.get("taskType", "?"), 0) + len(task.get("taskMap", []))
+                counts[task.get("taskType", "?")] = counts.get(task.get("taskType", "?"), 0) + len(
+                    task.get("taskMap", [])
+                )
             if len(counts) > len(tasks):  # the execute job lists the most task types
                 tasks = counts
         for kind, count in tasks.items():
@@ -259,7 +282,9 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
             for job in meta.get("execute_jobs", []) + meta.get("compile_jobs", []):
                 for name, version in (job.get("software_versions") or {}).items():
                     report.info[f"cerebras.version.{name}"] = str(version)
-            report.chips = max(1, max((len(job.get("system_versions") or {}) for job in meta.get("execute_jobs", [])), default=1))
+            report.chips = max(
+                1, max((len(job.get("system_versions") or {}) for job in meta.get("execute_jobs", [])), default=1)
+            )
     if run_log is not None:
         report.files.append(str(run_log))
         rates, batch = parse_rate_lines(run_log.read_text(errors="replace"))

@@ -24,18 +24,21 @@ RELATIVE_TOLERANCE = 1e-6
 #: metric names (after an optional ``predict.`` prefix) that are ratios bounded by 1.0
 _BOUNDED_BY_ONE = re.compile(
     r"^(predict\.)?(tier1\.compute_efficiency|tier1\.bandwidth_efficiency(\..+)?|roofline\..+\.roof_share"
-    r"|tier1\.allocation_ratio(\..+)?|tier1\.load_imbalance)$")
+    r"|tier1\.allocation_ratio(\..+)?|tier1\.load_imbalance)$"
+)
 #: metric names that can never be negative
 _NON_NEGATIVE = re.compile(
     r"^(predict\.)?(throughput\..+|step_time\..+|tier1\..+|perf\..+|work\..+|memory\..+|tier2\.comm_time_s.*"
-    r"|tier2\.bubble_time_s|loss\..+_count)$")
+    r"|tier2\.bubble_time_s|loss\..+_count)$"
+)
 
 
 #: metrics measured against a hardware ceiling (peak FLOP/s or bandwidth); a run whose ceilings
 #: could not be calibrated records none of them (see dabench.host.ceilings, "uncalibrated")
 _AGAINST_CEILING = re.compile(
     r"^(predict\.)?(tier1\.compute_efficiency|tier1\.bandwidth_efficiency(\..+)?|perf\.peak_tflops|roofline\.(?!step\.intensity$).+"
-    r"|diagnosis\.memory_bound|predict\.rel_error\.tier1_compute_efficiency)$")
+    r"|diagnosis\.memory_bound|predict\.rel_error\.tier1_compute_efficiency)$"
+)
 
 
 def ceiling_metric_names(metrics: Mapping[str, float]) -> list[str]:
@@ -97,13 +100,16 @@ def roofline_violations(points: Iterable) -> list[str]:
         if not (math.isfinite(p.achieved) and math.isfinite(p.attainable)):
             continue  # reported as non-finite by the metric check
         if p.achieved > p.attainable * (1.0 + RELATIVE_TOLERANCE):
-            out.append(f"roofline point {p.name}: achieved {p.achieved / 1e12:.4g} TFLOP/s above its roof "
-                       f"{p.attainable / 1e12:.4g} TFLOP/s")
+            out.append(
+                f"roofline point {p.name}: achieved {p.achieved / 1e12:.4g} TFLOP/s above its roof "
+                f"{p.attainable / 1e12:.4g} TFLOP/s"
+            )
     return out
 
 
-def check_result(metrics: Mapping[str, float], roofline_points: Iterable = (),
-                 loss: float | None = None) -> CheckFailure | None:
+def check_result(
+    metrics: Mapping[str, float], roofline_points: Iterable = (), loss: float | None = None
+) -> CheckFailure | None:
     """None when the result may be recorded as ok; otherwise the status and reason. Non-finite
     values win over bound violations (a NaN says nothing about bounds)."""
     bad = non_finite(metrics)
@@ -116,5 +122,7 @@ def check_result(metrics: Mapping[str, float], roofline_points: Iterable = (),
     violations = bound_violations(metrics) + roofline_violations(roofline_points)
     if violations:
         more = f" (+{len(violations) - 8} more)" if len(violations) > 8 else ""
-        return CheckFailure(Status.INVALID_RESULT, "result breaks a physical bound: " + "; ".join(violations[:8]) + more)
+        return CheckFailure(
+            Status.INVALID_RESULT, "result breaks a physical bound: " + "; ".join(violations[:8]) + more
+        )
     return None

@@ -34,10 +34,18 @@ def ridge_point(peak_flops: float, bandwidth: float) -> float:
     return peak_flops / bandwidth
 
 
-def point(name: str, flops: float, moved_bytes: float, seconds: float | None, peak_flops: float,
-          bandwidth: float) -> RooflinePoint:
+def point(
+    name: str, flops: float, moved_bytes: float, seconds: float | None, peak_flops: float, bandwidth: float
+) -> RooflinePoint:
     """A roofline point for work of ``flops`` moving ``moved_bytes`` that took ``seconds``."""
     intensity = flops / moved_bytes if moved_bytes else 0.0
     achieved = flops / seconds if seconds else None
-    return RooflinePoint(name, intensity, achieved, attainable_flops(intensity, peak_flops, bandwidth),
-                         flops, moved_bytes, ridge_point(peak_flops, bandwidth))
+    return RooflinePoint(
+        name,
+        intensity,
+        achieved,
+        attainable_flops(intensity, peak_flops, bandwidth),
+        flops,
+        moved_bytes,
+        ridge_point(peak_flops, bandwidth),
+    )

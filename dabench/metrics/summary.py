@@ -9,10 +9,10 @@ Achieved FLOP/s per chip = FLOPs per step / (median step time * chips).
 from __future__ import annotations
 
 from dabench.core.ceilings import Ceilings
+from dabench.core.profile import Profile
 from dabench.metrics import tier1, tier2
 from dabench.metrics.diagnosis import diagnose
 from dabench.metrics.roofline import RooflinePoint, point, ridge_point
-from dabench.core.profile import Profile
 from dabench.workload.opgraph import OpGraph
 
 CONCURRENT_SUBTASK_KINDS = ("stage", "kernel", "section_stage", "rank")
@@ -33,13 +33,34 @@ def roofline_points(graph: OpGraph, profile: Profile, ceilings: Ceilings, data_c
     points = []
     for op_class, (flops, moved) in graph.by_class(("fwd", "bwd")).items():
         seconds = profile.class_times_s.get(op_class)
-        points.append(point(op_class, flops * scale, moved * scale, seconds, ceilings.peak_flops, ceilings.bandwidth_Bps))
-    opt_flops, opt_bytes = graph.flops("opt") * data_copies / profile.chips, graph.bytes("opt") * data_copies / profile.chips
-    points.append(point("optimizer", opt_flops, opt_bytes, profile.class_times_s.get("optimizer"),
-                        ceilings.peak_flops, ceilings.bandwidth_Bps))
+        points.append(
+            point(op_class, flops * scale, moved * scale, seconds, ceilings.peak_flops, ceilings.bandwidth_Bps)
+        )
+    opt_flops, opt_bytes = (
+        graph.flops("opt") * data_copies / profile.chips,
+        graph.bytes("opt") * data_copies / profile.chips,
+    )
+    points.append(
+        point(
+            "optimizer",
+            opt_flops,
+            opt_bytes,
+            profile.class_times_s.get("optimizer"),
+            ceilings.peak_flops,
+            ceilings.bandwidth_Bps,
+        )
+    )
     flops, moved = step_work(graph, profile.samples_per_step, data_copies)
-    points.append(point("step", flops / profile.chips, moved / profile.chips, profile.median_step_s,
-                        ceilings.peak_flops, ceilings.bandwidth_Bps))
+    points.append(
+        point(
+            "step",
+            flops / profile.chips,
+            moved / profile.chips,
+            profile.median_step_s,
+            ceilings.peak_flops,
+            ceilings.bandwidth_Bps,
+        )
+    )
     return points
 
 
@@ -67,16 +88,20 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
     flops, moved = step_work(graph, profile.samples_per_step, data_copies)
     achieved = flops / (median * profile.chips)
     achieved_bw = moved / (median * profile.chips)
-    metrics.update({
-        "work.flops_per_step": flops,
-        "work.bytes_per_step": moved,
-        "work.params": float(graph.params),
-        "perf.achieved_tflops": achieved / 1e12,
-        "perf.peak_tflops": ceilings.peak_flops / 1e12,
-        "perf.achieved_bandwidth_GBps": achieved_bw / 1e9,
-        "tier1.compute_efficiency": tier1.compute_efficiency(achieved, ceilings.peak_flops),
-        f"tier1.bandwidth_efficiency.{ceilings.memory_level}": tier1.bandwidth_efficiency(achieved_bw, ceilings.bandwidth_Bps),
-    })
+    metrics.update(
+        {
+            "work.flops_per_step": flops,
+            "work.bytes_per_step": moved,
+            "work.params": float(graph.params),
+            "perf.achieved_tflops": achieved / 1e12,
+            "perf.peak_tflops": ceilings.peak_flops / 1e12,
+            "perf.achieved_bandwidth_GBps": achieved_bw / 1e9,
+            "tier1.compute_efficiency": tier1.compute_efficiency(achieved, ceilings.peak_flops),
+            f"tier1.bandwidth_efficiency.{ceilings.memory_level}": tier1.bandwidth_efficiency(
+                achieved_bw, ceilings.bandwidth_Bps
+            ),
+        }
+    )
     if profile.units:
         ratios = tier1.allocation_ratios({k: (u.allocated, u.available) for k, u in profile.units.items()})
         metrics["tier1.allocation_ratio"] = next(iter(ratios.values()))
@@ -92,8 +117,9 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
     for level, used in profile.memory_bytes.items():
         metrics[f"memory.peak_bytes.{level}"] = used
     # the step's roofline point (the last of roofline_points), without the per-class points
-    step_point = point("step", flops / profile.chips, moved / profile.chips, median, ceilings.peak_flops,
-                       ceilings.bandwidth_Bps)
+    step_point = point(
+        "step", flops / profile.chips, moved / profile.chips, median, ceilings.peak_flops, ceilings.bandwidth_Bps
+    )
     metrics["roofline.step.intensity"] = step_point.intensity
     metrics["roofline.step.attainable_tflops"] = step_point.attainable / 1e12
     metrics["roofline.step.roof_share"] = achieved / step_point.attainable
@@ -106,18 +132,22 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
         metrics["tier2.comm_fraction"] = comm_fraction
         metrics["tier2.comm_time_s"] = comm_time
         metrics["tier2.bubble_time_s"] = bubble
-        for strategy, seconds in tier2.strategy_breakdown((e.strategy, e.time_s) for e in profile.comm if e.op != "bubble").items():
+        for strategy, seconds in tier2.strategy_breakdown(
+            (e.strategy, e.time_s) for e in profile.comm if e.op != "bubble"
+        ).items():
             metrics[f"tier2.comm_time_s.{strategy}"] = seconds
         if profile.single_chip_samples_per_s:
             metrics["tier2.scaling_efficiency"] = tier2.scaling_efficiency(
-                profile.samples_per_s, profile.single_chip_samples_per_s, profile.chips)
+                profile.samples_per_s, profile.single_chip_samples_per_s, profile.chips
+            )
     metrics.update(profile.extra_metrics)
     metrics["diagnosis.memory_bound"] = 1.0 if step_point.bound == "memory" else 0.0
     return metrics
 
 
-def diagnosis(profile: Profile, graph: OpGraph, ceilings: Ceilings, metrics: dict[str, float],
-              data_copies: int = 1) -> tuple[str, str]:
+def diagnosis(
+    profile: Profile, graph: OpGraph, ceilings: Ceilings, metrics: dict[str, float], data_copies: int = 1
+) -> tuple[str, str]:
     """The bottleneck label and its reason, from already computed metrics."""
     step_point = roofline_points(graph, profile, ceilings, data_copies)[-1]
     return diagnose(

@@ -28,8 +28,11 @@ def bus_bandwidth(op: str, bytes_per_rank: float, time_s: float, ranks: int) -> 
     if time_s <= 0:
         raise ValueError(f"time must be positive, got {time_s}")
     algbw = bytes_per_rank / time_s
-    factor = {"allreduce": 2.0 * (ranks - 1) / ranks, "allgather": (ranks - 1) / ranks,
-              "reduce_scatter": (ranks - 1) / ranks}.get(op, 1.0)
+    factor = {
+        "allreduce": 2.0 * (ranks - 1) / ranks,
+        "allgather": (ranks - 1) / ranks,
+        "reduce_scatter": (ranks - 1) / ranks,
+    }.get(op, 1.0)
     return algbw * factor
 
 

@@ -21,7 +21,9 @@ PREDICTORS: dict[str, str] = {
 
 def get_predictor(arch: str) -> Callable:
     if arch not in PREDICTORS:
-        raise KeyError(f"no analytical model for hardware.arch={arch!r}; models exist for: "
-                       f"{', '.join(sorted(PREDICTORS)) or 'none yet'}")
+        raise KeyError(
+            f"no analytical model for hardware.arch={arch!r}; models exist for: "
+            f"{', '.join(sorted(PREDICTORS)) or 'none yet'}"
+        )
     module, _, attr = PREDICTORS[arch].partition(":")
     return getattr(importlib.import_module(module), attr)

@@ -65,11 +65,22 @@ def weight_params(op: Op, model: ModelConfig) -> int:
     return op.params
 
 
-def make_profile(rc: RunConfig, source: str, step_s: float, *, subtask_kind: str, units: dict[str, UnitUse],
-                 subtasks: list[Subtask], memory: dict[str, float], comm: list[CommEvent] | None = None,
-                 class_times: dict[str, float] | None = None, single_chip_samples_per_s: float | None = None,
-                 extra: dict[str, float] | None = None, bottleneck: str | None = None,
-                 tags: dict[str, str] | None = None) -> Profile:
+def make_profile(
+    rc: RunConfig,
+    source: str,
+    step_s: float,
+    *,
+    subtask_kind: str,
+    units: dict[str, UnitUse],
+    subtasks: list[Subtask],
+    memory: dict[str, float],
+    comm: list[CommEvent] | None = None,
+    class_times: dict[str, float] | None = None,
+    single_chip_samples_per_s: float | None = None,
+    extra: dict[str, float] | None = None,
+    bottleneck: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> Profile:
     """A predicted Profile for one optimizer step of ``rc`` taking ``step_s`` seconds."""
     if not step_s > 0:
         raise ValueError(f"predicted step time must be positive, got {step_s}")

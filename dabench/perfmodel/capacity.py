@@ -30,16 +30,23 @@ class MemoryUse:
         return self.weights + self.gradients + self.optimizer + self.activations + self.other
 
     def plus(self, activations: float = 0.0, other: float = 0.0) -> "MemoryUse":
-        return MemoryUse(self.weights, self.gradients, self.optimizer, self.activations + activations,
-                         self.other + other)
+        return MemoryUse(
+            self.weights, self.gradients, self.optimizer, self.activations + activations, self.other + other
+        )
 
     def describe(self) -> str:
         """'weights 1.2 GiB + gradients ...' for capacity error messages."""
         return " + ".join(f"{kind} {value / 2**30:.2f} GiB" for kind, value in asdict(self).items() if value)
 
 
-def training_state(params: float, precision: PrecisionConfig, *, compute_copy: bool = False,
-                   grad_bytes: float | None = None, moment_bytes: tuple[float, float] | None = None) -> MemoryUse:
+def training_state(
+    params: float,
+    precision: PrecisionConfig,
+    *,
+    compute_copy: bool = False,
+    grad_bytes: float | None = None,
+    moment_bytes: tuple[float, float] | None = None,
+) -> MemoryUse:
     """Weights (plus a 16-bit working copy with ``compute_copy``), gradients (``grad_bytes``
     each, default the parameter dtype) and AdamW moments (``moment_bytes``) of ``params`` parameters."""
     w = precision.param_bytes

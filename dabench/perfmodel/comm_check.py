@@ -10,8 +10,8 @@ Derivation: docs/distributed.md, "Validate mode".
 from __future__ import annotations
 
 from dabench.config.sections import RunConfig
-from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
 from dabench.core.profile import CommEvent
+from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
 
 _PRIMITIVES = {
     "allreduce": ring_allreduce_s,

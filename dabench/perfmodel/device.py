@@ -16,15 +16,15 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
-from dabench.core.ceilings import Ceilings
 from dabench.config.sections import RunConfig
+from dabench.core.ceilings import Ceilings
+from dabench.core.profile import CommEvent, Subtask, UnitUse
+from dabench.core.status import UnsupportedError
 from dabench.host.ceilings import cpu_native_precision, is_calibrated, tf32_enabled
-from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, ring_allreduce_s
 from dabench.perfmodel.assemble import layer_groups, make_profile
+from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.pipeline import PipelineTiming, pipeline_time
-from dabench.core.status import UnsupportedError
-from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.workload.opgraph import Layer, OpGraph
 
 log = logging.getLogger(__name__)
@@ -40,10 +40,21 @@ SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")
 SCORE_PASSES = {"fwd": (6, 1), "bwd": (9, 1)}
 
 
-def _layer_time(layer: Layer, phases: tuple[str, ...], peak: float, bw: float, ce: float, me: float,
-                launch: float, split: int = 1, fraction: float = 1.0,
-                half_flops: float = 0.0, recompute: bool = False,
-                head_dim: int = 0, e: int = 2) -> tuple[float, dict[str, float]]:
+def _layer_time(
+    layer: Layer,
+    phases: tuple[str, ...],
+    peak: float,
+    bw: float,
+    ce: float,
+    me: float,
+    launch: float,
+    split: int = 1,
+    fraction: float = 1.0,
+    half_flops: float = 0.0,
+    recompute: bool = False,
+    head_dim: int = 0,
+    e: int = 2,
+) -> tuple[float, dict[str, float]]:
     """Seconds for a layer's ops in ``phases`` (work scaled by ``fraction`` of the micro-batch,
     and divided by ``split`` for tensor-parallel op classes), and the same per op class.
     ``half_flops``: a matmul/attention op of F FLOPs runs at F / (F + half_flops) of its rate.
@@ -91,9 +102,11 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         native = cpu_native_precision(rc.precision.compute_dtype)
         tags["precision_native"] = "true" if native else "false"
         if not native:
-            log.warning("this CPU has no native %s arithmetic: predicting at its fastest emulated GEMM rate; "
-                        "torch's other emulated kernels are slower, so the prediction is optimistic",
-                        rc.precision.compute_dtype)
+            log.warning(
+                "this CPU has no native %s arithmetic: predicting at its fastest emulated GEMM rate; "
+                "torch's other emulated kernels are slower, so the prediction is optimistic",
+                rc.precision.compute_dtype,
+            )
     elif arch == "cuda":
         tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
     par, m = rc.parallel, rc.run.grad_accum
@@ -110,8 +123,20 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         step, classes, subtasks = 0.0, {}, []
         for layer, count in groups:
             again = layout.recompute and layer.kind == "block"
-            t_train, c_train = _layer_time(layer, train, peak, bw, ce, me, launch, split_, half_flops=half_flops,
-                                           recompute=again, head_dim=layout.score_head_dim, e=e)
+            t_train, c_train = _layer_time(
+                layer,
+                train,
+                peak,
+                bw,
+                ce,
+                me,
+                launch,
+                split_,
+                half_flops=half_flops,
+                recompute=again,
+                head_dim=layout.score_head_dim,
+                e=e,
+            )
             t_opt, c_opt = _layer_time(layer, ("opt",), peak, bw, ce, me, launch, split_, half_flops=half_flops)
             per_layer = m * t_train + t_opt
             step += count * per_layer
@@ -158,10 +183,20 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         units = {cores.kind: UnitUse(float(cores.count), float(cores.count))}
     extra["perfmodel.compute_efficiency_term"] = ce
     extra["perfmodel.memory_efficiency_term"] = me
-    profile = make_profile(rc, f"perfmodel.{arch}", step, subtask_kind=kind, units=units, subtasks=subtasks,
-                           memory={ceilings.memory_level: _memory(graph, rc, layout)}, comm=comm, class_times=classes,
-                           single_chip_samples_per_s=single, extra=extra,
-                           tags=tags)
+    profile = make_profile(
+        rc,
+        f"perfmodel.{arch}",
+        step,
+        subtask_kind=kind,
+        units=units,
+        subtasks=subtasks,
+        memory={ceilings.memory_level: _memory(graph, rc, layout)},
+        comm=comm,
+        class_times=classes,
+        single_chip_samples_per_s=single,
+        extra=extra,
+        tags=tags,
+    )
     if chips != profile.chips:  # tensor-parallel GPUs inside each pipeline stage
         profile = dataclasses.replace(profile, chips=chips)
     return profile
@@ -188,11 +223,14 @@ def _layout(rc: RunConfig, k) -> _Layout:
     stage_tensor = int(getattr(k, "stage_tensor_degree", 1))
     chunks = int(getattr(k, "pipeline_chunks", 1))
     if rc.parallel.strategy != "pp" and (stage_tensor > 1 or chunks > 1):
-        raise UnsupportedError("hardware.options.stage_tensor_degree and pipeline_chunks apply to parallel=pp only "
-                               f"(parallel={rc.parallel.strategy}: use parallel=tp parallel.degree for tensor parallelism)")
+        raise UnsupportedError(
+            "hardware.options.stage_tensor_degree and pipeline_chunks apply to parallel=pp only "
+            f"(parallel={rc.parallel.strategy}: use parallel=tp parallel.degree for tensor parallelism)"
+        )
     if stage_tensor > 1 and rc.model.n_heads % stage_tensor:
-        raise UnsupportedError(f"hardware.options.stage_tensor_degree={stage_tensor} does not divide "
-                               f"model.n_heads={rc.model.n_heads}")
+        raise UnsupportedError(
+            f"hardware.options.stage_tensor_degree={stage_tensor} does not divide model.n_heads={rc.model.n_heads}"
+        )
     head_dim = rc.model.hidden_size // rc.model.n_heads if getattr(k, "attention", "flash") == "materialized" else 0
     return _Layout(recompute, stage_tensor, chunks, head_dim)
 
@@ -213,8 +251,9 @@ def _memory(graph: OpGraph, rc: RunConfig, layout: _Layout = _Layout()) -> float
     return (state + saved) / (shards * layout.stage_tensor)
 
 
-def _pipeline(rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, comm, half_flops=0.0,
-              layout: _Layout = _Layout()):
+def _pipeline(
+    rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, comm, half_flops=0.0, layout: _Layout = _Layout()
+):
     """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``.
 
     With ``layout.stage_tensor`` = t GPUs per stage (Megatron tensor parallelism inside a stage),
@@ -232,9 +271,28 @@ def _pipeline(rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, comm, hal
     links, per_node = rc.hardware.links, rc.hardware.chips_per_node
     block = graph.layer("block.0") if rc.model.n_layers else None
     e = graph.precision.compute_bytes
-    t_block, c_block = _layer_time(block, ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops,
-                                   layout.recompute, layout.score_head_dim, e) if block else (0.0, {})
-    o_block, _ = _layer_time(block, ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops) if block else (0.0, {})
+    t_block, c_block = (
+        _layer_time(
+            block,
+            ("fwd", "bwd"),
+            peak,
+            bw,
+            ce,
+            me,
+            launch,
+            t,
+            fraction,
+            half_flops,
+            layout.recompute,
+            layout.score_head_dim,
+            e,
+        )
+        if block
+        else (0.0, {})
+    )
+    o_block, _ = (
+        _layer_time(block, ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops) if block else (0.0, {})
+    )
     t_emb, _ = _layer_time(graph.layer("embedding"), ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops)
     t_head, _ = _layer_time(graph.layer("head"), ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops)
     o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops)

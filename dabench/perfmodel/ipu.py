@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
+from dabench.core.profile import CommEvent, Subtask, UnitUse
+from dabench.core.status import CompileError, UnsupportedError
+from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy
 from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s
-from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.ipu import IpuOptions
 from dabench.perfmodel.pipeline import pipeline_time, stash_depth
-from dabench.core.profile import CommEvent, Subtask, UnitUse
-from dabench.core.status import CompileError, UnsupportedError
 from dabench.workload.opgraph import ADAMW_FLOPS_PER_PARAM, Layer, Op, OpGraph
 
 SOURCE = "perfmodel.ipu"
@@ -72,7 +72,9 @@ def amp_peak(rc: RunConfig, o: IpuOptions) -> float:
 def knobs(rc: RunConfig) -> IpuKnobs:
     hw = rc.hardware
     if rc.precision.name not in hw.precisions:
-        raise UnsupportedError(f"hardware=ipu has no {rc.precision.name} arithmetic (supports {', '.join(hw.precisions)})")
+        raise UnsupportedError(
+            f"hardware=ipu has no {rc.precision.name} arithmetic (supports {', '.join(hw.precisions)})"
+        )
     o: IpuOptions = knobs_for(hw)
     sram = hw.memory_level("sram")
     streaming = next((level for level in hw.memory if level.name == "streaming"), None)
@@ -171,8 +173,12 @@ def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
 
 def placement(rc: RunConfig) -> tuple[int, ...]:
     """Decoder layers per IPU of one replica (IPU 0 also holds the embedding and the head)."""
-    require_strategy(rc, ("none", "dp", "pp"), "PopTorch's GPT-2 example pipelines layers over IPUs "
-                     "(parallel=pp) and replicates (parallel.replicas or parallel=dp); tensor sharding is not modelled")
+    require_strategy(
+        rc,
+        ("none", "dp", "pp"),
+        "PopTorch's GPT-2 example pipelines layers over IPUs "
+        "(parallel=pp) and replicates (parallel.replicas or parallel=dp); tensor sharding is not modelled",
+    )
     if rc.parallel.strategy == "pp":
         return tuple(rc.parallel.layers_per_stage or ())
     return (rc.model.n_layers,)
@@ -193,8 +199,9 @@ def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
     return [n * block + (extra if i == 0 else 0) for i, n in enumerate(layers)]
 
 
-def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int, ...],
-                   costs: dict[str, LayerCost]) -> list[MemoryUse]:
+def memory_per_ipu(
+    rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int, ...], costs: dict[str, LayerCost]
+) -> list[MemoryUse]:
     """Peak In-Processor-Memory use of each IPU (docs/perfmodel.md, "Bow IPU", memory per IPU)."""
     precision = graph.precision
     half = precision.param_dtype in ("fp16", "bf16")
@@ -206,7 +213,7 @@ def memory_per_ipu(rc: RunConfig, graph: OpGraph, k: IpuKnobs, layers: tuple[int
     checkpoint = tokens * rc.model.hidden_size * e
     p, r = len(layers), replicas(rc)
     uses = []
-    for i, (n_blocks, params) in enumerate(zip(layers, ipu_params(graph, layers))):
+    for i, (n_blocks, params) in enumerate(zip(layers, ipu_params(graph, layers), strict=False)):
         held = [("block", n_blocks)] if n_blocks else []
         if i == 0:
             held += [("embedding", 1), ("head", 1)]
@@ -245,8 +252,10 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     layers = placement(rc)
     p, m, r = len(layers), rc.run.grad_accum, replicas(rc)
     if p > 1 and m < 2 * p - 1:
-        raise CompileError(f"pipelined training over {p} IPUs needs run.grad_accum >= {2 * p - 1} (the forward "
-                           f"and backward pipeline stages, 2p-1; PopTorch refuses fewer), got {m}")
+        raise CompileError(
+            f"pipelined training over {p} IPUs needs run.grad_accum >= {2 * p - 1} (the forward "
+            f"and backward pipeline stages, 2p-1; PopTorch refuses fewer), got {m}"
+        )
     costs = {name: layer_cost(graph.layer(name), graph, k) for name in ("embedding", "head")}
     if rc.model.n_layers:
         costs["block"] = layer_cost(graph.layer("block.0"), graph, k)
@@ -254,8 +263,12 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     uses = memory_per_ipu(rc, graph, k, layers, costs)
     for i, use in enumerate(uses):
         if use.total > k.sram_bytes:  # the reason is formatted only when refusing
-            require_fits(f"ipu{i} In-Processor-Memory", use.total, k.sram_bytes,
-                         f"layers per IPU {' '.join(map(str, layers))}: IPU {i} needs {use.describe()}")
+            require_fits(
+                f"ipu{i} In-Processor-Memory",
+                use.total,
+                k.sram_bytes,
+                f"layers per IPU {' '.join(map(str, layers))}: IPU {i} needs {use.describe()}",
+            )
 
     e = graph.precision.compute_bytes
     message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
@@ -296,8 +309,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     single_step = m * single_train + sum(opt) + host
     single_chip = graph.batch_size * m / single_step
 
-    subtasks = [Subtask(f"ipu{i}", time_s=m * train[i], units={"tiles": float(tiles[i])},
-                        flops=None) for i in range(p)]
+    subtasks = [Subtask(f"ipu{i}", time_s=m * train[i], units={"tiles": float(tiles[i])}, flops=None) for i in range(p)]
     fractions = [use.total / k.sram_bytes for use in uses]
     bottleneck = timing.bottleneck
     extra = {
@@ -306,7 +318,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         "ipu.max_layers_per_ipu": float(max(layers)),
         "ipu.bottleneck_ipu": float(bottleneck),
         "ipu.max_memory_fraction": max(fractions),
-        "ipu.exchange_fraction": busy_exchange[bottleneck] / max(1e-30, busy_compute[bottleneck] + busy_exchange[bottleneck]),
+        "ipu.exchange_fraction": busy_exchange[bottleneck]
+        / max(1e-30, busy_compute[bottleneck] + busy_exchange[bottleneck]),
         "ipu.optimizer_s": update,
         "ipu.host_s": host,
         "host.fraction": host / step,
@@ -317,6 +330,16 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     memory = {"sram": max(use.total for use in uses)}
     if k.optimizer_offchip:
         memory["streaming"] = offchip * k.streaming_Bps / 2.0
-    return make_profile(rc, SOURCE, step, subtask_kind="stage", units=units, subtasks=subtasks, memory=memory,
-                        comm=comm, single_chip_samples_per_s=single_chip, extra=extra,
-                        bottleneck=f"ipu{bottleneck}")
+    return make_profile(
+        rc,
+        SOURCE,
+        step,
+        subtask_kind="stage",
+        units=units,
+        subtasks=subtasks,
+        memory=memory,
+        comm=comm,
+        single_chip_samples_per_s=single_chip,
+        extra=extra,
+        bottleneck=f"ipu{bottleneck}",
+    )

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
+from dabench.core.profile import CommEvent, Subtask, UnitUse
+from dabench.core.status import ConfigError
+from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.capacity import require_fits
 from dabench.perfmodel.comm import group_link, ring_allreduce_s, staged_link
-from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.rdu import RduOptions
-from dabench.core.status import ConfigError
-from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.workload.opgraph import Op, OpGraph
 
 SOURCE = "perfmodel.rdu"
@@ -89,7 +89,9 @@ class Stage:
     buffer_pmus: int = 0  #: PMUs of its output buffers (``stage_buffer_pmus`` buffers of one sample's output)
 
 
-def _stages_of(ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int) -> list[Stage]:
+def _stages_of(
+    ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int
+) -> list[Stage]:
     """Stages of ``ops`` (one layer): weights (and, backward, gradient accumulators) in PMUs, the
     PCU cap from the op's output width (:func:`~dabench.perfmodel.assemble.op_width`), and
     ``stage_buffer_pmus`` buffers of one sample's output. The graph's and knobs' fields are read
@@ -115,13 +117,33 @@ def _stages_of(ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], gr
             weights = params * wg / t
             fused = weights + saved.get(name, 0.0) / split
         else:
-            out.append(Stage(f"{layer_name}.{name}.{phase}", phase, op.flops / split, 0, cap, op.bytes / split,
-                             op.bytes / t, opt_buffers))
+            out.append(
+                Stage(
+                    f"{layer_name}.{name}.{phase}",
+                    phase,
+                    op.flops / split,
+                    0,
+                    cap,
+                    op.bytes / split,
+                    op.bytes / t,
+                    opt_buffers,
+                )
+            )
             continue
         # one sample's output (seq x width elements) per buffer
         sample = seq * max(1, width // split) * compute_bytes
-        out.append(Stage(f"{layer_name}.{name}.{phase}", phase, op.flops / split, ceil(weights / pmu_bytes), cap,
-                         op.bytes / split, fused, nbuf * ceil(sample / pmu_bytes)))
+        out.append(
+            Stage(
+                f"{layer_name}.{name}.{phase}",
+                phase,
+                op.flops / split,
+                ceil(weights / pmu_bytes),
+                cap,
+                op.bytes / split,
+                fused,
+                nbuf * ceil(sample / pmu_bytes),
+            )
+        )
     return out
 
 
@@ -147,7 +169,11 @@ def _sequence(graph: OpGraph, stages: dict[str, dict[str, list[Stage]]], phase: 
     """(stages of one layer, repeat count) in execution order for ``phase``; blocks folded."""
     n = graph.model.n_layers
     order = ["embedding", "block", "head"] if phase != "bwd" else ["head", "block", "embedding"]
-    return [(stages[kind][phase], n if kind == "block" else 1) for kind in order if kind in stages and (kind != "block" or n)]
+    return [
+        (stages[kind][phase], n if kind == "block" else 1)
+        for kind in order
+        if kind in stages and (kind != "block" or n)
+    ]
 
 
 # ----------------------------------------------------------------------------- sections
@@ -273,9 +299,17 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
         passes = math.ceil(used_pmus / k.pmus) if used_pmus > k.pmus else 1
         compute = longest * samples / samples
         ddr = (stage.ddr_fused if section.fused else stage.ddr_alone) * passes / k.ddr_Bps
-        return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, p, min(k.pmus, used_pmus), (longest,),
-                           (p,), longest / 1 / longest if longest else 1.0)
-    times = tuple([s.flops / (p * rate) for s, p in zip(stages, pcus)])
+        return SectionTime(
+            max(compute, ddr) + k.switch_s,
+            compute,
+            ddr,
+            p,
+            min(k.pmus, used_pmus),
+            (longest,),
+            (p,),
+            longest / 1 / longest if longest else 1.0,
+        )
+    times = tuple([s.flops / (p * rate) for s, p in zip(stages, pcus, strict=False)])
     ddr_bytes = sum([s.ddr_fused for s in stages] if section.fused else [s.ddr_alone for s in stages])
     passes = 1
     used_pmus = sum([s.weight_pmus for s in stages]) + sum([s.buffer_pmus for s in stages])
@@ -346,8 +380,12 @@ def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     """Predicted Profile of one optimizer step on SN30 RDU(s); ``ceilings`` are unused (the model
     reads its spec)."""
-    require_strategy(rc, ("none", "dp", "tp"), "SambaFlow scales GPT-2 with tensor parallelism "
-                     "(--tensor-parallel, parallel=tp) and data parallelism (parallel=dp)")
+    require_strategy(
+        rc,
+        ("none", "dp", "tp"),
+        "SambaFlow scales GPT-2 with tensor parallelism "
+        "(--tensor-parallel, parallel=tp) and data parallelism (parallel=dp)",
+    )
     k = knobs(rc)
     t = rc.parallel.degree if rc.parallel.strategy == "tp" else 1
     step, device, host, timed, repeat, comm = _step(rc, graph, k, t, rc.data_copies)
@@ -373,7 +411,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             most_pcus, most_pmus = max(most_pcus, st.pcus), max(most_pmus, st.pmus)
             if st.ddr_s >= st.compute_s:
                 ddr_bound += span
-            for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus):
+            for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus, strict=False):
                 name = stage.name
                 acc = per_stage.get(name)
                 busy = runs * stage_s
@@ -385,15 +423,19 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
                     acc[2] += busy * p
     # one subtask per op and phase (every decoder block's share of it summed: blocks are identical),
     # its PCUs time-weighted over the sections that ran it
-    subtasks = [Subtask(name, time_s=secs, units={"pcus": pcu_s / secs if secs else 0.0}, flops=flops)
-                for name, (secs, flops, pcu_s) in per_stage.items()]
+    subtasks = [
+        Subtask(name, time_s=secs, units={"pcus": pcu_s / secs if secs else 0.0}, flops=flops)
+        for name, (secs, flops, pcu_s) in per_stage.items()
+    ]
     total = max(total, 1e-30)
     chips = rc.parallel.n_chips
     # allocation as the compiler's per-section reports give it (and as profiles/sambaflow.py reads a
     # real compile folder): the mean over compiled sections of used / the chip's units, unweighted
     # (a compile report has no section times); the time-weighted mean is kept as rdu.* metrics
-    units = {"pcus": UnitUse(section_pcus / max(n_sections, 1), float(k.chip_pcus)),
-             "pmus": UnitUse(section_pmus / max(n_sections, 1), float(k.chip_pmus))}
+    units = {
+        "pcus": UnitUse(section_pcus / max(n_sections, 1), float(k.chip_pcus)),
+        "pmus": UnitUse(section_pmus / max(n_sections, 1), float(k.chip_pmus)),
+    }
     extra = {
         # sections run one after another and only the stages of one section run concurrently, so
         # the run's LI is the time-weighted mean of the sections' LIs (replaces the pooled value)
@@ -415,9 +457,23 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     # the weights, gradients, AdamW moments and saved activations live in DDR between sections
     state = graph.params * (graph.precision.param_bytes * 4) / t
     ddr = state + graph.saved_bytes / t
-    require_fits("rdu DDR", ddr, rc.hardware.capacity("ddr"),
-                 f"training state {state / 2**30:.1f} GiB + saved activations {graph.saved_bytes / t / 2**30:.1f} GiB per chip")
+    require_fits(
+        "rdu DDR",
+        ddr,
+        rc.hardware.capacity("ddr"),
+        f"training state {state / 2**30:.1f} GiB + saved activations {graph.saved_bytes / t / 2**30:.1f} GiB per chip",
+    )
     memory = {"ddr": ddr, "sram": float(max(st.pmus for items in timed.values() for _, st in items) * k.pmu_bytes)}
-    return make_profile(rc, SOURCE, step, subtask_kind="section_stage", units=units, subtasks=subtasks,
-                        memory=memory, comm=comm, single_chip_samples_per_s=single, extra=extra,
-                        tags={"compile_mode": k.mode})
+    return make_profile(
+        rc,
+        SOURCE,
+        step,
+        subtask_kind="section_stage",
+        units=units,
+        subtasks=subtasks,
+        memory=memory,
+        comm=comm,
+        single_chip_samples_per_s=single,
+        extra=extra,
+        tags={"compile_mode": k.mode},
+    )

@@ -6,8 +6,14 @@ ideal roofline). Each model's efficiency values: docs/perfmodel.md.
 from __future__ import annotations
 
 
-def op_time_s(flops: float, nbytes: float, peak_flops: float, bandwidth_Bps: float,
-              compute_efficiency: float = 1.0, memory_efficiency: float = 1.0) -> float:
+def op_time_s(
+    flops: float,
+    nbytes: float,
+    peak_flops: float,
+    bandwidth_Bps: float,
+    compute_efficiency: float = 1.0,
+    memory_efficiency: float = 1.0,
+) -> float:
     """max(flops / (peak * e_c), bytes / (bandwidth * e_m)), in seconds."""
     if peak_flops <= 0 or bandwidth_Bps <= 0:
         raise ValueError(f"peak ({peak_flops}) and bandwidth ({bandwidth_Bps}) must be positive")

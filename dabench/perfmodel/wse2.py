@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
-from dabench.perfmodel.capacity import require_fits, training_state
-from dabench.perfmodel.comm import ring_allreduce_s
-from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy, weight_params
-from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.knobs.wse2 import Wse2Knobs
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError, UnsupportedError
+from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy, weight_params
+from dabench.perfmodel.capacity import require_fits, training_state
+from dabench.perfmodel.comm import ring_allreduce_s
+from dabench.perfmodel.knobs import knobs_for
+from dabench.perfmodel.knobs.wse2 import Wse2Knobs
 from dabench.workload.opgraph import Layer, OpGraph
 
 SOURCE = "perfmodel.wse2"
@@ -112,8 +112,10 @@ def kernel_kinds(graph: OpGraph, bwd_weight: float = 1.0) -> list[KernelKind]:
     if graph.model.n_layers:
         block = _groups(graph.layer("block.0"), b, bwd_weight)
         n = graph.model.n_layers
-        kinds += [KernelKind(name, n, g[0], g[1], int(g[2]), g[3])
-                  for name, g in ((name, block[name]) for name in ("attention", "fc_in", "fc_out"))]
+        kinds += [
+            KernelKind(name, n, g[0], g[1], int(g[2]), g[3])
+            for name, g in ((name, block[name]) for name in ("attention", "fc_in", "fc_out"))
+        ]
     head = _groups(graph.layer("head"), b, bwd_weight)["head"]
     kinds.append(KernelKind("mlm_loss", 1, head[0], head[1], int(head[2]), head[3]))
     return kinds
@@ -133,18 +135,18 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
     k = p.knobs
     g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
     work = [kind.train_flops for kind in kinds]
-    total = sum(kind.count * w for kind, w in zip(kinds, work))
+    total = sum(kind.count * w for kind, w in zip(kinds, work, strict=False))
     budget = k.region_fill * p.region_pes / replicas
     rate = min(k.pipeline_rate_cap_samples_per_s, budget * g / total)
     pes = [max(1, math.ceil(w * rate / g)) for w in work]
-    used = sum(kind.count * n for kind, n in zip(kinds, pes))
+    used = sum(kind.count * n for kind, n in zip(kinds, pes, strict=False))
     for _ in range(50):  # whole PEs (rounded up): shrink the target until the rounded layout fits
         if used <= budget:
             break
         rate *= min(0.999, budget / used)
         pes = [max(1, math.ceil(w * rate / g)) for w in work]
-        used = sum(kind.count * n for kind, n in zip(kinds, pes))
-    rate = min(k.pipeline_rate_cap_samples_per_s, min(n * g / w for n, w in zip(pes, work)))
+        used = sum(kind.count * n for kind, n in zip(kinds, pes, strict=False))
+    rate = min(k.pipeline_rate_cap_samples_per_s, min(n * g / w for n, w in zip(pes, work, strict=False)))
     allreduce = 0.0
     if replicas > 1:
         hop = _FabricLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
@@ -170,19 +172,27 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
         replicas = int(k.replicas)
     needed = replicas * per_copy
     if needed > p.region_sram_bytes:  # the reason is formatted only when it is needed
-        require_fits("wse2 on-wafer SRAM", needed, p.region_sram_bytes,
-                     f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
-                     f"{stash / 2**30:.2f} GiB: {k.stash_tokens_per_kernel:.0f} tokens x "
-                     f"{sum(kind.count for kind in kinds)} kernels) in the compiled region's "
-                     f"{p.region_pes:,} PEs; the paper's layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers)")
+        require_fits(
+            "wse2 on-wafer SRAM",
+            needed,
+            p.region_sram_bytes,
+            f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
+            f"{stash / 2**30:.2f} GiB: {k.stash_tokens_per_kernel:.0f} tokens x "
+            f"{sum(kind.count for kind in kinds)} kernels) in the compiled region's "
+            f"{p.region_pes:,} PEs; the paper's layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers)",
+        )
     step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads)
     if used * replicas > p.region_pes:
-        raise CapacityError("wse2 compiled-region PEs", used * replicas, p.region_pes,
-                            f"{replicas} replicas of {used} PEs; every kernel needs at least one PE")
+        raise CapacityError(
+            "wse2 compiled-region PEs",
+            used * replicas,
+            p.region_pes,
+            f"{replicas} replicas of {used} PEs; every kernel needs at least one PE",
+        )
     g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
     comm = [CommEvent("dp", "allreduce", grads, allreduce, replicas)] if replicas > 1 else []
     subtasks = []
-    for kind, n in zip(kinds, pes):
+    for kind, n in zip(kinds, pes, strict=False):
         r = min(k.pipeline_rate_cap_samples_per_s, n * g / max(kind.train_flops, 1e-9))
         for i in range(kind.count):
             name = kind.name if kind.count == 1 else f"{kind.name}{i + 1}"
@@ -197,8 +207,10 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
         "wse2.sram_fraction": needed / p.region_sram_bytes,
         "wse2.active_pes_fraction": used * replicas / p.region_pes,
     }
-    units = {"pes": UnitUse(float(used * replicas), float(p.region_pes)),
-             "wafer_pes": UnitUse(float(used * replicas), float(p.wafer_pes))}
+    units = {
+        "pes": UnitUse(float(used * replicas), float(p.region_pes)),
+        "wafer_pes": UnitUse(float(used * replicas), float(p.wafer_pes)),
+    }
     return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"
 
 
@@ -233,8 +245,12 @@ def _micro_batch(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int) -> 
     room = p.sram_bytes - fixed
     mb = min(samples, int(room // per_sample)) if room > 0 else 0
     if mb < 1:
-        raise CapacityError("wse2 on-wafer SRAM", fixed + per_sample, p.sram_bytes,
-                            "weight streaming: one sample's layer inputs and one layer's working set do not fit")
+        raise CapacityError(
+            "wse2 on-wafer SRAM",
+            fixed + per_sample,
+            p.sram_bytes,
+            "weight streaming: one sample's layer inputs and one layer's working set do not fit",
+        )
     micro = math.ceil(samples / mb)
     mb = math.ceil(samples / micro)  # even micro-batches
     return mb, fixed + mb * per_sample
@@ -267,13 +283,19 @@ def _weight_streaming(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int
         comm.append(CommEvent("dp", "allreduce", graph.params * w, latency, chips))
         total += latency
     state = training_state(graph.params, graph.precision, compute_copy=True)
-    extra = {"wse2.kernels": float(len(graph.layers)), "wse2.replicas": 1.0,
-             "wse2.sram_fraction": activations / p.sram_bytes,
-             "wse2.micro_batches": float(micro), "wse2.micro_batch": float(mb),
-             "wse2.ws_efficiency": ws_efficiency(k, rc.model.hidden_size),
-             "wse2.streaming_bound_layers": float(streaming_bound)}
-    units = {"pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes)),
-             "wafer_pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes))}
+    extra = {
+        "wse2.kernels": float(len(graph.layers)),
+        "wse2.replicas": 1.0,
+        "wse2.sram_fraction": activations / p.sram_bytes,
+        "wse2.micro_batches": float(micro),
+        "wse2.micro_batch": float(mb),
+        "wse2.ws_efficiency": ws_efficiency(k, rc.model.hidden_size),
+        "wse2.streaming_bound_layers": float(streaming_bound),
+    }
+    units = {
+        "pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes)),
+        "wafer_pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes)),
+    }
     return total, units, subtasks, {"sram": activations, "memoryx": state.total}, comm, extra, "layer"
 
 
@@ -288,9 +310,11 @@ def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
     except CapacityError as error:
         if p.knobs.execution_mode == "auto":
             return _weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
-        error.reason = (f"{error.reason}; models that do not fit layer-pipelined train in weight streaming "
-                        f"(Model Zoo R2.x): hardware.options.execution_mode=weight_streaming, or auto to stream "
-                        f"only what does not fit")
+        error.reason = (
+            f"{error.reason}; models that do not fit layer-pipelined train in weight streaming "
+            f"(Model Zoo R2.x): hardware.options.execution_mode=weight_streaming, or auto to stream "
+            f"only what does not fit"
+        )
         error.args = (error.reason,)
         raise
 
@@ -299,16 +323,31 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     """Predicted Profile of one optimizer step on CS-2 system(s); CapacityError when the
     pipelined layout cannot fit the wafer (and ``execution_mode`` is not ``auto``). ``ceilings`` are
     unused (the model reads its spec)."""
-    require_strategy(rc, ("none", "dp"), "a CS-2 runs the whole model on one wafer; several CS-2s are "
-                     "data parallel (parallel=dp, weight streaming)")
+    require_strategy(
+        rc,
+        ("none", "dp"),
+        "a CS-2 runs the whole model on one wafer; several CS-2s are data parallel (parallel=dp, weight streaming)",
+    )
     p = params_of(rc)
     chips = rc.parallel.n_chips
     if chips > 1 and p.knobs.execution_mode == "pipelined":
-        raise UnsupportedError("layer-pipelined execution runs on one CS-2 only (Model Zoo R1.x); set "
-                               "hardware.options.execution_mode=weight_streaming for parallel=dp")
+        raise UnsupportedError(
+            "layer-pipelined execution runs on one CS-2 only (Model Zoo R1.x); set "
+            "hardware.options.execution_mode=weight_streaming for parallel=dp"
+        )
     per_system = rc.run.batch_size * rc.run.grad_accum
     step, units, subtasks, memory, comm, extra, kind, mode = _one_system(rc, graph, p, per_system)
     single = per_system / step if chips == 1 else per_system / (step - sum(e.time_s for e in comm))
-    return make_profile(rc, SOURCE, step, subtask_kind=kind, units=units, subtasks=subtasks, memory=memory,
-                        comm=comm, single_chip_samples_per_s=single if chips > 1 else None, extra=extra,
-                        tags={"execution_mode": mode})
+    return make_profile(
+        rc,
+        SOURCE,
+        step,
+        subtask_kind=kind,
+        units=units,
+        subtasks=subtasks,
+        memory=memory,
+        comm=comm,
+        single_chip_samples_per_s=single if chips > 1 else None,
+        extra=extra,
+        tags={"execution_mode": mode},
+    )

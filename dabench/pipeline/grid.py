@@ -206,9 +206,15 @@ class _Writer:
     assigned: int = 0
 
 
-def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None, parent_name: str | None = None,
-             flush_every: int = FLUSH_EVERY, on_run: Callable[[GridRun], None] | None = None,
-             composer: Composer | None = None) -> list[GridRun]:
+def run_grid(
+    jobs: Sequence[Sequence[str]],
+    *,
+    parent_run_id: str | None = None,
+    parent_name: str | None = None,
+    flush_every: int = FLUSH_EVERY,
+    on_run: Callable[[GridRun], None] | None = None,
+    composer: Composer | None = None,
+) -> list[GridRun]:
     """Run every job (a list of overrides) in this process and record each as its own MLflow run
     (see the module docstring); returns one :class:`GridRun` per job, in order.
 
@@ -218,8 +224,8 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
     once its batch is written). Never raises for a failed configuration; bad overrides become
     ``invalid_config`` results (not recorded: a ``-m`` multirun refuses such a sweep before it
     starts)."""
-    from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder
     from dabench.tracking.describe import reproduce_command, run_note, summary_line
+    from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder
 
     composer = composer or Composer()
     parent_id = parent_run_id or os.environ.get(PARENT_ENV) or None
@@ -232,19 +238,28 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
         parent = tracking.get("parent_run_id") or parent_id
         experiment = tracking.get("experiment") or "dabench"
         if parent is None:  # one parent for the grid, opened before its first run
-            from dabench.tracking.lifecycle import git_commit, open_run
             from dabench.core.paths import launch_dir
+            from dabench.tracking.lifecycle import git_commit, open_run
 
-            own_parent = open_run(experiment=experiment, uri=tracking.get("uri"), run_name=parent_name or "grid",
-                                  parent_id="", standard=False,
-                                  tags={"dabench.parent": "true", "dabench.git_commit": git_commit(launch_dir()),
-                                        "mlflow.note.content": f"Grid: {parent_name or 'python -m dabench grid'}"})
+            own_parent = open_run(
+                experiment=experiment,
+                uri=tracking.get("uri"),
+                run_name=parent_name or "grid",
+                parent_id="",
+                standard=False,
+                tags={
+                    "dabench.parent": "true",
+                    "dabench.git_commit": git_commit(launch_dir()),
+                    "mlflow.note.content": f"Grid: {parent_name or 'python -m dabench grid'}",
+                },
+            )
             own_parent.status_tags = False
             parent = parent_id = own_parent.run_id
         key = (experiment, tracking.get("uri"), parent)
         if key not in writers:
-            writers[key] = _Writer(BatchRecorder(experiment=experiment, uri=tracking.get("uri"), parent_id=parent,
-                                                 flush_every=flush_every))
+            writers[key] = _Writer(
+                BatchRecorder(experiment=experiment, uri=tracking.get("uri"), parent_id=parent, flush_every=flush_every)
+            )
         return writers[key]
 
     def collect(w: _Writer) -> None:
@@ -275,13 +290,14 @@ def run_grid(jobs: Sequence[Sequence[str]], *, parent_run_id: str | None = None,
                     on_run(runs[-1])
                 continue
             name = prepared.name
-            note = (lambda r, name=name, job=job: run_note(summary_line(r, name), reproduce_command(job)))
+            note = lambda r, name=name, job=job: run_note(summary_line(r, name), reproduce_command(job))
             if not _batched(prepared):  # measured or plotted: the one-at-a-time path, artifacts and all
                 if not tracking.get("parent_run_id"):
                     if not parent_id:
                         writer_for(tracking)  # opens the grid's parent
-                    prepared = replace(prepared, container={**prepared.container,
-                                                            "tracking": {**tracking, "parent_run_id": parent_id}})
+                    prepared = replace(
+                        prepared, container={**prepared.container, "tracking": {**tracking, "parent_run_id": parent_id}}
+                    )
                 with tempfile.TemporaryDirectory(prefix="dabench-grid-") as tmp:
                     result, run_id = record_run(prepared, artifacts_dir=Path(tmp) / "artifacts", name=name, note=note)
                 runs.append(GridRun(job, result, run_id, batched=False))
@@ -315,8 +331,11 @@ def _close_parent(parent, runs: list[GridRun]) -> None:
     for r in recorded:
         counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
     metrics = {"jobs.total": float(len(recorded)), **{f"jobs.{k}": float(v) for k, v in counts.items()}}
-    best = [r.result.metrics["throughput.samples_per_s"] for r in recorded
-            if is_ok(r.result.status) and "throughput.samples_per_s" in r.result.metrics]
+    best = [
+        r.result.metrics["throughput.samples_per_s"]
+        for r in recorded
+        if is_ok(r.result.status) and "throughput.samples_per_s" in r.result.metrics
+    ]
     if best:
         metrics["jobs.best_samples_per_s"] = max(best)
     parent.log(metrics=metrics)

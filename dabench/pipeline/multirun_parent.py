@@ -43,9 +43,7 @@ class MlflowParentRunCallback(Callback):
         if "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or ""):
             return  # a study keeps one parent run for all its workers (dabench/tune/parent_run.py)
         uri = tracking_uri(tracking.get("uri"))
-        from dabench.pipeline.preflight import check_store, format_problems
-
-        from dabench.pipeline.preflight import UNREACHABLE
+        from dabench.pipeline.preflight import UNREACHABLE, check_store, format_problems
 
         problems = check_store(uri, "tracking.uri", float(tracking.get("timeout_s") or 3.0))
         problems = [p for p in problems if p.kind != UNREACHABLE]  # an unreachable server: the outbox keeps the records
@@ -56,16 +54,27 @@ class MlflowParentRunCallback(Callback):
             raise SystemExit(2)
         overrides = list(config.hydra.overrides.task)
         from dabench.tracking.describe import reproduce_command, requested_mode
+
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
         # opened now (real start time), closed in on_multirun_end (real end time)
-        self.run = open_run(experiment=tracking.get("experiment") or "dabench", uri=uri, run_name=name,
-                            parent_id="", standard=False,
-                            tags={"dabench.parent": "true", "dabench.git_commit": git_commit(launch_dir()),
-                                  "dabench.mode": requested_mode(OmegaConf.select(config, "hardware.mode")),
-                                  "mlflow.note.content": f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}"})
+        self.run = open_run(
+            experiment=tracking.get("experiment") or "dabench",
+            uri=uri,
+            run_name=name,
+            parent_id="",
+            standard=False,
+            tags={
+                "dabench.parent": "true",
+                "dabench.git_commit": git_commit(launch_dir()),
+                "dabench.mode": requested_mode(OmegaConf.select(config, "hardware.mode")),
+                "mlflow.note.content": f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}",
+            },
+        )
         self.run.status_tags = False
         self.client, self.run_id = self.run.client, self.run.run_id
-        self.run.log(params={"multirun.overrides": " ".join(overrides), "multirun.sweep_dir": str(config.hydra.sweep.dir)})
+        self.run.log(
+            params={"multirun.overrides": " ".join(overrides), "multirun.sweep_dir": str(config.hydra.sweep.dir)}
+        )
         self.previous_env = os.environ.get(PARENT_ENV)
         os.environ[PARENT_ENV] = self.run_id
         from dabench.runtime import interrupts

@@ -83,12 +83,23 @@ def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int 
         with tempfile.TemporaryFile(dir=base, prefix=".dabench-preflight-"):
             pass
     except OSError as error:
-        return [Problem(field, shown, f"{base} is not writable ({error.strerror or error}); make it writable "
-                                      f"or point {field} elsewhere")]
+        return [
+            Problem(
+                field,
+                shown,
+                f"{base} is not writable ({error.strerror or error}); make it writable or point {field} elsewhere",
+            )
+        ]
     free = shutil.disk_usage(base).free
     if free < min_free:
-        return [Problem(field, shown, f"only {free / 2**20:.1f} MiB free on {base} (need {min_free / 2**20:.0f} "
-                                      f"MiB); free space or point {field} elsewhere")]
+        return [
+            Problem(
+                field,
+                shown,
+                f"only {free / 2**20:.1f} MiB free on {base} (need {min_free / 2**20:.0f} "
+                f"MiB); free space or point {field} elsewhere",
+            )
+        ]
     return []
 
 
@@ -127,9 +138,15 @@ def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[
         with socket.create_connection((host, port), timeout=timeout_s):
             return []
     except OSError as error:
-        return [Problem(field, shown, f"{host}:{port} is not reachable ({error.strerror or error}); start the "
-                                      f"server, fix the address, or unset it to use the local SQLite store",
-                        kind=UNREACHABLE)]
+        return [
+            Problem(
+                field,
+                shown,
+                f"{host}:{port} is not reachable ({error.strerror or error}); start the "
+                f"server, fix the address, or unset it to use the local SQLite store",
+                kind=UNREACHABLE,
+            )
+        ]
 
 
 def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[Problem]:
@@ -145,8 +162,14 @@ def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[P
     except sqlite3.DatabaseError as error:
         if "locked" in str(error):
             return []  # busy, not broken: writers retry
-        return [Problem(field, shown, f"{path} is not a usable database ({error}); move it aside "
-                                      f"(python -m dabench doctor can check it) or use another store")]
+        return [
+            Problem(
+                field,
+                shown,
+                f"{path} is not a usable database ({error}); move it aside "
+                f"(python -m dabench doctor can check it) or use another store",
+            )
+        ]
     return []
 
 
@@ -184,13 +207,19 @@ def check_parent_store(rc, uri: str) -> list[Problem]:
     path = sqlite_path(uri)
     if path is None or path.exists():
         return []
-    return [Problem("tracking.uri", redact_uri(uri),
-                    f"this study's store {path} is not on this machine ({os.uname().nodename}); a trial on "
-                    f"another machine needs a tracking server: tracking.uri=http://<host>:5000 (docs/scale-out.md)")]
+    return [
+        Problem(
+            "tracking.uri",
+            redact_uri(uri),
+            f"this study's store {path} is not on this machine ({os.uname().nodename}); a trial on "
+            f"another machine needs a tracking server: tracking.uri=http://<host>:5000 (docs/scale-out.md)",
+        )
+    ]
 
 
-def check_study_storage(url: str | None, timeout_s: float = PROBE_TIMEOUT_S,
-                        field: str = "hydra.sweeper.storage") -> list[Problem]:
+def check_study_storage(
+    url: str | None, timeout_s: float = PROBE_TIMEOUT_S, field: str = "hydra.sweeper.storage"
+) -> list[Problem]:
     """An Optuna storage URL opens (for the tuner, before it touches the study): SQLite folder
     writable and file readable, driver installed, server reachable. None = in-memory: fine."""
     return [] if not url else check_store(url, field, timeout_s)
@@ -249,15 +278,26 @@ def check_memory(rc, available: int | None = None) -> list[Problem]:
         return []
     ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
     if ranks * RANK_OVERHEAD_BYTES > needed / 2:  # mostly processes, not the model: fewer ranks
-        return [Problem("parallel.degree", rc.parallel.degree,
-                        f"{ranks} rank processes need ~{needed / 2**30:,.1f} GiB ({RANK_OVERHEAD_BYTES / 2**20:.0f} MiB "
-                        f"each before any tensor), {available / 2**30:,.1f} GiB is available; use fewer ranks",
-                        kind="job")]
-    return [Problem("model.hidden_size", rc.model.hidden_size,
-                    f"a measured CPU run needs ~{needed / 2**30:,.1f} GiB (weights, gradients, AdamW state and "
-                    f"activations of model={rc.model.name} at run.batch_size={rc.run.batch_size}), "
-                    f"{available / 2**30:,.1f} GiB is available; use a smaller model or batch, or "
-                    f"hardware.mode=predict", kind="job")]
+        return [
+            Problem(
+                "parallel.degree",
+                rc.parallel.degree,
+                f"{ranks} rank processes need ~{needed / 2**30:,.1f} GiB ({RANK_OVERHEAD_BYTES / 2**20:.0f} MiB "
+                f"each before any tensor), {available / 2**30:,.1f} GiB is available; use fewer ranks",
+                kind="job",
+            )
+        ]
+    return [
+        Problem(
+            "model.hidden_size",
+            rc.model.hidden_size,
+            f"a measured CPU run needs ~{needed / 2**30:,.1f} GiB (weights, gradients, AdamW state and "
+            f"activations of model={rc.model.name} at run.batch_size={rc.run.batch_size}), "
+            f"{available / 2**30:,.1f} GiB is available; use a smaller model or batch, or "
+            f"hardware.mode=predict",
+            kind="job",
+        )
+    ]
 
 
 def check_ranks(rc, cores: int | None = None, allow_oversubscribe: bool | None = None) -> list[Problem]:
@@ -269,9 +309,15 @@ def check_ranks(rc, cores: int | None = None, allow_oversubscribe: bool | None =
     ranks = rc.parallel.n_chips
     if ranks <= cores or allow:
         return []
-    return [Problem("parallel.degree", rc.parallel.degree,
-                    f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, or "
-                    f"run.allow_oversubscribe=true to run them anyway", kind="job")]
+    return [
+        Problem(
+            "parallel.degree",
+            rc.parallel.degree,
+            f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, or "
+            f"run.allow_oversubscribe=true to run them anyway",
+            kind="job",
+        )
+    ]
 
 
 # ----------------------------------------------------------------------------- everything
@@ -337,4 +383,3 @@ def _resolve_without_creating(configured: str | None, resolve) -> str:
 
 def format_problems(problems: list[Problem]) -> str:
     return "\n".join(f"dabench: {problem}" for problem in problems)
-

@@ -45,8 +45,13 @@ def run_record(result: RunResult, container: Mapping[str, Any], note: str | None
     return RunRecord(flatten(container), dict(result.metrics), tags)
 
 
-def record_run(job: Job, *, artifacts_dir: Path | None = None, name: str | None = None,
-               note: Callable[[RunResult], str] | None = None) -> tuple[RunResult, str | None]:
+def record_run(
+    job: Job,
+    *,
+    artifacts_dir: Path | None = None,
+    name: str | None = None,
+    note: Callable[[RunResult], str] | None = None,
+) -> tuple[RunResult, str | None]:
     """(result, MLflow run id or None) of ``job``: the MLflow run is opened before the work and
     closed after it on every exit path (:func:`dabench.tracking.lifecycle.recorded_run`), and
     carries :func:`run_record`; artifacts (config, result JSON, plots) are written to
@@ -59,8 +64,13 @@ def record_run(job: Job, *, artifacts_dir: Path | None = None, name: str | None 
     if tracking.get("enabled", True):
         from dabench.tracking.lifecycle import recorded_run
 
-        opened = recorded_run(experiment=tracking.get("experiment") or "dabench", uri=tracking.get("uri"),
-                              run_name=name, status_tags=False, parent_id=tracking.get("parent_run_id") or None)
+        opened = recorded_run(
+            experiment=tracking.get("experiment") or "dabench",
+            uri=tracking.get("uri"),
+            run_name=name,
+            status_tags=False,
+            parent_id=tracking.get("parent_run_id") or None,
+        )
     with opened as run:
         from dabench.runtime import faults
 
@@ -81,8 +91,13 @@ def record_run(job: Job, *, artifacts_dir: Path | None = None, name: str | None 
     return result, (run.run_id if run is not None else None)
 
 
-def _log(run, result: RunResult, container: Mapping[str, Any], note: Callable[[RunResult], str] | None,
-         artifacts: Path | None) -> None:
+def _log(
+    run,
+    result: RunResult,
+    container: Mapping[str, Any],
+    note: Callable[[RunResult], str] | None,
+    artifacts: Path | None,
+) -> None:
     """Log :func:`run_record` and the artifacts onto the open ``run`` and set its status; a store
     that fails here makes the result ``tracking_error`` / ``disk_full``."""
     from dabench.tracking.lifecycle import write_error_status

@@ -70,7 +70,9 @@ def bar_figure(rows: list[dict]):
         if lo is not None and hi is not None:
             ax.errorbar([i], [hours[i]], yerr=[[hours[i] - lo], [hi - hours[i]]], color="black", capsize=4)
         else:
-            ax.annotate("no band", (bars[i].get_x() + bars[i].get_width() / 2, hours[i]), ha="center", va="bottom", fontsize=8)
+            ax.annotate(
+                "no band", (bars[i].get_x() + bars[i].get_width() / 2, hours[i]), ha="center", va="bottom", fontsize=8
+            )
     ax.set_yscale("log")
     ax.set_ylabel("time to train, hours (PREDICTED)")
     ax.set_title("Time to train per platform, best deployment (PREDICTED)", fontsize=10)
@@ -80,18 +82,35 @@ def bar_figure(rows: list[dict]):
 def pareto_figure(search: list[dict]):
     from matplotlib.figure import Figure
 
-    points = [s for s in search if s.get("status") == "ok" and s.get("energy_kwh") not in (None, "")
-              and s.get("time_to_train_s") not in (None, "")]
+    points = [
+        s
+        for s in search
+        if s.get("status") == "ok"
+        and s.get("energy_kwh") not in (None, "")
+        and s.get("time_to_train_s") not in (None, "")
+    ]
     if not points:
         return None
     fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.add_subplot()
     for platform in sorted({p["platform"] for p in points}):
         mine = [p for p in points if p["platform"] == platform]
-        ax.scatter([_hours(p["time_to_train_s"]) for p in mine], [p["energy_kwh"] for p in mine], s=10, alpha=0.5, label=platform)
+        ax.scatter(
+            [_hours(p["time_to_train_s"]) for p in mine],
+            [p["energy_kwh"] for p in mine],
+            s=10,
+            alpha=0.5,
+            label=platform,
+        )
     front = sorted((p for p in points if p.get("pareto")), key=lambda p: p["time_to_train_s"])
     if front:
-        ax.plot([_hours(p["time_to_train_s"]) for p in front], [p["energy_kwh"] for p in front], "k-o", ms=4, label="Pareto set")
+        ax.plot(
+            [_hours(p["time_to_train_s"]) for p in front],
+            [p["energy_kwh"] for p in front],
+            "k-o",
+            ms=4,
+            label="Pareto set",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("time to train, hours (PREDICTED)")
@@ -118,45 +137,88 @@ def render(advice: dict, parent_id: str) -> str:
     matplotlib.use("Agg")
     rows = advice.get("rows") or []
     figures = []
-    for title, fig in (("Time to train, with bands", bar_figure(rows)), ("Time vs energy", pareto_figure(advice.get("search") or []))):
+    for title, fig in (
+        ("Time to train, with bands", bar_figure(rows)),
+        ("Time vs energy", pareto_figure(advice.get("search") or [])),
+    ):
         figures.append((title, _svg(fig) if fig is not None else None))
-    head = ("#", "platform", "tokens/s", "tokens/s band", "time to train (h)", "time band (h)", "chips", "energy kWh (ESTIMATE)",
-            "cost (ESTIMATE)", "diagnosis", "compute eff.", "allocation", "LI", "calibration", "reach", "command")
+    head = (
+        "#",
+        "platform",
+        "tokens/s",
+        "tokens/s band",
+        "time to train (h)",
+        "time band (h)",
+        "chips",
+        "energy kWh (ESTIMATE)",
+        "cost (ESTIMATE)",
+        "diagnosis",
+        "compute eff.",
+        "allocation",
+        "LI",
+        "calibration",
+        "reach",
+        "command",
+    )
     body = []
     for r in rows:
         if r.get("status") != "ok":
-            body.append(f"<tr><td>{r.get('rank')}</td><td>{html.escape(str(r.get('platform')))}</td>"
-                        f"<td colspan='{len(head) - 2}'>none fits: {html.escape(str(r.get('reason') or ''))}</td></tr>")
+            body.append(
+                f"<tr><td>{r.get('rank')}</td><td>{html.escape(str(r.get('platform')))}</td>"
+                f"<td colspan='{len(head) - 2}'>none fits: {html.escape(str(r.get('reason') or ''))}</td></tr>"
+            )
             continue
-        band = lambda lo, hi, scale=1.0: ("no band" if lo in (None, "") or hi in (None, "")
-                                          else f"{lo * scale:,.3g}..{hi * scale:,.3g} {PREDICTED}")
-        cells = [str(r.get("rank")), str(r.get("platform")), _cell(r.get("tokens_per_s")),
-                 html.escape(band(r.get("tokens_per_s_lo"), r.get("tokens_per_s_hi"))),
-                 _cell(_hours(r.get("time_to_train_s"))),
-                 html.escape(band(r.get("time_lo_s"), r.get("time_hi_s"), 1 / 3600)),
-                 html.escape(_fmt(r.get("chips"), "{:g}")),
-                 "unsourced" if r.get("energy_kwh") in (None, "") else _cell(r.get("energy_kwh")),
-                 _cell(r.get("cost")), html.escape(str(r.get("diagnosis") or "")),
-                 _cell(r.get("tier1.compute_efficiency"), "{:.1%}"), _cell(r.get("tier1.allocation_ratio"), "{:.0%}"),
-                 _cell(r.get("tier1.load_imbalance"), "{:.2f}"), html.escape(str(r.get("out_of_sample_error") or "")),
-                 html.escape(str(r.get("reach") or "")), f"<code>{html.escape(str(r.get('command') or ''))}</code>"]
+        band = lambda lo, hi, scale=1.0: (
+            "no band" if lo in (None, "") or hi in (None, "") else f"{lo * scale:,.3g}..{hi * scale:,.3g} {PREDICTED}"
+        )
+        cells = [
+            str(r.get("rank")),
+            str(r.get("platform")),
+            _cell(r.get("tokens_per_s")),
+            html.escape(band(r.get("tokens_per_s_lo"), r.get("tokens_per_s_hi"))),
+            _cell(_hours(r.get("time_to_train_s"))),
+            html.escape(band(r.get("time_lo_s"), r.get("time_hi_s"), 1 / 3600)),
+            html.escape(_fmt(r.get("chips"), "{:g}")),
+            "unsourced" if r.get("energy_kwh") in (None, "") else _cell(r.get("energy_kwh")),
+            _cell(r.get("cost")),
+            html.escape(str(r.get("diagnosis") or "")),
+            _cell(r.get("tier1.compute_efficiency"), "{:.1%}"),
+            _cell(r.get("tier1.allocation_ratio"), "{:.0%}"),
+            _cell(r.get("tier1.load_imbalance"), "{:.2f}"),
+            html.escape(str(r.get("out_of_sample_error") or "")),
+            html.escape(str(r.get("reach") or "")),
+            f"<code>{html.escape(str(r.get('command') or ''))}</code>",
+        ]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    diagnoses = "".join(f"<li><b>{html.escape(str(r['platform']))}</b>: {html.escape(str(r.get('diagnosis') or ''))}: "
-                        f"{html.escape(str(r.get('diagnosis_reason') or ''))}<br>power: {html.escape(str(r.get('power_source') or ''))}</li>"
-                        for r in rows if r.get("status") == "ok")
-    figs = "".join(f"<h2>{html.escape(t)}</h2>" + (f"<img alt='{html.escape(t)}' src='data:image/svg+xml;base64,{img}'>"
-                                                     if img else "<p>no data (no feasible deployment with a sourced power figure)</p>")
-                   for t, img in figures)
-    title = f"Advice: {advice.get('model')} {' '.join(advice.get('model_overrides') or [])}, {advice.get('tokens'):.4g} tokens"
+    diagnoses = "".join(
+        f"<li><b>{html.escape(str(r['platform']))}</b>: {html.escape(str(r.get('diagnosis') or ''))}: "
+        f"{html.escape(str(r.get('diagnosis_reason') or ''))}"
+        f"<br>power: {html.escape(str(r.get('power_source') or ''))}</li>"
+        for r in rows
+        if r.get("status") == "ok"
+    )
+    figs = "".join(
+        f"<h2>{html.escape(t)}</h2>"
+        + (
+            f"<img alt='{html.escape(t)}' src='data:image/svg+xml;base64,{img}'>"
+            if img
+            else "<p>no data (no feasible deployment with a sourced power figure)</p>"
+        )
+        for t, img in figures
+    )
+    overrides = " ".join(advice.get("model_overrides") or [])
+    title = f"Advice: {advice.get('model')} {overrides}, {advice.get('tokens'):.4g} tokens"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;vertical-align:top}}
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:3px 6px;vertical-align:top}}
 .banner{{background:#fff3cd;border:1px solid #e0c060;padding:.6em}}code{{font-size:11px}}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="banner"><b>PREDICTED</b>: every number on this page comes from dabench's analytical models, none was measured;
 energy (chip power x chips x predicted time) and cost are ESTIMATES on top. A band is the constant set's
-throughput band where the run carries one; "no band" where it does not. Objective: {html.escape(','.join(advice.get('objectives') or []))};
-max_chips={advice.get('max_chips')}; {advice.get('evaluations')} deployments evaluated; parent run {html.escape(parent_id)}.</p>
-<table><tr>{''.join(f'<th>{html.escape(h)}</th>' for h in head)}</tr>{''.join(body)}</table>
+throughput band where the run carries one; "no band" where it does not.
+Objective: {html.escape(",".join(advice.get("objectives") or []))}; max_chips={advice.get("max_chips")};
+{advice.get("evaluations")} deployments evaluated; parent run {html.escape(parent_id)}.</p>
+<table><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in head)}</tr>{"".join(body)}</table>
 <h2>Why each winner is bound where it is</h2><ul>{diagnoses}</ul>
 {figs}
 </body></html>"""

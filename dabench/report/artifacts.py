@@ -65,7 +65,8 @@ def wants_plot(config: Mapping[str, Any], mode: str) -> bool:
 
 def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str, data_copies: int) -> Path:
     """Write config.yaml, result.json and, for runs with a profile, subtasks.csv and (when
-    :func:`wants_plot`) roofline.svg into ``folder``, with the profile's source files (vendor artifacts) under ``sources/``."""
+    :func:`wants_plot`) roofline.svg into ``folder``, with the profile's source files (vendor artifacts) under
+    ``sources/``."""
     folder.mkdir(parents=True, exist_ok=True)
     from dabench.tracking.redact import redact_mapping, redact_value  # no credentials or tokens in files
 
@@ -80,21 +81,33 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
         "metrics": result.metrics,
         "ceilings": vars(result.ceilings) if result.ceilings else None,
         "profile": profile.to_dict() if profile is not None else None,
-        "predicted_profile": result.predicted.to_dict() if result.predicted is not None and result.profile is not None else None,
+        "predicted_profile": result.predicted.to_dict()
+        if result.predicted is not None and result.profile is not None
+        else None,
     }
     if profile is not None and profile.artifacts:
         document["sources_skipped"] = copy_sources(profile.artifacts, folder / "sources")
     (folder / "result.json").write_text(json.dumps(_finite(redact_value(document)), indent=1, default=str))
     if profile is not None and result.graph is not None and result.ceilings is not None:
-        if (wants_plot(config, result.mode) and math.isfinite(result.ceilings.peak_flops)
-                and math.isfinite(result.ceilings.bandwidth_Bps)):
+        if (
+            wants_plot(config, result.mode)
+            and math.isfinite(result.ceilings.peak_flops)
+            and math.isfinite(result.ceilings.bandwidth_Bps)
+        ):
             points = roofline_points(result.graph, profile, result.ceilings, data_copies)
             also_predicted = None
             if result.predicted is not None and result.profile is not None:  # validate: the prediction beside it
                 also_predicted = roofline_points(result.graph, result.predicted, result.ceilings, data_copies)
-            plot_roofline(points, result.ceilings.peak_flops, result.ceilings.bandwidth_Bps, title,
-                          folder / "roofline.svg", predicted=profile.mode == "predict",
-                          memory_level=result.ceilings.memory_level, predicted_points=also_predicted)
+            plot_roofline(
+                points,
+                result.ceilings.peak_flops,
+                result.ceilings.bandwidth_Bps,
+                title,
+                folder / "roofline.svg",
+                predicted=profile.mode == "predict",
+                memory_level=result.ceilings.memory_level,
+                predicted_points=also_predicted,
+            )
         # uncalibrated ceilings (NaN): no roof to draw; the run's metrics say so
         with open(folder / "subtasks.csv", "w", newline="") as handle:
             kinds = sorted({k for s in profile.subtasks for k in s.units})

@@ -18,8 +18,18 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 STRATEGIES = ("dp", "tp", "pp")
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
-            "#bcbd22")
+_PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+)
 
 
 class NoData(Exception):
@@ -76,8 +86,9 @@ def _new(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 
 
-def _finish_axes(ax, x_label: str, y_label: str, *, x_base: int = 10, y_log: bool = True,
-                 legend_loc: str = "best") -> None:
+def _finish_axes(
+    ax, x_label: str, y_label: str, *, x_base: int = 10, y_log: bool = True, legend_loc: str = "best"
+) -> None:
     """The common end of a single-axes figure: log x (base ``x_base``), log y unless ``y_log`` is
     False, both axis labels, a dotted grid on major and minor ticks and a small legend."""
     ax.set_xscale("log", base=x_base)
@@ -109,8 +120,16 @@ def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> Non
         return
     y = banded["throughput"].astype(float)
     low, high = pd.to_numeric(banded[lo]).astype(float), pd.to_numeric(banded[hi]).astype(float)
-    ax.errorbar(banded[x], y, yerr=[(y - low).clip(lower=0), (high - y).clip(lower=0)], fmt="none",
-                ecolor=color, alpha=0.5 * alpha, capsize=2, lw=0.8)
+    ax.errorbar(
+        banded[x],
+        y,
+        yerr=[(y - low).clip(lower=0), (high - y).clip(lower=0)],
+        fmt="none",
+        ecolor=color,
+        alpha=0.5 * alpha,
+        capsize=2,
+        lw=0.8,
+    )
 
 
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
@@ -133,13 +152,21 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
                 best = _best(part, ["layers"])
                 label = f"H{int(hidden)}" if not math.isnan(hidden) else "H ?"
                 alpha = 1.0 - 0.6 * k / max(len(hiddens), 1)
-                top.plot(best["layers"], best["throughput"], marker="o", color=colors[name], alpha=alpha,
-                         label=f"{label} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+                top.plot(
+                    best["layers"],
+                    best["throughput"],
+                    marker="o",
+                    color=colors[name],
+                    alpha=alpha,
+                    label=f"{label} {'PREDICTED' if mode == 'predict' else mode}",
+                    **_style(mode),
+                )
                 _band(top, best, "layers", colors[name], alpha)
                 with_li = best[best["li"].notna()]
                 if not with_li.empty:
-                    bottom.plot(with_li["layers"], with_li["li"], marker="s", color=colors[name], alpha=alpha,
-                                **_style(mode))
+                    bottom.plot(
+                        with_li["layers"], with_li["li"], marker="s", color=colors[name], alpha=alpha, **_style(mode)
+                    )
         top.set_yscale("log")
         top.set_title(name, fontsize=10)
         top.grid(True, which="both", ls=":", lw=0.5)
@@ -148,8 +175,9 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
         bottom.set_xlabel("decoder layers")
         top.legend(fontsize=6, loc="best")
         if mine["li"].isna().all():
-            bottom.text(0.5, 0.5, f"no runs with LI on {name}", ha="center", va="center", transform=bottom.transAxes,
-                        fontsize=8)
+            bottom.text(
+                0.5, 0.5, f"no runs with LI on {name}", ha="center", va="center", transform=bottom.transAxes, fontsize=8
+            )
     axes[0][0].set_ylabel("throughput (samples/s)")
     axes[1][0].set_ylabel("load imbalance LI\n(mean/max subtask time)")
     return fig
@@ -165,11 +193,23 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
     ax = fig.subplots()
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
-        ax.scatter(part["hidden"], part["allocation"], color=colors[name], alpha=0.35, s=14,
-                   facecolors="none" if mode == "predict" else colors[name])
+        ax.scatter(
+            part["hidden"],
+            part["allocation"],
+            color=colors[name],
+            alpha=0.35,
+            s=14,
+            facecolors="none" if mode == "predict" else colors[name],
+        )
         median = part.groupby("hidden")["allocation"].median()
-        ax.plot(median.index, median.values, marker="o", color=colors[name],
-                label=f"{name} ({'PREDICTED' if mode == 'predict' else mode}), median", **_style(mode))
+        ax.plot(
+            median.index,
+            median.values,
+            marker="o",
+            color=colors[name],
+            label=f"{name} ({'PREDICTED' if mode == 'predict' else mode}), median",
+            **_style(mode),
+        )
     _finish_axes(ax, "hidden size", "allocation ratio (units allocated / available)", x_base=2, y_log=False)
     ax.set_ylim(0, 1.05)
     return fig
@@ -182,8 +222,10 @@ def roofline(frame: pd.DataFrame) -> Figure:
     rows = _ok(frame, "intensity", "achieved_flops", "peak_flops", "bandwidth")
     rows = rows[(rows["intensity"] > 0) & (rows["achieved_flops"] > 0)] if not rows.empty else rows
     if rows.empty:
-        raise NoData("no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
-                     "perf.peak_tflops, roofline.ridge_intensity) in this selection")
+        raise NoData(
+            "no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
+            "perf.peak_tflops, roofline.ridge_intensity) in this selection"
+        )
     fig = _new(7.5, 5.0)
     ax = fig.subplots()
     colors = platform_colors(frame)
@@ -193,17 +235,39 @@ def roofline(frame: pd.DataFrame) -> Figure:
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     roofs = rows.drop_duplicates(["platform", "peak_flops", "bandwidth"])
     for _, roof in roofs.iterrows():
-        ax.plot(xs, [min(roof["peak_flops"], x * roof["bandwidth"]) for x in xs], color=colors[roof["platform"]],
-                lw=1.2, alpha=0.8)
-        ax.annotate(f"{roof['platform']} {roof['precision']} roof", (hi / 1.1, roof["peak_flops"]), fontsize=6,
-                    ha="right", va="bottom", color=colors[roof["platform"]])
+        ax.plot(
+            xs,
+            [min(roof["peak_flops"], x * roof["bandwidth"]) for x in xs],
+            color=colors[roof["platform"]],
+            lw=1.2,
+            alpha=0.8,
+        )
+        ax.annotate(
+            f"{roof['platform']} {roof['precision']} roof",
+            (hi / 1.1, roof["peak_flops"]),
+            fontsize=6,
+            ha="right",
+            va="bottom",
+            color=colors[roof["platform"]],
+        )
     for (name, mode), part in rows.groupby(["platform", "mode"]):
         predicted = mode == "predict"
-        ax.scatter(part["intensity"], part["achieved_flops"], s=28, marker="D" if predicted else "o",
-                   facecolors="none" if predicted else colors[name], edgecolors=colors[name], zorder=3,
-                   label=f"{name} {'PREDICTED' if predicted else mode} ({len(part)})")
-    _finish_axes(ax, "arithmetic intensity, whole step (FLOP/byte at the main memory level)",
-                 "achieved FLOP/s per chip", legend_loc="lower right")
+        ax.scatter(
+            part["intensity"],
+            part["achieved_flops"],
+            s=28,
+            marker="D" if predicted else "o",
+            facecolors="none" if predicted else colors[name],
+            edgecolors=colors[name],
+            zorder=3,
+            label=f"{name} {'PREDICTED' if predicted else mode} ({len(part)})",
+        )
+    _finish_axes(
+        ax,
+        "arithmetic intensity, whole step (FLOP/byte at the main memory level)",
+        "achieved FLOP/s per chip",
+        legend_loc="lower right",
+    )
     return fig
 
 
@@ -221,15 +285,31 @@ def scaling(frame: pd.DataFrame) -> Figure:
         mine = rows[rows["strategy"] == strategy]
         top, bottom = axes[0][j], axes[1][j]
         top.set_title(strategy.upper(), fontsize=10)
-        for ax, column, what in ((top, "scaling_efficiency", "scaling efficiency"), (bottom, "comm_share", "comm share")):
+        for ax, column, what in (
+            (top, "scaling_efficiency", "scaling efficiency"),
+            (bottom, "comm_share", "comm share"),
+        ):
             part = mine[mine[column].notna()]
             if part.empty:
-                ax.text(0.5, 0.5, f"no {strategy.upper()} runs\nwith {what}", ha="center", va="center",
-                        transform=ax.transAxes, fontsize=8)
+                ax.text(
+                    0.5,
+                    0.5,
+                    f"no {strategy.upper()} runs\nwith {what}",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    fontsize=8,
+                )
             for (name, mode), series in part.groupby(["platform", "mode"]):
                 best = _best(series, ["chips"])
-                ax.plot(best["chips"], best[column], marker="o", color=colors[name],
-                        label=f"{name} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+                ax.plot(
+                    best["chips"],
+                    best[column],
+                    marker="o",
+                    color=colors[name],
+                    label=f"{name} {'PREDICTED' if mode == 'predict' else mode}",
+                    **_style(mode),
+                )
             ax.set_ylim(0, 1.05)
             ax.grid(True, ls=":", lw=0.5)
             if not part.empty:
@@ -251,8 +331,14 @@ def batch_study(frame: pd.DataFrame) -> Figure:
     colors = platform_colors(frame)
     for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
         best = _best(part, ["batch"])
-        ax.plot(best["batch"], best["throughput"], marker="o", color=colors[name],
-                label=f"{name} {precision} {'PREDICTED' if mode == 'predict' else mode}", **_style(mode))
+        ax.plot(
+            best["batch"],
+            best["throughput"],
+            marker="o",
+            color=colors[name],
+            label=f"{name} {precision} {'PREDICTED' if mode == 'predict' else mode}",
+            **_style(mode),
+        )
         _band(ax, best, "batch", colors[name])
     _finish_axes(ax, "batch size (samples per chip per micro-batch)", "throughput (samples/s)", x_base=2)
     return fig
@@ -278,9 +364,15 @@ def precision_study(frame: pd.DataFrame) -> Figure:
             if value.empty:
                 continue
             relative = float(value.iloc[0]) / float(mine["throughput"].min())
-            bar = ax.bar(i + (k - (len(precisions) - 1) / 2) * width, relative, width, color=platform_colors(frame)[name],
-                         hatch=hatches[k % len(hatches)], edgecolor="black",
-                         label=precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None)
+            bar = ax.bar(
+                i + (k - (len(precisions) - 1) / 2) * width,
+                relative,
+                width,
+                color=platform_colors(frame)[name],
+                hatch=hatches[k % len(hatches)],
+                edgecolor="black",
+                label=precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None,
+            )
             ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
     ax.set_xticks(range(len(platforms)), platforms)
     ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")
@@ -301,7 +393,7 @@ def diagnosis_counts(frame: pd.DataFrame) -> Figure:
     for k, label in enumerate(table.columns):
         values = table[label].tolist()
         ax.barh(list(table.index), values, left=left, color=_PALETTE[k % len(_PALETTE)], label=label)
-        left = [a + b for a, b in zip(left, values)]
+        left = [a + b for a, b in zip(left, values, strict=False)]
     ax.set_xlabel("runs")
     ax.legend(fontsize=7, loc="best")
     ax.grid(True, axis="x", ls=":", lw=0.5)
@@ -309,23 +401,46 @@ def diagnosis_counts(frame: pd.DataFrame) -> Figure:
 
 
 FIGURES: tuple[FigureSpec, ...] = (
-    FigureSpec("layers", "Throughput and load imbalance against depth",
-               "Per platform: throughput (log) and LI = mean/max subtask time against decoder layers, one line per "
-               "hidden size (best run per point). Solid/filled: measured; dashed/hollow: PREDICTED.",
-               throughput_li_vs_layers),
-    FigureSpec("allocation", "Resource allocation against width",
-               "Units allocated / units available (first unit kind of the platform: PEs, PCUs, tiles, cores) against "
-               "hidden size; dots are runs, lines the median per hidden size.", allocation_vs_hidden),
-    FigureSpec("roofline", "Roofline: every platform",
-               "Whole-step points of every run under its platform's roof at the run's precision, "
-               "min(peak FLOP/s, intensity x bandwidth). Filled dots: measured; hollow diamonds: PREDICTED.", roofline),
-    FigureSpec("scaling", "Scaling with chips (DP, TP, PP)",
-               "Scaling efficiency T(n)/(n T(1)) and communication share of the step time against chips, per strategy.",
-               scaling),
-    FigureSpec("batch", "Batch-size study", "Throughput against micro-batch size (best run per batch size).",
-               batch_study),
-    FigureSpec("precision", "Precision study",
-               "Best throughput per precision, relative to each platform's slowest precision.", precision_study),
-    FigureSpec("diagnosis", "Bottleneck diagnosis", "Runs per bottleneck label and platform (the table below lists "
-               "each run's label and the numbers behind it).", diagnosis_counts),
+    FigureSpec(
+        "layers",
+        "Throughput and load imbalance against depth",
+        "Per platform: throughput (log) and LI = mean/max subtask time against decoder layers, one line per "
+        "hidden size (best run per point). Solid/filled: measured; dashed/hollow: PREDICTED.",
+        throughput_li_vs_layers,
+    ),
+    FigureSpec(
+        "allocation",
+        "Resource allocation against width",
+        "Units allocated / units available (first unit kind of the platform: PEs, PCUs, tiles, cores) against "
+        "hidden size; dots are runs, lines the median per hidden size.",
+        allocation_vs_hidden,
+    ),
+    FigureSpec(
+        "roofline",
+        "Roofline: every platform",
+        "Whole-step points of every run under its platform's roof at the run's precision, "
+        "min(peak FLOP/s, intensity x bandwidth). Filled dots: measured; hollow diamonds: PREDICTED.",
+        roofline,
+    ),
+    FigureSpec(
+        "scaling",
+        "Scaling with chips (DP, TP, PP)",
+        "Scaling efficiency T(n)/(n T(1)) and communication share of the step time against chips, per strategy.",
+        scaling,
+    ),
+    FigureSpec(
+        "batch", "Batch-size study", "Throughput against micro-batch size (best run per batch size).", batch_study
+    ),
+    FigureSpec(
+        "precision",
+        "Precision study",
+        "Best throughput per precision, relative to each platform's slowest precision.",
+        precision_study,
+    ),
+    FigureSpec(
+        "diagnosis",
+        "Bottleneck diagnosis",
+        "Runs per bottleneck label and platform (the table below lists each run's label and the numbers behind it).",
+        diagnosis_counts,
+    ),
 )

@@ -66,8 +66,10 @@ def _studies(client, experiment_ids: list[str]) -> list[str]:
 def _what_exists(client, experiment_ids: list[str]) -> str:
     names = [e.name for e in _experiments(client)]
     studies = _studies(client, experiment_ids)
-    return (f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(studies) or '(none)'}; "
-            "or a run id, or an MLflow filter such as \"params.hardware.name = 'ipu'\"")
+    return (
+        f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(studies) or '(none)'}; "
+        "or a run id, or an MLflow filter such as \"params.hardware.name = 'ipu'\""
+    )
 
 
 def resolve_selection(client, selection: str | None, kind: str = "auto") -> Selection:
@@ -85,9 +87,16 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         if run is not None:
             children = _search(client, [run.info.experiment_id], f"tags.mlflow.parentRunId = '{selection}'", limit=1)
             if children:
-                return Selection("run", f"sweep {selection}", (run.info.experiment_id,),
-                                 (f"tags.mlflow.parentRunId = '{selection}'",), (selection,))
-            return Selection("run", f"run {selection}", (run.info.experiment_id,), (f"attributes.run_id = '{selection}'",))
+                return Selection(
+                    "run",
+                    f"sweep {selection}",
+                    (run.info.experiment_id,),
+                    (f"tags.mlflow.parentRunId = '{selection}'",),
+                    (selection,),
+                )
+            return Selection(
+                "run", f"run {selection}", (run.info.experiment_id,), (f"attributes.run_id = '{selection}'",)
+            )
         if kind == "run":
             raise SelectionError(f"no run {selection} in this store ({_what_exists(client, experiment_ids)})")
     if kind in ("auto", "experiment"):
@@ -102,8 +111,11 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         trials = _search(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
         if parents or trials:
             ids = tuple(r.info.run_id for r in parents)
-            filters = (f"tags.optuna_study = '{selection}'",) if trials else tuple(
-                f"tags.mlflow.parentRunId = '{i}'" for i in ids)
+            filters = (
+                (f"tags.optuna_study = '{selection}'",)
+                if trials
+                else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
+            )
             return Selection("study", f"study {selection}", tuple(experiment_ids), filters, ids)
         if kind == "study":
             raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
@@ -114,8 +126,10 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise SelectionError(f"invalid MLflow filter {selection!r}: {first}") from None
         return Selection("filter", f"filter {selection}", tuple(experiment_ids), (selection,))
-    raise SelectionError(f"{selection!r} is no run id, experiment, study or filter in this store "
-                         f"({_what_exists(client, experiment_ids)})")
+    raise SelectionError(
+        f"{selection!r} is no run id, experiment, study or filter in this store "
+        f"({_what_exists(client, experiment_ids)})"
+    )
 
 
 def _search(client, experiment_ids: Iterable[str], filter_string: str = "", limit: int | None = None) -> list:
@@ -141,7 +155,13 @@ def _number(value: Any) -> float:
         return float("nan")
 
 
-_STATE_STATUS = {"FINISHED": "ok", "FAILED": "failed", "KILLED": "killed", "RUNNING": "running", "SCHEDULED": "scheduled"}
+_STATE_STATUS = {
+    "FINISHED": "ok",
+    "FAILED": "failed",
+    "KILLED": "killed",
+    "RUNNING": "running",
+    "SCHEDULED": "scheduled",
+}
 
 
 def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None) -> pd.DataFrame:
@@ -161,7 +181,9 @@ def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None
         }
         row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
         row.update({f"params.{k}": v for k, v in run.data.params.items()})
-        row.update({f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == "mlflow.note.content"})
+        row.update(
+            {f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == "mlflow.note.content"}
+        )
         rows.append(row)
     frame = pd.DataFrame(rows)
     return normalize(frame)
@@ -223,8 +245,9 @@ def normalize(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def load_frame(uri: str | None = None, selection: str | None = None, kind: str = "auto",
-               include_parents: bool = False, client=None) -> tuple[pd.DataFrame, Selection]:
+def load_frame(
+    uri: str | None = None, selection: str | None = None, kind: str = "auto", include_parents: bool = False, client=None
+) -> tuple[pd.DataFrame, Selection]:
     """(runs frame, selection) for ``selection`` in the store at ``uri`` (or through ``client``);
     parent runs (sweeps, studies) are left out unless ``include_parents``."""
     client = client or client_for(uri)
@@ -251,8 +274,10 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
         found = _search(client, list(names), f"attributes.run_id IN ({quoted})")
     missing = [i for i in wanted if i not in {r.info.run_id for r in found}]
     if missing:
-        raise SelectionError(f"unknown run id(s): {', '.join(missing)} (store {client.tracking_uri}, experiments: "
-                             f"{', '.join(names.values()) or '(none)'}; the run ids are in the runs.csv of "
-                             "python -m dabench report --out DIR)")
+        raise SelectionError(
+            f"unknown run id(s): {', '.join(missing)} (store {client.tracking_uri}, experiments: "
+            f"{', '.join(names.values()) or '(none)'}; the run ids are in the runs.csv of "
+            "python -m dabench report --out DIR)"
+        )
     frame = runs_to_frame(found, names)
     return frame.set_index("run_id").loc[wanted].reset_index()

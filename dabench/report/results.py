@@ -17,10 +17,27 @@ from typing import Any
 import pandas as pd
 
 #: the table's columns (normalized frame columns), in order; the CSV adds every param and metric
-COLUMNS = ("run_name", "status", "mode", "throughput", "band", "step_ms", "li", "allocation", "diagnosis", "reason",
-           "run_id")
-HEADERS = {"run_name": "run", "throughput": "samples/s", "band": "band (80%)", "step_ms": "step ms", "li": "LI",
-           "allocation": "alloc"}
+COLUMNS = (
+    "run_name",
+    "status",
+    "mode",
+    "throughput",
+    "band",
+    "step_ms",
+    "li",
+    "allocation",
+    "diagnosis",
+    "reason",
+    "run_id",
+)
+HEADERS = {
+    "run_name": "run",
+    "throughput": "samples/s",
+    "band": "band (80%)",
+    "step_ms": "step ms",
+    "li": "LI",
+    "allocation": "alloc",
+}
 SHOWN = 20  #: rows printed in the terminal (the CSV holds all)
 
 
@@ -29,28 +46,39 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=list(COLUMNS))
     table = frame.copy()
-    table["step_ms"] = pd.to_numeric(table.get("metrics.step_time.median_s"), errors="coerce") * 1e3 \
-        if "metrics.step_time.median_s" in table.columns else float("nan")
+    table["step_ms"] = (
+        pd.to_numeric(table.get("metrics.step_time.median_s"), errors="coerce") * 1e3
+        if "metrics.step_time.median_s" in table.columns
+        else float("nan")
+    )
     table["band"] = _bands(table)
     table["_ok"] = (table["status"] == "ok").astype(int)
-    table = table.sort_values(["_ok", "throughput", "status", "run_name"], ascending=[False, False, True, True],
-                              na_position="last", kind="stable")
+    table = table.sort_values(
+        ["_ok", "throughput", "status", "run_name"],
+        ascending=[False, False, True, True],
+        na_position="last",
+        kind="stable",
+    )
     extra = sorted(c for c in table.columns if c.startswith(("params.", "metrics.")))
     return table[[c for c in COLUMNS if c in table.columns] + extra].reset_index(drop=True)
 
 
 def _bands(table: pd.DataFrame) -> pd.Series:
-    """"lo-hi" of each run's predicted samples/s band (docs/perfmodel.md, "Out-of-sample error and
+    """ "lo-hi" of each run's predicted samples/s band (docs/perfmodel.md, "Out-of-sample error and
     bands"), None where the run has none (measured, or an uncalibrated platform)."""
     lo, hi = "metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi"
     if lo not in table.columns or hi not in table.columns:
         return pd.Series([None] * len(table), index=table.index, dtype=object)
     low, high = pd.to_numeric(table[lo], errors="coerce"), pd.to_numeric(table[hi], errors="coerce")
+
     def short(v: float) -> str:
         return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
-    return pd.Series([None if math.isnan(a) or math.isnan(b) else f"{short(a)}-{short(b)}" for a, b in zip(low, high)],
-                     index=table.index, dtype=object)
+    return pd.Series(
+        [None if math.isnan(a) or math.isnan(b) else f"{short(a)}-{short(b)}" for a, b in zip(low, high, strict=False)],
+        index=table.index,
+        dtype=object,
+    )
 
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:
@@ -82,14 +110,19 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
     head = f"{title}: {len(frame)} runs ({listed})"
     if table.empty:
         return head
-    columns = [c for c in COLUMNS if c in table.columns and (c not in ("reason",) or table[c].astype(str).str.len().any())
-               and (c != "band" or table[c].notna().any())]
+    columns = [
+        c
+        for c in COLUMNS
+        if c in table.columns
+        and (c not in ("reason",) or table[c].astype(str).str.len().any())
+        and (c != "band" or table[c].notna().any())
+    ]
     rows = [[HEADERS.get(c, c) for c in columns]]
     rows += [[_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()]
     widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
     lines = [head]
     for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     if len(table) > shown:

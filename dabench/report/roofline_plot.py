@@ -25,9 +25,15 @@ def _si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def roofline_svg(points: list[RooflinePoint], peak_flops: float, bandwidth: float, title: str,
-                 predicted: bool, memory_level: str = "main memory",
-                 predicted_points: list[RooflinePoint] | None = None) -> str:
+def roofline_svg(
+    points: list[RooflinePoint],
+    peak_flops: float,
+    bandwidth: float,
+    title: str,
+    predicted: bool,
+    memory_level: str = "main memory",
+    predicted_points: list[RooflinePoint] | None = None,
+) -> str:
     """The SVG text of a log-log roofline: attainable FLOP/s = min(peak, I * bandwidth), with the
     run's own ceilings (peak at the run's precision, ``bandwidth`` of ``memory_level``).
 
@@ -45,11 +51,19 @@ def roofline_svg(points: list[RooflinePoint], peak_flops: float, bandwidth: floa
     values = [p.achieved if p.achieved else p.attainable for p, _ in drawn]
     y_lo = min([v for v in values if v > 0] + [min(peak_flops, lo * bandwidth)]) / 3
     kinds = "measured and PREDICTED" if predicted_points else ("PREDICTED" if predicted else "measured")
-    chart = LogLogChart(lo, hi, y_lo, peak_flops * 2, title=f"{title} [{kinds}]",
-                        x_label=f"arithmetic intensity (FLOP/byte of {memory_level} traffic)",
-                        y_label="achieved FLOP/s per chip", y_unit="FLOP/s")
-    chart.polyline([chart.x_lo, ridge, chart.x_hi], [chart.x_lo * bandwidth, peak_flops, peak_flops],
-                   attributes="data-roof='1'")
+    chart = LogLogChart(
+        lo,
+        hi,
+        y_lo,
+        peak_flops * 2,
+        title=f"{title} [{kinds}]",
+        x_label=f"arithmetic intensity (FLOP/byte of {memory_level} traffic)",
+        y_label="achieved FLOP/s per chip",
+        y_unit="FLOP/s",
+    )
+    chart.polyline(
+        [chart.x_lo, ridge, chart.x_hi], [chart.x_lo * bandwidth, peak_flops, peak_flops], attributes="data-roof='1'"
+    )
     chart.vline(ridge, f"ridge {ridge:.3g} FLOP/B")
     chart.legend_entry(f"compute roof: {_si(peak_flops, 'FLOP/s')} peak")
     chart.legend_entry(f"memory roof: I x {_si(bandwidth, 'B/s')} ({memory_level})")
@@ -66,16 +80,24 @@ def roofline_svg(points: list[RooflinePoint], peak_flops: float, bandwidth: floa
             kind, shape, y, label = "on-roof", "cross", p.attainable, f"{p.name} (no own time: on the roof)"
         else:
             continue
-        attributes = (f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' "
-                      f"data-flops='{y!r}'")
+        attributes = (
+            f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' data-flops='{y!r}'"
+        )
         chart.marker(shape, p.intensity, y, size, color, filled=kind != "predicted", attributes=attributes)
         chart.legend_entry(label, shape, color, filled=kind != "predicted", size=min(size, 7.0))
     return chart.svg()
 
 
-def plot_roofline(points: list[RooflinePoint], peak_flops: float, bandwidth: float, title: str, path: Path,
-                  predicted: bool, memory_level: str = "main memory",
-                  predicted_points: list[RooflinePoint] | None = None) -> Path:
+def plot_roofline(
+    points: list[RooflinePoint],
+    peak_flops: float,
+    bandwidth: float,
+    title: str,
+    path: Path,
+    predicted: bool,
+    memory_level: str = "main memory",
+    predicted_points: list[RooflinePoint] | None = None,
+) -> Path:
     """Write :func:`roofline_svg` to ``path`` (an ``.svg`` file); returns ``path``."""
     path.write_text(roofline_svg(points, peak_flops, bandwidth, title, predicted, memory_level, predicted_points))
     return path

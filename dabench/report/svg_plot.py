@@ -34,8 +34,7 @@ def decade_label(value: float, unit: str = "") -> str:
     return f"1e{exponent}"
 
 
-def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: bool,
-               attributes: str = "") -> str:
+def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = "") -> str:
     """One marker centred at pixel (x, y): ``circle``, ``diamond``, ``star`` or ``cross``;
     ``size`` is its radius in pixels; hollow markers have a white fill and a coloured edge."""
     fill = color if filled else "white"
@@ -44,8 +43,10 @@ def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: 
         return f"<circle cx='{_f(x)}' cy='{_f(y)}' r='{_f(size)}' {style}/>"
     if shape == "cross":
         d = size * 0.8
-        return (f"<path d='M{_f(x - d)},{_f(y - d)}L{_f(x + d)},{_f(y + d)}M{_f(x - d)},{_f(y + d)}"
-                f"L{_f(x + d)},{_f(y - d)}' fill='none' stroke='{color}' stroke-width='2' {attributes}/>")
+        return (
+            f"<path d='M{_f(x - d)},{_f(y - d)}L{_f(x + d)},{_f(y + d)}M{_f(x - d)},{_f(y + d)}"
+            f"L{_f(x + d)},{_f(y - d)}' fill='none' stroke='{color}' stroke-width='2' {attributes}/>"
+        )
     if shape == "diamond":
         corners = [(x, y - size * 1.2), (x + size, y), (x, y + size * 1.2), (x - size, y)]
     elif shape == "star":
@@ -60,8 +61,9 @@ def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: 
     return f"<polygon points='{points}' {style}/>"
 
 
-def _grid_line(x1: float, y1: float, x2: float, y2: float,
-               label: tuple[float, float, str, str] | None = None) -> list[str]:
+def _grid_line(
+    x1: float, y1: float, x2: float, y2: float, label: tuple[float, float, str, str] | None = None
+) -> list[str]:
     """A light dotted grid line from pixel (x1, y1) to (x2, y2) and, when ``label`` is given as
     (x, y, text-anchor, text), its tick label at pixel (x, y)."""
     out = [f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' stroke='#ccc' stroke-dasharray='1,2'/>"]
@@ -107,44 +109,64 @@ class LogLogChart:
         span = math.log10(self.y_hi) - math.log10(self.y_lo)
         return self.top + self.height - (math.log10(y) - math.log10(self.y_lo)) / span * self.height
 
-    def polyline(self, xs: list[float], ys: list[float], color: str = "black", width: float = 2.0,
-                 dash: str = "", attributes: str = "") -> None:
-        points = " ".join(f"{_f(self.px(x))},{_f(self.py(y))}" for x, y in zip(xs, ys))
+    def polyline(
+        self,
+        xs: list[float],
+        ys: list[float],
+        color: str = "black",
+        width: float = 2.0,
+        dash: str = "",
+        attributes: str = "",
+    ) -> None:
+        points = " ".join(f"{_f(self.px(x))},{_f(self.py(y))}" for x, y in zip(xs, ys, strict=False))
         dashing = f" stroke-dasharray='{dash}'" if dash else ""
-        self._body.append(f"<polyline points='{points}' fill='none' stroke='{color}' stroke-width='{width}'"
-                          f"{dashing} {attributes}/>")
+        self._body.append(
+            f"<polyline points='{points}' fill='none' stroke='{color}' stroke-width='{width}'{dashing} {attributes}/>"
+        )
 
     def vline(self, x: float, text: str, color: str = "grey") -> None:
         """A dotted vertical line at data x with ``text`` written along it."""
         column = self.px(x)
-        self._body.append(f"<line x1='{_f(column)}' y1='{_f(self.top)}' x2='{_f(column)}' "
-                          f"y2='{_f(self.top + self.height)}' stroke='{color}' stroke-dasharray='2,3'/>")
-        self._body.append(f"<text x='{_f(column + 4)}' y='{_f(self.top + self.height - 6)}' font-size='10' "
-                          f"fill='{color}' {FONT}>{escape(text)}</text>")
+        self._body.append(
+            f"<line x1='{_f(column)}' y1='{_f(self.top)}' x2='{_f(column)}' "
+            f"y2='{_f(self.top + self.height)}' stroke='{color}' stroke-dasharray='2,3'/>"
+        )
+        self._body.append(
+            f"<text x='{_f(column + 4)}' y='{_f(self.top + self.height - 6)}' font-size='10' "
+            f"fill='{color}' {FONT}>{escape(text)}</text>"
+        )
 
-    def marker(self, shape: str, x: float, y: float, size: float, color: str, filled: bool,
-               attributes: str = "") -> None:
+    def marker(
+        self, shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = ""
+    ) -> None:
         self._body.append(marker_svg(shape, self.px(x), self.py(y), size, color, filled, attributes))
 
-    def legend_entry(self, text: str, shape: str | None = None, color: str = "black", filled: bool = True,
-                     size: float = 5.0) -> None:
+    def legend_entry(
+        self, text: str, shape: str | None = None, color: str = "black", filled: bool = True, size: float = 5.0
+    ) -> None:
         """A legend row beside the axes: a marker sample (or a line sample when ``shape`` is None)."""
         x = self.left + self.width + 18
         y = self.top + 8 + 17 * len(self._legend)
-        sample = (f"<line x1='{_f(x - 8)}' y1='{_f(y)}' x2='{_f(x + 8)}' y2='{_f(y)}' stroke='{color}' "
-                  f"stroke-width='2'/>" if shape is None else marker_svg(shape, x, y, size, color, filled))
-        self._legend.append(f"{sample}<text x='{_f(x + 16)}' y='{_f(y + 4)}' font-size='11' {FONT}>"
-                            f"{escape(text)}</text>")
+        sample = (
+            f"<line x1='{_f(x - 8)}' y1='{_f(y)}' x2='{_f(x + 8)}' y2='{_f(y)}' stroke='{color}' stroke-width='2'/>"
+            if shape is None
+            else marker_svg(shape, x, y, size, color, filled)
+        )
+        self._legend.append(
+            f"{sample}<text x='{_f(x + 16)}' y='{_f(y + 4)}' font-size='11' {FONT}>{escape(text)}</text>"
+        )
 
     def _axes(self) -> list[str]:
         left, top, right, bottom = self.left, self.top, self.left + self.width, self.top + self.height
-        out = [f"<rect x='{_f(left)}' y='{_f(top)}' width='{_f(self.width)}' height='{_f(self.height)}' "
-               f"fill='none' stroke='black'/>"]
+        out = [
+            f"<rect x='{_f(left)}' y='{_f(top)}' width='{_f(self.width)}' height='{_f(self.height)}' "
+            f"fill='none' stroke='black'/>"
+        ]
         for lo, hi, horizontal in ((self.x_lo, self.x_hi, True), (self.y_lo, self.y_hi, False)):
             decades = round(math.log10(hi / lo))
             step = max(1, math.ceil(decades / 10))
             for k in range(0, decades + 1):
-                value = lo * 10 ** k
+                value = lo * 10**k
                 label = None
                 if horizontal:
                     column = self.px(value)
@@ -156,11 +178,15 @@ class LogLogChart:
                     if k % step == 0:
                         label = (left - 6, row + 4, "end", decade_label(value, self.y_unit))
                     out += _grid_line(left, row, right, row, label)
-        out.append(f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
-                   f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>")
+        out.append(
+            f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
+            f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>"
+        )
         middle = (top + bottom) / 2
-        out.append(f"<text x='16' y='{_f(middle)}' font-size='12' text-anchor='middle' "
-                   f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>")
+        out.append(
+            f"<text x='16' y='{_f(middle)}' font-size='12' text-anchor='middle' "
+            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>"
+        )
         out.append(f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(self.title)}</text>")
         return out
 
@@ -168,15 +194,24 @@ class LogLogChart:
         """The whole document; points outside the axes box are clipped to it."""
         total_w = self.left + self.width + self.right
         total_h = max(self.top + self.height + self.bottom, self.top + 17 * len(self._legend) + 16)
-        clip = (f"<clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
-                f"height='{_f(self.height)}'/></clipPath>")
-        return "\n".join([
-            f"<svg xmlns='http://www.w3.org/2000/svg' width='{_f(total_w)}' height='{_f(total_h)}' "
-            f"viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
-            f"<defs>{clip}</defs>",
-            f"<rect width='{_f(total_w)}' height='{_f(total_h)}' fill='white'/>",
-            *self._axes(),
-            "<g clip-path='url(#axes)'>", *self._body, "</g>",
-            *self._legend,
-            "</svg>",
-        ]) + "\n"
+        clip = (
+            f"<clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
+            f"height='{_f(self.height)}'/></clipPath>"
+        )
+        return (
+            "\n".join(
+                [
+                    f"<svg xmlns='http://www.w3.org/2000/svg' width='{_f(total_w)}' height='{_f(total_h)}' "
+                    f"viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
+                    f"<defs>{clip}</defs>",
+                    f"<rect width='{_f(total_w)}' height='{_f(total_h)}' fill='white'/>",
+                    *self._axes(),
+                    "<g clip-path='url(#axes)'>",
+                    *self._body,
+                    "</g>",
+                    *self._legend,
+                    "</svg>",
+                ]
+            )
+            + "\n"
+        )

@@ -39,8 +39,9 @@ def job_count(config: DictConfig) -> int | None:
     """Jobs of a basic-sweeper multirun: the product of each swept key's choices (Hydra's
     override grammar over ``hydra.sweeper.params`` then the command line); None if unparsable."""
     try:
-        from dabench.runtime.hydra_compat import BasicSweeper
         from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        from dabench.runtime.hydra_compat import BasicSweeper
 
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
         arguments = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
@@ -66,10 +67,15 @@ def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
     outcome = getattr(job_return, "_return_value", None)
     status = getattr(outcome, "status", None) or ("ok" if _job_ok(job_return) else "crashed")
     value = float(outcome) if isinstance(outcome, float) else float("nan")
-    return {"run_id": "", "run_name": " ".join(OmegaConf.select(config, "hydra.overrides.task") or []),
-            "mlflow_status": "", "tags.dabench.status": status, "tags.dabench.mode": getattr(outcome, "mode", None),
-            "tags.dabench.reason": getattr(outcome, "reason", "") or "",
-            "metrics.throughput.samples_per_s": value if status == "ok" else float("nan")}
+    return {
+        "run_id": "",
+        "run_name": " ".join(OmegaConf.select(config, "hydra.overrides.task") or []),
+        "mlflow_status": "",
+        "tags.dabench.status": status,
+        "tags.dabench.mode": getattr(outcome, "mode", None),
+        "tags.dabench.reason": getattr(outcome, "reason", "") or "",
+        "metrics.throughput.samples_per_s": value if status == "ok" else float("nan"),
+    }
 
 
 class SweepResultsCallback(Callback):
@@ -82,8 +88,9 @@ class SweepResultsCallback(Callback):
         study = _is_study(config)
         total = OmegaConf.select(config, "hydra.sweeper.n_trials") if study else job_count(config)
         if total:
-            self.progress = _current = SweepProgress(int(total), "study" if study else "multirun",
-                                                     "trials" if study else "runs")
+            self.progress = _current = SweepProgress(
+                int(total), "study" if study else "multirun", "trials" if study else "runs"
+            )
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if self.progress is not None:
@@ -114,8 +121,11 @@ class SweepResultsCallback(Callback):
 
             frame = normalize(pd.DataFrame(self.untracked))
             path = write_results_csv(frame, folder / "results.csv")
-            print(render_results(frame, "multirun results (not recorded: tracking.enabled=false)")
-                  + f"\nresults.csv: {path}", flush=True)
+            print(
+                render_results(frame, "multirun results (not recorded: tracking.enabled=false)")
+                + f"\nresults.csv: {path}",
+                flush=True,
+            )
             self.untracked = []
             return
         if not parent or not tracking.get("enabled", True):
@@ -124,7 +134,6 @@ class SweepResultsCallback(Callback):
             from dabench.report.frame import client_for
             from dabench.report.results import record_sweep_results
 
-            print(record_sweep_results(client_for(tracking.get("uri")), parent, folder, "multirun results"),
-                  flush=True)
+            print(record_sweep_results(client_for(tracking.get("uri")), parent, folder, "multirun results"), flush=True)
         except Exception as error:  # the runs are recorded; only the table is missing
             log.warning("could not write the multirun's results table: %s", error)

@@ -70,8 +70,9 @@ def on_interrupt(closer: Callable[[], str | None]) -> Callable[[], None]:
     return remove
 
 
-def progress(done: int | None = None, total: int | None = None, unit: str | None = None,
-             resume: str | None = None) -> Progress:
+def progress(
+    done: int | None = None, total: int | None = None, unit: str | None = None, resume: str | None = None
+) -> Progress:
     """Update (the given fields of) how far the current work got; returns it."""
     if done is not None:
         _progress.done = done
@@ -98,7 +99,11 @@ def command_line() -> str:
     """This process's command line as the user would type it again (``python -m dabench ...``),
     through the mask set by :func:`mask_with`."""
     args = sys.argv[1:]
-    head = "python -m dabench" if sys.argv and sys.argv[0].endswith("__main__.py") else os.path.basename(sys.argv[0] or "dabench")
+    head = (
+        "python -m dabench"
+        if sys.argv and sys.argv[0].endswith("__main__.py")
+        else os.path.basename(sys.argv[0] or "dabench")
+    )
     return _mask(" ".join([head, *map(shlex.quote, args)]))
 
 

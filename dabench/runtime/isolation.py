@@ -21,10 +21,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dabench.core.status import (
+    CompileError,
+    CrashedError,
+    DabenchError,
+    OutOfMemory,
+    RunTimeout,
+    Status,
+    UnsupportedError,
+)
 from dabench.runtime import supervisor
-from dabench.core.status import (CompileError, CrashedError, DabenchError, OutOfMemory, RunTimeout, Status,
-                            UnsupportedError)
-
 
 PROTOCOL = 1
 #: the folder that holds the dabench package: a checkout's root, or site-packages of an installed wheel
@@ -63,8 +69,12 @@ def child_env(python: str | None, extra: dict[str, str] | None = None) -> dict[s
 
 def error_for(status: str, reason: str) -> DabenchError:
     """The exception that carries a child-reported non-ok status."""
-    classes = {Status.COMPILE_ERROR.value: CompileError, Status.OOM.value: OutOfMemory,
-               Status.UNSUPPORTED.value: UnsupportedError, Status.CRASHED.value: CrashedError}
+    classes = {
+        Status.COMPILE_ERROR.value: CompileError,
+        Status.OOM.value: OutOfMemory,
+        Status.UNSUPPORTED.value: UnsupportedError,
+        Status.CRASHED.value: CrashedError,
+    }
     if status in classes:
         return classes[status](reason)
     error = DabenchError(reason)
@@ -75,8 +85,14 @@ def error_for(status: str, reason: str) -> DabenchError:
     return error
 
 
-def run_child(module: str, request: dict[str, Any], workdir: Path, python: str | None = None,
-              timeout_s: float = 3600.0, env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_child(
+    module: str,
+    request: dict[str, Any],
+    workdir: Path,
+    python: str | None = None,
+    timeout_s: float = 3600.0,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Run ``python -m module request.json result.json`` in ``workdir``; return the result dict
     of an ok run, raise the matching DabenchError otherwise (see module doc)."""
     workdir = Path(workdir).absolute()
@@ -89,13 +105,16 @@ def run_child(module: str, request: dict[str, Any], workdir: Path, python: str |
     command = [interpreter, "-m", module, str(request_path), str(result_path)]
     where = f"runner {module} under {interpreter}"
     try:
-        ended = supervisor.run(command, log_path, timeout_s, cwd=workdir, env=child_env(python, env),
-                               tail_chars=TAIL_CHARS)
+        ended = supervisor.run(
+            command, log_path, timeout_s, cwd=workdir, env=child_env(python, env), tail_chars=TAIL_CHARS
+        )
     except OSError as error:
         raise CrashedError(f"{where} could not start: {error}") from error
     if ended.status == supervisor.TIMEOUT:
-        raise RunTimeout(f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
-                           f"output tail ({log_path}):\n{ended.tail}")
+        raise RunTimeout(
+            f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
+            f"output tail ({log_path}):\n{ended.tail}"
+        )
     if ended.status == supervisor.OOM:
         raise OutOfMemory(f"{where} {ended.description}; output tail ({log_path}):\n{ended.tail}")
     if not ended.ok:
@@ -104,8 +123,10 @@ def run_child(module: str, request: dict[str, Any], workdir: Path, python: str |
         result = json.loads(result_path.read_text())
         status, reason = result["status"], result.get("reason", "")
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise CrashedError(f"{where} exited 0 but left no readable {result_path.name} ({error}); "
-                           f"output tail ({log_path}):\n{supervisor.tail(log_path)}") from None
+        raise CrashedError(
+            f"{where} exited 0 but left no readable {result_path.name} ({error}); "
+            f"output tail ({log_path}):\n{supervisor.tail(log_path)}"
+        ) from None
     if status != Status.OK.value:
         raise error_for(status, reason or f"{where} reported {status}")
     result["runner_log"] = str(log_path)

@@ -67,11 +67,20 @@ class _Line:
             from tqdm import tqdm
 
             width = shutil.get_terminal_size((0, 0)).columns  # 0 on a pseudo-terminal without a size
-            self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=width > 0,
-                            ncols=None if width > 0 else 100, nrows=None if width > 0 else 24,  # tqdm draws no bar in 0 rows
-                            mininterval=BAR_INTERVAL_S, smoothing=0,
-                            position=0,  # one line: a sweep's bar is cleared while its job's step bar shows
-                            delay=BAR_INTERVAL_S)  # not drawn at creation (the sweep's first log lines follow)
+            self.bar = tqdm(
+                total=total,
+                desc=desc,
+                unit=unit,
+                file=self.stream,
+                leave=False,
+                dynamic_ncols=width > 0,
+                ncols=None if width > 0 else 100,
+                nrows=None if width > 0 else 24,  # tqdm draws no bar in 0 rows
+                mininterval=BAR_INTERVAL_S,
+                smoothing=0,
+                position=0,  # one line: a sweep's bar is cleared while its job's step bar shows
+                delay=BAR_INTERVAL_S,
+            )  # not drawn at creation (the sweep's first log lines follow)
 
     def show(self, done: int, postfix: str, text: Callable[[], str], force: bool = False) -> None:
         """Draw ``done`` (bar) or print ``text()`` (plain line) when due; ``text`` is only built then."""
@@ -104,8 +113,14 @@ class SweepProgress:
     """done/total jobs, ok/failed, ETA. ``finished(ok)`` after each job; ``close()`` at the end
     (plain-line mode prints the last line then)."""
 
-    def __init__(self, total: int, desc: str = "dabench", unit: str = "runs", stream: TextIO | None = None,
-                 mode: str | None = None):
+    def __init__(
+        self,
+        total: int,
+        desc: str = "dabench",
+        unit: str = "runs",
+        stream: TextIO | None = None,
+        mode: str | None = None,
+    ):
         self.total = int(total)
         self.unit = unit
         self.desc = desc
@@ -116,8 +131,10 @@ class SweepProgress:
         elapsed = time.monotonic() - self.line.start
         eta = eta_seconds(elapsed, self.done, self.total)
         left = "" if eta is None else f", ETA {duration(eta)}"
-        return (f"{self.desc}: {self.done}/{self.total} {self.unit} done ({self.ok} ok, {self.failed} failed), "
-                f"{duration(elapsed)} elapsed{left}")
+        return (
+            f"{self.desc}: {self.done}/{self.total} {self.unit} done ({self.ok} ok, {self.failed} failed), "
+            f"{duration(elapsed)} elapsed{left}"
+        )
 
     def set_total(self, total: int) -> None:
         self.total = self.line.total = int(total)
@@ -134,8 +151,9 @@ class SweepProgress:
             self.ok += 1
         else:
             self.failed += 1
-        self.line.show(self.done, f"{self.ok} ok, {self.failed} failed", self.text,
-                       force=self.done == 1 or self.done >= self.total)
+        self.line.show(
+            self.done, f"{self.ok} ok, {self.failed} failed", self.text, force=self.done == 1 or self.done >= self.total
+        )
 
     def close(self) -> None:
         self.line.close()
@@ -145,8 +163,15 @@ class StepProgress:
     """The steps of one measured run: ``phase`` names what runs now (warm-up, timed,
     instrumented); ``step()`` after each step, outside any timed interval."""
 
-    def __init__(self, label: str, steps: int, reason: str = "", stream: TextIO | None = None, mode: str | None = None,
-                 estimate_after: int = 1):
+    def __init__(
+        self,
+        label: str,
+        steps: int,
+        reason: str = "",
+        stream: TextIO | None = None,
+        mode: str | None = None,
+        estimate_after: int = 1,
+    ):
         self.label, self.steps, self.reason = label, max(1, int(steps)), reason
         self.done = 0
         self.phase = "warm-up"
@@ -176,7 +201,8 @@ class StepProgress:
     def text(self) -> str:
         left = eta_seconds(time.monotonic() - self.started, self.done, self.steps)
         return f"{self.label}: {self.phase} step {self.done}/{self.steps}" + (
-            "" if left is None else f", about {duration(left)} left")
+            "" if left is None else f", about {duration(left)} left"
+        )
 
     def _announce(self) -> None:
         self.estimated_s = self.estimate()
@@ -184,9 +210,11 @@ class StepProgress:
             return
         if self.estimated_s > LONG_RUN_S:
             why = f" ({self.reason})" if self.reason else ""
-            message = (f"{self.label}: this measured run will take about {duration(self.estimated_s)}{why}, "
-                       f"estimated from its first {self.done} step(s) of {self.steps}; fewer run.timed_steps / "
-                       "run.warmup_steps, a smaller model or hardware.mode=predict are quicker")
+            message = (
+                f"{self.label}: this measured run will take about {duration(self.estimated_s)}{why}, "
+                f"estimated from its first {self.done} step(s) of {self.steps}; fewer run.timed_steps / "
+                "run.warmup_steps, a smaller model or hardware.mode=predict are quicker"
+            )
             if self.line is not None:
                 self.line.clear()
             log.warning("%s", message)

@@ -22,13 +22,21 @@ from typing import Mapping, Sequence
 from dabench.core.status import Status
 
 #: exit classes, in the one status vocabulary (dabench/core/status.py)
-OK, OOM, INTERRUPTED, TIMEOUT, CRASHED = (Status.OK.value, Status.OOM.value, Status.INTERRUPTED.value,
-                                          Status.TIMEOUT.value, Status.CRASHED.value)
+OK, OOM, INTERRUPTED, TIMEOUT, CRASHED = (
+    Status.OK.value,
+    Status.OOM.value,
+    Status.INTERRUPTED.value,
+    Status.TIMEOUT.value,
+    Status.CRASHED.value,
+)
 TAIL_CHARS = 4000
 POLL_S = 0.05
 #: output lines that mean the child ran out of memory (Python, torch CPU/CUDA, the C allocator)
-OOM_MARKERS = re.compile(r"MemoryError|out of memory|OutOfMemoryError|Cannot allocate memory|"
-                         r"std::bad_alloc|DefaultCPUAllocator: can't allocate", re.IGNORECASE)
+OOM_MARKERS = re.compile(
+    r"MemoryError|out of memory|OutOfMemoryError|Cannot allocate memory|"
+    r"std::bad_alloc|DefaultCPUAllocator: can't allocate",
+    re.IGNORECASE,
+)
 #: cgroup files whose ``oom_kill N`` line counts the kernel's OOM kills (v2, then v1)
 OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
@@ -79,8 +87,14 @@ class Exit:
         return self.status == OK
 
 
-def classify(returncode: int | None, output_tail: str = "", *, timed_out: bool = False,
-             killed_by_supervisor: bool = False, oom_killed: bool = False) -> tuple[str, str]:
+def classify(
+    returncode: int | None,
+    output_tail: str = "",
+    *,
+    timed_out: bool = False,
+    killed_by_supervisor: bool = False,
+    oom_killed: bool = False,
+) -> tuple[str, str]:
     """(status, description) for a child's end; see the module table. ``oom_killed``: the
     cgroup's OOM-kill counter went up while the child ran."""
     if timed_out:
@@ -119,15 +133,23 @@ class Child:
         return self.proc.pid
 
 
-def start(command: Sequence[str], log_path: Path | str, *, cwd: Path | str | None = None,
-          env: Mapping[str, str] | None = None) -> Child:
+def start(
+    command: Sequence[str], log_path: Path | str, *, cwd: Path | str | None = None, env: Mapping[str, str] | None = None
+) -> Child:
     """Start ``command`` in a new session, stdout and stderr to ``log_path``, stdin closed.
     OSError when it cannot start."""
     log_path = Path(log_path)
     counter = oom_kill_count()
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True)
+        proc = subprocess.Popen(
+            list(command),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
     return Child(proc, log_path, counter)
 
 
@@ -153,13 +175,21 @@ def outcome(child: Child, *, timed_out: bool = False, tail_chars: int = TAIL_CHA
     output = tail(child.log_path, tail_chars)
     after = oom_kill_count()
     oom_killed = after is not None and child.oom_kills_at_start is not None and after > child.oom_kills_at_start
-    status, description = classify(child.proc.returncode, output, timed_out=timed_out,
-                                   killed_by_supervisor=child.killed, oom_killed=oom_killed)
+    status, description = classify(
+        child.proc.returncode, output, timed_out=timed_out, killed_by_supervisor=child.killed, oom_killed=oom_killed
+    )
     return Exit(status, child.proc.returncode, description, output, child.killed)
 
 
-def run(command: Sequence[str], log_path: Path | str, timeout_s: float, *, cwd: Path | str | None = None,
-        env: Mapping[str, str] | None = None, tail_chars: int = TAIL_CHARS) -> Exit:
+def run(
+    command: Sequence[str],
+    log_path: Path | str,
+    timeout_s: float,
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    tail_chars: int = TAIL_CHARS,
+) -> Exit:
     """Start, wait at most ``timeout_s``, kill the group (always: no grandchild outlives the
     call), classify. KeyboardInterrupt and other exceptions kill the group and propagate."""
     child = start(command, log_path, cwd=cwd, env=env)

@@ -20,9 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from dabench.runtime import faults
 from dabench.core.paths import launch_dir
 from dabench.core.status import Status, mlflow_state, parse
+from dabench.runtime import faults
 from dabench.tracking.store import client_and_experiment, tracking_uri
 from dabench.tracking.writes import MAX_TAG_CHARS, REASON_TAG, STATUS_TAG, now_ms, write_batch
 
@@ -58,8 +58,11 @@ def standard_tags(parent_id: str | None) -> dict[str, str]:
     """Tags every dabench run carries: torch version, git commit, and the parent when any."""
     from dabench.tracking.reaper import owner_tags
 
-    tags = {"dabench.torch_version": package_version("torch"), "dabench.git_commit": git_commit(launch_dir()),
-            **owner_tags()}  # host, pid, process start: a run whose process is gone is reaped
+    tags = {
+        "dabench.torch_version": package_version("torch"),
+        "dabench.git_commit": git_commit(launch_dir()),
+        **owner_tags(),
+    }  # host, pid, process start: a run whose process is gone is reaped
     if parent_id:
         tags["mlflow.parentRunId"] = parent_id
     return tags
@@ -96,13 +99,24 @@ class RecordedRun:
             return True
         if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
             return False
-        self.offline = outbox.Journal.new(uri=self.uri, experiment=self.experiment, run_name=self.run_name,
-                                          start_ms=self.start_ms, tags={}, parent=None, server_run_id=self.run_id)
+        self.offline = outbox.Journal.new(
+            uri=self.uri,
+            experiment=self.experiment,
+            run_name=self.run_name,
+            start_ms=self.start_ms,
+            tags={},
+            parent=None,
+            server_run_id=self.run_id,
+        )
         outbox.announce(self.uri, self.offline)
         return True
 
-    def log(self, params: Mapping[str, Any] | None = None, metrics: Mapping[str, float] | None = None,
-            tags: Mapping[str, Any] | None = None) -> None:
+    def log(
+        self,
+        params: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, float] | None = None,
+        tags: Mapping[str, Any] | None = None,
+    ) -> None:
         if self.offline is None:
             try:
                 faults.check("tracking_log")
@@ -158,8 +172,16 @@ class RecordedRun:
         self.closed = True
 
 
-def open_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[str, Any] | None = None,
-             parent_id: str | None = None, start_ms: int | None = None, standard: bool = True) -> RecordedRun:
+def open_run(
+    *,
+    experiment: str,
+    uri: str | None,
+    run_name: str,
+    tags: Mapping[str, Any] | None = None,
+    parent_id: str | None = None,
+    start_ms: int | None = None,
+    standard: bool = True,
+) -> RecordedRun:
     """Create the run now (start time = now unless ``start_ms``), a child of ``parent_id`` or of
     ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
     from dabench.tracking import outbox
@@ -167,8 +189,11 @@ def open_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[s
 
     resolved = tracking_uri(uri)
     parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
-    all_tags = {**(standard_tags(parent) if standard else ({"mlflow.parentRunId": parent} if parent else {})),
-                **owner_tags(), **(tags or {})}
+    all_tags = {
+        **(standard_tags(parent) if standard else ({"mlflow.parentRunId": parent} if parent else {})),
+        **owner_tags(),
+        **(tags or {}),
+    }
     start = start_ms if start_ms is not None else now_ms()
     where = {"uri": resolved, "experiment": experiment, "run_name": run_name}
     if not (parent or "").startswith(outbox.PREFIX):  # a child of an outbox parent waits with it
@@ -176,22 +201,34 @@ def open_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[s
             client, experiment_id = client_and_experiment(resolved, experiment)
             reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
             outbox.sync_once(resolved)  # an earlier outage's records, now that the server answers
-            run = client.create_run(experiment_id, start_time=start, run_name=run_name[:250],
-                                    tags={k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()})
+            run = client.create_run(
+                experiment_id,
+                start_time=start,
+                run_name=run_name[:250],
+                tags={k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()},
+            )
             return RecordedRun(client, run.info.run_id, experiment_id, start, **where)
         except Exception as error:
             if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                 raise
     tags_kept = {k: v for k, v in all_tags.items() if k != "mlflow.parentRunId"}
-    journal = outbox.Journal.new(uri=resolved, experiment=experiment, run_name=run_name, start_ms=start,
-                                 tags=tags_kept, parent=parent)
+    journal = outbox.Journal.new(
+        uri=resolved, experiment=experiment, run_name=run_name, start_ms=start, tags=tags_kept, parent=parent
+    )
     outbox.announce(resolved, journal)
     return RecordedRun(None, journal.run_id, "", start, offline=journal, **where)
 
 
 @contextmanager
-def recorded_run(*, experiment: str, uri: str | None, run_name: str, tags: Mapping[str, Any] | None = None,
-                 parent_id: str | None = None, status_tags: bool = True) -> Iterator[RecordedRun]:
+def recorded_run(
+    *,
+    experiment: str,
+    uri: str | None,
+    run_name: str,
+    tags: Mapping[str, Any] | None = None,
+    parent_id: str | None = None,
+    status_tags: bool = True,
+) -> Iterator[RecordedRun]:
     """Open a run at entry and close it on every exit path (see the module docstring)."""
     run = open_run(experiment=experiment, uri=uri, run_name=run_name, tags=tags, parent_id=parent_id)
     run.status_tags = status_tags
@@ -293,8 +330,15 @@ class BatchRecorder:
     ``flush_every`` pending runs are written at once; :meth:`add` takes a finished run with
     explicit times. :attr:`run_ids` lists the ids written, in order."""
 
-    def __init__(self, *, experiment: str, uri: str | None = None, parent_id: str | None = None,
-                 tags: Mapping[str, Any] | None = None, flush_every: int = 100):
+    def __init__(
+        self,
+        *,
+        experiment: str,
+        uri: str | None = None,
+        parent_id: str | None = None,
+        tags: Mapping[str, Any] | None = None,
+        flush_every: int = 100,
+    ):
         self.experiment, self.uri, self.flush_every = experiment, uri, flush_every
         self.parent_id = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
         self.common_tags = dict(tags or {})
@@ -364,8 +408,7 @@ class BatchRecorder:
             created = None
             if not offline:
                 try:
-                    run = self._client.create_run(self._experiment_id, start_time=p.start_ms,
-                                                  run_name=p.run_name[:250])
+                    run = self._client.create_run(self._experiment_id, start_time=p.start_ms, run_name=p.run_name[:250])
                     created = run.info.run_id
                     write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
                     self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
@@ -375,8 +418,15 @@ class BatchRecorder:
                     if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                         raise
                     offline = True
-            journal = outbox.Journal.new(uri=resolved, experiment=self.experiment, run_name=p.run_name,
-                                         start_ms=p.start_ms, tags={}, parent=self.parent_id, server_run_id=created)
+            journal = outbox.Journal.new(
+                uri=resolved,
+                experiment=self.experiment,
+                run_name=p.run_name,
+                start_ms=p.start_ms,
+                tags={},
+                parent=self.parent_id,
+                server_run_id=created,
+            )
             journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
             journal.close(p.status, "", end, status_tags=False)
             outbox.announce(resolved, journal)

@@ -105,11 +105,21 @@ def _gone_reason(tags: dict[str, str], all_hosts: bool) -> str | None:
     """Why the run's owner is gone, or None when it may still run (or is not ours to judge)."""
     host, pid = tags.get(HOST_TAG), tags.get(PID_TAG)
     if host is None or pid is None or not pid.isdigit():
-        return "no owner recorded (run by an older dabench or another tool); ended on request (--all-hosts)" if all_hosts else None
+        return (
+            "no owner recorded (run by an older dabench or another tool); ended on request (--all-hosts)"
+            if all_hosts
+            else None
+        )
     started = tags.get(START_TAG, "unknown")
     if host != hostname():
-        return (f"process {pid} on {host} (started {started}) not checked from {hostname()}; ended on request "
-                f"(--all-hosts)") if all_hosts else None
+        return (
+            (
+                f"process {pid} on {host} (started {started}) not checked from {hostname()}; ended on request "
+                f"(--all-hosts)"
+            )
+            if all_hosts
+            else None
+        )
     if process_alive(int(pid), tags.get(KEY_TAG)):
         return None
     return f"process {pid} on {host} (started {started}) ended without closing the run (killed or lost power)"
@@ -148,7 +158,9 @@ def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list
         if reason is None:
             continue
         if not dry_run:
-            client.log_batch(run.info.run_id, tags=[RunTag(STATUS_TAG, Status.KILLED.value), RunTag(REASON_TAG, reason)])
+            client.log_batch(
+                run.info.run_id, tags=[RunTag(STATUS_TAG, Status.KILLED.value), RunTag(REASON_TAG, reason)]
+            )
             client.set_terminated(run.info.run_id, status=mlflow_state(Status.KILLED), end_time=int(time.time() * 1000))
         done.append(Reaped(run.info.run_id, run.info.experiment_id, run.info.run_name or "", reason))
     return done

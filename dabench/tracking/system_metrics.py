@@ -39,8 +39,7 @@ def system_metrics(run, rc: RunConfig | None) -> Iterator[None]:
         try:
             from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
-            monitor = SystemMetricsMonitor(run.run_id, sampling_interval=interval,
-                                           tracking_uri=run.client.tracking_uri)
+            monitor = SystemMetricsMonitor(run.run_id, sampling_interval=interval, tracking_uri=run.client.tracking_uri)
             monitor.start()
         except Exception as error:  # psutil missing, a store that refuses: the run goes on
             log.warning("no system metrics for this run: %s", error)

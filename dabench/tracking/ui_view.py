@@ -55,8 +55,7 @@ def view_state() -> dict[str, Any]:
     ``columnWidths`` (created date, duration and the run name stay; sweeps stay nested)."""
     columns = [name for name, _ in KEY_COLUMNS]
     order = [RUN_NAME_COLUMN[0], "runDateAndNestInfo", *columns, "duration"]
-    return {"selectedColumns": columns, "columnOrder": order,
-            "columnWidths": dict([RUN_NAME_COLUMN, *KEY_COLUMNS])}
+    return {"selectedColumns": columns, "columnOrder": order, "columnWidths": dict([RUN_NAME_COLUMN, *KEY_COLUMNS])}
 
 
 def saved_view_tag(now_ms: int | None = None) -> tuple[str, str]:
@@ -80,8 +79,7 @@ def ensure_saved_view(client: Any, experiment_id: str, tags: Mapping[str, str]) 
     return True
 
 
-def ui_base_url(tracking_uri: str | None, port: int = DEFAULT_PORT,
-                environ: Mapping[str, str] = os.environ) -> str:
+def ui_base_url(tracking_uri: str | None, port: int = DEFAULT_PORT, environ: Mapping[str, str] = os.environ) -> str:
     """The MLflow UI's address for runs in ``tracking_uri`` (see module docstring), no trailing /."""
     if environ.get("DABENCH_UI_URL"):
         return environ["DABENCH_UI_URL"].rstrip("/")

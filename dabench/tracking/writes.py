@@ -17,12 +17,17 @@ def now_ms() -> int:
 
 def _chunks(items: list, size: int):
     for i in range(0, len(items), size):
-        yield items[i:i + size]
+        yield items[i : i + size]
 
 
-def write_batch(client, run_id: str, params: Mapping[str, Any] | None = None,
-                metrics: Mapping[str, float] | None = None, tags: Mapping[str, Any] | None = None,
-                timestamp_ms: int | None = None) -> None:
+def write_batch(
+    client,
+    run_id: str,
+    params: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, float] | None = None,
+    tags: Mapping[str, Any] | None = None,
+    timestamp_ms: int | None = None,
+) -> None:
     """Params, metrics and tags in as few calls as MLflow allows (1,000 metrics, 100 params per
     call); values are truncated to MLflow's limits; ``None`` metrics are left out."""
     from mlflow.entities import Metric, Param, RunTag
@@ -49,8 +54,11 @@ def log_child_counts(client, run_id: str) -> dict[str, int]:
 
     from dabench.core.status import is_ok
 
-    children = client.search_runs([client.get_run(run_id).info.experiment_id],
-                                  filter_string=f"tags.mlflow.parentRunId = '{run_id}'", max_results=50000)
+    children = client.search_runs(
+        [client.get_run(run_id).info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{run_id}'",
+        max_results=50000,
+    )
     counts: dict[str, int] = {}
     best = None
     for child in children:

@@ -48,7 +48,9 @@ class StudySummary:
             "trials": self.n_trials,
             "trials_by_state": self.states,
             "trials_by_status": self.statuses,
-            "best": None if self.best_number is None else {
+            "best": None
+            if self.best_number is None
+            else {
                 "trial": self.best_number,
                 "value": self.best_value,
                 "params": self.best_params,

@@ -63,7 +63,9 @@ def holds(trial: FrozenTrial) -> bool:
     return trial.state == TrialState.RUNNING or counts_toward_budget(trial)
 
 
-def held_keys(trials: Sequence[FrozenTrial], overrides_of: Callable[[dict[str, Any]], list[str]] | None = None) -> set[Key]:
+def held_keys(
+    trials: Sequence[FrozenTrial], overrides_of: Callable[[dict[str, Any]], list[str]] | None = None
+) -> set[Key]:
     """The deployments ``trials`` hold (see the module docstring)."""
     keys = (trial_key(t, overrides_of) for t in trials if holds(t))
     return {k for k in keys if k is not None}
@@ -96,7 +98,9 @@ class _PathTrial:
     def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
         return self._pick(name, list(range(low, high + 1, 1 if log else step)))
 
-    def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False) -> float:
+    def suggest_float(
+        self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False
+    ) -> float:
         if step is None:
             raise NotEnumerable(f"{name}: a continuous dimension")
         return self._pick(name, [low + i * step for i in range(int(round((high - low) / step)) + 1)])
@@ -111,8 +115,11 @@ def _next_path(path: list[int], widths: list[int]) -> list[int] | None:
     return None
 
 
-def enumerate_deployments(suggest: Callable[[Any], dict[str, Any]], overrides_of: Callable[[dict[str, Any]], list[str]],
-                          limit: int = ENUMERATION_LIMIT) -> dict[Key, dict[str, Any]]:
+def enumerate_deployments(
+    suggest: Callable[[Any], dict[str, Any]],
+    overrides_of: Callable[[dict[str, Any]], list[str]],
+    limit: int = ENUMERATION_LIMIT,
+) -> dict[Key, dict[str, Any]]:
     """Every deployment of the space {key: Optuna parameters that give it}, found by walking
     each suggest call's options; NotEnumerable for a continuous space, one with more than
     ``limit`` parameter sets, or a hook that needs more than suggest calls."""
@@ -127,7 +134,9 @@ def enumerate_deployments(suggest: Callable[[Any], dict[str, Any]], overrides_of
         except NotEnumerable:
             raise
         except Exception as error:
-            raise NotEnumerable(f"the space's suggest() needs a real trial ({type(error).__name__}: {error})") from error
+            raise NotEnumerable(
+                f"the space's suggest() needs a real trial ({type(error).__name__}: {error})"
+            ) from error
         found.setdefault(deployment_key(overrides_of(values)), dict(trial.params))
         path = _next_path(trial.path, trial.widths)
     raise NotEnumerable(f"more than {limit} parameter sets")
@@ -139,8 +148,13 @@ class Proposer:
     ``suggest(trial) -> values`` and ``overrides_of(values) -> [override]`` describe the space;
     ``held`` is the set of held keys, kept up to date by :meth:`ask`."""
 
-    def __init__(self, study: optuna.Study, suggest: Callable[[Any], dict[str, Any]],
-                 overrides_of: Callable[[dict[str, Any]], list[str]], rng: random.Random | None = None):
+    def __init__(
+        self,
+        study: optuna.Study,
+        suggest: Callable[[Any], dict[str, Any]],
+        overrides_of: Callable[[dict[str, Any]], list[str]],
+        rng: random.Random | None = None,
+    ):
         self.study, self.suggest, self.overrides_of = study, suggest, overrides_of
         self.rng = rng or random.Random()
         self._catalog: dict[Key, dict[str, Any]] | None = None

@@ -15,8 +15,8 @@ import copy
 from typing import Any, Callable, Mapping
 
 from dabench.config.build import build_run_config
-from dabench.pipeline.execute import predict_config
 from dabench.core.status import DabenchError, Status
+from dabench.pipeline.execute import predict_config
 from dabench.tune.driver import Outcome
 from dabench.workload.opgraph import build_opgraph
 

@@ -83,7 +83,11 @@ class TrialSpace:
             extra = self.structured.suggest(trial)
             clash = sorted(set(values) & set(extra))
             if clash:
-                raise ConfigError("hydra.sweeper.params", clash, "keys set by the structured space hook cannot also be listed in params")
+                raise ConfigError(
+                    "hydra.sweeper.params",
+                    clash,
+                    "keys set by the structured space hook cannot also be listed in params",
+                )
             values.update(extra)
         return values
 
@@ -97,8 +101,10 @@ class TrialSpace:
 
 
 def trial_tags(trial_number: int, study_name: str) -> list[str]:
-    return [f"++tracking.tags.optuna_trial={trial_number}",
-            f"++tracking.tags.optuna_study={override_value(study_name)}"]
+    return [
+        f"++tracking.tags.optuna_trial={trial_number}",
+        f"++tracking.tags.optuna_study={override_value(study_name)}",
+    ]
 
 
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialState:
@@ -125,15 +131,27 @@ Launch = Callable[[list[list[str]], int], Sequence[Outcome]]
 def _end_early_line(study: optuna.Study, proposer: Proposer, done: int) -> str:
     catalog = proposer.catalog()
     if catalog is not None:
-        return (f"study {study.study_name}: all {len(catalog)} deployments of this space evaluated; "
-                f"stopping after {done} trials")
-    return (f"study {study.study_name}: no deployment it has not evaluated in {MAX_PROPOSALS} proposals; "
-            f"stopping after {done} trials")
+        return (
+            f"study {study.study_name}: all {len(catalog)} deployments of this space evaluated; "
+            f"stopping after {done} trials"
+        )
+    return (
+        f"study {study.study_name}: no deployment it has not evaluated in {MAX_PROPOSALS} proposals; "
+        f"stopping after {done} trials"
+    )
 
 
-def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: int, launch: Launch,
-               tag_trials: bool = True, stop: Callable[[optuna.Study], bool] | None = None,
-               lock: Callable[[], ContextManager[Any]] | None = None, poll_s: float = 1.0) -> int:
+def run_trials(
+    study: optuna.Study,
+    space: TrialSpace,
+    n_trials: int,
+    n_jobs: int,
+    launch: Launch,
+    tag_trials: bool = True,
+    stop: Callable[[optuna.Study], bool] | None = None,
+    lock: Callable[[], ContextManager[Any]] | None = None,
+    poll_s: float = 1.0,
+) -> int:
     """Ask/launch/tell until the study holds ``n_trials`` counted trials, its space has no
     deployment left that it has not evaluated, or ``stop(study)`` says so after a batch; returns
     how many trials this call ran. ``launch(job_overrides,
@@ -145,7 +163,7 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
         batch: list[optuna.Trial] = []
         try:
             job_overrides = []
-            with (lock() if lock is not None else contextlib.nullcontext()):
+            with lock() if lock is not None else contextlib.nullcontext():
                 fail_stale_trials(study, locked=lock is not None)
                 trials = fresh_trials(study)  # not the per-process cache: other workers' trials too
                 done = sum(counts_toward_budget(t) for t in trials)
@@ -176,11 +194,17 @@ def run_trials(study: optuna.Study, space: TrialSpace, n_trials: int, n_jobs: in
         except BaseException as error:
             fail_interrupted(study, batch, f"{type(error).__name__} while the batch ran: {error}")
             raise
-        for trial, outcome in zip(batch, outcomes):
+        for trial, outcome in zip(batch, outcomes, strict=False):
             state = tell(study, trial, outcome)
             ran += 1
-            log.info("trial %d: %s %s", trial.number, state.name.lower(),
-                     f"{outcome.value:,.2f}" if state == TrialState.COMPLETE else f"({outcome.status}: {outcome.reason.splitlines()[0] if outcome.reason else ''})")
+            log.info(
+                "trial %d: %s %s",
+                trial.number,
+                state.name.lower(),
+                f"{outcome.value:,.2f}"
+                if state == TrialState.COMPLETE
+                else f"({outcome.status}: {outcome.reason.splitlines()[0] if outcome.reason else ''})",
+            )
     return ran
 
 

@@ -37,34 +37,52 @@ def training_pipeline_stages(ipus_per_replica: int) -> int:
 def _positive_ints(name: str, values: Sequence[Any], allow_zero: bool = False) -> tuple[int, ...]:
     low = 0 if allow_zero else 1
     if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < low for v in values):
-        raise ConfigError(f"hydra.sweeper.space.args.{name}", list(values or []),
-                          f"a non-empty list of integers >= {low}")
+        raise ConfigError(
+            f"hydra.sweeper.space.args.{name}", list(values or []), f"a non-empty list of integers >= {low}"
+        )
     return tuple(sorted(set(values)))
 
 
 class IpuPipelineSpace:
-    def __init__(self, config: Mapping[str, Any], ipus: Sequence[int] = (1, 2, 4, 8),
-                 replication: Sequence[int] | None = None, pipeline_fill: Sequence[int] = (1, 2, 4, 8, 16),
-                 placement_skew: Sequence[float] = (0.0, 0.1, 0.25, 0.5, 1.0),
-                 min_first_stage_layers: int = 0, max_first_stage_layers: int | None = None,
-                 min_stage_layers: int = 1) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        ipus: Sequence[int] = (1, 2, 4, 8),
+        replication: Sequence[int] | None = None,
+        pipeline_fill: Sequence[int] = (1, 2, 4, 8, 16),
+        placement_skew: Sequence[float] = (0.0, 0.1, 0.25, 0.5, 1.0),
+        min_first_stage_layers: int = 0,
+        max_first_stage_layers: int | None = None,
+        min_stage_layers: int = 1,
+    ) -> None:
         self.n_layers = int(config["model"]["n_layers"])
         self.fills = _positive_ints("pipeline_fill", pipeline_fill)
         self.skews = tuple(float(s) for s in placement_skew)
         if not self.skews or any(not 0.0 <= s <= 1.0 for s in self.skews):
             raise ConfigError("hydra.sweeper.space.args.placement_skew", list(placement_skew), "values in [0, 1]")
-        self.bounds = dict(min_first=int(min_first_stage_layers), min_other=int(min_stage_layers),
-                           max_first=None if max_first_stage_layers is None else int(max_first_stage_layers))
+        self.bounds = dict(
+            min_first=int(min_first_stage_layers),
+            min_other=int(min_stage_layers),
+            max_first=None if max_first_stage_layers is None else int(max_first_stage_layers),
+        )
         allowed = None if replication is None else set(_positive_ints("replication", replication))
         self.topologies: dict[int, tuple[int, ...]] = {}
         for n in _positive_ints("ipus", ipus):
-            reps = tuple(r for r in range(1, n + 1) if n % r == 0 and (allowed is None or r in allowed)
-                         and count_placements(self.n_layers, n // r, **self.bounds) > 0)
+            reps = tuple(
+                r
+                for r in range(1, n + 1)
+                if n % r == 0
+                and (allowed is None or r in allowed)
+                and count_placements(self.n_layers, n // r, **self.bounds) > 0
+            )
             if reps:
                 self.topologies[n] = reps
         if not self.topologies:
-            raise ConfigError("hydra.sweeper.space.args.ipus", list(ipus),
-                              f"at least one IPU count whose pipeline can hold model.n_layers={self.n_layers}")
+            raise ConfigError(
+                "hydra.sweeper.space.args.ipus",
+                list(ipus),
+                f"at least one IPU count whose pipeline can hold model.n_layers={self.n_layers}",
+            )
         top = self.n_layers if self.bounds["max_first"] is None else min(self.n_layers, self.bounds["max_first"])
         self.first_choices = list(range(self.bounds["min_first"], top + 1))
 
@@ -93,8 +111,9 @@ class IpuPipelineSpace:
         return self.deployment(k, r, fill, placement)
 
     def size(self) -> int:
-        return len(self.fills) * sum(count_placements(self.n_layers, n // r, **self.bounds)
-                                     for n, reps in self.topologies.items() for r in reps)
+        return len(self.fills) * sum(
+            count_placements(self.n_layers, n // r, **self.bounds) for n, reps in self.topologies.items() for r in reps
+        )
 
     def grid(self) -> Iterator[dict[str, Any]]:
         for n, reps in self.topologies.items():

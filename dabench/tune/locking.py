@@ -39,7 +39,7 @@ def sqlite_path(url: str) -> Path | None:
     """The database file of an ``sqlite:///`` URL, or None (in-memory or not SQLite)."""
     if not url.startswith("sqlite:///"):
         return None
-    path = url[len("sqlite:///"):].split("?", 1)[0]
+    path = url[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
 
 

@@ -37,8 +37,8 @@ import yaml
 from dabench.core.status import Status
 from dabench.tracking.lifecycle import terminate
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
-from dabench.tune.plots import plot_history, plot_importance
 from dabench.tune.best import StudySummary
+from dabench.tune.plots import plot_history, plot_importance
 
 log = logging.getLogger(__name__)
 
@@ -85,19 +85,29 @@ def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str)
             old = None
         if old is not None and old.info.lifecycle_stage == "active":
             if old.info.status == "RUNNING" and not _owner_gone(study.user_attrs.get(PARENT_OWNER_ATTR)):
-                log.warning("study %s: its previous MLflow parent run %s is still running elsewhere; "
-                            "this invocation's trials go under a second parent %s", study.study_name, previous, parent_id)
+                log.warning(
+                    "study %s: its previous MLflow parent run %s is still running elsewhere; "
+                    "this invocation's trials go under a second parent %s",
+                    study.study_name,
+                    previous,
+                    parent_id,
+                )
             else:
-                children = client.search_runs([old.info.experiment_id],
-                                              filter_string=f"tags.mlflow.parentRunId = '{previous}'",
-                                              max_results=50000)
+                children = client.search_runs(
+                    [old.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{previous}'", max_results=50000
+                )
                 for child in children:
                     client.set_tag(child.info.run_id, "mlflow.parentRunId", parent_id)
                     moved.append(child.info.run_id)
                 client.set_tag(previous, "dabench.superseded_by", parent_id)
                 client.delete_run(previous)
-                log.info("study %s resumed: moved %d trial runs from parent %s to %s", study.study_name,
-                         len(moved), previous, parent_id)
+                log.info(
+                    "study %s resumed: moved %d trial runs from parent %s to %s",
+                    study.study_name,
+                    len(moved),
+                    previous,
+                    parent_id,
+                )
     study.set_user_attr(PARENT_ATTR, parent_id)
     study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
     study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
@@ -123,18 +133,25 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
             if run is not None and run.info.lifecycle_stage == "active":
                 if run.info.status != "RUNNING":
                     client.update_run(found, status="RUNNING")
-                from dabench.tracking.writes import write_batch
                 from dabench.tracking.reaper import owner_tags
+                from dabench.tracking.writes import write_batch
 
                 write_batch(client, found, tags=owner_tags())  # this worker now holds it (the reaper checks it)
                 study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
                 return client, found
         from dabench.tracking.reaper import owner_tags
 
-        run = client.create_run(experiment_id, run_name=f"study {study.study_name}"[:250],
-                                tags={**owner_tags(), "dabench.parent": "true", "optuna.study": study.study_name,
-                                      "optuna.storage": hide_password(storage),
-                                      "mlflow.note.content": f"Optuna study {study.study_name}"})
+        run = client.create_run(
+            experiment_id,
+            run_name=f"study {study.study_name}"[:250],
+            tags={
+                **owner_tags(),
+                "dabench.parent": "true",
+                "optuna.study": study.study_name,
+                "optuna.storage": hide_password(storage),
+                "mlflow.note.content": f"Optuna study {study.study_name}",
+            },
+        )
         study.set_user_attr(PARENT_ATTR, run.info.run_id)
         study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
         study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
@@ -189,11 +206,19 @@ def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary
     metrics = [Metric(f"trials.{state}", float(n), now, 0) for state, n in summary.states.items()]
     metrics += [Metric(f"trials.status.{status}", float(n), now, 0) for status, n in summary.statuses.items()]
     metrics.append(Metric("trials.total", float(summary.n_trials), now, 0))
-    params, tags = [], [RunTag("optuna.study", study.study_name), RunTag("optuna.storage", hide_password(storage)),
-                        RunTag("optuna.direction", summary.direction)]
+    params, tags = (
+        [],
+        [
+            RunTag("optuna.study", study.study_name),
+            RunTag("optuna.storage", hide_password(storage)),
+            RunTag("optuna.direction", summary.direction),
+        ],
+    )
     if summary.best_number is not None:
-        metrics += [Metric("best.samples_per_s", float(summary.best_value), now, 0),
-                    Metric("best.trial", float(summary.best_number), now, 0)]
+        metrics += [
+            Metric("best.samples_per_s", float(summary.best_value), now, 0),
+            Metric("best.trial", float(summary.best_number), now, 0),
+        ]
         tags += [RunTag(f"best.{name}", str(value)[:5000]) for name, value in summary.best_params.items()]
         tags.append(RunTag("best.overrides", " ".join(summary.best_overrides)[:5000]))
         tags.append(RunTag("dabench.best_command", summary.command()[:5000]))

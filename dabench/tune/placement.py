@@ -54,16 +54,18 @@ def compositions(total: int, parts: int, minimum: int) -> Iterator[tuple[int, ..
         yield tuple(minimum + edges[i + 1] - edges[i] - 1 for i in range(parts))
 
 
-def placements(n_layers: int, stages: int, min_first: int = 0, min_other: int = 1,
-               max_first: int | None = None) -> Iterator[tuple[int, ...]]:
+def placements(
+    n_layers: int, stages: int, min_first: int = 0, min_other: int = 1, max_first: int | None = None
+) -> Iterator[tuple[int, ...]]:
     """Every valid placement, by stage-0 layers, then lexicographically."""
     for first in _first_range(n_layers, stages, min_first, min_other, max_first):
         for rest in compositions(n_layers - first, stages - 1, min_other):
             yield (first, *rest)
 
 
-def count_placements(n_layers: int, stages: int, min_first: int = 0, min_other: int = 1,
-                     max_first: int | None = None) -> int:
+def count_placements(
+    n_layers: int, stages: int, min_first: int = 0, min_other: int = 1, max_first: int | None = None
+) -> int:
     """Number of valid placements (see the module docstring for the formula)."""
     total = 0
     for first in _first_range(n_layers, stages, min_first, min_other, max_first):
@@ -95,16 +97,25 @@ def skew_weights(skew: float, z: Sequence[float]) -> list[float]:
     return [math.exp(SKEW_RANGE * skew * (zi - 0.5)) for zi in z]
 
 
-def placement_from_params(n_layers: int, stages: int, first: int, skew: float = 0.0,
-                          z: Sequence[float] = (), min_first: int = 0, min_other: int = 1,
-                          max_first: int | None = None) -> tuple[int, ...]:
+def placement_from_params(
+    n_layers: int,
+    stages: int,
+    first: int,
+    skew: float = 0.0,
+    z: Sequence[float] = (),
+    min_first: int = 0,
+    min_other: int = 1,
+    max_first: int | None = None,
+) -> tuple[int, ...]:
     """The placement with ``first`` layers on stage 0 (clamped into its allowed range) and the
     rest spread over stages 1..k-1 by :func:`skew_weights` (``z`` needs k - 1 values when
     ``skew`` > 0). Always a valid placement; ValueError when none exists."""
     allowed = _first_range(n_layers, stages, min_first, min_other, max_first)
     if not allowed:
-        raise ValueError(f"no placement of {n_layers} layers on {stages} stages (stage 0: {min_first}.."
-                         f"{max_first if max_first is not None else 'any'}, others >= {min_other})")
+        raise ValueError(
+            f"no placement of {n_layers} layers on {stages} stages (stage 0: {min_first}.."
+            f"{max_first if max_first is not None else 'any'}, others >= {min_other})"
+        )
     first = min(max(first, allowed.start), allowed.stop - 1)
     if stages == 1:
         return (first,)

@@ -23,7 +23,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     failed = [t.number for t in trials if t.state == TrialState.FAIL]
     fig, ax = plt.subplots(figsize=(7, 4))
     if done:
-        xs, ys = zip(*done)
+        xs, ys = zip(*done, strict=False)
         ax.scatter(xs, ys, s=18, label="complete trials")
         best, best_line = -math.inf if maximize else math.inf, []
         for y in ys:

@@ -39,18 +39,30 @@ def is_infeasible(trial: FrozenTrial) -> bool:
     """A failed trial that ran and was refused (a recorded status that counts toward the budget,
     see dabench/core/status.py: not ``interrupted``, ``killed``, ...)."""
     status = trial.user_attrs.get(STATUS_ATTR)
-    return trial.state == TrialState.FAIL and bool(trial.params) and status is not None and run_status.counts_toward_budget(status)
+    return (
+        trial.state == TrialState.FAIL
+        and bool(trial.params)
+        and status is not None
+        and run_status.counts_toward_budget(status)
+    )
 
 
 def _as_infeasible(trial: FrozenTrial, value: float) -> FrozenTrial:
     """An in-memory copy of a failed trial, shown complete with a violated constraint. ``value``
     fills Optuna's required field; TPE ranks infeasible trials by their violation, never by it."""
     return FrozenTrial(
-        number=trial.number, state=TrialState.COMPLETE, value=None, values=[value],
-        datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete,
-        params=trial.params, distributions=trial.distributions, user_attrs=trial.user_attrs,
+        number=trial.number,
+        state=TrialState.COMPLETE,
+        value=None,
+        values=[value],
+        datetime_start=trial.datetime_start,
+        datetime_complete=trial.datetime_complete,
+        params=trial.params,
+        distributions=trial.distributions,
+        user_attrs=trial.user_attrs,
         system_attrs={**trial.system_attrs, FAILED_CONSTRAINT: 1.0},
-        intermediate_values=trial.intermediate_values, trial_id=trial._trial_id,
+        intermediate_values=trial.intermediate_values,
+        trial_id=trial._trial_id,
     )
 
 
@@ -89,7 +101,9 @@ class FailureAwareSampler(BaseSampler):
     def sample_relative(self, study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         return self.inner.sample_relative(_FailedAsInfeasibleView(study), trial, search_space)
 
-    def sample_independent(self, study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution) -> Any:
+    def sample_independent(
+        self, study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
         return self.inner.sample_independent(_FailedAsInfeasibleView(study), trial, param_name, param_distribution)
 
     def before_trial(self, study, trial: FrozenTrial) -> None:
@@ -102,8 +116,9 @@ class FailureAwareSampler(BaseSampler):
         self.inner.reseed_rng()
 
 
-def make_sampler(name: str, seed: int | None = None, options: Mapping[str, Any] | None = None,
-                 failed_as_infeasible: bool = True) -> BaseSampler:
+def make_sampler(
+    name: str, seed: int | None = None, options: Mapping[str, Any] | None = None, failed_as_infeasible: bool = True
+) -> BaseSampler:
     """``optuna.samplers.<SAMPLERS[name]>(seed=seed, **options)``; TPE is wrapped in
     :class:`FailureAwareSampler` unless ``failed_as_infeasible`` is false."""
     if name not in SAMPLERS:
@@ -115,7 +130,11 @@ def make_sampler(name: str, seed: int | None = None, options: Mapping[str, Any] 
     try:
         sampler = cls(**kwargs)
     except TypeError as error:
-        raise ConfigError("hydra.sweeper.sampler_options", dict(options or {}), f"arguments of optuna.samplers.{cls.__name__} ({error})") from error
+        raise ConfigError(
+            "hydra.sweeper.sampler_options",
+            dict(options or {}),
+            f"arguments of optuna.samplers.{cls.__name__} ({error})",
+        ) from error
     if name == "tpe" and failed_as_infeasible:
         return FailureAwareSampler(sampler)
     return sampler

@@ -40,7 +40,11 @@ def check_storage(storage: Any) -> None:
         return
     field = "hydra.sweeper.storage"
     if not isinstance(storage, str) or "://" not in storage:
-        raise ConfigError(field, redact_uri(str(storage)), "an SQLAlchemy URL such as sqlite:///path/optuna.db or postgresql://user@host/db")
+        raise ConfigError(
+            field,
+            redact_uri(str(storage)),
+            "an SQLAlchemy URL such as sqlite:///path/optuna.db or postgresql://user@host/db",
+        )
     from sqlalchemy.engine import make_url
 
     try:
@@ -53,9 +57,21 @@ def check_storage(storage: Any) -> None:
         raise ConfigError(field, redact_uri(storage), "sqlite:///<path to a file> (workers and resumes need a file)")
 
 
-def check_settings(*, direction: Any, n_trials: Any, n_jobs: Any, seed: Any, sampler: Any, sampler_options: Any,
-                   failed_as_infeasible: Any, allow_oversubscribe: Any, allow_space_change: Any,
-                   storage: Any, study_name: Any, sweep_name: Any) -> optuna.samplers.BaseSampler:
+def check_settings(
+    *,
+    direction: Any,
+    n_trials: Any,
+    n_jobs: Any,
+    seed: Any,
+    sampler: Any,
+    sampler_options: Any,
+    failed_as_infeasible: Any,
+    allow_oversubscribe: Any,
+    allow_space_change: Any,
+    storage: Any,
+    study_name: Any,
+    sweep_name: Any,
+) -> optuna.samplers.BaseSampler:
     """Every scalar setting of the sweeper; returns the sampler they describe."""
     from dabench.tune.sampling import make_sampler
 
@@ -65,8 +81,11 @@ def check_settings(*, direction: Any, n_trials: Any, n_jobs: Any, seed: Any, sam
     _positive_int("hydra.sweeper.n_jobs", n_jobs)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32):
         raise ConfigError("hydra.sweeper.seed", seed, "null or an integer in [0, 2**32)")
-    for field, value in (("failed_as_infeasible", failed_as_infeasible), ("allow_oversubscribe", allow_oversubscribe),
-                         ("allow_space_change", allow_space_change)):
+    for field, value in (
+        ("failed_as_infeasible", failed_as_infeasible),
+        ("allow_oversubscribe", allow_oversubscribe),
+        ("allow_space_change", allow_space_change),
+    ):
         if not isinstance(value, bool):
             raise ConfigError(f"hydra.sweeper.{field}", value, "true or false")
     _name("hydra.sweeper.study_name", study_name)
@@ -112,6 +131,9 @@ def check_resume(study: optuna.Study, fingerprint: str, allow_change: bool) -> b
     if allow_change:
         return True
     changed = ", ".join(_changed(recorded, fingerprint)) or "the space"
-    raise ConfigError("hydra.sweeper.params", changed,
-                      f"the search space study {study.study_name} was created with (it changed; run it under a new "
-                      "hydra.sweeper.study_name, or resume with hydra.sweeper.allow_space_change=true)")
+    raise ConfigError(
+        "hydra.sweeper.params",
+        changed,
+        f"the search space study {study.study_name} was created with (it changed; run it under a new "
+        "hydra.sweeper.study_name, or resume with hydra.sweeper.allow_space_change=true)",
+    )

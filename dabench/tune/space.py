@@ -109,7 +109,9 @@ class ParsedSpace:
         dimension is continuous."""
         combos: list[dict[str, Any]] = [{}]
         for dim in self.dimensions:
-            combos = [{**c, dim.key: dim.to_value(v)} for c in combos for v in distribution_values(dim.distribution, dim.key)]
+            combos = [
+                {**c, dim.key: dim.to_value(v)} for c in combos for v in distribution_values(dim.distribution, dim.key)
+            ]
         return combos
 
 
@@ -138,7 +140,11 @@ def _range_distribution(key: str, sweep) -> BaseDistribution:
     log = "log" in sweep.tags
     is_int = all(isinstance(v, int) for v in (start, stop, step)) or "int" in sweep.tags
     if log and step != 1:
-        raise ConfigError(key, f"tag(log, range({start}, {stop}, {step}))", "log scale needs step 1 (Optuna cannot combine log and step)")
+        raise ConfigError(
+            key,
+            f"tag(log, range({start}, {stop}, {step}))",
+            "log scale needs step 1 (Optuna cannot combine log and step)",
+        )
     if is_int:
         return IntDistribution(int(start), int(values[-1]), step=1 if log else int(step), log=log)
     return FloatDistribution(float(start), float(values[-1]), step=None if log else float(step), log=log)

@@ -49,8 +49,9 @@ def default_storage(launch_dir: Path) -> str:
 
 def derive_study_name(sweep_name: str | None, model_name: str | None, task_overrides: Sequence[str]) -> str:
     """``<sweep>-<model>[-<hash of the other task overrides>]`` (see module docstring)."""
-    others = sorted(o for o in task_overrides
-                    if not o.startswith(NAME_NEUTRAL_PREFIXES) and not o.startswith(("model=", "+model=")))
+    others = sorted(
+        o for o in task_overrides if not o.startswith(NAME_NEUTRAL_PREFIXES) and not o.startswith(("model=", "+model="))
+    )
     name = f"{sweep_name or 'dabench'}-{model_name or 'model'}"
     if others:
         name += "-" + hashlib.sha1("\n".join(others).encode()).hexdigest()[:8]
@@ -71,10 +72,14 @@ def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers
             with study_lock(storage, "dabench-schema"):
                 with warnings.catch_warnings():  # heartbeats are marked experimental in Optuna
                     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                    store = (optuna.storages.RDBStorage(storage, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S)
-                             if "://" in storage else storage)
-                return optuna.create_study(study_name=name, storage=store, direction=direction,
-                                           sampler=sampler, load_if_exists=True)
+                    store = (
+                        optuna.storages.RDBStorage(storage, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S)
+                        if "://" in storage
+                        else storage
+                    )
+                return optuna.create_study(
+                    study_name=name, storage=store, direction=direction, sampler=sampler, load_if_exists=True
+                )
         except (TimeoutError, ValueError, TypeError):
             raise
         except Exception as error:  # e.g. UniqueViolation while another process creates the schema
@@ -200,13 +205,21 @@ def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
     silent = stale_by_heartbeat(study)
     for trial in [t for t in fresh_trials(study) if t.state == TrialState.RUNNING]:
         found = trial_owner(trial)
-        orphan = (found is None and not trial.params and trial.datetime_start is not None
-                  and (locked or (now - trial.datetime_start).total_seconds() > ORPHAN_GRACE_S))
+        orphan = (
+            found is None
+            and not trial.params
+            and trial.datetime_start is not None
+            and (locked or (now - trial.datetime_start).total_seconds() > ORPHAN_GRACE_S)
+        )
         if owner_gone(found) or orphan or trial._trial_id in silent:
             pid = (found or {}).get("pid")
-            why = (f"the sweep process {pid} ended before the trial did" if owner_gone(found) else
-                   f"no heartbeat from {found.get('host')}:{pid} for over {GRACE_S} s" if found and not orphan else
-                   "created but never given an owner")
+            why = (
+                f"the sweep process {pid} ended before the trial did"
+                if owner_gone(found)
+                else f"no heartbeat from {found.get('host')}:{pid} for over {GRACE_S} s"
+                if found and not orphan
+                else "created but never given an owner"
+            )
             study._storage.set_trial_user_attr(trial._trial_id, STATUS_ATTR, INTERRUPTED)
             study._storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, why)
             study.tell(trial.number, state=TrialState.FAIL)

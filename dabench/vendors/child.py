@@ -47,7 +47,10 @@ def main(run: Callable[[Dict[str, Any]], Dict[str, Any]], argv: List[str] = None
     with open(argv[1]) as handle:
         request = json.load(handle)
     if request.get("protocol") != PROTOCOL:
-        result = {"status": "crashed", "reason": "protocol mismatch: request %r, runner %r" % (request.get("protocol"), PROTOCOL)}
+        result = {
+            "status": "crashed",
+            "reason": "protocol mismatch: request %r, runner %r" % (request.get("protocol"), PROTOCOL),
+        }
     else:
         started = time.perf_counter()
         try:
@@ -56,8 +59,10 @@ def main(run: Callable[[Dict[str, Any]], Dict[str, Any]], argv: List[str] = None
         except RunnerError as error:
             result = {"status": error.status, "reason": error.reason}
         except Exception as error:  # recorded as crashed with the traceback
-            result = {"status": "crashed",
-                      "reason": "%s: %s\n%s" % (type(error).__name__, error, traceback.format_exc()[-3000:])}
+            result = {
+                "status": "crashed",
+                "reason": "%s: %s\n%s" % (type(error).__name__, error, traceback.format_exc()[-3000:]),
+            }
         result["runner_wall_s"] = time.perf_counter() - started
     result["protocol"] = PROTOCOL
     result["python"] = sys.executable
@@ -76,9 +81,15 @@ def build_model(model_cfg: Dict[str, Any], seed: int):
     from dabench.workload.model import DecoderStack
 
     torch.manual_seed(seed)
-    return DecoderStack(model_cfg["n_layers"], model_cfg["hidden_size"], model_cfg["n_heads"], model_cfg["seq_len"],
-                        model_cfg["vocab_size"], model_cfg.get("ffn_mult", 4),
-                        tie_embeddings=bool(model_cfg.get("tie_embeddings", False)))
+    return DecoderStack(
+        model_cfg["n_layers"],
+        model_cfg["hidden_size"],
+        model_cfg["n_heads"],
+        model_cfg["seq_len"],
+        model_cfg["vocab_size"],
+        model_cfg.get("ffn_mult", 4),
+        tie_embeddings=bool(model_cfg.get("tie_embeddings", False)),
+    )
 
 
 class SyntheticTokens(object):

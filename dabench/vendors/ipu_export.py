@@ -21,7 +21,15 @@ SKIPPED_PROGRAM_TYPES = ("Sync", "StreamCopy", "GlobalExchange")
 def _target(report) -> Dict[str, Any]:
     target = report.compilation.target
     out = {}
-    for key in ("numIPUs", "tilesPerIpu", "bytesPerTile", "bytesPerIPU", "clockFrequency", "numReplicas", "ipusPerReplica"):
+    for key in (
+        "numIPUs",
+        "tilesPerIpu",
+        "bytesPerTile",
+        "bytesPerIPU",
+        "clockFrequency",
+        "numReplicas",
+        "ipusPerReplica",
+    ):
         value = getattr(target, key, None)
         if value is not None:
             out[key] = float(value) if key == "clockFrequency" else int(value)
@@ -48,8 +56,16 @@ def summarise(report) -> Dict[str, Any]:
     for i, tiles in enumerate(per_ipu):
         mean = sum(tiles) / len(tiles) if tiles else 0.0
         std = math.sqrt(sum((t - mean) ** 2 for t in tiles) / len(tiles)) if tiles else 0.0
-        ipus.append({"ipu": i, "memory_bytes": sum(tiles), "tiles_used": sum(1 for t in tiles if t > 0),
-                     "tile_memory_mean": mean, "tile_memory_std": std, "tile_memory": tiles})
+        ipus.append(
+            {
+                "ipu": i,
+                "memory_bytes": sum(tiles),
+                "tiles_used": sum(1 for t in tiles if t > 0),
+                "tile_memory_mean": mean,
+                "tile_memory_std": std,
+                "tile_memory": tiles,
+            }
+        )
     execution = getattr(report, "execution", None)
     steps = list(getattr(execution, "steps", []) or []) if execution is not None else []
     if steps:

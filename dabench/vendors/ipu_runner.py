@@ -30,8 +30,11 @@ def ipu_counts(run_config: Dict[str, Any]) -> Tuple[int, int]:
         return 1, parallel["degree"]
     if strategy == "none":
         return 1, 1
-    raise RunnerError("unsupported", "PopTorch has no tensor-parallel mode in dabench (parallel=%s); use "
-                                     "parallel=pp (pipeline over IPUs) or parallel=dp (replication)" % strategy)
+    raise RunnerError(
+        "unsupported",
+        "PopTorch has no tensor-parallel mode in dabench (parallel=%s); use "
+        "parallel=pp (pipeline over IPUs) or parallel=dp (replication)" % strategy,
+    )
 
 
 def gradient_accumulation(run_config: Dict[str, Any]) -> int:
@@ -54,13 +57,15 @@ def profiling_env(run_config: Dict[str, Any], workdir: str) -> str:
     if not option(run_config, "runner_profile", False):
         return ""
     execution = bool(option(run_config, "runner_profile_execution", False))
-    return json.dumps({
-        "autoReport.outputGraphProfile": "true",
-        "autoReport.outputExecutionProfile": "true" if execution else "false",
-        "autoReport.executionProfileProgramRunCount": "2",
-        "autoReport.directory": os.path.join(workdir, "popvision"),
-        "debug.allowOutOfMemory": "true",
-    })
+    return json.dumps(
+        {
+            "autoReport.outputGraphProfile": "true",
+            "autoReport.outputExecutionProfile": "true" if execution else "false",
+            "autoReport.executionProfileProgramRunCount": "2",
+            "autoReport.directory": os.path.join(workdir, "popvision"),
+            "debug.allowOutOfMemory": "true",
+        }
+    )
 
 
 class _TrainingWrapper(object):
@@ -124,11 +129,18 @@ def _optimizer(poptorch, torch, params, run_config: Dict[str, Any]):
     precision = run_config["precision"]["name"]
     kwargs = {"lr": run_config["run"]["lr"]}
     if precision == "fp16":
-        kwargs.update(eps=1e-4, accum_type=torch.half, first_order_momentum_accum_type=torch.half,
-                      second_order_momentum_accum_type=torch.float)
+        kwargs.update(
+            eps=1e-4,
+            accum_type=torch.half,
+            first_order_momentum_accum_type=torch.half,
+            second_order_momentum_accum_type=torch.float,
+        )
     elif precision == "mixed":
-        kwargs.update(accum_type=torch.float, first_order_momentum_accum_type=torch.float,
-                      second_order_momentum_accum_type=torch.float)
+        kwargs.update(
+            accum_type=torch.float,
+            first_order_momentum_accum_type=torch.float,
+            second_order_momentum_accum_type=torch.float,
+        )
     if option(run_config, "runner_loss_scaling") is not None:
         kwargs["loss_scaling"] = float(option(run_config, "runner_loss_scaling"))
     return poptorch.optim.AdamW(params, **kwargs)
@@ -144,16 +156,17 @@ def _classify_compile_error(error: Exception) -> RunnerError:
 def run(request: Dict[str, Any]) -> Dict[str, Any]:
     rc, workdir = request["run_config"], request["workdir"]
     if rc["precision"]["name"] == "bf16":
-        raise RunnerError("unsupported", "IPUs have no bf16 arithmetic (PopTorch converts bf16 inputs to float); "
-                                         "use precision=fp16, mixed or fp32")
+        raise RunnerError(
+            "unsupported",
+            "IPUs have no bf16 arithmetic (PopTorch converts bf16 inputs to float); use precision=fp16, mixed or fp32",
+        )
     ipus_per_replica, replicas = ipu_counts(rc)
     accumulation = gradient_accumulation(rc)
     engine_options = profiling_env(rc, workdir)
     if engine_options:
         os.environ["POPLAR_ENGINE_OPTIONS"] = engine_options  # read by Poplar when the engine is built
-    import torch
-
     import poptorch
+    import torch
 
     settings = rc["run"]
     device_iterations = int(option(rc, "device_iterations", 1))
@@ -175,7 +188,7 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
     try:
         training.compile(example_ids, example_targets)
     except Exception as error:
-        raise _classify_compile_error(error)
+        raise _classify_compile_error(error) from error
     compile_s = time.perf_counter() - started
 
     times, losses = [], []
@@ -187,8 +200,13 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         losses.append(float(loss.float().mean()))
         if call >= settings["warmup_steps"]:
             times.append(elapsed)
-    extra = {"ipu.device_iterations": float(device_iterations), "ipu.gradient_accumulation": float(accumulation),
-             "ipu.replicas": float(replicas), "ipu.ipus_per_replica": float(ipus_per_replica), "loss.last": losses[-1]}
+    extra = {
+        "ipu.device_iterations": float(device_iterations),
+        "ipu.gradient_accumulation": float(accumulation),
+        "ipu.replicas": float(replicas),
+        "ipu.ipus_per_replica": float(ipus_per_replica),
+        "loss.last": losses[-1],
+    }
     if option(rc, "runner_log_cycle_count", False):
         extra["ipu.cycles_last_call"] = float(training.cycleCount())
     training.detachFromDevice()
@@ -211,8 +229,10 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         "subtask_kind": "stage",
         "extra_metrics": extra,
         "artifact_paths": artifacts,
-        "info": {"poptorch.version": getattr(poptorch, "__version__", "unknown"),
-                 "ipu.placement": json.dumps(begin_blocks(rc))},
+        "info": {
+            "poptorch.version": getattr(poptorch, "__version__", "unknown"),
+            "ipu.placement": json.dumps(begin_blocks(rc)),
+        },
     }
 
 

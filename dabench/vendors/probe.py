@@ -43,8 +43,10 @@ def probe(module: str, ipus: int = 0) -> dict:
             import poptorch
 
             if not poptorch.ipuHardwareIsAvailable(ipus):
-                result["reason"] = "PopTorch is installed but %d IPU(s) are not available (is the machine attached, " \
-                                   "or set hardware.options.runner_ipu_model=true for the IPU Model simulator)" % ipus
+                result["reason"] = (
+                    "PopTorch is installed but %d IPU(s) are not available (is the machine attached, "
+                    "or set hardware.options.runner_ipu_model=true for the IPU Model simulator)" % ipus
+                )
                 return result
         except Exception as error:  # pragma: no cover - depends on the SDK
             result["reason"] = "importing poptorch failed: %s: %s" % (type(error).__name__, error)

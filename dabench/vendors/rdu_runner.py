@@ -24,11 +24,28 @@ def compile_args(run_config: Dict[str, Any], output_folder: str, pef_name: str) 
     settings, parallel = run_config["run"], run_config["parallel"]
     mode = str(option(run_config, "compile_mode", "o1"))
     if mode not in COMPILE_MODES:
-        raise RunnerError("invalid_config", "hardware.options.compile_mode=%r: must be one of %s" % (mode, ", ".join(COMPILE_MODES)))
-    args = ["compile", "-b", str(settings["batch_size"]), "--pef-name", pef_name, "--output-folder", output_folder,
-            "--num-tiles", str(option(run_config, "tiles", 4)), "-" + mode]
+        raise RunnerError(
+            "invalid_config", "hardware.options.compile_mode=%r: must be one of %s" % (mode, ", ".join(COMPILE_MODES))
+        )
+    args = [
+        "compile",
+        "-b",
+        str(settings["batch_size"]),
+        "--pef-name",
+        pef_name,
+        "--output-folder",
+        output_folder,
+        "--num-tiles",
+        str(option(run_config, "tiles", 4)),
+        "-" + mode,
+    ]
     if parallel.get("strategy") == "tp":
-        args += ["--n-chips", str(parallel["degree"]), "--tensor-parallel", str(option(run_config, "runner_tensor_parallel", "weight"))]
+        args += [
+            "--n-chips",
+            str(parallel["degree"]),
+            "--tensor-parallel",
+            str(option(run_config, "runner_tensor_parallel", "weight")),
+        ]
     if run_config["precision"]["name"] == "mixed":
         args += ["--enable-mixed-precision-ops", "gemm", "softmax"]
     return args
@@ -54,12 +71,13 @@ def _wrap(stack):
 
 
 def _setup(rc: Dict[str, Any]):
+    import sambaflow.samba as samba
     import torch
 
-    import sambaflow.samba as samba
-
     if rc["precision"]["name"] == "fp16":
-        raise RunnerError("unsupported", "SambaFlow trains in bf16 (default), fp32 or mixed; fp16 is not an RDU training mode")
+        raise RunnerError(
+            "unsupported", "SambaFlow trains in bf16 (default), fp32 or mixed; fp16 is not an RDU training mode"
+        )
     stack = build_model(rc["model"], rc["run"]["seed"])
     if rc["precision"]["name"] == "bf16":
         stack = stack.bfloat16()
@@ -83,15 +101,30 @@ def compile_phase(request: Dict[str, Any]) -> Dict[str, Any]:
     _, samba, model, optimizer, inputs = _setup(rc)
     started = time.perf_counter()
     try:
-        samba.session.compile(model, inputs, optimizer, name=pef_name, app_dir=workdir, config_dict=vars(args),
-                              pef_metadata=get_pefmeta(args, model))
+        samba.session.compile(
+            model,
+            inputs,
+            optimizer,
+            name=pef_name,
+            app_dir=workdir,
+            config_dict=vars(args),
+            pef_metadata=get_pefmeta(args, model),
+        )
     except Exception as error:
         text = "%s: %s" % (type(error).__name__, error)
-        status = "capacity" if any(w in text.lower() for w in ("memory", "does not fit", "out of resources")) else "compile_error"
-        raise RunnerError(status, "SambaFlow compile failed: " + text[:2000])
+        status = (
+            "capacity"
+            if any(w in text.lower() for w in ("memory", "does not fit", "out of resources"))
+            else "compile_error"
+        )
+        raise RunnerError(status, "SambaFlow compile failed: " + text[:2000]) from None
     folder = os.path.join(output_folder, pef_name)
-    return {"compile_time_s": time.perf_counter() - started, "pef": os.path.join(folder, pef_name + ".pef"),
-            "compile_folder": folder, "argv": argv}
+    return {
+        "compile_time_s": time.perf_counter() - started,
+        "pef": os.path.join(folder, pef_name + ".pef"),
+        "compile_folder": folder,
+        "argv": argv,
+    }
 
 
 def run_phase(request: Dict[str, Any]) -> Dict[str, Any]:
@@ -118,9 +151,12 @@ def run_phase(request: Dict[str, Any]) -> Dict[str, Any]:
             sync_s.append(end - after_run)
     samba.session.to_cpu(model)
     mean = lambda values: sum(values) / len(values)
-    return {"step_times_s": times, "samples_per_step": settings["batch_size"],
-            "extra_metrics": {"rdu.session_run_s": mean(run_s), "rdu.to_torch_s": mean(sync_s), "loss.last": losses[-1]},
-            "argv": run_args(pef)}
+    return {
+        "step_times_s": times,
+        "samples_per_step": settings["batch_size"],
+        "extra_metrics": {"rdu.session_run_s": mean(run_s), "rdu.to_torch_s": mean(sync_s), "loss.last": losses[-1]},
+        "argv": run_args(pef),
+    }
 
 
 def run(request: Dict[str, Any]) -> Dict[str, Any]:

@@ -46,16 +46,18 @@ def num_csx(run_config: Dict[str, Any]) -> int:
 
 
 def run(request: Dict[str, Any]) -> Dict[str, Any]:
-    import torch
-
     import cerebras.pytorch as cstorch
+    import torch
 
     rc, workdir = request["run_config"], request["workdir"]
     on_cpu = request.get("backend") == "cstorch_cpu"
     model_cfg, settings, parallel = rc["model"], rc["run"], rc["parallel"]
     if parallel.get("strategy") not in ("none", "dp"):
-        raise RunnerError("unsupported", "cstorch 2.x runs weight streaming only: parallel=%s has no cstorch "
-                                         "equivalent (use parallel=none, or parallel=dp for num_csx)" % parallel.get("strategy"))
+        raise RunnerError(
+            "unsupported",
+            "cstorch 2.x runs weight streaming only: parallel=%s has no cstorch "
+            "equivalent (use parallel=none, or parallel=dp for num_csx)" % parallel.get("strategy"),
+        )
     systems = 1 if on_cpu else num_csx(rc)
     if on_cpu and parallel.get("strategy") == "dp" and parallel.get("degree", 1) > 1:
         raise RunnerError("unsupported", "cstorch's CPU backend runs on one device; parallel=dp needs CSX systems")
@@ -66,11 +68,21 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
     else:
         repo_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         cluster = cstorch.distributed.ClusterConfig(
-            num_csx=systems, mgmt_address=option(rc, "runner_mgmt_address"),
-            mount_dirs=[repo_root, workdir], python_paths=[repo_root])
-        backend = cstorch.backend("CSX", artifact_dir=artifact_dir, compile_dir=option(rc, "runner_compile_dir", "dabench"),
-                                  compile_only=bool(option(rc, "runner_compile_only", False)), cluster_config=cluster)
-        cstorch.backends.csx.performance.micro_batch_size = option(rc, "runner_micro_batch_size", settings["batch_size"])
+            num_csx=systems,
+            mgmt_address=option(rc, "runner_mgmt_address"),
+            mount_dirs=[repo_root, workdir],
+            python_paths=[repo_root],
+        )
+        backend = cstorch.backend(
+            "CSX",
+            artifact_dir=artifact_dir,
+            compile_dir=option(rc, "runner_compile_dir", "dabench"),
+            compile_only=bool(option(rc, "runner_compile_only", False)),
+            cluster_config=cluster,
+        )
+        cstorch.backends.csx.performance.micro_batch_size = option(
+            rc, "runner_micro_batch_size", settings["batch_size"]
+        )
 
     precision = rc["precision"]["name"]
     dtype_name = half_dtype(rc) if precision != "fp32" else None
@@ -78,8 +90,11 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
     scaler = None
     if dtype_name:
         if on_cpu and dtype_name != "bfloat16":
-            raise RunnerError("unsupported", "cstorch's CPU backend supports mixed precision with bfloat16 only "
-                                             "(precision=%s asks for %s); use precision=bf16 or mixed" % (precision, dtype_name))
+            raise RunnerError(
+                "unsupported",
+                "cstorch's CPU backend supports mixed precision with bfloat16 only "
+                "(precision=%s asks for %s); use precision=bf16 or mixed" % (precision, dtype_name),
+            )
         cstorch.amp.enable_mixed_precision(True)
         cstorch.amp.set_half_dtype(dtype_name)
         autocast = cstorch.amp.autocast
@@ -122,7 +137,7 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
     wall = time.perf_counter() - started
     if len(marks) != steps:
         raise RunnerError("crashed", "expected %d step closures, saw %d" % (steps, len(marks)))
-    times = [b[0] - a[0] for a, b in zip(marks[warmup - 1:-1], marks[warmup:])]
+    times = [b[0] - a[0] for a, b in zip(marks[warmup - 1 : -1], marks[warmup:])]
     losses = [m[1] for m in marks]
     if not all(l == l and abs(l) != float("inf") for l in losses):
         raise RunnerError("crashed", "non-finite loss during training: %r" % losses)
@@ -133,8 +148,12 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         "chips": systems,
         "extra_metrics": extra,
         "artifact_paths": [artifact_dir] if os.path.isdir(os.path.join(artifact_dir, "executors")) else [],
-        "info": {"cstorch.version": cstorch.__version__, "cstorch.backend": "CPU" if on_cpu else "CSX",
-                 "cstorch.half_dtype": dtype_name or "none", "torch.version": torch.__version__},
+        "info": {
+            "cstorch.version": cstorch.__version__,
+            "cstorch.backend": "CPU" if on_cpu else "CSX",
+            "cstorch.half_dtype": dtype_name or "none",
+            "torch.version": torch.__version__,
+        },
     }
 
 

@@ -48,9 +48,7 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, _ = x.shape
-        q, k, v = (
-            t.reshape(batch, seq, -1, self.head_dim).transpose(1, 2) for t in (self.q(x), self.k(x), self.v(x))
-        )
+        q, k, v = (t.reshape(batch, seq, -1, self.head_dim).transpose(1, 2) for t in (self.q(x), self.k(x), self.v(x)))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(batch, seq, -1))
 
@@ -112,8 +110,16 @@ class DecoderStack(nn.Module):
     touching the timed steps, which run with ``timer=None``.
     """
 
-    def __init__(self, n_layers: int, hidden: int, n_heads: int, seq_len: int, vocab_size: int, ffn_mult: int = 4,
-                 tie_embeddings: bool = False):
+    def __init__(
+        self,
+        n_layers: int,
+        hidden: int,
+        n_heads: int,
+        seq_len: int,
+        vocab_size: int,
+        ffn_mult: int = 4,
+        tie_embeddings: bool = False,
+    ):
         super().__init__()
         self.embedding = Embedding(vocab_size, seq_len, hidden)
         self.blocks = nn.ModuleList(DecoderBlock(hidden, n_heads, ffn_mult * hidden) for _ in range(n_layers))
@@ -139,10 +145,19 @@ class DecoderStack(nn.Module):
         if used:
             from dabench.core.status import UnsupportedError
 
-            raise UnsupportedError(f"the measured workload (dabench/workload/model.py) builds GPT-2 blocks only; "
-                                   f"model {model.name} sets {', '.join(used)} (predict mode prices them)")
-        return cls(model.n_layers, model.hidden_size, model.n_heads, model.seq_len, model.vocab_size, model.ffn_mult,
-                   tie_embeddings=bool(getattr(model, "tie_embeddings", False)))
+            raise UnsupportedError(
+                f"the measured workload (dabench/workload/model.py) builds GPT-2 blocks only; "
+                f"model {model.name} sets {', '.join(used)} (predict mode prices them)"
+            )
+        return cls(
+            model.n_layers,
+            model.hidden_size,
+            model.n_heads,
+            model.seq_len,
+            model.vocab_size,
+            model.ffn_mult,
+            tie_embeddings=bool(getattr(model, "tie_embeddings", False)),
+        )
 
     def layer_names(self) -> list[str]:
         """Names of the subtasks a step is cut into: embedding, block.0 .. block.N-1, head."""

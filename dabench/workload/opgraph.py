@@ -39,8 +39,16 @@ class Op:
     params: int = 0
     saved_bytes: float = 0.0
 
-    def __init__(self, name: str, op_class: str, phase: str, flops: float, bytes: float,  # noqa: A002
-                 params: int = 0, saved_bytes: float = 0.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        op_class: str,
+        phase: str,
+        flops: float,
+        bytes: float,  # noqa: A002
+        params: int = 0,
+        saved_bytes: float = 0.0,
+    ) -> None:
         # still frozen (no setattr after this); every prediction builds an op graph, and filling
         # __dict__ directly skips the generated init's object.__setattr__ per field
         d = self.__dict__
@@ -173,11 +181,23 @@ def _linear(name: str, tokens: int, fan_in: int, fan_out: int, e: int, w: int, g
     weight = fan_in * fan_out
     params = weight + (fan_out if bias else 0)
     return [
-        Op(name, "matmul", "fwd", 2.0 * tokens * fan_in * fan_out,
-           float(tokens * fan_in * e + params * w + tokens * fan_out * e), params, float(tokens * fan_in * e)),
+        Op(
+            name,
+            "matmul",
+            "fwd",
+            2.0 * tokens * fan_in * fan_out,
+            float(tokens * fan_in * e + params * w + tokens * fan_out * e),
+            params,
+            float(tokens * fan_in * e),
+        ),
         # dX = dY W^T and dW = X^T dY
-        Op(name, "matmul", "bwd", 4.0 * tokens * fan_in * fan_out,
-           float(tokens * fan_out * e + tokens * fan_in * e + params * w + tokens * fan_in * e + params * g)),
+        Op(
+            name,
+            "matmul",
+            "bwd",
+            4.0 * tokens * fan_in * fan_out,
+            float(tokens * fan_out * e + tokens * fan_in * e + params * w + tokens * fan_in * e + params * g),
+        ),
     ]
 
 
@@ -192,10 +212,22 @@ def _layernorm(name: str, tokens: int, hidden: int, e: int, w: int, g: int) -> l
     params = 2 * hidden
     elements = tokens * hidden
     return [
-        Op(name, "norm", "fwd", LAYERNORM_FLOPS_PER_ELEMENT * elements,
-           float(2 * elements * e + params * w), params, float(elements * e + 2 * tokens * 4)),
-        Op(name, "norm", "bwd", 2.0 * LAYERNORM_FLOPS_PER_ELEMENT * elements,
-           float(3 * elements * e + params * w + params * g)),
+        Op(
+            name,
+            "norm",
+            "fwd",
+            LAYERNORM_FLOPS_PER_ELEMENT * elements,
+            float(2 * elements * e + params * w),
+            params,
+            float(elements * e + 2 * tokens * 4),
+        ),
+        Op(
+            name,
+            "norm",
+            "bwd",
+            2.0 * LAYERNORM_FLOPS_PER_ELEMENT * elements,
+            float(3 * elements * e + params * w + params * g),
+        ),
     ]
 
 
@@ -206,8 +238,18 @@ def _adamw(params: int, s: int) -> Op:
 
 def _scaled(ops: list[Op], fraction: float) -> list[Op]:
     """``ops`` with FLOPs, bytes, params and saved bytes scaled by ``fraction`` (params rounded)."""
-    return [Op(op.name, op.op_class, op.phase, op.flops * fraction, op.bytes * fraction,
-               int(round(op.params * fraction)), op.saved_bytes * fraction) for op in ops]
+    return [
+        Op(
+            op.name,
+            op.op_class,
+            op.phase,
+            op.flops * fraction,
+            op.bytes * fraction,
+            int(round(op.params * fraction)),
+            op.saved_bytes * fraction,
+        )
+        for op in ops
+    ]
 
 
 def _attention_ops(prefix: str, batch: int, model: ModelConfig, e: int, w: int, s: int, rotary: bool) -> list[Op]:
@@ -240,13 +282,18 @@ def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[
     ops += _elementwise("residual1", "elementwise", act, 1.0, e, 0.0)
     if model.cross_attention_layers:
         fraction = model.cross_attention_layers / model.n_layers
-        cross = _layernorm("xattn.ln", tokens, h, e, w, s) + _attention_ops("xattn", batch, model, e, w, s, False) \
+        cross = (
+            _layernorm("xattn.ln", tokens, h, e, w, s)
+            + _attention_ops("xattn", batch, model, e, w, s, False)
             + _elementwise("xattn.residual", "elementwise", act, 1.0, e, 0.0)
+        )
         ops += _scaled(cross, fraction)
     ops += _layernorm("ln2", tokens, h, e, w, s)
     if model.ffn_type == "swiglu":
         ops += _linear("mlp.fc1", tokens, h, 2 * f, e, w, s, bias=False)  # gate and up, fused
-        ops += _elementwise("mlp.gelu", "elementwise", tokens * f, SWIGLU_FLOPS_PER_ELEMENT, e, float(2 * tokens * f * e))
+        ops += _elementwise(
+            "mlp.gelu", "elementwise", tokens * f, SWIGLU_FLOPS_PER_ELEMENT, e, float(2 * tokens * f * e)
+        )
         ops += _linear("mlp.fc2", tokens, f, h, e, w, s, bias=False)
     else:
         ops += _linear("mlp.fc1", tokens, h, f, e, w, s)
@@ -289,8 +336,15 @@ def _head_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[O
     logits = tokens * v
     # cross-entropy over fp32 logits: cast, log-softmax and pick; keeps fp32 log-probabilities
     ops += [
-        Op("loss", "loss", "fwd", SOFTMAX_XENT_FLOPS_PER_ELEMENT * logits, float(logits * e + 2 * logits * 4), 0,
-           float(logits * 4)),
+        Op(
+            "loss",
+            "loss",
+            "fwd",
+            SOFTMAX_XENT_FLOPS_PER_ELEMENT * logits,
+            float(logits * e + 2 * logits * 4),
+            0,
+            float(logits * 4),
+        ),
         Op("loss", "loss", "bwd", 2.0 * logits, float(2 * logits * 4 + logits * e)),
     ]
     head_params = sum(op.params for op in ops)

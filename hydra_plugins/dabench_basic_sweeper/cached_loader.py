@@ -66,8 +66,7 @@ class CachingConfigLoader:
     def _plain(override, base: DictConfig) -> bool:
         """A ``a.b=value`` (or ``++a.b=value``) Hydra would apply as a plain set of an existing
         leaf of ``base`` (a ``++`` key of the shape is in ``base``: its first job added it)."""
-        if (override.is_delete() or override.is_add()
-                or override.is_sweep_override() or override.package is not None):
+        if override.is_delete() or override.is_add() or override.is_sweep_override() or override.package is not None:
             return False
         key = override.key_or_group
         if "." not in key or key.startswith("hydra.") or key.replace(".", "/") in base.hydra.runtime.choices:
@@ -99,8 +98,7 @@ class CachingConfigLoader:
         keys = [o.key_or_group for o in values]
         if len(set(keys)) != len(keys) or not all(self._plain(o, base) for o in values):
             return self._fresh(master_config, sweep_overrides)
-        from dabench.runtime.hydra_compat import ConfigLoaderImpl
-        from dabench.runtime.hydra_compat import get_overrides_dirname
+        from dabench.runtime.hydra_compat import ConfigLoaderImpl, get_overrides_dirname
 
         cfg = copy.deepcopy(base)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
@@ -113,6 +111,7 @@ class CachingConfigLoader:
         hydra.runtime.cwd = os.getcwd()
         dirname = hydra.job.config.override_dirname
         hydra.job.override_dirname = get_overrides_dirname(
-            overrides=task, kv_sep=dirname.kv_sep, item_sep=dirname.item_sep, exclude_keys=dirname.exclude_keys)
+            overrides=task, kv_sep=dirname.kv_sep, item_sep=dirname.item_sep, exclude_keys=dirname.exclude_keys
+        )
         OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
         return cfg

@@ -22,5 +22,6 @@ class DabenchInprocessLauncherConf:
     flush_every: int = 100  #: finished runs written to MLflow at once
 
 
-ConfigStore.instance().store(group="hydra/launcher", name="dabench_inprocess", node=DabenchInprocessLauncherConf,
-                             provider="dabench")
+ConfigStore.instance().store(
+    group="hydra/launcher", name="dabench_inprocess", node=DabenchInprocessLauncherConf, provider="dabench"
+)

@@ -34,8 +34,14 @@ class InProcessLauncher(Launcher):
         runs = run_grid([list(o) for o in job_overrides], flush_every=self.flush_every, on_run=show)
         returns = []
         for index, run in enumerate(runs):
-            ret = JobReturn(overrides=list(run.overrides), cfg=None, hydra_cfg=None, working_dir=None,
-                            task_name="dabench", status=JobStatus.COMPLETED)
+            ret = JobReturn(
+                overrides=list(run.overrides),
+                cfg=None,
+                hydra_cfg=None,
+                working_dir=None,
+                task_name="dabench",
+                status=JobStatus.COMPLETED,
+            )
             ret.return_value = job_outcome(run.result)
             returns.append(ret)
             log.debug("job #%d: %s", initial_job_idx + index, run.result.status.value)

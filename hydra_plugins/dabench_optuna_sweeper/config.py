@@ -11,7 +11,8 @@ Fields (all settable as ``hydra.sweeper.<field>=...``):
 - ``storage``: an SQLAlchemy URL; default ``sqlite:///<launch dir>/mlruns/optuna.db``.
 - ``sampler``: tpe, random, gp, cmaes, qmc, nsgaii or bruteforce; ``sampler_options`` (keyword
   arguments of the optuna.samplers class); ``seed`` (default none: each worker of a study samples
-  with its own random seed; several workers given one seed would propose alike; a resumed study continues with seed + the
+  with its own random seed; several workers given one seed would propose alike; a resumed study continues with seed
+  + the
   number of trials it holds, so it does not replay the first run's draws).
 - ``failed_as_infeasible``: with TPE, show failed trials to the sampler as infeasible points.
 - ``params``: {key: Hydra override sweep text}: choice(...), range(...), interval(...), tag(log, ...);
@@ -56,5 +57,6 @@ class DabenchOptunaSweeperConf:
     space: StructuredSpaceConf = field(default_factory=StructuredSpaceConf)
 
 
-ConfigStore.instance().store(group="hydra/sweeper", name="dabench_optuna", node=DabenchOptunaSweeperConf,
-                             provider="dabench_optuna_sweeper")
+ConfigStore.instance().store(
+    group="hydra/sweeper", name="dabench_optuna", node=DabenchOptunaSweeperConf, provider="dabench_optuna_sweeper"
+)

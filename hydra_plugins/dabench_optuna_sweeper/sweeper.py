@@ -33,12 +33,23 @@ log = logging.getLogger(__name__)
 
 
 class DabenchOptunaSweeper(Sweeper):
-    def __init__(self, sweep_name: Optional[str] = None, study_name: Optional[str] = None,
-                 storage: Optional[str] = None, direction: str = "maximize", n_trials: int = 20,
-                 n_jobs: int = 1, sampler: str = "tpe", seed: Optional[int] = None,
-                 sampler_options: Optional[dict] = None, failed_as_infeasible: bool = True,
-                 params: Optional[dict] = None, space: Optional[dict] = None,
-                 allow_oversubscribe: bool = False, allow_space_change: bool = False) -> None:
+    def __init__(
+        self,
+        sweep_name: Optional[str] = None,
+        study_name: Optional[str] = None,
+        storage: Optional[str] = None,
+        direction: str = "maximize",
+        n_trials: int = 20,
+        n_jobs: int = 1,
+        sampler: str = "tpe",
+        seed: Optional[int] = None,
+        sampler_options: Optional[dict] = None,
+        failed_as_infeasible: bool = True,
+        params: Optional[dict] = None,
+        space: Optional[dict] = None,
+        allow_oversubscribe: bool = False,
+        allow_space_change: bool = False,
+    ) -> None:
         self.sweep_name, self.study_name, self.storage = sweep_name, study_name, storage
         self.direction, self.n_trials, self.n_jobs = direction, n_trials, n_jobs
         self.sampler_name, self.seed = sampler, seed
@@ -57,7 +68,8 @@ class DabenchOptunaSweeper(Sweeper):
 
         self.hydra_context, self.config = hydra_context, config
         self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config)
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
 
     # ------------------------------------------------------------------ helpers
 
@@ -69,13 +81,17 @@ class DabenchOptunaSweeper(Sweeper):
         kind = type(self.launcher).__name__
         address = str(OmegaConf.select(self.config, "hydra.launcher.ray.init.address") or "local")
         remote = kind in ("SlurmLauncher", "RayAWSLauncher") or (
-            kind == "RayLauncher" and not address.startswith(("local", "127.0.0.1", "localhost")))
+            kind == "RayLauncher" and not address.startswith(("local", "127.0.0.1", "localhost"))
+        )
         if remote and uri.split(":", 1)[0] in ("sqlite", "file"):
             from dabench.tracking.redact import redact_uri
 
-            raise ConfigError("tracking.uri", redact_uri(uri),
-                              f"a tracking server its jobs can reach ({kind} runs them on other machines): "
-                              "tracking.uri=http://<host>:5000, see docs/scale-out.md")
+            raise ConfigError(
+                "tracking.uri",
+                redact_uri(uri),
+                f"a tracking server its jobs can reach ({kind} runs them on other machines): "
+                "tracking.uri=http://<host>:5000, see docs/scale-out.md",
+            )
 
     def _batch_size(self) -> int:
         """``n_jobs``, capped at this machine's cores (over cpus_per_task) for a launcher that runs
@@ -87,30 +103,43 @@ class DabenchOptunaSweeper(Sweeper):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         cap = max(1, cores // int(per_job))
         if self.n_jobs > cap:
-            log.warning("hydra.sweeper.n_jobs=%d capped at %d: %s runs jobs on this machine's %d cores "
-                        "(hydra.sweeper.allow_oversubscribe=true to lift)", self.n_jobs, cap, kind, cores)
+            log.warning(
+                "hydra.sweeper.n_jobs=%d capped at %d: %s runs jobs on this machine's %d cores "
+                "(hydra.sweeper.allow_oversubscribe=true to lift)",
+                self.n_jobs,
+                cap,
+                kind,
+                cores,
+            )
         return min(self.n_jobs, cap)
 
     def _task_config(self) -> dict[str, Any]:
         """The composed task config (no ``hydra`` node) as a plain dict, for the space hook."""
         assert self.config is not None
-        return {key: OmegaConf.to_container(self.config[key], resolve=True) if OmegaConf.is_config(self.config[key])
-                else self.config[key] for key in self.config if key != "hydra"}
+        return {
+            key: OmegaConf.to_container(self.config[key], resolve=True)
+            if OmegaConf.is_config(self.config[key])
+            else self.config[key]
+            for key in self.config
+            if key != "hydra"
+        }
 
     def _search_space(self, arguments: List[str]):
+        from dabench.core.status import ConfigError, DabenchError
         from dabench.tune.driver import TrialSpace
         from dabench.tune.space import ParsedSpace, params_to_overrides, parse_overrides
         from dabench.tune.structured import load_space
-
-        from dabench.core.status import ConfigError, DabenchError
 
         try:
             from_config = parse_overrides(params_to_overrides(self.params))
         except DabenchError:
             raise
         except Exception as error:  # Hydra's grammar refused an entry
-            raise ConfigError("hydra.sweeper.params", self.params,
-                              f"{{key: choice(...), range(...), interval(...) or a value}} ({str(error).splitlines()[0]})") from None
+            raise ConfigError(
+                "hydra.sweeper.params",
+                self.params,
+                f"{{key: choice(...), range(...), interval(...) or a value}} ({str(error).splitlines()[0]})",
+            ) from None
         from_cli = parse_overrides(arguments)
 
         def key(text: str) -> str:
@@ -136,9 +165,13 @@ class DabenchOptunaSweeper(Sweeper):
         if job_return.status == JobStatus.FAILED:
             error = job_return._return_value
             if isinstance(error, SystemExit) and error.code == 2:  # refused by the job's pre-flight
-                return Outcome(None, Status.TRACKING_ERROR.value,
-                               "the job's pre-flight refused its surroundings (tracking store, artifact or run "
-                               "folder); see the job's log", job_dir)
+                return Outcome(
+                    None,
+                    Status.TRACKING_ERROR.value,
+                    "the job's pre-flight refused its surroundings (tracking store, artifact or run "
+                    "folder); see the job's log",
+                    job_dir,
+                )
             return Outcome(None, Status.CRASHED.value, f"the job raised {type(error).__name__}: {error}", job_dir)
         value = job_return.return_value
         returned = JobOutcome.from_value(value)
@@ -169,8 +202,11 @@ class DabenchOptunaSweeper(Sweeper):
         if job_dir and result.exists():
             try:
                 document = json.loads(result.read_text())
-                return (str(document.get("status") or "unknown"), str(document.get("reason") or ""),
-                        document.get("mode"))
+                return (
+                    str(document.get("status") or "unknown"),
+                    str(document.get("reason") or ""),
+                    document.get("mode"),
+                )
             except (OSError, ValueError):
                 pass
         if job_return.cfg is not None:
@@ -217,11 +253,19 @@ class DabenchOptunaSweeper(Sweeper):
 
         try:
             sampler = check_settings(
-                direction=self.direction, n_trials=self.n_trials, n_jobs=self.n_jobs, seed=self.seed,
-                sampler=self.sampler_name, sampler_options=self.sampler_options,
-                failed_as_infeasible=self.failed_as_infeasible, allow_oversubscribe=self.allow_oversubscribe,
-                allow_space_change=self.allow_space_change, storage=self.storage, study_name=self.study_name,
-                sweep_name=self.sweep_name)
+                direction=self.direction,
+                n_trials=self.n_trials,
+                n_jobs=self.n_jobs,
+                seed=self.seed,
+                sampler=self.sampler_name,
+                sampler_options=self.sampler_options,
+                failed_as_infeasible=self.failed_as_infeasible,
+                allow_oversubscribe=self.allow_oversubscribe,
+                allow_space_change=self.allow_space_change,
+                storage=self.storage,
+                study_name=self.study_name,
+                sweep_name=self.sweep_name,
+            )
             return sampler, self._search_space(arguments)
         except ConfigError as error:
             print(f"dabench: {error}", file=sys.stderr, flush=True)
@@ -262,7 +306,9 @@ class DabenchOptunaSweeper(Sweeper):
         except FileExistsError:
             pass
         mine = Path(f"{folder}-{socket.gethostname()}-{os.getpid()}")
-        configs = [self.config] + [c for c in (getattr(self.launcher, "config", None),) if c is not None and c is not self.config]
+        configs = [self.config] + [
+            c for c in (getattr(self.launcher, "config", None),) if c is not None and c is not self.config
+        ]
         for config in configs:  # the launcher reads hydra.sweep.dir when it launches
             with read_write(config), open_dict(config):
                 config.hydra.sweep.dir = str(mine)
@@ -271,12 +317,12 @@ class DabenchOptunaSweeper(Sweeper):
     def sweep(self, arguments: List[str]) -> Any:
         import optuna
 
+        from dabench.tune.best import format_summary, summarize
         from dabench.tune.driver import run_trials
         from dabench.tune.locking import study_lock
-        from dabench.tune.best import format_summary, summarize
+        from dabench.tune.parent_run import close_parent, hide_password, log_study, study_parent, write_study_files
         from dabench.tune.sampling import make_sampler
         from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
-        from dabench.tune.parent_run import close_parent, hide_password, log_study, study_parent, write_study_files
 
         assert self.config is not None and self.launcher is not None
         from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_overrides
@@ -290,29 +336,41 @@ class DabenchOptunaSweeper(Sweeper):
         launch_dir = Path(self.config.hydra.runtime.cwd)
         sampler, space = self._checked_settings(arguments)  # one line, exit 2, before anything is created
         storage = self.storage or default_storage(launch_dir)
-        name = self.study_name or derive_study_name(self.sweep_name, OmegaConf.select(self.config, "model.name"), arguments)
+        name = self.study_name or derive_study_name(
+            self.sweep_name, OmegaConf.select(self.config, "model.name"), arguments
+        )
         self._preflight(storage)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
         study = open_study(name, storage, self.direction, sampler)
         self._check_resume(study, space)
         existing = len(study.get_trials(deepcopy=False))
         if existing and self.seed is not None:  # a resumed study must not replay the first run's draws
-            study.sampler = make_sampler(self.sampler_name, self.seed + existing, self.sampler_options,
-                                         self.failed_as_infeasible)
+            study.sampler = make_sampler(
+                self.sampler_name, self.seed + existing, self.sampler_options, self.failed_as_infeasible
+            )
         study.set_user_attr("dabench.command_overrides", redact_overrides(arguments))
+
         def lock():
             return study_lock(storage, f"dabench-study:{name}")
 
         with lock():
             stale = fail_stale_trials(study, locked=True)
         if stale:
-            log.warning("study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale)
+            log.warning(
+                "study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale
+            )
         done = trials_done(study)
         from dabench.report.sweep_callback import current as sweep_progress
 
         if sweep_progress() is not None:  # the progress line counts the trials this sweep runs
             sweep_progress().set_total(max(0, self.n_trials - done))
-        log.info("study %s in %s: %d of %d trials done, running %d", name, hide_password(storage), done,
-                 self.n_trials, max(0, self.n_trials - done))
+        log.info(
+            "study %s in %s: %d of %d trials done, running %d",
+            name,
+            hide_password(storage),
+            done,
+            self.n_trials,
+            max(0, self.n_trials - done),
+        )
 
         client, parent_id, extra = None, None, []
         tracking = self.config.get("tracking") or {}

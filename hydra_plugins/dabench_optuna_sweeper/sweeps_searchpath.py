@@ -41,8 +41,9 @@ class SweepsConfigSource(ConfigSource):
         with open(path, encoding="utf-8") as handle:
             header = ConfigSource._get_header_dict(handle.read(512))
             handle.seek(0)
-            return ConfigResult(config=OmegaConf.load(handle), path=f"{SCHEME}://{self.path}",
-                                provider=self.provider, header=header)
+            return ConfigResult(
+                config=OmegaConf.load(handle), path=f"{SCHEME}://{self.path}", provider=self.provider, header=header
+            )
 
     def available(self) -> bool:
         return os.path.isdir(self.path)
@@ -61,8 +62,9 @@ class SweepsConfigSource(ConfigSource):
         elif config_path == GROUP:
             for name in os.listdir(self.path):
                 if name.endswith(".yaml"):
-                    self._list_add_result(files=files, file_path=f"{GROUP}/{name}", file_name=name,
-                                          results_filter=results_filter)
+                    self._list_add_result(
+                        files=files, file_path=f"{GROUP}/{name}", file_name=name, results_filter=results_filter
+                    )
         return sorted(set(files))
 
 
@@ -71,7 +73,7 @@ class DabenchSweepsSearchPathPlugin(SearchPathPlugin):
         for element in list(search_path.get_path()):
             path = element.path or ""
             if path.startswith("file://"):
-                path = path[len("file://"):]
+                path = path[len("file://") :]
             elif "://" in path or not path:
                 continue
             conf = Path(path).resolve()

@@ -13,8 +13,15 @@ from dabench.advise.run import Request, advise
 
 @pytest.fixture(scope="module")
 def small():
-    request = Request(model="gpt2_small", tokens=1e9, platforms=["rdu", "ipu"], max_chips=2, trials=12,
-                      objectives=["time", "energy"], price_per_chip_hour=2.0)
+    request = Request(
+        model="gpt2_small",
+        tokens=1e9,
+        platforms=["rdu", "ipu"],
+        max_chips=2,
+        trials=12,
+        objectives=["time", "energy"],
+        price_per_chip_hour=2.0,
+    )
     advice = advise(request)
     return advice, rows(advice)
 
@@ -29,7 +36,7 @@ def test_rows_are_predicted_and_complete(small, tmp_path):
             assert r["time_to_train_s"] > 0 and r["command"].startswith("python -m dabench ")
             assert "hardware.mode=measure" in r["measure_command"]
             assert r["band"] and r["reach"] and r["diagnosis"]
-            assert r["cost"] is not None                       # price given
+            assert r["cost"] is not None  # price given
             if r["platform"] == "rdu":
                 assert r["energy_kwh"] is None and "unsourced" in r["power_source"]
         else:
@@ -39,7 +46,8 @@ def test_rows_are_predicted_and_complete(small, tmp_path):
     write_csv(ranked, tmp_path / "a.csv")
     assert (tmp_path / "a.csv").read_text().splitlines()[0].split(",") == CSV_COLUMNS
     assert any(s["status"] != "ok" and s["reason"] for s in search_rows(advice)) or all(
-        s["status"] == "ok" for s in search_rows(advice))
+        s["status"] == "ok" for s in search_rows(advice)
+    )
 
 
 def test_command_reproduces_the_prediction(small):
@@ -64,7 +72,7 @@ def test_recorded_parent_children_and_report_page(small, tmp_path):
     parent = record(advice, ranked, experiment="advise-test", uri=uri)
     client = client_for(uri)
     frame, _ = load_frame(selection=parent, client=client)
-    assert len(frame) == len(ranked)                          # one child per platform, not one per deployment
+    assert len(frame) == len(ranked)  # one child per platform, not one per deployment
     assert set(frame["tags.dabench.advise"]) == {"best"}
     artifacts = {a.path for a in client.list_artifacts(parent, "advice")}
     assert {"advice/advice.json", "advice/advice.csv", "advice/search.csv"} <= artifacts

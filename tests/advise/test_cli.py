@@ -15,18 +15,21 @@ def test_help(capsys):
     assert "tokens=N" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["tokens=1e9"], "model="),
-    (["model=nope", "tokens=1e9"], "model=nope: a model config; valid:"),
-    (["model=gpt2_xl"], "tokens="),
-    (["model=gpt2_xl", "tokens=lots"], "tokens=lots"),
-    (["model=gpt2_xl", "tokens=1e9", "platforms=cuda,tpu"], "unknown platform 'tpu'"),
-    (["model=gpt2_xl", "tokens=1e9", "objective=speed"], "unknown objective 'speed'"),
-    (["model=gpt2_xl", "tokens=1e9", "objective=cost"], "cost needs price_per_chip_hour"),
-    (["model=gpt2_xl", "tokens=1e9", "max_chips=0"], "max_chips=0: a positive integer"),
-    (["model=gpt2_xl", "tokens=1e9", "max_chip=4"], "did you mean max_chips"),
-    (["model=gpt2_xl", "tokens=1e9", "oops"], "key=value"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["tokens=1e9"], "model="),
+        (["model=nope", "tokens=1e9"], "model=nope: a model config; valid:"),
+        (["model=gpt2_xl"], "tokens="),
+        (["model=gpt2_xl", "tokens=lots"], "tokens=lots"),
+        (["model=gpt2_xl", "tokens=1e9", "platforms=cuda,tpu"], "unknown platform 'tpu'"),
+        (["model=gpt2_xl", "tokens=1e9", "objective=speed"], "unknown objective 'speed'"),
+        (["model=gpt2_xl", "tokens=1e9", "objective=cost"], "cost needs price_per_chip_hour"),
+        (["model=gpt2_xl", "tokens=1e9", "max_chips=0"], "max_chips=0: a positive integer"),
+        (["model=gpt2_xl", "tokens=1e9", "max_chip=4"], "did you mean max_chips"),
+        (["model=gpt2_xl", "tokens=1e9", "oops"], "key=value"),
+    ],
+)
 def test_bad_arguments_exit_2(capsys, argv, words):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -40,7 +43,16 @@ def test_tokens_suffixes():
 
 
 def test_parse_collects_model_overrides():
-    request, options = cli.parse_args(["model=gpt2_xl", "model.n_layers=12", "tokens=1M", "platforms=rdu",
-                                       "objective=time,energy", "price_per_chip_hour=2", "record=false"])
+    request, options = cli.parse_args(
+        [
+            "model=gpt2_xl",
+            "model.n_layers=12",
+            "tokens=1M",
+            "platforms=rdu",
+            "objective=time,energy",
+            "price_per_chip_hour=2",
+            "record=false",
+        ]
+    )
     assert request.model_overrides == ["model.n_layers=12"] and request.platforms == ["rdu"]
     assert request.objectives == ["time", "energy"] and request.price_per_chip_hour == 2.0 and not options["record"]

@@ -17,7 +17,7 @@ def test_time_to_train():
 def test_band_ratios_and_time_band():
     assert E.band_ratios(100.0, None) is None
     assert E.band_ratios(100.0, (None, 120.0)) is None
-    assert E.band_ratios(100.0, (120.0, 80.0)) is None          # hi below lo: not a band
+    assert E.band_ratios(100.0, (120.0, 80.0)) is None  # hi below lo: not a band
     lo, hi = E.band_ratios(100.0, (80.0, 125.0))
     assert (lo, hi) == pytest.approx((0.8, 1.25))
     shortest, longest = E.time_band(1e9, 1e5, (lo, hi))

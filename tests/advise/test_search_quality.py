@@ -35,5 +35,8 @@ def test_search_within_2pct_evaluating_at_most_20pct(cuda_llama, seed):
     assert predictor.evaluations <= 0.2 * space.size()
     assert found.best is not None
     gap = 1 - found.best.tokens_per_s / full.best.tokens_per_s
-    print(f"space {space.size()}, evaluated {predictor.evaluations} ({predictor.evaluations / space.size():.1%}), gap {gap:.2%}")
+    print(
+        f"space {space.size()}, evaluated {predictor.evaluations} "
+        f"({predictor.evaluations / space.size():.1%}), gap {gap:.2%}"
+    )
     assert gap <= 0.02

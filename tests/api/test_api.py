@@ -34,9 +34,11 @@ def test_predict_matches_the_pipeline():
 
 
 def test_import_is_cheap_and_predict_needs_no_torch():
-    code = ("import sys, dabench; assert 'hydra' not in sys.modules and 'mlflow' not in sys.modules;"
-            "r = dabench.predict(['hardware=ipu', 'model=gpt2_test', 'parallel=pp', 'run.grad_accum=64']);"
-            "print(r.status.value, 'torch' in sys.modules, 'mlflow' in sys.modules)")
+    code = (
+        "import sys, dabench; assert 'hydra' not in sys.modules and 'mlflow' not in sys.modules;"
+        "r = dabench.predict(['hardware=ipu', 'model=gpt2_test', 'parallel=pp', 'run.grad_accum=64']);"
+        "print(r.status.value, 'torch' in sys.modules, 'mlflow' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/tmp")
     assert out.returncode == 0, out.stderr
     status, torch_loaded, mlflow_loaded = out.stdout.split()

@@ -102,7 +102,7 @@ def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = module.split(".") if is_package else module.split(".")[:-1]
-                    base = base[:len(base) - node.level + 1]
+                    base = base[: len(base) - node.level + 1]
                     name = ".".join(base + ([node.module] if node.module else []))
                 else:
                     name = node.module or ""
@@ -165,7 +165,9 @@ def _resolve(graph: dict[str, set[str]], modules: dict[str, Path]) -> dict[str, 
 def test_every_part_has_a_layer():
     where = _position()
     missing = sorted({_part_of(m) for m in _modules()} - set(where))
-    assert not missing, f"add these to LAYERS in tests/architecture/test_layering.py and docs/architecture.md: {missing}"
+    assert not missing, (
+        f"add these to LAYERS in tests/architecture/test_layering.py and docs/architecture.md: {missing}"
+    )
 
 
 def test_no_upward_or_sideways_import():

@@ -59,13 +59,22 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device v
 @pytest.mark.parametrize("tf32", [False, True])
 def test_cuda_measured_run_uses_events_and_the_priced_math_mode(tf32):
     from dabench.backends.measure import CudaClock
-    from dabench.pipeline.execute import execute
     from dabench.core.status import Status
+    from dabench.pipeline.execute import execute
 
     assert CudaClock(torch.device("cuda")).mark().__class__.__name__ == "Event"
-    rc = build_run_config(composed(["hardware=cuda", "hardware.mode=validate", "precision=fp32",
-                                    f"hardware.options.tf32={str(tf32).lower()}",
-                                    "run.warmup_steps=2", "run.timed_steps=5"]))
+    rc = build_run_config(
+        composed(
+            [
+                "hardware=cuda",
+                "hardware.mode=validate",
+                "precision=fp32",
+                f"hardware.options.tf32={str(tf32).lower()}",
+                "run.warmup_steps=2",
+                "run.timed_steps=5",
+            ]
+        )
+    )
     result = execute(rc)
     assert result.status is Status.OK, result.reason
     assert torch.backends.cuda.matmul.allow_tf32 is tf32
@@ -79,11 +88,14 @@ def test_cuda_measured_run_uses_events_and_the_priced_math_mode(tf32):
 @pytest.mark.cuda
 @gpu
 def test_cuda_bf16_run():
-    from dabench.pipeline.execute import execute
     from dabench.core.status import Status
+    from dabench.pipeline.execute import execute
 
-    rc = build_run_config(composed(["hardware=cuda", "hardware.mode=measure", "precision=bf16",
-                                    "run.warmup_steps=2", "run.timed_steps=5"]))
+    rc = build_run_config(
+        composed(
+            ["hardware=cuda", "hardware.mode=measure", "precision=bf16", "run.warmup_steps=2", "run.timed_steps=5"]
+        )
+    )
     result = execute(rc)
     assert result.status is Status.OK, result.reason
     assert 0 < result.metrics["tier1.compute_efficiency"] < 1

@@ -8,13 +8,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HYDRAS_OWN = ("import sys; sys.argv = ['dabench', *sys.argv[1:]]; "
-              "from dabench.cli.run import hydra_main; hydra_main()")
+HYDRAS_OWN = "import sys; sys.argv = ['dabench', *sys.argv[1:]]; from dabench.cli.run import hydra_main; hydra_main()"
 
 
 def _page(command: list[str], tmp_path: Path) -> str:
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

@@ -10,11 +10,17 @@ from mlflow.tracking import MlflowClient
 from tests.conftest import ROOT
 
 FAST = ["run.warmup_steps=1", "run.timed_steps=3"]
-REQUIRED_METRICS = ("throughput.samples_per_s", "throughput.tokens_per_s", "tier1.allocation_ratio",
-                    "tier1.load_imbalance", "tier1.compute_efficiency", "step_time.median_s",
-                    "step_time.p10_s", "step_time.p90_s", "perf.achieved_tflops")
-
-
+REQUIRED_METRICS = (
+    "throughput.samples_per_s",
+    "throughput.tokens_per_s",
+    "tier1.allocation_ratio",
+    "tier1.load_imbalance",
+    "tier1.compute_efficiency",
+    "step_time.median_s",
+    "step_time.p10_s",
+    "step_time.p90_s",
+    "perf.achieved_tflops",
+)
 
 
 def runs(tmp_path):
@@ -75,8 +81,10 @@ def test_tracking_can_be_switched_off(tmp_path, run_cli):
 
 
 def test_help_does_not_import_torch_or_mlflow(tmp_path):
-    code = ("import sys; sys.argv=['dabench','--help']\n"
-            "try:\n import dabench.__main__ as m; m.main()\nexcept SystemExit: pass\n"
-            "print('torch' in sys.modules, 'mlflow' in sys.modules)")
+    code = (
+        "import sys; sys.argv=['dabench','--help']\n"
+        "try:\n import dabench.__main__ as m; m.main()\nexcept SystemExit: pass\n"
+        "print('torch' in sys.modules, 'mlflow' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "False False", done.stdout[-2000:] + done.stderr[-2000:]

@@ -7,8 +7,8 @@ from optuna.trial import TrialState
 
 from dabench.cli.study import main
 from dabench.tune.best import summarize
-from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 from dabench.tune.parent_run import hide_password, write_study_files
+from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -21,8 +21,16 @@ def _make_study(storage: str, name: str = "ipu_deploy-gpt2_test") -> optuna.Stud
         trial = study.ask()
         trial.suggest_categorical("run.batch_size", [1, 2, 4])
         trial.suggest_categorical("precision", ["fp16", "fp32", "mixed"])
-        trial.set_user_attr(OVERRIDES_ATTR, ["+sweeps=ipu_deploy", f"run.batch_size={batch}", f"precision={precision}",
-                                             "parallel.layers_per_stage=[0,4,4,4]", "hardware.mode=predict"])
+        trial.set_user_attr(
+            OVERRIDES_ATTR,
+            [
+                "+sweeps=ipu_deploy",
+                f"run.batch_size={batch}",
+                f"precision={precision}",
+                "parallel.layers_per_stage=[0,4,4,4]",
+                "hardware.mode=predict",
+            ],
+        )
         trial.set_user_attr(MODE_ATTR, "predict")
         if value is None:
             trial.set_user_attr(STATUS_ATTR, "capacity")
@@ -43,8 +51,13 @@ def test_best_command_is_ready_to_run(tmp_path, monkeypatch, capsys):
     assert "best: trial 1, 230.00 samples/s PREDICTED" in out
     commands = [line.strip() for line in out.splitlines() if line.strip().startswith("python -m dabench ")]
     run_again, measure = commands[0], commands[1]
-    assert shlex.split(run_again)[3:] == ["+sweeps=ipu_deploy", "run.batch_size=2", "precision=fp16",
-                                          "parallel.layers_per_stage=[0,4,4,4]", "hardware.mode=predict"]
+    assert shlex.split(run_again)[3:] == [
+        "+sweeps=ipu_deploy",
+        "run.batch_size=2",
+        "precision=fp16",
+        "parallel.layers_per_stage=[0,4,4,4]",
+        "hardware.mode=predict",
+    ]
     assert shlex.split(measure)[-1] == "hardware.mode=measure" and "hardware.mode=predict" not in measure
     assert "capacity: sram capacity exceeded on IPU 1" in out
 
@@ -86,5 +99,8 @@ def test_importance_is_skipped_with_a_note_when_too_few_trials(tmp_path):
 
 
 def test_passwords_are_hidden():
-    assert hide_password("postgresql://user:secret@db.example:5432/optuna") == "postgresql://user:***@db.example:5432/optuna"
+    assert (
+        hide_password("postgresql://user:secret@db.example:5432/optuna")
+        == "postgresql://user:***@db.example:5432/optuna"
+    )
     assert hide_password("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"

@@ -51,8 +51,10 @@ def test_base_url_of_each_store_kind():
     assert ui_base_url("sqlite:////tmp/x/mlflow.db", environ={}) == "http://127.0.0.1:5000"
     assert ui_base_url("postgresql://me:pw@db/mlflow", port=5077, environ={}) == "http://127.0.0.1:5077"
     # a tracking server is its own UI; credentials never go into a link
-    assert ui_base_url("https://me:secret@mlflow.example.org:8443/prefix/", environ={}) == \
-        "https://mlflow.example.org:8443/prefix"
+    assert (
+        ui_base_url("https://me:secret@mlflow.example.org:8443/prefix/", environ={})
+        == "https://mlflow.example.org:8443/prefix"
+    )
     assert ui_base_url("http://[::1]:5000", environ={}) == "http://[::1]:5000"
     assert ui_base_url("sqlite:///x.db", environ={"DABENCH_UI_URL": "http://box:6000/"}) == "http://box:6000"
 
@@ -60,7 +62,8 @@ def test_base_url_of_each_store_kind():
 def test_view_and_run_urls():
     base = "http://127.0.0.1:5000"
     assert runs_view_url(base, "7") == (
-        "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=dabench")
+        "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=dabench"
+    )
     run_id = "a" * 32
     assert run_url(base, run_id, "7") == f"{base}/#/experiments/7/runs/{run_id}?workflowType=machine_learning"
     assert run_url(base, run_id) == f"{base}/#/runs/{run_id}"
@@ -74,11 +77,18 @@ def test_the_saved_view_is_mlflows_envelope_with_the_key_columns_in_order():
     assert isinstance(envelope["name"], str) and envelope["createdAt"] == 1_700_000_000_000
     state = json.loads(envelope["state"])
     assert state == view_state()
-    wanted = ["tags.`dabench.mode`", "tags.`dabench.status`", "metrics.`throughput.samples_per_s`",
-              "metrics.`throughput.tokens_per_s`", "metrics.`tier1.compute_efficiency`",
-              "metrics.`tier1.allocation_ratio`", "metrics.`tier1.load_imbalance`", "tags.`dabench.diagnosis`",
-              "tags.`dabench.reason`"]
-    assert state["selectedColumns"][:len(wanted)] == wanted
+    wanted = [
+        "tags.`dabench.mode`",
+        "tags.`dabench.status`",
+        "metrics.`throughput.samples_per_s`",
+        "metrics.`throughput.tokens_per_s`",
+        "metrics.`tier1.compute_efficiency`",
+        "metrics.`tier1.allocation_ratio`",
+        "metrics.`tier1.load_imbalance`",
+        "tags.`dabench.diagnosis`",
+        "tags.`dabench.reason`",
+    ]
+    assert state["selectedColumns"][: len(wanted)] == wanted
     assert [c for c in state["columnOrder"] if c in wanted] == wanted
     assert set(state["selectedColumns"]) <= set(state["columnWidths"]) and len(key) + len(value) < 5000
 
@@ -127,8 +137,10 @@ def test_ui_is_a_command_with_help(capsys):
     assert "--port" in out and "--no-browser" in out and "--tracking-uri" in out and "127.0.0.1" in out
 
 
-@pytest.mark.parametrize("argv, message", [(["--port", "70000"], "--port=70000: must be 0..65535"),
-                                            (["--timeout-s", "0"], "--timeout-s=0: must be > 0")])
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--port", "70000"], "--port=70000: must be 0..65535"), (["--timeout-s", "0"], "--timeout-s=0: must be > 0")],
+)
 def test_bad_arguments_are_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as done:
         ui.main(argv)
@@ -169,17 +181,29 @@ def test_server_command_and_browser_choice(tmp_path, monkeypatch):
 # --- slow: the real UI in a real browser ---------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 WINDOW = (2560, 1100)  #: a QHD screen: every key column fits beside MLflow's Assistant panel
-HEADERS = {"tags.`dabench.mode`": "dabench.mode", "tags.`dabench.status`": "dabench.status",
-           "metrics.`throughput.samples_per_s`": "throughput.samples_per_s",
-           "metrics.`throughput.tokens_per_s`": "throughput.tokens_per_s",
-           "metrics.`tier1.compute_efficiency`": "tier1.compute_efficiency",
-           "metrics.`tier1.allocation_ratio`": "tier1.allocation_ratio",
-           "metrics.`tier1.load_imbalance`": "tier1.load_imbalance",
-           "tags.`dabench.diagnosis`": "dabench.diagnosis", "tags.`dabench.reason`": "dabench.reason"}
+HEADERS = {
+    "tags.`dabench.mode`": "dabench.mode",
+    "tags.`dabench.status`": "dabench.status",
+    "metrics.`throughput.samples_per_s`": "throughput.samples_per_s",
+    "metrics.`throughput.tokens_per_s`": "throughput.tokens_per_s",
+    "metrics.`tier1.compute_efficiency`": "tier1.compute_efficiency",
+    "metrics.`tier1.allocation_ratio`": "tier1.allocation_ratio",
+    "metrics.`tier1.load_imbalance`": "tier1.load_imbalance",
+    "tags.`dabench.diagnosis`": "dabench.diagnosis",
+    "tags.`dabench.reason`": "dabench.reason",
+}
 
 
 def need_chromium() -> str:
@@ -253,11 +277,22 @@ def ui_store(tmp_path_factory) -> Path:
     commands = {
         "measured": ("run.warmup_steps=1", "run.timed_steps=2"),
         "predicted": ("hardware=ipu", "hardware.mode=predict", "model.n_layers=1,2", "-m"),
-        "failed": ("hardware=wse2", "hardware.mode=predict", "model=gpt2_small", "model.n_layers=400",
-                   "model.hidden_size=8192", "model.n_heads=64", "run.batch_size=112"),
+        "failed": (
+            "hardware=wse2",
+            "hardware.mode=predict",
+            "model=gpt2_small",
+            "model.n_layers=400",
+            "model.hidden_size=8192",
+            "model.n_heads=64",
+            "run.batch_size=112",
+        ),
     }
-    started = {name: subprocess.Popen(dabench_argv(*args), cwd=folder, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True) for name, args in commands.items()}
+    started = {
+        name: subprocess.Popen(
+            dabench_argv(*args), cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for name, args in commands.items()
+    }
     outputs = {name: p.communicate(timeout=400)[0] for name, p in started.items()}
     codes = {name: p.returncode for name, p in started.items()}
     assert codes == {"measured": 0, "predicted": 0, "failed": 1}, {n: o[-1500:] for n, o in outputs.items()}
@@ -269,22 +304,42 @@ def ui_store(tmp_path_factory) -> Path:
 def test_dabench_ui_lands_on_the_runs_table_with_the_key_columns(ui_store):
     chromium = need_chromium()
     env = {**cli_env(ui_store), "CI": os.environ.get("CI", "")}
-    server = subprocess.Popen(dabench_argv("ui", "--no-browser", "--port", "0"), cwd=ui_store, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        dabench_argv("ui", "--no-browser", "--port", "0"),
+        cwd=ui_store,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = _first_line(server, 240)
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/#/experiments/\d+/runs\?workflowType=machine_learning"
-                            r"&viewStateShareKey=dabench", url), (url, server.poll())
+        assert re.fullmatch(
+            r"http://127\.0\.0\.1:\d+/#/experiments/\d+/runs\?workflowType=machine_learning"
+            r"&viewStateShareKey=dabench",
+            url,
+        ), (url, server.poll())
         base = url.split("/#/")[0]
         with urllib.request.urlopen(f"{base}/health", timeout=10) as answer:  # it answers once the URL is out
             assert answer.status == 200
 
         shot = ui_store / "mlflow-ui.png"
         with tempfile.TemporaryDirectory() as profile:  # a fresh browser: nothing in localStorage
-            done = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                                   f"--window-size={WINDOW[0]},{WINDOW[1]}", "--virtual-time-budget=25000",
-                                   f"--screenshot={shot}", "--dump-dom", url],
-                                  capture_output=True, text=True, timeout=180)
+            done = subprocess.run(
+                [
+                    chromium,
+                    *CHROMIUM_FLAGS,
+                    f"--user-data-dir={profile}",
+                    f"--window-size={WINDOW[0]},{WINDOW[1]}",
+                    "--virtual-time-budget=25000",
+                    f"--screenshot={shot}",
+                    "--dump-dom",
+                    url,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
         dom = done.stdout
         shutil.copy(shot, artifacts_dir() / "mlflow-ui-runs.png")
         (artifacts_dir() / "mlflow-ui-runs.html").write_text(dom)
@@ -322,8 +377,14 @@ def test_dabench_ui_lands_on_the_runs_table_with_the_key_columns(ui_store):
         assert image.size == WINDOW and ImageStat.Stat(image).stddev[0] > 15, "screenshot looks blank"
 
         # the same command against that server as the store: prints its URL, starts nothing
-        again = subprocess.run(dabench_argv("ui", "--no-browser", "--tracking-uri", base), cwd=ui_store, env=env,
-                               capture_output=True, text=True, timeout=120)
+        again = subprocess.run(
+            dabench_argv("ui", "--no-browser", "--tracking-uri", base),
+            cwd=ui_store,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert again.returncode == 0 and again.stdout.splitlines()[0] == url, again.stderr[-1500:]
     finally:
         if server.poll() is None:

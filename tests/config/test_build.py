@@ -49,13 +49,16 @@ def test_tp_degree_must_divide_heads():
     assert error.field == "parallel.degree" and "n_heads=4" in str(error)
 
 
-@pytest.mark.parametrize("override,field", [
-    ("run.batch_size=0", "run.batch_size"),
-    ("run.timed_steps=-1", "run.timed_steps"),
-    ("model.n_layers=0", "model.n_layers"),
-    ("hardware.mode=fast", "hardware.mode"),
-    ("run.threads=0", "run.threads"),
-])
+@pytest.mark.parametrize(
+    "override,field",
+    [
+        ("run.batch_size=0", "run.batch_size"),
+        ("run.timed_steps=-1", "run.timed_steps"),
+        ("model.n_layers=0", "model.n_layers"),
+        ("hardware.mode=fast", "hardware.mode"),
+        ("run.threads=0", "run.threads"),
+    ],
+)
 def test_bad_values_name_their_field(override, field):
     assert refuse([override]).field == field
 

@@ -34,23 +34,35 @@ def test_every_shipped_config_passes_the_schema():
         schema.validate(composed([f"+sweeps={sweep}"]))
 
 
-@pytest.mark.parametrize("override, expect", [
-    ("+foo=1", "foo='1': unknown key"),
-    ("+run.batch_sise=8", "did you mean run.batch_size?"),
-    ("model.foo=1", "model.foo='1': unknown key"),
-    ("hardware=tpu", "valid: cpu, cuda, ipu, rdu, wse2"),
-    ("precision=fp64", "valid: bf16, default, fp16, fp32, mixed"),
-    ("+sweeps=nope", "unknown sweeps option"),
-    ("model=gpt2_smal", "did you mean gpt2_small?"),
-    ("parallel=dp,zz", "unknown parallel option"),
-])
+@pytest.mark.parametrize(
+    "override, expect",
+    [
+        ("+foo=1", "foo='1': unknown key"),
+        ("+run.batch_sise=8", "did you mean run.batch_size?"),
+        ("model.foo=1", "model.foo='1': unknown key"),
+        ("hardware=tpu", "valid: cpu, cuda, ipu, rdu, wse2"),
+        ("precision=fp64", "valid: bf16, default, fp16, fp32, mixed"),
+        ("+sweeps=nope", "unknown sweeps option"),
+        ("model=gpt2_smal", "did you mean gpt2_small?"),
+        ("parallel=dp,zz", "unknown parallel option"),
+    ],
+)
 def test_command_line_overrides_are_checked_before_hydra(override, expect):
     with pytest.raises(ConfigError, match=expect.replace("?", r"\?").replace("(", r"\(")):
         schema.check_override(override)
 
 
-@pytest.mark.parametrize("override", ["tracking.tags.owner=me", "+tracking.tags.x=1", "hardware.options.recompute=false",
-                                      "model.n_layers=1,2,4", "hydra.run.dir=x", "hydra/launcher=basic"])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "tracking.tags.owner=me",
+        "+tracking.tags.x=1",
+        "hardware.options.recompute=false",
+        "model.n_layers=1,2,4",
+        "hydra.run.dir=x",
+        "hydra/launcher=basic",
+    ],
+)
 def test_open_maps_and_hydra_keys_pass(override):
     schema.check_override(override)
 
@@ -70,18 +82,21 @@ def test_unknown_keys_in_the_composed_config():
     build_run_config(cfg)
 
 
-@pytest.mark.parametrize("field, value, expect", [
-    ("run.batch_size", 0, "must be >= 1"),
-    ("run.batch_size", -4, "must be >= 1"),
-    ("run.batch_size", 2.5, "must be an integer"),
-    ("run.batch_size", "8", "must be an integer"),
-    ("run.lr", math.nan, "must be a finite number"),
-    ("run.lr", 0.0, "must be > 0"),
-    ("model.hidden_size", 1 << 30, "<= 1048576"),
-    ("parallel.timeout_s", math.inf, "finite"),
-    ("model.n_layers", True, "must be an integer"),
-    ("run.threads", 0, "must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "field, value, expect",
+    [
+        ("run.batch_size", 0, "must be >= 1"),
+        ("run.batch_size", -4, "must be >= 1"),
+        ("run.batch_size", 2.5, "must be an integer"),
+        ("run.batch_size", "8", "must be an integer"),
+        ("run.lr", math.nan, "must be a finite number"),
+        ("run.lr", 0.0, "must be > 0"),
+        ("model.hidden_size", 1 << 30, "<= 1048576"),
+        ("parallel.timeout_s", math.inf, "finite"),
+        ("model.n_layers", True, "must be an integer"),
+        ("run.threads", 0, "must be >= 1"),
+    ],
+)
 def test_values_are_checked_for_type_and_range(field, value, expect):
     cfg = composed()
     section, key = field.split(".")
@@ -105,8 +120,14 @@ def _entry_points() -> list[list[str]]:
 @pytest.mark.parametrize("entry", _entry_points(), ids=lambda e: "console-script" if len(e) == 1 else "python-m")
 @pytest.mark.parametrize("override", ["hardware=tpu", "+run.batch_sise=8", "model=gpt2_smal"])
 def test_cli_refuses_in_one_line_with_exit_2(tmp_path, override, entry):
-    done = subprocess.run([*entry, override], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [*entry, override],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("dabench: invalid config:"), done.stderr

@@ -7,12 +7,15 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from dabench.config.sections import RunConfig
 from dabench.config.build import build_run_config
+from dabench.config.sections import RunConfig
 from dabench.core.status import ConfigError
 from tests.conftest import CONF
 
-GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("model", "hardware", "parallel", "precision")}
+GROUPS = {
+    group: sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    for group in ("model", "hardware", "parallel", "precision")
+}
 
 
 def test_every_group_has_its_shipped_files():
@@ -29,15 +32,21 @@ def test_every_combination_composes_and_validates():
     a fraction of the Hydra composes (the model group grows with every calibration workload)."""
     outcomes = {"valid": 0, "refused": 0}
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
-        models = {m: OmegaConf.to_container(compose("config", overrides=[f"model={m}"]), resolve=True)["model"]
-                  for m in GROUPS["model"]}
+        models = {
+            m: OmegaConf.to_container(compose("config", overrides=[f"model={m}"]), resolve=True)["model"]
+            for m in GROUPS["model"]
+        }
         for path in (CONF / "model").glob("*.yaml"):
             assert "${" not in path.read_text(), f"{path.name} interpolates: compose it with each combination"
         for path in CONF.rglob("*.yaml"):
             assert "${model" not in path.read_text(), f"{path} reads the model group: compose each combination"
         bases = {}
-        for hardware, parallel, precision in itertools.product(*(GROUPS[g] for g in ("hardware", "parallel", "precision"))):
-            cfg = compose("config", overrides=[f"hardware={hardware}", f"parallel={parallel}", f"precision={precision}"])
+        for hardware, parallel, precision in itertools.product(
+            *(GROUPS[g] for g in ("hardware", "parallel", "precision"))
+        ):
+            cfg = compose(
+                "config", overrides=[f"hardware={hardware}", f"parallel={parallel}", f"precision={precision}"]
+            )
             bases[hardware, parallel, precision] = OmegaConf.to_container(cfg, resolve=True)
         for model, hardware, parallel, precision in itertools.product(*GROUPS.values()):
             container = {**bases[hardware, parallel, precision], "model": models[model]}
@@ -72,8 +81,11 @@ def test_every_hardware_number_has_a_source_comment():
     for path in (CONF / "hardware").glob("*.yaml"):
         for line in path.read_text().splitlines():
             stripped = line.strip()
-            if ("_Bps:" in stripped or "capacity_bytes:" in stripped or stripped.startswith(("fp32:", "fp16:", "bf16:", "mixed:"))) \
-                    and "null" not in stripped:
+            if (
+                "_Bps:" in stripped
+                or "capacity_bytes:" in stripped
+                or stripped.startswith(("fp32:", "fp16:", "bf16:", "mixed:"))
+            ) and "null" not in stripped:
                 assert "#" in stripped, f"{path.name}: number without a source comment: {stripped}"
 
 

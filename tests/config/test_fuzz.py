@@ -35,18 +35,48 @@ from dabench.config.fields import BOOL, CHOICE, INT, NUMBER, TEXT, Spec
 from dabench.core.status import ConfigError, Status
 from tests.conftest import ROOT
 
-settings.register_profile("fast", max_examples=4, derandomize=True, deadline=None, database=None,
-                          suppress_health_check=list(HealthCheck))
-settings.register_profile("long", max_examples=150, derandomize=True, deadline=None, database=None,
-                          suppress_health_check=list(HealthCheck))
+settings.register_profile(
+    "fast", max_examples=4, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+settings.register_profile(
+    "long", max_examples=150, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 PROFILE = "long" if os.environ.get("DABENCH_FUZZ") == "long" else "fast"
 FUZZ = settings.get_profile(PROFILE)
 
 GROUPS = ("model", "hardware", "parallel", "precision")
 #: values every target gets, whatever the profile
-NASTY: list[Any] = [None, True, "", " ", "../../etc/passwd", "/dev/null", "C:\\con", "é🙂\u200b", "a\nb", "nan",
-                    "8", -1, 0, 1, 2**63, 10**400, -(10**400), math.nan, math.inf, -math.inf, 1e308, -0.0, 2.5,
-                    [], {}, [1], {"a": 1}, "x" * 5000, "0 1x99999999999"]
+NASTY: list[Any] = [
+    None,
+    True,
+    "",
+    " ",
+    "../../etc/passwd",
+    "/dev/null",
+    "C:\\con",
+    "é🙂\u200b",
+    "a\nb",
+    "nan",
+    "8",
+    -1,
+    0,
+    1,
+    2**63,
+    10**400,
+    -(10**400),
+    math.nan,
+    math.inf,
+    -math.inf,
+    1e308,
+    -0.0,
+    2.5,
+    [],
+    {},
+    [1],
+    {"a": 1},
+    "x" * 5000,
+    "0 1x99999999999",
+]
 
 Path = tuple  # ("hardware", "memory", 1, "bandwidth_Bps")
 
@@ -153,18 +183,24 @@ def breaks_its_spec(spec: Spec | None, value: Any) -> bool:
     if spec.kind == CHOICE:
         return value not in spec.choices
     if spec.kind in (INT, NUMBER):
-        if not number or (spec.kind == INT and not isinstance(value, int)) or (isinstance(value, float)
-                                                                                and not math.isfinite(value)):
+        if (
+            not number
+            or (spec.kind == INT and not isinstance(value, int))
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             return True
-        return (spec.low is not None and (value < spec.low or (spec.low_open and value == spec.low))) or \
-            (spec.high is not None and value > spec.high)
+        return (spec.low is not None and (value < spec.low or (spec.low_open and value == spec.low))) or (
+            spec.high is not None and value > spec.high
+        )
     if spec.kind == TEXT:
         return isinstance(value, (list, dict, bool)) or (isinstance(value, str) and not value.isprintable())
     return False
 
 
-BOUNDED_BY_ONE = re.compile(r"^(tier1\.compute_efficiency|tier1\.bandwidth_efficiency(\..+)?|roofline\..+\.roof_share"
-                            r"|tier1\.allocation_ratio(\..+)?|tier1\.load_imbalance)$")
+BOUNDED_BY_ONE = re.compile(
+    r"^(tier1\.compute_efficiency|tier1\.bandwidth_efficiency(\..+)?|roofline\..+\.roof_share"
+    r"|tier1\.allocation_ratio(\..+)?|tier1\.load_imbalance)$"
+)
 POSITIVE = re.compile(r"^(throughput\..+|step_time\.(median|p10|p90)_s)$")
 NON_NEGATIVE = re.compile(r"^(memory\..+|work\..+|perf\..+|tier1\..+)$")
 
@@ -205,20 +241,44 @@ def check_outcome(base: str, path: Path, value: Any) -> str:
 
 def values_for(spec: Spec | None) -> st.SearchStrategy:
     """Nasty values for a leaf, with its boundaries and near-misses of its choices."""
-    nasty = [st.none(), st.booleans(), st.integers(), st.integers(min_value=-(10**30), max_value=10**30),
-             st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
-             st.text(alphabet=st.characters(), min_size=1, max_size=300),
-             st.sampled_from(["../" * 8 + "etc/passwd", "~/.ssh/id_rsa", "/", "\\\\server\\share", "a/b/c", "\x00",
-                              "${oc.env:HOME}", "1e9", "inf", "-0", "0x10", "true", "null"]),
-             st.lists(st.integers(min_value=-3, max_value=10), max_size=5),
-             st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)]
+    nasty = [
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.integers(min_value=-(10**30), max_value=10**30),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=40),
+        st.text(alphabet=st.characters(), min_size=1, max_size=300),
+        st.sampled_from(
+            [
+                "../" * 8 + "etc/passwd",
+                "~/.ssh/id_rsa",
+                "/",
+                "\\\\server\\share",
+                "a/b/c",
+                "\x00",
+                "${oc.env:HOME}",
+                "1e9",
+                "inf",
+                "-0",
+                "0x10",
+                "true",
+                "null",
+            ]
+        ),
+        st.lists(st.integers(min_value=-3, max_value=10), max_size=5),
+        st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    ]
     if spec is not None and spec.kind in (INT, NUMBER):
         edges = [b for b in (spec.low, spec.high) if b is not None]
         near = [e + d for e in edges for d in (-1, 0, 1)] + [e * f for e in edges for f in (0.999999, 1.000001)]
         nasty.append(st.sampled_from(near))
         if spec.low is not None and spec.high is not None:
-            nasty.append(st.integers(min_value=int(spec.low), max_value=int(min(spec.high, 2**62)))
-                         if spec.kind == INT else st.floats(min_value=spec.low, max_value=spec.high))
+            nasty.append(
+                st.integers(min_value=int(spec.low), max_value=int(min(spec.high, 2**62)))
+                if spec.kind == INT
+                else st.floats(min_value=spec.low, max_value=spec.high)
+            )
     if spec is not None and spec.choices:
         near_misses = [*(c.upper() for c in spec.choices), *(c + " " for c in spec.choices)]
         nasty.append(st.sampled_from([*spec.choices, *near_misses]))
@@ -267,18 +327,42 @@ def test_fuzz_leaf(leaf):
 @pytest.mark.slow
 def test_long_fuzz_profile():
     """The long profile in a child pytest (the slow suite): many more examples per leaf."""
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__,
-               "-k", "fuzz_leaf or nasty"]
-    done = subprocess.run(command, cwd=ROOT, env={**os.environ, "DABENCH_FUZZ": "long"}, capture_output=True,
-                          text=True, timeout=3600)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "-p",
+        "no:cacheprovider",
+        __file__,
+        "-k",
+        "fuzz_leaf or nasty",
+    ]
+    done = subprocess.run(
+        command, cwd=ROOT, env={**os.environ, "DABENCH_FUZZ": "long"}, capture_output=True, text=True, timeout=3600
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
-@pytest.mark.parametrize("argv", [["run.batch_size=-1"], ["hardware.memory.0.capacity_bytes=-1e9"],
-                                  ["parallel=pp", "parallel.placement='0 1x99999999999'"], ["parallel.replicas=abc"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run.batch_size=-1"],
+        ["hardware.memory.0.capacity_bytes=-1e9"],
+        ["parallel=pp", "parallel.placement='0 1x99999999999'"],
+        ["parallel.replicas=abc"],
+    ],
+)
 def test_command_line_refuses_in_one_line_with_exit_2(tmp_path, argv):
-    done = subprocess.run([sys.executable, "-m", "dabench", *argv], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
     assert lines[0].startswith("dabench: invalid config:"), lines[0]

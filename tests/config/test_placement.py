@@ -9,12 +9,20 @@ from tests.perfmodel.helpers import run_config
 
 
 def test_run_config_carries_the_type():
-    cfg = {"model": {"name": "t", "n_layers": 2, "hidden_size": 64, "n_heads": 2, "seq_len": 16, "vocab_size": 128},
-           "hardware": {"name": "ipu", "arch": "ipu", "backend": "poptorch", "mode": "predict",
-                        "peak_flops": {"fp32": 1e12}, "memory": [{"name": "sram", "capacity_bytes": 1e9, "bandwidth_Bps": 1e12}],
-                        "compute_units": [{"kind": "tiles", "count": 1472}]},
-           "parallel": {"strategy": "pp", "placement": "0 2 1"},
-           "precision": {"name": "fp32"}}
+    cfg = {
+        "model": {"name": "t", "n_layers": 2, "hidden_size": 64, "n_heads": 2, "seq_len": 16, "vocab_size": 128},
+        "hardware": {
+            "name": "ipu",
+            "arch": "ipu",
+            "backend": "poptorch",
+            "mode": "predict",
+            "peak_flops": {"fp32": 1e12},
+            "memory": [{"name": "sram", "capacity_bytes": 1e9, "bandwidth_Bps": 1e12}],
+            "compute_units": [{"kind": "tiles", "count": 1472}],
+        },
+        "parallel": {"strategy": "pp", "placement": "0 2 1"},
+        "precision": {"name": "fp32"},
+    }
     rc = build_run_config(cfg)
     assert isinstance(rc.parallel.layers_per_stage, Placement)
     assert rc.parallel.layers_per_stage == (0, 2, 1) and rc.parallel.degree == 3 and rc.model.n_layers == 3

@@ -6,12 +6,15 @@ from dabench.core.placement import Placement
 from dabench.core.status import ConfigError
 
 
-@pytest.mark.parametrize("text,layers", [
-    ("0 4 4 4", (0, 4, 4, 4)),
-    ("0 1x8 0x7", (0,) + (1,) * 8 + (0,) * 7),
-    ("0 2 1x14", (0, 2) + (1,) * 14),
-    ([0, 3, 3], (0, 3, 3)),
-])
+@pytest.mark.parametrize(
+    "text,layers",
+    [
+        ("0 4 4 4", (0, 4, 4, 4)),
+        ("0 1x8 0x7", (0,) + (1,) * 8 + (0,) * 7),
+        ("0 2 1x14", (0, 2) + (1,) * 14),
+        ([0, 3, 3], (0, 3, 3)),
+    ],
+)
 def test_parse(text, layers):
     assert Placement.parse(text) == layers
 

@@ -36,13 +36,21 @@ def test_exceptions_carry_their_status():
     assert st.CapacityError("SRAM", 2**21, 2**20).reason.startswith("SRAM capacity exceeded")
 
 
-@pytest.mark.parametrize("cls, status", [
-    (st.DabenchError, Status.CRASHED), (st.UnsupportedError, Status.UNSUPPORTED),
-    (st.CompileError, Status.COMPILE_ERROR), (st.OutOfMemory, Status.OOM), (st.CrashedError, Status.CRASHED),
-    (st.RunTimeout, Status.TIMEOUT), (st.DiskFull, Status.DISK_FULL),
-    (st.Diverged, Status.DIVERGED), (st.InvalidResult, Status.INVALID_RESULT),
-    (st.IncompleteArtifact, Status.INCOMPLETE_ARTIFACT),
-])
+@pytest.mark.parametrize(
+    "cls, status",
+    [
+        (st.DabenchError, Status.CRASHED),
+        (st.UnsupportedError, Status.UNSUPPORTED),
+        (st.CompileError, Status.COMPILE_ERROR),
+        (st.OutOfMemory, Status.OOM),
+        (st.CrashedError, Status.CRASHED),
+        (st.RunTimeout, Status.TIMEOUT),
+        (st.DiskFull, Status.DISK_FULL),
+        (st.Diverged, Status.DIVERGED),
+        (st.InvalidResult, Status.INVALID_RESULT),
+        (st.IncompleteArtifact, Status.INCOMPLETE_ARTIFACT),
+    ],
+)
 def test_each_reason_only_exception_carries_its_status_and_reason(cls, status):
     error = cls("why")
     assert isinstance(error, st.DabenchError) and cls.status is status and error.status is status

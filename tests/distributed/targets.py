@@ -5,8 +5,13 @@ import time
 
 
 def echo(payload, env):
-    return {"rank": env.rank, "world_size": env.world_size, "x": payload["x"], "pid": os.getpid(),
-            "master": os.environ["MASTER_ADDR"]}
+    return {
+        "rank": env.rank,
+        "world_size": env.world_size,
+        "x": payload["x"],
+        "pid": os.getpid(),
+        "master": os.environ["MASTER_ADDR"],
+    }
 
 
 def rank1_raises(payload, env):

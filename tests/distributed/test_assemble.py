@@ -3,9 +3,9 @@
 import pytest
 
 from dabench.config.build import build_run_config
+from dabench.core.profile import UnitUse
 from dabench.distributed.assemble import assemble_profile, parallel_losses, step_times, transfer_seconds
 from dabench.distributed.busbw import summarize
-from dabench.core.profile import UnitUse
 from tests.conftest import composed
 
 
@@ -17,8 +17,15 @@ def dp_rank(rank, steps, comm, exposed, losses):
     """A DP rank: per step one 1 MB all-reduce taking comm[k] s in flight, exposed[k] s exposed."""
     intervals = [interval(k, "comm", "allreduce", c, 1e6) for k, c in enumerate(comm)]
     intervals += [interval(k, "exposed", "allreduce", e) for k, e in enumerate(exposed)]
-    return {"rank": rank, "role": {"replica": rank}, "threads": 1, "losses": losses, "step_s": steps,
-            "intervals": intervals, "peak_memory_bytes": 100.0 + rank}
+    return {
+        "rank": rank,
+        "role": {"replica": rank},
+        "threads": 1,
+        "losses": losses,
+        "step_s": steps,
+        "intervals": intervals,
+        "peak_memory_bytes": 100.0 + rank,
+    }
 
 
 def dp_results():
@@ -56,16 +63,28 @@ def test_transfer_time_takes_each_calls_minimum_over_ranks():
 def pp_rank(rank, stage, step, compute, one_way, losses):
     intervals = [interval(k, "compute", "forward", c / 2) for k, c in enumerate(compute)]
     intervals += [interval(k, "compute", "backward", c / 2) for k, c in enumerate(compute)]
-    return {"rank": rank, "role": {"stage": stage, "replica": 0, "layers": [stage, stage + 1]}, "threads": 1,
-            "losses": losses, "step_s": step, "intervals": intervals, "peak_memory_bytes": 1.0,
-            "p2p_one_way_s": {"0": one_way}, "p2p_bytes": 4096, "micro_batch": 1}
+    return {
+        "rank": rank,
+        "role": {"stage": stage, "replica": 0, "layers": [stage, stage + 1]},
+        "threads": 1,
+        "losses": losses,
+        "step_s": step,
+        "intervals": intervals,
+        "peak_memory_bytes": 1.0,
+        "p2p_one_way_s": {"0": one_way},
+        "p2p_bytes": 4096,
+        "micro_batch": 1,
+    }
 
 
 def test_pp_bubble_is_what_is_left_of_the_step_after_compute_and_p2p():
-    rc = build_run_config(composed(["parallel=pp", "parallel.degree=2", "parallel.micro_batches=4",
-                                    "run.timed_steps=2"]))
-    results = [pp_rank(0, 0, [1.0, 1.0], [0.5, 0.5], 0.01, [None, None]),
-               pp_rank(1, 1, [1.0, 1.0], [0.7, 0.7], 0.03, [5.0, 4.0])]
+    rc = build_run_config(
+        composed(["parallel=pp", "parallel.degree=2", "parallel.micro_batches=4", "run.timed_steps=2"])
+    )
+    results = [
+        pp_rank(0, 0, [1.0, 1.0], [0.5, 0.5], 0.01, [None, None]),
+        pp_rank(1, 1, [1.0, 1.0], [0.7, 0.7], 0.03, [5.0, 4.0]),
+    ]
     profile = assemble_profile(rc, results, "cpu", "dram", {}, "gloo")
     p2p = next(e for e in profile.comm if e.op == "p2p")
     bubble = next(e for e in profile.comm if e.op == "bubble")
@@ -85,8 +104,10 @@ def test_step_time_is_the_slowest_rank_per_step():
 
 
 def test_busbw_table_uses_the_slowest_rank_and_nccl_tests_factors():
-    per_rank = [{"allreduce": {"1000": 1e-3}, "sendrecv": {"1000": 1e-3}},
-                {"allreduce": {"1000": 2e-3}, "sendrecv": {"1000": None}}]
+    per_rank = [
+        {"allreduce": {"1000": 1e-3}, "sendrecv": {"1000": 1e-3}},
+        {"allreduce": {"1000": 2e-3}, "sendrecv": {"1000": None}},
+    ]
     rows = {r["op"]: r for r in summarize(per_rank, 2)}
     assert rows["allreduce"]["time_us"] == pytest.approx(2000)
     assert rows["allreduce"]["busbw_GBps"] == pytest.approx(1000 / 2e-3 / 1e9)  # 2(n-1)/n = 1 for n=2

@@ -1,13 +1,12 @@
 """The issue's acceptance command, end to end: one ok measured run in MLflow with Tier-2
 metrics, logged by the launching process only; and validate mode's comm-model check."""
 
-
 import pytest
 from mlflow.tracking import MlflowClient
 
-from dabench.pipeline import execute as runner
 from dabench.config.build import build_run_config
 from dabench.core.status import Status
+from dabench.pipeline import execute as runner
 from tests.conftest import composed
 
 pytestmark = pytest.mark.slow
@@ -16,22 +15,34 @@ SHORT = ["run.warmup_steps=1", "run.timed_steps=3"]
 
 
 def test_pp_acceptance_command_records_one_ok_measured_run_with_tier2_metrics(tmp_path, run_cli):
-    run_cli("parallel=pp", "parallel.degree=2", "parallel.layers_per_stage=[1,1]", "model.n_layers=2", *SHORT,
-            timeout=120)
+    run_cli(
+        "parallel=pp", "parallel.degree=2", "parallel.layers_per_stage=[1,1]", "model.n_layers=2", *SHORT, timeout=120
+    )
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("dabench").experiment_id])  # one writer
     assert run.data.tags["dabench.status"] == "ok", run.data.tags.get("dabench.reason")
     assert run.data.tags["dabench.mode"] == "measure"
     metrics = run.data.metrics
-    for name in ("tier2.scaling_efficiency", "tier2.comm_fraction", "tier2.busbw_GBps.p2p",
-                 "tier2.bubble_time_s", "tier1.load_imbalance", "memory.peak_bytes.dram.rank1"):
+    for name in (
+        "tier2.scaling_efficiency",
+        "tier2.comm_fraction",
+        "tier2.busbw_GBps.p2p",
+        "tier2.bubble_time_s",
+        "tier1.load_imbalance",
+        "memory.peak_bytes.dram.rank1",
+    ):
         assert metrics[name] > 0, name
     assert metrics["chips"] == 2
 
 
 def test_validate_mode_prices_the_measured_collectives_with_the_link_model():
-    result = runner.execute(build_run_config(composed(["parallel=dp", "parallel.degree=2", "hardware.mode=validate",
-                                                       "run.profile_subtasks=false", *SHORT])))
+    result = runner.execute(
+        build_run_config(
+            composed(
+                ["parallel=dp", "parallel.degree=2", "hardware.mode=validate", "run.profile_subtasks=false", *SHORT]
+            )
+        )
+    )
     assert result.status is Status.OK, result.reason
     assert result.mode == "validate"
     measured = result.metrics["tier2.comm_transfer_s.allreduce"]

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from dabench.backends.torch_train import build_train_state
-from dabench.config.sections import ParallelConfig
 from dabench.config.build import build_run_config
+from dabench.config.sections import ParallelConfig
 from dabench.core.ceilings import Ceilings
 from dabench.distributed.assemble import assemble_profile, parallel_losses
 from dabench.distributed.run import run_ranks
@@ -25,8 +25,13 @@ JOBS = {
     "dp": ["parallel=dp", "parallel.degree=2"],
     "tp": ["parallel=tp", "parallel.degree=2"],
     "pp": ["parallel=pp", "parallel.degree=2", "parallel.micro_batches=2"],
-    "pp_1f1b_x_dp": ["parallel=pp", "parallel.degree=2", "parallel.replicas=2", "parallel.schedule=1f1b",
-                     "parallel.micro_batches=2"],
+    "pp_1f1b_x_dp": [
+        "parallel=pp",
+        "parallel.degree=2",
+        "parallel.replicas=2",
+        "parallel.schedule=1f1b",
+        "parallel.micro_batches=2",
+    ],
     # GPT-2's tied head: the table lives on stage 0 and the last stage; its two gradients are summed
     "pp_tied": ["parallel=pp", "parallel.degree=2", "parallel.micro_batches=2", "++model.tie_embeddings=true"],
 }
@@ -80,9 +85,13 @@ def test_profile_has_tier2_metrics_from_all_ranks(jobs, name):
     assert profile.tags["subtask_kind"] == kind
     assert len(profile.subtasks) == (rc.parallel.degree if kind == "stage" else rc.parallel.n_chips)
     ops = {(e.strategy, e.op) for e in profile.comm}
-    expected = {"dp": {("dp", "allreduce")}, "tp": {("tp", "allreduce")}, "pp": {("pp", "p2p"), ("pp", "bubble")},
-                "pp_1f1b_x_dp": {("dp", "allreduce"), ("pp", "p2p"), ("pp", "bubble")},
-                "pp_tied": {("pp", "p2p"), ("pp", "bubble")}}[name]
+    expected = {
+        "dp": {("dp", "allreduce")},
+        "tp": {("tp", "allreduce")},
+        "pp": {("pp", "p2p"), ("pp", "bubble")},
+        "pp_1f1b_x_dp": {("dp", "allreduce"), ("pp", "p2p"), ("pp", "bubble")},
+        "pp_tied": {("pp", "p2p"), ("pp", "bubble")},
+    }[name]
     assert ops == expected
     for strategy, op in expected - {("pp", "bubble")}:
         assert metrics[f"tier2.busbw_GBps.{'p2p' if op == 'p2p' else op}"] > 0

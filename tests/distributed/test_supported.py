@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from dabench.config.build import build_run_config
-from dabench.distributed.run import check_supported, threads_per_rank
 from dabench.core.status import ConfigError, UnsupportedError
+from dabench.distributed.run import check_supported, threads_per_rank
 from tests.conftest import composed
 
 CPU = torch.device("cpu")

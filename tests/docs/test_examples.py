@@ -38,7 +38,7 @@ PREFIX = re.compile(r"^(?:\.venv/bin/)?python -m dabench\b|^dabench(?:\s|$)")
 #: commands that cannot end ok on this machine, by a substring of the command: why
 SKIP = {
     "hardware.backend=cstorch_cpu": "needs the cerebras-pytorch venv (scripts/setup_cerebras_venv.sh); without it the "
-                                    "run ends unsupported by design (tests/backends cover that)",
+    "run ends unsupported by design (tests/backends cover that)",
     "ingest path/to/": "a placeholder for the user's own vendor artifact (tests/ingest parses the shared fixtures)",
 }
 #: commands that need more CPU cores than ranks they start (the pre-flight refuses oversubscription)
@@ -50,8 +50,12 @@ SHORT_STEPS = ["run.warmup_steps=1", "run.timed_steps=2"]
 #: commands that need no run at all (the fast tier)
 FAST = ("--cfg job",)
 #: placeholders of the report / compare examples -> keys of the store fixture
-PLACEHOLDERS = {"<parent run id>": "sweep", "62cda43c6af947c1bdaf95d6e00c807b": "sweep",
-                "<run id> <run id>": "two_runs", "RUN_ID RUN_ID": "two_runs"}
+PLACEHOLDERS = {
+    "<parent run id>": "sweep",
+    "62cda43c6af947c1bdaf95d6e00c807b": "sweep",
+    "<run id> <run id>": "two_runs",
+    "RUN_ID RUN_ID": "two_runs",
+}
 NEEDS_STORE = ("report", "compare", "study")
 
 
@@ -171,10 +175,15 @@ def _env() -> dict[str, str]:
 
 
 def _dabench(argv: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "dabench", *argv], cwd=cwd, env=_env(), capture_output=True,
-                          text=True, timeout=timeout)
-    assert done.returncode == 0, (f"dabench {shlex.join(argv)} (in {cwd}): exit {done.returncode}\n"
-                                  + done.stdout[-2500:] + "\n" + done.stderr[-3500:])
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *argv], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, (
+        f"dabench {shlex.join(argv)} (in {cwd}): exit {done.returncode}\n"
+        + done.stdout[-2500:]
+        + "\n"
+        + done.stderr[-3500:]
+    )
     return done
 
 
@@ -210,9 +219,14 @@ def store(tmp_path_factory) -> dict[str, object]:
     _dabench(["hardware=rdu"], folder)
     with sqlite3.connect(folder / "mlruns" / "mlflow.db") as db:
         parent = db.execute("SELECT run_uuid FROM runs WHERE name = 'study ipu_deploy-gpt2_test'").fetchone()[0]
-        children = [r[0] for r in db.execute(
-            "SELECT r.run_uuid FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
-            "WHERE t.key = 'mlflow.parentRunId' AND t.value = ? ORDER BY r.start_time", (parent,))]
+        children = [
+            r[0]
+            for r in db.execute(
+                "SELECT r.run_uuid FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+                "WHERE t.key = 'mlflow.parentRunId' AND t.value = ? ORDER BY r.start_time",
+                (parent,),
+            )
+        ]
     assert len(children) == 2, children
     return {"folder": folder, "sweep": parent, "two_runs": children}
 
@@ -255,6 +269,7 @@ def test_python_snippet_ends_ok(example, tmp_path, monkeypatch):
             result = function(*args, **kwargs)
             results.append((args, result))
             return result
+
         return call
 
     namespace = {"__name__": "__example__", "predict": collecting(dabench.predict), "run": collecting(dabench.run)}

@@ -44,11 +44,18 @@ def _split(text: str) -> list[str]:
 def default_sweep_cases() -> list[dict]:
     cases = []
     for name, base in DEFAULT_SWEEPS.items():
-        params = yaml.safe_load((ROOT / "conf" / "default_sweep" / f"{name}.yaml").read_text())["hydra"]["sweeper"]["params"]
+        params = yaml.safe_load((ROOT / "conf" / "default_sweep" / f"{name}.yaml").read_text())["hydra"]["sweeper"][
+            "params"
+        ]
         keys = list(params)
         values = [_split(str(params[k]).strip()) for k in keys]
         for combo in itertools.product(*values):
-            cases.append({"source": f"default_sweep/{name}", "overrides": base + [f"{k}={v}" for k, v in zip(keys, combo)]})
+            cases.append(
+                {
+                    "source": f"default_sweep/{name}",
+                    "overrides": base + [f"{k}={v}" for k, v in zip(keys, combo, strict=False)],
+                }
+            )
     return cases
 
 
@@ -68,7 +75,9 @@ def optuna_sweep_cases() -> list[dict]:
         config = compose(base)
         space = sweeper.get("space") or {}
         structured = load_space(space["hook"], config, space.get("args")) if space.get("hook") else None
-        trial_space = TrialSpace(parsed=parse_overrides(params_to_overrides(sweeper.get("params"))), structured=structured)
+        trial_space = TrialSpace(
+            parsed=parse_overrides(params_to_overrides(sweeper.get("params"))), structured=structured
+        )
         study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=SEED))
         for _ in range(TRIALS_PER_SWEEP):
             trial = study.ask()
@@ -89,8 +98,12 @@ def predict_case(overrides: list[str]) -> dict:
 
     r = predict(overrides)
     metrics = {k: _number(v) for k, v in sorted(r.metrics.items()) if isinstance(v, (int, float))}
-    return {"status": r.status.value, "mode": r.mode, "diagnosis": list(r.diagnosis) if r.diagnosis else None,
-            "metrics": metrics}
+    return {
+        "status": r.status.value,
+        "mode": r.mode,
+        "diagnosis": list(r.diagnosis) if r.diagnosis else None,
+        "metrics": metrics,
+    }
 
 
 def main() -> None:

@@ -34,8 +34,11 @@ def _check(case: dict) -> None:
     got = {k: v for k, v in r.metrics.items() if isinstance(v, (int, float))}
     missing = sorted(set(want["metrics"]) - set(got))  # new metrics (bands, ...) may be added, none lost
     assert not missing, (case["overrides"], missing)
-    different = {k: (got[k], v) for k, v in want["metrics"].items()
-                 if not _same(v if isinstance(v, str) else float(v), got[k] if isinstance(v, str) else float(got[k]))}
+    different = {
+        k: (got[k], v)
+        for k, v in want["metrics"].items()
+        if not _same(v if isinstance(v, str) else float(v), got[k] if isinstance(v, str) else float(got[k]))
+    }
     assert not different, (case["overrides"], different)
 
 

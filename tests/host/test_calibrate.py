@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from dabench.host import calibrate
 from dabench.config.build import build_run_config
+from dabench.host import calibrate
 from dabench.host.ceilings import cpu_native_precision, is_calibrated, resolve_ceilings
 from tests.conftest import composed
 
@@ -104,8 +104,10 @@ def test_uncalibrated_ceilings_when_refused_and_nothing_cached(cache_dir, monkey
     assert math.isnan(ceilings.peak_flops) and "load average 3.00 per core" in ceilings.source
 
 
-@pytest.mark.parametrize("flags, native", [({"avx2", "fma"}, False), ({"avx512f", "avx512_bf16"}, True),
-                                           ({"amx_bf16"}, True), ({"asimd", "bf16"}, True)])
+@pytest.mark.parametrize(
+    "flags, native",
+    [({"avx2", "fma"}, False), ({"avx512f", "avx512_bf16"}, True), ({"amx_bf16"}, True), ({"asimd", "bf16"}, True)],
+)
 def test_native_bf16_detected_from_cpu_flags(flags, native):
     assert cpu_native_precision("bf16", frozenset(flags)) is native
     assert cpu_native_precision("fp32", frozenset(flags)) is True

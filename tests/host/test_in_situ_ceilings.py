@@ -5,10 +5,9 @@ import math
 
 import pytest
 
-from dabench.host.calibrate import Probe, combine_probes
 from dabench.core.ceilings import Ceilings
+from dabench.host.calibrate import Probe, combine_probes
 from dabench.host.ceilings import IN_SITU, in_situ_ceilings, uses_in_situ_ceilings
-
 from tests.conftest import composed
 
 CALIBRATED = Ceilings(peak_flops=100e9, bandwidth_Bps=20e9, memory_level="dram", source="calibrated")
@@ -45,8 +44,11 @@ def test_a_validate_run_records_its_probes_and_is_predicted_at_them():
     from dabench.config.build import build_run_config
     from dabench.pipeline.execute import execute
 
-    result = execute(build_run_config(composed(["hardware.mode=validate", "model.n_layers=1",
-                                                "run.warmup_steps=1", "run.timed_steps=2"])))
+    result = execute(
+        build_run_config(
+            composed(["hardware.mode=validate", "model.n_layers=1", "run.warmup_steps=1", "run.timed_steps=2"])
+        )
+    )
     assert result.status.value == "ok", result.reason
     probed = result.metrics["validate.probed_peak_flops"]
     assert 1e8 < probed < 1e13 and math.isfinite(result.metrics["validate.ceilings_drift"])

@@ -63,8 +63,7 @@ def test_every_job_gets_hydras_config(loader_and_master, sweep):
         assert OmegaConf.to_yaml(got.hydra.overrides) == OmegaConf.to_yaml(fresh.hydra.overrides)
         got.hydra.job.id = got.hydra.job.num = 7  # the launcher writes into what it gets: a copy is cached
     shapes = {shape(job) for job in jobs}
-    plain = not any(line.startswith(("+tracking", "~", "++tracking.tags", "hydra.")) or "${" in line
-                    for line in sweep)
+    plain = not any(line.startswith(("+tracking", "~", "++tracking.tags", "hydra.")) or "${" in line for line in sweep)
     if plain:  # the shortcut applied to every job but the first of each shape
         assert cached.full_compositions == len(shapes) < len(jobs)
     else:

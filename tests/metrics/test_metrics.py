@@ -6,11 +6,11 @@ import pytest
 
 from dabench.config.sections import ModelConfig, PrecisionConfig
 from dabench.core.ceilings import Ceilings
+from dabench.core.profile import CommEvent, Profile, Subtask, UnitUse
 from dabench.metrics import tier1, tier2
 from dabench.metrics.diagnosis import diagnose
 from dabench.metrics.roofline import attainable_flops, point, ridge_point
 from dabench.metrics.summary import compute_metrics, step_work
-from dabench.core.profile import CommEvent, Profile, Subtask, UnitUse
 from dabench.workload.opgraph import build_opgraph
 
 
@@ -65,7 +65,10 @@ def test_diagnosis_order():
     assert diagnose(**base, intensity=1.0, ridge=10.0)[0] == "memory-bandwidth-bound"
     assert diagnose(**base, intensity=20.0, ridge=10.0)[0] == "compute-bound"
     assert diagnose(**{**base, "comm_fraction": 0.5}, intensity=20.0, ridge=10.0)[0] == "communication-bound"
-    assert diagnose(**{**base, "load_imbalance": 0.3, "subtasks_concurrent": True}, intensity=20.0, ridge=10.0)[0] == "imbalance-bound"
+    assert (
+        diagnose(**{**base, "load_imbalance": 0.3, "subtasks_concurrent": True}, intensity=20.0, ridge=10.0)[0]
+        == "imbalance-bound"
+    )
     assert diagnose(**{**base, "load_imbalance": 0.3}, intensity=20.0, ridge=10.0)[0] == "compute-bound"
     assert diagnose(**base, intensity=20.0, ridge=10.0, roof_share=0.01)[0] == "latency-bound"
 
@@ -74,10 +77,17 @@ def test_compute_metrics_on_a_known_profile():
     model = ModelConfig("m", 2, 64, 4, 16, 100)
     graph = build_opgraph(model, 2, PrecisionConfig("fp32", "fp32", "fp32", False))
     profile = Profile(
-        mode="predict", source="test", step_times_s=[0.1, 0.2, 0.3], samples_per_step=4, tokens_per_step=64, chips=2,
-        units={"tiles": UnitUse(736, 1472)}, subtasks=[Subtask("s0", time_s=0.1), Subtask("s1", time_s=0.2)],
+        mode="predict",
+        source="test",
+        step_times_s=[0.1, 0.2, 0.3],
+        samples_per_step=4,
+        tokens_per_step=64,
+        chips=2,
+        units={"tiles": UnitUse(736, 1472)},
+        subtasks=[Subtask("s0", time_s=0.1), Subtask("s1", time_s=0.2)],
         comm=[CommEvent("dp", "allreduce", 1e6, 0.05, 2), CommEvent("pp", "bubble", 0, 0.02, 2)],
-        single_chip_samples_per_s=12.5, tags={"subtask_kind": "stage"},
+        single_chip_samples_per_s=12.5,
+        tags={"subtask_kind": "stage"},
     )
     ceilings = Ceilings(peak_flops=1e12, bandwidth_Bps=1e11, memory_level="sram")
     m = compute_metrics(profile, graph, ceilings, data_copies=2)

@@ -5,13 +5,20 @@ import math
 
 import pytest
 
+from dabench.core.status import Status
 from dabench.metrics.checks import check_result, roofline_violations
 from dabench.metrics.roofline import point
-from dabench.core.status import Status
 
-GOOD = {"throughput.samples_per_s": 100.0, "step_time.median_s": 0.04, "tier1.compute_efficiency": 0.4,
-        "tier1.bandwidth_efficiency.dram": 0.2, "roofline.step.roof_share": 0.4, "tier1.allocation_ratio": 1.0,
-        "tier2.scaling_efficiency": 1.05, "predict.rel_error.samples_per_s": -0.3}
+GOOD = {
+    "throughput.samples_per_s": 100.0,
+    "step_time.median_s": 0.04,
+    "tier1.compute_efficiency": 0.4,
+    "tier1.bandwidth_efficiency.dram": 0.2,
+    "roofline.step.roof_share": 0.4,
+    "tier1.allocation_ratio": 1.0,
+    "tier2.scaling_efficiency": 1.05,
+    "predict.rel_error.samples_per_s": -0.3,
+}
 
 
 def test_a_sound_result_passes():
@@ -31,9 +38,17 @@ def test_non_finite_loss_argument_is_diverged():
     assert check_result(GOOD, loss=math.nan).status is Status.DIVERGED
 
 
-@pytest.mark.parametrize("name", ["tier1.compute_efficiency", "tier1.bandwidth_efficiency.dram",
-                                  "roofline.step.roof_share", "predict.tier1.compute_efficiency",
-                                  "tier1.allocation_ratio.cores", "tier1.load_imbalance"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tier1.compute_efficiency",
+        "tier1.bandwidth_efficiency.dram",
+        "roofline.step.roof_share",
+        "predict.tier1.compute_efficiency",
+        "tier1.allocation_ratio.cores",
+        "tier1.load_imbalance",
+    ],
+)
 def test_efficiency_above_one_is_invalid_with_the_value(name):
     metrics = {**GOOD, name: 2.24}
     failure = check_result(metrics)
@@ -65,8 +80,8 @@ def test_roofline_point_above_its_roof():
 
 import json  # noqa: E402
 
-from dabench.host import calibrate  # noqa: E402
 from dabench.config.build import build_run_config  # noqa: E402
+from dabench.host import calibrate  # noqa: E402
 from dabench.metrics.summary import roofline_points  # noqa: E402
 from dabench.pipeline.execute import execute  # noqa: E402
 from tests.conftest import composed  # noqa: E402
@@ -85,14 +100,27 @@ def _assert_within_bounds(result, rc):
 
 
 PREDICTED = [
-    ["hardware=cpu"], ["hardware=cpu", "precision=bf16", "run.batch_size=16"],
-    ["hardware=cuda", "precision=fp32"], ["hardware=cuda", "precision=fp32", "hardware.options.tf32=true"],
+    ["hardware=cpu"],
+    ["hardware=cpu", "precision=bf16", "run.batch_size=16"],
+    ["hardware=cuda", "precision=fp32"],
+    ["hardware=cuda", "precision=fp32", "hardware.options.tf32=true"],
     ["hardware=cuda", "model=gpt2_small", "precision=bf16", "run.batch_size=8"],
-    ["hardware=wse2", "model=gpt2_small", "precision=fp16"], ["hardware=wse2", "precision=mixed"],
-    ["hardware=rdu", "precision=bf16"], ["hardware=rdu", "model=gpt2_small", "precision=mixed", "run.batch_size=8"],
-    ["hardware=ipu", "precision=fp16"], ["hardware=ipu", "model=gpt2_test", "precision=fp16", "parallel=pp", "parallel.placement='0 4 4 4'",
-     "run.batch_size=1", "run.grad_accum=16", "hardware.options.available_memory_proportion=0.15",
-     "hardware.options.embedding_serialization_factor=4"],  # the paper's placement (fits)
+    ["hardware=wse2", "model=gpt2_small", "precision=fp16"],
+    ["hardware=wse2", "precision=mixed"],
+    ["hardware=rdu", "precision=bf16"],
+    ["hardware=rdu", "model=gpt2_small", "precision=mixed", "run.batch_size=8"],
+    ["hardware=ipu", "precision=fp16"],
+    [
+        "hardware=ipu",
+        "model=gpt2_test",
+        "precision=fp16",
+        "parallel=pp",
+        "parallel.placement='0 4 4 4'",
+        "run.batch_size=1",
+        "run.grad_accum=16",
+        "hardware.options.available_memory_proportion=0.15",
+        "hardware.options.embedding_serialization_factor=4",
+    ],  # the paper's placement (fits)
 ]
 
 
@@ -131,8 +159,14 @@ def calibration(tmp_path, monkeypatch):
         entries = {}
         for kind, value in (("gemm_fp32", flops), ("copy", bandwidth)):
             key = calibrate.calibration_key(kind, torch.get_num_threads())
-            entries[key] = {"key": key, "value": value, "samples": [value] * 5, "spread": 0.0, "load_per_core": 0.0,
-                            "measured_at": "test"}
+            entries[key] = {
+                "key": key,
+                "value": value,
+                "samples": [value] * 5,
+                "spread": 0.0,
+                "load_per_core": 0.0,
+                "measured_at": "test",
+            }
         (tmp_path / "calibration.json").write_text(json.dumps(entries))
 
     return write
@@ -140,8 +174,11 @@ def calibration(tmp_path, monkeypatch):
 
 def test_an_efficiency_above_one_fails_the_run_unclamped(calibration):
     calibration(1e6, 1e6)  # ceilings far below what the CPU does: every efficiency is > 1
-    result = execute(build_run_config(composed(["hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2",
-                                                "run.profile_subtasks=false"])))
+    result = execute(
+        build_run_config(
+            composed(["hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2", "run.profile_subtasks=false"])
+        )
+    )
     assert result.status is Status.INVALID_RESULT
     assert "tier1.compute_efficiency=" in result.reason
     assert result.metrics["tier1.compute_efficiency"] > 1  # recorded as computed, never clamped
@@ -155,8 +192,11 @@ def test_a_non_finite_loss_is_diverged(monkeypatch):
 
     real_step = torch_train.TrainState.step
     monkeypatch.setattr(torch_train.TrainState, "step", lambda self: real_step(self) * float("nan"))  # a NaN loss
-    result = execute(build_run_config(composed(["hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2",
-                                                "run.profile_subtasks=false"])))
+    result = execute(
+        build_run_config(
+            composed(["hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2", "run.profile_subtasks=false"])
+        )
+    )
     assert result.status is Status.DIVERGED, (result.status, result.reason)
     assert "loss.final" in result.reason and math.isnan(result.metrics["loss.final"])
     assert torch.isfinite(torch.tensor(result.metrics["throughput.samples_per_s"]))
@@ -182,12 +222,26 @@ def test_cpu_allocation_failure_is_oom():
     from dabench.backends.torch_device import is_out_of_memory
 
     assert is_out_of_memory(MemoryError())
-    assert is_out_of_memory(RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory"))
+    assert is_out_of_memory(
+        RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory")
+    )
     assert not is_out_of_memory(RuntimeError("shape mismatch"))
     # a real one: the attention projection of hidden 2^20 needs ~12 TB, refused by the allocator at once
-    result = execute(build_run_config(composed(["hardware.mode=measure", "model.hidden_size=1048576", "model.n_heads=1",
-                                                "model.vocab_size=8", "model.n_layers=1", "model.seq_len=2",
-                                                "run.batch_size=1"])))
+    result = execute(
+        build_run_config(
+            composed(
+                [
+                    "hardware.mode=measure",
+                    "model.hidden_size=1048576",
+                    "model.n_heads=1",
+                    "model.vocab_size=8",
+                    "model.n_layers=1",
+                    "model.seq_len=2",
+                    "run.batch_size=1",
+                ]
+            )
+        )
+    )
     assert result.status is Status.OOM, result.reason
     assert "can't allocate memory" in result.reason
 
@@ -201,7 +255,7 @@ def test_a_measured_class_above_the_memory_roof_is_named_and_judged_by_the_compu
     from dabench.pipeline.execute import measured_points_bound
 
     ceilings = Ceilings(peak_flops=1e11, bandwidth_Bps=1e9, memory_level="dram", source="test")
-    cached = RooflinePoint("loss", 1.0, 2e9, 1e9, 1.0, 1.0, 100.0)       # 2x its memory roof
+    cached = RooflinePoint("loss", 1.0, 2e9, 1e9, 1.0, 1.0, 100.0)  # 2x its memory roof
     fine = RooflinePoint("matmul", 200.0, 5e10, 1e11, 1.0, 1.0, 100.0)
     notes: dict[str, str] = {}
     judged = measured_points_bound([cached, fine], ceilings, notes)

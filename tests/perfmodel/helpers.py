@@ -13,16 +13,30 @@ def load(group: str, name: str) -> dict:
     return OmegaConf.to_container(OmegaConf.load(CONF / group / f"{name}.yaml"), resolve=False)
 
 
-def run_config(hardware: str, model: str = "gpt2_small", precision: str = "mixed", parallel: str = "none",
-               batch_size: int = 4, grad_accum: int = 1, options: dict | None = None, hw: dict | None = None,
-               model_over: dict | None = None, **parallel_over):
+def run_config(
+    hardware: str,
+    model: str = "gpt2_small",
+    precision: str = "mixed",
+    parallel: str = "none",
+    batch_size: int = 4,
+    grad_accum: int = 1,
+    options: dict | None = None,
+    hw: dict | None = None,
+    model_over: dict | None = None,
+    **parallel_over,
+):
     spec = load("hardware", hardware)
     spec.pop("defaults", None)
     spec["options"] = {**(spec.get("options") or {}), **(options or {})}
     spec.update(hw or {})
-    cfg = {"model": {**load("model", model), **(model_over or {})}, "hardware": spec,
-           "parallel": {**load("parallel", parallel), **parallel_over}, "precision": load("precision", precision),
-           "run": {"batch_size": batch_size, "grad_accum": grad_accum}, "tracking": {"enabled": False}}
+    cfg = {
+        "model": {**load("model", model), **(model_over or {})},
+        "hardware": spec,
+        "parallel": {**load("parallel", parallel), **parallel_over},
+        "precision": load("precision", precision),
+        "run": {"batch_size": batch_size, "grad_accum": grad_accum},
+        "tracking": {"enabled": False},
+    }
     return build_run_config(cfg)
 
 

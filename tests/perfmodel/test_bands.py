@@ -7,8 +7,15 @@ import math
 import pytest
 
 from dabench.perfmodel.fit import constant_set
-from dabench.perfmodel.fit.cv import (NOMINAL, band_q, clopper_pearson, conformal_q, conformal_rank, nested_coverage,
-                                      score)
+from dabench.perfmodel.fit.cv import (
+    NOMINAL,
+    band_q,
+    clopper_pearson,
+    conformal_q,
+    conformal_rank,
+    nested_coverage,
+    score,
+)
 
 PUBLISHED = constant_set.load()
 
@@ -57,11 +64,17 @@ def test_band_is_pure_and_symmetric_in_log_space():
     assert constant_set.band("x", float("nan"), fake) is None
     metrics = {"throughput.samples_per_s": 10.0, "step_time.median_s": 2.0}
     out = constant_set.band_metrics("x", metrics, fake)
-    assert out["throughput.samples_per_s.lo"] == pytest.approx(8.0) and out["step_time.median_s.hi"] == pytest.approx(2.5)
+    assert out["throughput.samples_per_s.lo"] == pytest.approx(8.0) and out["step_time.median_s.hi"] == pytest.approx(
+        2.5
+    )
     validate = {**metrics, "predict.throughput.samples_per_s": 12.0, "predict.step_time.median_s": 1.5}
     out = constant_set.band_metrics("x", validate, fake)  # validate: only the predicted numbers get one
-    assert set(out) == {"predict.throughput.samples_per_s.lo", "predict.throughput.samples_per_s.hi",
-                        "predict.step_time.median_s.lo", "predict.step_time.median_s.hi"}
+    assert set(out) == {
+        "predict.throughput.samples_per_s.lo",
+        "predict.throughput.samples_per_s.hi",
+        "predict.step_time.median_s.lo",
+        "predict.step_time.median_s.hi",
+    }
 
 
 def test_conformal_arithmetic():
@@ -87,13 +100,16 @@ def test_nested_coverage_sizes_each_band_without_its_point():
     assert coverage.per_point[point.id] is False  # its own score (0.5) is above the others' 4th smallest
 
 
-@pytest.mark.parametrize("overrides,banded", [
-    (["hardware=wse2", "model=gpt2_small"], True),
-    (["hardware=rdu"], True),
-    (["hardware=cuda", "hardware.mode=predict"], True),
-    (["hardware=cuda_a100", "hardware.mode=predict"], True),  # arch cuda: cuda's band
-    (["hardware=cpu", "hardware.mode=predict"], False),
-])
+@pytest.mark.parametrize(
+    "overrides,banded",
+    [
+        (["hardware=wse2", "model=gpt2_small"], True),
+        (["hardware=rdu"], True),
+        (["hardware=cuda", "hardware.mode=predict"], True),
+        (["hardware=cuda_a100", "hardware.mode=predict"], True),  # arch cuda: cuda's band
+        (["hardware=cpu", "hardware.mode=predict"], False),
+    ],
+)
 def test_a_predicted_run_carries_its_band_and_tags(overrides, banded):
     from dabench.api import predict
 

@@ -118,7 +118,10 @@ def test_a_predicted_run_records_model_version_and_error_band():
     """Every predicted run (ok or refused) carries the tags, so versions are never mixed unknowingly."""
     from dabench.api import predict
 
-    for overrides in (["hardware=wse2", "model=gpt2_small"], ["hardware=wse2", "model=gpt2_small", "model.n_layers=96"]):
+    for overrides in (
+        ["hardware=wse2", "model=gpt2_small"],
+        ["hardware=wse2", "model=gpt2_small", "model.n_layers=96"],
+    ):
         result = predict(overrides)
         assert result.notes["dabench.model_version"] == model_version("wse2")
         assert result.notes["dabench.error_band"] == run_tags("wse2")["dabench.error_band"]

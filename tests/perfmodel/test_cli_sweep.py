@@ -1,6 +1,5 @@
 """The default predicted sweep, end to end through `python -m dabench` (small: 2 jobs)."""
 
-
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -9,9 +8,9 @@ from tests.conftest import composed
 
 def test_default_ipu_sweep_covers_the_paper_study():
     """`hardware=ipu parallel=pp -m` sweeps >= 20 placements on 2, 4, 8 and 16 IPUs."""
-    from dabench.config.build import parse_placement
     from hydra import compose, initialize_config_dir
 
+    from dabench.config.build import parse_placement
     from tests.conftest import CONF
 
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
@@ -31,8 +30,9 @@ def test_default_ipu_sweep_covers_the_paper_study():
 @pytest.mark.slow
 def test_predicted_sweep_records_ok_and_capacity_children(tmp_path, run_cli):
     """Command-line sweep values win over the default sweep's: two placements, two child runs."""
-    done = run_cli("-m", "hardware=ipu", "parallel=pp", 'parallel.placement="0 4","0 10"', "run.grad_accum=64",
-                   timeout=240)
+    done = run_cli(
+        "-m", "hardware=ipu", "parallel=pp", 'parallel.placement="0 4","0 10"', "run.grad_accum=64", timeout=240
+    )
     assert "PREDICTED" in done.stdout
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("dabench")
@@ -45,8 +45,14 @@ def test_predicted_sweep_records_ok_and_capacity_children(tmp_path, run_cli):
     assert ok.data.tags["dabench.status"] == "ok" and failed.data.tags["dabench.status"] == "capacity"
     assert "In-Processor-Memory" in failed.data.tags["dabench.reason"]
     assert ok.data.params["parallel.degree"] == "2" and ok.data.params["parallel.layers_per_stage"] == "[0, 4]"
-    for name in ("throughput.samples_per_s", "tier1.allocation_ratio", "tier1.load_imbalance",
-                 "tier1.compute_efficiency", "tier2.scaling_efficiency", "tier2.comm_fraction"):
+    for name in (
+        "throughput.samples_per_s",
+        "tier1.allocation_ratio",
+        "tier1.load_imbalance",
+        "tier1.compute_efficiency",
+        "tier2.scaling_efficiency",
+        "tier2.comm_fraction",
+    ):
         assert ok.data.metrics[name] > 0, name
     artifacts = {a.path for a in client.list_artifacts(ok.info.run_id)}
     assert "subtasks.csv" in artifacts and "roofline.svg" not in artifacts  # run.plots=auto: no plot when predicted

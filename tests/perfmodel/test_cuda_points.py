@@ -61,9 +61,17 @@ def test_a100_variant_inherits_the_fitted_options():
 
 def _pp(**options):
     base = {"recompute": "full", "attention": "materialized", "stage_tensor_degree": 8}
-    rc = run_config("cuda", model="megatron_gpt", parallel="pp", batch_size=64, degree=4, replicas=2,
-                    micro_batches=16, options={**base, **options},
-                    model_over={"n_layers": 32, "hidden_size": 8192, "n_heads": 64})
+    rc = run_config(
+        "cuda",
+        model="megatron_gpt",
+        parallel="pp",
+        batch_size=64,
+        degree=4,
+        replicas=2,
+        micro_batches=16,
+        options={**base, **options},
+        model_over={"n_layers": 32, "hidden_size": 8192, "n_heads": 64},
+    )
     return predict(rc)
 
 
@@ -75,7 +83,9 @@ def test_tensor_parallel_stages_count_their_gpus():
 def test_interleaving_divides_the_bubble_and_multiplies_the_sends():
     plain, _ = _pp(pipeline_chunks=1)
     inter, _ = _pp(pipeline_chunks=2)
-    bubble = {p: next(c.time_s for c in prof.comm if c.op == "bubble") for p, prof in (("plain", plain), ("inter", inter))}
+    bubble = {
+        p: next(c.time_s for c in prof.comm if c.op == "bubble") for p, prof in (("plain", plain), ("inter", inter))
+    }
     sends = {p: next(c.time_s for c in prof.comm if c.op == "p2p") for p, prof in (("plain", plain), ("inter", inter))}
     assert bubble["inter"] < 0.6 * bubble["plain"]
     assert sends["inter"] == pytest.approx(2 * sends["plain"], rel=1e-9)

@@ -12,8 +12,12 @@ from tests.perfmodel.helpers import load, predict, run_config
 
 #: the artifact's layer-scaling script (full_run_benchmark_scalling.sh, paper-notes 4.2), which runs
 #: --enable-half-partials False: fp16 inputs with fp32 matmul partials
-PAPER_IPU = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4, "device_iterations": 8,
-             "half_partials": False}
+PAPER_IPU = {
+    "available_memory_proportion": 0.15,
+    "embedding_serialization_factor": 4,
+    "device_iterations": 8,
+    "half_partials": False,
+}
 
 
 def paper_placements() -> list[str]:
@@ -24,14 +28,26 @@ def paper_placements() -> list[str]:
     from dabench.pipeline.grid import expand
 
     parser = OverridesParser.create()
-    return [str(parser.parse_override(o).value()) for job in expand(["hardware=ipu", "parallel=pp"])
-            for o in job if o.startswith("parallel.placement=")]
+    return [
+        str(parser.parse_override(o).value())
+        for job in expand(["hardware=ipu", "parallel=pp"])
+        for o in job
+        if o.startswith("parallel.placement=")
+    ]
 
 
 def ipu(placement: str, precision: str = "fp16", grad_accum: int = 2048, **options):
-    return run_config("ipu", model="gpt2_test", precision=precision, parallel="pp", placement=placement,
-                      batch_size=1, grad_accum=grad_accum, options={**PAPER_IPU, **options},
-                      model_over={"tie_embeddings": True})  # GPT2LMHeadModel, as conf/default_sweep/ipu_pp.yaml
+    return run_config(
+        "ipu",
+        model="gpt2_test",
+        precision=precision,
+        parallel="pp",
+        placement=placement,
+        batch_size=1,
+        grad_accum=grad_accum,
+        options={**PAPER_IPU, **options},
+        model_over={"tie_embeddings": True},
+    )  # GPT2LMHeadModel, as conf/default_sweep/ipu_pp.yaml
 
 
 def throughput(rc) -> float:
@@ -63,8 +79,13 @@ def _compile_report(number: int) -> tuple[float, float]:
 
 def encdec(layers: int, **kw):
     """The artifact's Model Zoo encoder-decoder sweep, enc = dec = ``layers``."""
-    return run_config("wse2", model="cerebras_encdec", batch_size=kw.pop("batch_size", 128),
-                      model_over={"n_layers": 2 * layers, "cross_attention_layers": layers}, **kw)
+    return run_config(
+        "wse2",
+        model="cerebras_encdec",
+        batch_size=kw.pop("batch_size", 128),
+        model_over={"n_layers": 2 * layers, "cross_attention_layers": layers},
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("report,layers", [(7, 6), (11, 12), (13, 18)])
@@ -99,9 +120,11 @@ def test_wse2_pipelined_fails_beyond_the_papers_72_layers_with_the_reason():
 
 def test_wse2_activation_stash_is_linear_in_depth():
     """Stash = kernels x saved bytes per token x a fixed token window: doubling the depth doubles it."""
+
     def stash(layers):
         profile, _ = predict(run_config("wse2", batch_size=112, model_over={"n_layers": layers}))
         return profile.memory_bytes["sram"]
+
     s6, s12, s24 = stash(6), stash(12), stash(24)
     assert (s24 - s12) == pytest.approx(2 * (s12 - s6), rel=0.01)
 
@@ -131,21 +154,32 @@ def test_wse2_mixed_precision_gain_is_the_papers_size():
     """Paper: +10.7% (GPT-2 small, the artifact's R2.3.0 weight-streaming bf16 and fp16 runs: batch
     112, MSL 2048); within a third: 7.1-14.3%. fp16 pays dynamic loss scaling in the backward pass."""
     kw = {"batch_size": 112, "options": {"execution_mode": "weight_streaming"}, "model_over": {"seq_len": 2048}}
-    gain = throughput(run_config("wse2", precision="mixed", **kw)) / throughput(run_config("wse2", precision="fp16", **kw)) - 1
+    gain = (
+        throughput(run_config("wse2", precision="mixed", **kw)) / throughput(run_config("wse2", precision="fp16", **kw))
+        - 1
+    )
     assert 0.107 * 2 / 3 <= gain <= 0.107 * 4 / 3
     # layer-pipelined (no recompute, so the backward's share is larger): the same small, positive gain
-    pipelined = throughput(run_config("wse2", batch_size=112, precision="mixed")) / \
-        throughput(run_config("wse2", batch_size=112, precision="fp16")) - 1
+    pipelined = (
+        throughput(run_config("wse2", batch_size=112, precision="mixed"))
+        / throughput(run_config("wse2", batch_size=112, precision="fp16"))
+        - 1
+    )
     assert 0.05 <= pipelined <= 0.2
 
 
-@pytest.mark.parametrize("model,batch,over", [("gpt2_small", 112, {"seq_len": 2048}), ("gptj_6b", 65, {}),
-                                               ("llama_7b", 99, {}), ("bert_large", 1024, {})])
+@pytest.mark.parametrize(
+    "model,batch,over",
+    [("gpt2_small", 112, {"seq_len": 2048}), ("gptj_6b", 65, {}), ("llama_7b", 99, {}), ("bert_large", 1024, {})],
+)
 def test_wse2_weight_streaming_runs_what_real_cs2s_ran(model, batch, over):
     """C5, C6-C11 of the calibration data ran on real CS-2s: weight streaming keeps one layer's
     weights at a time and splits the batch into micro-batches, so none is refused."""
-    profile, metrics = predict(run_config("wse2", model=model, batch_size=batch, model_over=over,
-                                          options={"execution_mode": "weight_streaming"}))
+    profile, metrics = predict(
+        run_config(
+            "wse2", model=model, batch_size=batch, model_over=over, options={"execution_mode": "weight_streaming"}
+        )
+    )
     assert metrics["throughput.samples_per_s"] > 0 and profile.extra_metrics["wse2.micro_batches"] >= 1
 
 
@@ -158,55 +192,68 @@ def test_rdu_allocation_stays_at_most_about_60_percent(mode):
     is the compiler reports' statistic: the mean over compiled sections of used / the chip's PCUs
     (as profiles/sambaflow.py reads a real compile folder, which has no section times)."""
     for layers in (1, 6, 12, 24):
-        _, metrics = predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers},
-                                        options={"compile_mode": mode}))
+        _, metrics = predict(
+            run_config("rdu", batch_size=16, model_over={"n_layers": layers}, options={"compile_mode": mode})
+        )
         assert metrics["tier1.allocation_ratio"] <= 0.60
 
 
 #: GPT-2 ties its LM head to the token table, so one AdamW stage updates the table (untied: two, one
 #: per copy); the optimizer section's power-of-two PCU shares then fill it a little more
-_TIED_OPTIMIZER_SECTION = ("tied GPT-2 small (HF GPT2LMHeadModel, as in SambaNova's GPT-2 tutorial): forward and "
-                           "backward sections are the untied model's, but the one optimizer section updates the "
-                           "token table in one AdamW stage instead of two, and its power-of-two PCU shares come to "
-                           "{} of the chip, so the mean over compiled sections is {} (o3 at 1, 6, 12, 24, 36 "
-                           "layers: 60.01, 57.86, 59.49, 61.04, 58.88%; untied 59.29, 58.35, 59.49, 59.86, 58.88%); "
-                           "the paper says rarely above 60%, this bound is at most 60%")
+_TIED_OPTIMIZER_SECTION = (
+    "tied GPT-2 small (HF GPT2LMHeadModel, as in SambaNova's GPT-2 tutorial): forward and "
+    "backward sections are the untied model's, but the one optimizer section updates the "
+    "token table in one AdamW stage instead of two, and its power-of-two PCU shares come to "
+    "{} of the chip, so the mean over compiled sections is {} (o3 at 1, 6, 12, 24, 36 "
+    "layers: 60.01, 57.86, 59.49, 61.04, 58.88%; untied 59.29, 58.35, 59.49, 59.86, 58.88%); "
+    "the paper says rarely above 60%, this bound is at most 60%"
+)
 
 
 def _over_60(optimizer_pcus: str, mean: str):
     return pytest.mark.xfail(strict=True, reason=_TIED_OPTIMIZER_SECTION.format(optimizer_pcus, mean))
 
 
-@pytest.mark.parametrize("layers", [pytest.param(1, marks=_over_60("641/1,280", "60.01%")), 6, 12,
-                                    pytest.param(24, marks=_over_60("897/1,280", "61.04%")), 36])
+@pytest.mark.parametrize(
+    "layers",
+    [
+        pytest.param(1, marks=_over_60("641/1,280", "60.01%")),
+        6,
+        12,
+        pytest.param(24, marks=_over_60("897/1,280", "61.04%")),
+        36,
+    ],
+)
 def test_rdu_o3_allocation_at_most_about_60_percent(layers):
     """o3 sections fill the 0.8-scaled PCU budget and power-of-two parallelisation idles part of it;
     over the compiled sections (the compiler reports' mean, unweighted) that is 58-61% at 1-36
     layers. The busiest section (the vocabulary-wide head) takes the whole budget, 80% of the
     chip (the SN30 table's "highest PCU util" for GPT-2 small: 77%)."""
-    _, metrics = predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers},
-                                    options={"compile_mode": "o3"}))
+    _, metrics = predict(
+        run_config("rdu", batch_size=16, model_over={"n_layers": layers}, options={"compile_mode": "o3"})
+    )
     assert metrics["tier1.allocation_ratio"] < metrics["rdu.allocation_ratio_max.pcus"] <= 0.80
     assert 0.5 <= metrics["tier1.allocation_ratio"] <= 0.60
 
 
 def _rdu_li(mode: str, layers: int) -> float:
-    return predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers},
-                              options={"compile_mode": mode}))[1]["tier1.load_imbalance"]
+    return predict(run_config("rdu", batch_size=16, model_over={"n_layers": layers}, options={"compile_mode": mode}))[
+        1
+    ]["tier1.load_imbalance"]
 
 
 def test_rdu_o3_balance_worsens_as_layers_grow():
     """o3 packs stages across layers until the PMUs (weights plus one sample's output buffers) are
     full; deeper stacks give sections of more, unequal stages, so the time-weighted LI falls."""
     values = [_rdu_li("o3", layers) for layers in (1, 6, 12, 24, 36)]
-    assert all(later < earlier for earlier, later in zip(values, values[1:]))
+    assert all(later < earlier for earlier, later in zip(values, values[1:], strict=False))
 
 
 def test_rdu_o1_balance_worsens_as_layers_grow():
     """The mechanism the model does have: fused block sections are less balanced than the
     embedding and head sections, and dominate the time-weighted LI as layers grow."""
     values = [_rdu_li("o1", layers) for layers in (1, 6, 12, 24, 36)]
-    assert all(later < earlier for earlier, later in zip(values, values[1:]))
+    assert all(later < earlier for earlier, later in zip(values, values[1:], strict=False))
 
 
 def test_rdu_is_memory_bound_on_its_ddr():
@@ -217,8 +264,10 @@ def test_rdu_is_memory_bound_on_its_ddr():
 
 def test_rdu_tensor_parallelism_across_machines_loses_throughput():
     """2 -> 4 chips with tensor parallelism loses throughput once the group spans machines (paper: -40%)."""
-    across = {t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
-              for t in (2, 4)}
+    across = {
+        t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
+        for t in (2, 4)
+    }
     inside = {t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16)) for t in (2, 4)}
     assert across[4] < across[2]
     assert across[4] / across[2] < inside[4] / inside[2]
@@ -230,8 +279,10 @@ def test_rdu_tensor_parallel_two_to_four_chips_loses_30_to_50_percent():
     hosts (PCIe out, network, PCIe in) and each pays the host hand-off, ``machine_collective_s``.
     That constant is fitted to this very point (RDU-TP4 in points.csv, its only public point), so
     this guards the mechanism's form; the next test checks it is not a TP-only factor."""
-    across = {t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
-              for t in (2, 4)}
+    across = {
+        t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
+        for t in (2, 4)
+    }
     inside = {t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16)) for t in (2, 4)}
     assert 0.50 <= across[4] / across[2] <= 0.70
     assert inside[4] / inside[2] > 0.95  # the RDU fabric inside one machine: no host staging
@@ -243,9 +294,11 @@ def test_rdu_every_cross_machine_collective_is_staged_through_the_hosts():
     per_collective = float(load("hardware", "rdu")["options"]["machine_collective_s"])
 
     def step(chips_per_node):
-        profile, _ = predict(run_config("rdu", parallel="dp", degree=4, batch_size=16,
-                                        hw={"chips_per_node": chips_per_node}))
+        profile, _ = predict(
+            run_config("rdu", parallel="dp", degree=4, batch_size=16, hw={"chips_per_node": chips_per_node})
+        )
         return profile.step_times_s[0]
+
     assert step(2) - step(8) > per_collective
 
 
@@ -268,9 +321,12 @@ def test_ipu_compute_efficiency_is_at_most_about_41_percent(ipu_sweep):
     assert max(full) < max(half)
 
 
-@pytest.mark.xfail(strict=True, reason="the model's matmuls are exchange-heavy (~20% of busy time) but stay right "
-                                       "of the SRAM roofline's ridge; the paper's memory-bound IPU is not "
-                                       "reproduced, see docs/perfmodel.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the model's matmuls are exchange-heavy (~20% of busy time) but stay right "
+    "of the SRAM roofline's ridge; the paper's memory-bound IPU is not "
+    "reproduced, see docs/perfmodel.md",
+)
 def test_ipu_is_memory_bound(ipu_sweep):
     assert all(result[1]["diagnosis.memory_bound"] == 1.0 for result in ipu_sweep.values() if isinstance(result, tuple))
 
@@ -291,12 +347,14 @@ def test_ipu_throughput_is_set_by_the_most_loaded_ipu(ipu_sweep):
         busiest = max(s.time_s for s in profile.subtasks)
         # with 2048 micro-batches the step is the busiest IPU's work plus little else
         assert profile.step_times_s[0] == pytest.approx(busiest, rel=0.06), placement
-        assert metrics["ipu.bottleneck_ipu"] == max(range(len(profile.subtasks)),
-                                                    key=lambda i: profile.subtasks[i].time_s)
+        assert metrics["ipu.bottleneck_ipu"] == max(
+            range(len(profile.subtasks)), key=lambda i: profile.subtasks[i].time_s
+        )
 
 
-@pytest.mark.parametrize("balanced,skewed", [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"),
-                                             ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")])
+@pytest.mark.parametrize(
+    "balanced,skewed", [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"), ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")]
+)
 def test_ipu_minimising_the_maximum_layers_per_ipu_wins(ipu_sweep, balanced, skewed):
     fast, slow = ipu_sweep[balanced][1], ipu_sweep[skewed][1]
     assert fast["ipu.max_layers_per_ipu"] <= slow["ipu.max_layers_per_ipu"]
@@ -315,16 +373,33 @@ def test_ipu_over_provisioning_leaves_tiles_idle(ipu_sweep):
 def test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2():
     """Doubling the batch at each platform's study point: RDU and IPU gain much more than WSE-2,
     whose layer pipeline has already amortised most of its fill past ~200 samples."""
-    rdu = throughput(run_config("rdu", batch_size=32, options={"compile_mode": "o3"})) / \
-        throughput(run_config("rdu", batch_size=16, options={"compile_mode": "o3"}))
+    rdu = throughput(run_config("rdu", batch_size=32, options={"compile_mode": "o3"})) / throughput(
+        run_config("rdu", batch_size=16, options={"compile_mode": "o3"})
+    )
+
     # the paper's batch study (paper-notes 4.2): gradient accumulation 13 -> 26 on 4 IPUs, max-len 512,
     # embedding serialisation 8, half partials, optimizer state off chip
     def batch_study(grad_accum):
-        return throughput(run_config("ipu", model="gpt2_test", precision="fp16", parallel="pp", placement="0 2 1 1",
-                                     batch_size=1, grad_accum=grad_accum,
-                                     options={**PAPER_IPU, "embedding_serialization_factor": 8, "device_iterations": 1,
-                                              "optimizer_state_offchip": True, "half_partials": True},
-                                     model_over={"tie_embeddings": True, "seq_len": 512}))
+        return throughput(
+            run_config(
+                "ipu",
+                model="gpt2_test",
+                precision="fp16",
+                parallel="pp",
+                placement="0 2 1 1",
+                batch_size=1,
+                grad_accum=grad_accum,
+                options={
+                    **PAPER_IPU,
+                    "embedding_serialization_factor": 8,
+                    "device_iterations": 1,
+                    "optimizer_state_offchip": True,
+                    "half_partials": True,
+                },
+                model_over={"tie_embeddings": True, "seq_len": 512},
+            )
+        )
+
     ipu_gain = batch_study(26) / batch_study(13)
     wse = throughput(run_config("wse2", batch_size=448)) / throughput(run_config("wse2", batch_size=224))
     assert rdu > 1.5 and ipu_gain > 1.5
@@ -332,12 +407,14 @@ def test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2():
 
 
 def test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2():
-    rdu = throughput(run_config("rdu", batch_size=16, precision="mixed")) / \
-        throughput(run_config("rdu", batch_size=16, precision="fp32"))
+    rdu = throughput(run_config("rdu", batch_size=16, precision="mixed")) / throughput(
+        run_config("rdu", batch_size=16, precision="fp32")
+    )
     ipu_gain = throughput(ipu("0 4 4 4", precision="mixed")) / throughput(ipu("0 4 4 4", precision="fp32"))
     # CSX has no fp32 training: its alternative to mixed is fp16 (with loss scaling); paper +10.7%
-    wse = throughput(run_config("wse2", batch_size=112, precision="mixed")) / \
-        throughput(run_config("wse2", batch_size=112, precision="fp16"))
+    wse = throughput(run_config("wse2", batch_size=112, precision="mixed")) / throughput(
+        run_config("wse2", batch_size=112, precision="fp16")
+    )
     assert rdu > 1.2 and ipu_gain > 1.2
     assert wse - 1 < min(rdu, ipu_gain) - 1
 
@@ -346,17 +423,21 @@ def test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2():
 def test_rdu_mixed_precision_gain_is_the_papers_size(mode):
     """Paper: +34.3%; within a third: 23-46%. Host time per step and DDR traffic do not speed up
     with bf16 arithmetic, which is why the gain is far below the 2x of the arithmetic rate."""
-    gain = throughput(run_config("rdu", batch_size=16, precision="mixed", options={"compile_mode": mode})) / \
-        throughput(run_config("rdu", batch_size=16, precision="fp32", options={"compile_mode": mode}))
+    gain = throughput(run_config("rdu", batch_size=16, precision="mixed", options={"compile_mode": mode})) / throughput(
+        run_config("rdu", batch_size=16, precision="fp32", options={"compile_mode": mode})
+    )
     assert 1.23 <= gain <= 1.46
 
 
-@pytest.mark.xfail(strict=True, reason="with the sourced FP16.32 = half the FP16.16 AMP rate (poplibs), half "
-                                       "partials give x1.77 at the paper's placement (gpt2-test 0 4 4 4, fp16: 642 vs "
-                                       "364 samples/s), not +22%: AMP compute is ~77% of the half-partials step (compute "
-                                       "efficiency 34% at amp_efficiency 0.68, plus recompute); +22% would need it at "
-                                       "~22%, i.e. ~10% compute efficiency, against the paper's own 'up to 41%'; see "
-                                       "docs/perfmodel.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="with the sourced FP16.32 = half the FP16.16 AMP rate (poplibs), half "
+    "partials give x1.77 at the paper's placement (gpt2-test 0 4 4 4, fp16: 642 vs "
+    "364 samples/s), not +22%: AMP compute is ~77% of the half-partials step (compute "
+    "efficiency 34% at amp_efficiency 0.68, plus recompute); +22% would need it at "
+    "~22%, i.e. ~10% compute efficiency, against the paper's own 'up to 41%'; see "
+    "docs/perfmodel.md",
+)
 def test_ipu_mixed_precision_gain_is_the_papers_size():
     """Paper: +22.0%; within a third: 14.7-29.3%. Its Graphcore scripts cast every model ``.half()``
     (paper-notes 4.2): the layer-scaling and 100-epoch scripts run fp32 partials

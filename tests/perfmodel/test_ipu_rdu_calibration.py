@@ -10,8 +10,14 @@ from tests.perfmodel.helpers import predict, run_config
 #: graphcore/examples nlp/gpt2/pytorch (benchmarks.yml, run/*.sh), ../shared/reference/calibration-data.md:
 #: micro-batch 1, seq 1024, fp16 with half partials, recompute every layer, embedding serialisation 4,
 #: matmul proportion 0.15, optimizer state off chip, replicated tensor sharding, vocab padded to 50,272, tied head
-RECIPE = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4, "optimizer_state_offchip": True,
-          "replicated_tensor_sharding": True, "recompute": True, "half_partials": True}
+RECIPE = {
+    "available_memory_proportion": 0.15,
+    "embedding_serialization_factor": 4,
+    "optimizer_state_offchip": True,
+    "replicated_tensor_sharding": True,
+    "recompute": True,
+    "half_partials": True,
+}
 RECIPES = [  # model, layers per IPU, replication, GA, model overrides, RTS
     ("gpt2_small", "0 4 4 4", 4, 2048, {}, True),
     ("gpt2_small", "0 4 4 4", 16, 512, {}, True),
@@ -22,12 +28,21 @@ RECIPES = [  # model, layers per IPU, replication, GA, model overrides, RTS
 
 
 @pytest.mark.parametrize("model,placement,replicas,grad_accum,model_over,rts", RECIPES)
-def test_graphcore_gpt2_recipes_fit_and_respect_the_papers_efficiency(model, placement, replicas, grad_accum,
-                                                                      model_over, rts):
-    rc = run_config("ipu", model=model, precision="fp16", parallel="pp", placement=placement, replicas=replicas,
-                    batch_size=1, grad_accum=grad_accum,
-                    options={**RECIPE, "replicated_tensor_sharding": rts},
-                    model_over={"vocab_size": 50272, "tie_embeddings": True, **model_over})
+def test_graphcore_gpt2_recipes_fit_and_respect_the_papers_efficiency(
+    model, placement, replicas, grad_accum, model_over, rts
+):
+    rc = run_config(
+        "ipu",
+        model=model,
+        precision="fp16",
+        parallel="pp",
+        placement=placement,
+        replicas=replicas,
+        batch_size=1,
+        grad_accum=grad_accum,
+        options={**RECIPE, "replicated_tensor_sharding": rts},
+        model_over={"vocab_size": 50272, "tie_embeddings": True, **model_over},
+    )
     profile, metrics = predict(rc)  # a CapacityError here fails the test: these run on real IPUs
     assert metrics["ipu.max_memory_fraction"] <= 1.0
     assert 0.2 <= metrics["tier1.compute_efficiency"] <= 0.41  # paper: up to 41%
@@ -37,9 +52,19 @@ def test_graphcore_gpt2_recipes_fit_and_respect_the_papers_efficiency(model, pla
 
 def test_a_tied_head_is_stored_once_on_ipu0():
     def ipu0(tied):
-        rc = run_config("ipu", model="gpt2_small", precision="fp16", parallel="pp", placement="0 4 4 4",
-                        batch_size=1, grad_accum=2048, options=RECIPE, model_over={"tie_embeddings": tied})
+        rc = run_config(
+            "ipu",
+            model="gpt2_small",
+            precision="fp16",
+            parallel="pp",
+            placement="0 4 4 4",
+            batch_size=1,
+            grad_accum=2048,
+            options=RECIPE,
+            model_over={"tie_embeddings": tied},
+        )
         return predict(rc)[1]["ipu.memory_fraction.ipu0"]
+
     assert ipu0(True) < ipu0(False)
 
 

@@ -17,12 +17,26 @@ HEADLINE = {"wse2": "pes", "rdu": "pcus", "ipu": "tiles"}
 PAPER_IPU = {"available_memory_proportion": 0.15, "embedding_serialization_factor": 4}
 
 
-@pytest.mark.parametrize("arch,kind,kwargs", [
-    ("wse2", "kernel", {}),
-    ("rdu", "section_stage", {"batch_size": 16}),
-    ("ipu", "stage", {"model": "gpt2_test", "precision": "fp16", "parallel": "pp", "placement": "0 4 4 4",
-                      "batch_size": 1, "grad_accum": 64, "options": PAPER_IPU}),
-])
+@pytest.mark.parametrize(
+    "arch,kind,kwargs",
+    [
+        ("wse2", "kernel", {}),
+        ("rdu", "section_stage", {"batch_size": 16}),
+        (
+            "ipu",
+            "stage",
+            {
+                "model": "gpt2_test",
+                "precision": "fp16",
+                "parallel": "pp",
+                "placement": "0 4 4 4",
+                "batch_size": 1,
+                "grad_accum": 64,
+                "options": PAPER_IPU,
+            },
+        ),
+    ],
+)
 def test_dataflow_models_return_a_predicted_profile(arch, kind, kwargs):
     rc = run_config(arch, **kwargs)
     profile, metrics = predict(rc)
@@ -35,16 +49,35 @@ def test_dataflow_models_return_a_predicted_profile(arch, kind, kwargs):
     assert metrics["throughput.samples_per_s"] == pytest.approx(rc.samples_per_step / profile.step_times_s[0])
 
 
-@pytest.mark.parametrize("arch,kwargs,strategies", [
-    ("ipu", {"model": "gpt2_test", "precision": "fp16", "parallel": "pp", "placement": "0 2 1 1", "replicas": 2,
-             "batch_size": 1, "grad_accum": 16, "options": PAPER_IPU}, {"pp", "dp"}),
-    ("rdu", {"parallel": "tp", "degree": 2, "batch_size": 8}, {"tp"}),
-    ("rdu", {"parallel": "dp", "degree": 4, "batch_size": 8}, {"dp"}),
-    ("wse2", {"parallel": "dp", "degree": 2, "batch_size": 64, "options": {"execution_mode": "weight_streaming"}}, {"dp"}),
-    ("cuda", {"parallel": "pp", "degree": 2, "precision": "bf16", "batch_size": 8}, {"pp"}),
-    ("cuda", {"parallel": "tp", "degree": 4, "precision": "bf16", "batch_size": 8}, {"tp"}),
-    ("cuda", {"parallel": "dp", "degree": 8, "precision": "bf16", "batch_size": 8}, {"dp"}),
-])
+@pytest.mark.parametrize(
+    "arch,kwargs,strategies",
+    [
+        (
+            "ipu",
+            {
+                "model": "gpt2_test",
+                "precision": "fp16",
+                "parallel": "pp",
+                "placement": "0 2 1 1",
+                "replicas": 2,
+                "batch_size": 1,
+                "grad_accum": 16,
+                "options": PAPER_IPU,
+            },
+            {"pp", "dp"},
+        ),
+        ("rdu", {"parallel": "tp", "degree": 2, "batch_size": 8}, {"tp"}),
+        ("rdu", {"parallel": "dp", "degree": 4, "batch_size": 8}, {"dp"}),
+        (
+            "wse2",
+            {"parallel": "dp", "degree": 2, "batch_size": 64, "options": {"execution_mode": "weight_streaming"}},
+            {"dp"},
+        ),
+        ("cuda", {"parallel": "pp", "degree": 2, "precision": "bf16", "batch_size": 8}, {"pp"}),
+        ("cuda", {"parallel": "tp", "degree": 4, "precision": "bf16", "batch_size": 8}, {"tp"}),
+        ("cuda", {"parallel": "dp", "degree": 8, "precision": "bf16", "batch_size": 8}, {"dp"}),
+    ],
+)
 def test_every_parallel_run_has_tier2(arch, kwargs, strategies):
     rc = run_config(arch, **kwargs)
     profile, metrics = predict(rc)
@@ -59,9 +92,13 @@ def test_every_parallel_run_has_tier2(arch, kwargs, strategies):
 def test_cpu_roofline_uses_the_given_ceilings():
     spec = {"peak_flops": {"fp32": 1e11}, "memory": [{"name": "dram", "capacity_bytes": 1e10, "bandwidth_Bps": 1e10}]}
     slow = run_config("cpu", model="tiny", precision="fp32", hw=spec)
-    fast = run_config("cpu", model="tiny", precision="fp32",
-                      hw={**spec, "peak_flops": {"fp32": 1e12}, "memory": [{**spec["memory"][0], "bandwidth_Bps": 1e11}]})
-    (p_slow, m_slow), (p_fast, m_fast) = predict(slow), predict(fast)
+    fast = run_config(
+        "cpu",
+        model="tiny",
+        precision="fp32",
+        hw={**spec, "peak_flops": {"fp32": 1e12}, "memory": [{**spec["memory"][0], "bandwidth_Bps": 1e11}]},
+    )
+    (p_slow, m_slow), (_, m_fast) = predict(slow), predict(fast)
     assert p_slow.tags["ceilings"] == "spec" and p_slow.class_times_s["matmul"] > 0
     assert m_fast["throughput.samples_per_s"] > m_slow["throughput.samples_per_s"]
 
@@ -70,25 +107,37 @@ def test_ipu_refuses_bf16_and_maps_mixed_to_16_bit():
     with pytest.raises(ConfigError) as info:
         run_config("ipu", model="gpt2_test", precision="bf16")
     assert info.value.field == "precision"
-    rc = run_config("ipu", model="gpt2_test", precision="mixed", parallel="pp", placement="0 4", batch_size=1,
-                    grad_accum=16, options={"available_memory_proportion": 0.15, "embedding_serialization_factor": 4})
+    rc = run_config(
+        "ipu",
+        model="gpt2_test",
+        precision="mixed",
+        parallel="pp",
+        placement="0 4",
+        batch_size=1,
+        grad_accum=16,
+        options={"available_memory_proportion": 0.15, "embedding_serialization_factor": 4},
+    )
     profile, _ = predict(rc)
     assert rc.precision.compute_bytes == 2 and profile.extra_metrics["ipu.max_memory_fraction"] < 1
 
 
 def test_ipu_pipeline_needs_enough_micro_batches():
-    rc = run_config("ipu", model="gpt2_test", precision="fp16", parallel="pp", placement="0 2 1 1", batch_size=1,
-                    grad_accum=4)
+    rc = run_config(
+        "ipu", model="gpt2_test", precision="fp16", parallel="pp", placement="0 2 1 1", batch_size=1, grad_accum=4
+    )
     with pytest.raises(CompileError, match="grad_accum >= 7"):
         predict(rc)
 
 
-@pytest.mark.parametrize("arch,kwargs,match", [
-    ("wse2", {"parallel": "tp", "degree": 2}, "parallel=tp"),
-    ("wse2", {"parallel": "dp", "degree": 2}, "one CS-2"),
-    ("rdu", {"parallel": "pp", "degree": 2}, "parallel=pp"),
-    ("ipu", {"model": "gpt2_test", "parallel": "tp", "degree": 2}, "parallel=tp"),
-])
+@pytest.mark.parametrize(
+    "arch,kwargs,match",
+    [
+        ("wse2", {"parallel": "tp", "degree": 2}, "parallel=tp"),
+        ("wse2", {"parallel": "dp", "degree": 2}, "one CS-2"),
+        ("rdu", {"parallel": "pp", "degree": 2}, "parallel=pp"),
+        ("ipu", {"model": "gpt2_test", "parallel": "tp", "degree": 2}, "parallel=tp"),
+    ],
+)
 def test_unmodelled_layouts_are_unsupported_with_a_reason(arch, kwargs, match):
     with pytest.raises(UnsupportedError, match=match):
         predict(run_config(arch, **kwargs))
@@ -168,8 +217,9 @@ def test_rdu_tied_head_section_still_holds_the_table():
         plans.append((k, rdu.sections(graph, k, 1), graph))
     (k, tied, tied_graph), (_, untied, untied_graph) = plans
     for phase in ("fwd", "bwd"):
-        assert [[(s.name, s.weight_pmus, s.ddr_fused) for s in sec.stages] for sec in tied[phase]] == \
-               [[(s.name, s.weight_pmus, s.ddr_fused) for s in sec.stages] for sec in untied[phase]]
+        assert [[(s.name, s.weight_pmus, s.ddr_fused) for s in sec.stages] for sec in tied[phase]] == [
+            [(s.name, s.weight_pmus, s.ddr_fused) for s in sec.stages] for sec in untied[phase]
+        ]
     head = next(s for sec in tied["fwd"] for s in sec.stages if s.name == "head.lm_head.fwd")
     assert head.weight_pmus == math.ceil(50257 * 768 * 4 / k.pmu_bytes)
     table_update = 12.0 * 50257 * 768  # AdamW FLOPs of one table
@@ -196,8 +246,15 @@ def test_ipu_zero_stores_a_tied_table_once():
     state) counts once there."""
     from dabench.perfmodel.ipu import ipu_params
 
-    kw = {"model": "gpt2_test", "precision": "fp16", "parallel": "pp", "placement": "0 4 4 4", "batch_size": 1,
-          "grad_accum": 64, "options": PAPER_IPU}
+    kw = {
+        "model": "gpt2_test",
+        "precision": "fp16",
+        "parallel": "pp",
+        "placement": "0 4 4 4",
+        "batch_size": 1,
+        "grad_accum": 64,
+        "options": PAPER_IPU,
+    }
     (rc, tied), (_, untied) = _tied_and_untied("ipu", **kw)
     layers = tuple(rc.parallel.layers_per_stage)
     table = rc.model.vocab_size * rc.model.hidden_size

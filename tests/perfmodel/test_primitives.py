@@ -5,12 +5,12 @@ import math
 import pytest
 
 from dabench.config.sections import Link, PrecisionConfig
+from dabench.core.status import CapacityError
 from dabench.metrics.tier2 import pipeline_bubble_fraction
 from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
 from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
 from dabench.perfmodel.pipeline import pipeline_time, stash_depth
 from dabench.perfmodel.roofline import op_time_s
-from dabench.core.status import CapacityError
 
 LINK = Link("test", bandwidth_Bps=1e9, latency_s=1e-5)
 
@@ -69,11 +69,14 @@ def test_stash_depths():
         stash_depth(4, 4, 2, "1f1b")
 
 
-@pytest.mark.parametrize("name,param,compute,autocast,per_param", [
-    ("fp32", "fp32", "fp32", False, 16),     # 4 weights + 4 grads + 8 moments
-    ("fp16", "fp16", "fp16", False, 8),
-    ("mixed", "fp32", "bf16", True, 18),     # fp32 master + bf16 copy + fp32 grads + moments
-])
+@pytest.mark.parametrize(
+    "name,param,compute,autocast,per_param",
+    [
+        ("fp32", "fp32", "fp32", False, 16),  # 4 weights + 4 grads + 8 moments
+        ("fp16", "fp16", "fp16", False, 8),
+        ("mixed", "fp32", "bf16", True, 18),  # fp32 master + bf16 copy + fp32 grads + moments
+    ],
+)
 def test_training_state_bytes_per_precision(name, param, compute, autocast, per_param):
     precision = PrecisionConfig(name, param, compute, autocast)
     state = training_state(1000, precision, compute_copy=True)

@@ -24,7 +24,8 @@ def test_the_checker_catches_a_missing_and_an_orphan_entry(tmp_path, monkeypatch
     (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\noptions: {k: 2, m: 1}\n")
     (tmp_path / "sources" / "x.yaml").write_text(
         "options.k: {fitted: {points: [P1], bounds: [3, 4]}}\noptions.z: {setting: 'long enough text'}\n"
-        "options.m: {source: {document: a, locator: b, figure: c}, setting: 'b'}\n")
+        "options.m: {source: {document: a, locator: b, figure: c}, setting: 'b'}\n"
+    )
     monkeypatch.setattr(sources, "CONF_HARDWARE", tmp_path)
     found = "\n".join(problems("x", {"P2"}))
     assert "peak_flops.fp16" in found and "no entry" in found
@@ -44,8 +45,9 @@ def _one(tmp_path, monkeypatch, entry: str) -> str:
 
 
 def test_a_source_names_a_document_a_locator_and_the_figure(tmp_path, monkeypatch):
-    good = ("{source: {document: 'Vendor X datasheet', locator: 'specifications table', "
-            "figure: '1 TFLOP/s FP16 per chip'}}")
+    good = (
+        "{source: {document: 'Vendor X datasheet', locator: 'specifications table', figure: '1 TFLOP/s FP16 per chip'}}"
+    )
     assert _one(tmp_path, monkeypatch, good) == ""
     assert "must be a mapping" in _one(tmp_path, monkeypatch, "{source: 'Vendor X datasheet says 1 TFLOP/s'}")
     found = _one(tmp_path, monkeypatch, "{source: {document: 'datasheet', locator: 'somewhere', figure: '1'}}")

@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from dabench.ingest.parse import parse
 from dabench.cli.ingest import main as profiles_main
+from dabench.ingest.parse import parse
 from dabench.ingest.safety import scan
 from tests.conftest import ROOT, SHARED_FIXTURES
 
@@ -29,7 +29,7 @@ def test_real_compile_reports_are_complete(report):
 def test_a_compile_report_cut_in_half_is_incomplete(tmp_path, report):
     lines = report.read_text().splitlines(keepends=True)
     cut = tmp_path / "compile_report.txt"
-    cut.write_text("".join(lines[:len(lines) // 2]))
+    cut.write_text("".join(lines[: len(lines) // 2]))
     parsed = parse(cut)
     assert parsed.status == "incomplete_artifact" and "not closed" in parsed.reason
     assert parsed.to_dict()["status"] == "incomplete_artifact"
@@ -48,8 +48,7 @@ def test_a_compile_report_cut_mid_line_or_with_edited_totals_is_incomplete(tmp_p
     no_patio.write_text("".join(line for line in text.splitlines(keepends=True) if not line.startswith("| patio ")))
     assert "no patio row" in parse(no_patio).reason
     orphan = tmp_path / "orphan.txt"  # a kernel's own row removed, its sub-kernels left
-    orphan.write_text("".join(line for line in text.splitlines(keepends=True)
-                              if not line.startswith("| fc22 ")))
+    orphan.write_text("".join(line for line in text.splitlines(keepends=True) if not line.startswith("| fc22 ")))
     assert "without their own row" in parse(orphan).reason
 
 
@@ -115,8 +114,13 @@ def test_an_artifact_folder_is_untrusted_input(tmp_path):
     assert report.status == "ok"  # the real files parse; nothing outside was read
     assert all(str(folder) in f and "secret" not in f for f in report.files)
     skipped = "\n".join(report.skipped)
-    for expected in ("evil.s9.utilization_report.json: a symbolic link", "linkdir: a symbolic link",
-                     "pipe.s8.utilization_report.json: a fifo", "deeper than 8 folders", "big.bin: larger than"):
+    for expected in (
+        "evil.s9.utilization_report.json: a symbolic link",
+        "linkdir: a symbolic link",
+        "pipe.s8.utilization_report.json: a fifo",
+        "deeper than 8 folders",
+        "big.bin: larger than",
+    ):
         assert expected in skipped, skipped
     assert report.details["sections"] and all(s["pcus"] != 999 for s in report.details["sections"])
 

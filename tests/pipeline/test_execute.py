@@ -2,10 +2,10 @@
 
 import pytest
 
-from dabench.pipeline import execute as runner
 from dabench.backends.base import Availability, Backend
 from dabench.config.build import build_run_config
 from dabench.core.status import CapacityError, Status
+from dabench.pipeline import execute as runner
 from tests.conftest import composed
 
 
@@ -23,11 +23,14 @@ def fake_backend(exc):
     return Failing
 
 
-@pytest.mark.parametrize("exc,status", [
-    (CapacityError("sram", 2e9, 1e9, "stage 1"), Status.CAPACITY),
-    (RuntimeError("boom"), Status.CRASHED),
-    (type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate"), Status.OOM),
-])
+@pytest.mark.parametrize(
+    "exc,status",
+    [
+        (CapacityError("sram", 2e9, 1e9, "stage 1"), Status.CAPACITY),
+        (RuntimeError("boom"), Status.CRASHED),
+        (type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate"), Status.OOM),
+    ],
+)
 def test_failures_become_results(monkeypatch, exc, status):
     monkeypatch.setattr(runner, "get_backend", lambda name: fake_backend(exc))
     result = runner.execute(build_run_config(composed(["hardware.mode=measure"])))

@@ -6,13 +6,20 @@ from __future__ import annotations
 import pytest
 
 from dabench import api
-from dabench.pipeline.job import run_container
 from dabench.config.paths import CONF_DIR
 from dabench.pipeline.grid import Composer, expand, run_grid
+from dabench.pipeline.job import run_container
 
 #: predicted configurations that end ok, capacity and invalid_config (a value the schema refuses)
-STUDY = ["hardware=ipu", "parallel=pp", "model=gpt2_test", "precision=fp16", "run.grad_accum=64",
-         "hardware.options.available_memory_proportion=0.15", "hardware.options.embedding_serialization_factor=4"]
+STUDY = [
+    "hardware=ipu",
+    "parallel=pp",
+    "model=gpt2_test",
+    "precision=fp16",
+    "run.grad_accum=64",
+    "hardware.options.available_memory_proportion=0.15",
+    "hardware.options.embedding_serialization_factor=4",
+]
 JOBS = [
     [*STUDY, 'parallel.placement="0 4"'],
     [*STUDY, 'parallel.placement="0 10"'],
@@ -29,8 +36,13 @@ def test_composer_gives_the_config_hydra_composes():
         ["hardware=ipu", "model=gpt2_test", "model.n_layers=8"],
         ["hardware=cuda", "+tracking.tags.owner=me", "model.n_heads=4"],
         ["model=tiny", "~run.seed"],
-        [*JOBS[0], "++tracking.uri=sqlite:////tmp/x.db", "++tracking.parent_run_id=abc", "+tracking.tags.trial=3",
-         "++tracking.tags.sweep=s"],
+        [
+            *JOBS[0],
+            "++tracking.uri=sqlite:////tmp/x.db",
+            "++tracking.parent_run_id=abc",
+            "+tracking.tags.trial=3",
+            "++tracking.tags.sweep=s",
+        ],
     ]
     for job in jobs:
         assert composer.compose(job) == api.compose(job), job
@@ -44,8 +56,9 @@ def test_expand_is_the_basic_sweepers_grid():
     jobs = expand(["hardware=cuda", "model.n_layers=2,4,8", "run.batch_size=1,2"])  # cuda: no default sweep
     assert len(jobs) == 6
     assert jobs[0] == ["hardware=cuda", "model.n_layers=2", "run.batch_size=1"]
-    assert {tuple(j[1:]) for j in jobs} == {(f"model.n_layers={n}", f"run.batch_size={b}")
-                                            for n in (2, 4, 8) for b in (1, 2)}
+    assert {tuple(j[1:]) for j in jobs} == {
+        (f"model.n_layers={n}", f"run.batch_size={b}") for n in (2, 4, 8) for b in (1, 2)
+    }
     # a -m of hardware=ipu parallel=pp sweeps the default study (conf/default_sweep/ipu_pp.yaml)
     study = expand(["hardware=ipu", "parallel=pp"])
     assert len(study) >= 20 and all("model=gpt2_test" in j for j in study)
@@ -72,13 +85,15 @@ def test_grid_records_what_the_one_at_a_time_path_records(isolated_env):
     single, grid = _records(client, "single"), _records(client, "grid")
     assert len(single) == len(grid) == len(JOBS)
     volatile = {"mlflow.parentRunId", "mlflow.note.content"}  # the description names its own experiment override
-    for one, many in zip(single, grid):
-        assert many.data.tags["mlflow.note.content"] == \
-            one.data.tags["mlflow.note.content"].replace("tracking.experiment=single", "tracking.experiment=grid")
+    for one, many in zip(single, grid, strict=False):
+        assert many.data.tags["mlflow.note.content"] == one.data.tags["mlflow.note.content"].replace(
+            "tracking.experiment=single", "tracking.experiment=grid"
+        )
         assert many.data.params == {**one.data.params, "tracking.experiment": "grid"}
         assert many.data.metrics == one.data.metrics
-        assert {k: v for k, v in many.data.tags.items() if k not in volatile} == \
-               {k: v for k, v in one.data.tags.items() if k not in volatile}
+        assert {k: v for k, v in many.data.tags.items() if k not in volatile} == {
+            k: v for k, v in one.data.tags.items() if k not in volatile
+        }
         assert many.info.status == one.info.status and many.info.run_name == one.info.run_name
     assert [r.info.status for r in grid] == ["FINISHED", "FAILED", "FINISHED", "FINISHED", "FAILED"]
 
@@ -102,8 +117,9 @@ def test_grid_under_a_given_parent_and_with_tracking_off(isolated_env):
 
     parent = open_run(experiment="dabench", uri=None, run_name="study", standard=False)
     runs = run_grid([JOBS[0], JOBS[3]], parent_run_id=parent.run_id)
-    children = MlflowClient().search_runs([parent.experiment_id],
-                                          filter_string=f"tags.mlflow.parentRunId = '{parent.run_id}'")
+    children = MlflowClient().search_runs(
+        [parent.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent.run_id}'"
+    )
     assert sorted(r.info.run_id for r in children) == sorted(r.run_id for r in runs)
     off = run_grid([[*JOBS[0], "tracking.enabled=false"]])
     assert off[0].run_id is None and off[0].result.status.value == "ok"
@@ -133,7 +149,9 @@ def test_per_run_plot_follows_run_plots(tmp_path):
     from dabench.report.artifacts import wants_plot, write_artifacts
 
     assert not wants_plot({"run": {"plots": "auto"}}, "predict") and wants_plot({"run": {"plots": "auto"}}, "measure")
-    assert wants_plot({"run": {"plots": "always"}}, "predict") and not wants_plot({"run": {"plots": "never"}}, "measure")
+    assert wants_plot({"run": {"plots": "always"}}, "predict") and not wants_plot(
+        {"run": {"plots": "never"}}, "measure"
+    )
     with pytest.raises(ValueError, match="run.plots"):
         wants_plot({"run": {"plots": "sometimes"}}, "predict")
     for choice, drawn in (("auto", False), ("always", True)):
@@ -154,9 +172,25 @@ def test_inprocess_launcher_keeps_the_multirun_parent(tmp_path):
 
     from tests.conftest import cli_env
 
-    done = subprocess.run([sys.executable, "-m", "dabench", "hardware=cuda", "hardware.mode=predict", "model=gpt2_small",
-                           "model.n_layers=6,12", "run.batch_size=1,2", "hydra/launcher=dabench_inprocess", "-m"],
-                          cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dabench",
+            "hardware=cuda",
+            "hardware.mode=predict",
+            "model=gpt2_small",
+            "model.n_layers=6,12",
+            "run.batch_size=1,2",
+            "hydra/launcher=dabench_inprocess",
+            "-m",
+        ],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("dabench: ok | PREDICTED") == 4
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -166,5 +200,6 @@ def test_inprocess_launcher_keeps_the_multirun_parent(tmp_path):
     assert len(parents) == 1 and len(children) == 4
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
     assert parents[0].data.metrics["jobs.ok"] == 4
-    assert {(r.data.params["model.n_layers"], r.data.params["run.batch_size"]) for r in children} == \
-           {(n, b) for n in ("6", "12") for b in ("1", "2")}
+    assert {(r.data.params["model.n_layers"], r.data.params["run.batch_size"]) for r in children} == {
+        (n, b) for n in ("6", "12") for b in ("1", "2")
+    }

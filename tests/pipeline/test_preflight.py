@@ -13,8 +13,15 @@ import pytest
 
 from dabench.config.build import build_run_config
 from dabench.pipeline import preflight
-from dabench.pipeline.preflight import (Problem, check_memory, check_ranks, check_store, check_study_storage,
-                                        mem_available_bytes, run_preflight)
+from dabench.pipeline.preflight import (
+    Problem,
+    check_memory,
+    check_ranks,
+    check_store,
+    check_study_storage,
+    mem_available_bytes,
+    run_preflight,
+)
 from tests.conftest import ROOT, composed
 
 
@@ -101,16 +108,25 @@ def test_a_healthy_run_passes(tmp_path, monkeypatch):
 
 def _cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "dabench", *overrides], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "dabench", *overrides],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overrides, field", [
-    (("parallel=dp", "parallel.degree=64"), "parallel.degree=64"),
-    (("model.hidden_size=65536",), "model.hidden_size=65536"),
-    (("tracking.uri=postgresql://bob:hunter22@127.0.0.1:9/db",), "tracking.uri="),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (("parallel=dp", "parallel.degree=64"), "parallel.degree=64"),
+        (("model.hidden_size=65536",), "model.hidden_size=65536"),
+        (("tracking.uri=postgresql://bob:hunter22@127.0.0.1:9/db",), "tracking.uri="),
+    ],
+)
 def test_cli_refuses_before_any_work(tmp_path, overrides, field):
     if overrides[0].startswith("parallel=dp") and preflight.cpu_cores() >= 64:
         pytest.skip("this machine has 64 cores: 64 ranks fit")
@@ -140,8 +156,8 @@ def test_tracking_calls_are_bounded_by_the_configured_timeout(monkeypatch):
 
 
 def test_in_a_sweep_a_job_that_does_not_fit_is_recorded_invalid_config_without_running(monkeypatch):
-    from dabench.pipeline import job
     from dabench.core.status import Status
+    from dabench.pipeline import job
 
     def must_not_run(rc):
         raise AssertionError("the work started")

@@ -17,10 +17,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from dabench.config.compose import compose
+from dabench.core.status import DiskFull, Status
 from dabench.pipeline.job import prepare
 from dabench.pipeline.record import record_run
 from dabench.runtime.interrupts import Terminated
-from dabench.core.status import DiskFull, Status
 from dabench.tracking.lifecycle import recorded_run
 
 ARGS = ["hardware=ipu", "parallel=pp", "run.grad_accum=3", "hardware.mode=predict"]
@@ -57,13 +57,16 @@ def test_an_ok_run_is_finished_with_its_owner(store, tmp_path):
     assert run.data.tags["dabench.process_start"].startswith("20") and ":" in run.data.tags["dabench.process_key"]
 
 
-@pytest.mark.parametrize("fault,status,words", [
-    ("artifacts:ENOSPC", "disk_full", "No space left on device"),
-    ("log_artifacts:ENOSPC", "disk_full", "No space left on device"),
-    ("artifacts:EROFS", "tracking_error", "Read-only file system"),
-    ("artifacts:EACCES", "tracking_error", "Permission denied"),
-    ("tracking_log", "tracking_error", "tracking store is unreachable"),
-])
+@pytest.mark.parametrize(
+    "fault,status,words",
+    [
+        ("artifacts:ENOSPC", "disk_full", "No space left on device"),
+        ("log_artifacts:ENOSPC", "disk_full", "No space left on device"),
+        ("artifacts:EROFS", "tracking_error", "Read-only file system"),
+        ("artifacts:EACCES", "tracking_error", "Permission denied"),
+        ("tracking_log", "tracking_error", "tracking store is unreachable"),
+    ],
+)
 def test_a_write_that_fails_is_never_ok(store, tmp_path, monkeypatch, fault, status, words):
     monkeypatch.setenv("DABENCH_FAULT", fault)
     result, _ = recorded(tmp_path)
@@ -102,14 +105,17 @@ def test_a_real_full_or_read_only_folder(store, tmp_path, options, status):
     assert run.data.tags["dabench.status"] == status
 
 
-@pytest.mark.parametrize("raised,status,state", [
-    (RuntimeError("boom"), "crashed", "FAILED"),
-    (DiskFull("store full"), "disk_full", "FAILED"),
-    (OSError(28, "No space left on device"), "disk_full", "FAILED"),
-    (RuntimeError("(sqlite3.OperationalError) database or disk is full"), "disk_full", "FAILED"),
-    (KeyboardInterrupt(), "interrupted", "KILLED"),
-    (Terminated(signal.SIGTERM), "interrupted", "KILLED"),
-])
+@pytest.mark.parametrize(
+    "raised,status,state",
+    [
+        (RuntimeError("boom"), "crashed", "FAILED"),
+        (DiskFull("store full"), "disk_full", "FAILED"),
+        (OSError(28, "No space left on device"), "disk_full", "FAILED"),
+        (RuntimeError("(sqlite3.OperationalError) database or disk is full"), "disk_full", "FAILED"),
+        (KeyboardInterrupt(), "interrupted", "KILLED"),
+        (Terminated(signal.SIGTERM), "interrupted", "KILLED"),
+    ],
+)
 def test_every_exit_path_of_a_run_closes_it(store, raised, status, state):
     with pytest.raises(type(raised)):
         with recorded_run(experiment="exits", uri=store, run_name=f"r{uuid.uuid4().hex[:6]}", status_tags=False):
@@ -130,8 +136,9 @@ def test_the_cli_says_a_failed_write_in_one_line(tmp_path, fault, status):
     from tests.conftest import cli_env
 
     env = {**cli_env(tmp_path), "DABENCH_FAULT": fault}
-    done = subprocess.run([sys.executable, "-m", "dabench", *ARGS], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *ARGS], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1].startswith(f"dabench: {status} | ")
     run = only_run(f"sqlite:///{tmp_path / 'mlflow.db'}")

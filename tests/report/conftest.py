@@ -21,8 +21,16 @@ from tests.conftest import cli_env, run_dabench
 COMMANDS = [
     ["hardware=wse2", "model=gpt2_test", "model.n_layers=2,200", "model.hidden_size=384,768", "-m"],
     ["hardware=ipu", "parallel=pp", 'parallel.placement="0 4","0 2 1 1","0 10"', "-m"],
-    ["hardware=rdu", "model=gpt2_test", "model.n_layers=1", "model.hidden_size=768", "precision=bf16,mixed",
-     "run.batch_size=8,16", "hardware.options.compile_mode=o1", "-m"],
+    [
+        "hardware=rdu",
+        "model=gpt2_test",
+        "model.n_layers=1",
+        "model.hidden_size=768",
+        "precision=bf16,mixed",
+        "run.batch_size=8,16",
+        "hardware.options.compile_mode=o1",
+        "-m",
+    ],
     ["hardware=cuda", "hardware.mode=predict", "parallel=dp,tp", "parallel.degree=1,2", "-m"],
     ["+sweeps=ipu_deploy", "model=tiny", "model.n_layers=4", "hydra.sweeper.n_trials=2", "-m"],
     ["hardware=cpu", "hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2", "run.batch_size=2"],
@@ -44,8 +52,11 @@ def _old_runs(uri: str) -> None:
     client = MlflowClient(uri)
     experiment = client.create_experiment("old-dabench")
     done = client.create_run(experiment, run_name="old tiny L2")
-    client.log_batch(done.info.run_id, metrics=[Metric("throughput.samples_per_s", 123.0, 0, 0)],
-                     params=[Param("model.n_layers", "2"), Param("hardware.name", "cpu")])
+    client.log_batch(
+        done.info.run_id,
+        metrics=[Metric("throughput.samples_per_s", 123.0, 0, 0)],
+        params=[Param("model.n_layers", "2"), Param("hardware.name", "cpu")],
+    )
     client.set_terminated(done.info.run_id, "FINISHED")
     failed = client.create_run(experiment, run_name="old crashed run")
     client.set_terminated(failed.info.run_id, "FAILED")

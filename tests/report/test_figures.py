@@ -14,20 +14,44 @@ from dabench.report.frame import normalize
 from dabench.report.html import write_report
 
 
-def run(run_id: str, platform: str, mode: str = "predict", status: str = "ok", layers: int = 2, hidden: int = 768,
-        batch: int = 8, precision: str = "mixed", strategy: str = "none", chips: int = 1, throughput: float = 100.0,
-        **extra) -> dict:
+def run(
+    run_id: str,
+    platform: str,
+    mode: str = "predict",
+    status: str = "ok",
+    layers: int = 2,
+    hidden: int = 768,
+    batch: int = 8,
+    precision: str = "mixed",
+    strategy: str = "none",
+    chips: int = 1,
+    throughput: float = 100.0,
+    **extra,
+) -> dict:
     """One row as frame.runs_to_frame builds it from an MLflow run written by dabench."""
     row = {
-        "run_id": run_id, "experiment": "dabench", "run_name": f"{platform} L{layers}", "mlflow_status": "FINISHED",
-        "tags.dabench.hardware": platform, "tags.dabench.mode": mode, "tags.dabench.status": status,
-        "params.model.n_layers": str(layers), "params.model.hidden_size": str(hidden),
-        "params.run.batch_size": str(batch), "params.precision.name": precision, "params.parallel.strategy": strategy,
-        "metrics.chips": float(chips), "metrics.throughput.samples_per_s": throughput,
-        "metrics.tier1.load_imbalance": 0.9, "metrics.tier1.allocation_ratio": 0.6,
-        "metrics.roofline.step.intensity": 100.0, "metrics.perf.achieved_tflops": 10.0,
-        "metrics.perf.peak_tflops": 100.0, "metrics.roofline.ridge_intensity": 50.0,
-        "tags.dabench.diagnosis": "memory-bandwidth-bound", "tags.dabench.diagnosis_reason": "I < ridge",
+        "run_id": run_id,
+        "experiment": "dabench",
+        "run_name": f"{platform} L{layers}",
+        "mlflow_status": "FINISHED",
+        "tags.dabench.hardware": platform,
+        "tags.dabench.mode": mode,
+        "tags.dabench.status": status,
+        "params.model.n_layers": str(layers),
+        "params.model.hidden_size": str(hidden),
+        "params.run.batch_size": str(batch),
+        "params.precision.name": precision,
+        "params.parallel.strategy": strategy,
+        "metrics.chips": float(chips),
+        "metrics.throughput.samples_per_s": throughput,
+        "metrics.tier1.load_imbalance": 0.9,
+        "metrics.tier1.allocation_ratio": 0.6,
+        "metrics.roofline.step.intensity": 100.0,
+        "metrics.perf.achieved_tflops": 10.0,
+        "metrics.perf.peak_tflops": 100.0,
+        "metrics.roofline.ridge_intensity": 50.0,
+        "tags.dabench.diagnosis": "memory-bandwidth-bound",
+        "tags.dabench.diagnosis_reason": "I < ridge",
     }
     if status != "ok":
         row["tags.dabench.reason"] = f"{platform} capacity exceeded"
@@ -37,26 +61,51 @@ def run(run_id: str, platform: str, mode: str = "predict", status: str = "ok", l
 
 
 def full_frame() -> pd.DataFrame:
-    rows = [run(f"{i:032x}", p, layers=l, hidden=h, throughput=1000.0 / l)
-            for i, (p, l, h) in enumerate((p, l, h) for p in ("wse2", "rdu") for l in (2, 4) for h in (384, 768))]
-    rows += [run("a" * 32, "cpu", mode="measure", layers=2, hidden=128, batch=b, precision=pr, throughput=50.0 * b)
-             for b in (2,) for pr in ("fp32",)]
-    rows += [run(f"b{i:031x}", "cpu", mode="measure", batch=b, precision=pr, throughput=10.0 * b)
-             for i, (b, pr) in enumerate(((2, "fp32"), (4, "fp32"), (4, "bf16")))]
-    rows += [run(f"c{i:031x}", "cuda", strategy=s, chips=n, throughput=100.0 * n * 0.9,
-                 **{"metrics.tier2.scaling_efficiency": 0.9 if n > 1 else 1.0, "metrics.tier2.comm_fraction": 0.1})
-             for i, (s, n) in enumerate((s, n) for s in ("dp", "tp", "pp") for n in (1, 2, 4))]
+    rows = [
+        run(f"{i:032x}", p, layers=l, hidden=h, throughput=1000.0 / l)
+        for i, (p, l, h) in enumerate((p, l, h) for p in ("wse2", "rdu") for l in (2, 4) for h in (384, 768))
+    ]
+    rows += [
+        run("a" * 32, "cpu", mode="measure", layers=2, hidden=128, batch=b, precision=pr, throughput=50.0 * b)
+        for b in (2,)
+        for pr in ("fp32",)
+    ]
+    rows += [
+        run(f"b{i:031x}", "cpu", mode="measure", batch=b, precision=pr, throughput=10.0 * b)
+        for i, (b, pr) in enumerate(((2, "fp32"), (4, "fp32"), (4, "bf16")))
+    ]
+    rows += [
+        run(
+            f"c{i:031x}",
+            "cuda",
+            strategy=s,
+            chips=n,
+            throughput=100.0 * n * 0.9,
+            **{"metrics.tier2.scaling_efficiency": 0.9 if n > 1 else 1.0, "metrics.tier2.comm_fraction": 0.1},
+        )
+        for i, (s, n) in enumerate((s, n) for s in ("dp", "tp", "pp") for n in (1, 2, 4))
+    ]
     rows.append(run("d" * 32, "wse2", status="capacity", layers=200))
     return normalize(pd.DataFrame(rows))
 
 
 def old_frame() -> pd.DataFrame:
     """Runs as an older dabench logged them: no dabench.* tags, few params and metrics."""
-    return normalize(pd.DataFrame([
-        {"run_id": "e" * 32, "run_name": "old", "mlflow_status": "FINISHED", "params.hardware.name": "cpu",
-         "params.model.n_layers": "2", "metrics.throughput.samples_per_s": 5.0},
-        {"run_id": "f" * 32, "run_name": "old failed", "mlflow_status": "FAILED"},
-    ]))
+    return normalize(
+        pd.DataFrame(
+            [
+                {
+                    "run_id": "e" * 32,
+                    "run_name": "old",
+                    "mlflow_status": "FINISHED",
+                    "params.hardware.name": "cpu",
+                    "params.model.n_layers": "2",
+                    "metrics.throughput.samples_per_s": 5.0,
+                },
+                {"run_id": "f" * 32, "run_name": "old failed", "mlflow_status": "FAILED"},
+            ]
+        )
+    )
 
 
 def test_normalized_columns_from_new_and_old_runs():

@@ -121,9 +121,17 @@ def _rows_path(report_store, tmp_path) -> Path:
 # --- the report in a browser -------------------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 #: injected into a test-only copy: records page errors (failed resources included) and console.error
 #: calls, and on load lists the images that did not decode
 CHECK_SCRIPT = """<script>
@@ -154,8 +162,12 @@ def need_chromium() -> str:
 
 def chromium(*args: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run([need_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [need_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
 def page_check(html: Path) -> dict:
@@ -174,12 +186,15 @@ def test_report_opens_in_chromium(full_report, tmp_path):
     # every figure decodes, no page error; and the check can fail: a broken image is caught
     assert page_check(html) == {"images": len(FIGURES), "broken": [], "errors": []}
     broken = tmp_path / "broken.html"
-    broken.write_text(html.read_text().replace('src="data:image/svg+xml;base64,', 'src="data:image/svg+xml;base64,AAAA', 1))
+    broken.write_text(
+        html.read_text().replace('src="data:image/svg+xml;base64,', 'src="data:image/svg+xml;base64,AAAA', 1)
+    )
     assert len(page_check(broken)["broken"]) == 1
     # the report itself: no console message at all (it has no script), and a screenshot that is not blank
     shot = tmp_path / "report.png"
-    done = chromium("--enable-logging=stderr", "--v=0", "--window-size=1280,2600", f"--screenshot={shot}",
-                    html.as_uri())
+    done = chromium(
+        "--enable-logging=stderr", "--v=0", "--window-size=1280,2600", f"--screenshot={shot}", html.as_uri()
+    )
     assert not [line for line in done.stderr.splitlines() if ":CONSOLE" in line], done.stderr[-2000:]
     from PIL import Image, ImageStat
 

@@ -14,12 +14,32 @@ from tests.conftest import run_dabench
 
 def _frame():
     rows = [
-        {"run_id": "a" * 32, "run_name": "slow", "mlflow_status": "FINISHED", "tags.dabench.status": "ok",
-         "tags.dabench.mode": "predict", "metrics.throughput.samples_per_s": 10.0, "metrics.step_time.median_s": 0.4},
-        {"run_id": "b" * 32, "run_name": "too big", "mlflow_status": "FINISHED", "tags.dabench.status": "capacity",
-         "tags.dabench.mode": "predict", "tags.dabench.reason": "SRAM capacity exceeded"},
-        {"run_id": "c" * 32, "run_name": "fast", "mlflow_status": "FINISHED", "tags.dabench.status": "ok",
-         "tags.dabench.mode": "predict", "metrics.throughput.samples_per_s": 30.0, "metrics.step_time.median_s": 0.1},
+        {
+            "run_id": "a" * 32,
+            "run_name": "slow",
+            "mlflow_status": "FINISHED",
+            "tags.dabench.status": "ok",
+            "tags.dabench.mode": "predict",
+            "metrics.throughput.samples_per_s": 10.0,
+            "metrics.step_time.median_s": 0.4,
+        },
+        {
+            "run_id": "b" * 32,
+            "run_name": "too big",
+            "mlflow_status": "FINISHED",
+            "tags.dabench.status": "capacity",
+            "tags.dabench.mode": "predict",
+            "tags.dabench.reason": "SRAM capacity exceeded",
+        },
+        {
+            "run_id": "c" * 32,
+            "run_name": "fast",
+            "mlflow_status": "FINISHED",
+            "tags.dabench.status": "ok",
+            "tags.dabench.mode": "predict",
+            "metrics.throughput.samples_per_s": 30.0,
+            "metrics.step_time.median_s": 0.1,
+        },
     ]
     return normalize(pd.DataFrame(rows))
 
@@ -75,10 +95,11 @@ def _results_csv_on_disk_and_parent(tmp_path, pattern="multirun/*/*/results.csv"
 
 @pytest.mark.slow
 def test_a_multirun_prints_progress_and_its_table_and_writes_results_csv_on_disk_and_on_the_parent(tmp_path):
-    done = _run(tmp_path, "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
-                "model.hidden_size=1536")
+    done = _run(
+        tmp_path, "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100", "model.hidden_size=1536"
+    )
     assert "multirun: 1/2 runs done" in done.stderr and "multirun: 2/2 runs done (1 ok, 1 failed)" in done.stderr
-    table = done.stdout[done.stdout.index("multirun results: 2 runs (1 ok, 1 capacity)"):].splitlines()
+    table = done.stdout[done.stdout.index("multirun results: 2 runs (1 ok, 1 capacity)") :].splitlines()
     assert table[3].split()[0] == "gpt2_small" and " ok " in table[3] and " capacity " in table[4]
     path, parent = _results_csv_on_disk_and_parent(tmp_path)
     rows = list(csv.DictReader(path.open()))
@@ -87,14 +108,27 @@ def test_a_multirun_prints_progress_and_its_table_and_writes_results_csv_on_disk
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args, progress, header, pattern", [
-    (["dabench", "+sweeps=ipu_deploy", "hydra.sweeper.n_trials=2", "-m"], "study: 2/2 trials done",
-     "study ipu_deploy-gpt2_test results: 2 runs", "multirun/*/*/results.csv"),
-    (["dabench", "grid", "hardware=ipu", "hardware.mode=predict", "model.n_layers=2,4"],
-     "grid: 2/2 runs done (2 ok, 0 failed)", "grid results: 2 runs (2 ok)", "multirun/*/*-grid/results.csv"),
-], ids=["study", "grid"])
+@pytest.mark.parametrize(
+    "args, progress, header, pattern",
+    [
+        (
+            ["dabench", "+sweeps=ipu_deploy", "hydra.sweeper.n_trials=2", "-m"],
+            "study: 2/2 trials done",
+            "study ipu_deploy-gpt2_test results: 2 runs",
+            "multirun/*/*/results.csv",
+        ),
+        (
+            ["dabench", "grid", "hardware=ipu", "hardware.mode=predict", "model.n_layers=2,4"],
+            "grid: 2/2 runs done (2 ok, 0 failed)",
+            "grid results: 2 runs (2 ok)",
+            "multirun/*/*-grid/results.csv",
+        ),
+    ],
+    ids=["study", "grid"],
+)
 def test_a_study_and_a_grid_print_progress_and_their_table_and_put_results_csv_on_the_parent(
-        tmp_path, args, progress, header, pattern):
+    tmp_path, args, progress, header, pattern
+):
     done = _run(tmp_path, *args[1:])
     assert progress in done.stderr
     assert header in done.stdout
@@ -104,8 +138,15 @@ def test_a_study_and_a_grid_print_progress_and_their_table_and_put_results_csv_o
 
 @pytest.mark.slow
 def test_a_multirun_without_tracking_still_ends_with_its_table_and_results_csv(tmp_path):
-    done = _run(tmp_path, "-m", "hardware=wse2", "hardware.mode=predict", "model.n_layers=2,100",
-                "model.hidden_size=1536", "tracking.enabled=false")
+    done = _run(
+        tmp_path,
+        "-m",
+        "hardware=wse2",
+        "hardware.mode=predict",
+        "model.n_layers=2,100",
+        "model.hidden_size=1536",
+        "tracking.enabled=false",
+    )
     assert "multirun results (not recorded: tracking.enabled=false): 2 runs (1 ok, 1 capacity)" in done.stdout
     (path,) = tmp_path.glob("multirun/*/*/results.csv")
     rows = list(csv.DictReader(path.open()))

@@ -13,8 +13,8 @@ import pytest
 from dabench.config.build import build_run_config
 from dabench.metrics.roofline import attainable_flops
 from dabench.metrics.summary import roofline_points
-from dabench.report.roofline_plot import roofline_svg
 from dabench.pipeline.execute import execute
+from dabench.report.roofline_plot import roofline_svg
 from tests.conftest import composed
 
 TOLERANCE = 1e-6
@@ -55,7 +55,7 @@ def check_drawing(svg: str, points, predicted_points, predicted: bool, peak: flo
         if element.get("data-kind") == "on-roof":
             continue
         x, y = _pixel_centre(element)
-        (x0, y0), (x1, y1) = next((a, b) for a, b in zip(roof, roof[1:]) if a[0] <= x <= b[0])
+        (x0, y0), (x1, y1) = next((a, b) for a, b in zip(roof, roof[1:], strict=False) if a[0] <= x <= b[0])
         roof_row = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
         assert y >= roof_row - 0.5, f"{element.get('data-point')}: drawn at row {y:.1f} above the roof {roof_row:.1f}"
         hollow = element.get("fill") == "white"
@@ -83,8 +83,9 @@ def test_every_point_is_under_its_roof(overrides):
     predicted_points = None
     if result.profile is not None and result.predicted is not None:  # validate: the prediction beside it
         predicted_points = roofline_points(result.graph, result.predicted, result.ceilings, rc.data_copies)
-    svg = roofline_svg(points, peak, bandwidth, "t", profile.mode == "predict", result.ceilings.memory_level,
-                       predicted_points)
+    svg = roofline_svg(
+        points, peak, bandwidth, "t", profile.mode == "predict", result.ceilings.memory_level, predicted_points
+    )
     check_drawing(svg, points, predicted_points, profile.mode == "predict", peak, bandwidth)
     if rc.hardware.name in ("cpu", "cuda"):  # per-class points: measured by torch.profiler or predicted per class
         assert {p.name for p in timed} >= {"matmul", "attention", "loss", "optimizer", "step"}
@@ -96,8 +97,14 @@ def test_log_softmax_time_is_the_loss_class():
     pytest.importorskip("torch")
     from dabench.backends.torch_train import op_class_of
 
-    for name in ("aten::_log_softmax", "aten::log_softmax", "aten::_log_softmax_backward_data",
-                 "aten::nll_loss_forward", "aten::nll_loss_backward", "aten::cross_entropy_loss"):
+    for name in (
+        "aten::_log_softmax",
+        "aten::log_softmax",
+        "aten::_log_softmax_backward_data",
+        "aten::nll_loss_forward",
+        "aten::nll_loss_backward",
+        "aten::cross_entropy_loss",
+    ):
         assert op_class_of(name) == "loss", name
     for name in ("aten::_softmax", "aten::_scaled_dot_product_flash_attention_for_cpu"):
         assert op_class_of(name) == "attention", name

@@ -30,8 +30,10 @@ def test_ctrl_c_exits_130_with_one_line_after_closing(capsys):
         with interrupts.guard():
             raise KeyboardInterrupt
     assert exit_.value.code == 130 and closed == [1]
-    assert capsys.readouterr().err == ("dabench: interrupted after 3 of 8 runs; parent run p closed KILLED (3 ok); "
-                                       "run again with: python -m dabench run.batch_size=1,2 -m\n")
+    assert capsys.readouterr().err == (
+        "dabench: interrupted after 3 of 8 runs; parent run p closed KILLED (3 ok); "
+        "run again with: python -m dabench run.batch_size=1,2 -m\n"
+    )
 
 
 def test_sigterm_unwinds_like_ctrl_c_and_exits_143(capsys):
@@ -43,9 +45,11 @@ def test_sigterm_unwinds_like_ctrl_c_and_exits_143(capsys):
             signal.raise_signal(signal.SIGTERM)  # the handler raises Terminated in this thread
             raise AssertionError("SIGTERM did not interrupt")
     assert exit_.value.code == 143
-    assert capsys.readouterr().err == ("dabench: terminated (SIGTERM) after 2 of 4 trials; run r recorded interrupted "
-                                       "(KILLED); could not close a record (ZeroDivisionError: division by zero); "
-                                       "resume with: python -m dabench +sweeps=x -m\n")
+    assert capsys.readouterr().err == (
+        "dabench: terminated (SIGTERM) after 2 of 4 trials; run r recorded interrupted "
+        "(KILLED); could not close a record (ZeroDivisionError: division by zero); "
+        "resume with: python -m dabench +sweeps=x -m\n"
+    )
     failing()
 
 

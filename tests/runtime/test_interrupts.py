@@ -32,8 +32,14 @@ def start(tmp_path: Path, args: list[str], hold: str | None, ready: Path) -> sub
     if hold:
         env["DABENCH_FAULT"] = f"run_body:{hold}"
         env["DABENCH_FAULT_READY"] = str(ready)
-    return subprocess.Popen([sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dabench", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_ready(proc: subprocess.Popen, ready: Path, deadline_s: float = 300) -> int:
@@ -68,7 +74,9 @@ def last_line(err: str) -> str:
     return err.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+@pytest.mark.parametrize(
+    "sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated (SIGTERM)")]
+)
 def test_signal_in_a_single_run(tmp_path, sig, code, word):
     rc, out, err = interrupt(tmp_path, SINGLE, "hold", sig)
     assert rc == code, err[-2000:]
@@ -117,8 +125,14 @@ def test_ctrl_c_in_a_study_then_resume_ends_with_exactly_n_trials(tmp_path):
     assert parent.info.status == "KILLED" and parent.data.tags["dabench.status"] == "interrupted"
     assert not any(r.info.status == "RUNNING" for r in runs)
 
-    done = subprocess.run([sys.executable, "-m", "dabench", *STUDY, "-m"], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *STUDY, "-m"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     study = optuna.load_study(study_name=name, storage=storage)
     from dabench.tune.study import counts_toward_budget, trials_done
@@ -141,8 +155,14 @@ def test_sigkill_then_the_next_start_marks_the_run_killed(tmp_path):
     _, (orphan,) = all_runs(tmp_path)
     assert orphan.info.status == "RUNNING" and orphan.data.tags["dabench.pid"] == str(pid)
 
-    done = subprocess.run([sys.executable, "-m", "dabench", *SINGLE], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *SINGLE],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     client, runs = all_runs(tmp_path)
     old = client.get_run(orphan.info.run_id)
@@ -156,15 +176,24 @@ def _corrupt(path: Path) -> None:
     path.write_bytes(b"this is not a database, it was cut in half\x00" * 200)
 
 
-@pytest.mark.parametrize("which,args", [
-    ("mlflow.db", ["hardware.mode=predict", "run.batch_size=1,2", "-m"]),
-    ("mlflow.db", [*STUDY, "-m"]),
-    ("mlruns/optuna.db", [*STUDY, "-m"]),
-])
+@pytest.mark.parametrize(
+    "which,args",
+    [
+        ("mlflow.db", ["hardware.mode=predict", "run.batch_size=1,2", "-m"]),
+        ("mlflow.db", [*STUDY, "-m"]),
+        ("mlruns/optuna.db", [*STUDY, "-m"]),
+    ],
+)
 def test_a_corrupt_store_is_one_line_before_any_work(tmp_path, which, args):
     _corrupt(tmp_path / which)
-    done = subprocess.run([sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr + done.stdout
     line = last_line(done.stderr)

@@ -5,8 +5,8 @@ import io
 import logging
 import time
 
-from dabench.runtime import progress as P
 from dabench.backends import measure
+from dabench.runtime import progress as P
 
 
 def test_duration_and_eta_are_plain_arithmetic():
@@ -49,8 +49,9 @@ def test_sweep_progress_bar_on_a_terminal_shows_done_total_and_counts():
 
 
 def test_a_long_measured_run_is_announced_once_with_its_reason(caplog):
-    steps = P.StepProgress("measure gpt2_small", steps=10, reason="bf16 is emulated on this CPU",
-                           stream=io.StringIO(), mode="lines")
+    steps = P.StepProgress(
+        "measure gpt2_small", steps=10, reason="bf16 is emulated on this CPU", stream=io.StringIO(), mode="lines"
+    )
     steps.started = time.monotonic() - 100  # the first step took 100 s: 10 steps ~ 1000 s
     with caplog.at_level(logging.WARNING, logger="dabench"):
         steps.step()
@@ -67,8 +68,6 @@ def test_a_short_run_is_not_announced(caplog):
             steps.step()
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert steps.estimated_s is not None and steps.estimated_s < P.LONG_RUN_S
-
-
 
 
 def test_time_steps_tells_progress_between_clock_marks_never_inside_them():
@@ -99,6 +98,6 @@ def test_time_steps_tells_progress_between_clock_marks_never_inside_them():
 
     times = measure.time_steps(State(), Clock(), warmup=2, timed=3, progress=Progress())
     assert len(times) == 3
-    timed = log[log.index("phase:timed") + 1:]
+    timed = log[log.index("phase:timed") + 1 :]
     assert timed == ["mark", "train", "mark", "progress"] * 3  # each timed interval holds only the step
-    assert log[:log.index("phase:timed")].count("progress") == 2  # warm-up steps counted too
+    assert log[: log.index("phase:timed")].count("progress") == 2  # warm-up steps counted too

@@ -14,7 +14,9 @@ FAST = ["run.warmup_steps=1", "run.timed_steps=2"]
 
 
 def dabench(tmp_path, *args):
-    return run_dabench(*args, cwd=tmp_path, code=None, unset=("KINETO_LOG_LEVEL", "MLFLOW_LOGGING_LEVEL", "DABENCH_VERBOSE"))
+    return run_dabench(
+        *args, cwd=tmp_path, code=None, unset=("KINETO_LOG_LEVEL", "MLFLOW_LOGGING_LEVEL", "DABENCH_VERBOSE")
+    )
 
 
 def noise(stderr: str) -> list[str]:
@@ -60,7 +62,14 @@ def test_a_sweep_on_a_tracking_server_prints_no_mlflow_view_lines(tmp_path):
     from tests.scaleout.servers import mlflow_server
 
     with mlflow_server(f"sqlite:///{tmp_path / 'server.db'}") as server:
-        done = run_dabench("hardware=ipu", "hardware.mode=predict", "model.n_layers=1,2", "-m", cwd=tmp_path,
-                           env={"MLFLOW_TRACKING_URI": server.uri}, unset=("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT",))
+        done = run_dabench(
+            "hardware=ipu",
+            "hardware.mode=predict",
+            "model.n_layers=1,2",
+            "-m",
+            cwd=tmp_path,
+            env={"MLFLOW_TRACKING_URI": server.uri},
+            unset=("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT",),
+        )
     assert "PREDICTED" in done.stdout
     assert "View run" not in done.stdout and "View experiment" not in done.stdout, done.stdout

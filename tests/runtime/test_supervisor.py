@@ -15,22 +15,25 @@ def _run(tmp_path, code: str, timeout_s: float = 120.0) -> supervisor.Exit:
     return supervisor.run([sys.executable, "-c", code], tmp_path / "child.log", timeout_s)
 
 
-@pytest.mark.parametrize("returncode, tail, kwargs, status", [
-    (0, "", {}, "ok"),
-    (1, "Traceback...\nMemoryError", {}, "oom"),
-    (1, "RuntimeError: [enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: can't allocate memory", {}, "oom"),
-    (-9, "", {"oom_killed": True}, "oom"),
-    (137, "", {"oom_killed": True}, "oom"),
-    (-9, "", {}, "crashed"),                      # SIGKILL without memory evidence
-    (-9, "", {"oom_killed": True, "killed_by_supervisor": True}, "crashed"),
-    (-2, "", {}, "interrupted"),
-    (-15, "", {}, "interrupted"),
-    (130, "", {}, "interrupted"),
-    (-15, "", {"killed_by_supervisor": True}, "crashed"),
-    (-11, "", {}, "crashed"),
-    (3, "", {}, "crashed"),
-    (None, "", {"timed_out": True}, "timeout"),
-])
+@pytest.mark.parametrize(
+    "returncode, tail, kwargs, status",
+    [
+        (0, "", {}, "ok"),
+        (1, "Traceback...\nMemoryError", {}, "oom"),
+        (1, "RuntimeError: [enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: can't allocate memory", {}, "oom"),
+        (-9, "", {"oom_killed": True}, "oom"),
+        (137, "", {"oom_killed": True}, "oom"),
+        (-9, "", {}, "crashed"),  # SIGKILL without memory evidence
+        (-9, "", {"oom_killed": True, "killed_by_supervisor": True}, "crashed"),
+        (-2, "", {}, "interrupted"),
+        (-15, "", {}, "interrupted"),
+        (130, "", {}, "interrupted"),
+        (-15, "", {"killed_by_supervisor": True}, "crashed"),
+        (-11, "", {}, "crashed"),
+        (3, "", {}, "crashed"),
+        (None, "", {"timed_out": True}, "timeout"),
+    ],
+)
 def test_classify(returncode, tail, kwargs, status):
     assert classify(returncode, tail, **kwargs)[0] == status
 
@@ -53,9 +56,11 @@ def test_real_children(tmp_path):
 
 def test_a_child_that_never_ends_is_timed_out_and_its_group_killed(tmp_path):
     # the child blocks forever on a pipe nobody writes; its grandchild waits for a signal forever
-    code = ("import os, subprocess, sys; r, w = os.pipe(); "
-            "g = subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()']); "
-            "print(g.pid, flush=True); os.read(r, 1)")
+    code = (
+        "import os, subprocess, sys; r, w = os.pipe(); "
+        "g = subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()']); "
+        "print(g.pid, flush=True); os.read(r, 1)"
+    )
     ended = _run(tmp_path, code, timeout_s=8)
     assert ended.status == "timeout" and ended.killed_by_supervisor
     import os

@@ -87,9 +87,21 @@ def postgres(databases: tuple[str, ...] = ("optuna", "mlflow")) -> Iterator[Post
     started = False
     try:
         _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", USER, "-A", "trust", "-E", "UTF8"])
-        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-w", "-t", "60",
-                      "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off",
-                      "start"])
+        _as_postgres(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(folder / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off",
+                "start",
+            ]
+        )
         started = True
         for name in databases:
             _as_postgres([str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", USER, name])
@@ -118,9 +130,25 @@ def mlflow_server(backend_uri: str, timeout_s: float = 180.0) -> Iterator[Mlflow
     log = folder / "server.log"
     with open(log, "w") as out:
         process = subprocess.Popen(
-            [str(mlflow), "server", "--backend-store-uri", backend_uri, "--artifacts-destination",
-             (folder / "artifacts").as_uri(), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            [
+                str(mlflow),
+                "server",
+                "--backend-store-uri",
+                backend_uri,
+                "--artifacts-destination",
+                (folder / "artifacts").as_uri(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     uri = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s

@@ -31,20 +31,50 @@ def test_six_trials_through_a_local_ray_cluster(tmp_path):
     ray = str(Path(sys.executable).with_name("ray"))
     port = free_port()
     env = worker_env({"RAY_USAGE_STATS_ENABLED": "0"})
-    started = subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-                              "--num-cpus=2", "--include-dashboard=false", "--object-store-memory=200000000",
-                              "--disable-usage-stats"], env=env, capture_output=True, text=True, timeout=300)
+    started = subprocess.run(
+        [
+            ray,
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            "--object-store-memory=200000000",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
     try:
         sweep = subprocess.run(
-            [sys.executable, "-m", "dabench", *RDU_GRID, "hydra.sweeper.n_trials=6", "hydra.sweeper.n_jobs=2",
-             "hydra/launcher=dabench_ray", f"hydra.launcher.ray.init.address=127.0.0.1:{port}", "-m"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+            [
+                sys.executable,
+                "-m",
+                "dabench",
+                *RDU_GRID,
+                "hydra.sweeper.n_trials=6",
+                "hydra.sweeper.n_jobs=2",
+                "hydra/launcher=dabench_ray",
+                f"hydra.launcher.ray.init.address=127.0.0.1:{port}",
+                "-m",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     finally:
         subprocess.run([ray, "stop"], env=env, capture_output=True, timeout=120)
     assert sweep.returncode == 0, sweep.stdout[-4000:] + sweep.stderr[-4000:]
     assert "Ray Launcher is launching 2 jobs" in sweep.stderr + sweep.stdout
-    study = optuna.load_study(study_name="rdu_deploy-gpt2_small", storage=f"sqlite:///{tmp_path / 'mlruns' / 'optuna.db'}")
+    study = optuna.load_study(
+        study_name="rdu_deploy-gpt2_small", storage=f"sqlite:///{tmp_path / 'mlruns' / 'optuna.db'}"
+    )
     ran = [t for t in study.get_trials() if t.user_attrs.get("dabench.status") != "skipped"]
     assert len(ran) == 6 and all(t.state == TrialState.COMPLETE for t in ran)
     # status and mode came back with the objective (JobOutcome in the JobReturn), not from files

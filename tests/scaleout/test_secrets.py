@@ -34,16 +34,27 @@ def test_passwords_in_urls_leave_no_trace(stack, tmp_path):
     assert _files_with(tmp_path, CANARY) == []
 
     study = optuna.load_study(study_name="secret-study", storage=pg.url("optuna"))
-    stored = json.dumps([study.user_attrs, [(t.user_attrs, t.system_attrs, t.params) for t in study.trials]], default=str)
+    stored = json.dumps(
+        [study.user_attrs, [(t.user_attrs, t.system_attrs, t.params) for t in study.trials]], default=str
+    )
     assert CANARY not in stored and "u:***@" in stored
 
     client = MlflowClient(server.uri)
     experiment = client.get_experiment_by_name("dabench").experiment_id
-    runs = [r for r in client.search_runs([experiment], max_results=5000)
-            if "secret-study" in (r.data.tags.get("optuna_study"), r.data.tags.get("optuna.study"))]
+    runs = [
+        r
+        for r in client.search_runs([experiment], max_results=5000)
+        if "secret-study" in (r.data.tags.get("optuna_study"), r.data.tags.get("optuna.study"))
+    ]
     assert len(runs) == 3  # the parent and its 2 trials
     assert all(CANARY not in json.dumps([r.data.params, r.data.tags]) for r in runs)
 
-    best = subprocess.run([sys.executable, "-m", "dabench", "study", "--storage", storage, "--study", "secret-study",
-                           "--top", "2"], cwd=tmp_path, env=worker_env(), capture_output=True, text=True, timeout=120)
+    best = subprocess.run(
+        [sys.executable, "-m", "dabench", "study", "--storage", storage, "--study", "secret-study", "--top", "2"],
+        cwd=tmp_path,
+        env=worker_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert best.returncode == 0 and CANARY not in best.stdout + best.stderr

@@ -1,6 +1,7 @@
 """Several workers on one PostgreSQL study and one mlflow server: exactly n_trials counted
 trials, no deployment (override set) evaluated twice, one MLflow parent per study with every
-counted trial its child, no orphan and no run left RUNNING; a worker killed mid-trial leaves a failed, not-counted trial whose settings run
+counted trial its child, no orphan and no run left RUNNING; a worker killed mid-trial leaves a failed, not-counted
+trial whose settings run
 again. Slow: a real PostgreSQL, a real mlflow server, real dabench processes."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ WAIT_S = 1500
 
 
 def _wait(processes, logs):
-    for process, log in zip(processes, logs):
+    for process, log in zip(processes, logs, strict=False):
         try:
             rc = process.wait(WAIT_S)
         except Exception:
@@ -38,8 +39,11 @@ def _record(server_uri: str, study: optuna.Study):
     client = MlflowClient(server_uri)
     experiment = client.get_experiment_by_name("dabench").experiment_id
     runs = client.search_runs([experiment], max_results=5000)
-    parents = [r for r in runs if r.data.tags.get("dabench.parent") == "true"
-               and r.data.tags.get("optuna.study") == study.study_name]
+    parents = [
+        r
+        for r in runs
+        if r.data.tags.get("dabench.parent") == "true" and r.data.tags.get("optuna.study") == study.study_name
+    ]
     mine = [r for r in runs if r.data.tags.get("optuna_study") == study.study_name]
     parent_ids = {p.info.run_id for p in parents}
     children = [r for r in mine if r.data.tags.get("mlflow.parentRunId") in parent_ids]
@@ -65,13 +69,19 @@ def test_four_workers_started_together_share_one_study(stack, tmp_path):
     study = optuna.load_study(study_name="four-workers", storage=pg.url("optuna"))
     trials = study.get_trials()
     counted = [t for t in trials if counts_toward_budget(t)]
-    table = "\n".join(f"{t.number} {t.state.name} {t.user_attrs.get(STATUS_ATTR)} {t.user_attrs.get('dabench.owner')} "
-                      f"{t.datetime_start} {t.datetime_complete} {t.system_attrs.get('fixed_params')}" for t in trials)
+    table = "\n".join(
+        f"{t.number} {t.state.name} {t.user_attrs.get(STATUS_ATTR)} {t.user_attrs.get('dabench.owner')} "
+        f"{t.datetime_start} {t.datetime_complete} {t.system_attrs.get('fixed_params')}"
+        for t in trials
+    )
     assert len(counted) == n, table
     assert [t.state for t in counted] == [TrialState.COMPLETE] * n
     assert _duplicates(counted) == 0, "a deployment ran twice"
-    assert all(t.state == TrialState.FAIL and t.user_attrs[STATUS_ATTR] == "skipped"
-               for t in trials if not counts_toward_budget(t))
+    assert all(
+        t.state == TrialState.FAIL and t.user_attrs[STATUS_ATTR] == "skipped"
+        for t in trials
+        if not counts_toward_budget(t)
+    )
     assert not [t for t in trials if t.state == TrialState.RUNNING]
     owners = {t.user_attrs["dabench.owner"]["pid"] for t in counted}
     assert len(owners) > 1, "the workers shared the study"
@@ -84,9 +94,12 @@ def test_four_workers_started_together_share_one_study(stack, tmp_path):
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert len(children) == n and not orphans and not running
     assert sorted(int(r.data.tags["optuna_trial"]) for r in children) == sorted(t.number for t in counted)
-    print(f"\n4 workers, n_trials={n}: {len(trials)} trials ({len(counted)} counted, {_duplicates(counted)} "
-          f"duplicate deployments, {len(trials) - len(counted)} skipped proposals), {len(children)} children of 1 parent, "
-          f"{len(orphans)} orphans, {len(running)} RUNNING")
+    print(
+        f"\n4 workers, n_trials={n}: {len(trials)} trials ({len(counted)} counted, {_duplicates(counted)} "
+        f"duplicate deployments, {len(trials) - len(counted)} skipped proposals), "
+        f"{len(children)} children of 1 parent, "
+        f"{len(orphans)} orphans, {len(running)} RUNNING"
+    )
 
 
 def test_a_worker_killed_mid_trial_leaves_a_failed_trial_that_runs_again(stack, tmp_path):

@@ -48,8 +48,11 @@ def test_retry_locked_retries_only_lock_errors():
     with pytest.raises(ValueError):
         retry_locked(lambda: (_ for _ in ()).throw(ValueError("other")), sleep=waits.append)
     with pytest.raises(sqlite3.OperationalError):
-        retry_locked(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("database is locked")),
-                     retries=2, sleep=lambda s: None)
+        retry_locked(
+            lambda: (_ for _ in ()).throw(sqlite3.OperationalError("database is locked")),
+            retries=2,
+            sleep=lambda s: None,
+        )
     assert is_locked_error(Exception("(sqlite3.OperationalError) database is locked"))
 
 
@@ -89,8 +92,10 @@ def test_eight_cli_runs_at_once_on_a_fresh_default_store(tmp_path):
     """`python -m dabench hardware=ipu parallel=pp` x8, released together: 8 runs, all metrics."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     # one launch dir (so one default store); each job its own Hydra output dir
-    jobs = [(str(tmp_path), ["hardware=ipu", "parallel=pp", "run.grad_accum=3", f"hydra.run.dir=outputs/w{i}"])
-            for i in range(WRITERS)]
+    jobs = [
+        (str(tmp_path), ["hardware=ipu", "parallel=pp", "run.grad_accum=3", f"hydra.run.dir=outputs/w{i}"])
+        for i in range(WRITERS)
+    ]
     codes = _released_together(_store_worker.cli, jobs, timeout=600)
     assert codes == [0] * WRITERS
     from mlflow.tracking import MlflowClient

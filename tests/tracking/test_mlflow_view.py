@@ -17,7 +17,9 @@ from dabench.tracking.store import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, client_
 def test_experiments_are_created_and_upgraded_with_the_classic_view_kind(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client, experiment_id = client_and_experiment(uri, "dabench")
-    assert client.get_experiment(experiment_id).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND == "custom_model_development"
+    assert (
+        client.get_experiment(experiment_id).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND == "custom_model_development"
+    )
     plain = MlflowClient(uri)
     old = plain.create_experiment("made-by-an-older-dabench")  # no kind: MLflow 3 shows it as GenAI
     assert EXPERIMENT_KIND_TAG not in plain.get_experiment(old).tags
@@ -35,8 +37,14 @@ def test_a_recorded_run_lasts_as_long_as_its_work(tmp_path):
 
 
 def test_the_reproduce_command_is_this_interpreter_with_quoted_overrides_and_no_credentials():
-    command = reproduce_command(["model=gpt2_small", "tracking.uri=postgresql://me:hunter2@db/mlflow",
-                                 "tracking.tags.api_token=abc123", 'parallel.placement="0 4"'])
+    command = reproduce_command(
+        [
+            "model=gpt2_small",
+            "tracking.uri=postgresql://me:hunter2@db/mlflow",
+            "tracking.tags.api_token=abc123",
+            'parallel.placement="0 4"',
+        ]
+    )
     words = shlex.split(command)
     assert words[:3] == [sys.executable, "-m", "dabench"]
     assert words[3] == "model=gpt2_small"
@@ -55,10 +63,20 @@ def _runs(uri, experiment):
 def test_a_measured_run_has_system_metrics_and_a_description_and_a_predicted_run_no_system_metrics(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     common = [f"tracking.uri={uri}", "tracking.system_metrics_interval_s=1"]
-    measured = api.run(["run.warmup_steps=1", "run.timed_steps=2", "run.profile_subtasks=false",
-                        "tracking.experiment=measured", *common], record=True)
+    measured = api.run(
+        [
+            "run.warmup_steps=1",
+            "run.timed_steps=2",
+            "run.profile_subtasks=false",
+            "tracking.experiment=measured",
+            *common,
+        ],
+        record=True,
+    )
     assert measured.status.value == "ok" and measured.mode == "measure"
-    predicted = api.run(["hardware=ipu", "hardware.mode=predict", "tracking.experiment=predicted", *common], record=True)
+    predicted = api.run(
+        ["hardware=ipu", "hardware.mode=predict", "tracking.experiment=predicted", *common], record=True
+    )
     assert predicted.status.value == "ok"
     _, (m,) = _runs(uri, "measured")
     system = {k for k in m.data.metrics if k.startswith("system/")}

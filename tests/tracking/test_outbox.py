@@ -39,8 +39,14 @@ def test_a_journal_keeps_no_secret_and_replays_once(tmp_path, monkeypatch):
     from dabench.tracking.outbox import Journal, pending, replay
 
     monkeypatch.setenv("DABENCH_OUTBOX", str(tmp_path / "outbox"))
-    journal = Journal.new(uri="http://bob:CANARY42@127.0.0.1:1", experiment="dabench", run_name="r1",
-                          start_ms=1_000_000, tags={"dabench.mode": "predict"}, parent=None)
+    journal = Journal.new(
+        uri="http://bob:CANARY42@127.0.0.1:1",
+        experiment="dabench",
+        run_name="r1",
+        start_ms=1_000_000,
+        tags={"dabench.mode": "predict"},
+        parent=None,
+    )
     journal.log({"tracking.uri": "http://bob:CANARY42@127.0.0.1:1"}, {"throughput.samples_per_s": 5.0}, {"x": "1"})
     (tmp_path / "art").mkdir()
     (tmp_path / "art" / "result.json").write_text("{}")
@@ -61,9 +67,26 @@ def test_a_journal_keeps_no_secret_and_replays_once(tmp_path, monkeypatch):
 def _server(backend: str, port: int, artifacts: Path, log: Path) -> subprocess.Popen:
     mlflow = Path(sys.executable).with_name("mlflow")
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    process = subprocess.Popen([str(mlflow), "server", "--backend-store-uri", backend, "--artifacts-destination",
-                                artifacts.as_uri(), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                               stdout=log.open("a"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    process = subprocess.Popen(
+        [
+            str(mlflow),
+            "server",
+            "--backend-store-uri",
+            backend,
+            "--artifacts-destination",
+            artifacts.as_uri(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 180
     while True:
         try:
@@ -89,12 +112,22 @@ def test_a_server_killed_mid_sweep_and_restarted_loses_nothing(tmp_path):
     uri = f"http://127.0.0.1:{port}"
     server = _server(backend, port, artifacts, log)
     ready = tmp_path / "ready"
-    env = {"MLFLOW_TRACKING_URI": uri, "DABENCH_FAULT": "run_body:wait@2", "DABENCH_FAULT_READY": str(ready),
-           "DABENCH_OUTBOX": str(tmp_path / "outbox"), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
-           "MLFLOW_HTTP_REQUEST_TIMEOUT": "3"}
-    sweep = subprocess.Popen(dabench_argv(*PREDICT, "model.n_layers=1,2,3,4", "-m"), cwd=tmp_path,
-                             env={**os.environ, **env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    env = {
+        "MLFLOW_TRACKING_URI": uri,
+        "DABENCH_FAULT": "run_body:wait@2",
+        "DABENCH_FAULT_READY": str(ready),
+        "DABENCH_OUTBOX": str(tmp_path / "outbox"),
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": "3",
+    }
+    sweep = subprocess.Popen(
+        dabench_argv(*PREDICT, "model.n_layers=1,2,3,4", "-m"),
+        cwd=tmp_path,
+        env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while not (ready.exists() and ready.read_text().strip()):

@@ -74,13 +74,21 @@ def test_reap_ends_only_this_hosts_dead_runs(store):
     found = reaper.reap(client)
     assert [f.run_name for f in found] == ["mine-dead"]
     assert f"process {gone} on {os.uname().nodename}" in found[0].reason
-    assert states(store) == {"mine-alive": ("RUNNING", None), "mine-dead": ("KILLED", "killed"),
-                             "other-host": ("RUNNING", None), "no-owner": ("RUNNING", None)}
+    assert states(store) == {
+        "mine-alive": ("RUNNING", None),
+        "mine-dead": ("KILLED", "killed"),
+        "other-host": ("RUNNING", None),
+        "no-owner": ("RUNNING", None),
+    }
     assert reaper.reap(client) == []  # nothing left to do
     found = reaper.reap(client, all_hosts=True)  # the user says those processes are gone
     assert sorted(f.run_name for f in found) == ["no-owner", "other-host"]
-    assert states(store) == {"mine-alive": ("RUNNING", None), "mine-dead": ("KILLED", "killed"),
-                             "other-host": ("KILLED", "killed"), "no-owner": ("KILLED", "killed")}
+    assert states(store) == {
+        "mine-alive": ("RUNNING", None),
+        "mine-dead": ("KILLED", "killed"),
+        "other-host": ("KILLED", "killed"),
+        "no-owner": ("KILLED", "killed"),
+    }
 
 
 def test_reap_once_searches_once_per_process_and_store(store, monkeypatch):
@@ -132,7 +140,7 @@ def test_doctor_names_a_corrupt_store(store, tmp_path, capsys, which):
     make_study(tmp_path, os.getpid())
     path = tmp_path / "mlruns" / which
     data = bytearray(path.read_bytes())
-    data[100:4096 * 3] = b"\xff" * (4096 * 3 - 100)  # header and first pages overwritten
+    data[100 : 4096 * 3] = b"\xff" * (4096 * 3 - 100)  # header and first pages overwritten
     path.write_bytes(bytes(data))
     assert doctor.main([]) == 1
     out = capsys.readouterr().out

@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from dabench.tracking.redact import (MASK, RedactingFilter, redact_hydra_output, redact_mapping, redact_text,
-                                     redact_uri, secret_env_values)
+from dabench.tracking.redact import (
+    MASK,
+    RedactingFilter,
+    redact_hydra_output,
+    redact_mapping,
+    redact_text,
+    redact_uri,
+    secret_env_values,
+)
 from tests.conftest import ROOT
 
 SECRETS = ("hunter22", "tok_supersecret123", "plainvalue99")
@@ -31,11 +38,15 @@ def test_environment_tokens_and_secret_names_are_masked():
     assert redact_text("got tok_supersecret123 back", env) == f"got {MASK} back"
     assert redact_text("tracking.tags.api_token=plainvalue99", env) == f"tracking.tags.api_token={MASK}"
     cfg = {"tracking": {"uri": "mysql://u:hunter22@h/db", "tags": {"password": "plainvalue99", "n": 3}}}
-    assert redact_mapping(cfg, env) == {"tracking": {"uri": f"mysql://u:{MASK}@h/db", "tags": {"password": MASK, "n": 3}}}
+    assert redact_mapping(cfg, env) == {
+        "tracking": {"uri": f"mysql://u:{MASK}@h/db", "tags": {"password": MASK, "n": 3}}
+    }
 
 
 def test_log_records_are_redacted():
-    record = logging.LogRecord("dabench", logging.INFO, __file__, 1, "store %s", ("postgresql://u:hunter22@h/db",), None)
+    record = logging.LogRecord(
+        "dabench", logging.INFO, __file__, 1, "store %s", ("postgresql://u:hunter22@h/db",), None
+    )
     RedactingFilter().filter(record)
     assert "hunter22" not in record.getMessage()
 
@@ -51,7 +62,11 @@ def test_hydra_output_files_are_redacted(tmp_path):
 def _all_text(folder: Path) -> str:
     chunks = []
     for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink() and path.suffix in (".yaml", ".json", ".log", ".txt", ".csv", ".db", ""):
+        if (
+            path.is_file()
+            and not path.is_symlink()
+            and path.suffix in (".yaml", ".json", ".log", ".txt", ".csv", ".db", "")
+        ):
             chunks.append(path.read_bytes().decode(errors="replace"))
     return "\n".join(chunks)
 
@@ -61,13 +76,24 @@ def test_a_run_records_no_secret_and_writes_only_inside_its_folders(tmp_path):
     launch = tmp_path / "launch"
     launch.mkdir()
     outside_before = set(os.listdir(tmp_path))
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(launch),
-           "MY_SERVICE_TOKEN": "tok_supersecret123"}
-    overrides = ["hardware=ipu", "parallel=pp", "run.grad_accum=3", "tracking.run_name=../../escape",
-                 "+tracking.tags.note='postgresql://bob:hunter22@db:5432/x'", "+tracking.tags.echo=tok_supersecret123",
-                 "+tracking.tags.api_token=plainvalue99"]
-    done = subprocess.run([sys.executable, "-m", "dabench", *overrides], cwd=launch, capture_output=True, text=True,
-                          timeout=600, env=env)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(launch),
+        "MY_SERVICE_TOKEN": "tok_supersecret123",
+    }
+    overrides = [
+        "hardware=ipu",
+        "parallel=pp",
+        "run.grad_accum=3",
+        "tracking.run_name=../../escape",
+        "+tracking.tags.note='postgresql://bob:hunter22@db:5432/x'",
+        "+tracking.tags.echo=tok_supersecret123",
+        "+tracking.tags.api_token=plainvalue99",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *overrides], cwd=launch, capture_output=True, text=True, timeout=600, env=env
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     output = done.stdout + done.stderr
     from mlflow.tracking import MlflowClient

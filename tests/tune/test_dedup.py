@@ -34,6 +34,7 @@ def launch_ok(log):
     def launch(job_overrides, first_index):
         log.extend(job_overrides)
         return [Outcome(1.0 + i, "ok", mode="predict") for i, _ in enumerate(job_overrides)]
+
     return launch
 
 
@@ -74,8 +75,10 @@ def test_a_deployment_running_on_another_worker_is_not_proposed(tmp_path):
     mark_owner(other)  # a live owner: this process (another worker, as far as the study can tell)
     other.set_user_attr(OVERRIDES_ATTR, [f"run.batch_size={other.params['run.batch_size']}"])
     log = []
-    assert run_trials(study, space, n_trials=2, n_jobs=1, launch=launch_ok(log), poll_s=0.01,
-                      stop=lambda s: bool(log)) == 1
+    assert (
+        run_trials(study, space, n_trials=2, n_jobs=1, launch=launch_ok(log), poll_s=0.01, stop=lambda s: bool(log))
+        == 1
+    )
     assert log[0][0] != f"run.batch_size={other.params['run.batch_size']}"
 
 

@@ -29,12 +29,16 @@ from dabench.tune.study import (
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 SPACE = TrialSpace(parse_overrides(["+sweeps=demo", "run.batch_size=choice(1, 2, 4, 8)", "precision=fp16,fp32"]))
 #: not a finite grid (a continuous dimension): no duplicate is ever skipped, trial numbers are dense
-CONTINUOUS = TrialSpace(parse_overrides(["+sweeps=demo", "run.batch_size=choice(1, 2, 4, 8)", "precision=fp16,fp32",
-                                         "run.lr=interval(0.001, 0.01)"]))
+CONTINUOUS = TrialSpace(
+    parse_overrides(
+        ["+sweeps=demo", "run.batch_size=choice(1, 2, 4, 8)", "precision=fp16,fp32", "run.lr=interval(0.001, 0.01)"]
+    )
+)
 
 
 def fake_launch(log):
     """Throughput = batch size; batch 8 'does not fit' (NaN, status capacity)."""
+
     def launch(job_overrides, first_index):
         log.append((first_index, job_overrides))
         outcomes = []
@@ -45,6 +49,7 @@ def fake_launch(log):
             else:
                 outcomes.append(Outcome(float(batch), "ok", mode="predict"))
         return outcomes
+
     return launch
 
 
@@ -104,8 +109,12 @@ def test_interrupt_marks_the_batch_and_does_not_count(tmp_path):
         run_trials(study, CONTINUOUS, n_trials=5, n_jobs=2, launch=interrupted)
     states = [(t.number, t.state, t.user_attrs.get(STATUS_ATTR)) for t in study.get_trials()]
     # the interrupted trials' settings wait (enqueued) to be tried again
-    assert states[2:] == [(2, TrialState.FAIL, "interrupted"), (3, TrialState.FAIL, "interrupted"),
-                          (4, TrialState.WAITING, None), (5, TrialState.WAITING, None)]
+    assert states[2:] == [
+        (2, TrialState.FAIL, "interrupted"),
+        (3, TrialState.FAIL, "interrupted"),
+        (4, TrialState.WAITING, None),
+        (5, TrialState.WAITING, None),
+    ]
     assert trials_done(study) == 2
     log = []
     run_trials(_study(tmp_path, seed=6), CONTINUOUS, n_trials=5, n_jobs=2, launch=fake_launch(log))
@@ -139,8 +148,14 @@ def test_stale_running_trials_of_a_dead_sweep_are_failed(tmp_path):
 
 
 def test_study_names():
-    assert derive_study_name("ipu_deploy", "gpt2_test", ["+sweeps=ipu_deploy", "model=gpt2_test"]) == "ipu_deploy-gpt2_test"
-    assert derive_study_name("ipu_deploy", "gpt2_test", ["+sweeps=ipu_deploy", "tracking.enabled=false"]) == "ipu_deploy-gpt2_test"
+    assert (
+        derive_study_name("ipu_deploy", "gpt2_test", ["+sweeps=ipu_deploy", "model=gpt2_test"])
+        == "ipu_deploy-gpt2_test"
+    )
+    assert (
+        derive_study_name("ipu_deploy", "gpt2_test", ["+sweeps=ipu_deploy", "tracking.enabled=false"])
+        == "ipu_deploy-gpt2_test"
+    )
     a = derive_study_name("ipu_deploy", "gpt2_test", ["model.n_layers=12", "run.seed=1"])
     b = derive_study_name("ipu_deploy", "gpt2_test", ["run.seed=1", "model.n_layers=12"])
     c = derive_study_name("ipu_deploy", "gpt2_test", ["model.n_layers=24"])

@@ -16,9 +16,20 @@ from dabench.tune.placement import (
 )
 
 
-@pytest.mark.parametrize("n_layers,stages,min_first,min_other,max_first", [
-    (12, 1, 0, 1, None), (12, 2, 0, 1, None), (12, 4, 0, 1, None), (12, 8, 0, 1, None),
-    (6, 3, 1, 1, None), (5, 4, 0, 2, None), (12, 4, 0, 1, 2), (12, 1, 0, 1, 2), (3, 5, 0, 1, None)])
+@pytest.mark.parametrize(
+    "n_layers,stages,min_first,min_other,max_first",
+    [
+        (12, 1, 0, 1, None),
+        (12, 2, 0, 1, None),
+        (12, 4, 0, 1, None),
+        (12, 8, 0, 1, None),
+        (6, 3, 1, 1, None),
+        (5, 4, 0, 2, None),
+        (12, 4, 0, 1, 2),
+        (12, 1, 0, 1, 2),
+        (3, 5, 0, 1, None),
+    ],
+)
 def test_enumeration_matches_count_and_is_valid(n_layers, stages, min_first, min_other, max_first):
     found = list(placements(n_layers, stages, min_first, min_other, max_first))
     assert len(found) == count_placements(n_layers, stages, min_first, min_other, max_first)
@@ -37,13 +48,15 @@ def test_known_counts():
     assert list(compositions(4, 2, 1)) == [(1, 3), (2, 2), (3, 1)]
 
 
-@pytest.mark.parametrize("total,weights", [(7, [1, 1, 1]), (10, [0.2, 0.5, 0.3]), (1, [0.5, 0.5]),
-                                           (0, [1, 2]), (9, [0, 0, 0]), (12, [1e-9, 1, 0])])
+@pytest.mark.parametrize(
+    "total,weights",
+    [(7, [1, 1, 1]), (10, [0.2, 0.5, 0.3]), (1, [0.5, 0.5]), (0, [1, 2]), (9, [0, 0, 0]), (12, [1e-9, 1, 0])],
+)
 def test_apportion_sums_and_is_proportional(total, weights):
     parts = apportion(total, weights)
     assert sum(parts) == total and all(p >= 0 for p in parts)
     if sum(weights) > 0:
-        for part, w in zip(parts, weights):
+        for part, w in zip(parts, weights, strict=False):
             assert abs(part - total * w / sum(weights)) < 1 + 1e-9
 
 

@@ -13,7 +13,9 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 def _toy_study(failure_aware: bool, seed: int) -> tuple[int, float, optuna.Study]:
     """x, y in 0..19; every x < 14 is 'infeasible' (70% of the space); objective x + y."""
-    study = optuna.create_study(direction="maximize", sampler=make_sampler("tpe", seed, failed_as_infeasible=failure_aware))
+    study = optuna.create_study(
+        direction="maximize", sampler=make_sampler("tpe", seed, failed_as_infeasible=failure_aware)
+    )
     failures = 0
     for _ in range(50):
         trial = study.ask()

@@ -11,19 +11,30 @@ TOKEN, PASSWORD, FROM_ENV = "CANARYtok1x", "CANARYpw2x", "CANARYenv3x"
 
 def _run(tmp_path, *args):
     env = {**cli_env(tmp_path), "DABENCH_TEST_PASSWORD": FROM_ENV}
-    return subprocess.run([sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=400)
+    return subprocess.run(
+        [sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400
+    )
 
 
 def test_secrets_of_a_sweep_appear_nowhere(tmp_path):
-    sweep = _run(tmp_path, "+sweeps=rdu_deploy", "hydra.sweeper.space.hook=null", "hydra.sweeper.n_trials=2",
-                 f"+tracking.tags.api_token={TOKEN}", f"+tracking.tags.endpoint=https://u:{PASSWORD}@vendor.example/api",
-                 f"+tracking.tags.note={FROM_ENV}", "-m")
+    sweep = _run(
+        tmp_path,
+        "+sweeps=rdu_deploy",
+        "hydra.sweeper.space.hook=null",
+        "hydra.sweeper.n_trials=2",
+        f"+tracking.tags.api_token={TOKEN}",
+        f"+tracking.tags.endpoint=https://u:{PASSWORD}@vendor.example/api",
+        f"+tracking.tags.note={FROM_ENV}",
+        "-m",
+    )
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     assert "best: trial" in sweep.stdout and "'+tracking.tags.api_token=***'" in sweep.stdout
     shown = [_run(tmp_path, "study", "--top", "2"), _run(tmp_path, "study", "--json")]
     assert all(done.returncode == 0 for done in shown)
     outputs = sweep.stdout + sweep.stderr + "".join(done.stdout + done.stderr for done in shown)
-    leaked = [p for p in tmp_path.rglob("*") if p.is_file()
-              and any(s.encode() in p.read_bytes() for s in (TOKEN, PASSWORD, FROM_ENV))]
+    leaked = [
+        p
+        for p in tmp_path.rglob("*")
+        if p.is_file() and any(s.encode() in p.read_bytes() for s in (TOKEN, PASSWORD, FROM_ENV))
+    ]
     assert leaked == [] and not any(s in outputs for s in (TOKEN, PASSWORD, FROM_ENV))

@@ -14,23 +14,37 @@ from dabench.tune.space import parse_overrides
 from dabench.tune.study import open_study
 from tests.conftest import cli_env
 
-GOOD = dict(direction="maximize", n_trials=3, n_jobs=1, seed=None, sampler="tpe", sampler_options={},
-            failed_as_infeasible=True, allow_oversubscribe=False, allow_space_change=False,
-            storage=None, study_name=None, sweep_name="demo")
+GOOD = dict(
+    direction="maximize",
+    n_trials=3,
+    n_jobs=1,
+    seed=None,
+    sampler="tpe",
+    sampler_options={},
+    failed_as_infeasible=True,
+    allow_oversubscribe=False,
+    allow_space_change=False,
+    storage=None,
+    study_name=None,
+    sweep_name="demo",
+)
 
 
-@pytest.mark.parametrize("field, value, says", [
-    ("direction", "up", "maximize or minimize"),
-    ("n_trials", 0, "a positive integer"),
-    ("n_jobs", True, "a positive integer"),
-    ("seed", -1, "null or an integer"),
-    ("sampler", "bogus", "one of tpe"),
-    ("sampler_options", {"n_startup_trials": "x", "bogus": 1}, "arguments of optuna.samplers.TPESampler"),
-    ("failed_as_infeasible", "yes", "true or false"),
-    ("storage", "nonsense", "an SQLAlchemy URL"),
-    ("storage", "redis://u:CANARY123@h/0", "a URL of one of"),
-    ("study_name", "", "a non-empty printable name"),
-])
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        ("direction", "up", "maximize or minimize"),
+        ("n_trials", 0, "a positive integer"),
+        ("n_jobs", True, "a positive integer"),
+        ("seed", -1, "null or an integer"),
+        ("sampler", "bogus", "one of tpe"),
+        ("sampler_options", {"n_startup_trials": "x", "bogus": 1}, "arguments of optuna.samplers.TPESampler"),
+        ("failed_as_infeasible", "yes", "true or false"),
+        ("storage", "nonsense", "an SQLAlchemy URL"),
+        ("storage", "redis://u:CANARY123@h/0", "a URL of one of"),
+        ("study_name", "", "a non-empty printable name"),
+    ],
+)
 def test_a_bad_setting_names_its_field_value_and_what_is_valid(field, value, says):
     with pytest.raises(ConfigError) as caught:
         check_settings(**{**GOOD, field: value})
@@ -61,22 +75,35 @@ def test_a_resumed_study_with_another_space_is_refused_unless_allowed(tmp_path):
 
 
 def _dabench(tmp_path, *args):
-    return subprocess.run([sys.executable, "-m", "dabench", *args, "-m"], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dabench", *args, "-m"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_sweeper_exits_2_with_one_line_and_creates_nothing(tmp_path):
     done = _dabench(tmp_path, "+sweeps=rdu_deploy", "hydra.sweeper.storage=redis://u:CANARY123@h/0")
     assert done.returncode == 2, done.stderr[-2000:]
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines == ["dabench: invalid config: hydra.sweeper.storage='redis://u:***@h/0': a URL of one of "
-                     "sqlite, postgresql, postgres, mysql, mariadb, oracle, mssql"]
+    assert lines == [
+        "dabench: invalid config: hydra.sweeper.storage='redis://u:***@h/0': a URL of one of "
+        "sqlite, postgresql, postgres, mysql, mariadb, oracle, mssql"
+    ]
     assert "CANARY123" not in done.stdout + done.stderr
     assert not (tmp_path / "mlruns").exists() and not (tmp_path / "multirun").exists()
 
 
 def test_a_changed_space_on_resume_exits_2_and_writes_nothing(tmp_path):
-    base = ["+sweeps=rdu_deploy", "hydra.sweeper.space.hook=null", "hydra.sweeper.study_name=fixed", "hydra.sweeper.n_trials=1"]
+    base = [
+        "+sweeps=rdu_deploy",
+        "hydra.sweeper.space.hook=null",
+        "hydra.sweeper.study_name=fixed",
+        "hydra.sweeper.n_trials=1",
+    ]
     assert _dabench(tmp_path, *base, "run.batch_size=choice(4, 8)").returncode == 0
     storage = f"sqlite:///{tmp_path / 'mlruns' / 'optuna.db'}"
     before = [t.number for t in optuna.load_study(study_name="fixed", storage=storage).trials]

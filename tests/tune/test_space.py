@@ -10,11 +10,21 @@ from dabench.tune.space import override_value, params_to_overrides, parse_overri
 
 
 def test_grammar_to_distributions():
-    space = parse_overrides([
-        "run.batch_size=choice(1, 2, 4)", "precision=fp16,fp32", "a=range(1, 10, 2)", "b=interval(0.1, 1)",
-        "c=tag(log, interval(1e-4, 1e-1))", "d=int(interval(1, 8))", "e=tag(log, int(interval(1, 64)))",
-        "f=shuffle(range(1, 4))", "g=range(0.5, 2.0, 0.5)", "model=gpt2_test", "+x.y=3",
-    ])
+    space = parse_overrides(
+        [
+            "run.batch_size=choice(1, 2, 4)",
+            "precision=fp16,fp32",
+            "a=range(1, 10, 2)",
+            "b=interval(0.1, 1)",
+            "c=tag(log, interval(1e-4, 1e-1))",
+            "d=int(interval(1, 8))",
+            "e=tag(log, int(interval(1, 64)))",
+            "f=shuffle(range(1, 4))",
+            "g=range(0.5, 2.0, 0.5)",
+            "model=gpt2_test",
+            "+x.y=3",
+        ]
+    )
     dists = {d.name: d.distribution for d in space.dimensions}
     assert dists["run.batch_size"] == CategoricalDistribution([1, 2, 4])
     assert dists["precision"] == CategoricalDistribution(["fp16", "fp32"])
@@ -37,8 +47,26 @@ def test_bad_ranges_name_the_key():
         parse_overrides(["a=1,2", "+a=3,4"])
 
 
-@pytest.mark.parametrize("value", [1, -3, 0.25, 1e-5, True, False, None, "fp16", "with space", "true", "a'b",
-                                   [0, 4, 4, 4], [], {"k": 1, "v": [1, 2]}, "x:y"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        1,
+        -3,
+        0.25,
+        1e-5,
+        True,
+        False,
+        None,
+        "fp16",
+        "with space",
+        "true",
+        "a'b",
+        [0, 4, 4, 4],
+        [],
+        {"k": 1, "v": [1, 2]},
+        "x:y",
+    ],
+)
 def test_override_value_round_trips_through_hydra(value):
     parsed = OverridesParser.create().parse_override(f"key={override_value(value)}").value()
     assert parsed == value

@@ -19,8 +19,14 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def sweep(tmp_path, *args, timeout=180):
-    done = subprocess.run([sys.executable, "-m", "dabench", *args, "-m"], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *args, "-m"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
@@ -62,19 +68,38 @@ def test_ipu_sweep_resumes_into_one_parent_run(tmp_path):
     assert parent.data.metrics["trials.complete"] == 5
     assert parent.data.tags["best.ipus"] == str(study.best_params["ipus"])
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "study")}
-    assert {"study/optimization_history.png", "study/param_importance.png",
-            "study/optimization_results.yaml", "study/trials.csv"} <= artifacts
+    assert {
+        "study/optimization_history.png",
+        "study/param_importance.png",
+        "study/optimization_results.yaml",
+        "study/trials.csv",
+    } <= artifacts
 
-    best = subprocess.run([sys.executable, "-m", "dabench", "study"], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=60)
+    best = subprocess.run(
+        [sys.executable, "-m", "dabench", "study"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert best.returncode == 0 and f"best: trial {study.best_trial.number}" in best.stdout
     assert "parallel.layers_per_stage=" in best.stdout and "hardware.mode=measure" in best.stdout
 
 
 def test_cpu_sweep_measures_and_records_invalid_trials(tmp_path):
     # command-line sweeps replace the sweep's own dimensions; a fixed value removes one
-    out = sweep(tmp_path, "+sweeps=cpu_deploy", "model.n_layers=1", "run.warmup_steps=0", "run.timed_steps=1",
-                "hydra.sweeper.n_trials=4", "run.batch_size=1,2", "precision=fp32", "run.threads=choice(0, 1)")
+    out = sweep(
+        tmp_path,
+        "+sweeps=cpu_deploy",
+        "model.n_layers=1",
+        "run.warmup_steps=0",
+        "run.timed_steps=1",
+        "hydra.sweeper.n_trials=4",
+        "run.batch_size=1,2",
+        "precision=fp32",
+        "run.threads=choice(0, 1)",
+    )
     study = load(tmp_path, "cpu_deploy-tiny-" + out.split("study cpu_deploy-tiny-")[1].split()[0])
     by_threads = {0: [], 1: []}
     ran = [t for t in study.trials if t.user_attrs.get("dabench.status") != "skipped"]

@@ -6,7 +6,6 @@ import json
 import sys
 
 import pytest
-
 from vendor_helpers import FAKES
 
 

@@ -5,16 +5,18 @@ that venv is absent."""
 from __future__ import annotations
 
 import pytest
+from vendor_helpers import run_config
 
 from dabench.backends import get_backend
 from dabench.backends.wse2 import DEFAULT_VENV_PYTHON, CstorchBackend, CstorchCpuBackend
-from dabench.pipeline.execute import execute
 from dabench.core.status import Status, UnsupportedError
+from dabench.pipeline.execute import execute
 from dabench.vendors.wse2_runner import half_dtype, num_csx
-from vendor_helpers import run_config
 
-requires_venv = pytest.mark.skipif(not DEFAULT_VENV_PYTHON.exists(),
-                                   reason=f"no cerebras venv at {DEFAULT_VENV_PYTHON}: run scripts/setup_cerebras_venv.sh")
+requires_venv = pytest.mark.skipif(
+    not DEFAULT_VENV_PYTHON.exists(),
+    reason=f"no cerebras venv at {DEFAULT_VENV_PYTHON}: run scripts/setup_cerebras_venv.sh",
+)
 
 
 def test_registered():
@@ -47,7 +49,9 @@ def test_cpu_backend_refuses_what_cstorch_cpu_cannot_do():
 def test_csx_without_a_cluster_is_unavailable(monkeypatch, tmp_path):
     monkeypatch.setenv("CSCONFIG_PATH", str(tmp_path / "no_config"))
     availability = CstorchBackend.availability(run_config("wse2"))
-    assert not availability.ok and "no Wafer-Scale Cluster" in availability.reason and "cstorch_cpu" in availability.reason
+    assert (
+        not availability.ok and "no Wafer-Scale Cluster" in availability.reason and "cstorch_cpu" in availability.reason
+    )
 
 
 @requires_venv

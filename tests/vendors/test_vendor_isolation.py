@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from vendor_helpers import FAKES
 
-from dabench.runtime.isolation import PROTOCOL, child_env, run_child
 from dabench.backends.vendor import probe_sdk
 from dabench.core.status import CompileError, CrashedError, RunTimeout, Status
-from vendor_helpers import FAKES
+from dabench.runtime.isolation import PROTOCOL, child_env, run_child
 
 
 @pytest.fixture
@@ -67,8 +67,9 @@ def test_hung_child_and_its_process_group_are_killed(fakes_on_path):
         pytest.fail(f"grandchild {grandchild} survived the timeout")
 
 
-@pytest.mark.parametrize("behaviour, message", [("garbled", "no readable result.json"),
-                                                ("no_result", "no readable result.json")])
+@pytest.mark.parametrize(
+    "behaviour, message", [("garbled", "no readable result.json"), ("no_result", "no readable result.json")]
+)
 def test_missing_or_garbled_result_is_crashed(fakes_on_path, behaviour, message):
     with pytest.raises(CrashedError, match=message):
         run_fake(fakes_on_path / behaviour, behaviour)
@@ -100,20 +101,26 @@ def test_runner_common_main_reports_exceptions(tmp_path, monkeypatch):
     def broken(_):
         raise ZeroDivisionError("boom")
 
-    for run, status, text in ((unsupported, "unsupported", "no such mode"), (broken, "crashed", "ZeroDivisionError: boom")):
+    for run, status, text in (
+        (unsupported, "unsupported", "no such mode"),
+        (broken, "crashed", "ZeroDivisionError: boom"),
+    ):
         out = tmp_path / f"{status}.json"
         assert main(run, ["x", str(request), str(out)]) == 0
         result = json.loads(out.read_text())
         assert result["status"] == status and text in result["reason"] and result["protocol"] == PROTOCOL
 
 
-
 def _python38() -> str | None:
     candidates = sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.8*" / "bin" / "python3.8")))
     found = shutil.which("python3.8")
     for path in ([found] if found else []) + candidates:
-        if subprocess.run([path, "-c", "import sys; assert sys.version_info[:2] == (3, 8)"],
-                          capture_output=True).returncode == 0:
+        if (
+            subprocess.run(
+                [path, "-c", "import sys; assert sys.version_info[:2] == (3, 8)"], capture_output=True
+            ).returncode
+            == 0
+        ):
             return path
     return None
 
@@ -124,10 +131,21 @@ def test_runner_side_imports_under_python_3_8():
     python = _python38()
     if python is None:
         pytest.skip("no Python 3.8 interpreter here")
-    modules = ["dabench.vendors.child", "dabench.vendors.probe", "dabench.vendors.ipu_runner",
-               "dabench.vendors.wse2_runner", "dabench.vendors.rdu_runner", "dabench.vendors.ipu_export"]
-    done = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True, text=True,
-                          env=child_env(python), timeout=60)
+    modules = [
+        "dabench.vendors.child",
+        "dabench.vendors.probe",
+        "dabench.vendors.ipu_runner",
+        "dabench.vendors.wse2_runner",
+        "dabench.vendors.rdu_runner",
+        "dabench.vendors.ipu_export",
+    ]
+    done = subprocess.run(
+        [python, "-c", "import " + ", ".join(modules)],
+        capture_output=True,
+        text=True,
+        env=child_env(python),
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert probe_sdk(python, "poptorch") == (False, "poptorch is not importable", "")
 

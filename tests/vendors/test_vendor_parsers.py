@@ -7,12 +7,12 @@ import json
 import math
 
 import pytest
-
-from dabench.ingest.parse import detect, parse
-from dabench.ingest.wse2 import kernel_class, parse_compile_report
-from dabench.ingest.ipu import tile_balance
-from dabench.ingest.rdu import stage_load_imbalance
 from vendor_helpers import FIXTURES, SHARED, requires_shared
+
+from dabench.ingest.ipu import tile_balance
+from dabench.ingest.parse import detect, parse
+from dabench.ingest.rdu import stage_load_imbalance
+from dabench.ingest.wse2 import kernel_class, parse_compile_report
 
 approx = pytest.approx
 
@@ -42,9 +42,10 @@ def test_compile_report_small_fixture_by_hand():
 
 
 def test_kernel_classes():
-    assert [kernel_class(n) for n in ("attention12", "fc22", "emb_fc1", "pos_encoding2", "mlm_loss1", "layer_norm31",
-                                      "dropout4", "patio")] == \
-           ["attention", "fc", "embedding", "embedding", "loss", "norm", "other", "other"]
+    assert [
+        kernel_class(n)
+        for n in ("attention12", "fc22", "emb_fc1", "pos_encoding2", "mlm_loss1", "layer_norm31", "dropout4", "patio")
+    ] == ["attention", "fc", "embedding", "embedding", "loss", "norm", "other", "other"]
 
 
 def test_compile_report_rejects_other_text():
@@ -53,8 +54,10 @@ def test_compile_report_rejects_other_text():
 
 
 @requires_shared
-@pytest.mark.parametrize("number, samples, active_pct, bottleneck", [
-    (7, 5887.1, 37, "attention12"), (11, 5897.5, 58, "mlm_loss1"), (13, 5897.5, 79, "mlm_loss1")])
+@pytest.mark.parametrize(
+    "number, samples, active_pct, bottleneck",
+    [(7, 5887.1, 37, "attention12"), (11, 5897.5, 58, "mlm_loss1"), (13, 5897.5, 79, "mlm_loss1")],
+)
 def test_real_compile_reports_match_their_headers(number, samples, active_pct, bottleneck):
     report = parse(SHARED / "cerebras" / "compile_reports" / f"compile_report_{number}.txt")
     metrics = report.metrics()
@@ -96,8 +99,12 @@ def test_appliance_run_small_fixture():
 
 def test_appliance_run_detected_from_any_of_its_files():
     folder = FIXTURES / "appliance_run"
-    for path in (folder, folder / "run.log", folder / "executors" / "000001" / "performance.json",
-                 folder / "executors" / "000001"):
+    for path in (
+        folder,
+        folder / "run.log",
+        folder / "executors" / "000001" / "performance.json",
+        folder / "executors" / "000001",
+    ):
         assert detect(path)[0] == "cerebras_appliance_run", path
 
 

@@ -5,14 +5,14 @@ compile before the timed host calls, samples counted per host call, the profile 
 from __future__ import annotations
 
 import pytest
+from vendor_helpers import run_config
 
 from dabench.backends import get_backend
 from dabench.backends.ipu import PoptorchBackend
 from dabench.backends.vendor import probe_sdk
-from dabench.pipeline.execute import execute
 from dabench.core.status import ConfigError, Status, UnsupportedError
+from dabench.pipeline.execute import execute
 from dabench.vendors.ipu_runner import _classify_compile_error, begin_blocks
-from vendor_helpers import run_config
 
 PIPELINE = {"strategy": "pp", "degree": 2, "layers_per_stage": [0, 2]}
 
@@ -41,8 +41,10 @@ def test_sdk_without_ipus_is_unavailable(fake_sdk, monkeypatch):
 
 
 def test_graphcore_gpt2_layout_places_embedding_and_head_on_ipu0():
-    config = {"model": {"n_layers": 12}, "parallel": {"strategy": "pp", "degree": 4, "layers_per_stage": [0, 4, 4, 4],
-                                                      "head_on_last": False}}
+    config = {
+        "model": {"n_layers": 12},
+        "parallel": {"strategy": "pp", "degree": 4, "layers_per_stage": [0, 4, 4, 4], "head_on_last": False},
+    }
     assert begin_blocks(config) == [("embedding", 0), ("block.0", 1), ("block.4", 2), ("block.8", 3), ("head", 0)]
     config["parallel"]["head_on_last"] = True
     assert begin_blocks(config)[-1] == ("head", 0)  # on IPUs the head stays on IPU 0 (Graphcore layout)
@@ -51,9 +53,18 @@ def test_graphcore_gpt2_layout_places_embedding_and_head_on_ipu0():
 
 
 def test_pipelined_mixed_precision_run_drives_the_api(fake_sdk):
-    rc = run_config("ipu", python=fake_sdk.python, parallel=PIPELINE,
-                    options={"device_iterations": 3, "available_memory_proportion": 0.3, "runner_profile": True,
-                             "runner_ipu_model": True}, grad_accum=4)
+    rc = run_config(
+        "ipu",
+        python=fake_sdk.python,
+        parallel=PIPELINE,
+        options={
+            "device_iterations": 3,
+            "available_memory_proportion": 0.3,
+            "runner_profile": True,
+            "runner_ipu_model": True,
+        },
+        grad_accum=4,
+    )
     result = execute(rc)
     assert result.status is Status.OK, result.reason
     blocks = [(c["kwargs"]["user_id"], c["kwargs"]["ipu_id"]) for c in fake_sdk("BeginBlock")]
@@ -89,8 +100,13 @@ def test_pipelined_mixed_precision_run_drives_the_api(fake_sdk):
 
 
 def test_data_parallel_fp16_replicates(fake_sdk):
-    rc = run_config("ipu", python=fake_sdk.python, precision="fp16", parallel={"strategy": "dp", "degree": 2},
-                    options={"runner_ipu_model": True, "half_partials": True})
+    rc = run_config(
+        "ipu",
+        python=fake_sdk.python,
+        precision="fp16",
+        parallel={"strategy": "dp", "degree": 2},
+        options={"runner_ipu_model": True, "half_partials": True},
+    )
     result = execute(rc)
     assert result.status is Status.OK, result.reason
     settings = {c["call"]: c["args"] for c in fake_sdk()}

@@ -7,16 +7,20 @@ import subprocess
 import sys
 
 import pytest
+from vendor_helpers import FIXTURES, REPO, SHARED, requires_shared
 
 from dabench.cli.ingest import main
-from vendor_helpers import FIXTURES, REPO, SHARED, requires_shared
 
 
 @requires_shared
 def test_compile_report_7_acceptance():
-    done = subprocess.run([sys.executable, "-m", "dabench", "ingest",
-                           "../shared/fixtures/cerebras/compile_reports/compile_report_7.txt"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", "ingest", "../shared/fixtures/cerebras/compile_reports/compile_report_7.txt"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["source"] == "cerebras_compile_report"
@@ -28,8 +32,9 @@ def test_compile_report_7_acceptance():
 
 
 @requires_shared
-@pytest.mark.parametrize("folder, source", [("cerebras/appliance_run", "cerebras_appliance_run"),
-                                            ("sambanova/logreg", "sambaflow_compile")])
+@pytest.mark.parametrize(
+    "folder, source", [("cerebras/appliance_run", "cerebras_appliance_run"), ("sambanova/logreg", "sambaflow_compile")]
+)
 def test_real_folders_parse(capsys, folder, source):
     assert main([str(SHARED / folder)]) == 0
     assert json.loads(capsys.readouterr().out)["source"] == source
@@ -103,6 +108,7 @@ def test_a_full_disk_or_failed_store_is_one_line_and_exit_1(capsys, tmp_path, mo
 
 
 def test_help_documents_the_exit_statuses():
-    done = subprocess.run([sys.executable, "-m", "dabench", "ingest", "--help"], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", "ingest", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "Exit status: 0" in done.stdout and "disk_full" in done.stdout

@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from vendor_helpers import run_config
 
 from dabench.backends import get_backend
 from dabench.backends.rdu import SambaflowBackend
-from dabench.pipeline.execute import execute
 from dabench.core.status import Status, UnsupportedError
+from dabench.pipeline.execute import execute
 from dabench.vendors.child import RunnerError
 from dabench.vendors.rdu_runner import compile_args
-from vendor_helpers import run_config
 
 
 def test_registered_and_unavailable_without_sdk(monkeypatch, tmp_path):
@@ -63,7 +63,7 @@ def test_compile_flags_for_tensor_parallel_and_mixed_precision():
     rc = run_config("rdu", precision="mixed", parallel={"strategy": "tp", "degree": 2}).to_dict()
     args = compile_args(rc, "/out", "pef")
     assert args[args.index("--n-chips") + 1] == "2" and args[args.index("--tensor-parallel") + 1] == "weight"
-    assert args[args.index("--enable-mixed-precision-ops") + 1:][:2] == ["gemm", "softmax"]
+    assert args[args.index("--enable-mixed-precision-ops") + 1 :][:2] == ["gemm", "softmax"]
     assert "-o1" in args  # conf/hardware/rdu.yaml's compile_mode
     rc["hardware"]["options"]["compile_mode"] = "o2"
     with pytest.raises(RunnerError, match="compile_mode='o2'"):

@@ -95,13 +95,15 @@ def test_half_precision_moves_fewer_bytes_for_same_flops():
 
 
 def _variant(name, **over):
-    from dabench.config.build import build_model, build_precision
-    from tests.conftest import CONF
     import yaml
 
+    from dabench.config.build import build_model, build_precision
+    from tests.conftest import CONF
+
     section = {**yaml.safe_load((CONF / "model" / f"{name}.yaml").read_text()), **over}
-    return build_model(section), build_precision({"name": "mixed", "param_dtype": "fp32", "compute_dtype": "bf16",
-                                                  "autocast": True})
+    return build_model(section), build_precision(
+        {"name": "mixed", "param_dtype": "fp32", "compute_dtype": "bf16", "autocast": True}
+    )
 
 
 def test_calibration_workloads_have_their_published_parameter_counts():

@@ -10,12 +10,27 @@ from dabench.perfmodel.knobs import knob, register
 @register("cpu")
 @dataclass(frozen=True)
 class CpuKnobs:
-    compute_efficiency: float = knob(low=0.0, high=1.0, doc="share of the calibrated matmul peak a large matmul op reaches")
-    memory_efficiency: float = knob(low=0.0, high=1.0, doc="share of the calibrated copy bandwidth a streaming op reaches")
+    compute_efficiency: float = knob(
+        low=0.0, high=1.0, doc="share of the calibrated matmul peak a large matmul op reaches"
+    )
+    memory_efficiency: float = knob(
+        low=0.0, high=1.0, doc="share of the calibrated copy bandwidth a streaming op reaches"
+    )
     launch_s: float = knob(low=-1e-30, doc="seconds of framework dispatch + autograd per op and phase")
-    matmul_half_flops: float = knob(low=-1e-30, doc="FLOPs at which a matmul op reaches half its large-matmul rate "
-                                                    "(small matmuls run below peak: rate = peak * F / (F + this))")
-    emulated_compute_efficiency: float = knob(low=0.0, high=1.0, doc="factor on compute_efficiency for a precision "
-                                              "this CPU emulates (no native arithmetic, e.g. bf16 without AVX512-BF16)")
-    emulated_memory_efficiency: float = knob(low=0.0, high=1.0, doc="factor on memory_efficiency for a precision this "
-                                             "CPU emulates (torch's 16-bit element-wise kernels convert around each op)")
+    matmul_half_flops: float = knob(
+        low=-1e-30,
+        doc="FLOPs at which a matmul op reaches half its large-matmul rate "
+        "(small matmuls run below peak: rate = peak * F / (F + this))",
+    )
+    emulated_compute_efficiency: float = knob(
+        low=0.0,
+        high=1.0,
+        doc="factor on compute_efficiency for a precision "
+        "this CPU emulates (no native arithmetic, e.g. bf16 without AVX512-BF16)",
+    )
+    emulated_memory_efficiency: float = knob(
+        low=0.0,
+        high=1.0,
+        doc="factor on memory_efficiency for a precision this "
+        "CPU emulates (torch's 16-bit element-wise kernels convert around each op)",
+    )

@@ -12,8 +12,9 @@ from dabench.perfmodel.knobs import knob, register
 @dataclass(frozen=True)
 class IpuOptions:
     device_iterations: int = knob(integer=True, doc="optimizer steps per host call (PopTorch deviceIterations)")
-    available_memory_proportion: float = knob(low=0.0, high=1.0, doc="matmul planner's share of IPU memory "
-                                              "for temporaries (--matmul-proportion)")
+    available_memory_proportion: float = knob(
+        low=0.0, high=1.0, doc="matmul planner's share of IPU memory for temporaries (--matmul-proportion)"
+    )
     clock_hz: float = knob(low=0.0, doc="IPU clock, Hz")
     exchange_bandwidth_Bps: float = knob(low=0.0, doc="on-chip exchange bandwidth per IPU, bytes/s")
     amp_efficiency: float = knob(low=0.0, high=1.0, doc="share of the AMP peak a matmul's compute phase reaches")
@@ -24,5 +25,8 @@ class IpuOptions:
     replicated_tensor_sharding: bool = knob(boolean=True, doc="shard optimizer state over replicas")
     host_call_overhead_s: float = knob(low=0.0, doc="host-side cost of one PopTorch call, s")
     embedding_serialization_factor: int = knob(integer=True, doc="LM head computed in this many vocabulary slices")
-    half_partials: bool = knob(boolean=True, doc="fp16 matmul partials (FP16.16, --enable-half-partials); false: "
-                               "fp32 partials (FP16.32), the AMP at half the FP16.16 rate; 16-bit runs only")
+    half_partials: bool = knob(
+        boolean=True,
+        doc="fp16 matmul partials (FP16.16, --enable-half-partials); false: "
+        "fp32 partials (FP16.32), the AMP at half the FP16.16 rate; 16-bit runs only",
+    )

@@ -21,7 +21,12 @@ class RduOptions:
     stage_buffer_pmus: int = knob(integer=True, doc="buffers per stage, each one sample's output")
     section_switch_s: float = knob(low=0.0, doc="loading one section, s")
     host_overhead_s: float = knob(low=0.0, doc="host time per optimizer step, s")
-    host_logit_s: float = knob(low=0.0, doc="host time per step per logit of one sequence (positions at the head x vocabulary), s")
+    host_logit_s: float = knob(
+        low=0.0, doc="host time per step per logit of one sequence (positions at the head x vocabulary), s"
+    )
     host_link_Bps: float = knob(low=0.0, doc="host-to-RDU link, bytes/s")
-    machine_collective_s: float = knob(low=0.0, doc="host-side cost of one collective between machines "
-                                       "(staged through the hosts, not overlapped with sections), s")
+    machine_collective_s: float = knob(
+        low=0.0,
+        doc="host-side cost of one collective between machines "
+        "(staged through the hosts, not overlapped with sections), s",
+    )

@@ -15,15 +15,21 @@ MODES = ("pipelined", "weight_streaming", "auto")
 class Wse2Knobs:
     # settings (a user's choice)
     execution_mode: str = knob(choices=MODES, doc="pipelined (R1.x) | weight_streaming (R2.x) | auto")
-    replicas: int | str = knob(integer=True, choices=("auto",),
-                               doc="on-wafer copies of a pipelined model (intra-chip data parallel); auto = fastest")
+    replicas: int | str = knob(
+        integer=True,
+        choices=("auto",),
+        doc="on-wafer copies of a pipelined model (intra-chip data parallel); auto = fastest",
+    )
     # layer-pipelined
     region_pes: int = knob(integer=True, doc="PEs of the compiled region a pipelined model is placed in")
     region_fill: float = knob(low=0.0, high=1.0, doc="share of the compiled region's PEs the placer can use")
     pipeline_rate_cap_samples_per_s: float = knob(low=0.0, doc="the pipelined compile's per-sample rate ceiling")
-    pipelined_pe_efficiency: float = knob(low=0.0, high=1.0,
-                                          doc="share of peak / PEs an allocated PE sustains on a very wide layer")
-    pipelined_half_width: float = knob(low=0.0, doc="hidden width at which a kernel's PEs reach half of pipelined_pe_efficiency")
+    pipelined_pe_efficiency: float = knob(
+        low=0.0, high=1.0, doc="share of peak / PEs an allocated PE sustains on a very wide layer"
+    )
+    pipelined_half_width: float = knob(
+        low=0.0, doc="hidden width at which a kernel's PEs reach half of pipelined_pe_efficiency"
+    )
     stash_tokens_per_kernel: float = knob(low=0.0, doc="tokens of saved activations each kernel holds")
     fabric_bandwidth_Bps: float = knob(low=0.0, doc="on-wafer fabric bandwidth, bytes/s")
     fabric_hop_latency_s: float = knob(low=0.0, doc="latency of one replica-to-replica hop of the gradient ring, s")
@@ -31,5 +37,6 @@ class Wse2Knobs:
     ws_efficiency_max: float = knob(low=0.0, high=1.0, doc="share of peak a very wide layer's matmuls reach")
     ws_half_width: float = knob(low=0.0, doc="hidden width at which a streamed layer reaches half of ws_efficiency_max")
     # precision
-    fp16_loss_scaling_overhead: float = knob(low=-1e-12, high=1.0,
-                                             doc="fp16 (dynamic loss scaling): extra share of backward time")
+    fp16_loss_scaling_overhead: float = knob(
+        low=-1e-12, high=1.0, doc="fp16 (dynamic loss scaling): extra share of backward time"
+    )

@@ -13,10 +13,20 @@ def _tile(bytes_used):
 
 def openReport(path):
     record("pva.openReport", path)
-    target = NS(numIPUs=2, tilesPerIpu=4, bytesPerTile=100, bytesPerIPU=400, clockFrequency=1.0e9,
-                numReplicas=1, ipusPerReplica=2)
+    target = NS(
+        numIPUs=2,
+        tilesPerIpu=4,
+        bytesPerTile=100,
+        bytesPerIPU=400,
+        clockFrequency=1.0e9,
+        numReplicas=1,
+        ipusPerReplica=2,
+    )
     tiles = [_tile(b) for b in (50, 50, 50, 50, 100, 0, 100, 0)]
     compute = NS(program=NS(type=NS(name="OnTileExecute")), ipus=[NS(cycles=1000), NS(cycles=3000)])
     sync = NS(program=NS(type=NS(name="Sync")), ipus=[NS(cycles=5000), NS(cycles=10)])
-    return NS(compilation=NS(target=target, tiles=tiles), execution=NS(steps=[compute, sync, compute]),
-              poplarVersion=NS(string="3.3.0-fake"))
+    return NS(
+        compilation=NS(target=target, tiles=tiles),
+        execution=NS(steps=[compute, sync, compute]),
+        poplarVersion=NS(string="3.3.0-fake"),
+    )

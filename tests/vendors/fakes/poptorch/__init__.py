@@ -7,7 +7,6 @@ import json
 import os
 
 import torch
-
 from fake_recorder import misbehave_on_compile, record
 
 __version__ = "0.0-fake"
@@ -47,6 +46,7 @@ class _Recorder(object):
             record(self._prefix + name, *args, **kwargs)
             self._owner.settings[self._prefix + name] = list(args)
             return self._owner
+
         return method
 
 
@@ -113,8 +113,11 @@ class _TrainingModel(object):
 
     def compile(self, *inputs):
         record("trainingModel.compile", [list(t.shape) for t in inputs])
-        misbehave_on_compile(Error("Out of memory on tile 1234: 700000 bytes needed, 638976 available"),
-                             Error("poplar: graph construction failed: unsupported op"), batch=inputs[0].shape[0])
+        misbehave_on_compile(
+            Error("Out of memory on tile 1234: 700000 bytes needed, 638976 available"),
+            Error("poplar: graph construction failed: unsupported op"),
+            batch=inputs[0].shape[0],
+        )
         self._write_profile()
         self.compiled = True
 

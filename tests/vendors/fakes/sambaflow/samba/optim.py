@@ -1,7 +1,6 @@
 """Fake ``sambaflow.samba.optim``."""
 
 import torch
-
 from fake_recorder import record
 
 
