@@ -162,9 +162,9 @@ def score(
     raise ValueError(objective)
 
 
-#: share of the trials for TPE alone; after it, each new incumbent's one-parameter neighbours are
-#: queued first (the sampler fills parameters a changed branch needs): a seed whose TPE phase
-#: stopped one categorical step short of the optimum still reaches it
+#: share of the trials for TPE alone; after it, whenever the queue is empty, the one-parameter
+#: neighbours of the best deployment not yet polished are queued (the sampler fills parameters a
+#: changed branch needs): an optimum one or two categorical steps from TPE's incumbents is reached
 EXPLORE_SHARE = 0.6
 
 
@@ -219,13 +219,19 @@ def search(
     started = time.perf_counter()
     sampler = make_sampler("tpe", seed, {"n_startup_trials": min(20, max(5, n_trials // 5)), **SAMPLER_OPTIONS})
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    best, best_score, best_params = None, -math.inf, None
+    best, best_score = None, -math.inf
     explore = max(1, int(n_trials * EXPLORE_SHARE))
-    polished: set[tuple] = set()  #: incumbents whose neighbourhood is already queued
+    polished: set[tuple] = set()  #: deployments whose neighbourhood is already queued
+    scored: list[tuple[float, dict]] = []  #: (score, params) of every feasible trial
     for i in range(n_trials):
-        if i >= explore and best_params is not None and _freeze(best_params) not in polished:
-            polished.add(_freeze(best_params))
-            _enqueue_neighbours(study, best_params)
+        if i >= explore and not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+            # the queue is empty: polish the best deployment not polished yet (the incumbent first,
+            # then the runners-up: an optimum two changes away from the incumbent is one from them)
+            for _, params in sorted(scored, key=lambda item: -item[0]):
+                if _freeze(params) not in polished:
+                    polished.add(_freeze(params))
+                    _enqueue_neighbours(study, params)
+                    break
         trial = study.ask()
         precision, values = space.suggest(trial)
         ev = predict(precision, values)
@@ -238,8 +244,9 @@ def search(
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             continue
         study.tell(trial, math.log(value))
+        scored.append((value, dict(trial.params)))
         if value > best_score:
-            best, best_score, best_params = ev, value, dict(trial.params)
+            best, best_score = ev, value
     evaluations = list(predict.cache.values())
     return SearchResult(
         space.platform, objective, n_trials, evaluations, best, time.perf_counter() - started, space.size()
