@@ -43,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     command_line = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
     install(command_line)  # third-party noise off unless -v (runtime/quiet.py); takes -v off the line
+    from dabench.tracking.redact import install_log_redaction
+
+    install_log_redaction()  # every log record of every command is masked when created (tracking/redact.py)
     args = command_line[1:]
     if args and is_subcommand_word(args[0]):
         name = args[0]

@@ -37,7 +37,7 @@ def _is_compile_report(path: Path) -> bool:
 def _json_format(path: Path) -> str | None:
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
         return None
     from dabench.ingest.ipu import is_popvision_json
 
@@ -86,11 +86,29 @@ def detect(path: str | Path) -> tuple[str, Path]:
                      "*.utilization_report.json, stage_buffers/, a dabench PopVision JSON, run.log with GlobalRate=)")
 
 
+#: what a parser may raise on well-formed-looking but hostile input (a JSON list where an object
+#: belongs, a missing key, nesting too deep, a file that vanished): a refusal, never a traceback
+_BAD_INPUT = (OSError, ValueError, LookupError, TypeError, AttributeError, ArithmeticError, RecursionError)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def parse(path: str | Path) -> ArtifactReport:
     """Detect and parse ``path``, reading only what :mod:`dabench.ingest.safety` allows: a
     folder (or a file whose format is its folder) is parsed from a checked copy of its regular
-    files; what was skipped is in ``report.skipped`` (``to_dict()["skipped"]``)."""
-    path = Path(path)
+    files; what was skipped is in ``report.skipped`` (``to_dict()["skipped"]``). Anything that
+    cannot be parsed is a ValueError with a one-line reason (tests/ingest/test_fuzz.py)."""
+    try:
+        return _parse(Path(path))
+    except ValueError as error:
+        raise ValueError(_one_line(str(error))) from None
+    except _BAD_INPUT as error:
+        raise ValueError(_one_line(f"{path}: cannot be parsed ({type(error).__name__}: {error})")) from None
+
+
+def _parse(path: Path) -> ArtifactReport:
     if path.is_dir():
         return _parse_checked_folder(path)
     from dabench.ingest.safety import check_file
@@ -116,13 +134,27 @@ def _parse_checked_folder(folder: Path) -> ArtifactReport:
         except ValueError as error:
             skipped = f" (skipped: {'; '.join(found.skipped)})" if found.skipped else ""
             raise ValueError(str(error).replace(tmp, str(folder)) + skipped) from None
-        report = _parse_detected(fmt, target)
+        try:
+            report = _parse_detected(fmt, target)
+        except ValueError as error:  # name the user's folder, not the private copy
+            raise ValueError(str(error).replace(tmp, str(folder))) from None
     report.files = [f.replace(tmp, str(folder), 1) if f.startswith(tmp) else f for f in report.files]
     report.skipped = list(found.skipped)
     return report
 
 
 def _parse_detected(fmt: str, target: Path) -> ArtifactReport:
+    try:
+        return _parse_format(fmt, target)
+    except ValueError as error:
+        if str(target) in str(error):  # a parser's own refusal, which names what it read
+            raise
+        raise ValueError(f"{target}: not a readable {fmt} artifact ({type(error).__name__}: {error})") from None
+    except _BAD_INPUT as error:
+        raise ValueError(f"{target}: not a readable {fmt} artifact ({type(error).__name__}: {error})") from None
+
+
+def _parse_format(fmt: str, target: Path) -> ArtifactReport:
     if fmt == "cerebras_compile_report":
         from dabench.ingest.wse2 import parse_compile_report
 

@@ -40,9 +40,16 @@ def kind_of(mode: int) -> str | None:
     return None
 
 
+def shown(relative: Path | str) -> str:
+    """An entry's name as one printable line: a name with a newline, a control character or
+    bytes that are not UTF-8 is shown quoted with escapes (``'a\\nb'``)."""
+    text = str(relative)
+    return text if text.isprintable() else ascii(text)
+
+
 def check_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
     """Why a file named on the command line may not be read (None: it may). A link the user
-    named is followed; what it points to must be a regular file."""
+    named is followed; what it points to must be a regular file that this process may open."""
     try:
         info = os.stat(path)
     except OSError as error:
@@ -51,6 +58,10 @@ def check_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
         return f"is {kind_of(info.st_mode) or 'not a regular file'}, not a regular file; skipped"
     if info.st_size > max_bytes:
         return f"is larger than {max_bytes // 2**20} MiB; skipped"
+    try:  # a regular file (checked above), so opening it cannot block
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
     return None
 
 
@@ -60,16 +71,21 @@ def scan(root: Path, *, max_depth: int = MAX_DEPTH, max_file_bytes: int = MAX_FI
     root = Path(root)
     out = Scan(root)
     total = 0
-    for folder, dirs, names in os.walk(root, followlinks=False):
+
+    def unreadable(error: OSError) -> None:  # a folder that cannot be listed: named, not silently dropped
+        where = Path(error.filename) if error.filename else root
+        out.skipped.append(f"{shown(where.relative_to(root))}: cannot be read ({error.strerror or error})")
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable, followlinks=False):
         here = Path(folder)
         depth = len(here.relative_to(root).parts)
         for name in sorted(dirs):
             sub = here / name
             if os.path.islink(sub):
-                out.skipped.append(f"{sub.relative_to(root)}: a symbolic link (not followed)")
+                out.skipped.append(f"{shown(sub.relative_to(root))}: a symbolic link (not followed)")
                 dirs.remove(name)
             elif depth + 1 > max_depth:
-                out.skipped.append(f"{sub.relative_to(root)}: deeper than {max_depth} folders")
+                out.skipped.append(f"{shown(sub.relative_to(root))}: deeper than {max_depth} folders")
                 dirs.remove(name)
         dirs.sort()
         for name in sorted(names):
@@ -78,17 +94,17 @@ def scan(root: Path, *, max_depth: int = MAX_DEPTH, max_file_bytes: int = MAX_FI
             try:
                 info = os.lstat(path)
             except OSError as error:
-                out.skipped.append(f"{relative}: cannot be read ({error.strerror or error})")
+                out.skipped.append(f"{shown(relative)}: cannot be read ({error.strerror or error})")
                 continue
             kind = kind_of(info.st_mode)
             if kind is not None:
-                out.skipped.append(f"{relative}: {kind}")
+                out.skipped.append(f"{shown(relative)}: {kind}")
             elif info.st_size > max_file_bytes:
-                out.skipped.append(f"{relative}: larger than {max_file_bytes // 2**20} MiB")
+                out.skipped.append(f"{shown(relative)}: larger than {max_file_bytes // 2**20} MiB")
             elif len(out.files) >= max_files:
-                out.skipped.append(f"{relative}: more than {max_files} files")
+                out.skipped.append(f"{shown(relative)}: more than {max_files} files")
             elif total + info.st_size > max_total_bytes:
-                out.skipped.append(f"{relative}: over {max_total_bytes // 2**20} MiB in all")
+                out.skipped.append(f"{shown(relative)}: over {max_total_bytes // 2**20} MiB in all")
             else:
                 total += info.st_size
                 out.files.append(relative)
@@ -104,12 +120,12 @@ def checked_copy(root: Path, dest: Path, **limits: int) -> Scan:
         try:
             fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as error:
-            found.skipped.append(f"{relative}: cannot be opened ({error.strerror or error})")
+            found.skipped.append(f"{shown(relative)}: cannot be opened ({error.strerror or error})")
             continue
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size > limits.get("max_file_bytes", MAX_FILE_BYTES):
-                found.skipped.append(f"{relative}: changed while being read")
+                found.skipped.append(f"{shown(relative)}: changed while being read")
                 continue
             target = Path(dest) / relative
             target.parent.mkdir(parents=True, exist_ok=True)

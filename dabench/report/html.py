@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from dabench.report.figures import FIGURES, NoData
+from dabench.tracking.redact import redact_uri
 from dabench.tracking.ui_view import run_urls, ui_base_url
 
 MAX_TABLE_ROWS = 500  #: rows of the per-run tables in the HTML (all runs are in runs.csv)
@@ -91,7 +92,7 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     environment = jinja2.Environment(loader=jinja2.PackageLoader("dabench.report", "templates"),
                                      autoescape=True, undefined=jinja2.StrictUndefined)
     html = environment.get_template(TEMPLATE).render(
-        selection=selection, uri=uri, version=__version__, ui_base=ui_base_url(uri),
+        selection=selection, uri=redact_uri(uri), version=__version__, ui_base=ui_base_url(uri),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         platforms=sorted(set(frame["platform"])) if not frame.empty else [],
         counts={"total": len(frame), "ok": len(ok), "failed": len(failed), "measure": int(modes.get("measure", 0)),

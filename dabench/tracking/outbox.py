@@ -71,13 +71,13 @@ class Journal:
     @classmethod
     def new(cls, *, uri: str, experiment: str, run_name: str, start_ms: int, tags: Mapping[str, Any],
             parent: str | None, server_run_id: str | None = None, folder: Path | None = None) -> "Journal":
-        from dabench.tracking.redact import redact_pair, redact_uri
+        from dabench.tracking.redact import redact_pair, redact_text, redact_uri
 
         folder = folder or outbox_dir()
         folder.mkdir(parents=True, exist_ok=True)
         ident = uuid.uuid4().hex
         journal = cls(folder / f"{ident}.json", {
-            "version": 1, "id": ident, "uri": redact_uri(uri), "experiment": experiment, "run_name": run_name,
+            "version": 1, "id": ident, "uri": redact_uri(uri), "experiment": experiment, "run_name": redact_text(run_name),
             "start_ms": start_ms, "tags": {k: redact_pair(k, v) for k, v in tags.items()}, "parent": parent or None,
             "server_run_id": server_run_id, "params": {}, "metrics": {}, "logged_tags": {}, "artifacts": [],
             "status": None, "reason": "", "end_ms": None, "closed": False, "pid": os.getpid(),

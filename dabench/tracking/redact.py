@@ -10,6 +10,10 @@
   command lines, stored overrides and best commands go through it.
 - :func:`redact_mapping`: a nested mapping (a config) with every string value redacted, and the
   value of any key that names a secret (``password``, ``token``, ...) replaced outright.
+- :func:`redact_client_call`: the arguments of an MLflow client write (run names, tags and
+  descriptions at creation, params, tags, text and dict artifacts), applied by
+  ``dabench.tracking.store.RetryingClient`` to every call: whatever a caller forgot to redact, the
+  store never sees (tests/cli/test_secrets_everywhere.py).
 
 Pure functions of their input (and of ``os.environ`` when ``env`` is not given).
 """
@@ -22,8 +26,9 @@ from typing import Any, Mapping
 
 MASK = "***"
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL|AUTH", re.IGNORECASE)
-#: scheme://user:password@  (the password is the group to hide)
-_USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<at>@)")
+#: scheme://user:password@  (the password is the group to hide); also as Hydra escapes it in the
+#: command lines it writes: ``http\://user\:password@``
+_USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*\\?://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<at>@)")
 #: ?token=... or &password=... in a URL query
 _QUERY = re.compile(r"(?P<head>[?&](?:[a-z_]*(?:password|passwd|token|secret|access_key|api_key|sig|signature)"
                     r"[a-z_]*)=)(?P<secret>[^&\s#]+)", re.IGNORECASE)
@@ -113,6 +118,54 @@ def redact_mapping(mapping: Mapping[str, Any], env: Mapping[str, str] | None = N
         else:
             out[key] = redact_value(value, env)
     return out
+
+
+def _redact_entities(entities: Any, env: Mapping[str, str] | None = None) -> Any:
+    """MLflow ``Param``/``RunTag`` entities (key, value) with their values as :func:`redact_pair`."""
+    if not entities:
+        return entities
+    return [type(e)(e.key, redact_pair(e.key, e.value, env)) if hasattr(e, "key") and hasattr(e, "value") else e
+            for e in entities]
+
+
+def _redact_tags(tags: Any, env: Mapping[str, str] | None = None) -> Any:
+    return {k: redact_pair(k, v, env) for k, v in tags.items()} if isinstance(tags, Mapping) else tags
+
+
+#: MlflowClient method -> {argument: how it is redacted}; anything else passes through unchanged
+_CLIENT_WRITES: dict[str, dict[str, Any]] = {
+    "create_run": {"run_name": redact_text, "tags": _redact_tags},
+    "update_run": {"name": redact_text},
+    "set_tag": {"value": "pair"},
+    "log_param": {"value": "pair"},
+    "set_experiment_tag": {"value": "pair"},
+    "log_batch": {"params": _redact_entities, "tags": _redact_entities},
+    "log_text": {"text": redact_text},
+    "log_dict": {"dictionary": redact_value},
+}
+
+
+def redact_client_call(method: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` of a call to the MLflow client ``method`` with every secret-bearing
+    argument redacted (:data:`_CLIENT_WRITES`); other methods' arguments unchanged."""
+    rules = _CLIENT_WRITES.get(getattr(method, "__name__", ""))
+    if not rules:
+        return args, kwargs
+    import inspect
+
+    try:
+        bound = inspect.signature(method).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # a signature we do not know: let MLflow report the misuse
+        return args, kwargs
+    for name, rule in rules.items():
+        value = bound.arguments.get(name)
+        if value is None:
+            continue
+        if rule == "pair":
+            bound.arguments[name] = redact_pair(bound.arguments.get("key", ""), value)
+        else:
+            bound.arguments[name] = rule(value)
+    return bound.args, bound.kwargs
 
 
 def redact_record(record: Any) -> Any:

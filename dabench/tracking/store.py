@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
+from dabench.tracking.redact import redact_client_call
 
 T = TypeVar("T")
 
@@ -126,7 +127,8 @@ def retry_locked(call: Callable[[], T], *, retries: int = LOCK_RETRIES,
 
 class RetryingClient:
     """An ``MlflowClient`` whose method calls are retried on "database is locked"
-    (:func:`retry_locked`); everything else passes through unchanged."""
+    (:func:`retry_locked`) and whose writes are redacted
+    (:func:`dabench.tracking.redact.redact_client_call`); everything else passes through unchanged."""
 
     def __init__(self, client: Any):
         self._client = client
@@ -141,6 +143,7 @@ class RetryingClient:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            args, kwargs = redact_client_call(attr, args, kwargs)  # no secret reaches the store
             return retry_locked(lambda: attr(*args, **kwargs))
 
         call.__name__ = name

@@ -49,6 +49,19 @@ class BasicSweeper(HydraBasicSweeper):
         if not isinstance(loader, CachingConfigLoader):
             hydra_context = HydraContext(config_loader=CachingConfigLoader(loader), callbacks=hydra_context.callbacks)
         super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+        launch = self.launcher.launch
+
+        def launch_redacted(*args, **kwargs):  # the launcher's multirun.yaml holds the command's overrides
+            from pathlib import Path
+
+            from dabench.tracking.redact import redact_hydra_output
+
+            try:
+                return launch(*args, **kwargs)
+            finally:
+                redact_hydra_output(Path(str(config.hydra.sweep.dir)))
+
+        self.launcher.launch = launch_redacted
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         if self.overrides is not None and self.batch_index == 1:  # the first batch: say how many jobs in all
