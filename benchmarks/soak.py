@@ -69,9 +69,26 @@ def start_server(backend: str, port: int, artifacts: Path, log: Path, timeout_s:
     """``mlflow server`` on 127.0.0.1:``port`` (as tests/scaleout/servers.py), once /health answers."""
     mlflow = Path(sys.executable).with_name("mlflow")
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    process = subprocess.Popen([str(mlflow), "server", "--backend-store-uri", backend, "--artifacts-destination",
-                                artifacts.as_uri(), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                               stdout=log.open("a"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    process = subprocess.Popen(
+        [
+            str(mlflow),
+            "server",
+            "--backend-store-uri",
+            backend,
+            "--artifacts-destination",
+            artifacts.as_uri(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -96,8 +113,14 @@ def counted(study: optuna.Study) -> int:
 
 
 def dabench(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "dabench", *args], cwd=cwd, env=worker_env(env), capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "dabench", *args],
+        cwd=cwd,
+        env=worker_env(env),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     say(f"dabench {args[0]}: exit {done.returncode}: {(done.stdout + done.stderr).strip().splitlines()[-3:]}")
     return done
 
@@ -111,23 +134,34 @@ def counts(study_name: str, storage: str, uri: str) -> dict[str, int]:
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("dabench").experiment_id
     runs = client.search_runs([experiment], max_results=50_000)
-    parents = [r for r in runs if r.data.tags.get("dabench.parent") == "true"
-               and r.data.tags.get("optuna.study") == study_name]
+    parents = [
+        r for r in runs if r.data.tags.get("dabench.parent") == "true" and r.data.tags.get("optuna.study") == study_name
+    ]
     parent_ids = {p.info.run_id for p in parents}
-    recorded = {int(r.data.tags["optuna_trial"]) for r in runs
-                if r.data.tags.get("optuna_study") == study_name and r.data.tags.get("mlflow.parentRunId") in parent_ids
-                and "optuna_trial" in r.data.tags}
-    running = (sum(r.info.status == "RUNNING" for r in runs)
-               + sum(t.state == TrialState.RUNNING for t in trials))
+    recorded = {
+        int(r.data.tags["optuna_trial"])
+        for r in runs
+        if r.data.tags.get("optuna_study") == study_name
+        and r.data.tags.get("mlflow.parentRunId") in parent_ids
+        and "optuna_trial" in r.data.tags
+    }
+    running = sum(r.info.status == "RUNNING" for r in runs) + sum(t.state == TrialState.RUNNING for t in trials)
     statuses: dict[str, int] = {}
     for t in trials:
         if not counts_toward_budget(t):
             key = str(t.user_attrs.get("dabench.status", t.state.name))
             statuses[key] = statuses.get(key, 0) + 1
-    say(f"{len(trials)} trials in all: {len(good)} counted, not counted: {statuses or 'none'}; "
-        f"{len(runs)} MLflow runs in the experiment")
-    return {"trials_counted": len(good), "duplicates": len(keys) - len(set(keys)), "parents": len(parents),
-            "running": running, "missing_records": sum(t.number not in recorded for t in good)}
+    say(
+        f"{len(trials)} trials in all: {len(good)} counted, not counted: {statuses or 'none'}; "
+        f"{len(runs)} MLflow runs in the experiment"
+    )
+    return {
+        "trials_counted": len(good),
+        "duplicates": len(keys) - len(set(keys)),
+        "parents": len(parents),
+        "running": running,
+        "missing_records": sum(t.number not in recorded for t in good),
+    }
 
 
 def soak(n: int, workers: int, outage: int, folder: Path) -> dict[str, int]:
@@ -165,18 +199,23 @@ def soak(n: int, workers: int, outage: int, folder: Path) -> dict[str, int]:
                     kill_group(server)
                     outage_at, outage_t = done, time.monotonic()
                     say(f"mlflow server SIGKILLed at {done} counted trials")
-                elif outage_at is not None and restarted is None and (
-                        done >= outage_at + outage or time.monotonic() - outage_t > 60 or done >= n):
+                elif (
+                    outage_at is not None
+                    and restarted is None
+                    and (done >= outage_at + outage or time.monotonic() - outage_t > 60 or done >= n)
+                ):
                     server = start_server(backend, port, artifacts, server_log)
                     restarted = done
                     say(f"mlflow server restarted at {done} counted trials")
-            for i, (proc, log) in enumerate(zip(procs, logs)):
+            for i, (proc, log) in enumerate(zip(procs, logs, strict=True)):
                 if i and proc.returncode != 0:
                     raise SystemExit(f"worker {i} failed (exit {proc.returncode}): {log.read_text()[-3000:]}")
             if restarted is None:
                 if outage_at is not None:
                     server = start_server(backend, port, artifacts, server_log)
-                raise SystemExit(f"the study ended before the faults were injected (killed={killed}, outage={outage_at})")
+                raise SystemExit(
+                    f"the study ended before the faults were injected (killed={killed}, outage={outage_at})"
+                )
             say(f"workers done after {time.monotonic() - started:.0f} s")
             env = {"MLFLOW_TRACKING_URI": uri}
             dabench("sync", "--tracking-uri", uri, "--outbox", str(folder / "mlruns-outbox"), cwd=folder, env=env)

@@ -52,8 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name not in COMMANDS:
             close = difflib.get_close_matches(name, COMMANDS, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            print(f"dabench: unknown command {name!r}{hint} Commands: {', '.join(COMMANDS)}; an override has "
-                  "'=' (key=value, group=option)", file=sys.stderr)
+            print(
+                f"dabench: unknown command {name!r}{hint} Commands: {', '.join(COMMANDS)}; an override has "
+                "'=' (key=value, group=option)",
+                file=sys.stderr,
+            )
             return 2
         module = importlib.import_module(COMMANDS[name][0])
         return int(module.main(args[1:]) or 0)

@@ -22,8 +22,13 @@ from pathlib import Path
 
 from dabench.ingest.artifact import ArtifactReport, ArtifactSubtask
 
-FORMATS = ("cerebras_compile_report", "cerebras_appliance_run", "sambaflow_compile",
-           "sambatune_section_report", "popvision_json")
+FORMATS = (
+    "cerebras_compile_report",
+    "cerebras_appliance_run",
+    "sambaflow_compile",
+    "sambatune_section_report",
+    "popvision_json",
+)
 
 
 def _is_compile_report(path: Path) -> bool:
@@ -63,16 +68,20 @@ def detect(path: str | Path) -> tuple[str, Path]:
             return "cerebras_compile_report", path
         if name == "run.log" and "GlobalRate=" in path.read_text(errors="replace"):
             return "cerebras_appliance_run", path.parent
-        raise ValueError(f"{path}: unknown artifact file; expected one of: a Cerebras compile_report.txt, "
-                         "performance.json/track.json/run.log of a cstorch run, a SambaFlow "
-                         "*.utilization_report.json, a SambaTune section_report.csv, a dabench PopVision JSON")
+        raise ValueError(
+            f"{path}: unknown artifact file; expected one of: a Cerebras compile_report.txt, "
+            "performance.json/track.json/run.log of a cstorch run, a SambaFlow "
+            "*.utilization_report.json, a SambaTune section_report.csv, a dabench PopVision JSON"
+        )
     from dabench.ingest.rdu import is_compile_folder
 
     reports = sorted(path.glob("compile_report*.txt")) + sorted(path.glob("cs_*/compile_report.txt"))
     if len(reports) == 1:
         return "cerebras_compile_report", reports[0]
     if len(reports) > 1:
-        raise ValueError(f"{path}: holds {len(reports)} compile reports; pass one of them: {', '.join(map(str, reports))}")
+        raise ValueError(
+            f"{path}: holds {len(reports)} compile reports; pass one of them: {', '.join(map(str, reports))}"
+        )
     if (path / "executors").is_dir() or (path / "performance.json").exists() or (path / "track.json").exists():
         return "cerebras_appliance_run", path
     if is_compile_folder(path):
@@ -82,8 +91,10 @@ def detect(path: str | Path) -> tuple[str, Path]:
             return "popvision_json", candidate
     if (path / "run.log").exists() and "GlobalRate=" in (path / "run.log").read_text(errors="replace"):
         return "cerebras_appliance_run", path
-    raise ValueError(f"{path}: no known vendor artifacts found (looked for compile_report*.txt, executors/, "
-                     "*.utilization_report.json, stage_buffers/, a dabench PopVision JSON, run.log with GlobalRate=)")
+    raise ValueError(
+        f"{path}: no known vendor artifacts found (looked for compile_report*.txt, executors/, "
+        "*.utilization_report.json, stage_buffers/, a dabench PopVision JSON, run.log with GlobalRate=)"
+    )
 
 
 #: what a parser may raise on well-formed-looking but hostile input (a JSON list where an object

@@ -33,8 +33,13 @@ class Scan:
 
 def kind_of(mode: int) -> str | None:
     """What a non-regular, non-folder entry is (None for a regular file or a folder)."""
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a fifo"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return None
@@ -65,8 +70,14 @@ def check_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
     return None
 
 
-def scan(root: Path, *, max_depth: int = MAX_DEPTH, max_file_bytes: int = MAX_FILE_BYTES,
-         max_total_bytes: int = MAX_TOTAL_BYTES, max_files: int = MAX_FILES) -> Scan:
+def scan(
+    root: Path,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+    max_files: int = MAX_FILES,
+) -> Scan:
     """Sort the entries under ``root`` (see module docstring); links are never followed."""
     root = Path(root)
     out = Scan(root)
@@ -129,7 +140,7 @@ def checked_copy(root: Path, dest: Path, **limits: int) -> Scan:
                 continue
             target = Path(dest) / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(handle.read(info.st_size + 1)[:info.st_size])
+            target.write_bytes(handle.read(info.st_size + 1)[: info.st_size])
         kept.append(relative)
     found.files = kept
     return found

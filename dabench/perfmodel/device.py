@@ -101,7 +101,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     if arch == "cpu":
         native = cpu_native_precision(rc.precision.compute_dtype)
         tags["precision_native"] = "true" if native else "false"
-        if not native:
+        if not native:  # emulated: its own efficiency factors (1.0 shipped; fitted from runs, docs/fitting.md)
+            ce, me = ce * k.emulated_compute_efficiency, me * k.emulated_memory_efficiency
             log.warning(
                 "this CPU has no native %s arithmetic: predicting at its fastest emulated GEMM rate; "
                 "torch's other emulated kernels are slower, so the prediction is optimistic",

@@ -72,8 +72,9 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
             fig = spec.draw(frame)
         except NoData as missing:
             report.notes[spec.key] = str(missing)
-            shown.append({"key": spec.key, "title": spec.title, "caption": spec.caption, "image": None,
-                          "note": str(missing)})
+            shown.append(
+                {"key": spec.key, "title": spec.title, "caption": spec.caption, "image": None, "note": str(missing)}
+            )
             continue
         svg = io.BytesIO()
         fig.savefig(svg, format="svg")
@@ -81,26 +82,46 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
         (figures_dir / f"{spec.key}.svg").write_bytes(svg.getvalue())
         fig.savefig(figures_dir / f"{spec.key}.png", dpi=110)
         report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
-        shown.append({"key": spec.key, "title": spec.title, "caption": spec.caption,
-                      "image": base64.b64encode(svg.getvalue()).decode("ascii"), "note": None})
+        shown.append(
+            {
+                "key": spec.key,
+                "title": spec.title,
+                "caption": spec.caption,
+                "image": base64.b64encode(svg.getvalue()).decode("ascii"),
+                "note": None,
+            }
+        )
     ok = frame[frame["status"] == "ok"] if not frame.empty else frame
     diagnosed = ok[ok["diagnosis"] != ""].sort_values(["platform", "run_name"]) if not ok.empty else ok
     failed = frame[frame["status"] != "ok"].sort_values(["platform", "run_name"]) if not frame.empty else frame
     modes = frame["mode"].value_counts() if not frame.empty else pd.Series(dtype=int)
-    links = (run_urls(uri, zip(frame["run_id"], frame.get("experiment", frame["run_id"]), strict=True))
-             if "run_id" in frame.columns and not frame.empty else {})
-    environment = jinja2.Environment(loader=jinja2.PackageLoader("dabench.report", "templates"),
-                                     autoescape=True, undefined=jinja2.StrictUndefined)
+    links = (
+        run_urls(uri, zip(frame["run_id"], frame.get("experiment", frame["run_id"]), strict=True))
+        if "run_id" in frame.columns and not frame.empty
+        else {}
+    )
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("dabench.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    )
     html = environment.get_template(TEMPLATE).render(
-        selection=selection, uri=redact_uri(uri), version=__version__, ui_base=ui_base_url(uri),
+        selection=selection,
+        uri=redact_uri(uri),
+        version=__version__,
+        ui_base=ui_base_url(uri),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         platforms=sorted(set(frame["platform"])) if not frame.empty else [],
-        counts={"total": len(frame), "ok": len(ok), "failed": len(failed), "measure": int(modes.get("measure", 0)),
-                "predict": int(modes.get("predict", 0)),
-                "unknown_mode": int(len(frame) - modes.get("measure", 0) - modes.get("predict", 0))},
+        counts={
+            "total": len(frame),
+            "ok": len(ok),
+            "failed": len(failed),
+            "measure": int(modes.get("measure", 0)),
+            "predict": int(modes.get("predict", 0)),
+            "unknown_mode": int(len(frame) - modes.get("measure", 0) - modes.get("predict", 0)),
+        },
         figures=shown,
-        diagnosis_rows=_rows(diagnosed, ["run_name", "platform", "mode", "throughput", "diagnosis", "diagnosis_reason"],
-                             links),
+        diagnosis_rows=_rows(
+            diagnosed, ["run_name", "platform", "mode", "throughput", "diagnosis", "diagnosis_reason"], links
+        ),
         diagnosis_more=max(0, len(diagnosed) - MAX_TABLE_ROWS),
         failure_rows=_rows(failed, ["run_name", "platform", "mode", "status", "reason"], links),
         failure_more=max(0, len(failed) - MAX_TABLE_ROWS),

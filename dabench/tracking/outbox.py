@@ -26,9 +26,20 @@ OUTBOX_ENV = "DABENCH_OUTBOX"
 PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
 ID_TAG = "dabench.outbox_id"  #: set on every replayed run: a second sync finds it and adds nothing
 REMOTE_SCHEMES = ("http", "https", "postgresql", "postgres", "mysql")
-_UNREACHABLE = ("connection refused", "max retries exceeded", "failed to establish", "could not connect",
-                "connection aborted", "remotedisconnected", "connection reset", "timed out", "name or service not known",
-                "server closed the connection", "connection to server", "temporary failure in name resolution")
+_UNREACHABLE = (
+    "connection refused",
+    "max retries exceeded",
+    "failed to establish",
+    "could not connect",
+    "connection aborted",
+    "remotedisconnected",
+    "connection reset",
+    "timed out",
+    "name or service not known",
+    "server closed the connection",
+    "connection to server",
+    "temporary failure in name resolution",
+)
 
 
 def outbox_dir() -> Path:
@@ -69,20 +80,47 @@ class Journal:
         return self.data.get("server_run_id") or PREFIX + self.id
 
     @classmethod
-    def new(cls, *, uri: str, experiment: str, run_name: str, start_ms: int, tags: Mapping[str, Any],
-            parent: str | None, server_run_id: str | None = None, folder: Path | None = None) -> "Journal":
+    def new(
+        cls,
+        *,
+        uri: str,
+        experiment: str,
+        run_name: str,
+        start_ms: int,
+        tags: Mapping[str, Any],
+        parent: str | None,
+        server_run_id: str | None = None,
+        folder: Path | None = None,
+    ) -> "Journal":
         from dabench.tracking.redact import redact_pair, redact_text, redact_uri
 
         folder = folder or outbox_dir()
         folder.mkdir(parents=True, exist_ok=True)
         ident = uuid.uuid4().hex
-        journal = cls(folder / f"{ident}.json", {
-            "version": 1, "id": ident, "uri": redact_uri(uri), "experiment": experiment, "run_name": redact_text(run_name),
-            "start_ms": start_ms, "tags": {k: redact_pair(k, v) for k, v in tags.items()}, "parent": parent or None,
-            "server_run_id": server_run_id, "params": {}, "metrics": {}, "logged_tags": {}, "artifacts": [],
-            "status": None, "reason": "", "end_ms": None, "closed": False, "pid": os.getpid(),
-            "acked": {"created": server_run_id is not None, "logged": False, "artifacts": False, "closed": False},
-        })
+        journal = cls(
+            folder / f"{ident}.json",
+            {
+                "version": 1,
+                "id": ident,
+                "uri": redact_uri(uri),
+                "experiment": experiment,
+                "run_name": redact_text(run_name),
+                "start_ms": start_ms,
+                "tags": {k: redact_pair(k, v) for k, v in tags.items()},
+                "parent": parent or None,
+                "server_run_id": server_run_id,
+                "params": {},
+                "metrics": {},
+                "logged_tags": {},
+                "artifacts": [],
+                "status": None,
+                "reason": "",
+                "end_ms": None,
+                "closed": False,
+                "pid": os.getpid(),
+                "acked": {"created": server_run_id is not None, "logged": False, "artifacts": False, "closed": False},
+            },
+        )
         journal.save()
         return journal
 
@@ -95,8 +133,12 @@ class Journal:
         tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
         os.replace(tmp, self.path)
 
-    def log(self, params: Mapping[str, Any] | None = None, metrics: Mapping[str, float] | None = None,
-            tags: Mapping[str, Any] | None = None) -> None:
+    def log(
+        self,
+        params: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, float] | None = None,
+        tags: Mapping[str, Any] | None = None,
+    ) -> None:
         from dabench.tracking.redact import redact_pair  # the outbox holds no secret either
 
         self.data["params"].update({k: redact_pair(k, v) for k, v in (params or {}).items()})
@@ -123,8 +165,12 @@ def announce(uri: str, journal: Journal) -> None:
 
     from dabench.tracking.redact import redact_uri
 
-    print(f"dabench: the tracking store {redact_uri(uri)} cannot be reached: run {journal.data['run_name']!r} is kept "
-          f"in {journal.path.parent} (dabench sync replays it)", file=sys.stderr, flush=True)
+    print(
+        f"dabench: the tracking store {redact_uri(uri)} cannot be reached: run {journal.data['run_name']!r} is kept "
+        f"in {journal.path.parent} (dabench sync replays it)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 _synced_once: set[str] = set()
@@ -185,7 +231,10 @@ class SyncReport:
     errors: list[str] = field(default_factory=list)
 
     def line(self, folder: Path) -> str:
-        text = f"dabench sync: {self.synced} runs replayed, {self.already} already in the store, {self.left} left in {folder}"
+        text = (
+            f"dabench sync: {self.synced} runs replayed, {self.already} already in the store, "
+            f"{self.left} left in {folder}"
+        )
         return text + (f" ({self.errors[0]})" if self.errors else "")
 
 
@@ -202,8 +251,8 @@ def _process_alive(pid: int) -> bool:
 def replay(uri: str, folder: Path | None = None) -> SyncReport:
     """Replay every closed journal (and every journal whose process is gone) into ``uri``, each
     exactly once; a replayed journal moves to ``<outbox>/synced/``."""
-    from dabench.tracking.writes import now_ms, write_batch
     from dabench.tracking.store import client_and_experiment
+    from dabench.tracking.writes import now_ms, write_batch
 
     folder = folder or outbox_dir()
     report = SyncReport()
@@ -259,8 +308,9 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
             parent = data.get("parent")
             if parent:
                 tags["mlflow.parentRunId"] = resolved.get(parent, parent)
-            run = client.create_run(experiment_id, start_time=data["start_ms"], run_name=data["run_name"][:250],
-                                    tags=tags)
+            run = client.create_run(
+                experiment_id, start_time=data["start_ms"], run_name=data["run_name"][:250], tags=tags
+            )
             data["server_run_id"] = run.info.run_id
         acked["created"] = True
         journal.save()
@@ -268,14 +318,25 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
     if not acked["logged"]:
         tags = dict(data["logged_tags"])
         if not data["closed"]:
-            data.update(status=Status.INTERRUPTED.value, end_ms=now_ms(), closed=True, status_tags=True,
-                        reason="the process ended before its run was closed (replayed from the outbox)")
+            data.update(
+                status=Status.INTERRUPTED.value,
+                end_ms=now_ms(),
+                closed=True,
+                status_tags=True,
+                reason="the process ended before its run was closed (replayed from the outbox)",
+            )
         if data.get("status_tags", True) and data.get("status"):
             tags["dabench.status"] = data["status"]
             if data.get("reason"):
                 tags["dabench.reason"] = data["reason"]
-        write_batch(client, run_id, data["params"], data["metrics"], {**tags, ID_TAG: journal.id},
-                    timestamp_ms=data.get("end_ms"))
+        write_batch(
+            client,
+            run_id,
+            data["params"],
+            data["metrics"],
+            {**tags, ID_TAG: journal.id},
+            timestamp_ms=data.get("end_ms"),
+        )
         acked["logged"] = True
         journal.save()
     if not acked["artifacts"]:
@@ -286,8 +347,11 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
     if not acked["closed"]:
         from dabench.core.status import mlflow_state
 
-        client.set_terminated(run_id, status=mlflow_state(parse(data["status"] or Status.OK.value)),
-                              end_time=data.get("end_ms") or now_ms())
+        client.set_terminated(
+            run_id,
+            status=mlflow_state(parse(data["status"] or Status.OK.value)),
+            end_time=data.get("end_ms") or now_ms(),
+        )
         acked["closed"] = True
         journal.save()
     return untouched

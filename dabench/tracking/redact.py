@@ -30,11 +30,17 @@ SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CRE
 #: command lines it writes: ``http\://user\:password@``
 _USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*\\?://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<at>@)")
 #: ?token=... or &password=... in a URL query
-_QUERY = re.compile(r"(?P<head>[?&](?:[a-z_]*(?:password|passwd|token|secret|access_key|api_key|sig|signature)"
-                    r"[a-z_]*)=)(?P<secret>[^&\s#]+)", re.IGNORECASE)
+_QUERY = re.compile(
+    r"(?P<head>[?&](?:[a-z_]*(?:password|passwd|token|secret|access_key|api_key|sig|signature)"
+    r"[a-z_]*)=)(?P<secret>[^&\s#]+)",
+    re.IGNORECASE,
+)
 #: name=value where the name says it is a secret (command-line overrides, env dumps)
-_ASSIGN = re.compile(r"(?P<head>(?<![\w.])[\w.]*(?:token|secret|password|passwd|api_?key|access_?key|credential)"
-                     r"[\w.]*=)(?P<secret>[^\s&'\"]+)", re.IGNORECASE)
+_ASSIGN = re.compile(
+    r"(?P<head>(?<![\w.])[\w.]*(?:token|secret|password|passwd|api_?key|access_?key|credential)"
+    r"[\w.]*=)(?P<secret>[^\s&'\"]+)",
+    re.IGNORECASE,
+)
 MIN_SECRET_CHARS = 6  #: shorter environment values are not searched for (too many false hits)
 
 
@@ -124,8 +130,10 @@ def _redact_entities(entities: Any, env: Mapping[str, str] | None = None) -> Any
     """MLflow ``Param``/``RunTag`` entities (key, value) with their values as :func:`redact_pair`."""
     if not entities:
         return entities
-    return [type(e)(e.key, redact_pair(e.key, e.value, env)) if hasattr(e, "key") and hasattr(e, "value") else e
-            for e in entities]
+    return [
+        type(e)(e.key, redact_pair(e.key, e.value, env)) if hasattr(e, "key") and hasattr(e, "value") else e
+        for e in entities
+    ]
 
 
 def _redact_tags(tags: Any, env: Mapping[str, str] | None = None) -> Any:

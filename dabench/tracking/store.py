@@ -48,7 +48,7 @@ def sqlite_path(uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` URI (None for any other store or in-memory)."""
     if not uri.startswith("sqlite:///"):
         return None
-    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    path = uri[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path not in ("", ":memory:") else None
 
 
@@ -66,8 +66,11 @@ def artifact_root(uri: str) -> str | None:
 
 
 #: client settings the user chose in the environment before dabench started (never overridden)
-_USER_SET = frozenset(k for k in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
-                                  "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR") if k in os.environ)
+_USER_SET = frozenset(
+    k
+    for k in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR")
+    if k in os.environ
+)
 _timeout_s = DEFAULT_TIMEOUT_S
 
 
@@ -80,8 +83,11 @@ def apply_client_timeouts(timeout_s: float | None = None) -> float:
     global _timeout_s
     if timeout_s:
         _timeout_s = float(timeout_s)
-    settings = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(max(1, round(_timeout_s)))),
-                "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+    settings = {
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(max(1, round(_timeout_s)))),
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    }
     for key, value in settings.items():
         if key not in _USER_SET:
             os.environ[key] = value
@@ -110,8 +116,13 @@ def is_locked_error(error: BaseException) -> bool:
     return any(marker in text for marker in _LOCKED_MARKERS)
 
 
-def retry_locked(call: Callable[[], T], *, retries: int = LOCK_RETRIES,
-                 backoff: tuple[float, float] = LOCK_BACKOFF_S, sleep: Callable[[float], None] = time.sleep) -> T:
+def retry_locked(
+    call: Callable[[], T],
+    *,
+    retries: int = LOCK_RETRIES,
+    backoff: tuple[float, float] = LOCK_BACKOFF_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
     """``call()``, repeated while it fails with "database is locked": at most ``retries`` more
     times, waiting ``min(backoff[1], backoff[0] * 2**i)`` times a random factor in [0.5, 1.5]
     before try ``i + 1``. Any other error, or the last locked one, is raised."""
@@ -121,7 +132,7 @@ def retry_locked(call: Callable[[], T], *, retries: int = LOCK_RETRIES,
         except Exception as error:
             if attempt == retries or not is_locked_error(error):
                 raise
-            sleep(min(backoff[1], backoff[0] * 2 ** attempt) * random.uniform(0.5, 1.5))
+            sleep(min(backoff[1], backoff[0] * 2**attempt) * random.uniform(0.5, 1.5))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -170,7 +181,7 @@ def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"waited {timeout_s or 120.0:g} s for the store lock {lock_path}")
+                    raise TimeoutError(f"waited {timeout_s or 120.0:g} s for the store lock {lock_path}") from None
                 time.sleep(delay)
                 delay = min(0.2, delay * 2)
         try:
@@ -201,8 +212,9 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
                 client.set_experiment_tag(found.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
             return client, found.experiment_id
         try:
-            return client, client.create_experiment(experiment, artifact_location=artifact_root(uri),
-                                                    tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+            return client, client.create_experiment(
+                experiment, artifact_location=artifact_root(uri), tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+            )
         except Exception:  # created concurrently by a process on another store lock (a server)
             found = client.get_experiment_by_name(experiment)
             if found is None:

@@ -34,9 +34,13 @@ PASSWORD = "CanaryPw7Qx93"  #: in the tracking URI's userinfo
 TOKEN = "CanaryTok5Zr28"  #: in the environment, reaching the config through ${oc.env:...}
 CANARIES = (PASSWORD, TOKEN)
 HYDRA_TASK = "(hydra task)"  #: ``dabench [overrides] [-m]``: not in COMMANDS, the default entry
-ENV_OPTIONS = ["+tracking.tags.api_token=${oc.env:DABENCH_CANARY_TOKEN}",
-               "+tracking.tags.note=${oc.env:DABENCH_CANARY_TOKEN}"]
+ENV_OPTIONS = [
+    "+tracking.tags.api_token=${oc.env:DABENCH_CANARY_TOKEN}",
+    "+tracking.tags.note=${oc.env:DABENCH_CANARY_TOKEN}",
+]
 PREDICT = ["hardware=ipu", "parallel=pp", "hardware.mode=predict"]
+#: a 2-job sweep: cuda has no default sweep of its own (hardware=ipu parallel=pp -m adds 26 placements)
+SWEEP = ["hardware=cuda", "hardware.mode=predict", "model.n_layers=1,2"]
 
 
 @dataclass
@@ -67,14 +71,22 @@ def hydra_task(ctx: Context) -> None:
     """A single run, a multirun sweep of 2 jobs and an Optuna study of 2 trials; the URI on the
     command line (so the printed and stored command lines carry it) and in the environment."""
     ctx.dabench("run", *PREDICT, f"tracking.uri={ctx.uri}", *ENV_OPTIONS)
-    ctx.dabench("sweep", *PREDICT, "run.grad_accum=2,3", f"tracking.uri={ctx.uri}", *ENV_OPTIONS, "-m")
-    ctx.dabench("study", "+sweeps=rdu_deploy", "hydra.sweeper.space.hook=null", "hydra.sweeper.n_trials=2",
-                "hydra.sweeper.study_name=canary-study", f"hydra.sweeper.storage={ctx.storage}",
-                f"tracking.uri={ctx.uri}", *ENV_OPTIONS, "-m")
+    ctx.dabench("sweep", *SWEEP, f"tracking.uri={ctx.uri}", *ENV_OPTIONS, "-m")
+    ctx.dabench(
+        "study",
+        "+sweeps=rdu_deploy",
+        "hydra.sweeper.space.hook=null",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweeper.study_name=canary-study",
+        f"hydra.sweeper.storage={ctx.storage}",
+        f"tracking.uri={ctx.uri}",
+        *ENV_OPTIONS,
+        "-m",
+    )
 
 
 def grid(ctx: Context) -> None:
-    ctx.dabench("grid", "grid", *PREDICT, "run.grad_accum=2,4", f"tracking.uri={ctx.uri}", *ENV_OPTIONS)
+    ctx.dabench("grid", "grid", *SWEEP, f"tracking.uri={ctx.uri}", *ENV_OPTIONS)
 
 
 def report(ctx: Context) -> None:
@@ -117,10 +129,19 @@ def sync(ctx: Context) -> None:
     os.environ.update(DABENCH_OUTBOX=str(outbox), DABENCH_CANARY_TOKEN=TOKEN)  # as in the dabench process
     try:
         now = int(time.time() * 1000)
-        journal = Journal.new(uri=ctx.uri, experiment="dabench", run_name="kept while away", start_ms=now,
-                              tags={"dabench.mode": "predict", "note": TOKEN}, parent=None)
-        journal.log({"tracking.uri": ctx.uri, "tracking.tags.api_token": TOKEN}, {"throughput.samples_per_s": 1.0},
-                    {"api_token": TOKEN})
+        journal = Journal.new(
+            uri=ctx.uri,
+            experiment="dabench",
+            run_name="kept while away",
+            start_ms=now,
+            tags={"dabench.mode": "predict", "note": TOKEN},
+            parent=None,
+        )
+        journal.log(
+            {"tracking.uri": ctx.uri, "tracking.tags.api_token": TOKEN},
+            {"throughput.samples_per_s": 1.0},
+            {"api_token": TOKEN},
+        )
         journal.close(Status.OK, "", now + 10, status_tags=True)
     finally:
         for name, value in previous.items():
@@ -133,8 +154,16 @@ def sync(ctx: Context) -> None:
 
 
 def advise(ctx: Context) -> None:
-    ctx.dabench("advise", "advise", "model=gpt2_small", "tokens=1e9", "platforms=ipu", "trials=4",
-                f"tracking_uri={ctx.uri}", "csv=advice.csv")
+    ctx.dabench(
+        "advise",
+        "advise",
+        "model=gpt2_small",
+        "tokens=1e9",
+        "platforms=ipu",
+        "trials=4",
+        f"tracking_uri={ctx.uri}",
+        "csv=advice.csv",
+    )
 
 
 def fit(ctx: Context) -> None:
@@ -150,8 +179,18 @@ def calibrate(ctx: Context) -> None:
 #: how each command is run against the store, in the order they run (later ones read what
 #: earlier ones recorded). A new command in COMMANDS must get a line here.
 RECIPES: dict[str, Callable[[Context], None]] = {
-    HYDRA_TASK: hydra_task, "grid": grid, "ingest": ingest, "sync": sync, "advise": advise, "report": report,
-    "compare": compare, "study": study, "doctor": doctor, "ui": ui, "fit": fit, "calibrate": calibrate,
+    HYDRA_TASK: hydra_task,
+    "grid": grid,
+    "ingest": ingest,
+    "sync": sync,
+    "advise": advise,
+    "report": report,
+    "compare": compare,
+    "study": study,
+    "doctor": doctor,
+    "ui": ui,
+    "fit": fit,
+    "calibrate": calibrate,
 }
 #: the commands that read or write the run store or the study storage
 TOUCH_STORE = {HYDRA_TASK, "grid", "ingest", "sync", "advise", "report", "compare", "study", "doctor", "ui"}
@@ -210,6 +249,8 @@ def test_no_command_stores_or_prints_a_secret(tmp_path):
         hits = _scan(tmp_path / "server") + _scan(artifact_root) + _hits(server.log) + _scan(launch)
         hits += [f"output of {label}" for label, text in ctx.outputs for c in CANARIES if c in text]
     assert (launch / "optuna.db").is_file() and (launch / "outputs").is_dir() and (launch / "multirun").is_dir()
-    print(f"\nsecrets: {len(ctx.outputs)} invocations of {len(RECIPES)} recipes, {len(runs)} runs scanned; "
-          f"timings (s): {json.dumps(timings)}")
+    print(
+        f"\nsecrets: {len(ctx.outputs)} invocations of {len(RECIPES)} recipes, {len(runs)} runs scanned; "
+        f"timings (s): {json.dumps(timings)}"
+    )
     assert hits == [], "canary found in:\n" + "\n".join(hits)

@@ -25,6 +25,7 @@ def test_every_group_has_its_shipped_files():
     assert {"fp32", "fp16", "bf16", "mixed"} <= set(GROUPS["precision"])
 
 
+@pytest.mark.slow
 def test_every_combination_composes_and_validates():
     """Every model x hardware x parallel x precision validates. The model group interpolates
     nothing and nothing interpolates it (checked below), so each model section is composed once and

@@ -40,6 +40,7 @@ def test_only_single_process_cpu_validate_runs_with_calibrated_ceilings_probe():
     assert not uses_in_situ_ceilings(cuda, "validate", "none")
 
 
+@pytest.mark.slow
 def test_a_validate_run_records_its_probes_and_is_predicted_at_them():
     from dabench.config.build import build_run_config
     from dabench.pipeline.execute import execute

@@ -44,6 +44,7 @@ def _container(cfg):
     return OmegaConf.to_container(cfg, resolve=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sweep", SWEEPS, ids=[" ".join(s) for s in SWEEPS])
 def test_every_job_gets_hydras_config(loader_and_master, sweep):
     from hydra_plugins.dabench_basic_sweeper.cached_loader import CachingConfigLoader

@@ -61,11 +61,18 @@ from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.safety import MAX_DEPTH, MAX_FILE_BYTES, shown
 from tests.conftest import ROOT, SHARED_FIXTURES, run_dabench
 
-settings.register_profile("fast", max_examples=40, derandomize=True, deadline=None, database=None,
-                          suppress_health_check=list(HealthCheck))
-settings.register_profile("long", max_examples=250, derandomize=True, deadline=None, database=None,
-                          suppress_health_check=list(HealthCheck),  # no shrinking: 5,000-file examples shrink for hours
-                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.register_profile(
+    "fast", max_examples=40, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+settings.register_profile(
+    "long",
+    max_examples=100,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),  # no shrinking: 5,000-file examples shrink for hours
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
 PROFILE = "long" if os.environ.get("DABENCH_FUZZ") == "long" else "fast"
 FUZZ = settings.get_profile(PROFILE)
 LONG = PROFILE == "long"
@@ -77,18 +84,44 @@ CLI_BOUND_S = 240
 NOBODY = 65534
 
 LOCAL = ROOT / "tests" / "vendors" / "fixtures"
-BASES = [LOCAL / "appliance_run", LOCAL / "sambaflow_small", LOCAL / "compile_report_small.txt",
-         LOCAL / "popvision_small.json"]
+BASES = [
+    LOCAL / "appliance_run",
+    LOCAL / "sambaflow_small",
+    LOCAL / "compile_report_small.txt",
+    LOCAL / "popvision_small.json",
+]
 if SHARED_FIXTURES.is_dir():  # absent: the local fixtures alone (tests/pipeline covers the shared ones)
-    BASES += [SHARED_FIXTURES / "cerebras" / "appliance_run", SHARED_FIXTURES / "sambanova" / "logreg",
-              SHARED_FIXTURES / "cerebras" / "compile_reports"]
+    BASES += [
+        SHARED_FIXTURES / "cerebras" / "appliance_run",
+        SHARED_FIXTURES / "sambanova" / "logreg",
+        SHARED_FIXTURES / "cerebras" / "compile_reports",
+    ]
 
 #: names the format detection looks for: a hostile entry under one of them tempts the parsers
-BAIT = ["compile_report.txt", "performance.json", "track.json", "run.log", "executors", "stage_buffers",
-        "x.s9.utilization_report.json", "section_report.csv", "popvision.json", "run_meta.json",
-        "wsjob-x-cluster-details.json"]
-WEIRD_NAMES = ["a\nb.json", "tab\there.txt", "\x1b[31mred", "sp ace.s1.utilization_report.json", "é🙂.json",
-               os.fsdecode(b"bad\xff\xfe.json"), "n" * 200 + ".json", "-rf", ".hidden"]
+BAIT = [
+    "compile_report.txt",
+    "performance.json",
+    "track.json",
+    "run.log",
+    "executors",
+    "stage_buffers",
+    "x.s9.utilization_report.json",
+    "section_report.csv",
+    "popvision.json",
+    "run_meta.json",
+    "wsjob-x-cluster-details.json",
+]
+WEIRD_NAMES = [
+    "a\nb.json",
+    "tab\there.txt",
+    "\x1b[31mred",
+    "sp ace.s1.utilization_report.json",
+    "é🙂.json",
+    os.fsdecode(b"bad\xff\xfe.json"),
+    "n" * 200 + ".json",
+    "-rf",
+    ".hidden",
+]
 
 
 def _can_mknod() -> bool:
@@ -158,9 +191,11 @@ def bounded(seconds: int) -> Iterator[None]:
 
 # ---------------------------------------------------------------------------------- mutations
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-                           max_leaves=6)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
 index = st.integers(0, 10_000)
 name = st.sampled_from(BAIT + WEIRD_NAMES) | index  # an int: take the name of an existing file
 LINKS = ("outside_file", "outside_dir", "dangling", "self", "loop", "parent")
@@ -203,8 +238,14 @@ class Folder:
 def _files(folder: Folder) -> list[Path]:
     """The regular files a mutation may pick: readable, and none barred (a 64 GiB sparse file is
     not read into memory to inject bytes)."""
-    return sorted(p for p in folder.root.rglob("*") if p.is_file() and not p.is_symlink() and p.stat().st_mode & 0o444
-                  and not _barred(folder, p.relative_to(folder.root)))
+    return sorted(
+        p
+        for p in folder.root.rglob("*")
+        if p.is_file()
+        and not p.is_symlink()
+        and p.stat().st_mode & 0o444
+        and not _barred(folder, p.relative_to(folder.root))
+    )
 
 
 def _barred(folder: Folder, relative: Path) -> bool:
@@ -241,13 +282,18 @@ def apply(folder: Folder, op: tuple) -> None:
         path = _pick(files, op[1])
         data = bytearray(path.read_bytes())
         at = int(len(data) * op[2])
-        data[at:at + len(op[3])] = op[3]
+        data[at : at + len(op[3])] = op[3]
         path.write_bytes(bytes(data))
     elif kind == "json" and files:
         path = _pick([f for f in files if f.suffix == ".json"] or files, op[1])
         value = op[2]
-        text = ("[" * 100_000 + "]" * 100_000 if value == "deep_list" else '{"a":' * 50_000 + "1" + "}" * 50_000
-                if value == "deep_dict" else json.dumps(value))
+        text = (
+            "[" * 100_000 + "]" * 100_000
+            if value == "deep_list"
+            else '{"a":' * 50_000 + "1" + "}" * 50_000
+            if value == "deep_dict"
+            else json.dumps(value)
+        )
         path.write_text(text)
     elif kind == "unreadable" and files:
         path = _pick(files, op[1])
@@ -267,9 +313,14 @@ def apply(folder: Folder, op: tuple) -> None:
             folder.barred[str(path.relative_to(root))] = "unreadable folder"
     elif kind == "link":
         path = _place(folder, op[2], f"link ({op[1]})")
-        target = {"outside_file": folder.outside / "secret.json", "outside_dir": Path("/"),
-                  "dangling": root / "does-not-exist", "self": path, "loop": path.with_name(path.name + ".other"),
-                  "parent": Path("..")}[op[1]]
+        target = {
+            "outside_file": folder.outside / "secret.json",
+            "outside_dir": Path("/"),
+            "dangling": root / "does-not-exist",
+            "self": path,
+            "loop": path.with_name(path.name + ".other"),
+            "parent": Path(".."),
+        }[op[1]]
         path.symlink_to(target)
         if op[1] == "loop":
             target.unlink(missing_ok=True) if target.is_symlink() else None
@@ -434,10 +485,20 @@ def test_parse_artifact_on_a_hostile_folder(plan):
         check_outcome(folder, target, outcome)
 
 
-HOSTILE = [("link", "outside_file", "x.s9.utilization_report.json"), ("link", "loop", "run.log"),
-           ("link", "outside_dir", "executors"), ("fifo", "track.json"), ("device", "section_report.csv"),
-           ("deep", 30, 0), ("huge", "compile_report.txt", 300 * 2**20), ("binary", 1, 0.5, b"\x00\xff\xfe"),
-           ("truncate", 2, 0.5), ("unreadable", 3), ("rename", 4, "a\nb.json"), ("many", 50)]
+HOSTILE = [
+    ("link", "outside_file", "x.s9.utilization_report.json"),
+    ("link", "loop", "run.log"),
+    ("link", "outside_dir", "executors"),
+    ("fifo", "track.json"),
+    ("device", "section_report.csv"),
+    ("deep", 30, 0),
+    ("huge", "compile_report.txt", 300 * 2**20),
+    ("binary", 1, 0.5, b"\x00\xff\xfe"),
+    ("truncate", 2, 0.5),
+    ("unreadable", 3),
+    ("rename", 4, "a\nb.json"),
+    ("many", 50),
+]
 
 
 def _check_cli(done: subprocess.CompletedProcess, log: bool) -> None:
@@ -449,7 +510,9 @@ def _check_cli(done: subprocess.CompletedProcess, log: bool) -> None:
         assert len(lines) == 1 and lines[0].startswith("dabench ingest: "), err
         return
     document = json.loads(out)
-    printed = [line.removeprefix("dabench ingest: skipped ") for line in lines if line.startswith("dabench ingest: skipped ")]
+    printed = [
+        line.removeprefix("dabench ingest: skipped ") for line in lines if line.startswith("dabench ingest: skipped ")
+    ]
     assert printed == document.get("skipped", []), (printed, document.get("skipped"))
     assert all(line.startswith("dabench ingest: ") for line in lines), err
     if log:
@@ -485,8 +548,9 @@ def test_ingest_cli_on_drawn_folders(plan, log):
 
 @pytest.mark.slow
 def test_long_fuzz_profile():
-    """The long profile in a child pytest (the slow suite): 250 drawn folders parsed, 12 through the CLI."""
+    """The long profile in a child pytest (the slow suite): 100 drawn folders parsed, 12 through the CLI."""
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__, "-m", "not slow"]
-    done = subprocess.run(command, cwd=ROOT, env={**os.environ, "DABENCH_FUZZ": "long"}, capture_output=True,
-                          text=True, timeout=3600)
+    done = subprocess.run(
+        command, cwd=ROOT, env={**os.environ, "DABENCH_FUZZ": "long"}, capture_output=True, text=True, timeout=3600
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

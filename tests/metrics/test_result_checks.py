@@ -137,6 +137,7 @@ def test_predicted_configs_never_exceed_their_bounds(overrides):
 MEASURED = [["model.n_layers=1"], ["model.n_layers=2", "run.batch_size=1"], ["precision=bf16", "model.n_layers=1"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", MEASURED, ids=lambda o: " ".join(o))
 def test_measured_cpu_configs_never_exceed_their_bounds(overrides):
     rc = build_run_config(composed(["hardware.mode=validate", "run.warmup_steps=1", "run.timed_steps=2", *overrides]))

@@ -54,6 +54,7 @@ def test_real_children(tmp_path):
     assert segv.status == "crashed" and "SIGSEGV" in segv.description
 
 
+@pytest.mark.slow
 def test_a_child_that_never_ends_is_timed_out_and_its_group_killed(tmp_path):
     # the child blocks forever on a pipe nobody writes; its grandchild waits for a signal forever
     code = (

@@ -20,12 +20,17 @@ def test_soak_40_trials_with_a_killed_worker_and_a_server_restart(tmp_path):
     reason = why_no_postgres()
     if reason:
         pytest.skip(reason)
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "soak.py"), "--trials", "40",
-                           "--keep", str(tmp_path / "soak")], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "soak.py"), "--trials", "40", "--keep", str(tmp_path / "soak")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     lines = done.stdout.strip().splitlines()
     assert lines, done.stderr[-3000:]
     assert lines[-1] == "trials_counted=40 duplicates=0 parents=1 running=0 missing_records=0", (
-        done.stdout[-3000:] + done.stderr[-3000:])
+        done.stdout[-3000:] + done.stderr[-3000:]
+    )
     assert done.returncode == 0
     assert any("worker 0 SIGKILLed" in line for line in lines) and any("server restarted" in line for line in lines)

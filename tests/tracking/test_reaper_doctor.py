@@ -148,6 +148,7 @@ def test_doctor_names_a_corrupt_store(store, tmp_path, capsys, which):
     assert out.strip().splitlines()[-1] == "doctor: problems found (see above)"
 
 
+@pytest.mark.slow
 def test_doctor_runs_as_a_subcommand(store, run_cli):
     done = run_cli("doctor", "--uri", store, timeout=120)
     assert "doctor: healthy" in done.stdout and "Traceback" not in done.stderr

@@ -4,6 +4,8 @@ study, on the MLflow parent, in results files), `dabench study`, Hydra's files o
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import cli_env
 
 TOKEN, PASSWORD, FROM_ENV = "CANARYtok1x", "CANARYpw2x", "CANARYenv3x"
@@ -16,6 +18,7 @@ def _run(tmp_path, *args):
     )
 
 
+@pytest.mark.slow
 def test_secrets_of_a_sweep_appear_nowhere(tmp_path):
     sweep = _run(
         tmp_path,

@@ -97,6 +97,7 @@ def test_the_sweeper_exits_2_with_one_line_and_creates_nothing(tmp_path):
     assert not (tmp_path / "mlruns").exists() and not (tmp_path / "multirun").exists()
 
 
+@pytest.mark.slow
 def test_a_changed_space_on_resume_exits_2_and_writes_nothing(tmp_path):
     base = [
         "+sweeps=rdu_deploy",

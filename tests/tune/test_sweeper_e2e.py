@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import optuna
+import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
@@ -41,6 +42,7 @@ def runs(tmp_path):
     return client, client.search_runs([experiment], max_results=1000)
 
 
+@pytest.mark.slow
 def test_ipu_sweep_resumes_into_one_parent_run(tmp_path):
     # tiny model: every IPU deployment fits, so the best is defined after a few trials
     args = ["+sweeps=ipu_deploy", "model=tiny", "model.n_layers=4"]
@@ -87,6 +89,7 @@ def test_ipu_sweep_resumes_into_one_parent_run(tmp_path):
     assert "parallel.layers_per_stage=" in best.stdout and "hardware.mode=measure" in best.stdout
 
 
+@pytest.mark.slow
 def test_cpu_sweep_measures_and_records_invalid_trials(tmp_path):
     # command-line sweeps replace the sweep's own dimensions; a fixed value removes one
     out = sweep(

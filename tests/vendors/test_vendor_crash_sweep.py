@@ -8,9 +8,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from vendor_helpers import FAKES, REPO
 
 
+@pytest.mark.slow
 def test_hydra_sweep_records_the_crash_and_continues(tmp_path):
     from mlflow.tracking import MlflowClient
 

@@ -52,6 +52,7 @@ def test_graphcore_gpt2_layout_places_embedding_and_head_on_ipu0():
     assert begin_blocks(config) == [("embedding", 0)]  # one IPU: one block
 
 
+@pytest.mark.slow
 def test_pipelined_mixed_precision_run_drives_the_api(fake_sdk):
     rc = run_config(
         "ipu",
@@ -99,6 +100,7 @@ def test_pipelined_mixed_precision_run_drives_the_api(fake_sdk):
     assert any(a.endswith("popvision.json") for a in profile.artifacts)
 
 
+@pytest.mark.slow
 def test_data_parallel_fp16_replicates(fake_sdk):
     rc = run_config(
         "ipu",

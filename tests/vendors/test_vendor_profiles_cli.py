@@ -45,6 +45,7 @@ def test_unknown_path_exits_2(capsys, tmp_path):
     assert "no known vendor artifacts" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_log_records_a_measured_run_with_the_sources(capsys, tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
@@ -80,6 +81,7 @@ def _runs(uri):
     return client.search_runs([client.get_experiment_by_name("dabench").experiment_id])
 
 
+@pytest.mark.slow
 def test_a_half_cut_artifact_is_recorded_incomplete_and_exits_1(capsys, tmp_path, monkeypatch):
     uri = _logged(monkeypatch, tmp_path)
     lines = (FIXTURES / "compile_report_small.txt").read_text().splitlines(keepends=True)

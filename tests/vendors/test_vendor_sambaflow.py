@@ -24,6 +24,7 @@ def test_registered_and_unavailable_without_sdk(monkeypatch, tmp_path):
     assert not availability.ok and "SambaFlow" in availability.reason and "hardware.python=" in availability.reason
 
 
+@pytest.mark.slow
 def test_compile_then_run_drives_the_api(fake_sdk):
     rc = run_config("rdu", python=fake_sdk.python, precision="bf16", options={"compile_mode": "o3", "tiles": 4})
     result = execute(rc)
@@ -52,6 +53,7 @@ def test_compile_then_run_drives_the_api(fake_sdk):
     assert any(a.endswith("compile/runner.log") for a in profile.artifacts)
 
 
+@pytest.mark.slow
 def test_compile_failure_is_recorded(fake_sdk, monkeypatch):
     monkeypatch.setenv("FAKE_SDK_BEHAVIOUR", "fail_compile")
     result = execute(run_config("rdu", python=fake_sdk.python, precision="bf16"))
