@@ -258,19 +258,18 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
         free = [i for i in free if alloc[i] < caps[i]]
     # the compiler parallelises a stage by a power-of-two factor (tensor dims tile evenly): the
     # largest one within its share (every share is at least 1: each stage starts with one PCU)
-    floor2 = _floor_pow2(total)
-    return [floor2[int(a)] for a in alloc]
+    return [_floor_pow2(int(a)) for a in alloc]
 
 
-_FLOOR_POW2: list[int] = [1]
+def _floor_pow2(n: int) -> int:
+    """The largest power of two <= ``n`` (1 for 0): a cached table for chip-sized counts, the
+    bit length beyond it (a table the size of the count would be the count's size in memory)."""
+    if n < len(_FLOOR_POW2):
+        return _FLOOR_POW2[n]
+    return 1 << (n.bit_length() - 1)
 
 
-def _floor_pow2(n: int) -> list[int]:
-    """[largest power of two <= i, for i in 0..n] (1 for 0), extended on demand."""
-    table = _FLOOR_POW2
-    for i in range(len(table), n + 1):
-        table.append(1 << (i.bit_length() - 1))
-    return table
+_FLOOR_POW2: list[int] = [1] + [1 << (i.bit_length() - 1) for i in range(1, 1 << 12)]
 
 
 @dataclass(slots=True)
