@@ -14,6 +14,9 @@
    status ``interrupted`` and their settings enqueued again (:func:`dabench.tune.study.fail_stale_trials`,
    under the study's lock); a study's MLflow parent run left RUNNING by a sweep that is gone with no
    trial running is ended KILLED.
+4. Constant sets with a band: a set whose platform's recent measured runs fall outside its band
+   more often than the band's nominal rate is flagged (``DRIFT``) with the command that refits it
+   (:func:`check_constants`; docs/fitting.md).
 
 Prints one line per check and per fix; exit 0 when the stores are healthy (after the fixes), 1
 when a store is unusable (corrupt, unreachable), 2 for bad arguments. ``--dry-run`` fixes nothing.
@@ -109,6 +112,62 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
     return True
 
 
+RECENT_RUNS = 200  #: measured runs of the store the drift check reads (most recent first)
+
+
+def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
+    """Drift (docs/fitting.md): for each constant set with a band (the named sets of
+    ``$DABENCH_CONSTANTS_DIR`` / ``~/.dabench/constants``, and ``published``), how many of the
+    platform's recent measured runs fall outside the band around the set's prediction; a set that
+    misses more often than the band's nominal rate (binomial p < 0.05) is flagged with the command
+    that refits it. Never fails the doctor (a warning). Returns the :class:`Drift` records."""
+    import json
+
+    from dabench.perfmodel.fit import constant_set, from_runs
+
+    sets = {constant_set.PUBLISHED: dict(constant_set.load())}
+    folder = constant_set.user_dir()
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            say(f"constant set {path}: unreadable, skipped")
+            continue
+        if data.get("format") == constant_set.FORMAT:
+            sets[path.stem] = data
+    banded = {n: d for n, d in sets.items() if any((e.get("band") or {}).get("factor")
+                                                    for e in (d.get("platforms") or {}).values())}
+    if not banded:
+        return []
+    try:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=uri)
+        ids = [e.experiment_id for e in client.search_experiments()]
+        found = client.search_runs(ids, "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
+                                   max_results=recent, order_by=["attributes.start_time DESC"]) if ids else []
+    except Exception as error:
+        say(f"constant sets: could not read the recent measured runs ({type(error).__name__}): drift not checked")
+        return []
+    runs = [{"run_id": r.info.run_id, "tags": r.data.tags, "params": r.data.params, "metrics": r.data.metrics}
+            for r in found]
+    points, _ = from_runs.points_from_runs(runs)
+    out = []
+    for name, data in banded.items():
+        for d in from_runs.drift(name, data, points):
+            out.append(d)
+            if not d.n:
+                continue
+            rate = f"{d.outside}/{d.n} recent measured {d.arch} runs outside its {100 * d.nominal:.0f}% band"
+            if d.drifted:
+                say(f"DRIFT: constant set {name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
+                    f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
+                    f"--name {name if name != constant_set.PUBLISHED else 'NAME'} (docs/fitting.md)")
+            else:
+                say(f"constant set {name} ({d.arch}): {rate}: within the nominal rate")
+    return out
+
+
 def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None) -> bool:
     """Every study of the Optuna storage: stale RUNNING trials failed and re-queued, parents
     left RUNNING by a gone sweep ended. False: unusable."""
@@ -195,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
 
     uri = args.uri or _default_uri()
     ok = check_tracking(uri, all_hosts=args.all_hosts, dry_run=args.dry_run, say=say)
+    if ok:
+        check_constants(uri, say)
     storage = args.storage or _default_storage()
     if storage:
         ok = check_studies(storage, dry_run=args.dry_run, say=say, tracking=uri) and ok

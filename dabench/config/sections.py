@@ -125,6 +125,10 @@ class HardwareSpec:
                                 doc="interpreter for runner-isolated backends (null = this one)")
     options: Mapping[str, Any] = field_({}, item=item("any"),
                                         doc="architecture knobs, typed per arch by dabench/perfmodel/knobs")
+    constants: str = field_("published", max_len=4096,
+                            doc="constant set the prediction uses: published (the shipped one), the NAME of a "
+                                "set written by dabench fit --from-mlflow, or the path of a set's JSON file "
+                                "(docs/fitting.md)")
 
     def memory_level(self, name: str) -> MemoryLevel:
         for level in self.memory:

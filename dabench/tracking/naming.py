@@ -30,6 +30,26 @@ def run_name(container: dict[str, Any]) -> str:
             f"{hardware.get('name', '?')}{' ' + str(knob) if knob else ''}{layout} {precision} b{batch}")
 
 
+def host_key(arch: str, hardware_name: str) -> str:
+    """Which machine of a platform measured a run (``dabench.host_key``; docs/fitting.md): the CPU
+    model for cpu, the GPU's name for cuda (this process's device 0), the hardware config's name
+    (the vendor system) otherwise. Runs of one platform with different keys are fitted apart."""
+    if arch == "cpu":
+        from dabench.host.info import cpu_model
+
+        return f"cpu:{cpu_model()}"
+    if arch == "cuda":
+        import sys
+
+        torch = sys.modules.get("torch")  # measured on the GPU: torch is loaded; never import it here
+        try:
+            if torch is not None and torch.cuda.is_available():
+                return f"cuda:{torch.cuda.get_device_name(0)}"
+        except Exception:  # a broken driver: the config's name still separates machines
+            pass
+    return f"{arch}:{hardware_name}"
+
+
 def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str, Any]) -> dict[str, str]:
     hardware = container.get("hardware") or {}
     tags = {
@@ -44,6 +64,8 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
         tags["dabench.status"] = result.status.value
         if result.mode == "validate":
             tags["dabench.validate"] = "true"
+        if result.mode != "predict":  # measured: which machine (fit --from-mlflow keeps machines apart)
+            tags["dabench.host_key"] = host_key(str(hardware.get("arch")), str(hardware.get("name")))
         if result.reason:
             tags["dabench.reason"] = result.reason
         if result.diagnosis:

@@ -42,6 +42,8 @@ def _model_files(arch: str | None) -> list[Path]:
               CONF_DIR / "hardware" / f"{arch}.yaml"]
     if arch in ("cpu", "cuda"):
         files.append(PACKAGE / "perfmodel" / "device.py")
+    # variants that inherit the arch's options (conf/hardware/cuda_a100.yaml: defaults [cuda])
+    files += sorted((CONF_DIR / "hardware").glob(f"{arch}_*.yaml"))
     return files
 
 
@@ -83,14 +85,31 @@ def error_band(arch: str) -> tuple[float, float] | None:
     return (min(errors), max(errors))
 
 
-def run_tags(arch: str) -> dict[str, str]:
+def run_tags(arch: str, constants: str = "published", rc=None) -> dict[str, str]:
     """The tags a predicted run records: ``dabench.model_version``, ``dabench.error_band`` (the
     in-sample range "-0.12,+0.08", or "uncalibrated"), and the band's
     (:func:`dabench.perfmodel.fit.constant_set.band_tags`: ``dabench.constants``, ``dabench.band``,
-    ``dabench.band.nominal_coverage``). Computed once per process and architecture."""
-    from dabench.perfmodel.fit.constant_set import band_tags
+    ``dabench.band.nominal_coverage``) of the constant set ``constants`` (``hardware.constants``:
+    published, a NAME or a FILE; docs/fitting.md)."""
+    from dabench.perfmodel.fit.constant_set import band_tags, resolve
 
     band = error_band(arch)
-    return {"dabench.model_version": model_version(arch),
+    try:
+        constant_set = resolve(constants)
+    except (OSError, ValueError) as error:
+        from dabench.core.status import ConfigError
+
+        raise ConfigError("hardware.constants", constants, str(error)) from None
+    name = constant_set.get("name", constants) if constants != "published" else constants
+    tags = {"dabench.model_version": model_version(arch),
             "dabench.error_band": f"{band[0]:+.3f},{band[1]:+.3f}" if band else "uncalibrated",
-            **band_tags(arch, model_version(arch))}
+            **band_tags(arch, model_version(arch), constant_set, name)}
+    if constants != "published":
+        tags["dabench.constants_ref"] = constants  # as given: a NAME or a FILE
+        if rc is not None:
+            from dabench.perfmodel.fit.constant_set import outside_domain
+
+            note = outside_domain(constant_set, arch, rc)
+            if note:
+                tags["dabench.constants_note"] = note
+    return tags

@@ -48,14 +48,60 @@ BAND_METHOD = ("split-conformal on |log(predicted / published)| of leave-one-out
                "out-of-sample |log error| of any platform ('wide'); no points: 'uncalibrated' (no band)")
 
 
+def user_dir() -> Path:
+    """Where named sets written by ``dabench fit --from-mlflow`` live: ``$DABENCH_CONSTANTS_DIR``,
+    else ``~/.dabench/constants`` (never beside published.json: docs/fitting.md)."""
+    import os
+
+    return Path(os.environ.get("DABENCH_CONSTANTS_DIR") or Path.home() / ".dabench" / "constants").expanduser()
+
+
+def is_file_ref(name: str) -> bool:
+    """``hardware.constants`` names a file (a path, or a name ending in .json) rather than a set."""
+    return name.endswith(".json") or "/" in name or "\\" in name
+
+
 def path_of(name: str) -> Path:
-    return DIR / f"{name}.json"
+    """The file of set ``name``: a path as given; ``published`` (and the sets shipped beside it)
+    here; any other NAME in :func:`user_dir`."""
+    if is_file_ref(name):
+        return Path(name).expanduser()
+    shipped = DIR / f"{name}.json"
+    if name == PUBLISHED or (shipped.exists() and not (user_dir() / f"{name}.json").exists()):
+        return shipped
+    return user_dir() / f"{name}.json"
+
+
+def resolve(name: str) -> Mapping[str, Any]:
+    """:func:`load`, but a set other than ``published`` that does not exist is an error (a
+    prediction must not silently fall back on other constants)."""
+    data = load(name)
+    if not data and name != PUBLISHED:
+        raise FileNotFoundError(f"no constant set {name!r} (looked for {path_of(name)}; named sets live in "
+                                f"{user_dir()}, written by python -m dabench fit --from-mlflow ... --name NAME)")
+    return data
+
+
+def fitted_options(name: str, arch: str) -> dict[str, Any]:
+    """``{knob: value}`` of the ``options.*`` constants set ``name`` fitted for ``arch`` (what
+    ``hardware.constants=NAME|FILE`` applies over conf/hardware/<arch>.yaml's options); {} for
+    ``published``, whose values are the YAML's."""
+    if name == PUBLISHED:
+        return {}
+    entry = (resolve(name).get("platforms") or {}).get(arch) or {}
+    return {path.split(".", 1)[1]: c["value"] for path, c in (entry.get("constants") or {}).items()
+            if path.startswith("options.") and c.get("kind") == "fitted" and c.get("value") is not None}
+
+
+def load(name: str = PUBLISHED) -> Mapping[str, Any]:
+    """The constant set ``name`` (a NAME or a FILE, see :func:`path_of`; {} when it does not
+    exist). Read once per process and file."""
+    return _load(str(path_of(name)))
 
 
 @lru_cache(maxsize=None)
-def load(name: str = PUBLISHED) -> Mapping[str, Any]:
-    """The constant set ``name`` ({} when it does not exist). Read once per process."""
-    path = path_of(name)
+def _load(where: str) -> Mapping[str, Any]:
+    path = Path(where)
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
@@ -109,9 +155,35 @@ def band_tags(platform: str, model_hash: str, constant_set: Mapping[str, Any] | 
         tags["dabench.band.nominal_coverage"] = f"{constant_set.get('nominal_coverage')}"
     sized_on = ((constant_set.get("platforms") or {}).get(platform) or {}).get("model_hash")
     if sized_on and sized_on != model_hash:
-        tags["dabench.band_note"] = (f"constant set '{name}' was sized on model {sized_on}; this model is {model_hash}: "
-                                     f"rerun python -m dabench fit --cv --write")
+        refit = ("python -m dabench fit --cv --write" if name == PUBLISHED else
+                 f"refit it from its runs: python -m dabench fit --from-mlflow SELECTION --name {name}")
+        tags["dabench.band_note"] = (f"constant set '{name}' was sized on model {sized_on}; "
+                                     f"this model is {model_hash}: {refit}")
     return tags
+
+
+def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> str:
+    """Where ``rc`` lies outside the configs a set fitted from runs saw (its platform's
+    ``domain``: ranges of layers, hidden size, sequence, batch, parameters; precisions and
+    layouts); "" inside, or for a set without a domain. A set is as good as the configs it saw."""
+    domain = ((constant_set.get("platforms") or {}).get(platform) or {}).get("domain") or {}
+    found = []
+    values = {"n_layers": rc.model.n_layers, "hidden_size": rc.model.hidden_size, "seq_len": rc.model.seq_len,
+              "batch_size": rc.run.batch_size}
+    for key, value in values.items():
+        span = domain.get(key)
+        if span and not (span[0] <= value <= span[1]):
+            found.append(f"{key} {value} outside [{span[0]:g}, {span[1]:g}]")
+    if domain.get("precisions") and rc.precision.name not in domain["precisions"]:
+        found.append(f"precision {rc.precision.name} not in {', '.join(domain['precisions'])}")
+    if domain.get("hardware") and rc.hardware.name not in domain["hardware"]:
+        found.append(f"hardware {rc.hardware.name} not in {', '.join(domain['hardware'])}")
+    if domain.get("strategies") and rc.parallel.strategy not in domain["strategies"]:
+        found.append(f"layout {rc.parallel.strategy} not in {', '.join(domain['strategies'])}")
+    if not found:
+        return ""
+    return (f"outside the configs constant set '{constant_set.get('name')}' was fitted on ({'; '.join(found)}): "
+            f"its band was sized inside them and may not hold here")
 
 
 def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float, fallback_n: int) -> dict[str, Any]:
@@ -195,9 +267,11 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
 
 
 def write(data: Mapping[str, Any], name: str | None = None) -> Path:
-    path = path_of(name or data["name"])
+    name = name or data["name"]
+    path = DIR / f"{name}.json" if name == PUBLISHED else path_of(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
-    load.cache_clear()
+    _load.cache_clear()
     return path
 
 
