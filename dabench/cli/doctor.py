@@ -66,8 +66,10 @@ def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
         return None
     found = integrity(path)
     if found != "ok":
-        say(f"{what} {path}: CORRUPT ({found}); move it aside (mv {path} {path}.corrupt) and start a new "
-            f"one, or restore a backup")
+        say(
+            f"{what} {path}: CORRUPT ({found}); move it aside (mv {path} {path}.corrupt) and start a new "
+            f"one, or restore a backup"
+        )
         return False
     say(f"{what} {path}: integrity ok")
     return True
@@ -92,21 +94,27 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         experiments = client.search_experiments()
     except Exception as error:
-        say(f"tracking store {redact_uri(uri)}: MLflow cannot open it ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''})")
+        say(
+            f"tracking store {redact_uri(uri)}: MLflow cannot open it ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})"
+        )
         return False
     from dabench.tracking.reaper import reap, running_runs
 
     running = running_runs(client, None)
-    say(f"tracking store {redact_uri(uri)}: MLflow opens it ({len(experiments)} experiments, "
-        f"{len(running)} runs RUNNING)")
+    say(
+        f"tracking store {redact_uri(uri)}: MLflow opens it ({len(experiments)} experiments, "
+        f"{len(running)} runs RUNNING)"
+    )
     fixed = reap(client, all_hosts=all_hosts, dry_run=dry_run)
     for item in fixed:
         say(f"{'would fix' if dry_run else 'fixed'}: {item}")
     left = len(running) - len(fixed)
     if left:
-        say(f"left alone: {left} RUNNING runs whose processes still run"
-            + ("" if all_hosts else f" or belong to other hosts than {socket.gethostname()} (--all-hosts to end those)"))
+        say(
+            f"left alone: {left} RUNNING runs whose processes still run"
+            + ("" if all_hosts else f" or belong to other hosts than {socket.gethostname()} (--all-hosts to end those)")
+        )
     if not fixed:
         say("no runs left RUNNING by dead processes")
     return True
@@ -135,8 +143,11 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
             continue
         if data.get("format") == constant_set.FORMAT:
             sets[path.stem] = data
-    banded = {n: d for n, d in sets.items() if any((e.get("band") or {}).get("factor")
-                                                    for e in (d.get("platforms") or {}).values())}
+    banded = {
+        n: d
+        for n, d in sets.items()
+        if any((e.get("band") or {}).get("factor") for e in (d.get("platforms") or {}).values())
+    }
     if not banded:
         return []
     try:
@@ -144,13 +155,23 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
 
         client = MlflowClient(tracking_uri=uri)
         ids = [e.experiment_id for e in client.search_experiments()]
-        found = client.search_runs(ids, "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
-                                   max_results=recent, order_by=["attributes.start_time DESC"]) if ids else []
+        found = (
+            client.search_runs(
+                ids,
+                "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
+                max_results=recent,
+                order_by=["attributes.start_time DESC"],
+            )
+            if ids
+            else []
+        )
     except Exception as error:
         say(f"constant sets: could not read the recent measured runs ({type(error).__name__}): drift not checked")
         return []
-    runs = [{"run_id": r.info.run_id, "tags": r.data.tags, "params": r.data.params, "metrics": r.data.metrics}
-            for r in found]
+    runs = [
+        {"run_id": r.info.run_id, "tags": r.data.tags, "params": r.data.params, "metrics": r.data.metrics}
+        for r in found
+    ]
     points, _ = from_runs.points_from_runs(runs)
     out = []
     for name, data in banded.items():
@@ -160,9 +181,11 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
                 continue
             rate = f"{d.outside}/{d.n} recent measured {d.arch} runs outside its {100 * d.nominal:.0f}% band"
             if d.drifted:
-                say(f"DRIFT: constant set {name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
+                say(
+                    f"DRIFT: constant set {name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
                     f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
-                    f"--name {name if name != constant_set.PUBLISHED else 'NAME'} (docs/fitting.md)")
+                    f"--name {name if name != constant_set.PUBLISHED else 'NAME'} (docs/fitting.md)"
+                )
             else:
                 say(f"constant set {name} ({d.arch}): {rate}: within the nominal rate")
     return out
@@ -187,12 +210,15 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            store = optuna.storages.RDBStorage(storage, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
-                                               skip_table_creation=True)
+            store = optuna.storages.RDBStorage(
+                storage, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S, skip_table_creation=True
+            )
             names = optuna.get_all_study_names(storage=store)
     except Exception as error:
-        say(f"study storage {redact_uri(storage)}: Optuna cannot open it ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''})")
+        say(
+            f"study storage {redact_uri(storage)}: Optuna cannot open it ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})"
+        )
         return False
     say(f"study storage {redact_uri(storage)}: Optuna opens it ({len(names)} studies)")
     for name in names:
@@ -205,8 +231,10 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
         with study_lock(storage, f"dabench-study:{name}"):
             stale = fail_stale_trials(study, locked=True)
         if stale:
-            say(f"fixed: study {name}: trials {stale} RUNNING with their sweep gone -> failed (interrupted, not "
-                f"counted), their settings queued to run again")
+            say(
+                f"fixed: study {name}: trials {stale} RUNNING with their sweep gone -> failed (interrupted, not "
+                f"counted), their settings queued to run again"
+            )
         parent = _close_gone_parent(study, tracking)
         if parent:
             say(f"fixed: study {name}: {parent}")
@@ -244,8 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dabench doctor", description=__doc__.split("\n\n")[0])
     parser.add_argument("--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)")
     parser.add_argument("--storage", help="Optuna storage URL (default: ./mlruns/optuna.db when it exists)")
-    parser.add_argument("--all-hosts", action="store_true",
-                        help="also end RUNNING runs of other hosts and runs without owner (you know they are gone)")
+    parser.add_argument(
+        "--all-hosts",
+        action="store_true",
+        help="also end RUNNING runs of other hosts and runs without owner (you know they are gone)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="report, fix nothing")
     args = parser.parse_args(argv)
 

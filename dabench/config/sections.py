@@ -59,10 +59,12 @@ class ModelConfig:
     ffn_type: str = field_("gelu", choices=("gelu", "swiglu"), doc="gelu: two matrices; swiglu: gate, up, down (LLaMA)")
     position: str = field_("learned", choices=("learned", "rotary"), doc="learned position table, or rotary (no table)")
     tie_embeddings: bool = field_(False, doc="the LM head reuses the token table (GPT-2, BERT)")
-    cross_attention_layers: int = field_(0, low=0, high=10_000,
-                                         doc="blocks that also attend to an encoder output; at most n_layers")
-    head_tokens: int = field_(0, low=0, high=1 << 22,
-                              doc="positions per sequence reaching the LM head: 0 = all; at most seq_len")
+    cross_attention_layers: int = field_(
+        0, low=0, high=10_000, doc="blocks that also attend to an encoder output; at most n_layers"
+    )
+    head_tokens: int = field_(
+        0, low=0, high=1 << 22, doc="positions per sequence reaching the LM head: 0 = all; at most seq_len"
+    )
 
     @property
     def head_dim(self) -> int:
@@ -113,36 +115,51 @@ class HardwareSpec:
     mode: str = field_("auto", init_default=False, choices=MODES, doc="auto, measure, predict or validate")
     backend: str = field_(doc="the backend that measures (dabench/backends)")
     peak_flops: Mapping[str, float | None] = field_(
-        {}, init_default=False, item=item("number", low=0, low_open=True, high=HUGE, nullable=True),
-        doc="precision -> FLOP/s per chip (null = calibrated)")
+        {},
+        init_default=False,
+        item=item("number", low=0, low_open=True, high=HUGE, nullable=True),
+        doc="precision -> FLOP/s per chip (null = calibrated)",
+    )
     memory: tuple[MemoryLevel, ...] = field_(min_items=1, doc="the memory hierarchy, one item per level")
     compute_units: tuple[ComputeUnits, ...] = field_(min_items=1, doc="compute units, one item per kind")
     links: tuple[Link, ...] = field_((), doc="chip-to-chip links, one item per scope")
-    precisions: tuple[str, ...] = field_(PRECISIONS, min_items=1, item=item("choice", choices=PRECISIONS),
-                                         doc="precisions the target runs")
+    precisions: tuple[str, ...] = field_(
+        PRECISIONS, min_items=1, item=item("choice", choices=PRECISIONS), doc="precisions the target runs"
+    )
     chips_per_node: int = field_(1, low=1, high=4096, doc="chips in one machine")
-    python: str | None = field_(None, max_len=4096, empty_is_null=True,
-                                doc="interpreter for runner-isolated backends (null = this one)")
-    options: Mapping[str, Any] = field_({}, item=item("any"),
-                                        doc="architecture knobs, typed per arch by dabench/perfmodel/knobs")
-    constants: str = field_("published", max_len=4096,
-                            doc="constant set the prediction uses: published (the shipped one), the NAME of a "
-                                "set written by dabench fit --from-mlflow, or the path of a set's JSON file "
-                                "(docs/fitting.md)")
+    python: str | None = field_(
+        None, max_len=4096, empty_is_null=True, doc="interpreter for runner-isolated backends (null = this one)"
+    )
+    options: Mapping[str, Any] = field_(
+        {}, item=item("any"), doc="architecture knobs, typed per arch by dabench/perfmodel/knobs"
+    )
+    constants: str = field_(
+        "published",
+        max_len=4096,
+        doc="constant set the prediction uses: published (the shipped one), the NAME of a "
+        "set written by dabench fit --from-mlflow, or the path of a set's JSON file "
+        "(docs/fitting.md)",
+    )
 
     def memory_level(self, name: str) -> MemoryLevel:
         for level in self.memory:
             if level.name == name:
                 return level
-        raise MissingHardwareData("hardware.memory", [level.name for level in self.memory],
-                                  f"has no level {name!r}, which the {self.arch} model needs")
+        raise MissingHardwareData(
+            "hardware.memory",
+            [level.name for level in self.memory],
+            f"has no level {name!r}, which the {self.arch} model needs",
+        )
 
     def units(self, kind: str) -> int | None:
         for unit in self.compute_units:
             if unit.kind == kind:
                 return unit.count
-        raise MissingHardwareData("hardware.compute_units", [unit.kind for unit in self.compute_units],
-                                  f"has no kind {kind!r}, which the {self.arch} model needs")
+        raise MissingHardwareData(
+            "hardware.compute_units",
+            [unit.kind for unit in self.compute_units],
+            f"has no kind {kind!r}, which the {self.arch} model needs",
+        )
 
     def capacity(self, level: str) -> float:
         """``memory_level(level).capacity_bytes`` where the caller needs a number (not null)."""
@@ -166,9 +183,12 @@ class HardwareSpec:
         index = names.index(name)
         value = getattr(items[index], attr)
         if value is None:
-            raise MissingHardwareData(f"hardware.{where}[{index}].{attr}", None,
-                                      f"must be a number: the {self.arch} model needs it "
-                                      "(null = detected at run time, for targets that measure)")
+            raise MissingHardwareData(
+                f"hardware.{where}[{index}].{attr}",
+                None,
+                f"must be a number: the {self.arch} model needs it "
+                "(null = detected at run time, for targets that measure)",
+            )
         return value
 
     def link(self, scope: str) -> Link | None:
@@ -189,22 +209,32 @@ class ParallelConfig:
     """
 
     #: keys read from the config but not kept: what they imply is (see dabench.config.build)
-    INPUTS: ClassVar[dict[str, Spec]] = {"placement": Spec(
-        PLACEMENT, nullable=True, default=None,
-        doc="pp only: layers per stage as a string (\"0 4 4 4\", \"0 1x8 0x7\") or list; "
-            "sets layers_per_stage, degree and model.n_layers")}
+    INPUTS: ClassVar[dict[str, Spec]] = {
+        "placement": Spec(
+            PLACEMENT,
+            nullable=True,
+            default=None,
+            doc='pp only: layers per stage as a string ("0 4 4 4", "0 1x8 0x7") or list; '
+            "sets layers_per_stage, degree and model.n_layers",
+        )
+    }
 
     strategy: str = field_("none", choices=STRATEGIES, doc="none, dp (data), tp (tensor) or pp (pipeline)")
     degree: int = field_(1, low=1, high=4096, doc="chips in the tp/pp group or dp copies")
     replicas: int = field_(1, low=1, high=4096, doc="copies of a tp/pp group")
     #: parsed once, see dabench.core.placement
-    layers_per_stage: Placement | None = field_(None, kind="list", item=item("integer", low=0, high=10_000),
-                                                doc="pp only: decoder layers per stage (null = as even as possible)")
+    layers_per_stage: Placement | None = field_(
+        None,
+        kind="list",
+        item=item("integer", low=0, high=10_000),
+        doc="pp only: decoder layers per stage (null = as even as possible)",
+    )
     micro_batches: int = field_(1, low=1, high=1 << 16, doc="pipeline micro-batches per step")
     schedule: str = field_("gpipe", choices=PP_SCHEDULES, doc="pipeline schedule")
     head_on_last: bool = field_(True, doc="pp: the LM head on the last stage (else on stage 0)")
-    init_method: str | None = field_(None, max_len=4096, empty_is_null=True,
-                                     doc="torch.distributed rendezvous (null = env:// on 127.0.0.1)")
+    init_method: str | None = field_(
+        None, max_len=4096, empty_is_null=True, doc="torch.distributed rendezvous (null = env:// on 127.0.0.1)"
+    )
     timeout_s: float = field_(300.0, low=1e-3, high=7 * 86400, doc="seconds before a parallel job is killed")
 
     @property
@@ -219,8 +249,9 @@ class PrecisionConfig:
 
     name: str = field_(choices=PRECISIONS, doc="the precision's name")
     param_dtype: str = field_("fp32", choices=tuple(DTYPE_BYTES), doc="stored weight dtype")
-    compute_dtype: str = field_("fp32", choices=tuple(DTYPE_BYTES), same_as="param_dtype",
-                                doc="arithmetic dtype (absent = param_dtype)")
+    compute_dtype: str = field_(
+        "fp32", choices=tuple(DTYPE_BYTES), same_as="param_dtype", doc="arithmetic dtype (absent = param_dtype)"
+    )
     autocast: bool = field_(False, doc="autocast to compute_dtype over fp32 master weights (needs param_dtype fp32)")
 
     @property
@@ -238,8 +269,12 @@ class RunSettings:
     default). ``grad_accum`` micro-batches make one optimizer step."""
 
     batch_size: int = field_(4, low=1, high=1 << 20, doc="micro-batch per chip per step")
-    grad_accum: int = field_(1, low=1, high=1 << 16, doc="micro-batches per optimizer step (null = 1, or "
-                             "2 x stages - 1 on a pipelined IPU: PopTorch's minimum)")
+    grad_accum: int = field_(
+        1,
+        low=1,
+        high=1 << 16,
+        doc="micro-batches per optimizer step (null = 1, or 2 x stages - 1 on a pipelined IPU: PopTorch's minimum)",
+    )
     warmup_steps: int = field_(2, low=0, high=1_000_000, doc="untimed steps")
     timed_steps: int = field_(5, low=1, high=1_000_000, doc="timed steps")
     seed: int = field_(0, low=0, high=2**63 - 1, doc="random seed")
@@ -247,8 +282,11 @@ class RunSettings:
     profile_subtasks: bool = field_(True, doc="extra steps after timing for per-layer (subtask) times")
     lr: float = field_(1e-4, low=0.0, low_open=True, high=10.0, doc="learning rate")
     allow_oversubscribe: bool = field_(False, doc="measured parallel runs may start more ranks than cores")
-    plots: str = field_("auto", choices=("auto", "always", "never"),
-                        doc="per-run roofline SVG: auto (measured runs only), always or never")
+    plots: str = field_(
+        "auto",
+        choices=("auto", "always", "never"),
+        doc="per-run roofline SVG: auto (measured runs only), always or never",
+    )
 
 
 @dataclass(frozen=True)
@@ -256,16 +294,22 @@ class TrackingConfig:
     """MLflow: ``uri`` None = $MLFLOW_TRACKING_URI or SQLite under <launch dir>/mlruns/."""
 
     enabled: bool = field_(True, doc="record the run in MLflow")
-    uri: str | None = field_(None, max_len=4096, empty_is_null=True,
-                             doc="tracking URI (null = $MLFLOW_TRACKING_URI, else SQLite under mlruns/)")
+    uri: str | None = field_(
+        None,
+        max_len=4096,
+        empty_is_null=True,
+        doc="tracking URI (null = $MLFLOW_TRACKING_URI, else SQLite under mlruns/)",
+    )
     experiment: str = field_("dabench", empty_is_null=True, doc="MLflow experiment")
     run_name: str | None = field_(None, empty_is_null=True, doc="MLflow run name (null = generated); never a file path")
     tags: Mapping[str, str] = field_({}, item=item("text", min_len=0, max_len=5000), doc="extra MLflow tags")
-    parent_run_id: str | None = field_(None, empty_is_null=True,
-                                       doc="the MLflow parent run (a study's), set by the sweeper per job")
+    parent_run_id: str | None = field_(
+        None, empty_is_null=True, doc="the MLflow parent run (a study's), set by the sweeper per job"
+    )
     timeout_s: float = field_(30.0, low=0.1, high=3600, doc="bound on one call to a tracking server or database (s)")
-    system_metrics_interval_s: float = field_(10.0, low=0, high=86400,
-                                              doc="MLflow's system-metrics sampler on measured runs (s; 0 = off)")
+    system_metrics_interval_s: float = field_(
+        10.0, low=0, high=86400, doc="MLflow's system-metrics sampler on measured runs (s; 0 = off)"
+    )
 
 
 @dataclass(frozen=True)
@@ -297,5 +341,11 @@ class RunConfig:
 
 
 #: config section -> its typed class (the schema's sections, in order)
-SECTION_TYPES: dict[str, type] = {"model": ModelConfig, "hardware": HardwareSpec, "parallel": ParallelConfig,
-                                  "precision": PrecisionConfig, "run": RunSettings, "tracking": TrackingConfig}
+SECTION_TYPES: dict[str, type] = {
+    "model": ModelConfig,
+    "hardware": HardwareSpec,
+    "parallel": ParallelConfig,
+    "precision": PrecisionConfig,
+    "run": RunSettings,
+    "tracking": TrackingConfig,
+}

@@ -23,7 +23,13 @@ from dabench.core.ceilings import Ceilings
 from dabench.core.profile import Profile
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Diverged, InvalidResult, Status, UnsupportedError
-from dabench.host.ceilings import WindowProbes, host_cpu_ceilings, is_calibrated, resolve_ceilings, uses_in_situ_ceilings
+from dabench.host.ceilings import (
+    WindowProbes,
+    host_cpu_ceilings,
+    is_calibrated,
+    resolve_ceilings,
+    uses_in_situ_ceilings,
+)
 from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import PREDICTORS, get_predictor
@@ -32,8 +38,7 @@ from dabench.workload.opgraph import OpGraph, build_opgraph
 log = logging.getLogger(__name__)
 
 #: metrics compared between measurement and prediction in validate mode
-VALIDATED_METRICS = ("throughput.samples_per_s", "step_time.median_s", "tier1.compute_efficiency",
-                     "tier2.comm_time_s")
+VALIDATED_METRICS = ("throughput.samples_per_s", "step_time.median_s", "tier1.compute_efficiency", "tier2.comm_time_s")
 
 
 _AUTO_WARNED: set[tuple[str, str]] = set()  #: (hardware, note) already warned in this process
@@ -65,8 +70,10 @@ def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[s
         _AUTO_WARNED.add((rc.hardware.name, note))
         log.log(logging.WARNING if first else logging.DEBUG, "hardware.mode=auto on %s: %s", rc.hardware.name, note)
         return "predict", note
-    raise UnsupportedError(f"hardware={rc.hardware.name}: cannot measure ({availability.reason}) and no "
-                           f"analytical model exists for arch {rc.hardware.arch!r} yet")
+    raise UnsupportedError(
+        f"hardware={rc.hardware.name}: cannot measure ({availability.reason}) and no "
+        f"analytical model exists for arch {rc.hardware.arch!r} yet"
+    )
 
 
 def run_ceilings(rc: RunConfig, measured_on: type[Backend] | None, notes: dict[str, str]) -> Ceilings:
@@ -76,8 +83,10 @@ def run_ceilings(rc: RunConfig, measured_on: type[Backend] | None, notes: dict[s
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
     if measured_on is None or not measured_on.runs_on_host_cpu or rc.hardware.arch == "cpu":
         return ceilings
-    notes["dabench.ceilings_note"] = (f"backend {measured_on.name} runs on this machine's CPU: "
-                                      f"efficiencies are against the calibrated CPU, not {rc.hardware.name}")
+    notes["dabench.ceilings_note"] = (
+        f"backend {measured_on.name} runs on this machine's CPU: "
+        f"efficiencies are against the calibrated CPU, not {rc.hardware.name}"
+    )
     return host_cpu_ceilings(rc.precision)
 
 
@@ -89,12 +98,13 @@ class Measurement:
     """What :func:`measure_run` hands on."""
 
     profile: Profile
-    ceilings: Ceilings        #: what the run's metrics are taken against
+    ceilings: Ceilings  #: what the run's metrics are taken against
     model_ceilings: Ceilings  #: what the prediction is priced at (validate: the in-situ probes)
 
 
-def measure(backend: Backend, rc: RunConfig, graph: OpGraph,
-            on_timed_window: TimedWindowCallback | None = None) -> Profile:
+def measure(
+    backend: Backend, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None
+) -> Profile:
     """Measure on ``backend``; a parallel run of a torch backend goes to torch.distributed ranks
     (dabench.distributed; ``on_timed_window`` is not called there). In validate mode, a parallel
     run's measured collectives are priced with the link model too
@@ -144,7 +154,9 @@ class Prediction:
     metrics: dict[str, float]
 
 
-def predict_run(rc: RunConfig, graph: OpGraph, ceilings: Ceilings, model_ceilings: Ceilings | None = None) -> Prediction:
+def predict_run(
+    rc: RunConfig, graph: OpGraph, ceilings: Ceilings, model_ceilings: Ceilings | None = None
+) -> Prediction:
     """op graph -> analytical model -> Tier-1/2 metrics against ``ceilings``; the model prices the
     ops at ``model_ceilings`` (default ``ceilings``). Unchecked; raises DabenchError (capacity,
     unsupported, ...) when the model refuses."""
@@ -197,8 +209,10 @@ def measured_points_bound(points: list, ceilings: Ceilings, notes: dict[str, str
     is still held to its full roof (a model above its own roof is a bug)."""
     above = [p.name for p in points if p.achieved is not None and p.achieved > p.attainable * 1.0001]
     if above:
-        notes["dabench.roofline_note"] = (f"measured op classes above the {ceilings.memory_level} roof (a working set "
-                                          f"served from cache): {', '.join(above)}")
+        notes["dabench.roofline_note"] = (
+            f"measured op classes above the {ceilings.memory_level} roof (a working set "
+            f"served from cache): {', '.join(above)}"
+        )
     return [replace(p, attainable=ceilings.peak_flops) for p in points]
 
 
@@ -209,11 +223,15 @@ def check_run(result: RunResult, predicted: dict[str, float] | None) -> CheckFai
     the ceilings are calibrated. Never clamps."""
     rc, graph, ceilings = result.run_config, result.graph, result.ceilings
     calibrated = is_calibrated(ceilings)
-    points = [] if result.predicted is None or not calibrated else \
-        roofline_points(graph, result.predicted, ceilings, rc.data_copies)
+    points = (
+        []
+        if result.predicted is None or not calibrated
+        else roofline_points(graph, result.predicted, ceilings, rc.data_copies)
+    )
     if result.profile is not None and calibrated:
-        points += measured_points_bound(roofline_points(graph, result.profile, ceilings, rc.data_copies),
-                                        ceilings, result.notes)
+        points += measured_points_bound(
+            roofline_points(graph, result.profile, ceilings, rc.data_copies), ceilings, result.notes
+        )
     metrics = result.metrics
     if predicted is not None and result.profile is not None:
         metrics = {**{f"predict.{k}": v for k, v in predicted.items()}, **metrics}
@@ -254,8 +272,11 @@ def _run(rc: RunConfig, result: RunResult) -> None:
         result.metrics = compute_metrics(result.profile, graph, ceilings, rc.data_copies)
     main = result.profile if result.profile is not None else result.predicted
     calibrated = is_calibrated(ceilings)  # False: CPU calibration refused (busy), none cached
-    result.diagnosis = (diagnosis(main, graph, ceilings, result.metrics, rc.data_copies) if calibrated
-                        else ("undiagnosed", f"no hardware ceilings: {ceilings.source}"))
+    result.diagnosis = (
+        diagnosis(main, graph, ceilings, result.metrics, rc.data_copies)
+        if calibrated
+        else ("undiagnosed", f"no hardware ceilings: {ceilings.source}")
+    )
     if result.mode == "validate":
         result.metrics.update(validate_run(result.metrics, prediction.metrics))
     if prediction is not None:  # each predicted number's band (dabench/perfmodel/fit/constant_set.py)

@@ -26,8 +26,10 @@ def run_name(container: dict[str, Any]) -> str:
         layout += f"x{parallel['replicas']}"
     precision = (container.get("precision") or {}).get("name", "?")
     batch = (container.get("run") or {}).get("batch_size")
-    return (f"{model.get('name', '?')} L{model.get('n_layers')} H{model.get('hidden_size')} "
-            f"{hardware.get('name', '?')}{' ' + str(knob) if knob else ''}{layout} {precision} b{batch}")
+    return (
+        f"{model.get('name', '?')} L{model.get('n_layers')} H{model.get('hidden_size')} "
+        f"{hardware.get('name', '?')}{' ' + str(knob) if knob else ''}{layout} {precision} b{batch}"
+    )
 
 
 def host_key(arch: str, hardware_name: str) -> str:

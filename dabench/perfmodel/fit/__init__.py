@@ -27,9 +27,16 @@ ROOT = PACKAGE.parent
 RESIDUALS_JSON = Path(__file__).with_name("residuals.json")
 
 #: files whose content decides a prediction (code constants and fitted parameters)
-_COMMON = ("dabench/perfmodel/assemble.py", "dabench/perfmodel/capacity.py", "dabench/perfmodel/comm.py",
-           "dabench/perfmodel/pipeline.py", "dabench/perfmodel/roofline.py", "dabench/perfmodel/knobs/__init__.py",
-           "dabench/workload/opgraph.py", "dabench/metrics/summary.py")
+_COMMON = (
+    "dabench/perfmodel/assemble.py",
+    "dabench/perfmodel/capacity.py",
+    "dabench/perfmodel/comm.py",
+    "dabench/perfmodel/pipeline.py",
+    "dabench/perfmodel/roofline.py",
+    "dabench/perfmodel/knobs/__init__.py",
+    "dabench/workload/opgraph.py",
+    "dabench/metrics/summary.py",
+)
 
 
 def _model_files(arch: str | None) -> list[Path]:
@@ -38,8 +45,11 @@ def _model_files(arch: str | None) -> list[Path]:
         files += [ROOT / "dabench/workload/opgraph.py", ROOT / "dabench/metrics/summary.py"]
         return [f for f in files if "fit" not in f.parts]
     files = [ROOT / name for name in _COMMON]
-    files += [PACKAGE / "perfmodel" / f"{arch}.py", PACKAGE / "perfmodel" / "knobs" / f"{arch}.py",
-              CONF_DIR / "hardware" / f"{arch}.yaml"]
+    files += [
+        PACKAGE / "perfmodel" / f"{arch}.py",
+        PACKAGE / "perfmodel" / "knobs" / f"{arch}.py",
+        CONF_DIR / "hardware" / f"{arch}.yaml",
+    ]
     if arch in ("cpu", "cuda"):
         files.append(PACKAGE / "perfmodel" / "device.py")
     # variants that inherit the arch's options (conf/hardware/cuda_a100.yaml: defaults [cuda])
@@ -77,9 +87,13 @@ def error_band(arch: str) -> tuple[float, float] | None:
     prediction is expected within [published x (1 + lo), published x (1 + hi)]. None when the
     platform has no throughput points."""
     rows = residuals().get(arch, {})
-    errors = [r["error"] for r in rows.values()
-              if r.get("metric") in ("samples_per_s", "tokens_per_s") and r.get("use") != "excluded"
-              and r.get("error") is not None]
+    errors = [
+        r["error"]
+        for r in rows.values()
+        if r.get("metric") in ("samples_per_s", "tokens_per_s")
+        and r.get("use") != "excluded"
+        and r.get("error") is not None
+    ]
     if not errors:
         return None
     return (min(errors), max(errors))
@@ -101,9 +115,11 @@ def run_tags(arch: str, constants: str = "published", rc=None) -> dict[str, str]
 
         raise ConfigError("hardware.constants", constants, str(error)) from None
     name = constant_set.get("name", constants) if constants != "published" else constants
-    tags = {"dabench.model_version": model_version(arch),
-            "dabench.error_band": f"{band[0]:+.3f},{band[1]:+.3f}" if band else "uncalibrated",
-            **band_tags(arch, model_version(arch), constant_set, name)}
+    tags = {
+        "dabench.model_version": model_version(arch),
+        "dabench.error_band": f"{band[0]:+.3f},{band[1]:+.3f}" if band else "uncalibrated",
+        **band_tags(arch, model_version(arch), constant_set, name),
+    }
     if constants != "published":
         tags["dabench.constants_ref"] = constants  # as given: a NAME or a FILE
         if rc is not None:

@@ -43,9 +43,11 @@ PUBLISHED = "published"
 #: the predicted numbers that get a band: (metric name) -> whether the band divides (times) or
 #: multiplies (rates); both use the same factor
 BANDED = ("throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s")
-BAND_METHOD = ("split-conformal on |log(predicted / published)| of leave-one-out predictions of the platform's "
-               "throughput points (excluded points included); fewer than the conformal rank needs: the largest "
-               "out-of-sample |log error| of any platform ('wide'); no points: 'uncalibrated' (no band)")
+BAND_METHOD = (
+    "split-conformal on |log(predicted / published)| of leave-one-out predictions of the platform's "
+    "throughput points (excluded points included); fewer than the conformal rank needs: the largest "
+    "out-of-sample |log error| of any platform ('wide'); no points: 'uncalibrated' (no band)"
+)
 
 
 def user_dir() -> Path:
@@ -77,8 +79,10 @@ def resolve(name: str) -> Mapping[str, Any]:
     prediction must not silently fall back on other constants)."""
     data = load(name)
     if not data and name != PUBLISHED:
-        raise FileNotFoundError(f"no constant set {name!r} (looked for {path_of(name)}; named sets live in "
-                                f"{user_dir()}, written by python -m dabench fit --from-mlflow ... --name NAME)")
+        raise FileNotFoundError(
+            f"no constant set {name!r} (looked for {path_of(name)}; named sets live in "
+            f"{user_dir()}, written by python -m dabench fit --from-mlflow ... --name NAME)"
+        )
     return data
 
 
@@ -89,8 +93,11 @@ def fitted_options(name: str, arch: str) -> dict[str, Any]:
     if name == PUBLISHED:
         return {}
     entry = (resolve(name).get("platforms") or {}).get(arch) or {}
-    return {path.split(".", 1)[1]: c["value"] for path, c in (entry.get("constants") or {}).items()
-            if path.startswith("options.") and c.get("kind") == "fitted" and c.get("value") is not None}
+    return {
+        path.split(".", 1)[1]: c["value"]
+        for path, c in (entry.get("constants") or {}).items()
+        if path.startswith("options.") and c.get("kind") == "fitted" and c.get("value") is not None
+    }
 
 
 def load(name: str = PUBLISHED) -> Mapping[str, Any]:
@@ -126,7 +133,9 @@ def band(platform: str, value: float, constant_set: Mapping[str, Any]) -> tuple[
     return (value / factor, value * factor)
 
 
-def band_metrics(platform: str, metrics: Mapping[str, float], constant_set: Mapping[str, Any] | None = None) -> dict[str, float]:
+def band_metrics(
+    platform: str, metrics: Mapping[str, float], constant_set: Mapping[str, Any] | None = None
+) -> dict[str, float]:
     """``<name>.lo`` and ``<name>.hi`` for each banded predicted number in ``metrics``: the main
     names of a predicted run, the ``predict.`` names of a validate run. {} when uncalibrated."""
     constant_set = load() if constant_set is None else constant_set
@@ -142,23 +151,30 @@ def band_metrics(platform: str, metrics: Mapping[str, float], constant_set: Mapp
     return out
 
 
-def band_tags(platform: str, model_hash: str, constant_set: Mapping[str, Any] | None = None,
-              name: str = PUBLISHED) -> dict[str, str]:
+def band_tags(
+    platform: str, model_hash: str, constant_set: Mapping[str, Any] | None = None, name: str = PUBLISHED
+) -> dict[str, str]:
     """``dabench.constants``, ``dabench.band`` (kind and how it is sized),
     ``dabench.band.nominal_coverage``, and ``dabench.band_note`` when the set was sized on
     another model version than ``model_hash``."""
     constant_set = load(name) if constant_set is None else constant_set
     record = platform_band(platform, constant_set)
-    tags = {"dabench.constants": name if constant_set else "none",
-            "dabench.band": f"{record.get('kind')}: {record.get('note', '')}".strip(": ")}
+    tags = {
+        "dabench.constants": name if constant_set else "none",
+        "dabench.band": f"{record.get('kind')}: {record.get('note', '')}".strip(": "),
+    }
     if record.get("kind") in ("conformal", "wide"):
         tags["dabench.band.nominal_coverage"] = f"{constant_set.get('nominal_coverage')}"
     sized_on = ((constant_set.get("platforms") or {}).get(platform) or {}).get("model_hash")
     if sized_on and sized_on != model_hash:
-        refit = ("python -m dabench fit --cv --write" if name == PUBLISHED else
-                 f"refit it from its runs: python -m dabench fit --from-mlflow SELECTION --name {name}")
-        tags["dabench.band_note"] = (f"constant set '{name}' was sized on model {sized_on}; "
-                                     f"this model is {model_hash}: {refit}")
+        refit = (
+            "python -m dabench fit --cv --write"
+            if name == PUBLISHED
+            else f"refit it from its runs: python -m dabench fit --from-mlflow SELECTION --name {name}"
+        )
+        tags["dabench.band_note"] = (
+            f"constant set '{name}' was sized on model {sized_on}; this model is {model_hash}: {refit}"
+        )
     return tags
 
 
@@ -168,8 +184,12 @@ def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> s
     layouts); "" inside, or for a set without a domain. A set is as good as the configs it saw."""
     domain = ((constant_set.get("platforms") or {}).get(platform) or {}).get("domain") or {}
     found = []
-    values = {"n_layers": rc.model.n_layers, "hidden_size": rc.model.hidden_size, "seq_len": rc.model.seq_len,
-              "batch_size": rc.run.batch_size}
+    values = {
+        "n_layers": rc.model.n_layers,
+        "hidden_size": rc.model.hidden_size,
+        "seq_len": rc.model.seq_len,
+        "batch_size": rc.run.batch_size,
+    }
     for key, value in values.items():
         span = domain.get(key)
         if span and not (span[0] <= value <= span[1]):
@@ -182,18 +202,24 @@ def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> s
         found.append(f"layout {rc.parallel.strategy} not in {', '.join(domain['strategies'])}")
     if not found:
         return ""
-    return (f"outside the configs constant set '{constant_set.get('name')}' was fitted on ({'; '.join(found)}): "
-            f"its band was sized inside them and may not hold here")
+    return (
+        f"outside the configs constant set '{constant_set.get('name')}' was fitted on ({'; '.join(found)}): "
+        f"its band was sized inside them and may not hold here"
+    )
 
 
 def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float, fallback_n: int) -> dict[str, Any]:
     if kind == "conformal":
-        note = (f"split-conformal {100 * nominal:.0f}% from {n} out-of-sample residuals "
-                f"(rank {rank} of {n}): value / {math.exp(q):.3g} to value x {math.exp(q):.3g}")
+        note = (
+            f"split-conformal {100 * nominal:.0f}% from {n} out-of-sample residuals "
+            f"(rank {rank} of {n}): value / {math.exp(q):.3g} to value x {math.exp(q):.3g}"
+        )
     elif kind == "wide":
-        note = (f"{n} out-of-sample residual(s), too few for a {100 * nominal:.0f}% split-conformal band (rank {rank} "
-                f"> {n}); sized by the largest out-of-sample error of {fallback_n} points of every platform: "
-                f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}")
+        note = (
+            f"{n} out-of-sample residual(s), too few for a {100 * nominal:.0f}% split-conformal band (rank {rank} "
+            f"> {n}); sized by the largest out-of-sample error of {fallback_n} points of every platform: "
+            f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}"
+        )
     elif kind == "unbounded":
         note = "the conformal rank falls on a refused prediction: no finite band"
     else:
@@ -208,7 +234,9 @@ def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else (round(value, 6) if math.isfinite(value) else None)
 
 
-def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float | None = None) -> dict[str, Any]:
+def build(
+    results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float | None = None
+) -> dict[str, Any]:
     """A constant set (the format above) from :func:`dabench.perfmodel.fit.cv.cross_validate`
     results, their :func:`~dabench.perfmodel.fit.cv.nested_coverage`, and every hardware config
     in ``archs`` (those without points get an ``uncalibrated`` band)."""
@@ -234,36 +262,62 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
                 record.update({k: getattr(entry, k) for k in ("document", "locator", "reason") if getattr(entry, k)})
             constants[path] = record
         cv = by_arch.get(arch)
-        entry_out: dict[str, Any] = {"model_hash": model_version(arch),
-                                     "calibration_points": sum(1 for p in load_points() if p.platform == arch),
-                                     "throughput_points": len(cv.rows) if cv else 0,
-                                     "fitted_constants": sum(1 for c in constants.values() if c["kind"] == "fitted"),
-                                     "constants": constants}
+        entry_out: dict[str, Any] = {
+            "model_hash": model_version(arch),
+            "calibration_points": sum(1 for p in load_points() if p.platform == arch),
+            "throughput_points": len(cv.rows) if cv else 0,
+            "fitted_constants": sum(1 for c in constants.values() if c["kind"] == "fitted"),
+            "constants": constants,
+        }
         if cv is None or not cv.rows:
             entry_out["band"] = _band_record("uncalibrated", None, 0, conformal_rank(0, nominal), nominal, 0)
         else:
             others = [s for r in results if r.arch != arch for s in r.scores]
             kind, q = band_q(cv.scores, others, nominal)
-            entry_out["band"] = _band_record(kind, q, len(cv.rows), conformal_rank(len(cv.rows), nominal), nominal,
-                                             len(others) + len(cv.rows))
+            entry_out["band"] = _band_record(
+                kind, q, len(cv.rows), conformal_rank(len(cv.rows), nominal), nominal, len(others) + len(cv.rows)
+            )
             entry_out["residuals"] = [
-                {"point": r.point.id, "metric": r.point.metric, "use": r.point.use, "published": r.point.published,
-                 "in_sample": _num(r.in_sample), "out_of_sample": _num(r.out_of_sample), "left_out": r.left_out,
-                 "covered": coverage.per_point.get(r.point.id)} for r in cv.rows]
+                {
+                    "point": r.point.id,
+                    "metric": r.point.metric,
+                    "use": r.point.use,
+                    "published": r.point.published,
+                    "in_sample": _num(r.in_sample),
+                    "out_of_sample": _num(r.out_of_sample),
+                    "left_out": r.left_out,
+                    "covered": coverage.per_point.get(r.point.id),
+                }
+                for r in cv.rows
+            ]
             med_in, max_in = summary(cv.abs_errors("in"))
             med_out, max_out = summary(cv.abs_errors("out"))
-            entry_out["summary"] = {"in_sample_median_abs_error": _num(med_in), "in_sample_max_abs_error": _num(max_in),
-                                    "out_of_sample_median_abs_error": _num(med_out),
-                                    "out_of_sample_max_abs_error": _num(max_out)}
+            entry_out["summary"] = {
+                "in_sample_median_abs_error": _num(med_in),
+                "in_sample_max_abs_error": _num(max_in),
+                "out_of_sample_median_abs_error": _num(med_out),
+                "out_of_sample_max_abs_error": _num(max_out),
+            }
         platforms[arch] = entry_out
     med, worst = summary(pooled_out)
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
-            "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-            "dabench_version": dabench.__version__, "nominal_coverage": nominal, "band_method": BAND_METHOD,
-            "platforms": platforms,
-            "cv": {"points": coverage.n, "covered": coverage.covered, "coverage": _num(coverage.rate),
-                   "binomial_95": [_num(coverage.interval[0]), _num(coverage.interval[1])],
-                   "out_of_sample_median_abs_error": _num(med), "out_of_sample_max_abs_error": _num(worst)}}
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "dabench_version": dabench.__version__,
+        "nominal_coverage": nominal,
+        "band_method": BAND_METHOD,
+        "platforms": platforms,
+        "cv": {
+            "points": coverage.n,
+            "covered": coverage.covered,
+            "coverage": _num(coverage.rate),
+            "binomial_95": [_num(coverage.interval[0]), _num(coverage.interval[1])],
+            "out_of_sample_median_abs_error": _num(med),
+            "out_of_sample_max_abs_error": _num(worst),
+        },
+    }
 
 
 def write(data: Mapping[str, Any], name: str | None = None) -> Path:
@@ -278,7 +332,16 @@ def write(data: Mapping[str, Any], name: str | None = None) -> Path:
 def format_problems(data: Mapping[str, Any]) -> list[str]:
     """Everything that breaks the documented format (empty when the set is well formed)."""
     found = []
-    for key in ("format", "format_version", "name", "created", "dabench_version", "nominal_coverage", "platforms", "cv"):
+    for key in (
+        "format",
+        "format_version",
+        "name",
+        "created",
+        "dabench_version",
+        "nominal_coverage",
+        "platforms",
+        "cv",
+    ):
         if key not in data:
             found.append(f"missing {key}")
     if data.get("format") != FORMAT:

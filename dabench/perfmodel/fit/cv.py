@@ -163,7 +163,9 @@ def cross_validate(arch: str, nested: bool = True, log: Callable[[str], None] | 
                 continue
             result.nested[p.id] = [
                 score(predict_point(q, values(frozenset({p.id, q.id} if refitted(q) else {p.id}))), q.published)
-                for q in points if q.id != p.id]
+                for q in points
+                if q.id != p.id
+            ]
     result.refits = len(fits) - 1
     return result
 

@@ -54,8 +54,12 @@ def _set(cfg: dict[str, Any], dotted: str, raw: str) -> None:
 
 def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
     """The run config mapping of ``point`` (groups from conf/, then the row's overrides)."""
-    groups = {"model": point.model, "hardware": point.platform, "parallel": "none",
-              "precision": precision or point.precision}
+    groups = {
+        "model": point.model,
+        "hardware": point.platform,
+        "parallel": "none",
+        "precision": precision or point.precision,
+    }
     dotted = []
     for override in point.overrides:
         key, _, value = override.partition("=")

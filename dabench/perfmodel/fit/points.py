@@ -66,13 +66,27 @@ def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
     rows = []
     with path.open(newline="") as handle:
         for row in csv.DictReader(line for line in handle if not line.startswith("#")):
-            rows.append(Point(
-                id=row["id"], platform=row["platform"], model=row["model"],
-                overrides=tuple(row["overrides"].split()), batch=int(row["batch"]),
-                grad_accum=int(row["grad_accum"] or 1), precision=row["precision"], mode=row["mode"],
-                layout=row["layout"], metric=row["metric"], published=float(row["published"]), type=row["type"],
-                tolerance=float(row["tolerance"]), tolerance_unit=row["tolerance_unit"], use=row["use"],
-                source=row["source"], note=row["note"]))
+            rows.append(
+                Point(
+                    id=row["id"],
+                    platform=row["platform"],
+                    model=row["model"],
+                    overrides=tuple(row["overrides"].split()),
+                    batch=int(row["batch"]),
+                    grad_accum=int(row["grad_accum"] or 1),
+                    precision=row["precision"],
+                    mode=row["mode"],
+                    layout=row["layout"],
+                    metric=row["metric"],
+                    published=float(row["published"]),
+                    type=row["type"],
+                    tolerance=float(row["tolerance"]),
+                    tolerance_unit=row["tolerance_unit"],
+                    use=row["use"],
+                    source=row["source"],
+                    note=row["note"],
+                )
+            )
     ids = [p.id for p in rows]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate point ids in {path.name}")

@@ -110,19 +110,29 @@ def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset()) -> FitR
         points = [by_id[i] for i in ids if by_id[i].use != "excluded"]
 
         def to_x(vals):  # each knob scaled to [0, 1] of its bounds
-            return [(vals[n] - lo) / (hi - lo) for n, lo, hi in zip(names, lows, highs)]
+            return [(vals[n] - lo) / (hi - lo) for n, lo, hi in zip(names, lows, highs, strict=True)]
 
         def from_x(x):
-            return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs)}
+            return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs, strict=True)}
 
         x0 = [min(1.0, max(0.0, v)) for v in to_x(values)]
-        result = least_squares(lambda x: _residuals(points, {**values, **from_x(x)}), x0, bounds=(0.0, 1.0),
-                               method="trf", diff_step=1e-3, xtol=1e-6, ftol=1e-8, max_nfev=200)
+        result = least_squares(
+            lambda x: _residuals(points, {**values, **from_x(x)}),
+            x0,
+            bounds=(0.0, 1.0),
+            method="trf",
+            diff_step=1e-3,
+            xtol=1e-6,
+            ftol=1e-8,
+            max_nfev=200,
+        )
         values.update({n: _round(v) for n, v in from_x(result.x).items()})
     for path, entry in feasibility.items():
         name = _knob(path)
         lo, hi = entry.bounds
-        values[name] = _round(_feasibility_fit([by_id[i] for i in entry.points if i in by_id], name, lo, hi, dict(values)))
+        values[name] = _round(
+            _feasibility_fit([by_id[i] for i in entry.points if i in by_id], name, lo, hi, dict(values))
+        )
     all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
     cost = sum(r * r for r in _residuals(all_points, values))
     return FitResult(arch, values, before, cost)
@@ -143,5 +153,5 @@ def write_values(arch: str, values: dict[str, float]) -> None:
         pattern = re.compile(rf"^(\s+{re.escape(name)}:\s*)([^\s#]+)", re.MULTILINE)
         if not pattern.search(text):
             raise ValueError(f"{path.name}: no line for option {name}")
-        text = pattern.sub(lambda m: m.group(1) + f"{value:.6g}", text, count=1)
+        text = pattern.sub(lambda m, value=value: m.group(1) + f"{value:.6g}", text, count=1)
     path.write_text(text)

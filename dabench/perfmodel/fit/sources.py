@@ -43,7 +43,8 @@ KINDS = ("source", "uncertain", "fitted", "setting")
 LOCATOR = re.compile(
     r"(https?://\S+|§\s*\d|\b(section|table|figure|fig\.|page|pp?\.\s*\d|sheet|row|slide|chapter|line|"
     r"appendix|column|cell)\b|[\w.-]+/[\w./-]+|\b[\w-]+\.(md|py|yaml|yml|json|txt|numbers|sh|ipynb|csv|cpp|pdf)\b)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 MIN_DOCUMENT, MIN_FIGURE, MIN_REASON = 8, 10, 20  #: shortest acceptable texts (characters)
 
 
@@ -135,18 +136,29 @@ def load_sources(arch: str) -> dict[str, Provenance]:
         if kind == "fitted":
             fit = body or {}
             bounds = fit.get("bounds")
-            out[key] = Provenance(key, kind, "", tuple(fit.get("points") or ()),
-                                  (float(bounds[0]), float(bounds[1])) if bounds else None)
+            out[key] = Provenance(
+                key, kind, "", tuple(fit.get("points") or ()), (float(bounds[0]), float(bounds[1])) if bounds else None
+            )
         elif kind == "setting":
             out[key] = Provenance(key, kind, str(body or "").strip())
         elif not isinstance(body, dict):
-            out[key] = Provenance(key, "invalid", f"{kind} must be a mapping ({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
-                                                  f"not {type(body).__name__}")
+            out[key] = Provenance(
+                key,
+                "invalid",
+                f"{kind} must be a mapping "
+                f"({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
+                f"not {type(body).__name__}",
+            )
         else:
             text = body.get("figure") if kind == "source" else body.get("estimate")
-            out[key] = Provenance(key, kind, str(text or "").strip(), document=str(body.get("document") or "").strip(),
-                                  locator=str(body.get("locator") or "").strip(),
-                                  reason=str(body.get("reason") or "").strip())
+            out[key] = Provenance(
+                key,
+                kind,
+                str(text or "").strip(),
+                document=str(body.get("document") or "").strip(),
+                locator=str(body.get("locator") or "").strip(),
+                reason=str(body.get("reason") or "").strip(),
+            )
     return out
 
 

@@ -49,8 +49,9 @@ class KnobSpec:
             return "true or false"
         if self.numeric:
             kind = "an integer" if self.integer else "a number"
-            bounds = (f" above {self.low:g}" if self.low is not None else "") + \
-                     (f" and at most {self.high:g}" if self.high is not None else "")
+            bounds = (f" above {self.low:g}" if self.low is not None else "") + (
+                f" and at most {self.high:g}" if self.high is not None else ""
+            )
             parts.append(kind + bounds)
         if self.choices:
             parts.append("one of " + ", ".join(self.choices))
@@ -70,15 +71,25 @@ class KnobSpec:
             except ValueError:
                 pass
         if self.numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
-            ok = (self.low is None or value > self.low) and (self.high is None or value <= self.high) \
+            ok = (
+                (self.low is None or value > self.low)
+                and (self.high is None or value <= self.high)
                 and (not self.integer or int(value) == value)
+            )
             if ok:
                 return int(value) if self.integer else float(value)
         raise ConfigError(f"hardware.options.{name}", value, f"must be {self.describe()}")
 
 
-def knob(*, low: float | None = None, high: float | None = None, integer: bool = False, boolean: bool = False,
-         choices: tuple[str, ...] = (), doc: str = "") -> Any:
+def knob(
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    integer: bool = False,
+    boolean: bool = False,
+    choices: tuple[str, ...] = (),
+    doc: str = "",
+) -> Any:
     """A required dataclass field carrying its :class:`KnobSpec` (no default: the YAML holds it)."""
     if integer and low is None:
         low = 0
@@ -105,9 +116,12 @@ def knob_specs(cls: type) -> dict[str, KnobSpec]:
 def _unknown(arch: str, key: str, valid: list[str]) -> ConfigError:
     close = difflib.get_close_matches(key, valid, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return ConfigError(f"hardware.options.{key}", key,
-                       f"unknown knob for {arch}; {hint}valid knobs: {', '.join(valid)} "
-                       f"(keys starting with {RUNNER_PREFIX!r} go to the vendor runner)")
+    return ConfigError(
+        f"hardware.options.{key}",
+        key,
+        f"unknown knob for {arch}; {hint}valid knobs: {', '.join(valid)} "
+        f"(keys starting with {RUNNER_PREFIX!r} go to the vendor runner)",
+    )
 
 
 def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = None) -> T:
@@ -128,8 +142,11 @@ def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = Non
             raise _unknown(arch, str(key), list(specs))
     missing = [name for name in specs if name not in options]
     if missing:
-        raise ConfigError(f"hardware.options.{missing[0]}", None,
-                          f"required knob of {arch} is missing (set it in conf/hardware/{arch}.yaml's options)")
+        raise ConfigError(
+            f"hardware.options.{missing[0]}",
+            None,
+            f"required knob of {arch} is missing (set it in conf/hardware/{arch}.yaml's options)",
+        )
     return cls(**{name: spec.check(name, options[name]) for name, spec in specs.items()})
 
 
