@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 
@@ -72,7 +73,8 @@ class KnobSpec:
                 pass
         if self.numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
             ok = (
-                (self.low is None or value > self.low)
+                math.isfinite(value)
+                and (self.low is None or value > self.low)
                 and (self.high is None or value <= self.high)
                 and (not self.integer or int(value) == value)
             )
