@@ -1,23 +1,12 @@
 """Per-platform deployment spaces of ``dabench advise``, built from what the tuner already has.
 
-For an accelerator platform P the space starts from the shipped Optuna sweep sweeps/P_deploy.yaml:
-its fixed settings (``hardware.options``, ``parallel``), its ``hydra.sweeper.params`` (batch,
-precision, compile mode, device iterations, ...) as categorical dimensions and its structured
-hook (dabench/tune/ipu.py, dabench/tune/dataflow_spaces.py) with the chip counts widened to
-``max_chips``. The model section of a sweep is not used: the model is the one asked for. Added
-here, per platform (each says why):
+An accelerator's space starts from its shipped Optuna sweep (sweeps/P_deploy.yaml: fixed settings,
+``hydra.sweeper.params`` as categorical dimensions, the structured hook) with chip counts widened to
+``max_chips``; cuda (no shipped sweep) gets its own, wse2 adds CS-2 systems under weight streaming,
+ipu adds ``replicated_tensor_sharding``. A deployment is ``(precision, {override key: value})``;
+``grid()`` enumerates the space when every part can, ``size()`` counts it.
 
-- cuda (no shipped sweep): GPUs 1..max_chips with a tensor-parallel degree dividing the GPU and
-  head counts (the RDU hook, ``rdu_chips_space``, is exactly that structure; the other GPUs are
-  data-parallel), micro-batch, precision, gradient accumulation (amortises the all-reduce);
-- wse2: CS-2 systems (``parallel=dp``, 1..max_chips) under weight streaming only, the one mode
-  that runs on several systems (layer-pipelined is one CS-2; perfmodel/wse2.py refuses more);
-- ipu: ``replicated_tensor_sharding`` (Graphcore's GPT-2 recipes turn it on; it shards the
-  optimizer state over replicas, which decides whether large models fit);
-- rdu: nothing beyond the sweep (chips widened to max_chips).
-
-A deployment is ``(precision, {override key: value})``; ``grid()`` enumerates the space when
-every part can (the IPU placements of a deep model cannot be, in practice: ``size()`` counts them).
+Details: docs/advise.md, "What is searched".
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """``dabench advise model=<name> tokens=<N> [platforms=...] [max_chips=K] [objective=time|energy|cost]``
 
-Searches each platform's deployment space (chips, parallel layout and degrees, micro-batch,
-accumulation, precision, placement, execution or compile mode) on PREDICTIONS of dabench's
-analytical models, and answers, per platform: the best deployment as a command, its predicted
-throughput and time to train N tokens with their bands, chips, the bottleneck and the Tier-1
-metrics, an energy estimate from a sourced power figure, the cost when a price is given, the
-calibration of that platform's model and whether the deployment lies inside it. Prints a
-ranked table, writes it as CSV and records an MLflow parent run (the whole search as its
-artifact) with one child per platform's winner. docs/advise.md.
+Searches each platform's deployment space on PREDICTIONS of dabench's analytical models and
+answers, per platform, with the best deployment as a command, its predicted throughput and time
+to train N tokens (with bands), energy and cost estimates and the model's calibration. Prints a
+ranked table, writes it as CSV and records an MLflow parent run with one child per platform's
+winner. Details: docs/advise.md.
 
 Arguments (key=value words):
   model=NAME              a model config (conf/model/NAME.yaml): gpt2_xl, llama_7b, ...

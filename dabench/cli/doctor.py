@@ -1,25 +1,12 @@
 """``python -m dabench doctor``: check the run store and the studies, fix what was left hanging.
 
-    python -m dabench doctor [--uri URI] [--storage URL] [--all-hosts] [--dry-run]
+Checks the integrity of the tracking store and the study storage, ends runs and study trials left
+RUNNING by processes that are gone (this host's; every host's with ``--all-hosts``; trials'
+settings are enqueued again) and flags constant sets whose band recent measured runs miss
+(``DRIFT``). Prints one line per check and per fix; exit 0 when the stores are healthy after the
+fixes, 1 when a store is unusable, 2 for bad arguments. ``--dry-run`` fixes nothing.
 
-1. The tracking store (``--uri``, else ``$MLFLOW_TRACKING_URI``, else ``./mlruns/mlflow.db``):
-   a SQLite file passes ``PRAGMA integrity_check``; MLflow opens it (experiments and runs
-   counted).
-2. Runs left RUNNING by a process that is gone (SIGKILL, power loss) are ended KILLED with
-   ``dabench.status=killed`` (:mod:`dabench.tracking.reaper`). Only this host's runs, unless
-   ``--all-hosts`` (then every RUNNING run of other hosts, and runs without owner tags, too: the
-   user says those processes are gone).
-3. The study storage (``--storage``, else ``./mlruns/optuna.db`` when it exists): integrity, then
-   each study's RUNNING trials whose owner is gone (or whose heartbeat stopped) are failed with
-   status ``interrupted`` and their settings enqueued again (:func:`dabench.tune.study.fail_stale_trials`,
-   under the study's lock); a study's MLflow parent run left RUNNING by a sweep that is gone with no
-   trial running is ended KILLED.
-4. Constant sets with a band: a set whose platform's recent measured runs fall outside its band
-   more often than the band's nominal rate is flagged (``DRIFT``) with the command that refits it
-   (:func:`check_constants`; docs/fitting.md).
-
-Prints one line per check and per fix; exit 0 when the stores are healthy (after the fixes), 1
-when a store is unusable (corrupt, unreachable), 2 for bad arguments. ``--dry-run`` fixes nothing.
+Details: docs/reliability.md, "2. No run left RUNNING"; docs/fitting.md, "Drift".
 """
 
 from __future__ import annotations

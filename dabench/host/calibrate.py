@@ -1,34 +1,13 @@
 """CPU ceilings by calibration: CPUs differ, so their peak FLOP/s and DRAM bandwidth are measured.
 
-- peak FLOP/s at a precision: 2*n^3 / t for an n x n matrix product in that dtype (n = 2048 for
-  fp32, 1024 for 16-bit types) by the faster of torch's CPU GEMM paths (``torch.mm``,
-  ``F.linear``: :func:`matmul_samples`), with the run's thread count; cache kind ``gemm_<dtype>``
-  (entries of the older ``matmul_<dtype>`` kind, torch.mm only, are not read).
-- bandwidth: 2 * 256 MiB / t for a copy of a 256 MiB fp32 tensor (read + write bytes).
+A calibration (peak FLOP/s per precision by a matrix product, bandwidth by a copy) is the median of
+at least :data:`MIN_REPEATS` timed repeats, refused (:class:`CalibrationRefused`) when the load per
+core exceeds :data:`MAX_LOAD_PER_CORE` or the repeats spread more than :data:`MAX_SPREAD`; both
+readings can be injected (``load_per_core=``, ``samples=``). Accepted calibrations are cached under
+:func:`calibration_key`; ``recalibrate=True`` replaces an entry only when accepted. :func:`probe`
+measures the same ceilings in situ for validate mode and is never cached.
 
-A calibration is the **median** of at least :data:`MIN_REPEATS` timed repeats (after one
-warm-up), never a best-ever value. It is **refused** (:class:`CalibrationRefused`, with the
-reason) when the machine is busy: the 1-minute load average above :data:`MAX_LOAD_PER_CORE` per
-core before measuring, or the repeats spread (max - min) / median above :data:`MAX_SPREAD`.
-Both readings can be injected (``load_per_core=``, ``samples=``) so the refusal is testable
-without loading the machine.
-
-Accepted calibrations are cached in ``~/.cache/dabench/calibration.json``
-(``DABENCH_CACHE_DIR`` overrides the folder), keyed by :func:`calibration_key`: CPU model,
-thread count, torch version and precision (``copy`` for the bandwidth). A cached entry for the
-exact key is used as is; a changed key (another CPU, thread count, torch or precision) has no
-entry, so it is calibrated anew. ``recalibrate=True`` (``python -m dabench calibrate
---recalibrate``, or ``DABENCH_RECALIBRATE=1`` for runs) measures again and replaces the entry
-only if the new calibration is accepted.
-
-**In-situ probes** (:func:`probe`): on a shared or virtual machine the cores' speed moves by tens
-of percent within minutes (other tenants of the host) with no load showing inside the machine (on
-the 2-core dev VM the 2048^3 matmul ran at 84-183 GFLOP/s within one validate sweep), so a cached
-calibration can describe another state of the machine than the one a run meets. Validate mode
-therefore probes the same two ceilings right before and right after its timed steps
-(:data:`PROBE_REPEATS` repeats each, median, ~0.5 s per probe with the calibration's sizes) and
-prices the prediction at them; probes are never cached, and their drift (after vs before) says how
-steady the machine was meanwhile.
+Details: docs/metrics.md, "Tier 1" (compute efficiency) and "Validation".
 """
 
 from __future__ import annotations

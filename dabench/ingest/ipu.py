@@ -1,28 +1,12 @@
-"""PopVision (Graphcore) profiles, as the JSON that :mod:`dabench.vendors.ipu_export`
-writes from a ``profile.pop`` with the SDK's ``pva`` library (``profile.pop`` itself needs
-libpva, which only ships in the Poplar SDK).
+"""PopVision (Graphcore) profiles, as the ``dabench.popvision/1`` JSON that
+:mod:`dabench.vendors.ipu_export` writes from a ``profile.pop`` (reading ``profile.pop`` needs libpva,
+which only ships in the Poplar SDK).
 
-The JSON (``"format": "dabench.popvision/1"``)::
+Metrics: allocation ratios ``tiles`` and ``ipu_memory``; one subtask (pipeline stage) per IPU, with
+LI over per-IPU cycles, else over per-IPU memory (the DABench-LLM artifact's IPU balance basis);
+tile balance per IPU = 1 - std / sqrt(m (B - m)) (1 even, 0 maximally lopsided).
 
-    {"format": ..., "poplar_version": str,
-     "target": {"numIPUs", "tilesPerIpu", "bytesPerTile", "bytesPerIPU", "clockFrequency",
-                "numReplicas", "ipusPerReplica"},
-     "ipus": [{"ipu": i, "memory_bytes": bytes used (sum of tile memory including gaps),
-               "tiles_used": tiles holding any memory, "tile_memory_mean", "tile_memory_std",
-               "tile_memory": [bytes per tile] (optional; when present the three figures above
-               are recomputed from it), "cycles": execution cycles (optional, needs an execution
-               profile)}]}
-
-Metrics:
-
-- Allocation ratio: ``tiles`` = tiles used / (tilesPerIpu * IPUs); ``ipu_memory`` = bytes used /
-  (bytesPerIPU * IPUs).
-- Subtasks = pipeline stages, one per IPU. With cycles, time_s = cycles / clockFrequency and
-  LI = mean / max over IPUs (the most loaded IPU sets the pipeline's pace). Without an execution
-  profile, LI falls back to per-IPU memory use, the DABench-LLM artifact's IPU balance basis.
-- Tile balance per IPU in [0, 1] = 1 - std / sqrt(m * (B - m)), with m the mean tile memory and
-  B bytesPerTile: sqrt(m (B - m)) is the largest standard deviation tiles bounded by [0, B] can
-  have at mean m (all tiles full or empty), so 1 is perfectly even and 0 maximally lopsided.
+Details: docs/vendors.md, "Artifact parsers" (format and metrics).
 """
 
 from __future__ import annotations

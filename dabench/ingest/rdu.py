@@ -1,30 +1,12 @@
-"""SambaFlow compile folders and SambaTune reports (formats in docs/vendors.md).
+"""SambaFlow compile folders and SambaTune reports.
 
-Compile folder (``--output-folder/<pef-name>/``):
+Reads a compile folder's per-section utilisation reports, stage infos and bandwidth reports (and
+SambaTune's ``reports/section_report.csv`` when present). Metrics: allocation ratio per unit kind
+(mean over sections; ``rdu.allocation_ratio_max.*`` the busiest), LI = sum_s mean_s / sum_s max_s
+of stage latencies, bottleneck = the longest stage; with SambaTune, the measured throughput
+1 / sum_s(1 / rate_s).
 
-- ``<name>.s<N>.utilization_report.json``: ``available{chips, fcmus, sections, tiles}`` and
-  ``used.total{pcus, pmus}`` for one section (``templates[*].section_id``); partition
-  utilisation % = count / fcmus * 100 (logreg s0: 5 PCUs -> 0.78125 %).
-- ``stage_buffers/stage_info_<s>_<c>.json``: stages with ``section_id``, ``stage_id``,
-  ``prism_stage_latency`` (compiler-estimated cycles) and ``template_info`` (pcu/pmu counts).
-- ``<name>_<s>_<c>_bandwidth_statistics.txt``, ``prism_gen/reports/dram_analysis.json``,
-  ``arc_gen/reports/ddr_bw_estimate.report`` (bytes loaded/stored per section).
-
-Metrics:
-
-- Allocation ratio per kind (pcus, pmus) = mean over sections of used / (fcmus * chips). Sections
-  run one after another, each configuring the chip in turn, so the mean is the chip's average
-  allocation (unweighted: the compile folder has no section times). ``rdu.allocation_ratio_max.*``
-  is the busiest section's. Assumption: ``fcmus`` counts each unit kind per chip (it equals the
-  partition utilisation denominator in every report seen).
-- Stage load balance: inside a section, stages form a pipeline whose pace is the slowest stage,
-  so LI_s = mean(latency) / max(latency). Over sections, weighted by each section's pipeline time
-  (max latency): LI = sum_s mean_s / sum_s max_s (sections with at least one stage latency).
-- Bottleneck: the stage with the highest ``prism_stage_latency``.
-
-SambaTune ``reports/section_report.csv`` (when present): measured per-section throughput, latency
-and PCU/PMU counts. The sections run back to back, so the measured end-to-end rate is
-1 / sum_s(1 / rate_s) samples/s.
+Details: docs/vendors.md, "Artifact parsers" (formats and metrics).
 """
 
 from __future__ import annotations

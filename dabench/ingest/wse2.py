@@ -1,28 +1,12 @@
 """Cerebras artifacts: R1.x layer-pipelined ``compile_report.txt`` and R2.x appliance run folders.
 
-Compile report (R1.x, "Estimated Overall Performance"; formats in docs/vendors.md):
+Compile report: allocation ratio = top-level kernel PEs (``patio`` excluded) / ``patio`` PEs,
+bottleneck = the slowest top-level kernel, LI = mean(1/r_i) / max(1/r_i) over kernels with a rate,
+PE share per class of :data:`KERNEL_CLASSES`, and the same LI over attention and fc kernels only
+(``cerebras.load_imbalance.compute_kernels``). Appliance run: measured rates and phase timings; 2.x
+has no per-kernel PE table, so no allocation ratio.
 
-- Header: Samples/s, Compute Samples/s, Transmission Samples/s, Active PEs (%), Compute
-  Utilization (%), all compiler *estimates* for the pipelined wafer.
-- Table: ``Kernel Name | Samples/s | Compute Samples/s | Transmission Samples/s | Active PEs |
-  Compute Utilization``. Names are hierarchical (``attention12.compute_core.attn_core_bwd``); the
-  top-level rows (no dot) are the kernels; ``--`` means not reported. The ``patio`` row holds the
-  PE budget of the compiled region (307,840 in the DABench-LLM reports).
-- Allocation ratio = sum of top-level kernel PEs (patio excluded) / patio PEs. This reproduces the
-  header's Active PEs % (report 7: 115,259 / 307,840 = 37.4 %, header 37 %).
-- The pipeline runs at the pace of its slowest kernel: bottleneck = top-level kernel with the
-  lowest Samples/s (equal to the header Samples/s); LI = mean(1/r_i) / max(1/r_i) over top-level
-  kernels with a rate.
-- PE share per kernel class = PEs of the class / allocated PEs (classes in :data:`KERNEL_CLASSES`).
-- ``cerebras.load_imbalance.compute_kernels``: the same LI over the attention and fc kernels only
-  (the matmul-heavy kernels; tiny pack/cast kernels at millions of samples/s pull the all-kernel
-  LI down). On the DABench-LLM reports 7/11/13 it is 0.96, the paper's WSE-2 range.
-
-Appliance run (R2.x weight streaming): ``run.log`` (``Rate=`` / ``GlobalRate=`` lines, "Effective
-batch size is N"), ``executors/<n>/performance.json`` (RateTracker: total_samples, total_time,
-rate, global_rate, samples_per_sec, flops_utilization), ``track.json`` (nested phase timings
-``{name: [seconds, {children}]}``), ``*-cluster-details.json`` (tasks by type), ``run_meta.json``.
-No per-kernel PE table exists in 2.x, so there is no allocation ratio for these runs.
+Details: docs/vendors.md, "Artifact parsers" (formats and metrics).
 """
 
 from __future__ import annotations

@@ -1,33 +1,13 @@
 """Predict-mode grids in one process: ``python -m dabench grid [overrides with comma lists]``.
 
-The same sweep as ``python -m dabench [overrides] -m`` (Hydra's basic-sweeper grammar: ``a=1,2``
-is two jobs, ``hydra.sweeper.params`` of the composed config, such as conf/default_sweep/, are
-swept too, command-line values win), but every configuration runs in this process instead of as
-a Hydra job:
+The same sweep as ``python -m dabench [overrides] -m`` (Hydra's basic-sweeper grammar), run in this
+process: each predicted configuration is its own MLflow run, recorded in batches through
+:class:`dabench.tracking.lifecycle.BatchRecorder` without per-run artifact files, all children of
+one parent run unless ``tracking.parent_run_id`` or ``$DABENCH_PARENT_RUN_ID`` gives one. A
+configuration that would measure, or asks for its plot, goes through
+:func:`dabench.pipeline.record.record_run` one at a time. For callers: :func:`expand`, :func:`run_grid`.
 
-- composition: each distinct set of config-group choices (``model=``, ``hardware=``, ...) is
-  composed once with Hydra's compose API; each job's ``key=value`` overrides are then set on a
-  copy of that composed mapping, with values typed by Hydra's own override parser.
-  Anything this shortcut does not cover (``~key``, a mapping value, an interpolation, a key
-  the config lacks without ``+``/``++``) is composed by Hydra in full, so the resulting config
-  is the one ``-m`` would run (tests/pipeline/test_grid.py compares them);
-- the run: :func:`dabench.pipeline.job.prepare` then :func:`dabench.pipeline.job.execute_job`,
-  the one pipeline;
-- the record: each configuration is its own MLflow run, with its real start and end times (taken
-  around its own work), written in batches through
-  :class:`dabench.tracking.lifecycle.BatchRecorder`, with the params, metrics, tags and state the
-  one-at-a-time path records (:func:`dabench.pipeline.record.run_record`); per-run artifact files are not
-  written (a grid's figures come from ``python -m dabench report``). All runs are children of
-  one parent run (``dabench.parent=true``), as a ``-m`` multirun's are, unless a parent is given
-  (``tracking.parent_run_id`` or ``$DABENCH_PARENT_RUN_ID``).
-
-A configuration that would *measure* (``hardware.mode=measure|validate``, or ``auto`` with the
-device present), or that asks for its per-run plot (``run.plots=always``), is recorded one at a
-time through :func:`dabench.pipeline.record.record_run` instead (its MLflow run open during the work, its
-artifacts written), so the grid never loses what the one-at-a-time path would keep.
-
-For the tuner and other callers: :func:`expand` (overrides -> job override lists) and
-:func:`run_grid` (job override lists -> :class:`GridRun` per job, in order).
+Details: docs/architecture.md, "Sweeps: Hydra multiruns and the in-process grid".
 """
 
 from __future__ import annotations

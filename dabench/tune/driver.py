@@ -1,30 +1,12 @@
 """The ask/tell loop of a deployment study, independent of how trials are launched.
 
-Each round asks ``n_jobs`` trials, turns each into a list of override strings (fixed overrides,
-then the searched values, then ``++tracking.tags.optuna_trial=<n>`` and
-``++tracking.tags.optuna_study=<name>`` so every trial's MLflow run carries its number), hands
-the batch to ``launch`` (the Hydra sweeper passes its configured launcher; the tuning benchmark
-calls the predictor directly) and tells Optuna each outcome:
+Each round asks ``n_jobs`` trials, turns each into override strings, hands the batch to ``launch``
+and tells Optuna each outcome: a finite objective is COMPLETE, anything else FAIL with the run's
+status and reason. An interrupt or error marks the batch ``interrupted``, enqueues its settings
+again and re-raises. With ``lock``, several workers share one study, which ends with exactly
+``n_trials`` counted trials; no deployment is evaluated twice (dabench.tune.dedup).
 
-- a finite objective -> COMPLETE with that value;
-- anything else (NaN from a run that ended capacity/oom/invalid_config/..., a job that raised)
-  -> FAIL, with the run's ``dabench.status`` and ``dabench.reason`` as trial user attributes.
-
-Interrupts (Ctrl-C) or errors while a batch runs mark its trials failed with status
-``interrupted`` (not counted toward ``n_trials``), enqueue their settings to run again, and
-re-raise.
-
-Several workers on one study (``lock`` given: the sweeper passes the store's lock, see
-dabench.tune.locking): each round, under the lock, a worker fails the trials of dead owners
-(their settings are enqueued again), counts the trials that count plus those in flight, and asks
-only for what is left, so the study ends with exactly ``n_trials`` counted trials. A trial is
-created, given its owner (one write), its parameters and its overrides inside the lock.
-
-A study never evaluates a deployment (its full override set) it has evaluated or is evaluating,
-across workers and resumes (dabench.tune.dedup): a repeated proposal is closed ``skipped`` (not
-counted, never launched) and re-drawn. When a finite space is exhausted the study ends early
-with one line saying so. When every remaining trial is in flight on other workers, the worker
-waits (``poll_s``) until they end, and runs again what a dead worker left.
+Details: docs/tuning.md, "What a trial is, and what a failed one does" and "Storage, names, resuming".
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """The IPU deployment space as a structured-space hook: IPUs, replication, gradient
 accumulation and the layers-per-IPU placement, valid by construction.
 
-Every trial is a deployment PopTorch would accept:
+Every trial is a deployment PopTorch would accept: a replication factor dividing the IPU count,
+gradient accumulation = ``pipeline_fill`` x (2k - 1) for k pipeline stages, and a placement whose
+layers sum to ``model.n_layers`` (:func:`dabench.tune.placement.placement_from_params`). ``grid()``
+enumerates the same deployments exactly, and ``size()`` counts them.
 
-- IPUs n from ``ipus`` (default 1, 2, 4, 8) and a replication factor r dividing n (sampled as
-  ``replication.ipus<n>``, one categorical per IPU count, so no invalid pair can be drawn); the
-  pipeline has k = n / r stages (``parallel=pp``, ``parallel.degree=k``, ``parallel.replicas=r``).
-- Gradient accumulation = ``pipeline_fill`` x (2k - 1). A training pipeline over k IPUs runs
-  2k - 1 stages (forward and backward, as PopTorch counts them; dabench.backends.ipu refuses
-  less), so gradient accumulation is never below the number of pipeline stages; the fill factor
-  sets the bubble share, about (k - 1) / (fill (2k - 1) + k - 1).
-- Placement (:func:`dabench.tune.placement.placement_from_params`): ``first_stage_layers`` on IPU
-  0, which also holds the embedding and LM head (Graphcore puts 0 there), clamped to what k
-  stages allow; ``placement_skew`` 0 spreads the other layers as evenly as possible over IPUs
-  1..k-1 (minimising the most loaded IPU, which sets throughput), larger skews let the
-  ``stage_weight.<i>`` values make it uneven. Layers always sum to ``model.n_layers``; IPUs
-  1..k-1 hold at least ``min_stage_layers`` (default 1: an IPU without layers is wasted).
-
-``grid()`` enumerates the same deployments exactly (benchmarks/tuning_efficiency.py), and
-``size()`` counts them.
+Details: docs/tuning.md, "IPU placements, valid by construction".
 """
 
 from __future__ import annotations

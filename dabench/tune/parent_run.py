@@ -1,25 +1,12 @@
 """The study's MLflow parent run: one per study and tracking store, holding the study's result.
 
-:func:`study_parent` finds or creates it under the study store's lock: the first worker (or the
-first invocation) of a study creates it and records its id in the study's user attributes
-(``dabench.mlflow_parent_run_id`` with the tracking URI it lives in); every later worker or
-re-run of the same study on the same store finds it there and reopens it. The sweeper passes its
-id to every trial job in the job's config (``tracking.parent_run_id``), so each trial's run is
-its child whichever worker or machine ran it. The study stores the tracking URI with its
-password masked (dabench.tracking.redact), and compares it masked. (The multirun callback of dabench.tracking leaves
-studies to this module.) A worker that ends the study (no trial left to run or running) closes
-the parent FINISHED; one interrupted while others still run leaves it open for them.
+:func:`study_parent` finds or creates it under the study store's lock and records its id (with the
+masked tracking URI) in the study's user attributes, so every trial's run is its child whichever
+worker ran it; the worker that ends the study closes it FINISHED. :func:`adopt_previous_parent`
+consolidates a study whose invocations each had a parent. At the end of a sweep the parent gets
+the best trial's tags and metrics, the trial counts and the ``study/`` artifacts.
 
-Studies recorded by older versions, whose invocations each had a parent, are consolidated with
-:func:`adopt_previous_parent`. At the end of a sweep the parent receives:
-
-- tags ``best.<name>`` (the best trial's Optuna parameters) and ``best.overrides`` (tags, not
-  params: MLflow params cannot change, and a resumed study's best may);
-- metrics ``best.samples_per_s``, ``best.trial``, ``trials.<state>`` (complete, fail, ...) and
-  ``trials.status.<status>`` (ok, capacity, oom, ...);
-- tags ``optuna.study``, ``optuna.storage`` (password hidden), ``dabench.best_command``;
-- artifacts under ``study/``: optimization_history.png, param_importance.png (when there are
-  enough completed trials), optimization_results.yaml, trials.csv.
+Details: docs/tuning.md, "MLflow".
 """
 
 from __future__ import annotations

@@ -1,31 +1,13 @@
 """Constant sets: the constants a prediction was made with, their out-of-sample residuals, and the
-band every predicted number gets from them (docs/perfmodel.md, "Out-of-sample error and bands").
+band every predicted number gets from them.
 
-A constant set is one JSON file (``<name>.json`` beside this module; the shipped one is
-``published.json``, written by ``python -m dabench fit --cv --write``)::
+A set is one versioned JSON file (``"format": "dabench-constant-set"``, ``format_version``; the
+shipped one is ``published.json`` beside this module). Readers ignore unknown keys; an incompatible
+change raises ``format_version``. A band is ``[value / factor, value * factor]``, the
+split-conformal interval of :mod:`.cv`. :func:`band` and :func:`band_metrics` are pure; :func:`load`
+reads a set once per process.
 
-    {"format": "dabench-constant-set", "format_version": 1, "name": "published",
-     "created": "<UTC ISO time>", "dabench_version": "0.1.0", "nominal_coverage": 0.8,
-     "band_method": "<text>",
-     "platforms": {"<arch>": {
-         "model_hash": "<dabench.perfmodel.fit.model_version(arch)>",
-         "calibration_points": n, "throughput_points": m, "fitted_constants": k,
-         "constants": {"<path in conf/hardware/<arch>.yaml>": {"value": v, "kind": "source|uncertain|fitted|setting",
-                        "bounds": [lo, hi], "points": [...],            # fitted
-                        "document": "...", "locator": "...", "reason": "..."}},  # source / uncertain
-         "residuals": [{"point": id, "metric": m, "use": u, "published": y, "in_sample": x,
-                        "out_of_sample": x, "left_out": bool, "covered": bool}],
-         "summary": {"in_sample_median_abs_error": f, "in_sample_max_abs_error": f,
-                     "out_of_sample_median_abs_error": f, "out_of_sample_max_abs_error": f},
-         "band": {"kind": "conformal|wide|uncalibrated|unbounded", "n": n, "rank": k,
-                  "log_half_width": q, "factor": e^q, "note": "<what the band is and how it is sized>"}}},
-     "cv": {"points": n, "covered": c, "coverage": c / n, "binomial_95": [lo, hi],
-            "out_of_sample_median_abs_error": f, "out_of_sample_max_abs_error": f}}
-
-Later work extends it by adding keys (readers ignore unknown ones) or, for an incompatible change,
-by raising ``format_version``. A band is ``[value / factor, value * factor]``: the split-conformal
-interval of :mod:`.cv`. :func:`band` and :func:`band_metrics` are pure; :func:`load` reads a set
-once per process.
+Details: docs/perfmodel.md, "Out-of-sample error and bands" (the format).
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
-"""Out-of-sample error of the analytical models and the honest coverage of their bands
-(docs/perfmodel.md, "Out-of-sample error and bands").
+"""Out-of-sample error of the analytical models and the honest coverage of their bands.
 
-Contract:
+Every throughput point counts (an ``excluded`` one at its error); ``fit`` points are predicted by
+constants refitted without them, the others by the shipped constants; a score is
+``|log(predicted / published)|``; the band is split-conformal at ``NOMINAL`` coverage (``wide``
+with too few scores); coverage is measured nested and pooled with its Clopper-Pearson 95%
+interval. Nothing here writes a file; :mod:`.constant_set` stores the result.
 
-- Throughput points (``samples_per_s``, ``tokens_per_s``) of a platform, every ``use`` counted:
-  an ``excluded`` point is a failure at its error, never left out of the numbers.
-- Leave-one-out: a ``fit`` point is predicted by the constants refitted without it
-  (:func:`dabench.perfmodel.fit.refit.refit` with ``leave_out``); a ``check`` or ``excluded``
-  point, which no fit sees, by the shipped constants. In-sample: every point by the shipped constants.
-- Score of a prediction: ``|log(predicted / published)|`` (``inf`` when the model refuses it).
-- Band: split-conformal on the out-of-sample scores of the platform at ``NOMINAL`` coverage: the
-  ``ceil((n + 1) * NOMINAL)``-th smallest score ``q`` gives ``[value e^-q, value e^q]``. With too
-  few scores for that rank (n < 4 at 80%) the band is the ``wide`` fallback: ``q`` = the largest
-  out-of-sample score of any platform.
-- Nested coverage: a point's band is sized without that point: the other points' scores come from
-  fits that never saw it either (pairs left out), then the point is covered or not. Pooled over
-  platforms, with its Clopper-Pearson 95% interval.
-
-Nothing here writes a file; :mod:`.constant_set` stores the result.
+Details: docs/perfmodel.md, "Out-of-sample error and bands".
 """
 
 from __future__ import annotations

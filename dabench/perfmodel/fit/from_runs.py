@@ -1,33 +1,13 @@
 """Fit from your own runs: measured runs become calibration points of their platform, and a bounded
-least-squares refit of the model's fittable knobs becomes a named constant set (docs/fitting.md).
+least-squares refit of the model's fittable knobs becomes a named constant set.
 
-Pure: the caller (``dabench fit --from-mlflow``, dabench/cli/fit.py) reads the store and hands over
-one mapping per run, ``{"run_id", "tags", "params", "metrics"}`` (MLflow's run data: params are the
-flattened config as strings, tags ``dabench.*``); nothing here touches MLflow or a file.
+Pure: the caller (``dabench fit --from-mlflow``) hands over one mapping per run, ``{"run_id",
+"tags", "params", "metrics"}`` (MLflow's run data); nothing here touches MLflow or a file.
+:func:`points_from_runs` selects the points (each left-out run with its reason), :func:`fit_group`
+fits a platform's :func:`fittable` knobs and scores base and fitted constants out of sample beside
+:func:`noise_floor`, and :func:`build_set` writes the constant-set format with the fit's own keys.
 
-1. Points (:func:`points_from_runs`): every run tagged ``dabench.mode=measure`` (a validate run's
-   main numbers are measured) with ``dabench.status=ok`` is a point of its platform
-   (``dabench.arch``; an ingested vendor artifact's from its format) and machine
-   (``dabench.host_key``: CPU model, GPU name, vendor system; older runs: the host name): its
-   config (rebuilt from the params), measured samples/s, tokens/s and step time, the per-class
-   times where it profiled them, and the ceilings it ran against. Predicted runs never become
-   points; every other run is left out with its reason (a failed result check, no config to
-   predict it from, no recorded ceilings, ...).
-2. Fit (:func:`fit_group`): the platform's fittable knobs (:func:`fittable`: the CPU's and GPU's
-   efficiencies and launch cost with bounds here; a vendor model's ``fitted`` knobs with the
-   bounds of conf/hardware/sources/<arch>.yaml), fewer knobs than distinct configs, by
-   ``scipy.optimize.least_squares`` on ``log(predicted / measured)`` samples/s, started from the
-   base set's values (deterministic). The CPU's emulated-precision factors are fitted only when
-   some point ran an emulated precision.
-3. Out of sample: leave one config out (every repeat of that config leaves together), or k-fold
-   (k = 10) beyond :data:`LOO_MAX` configs; the base constants, which saw none of these points,
-   are scored on the same points. The band is split-conformal on the fitted set's out-of-sample
-   scores (:mod:`.cv`), the noise floor the median spread of repeated measurements
-   (:func:`noise_floor`). A fit that does not lower the out-of-sample median |error| says so and
-   recommends the base constants.
-4. :func:`build_set` writes it all in the constant-set format (:mod:`.constant_set`), plus the
-   keys ``source`` (store, selection, run ids, left-out runs), and per platform ``host_key``,
-   ``comparison``, ``recommendation`` and ``domain`` (the configs the set saw).
+Details: docs/fitting.md, "What becomes a point", "The fit" and "What a constant set contains".
 """
 
 from __future__ import annotations

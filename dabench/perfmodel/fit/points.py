@@ -1,23 +1,10 @@
 """The public calibration points (points.csv: one row per published number, with its source).
 
-Columns of points.csv:
+Columns: id, platform, model, overrides, batch, grad_accum, precision, mode, layout, metric,
+published, type (M/V/D), tolerance, tolerance_unit (rel/points), use (check/fit/excluded), source,
+note.
 
-- ``id``: short name (C1, WSE-L6, ...); ``fitted:`` entries in conf/hardware/sources/ cite these.
-- ``platform``: the hardware config (wse2, ipu, rdu, ...); ``model``: the model config.
-- ``overrides``: extra Hydra-style overrides, space separated (``model.n_layers=6``,
-  ``hardware.options.execution_mode=weight_streaming``, ``parallel=dp parallel.degree=2``).
-- ``batch``, ``grad_accum``, ``precision``: the run's settings as the source gives them.
-- ``mode``, ``layout``: how the source ran it (documentation; the overrides carry what the model uses).
-- ``metric``: the predicted quantity compared (samples_per_s, tokens_per_s, allocation_pct).
-- ``published``: the source's number, in the metric's unit.
-- ``type``: M (measured, printed by a run), V (a vendor compiler estimate), D (derived; the note
-  gives the arithmetic).
-- ``tolerance``, ``tolerance_unit``: ``rel`` (a fraction of the published value) or ``points``
-  (absolute percentage points).
-- ``use``: ``check`` (asserted within tolerance), ``fit`` (also used to fit, and asserted), or
-  ``excluded`` (kept for reference; the note says why the model does not cover it).
-- ``source``, ``note``: where the number is printed; its uncertainty and anything the model
-  approximates.
+Details: docs/perfmodel.md, "Knobs, sources and calibration" (calibration points).
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
-"""Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml
-(docs/perfmodel.md, "Knobs, sources and calibration").
+"""Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml.
 
-Convention (checked by tests/perfmodel/test_sources.py for every shipped hardware file):
+Each key is a number's path in the hardware YAML; its value has exactly one of ``source``
+(document, locator, figure), ``uncertain`` (reason, estimate), ``fitted`` (points, bounds) or, for
+options only, ``setting``. Every non-null number has an entry and every entry names a number that
+exists (tests/perfmodel/test_sources.py checks every shipped hardware file).
 
-- A key is the number's path in the hardware YAML: ``peak_flops.<precision>``,
-  ``memory.<level>.capacity_bytes`` / ``.bandwidth_Bps``, ``compute_units.<kind>.count``,
-  ``links.<name>.bandwidth_Bps`` / ``.latency_s``, ``options.<knob>`` (every knob, numeric or not).
-- Its value is a mapping with exactly one of:
-
-  - ``source: {document: <title>, locator: <section, table, page, file path or URL>, figure:
-    <the number it gives and how it becomes this one>}`` -- a reference someone can open.
-  - ``uncertain: {reason: <why no document gives this number>, estimate: <how it was chosen>}``
-    -- the escape for an engineering estimate; it may also name the ``document`` and ``locator``
-    its order of magnitude comes from. Every one is listed in docs/perfmodel.md.
-  - ``fitted: {points: [<ids in fit/points.csv>], bounds: [low, high]}`` -- refitted by
-    ``python -m dabench fit`` within the bounds; the YAML holds the last fitted value.
-  - ``setting: "<why this default>"`` -- a user's choice, not a physical constant (execution
-    mode, replicas, tiles, device iterations); options only.
-
-- Every number of the hardware YAML has an entry (``null`` values are measured at run time and
-  need none), and every entry names a number that exists.
-
-The map lives beside the hardware YAML rather than inside it so that Hydra does not compose it
-into every run's config (it would become dozens of MLflow params per run).
+Details: docs/perfmodel.md, "Knobs, sources and calibration" (provenance).
 """
 
 from __future__ import annotations
