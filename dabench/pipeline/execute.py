@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Iterator
 
 from dabench.backends import Backend, TimedWindowCallback, get_backend
 from dabench.config.sections import RunConfig
@@ -247,10 +249,28 @@ def _run(rc: RunConfig, result: RunResult) -> None:
     result.mode, note = resolve_mode(rc, backend)
     if note:
         result.notes["dabench.mode_note"] = note
-    if rc.hardware.arch == "cpu" and rc.run.threads:
-        import torch
+    with _cpu_threads(rc):
+        _run_on(rc, result, backend)
 
-        torch.set_num_threads(rc.run.threads)
+
+@contextmanager
+def _cpu_threads(rc: RunConfig) -> Iterator[None]:
+    """``run.threads`` for a CPU run, the process's previous count restored after it (a grid or the
+    Python API runs many configurations in one process)."""
+    if rc.hardware.arch != "cpu" or not rc.run.threads:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(rc.run.threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
     result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     measured = result.mode in ("measure", "validate")
     result.ceilings = ceilings = run_ceilings(rc, backend if measured else None, result.notes)

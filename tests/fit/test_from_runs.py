@@ -180,6 +180,7 @@ def _predict_with_sets(shared, data):
     assert shipped.notes["dabench.constants"] == "published"
     assert named.notes["dabench.constants"] == "mine" and filed.notes["dabench.constants"] == "mine"
     assert filed.notes["dabench.constants_ref"] == str(shared)
+    assert named.ok and filed.ok and shipped.ok, (named.reason, filed.reason, shipped.reason)
     value = named.metrics["throughput.samples_per_s"]
     assert value == pytest.approx(filed.metrics["throughput.samples_per_s"])
     assert value < shipped.metrics["throughput.samples_per_s"]  # the fitted set is slower: the machine was
