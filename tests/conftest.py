@@ -115,7 +115,7 @@ def write_test_calibration(folder: Path, label: str) -> Path:
     that it is a fixture, not a measurement."""
     import json
 
-    from dabench.host.ceilings import cpu_calibration_key
+    from dabench.host.info import cpu_calibration_key
 
     entries = {}
     for threads in range(1, (os.cpu_count() or 1) + 1):

@@ -40,7 +40,7 @@ class CpuBackend(Backend):
 
         from dabench.backends.measure import HostClock
         from dabench.backends.torch_device import run_on_device
-        from dabench.host.ceilings import cpu_native_precision
+        from dabench.host.info import cpu_native_precision
 
         if rc.run.threads:
             torch.set_num_threads(rc.run.threads)

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from dabench.host import calibrate
-    from dabench.host.ceilings import cpu_native_precision
+    from dabench.host.info import cpu_native_precision
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -17,14 +17,6 @@ import math
 from dabench.config.sections import HardwareSpec, PrecisionConfig
 from dabench.core.ceilings import Ceilings
 from dabench.core.status import UnsupportedError
-from dabench.host.info import (  # noqa: F401  (re-exported: this machine's CPU)
-    NATIVE_FLAGS,
-    _cpuinfo,
-    cpu_calibration_key,
-    cpu_flags,
-    cpu_model,
-    cpu_native_precision,
-)
 
 UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
 IN_SITU = "in-situ (probed right before and after the timed steps)"  #: Ceilings.source of validate runs on the CPU

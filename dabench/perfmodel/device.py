@@ -20,7 +20,8 @@ from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import UnsupportedError
-from dabench.host.ceilings import cpu_native_precision, is_calibrated, tf32_enabled
+from dabench.host.ceilings import is_calibrated, tf32_enabled
+from dabench.host.info import cpu_native_precision
 from dabench.perfmodel.assemble import layer_groups, make_profile
 from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for

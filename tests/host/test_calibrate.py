@@ -9,7 +9,8 @@ import pytest
 
 from dabench.config.build import build_run_config
 from dabench.host import calibrate
-from dabench.host.ceilings import cpu_native_precision, is_calibrated, resolve_ceilings
+from dabench.host.ceilings import is_calibrated, resolve_ceilings
+from dabench.host.info import cpu_native_precision
 from tests.conftest import composed
 
 QUIET = 0.1
