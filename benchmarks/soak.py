@@ -40,7 +40,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +50,7 @@ from optuna.trial import TrialState  # noqa: E402
 
 from dabench.tune.dedup import deployment_key  # noqa: E402
 from dabench.tune.study import OVERRIDES_ATTR, counts_toward_budget  # noqa: E402
-from tests.scaleout.servers import free_port, postgres, why_no_postgres  # noqa: E402
+from tests.scaleout.servers import free_port, postgres, start_mlflow, why_no_postgres  # noqa: E402
 from tests.scaleout.workers import start_worker, worker_command, worker_env  # noqa: E402
 
 #: the predicted RDU study, widened to 1,134 deployments (module doc)
@@ -66,40 +65,10 @@ def say(text: str) -> None:
 
 
 def start_server(backend: str, port: int, artifacts: Path, log: Path, timeout_s: float = 300) -> subprocess.Popen:
-    """``mlflow server`` on 127.0.0.1:``port`` (as tests/scaleout/servers.py), once /health answers."""
-    mlflow = Path(sys.executable).with_name("mlflow")
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    process = subprocess.Popen(
-        [
-            str(mlflow),
-            "server",
-            "--backend-store-uri",
-            backend,
-            "--artifacts-destination",
-            artifacts.as_uri(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-        ],
-        stdout=log.open("a"),
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return process
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"mlflow server did not start: {log.read_text()[-3000:]}")
-        time.sleep(0.5)
+    try:
+        return start_mlflow(backend, port, artifacts, log, timeout_s)
+    except RuntimeError as error:
+        raise SystemExit(str(error)) from None
 
 
 def kill_group(process: subprocess.Popen) -> None:

@@ -120,49 +120,39 @@ class MlflowServer:
     log: Path
 
 
+def start_mlflow(backend_uri: str, port: int, artifacts: Path, log: Path, timeout_s: float = 180.0) -> subprocess.Popen:
+    """``mlflow server`` on 127.0.0.1:``port`` in its own process group (one worker, no job
+    runner), its output appended to ``log``; returned once /health answers."""
+    mlflow = Path(sys.executable).with_name("mlflow")
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    command = [str(mlflow), "server", "--backend-store-uri", backend_uri, "--artifacts-destination", artifacts.as_uri()]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    with open(log, "a") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return process
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            if process.poll() is None:
+                os.killpg(process.pid, 9)
+            raise RuntimeError(f"mlflow server did not start: {log.read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def mlflow_server(backend_uri: str, timeout_s: float = 180.0) -> Iterator[MlflowServer]:
     """``mlflow server`` on 127.0.0.1 (see module docstring); yields it once /health answers."""
     folder = Path(tempfile.mkdtemp(prefix="dabench-mlflow-"))
     port = free_port()
-    mlflow = Path(sys.executable).with_name("mlflow")
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     log = folder / "server.log"
-    with open(log, "w") as out:
-        process = subprocess.Popen(
-            [
-                str(mlflow),
-                "server",
-                "--backend-store-uri",
-                backend_uri,
-                "--artifacts-destination",
-                (folder / "artifacts").as_uri(),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--workers",
-                "1",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    uri = f"http://127.0.0.1:{port}"
+    process = start_mlflow(backend_uri, port, folder / "artifacts", log, timeout_s)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(uri + "/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow server did not start: {log.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield MlflowServer(uri, process, log)
+        yield MlflowServer(f"http://127.0.0.1:{port}", process, log)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, 15)

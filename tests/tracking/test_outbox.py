@@ -6,15 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import dabench_argv, run_dabench
-from tests.scaleout.servers import free_port
+from tests.scaleout.servers import free_port, start_mlflow
 
 PREDICT = ["hardware=ipu", "hardware.mode=predict", "run.plots=never"]
 
@@ -64,42 +62,6 @@ def test_a_journal_keeps_no_secret_and_replays_once(tmp_path, monkeypatch):
     assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["result.json"]
 
 
-def _server(backend: str, port: int, artifacts: Path, log: Path) -> subprocess.Popen:
-    mlflow = Path(sys.executable).with_name("mlflow")
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    process = subprocess.Popen(
-        [
-            str(mlflow),
-            "server",
-            "--backend-store-uri",
-            backend,
-            "--artifacts-destination",
-            artifacts.as_uri(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-        ],
-        stdout=log.open("a"),
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return process
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"mlflow server did not start: {log.read_text()[-3000:]}")
-        time.sleep(0.5)
-
-
 def _stop(process: subprocess.Popen) -> None:
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
@@ -110,7 +72,7 @@ def test_a_server_killed_mid_sweep_and_restarted_loses_nothing(tmp_path):
     port = free_port()
     backend, artifacts, log = f"sqlite:///{tmp_path / 'server.db'}", tmp_path / "artifacts", tmp_path / "server.log"
     uri = f"http://127.0.0.1:{port}"
-    server = _server(backend, port, artifacts, log)
+    server = start_mlflow(backend, port, artifacts, log)
     ready = tmp_path / "ready"
     env = {
         "MLFLOW_TRACKING_URI": uri,
@@ -141,7 +103,7 @@ def test_a_server_killed_mid_sweep_and_restarted_loses_nothing(tmp_path):
             sweep.kill()
     assert sweep.returncode == 0, output[-3000:]
     assert "Traceback" not in output and "cannot be reached" in output
-    server = _server(backend, port, artifacts, log)  # back, on the same address and store
+    server = start_mlflow(backend, port, artifacts, log)  # back, on the same address and store
     try:
         later = run_dabench(*PREDICT, cwd=tmp_path, env=env)  # the next start replays the outbox first
         assert "runs replayed" in later.stderr and " 0 left" in later.stderr, later.stderr[-2000:]
