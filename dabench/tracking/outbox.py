@@ -266,8 +266,10 @@ def replay(uri: str, folder: Path | None = None) -> SyncReport:
             report.left += 1  # still being written by a live process
             continue
         try:
-            if data["experiment"] not in clients:
-                clients[data["experiment"]] = client_and_experiment(uri, data["experiment"])
+            if data["experiment"] not in clients:  # "" for a run that exists on the server already
+                clients[data["experiment"]] = (
+                    client_and_experiment(uri, data["experiment"]) if data["experiment"] else (_client(uri), "")
+                )
             client, experiment_id = clients[data["experiment"]]
             already = _replay_one(client, experiment_id, journal, resolved, now_ms, write_batch)
         except Exception as error:  # the server went away again: keep the rest for the next sync
@@ -293,6 +295,15 @@ def replay(uri: str, folder: Path | None = None) -> SyncReport:
         except Exception as error:
             report.errors.append(f"counting the children of {run_id}: {type(error).__name__}: {error}")
     return report
+
+
+def _client(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    from dabench.tracking.store import RetryingClient, apply_client_timeouts
+
+    apply_client_timeouts()
+    return RetryingClient(MlflowClient(tracking_uri=uri))
 
 
 def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, now_ms, write_batch) -> bool:

@@ -161,7 +161,35 @@ def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool 
             client.delete_tag(parent_id, "dabench.status")
         except Exception:
             pass
-        terminate(client, parent_id, Status.OK)  # FINISHED, real end time (dabench.tracking.lifecycle)
+        try:
+            terminate(client, parent_id, Status.OK)  # FINISHED, real end time (dabench.tracking.lifecycle)
+        except Exception as error:  # the server is away: the close waits in the outbox for dabench sync
+            if not _close_later(client, parent_id, error):
+                raise
+    return True
+
+
+def _close_later(client, parent_id: str, error: BaseException) -> bool:
+    """Keep the parent's FINISHED close in the outbox when a remote store cannot be reached;
+    False for any other error (dabench/tracking/outbox.py)."""
+    from dabench.tracking import outbox
+    from dabench.tracking.writes import now_ms
+
+    uri = getattr(client, "tracking_uri", "") or ""
+    if not (outbox.is_remote(uri) and outbox.is_unreachable(error)):
+        return False
+    journal = outbox.Journal.new(
+        uri=uri,
+        experiment="",
+        run_name=f"study parent {parent_id}",
+        start_ms=now_ms(),
+        tags={},
+        parent=None,
+        server_run_id=parent_id,
+    )
+    journal.data["acked"]["logged"] = journal.data["acked"]["artifacts"] = True
+    journal.close(Status.OK, "", now_ms(), status_tags=False)
+    outbox.announce(uri, journal)
     return True
 
 
