@@ -99,6 +99,22 @@ def _load(where: str) -> Mapping[str, Any]:
     return data
 
 
+def header(name: str, nominal: float, band_method: str = BAND_METHOD) -> dict[str, Any]:
+    """The fields every constant set opens with: format, version, name, creation time, dabench
+    version, nominal band coverage and the band method."""
+    import dabench
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "dabench_version": dabench.__version__,
+        "nominal_coverage": nominal,
+        "band_method": band_method,
+    }
+
+
 def platform_band(platform: str, constant_set: Mapping[str, Any]) -> Mapping[str, Any]:
     """The platform's band record; ``{"kind": "uncalibrated", ...}`` when the set has none."""
     entry = (constant_set.get("platforms") or {}).get(platform) or {}
@@ -222,7 +238,6 @@ def build(
     """A constant set (the format above) from :func:`dabench.perfmodel.fit.cv.cross_validate`
     results, their :func:`~dabench.perfmodel.fit.cv.nested_coverage`, and every hardware config
     in ``archs`` (those without points get an ``uncalibrated`` band)."""
-    import dabench
     from dabench.perfmodel.fit import model_version
     from dabench.perfmodel.fit.cv import NOMINAL, band_q, conformal_rank, summary
     from dabench.perfmodel.fit.points import load_points
@@ -283,13 +298,7 @@ def build(
         platforms[arch] = entry_out
     med, worst = summary(pooled_out)
     return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "name": name,
-        "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-        "dabench_version": dabench.__version__,
-        "nominal_coverage": nominal,
-        "band_method": BAND_METHOD,
+        **header(name, nominal),
         "platforms": platforms,
         "cv": {
             "points": coverage.n,

@@ -635,10 +635,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
 
 def build_set(name: str, fits: list[GroupFit], source: Mapping[str, Any], nominal: float = NOMINAL) -> dict[str, Any]:
     """A constant set (the format of :mod:`.constant_set`) from fits of one machine per platform."""
-    from datetime import datetime, timezone
-
-    import dabench
-    from dabench.perfmodel.fit.constant_set import FORMAT, FORMAT_VERSION
+    from dabench.perfmodel.fit import constant_set
 
     platforms = {g.arch: platform_entry(g, nominal) for g in fits}
     rows = [r for e in platforms.values() for r in e["residuals"]]
@@ -647,13 +644,7 @@ def build_set(name: str, fits: list[GroupFit], source: Mapping[str, Any], nomina
     med, worst = summary(errors)
     lo, hi = clopper_pearson(covered, len(rows)) if rows else (math.nan, math.nan)
     return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "name": name,
-        "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-        "dabench_version": dabench.__version__,
-        "nominal_coverage": nominal,
-        "band_method": BAND_METHOD,
+        **constant_set.header(name, nominal, BAND_METHOD),
         "source": dict(source),
         "platforms": platforms,
         "cv": {
