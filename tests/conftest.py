@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,30 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env.pop("DABENCH_PARENT_RUN_ID", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+#: headless Chromium for the browser tests (Debian's package; no network beyond 127.0.0.1)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+
+
+def need_chromium() -> str:
+    """The browser: a skip that says so where it is absent, a failure under CI=true."""
+    if CHROMIUM:
+        return CHROMIUM
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail("chromium is not installed (apt-get install -y chromium); CI=true requires the browser test")
+    pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
 
 
 def dabench_argv(*args: str) -> list[str]:

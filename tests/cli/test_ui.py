@@ -42,7 +42,7 @@ from dabench.tracking.ui_view import (
     ui_base_url,
     view_state,
 )
-from tests.conftest import ROOT, cli_env, dabench_argv
+from tests.conftest import CHROMIUM_FLAGS, ROOT, cli_env, dabench_argv, need_chromium
 
 # --- fast: URLs and the saved view ---------------------------------------------------------------
 
@@ -180,18 +180,6 @@ def test_server_command_and_browser_choice(tmp_path, monkeypatch):
 
 # --- slow: the real UI in a real browser ---------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-]
 WINDOW = (2560, 1100)  #: a QHD screen: every key column fits beside MLflow's Assistant panel
 HEADERS = {
     "tags.`dabench.mode`": "dabench.mode",
@@ -204,14 +192,6 @@ HEADERS = {
     "tags.`dabench.diagnosis`": "dabench.diagnosis",
     "tags.`dabench.reason`": "dabench.reason",
 }
-
-
-def need_chromium() -> str:
-    if CHROMIUM:
-        return CHROMIUM
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("chromium is not installed (apt-get install -y chromium); CI=true requires the browser test")
-    pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
 
 
 def artifacts_dir() -> Path:

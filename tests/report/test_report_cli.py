@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_dabench
+from tests.conftest import CHROMIUM_FLAGS, need_chromium, run_dabench
 
 pytestmark = pytest.mark.slow
 
@@ -125,18 +125,6 @@ def _rows_path(report_store, tmp_path) -> Path:
 
 # --- the report in a browser -------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-]
 #: injected into a test-only copy: records page errors (failed resources included) and console.error
 #: calls, and on load lists the images that did not decode
 CHECK_SCRIPT = """<script>
@@ -155,14 +143,6 @@ window.addEventListener("load", function () {
   document.body.appendChild(out);
 });
 </script>"""
-
-
-def need_chromium() -> str:
-    if CHROMIUM:
-        return CHROMIUM
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("chromium is not installed (apt-get install -y chromium); CI=true requires the browser test")
-    pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
 
 
 def chromium(*args: str) -> subprocess.CompletedProcess:
