@@ -247,7 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     uri = tracking_uri(args.tracking_uri)
     try:
         if uri.startswith(("http://", "https://")):  # a tracking server: its UI is already there
-            url = view_url(uri, ui_base_url(uri, environ={}), args.experiment)
+            try:
+                url = view_url(uri, ui_base_url(uri, environ={}), args.experiment)
+            except UiError:
+                raise
+            except Exception as error:  # the server does not answer, or refuses the request
+                from dabench.tracking.redact import redact_uri
+
+                raise UiError(
+                    f"--tracking-uri={redact_uri(uri)}: the tracking server does not answer "
+                    f"({type(error).__name__}); start it, or unset it to serve the local store",
+                    code=1,
+                ) from None
             print(url, flush=True)
             print(
                 f"dabench ui: the store is the tracking server {ui_base_url(uri, environ={})}; nothing to start",

@@ -378,3 +378,11 @@ def test_dabench_ui_lands_on_the_runs_table_with_the_key_columns(ui_store):
     time.sleep(1)
     with pytest.raises(OSError):  # Ctrl-C stopped the MLflow server too
         urllib.request.urlopen(f"{base}/health", timeout=5)
+
+
+def test_a_tracking_server_that_does_not_answer_is_one_line_and_exit_1(capsys, monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    port = ui.free_port("127.0.0.1", 0)  # nothing listens there
+    assert ui.main(["--no-browser", "--tracking-uri", f"http://u:hunter2@127.0.0.1:{port}"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not answer" in err and "hunter2" not in err and "Traceback" not in err
