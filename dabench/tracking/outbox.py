@@ -229,8 +229,12 @@ class SyncReport:
     already: int = 0
     left: int = 0
     errors: list[str] = field(default_factory=list)
+    other_stores: set[str] = field(default_factory=set)  #: stores of journals left for another sync
 
     def line(self, folder: Path) -> str:
+        if self.other_stores:
+            stores = ", ".join(sorted(self.other_stores))
+            self.errors.append(f"kept for another store: {stores}; dabench sync --tracking-uri URI replays them")
         text = (
             f"dabench sync: {self.synced} runs replayed, {self.already} already in the store, "
             f"{self.left} left in {folder}"
@@ -249,18 +253,26 @@ def _process_alive(pid: int) -> bool:
 
 
 def replay(uri: str, folder: Path | None = None) -> SyncReport:
-    """Replay every closed journal (and every journal whose process is gone) into ``uri``, each
-    exactly once; a replayed journal moves to ``<outbox>/synced/``."""
+    """Replay every closed journal (and every journal whose process is gone) that was kept for the
+    store ``uri`` into it, each exactly once; a replayed journal moves to ``<outbox>/synced/``.
+    Journals of another store are left, named in the report (never written to the wrong store)."""
+    from dabench.tracking.redact import redact_uri
     from dabench.tracking.store import client_and_experiment
     from dabench.tracking.writes import now_ms, write_batch
 
     folder = folder or outbox_dir()
     report = SyncReport()
-    journals = _order(pending(folder))
+    journals = []
+    for journal in _order(pending(folder)):
+        if journal.data.get("uri") not in (None, redact_uri(uri)):
+            report.left += 1
+            report.other_stores.add(journal.data["uri"])
+        else:
+            journals.append(journal)
     resolved: dict[str, str] = {}
     clients: dict[str, tuple[Any, str]] = {}
     recount: list[tuple[Any, str]] = []
-    for journal in journals:
+    for index, journal in enumerate(journals):
         data = journal.data
         if not data["closed"] and _process_alive(int(data.get("pid") or 0)) and data.get("pid") != os.getpid():
             report.left += 1  # still being written by a live process
@@ -276,7 +288,7 @@ def replay(uri: str, folder: Path | None = None) -> SyncReport:
             report.left += 1
             report.errors.append(f"{type(error).__name__}: {str(error)[:200]}")
             if is_unreachable(error):
-                report.left += len(journals) - report.synced - report.already - report.left
+                report.left += len(journals) - index - 1  # the rest wait for the next sync
                 break
             continue
         resolved[PREFIX + journal.id] = data["server_run_id"]

@@ -37,8 +37,9 @@ def test_a_journal_keeps_no_secret_and_replays_once(tmp_path, monkeypatch):
     from dabench.tracking.outbox import Journal, pending, replay
 
     monkeypatch.setenv("DABENCH_OUTBOX", str(tmp_path / "outbox"))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"  # the store the run was kept for (a local one, for the test)
     journal = Journal.new(
-        uri="http://bob:CANARY42@127.0.0.1:1",
+        uri=uri,
         experiment="dabench",
         run_name="r1",
         start_ms=1_000_000,
@@ -51,7 +52,6 @@ def test_a_journal_keeps_no_secret_and_replays_once(tmp_path, monkeypatch):
     journal.add_artifacts(tmp_path / "art")
     journal.close(Status.OK, "", 1_000_500, status_tags=True)
     assert "CANARY42" not in journal.path.read_text()
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     done = run_dabench("sync", "--tracking-uri", uri, "--outbox", str(tmp_path / "outbox"), cwd=tmp_path)
     assert "1 runs replayed" in done.stdout and " 0 left" in done.stdout and not pending(tmp_path / "outbox")
     assert replay(uri, tmp_path / "outbox").synced == 0
@@ -125,3 +125,29 @@ def test_a_server_killed_mid_sweep_and_restarted_loses_nothing(tmp_path):
     assert all(r.data.metrics["throughput.samples_per_s"] > 0 for r in children)
     assert parents[0].info.status == "FINISHED" and parents[0].data.metrics["jobs.total"] == 4
     assert not [r for r in runs if r.info.status == "RUNNING"]
+
+
+def test_a_journal_is_replayed_only_into_the_store_it_was_kept_for(tmp_path, monkeypatch):
+    """A sync (or the next start) on another store leaves the journal and says for which store."""
+    from dabench.core.status import Status
+    from dabench.tracking.outbox import Journal, pending, replay
+
+    outbox = tmp_path / "outbox"
+    journal = Journal.new(
+        uri="http://127.0.0.1:1", experiment="dabench", run_name="r", start_ms=1, tags={}, parent=None, folder=outbox
+    )
+    journal.close(Status.OK, "", 2, status_tags=True)
+    report = replay(f"sqlite:///{tmp_path / 'other.db'}", outbox)
+    assert (report.synced, report.left) == (0, 1) and len(pending(outbox)) == 1
+    assert "kept for another store: http://127.0.0.1:1" in report.line(outbox)
+    assert not (tmp_path / "other.db").exists()
+    secret = Journal.new(
+        uri="http://bob:CANARY7@127.0.0.1:1",
+        experiment="dabench",
+        run_name="s",
+        start_ms=1,
+        tags={},
+        parent=None,
+        folder=outbox,
+    )
+    assert "CANARY7" not in secret.path.read_text()  # the store's URI is kept redacted
