@@ -1,0 +1,171 @@
+"""One platform on one machine: the fit, the base and fitted sets' predictions out of sample, and
+the measurements' own noise floor.
+
+Contract: :func:`fit_group` prepares the points, refits (:mod:`.solve`), and predicts every point
+with the base set, the fitted set (in sample) and a set fitted without the point's config (leave
+one config out; :func:`folds`); :class:`GroupFit` holds them and scores them (median |error|,
+whether the fit improved on the base, the recommendation, the configs it saw).
+Details: docs/fitting.md, "The fit".
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from dabench.perfmodel.fit.cv import score, summary
+from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint
+from dabench.perfmodel.fit.from_runs.predict import base_options, predict, prepare, quiet_model
+from dabench.perfmodel.fit.from_runs.solve import fittable, refit
+
+LOO_MAX = 40  #: configs up to which the out-of-sample score is leave-one-config-out (then 10-fold)
+K_FOLD = 10
+
+
+def folds(points: list[RunPoint]) -> list[set[str]]:
+    """Config keys left out together: one config each (leave one config out), or 10 folds."""
+    keys = sorted({p.key for p in points})
+    if len(keys) <= LOO_MAX:
+        return [{k} for k in keys]
+    return [set(keys[i::K_FOLD]) for i in range(K_FOLD)]
+
+
+def noise_floor(points: list[RunPoint]) -> tuple[float, str]:
+    """(floor, how): the median, over every measurement of a config measured more than once, of
+    ``|x / median(its config) - 1|`` (what a model predicting each config's median would still
+    miss); without repeats, the median of ``(p90 - p10) / (2 median)`` of the runs' step times."""
+    groups: dict[str, list[float]] = {}
+    for p in points:
+        groups.setdefault(p.key, []).append(p.samples_per_s)
+    spreads = [abs(x / statistics.median(v) - 1) for v in groups.values() if len(v) > 1 for x in v]
+    if spreads:
+        repeated = sum(1 for v in groups.values() if len(v) > 1)
+        return statistics.median(spreads), f"repeats: {repeated} configs measured more than once, {len(spreads)} runs"
+    within = [
+        (p.step_p90 - p.step_p10) / (2 * p.step_s)
+        for p in points
+        if p.step_s > 0 and math.isfinite(p.step_p90) and math.isfinite(p.step_p10)
+    ]
+    if within:
+        return statistics.median(within), f"no repeated configs: spread of the timed steps within {len(within)} runs"
+    return math.nan, "no repeats and no step spread recorded"
+
+
+@dataclass
+class GroupFit:
+    """The fit of one platform on one machine."""
+
+    arch: str
+    host_key: str
+    points: list[RunPoint]  #: predictable points (the fit's)
+    unusable: list[LeftOut]
+    bounds: dict[str, tuple[float, float]]
+    base: dict[str, Any]  #: the base set's knob values (start, and the 'before' column)
+    fitted: dict[str, float]  #: knob -> fitted value on every point
+    base_pred: dict[str, float]  #: run id -> predicted with the base constants
+    in_sample: dict[str, float]  #: run id -> predicted with the fitted constants
+    out_of_sample: dict[str, float]  #: run id -> predicted by a fit that did not see its config
+    noise: float
+    noise_how: str
+    base_name: str = "published"
+
+    def _errors(self, predictions: Mapping[str, float]) -> list[float]:
+        out = []
+        for p in self.points:
+            v = predictions.get(p.run_id, math.nan)
+            out.append(abs(v / p.samples_per_s - 1) if v > 0 else math.inf)
+        return out
+
+    def scores(self, predictions: Mapping[str, float] | None = None) -> list[float]:
+        predictions = self.out_of_sample if predictions is None else predictions
+        return [score(predictions.get(p.run_id, math.nan), p.samples_per_s) for p in self.points]
+
+    @property
+    def published_error(self) -> float:
+        return summary(self._errors(self.base_pred))[0]
+
+    @property
+    def fitted_error(self) -> float:
+        return summary(self._errors(self.out_of_sample))[0]
+
+    @property
+    def in_sample_error(self) -> float:
+        return summary(self._errors(self.in_sample))[0]
+
+    @property
+    def improved(self) -> bool:
+        return bool(self.fitted) and self.fitted_error < self.published_error
+
+    @property
+    def recommendation(self) -> str:
+        return "fitted" if self.improved else self.base_name
+
+    def domain(self) -> dict[str, Any]:
+        """The configs the set saw: ranges of the model's shape and run, precisions, layouts."""
+
+        def span(get):
+            values = [get(p) for p in self.points]
+            values = [v for v in values if isinstance(v, (int, float))]
+            return [min(values), max(values)] if values else None
+
+        return {
+            "n_layers": span(lambda p: p.rc.model.n_layers),
+            "hidden_size": span(lambda p: p.rc.model.hidden_size),
+            "seq_len": span(lambda p: p.rc.model.seq_len),
+            "batch_size": span(lambda p: p.rc.run.batch_size),
+            "params": span(lambda p: p.graph.params),
+            "precisions": sorted({p.rc.precision.name for p in self.points}),
+            "hardware": sorted({p.rc.hardware.name for p in self.points}),
+            "strategies": sorted({p.rc.parallel.strategy for p in self.points}),
+        }
+
+
+def fit_group(
+    arch: str, host: str, points: list[RunPoint], base: str = "published", log: Callable[[str], None] | None = None
+) -> GroupFit:
+    """Fit ``arch``'s knobs to the points of one machine, with the out-of-sample predictions of
+    both the base set and the fitted one (the module docstring)."""
+    with quiet_model():
+        return _fit_group(arch, host, points, base, log)
+
+
+def _fit_group(arch: str, host: str, points: list[RunPoint], base: str, log: Callable[[str], None] | None) -> GroupFit:
+    unusable = prepare(points)
+    bad = {u.run_id for u in unusable}
+    usable = [p for p in points if p.run_id not in bad]
+    start = base_options(arch, base)
+    bounds = fittable(arch, usable)
+    fitted = refit(usable, bounds, start)
+    base_pred = {p.run_id: predict(p, start) for p in usable}
+    in_sample = {p.run_id: predict(p, {**start, **fitted}) for p in usable}
+    out: dict[str, float] = {}
+    if fitted:
+        chunks = folds(usable)
+        for i, keys in enumerate(chunks, 1):
+            train = [p for p in usable if p.key not in keys]
+            if log:
+                log(f"  {arch} [{host}]: out-of-sample fit {i}/{len(chunks)} without {len(usable) - len(train)} run(s)")
+            trained = refit(train, fittable(arch, train) if len({p.key for p in train}) > 1 else {}, start)
+            for p in usable:
+                if p.key in keys:
+                    out[p.run_id] = predict(p, {**start, **trained})
+    else:
+        out = dict(base_pred)  # nothing fitted: the base constants, which saw none of these points
+    floor, how = noise_floor(usable or points)
+    return GroupFit(
+        arch,
+        host,
+        usable,
+        unusable,
+        bounds,
+        {k: start.get(k) for k in bounds},
+        fitted,
+        base_pred,
+        in_sample,
+        out,
+        floor,
+        how,
+        base,
+    )

@@ -1,0 +1,198 @@
+"""Measured runs of a store -> calibration points, each left-out run with its reason.
+
+Contract: :func:`points_from_runs` takes one mapping per run, ``{"run_id", "tags", "params",
+"metrics"}`` (MLflow's run data), and touches neither MLflow nor a file. Predicted runs, sweep
+parents and non-dabench runs are dropped silently (never points); a measured run that cannot be a
+point is returned as :class:`LeftOut` with the reason. A point keeps the run's config (rebuilt from
+its flattened params), measured throughput and step times, per-class times and the ceilings it ran
+against. Details: docs/fitting.md, "What becomes a point".
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from dabench.perfmodel.fit.from_runs.hosts import host_key, platform_of
+
+#: params that do not change what is measured (left out of a config's identity)
+_NOT_IDENTITY = (
+    "run.seed",
+    "run.warmup_steps",
+    "run.timed_steps",
+    "run.profile_subtasks",
+    "run.plots",
+    "run.lr",
+    "hardware.mode",
+    "hardware.constants",
+    "hardware.python",
+    "run.allow_oversubscribe",
+)
+
+
+@dataclass
+class RunPoint:
+    """One measured run as a calibration point."""
+
+    run_id: str
+    arch: str
+    host_key: str
+    hardware: str
+    source: str  #: "dabench" (a measured run) or "ingest:<format>"
+    samples_per_s: float
+    tokens_per_s: float
+    step_s: float
+    step_p10: float = math.nan
+    step_p90: float = math.nan
+    class_times: dict[str, float] = field(default_factory=dict)
+    config: dict[str, Any] | None = None  #: the run's config mapping (None: not recorded)
+    key: str = ""  #: the config's identity (repeats of one config share it)
+    precision: str = ""
+    native: bool = True  #: the precision ran natively (False: emulated on this CPU)
+    ceilings: tuple[float, float, str] | None = None  #: (peak FLOP/s, bandwidth B/s, memory level) it ran against
+    describe: str = ""
+    # filled by prepare(): the built RunConfig, op graph and Ceilings
+    rc: Any = None
+    graph: Any = None
+    roof: Any = None
+
+    @property
+    def predictable(self) -> bool:
+        return self.rc is not None
+
+
+@dataclass
+class LeftOut:
+    run_id: str
+    reason: str
+
+
+def _value(raw: Any) -> Any:
+    """A param string back to its value (MLflow stores str(value))."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return raw  # a plain string ("none" is a value of some knobs, not None: str(None) is "None")
+
+
+def unflatten(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``{'model.n_layers': '2'}`` -> ``{'model': {'n_layers': 2}}`` (the inverse of config.build.flatten)."""
+    out: dict[str, Any] = {}
+    for dotted, raw in sorted(params.items()):
+        keys = str(dotted).split(".")
+        node = out
+        for key in keys[:-1]:
+            nxt = node.get(key)
+            if not isinstance(nxt, dict):
+                nxt = node[key] = {}
+            node = nxt
+        node[keys[-1]] = _value(raw)
+    return out
+
+
+def _num(metrics: Mapping[str, Any], name: str) -> float:
+    try:
+        value = float(metrics.get(name))
+    except (TypeError, ValueError):
+        return math.nan
+    return value
+
+
+def config_key(params: Mapping[str, Any], arch: str, host: str) -> str:
+    """The identity of a measured config: platform, machine and every param that changes the work."""
+    keep = {
+        k: str(v)
+        for k, v in params.items()
+        if k.split(".")[0] in ("model", "precision", "parallel", "run", "hardware")
+        and k not in _NOT_IDENTITY
+        and not k.startswith(("tracking.", "hardware.options.runner_"))
+    }
+    return json.dumps([arch, host, sorted(keep.items())])
+
+
+def _describe(cfg: Mapping[str, Any] | None, arch: str) -> str:
+    if not cfg:
+        return arch
+    model, run = cfg.get("model") or {}, cfg.get("run") or {}
+    par, prec = cfg.get("parallel") or {}, cfg.get("precision") or {}
+    layout = "" if par.get("strategy", "none") == "none" else f" {par.get('strategy')}{par.get('degree')}"
+    return (
+        f"{model.get('name', '?')} L{model.get('n_layers')} H{model.get('hidden_size')} "
+        f"{prec.get('name', '?')} b{run.get('batch_size')}{layout}"
+    )
+
+
+def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint], list[LeftOut]]:
+    """(points, left out with reasons) of ``runs`` (see the module docstring). Predicted runs,
+    parent runs and runs that are no dabench run at all are dropped silently (never points);
+    measured runs that cannot be points are left out with the reason."""
+    points, left = [], []
+    for run in runs:
+        rid, tags = run["run_id"], run.get("tags") or {}
+        params, metrics = run.get("params") or {}, run.get("metrics") or {}
+        mode = tags.get("dabench.mode")
+        if mode != "measure" or tags.get("dabench.parent") == "true":
+            continue  # predicted, a sweep's parent, a refused config (mode none), a fit's own run
+        status = tags.get("dabench.status", "ok")
+        if status != "ok":
+            why = "the result check failed" if status in ("invalid_result", "diverged") else f"status {status}"
+            left.append(LeftOut(rid, f"{why}: {tags.get('dabench.reason', '')[:200]}".rstrip(": ")))
+            continue
+        fmt = params.get("import.format")
+        arch = platform_of(tags, params)
+        if not arch:
+            left.append(LeftOut(rid, "no platform recorded (tag dabench.arch)"))
+            continue
+        host = host_key(tags, params, arch)
+        samples, tokens, step = (
+            _num(metrics, "throughput.samples_per_s"),
+            _num(metrics, "throughput.tokens_per_s"),
+            _num(metrics, "step_time.median_s"),
+        )
+        if not (samples > 0):
+            left.append(LeftOut(rid, "no measured throughput (metric throughput.samples_per_s)"))
+            continue
+        cfg = unflatten({k: v for k, v in params.items() if not str(k).startswith("import.")}) or None
+        if cfg is not None and not all(isinstance(cfg.get(g), dict) for g in ("model", "hardware", "precision")):
+            cfg = None
+        classes = {
+            k.split(".", 2)[2]: v
+            for k, v in metrics.items()
+            if k.startswith("class_time.") and isinstance(v, (int, float))
+        }
+        peak = _num(metrics, "perf.peak_tflops") * 1e12
+        ridge = _num(metrics, "roofline.ridge_intensity")
+        level = next((k.rsplit(".", 1)[1] for k in metrics if k.startswith("tier1.bandwidth_efficiency.")), "dram")
+        ceilings = (peak, peak / ridge, level) if peak > 0 and ridge > 0 else None
+        native = (
+            str(tags.get("dabench.core.profile.precision_native", tags.get("dabench.profile.precision_native", "true")))
+            != "false"
+        )
+        precision = str(((cfg or {}).get("precision") or {}).get("name", ""))
+        points.append(
+            RunPoint(
+                rid,
+                arch,
+                host,
+                str(((cfg or {}).get("hardware") or {}).get("name", arch)),
+                f"ingest:{fmt}" if fmt else "dabench",
+                samples,
+                tokens,
+                step,
+                _num(metrics, "step_time.p10_s"),
+                _num(metrics, "step_time.p90_s"),
+                classes,
+                cfg,
+                config_key(params, arch, host),
+                precision,
+                native,
+                ceilings,
+                _describe(cfg, arch),
+            )
+        )
+    return points, left

@@ -1,0 +1,110 @@
+"""Predicting a point: its RunConfig, op graph and ceilings built once, then the model run with
+candidate knob values.
+
+Contract: :func:`prepare` fills each point's ``rc``, ``graph`` and ``roof`` (what a prediction
+needs) and returns the points that cannot be predicted with the reason (they stay points; no fit
+sees them); :func:`predict` is the model's samples/s of a prepared point with knob ``options``
+over its config's (NaN when the model refuses); :func:`base_options` is where a fit starts.
+Details: docs/fitting.md, "The fit".
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any, Mapping
+
+from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint
+
+
+def prepare(points: list[RunPoint]) -> list[LeftOut]:
+    """Build each point's RunConfig, op graph and ceilings (what a prediction needs); the points
+    that cannot be predicted are returned with the reason (they stay points, but no fit sees them)."""
+    from dabench.config.build import build_run_config
+    from dabench.core.ceilings import Ceilings
+    from dabench.workload.opgraph import build_opgraph
+
+    unusable = []
+    for p in points:
+        if p.config is None:
+            unusable.append(
+                LeftOut(
+                    p.run_id,
+                    "no run config recorded (an ingested artifact without model and "
+                    "deployment params): nothing to predict it from",
+                )
+            )
+            continue
+        try:
+            cfg = dict(p.config)
+            cfg["tracking"] = {"enabled": False}
+            from dabench.perfmodel.fit.sources import hardware_yaml
+
+            hw = cfg["hardware"]
+            shipped = hardware_yaml(p.arch).get("options") or {} if (hw.get("arch") or p.arch) == p.arch else {}
+            # knobs added since the run was recorded take the shipped value (they do not change what it measured)
+            cfg["hardware"] = {
+                **hw,
+                "mode": "predict",
+                "constants": "published",
+                "options": {**shipped, **(hw.get("options") or {})},
+            }
+            rc = build_run_config(cfg)
+            graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+            if p.ceilings is not None:
+                roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
+            elif rc.hardware.arch == "cpu":
+                unusable.append(
+                    LeftOut(
+                        p.run_id,
+                        "no ceilings recorded (the CPU calibration was refused when it "
+                        "ran): a CPU prediction needs them",
+                    )
+                )
+                continue
+            else:
+                from dabench.host.ceilings import resolve_ceilings
+
+                roof = resolve_ceilings(rc.hardware, rc.precision)
+        except Exception as error:  # a config this version cannot rebuild: said, not fatal
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            unusable.append(LeftOut(p.run_id, f"its recorded config does not build here: {first[:200]}"))
+            continue
+        p.rc, p.graph, p.roof = rc, graph, roof
+    return unusable
+
+
+def predict(p: RunPoint, options: Mapping[str, Any]) -> float:
+    """Predicted samples/s of point ``p`` with ``options`` over its config's (NaN when refused)."""
+    from dabench.core.status import DabenchError
+    from dabench.perfmodel import get_predictor
+
+    hw = replace(p.rc.hardware, options={**p.rc.hardware.options, **options})
+    try:
+        return float(get_predictor(hw.arch)(replace(p.rc, hardware=hw), p.graph, p.roof).samples_per_s)
+    except DabenchError:
+        return math.nan
+
+
+def base_options(arch: str, base: str = "published") -> dict[str, Any]:
+    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options, with the set
+    ``base``'s fitted ones over them."""
+    from dabench.perfmodel.fit.constant_set import fitted_options
+    from dabench.perfmodel.fit.sources import hardware_yaml
+
+    return {**(hardware_yaml(arch).get("options") or {}), **fitted_options(base, arch)}
+
+
+@contextmanager
+def quiet_model():
+    """The device model's emulated-precision warning (once per prediction) off while refitting."""
+    import logging
+
+    quiet = logging.getLogger("dabench.perfmodel.device")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        quiet.setLevel(level)

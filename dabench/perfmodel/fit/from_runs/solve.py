@@ -1,0 +1,89 @@
+"""The fit itself: which knobs a fit from runs may move, and their bounded least-squares refit.
+
+Contract: :func:`fittable` gives knob -> bounds for a platform and its points (always fewer knobs
+than distinct configs); :func:`refit` returns the knobs fitted to prepared points (bounded least
+squares on log(predicted / measured) samples/s, deterministic), {} when there is nothing to fit.
+Details: docs/fitting.md, "The fit".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from dabench.perfmodel.fit.from_runs.points import RunPoint
+from dabench.perfmodel.fit.from_runs.predict import predict
+
+#: bounds of the knobs a fit from runs may move, for the models whose shipped values are not
+#: fitted to points.csv (cpu: its own-measurement fit; cuda: estimates). Vendor models: their
+#: ``fitted`` entries of conf/hardware/sources/<arch>.yaml. Order = priority when points are few.
+FIT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {
+    # compute_efficiency is 1.0 by construction on a quiet machine (the calibrated peak is a large
+    # matmul's rate); measured runs of a busy or different machine move it too
+    "cpu": {
+        "launch_s": (1e-6, 1e-3),
+        "memory_efficiency": (0.02, 1.0),
+        "compute_efficiency": (0.02, 1.0),
+        "emulated_compute_efficiency": (0.01, 1.0),
+        "emulated_memory_efficiency": (0.01, 1.0),
+        "matmul_half_flops": (0.0, 2e8),
+    },
+    "cuda": {"compute_efficiency": (0.05, 1.0), "memory_efficiency": (0.05, 1.0), "launch_s": (1e-7, 1e-4)},
+}
+EMULATED = ("emulated_compute_efficiency", "emulated_memory_efficiency")
+REFUSED = 10.0  #: residual of a point the model refuses while fitting
+
+
+def fittable(arch: str, points: list[RunPoint]) -> dict[str, tuple[float, float]]:
+    """knob -> bounds the fit moves for ``arch`` given ``points`` (fewer knobs than distinct configs)."""
+    from dabench.perfmodel.fit.sources import fitted
+
+    if arch in FIT_BOUNDS:
+        bounds = dict(FIT_BOUNDS[arch])
+        if arch == "cpu" and all(p.native for p in points):
+            bounds = {k: v for k, v in bounds.items() if k not in EMULATED}  # nothing pins them
+    else:
+        bounds = {
+            path.split(".", 1)[1]: tuple(e.bounds)
+            for path, e in fitted(arch).items()
+            if path.startswith("options.") and e.bounds
+        }
+    configs = len({p.key for p in points})
+    return dict(list(bounds.items())[: max(0, configs - 1)])
+
+
+def _residuals(points: list[RunPoint], options: Mapping[str, Any]) -> list[float]:
+    out = []
+    for p in points:
+        value = predict(p, options)
+        out.append(REFUSED if not (value > 0) else math.log(value / p.samples_per_s))
+    return out
+
+
+def refit(
+    points: list[RunPoint], bounds: Mapping[str, tuple[float, float]], start: Mapping[str, Any]
+) -> dict[str, float]:
+    """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on log throughput
+    ratios, from ``start`` clipped into the bounds); {} when there is nothing to fit."""
+    from scipy.optimize import least_squares
+
+    names = list(bounds)
+    if not names or not points:
+        return {}
+    lows, highs = [bounds[n][0] for n in names], [bounds[n][1] for n in names]
+
+    def values(x) -> dict[str, float]:
+        return {n: lo + float(v) * (hi - lo) for n, v, lo, hi in zip(names, x, lows, highs, strict=True)}
+
+    x0 = [min(1.0, max(0.0, (float(start[n]) - lo) / (hi - lo))) for n, lo, hi in zip(names, lows, highs, strict=True)]
+    fit = least_squares(
+        lambda x: _residuals(points, {**start, **values(x)}),
+        x0,
+        bounds=(0.0, 1.0),
+        method="trf",
+        diff_step=1e-3,
+        xtol=1e-5,
+        ftol=1e-6,
+        max_nfev=60,
+    )
+    return {n: float(f"{v:.4g}") for n, v in values(fit.x).items()}
