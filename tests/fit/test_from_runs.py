@@ -155,11 +155,11 @@ def test_cli_fits_from_mlflow_logs_the_set_and_exports_it(store, tmp_path, monke
     assert logged[0].data.tags["dabench.kind"] == "constant_set" and logged[0].data.tags["dabench.constants"] == "mine"
     assert [a.path for a in client.list_artifacts(logged[0].info.run_id, "constant_set")] == ["constant_set/mine.json"]
     # the fit's own run and the predicted run never become points
-    from dabench.cli.fit import _run_dicts
+    from dabench.cli.fit.from_mlflow import run_dicts
     from dabench.report.frame import load_frame
 
     frame, _ = load_frame(uri)
-    points, _ = from_runs.points_from_runs(_run_dicts(frame))
+    points, _ = from_runs.points_from_runs(run_dicts(frame))
     assert len(points) == 4 + len(GRID)
 
     code, exported, _ = _fit_cli("--export", "mine", capsys=capsys)

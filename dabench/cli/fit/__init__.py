@@ -1,0 +1,107 @@
+"""``python -m dabench fit``: refit the analytical models' fitted constants to the public
+calibration points and print point / predicted / published / error.
+
+    python -m dabench fit                  # refit every platform, print the tables (YAML unchanged)
+    python -m dabench fit --arch wse2 --write   # refit, save to conf/hardware/wse2.yaml + residuals.json
+    python -m dabench fit --check          # shipped constants: exit 1 if a point is out of tolerance
+    python -m dabench fit --markdown       # the error tables embedded in docs/perfmodel.md
+    python -m dabench fit --update-doc     # rewrite docs/perfmodel.md between its markers
+    python -m dabench fit --cv             # leave-one-out: out-of-sample error, bands, their coverage
+    python -m dabench fit --cv --write     # ... and save the constant set (perfmodel/fit/published.json)
+    python -m dabench fit --from-mlflow [SELECTION] [--name NAME]  # refit from your measured runs (docs/fitting.md)
+    python -m dabench fit --export NAME > file.json                 # share a constant set
+
+One module per path: published.py (the public points: refit, --write, --check, --markdown,
+--update-doc; tables.py, doc_blocks.py, uncertain.py), cv_text.py (--cv), from_mlflow.py
+(--from-mlflow; docs/fitting.md), export.py (--export). Points: dabench/perfmodel/fit/points.csv;
+method: dabench/perfmodel/fit/refit.py and cv.py (docs/perfmodel.md, "Out-of-sample error and
+bands"). This package's namespace re-exports the names tests and docs tooling read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dabench.cli.fit.cv_text import CV_BLOCK, cv_markdown, cv_report, run_cv
+from dabench.cli.fit.doc_blocks import update_doc
+from dabench.cli.fit.tables import BEGIN, DOC, END, evaluate, markdown, platforms, table, write_residuals
+from dabench.cli.fit.uncertain import UNCERTAIN_BLOCK, uncertain_markdown, uncertain_tolerance
+
+__all__ = [
+    "BEGIN",
+    "CV_BLOCK",
+    "DOC",
+    "END",
+    "UNCERTAIN_BLOCK",
+    "cv_markdown",
+    "cv_report",
+    "evaluate",
+    "main",
+    "markdown",
+    "platforms",
+    "run_cv",
+    "table",
+    "uncertain_markdown",
+    "uncertain_tolerance",
+    "update_doc",
+    "write_residuals",
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dabench fit", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--arch", action="append", help="platform(s) to calibrate (default: every one with points)")
+    parser.add_argument(
+        "--write", action="store_true", help="save the refit to conf/hardware/<arch>.yaml and residuals.json"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="no refit: exit 1 if a shipped prediction is out of tolerance"
+    )
+    parser.add_argument("--markdown", action="store_true", help="print the docs/perfmodel.md blocks (no refit)")
+    parser.add_argument("--update-doc", action="store_true", help="rewrite docs/perfmodel.md's blocks (no refit)")
+    parser.add_argument(
+        "--cv",
+        action="store_true",
+        help="leave-one-out refits: out-of-sample error, bands and their nested coverage "
+        "(YAML unchanged); with --write, save the constant set published.json",
+    )
+    parser.add_argument(
+        "--from-mlflow",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SELECTION",
+        help="fit from measured runs in MLflow (SELECTION as dabench report takes it: experiment, "
+        "parent run, study or filter; none: every run); writes the named set --name",
+    )
+    parser.add_argument("--name", default="fitted", help="the constant set --from-mlflow writes (default: fitted)")
+    parser.add_argument("--base", default="published", help="the set a fit starts from and is compared with")
+    parser.add_argument("--host", help="--from-mlflow: only this machine (a dabench.host_key tag)")
+    parser.add_argument("--tracking-uri", help="--from-mlflow: the store (default: dabench's resolution)")
+    parser.add_argument("--experiment", default="dabench-fit", help="--from-mlflow: experiment of the set's own run")
+    parser.add_argument("--no-log", action="store_true", help="--from-mlflow: do not log the set on an MLflow run")
+    parser.add_argument("--export", metavar="NAME", help="print constant set NAME (or FILE) as JSON, for another team")
+    args = parser.parse_args(argv)
+    if args.export:
+        from dabench.cli.fit.export import run_export
+
+        return run_export(args.export)
+    if args.from_mlflow is not None:
+        from dabench.cli.fit.from_mlflow import run_from_mlflow
+
+        return run_from_mlflow(args)
+    if args.write or args.update_doc:  # they rewrite shipped files: conf/hardware/, residuals.json, docs/
+        from dabench.config.paths import require_checkout
+
+        require_checkout("fit --write / --update-doc")
+    archs = args.arch or platforms()
+    if args.cv:
+        return run_cv(archs, args.write)
+    from dabench.cli.fit.published import run_published
+
+    return run_published(args, archs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

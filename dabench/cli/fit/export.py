@@ -1,0 +1,20 @@
+"""``dabench fit --export NAME|FILE``: a constant set printed as JSON, for another team's
+``hardware.constants=path/to/file`` (docs/fitting.md, "The workflow in five commands").
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def run_export(name: str) -> int:
+    from dabench.perfmodel.fit import constant_set
+
+    try:
+        data = constant_set.resolve(name)
+    except (OSError, ValueError) as error:
+        print(f"dabench fit: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(data, indent=1))
+    return 0
