@@ -95,6 +95,11 @@ def _predict(cfg: dict) -> tuple[Any, dict[str, float]]:
     return profile, metrics
 
 
+def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
+    """(profile, metrics) of a run config mapping (as :func:`point_config` builds it); CapacityError when refused."""
+    return _predict(cfg)
+
+
 def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
     """The model's value of ``point.metric`` (NaN when the model refuses a throughput point)."""
     from dabench.core.status import CapacityError

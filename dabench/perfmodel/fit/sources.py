@@ -1,9 +1,11 @@
 """Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml.
 
 Each key is a number's path in the hardware YAML; its value has exactly one of ``source``
-(document, locator, figure), ``uncertain`` (reason, estimate), ``fitted`` (points, bounds) or, for
-options only, ``setting``. Every non-null number has an entry and every entry names a number that
-exists (tests/perfmodel/test_sources.py checks every shipped hardware file).
+(document, locator, figure; ``finding``: the paper's findings the value was set from, ids of
+dabench/perfmodel/findings, or [] for a figure the paper states), ``uncertain`` (reason, estimate),
+``fitted`` (points, bounds) or, for options only, ``setting``. Every non-null number has an entry
+and every entry names a number that exists (tests/perfmodel/test_sources.py checks every shipped
+hardware file).
 
 Details: docs/perfmodel.md, "Knobs, sources and calibration" (provenance).
 """
@@ -41,6 +43,7 @@ class Provenance:
     document: str = ""  #: source (and optionally uncertain): the document's title
     locator: str = ""  #: where in the document: section, table, page, file path or URL
     reason: str = ""  #: uncertain: why no document gives the number
+    findings: tuple[str, ...] = ()  #: source: the paper's findings (dabench/perfmodel/findings) the value was set from
 
 
 def reference_problems(entry: Provenance) -> list[str]:
@@ -101,6 +104,13 @@ def constant_paths(spec: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         yield f"options.{key}", value
 
 
+def _ids(value: Any) -> tuple[str, ...]:
+    """A ``finding:`` entry (one id or a list of ids) as a tuple."""
+    if value is None:
+        return ()
+    return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value)
+
+
 def load_sources(arch: str) -> dict[str, Provenance]:
     """path -> Provenance from conf/hardware/sources/<arch>.yaml ({} when the file is missing)."""
     path = CONF_HARDWARE / "sources" / f"{arch}.yaml"
@@ -141,6 +151,7 @@ def load_sources(arch: str) -> dict[str, Provenance]:
                 document=str(body.get("document") or "").strip(),
                 locator=str(body.get("locator") or "").strip(),
                 reason=str(body.get("reason") or "").strip(),
+                findings=_ids(body.get("finding")),
             )
     return out
 

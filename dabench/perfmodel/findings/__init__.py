@@ -1,0 +1,89 @@
+"""The DABench-LLM paper's headline findings, each with a status computed from provenance and the model.
+
+- :data:`~dabench.perfmodel.findings.registry.FINDINGS`: one :class:`Finding` per claim: the paper's
+  number and where it is stated, the calibration points that carry it, the tests that check it, and
+  a function that runs the analytical model at the claim's setting.
+- :func:`status`: ``fitted`` when a constant's provenance (conf/hardware/sources/<arch>.yaml) names
+  the finding (``finding:``) or is fitted to one of its points; otherwise ``predicted`` when the
+  model meets the claim, ``not reproduced`` when it does not (the model's number beside the paper's).
+- :mod:`.table`: the generated table in docs/perfmodel.md (``python -m dabench.perfmodel.findings
+  --write`` / ``--check``).
+
+Nothing here declares a status: it is computed each time. docs/perfmodel.md, "The paper's findings".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+FITTED, PREDICTED, NOT_REPRODUCED = "fitted", "predicted", "not reproduced"
+STATUSES = (FITTED, PREDICTED, NOT_REPRODUCED)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The model's value at a finding's setting, and whether it meets the paper's claim."""
+
+    value: str  #: the model's number(s), as the table prints them
+    met: bool
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One of the paper's claims and how the model is held to it."""
+
+    id: str  #: stable id, e.g. "wse2-mixed-precision" (sources YAML ``finding:`` entries name it)
+    platform: str  #: wse2 | rdu | ipu: whose constants can have been set from it
+    claim: str  #: the paper's claim with its number
+    locator: str  #: where the paper states it
+    target: str  #: the bound the model's value must meet, in words
+    setting: str  #: the configuration the model is run at
+    tests: tuple[str, ...]  #: test functions in tests/perfmodel/test_findings.py that check it
+    points: tuple[str, ...]  #: calibration points (fit/points.csv) that carry this finding's numbers
+    measure: Callable[[], Measured]  #: runs the model
+
+
+@dataclass(frozen=True)
+class FindingStatus:
+    finding: Finding
+    status: str  #: one of STATUSES
+    fitted_by: tuple[str, ...]  #: "<arch> <path> (<why>)" of each constant set from the finding
+    measured: Measured
+
+
+def fitted_by(finding: Finding) -> tuple[str, ...]:
+    """The constants of ``finding.platform`` whose provenance names the finding or one of its points
+    (a point the refit leaves out, ``use`` excluded in points.csv, does not count)."""
+    from dabench.perfmodel.fit.points import load_points
+    from dabench.perfmodel.fit.sources import load_sources
+
+    excluded = {p.id for p in load_points() if p.use == "excluded"}
+    out = []
+    for path, entry in load_sources(finding.platform).items():
+        if finding.id in entry.findings:
+            out.append(f"{path} (source: set from this finding)")
+        shared = [p for p in entry.points if p in finding.points and p not in excluded]
+        if entry.kind == "fitted" and shared:
+            out.append(f"{path} (fitted to {', '.join(shared)})")
+    return tuple(out)
+
+
+def status(finding: Finding) -> FindingStatus:
+    """The finding's computed status; the model is run even when a constant was fitted to it."""
+    constants = fitted_by(finding)
+    measured = finding.measure()
+    if constants:
+        kind = FITTED
+    else:
+        kind = PREDICTED if measured.met else NOT_REPRODUCED
+    return FindingStatus(finding, kind, constants, measured)
+
+
+def by_id(finding_id: str) -> Finding:
+    from dabench.perfmodel.findings.registry import FINDINGS
+
+    for finding in FINDINGS:
+        if finding.id == finding_id:
+            return finding
+    raise KeyError(finding_id)

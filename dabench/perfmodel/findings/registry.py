@@ -1,0 +1,381 @@
+"""The paper's headline findings (../shared/reference/mission.md), one :class:`Finding` each.
+
+A finding's ``measure`` runs the model at the setting its tests in tests/perfmodel/test_findings.py
+use (or, where the setting is fixed by the paper's own scripts, that one) and compares the result
+with the paper's number; the status comes from :func:`dabench.perfmodel.findings.status`.
+docs/perfmodel.md, "The paper's findings on the models' own outputs".
+"""
+
+from __future__ import annotations
+
+from dabench.core.status import CapacityError
+from dabench.perfmodel.findings import Finding, Measured
+from dabench.perfmodel.findings.run import config, ipu_sweep_placements, predict, throughput
+
+PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
+CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"
+TESTS = "tests/perfmodel/test_findings.py"
+
+# ----------------------------------------------------------------------------- WSE-2
+
+
+def _encdec(layers: int) -> dict:
+    """The artifact's Model Zoo encoder-decoder sweep, enc = dec = ``layers``, batch 128."""
+    return config(
+        "wse2", "cerebras_encdec", batch=128, model_over={"n_layers": 2 * layers, "cross_attention_layers": layers}
+    )
+
+
+def _wse2_gpt2() -> dict:
+    return config("wse2", batch=112)
+
+
+def wse2_allocation() -> Measured:
+    a = predict(_wse2_gpt2())[1]["tier1.allocation_ratio"]
+    return Measured(f"{100 * a:.1f}%", 0.92 <= a <= 0.9339)
+
+
+def wse2_balance() -> Measured:
+    li = predict(_wse2_gpt2())[1]["tier1.load_imbalance"]
+    return Measured(f"LI {li:.2f}", li >= 0.95)
+
+
+def _fits(cfg: dict) -> CapacityError | None:
+    try:
+        predict(cfg)
+    except CapacityError as error:
+        return error
+    return None
+
+
+def wse2_72_layers() -> Measured:
+    refused72, refused78 = _fits(_encdec(72)), _fits(_encdec(78))
+    words = {None: "fits", True: "refused (SRAM)", False: "refused (other memory)"}
+    sram = None if refused78 is None else refused78.memory == "wse2 on-wafer SRAM"
+    ok72 = refused72 is None
+    return Measured(f"enc=dec=72 {'fits' if ok72 else 'refused'}, 78 {words[sram]}", ok72 and sram is True)
+
+
+def wse2_compile_reports() -> Measured:
+    from dabench.perfmodel.fit.evaluate import predict_point
+    from dabench.perfmodel.fit.points import load_points
+
+    points = {p.id: p for p in load_points()}
+    rates, pes, ok = [], [], True
+    for layers in (6, 12, 18):
+        rate, pe = points[f"WSE-L{layers}"], points[f"WSE-L{layers}-PE"]
+        e_rate, e_pe = rate.error(predict_point(rate)), pe.error(predict_point(pe))
+        rates.append(f"{100 * e_rate:+.1f}%")
+        pes.append(f"{e_pe:+.1f}")
+        ok = ok and abs(e_rate) <= 0.10 and abs(e_pe) <= 5
+    return Measured(f"samples/s {', '.join(rates)}; Active PEs {', '.join(pes)} points", ok)
+
+
+def wse2_batch_plateau() -> Measured:
+    base = throughput(config("wse2", batch=224))
+    changes = [throughput(config("wse2", batch=b)) / base - 1 for b in (256, 448, 1024)]
+    worst = max(changes, key=abs)
+    return Measured(f"batch 224 -> 256/448/1024: at most {100 * worst:+.1f}%", abs(worst) <= 0.05)
+
+
+def wse2_mixed_precision() -> Measured:
+    kw = {"batch": 112, "options": {"execution_mode": "weight_streaming"}, "model_over": {"seq_len": 2048}}
+    gain = throughput(config("wse2", precision="mixed", **kw)) / throughput(config("wse2", precision="fp16", **kw)) - 1
+    return Measured(f"{100 * gain:+.1f}%", 0.107 * 2 / 3 <= gain <= 0.107 * 4 / 3)
+
+
+# ----------------------------------------------------------------------------- RDU
+
+
+def _rdu(mode: str, layers: int = 12, **kw) -> dict:
+    return config(
+        "rdu", batch=kw.pop("batch", 16), model_over={"n_layers": layers}, options={"compile_mode": mode}, **kw
+    )
+
+
+def rdu_allocation() -> Measured:
+    values = {m: [predict(_rdu(m, n))[1]["tier1.allocation_ratio"] for n in (1, 6, 12, 24)] for m in ("o0", "o1")}
+    top = max(max(v) for v in values.values())
+    text = "; ".join(f"{m} at most {100 * max(v):.1f}%" for m, v in values.items())
+    return Measured(text, top <= 0.60)
+
+
+def rdu_o3_allocation() -> Measured:
+    values = [predict(_rdu("o3", n))[1]["tier1.allocation_ratio"] for n in (1, 6, 12, 24, 36)]
+    return Measured("1-36 layers: " + ", ".join(f"{100 * v:.1f}" for v in values) + "%", max(values) <= 0.60)
+
+
+def rdu_o3_balance() -> Measured:
+    values = [predict(_rdu("o3", n))[1]["tier1.load_imbalance"] for n in (1, 6, 12, 24, 36)]
+    falling = all(b < a for a, b in zip(values, values[1:], strict=False))
+    return Measured("LI at 1-36 layers: " + ", ".join(f"{v:.2f}" for v in values), falling)
+
+
+def rdu_memory_bound() -> Measured:
+    metrics = predict(config("rdu", batch=16))[1]
+    bound = metrics["diagnosis.memory_bound"] == 1.0
+    ratio = metrics["roofline.step.intensity"] / metrics["roofline.ridge_intensity"]
+    return Measured(f"{'memory' if bound else 'compute'}-bound, step intensity {ratio:.2g} x the ridge", bound)
+
+
+def rdu_tensor_parallel() -> Measured:
+    across = {
+        t: throughput(config("rdu", "gpt2_small", parallel="tp", batch=16, hw={"chips_per_node": 2}, degree=t))
+        for t in (2, 4)
+    }
+    keep = across[4] / across[2]
+    return Measured(f"{100 * (keep - 1):+.0f}% (2 RDUs per machine)", 0.50 <= keep <= 0.70)
+
+
+def rdu_batch() -> Measured:
+    gain = throughput(_rdu("o3", batch=32)) / throughput(_rdu("o3", batch=16))
+    return Measured(f"x{gain:.2f} from batch 16 to 32 (o3)", gain > 1.5)
+
+
+def rdu_mixed_precision() -> Measured:
+    gains = {m: throughput(_rdu(m, precision="mixed")) / throughput(_rdu(m, precision="fp32")) for m in ("o1", "o3")}
+    text = ", ".join(f"{m} {100 * (g - 1):+.1f}%" for m, g in gains.items())
+    return Measured(text, all(1.23 <= g <= 1.46 for g in gains.values()))
+
+
+# ----------------------------------------------------------------------------- IPU
+
+#: the artifact's layer-scaling script (full_run_benchmark_scalling.sh, paper-notes 4.2)
+PAPER_IPU = {
+    "available_memory_proportion": 0.15,
+    "embedding_serialization_factor": 4,
+    "device_iterations": 8,
+    "half_partials": False,
+}
+
+
+def _ipu(placement: str, model: str = "gpt2_test", precision: str = "fp16", **options) -> dict:
+    return config(
+        "ipu", model, precision, "pp", batch=1, grad_accum=2048, options={**PAPER_IPU, **options},
+        model_over={"tie_embeddings": True}, placement=placement,
+    )  # fmt: skip
+
+
+def _ipu_sweep(**options) -> dict[str, tuple]:
+    out = {}
+    for placement in ipu_sweep_placements():
+        try:
+            out[placement] = predict(_ipu(placement, **options))
+        except CapacityError:
+            pass
+    return out
+
+
+def ipu_compute_efficiency() -> Measured:
+    full = max(m["tier1.compute_efficiency"] for _, m in _ipu_sweep().values())
+    half = max(m["tier1.compute_efficiency"] for _, m in _ipu_sweep(half_partials=True).values())
+    text = f"best placement: {100 * full:.0f}% (fp32 partials), {100 * half:.0f}% (half partials)"
+    return Measured(text, max(full, half) <= 0.41 and max(full, half) > 0.25)
+
+
+def _matched_pair(half_partials: bool) -> dict:
+    """run_benchmark.sh (half partials) vs run_benchmark_100eocphs.sh (fp32 partials): GPT-2 small at
+    "0 4 4 4", optimizer state off chip (train_gpt2.py's default), the same placements."""
+    return _ipu("0 4 4 4", "gpt2_small", optimizer_state_offchip=True, half_partials=half_partials)
+
+
+def ipu_memory_bound() -> Measured:
+    runs = {h: predict(_matched_pair(h))[1] for h in (False, True)}
+    bound = [runs[h]["diagnosis.memory_bound"] == 1.0 for h in (False, True)]
+    ratio = {h: runs[h]["roofline.step.intensity"] / runs[h]["roofline.ridge_intensity"] for h in (False, True)}
+    text = f"step intensity {ratio[False]:.2g} (fp32 partials), {ratio[True]:.2g} (half) x the ridge"
+    return Measured(text, all(bound))
+
+
+def ipu_mixed_precision() -> Measured:
+    gain = throughput(_matched_pair(True)) / throughput(_matched_pair(False))
+    return Measured(f"{100 * (gain - 1):+.0f}% (half vs fp32 partials)", 1.147 <= gain <= 1.293)
+
+
+def ipu_capacity() -> Measured:
+    """The scripts' defaults: optimizer state off chip, replicated tensor sharding on (one replica)."""
+    kw = {"optimizer_state_offchip": True, "replicated_tensor_sharding": True}
+    refused10, fits8 = _fits(_ipu("0 10", **kw)), None
+    try:
+        used8 = predict(_ipu("0 8", **kw))[1]["ipu.max_memory_fraction"]
+    except CapacityError as error:
+        fits8, used8 = error, float("nan")
+    if refused10 is None:
+        used10 = predict(_ipu("0 10", **kw))[1]["ipu.max_memory_fraction"]
+        text = f'"0 10" fits ({100 * used10:.0f}% of the fullest IPU)'
+    else:
+        text = f'"0 10" refused ({refused10.needed_bytes / 2**20:,.0f} of {refused10.available_bytes / 2**20:,.0f} MiB)'
+    text += ', "0 8" ' + (f"fits ({100 * used8:.0f}%)" if fits8 is None else "refused")
+    return Measured(text, refused10 is not None and fits8 is None)
+
+
+def ipu_most_loaded() -> Measured:
+    worst, ok = 0.0, True
+    for profile, metrics in _ipu_sweep().values():
+        times = [s.time_s for s in profile.subtasks]
+        worst = max(worst, abs(profile.step_times_s[0] / max(times) - 1))
+        ok = ok and metrics["ipu.bottleneck_ipu"] == times.index(max(times))
+    sweep = _ipu_sweep()
+    pairs = [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"), ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")]
+    wins = all(
+        sweep[a][1]["throughput.samples_per_s"] >= sweep[b][1]["throughput.samples_per_s"]
+        and sweep[a][1]["ipu.max_layers_per_ipu"] <= sweep[b][1]["ipu.max_layers_per_ipu"]
+        for a, b in pairs
+    )
+    gain = sweep["0 4 4 4"][1]["throughput.samples_per_s"] / sweep["0 6 3 3"][1]["throughput.samples_per_s"]
+    text = f'step within {100 * worst:.1f}% of the busiest IPU; "0 4 4 4" x{gain:.2f} over "0 6 3 3"'
+    return Measured(text, ok and worst <= 0.06 and wins)
+
+
+def ipu_tile_use() -> Measured:
+    sweep = _ipu_sweep()
+    idle, full = (sweep[p][1]["tier1.allocation_ratio"] for p in ("0 1 1 1 1 0 0 0", "0 2 2 2 2 2 1 1"))
+    return Measured(
+        f'allocation "0 1 1 1 1 0 0 0" {100 * idle:.0f}%, "0 2 2 2 2 2 1 1" {100 * full:.0f}%',
+        idle < 0.7 and full == 1.0,
+    )
+
+
+def ipu_batch() -> Measured:
+    """The paper's batch study (gpt_batchsize_benchmark.sh): gradient accumulation 13 -> 26 on 4 IPUs."""
+
+    def study(grad_accum: int) -> float:
+        cfg = config(
+            "ipu", "gpt2_test", "fp16", "pp", batch=1, grad_accum=grad_accum, placement="0 2 1 1",
+            options={**PAPER_IPU, "embedding_serialization_factor": 8, "device_iterations": 1,
+                     "optimizer_state_offchip": True, "half_partials": True},
+            model_over={"tie_embeddings": True, "seq_len": 512},
+        )  # fmt: skip
+        return throughput(cfg)
+
+    gain = study(26) / study(13)
+    return Measured(f"x{gain:.2f} from gradient accumulation 13 to 26", gain > 1.5)
+
+
+# ----------------------------------------------------------------------------- the registry
+
+
+def _t(*names: str) -> tuple[str, ...]:
+    return tuple(names)
+
+
+FINDINGS: tuple[Finding, ...] = (
+    Finding(
+        "wse2-allocation", "wse2", "resource allocation 92-93% through flexible kernel scaling", CS2,
+        "92% to 93.39% (the highest occupancy a real compile shows)", "GPT-2 small, batch 112, pipelined",
+        _t("test_wse2_allocates_in_the_90s_with_near_perfect_balance"), ("WSE-GPT2-PE",), wse2_allocation,
+    ),
+    Finding(
+        "wse2-balance", "wse2", "excellent load balance, LI about 0.96-1.0", CS2,
+        "LI >= 0.95", "GPT-2 small, batch 112, pipelined",
+        _t("test_wse2_allocates_in_the_90s_with_near_perfect_balance"), (), wse2_balance,
+    ),
+    Finding(
+        "wse2-72-layers", "wse2", "limited by on-chip memory capacity: runs fail beyond 72 layers", CS2,
+        "enc = dec = 72 compiles, 78 is refused for on-wafer SRAM", "the artifact's encoder-decoder sweep, batch 128",
+        _t("test_wse2_pipelined_fails_beyond_the_papers_72_layers_with_the_reason",
+           "test_wse2_fails_on_capacity_as_layers_grow"),
+        ("WSE-72L", "WSE-78L"), wse2_72_layers,
+    ),
+    Finding(
+        "wse2-compile-reports", "wse2",
+        "the artifact's compile reports 7, 11, 13 (R1.6): 5,887-5,898 samples/s, Active PEs 37/58/79%",
+        "DABench-LLM artifact cerebras/report/compile_report_{7,11,13}.txt (points WSE-L6 ... WSE-L18-PE)",
+        "samples/s within 10%, Active PEs within 5 points", "enc = dec = 6, 12, 18, batch 128",
+        _t("test_wse2_reproduces_the_fixture_compile_reports"),
+        ("WSE-L6", "WSE-L12", "WSE-L18", "WSE-L6-PE", "WSE-L12-PE", "WSE-L18-PE"), wse2_compile_reports,
+    ),
+    Finding(
+        "wse2-batch-plateau", "wse2", "batch size: gains plateau after about 200", CS2,
+        "samples/s within 5% of batch 224's at 256, 448, 1024", "GPT-2 small, pipelined",
+        _t("test_wse2_samples_per_s_is_flat_beyond_batch_200",
+           "test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2"),
+        ("WSE-D16",),  # the layer-sweep table's same rate at batch 2, 128 and 2048: the plateau's artifact data
+        wse2_batch_plateau,
+    ),
+    Finding(
+        "wse2-mixed-precision", "wse2", "precision: low sensitivity, mixed precision +10.7%", CS2,
+        "within a third: +7.1% to +14.3% (mixed over fp16)", "GPT-2 small, weight streaming, batch 112, MSL 2048",
+        _t("test_wse2_mixed_precision_gain_is_the_papers_size"), ("WSE-MP",), wse2_mixed_precision,
+    ),
+    Finding(
+        "rdu-allocation", "rdu", "allocation rarely above 60% (underused)", SN30,
+        "at most 60% (o0, o1)", "GPT-2 small, batch 16, 1-24 layers",
+        _t("test_rdu_allocation_stays_at_most_about_60_percent"), (), rdu_allocation,
+    ),
+    Finding(
+        "rdu-o3-allocation", "rdu", "allocation rarely above 60% (underused)", SN30,
+        "at most 60% (o3, the compile reports' mean over sections)", "GPT-2 small, batch 16, 1-36 layers",
+        _t("test_rdu_o3_allocation_at_most_about_60_percent"), (), rdu_o3_allocation,
+    ),
+    Finding(
+        "rdu-o3-balance", "rdu", "with O3, load balance worsens as layers grow", SN30,
+        "LI falls at every step", "GPT-2 small, batch 16, o3, 1-36 layers",
+        _t("test_rdu_o3_balance_worsens_as_layers_grow"), (), rdu_o3_balance,
+    ),
+    Finding(
+        "rdu-memory-bound", "rdu", "memory-bound by its external DDR bandwidth (0.2 TB/s)", SN30,
+        "diagnosis memory-bound", "GPT-2 small, batch 16, o1",
+        _t("test_rdu_is_memory_bound_on_its_ddr"), (), rdu_memory_bound,
+    ),
+    Finding(
+        "rdu-tensor-parallel", "rdu", "tensor parallelism from 2 to 4 chips loses about 40% of throughput", SN30,
+        "-30% to -50%", "GPT-2 small, batch 16, o1, 2 RDUs per machine",
+        _t("test_rdu_tensor_parallel_two_to_four_chips_loses_30_to_50_percent",
+           "test_rdu_tensor_parallelism_across_machines_loses_throughput"),
+        ("RDU-TP4",), rdu_tensor_parallel,
+    ),
+    Finding(
+        "rdu-batch", "rdu", "batch size: near-linear gains", SN30,
+        "more than x1.5 per doubling", "GPT-2 small, o3, batch 16 -> 32",
+        _t("test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2"), (), rdu_batch,
+    ),
+    Finding(
+        "rdu-mixed-precision", "rdu", "mixed precision +34.3%", SN30,
+        "within a third: +23% to +46% (mixed over fp32)", "GPT-2 small, batch 16, o1 and o3",
+        _t("test_rdu_mixed_precision_gain_is_the_papers_size",
+           "test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2"),
+        (), rdu_mixed_precision,
+    ),
+    Finding(
+        "ipu-compute-efficiency", "ipu", "highest compute efficiency of the three, up to 41%", BOW,
+        "best placement above 25%, none above 41%",
+        "gpt2-test, the default IPU sweep's placements, fp32 and half partials",
+        _t("test_ipu_compute_efficiency_is_at_most_about_41_percent"), (), ipu_compute_efficiency,
+    ),
+    Finding(
+        "ipu-memory-bound", "ipu", "strictly memory-bound", BOW,
+        "diagnosis memory-bound with fp32 and with half partials",
+        'GPT-2 small, "0 4 4 4", optimizer state off chip (run_benchmark.sh / _100eocphs.sh)',
+        _t("test_ipu_is_memory_bound"), (), ipu_memory_bound,
+    ),
+    Finding(
+        "ipu-mixed-precision", "ipu", "mixed precision +22.0%", BOW,
+        "within a third: +14.7% to +29.3% (half over fp32 partials)",
+        'GPT-2 small, "0 4 4 4", optimizer state off chip (run_benchmark.sh / _100eocphs.sh)',
+        _t("test_ipu_mixed_precision_gain_is_the_papers_size"), (), ipu_mixed_precision,
+    ),
+    Finding(
+        "ipu-capacity", "ipu",
+        "limited by memory capacity for large models: some configurations fail at 10 layers", BOW,
+        '"0 10" on 2 IPUs refused for capacity, "0 8" fits',
+        "gpt2-test, full_run_benchmark_scalling.sh's settings, optimizer state off chip (train_gpt2.py default)",
+        _t("test_ipu_capacity_fails_for_ten_layers_on_two_ipus"), ("IPU-TEST-0-10",), ipu_capacity,
+    ),
+    Finding(
+        "ipu-most-loaded", "ipu", "throughput is set by the most loaded IPU: minimise the maximum layers per IPU", BOW,
+        "step within 6% of the busiest IPU's; balanced placements win", "gpt2-test, the default IPU sweep",
+        _t("test_ipu_throughput_is_set_by_the_most_loaded_ipu", "test_ipu_minimising_the_maximum_layers_per_ipu_wins"),
+        (), ipu_most_loaded,
+    ),
+    Finding(
+        "ipu-tile-use", "ipu", "limited by tile use for small models", BOW,
+        "over-provisioned placements below 70% allocation", "gpt2-test on 8 IPUs",
+        _t("test_ipu_over_provisioning_leaves_tiles_idle"), (), ipu_tile_use,
+    ),
+    Finding(
+        "ipu-batch", "ipu", "batch size: near-linear gains", BOW,
+        "more than x1.5 per doubling", "the batch study: gpt2-test, 4 IPUs, max-len 512, optimizer state off chip",
+        _t("test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2"), (), ipu_batch,
+    ),
+)  # fmt: skip

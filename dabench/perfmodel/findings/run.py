@@ -1,0 +1,64 @@
+"""Run the analytical models at a finding's setting: a config mapping from the shipped conf/ (as a
+calibration point's) with the setting's changes, then (profile, metrics); cached per setting.
+
+Contract: pure of side effects; :func:`predict` raises CapacityError when the model refuses the
+configuration. docs/perfmodel.md, "The paper's findings on the models' own outputs".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from dabench.perfmodel.fit.evaluate import CONF, point_config, predict_mapping
+from dabench.perfmodel.fit.points import Point
+
+
+def config(
+    platform: str,
+    model: str = "gpt2_small",
+    precision: str = "mixed",
+    parallel: str = "none",
+    batch: int = 4,
+    grad_accum: int = 1,
+    options: dict[str, Any] | None = None,
+    model_over: dict[str, Any] | None = None,
+    hw: dict[str, Any] | None = None,
+    **parallel_over: Any,
+) -> dict[str, Any]:
+    """The run config mapping: conf/ groups, then these changes (as tests/perfmodel/helpers.run_config)."""
+    point = Point(
+        "finding", platform, model, (f"parallel={parallel}",), batch, grad_accum, precision,
+        "", "", "", 0.0, "M", 0.0, "rel", "check", "", "",
+    )  # fmt: skip
+    cfg = point_config(point)
+    cfg["hardware"]["options"].update(options or {})
+    cfg["hardware"].update(hw or {})
+    cfg["model"].update(model_over or {})
+    cfg["parallel"].update(parallel_over)
+    return cfg
+
+
+@lru_cache(maxsize=512)
+def _predict(key: str) -> tuple[Any, dict[str, float]]:
+    return predict_mapping(json.loads(key))
+
+
+def predict(cfg: dict[str, Any]) -> tuple[Any, dict[str, float]]:
+    """(profile, metrics) of ``cfg``; CapacityError when the model refuses it."""
+    return _predict(json.dumps(cfg, sort_keys=True, default=str))
+
+
+def throughput(cfg: dict[str, Any]) -> float:
+    return float(predict(cfg)[1]["throughput.samples_per_s"])
+
+
+@lru_cache(maxsize=1)
+def ipu_sweep_placements() -> tuple[str, ...]:
+    """The layers-per-IPU placements of the default IPU sweep (conf/default_sweep/ipu_pp.yaml)."""
+    import yaml
+
+    data = yaml.safe_load((CONF / "default_sweep" / "ipu_pp.yaml").read_text())
+    return tuple(re.findall(r'"([^"]+)"', data["hydra"]["sweeper"]["params"]["parallel.placement"]))
