@@ -130,14 +130,41 @@ class _FabricLink:
     latency_s: float
 
 
-def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float):
-    """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s)."""
+def token_ceiling(p: Wse2Params, seq_len: int) -> float:
+    """Samples/s at which tokens stream through a kernel: one token per ``token_period_cycles``."""
+    return p.knobs.clock_hz / (seq_len * p.knobs.token_period_cycles)
+
+
+def stash_bytes(kinds: list[KernelKind], seq_len: int, barriers_per_block: float) -> float:
+    """Activations held between each kernel's forward and backward pass, per model copy.
+
+    A token's saved activations wait at a kernel until its gradient comes back. Tokens stream one
+    per period, so the wait in tokens is the pipeline's delay behind the kernel: every attention
+    downstream is a barrier over the whole sequence twice (its forward needs every key, its
+    backward every query's gradient): ``seq_len`` tokens each way. A kernel also holds the sample
+    it works on. Kernels are ordered emb, then per block attention, fc_in, fc_out, then the loss."""
+    blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
+    per_token = {kind.name: kind.saved_bytes / seq_len for kind in kinds}
+    block = sum(per_token.get(name, 0.0) for name in ("attention", "fc_in", "fc_out"))
+    # block j's kernels (j = 0 .. blocks-1) wait behind the barriers of blocks j+1 .. blocks-1
+    waiting = (
+        2 * seq_len * barriers_per_block * (block * blocks * (blocks - 1) / 2 + per_token.get("emb", 0.0) * blocks)
+    )
+    held = seq_len * (block * blocks + per_token.get("emb", 0.0) + per_token.get("mlm_loss", 0.0))
+    return waiting + held
+
+
+def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float, region: int, seq: int):
+    """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s) in a region of
+    ``region`` PEs: every kernel gets the PEs that carry its work at the common rate, the rate being
+    the token ceiling unless the region's placeable PEs run out first."""
     k = p.knobs
     g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
     work = [kind.train_flops for kind in kinds]
     total = sum(kind.count * w for kind, w in zip(kinds, work, strict=False))
-    budget = k.region_fill * p.region_pes / replicas
-    rate = min(k.pipeline_rate_cap_samples_per_s, budget * g / total)
+    budget = k.region_fill * region / replicas
+    ceiling = token_ceiling(p, seq)
+    rate = min(ceiling, budget * g / total)
     pes = [max(1, math.ceil(w * rate / g)) for w in work]
     used = sum(kind.count * n for kind, n in zip(kinds, pes, strict=False))
     for _ in range(50):  # whole PEs (rounded up): shrink the target until the rounded layout fits
@@ -146,7 +173,7 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
         rate *= min(0.999, budget / used)
         pes = [max(1, math.ceil(w * rate / g)) for w in work]
         used = sum(kind.count * n for kind, n in zip(kinds, pes, strict=False))
-    rate = min(k.pipeline_rate_cap_samples_per_s, min(n * g / w for n, w in zip(pes, work, strict=False)))
+    rate = min(ceiling, min(n * g / w for n, w in zip(pes, work, strict=False)))
     allreduce = 0.0
     if replicas > 1:
         hop = _FabricLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
@@ -155,45 +182,61 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
     return step, used, pes, rate, allreduce
 
 
+def _region(p: Wse2Params, kinds: list[KernelKind], seq: int, per_copy: float) -> int:
+    """The compiled region: the default (the reports' patio) when one copy fits it at the token
+    ceiling, PEs and SRAM; otherwise the whole wafer (ALCF's BERT-Large compile used 93.39% of the
+    fabric's cores)."""
+    g = p.pe_flops * p.knobs.pipelined_pe_efficiency * p.fill
+    need = sum(kind.count * max(1, math.ceil(kind.train_flops * token_ceiling(p, seq) / g)) for kind in kinds)
+    region = p.region_pes
+    fits = need <= p.knobs.region_fill * region and per_copy <= p.sram_bytes * region / p.wafer_pes
+    return region if fits else p.wafer_pes
+
+
 def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelKind], samples: int):
     k = p.knobs
+    seq = graph.model.seq_len
     grads = graph.params * graph.precision.param_bytes
     state = training_state(graph.params, graph.precision, compute_copy=True)
-    stash = sum(kind.count * kind.saved_bytes for kind in kinds) / graph.model.seq_len * k.stash_tokens_per_kernel
+    xfrac = graph.model.cross_attention_layers / max(graph.model.n_layers, 1)
+    stash = stash_bytes(kinds, seq, 1.0 + xfrac)
     per_copy = state.total + stash
+    region = _region(p, kinds, seq, per_copy)
+    region_sram = p.sram_bytes * region / p.wafer_pes
     if k.replicas == "auto":
         g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
         total = sum(kind.count * kind.train_flops for kind in kinds)
-        most = max(1, min(samples, int(k.region_fill * p.region_pes * g / (total * k.pipeline_rate_cap_samples_per_s))))
+        most = max(1, min(samples, int(k.region_fill * region * g / (total * token_ceiling(p, seq)))))
         candidates = sorted({most} | {2**i for i in range(most.bit_length()) if 2**i <= most})
-        fitting = [r for r in candidates if r * per_copy <= p.region_sram_bytes] or [1]
-        replicas = min(fitting, key=lambda r: _layout(p, kinds, samples, r, grads)[0])
+        fitting = [r for r in candidates if r * per_copy <= region_sram] or [1]
+        replicas = min(fitting, key=lambda r: _layout(p, kinds, samples, r, grads, region, seq)[0])
     else:
         replicas = int(k.replicas)
     needed = replicas * per_copy
-    if needed > p.region_sram_bytes:  # the reason is formatted only when it is needed
+    if needed > region_sram:  # the reason is formatted only when it is needed
         require_fits(
             "wse2 on-wafer SRAM",
             needed,
-            p.region_sram_bytes,
+            region_sram,
             f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
-            f"{stash / 2**30:.2f} GiB: {k.stash_tokens_per_kernel:.0f} tokens x "
-            f"{sum(kind.count for kind in kinds)} kernels) in the compiled region's "
-            f"{p.region_pes:,} PEs; the paper's layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers)",
+            f"{stash / 2**30:.2f} GiB: each kernel holds its tokens until their gradient returns, "
+            f"2 x {seq} tokens per attention behind it) in {region:,} PEs' SRAM; the paper's "
+            f"layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers",
         )
-    step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads)
-    if used * replicas > p.region_pes:
+    step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads, region, seq)
+    if used * replicas > region:
         raise CapacityError(
             "wse2 compiled-region PEs",
             used * replicas,
-            p.region_pes,
+            region,
             f"{replicas} replicas of {used} PEs; every kernel needs at least one PE",
         )
     g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
+    ceiling = token_ceiling(p, seq)
     comm = [CommEvent("dp", "allreduce", grads, allreduce, replicas)] if replicas > 1 else []
     subtasks = []
     for kind, n in zip(kinds, pes, strict=False):
-        r = min(k.pipeline_rate_cap_samples_per_s, n * g / max(kind.train_flops, 1e-9))
+        r = min(ceiling, n * g / max(kind.train_flops, 1e-9))
         for i in range(kind.count):
             name = kind.name if kind.count == 1 else f"{kind.name}{i + 1}"
             subtasks.append(Subtask(name, rate=r, units={"pes": float(n)}, flops=kind.train_flops * samples))
@@ -201,14 +244,16 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     extra = {
         "wse2.kernels": float(k_total),
         "wse2.replicas": float(replicas),
+        "wse2.region_pes": float(region),
         "wse2.pipeline_rate_samples_per_s": rate * replicas,
-        "wse2.rate_capped": float(rate >= k.pipeline_rate_cap_samples_per_s * (1 - 1e-9)),
+        "wse2.token_bound": float(rate >= ceiling * (1 - 1e-9)),
         "wse2.allreduce_s": allreduce,
-        "wse2.sram_fraction": needed / p.region_sram_bytes,
-        "wse2.active_pes_fraction": used * replicas / p.region_pes,
+        "wse2.stash_bytes": stash,
+        "wse2.sram_fraction": needed / region_sram,
+        "wse2.active_pes_fraction": used * replicas / region,
     }
     units = {
-        "pes": UnitUse(float(used * replicas), float(p.region_pes)),
+        "pes": UnitUse(float(used * replicas), float(region)),
         "wafer_pes": UnitUse(float(used * replicas), float(p.wafer_pes)),
     }
     return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"

@@ -21,16 +21,18 @@ class Wse2Knobs:
         doc="on-wafer copies of a pipelined model (intra-chip data parallel); auto = fastest",
     )
     # layer-pipelined
-    region_pes: int = knob(integer=True, doc="PEs of the compiled region a pipelined model is placed in")
+    region_pes: int = knob(
+        integer=True, doc="PEs of the default compiled region; a model that does not fit gets the wafer"
+    )
     region_fill: float = knob(low=0.0, high=1.0, doc="share of the compiled region's PEs the placer can use")
-    pipeline_rate_cap_samples_per_s: float = knob(low=0.0, doc="the pipelined compile's per-sample rate ceiling")
+    clock_hz: float = knob(low=0.0, doc="PE clock, Hz (the compile reports' per-kernel rates are multiples of it)")
+    token_period_cycles: float = knob(low=1.0, doc="cycles a pipelined kernel spends per token at the compile's rate")
     pipelined_pe_efficiency: float = knob(
         low=0.0, high=1.0, doc="share of peak / PEs an allocated PE sustains on a very wide layer"
     )
     pipelined_half_width: float = knob(
         low=0.0, doc="hidden width at which a kernel's PEs reach half of pipelined_pe_efficiency"
     )
-    stash_tokens_per_kernel: float = knob(low=0.0, doc="tokens of saved activations each kernel holds")
     fabric_bandwidth_Bps: float = knob(low=0.0, doc="on-wafer fabric bandwidth, bytes/s")
     fabric_hop_latency_s: float = knob(low=0.0, doc="latency of one replica-to-replica hop of the gradient ring, s")
     # weight streaming
