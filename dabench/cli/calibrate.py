@@ -1,11 +1,13 @@
 """Calibrate this machine's CPU ceilings: ``python -m dabench calibrate [--recalibrate]``.
 
 Prints, per precision and for the copy bandwidth, the calibration key, the median, the repeats'
-spread and the load, or the reason it was refused (machine busy). Without ``--recalibrate`` a
-cached calibration for the exact key is shown as is; with it every key is measured again and the
-cache entry replaced only when the new calibration is accepted. Exit 0 when every requested
-calibration is available, 3 when any was refused. Runs calibrate on demand the same way
-(``DABENCH_RECALIBRATE=1`` forces it there); see dabench/host/calibrate.py.
+spread (NOISY above 10%: kept, with a wider band) and the load, or the reason it was refused (load
+above the limit, ``DABENCH_MAX_LOAD_PER_CORE``, default 1.0 per core). Without ``--recalibrate`` a
+cached steady calibration for the exact key is shown as is; with it every key is measured again
+and the cache entry replaced when the new calibration is accepted (a steady one only by a steady
+one). Exit 0 when every requested calibration is available, 3 when any was refused. Runs
+calibrate on demand the same way (``DABENCH_RECALIBRATE=1`` forces it there); see
+dabench/host/calibrate.py.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(
-        f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.MAX_LOAD_PER_CORE}); "
+        f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.max_load_per_core()}); "
         f"cache {calibrate.cache_path()}"
     )
     refused = 0
@@ -45,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         unit = "GB/s" if kind == "copy" else "GFLOP/s"
         print(
-            f"{cal.key}: {cal.value / 1e9:,.1f} {unit} (median of {len(cal.samples)}, spread {cal.spread:.1%}, "
+            f"{cal.key}: {cal.value / 1e9:,.1f} {unit} (median of {len(cal.samples)}, fastest "
+            f"{cal.fastest / 1e9:,.1f}, spread {cal.spread:.1%}{' NOISY' if cal.noisy else ''}, "
             f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}"
         )
     return 3 if refused else 0

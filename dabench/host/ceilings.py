@@ -2,21 +2,26 @@
 bandwidth, from the spec (conf/hardware/*.yaml) or, where the spec says null, calibrated; and
 what this machine's CPU is (model name, native arithmetic per precision). torch-free.
 
-When a CPU calibration is refused (machine busy, see :mod:`dabench.host.calibrate`) and none
-is cached for the run's key, the ceilings come back *uncalibrated*: NaN peak and bandwidth and a
-``source`` starting with ``uncalibrated:`` that holds the reason. A measured run then records no
-metric relative to a ceiling (efficiencies, roofline; see
-:func:`dabench.metrics.checks.ceiling_metric_names`); a CPU prediction needs the ceilings and is
-refused (unsupported) with that reason.
+When a CPU calibration is refused (1-minute load above the limit, see
+:mod:`dabench.host.calibrate`) and none is cached for the run's key, the ceilings come back
+*uncalibrated*: NaN peak and bandwidth and a ``source`` starting with ``uncalibrated:`` that holds
+the reason. A measured run then records no metric relative to a ceiling (efficiencies, roofline;
+see :func:`dabench.metrics.checks.ceiling_metric_names`); a CPU prediction needs the ceilings and
+is refused (unsupported) with that reason. A measured run's calibrated ceilings are held as bands
+(:func:`measured_roof`, :mod:`dabench.host.noise`): the roof is the fastest rate the machine has
+shown, and a noisy machine widens the band rather than losing the numbers. docs/metrics.md.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
+from typing import Sequence
 
 from dabench.config.sections import HardwareSpec, PrecisionConfig
 from dabench.core.ceilings import Ceilings
 from dabench.core.status import UnsupportedError
+from dabench.host.noise import CeilingBand, ceiling_band
 
 UNCALIBRATED = "uncalibrated"  #: prefix of Ceilings.source when a calibration was refused
 IN_SITU = "in-situ (probed right before and after the timed steps)"  #: Ceilings.source of validate runs on the CPU
@@ -89,20 +94,13 @@ def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
     )
 
 
-def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceilings, dict[str, float]]:
-    """Ceilings around a validate run from two :class:`dabench.host.calibrate.Probe` readings that
-    bracket it: ``(model, roof, metrics)``.
-
-    - ``model``: the probes' mean, what the prediction prices the ops at (the machine as the run
-      met it);
-    - ``roof``: per ceiling, the higher of that mean and the cached calibration (both are medians
-      of repeats this machine reached), what efficiencies and roofline points of both the
-      measurement and the prediction are taken against, so neither sits above its roof because
-      the machine was faster during the run than in its calibration or the other way round;
-    - ``metrics``: ``validate.ceilings_drift`` ((after - before) / mean of the peak),
-      ``validate.probed_peak_flops``, ``validate.probed_bandwidth_Bps`` and
-      ``validate.peak_vs_calibrated`` (probed / calibrated - 1). ``ceilings`` must be calibrated
-      (a machine too busy to calibrate is not predicted at all)."""
+def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, dict[str, float]]:
+    """What a validate run is priced at, from two :class:`dabench.host.calibrate.Probe` readings
+    that bracket it: ``(model, metrics)``. ``model`` is the probes' mean (the machine as the run
+    met it); ``metrics`` are ``validate.ceilings_drift`` ((after - before) / mean of the peak),
+    ``validate.probed_peak_flops``, ``validate.probed_bandwidth_Bps`` and
+    ``validate.peak_vs_calibrated`` (probed / calibrated peak - 1). The roof the run is taken
+    against is :func:`measured_roof` with both probes. ``ceilings`` must be calibrated."""
     from dabench.host.calibrate import combine_probes
 
     mean, drift = combine_probes(before, after)
@@ -110,16 +108,59 @@ def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, Ceili
         "validate.ceilings_drift": drift,
         "validate.probed_peak_flops": mean.peak_flops,
         "validate.probed_bandwidth_Bps": mean.bandwidth_Bps,
+        "validate.peak_vs_calibrated": mean.peak_flops / ceilings.peak_flops - 1,
     }
-    model = Ceilings(mean.peak_flops, mean.bandwidth_Bps, ceilings.memory_level, IN_SITU)
-    metrics["validate.peak_vs_calibrated"] = mean.peak_flops / ceilings.peak_flops - 1
+    return Ceilings(mean.peak_flops, mean.bandwidth_Bps, ceilings.memory_level, IN_SITU), metrics
+
+
+@dataclass(frozen=True)
+class MeasuredRoof:
+    """A measured run's ceilings as bands (:func:`measured_roof`)."""
+
+    roof: Ceilings  #: the fastest rates shown: what efficiencies and roofline points are taken against
+    peak: CeilingBand | None  #: None where the peak was not calibrated here (spec)
+    bandwidth: CeilingBand | None  #: None where the bandwidth was not calibrated here (spec)
+
+    @property
+    def check_roof(self) -> Ceilings:
+        """The ceilings a measured roofline point must stay under: the bands' upper ends."""
+        return replace(
+            self.roof,
+            peak_flops=self.peak.hi if self.peak else self.roof.peak_flops,
+            bandwidth_Bps=self.bandwidth.hi if self.bandwidth else self.roof.bandwidth_Bps,
+        )
+
+
+def roof_of(ceilings: Ceilings, calibrations: Sequence, probes: Sequence = ()) -> MeasuredRoof:
+    """:class:`MeasuredRoof` of ``ceilings`` from the calibrations that made them (``(gemm, copy)``,
+    :class:`dabench.host.calibrate.Calibration` or None) and the in-situ ``probes``. A calibration
+    whose median is not the ceiling's value (the spec set it) gives that ceiling no band. Pure."""
+    gemm, copy = calibrations
+    peak = bandwidth = None
+    if gemm is not None and gemm.value == ceilings.peak_flops:
+        peak = ceiling_band([*(gemm.samples or (gemm.value,)), *(x for p in probes for x in p.peak_samples)])
+    if copy is not None and copy.value == ceilings.bandwidth_Bps:
+        bandwidth = ceiling_band([*(copy.samples or (copy.value,)), *(x for p in probes for x in p.bandwidth_samples)])
+    if peak is None and bandwidth is None:
+        return MeasuredRoof(ceilings, None, None)
+    where = "calibration repeats and in-situ probes" if probes else "calibration repeats"
     roof = Ceilings(
-        max(mean.peak_flops, ceilings.peak_flops),
-        max(mean.bandwidth_Bps, ceilings.bandwidth_Bps),
+        peak.roof if peak else ceilings.peak_flops,
+        bandwidth.roof if bandwidth else ceilings.bandwidth_Bps,
         ceilings.memory_level,
-        f"{ceilings.source}, raised to the in-situ probes where higher",
+        f"{ceilings.source}; roof = fastest of the {where}",
     )
-    return model, roof, metrics
+    return MeasuredRoof(roof, peak, bandwidth)
+
+
+def measured_roof(ceilings: Ceilings, dtype: str, probes: Sequence = ()) -> MeasuredRoof:
+    """:func:`roof_of` with this process's calibrations at compute dtype ``dtype`` (no band for
+    ceilings that are uncalibrated or from the spec)."""
+    if not is_calibrated(ceilings) or "calibrated" not in ceilings.source:
+        return MeasuredRoof(ceilings, None, None)
+    from dabench.host import calibrate
+
+    return roof_of(ceilings, (calibrate.calibration(f"gemm_{dtype}"), calibrate.calibration("copy")), probes)
 
 
 class WindowProbes:
@@ -135,7 +176,7 @@ class WindowProbes:
 
         self.readings.append(probe(self.dtype))
 
-    def ceilings(self, calibrated: Ceilings) -> tuple[Ceilings, Ceilings, dict[str, float]] | None:
+    def ceilings(self, calibrated: Ceilings) -> tuple[Ceilings, dict[str, float]] | None:
         """:func:`in_situ_ceilings` of the two readings, or None when the backend timed no window
         in this process (the cached calibration then stays)."""
         if len(self.readings) != 2:

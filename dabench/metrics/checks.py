@@ -69,8 +69,9 @@ def non_finite(metrics: Mapping[str, float]) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def _bound(name: str) -> int:
-    """1: bounded above by 1.0; 0: never negative; -1: unbounded (cached per metric name)."""
-    if _BOUNDED_BY_ONE.match(name):
+    """1: bounded above by 1.0; 0: never negative; -1: unbounded (cached per metric name). A band's
+    ends (``<name>.lo``, ``<name>.hi``) are never negative; the bound of 1.0 holds the central value."""
+    if _BOUNDED_BY_ONE.match(name) and not name.endswith((".lo", ".hi")):
         return 1
     return 0 if _NON_NEGATIVE.match(name) else -1
 

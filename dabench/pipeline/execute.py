@@ -26,12 +26,16 @@ from dabench.core.profile import Profile
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Diverged, InvalidResult, Status, UnsupportedError
 from dabench.host.ceilings import (
+    MeasuredRoof,
     WindowProbes,
     host_cpu_ceilings,
     is_calibrated,
+    measured_roof,
     resolve_ceilings,
     uses_in_situ_ceilings,
 )
+from dabench.host.noise import band_metrics as ceiling_band_metrics
+from dabench.host.noise import noise_note
 from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import PREDICTORS, get_predictor
@@ -100,8 +104,9 @@ class Measurement:
     """What :func:`measure_run` hands on."""
 
     profile: Profile
-    ceilings: Ceilings  #: what the run's metrics are taken against
+    ceilings: Ceilings  #: what the run's metrics are taken against (the roof: fastest rates shown)
     model_ceilings: Ceilings  #: what the prediction is priced at (validate: the in-situ probes)
+    roof: MeasuredRoof  #: the ceilings' bands (none where the spec set them)
 
 
 def measure(
@@ -125,22 +130,35 @@ def measure(
 
 
 def measure_run(backend: Backend, rc: RunConfig, graph: OpGraph, ceilings: Ceilings) -> Measurement:
-    """Measure on ``backend``. A CPU validate run with calibrated ceilings
-    (:func:`~dabench.host.ceilings.uses_in_situ_ceilings`) probes the CPU right before and after
-    its timed window (the backend's ``on_timed_window`` callback): the prediction is then priced
-    at the probes, the metrics are taken against the higher of probes and calibration, and the
-    probes' ``validate.*`` metrics go onto the profile
-    (:func:`~dabench.host.ceilings.in_situ_ceilings`)."""
+    """Measure on ``backend``. Calibrated ceilings become bands
+    (:func:`~dabench.host.ceilings.measured_roof`): the run's metrics are taken against the fastest
+    rates the machine has shown. A CPU validate run with calibrated ceilings
+    (:func:`~dabench.host.ceilings.uses_in_situ_ceilings`) also probes the CPU right before and
+    after its timed window (the backend's ``on_timed_window`` callback): the prediction is then
+    priced at the probes' mean, the probes' repeats join the bands, and their ``validate.*``
+    metrics go onto the profile (:func:`~dabench.host.ceilings.in_situ_ceilings`)."""
     probes = None
     if uses_in_situ_ceilings(rc.hardware, rc.hardware.mode, rc.parallel.strategy) and is_calibrated(ceilings):
         probes = WindowProbes(rc.precision.compute_dtype)
     profile = measure(backend, rc, graph, probes)
     in_situ = probes.ceilings(ceilings) if probes is not None else None
-    if in_situ is None:
-        return Measurement(profile, ceilings, ceilings)
-    model_ceilings, roof, probed = in_situ
-    profile.extra_metrics.update(probed)
-    return Measurement(profile, roof, model_ceilings)
+    model_ceilings = ceilings
+    if in_situ is not None:
+        model_ceilings, probed = in_situ
+        profile.extra_metrics.update(probed)
+    roof = measured_roof(ceilings, rc.precision.compute_dtype, probes.readings if in_situ is not None else ())
+    return Measurement(profile, roof.roof, model_ceilings, roof)
+
+
+def band_ceilings(result: RunResult, roof: MeasuredRoof) -> None:
+    """The ceilings' and efficiencies' bands into ``result.metrics`` and how noisy the machine was
+    into ``result.notes['dabench.ceilings_noise']`` (:mod:`dabench.host.noise`)."""
+    if roof.peak is None and roof.bandwidth is None:
+        return
+    from dabench.host.calibrate import load_per_core
+
+    result.metrics.update(ceiling_band_metrics(result.metrics, roof.peak, roof.bandwidth, roof.roof.memory_level))
+    result.notes["dabench.ceilings_noise"] = noise_note(roof.peak, roof.bandwidth, load_per_core())
 
 
 # ----------------------------------------------------------------------------- predict
@@ -202,11 +220,14 @@ def validate_run(measured: dict[str, float], predicted: dict[str, float]) -> dic
     return out
 
 
-def measured_points_bound(points: list, ceilings: Ceilings, notes: dict[str, str]) -> list:
+def measured_points_bound(
+    points: list, ceilings: Ceilings, notes: dict[str, str], peak_limit: float | None = None
+) -> list:
     """A measured op class's roofline points as the result check must judge them. Its memory
     roof is the main memory's (DRAM on a CPU), but a class whose working set stays in cache can
     run above it for real (the token + position gather of a small model, the loss over a small
-    vocabulary): only the compute roof (peak FLOP/s) bounds a measurement. Classes above the
+    vocabulary): only the compute roof bounds a measurement, ``peak_limit`` (default the peak;
+    a calibrated peak's band top, :class:`~dabench.host.ceilings.MeasuredRoof`). Classes above the
     memory roof are named in ``notes['dabench.roofline_note']``, never hidden; a predicted point
     is still held to its full roof (a model above its own roof is a bug)."""
     above = [p.name for p in points if p.achieved is not None and p.achieved > p.attainable * 1.0001]
@@ -215,14 +236,17 @@ def measured_points_bound(points: list, ceilings: Ceilings, notes: dict[str, str
             f"measured op classes above the {ceilings.memory_level} roof (a working set "
             f"served from cache): {', '.join(above)}"
         )
-    return [replace(p, attainable=ceilings.peak_flops) for p in points]
+    limit = ceilings.peak_flops if peak_limit is None else peak_limit
+    return [replace(p, attainable=limit) for p in points]
 
 
-def check_run(result: RunResult, predicted: dict[str, float] | None) -> CheckFailure | None:
+def check_run(
+    result: RunResult, predicted: dict[str, float] | None, peak_limit: float | None = None
+) -> CheckFailure | None:
     """The result check before anything is recorded (dabench/metrics/checks.py), one call: the
     run's metrics, in validate mode the prediction's too (as ``predict.<metric>``), and every
-    roofline point of the prediction and of the measurement (:func:`measured_points_bound`) when
-    the ceilings are calibrated. Never clamps."""
+    roofline point of the prediction and of the measurement (:func:`measured_points_bound`, held
+    to ``peak_limit``) when the ceilings are calibrated. Never clamps."""
     rc, graph, ceilings = result.run_config, result.graph, result.ceilings
     calibrated = is_calibrated(ceilings)
     points = (
@@ -232,7 +256,7 @@ def check_run(result: RunResult, predicted: dict[str, float] | None) -> CheckFai
     )
     if result.profile is not None and calibrated:
         points += measured_points_bound(
-            roofline_points(graph, result.profile, ceilings, rc.data_copies), ceilings, result.notes
+            roofline_points(graph, result.profile, ceilings, rc.data_copies), ceilings, result.notes, peak_limit
         )
     metrics = result.metrics
     if predicted is not None and result.profile is not None:
@@ -274,7 +298,7 @@ def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
     result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     measured = result.mode in ("measure", "validate")
     result.ceilings = ceilings = run_ceilings(rc, backend if measured else None, result.notes)
-    model_ceilings = ceilings
+    model_ceilings, measurement = ceilings, None
     if measured:
         measurement = measure_run(backend(), rc, graph, ceilings)
         result.profile, result.ceilings = measurement.profile, measurement.ceilings
@@ -290,6 +314,7 @@ def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
         result.metrics = prediction.metrics
     else:
         result.metrics = compute_metrics(result.profile, graph, ceilings, rc.data_copies)
+        band_ceilings(result, measurement.roof)
     main = result.profile if result.profile is not None else result.predicted
     calibrated = is_calibrated(ceilings)  # False: CPU calibration refused (busy), none cached
     result.diagnosis = (
@@ -306,7 +331,8 @@ def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
     if not calibrated:  # record no number relative to a ceiling rather than a guessed one
         result.metrics = without_ceiling_metrics(result.metrics)
         result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
-    failure = check_run(result, prediction.metrics if prediction is not None else None)
+    peak_limit = measurement.roof.check_roof.peak_flops if measurement is not None else None
+    failure = check_run(result, prediction.metrics if prediction is not None else None, peak_limit)
     if failure is not None:
         result.status, result.reason = failure.status, failure.reason
 
