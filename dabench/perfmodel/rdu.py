@@ -18,9 +18,9 @@ from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import ConfigError
 from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.capacity import require_fits
-from dabench.perfmodel.comm import group_link, ring_allreduce_s, staged_link
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.rdu import RduOptions
+from dabench.perfmodel.rdu_host import allreduce_s, host_time, tp_exchange_s
 from dabench.workload.opgraph import Op, OpGraph
 
 SOURCE = "perfmodel.rdu"
@@ -87,6 +87,7 @@ class Stage:
     ddr_alone: float  #: off-chip bytes when the stage is its own section (o0)
     ddr_fused: float  #: off-chip bytes inside a fused section (weights, grads, saved activations)
     buffer_pmus: int = 0  #: PMUs of its output buffers (``stage_buffer_pmus`` buffers of one sample's output)
+    out_bytes: float = 0.0  #: one sample's output (seq x width elements); 0 for optimizer stages
 
 
 def _stages_of(
@@ -142,6 +143,7 @@ def _stages_of(
                 op.bytes / split,
                 fused,
                 nbuf * ceil(sample / pmu_bytes),
+                sample,
             )
         )
     return out
@@ -184,6 +186,9 @@ class Section:
     stages: tuple[Stage, ...]
     fused: bool
     count: int = 1  #: identical sections (one per decoder block)
+    #: per sample, the activations crossing DDR at the section's edges (fused sections only): the
+    #: output of the stage before its first (read back) and of its last stage (written out)
+    boundary_bytes: float = 0.0
 
 
 def sections(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, list[Section]]:
@@ -199,7 +204,20 @@ def sections(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, list[Section]]:
         else:
             flat = [s for layer, count in seq for _ in range(count) for s in layer]
             out[phase] = _pack(flat, k, 1)
+        _set_boundaries(out[phase])
     return out
+
+
+def _set_boundaries(secs: list[Section]) -> None:
+    """Between fused sections the activation goes round DDR: the producing section writes its last
+    stage's output, the next one reads it back (inside a section stages stream to each other
+    through PMUs; an unfused stage's own traffic, ``ddr_alone``, already holds its input and output)."""
+    before = 0.0
+    for sec in secs:
+        last = sec.stages[-1].out_bytes
+        if sec.fused:
+            sec.boundary_bytes = before + last
+        before = last
 
 
 def _pack(stages: list[Stage], k: RduKnobs, count: int) -> list[Section]:
@@ -310,6 +328,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
         )
     times = tuple([s.flops / (p * rate) for s, p in zip(stages, pcus, strict=False)])
     ddr_bytes = sum([s.ddr_fused for s in stages] if section.fused else [s.ddr_alone for s in stages])
+    ddr_bytes += section.boundary_bytes * samples
     passes = 1
     used_pmus = sum([s.weight_pmus for s in stages]) + sum([s.buffer_pmus for s in stages])
     if used_pmus > k.pmus:  # one oversized stage: stream its weights
@@ -325,35 +344,6 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
 # ----------------------------------------------------------------------------- predict
 
 
-def sequence_logits(rc: RunConfig) -> float:
-    """Logits of one sequence: the positions that reach the LM head (``model.head_tokens``,
-    0 = every token) x the vocabulary."""
-    positions = getattr(rc.model, "head_tokens", 0) or rc.model.seq_len
-    return float(positions * rc.model.vocab_size)
-
-
-def host_time(rc: RunConfig, k: RduKnobs) -> float:
-    """Host time per step: ``host_overhead_s`` + ``host_logit_s`` x one sequence's logits + the
-    step's input token ids over ``host_link_Bps``. The logit term is a fitted form (why: docs/perfmodel.md,
-    "SN30 RDU", Step)."""
-    tokens = rc.run.batch_size * rc.run.grad_accum * rc.model.seq_len
-    return k.host_s + k.host_logit_s * sequence_logits(rc) + tokens * 8 / k.host_Bps
-
-
-def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:
-    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` whose group spans ``span`` chips:
-    over the RDU fabric inside a machine, staged through the hosts
-    (:func:`dabench.perfmodel.comm.staged_link`) plus ``machine_collective_s`` between machines
-    (docs/perfmodel.md, "SN30 RDU", Collectives between machines)."""
-    hw = rc.hardware
-    link = group_link(hw.links, hw.chips_per_node, span)
-    if ranks <= 1 or link is None:
-        return 0.0
-    if span <= hw.chips_per_node:
-        return ring_allreduce_s(nbytes, ranks, link)
-    return ring_allreduce_s(nbytes, ranks, staged_link(link, k.host_Bps)) + k.machine_collective_s
-
-
 def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
     plan = sections(graph, k, t)
     m = rc.run.grad_accum
@@ -365,8 +355,8 @@ def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
     if t > 1:
         message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * graph.precision.compute_bytes
         calls = 4 * rc.model.n_layers * m
-        tp_s = calls * allreduce_s(message, t, t, rc, k)
-        comm.append(CommEvent("tp", "allreduce", message, tp_s, t, count=calls))
+        tp_s = calls * tp_exchange_s(message, t, rc, k)
+        comm.append(CommEvent("tp", "p2p", message, tp_s, t, count=calls))
     host = host_time(rc, k)
     dp_s = 0.0
     if data_copies > 1:

@@ -284,12 +284,16 @@ def test_rdu_tensor_parallelism_across_machines_loses_throughput():
     assert across[4] / across[2] < inside[4] / inside[2]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reproduced (no constant is fitted to it): SambaFlow's p2p exchanges through one RDU, "
+    "the other machine's 2 peers staged through the hosts (PCIe Gen4 x16 25 GB/s, 100 GbE 12.5 GB/s), "
+    "keep 74% (7.53 -> 5.56 samples/s; 0.79 s of exchanges in a 2.88 s step); 60% needs ~1.45 s",
+)
 def test_rdu_tensor_parallel_two_to_four_chips_loses_30_to_50_percent():
     """Paper: ~40% lost from 2 to 4 chips "because inter-machine communication is expensive"; with 2
-    RDUs per machine the 4-chip group's 48 activation all-reduces per step are staged through the
-    hosts (PCIe out, network, PCIe in) and each pays the host hand-off, ``machine_collective_s``.
-    That constant is fitted to this very point (RDU-TP4 in points.csv, its only public point), so
-    this guards the mechanism's form; the next test checks it is not a TP-only factor."""
+    RDUs per machine the 4-chip group's 48 tensor-parallel exchanges per step are staged through the
+    hosts (PCIe out, network, PCIe in); tests/perfmodel/test_rdu_mechanisms.py checks the mechanism."""
     across = {
         t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
         for t in (2, 4)
