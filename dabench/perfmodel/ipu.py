@@ -40,6 +40,8 @@ class IpuKnobs:
     streaming_Bps: float
     amp_efficiency: float
     vector_flops_per_cycle: float
+    loadstore_bytes_per_cycle: float
+    superstep_s: float
     available_memory_proportion: float
     program_memory_fraction: float
     recompute: bool
@@ -88,6 +90,8 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
         amp_efficiency=o.amp_efficiency,
         vector_flops_per_cycle=o.vector_flops_per_cycle,
+        loadstore_bytes_per_cycle=o.loadstore_bytes_per_cycle,
+        superstep_s=o.superstep_s,
         available_memory_proportion=o.available_memory_proportion,
         program_memory_fraction=o.program_memory_fraction,
         recompute=o.recompute,
@@ -101,16 +105,40 @@ def knobs(rc: RunConfig) -> IpuKnobs:
 
 # ----------------------------------------------------------------------------- per-op cost
 
+#: BSP supersteps (compute sets, each closed by a tile sync) per op class in one pass: a matmul is
+#: poplin's AMP compute set and its partials reduction; attention on PopTorch materialises its
+#: scores (QK^T, scale and mask, softmax as max / exp-sum / normalise, PV); a norm reduces twice and
+#: normalises; an element-wise op, a gather or the loss is one. Backward passes run each twice
+#: (gradient of the input and of the weights).
+SUPERSTEPS = {"matmul": 2, "attention": 7, "norm": 3, "elementwise": 1, "embedding": 1, "loss": 3}
+#: load/store passes over the attention scores per pass (forward: write scores, read them for the
+#: softmax, write the probabilities, read them for PV; backward: half as many again)
+SCORE_PASSES = {"fwd": 4, "bwd": 6}
+
 
 @dataclass(frozen=True)
 class OpCost:
-    compute_s: float
-    exchange_s: float
+    """One op's time on one IPU per micro-batch, by mechanism (docs/perfmodel.md, "Bow IPU")."""
+
+    amp_s: float  #: AMP arithmetic (matmul, attention) at the run's partials rate
+    vector_s: float  #: vector work: lanes or the tile's load/store width, whichever binds
+    exchange_s: float  #: operands (and the embedding's rows) moved over the on-chip exchange
+    copy_s: float  #: rearrangement copies of the backward pass's operands into the planner's layout
+    sync_s: float  #: BSP supersteps: tile sync and exchange start-up, one per compute set
     tiles: int
 
     @property
+    def compute_s(self) -> float:
+        return self.amp_s + self.vector_s
+
+    @property
+    def movement_s(self) -> float:
+        """Data movement: exchange and rearrangement copies."""
+        return self.exchange_s + self.copy_s
+
+    @property
     def time_s(self) -> float:
-        return self.compute_s + self.exchange_s
+        return self.amp_s + self.vector_s + self.exchange_s + self.copy_s + self.sync_s
 
 
 def op_tiles(op: Op, graph: OpGraph, k: IpuKnobs) -> int:
@@ -123,17 +151,32 @@ def op_tiles(op: Op, graph: OpGraph, k: IpuKnobs) -> int:
     return max(1, min(k.tiles, math.ceil(elements / k.grain)))
 
 
+def score_bytes(op: Op, graph: OpGraph) -> float:
+    """Bytes the vector units move over the materialised attention scores (heads x seq^2 per sample)."""
+    m = graph.model
+    elements = graph.batch_size * m.n_heads * m.seq_len * m.seq_len
+    return SCORE_PASSES.get(op.phase, 0) * elements * graph.precision.compute_bytes
+
+
 def op_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> OpCost:
     tiles = op_tiles(op, graph, k)
+    share = tiles / k.tiles
+    store_Bps = k.tiles * k.loadstore_bytes_per_cycle * k.clock_hz * share
+    steps = SUPERSTEPS.get(op.op_class, 1) * (2 if op.phase == "bwd" else 1)
+    sync = steps * k.superstep_s if op.phase != "opt" else k.superstep_s
     if op.op_class in AMP_CLASSES:
-        compute = op.flops / (tiles * (k.peak / k.tiles) * k.amp_efficiency)
+        amp = op.flops / (tiles * (k.peak / k.tiles) * k.amp_efficiency)
         exchange = math.sqrt(tiles) * op.bytes / 2.0 / k.exchange_Bps
-    else:
-        vector = op.flops / (tiles * k.vector_flops_per_cycle * k.clock_hz)
-        local = op.bytes / (k.sram_Bps * tiles / k.tiles)
-        compute = max(vector, local)
-        exchange = op.bytes / k.exchange_Bps if op.op_class == "embedding" else 0.0
-    return OpCost(compute, exchange, tiles)
+        vector = score_bytes(op, graph) / store_Bps if op.op_class == "attention" else 0.0
+        copy = op.bytes / 2.0 / (k.exchange_Bps * share) if op.phase == "bwd" else 0.0
+        return OpCost(amp, vector, exchange, copy, sync, tiles)
+    lanes = op.flops / (tiles * k.vector_flops_per_cycle * k.clock_hz)
+    vector = max(lanes, op.bytes / store_Bps)
+    exchange = op.bytes / k.exchange_Bps if op.op_class == "embedding" else 0.0
+    return OpCost(0.0, vector, exchange, 0.0, sync, tiles)
+
+
+MECHANISMS = ("amp", "vector", "exchange", "copy", "sync")
 
 
 @dataclass(frozen=True)
@@ -141,15 +184,15 @@ class LayerCost:
     """One layer on one IPU, per micro-batch (train = fwd + bwd [+ recompute]) and per step (opt)."""
 
     train_s: float
-    compute_s: float
-    exchange_s: float
+    parts: dict[str, float]  #: train_s by mechanism (:data:`MECHANISMS`)
     opt_s: float
     tiles: int
     largest_operands: float  #: bytes of the largest matmul's replicated operands (temporaries)
 
 
 def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
-    train = compute = exchange = opt = operands = 0.0
+    opt = operands = 0.0
+    parts = dict.fromkeys(MECHANISMS, 0.0)
     tiles = 0
     for op in layer.ops:
         cost = op_cost(op, graph, k)
@@ -158,14 +201,13 @@ def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
             continue
         repeat = 2 if (op.phase == "fwd" and k.recompute and layer.kind == "block") else 1
         tiles = max(tiles, cost.tiles)
-        train += repeat * cost.time_s
-        compute += repeat * cost.compute_s
-        exchange += repeat * cost.exchange_s
+        for name in MECHANISMS:
+            parts[name] += repeat * getattr(cost, f"{name}_s")
         if op.op_class in AMP_CLASSES:
             # the vocabulary-sized LM head runs in embedding_serialization_factor serial pieces
             pieces = k.embedding_serialization if layer.kind == "head" else 1
             operands = max(operands, math.sqrt(cost.tiles) * op.bytes / 2.0 / pieces)
-    return LayerCost(train, compute, exchange, opt, tiles, operands)
+    return LayerCost(sum(parts.values()), parts, opt, tiles, operands)
 
 
 # ----------------------------------------------------------------------------- placement
@@ -245,6 +287,21 @@ def memory_per_ipu(
 # ----------------------------------------------------------------------------- predict
 
 
+def stage_shares(busy: dict[str, float]) -> dict[str, float]:
+    """A stage's per-micro-batch time by mechanism (amp, vector, exchange, copy, sync, link), as
+    shares of its total."""
+    total = max(1e-30, sum(busy.values()))
+    return {part: seconds / total for part, seconds in busy.items()}
+
+
+def memory_share(shares: dict[str, float]) -> float:
+    """Share of a stage's time its tiles spend moving data rather than in AMP arithmetic: vector
+    work (bound by the load/store width), exchange, rearrangement copies and IPU-Link transfers,
+    out of those plus the AMP time (BSP sync excluded: it is neither)."""
+    moving = shares["vector"] + shares["exchange"] + shares["copy"] + shares["link"]
+    return moving / max(1e-30, moving + shares["amp"])
+
+
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     """Predicted Profile of one optimizer step on Bow IPUs; raises CapacityError when an IPU's
     In-Processor-Memory cannot hold its stage. ``ceilings`` are unused (the model reads its spec)."""
@@ -274,13 +331,13 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
     link = group_link(rc.hardware.links, rc.hardware.chips_per_node, max(p, 1))
     transfer = 2.0 * p2p_s(message, link) if (p > 1 and link is not None) else 0.0
-    train, busy_compute, busy_exchange, opt, tiles = [], [], [], [], []
+    train, busy, opt, tiles = [], [], [], []
     for i, n_blocks in enumerate(layers):
         held = ([("block", n_blocks)] if n_blocks else []) + ([("embedding", 1), ("head", 1)] if i == 0 else [])
         compute = sum(costs[name].train_s * count for name, count in held)
         train.append(compute + (transfer if held else 0.0))
-        busy_compute.append(sum(costs[name].compute_s * count for name, count in held))
-        busy_exchange.append(sum(costs[name].exchange_s * count for name, count in held))
+        busy.append({part: sum(costs[name].parts[part] * count for name, count in held) for part in MECHANISMS})
+        busy[-1]["link"] = transfer if held else 0.0
         opt.append(sum(costs[name].opt_s * count for name, count in held))
         tiles.append(max((costs[name].tiles for name, _ in held), default=0))
 
@@ -312,20 +369,22 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     subtasks = [Subtask(f"ipu{i}", time_s=m * train[i], units={"tiles": float(tiles[i])}, flops=None) for i in range(p)]
     fractions = [use.total / k.sram_bytes for use in uses]
     bottleneck = timing.bottleneck
+    shares = stage_shares(busy[bottleneck])
     extra = {
         "ipu.stages": float(p),
         "ipu.replicas": float(r),
         "ipu.max_layers_per_ipu": float(max(layers)),
         "ipu.bottleneck_ipu": float(bottleneck),
         "ipu.max_memory_fraction": max(fractions),
-        "ipu.exchange_fraction": busy_exchange[bottleneck]
-        / max(1e-30, busy_compute[bottleneck] + busy_exchange[bottleneck]),
+        "ipu.exchange_fraction": shares["exchange"] + shares["copy"],
+        "ipu.memory_share": memory_share(shares),
         "ipu.optimizer_s": update,
         "ipu.host_s": host,
         "host.fraction": host / step,
         "ipu.grain_elements": k.grain,
     }
     extra.update({f"ipu.memory_fraction.ipu{i}": f for i, f in enumerate(fractions)})
+    extra.update({f"ipu.share.{part}": share for part, share in shares.items()})
     units = {"tiles": UnitUse(float(sum(tiles) * r), float(k.tiles * p * r))}
     memory = {"sram": max(use.total for use in uses)}
     if k.optimizer_offchip:

@@ -320,6 +320,12 @@ def test_rdu_every_cross_machine_collective_is_staged_through_the_hosts():
 # ----------------------------------------------------------------------------- IPU
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reproduced as a level: with amp_efficiency fitted to BERT throughput points (G5, G2, G3) "
+    "the best placement reaches 15% with fp32 partials and 21% with half partials (the matched pair, "
+    "GPT-2 small 0 4 4 4, 25%); none exceeds 41%; see docs/perfmodel.md",
+)
 def test_ipu_compute_efficiency_is_at_most_about_41_percent(ipu_sweep):
     """'Up to 41%' is the best of the paper's IPU runs: the layer-scaling script's fp32 partials (the
     sweep) and run_benchmark.sh's half partials (the same placements, the AMP at twice the rate)."""
@@ -338,20 +344,34 @@ def test_ipu_compute_efficiency_is_at_most_about_41_percent(ipu_sweep):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the model's matmuls are exchange-heavy (~20% of busy time) but stay right "
-    "of the SRAM roofline's ridge; the paper's memory-bound IPU is not "
-    "reproduced, see docs/perfmodel.md",
+    reason="not reproduced on the roofline: the op graph sits at 224 FLOP/B, right of the SRAM ridge (5.3). "
+    "By time, the matched pair's bottleneck IPU (GPT-2 small 0 4 4 4, optimizer off chip) moves data 59% "
+    "of the time with half partials (AMP 39%, exchange 50%, vector 5%, sync 5%, copies and IPU-Link 1%; "
+    "ipu.memory_share) but 42% with fp32 partials (AMP 56%, exchange 36%); see docs/perfmodel.md",
 )
 def test_ipu_is_memory_bound(ipu_sweep):
     assert all(result[1]["diagnosis.memory_bound"] == 1.0 for result in ipu_sweep.values() if isinstance(result, tuple))
 
 
-def test_ipu_capacity_fails_for_ten_layers_on_two_ipus(ipu_sweep):
-    """'0 10' is the artifact's capacity probe for 2 IPUs; 8 layers still fit."""
-    failure = ipu_sweep["0 10"]
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reproduced with the scripts' real defaults: train_gpt2.py keeps optimizer state off chip "
+    "(--optimizer-state-offchip defaults to True), and then '0 10' fits IPU 1 at 60% (8 layers: 54%); "
+    "only with the moments on chip does it fail (944 of 897 MiB); see docs/perfmodel.md",
+)
+def test_ipu_capacity_fails_for_ten_layers_on_two_ipus():
+    """'0 10' is the artifact's capacity probe for 2 IPUs; 8 layers still fit. The artifact's scripts
+    leave --optimizer-state-offchip at train_gpt2.py's default (True)."""
+    sweep = {}
+    for placement in ("0 8", "0 10"):
+        try:
+            sweep[placement] = predict(ipu(placement, optimizer_state_offchip=True))
+        except CapacityError as error:
+            sweep[placement] = error
+    failure = sweep["0 10"]
     assert isinstance(failure, CapacityError) and failure.memory == "ipu1 In-Processor-Memory"
-    assert isinstance(ipu_sweep["0 8"], tuple)
-    assert ipu_sweep["0 8"][1]["ipu.max_memory_fraction"] > 0.8
+    assert isinstance(sweep["0 8"], tuple)
+    assert sweep["0 8"][1]["ipu.max_memory_fraction"] > 0.8
 
 
 def test_ipu_throughput_is_set_by_the_most_loaded_ipu(ipu_sweep):
@@ -386,39 +406,49 @@ def test_ipu_over_provisioning_leaves_tiles_idle(ipu_sweep):
 
 
 def test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2():
-    """Doubling the batch at each platform's study point: RDU and IPU gain much more than WSE-2,
+    """Doubling the batch at each platform's study point: RDU gains much more than WSE-2,
     whose layer pipeline has already amortised most of its fill past ~200 samples."""
     rdu = throughput(run_config("rdu", batch_size=32, options={"compile_mode": "o3"})) / throughput(
         run_config("rdu", batch_size=16, options={"compile_mode": "o3"})
     )
 
-    # the paper's batch study (paper-notes 4.2): gradient accumulation 13 -> 26 on 4 IPUs, max-len 512,
-    # embedding serialisation 8, half partials, optimizer state off chip
-    def batch_study(grad_accum):
-        return throughput(
-            run_config(
-                "ipu",
-                model="gpt2_test",
-                precision="fp16",
-                parallel="pp",
-                placement="0 2 1 1",
-                batch_size=1,
-                grad_accum=grad_accum,
-                options={
-                    **PAPER_IPU,
-                    "embedding_serialization_factor": 8,
-                    "device_iterations": 1,
-                    "optimizer_state_offchip": True,
-                    "half_partials": True,
-                },
-                model_over={"tie_embeddings": True, "seq_len": 512},
-            )
-        )
-
-    ipu_gain = batch_study(26) / batch_study(13)
     wse = throughput(run_config("wse2", batch_size=448)) / throughput(run_config("wse2", batch_size=224))
-    assert rdu > 1.5 and ipu_gain > 1.5
-    assert wse < 1.3 and wse - 1 < 0.6 * min(rdu - 1, ipu_gain - 1)
+    assert rdu > 1.5
+    assert wse < 1.3 and wse - 1 < 0.6 * (rdu - 1)
+
+
+def ipu_batch_study(grad_accum: int) -> float:
+    """The paper's batch study (paper-notes 4.2): gradient accumulation on 4 IPUs, max-len 512,
+    embedding serialisation 8, half partials, optimizer state off chip (gpt_batchsize_benchmark.sh)."""
+    return throughput(
+        run_config(
+            "ipu",
+            model="gpt2_test",
+            precision="fp16",
+            parallel="pp",
+            placement="0 2 1 1",
+            batch_size=1,
+            grad_accum=grad_accum,
+            options={
+                **PAPER_IPU,
+                "embedding_serialization_factor": 8,
+                "device_iterations": 1,
+                "optimizer_state_offchip": True,
+                "half_partials": True,
+            },
+            model_over={"tie_embeddings": True, "seq_len": 512},
+        )
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reproduced: GA 13 -> 26 gains x1.38, and only through the off-chip optimizer update that GA "
+    "amortises, priced at the uncertain 20 GB/s streaming bandwidth (x1.53 at 10 GB/s, x1.27 at 40 GB/s, "
+    "x1.10 with free streaming); see docs/perfmodel.md",
+)
+def test_ipu_batch_size_gain_is_near_linear():
+    assert ipu_batch_study(26) / ipu_batch_study(13) > 1.5
 
 
 def test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2():
@@ -444,31 +474,50 @@ def test_rdu_mixed_precision_gain_is_the_papers_size(mode):
     assert 1.23 <= gain <= 1.46
 
 
+def matched_pair(half_partials: bool):
+    """The artifact's matched pair: run_benchmark.sh (--enable-half-partials True) against
+    run_benchmark_100eocphs.sh (False), both GPT-2 small at "0 4 4 4" with train_gpt2.py's default
+    --optimizer-state-offchip True (Graphcore's GPT-2 config.json vocabulary, 50,272)."""
+    return run_config(
+        "ipu",
+        model="gpt2_small",
+        precision="fp16",
+        parallel="pp",
+        placement="0 4 4 4",
+        batch_size=1,
+        grad_accum=2048,
+        options={
+            **PAPER_IPU,
+            "optimizer_state_offchip": True,
+            "replicated_tensor_sharding": True,
+            "half_partials": half_partials,
+        },
+        model_over={"tie_embeddings": True, "vocab_size": 50272},
+    )
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="with the sourced FP16.32 = half the FP16.16 AMP rate (poplibs), half "
-    "partials give x1.77 at the paper's placement (gpt2-test 0 4 4 4, fp16: 642 vs "
-    "364 samples/s), not +22%: AMP compute is ~77% of the half-partials step (compute "
-    "efficiency 34% at amp_efficiency 0.68, plus recompute); +22% would need it at "
-    "~22%, i.e. ~10% compute efficiency, against the paper's own 'up to 41%'; see "
-    "docs/perfmodel.md",
+    reason="not reproduced: on the matched pair half partials give x1.39 (392 vs 283 samples/s), not +22%: "
+    "the bottleneck IPU spends 56% of its fp32-partials stage in AMP arithmetic (exchange 36%, sync 4%, "
+    "vector 4%, copies and IPU-Link 1%); +22% needs the AMP at ~36% of it; see docs/perfmodel.md",
 )
 def test_ipu_mixed_precision_gain_is_the_papers_size():
     """Paper: +22.0%; within a third: 14.7-29.3%. Its Graphcore scripts cast every model ``.half()``
-    (paper-notes 4.2): the layer-scaling and 100-epoch scripts run fp32 partials
-    (``--enable-half-partials False``), run_benchmark.sh half partials, so its IPU precision comparison
-    is fp16 with fp32 partials (FP16.32) against fp16 with half partials (FP16.16)."""
-    gain = throughput(ipu("0 4 4 4", half_partials=True)) / throughput(ipu("0 4 4 4", half_partials=False))
+    (paper-notes 4.2), so its IPU precision comparison is fp16 with fp32 partials (FP16.32) against fp16
+    with half partials (FP16.16), on the same placements."""
+    gain = throughput(matched_pair(True)) / throughput(matched_pair(False))
     assert 1.147 <= gain <= 1.293
 
 
 def test_ipu_fp32_against_16_bit_is_far_more_than_the_papers_comparison():
     """True fp32 (87.5 TFLOP/s, 4-byte operands) against mixed is physics, not the paper's comparison:
     a quarter of the FP16.16 AMP rate (half of FP16.32) and twice the bytes, so the 16-bit run wins by
-    much more than the partials type alone does."""
+    much more than the partials type alone does (less than the 4x of the AMP rate: exchange, at twice the
+    bytes, is a large part of the step)."""
     fp32 = throughput(ipu("0 4 4 4", precision="fp32"))
     half_partials = throughput(ipu("0 4 4 4", precision="mixed", half_partials=True))
     float_partials = throughput(ipu("0 4 4 4", precision="mixed", half_partials=False))
-    assert half_partials / fp32 > 2.5
+    assert half_partials / fp32 > 2.0
     assert float_partials / fp32 > 1.5
     assert half_partials / fp32 > (half_partials / float_partials) * 1.5

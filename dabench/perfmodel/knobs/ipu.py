@@ -19,6 +19,8 @@ class IpuOptions:
     exchange_bandwidth_Bps: float = knob(low=0.0, doc="on-chip exchange bandwidth per IPU, bytes/s")
     amp_efficiency: float = knob(low=0.0, high=1.0, doc="share of the AMP peak a matmul's compute phase reaches")
     vector_flops_per_cycle: float = knob(low=0.0, doc="non-matmul FLOPs per tile per cycle")
+    loadstore_bytes_per_cycle: float = knob(low=0.0, doc="bytes a tile's vector work loads or stores per cycle")
+    superstep_s: float = knob(low=0.0, doc="one BSP superstep's fixed cost (tile sync, exchange start-up), s")
     program_memory_fraction: float = knob(low=0.0, high=1.0, doc="vertex/exchange code and buffers, share of memory")
     recompute: bool = knob(boolean=True, doc="--recompute-checkpoint-every-layer")
     optimizer_state_offchip: bool = knob(boolean=True, doc="AdamW moments in streaming memory")
