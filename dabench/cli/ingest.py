@@ -46,6 +46,10 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         tags["dabench.bottleneck"] = report.bottleneck
     if report.load_imbalance_basis:
         tags["dabench.load_imbalance_basis"] = report.load_imbalance_basis
+    from dabench.ingest.config import run_fields
+
+    config_params, config_tags = run_fields(report.source, report.stated)  # docs/fitting.md, "Ingested runs"
+    tags.update(config_tags)
     name = run_name or f"import {report.source} {path.name}"
     with (
         recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags) as run,
@@ -61,7 +65,8 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
             target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-        run.log(params={"import.path": str(path.resolve()), "import.format": report.source}, metrics=report.metrics())
+        params = {**config_params, "import.path": str(path.resolve()), "import.format": report.source}
+        run.log(params=params, metrics=report.metrics())
         run.log_artifacts(folder)
         # a truncated or inconsistent artifact is recorded as such, never ok (tag written at close)
         run.set_status(Status(report.status), report.reason)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dabench.core.profile import Profile, Subtask, UnitUse
+from dabench.ingest.config import StatedConfig
 from dabench.metrics import tier1
 
 #: how ``throughput.samples_per_s`` was obtained
@@ -83,6 +84,8 @@ class ArtifactReport:
     problems: list[str] = field(default_factory=list)
     #: entries of an artifact folder that were not read, with the reason (links, fifos, limits)
     skipped: list[str] = field(default_factory=list)
+    #: the run configuration the artifact states (dabench config keys) and what it does not
+    stated: StatedConfig = field(default_factory=StatedConfig)
 
     @property
     def status(self) -> str:
@@ -154,6 +157,7 @@ class ArtifactReport:
             out["throughput_basis"] = self.throughput_basis
         if self.load_imbalance_basis:
             out["load_imbalance_basis"] = self.load_imbalance_basis
+        out["config"] = self.stated.to_dict()
         for key in ("problems", "skipped", "phases_s", "info", "details", "notes"):
             value = getattr(self, key)
             if value:

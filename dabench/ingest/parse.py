@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from dabench.ingest.artifact import ArtifactReport, ArtifactSubtask
+from dabench.ingest.config import stated_config
 
 FORMATS = (
     "cerebras_compile_report",
@@ -130,7 +131,10 @@ def _parse(path: Path) -> ArtifactReport:
     fmt, target = detect(path)
     if target.is_dir():
         return _parse_checked_folder(target)
-    return _parse_detected(fmt, target)
+    report = _parse_detected(fmt, target)
+    # a single file: nothing beside it is read
+    report.stated = stated_config(fmt, target, None, report.samples_per_step)
+    return report
 
 
 def _parse_checked_folder(folder: Path) -> ArtifactReport:
@@ -149,6 +153,7 @@ def _parse_checked_folder(folder: Path) -> ArtifactReport:
             report = _parse_detected(fmt, target)
         except ValueError as error:  # name the user's folder, not the private copy
             raise ValueError(str(error).replace(tmp, str(folder))) from None
+        report.stated = stated_config(fmt, Path(target), Path(tmp), report.samples_per_step)
     report.files = [f.replace(tmp, str(folder), 1) if f.startswith(tmp) else f for f in report.files]
     report.skipped = list(found.skipped)
     return report

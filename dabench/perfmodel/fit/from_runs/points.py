@@ -54,6 +54,7 @@ class RunPoint:
     native: bool = True  #: the precision ran natively (False: emulated on this CPU)
     ceilings: tuple[float, float, str] | None = None  #: (peak FLOP/s, bandwidth B/s, memory level) it ran against
     describe: str = ""
+    no_config: str = ""  #: why no config was recorded (config None): what a prediction would need
     # filled by prepare(): the built RunConfig, op graph and Ceilings
     rc: Any = None
     graph: Any = None
@@ -127,6 +128,27 @@ def _describe(cfg: Mapping[str, Any] | None, arch: str) -> str:
     )
 
 
+def no_config_reason(params: Mapping[str, Any]) -> str:
+    """Why a run has no config to predict it from: for an ingested artifact, the config keys it
+    does not state (``import.config.missing``, recorded by ``dabench ingest --log``) and those it
+    does; an artifact ingested before that was recorded says so."""
+    fmt = params.get("import.format")
+    if not fmt:
+        return "no run config recorded: nothing to predict it from"
+    missing = str(params.get("import.config.missing") or "")
+    if not missing:
+        return f"an ingested {fmt} artifact recorded without its config (re-ingest it: dabench ingest DIR --log)"
+    if missing == "none":
+        error = params.get("import.config.error", "")
+        return f"the {fmt} artifact's stated config does not build here: {error}"
+    stated = sorted(k.split(".", 2)[2] for k in params if str(k).startswith("import.config.") and k.count(".") >= 3)
+    return (
+        f"the {fmt} artifact does not state {missing.replace(',', ', ')}"
+        + (f" (it states {', '.join(stated)})" if stated else " (it states no model or deployment)")
+        + ": nothing to predict it from"
+    )
+
+
 def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint], list[LeftOut]]:
     """(points, left out with reasons) of ``runs`` (see the module docstring). Predicted runs,
     parent runs and runs that are no dabench run at all are dropped silently (never points);
@@ -160,6 +182,7 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint],
         cfg = unflatten({k: v for k, v in params.items() if not str(k).startswith("import.")}) or None
         if cfg is not None and not all(isinstance(cfg.get(g), dict) for g in ("model", "hardware", "precision")):
             cfg = None
+        why = "" if cfg is not None else no_config_reason(params)
         classes = {
             k.split(".", 2)[2]: v
             for k, v in metrics.items()
@@ -193,6 +216,7 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint],
                 native,
                 ceilings,
                 _describe(cfg, arch),
+                why,
             )
         )
     return points, left

@@ -28,13 +28,7 @@ def prepare(points: list[RunPoint]) -> list[LeftOut]:
     unusable = []
     for p in points:
         if p.config is None:
-            unusable.append(
-                LeftOut(
-                    p.run_id,
-                    "no run config recorded (an ingested artifact without model and "
-                    "deployment params): nothing to predict it from",
-                )
-            )
+            unusable.append(LeftOut(p.run_id, p.no_config or "no run config recorded: nothing to predict it from"))
             continue
         try:
             cfg = dict(p.config)
