@@ -10,7 +10,6 @@ import io
 import json
 import math
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -324,24 +323,28 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
 
 
 def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase) -> None:
-    handle = open(path, "w", newline="") if isinstance(path, (str, Path)) else path
-    try:
-        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for r in ranked:
-            writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
-    finally:
-        if handle is not sys.stdout and isinstance(path, (str, Path)):
-            handle.close()
+    """The ranked rows as CSV into ``path`` (an export, written whole) or an open stream."""
+    handle = io.StringIO(newline="") if isinstance(path, (str, Path)) else path
+    writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for r in ranked:
+        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
+    if isinstance(path, (str, Path)):
+        from dabench.runtime.sinks import write_text
+
+        write_text("exports", path, handle.getvalue())
 
 
 def write_search_csv(search: list[dict[str, Any]], path: Path) -> None:
     columns = list(search[0]) if search else ["platform", "status"]
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        for r in search:
-            writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+    from dabench.runtime.sinks import write_text
+
+    handle = io.StringIO(newline="")
+    writer = csv.DictWriter(handle, fieldnames=columns)
+    writer.writeheader()
+    for r in search:
+        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+    write_text("exports", path, handle.getvalue())
 
 
 def advice_json(advice: Advice, ranked: list[dict[str, Any]]) -> dict[str, Any]:

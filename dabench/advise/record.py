@@ -42,9 +42,12 @@ def _finite(v: Any) -> bool:
 
 
 def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "advice.json").write_text(
-        json.dumps({**advice_json(advice, ranked), "search": search_rows(advice)}, indent=1, default=str)
+    from dabench.runtime.sinks import write_text
+
+    write_text(
+        "exports",
+        folder / "advice.json",
+        json.dumps({**advice_json(advice, ranked), "search": search_rows(advice)}, indent=1, default=str),
     )
     write_csv(ranked, folder / "advice.csv")
     write_search_csv(search_rows(advice), folder / "search.csv")

@@ -177,6 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArgError as error:
         print(f"dabench advise: {error}", file=sys.stderr)
         return 2
+    if options["csv"] not in ("-",) and options["csv"].lower() != "none":  # before any work
+        from dabench.pipeline.preflight import check_sink, format_problems
+
+        problems = check_sink("exports", Path(options["csv"]), "csv")
+        if problems:
+            print(format_problems(problems), file=sys.stderr)
+            return 2
     from dabench.advise.answer import rows, table, write_csv
     from dabench.advise.run import advise, model_section
     from dabench.core.status import DabenchError
@@ -206,7 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options["csv"] == "-":
         write_csv(ranked, sys.stdout)
     elif options["csv"].lower() != "none":
-        write_csv(ranked, Path(options["csv"]))
+        from dabench.runtime.sinks import one_line
+
+        try:
+            write_csv(ranked, Path(options["csv"]))
+        except OSError as error:
+            print(f"dabench advise: {one_line(error)}", file=sys.stderr)
+            return 1
         print(f"\ntable (CSV, PREDICTED): {options['csv']}")
     if options["record"]:
         from dabench.advise.record import record

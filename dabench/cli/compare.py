@@ -68,6 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)",
     )
     args = parser.parse_args(argv)
+    if args.csv is not None:  # before any work: the file can be written (docs/reliability.md)
+        from dabench.pipeline.preflight import check_sink, format_problems
+
+        problems = check_sink("exports", args.csv, "--csv")
+        if problems:
+            print(format_problems(problems), file=sys.stderr)
+            return 2
     from dabench.report.frame import SelectionError, load_runs
 
     try:
@@ -84,8 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     print("MLflow pages (`dabench ui` serves a local store):")
     print("\n".join(f"  {run_id[:8]}  {url}" for run_id, url in links.items()))
     if args.csv:
-        args.csv.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.csv, index_label="row")
+        from dabench.runtime.sinks import one_line, write_csv
+
+        try:
+            write_csv("exports", args.csv, table, index_label="row")
+        except OSError as error:
+            print(f"dabench compare: {one_line(error)}", file=sys.stderr)
+            return 1
         print(f"dabench compare: {len(table)} rows x {len(table.columns)} runs -> {args.csv}")
     return 0
 

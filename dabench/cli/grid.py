@@ -14,6 +14,29 @@ from dabench.core.status import is_ok
 from dabench.pipeline.grid import GridRun, expand, run_grid, summary
 
 
+def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
+    """Before any work: the first job's names, keys and values (every job shares the user's
+    tracking settings), the store, run folder and results.csv of the grid; one line per problem."""
+    from dabench.config.compose import compose
+    from dabench.pipeline.job import prepare
+    from dabench.pipeline.preflight import UNREACHABLE, check_sink, environment_problems, format_problems
+
+    if not jobs:
+        return None
+    try:
+        job = prepare(compose(jobs[0]))
+    except Exception:  # an unknown option: each such job is recorded invalid_config by the grid
+        return None
+    from dabench.tracking.naming import StoreLimitError
+
+    if isinstance(job.error, StoreLimitError):  # the store would refuse every run's record
+        return f"dabench grid: {job.error}"
+    problems = check_sink("results_csv", folder / "results.csv", "results.csv")
+    if job.rc is not None:
+        problems += [p for p in environment_problems(job.rc) if p.kind != UNREACHABLE]  # a sweep: the outbox
+    return format_problems(problems) if problems else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dabench grid [--quiet] [overrides]``: exit 0 when the grid ran (failed
     configurations are results), 2 for overrides that cannot be expanded."""
@@ -31,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = expand(args)
     except Exception as error:
         print(f"dabench grid: {error}", file=sys.stderr)
+        return 2
+    folder = (Path("multirun") / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S-grid")).resolve()
+    refused = _preflight(jobs, folder)
+    if refused:
+        print(refused, file=sys.stderr)
         return 2
     start = time.perf_counter()
     from dabench.runtime.progress import SweepProgress
@@ -51,12 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
     print(f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) {counts}", flush=True)
     try:  # the results table, results.csv under multirun/<date>/<time>-grid and on the grid's parent run
-        from dabench.report.results import record_grid_results
+        from dabench.pipeline.grid import write_results
+        from dabench.runtime.sinks import one_line
 
-        recorded = [r.run_id for r in runs if r.run_id]
-        folder = Path("multirun") / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S-grid")
         uri = ((runs[0].result.config or {}).get("tracking") or {}).get("uri") if runs else None
-        print(record_grid_results(uri, recorded, folder.resolve()), flush=True)
+        print(write_results(runs, folder, uri), flush=True)
     except Exception as error:  # the runs are recorded; only the table is missing
-        print(f"dabench grid: could not write the results table: {error}", file=sys.stderr)
+        print(f"dabench grid: could not write the results table: {one_line(error)}", file=sys.stderr)
+        return 1
     return 0

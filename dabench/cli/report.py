@@ -46,6 +46,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
+    from dabench.pipeline.preflight import check_sink, format_problems
+
+    problems = check_sink("exports", args.out / "report.html", "--out")  # before any work
+    if problems:
+        print(format_problems(problems), file=sys.stderr)
+        return 2
     from dabench.report.frame import SelectionError, client_for, load_frame
     from dabench.report.html import write_report
 
@@ -55,7 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     except SelectionError as error:
         print(f"dabench report: {error}", file=sys.stderr)
         return 2
-    report = write_report(frame, args.out, selection.label, client.tracking_uri)
+    from dabench.runtime.sinks import one_line
+
+    try:
+        report = write_report(frame, args.out, selection.label, client.tracking_uri)
+    except OSError as error:
+        print(f"dabench report: {one_line(error)}", file=sys.stderr)
+        return 1
     print(f"dabench report: {len(frame)} runs ({selection.label}) -> {report.html}")
     print(f"  figures: {len(report.figures) // 2} in {args.out / 'figures'} (PNG and SVG); runs: {report.csv}")
     for key, note in report.notes.items():

@@ -101,8 +101,8 @@ class Composer:
         if "." not in key or key.startswith("hydra.") or override.package is not None:
             return False
         value = override.value()
-        if isinstance(value, dict) or "${" in override.get_value_element_as_str():
-            return False
+        if isinstance(value, dict) or "${" in override.get_value_element_as_str() or "${" in str(value):
+            return False  # an interpolation (also one the sweeper escaped, $\{...\}): Hydra resolves it
         node: Any = base
         *parents, leaf = key.split(".")
         for part in parents:
@@ -321,6 +321,55 @@ def _close_parent(parent, runs: list[GridRun]) -> None:
     parent.log(metrics=metrics)
     interrupted = len(recorded) < len(runs) and sys.exc_info()[0] is not None
     parent.close(Status.INTERRUPTED if interrupted else Status.OK)
+
+
+# ----------------------------------------------------------------------------- the results table
+
+
+def _run_like(run: GridRun) -> Any:
+    """``run`` shaped as an MLflow run (info, data) from its in-memory record, redacted as the
+    store would hold it: for a table of runs that wait in the outbox."""
+    from types import SimpleNamespace
+
+    from dabench.core.status import mlflow_state
+    from dabench.tracking.naming import run_name
+    from dabench.tracking.redact import redact_pair
+
+    container = run.result.config or {}
+    record = run_record(run.result, container)
+    name = (container.get("tracking") or {}).get("run_name") or (run_name(container) if container else "")
+    tags = {k: redact_pair(k, v) for k, v in {**record.tags, "mlflow.runName": name}.items()}
+    info = SimpleNamespace(
+        run_id=run.run_id or "",
+        experiment_id=(container.get("tracking") or {}).get("experiment") or "dabench",
+        run_name=name,
+        status=mlflow_state(run.result.status),
+        start_time=None,
+        end_time=None,
+    )
+    params = {k: redact_pair(k, v) for k, v in record.params.items()}
+    return SimpleNamespace(info=info, data=SimpleNamespace(tags=tags, params=params, metrics=record.metrics))
+
+
+def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title: str = "grid results") -> str:
+    """The grid's results table, and ``folder/results.csv``: read back from the store (and
+    logged on the grid's parent run) when every run is there; when the runs wait in the outbox
+    (the server cannot be reached) built from the runs in memory, results.csv still written here.
+    Returns the text to print."""
+    from dabench.report.frame import runs_to_frame
+    from dabench.report.results import record_grid_results, render_results, write_results_csv
+    from dabench.tracking.outbox import PREFIX, is_unreachable
+
+    recorded = [r.run_id for r in runs if r.run_id]
+    if recorded and not any(i.startswith(PREFIX) for i in recorded):
+        try:
+            return record_grid_results(uri, recorded, folder, title)
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+    frame = runs_to_frame([_run_like(r) for r in runs if r.run_id])
+    path = write_results_csv(frame, folder / "results.csv")
+    return render_results(frame, title) + f"\nresults.csv: {path} (the runs wait in the outbox: dabench sync)"
 
 
 # ----------------------------------------------------------------------------- command line

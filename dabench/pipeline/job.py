@@ -42,9 +42,13 @@ def prepare(container: Mapping[str, Any]) -> Job:
     except ConfigError:
         placed = dict(container)
     try:
-        return Job(placed, build_run_config(placed))
+        rc = build_run_config(placed)
     except ConfigError as error:
         return Job(placed, None, error)
+    from dabench.tracking.naming import check_names  # names, keys and values the store would refuse
+
+    refused = check_names(placed)
+    return Job(placed, None, refused) if refused is not None else Job(placed, rc)
 
 
 def execute_job(job: Job) -> RunResult:

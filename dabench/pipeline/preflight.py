@@ -7,7 +7,10 @@ run. Checks are bounded: network probes use ``tracking.timeout_s`` capped at
 
 - tracking store: SQLite folder writable and the file (if any) a readable database; a server
   (http, postgresql, mysql) reachable by TCP; the database driver importable, with the install hint
-- artifact root and the run folder writable, with at least :data:`MIN_FREE_BYTES` free
+- every sink's path (:func:`check_sink`; dabench/runtime/sinks.py): not a file where a folder is
+  needed (or the reverse), not the file-system root, no dangling link on the way, no link that
+  leads out of the launch folder, writable, with at least :data:`MIN_FREE_BYTES` free; a relative
+  path or URI is taken from the launch folder (``core/paths.launch_dir``)
 - study storage (:func:`check_study_storage`, for the tuner): the same, for an Optuna storage URL
 - a measured run on this machine's CPU: the estimated memory (op graph: weights, gradients,
   optimizer state and saved activations, per data copy, plus a per-process overhead) against
@@ -103,6 +106,84 @@ def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int 
     return []
 
 
+def resolve_launch(path: Path | str) -> Path:
+    """``path`` made absolute against the launch folder (not the Hydra job's working folder)."""
+    from dabench.core.paths import launch_dir
+
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else launch_dir() / path
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+        return True
+    except ValueError:
+        return False
+
+
+def check_path_shape(path: Path, field: str, shown: Any, want: str) -> list[Problem]:
+    """``path`` (absolute) can be a ``want`` ("folder" or "file"): no existing part of it is a
+    file where a folder is needed, no link on the way is dangling or (below the launch folder)
+    leads out of it, a folder is not the file-system root, and what exists is of the right kind."""
+    from dabench.core.paths import launch_dir
+
+    home = launch_dir().absolute()
+    real_home = home.resolve()
+    if want == "folder" and path.resolve() == Path(path.anchor or "/"):
+        return [Problem(field, shown, f"{path} is the file-system root; point {field} at a folder of its own")]
+    parts = [Path(*path.parts[: i + 1]) for i in range(1, len(path.parts))]
+    for part in parts:
+        if not os.path.lexists(part):
+            break
+        if part.is_symlink():
+            target = Path(os.path.realpath(part))
+            if not part.exists():
+                return [Problem(field, shown, f"{part} is a link to {os.readlink(part)}, which does not exist; fix it")]
+            if _inside(part, home) and part != home and not _inside(target, real_home):
+                return [
+                    Problem(
+                        field,
+                        shown,
+                        f"{part} is a link out of the launch folder (to {target}); give that path to write there",
+                    )
+                ]
+        if part != path and not part.is_dir():
+            return [Problem(field, shown, f"{part} is not a folder (a file); move it or point {field} elsewhere")]
+    if path.exists():
+        if want == "folder" and not path.is_dir():
+            return [Problem(field, shown, f"{path} is not a folder (a file); move it or point {field} elsewhere")]
+        if want == "file" and path.is_dir():
+            return [Problem(field, shown, f"{path} is a folder, not a file; point {field} at a file")]
+        if want == "file" and not path.is_file():
+            return [Problem(field, shown, f"{path} is not a regular file (a fifo or device); point {field} elsewhere")]
+    return []
+
+
+def check_sink(name: str, path: Path | str, field: str, shown: Any = None) -> list[Problem]:
+    """The path of the sink ``name`` (dabench/runtime/sinks.py: a folder, or a file for ``file``
+    and local ``store`` sinks) before any work: its shape (:func:`check_path_shape`), then its
+    folder writable with space (:func:`check_writable_dir`), then an existing file writable."""
+    from dabench.runtime.sinks import sink
+
+    want = "folder" if sink(name).kind == "folder" else "file"
+    absolute = resolve_launch(path)
+    shown = str(path) if shown is None else shown
+    problems = check_path_shape(absolute, field, shown, want)
+    if problems:
+        return problems
+    problems = check_writable_dir(absolute if want == "folder" else absolute.parent, field, shown)
+    if problems or want == "folder" or not absolute.exists():
+        return problems
+    try:  # appending nothing changes nothing, and fails as a write would
+        with open(absolute, "ab"):
+            pass
+    except OSError as error:
+        fix = f"{absolute} is not writable ({error.strerror}); fix it or point {field} elsewhere"
+        return [Problem(field, shown, fix)]
+    return []
+
+
 # ----------------------------------------------------------------------------- stores
 
 
@@ -150,12 +231,10 @@ def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[
 
 
 def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[Problem]:
-    """A SQLite file's folder is writable, and an existing file is a readable database."""
-    problems = check_writable_dir(path.parent, field, shown)
+    """A SQLite file's path is fit (:func:`check_sink`), and an existing file is a readable database."""
+    problems = check_sink("store", path, field, shown)
     if problems or not path.exists():
         return problems
-    if not os.access(path, os.R_OK | os.W_OK):
-        return [Problem(field, shown, f"{path} is not writable; fix its permissions or use another store")]
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s) as conn:
             conn.execute("PRAGMA schema_version").fetchone()
@@ -184,14 +263,14 @@ def check_store(uri: str, field: str, timeout_s: float) -> list[Problem]:
         from dabench.tracking.store import sqlite_path
 
         path = sqlite_path(uri)
-        return [] if path is None else check_sqlite(path.absolute(), field, shown, timeout)
+        return [] if path is None else check_sqlite(resolve_launch(path), field, shown, timeout)
     if scheme in DRIVERS:
         return check_driver(uri, field, shown) or check_reachable(uri, field, shown, timeout)
     if scheme in ("http", "https"):
         return check_reachable(uri, field, shown, timeout)
     if scheme == "file":
         local = Path(urlsplit(uri).path if uri.startswith("file:") else uri)
-        return check_writable_dir(local, field, shown)
+        return check_sink("artifacts", local, field, shown)
     return []  # databricks and other plugins: their client decides
 
 
@@ -336,8 +415,16 @@ def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str |
         problems += check_store(uri, "tracking.uri", timeout_s) + check_parent_store(rc, uri)
         root = artifact_root(uri)
         if not problems and root and root.startswith("file:"):
-            problems += check_writable_dir(Path(urlsplit(root).path), "tracking.uri", shown=f"artifacts at {root}")
-    problems += check_writable_dir(Path.cwd() if run_dir is None else run_dir, "hydra.run.dir")
+            problems += check_sink("artifacts", Path(urlsplit(root).path), "tracking.uri", shown=f"artifacts at {root}")
+        from dabench.tracking.outbox import is_remote, outbox_dir
+
+        if not problems and is_remote(uri):  # where its records wait if the server goes away
+            problems += check_sink("outbox", outbox_dir(), "$DABENCH_OUTBOX")
+    problems += check_sink("run_dir", Path.cwd() if run_dir is None else run_dir, "hydra.run.dir")
+    if is_measured_on_cpu(rc):  # this CPU's calibration is read and written
+        from dabench.runtime.sinks import CACHE_ENV, calibration_cache_path
+
+        problems += check_sink("calibration_cache", calibration_cache_path(), f"${CACHE_ENV}")
     return problems
 
 

@@ -8,7 +8,7 @@ metrics, tags). The Hydra task, the grid, the in-process launcher (through the g
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -35,14 +35,16 @@ def run_record(result: RunResult, container: Mapping[str, Any], note: str | None
     :func:`dabench.tracking.naming.run_tags` (``dabench.mode=none`` for a refused config), and
     ``note`` (the summary line and reproduce command) as the run's description when given."""
     from dabench.tracking.describe import NOTE_TAG
-    from dabench.tracking.naming import run_tags
+    from dabench.tracking.naming import key_problem, run_tags
 
     tags = run_tags(result.run_config, result, container)
+    params = flatten(container)
     if result.run_config is None:
         tags["dabench.mode"] = "none"
+        params = {k: v for k, v in params.items() if not key_problem(k)}  # a refused key is named in the reason
     if note is not None:
         tags[NOTE_TAG] = note
-    return RunRecord(flatten(container), dict(result.metrics), tags)
+    return RunRecord(params, dict(result.metrics), tags)
 
 
 def record_run(
@@ -71,7 +73,13 @@ def record_run(
             status_tags=False,
             parent_id=tracking.get("parent_run_id") or None,
         )
-    with opened as run:
+    with ExitStack() as stack:
+        try:
+            run = stack.enter_context(opened)
+        except OSError as error:  # the store (or the outbox) cannot be written: no run, no work
+            result = RunResult(Status.CRASHED, "", "none", config=container)
+            _not_written(result, error, "the run could not be opened in the store")
+            return result, None
         from dabench.runtime import faults
 
         faults.check("run_body")  # tests: hold here until signalled (dabench/runtime/faults.py)

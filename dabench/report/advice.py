@@ -232,8 +232,9 @@ def write_advice_pages(frame: pd.DataFrame, out: Path, client) -> list[Path]:
         advice = load_advice(client, parent)
         if advice is None:
             continue
-        out.mkdir(parents=True, exist_ok=True)
+        from dabench.runtime.sinks import write_text
+
         page = out / ("advice.html" if len(parents) == 1 else f"advice-{parent[:8]}.html")
-        page.write_text(render(advice, parent), encoding="utf-8")
+        write_text("exports", page, render(advice, parent))
         pages.append(page)
     return pages

@@ -8,9 +8,9 @@ validated runs, ``always`` for every run with a profile, ``never``.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
-import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,6 +18,7 @@ import yaml
 
 from dabench.metrics.summary import roofline_points
 from dabench.report.roofline_plot import plot_roofline
+from dabench.runtime.sinks import copy_file, copy_tree, make_dir, write_text
 
 
 def _finite(value: Any) -> Any:
@@ -42,12 +43,11 @@ def copy_sources(paths: list[str], folder: Path) -> list[str]:
         if not source.exists():
             skipped.append(f"{name}: missing")
         elif source.is_dir():
-            shutil.copytree(source, folder / source.name, dirs_exist_ok=True)
+            copy_tree("run_dir", source, folder / source.name)
         elif source.stat().st_size > MAX_SOURCE_FILE_BYTES:
             skipped.append(f"{name}: larger than {MAX_SOURCE_FILE_BYTES // 2**20} MiB")
         else:
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, folder / source.name)
+            copy_file("run_dir", source, folder / source.name)
     return skipped
 
 
@@ -67,10 +67,10 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
     """Write config.yaml, result.json and, for runs with a profile, subtasks.csv and (when
     :func:`wants_plot`) roofline.svg into ``folder``, with the profile's source files (vendor artifacts) under
     ``sources/``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir("run_dir", folder)
     from dabench.tracking.redact import redact_mapping, redact_value  # no credentials or tokens in files
 
-    (folder / "config.yaml").write_text(yaml.safe_dump(redact_mapping(dict(config)), sort_keys=False))
+    write_text("run_dir", folder / "config.yaml", yaml.safe_dump(redact_mapping(dict(config)), sort_keys=False))
     profile = result.profile if result.profile is not None else result.predicted
     document = {
         "status": result.status.value,
@@ -87,7 +87,7 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
     }
     if profile is not None and profile.artifacts:
         document["sources_skipped"] = copy_sources(profile.artifacts, folder / "sources")
-    (folder / "result.json").write_text(json.dumps(_finite(redact_value(document)), indent=1, default=str))
+    write_text("run_dir", folder / "result.json", json.dumps(_finite(redact_value(document)), indent=1, default=str))
     if profile is not None and result.graph is not None and result.ceilings is not None:
         if (
             wants_plot(config, result.mode)
@@ -109,10 +109,11 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
                 predicted_points=also_predicted,
             )
         # uncalibrated ceilings (NaN): no roof to draw; the run's metrics say so
-        with open(folder / "subtasks.csv", "w", newline="") as handle:
-            kinds = sorted({k for s in profile.subtasks for k in s.units})
-            writer = csv.writer(handle)
-            writer.writerow(["name", "time_s", "rate_samples_per_s", "flops", *[f"units.{k}" for k in kinds]])
-            for s in profile.subtasks:
-                writer.writerow([s.name, s.time_s, s.rate, s.flops, *[s.units.get(k) for k in kinds]])
+        handle = io.StringIO(newline="")
+        kinds = sorted({k for s in profile.subtasks for k in s.units})
+        writer = csv.writer(handle)
+        writer.writerow(["name", "time_s", "rate_samples_per_s", "flops", *[f"units.{k}" for k in kinds]])
+        for s in profile.subtasks:
+            writer.writerow([s.name, s.time_s, s.rate, s.flops, *[s.units.get(k) for k in kinds]])
+        write_text("run_dir", folder / "subtasks.csv", handle.getvalue())
     return folder

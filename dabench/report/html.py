@@ -60,11 +60,11 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     except PackageNotFoundError:  # a source tree that is not installed
         __version__ = "(not installed)"
 
-    out.mkdir(parents=True, exist_ok=True)
-    figures_dir = out / "figures"
-    figures_dir.mkdir(exist_ok=True)
-    csv_path = out / "runs.csv"
-    frame.to_csv(csv_path, index=False)
+    from dabench.runtime.sinks import make_dir, write_bytes, write_csv, write_text
+
+    make_dir("exports", out)
+    figures_dir = make_dir("exports", out / "figures")
+    csv_path = write_csv("exports", out / "runs.csv", frame, index=False)
     report = Report(out / "report.html", csv_path)
     shown = []
     for spec in FIGURES:
@@ -79,8 +79,10 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
         svg = io.BytesIO()
         fig.savefig(svg, format="svg")
         fig.set_layout_engine("none")  # the layout computed for the SVG holds for the PNG: no second pass
-        (figures_dir / f"{spec.key}.svg").write_bytes(svg.getvalue())
-        fig.savefig(figures_dir / f"{spec.key}.png", dpi=110)
+        write_bytes("exports", figures_dir / f"{spec.key}.svg", svg.getvalue())
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=110)
+        write_bytes("exports", figures_dir / f"{spec.key}.png", png.getvalue())
         report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
         shown.append(
             {
@@ -126,5 +128,5 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
         failure_rows=_rows(failed, ["run_name", "platform", "mode", "status", "reason"], links),
         failure_more=max(0, len(failed) - MAX_TABLE_ROWS),
     )
-    report.html.write_text(html, encoding="utf-8")
+    write_text("exports", report.html, html)
     return report

@@ -132,10 +132,9 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
 
 def write_results_csv(frame: pd.DataFrame, path: Path) -> Path:
     """``results.csv``: :func:`results_table` with every param and metric column."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    results_table(frame).to_csv(path, index=False)
-    return path
+    from dabench.runtime.sinks import write_csv
+
+    return write_csv("results_csv", Path(path), results_table(frame), index=False)
 
 
 def sweep_mode(frame: pd.DataFrame) -> str:

@@ -99,5 +99,7 @@ def plot_roofline(
     predicted_points: list[RooflinePoint] | None = None,
 ) -> Path:
     """Write :func:`roofline_svg` to ``path`` (an ``.svg`` file); returns ``path``."""
-    path.write_text(roofline_svg(points, peak_flops, bandwidth, title, predicted, memory_level, predicted_points))
-    return path
+    from dabench.runtime.sinks import write_text
+
+    svg = roofline_svg(points, peak_flops, bandwidth, title, predicted, memory_level, predicted_points)
+    return write_text("run_dir", path, svg)

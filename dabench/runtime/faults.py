@@ -3,7 +3,10 @@
 ``$DABENCH_FAULT`` holds comma-separated ``point[:arg]`` items; :func:`check` is called at each
 point and does nothing unless its point is named. Points: ``artifacts:ERRNO``,
 ``log_artifacts:ERRNO``, ``tracking_log``, ``tracking_close``, ``run_body:hold[@N]`` and ``run_body:wait[@N]`` (barriers
-through ``$DABENCH_FAULT_READY``) and ``rank:R@S[=kill|raise|hang]``. Never set in normal use.
+through ``$DABENCH_FAULT_READY``), ``rank:R@S[=kill|raise|hang]``, and one point per registered
+sink, ``write.<sink>:ERRNO[@N]`` or ``write.<sink>:kill[@N]`` (dabench/runtime/sinks.py: an
+``OSError`` with that errno, or SIGKILL of this process, half-way through the write; ``@N``: only
+at the N-th write to that sink, else at every one). Never set in normal use.
 
 Derivation: docs/reliability.md, section 2 (fault hooks); docs/distributed.md, "Failure is a result".
 """
@@ -43,11 +46,28 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
             _, _, nth = arg.partition("@")
             if _calls[point] == int(nth or 1):
                 _hold(point) if arg.startswith("hold") else _wait(point)
-        elif arg.startswith("E") and hasattr(_errno, arg):
-            code = getattr(_errno, arg)
-            raise OSError(code, f"{os.strerror(code)} (fault injected at {point})", str(path) if path else None)
+        elif arg.partition("@")[0] == "kill":
+            if _nth(arg, _calls[point]):
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
+        elif arg.startswith("E") and hasattr(_errno, arg.partition("@")[0]):
+            if _nth(arg, _calls[point]):
+                code = getattr(_errno, arg.partition("@")[0])
+                raise OSError(code, f"{os.strerror(code)} (fault injected at {point})", str(path) if path else None)
         else:
             raise InjectedFault(f"fault injected at {point}: the tracking store is unreachable")
+
+
+def _nth(arg: str, count: int) -> bool:
+    """``arg`` (``KIND`` or ``KIND@N``) fires at this call (the ``count``-th at its point)."""
+    _, at, nth = arg.partition("@")
+    return not at or count == int(nth)
+
+
+def armed(point: str) -> bool:
+    """Whether ``$DABENCH_FAULT`` names ``point`` (cheap; no call is counted)."""
+    return ENV in os.environ and bool(_items(point))
 
 
 RANK_FAULT_KINDS = ("kill", "raise", "hang")

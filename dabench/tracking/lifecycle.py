@@ -23,6 +23,7 @@ from typing import Any, Iterator, Mapping
 from dabench.core.paths import launch_dir
 from dabench.core.status import Status, mlflow_state, parse
 from dabench.runtime import faults
+from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.store import client_and_experiment, tracking_uri
 from dabench.tracking.writes import MAX_TAG_CHARS, REASON_TAG, STATUS_TAG, now_ms, write_batch
 
@@ -201,11 +202,12 @@ def open_run(
             client, experiment_id = client_and_experiment(resolved, experiment)
             reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
             outbox.sync_once(resolved)  # an earlier outage's records, now that the server answers
+            name, note = fit_name(run_name)  # a generated name too long for the store: shortened, with a note
             run = client.create_run(
                 experiment_id,
                 start_time=start,
-                run_name=run_name[:250],
-                tags={k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()},
+                run_name=name,
+                tags={**{k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()}, **truncation_note([note])},
             )
             return RecordedRun(client, run.info.run_id, experiment_id, start, **where)
         except Exception as error:
@@ -408,8 +410,10 @@ class BatchRecorder:
             created = None
             if not offline:
                 try:
-                    run = self._client.create_run(self._experiment_id, start_time=p.start_ms, run_name=p.run_name[:250])
+                    name, note = fit_name(p.run_name)
+                    run = self._client.create_run(self._experiment_id, start_time=p.start_ms, run_name=name)
                     created = run.info.run_id
+                    tags.update(truncation_note([note]))
                     write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
                     self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
                     written.append(run.info.run_id)

@@ -1,11 +1,138 @@
-"""What a dabench run is called and tagged in MLflow (the Hydra task and dabench.api share it)."""
+"""What a dabench run is called and tagged in MLflow (the Hydra task and dabench.api share it), and
+the tracking store's limits on names, keys and values.
+
+:func:`check_names` refuses, before any work, a name, key or value the user chose that the store
+would refuse (one :class:`~dabench.core.status.ConfigError`: field, value shortened, what is
+valid); :func:`fit_name` and :func:`fit_value` shorten what dabench generated, and
+:func:`truncation_note` says so in a tag. Limits: docs/reliability.md, "Sinks and the fault matrix".
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import posixpath
+import re
+from typing import Any, Mapping
 
 from dabench.config.sections import RunConfig
 from dabench.core.result import RunResult
+from dabench.core.status import ConfigError
+
+# MLflow 3's limits (mlflow/utils/validation.py; tests/reliability/test_names.py compares them)
+MAX_KEY_CHARS = 250  #: MAX_ENTITY_KEY_LENGTH: param, metric and tag keys
+MAX_PARAM_CHARS = 6000  #: MAX_PARAM_VAL_LENGTH
+MAX_TAG_CHARS = 8000  #: MAX_TAG_VAL_LENGTH
+MAX_RUN_NAME_CHARS = 250  #: the runs table's ``name`` column, String(250) (mlflow/store/tracking/dbmodels)
+MAX_EXPERIMENT_CHARS = 500  #: MAX_EXPERIMENT_NAME_LENGTH
+#: validate_param_and_metric_name (POSIX): what a key may hold
+KEY_PATTERN = re.compile(r"^[/\w.\- :]*$")
+KEY_RULE = (
+    f"a key of at most {MAX_KEY_CHARS} characters: letters, digits, _ - . / : and spaces, "
+    "not a path that normalises to another name (no leading /, no .., no //)"
+)
+TRUNCATED_TAG = "dabench.truncated"  #: which generated names or values were shortened, and from what length
+SHOWN_CHARS = 60  #: a refused value is shown this long at most
+
+
+def shown(value: Any) -> str:
+    """A value for a one-line message: its repr, at most :data:`SHOWN_CHARS` characters."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 20]}...({len(str(value))} chars)"
+
+
+def key_problem(key: str) -> str | None:
+    """Why the store would refuse ``key`` as a param, metric or tag key (None: it would not)."""
+    if not key:
+        return "an empty key"
+    if len(key) > MAX_KEY_CHARS:
+        return f"{len(key)} characters"
+    if not KEY_PATTERN.match(key):
+        return "a character outside the allowed set"
+    norm = posixpath.normpath(key)
+    if norm != key or norm == "." or norm.startswith("..") or norm.startswith("/"):
+        return "a path that normalises to another name"
+    return None
+
+
+class StoreLimitError(ConfigError):
+    """A name, key or value the user chose that the tracking store would refuse."""
+
+
+def _refused(field: str, value: Any, valid: str) -> ConfigError:
+    error = StoreLimitError(field, value, valid)
+    error.args = (f"invalid config: {field}={shown(value)}: {valid}",)
+    return error
+
+
+def check_experiment(name: Any) -> ConfigError | None:
+    """``tracking.experiment``: a non-empty name the store keeps whole."""
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_EXPERIMENT_CHARS:
+        return _refused("tracking.experiment", name, f"a non-empty name of at most {MAX_EXPERIMENT_CHARS} characters")
+    return None
+
+
+def check_run_name(name: Any) -> ConfigError | None:
+    """``tracking.run_name`` (chosen by the user; null = generated): kept whole by the store."""
+    if name is not None and (not isinstance(name, str) or len(name) > MAX_RUN_NAME_CHARS):
+        return _refused("tracking.run_name", name, f"a name of at most {MAX_RUN_NAME_CHARS} characters, or null")
+    return None
+
+
+def check_tags(tags: Mapping[str, Any] | None) -> ConfigError | None:
+    """``tracking.tags``: each key a valid key, each value at most :data:`MAX_TAG_CHARS` characters."""
+    for key, value in (tags or {}).items():
+        if key_problem(str(key)):
+            return _refused(f"tracking.tags.{key}", str(key), f"{KEY_RULE} ({key_problem(str(key))})")
+        if len(str(value)) > MAX_TAG_CHARS:
+            return _refused(f"tracking.tags.{key}", value, f"a tag value of at most {MAX_TAG_CHARS} characters")
+    return None
+
+
+def check_params(params: Mapping[str, Any]) -> ConfigError | None:
+    """The flattened config (the run's params): each key a valid key, each value at most
+    :data:`MAX_PARAM_CHARS` characters."""
+    for key, value in params.items():
+        if key_problem(key):
+            return _refused(key, key, f"{KEY_RULE} ({key_problem(key)})")
+        if len(str(value)) > MAX_PARAM_CHARS:
+            return _refused(key, value, f"a value of at most {MAX_PARAM_CHARS} characters (an MLflow param)")
+    return None
+
+
+def check_names(container: Mapping[str, Any]) -> ConfigError | None:
+    """The first name, key or value of ``container`` (a composed config) that the user chose and
+    the tracking store would refuse, as a ConfigError; None when all fit. Nothing when tracking
+    is off."""
+    from dabench.config.build import flatten
+
+    tracking = container.get("tracking") or {}
+    if not tracking.get("enabled", True):
+        return None
+    return (
+        check_experiment(tracking.get("experiment") or "dabench")
+        or check_run_name(tracking.get("run_name"))
+        or check_tags(tracking.get("tags"))
+        or check_params(flatten(container))
+    )
+
+
+def fit_name(name: str, limit: int = MAX_RUN_NAME_CHARS) -> tuple[str, str | None]:
+    """A generated name cut to ``limit`` characters: (name, note or None when it fitted)."""
+    if len(name) <= limit:
+        return name, None
+    return name[: limit - 3] + "...", f"run name ({len(name)} chars -> {limit})"
+
+
+def fit_value(key: str, value: str, limit: int) -> tuple[str, str | None]:
+    """A generated value cut to ``limit`` characters: (value, note or None when it fitted)."""
+    if len(value) <= limit:
+        return value, None
+    return value[: limit - 3] + "...", f"{key} ({len(value)} chars -> {limit})"
+
+
+def truncation_note(notes: list[str]) -> dict[str, str]:
+    """The :data:`TRUNCATED_TAG` tag for ``notes`` (empty when nothing was shortened)."""
+    notes = [n for n in notes if n]
+    return {TRUNCATED_TAG: "; ".join(notes)[:MAX_TAG_CHARS]} if notes else {}
 
 
 def run_name(container: dict[str, Any]) -> str:
@@ -82,6 +209,7 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
             tags.update({f"dabench.core.profile.{k}": v for k, v in profile.tags.items()})
     if rc is not None:
         tags.update(rc.tracking.tags)
-    else:
-        tags.update({str(k): str(v) for k, v in ((container.get("tracking") or {}).get("tags") or {}).items()})
+    else:  # a refused config: only the user's tags the store can hold (the refusal names the others)
+        user = (container.get("tracking") or {}).get("tags") or {}
+        tags.update({str(k): str(v)[:MAX_TAG_CHARS] for k, v in user.items() if not key_problem(str(k))})
     return tags

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,10 +91,10 @@ class Journal:
         server_run_id: str | None = None,
         folder: Path | None = None,
     ) -> "Journal":
+        from dabench.runtime.sinks import make_dir
         from dabench.tracking.redact import redact_pair, redact_text, redact_uri
 
-        folder = folder or outbox_dir()
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_dir("outbox", folder or outbox_dir())
         ident = uuid.uuid4().hex
         journal = cls(
             folder / f"{ident}.json",
@@ -129,9 +128,10 @@ class Journal:
         return cls(path, json.loads(path.read_text()))
 
     def save(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
-        os.replace(tmp, self.path)
+        """The journal, replaced whole (a crash mid-write leaves the previous version)."""
+        from dabench.runtime.sinks import write_json
+
+        write_json("outbox", self.path, self.data, indent=1, sort_keys=True)
 
     def log(
         self,
@@ -148,8 +148,10 @@ class Journal:
         self.save()
 
     def add_artifacts(self, folder: Path, artifact_path: str | None = None) -> None:
+        from dabench.runtime.sinks import copy_tree
+
         target = self.path.parent / self.id / f"artifacts{len(self.data['artifacts'])}"
-        shutil.copytree(folder, target, dirs_exist_ok=True)
+        copy_tree("outbox", folder, target)
         self.data["artifacts"].append({"folder": str(target.relative_to(self.path.parent)), "path": artifact_path})
         self.data["acked"]["artifacts"] = False
         self.save()
@@ -198,7 +200,7 @@ def pending(folder: Path | None = None) -> list[Journal]:
     for path in sorted(folder.glob("*.json")):
         try:
             journals.append(Journal.load(path))
-        except (OSError, ValueError):  # a journal cut by a crash mid-write: os.replace makes this rare
+        except (OSError, ValueError):  # unreadable; never half-written (runtime/sinks.write_bytes)
             continue
     return journals
 
@@ -296,9 +298,10 @@ def replay(uri: str, folder: Path | None = None) -> SyncReport:
             recount.append((client, data["server_run_id"]))
         report.already += already
         report.synced += not already
-        done = folder / "synced"
-        done.mkdir(exist_ok=True)
-        os.replace(journal.path, done / journal.path.name)
+        from dabench.runtime.sinks import make_dir, move
+
+        done = make_dir("outbox", folder / "synced")
+        move("outbox", journal.path, done / journal.path.name)
     from dabench.tracking.writes import log_child_counts
 
     for client, run_id in recount:  # a parent closed in the outbox: its children are in the store now
@@ -331,9 +334,11 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
             parent = data.get("parent")
             if parent:
                 tags["mlflow.parentRunId"] = resolved.get(parent, parent)
-            run = client.create_run(
-                experiment_id, start_time=data["start_ms"], run_name=data["run_name"][:250], tags=tags
-            )
+            from dabench.tracking.naming import fit_name, truncation_note
+
+            name, note = fit_name(data["run_name"])
+            tags.update(truncation_note([note]))
+            run = client.create_run(experiment_id, start_time=data["start_ms"], run_name=name, tags=tags)
             data["server_run_id"] = run.info.run_id
         acked["created"] = True
         journal.save()

@@ -238,7 +238,9 @@ def redact_hydra_output(folder) -> None:
         text = path.read_text(errors="replace")
         cleaned = "\n".join(_redact_yaml_line(line) for line in text.split("\n"))
         if cleaned != text:
-            path.write_text(cleaned)
+            from dabench.runtime.sinks import write_text
+
+            write_text("run_dir", path, cleaned)
 
 
 def _redact_yaml_line(line: str) -> str:

@@ -34,14 +34,31 @@ _LOCKED_MARKERS = ("database is locked", "database table is locked", "database s
 
 
 def tracking_uri(configured: str | None = None) -> str:
-    """The MLflow tracking URI for this run (see module docstring for the order)."""
+    """The MLflow tracking URI for this run (see module docstring for the order); a relative local
+    one is taken from the launch folder (:func:`absolute_uri`)."""
     if configured:
-        return configured
+        return absolute_uri(configured)
     if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    store = launch_dir() / "mlruns"
-    store.mkdir(parents=True, exist_ok=True)
+        return absolute_uri(os.environ["MLFLOW_TRACKING_URI"])
+    from dabench.runtime.sinks import make_dir
+
+    store = make_dir("store", launch_dir() / "mlruns")
     return f"sqlite:///{store / 'mlflow.db'}"
+
+
+def absolute_uri(uri: str) -> str:
+    """A local store URI with a relative path (``sqlite:///runs.db``, ``file:mlruns``, ``mlruns``)
+    made absolute against the launch folder, not the Hydra job's working folder; others unchanged."""
+    if uri.startswith("sqlite:///"):
+        rest = uri[len("sqlite:///") :]
+        if rest and not rest.startswith(("/", ":memory:", "?")):
+            return f"sqlite:///{launch_dir() / rest}"
+        return uri
+    if uri.startswith("file:") and not uri.startswith("file:/"):
+        return (launch_dir() / uri[len("file:") :]).as_uri()
+    if ":" not in uri and not uri.startswith("/") and uri not in ("databricks", "databricks-uc", "uc"):  # a path
+        return str(launch_dir() / uri)
+    return uri
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -136,6 +153,14 @@ def retry_locked(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: client methods that write the store, and those that write the artifact root (runtime/sinks.py)
+_STORE_WRITES = frozenset(
+    ("create_run", "log_batch", "set_terminated", "set_tag", "log_metric", "log_param", "update_run")
+    + ("create_experiment", "set_experiment_tag", "delete_tag", "log_inputs")
+)
+_ARTIFACT_WRITES = frozenset(("log_artifact", "log_artifacts", "log_text", "log_dict", "log_figure", "log_image"))
+
+
 class RetryingClient:
     """An ``MlflowClient`` whose method calls are retried on "database is locked"
     (:func:`retry_locked`) and whose writes are redacted
@@ -153,8 +178,14 @@ class RetryingClient:
         if not callable(attr) or name.startswith("_"):
             return attr
 
+        sink = "artifacts" if name in _ARTIFACT_WRITES else "store" if name in _STORE_WRITES else None
+
         def call(*args: Any, **kwargs: Any) -> Any:
             args, kwargs = redact_client_call(attr, args, kwargs)  # no secret reaches the store
+            if sink is not None:
+                from dabench.runtime.sinks import fault_point
+
+                fault_point(sink)  # tests: this write meets a full disk, a denied folder, an I/O error
             return retry_locked(lambda: attr(*args, **kwargs))
 
         call.__name__ = name
@@ -170,10 +201,12 @@ def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
     if db is None:
         yield
         return
-    db.parent.mkdir(parents=True, exist_ok=True)
+    from dabench.runtime.sinks import make_dir, open_stream
+
+    make_dir("store", db.parent)
     lock_path = db.with_name(db.name + ".lock")
     deadline = time.monotonic() + (timeout_s or 120.0)
-    with open(lock_path, "a") as handle:
+    with open_stream("store", lock_path, "a") as handle:
         delay = 0.01
         while True:
             try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-MAX_PARAM_CHARS = 6000
-MAX_TAG_CHARS = 5000
+from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
+
 STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
 
 
@@ -29,15 +29,25 @@ def write_batch(
     timestamp_ms: int | None = None,
 ) -> None:
     """Params, metrics and tags in as few calls as MLflow allows (1,000 metrics, 100 params per
-    call); values are truncated to MLflow's limits; ``None`` metrics are left out."""
+    call); values longer than MLflow's limits are shortened and named in the ``dabench.truncated``
+    tag (a user's own values were refused before the run: tracking/naming.check_names); ``None``
+    metrics are left out."""
     from mlflow.entities import Metric, Param, RunTag
 
     stamp = timestamp_ms if timestamp_ms is not None else now_ms()
     metric_list = [Metric(k, float(v), stamp, 0) for k, v in (metrics or {}).items() if v is not None]
     from dabench.tracking.redact import redact_pair  # credentials and tokens never reach the store
 
-    param_list = [Param(k, redact_pair(k, v)[:MAX_PARAM_CHARS]) for k, v in (params or {}).items()]
-    tag_list = [RunTag(k, redact_pair(k, v)[:MAX_TAG_CHARS]) for k, v in (tags or {}).items()]
+    notes: list[str | None] = []
+
+    def fit(key: str, value: Any, limit: int) -> str:
+        text, note = fit_value(key, redact_pair(key, value), limit)
+        notes.append(note)
+        return text
+
+    param_list = [Param(k, fit(k, v, MAX_PARAM_CHARS)) for k, v in (params or {}).items()]
+    tag_list = [RunTag(k, fit(k, v, MAX_TAG_CHARS)) for k, v in (tags or {}).items()]
+    tag_list += [RunTag(k, v) for k, v in truncation_note(notes).items()]
     if not (metric_list or param_list or tag_list):
         return
     client.log_batch(run_id, metrics=metric_list[:1000], params=param_list[:100], tags=tag_list)

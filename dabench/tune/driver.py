@@ -91,6 +91,9 @@ def trial_tags(trial_number: int, study_name: str) -> list[str]:
 
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialState:
     """Record ``outcome`` for ``trial``; see the module docstring for the rule."""
+    from dabench.runtime.sinks import fault_point
+
+    fault_point("study_storage")  # tests: the study storage fails here (dabench/runtime/sinks.py)
     value = outcome.value
     finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     trial.set_user_attr(STATUS_ATTR, outcome.status if not finite else Status.OK.value)

@@ -58,9 +58,11 @@ def study_lock(storage: str, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> It
     TimeoutError when it cannot be had within ``timeout_s``."""
     path = sqlite_path(storage)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from dabench.runtime.sinks import make_dir, open_stream
+
+        make_dir("study_storage", path.parent)
         lock_file = path.with_name(path.name + ".lock")
-        with open(lock_file, "a+") as handle:
+        with open_stream("study_storage", lock_file, "a+") as handle:
             deadline = time.monotonic() + timeout_s
             while True:
                 try:

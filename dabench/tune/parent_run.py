@@ -205,9 +205,11 @@ def mark_killed(client, parent_id: str) -> None:
 
 def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) -> list[str]:
     """optimization_results.yaml, trials.csv and the plots into ``folder``; returns notes."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "optimization_results.yaml").write_text(yaml.safe_dump(redact_value(summary.to_dict()), sort_keys=False))
-    (folder / "trials.csv").write_text(redact_text(study.trials_dataframe().to_csv(index=False)))
+    from dabench.runtime.sinks import write_text
+
+    summary_yaml = yaml.safe_dump(redact_value(summary.to_dict()), sort_keys=False)
+    write_text("run_dir", folder / "optimization_results.yaml", summary_yaml)
+    write_text("run_dir", folder / "trials.csv", redact_text(study.trials_dataframe().to_csv(index=False)))
     plot_history(study, folder / "optimization_history.png")
     _, note = plot_importance(study, folder / "param_importance.png")
     return [note]

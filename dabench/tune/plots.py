@@ -37,7 +37,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     ax.set_title(f"Optimization history\n{study.study_name}", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return path
 
@@ -73,6 +73,17 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
     ax.set_xlabel("importance (Optuna's default evaluator, normalised to sum 1)")
     ax.set_title(f"Parameter importance, {len(complete)} completed trials\n{study.study_name}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return path, f"parameter importance from {len(complete)} completed trials"
+
+
+def _save(fig, path: Path) -> None:
+    """The figure as PNG into the sweep folder (runtime/sinks.py: written whole)."""
+    import io
+
+    from dabench.runtime.sinks import write_bytes
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    write_bytes("run_dir", path, buffer.getvalue())

@@ -42,8 +42,9 @@ NAME_NEUTRAL_PREFIXES = ("tracking.", "+tracking.", "++tracking.", "hydra.", "+s
 
 
 def default_storage(launch_dir: Path) -> str:
-    store = launch_dir / "mlruns"
-    store.mkdir(parents=True, exist_ok=True)
+    from dabench.runtime.sinks import make_dir
+
+    store = make_dir("study_storage", launch_dir / "mlruns")
     return f"sqlite:///{(store / 'optuna.db').resolve()}"
 
 
@@ -64,8 +65,10 @@ def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers
     Workers started at the same moment on a fresh store create the schema and the study one at
     a time, under the store's lock (:func:`dabench.tune.locking.study_lock`); a worker that still
     meets a creation race (a store without a lock) retries a few times."""
+    from dabench.runtime.sinks import fault_point
     from dabench.tune.locking import study_lock
 
+    fault_point("study_storage", storage)  # tests: the storage fails as the study is opened
     last: Exception | None = None
     for attempt in range(5):
         try:

@@ -299,10 +299,11 @@ class DabenchOptunaSweeper(Sweeper):
         launch_dir = Path(self.config.hydra.runtime.cwd)
         folder = Path(str(self.config.hydra.sweep.dir))
         absolute = folder if folder.is_absolute() else launch_dir / folder
-        absolute.parent.mkdir(parents=True, exist_ok=True)
+        from dabench.runtime.sinks import make_dir
+
+        make_dir("run_dir", absolute.parent)
         try:
-            absolute.mkdir()
-            return absolute
+            return make_dir("run_dir", absolute, exist_ok=False)
         except FileExistsError:
             pass
         mine = Path(f"{folder}-{socket.gethostname()}-{os.getpid()}")

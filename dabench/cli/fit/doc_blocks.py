@@ -38,5 +38,7 @@ def update_doc(blocks: dict[str, str], doc: Path = DOC) -> bool:
         _, tail = rest.split(end, 1)
         new = head + block + tail
     if new != text:
-        doc.write_text(new)
+        from dabench.runtime.sinks import write_text
+
+        write_text("source_tree", doc, new)
     return new != text

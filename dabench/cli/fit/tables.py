@@ -125,4 +125,6 @@ def write_residuals(results: dict[str, list[tuple[Point, float]]]) -> None:
             }
             for p, v in rows
         }
-    RESIDUALS_JSON.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    from dabench.runtime.sinks import write_json
+
+    write_json("source_tree", RESIDUALS_JSON, data, indent=1, sort_keys=True)

@@ -95,5 +95,7 @@ def write(doc: Path = DOC, block: str | None = None) -> bool:
     old = doc_block(doc)
     new = text.replace(old, block, 1)
     if new != text:
-        doc.write_text(new)
+        from dabench.runtime.sinks import write_text
+
+        write_text("source_tree", doc, new)
     return new != text

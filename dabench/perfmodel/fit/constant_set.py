@@ -314,8 +314,9 @@ def build(
 def write(data: Mapping[str, Any], name: str | None = None) -> Path:
     name = name or data["name"]
     path = DIR / f"{name}.json" if name == PUBLISHED else path_of(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    from dabench.runtime.sinks import write_json
+
+    write_json("source_tree", path, data, indent=1, sort_keys=False)
     _load.cache_clear()
     return path
 

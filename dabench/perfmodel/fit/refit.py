@@ -154,4 +154,6 @@ def write_values(arch: str, values: dict[str, float]) -> None:
         if not pattern.search(text):
             raise ValueError(f"{path.name}: no line for option {name}")
         text = pattern.sub(lambda m, value=value: m.group(1) + f"{value:.6g}", text, count=1)
-    path.write_text(text)
+    from dabench.runtime.sinks import write_text
+
+    write_text("source_tree", path, text)

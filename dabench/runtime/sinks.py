@@ -1,0 +1,309 @@
+"""Every place dabench writes, in one registry, and the one set of functions that write there.
+
+:data:`SINKS` names each sink: what it holds, where it lies and which setting chooses it. Files are
+written by :func:`write_bytes` / :func:`write_text` / :func:`write_json` / :func:`write_csv`
+(a temporary file beside the target, then ``os.replace``: a reader sees the old file or the new
+one, never half of one), folders made by :func:`make_dir`, copies by :func:`copy_file` /
+:func:`copy_tree`, streams (lock files, logs) opened by :func:`open_stream`. Sinks that a library
+writes (the MLflow store and artifact root, Optuna's study storage) are guarded where dabench
+calls the library, by :func:`fault_point`. Each function passes the fault point
+``write.<sink>`` (``$DABENCH_FAULT``, dabench/runtime/faults.py), half-way through the write, so
+a test can make any sink fail with ENOSPC, EACCES, EIO or a SIGKILL.
+
+Errors are :class:`SinkError` (an ``OSError`` keeping the errno), whose text is one line naming
+the sink, the path and the cause. Pre-flight checks every sink's path before any work
+(dabench/pipeline/preflight.py, ``check_sink``). Writes that are no sink (private scratch folders,
+files handed between processes) are listed in :data:`NOT_SINKS` with the reason;
+tests/reliability/test_sinks.py fails on any other write in dabench/. Guarantees:
+docs/reliability.md, "Sinks and the fault matrix".
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from dabench.runtime import faults
+
+TMP_MARK = ".dabench-tmp"  #: in the name of a file being written (``.<name>.<pid>.<n>.dabench-tmp``)
+
+
+@dataclass(frozen=True)
+class Sink:
+    """One place dabench writes: ``kind`` is ``folder`` (files under it), ``file`` (one file) or
+    ``store`` (a database or server a library writes; a local one is a file too)."""
+
+    name: str
+    kind: str
+    what: str
+    setting: str
+
+    @property
+    def point(self) -> str:
+        """This sink's fault point (``$DABENCH_FAULT=write.<name>:ENOSPC``)."""
+        return f"write.{self.name}"
+
+
+def _sinks(*sinks: Sink) -> dict[str, Sink]:
+    return {s.name: s for s in sinks}
+
+
+#: every sink, by name (a new sink is one entry here; the fault matrix picks it up)
+SINKS: dict[str, Sink] = _sinks(
+    Sink("store", "store", "the MLflow tracking store: runs, params, metrics, tags", "tracking.uri"),
+    Sink("artifacts", "folder", "the MLflow artifact root: each run's files", "tracking.uri (its artifact root)"),
+    Sink(
+        "run_dir",
+        "folder",
+        "a run's or sweep's folder: config.yaml, result.json, subtasks.csv, roofline.svg, .hydra/, study files",
+        "hydra.run.dir, hydra.sweep.dir",
+    ),
+    Sink("results_csv", "file", "a sweep's or grid's results.csv", "hydra.sweep.dir; ./multirun/<date>/<time>-grid"),
+    Sink("calibration_cache", "file", "this CPU's measured ceilings", "$DABENCH_CACHE_DIR/calibration.json"),
+    Sink("outbox", "folder", "run records kept while the tracking server is unreachable", "$DABENCH_OUTBOX"),
+    Sink(
+        "study_storage",
+        "store",
+        "Optuna study storage (the default SQLite file's folder, its lock files)",
+        "hydra.sweeper.storage",
+    ),
+    Sink(
+        "exports",
+        "file",
+        "tables and pages a command writes on request: advice.csv, compare --csv, report --out, study plots",
+        "the command's path option",
+    ),
+    Sink(
+        "source_tree",
+        "file",
+        "developer outputs in the source tree: fitted constant sets, residuals, generated doc blocks",
+        "dabench fit --write, python -m dabench.config.docs --write",
+    ),
+)
+
+#: writes that are no sink: (file under the repository, text on the line) -> why
+NOT_SINKS: dict[tuple[str, str], str] = {
+    ("dabench/runtime/faults.py", 'open(ready, "a")'): "the test barrier file of the fault hooks",
+    ("dabench/pipeline/preflight.py", 'open(absolute, "ab")'): "pre-flight's probe of a file: appends nothing",
+    ("dabench/runtime/isolation.py", "tempfile.mkdtemp"): "a private scratch folder, removed at exit",
+    ("dabench/runtime/isolation.py", "symlink_to(REPO_ROOT"): "a link inside that private scratch folder",
+    ("dabench/runtime/isolation.py", "workdir.mkdir"): "the vendor runner's scratch folder (request file)",
+    ("dabench/runtime/isolation.py", "request_path.write_text"): "the request handed to the vendor runner",
+    ("dabench/runtime/supervisor.py", 'open(log_path, "wb")'): "a child's output, in the caller's scratch folder",
+    ("dabench/vendors/child.py", 'open(tmp, "w")'): "runs under the vendor's interpreter: its reply file",
+    ("dabench/vendors/child.py", "json.dump(data, handle"): "runs under the vendor's interpreter: its reply file",
+    ("dabench/vendors/child.py", "os.replace(tmp, path)"): "runs under the vendor's interpreter: its reply file",
+    ("dabench/vendors/ipu_export.py", 'open(out_json, "w")'): "runs under the vendor's interpreter (PopVision)",
+    ("dabench/vendors/ipu_export.py", "json.dump(summary, handle"): "runs under the vendor's interpreter",
+    ("dabench/distributed/worker.py", "partial.write_text"): "a rank's partial result in the launcher's scratch",
+    ("dabench/distributed/launcher.py", "spec_path.write_text"): "the ranks' spec in a private scratch folder",
+    ("dabench/tune/driver.py", 'open(path + ".tmp", "w")'): "a test hook ($DABENCH_TEST_HOLD_TRIAL_FILE)",
+    ("dabench/tune/driver.py", 'os.replace(path + ".tmp", path)'): "a test hook ($DABENCH_TEST_HOLD_TRIAL_FILE)",
+    ("dabench/cli/ui.py", 'open(log, "w")'): "the UI server's log in a private temporary file",
+    ("dabench/cli/ui.py", "tempfile.mkstemp("): "the UI server's log in a private temporary file",
+    ("dabench/cli/fit/from_mlflow.py", "(Path(tmp) / path.name).write_text"): "a scratch copy in a temporary folder",
+    ("dabench/cli/ingest.py", '(folder / "profile.json").write_text'): "scratch copy, then logged (artifacts sink)",
+    ("dabench/cli/ingest.py", "target.parent.mkdir"): "scratch copy, then logged as artifacts",
+    ("dabench/cli/ingest.py", "shutil.copyfile(source, target)"): "scratch copy, then logged as artifacts",
+    ("dabench/ingest/safety.py", "target.parent.mkdir"): "the checked copy of an untrusted folder (scratch)",
+    ("dabench/ingest/safety.py", "target.write_bytes"): "the checked copy of an untrusted folder (scratch)",
+    ("dabench/config/docs.py", "path.write_text(fresh)"): "below the runtime layer: regenerates docs/config.md",
+    ("dabench/report/advice.py", 'fig.savefig(buffer, format="svg")'): "into memory (an in-page SVG)",
+    ("dabench/report/html.py", 'fig.savefig(svg, format="svg")'): "into memory, then written through the sink",
+    ("dabench/report/html.py", 'fig.savefig(png, format="png", dpi=110)'): "into memory, then through the sink",
+    ("dabench/tune/plots.py", 'fig.savefig(buffer, format="png", dpi=100)'): "into memory, then through the sink",
+}
+
+
+CACHE_ENV = "DABENCH_CACHE_DIR"  #: the folder of dabench's caches (default ~/.cache/dabench)
+
+
+def calibration_cache_path() -> Path:
+    """Where the calibration cache lies: ``$DABENCH_CACHE_DIR/calibration.json``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "dabench") / "calibration.json"
+
+
+class SinkError(OSError):
+    """A write to a sink failed: one line naming the sink, the path and the cause (errno kept)."""
+
+    def __init__(self, sink: str, path: Path | str, error: OSError):
+        code = error.errno if error.errno is not None else _errno.EIO
+        cause = error.strerror or str(error)
+        name = _errno.errorcode.get(code, str(code))
+        super().__init__(code, f"cannot write {sink} at {path}: {cause} ({name})", str(path))
+        self.sink = sink
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
+def sink(name: str) -> Sink:
+    """The registered sink ``name`` (KeyError naming the registered ones otherwise)."""
+    try:
+        return SINKS[name]
+    except KeyError:
+        raise KeyError(f"{name!r} is not a registered sink ({', '.join(SINKS)})") from None
+
+
+def fault_point(name: str, path: Path | str | None = None) -> None:
+    """The fault point of a sink a library writes (call it just before dabench calls the
+    library); raises :class:`SinkError` when ``$DABENCH_FAULT`` injects an errno there."""
+    point = sink(name).point
+    if not faults.armed(point):
+        return
+    try:
+        faults.check(point, path)
+    except OSError as error:
+        raise SinkError(name, path or sink(name).setting, error) from error
+
+
+_counter = 0
+
+
+def _tmp_path(path: Path) -> Path:
+    global _counter
+    _counter += 1
+    return path.with_name(f".{path.name}.{os.getpid()}.{_counter}{TMP_MARK}")
+
+
+def _remove_stale(folder: Path) -> None:
+    """Temporary files in ``folder`` left by writers that were killed (their pid is gone)."""
+    try:
+        leftovers = list(folder.glob(f".*{TMP_MARK}"))
+    except OSError:
+        return
+    for tmp in leftovers:
+        parts = tmp.name[: -len(TMP_MARK)].rsplit(".", 2)
+        if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+            _unlink(tmp)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> Path:
+    """Write ``data`` to ``path`` (a file of the sink ``name``) atomically: a temporary file in
+    the same folder, flushed to disk, then renamed over the target. On any error the target is
+    unchanged and the temporary file removed; raises :class:`SinkError`."""
+    point = sink(name).point
+    path = Path(path)
+    tmp = _tmp_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(path.parent)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                half = len(data) // 2
+                handle.write(data[:half])
+                handle.flush()
+                faults.check(point, path)  # tests: the disk fills, or the process dies, half-way
+                handle.write(data[half:])
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink(tmp)
+            raise
+    except SinkError:
+        raise
+    except OSError as error:
+        raise SinkError(name, path, error) from error
+    return path
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def write_text(name: str, path: Path | str, text: str, encoding: str = "utf-8") -> Path:
+    """:func:`write_bytes` of ``text``."""
+    return write_bytes(name, path, text.encode(encoding))
+
+
+def write_json(name: str, path: Path | str, data: Any, **dumps: Any) -> Path:
+    """:func:`write_text` of ``json.dumps(data, **dumps)`` (a trailing newline)."""
+    return write_text(name, path, json.dumps(data, **dumps) + "\n")
+
+
+def write_csv(name: str, path: Path | str, frame: Any, **to_csv: Any) -> Path:
+    """:func:`write_text` of a pandas frame's CSV (``frame.to_csv(**to_csv)``)."""
+    return write_text(name, path, frame.to_csv(**to_csv))
+
+
+def make_dir(name: str, path: Path | str, exist_ok: bool = True) -> Path:
+    """Create the folder ``path`` (and its parents) of the sink ``name``; raises :class:`SinkError`."""
+    path = Path(path)
+    try:
+        faults.check(sink(name).point, path)
+        path.mkdir(parents=True, exist_ok=exist_ok)
+    except FileExistsError:
+        raise
+    except OSError as error:
+        raise SinkError(name, path, error) from error
+    return path
+
+
+def copy_file(name: str, source: Path | str, target: Path | str) -> Path:
+    """Copy one file into the sink ``name`` atomically (:func:`write_bytes` of its bytes; the
+    source's permission bits are kept)."""
+    source = Path(source)
+    return write_bytes(name, target, source.read_bytes(), mode=source.stat().st_mode & 0o777)
+
+
+def copy_tree(name: str, source: Path | str, target: Path | str) -> Path:
+    """Copy the folder ``source`` into ``target`` (existing files replaced), each file through
+    :func:`copy_file`; links are copied as the files they point to."""
+    source, target = Path(source), Path(target)
+    make_dir(name, target)
+    for folder, dirs, files in os.walk(source):
+        here = target / Path(folder).relative_to(source)
+        for d in dirs:
+            make_dir(name, here / d)
+        for f in files:
+            copy_file(name, Path(folder) / f, here / f)
+    return target
+
+
+def open_stream(name: str, path: Path | str, mode: str = "a") -> IO:
+    """Open ``path`` of the sink ``name`` for appending or as a lock file (the one kind of write
+    that is not replaced whole); raises :class:`SinkError`."""
+    path = Path(path)
+    try:
+        faults.check(sink(name).point, path)
+        return open(path, mode)
+    except OSError as error:
+        raise SinkError(name, path, error) from error
+
+
+def move(name: str, source: Path | str, target: Path | str) -> Path:
+    """Rename ``source`` to ``target`` within the sink ``name`` (atomic on one file system)."""
+    target = Path(target)
+    try:
+        faults.check(sink(name).point, target)
+        os.replace(source, target)
+    except OSError as error:
+        raise SinkError(name, target, error) from error
+    return target
+
+
+def one_line(error: BaseException) -> str:
+    """An error as one line: a :class:`SinkError` says sink, path and cause; others their type."""
+    if isinstance(error, SinkError):
+        return str(error)
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -1,0 +1,257 @@
+"""One recipe per registered sink (dabench/runtime/sinks.py): the command path that writes it, run
+in a prepared folder, and what a consistent end state means there. Used in-process by
+test_fault_matrix.py and as ``python -m tests.reliability.recipes SINK FOLDER`` for the cases
+where the process is killed mid-write.
+
+A recipe returns an :class:`Outcome`: the status the command ended with, the one line the user
+saw, the SQLite files that must pass ``PRAGMA integrity_check`` and hold no RUNNING run or trial,
+and the files that must be whole (parse) or absent.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import sys
+from contextlib import redirect_stderr
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+PREDICT = ["hardware=ipu", "hardware.mode=predict", "model=tiny"]
+
+
+@dataclass
+class Outcome:
+    status: str  #: the run's status, or the command's exit code as "exit N"
+    message: str  #: what the user was told (one line expected)
+    databases: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  #: must be whole (parse) or absent
+    run_ids: list[str] = field(default_factory=list)
+
+
+def prepare_folder(folder: Path, template: Path | None) -> None:
+    """The folder a recipe runs in: its own outbox and cache, and a copy of the template store."""
+    (folder / "mlruns").mkdir(parents=True, exist_ok=True)
+    if template is not None and not (folder / "mlruns" / "mlflow.db").exists():
+        shutil.copy(template, folder / "mlruns" / "mlflow.db")
+
+
+def environ(folder: Path) -> dict[str, str]:
+    return {
+        "DABENCH_OUTBOX": str(folder / "outbox"),
+        "DABENCH_CACHE_DIR": str(folder / "cache"),
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": "2",
+    }
+
+
+def store_uri(folder: Path) -> str:
+    return f"sqlite:///{folder / 'mlruns' / 'mlflow.db'}"
+
+
+def make_template(path: Path) -> list[str]:
+    """A store with the schema made and two recorded runs (what compare reads); their ids."""
+    from dabench.tracking.store import client_and_experiment
+    from dabench.tracking.writes import write_batch
+
+    client, experiment = client_and_experiment(f"sqlite:///{path}", "dabench")
+    ids = []
+    for batch in (1, 2):
+        run = client.create_run(experiment, run_name=f"template b{batch}")
+        write_batch(client, run.info.run_id, {"run.batch_size": batch}, {"throughput.samples_per_s": 10.0 * batch})
+        client.set_terminated(run.info.run_id, status="FINISHED")
+        ids.append(run.info.run_id)
+    return ids
+
+
+def _record(folder: Path, uri: str) -> Outcome:
+    """The Hydra task's recording path: prepare, record_run with artifacts in the run folder."""
+    from dabench.config.compose import compose
+    from dabench.pipeline.job import prepare
+    from dabench.pipeline.record import record_run
+
+    job = prepare(compose([*PREDICT, f"tracking.uri={uri}"]))
+    run_dir = folder / "outputs" / "run"
+    result, run_id = record_run(job, artifacts_dir=run_dir / "artifacts")
+    files = [run_dir / "artifacts" / name for name in ("config.yaml", "result.json")]
+    databases = [folder / "mlruns" / "mlflow.db"]
+    return Outcome(result.status.value, result.reason, databases, files, [run_id] if run_id else [])
+
+
+def store(folder: Path) -> Outcome:
+    return _record(folder, store_uri(folder))
+
+
+def artifacts(folder: Path) -> Outcome:
+    return _record(folder, store_uri(folder))
+
+
+def run_dir(folder: Path) -> Outcome:
+    return _record(folder, store_uri(folder))
+
+
+def outbox(folder: Path) -> Outcome:
+    """A run whose tracking server cannot be reached: its record goes to the outbox."""
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = _record(folder, f"http://127.0.0.1:{port}")
+    out.files = sorted((folder / "outbox").glob("*.json")) if (folder / "outbox").is_dir() else []
+    out.databases = []
+    return out
+
+
+def results_csv(folder: Path) -> Outcome:
+    """``dabench grid`` (two predicted points): results.csv under multirun/."""
+    from dabench.cli.grid import main
+
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = main(["--quiet", *PREDICT, "run.batch_size=1,2", f"tracking.uri={store_uri(folder)}"])
+    lines = [line for line in err.getvalue().splitlines() if line.startswith("dabench")]
+    files = sorted((folder / "multirun").rglob("results.csv"))
+    return Outcome(f"exit {code}", lines[-1] if lines else "", [folder / "mlruns" / "mlflow.db"], files)
+
+
+def calibration_cache(folder: Path) -> Outcome:
+    """A CPU calibration that is cached (the measured rates given, so nothing is timed)."""
+    import logging
+
+    from dabench.host import calibrate
+
+    calibrate._PROCESS.clear()
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logging.getLogger("dabench").addHandler(handler)
+    try:
+        cal = calibrate.calibrate("copy", lambda: [1.0e10] * (calibrate.MIN_REPEATS + 2), recalibrate=True, load=0.0)
+    finally:
+        logging.getLogger("dabench").removeHandler(handler)
+    status = "ok" if cal.value == 1.0e10 else "wrong"
+    return Outcome(status, seen[-1] if seen else "", [], [calibrate.cache_path()])
+
+
+def study_storage(folder: Path) -> Outcome:
+    """A study opened on its SQLite storage and one trial told (the sweeper's calls)."""
+    import optuna
+
+    from dabench.tune import driver
+    from dabench.tune.study import fail_stale_trials, mark_owner, open_study
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    db = folder / "mlruns" / "optuna.db"
+    out = Outcome("ok", "", [db], [])
+    try:
+        study = open_study("matrix", f"sqlite:///{db}", "maximize", optuna.samplers.RandomSampler(seed=0))
+        fail_stale_trials(study)  # the next command: trials of a killed sweep end failed
+        trial = study.ask()
+        mark_owner(trial)
+        driver.tell(study, trial, driver.Outcome(1.0, "ok", "", None, "predict"))
+    except OSError as error:
+        out.status, out.message = "failed", str(error)
+    return out
+
+
+def exports(folder: Path) -> Outcome:
+    """``dabench compare A B --csv PATH`` on the template's two runs."""
+    from dabench.cli.compare import main
+
+    ids = json.loads((folder / "template_ids.json").read_text())
+    err, target = io.StringIO(), folder / "exports" / "compare.csv"
+    with redirect_stderr(err), redirect_stdout_quiet():
+        code = main([*ids, "--csv", str(target), "--tracking-uri", store_uri(folder)])
+    lines = [line for line in err.getvalue().splitlines() if line.strip()]
+    return Outcome(f"exit {code}", lines[-1] if lines else "", [folder / "mlruns" / "mlflow.db"], [target])
+
+
+def source_tree(folder: Path) -> Outcome:
+    """``dabench fit --write``'s writer of a constant set, pointed at a file in the folder."""
+    from dabench.perfmodel.fit import constant_set
+
+    target = folder / "sets" / "matrix.json"
+    try:
+        constant_set.write({"name": "matrix", "platforms": {}}, str(target))
+    except OSError as error:
+        return Outcome("failed", str(error), [], [target])
+    return Outcome("ok", "", [], [target])
+
+
+def redirect_stdout_quiet():
+    from contextlib import redirect_stdout
+
+    return redirect_stdout(io.StringIO())
+
+
+RECIPES: dict[str, Callable[[Path], Outcome]] = {
+    "store": store,
+    "artifacts": artifacts,
+    "run_dir": run_dir,
+    "results_csv": results_csv,
+    "calibration_cache": calibration_cache,
+    "outbox": outbox,
+    "study_storage": study_storage,
+    "exports": exports,
+    "source_tree": source_tree,
+}
+
+
+def whole(path: Path) -> bool:
+    """The file parses as its kind (JSON, YAML, CSV)."""
+    text = path.read_text()
+    if path.suffix == ".json":
+        json.loads(text)
+    elif path.suffix == ".yaml":
+        import yaml
+
+        yaml.safe_load(text)
+    elif path.suffix == ".csv":
+        import pandas as pd
+
+        pd.read_csv(io.StringIO(text))
+    return True
+
+
+def integrity(db: Path) -> str:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def running(db: Path) -> int:
+    """RUNNING MLflow runs, or RUNNING Optuna trials, in ``db``."""
+    with sqlite3.connect(db) as conn:
+        tables = {row[0] for row in conn.execute("select name from sqlite_master where type='table'")}
+        if "runs" in tables:
+            return conn.execute("select count(*) from runs where status = 'RUNNING'").fetchone()[0]
+        if "trials" in tables:
+            return conn.execute("select count(*) from trials where state = 'RUNNING'").fetchone()[0]
+    return 0
+
+
+def run_status(db: Path, run_id: str) -> tuple[str, str | None, str | None]:
+    """(MLflow state, dabench.status, dabench.reason) of ``run_id``."""
+    with sqlite3.connect(db) as conn:
+        state = conn.execute("select status from runs where run_uuid = ?", (run_id,)).fetchone()[0]
+        tags = dict(conn.execute("select key, value from tags where run_uuid = ?", (run_id,)).fetchall())
+    return state, tags.get("dabench.status"), tags.get("dabench.reason")
+
+
+def main() -> None:
+    """``python -m tests.reliability.recipes SINK FOLDER [SINK FOLDER ...]``: run each recipe in
+    its folder (chdir and environment first), in this one process; one JSON line per recipe."""
+    args = sys.argv[1:]
+    for name, folder in zip(args[::2], args[1::2], strict=True):
+        folder = Path(folder)
+        os.chdir(folder)
+        os.environ.update(environ(folder))
+        out = RECIPES[name](folder)
+        print(json.dumps({"sink": name, "status": out.status, "message": out.message}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
