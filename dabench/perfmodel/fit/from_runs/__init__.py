@@ -9,6 +9,7 @@ touches MLflow or a file. One job per module:
 - :mod:`.hosts`: a run's platform and host key; points grouped by both;
 - :mod:`.predict`: a point's config, op graph and ceilings; the model's prediction of it;
 - :mod:`.solve`: the fittable knobs and their bounded least-squares refit;
+- :mod:`.class_times`: per-class residuals of runs that profiled their op classes;
 - :mod:`.group_fit`: one machine's fit, scored out of sample beside the noise floor;
 - :mod:`.constant_sets`: the constant-set format of a fit; :mod:`.report`: its before/after text;
 - :mod:`.drift`: recent runs outside a set's band.
@@ -23,9 +24,9 @@ from dabench.perfmodel.fit.from_runs.drift import Drift, drift
 from dabench.perfmodel.fit.from_runs.group_fit import GroupFit, fit_group, folds, noise_floor
 from dabench.perfmodel.fit.from_runs.hosts import INGEST_ARCH, group_points, host_key, platform_of
 from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint, config_key, points_from_runs, unflatten
-from dabench.perfmodel.fit.from_runs.predict import base_options, predict, prepare
+from dabench.perfmodel.fit.from_runs.predict import base_options, predict, predict_profile, prepare, quiet_model
 from dabench.perfmodel.fit.from_runs.report import last_line, report
-from dabench.perfmodel.fit.from_runs.solve import FIT_BOUNDS, fittable, refit
+from dabench.perfmodel.fit.from_runs.solve import FIT_BOUNDS, fittable, refit, residuals
 
 __all__ = [
     "BAND_METHOD",
@@ -50,8 +51,11 @@ __all__ = [
     "platform_of",
     "points_from_runs",
     "predict",
+    "predict_profile",
     "prepare",
+    "quiet_model",
     "refit",
     "report",
+    "residuals",
     "unflatten",
 ]

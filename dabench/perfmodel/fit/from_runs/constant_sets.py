@@ -12,6 +12,7 @@ import math
 from typing import Any, Mapping
 
 from dabench.perfmodel.fit.cv import NOMINAL, band_q, clopper_pearson, conformal_rank, summary
+from dabench.perfmodel.fit.from_runs.class_times import measured_classes
 from dabench.perfmodel.fit.from_runs.group_fit import K_FOLD, GroupFit, folds
 
 BAND_METHOD = (
@@ -85,6 +86,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
         "host_key": g.host_key,
         "calibration_points": len(g.points),
         "throughput_points": len(g.points),
+        "class_time_points": sum(1 for p in g.points if measured_classes(p)),
         "fitted_constants": len(g.fitted),
         "constants": constants,
         "residuals": residuals,

@@ -184,7 +184,7 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint],
             cfg = None
         why = "" if cfg is not None else no_config_reason(params)
         classes = {
-            k.split(".", 2)[2]: v
+            k.split(".", 1)[1]: v
             for k, v in metrics.items()
             if k.startswith("class_time.") and isinstance(v, (int, float))
         }

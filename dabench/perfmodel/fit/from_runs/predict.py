@@ -69,16 +69,22 @@ def prepare(points: list[RunPoint]) -> list[LeftOut]:
     return unusable
 
 
-def predict(p: RunPoint, options: Mapping[str, Any]) -> float:
-    """Predicted samples/s of point ``p`` with ``options`` over its config's (NaN when refused)."""
+def predict_profile(p: RunPoint, options: Mapping[str, Any]) -> Any:
+    """The model's Profile of point ``p`` with ``options`` over its config's (None when refused)."""
     from dabench.core.status import DabenchError
     from dabench.perfmodel import get_predictor
 
     hw = replace(p.rc.hardware, options={**p.rc.hardware.options, **options})
     try:
-        return float(get_predictor(hw.arch)(replace(p.rc, hardware=hw), p.graph, p.roof).samples_per_s)
+        return get_predictor(hw.arch)(replace(p.rc, hardware=hw), p.graph, p.roof)
     except DabenchError:
-        return math.nan
+        return None
+
+
+def predict(p: RunPoint, options: Mapping[str, Any]) -> float:
+    """Predicted samples/s of point ``p`` with ``options`` over its config's (NaN when refused)."""
+    profile = predict_profile(p, options)
+    return math.nan if profile is None else float(profile.samples_per_s)
 
 
 def base_options(arch: str, base: str = "published") -> dict[str, Any]:

@@ -13,6 +13,7 @@ import statistics
 from typing import Any
 
 from dabench.perfmodel.fit.cv import summary
+from dabench.perfmodel.fit.from_runs.class_times import measured_classes
 from dabench.perfmodel.fit.from_runs.group_fit import K_FOLD, GroupFit, folds
 
 
@@ -37,6 +38,12 @@ def report(g: GroupFit) -> str:
     ]
     for u in g.unusable:
         lines.append(f"  not used: {u.run_id}: {u.reason}")
+    profiled = [len(measured_classes(p)) for p in g.points if measured_classes(p)]
+    if profiled:
+        lines.append(
+            f"  per-class times: {len(profiled)} of {len(g.points)} points profiled their op classes "
+            f"({sum(profiled)} class residuals beside {len(g.points)} throughput residuals)"
+        )
     if not g.fitted:
         lines.append("  constants changed: none (too few configs, or no fittable knob for this platform)")
     else:

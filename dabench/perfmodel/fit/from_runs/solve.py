@@ -2,7 +2,8 @@
 
 Contract: :func:`fittable` gives knob -> bounds for a platform and its points (always fewer knobs
 than distinct configs); :func:`refit` returns the knobs fitted to prepared points (bounded least
-squares on log(predicted / measured) samples/s, deterministic), {} when there is nothing to fit.
+squares on log(predicted / measured) samples/s, plus per-class residuals where runs profiled their
+op classes; deterministic), {} when there is nothing to fit.
 Details: docs/fitting.md, "The fit".
 """
 
@@ -11,8 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from dabench.perfmodel.fit.from_runs.class_times import REFUSED, class_residuals
 from dabench.perfmodel.fit.from_runs.points import RunPoint
-from dabench.perfmodel.fit.from_runs.predict import predict
+from dabench.perfmodel.fit.from_runs.predict import predict_profile
 
 #: bounds of the knobs a fit from runs may move, for the models whose shipped values are not
 #: fitted to points.csv (cpu: its own-measurement fit; cuda: estimates). Vendor models: their
@@ -31,7 +33,6 @@ FIT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {
     "cuda": {"compute_efficiency": (0.05, 1.0), "memory_efficiency": (0.05, 1.0), "launch_s": (1e-7, 1e-4)},
 }
 EMULATED = ("emulated_compute_efficiency", "emulated_memory_efficiency")
-REFUSED = 10.0  #: residual of a point the model refuses while fitting
 
 
 def fittable(arch: str, points: list[RunPoint]) -> dict[str, tuple[float, float]]:
@@ -52,19 +53,29 @@ def fittable(arch: str, points: list[RunPoint]) -> dict[str, tuple[float, float]
     return dict(list(bounds.items())[: max(0, configs - 1)])
 
 
-def _residuals(points: list[RunPoint], options: Mapping[str, Any]) -> list[float]:
+def residuals(points: list[RunPoint], options: Mapping[str, Any], classes: bool = True) -> list[float]:
+    """Per point ``log(predicted / measured)`` samples/s and, with ``classes``, its per-class
+    residuals where the run profiled them (:mod:`.class_times`); :data:`REFUSED` where the model
+    refuses."""
     out = []
     for p in points:
-        value = predict(p, options)
+        profile = predict_profile(p, options)
+        value = float(profile.samples_per_s) if profile is not None else math.nan
         out.append(REFUSED if not (value > 0) else math.log(value / p.samples_per_s))
+        if classes:
+            out += class_residuals(p, profile.class_times_s if profile is not None and value > 0 else None)
     return out
 
 
 def refit(
-    points: list[RunPoint], bounds: Mapping[str, tuple[float, float]], start: Mapping[str, Any]
+    points: list[RunPoint],
+    bounds: Mapping[str, tuple[float, float]],
+    start: Mapping[str, Any],
+    classes: bool = True,
 ) -> dict[str, float]:
-    """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on log throughput
-    ratios, from ``start`` clipped into the bounds); {} when there is nothing to fit."""
+    """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on :func:`residuals`:
+    log throughput ratios and, with ``classes``, the per-class ones; from ``start`` clipped into
+    the bounds); {} when there is nothing to fit."""
     from scipy.optimize import least_squares
 
     names = list(bounds)
@@ -77,7 +88,7 @@ def refit(
 
     x0 = [min(1.0, max(0.0, (float(start[n]) - lo) / (hi - lo))) for n, lo, hi in zip(names, lows, highs, strict=True)]
     fit = least_squares(
-        lambda x: _residuals(points, {**start, **values(x)}),
+        lambda x: residuals(points, {**start, **values(x)}, classes),
         x0,
         bounds=(0.0, 1.0),
         method="trf",
