@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from dabench.config.build import build_run_config, flatten
 from dabench.core.ceilings import Ceilings
@@ -153,7 +153,9 @@ def load_fixture(name: str) -> list[dict[str, Any]]:
 
 #: "the GPU" behind the CUDA fixture: GEMMs and streaming kernels below the shipped estimates
 CUDA_TRUTH = {"compute_efficiency": 0.45, "memory_efficiency": 0.6, "launch_s": 1.2e-5}
-CUDA_HOST = "cuda:NVIDIA H200"
+#: the host key dabench's recording code writes for a cuda run where torch sees no GPU (the
+#: stand-ins were recorded on a machine without one; a real H200 run writes "cuda:NVIDIA H200")
+CUDA_HOST = "cuda:cuda"
 CUDA_GRID = [
     ("tiny", 2, 256, 8, "fp32"),
     ("tiny", 4, 512, 16, "fp32"),
@@ -168,31 +170,118 @@ CUDA_GRID = [
 ]
 
 
-def make_cuda_fixture(path: Path = FIXTURES / "cuda_runs.json") -> Path:
-    """Write the CUDA fixture (run once by hand: ``python -c 'from tests.fit.helpers import
-    make_cuda_fixture; make_cuda_fixture()'``). No GPU was available when it was made: its runs
-    are the H200 model's predictions with :data:`CUDA_TRUTH` (+-4% noise), at the spec ceilings
-    (the same a measured cuda run records), stamped as measured runs of host :data:`CUDA_HOST`."""
-    from dabench.host.ceilings import resolve_ceilings
+#: what the stand-in runs say they are (tag dabench.source, from their Profile.source)
+STANDIN_SOURCE = "recorded-standin:perfmodel.cuda (not measured)"
+#: tags that name the machine and process that wrote the fixture (left out of the committed file)
+_OWNER_TAGS = ("dabench.host", "dabench.pid", "dabench.process_start", "dabench.process_key")
 
-    shipped = hardware_yaml("cuda")["options"]
-    runs = []
-    for i, (model, L, H, B, P) in enumerate(CUDA_GRID, 1):
-        cfg = container("cuda", L, H, B, P, model)
-        rc = build_run_config({**cfg, "tracking": {"enabled": False}})
-        roof = resolve_ceilings(rc.hardware, rc.precision)
-        ceilings = (roof.peak_flops, roof.bandwidth_Bps)
-        samples = predicted_samples(cfg, {**shipped, **CUDA_TRUTH}, ceilings) * noise(i, 0.04)
-        runs.append(synthetic_run(1000 + i, "cuda", cfg, samples, ceilings, CUDA_HOST))
+
+def standin_backend(factor: Callable[[], float]) -> type:
+    """A Backend class that stands in for the cuda backend on a machine without a GPU: its
+    "measured" Profile is the H200 model's prediction with :data:`CUDA_TRUTH` over the shipped
+    knobs, step time divided by ``factor()`` (noise), source :data:`STANDIN_SOURCE`. Everything
+    around it (execute, the metrics, the result check, run_record, the store) is dabench's own."""
+    from dabench.backends import Availability, Backend
+    from dabench.core.profile import Profile
+
+    class StandInCuda(Backend):
+        name = "cuda"
+
+        @classmethod
+        def availability(cls, rc) -> Availability:
+            return Availability(True)
+
+        def run(self, rc, graph, on_timed_window=None) -> Profile:
+            from dabench.host.ceilings import resolve_ceilings
+
+            hw = replace(rc.hardware, mode="predict", options={**rc.hardware.options, **CUDA_TRUTH})
+            truth = get_predictor("cuda")(replace(rc, hardware=hw), graph, resolve_ceilings(rc.hardware, rc.precision))
+            step = truth.median_step_s / factor()
+            return replace(
+                truth,
+                mode="measure",
+                source=STANDIN_SOURCE,
+                step_times_s=[step * 0.98, step, step * 1.02],
+                extra_metrics={},  # the model's own terms: no measured run has them
+                tags={},
+            )
+
+    return StandInCuda
+
+
+def record_standin_cuda_runs(uri: str, grid=None, experiment: str = "cuda_standin") -> list[str]:
+    """Record stand-in CUDA runs of ``grid`` into the store at ``uri`` through dabench's own
+    measured-run path (compose -> pipeline.job.prepare -> pipeline.record.record_run -> execute ->
+    run_record -> the run lifecycle), the cuda backend replaced by :func:`standin_backend`; their
+    run ids. The only thing not real is the device."""
+    from unittest import mock
+
+    from dabench.config.compose import compose
+    from dabench.pipeline import execute as execute_module
+    from dabench.pipeline.job import prepare
+    from dabench.pipeline.record import record_run
+
+    ids = []
+    for i, (model, L, H, B, P) in enumerate(grid or CUDA_GRID, 1):
+        backend = standin_backend(lambda i=i: noise(i, 0.04))
+        overrides = [
+            "hardware=cuda",
+            "hardware.mode=measure",
+            f"model={model}",
+            f"model.n_layers={L}",
+            f"model.hidden_size={H}",
+            f"run.batch_size={B}",
+            f"precision={P}",
+            "run.plots=never",
+            f"tracking.uri={uri}",
+            f"tracking.experiment={experiment}",
+            "tracking.system_metrics_interval_s=0",
+        ]
+        with mock.patch.object(execute_module, "get_backend", lambda name, b=backend: b):
+            result, run_id = record_run(prepare(compose(overrides)), name=f"stand-in cuda {i}")
+        assert result.ok and run_id, result.reason
+        ids.append(run_id)
+    return ids
+
+
+def read_runs(uri: str, ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The runs ``ids`` of the store as ``{run_id, tags, params, metrics}`` (MLflow's run data),
+    without MLflow's own tags and the writing machine's owner tags."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    out = []
+    for run_id in ids:
+        run = client.get_run(run_id)
+        tags = {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.") and k not in _OWNER_TAGS}
+        out.append({"run_id": run_id, "tags": tags, "params": dict(run.data.params), "metrics": dict(run.data.metrics)})
+    return out
+
+
+def make_cuda_fixture(path: Path = FIXTURES / "cuda_runs.json") -> Path:
+    """Write the CUDA fixture (run by hand: ``python -c 'from tests.fit.helpers import
+    make_cuda_fixture; make_cuda_fixture()'``): :func:`record_standin_cuda_runs` into a temp store,
+    read back. RECORDED STAND-INS, NOT MEASUREMENTS: no GPU was available; each run is the H200
+    model with :data:`CUDA_TRUTH` (+-4% noise), recorded by dabench's measured-run code as a
+    measured hardware=cuda run (its host key is what that code writes without a visible GPU)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        uri = f"sqlite:///{Path(tmp) / 'store.db'}"
+        runs = read_runs(uri, record_standin_cuda_runs(uri))
     path.write_text(
         json.dumps(
             {
-                "note": "SYNTHETIC stand-ins for measured CUDA runs (tests/fit/helpers.py: "
-                "make_cuda_fixture): the H200 model with perturbed constants, not a GPU's "
-                "measurements; never a source of shipped constants",
+                "note": "RECORDED STAND-INS for measured CUDA runs, NOT measurements: no GPU was available. "
+                "Each run is the H200 model's prediction with perturbed constants (tests/fit/helpers.py: "
+                "CUDA_TRUTH, standin_backend), recorded by dabench's own measured-run path (record_run -> "
+                "execute -> run_record) with the cuda backend replaced by the stand-in; tag dabench.source "
+                "says so on every run. Never a source of shipped constants.",
+                "standin": True,
                 "runs": runs,
             },
             indent=1,
+            sort_keys=True,
         )
     )
     return path
