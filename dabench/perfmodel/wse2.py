@@ -1,8 +1,8 @@
 """Cerebras WSE-2 (CS-2): layer-pipelined kernels on the PE array, or weight streaming.
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, one subtask
-per kernel (pipelined) or per layer (weight streaming); ``ceilings`` are unused (the model reads its
-spec). CapacityError when the layout does not fit the wafer's SRAM; ``parallel=tp|pp`` and
+per kernel (pipelined) or per layer (weight streaming, :mod:`.wse2_streaming`); ``ceilings`` are
+unused (the model reads its spec). CapacityError when the layout does not fit the wafer's SRAM; ``parallel=tp|pp`` and
 multi-system pipelined runs are unsupported. Knobs: perfmodel/knobs/wse2.py.
 
 Derivation: docs/perfmodel.md, "WSE-2 (Cerebras CS-2)".
@@ -17,11 +17,13 @@ from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError, UnsupportedError
-from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy, weight_params
+from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy
 from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.wse2 import Wse2Knobs
+from dabench.perfmodel.wse2_streaming import streamed_params as streamed_params  # re-exported
+from dabench.perfmodel.wse2_streaming import weight_streaming
 from dabench.workload.opgraph import Layer, OpGraph
 
 SOURCE = "perfmodel.wse2"
@@ -259,89 +261,9 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"
 
 
-# ----------------------------------------------------------------------------- weight streaming
-
-
-def ws_efficiency(k: Wse2Knobs, hidden: int) -> float:
-    """Share of peak a layer of width ``hidden`` reaches when spread over the wafer."""
-    return k.ws_efficiency_max * width_fill(hidden, k.ws_half_width)
-
-
 def width_fill(hidden: int, half_width: float) -> float:
-    """H / (H + half width): how well a layer of width H keeps the PEs it is given busy."""
+    """H / (H + half width): how well a pipelined kernel of width H keeps the PEs it is given busy."""
     return hidden / (hidden + half_width)
-
-
-def streamed_params(layer: Layer, model) -> int:
-    """Parameters a layer streams in from MemoryX (and whose gradients it streams out): the weights
-    its forward ops read (:func:`~dabench.perfmodel.assemble.weight_params`). A tied LM head streams
-    the token table again, as the embedding did; MemoryX keeps one copy and one optimizer state."""
-    return sum(weight_params(op, model) for op in layer.ops if op.phase == "fwd")
-
-
-def _micro_batch(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int) -> tuple[int, float]:
-    """(largest micro-batch whose activations fit the wafer, bytes it needs)."""
-    e = graph.precision.compute_bytes
-    m = rc.model
-    per_sample = m.seq_len * m.hidden_size * e * m.n_layers  # every layer's input (checkpoints)
-    per_sample += max((layer.saved_bytes for layer in graph.layers), default=0.0) / graph.batch_size
-    # one layer's 16-bit weights and fp32 gradient in flight
-    fixed = max((streamed_params(layer, m) for layer in graph.layers), default=0) * (e + graph.precision.param_bytes)
-    room = p.sram_bytes - fixed
-    mb = min(samples, int(room // per_sample)) if room > 0 else 0
-    if mb < 1:
-        raise CapacityError(
-            "wse2 on-wafer SRAM",
-            fixed + per_sample,
-            p.sram_bytes,
-            "weight streaming: one sample's layer inputs and one layer's working set do not fit",
-        )
-    micro = math.ceil(samples / mb)
-    mb = math.ceil(samples / micro)  # even micro-batches
-    return mb, fixed + mb * per_sample
-
-
-def _weight_streaming(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
-    k = p.knobs
-    per_wafer = p.pe_flops * p.wafer_pes * ws_efficiency(k, rc.model.hidden_size)
-    e, w = graph.precision.compute_bytes, graph.precision.param_bytes
-    mb, activations = _micro_batch(rc, graph, p, samples)
-    micro = math.ceil(samples / mb)
-    scale = mb / graph.batch_size  # the graph is one run micro-batch
-    subtasks, total, streaming_bound = [], 0.0, 0
-    for layer in graph.layers:
-        fwd = scale * layer.totals.flops["fwd"] / per_wafer
-        recompute = layer.totals.flops["fwd"] if layer.kind == "block" else 0.0
-        bwd = scale * (layer.totals.flops["bwd"] * p.bwd_weight + recompute) / per_wafer
-        streamed = streamed_params(layer, rc.model)
-        weights_in = streamed * e / p.memoryx_Bps
-        grads_out = streamed * w / p.memoryx_Bps
-        t = micro * (max(fwd, weights_in) + max(bwd, weights_in, grads_out))
-        streaming_bound += weights_in > fwd
-        total += t
-        subtasks.append(Subtask(layer.name, time_s=t, units={"pes": float(p.wafer_pes)}))
-    chips = rc.parallel.n_chips
-    comm: list[CommEvent] = []
-    if chips > 1:
-        link = rc.hardware.link("inter")
-        latency = math.ceil(math.log2(chips)) * (link.latency_s if link else 1e-5)
-        comm.append(CommEvent("dp", "allreduce", graph.params * w, latency, chips))
-        total += latency
-    state = training_state(graph.params, graph.precision, compute_copy=True)
-    extra = {
-        "wse2.kernels": float(len(graph.layers)),
-        "wse2.replicas": 1.0,
-        "wse2.sram_fraction": activations / p.sram_bytes,
-        "wse2.micro_batches": float(micro),
-        "wse2.micro_batch": float(mb),
-        "wse2.ws_efficiency": ws_efficiency(k, rc.model.hidden_size),
-        "wse2.streaming_bound_layers": float(streaming_bound),
-    }
-    units = {
-        "pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes)),
-        "wafer_pes": UnitUse(float(p.wafer_pes), float(p.wafer_pes)),
-    }
-    return total, units, subtasks, {"sram": activations, "memoryx": state.total}, comm, extra, "layer"
 
 
 # ----------------------------------------------------------------------------- predict
@@ -349,12 +271,12 @@ def _weight_streaming(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int
 
 def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
     if p.knobs.execution_mode == "weight_streaming":
-        return _weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
+        return weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
     try:
         return _pipelined(rc, graph, p, kernel_kinds(graph, p.bwd_weight), samples) + ("pipelined",)
     except CapacityError as error:
         if p.knobs.execution_mode == "auto":
-            return _weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
+            return weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
         error.reason = (
             f"{error.reason}; models that do not fit layer-pipelined train in weight streaming "
             f"(Model Zoo R2.x): hardware.options.execution_mode=weight_streaming, or auto to stream "

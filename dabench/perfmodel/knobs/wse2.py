@@ -36,8 +36,12 @@ class Wse2Knobs:
     fabric_bandwidth_Bps: float = knob(low=0.0, doc="on-wafer fabric bandwidth, bytes/s")
     fabric_hop_latency_s: float = knob(low=0.0, doc="latency of one replica-to-replica hop of the gradient ring, s")
     # weight streaming
-    ws_efficiency_max: float = knob(low=0.0, high=1.0, doc="share of peak a very wide layer's matmuls reach")
-    ws_half_width: float = knob(low=0.0, doc="hidden width at which a streamed layer reaches half of ws_efficiency_max")
+    ws_pe_efficiency: float = knob(
+        low=0.0, high=1.0, doc="share of peak a streamed layer's compute sustains on the whole wafer"
+    )
+    ws_layer_latency_s: float = knob(
+        low=0.0, doc="time per layer and pass (forward or backward) that compute and streaming do not hide, s"
+    )
     # precision
     fp16_loss_scaling_overhead: float = knob(
         low=-1e-12, high=1.0, doc="fp16 (dynamic loss scaling): extra share of backward time"
