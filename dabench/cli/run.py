@@ -113,6 +113,12 @@ def main(argv: list[str]) -> int:
     # unknown group options and keys: one line, exit 2, before Hydra (`python -m dabench` and the
     # `dabench` console script alike)
     refuse_bad_command_line()
+    from dabench.pipeline.preflight import command_line_dirs, format_problems
+
+    bad_dirs = command_line_dirs(sys.argv[1:])  # a run or sweep folder Hydra could not create: one line, exit 2
+    if bad_dirs:
+        print(format_problems(bad_dirs), file=sys.stderr)
+        raise SystemExit(2)
     if "--help" in sys.argv or "-h" in sys.argv:  # (--hydra-help stays Hydra's own)
         _one_repository_for_help()
     with guard():

@@ -184,6 +184,21 @@ def check_sink(name: str, path: Path | str, field: str, shown: Any = None) -> li
     return []
 
 
+#: command-line keys naming a folder dabench (through Hydra) writes into, and their sink
+OUTPUT_DIR_KEYS = {"hydra.run.dir": "run_dir", "hydra.sweep.dir": "run_dir"}
+
+
+def command_line_dirs(argv: list[str]) -> list[Problem]:
+    """The output folders given on the command line (``hydra.run.dir=...``, ``hydra.sweep.dir=...``),
+    checked before Hydra creates them (an interpolated value is checked by the run's pre-flight)."""
+    problems: list[Problem] = []
+    for word in argv:
+        key, eq, value = word.lstrip("+").partition("=")
+        if eq and key in OUTPUT_DIR_KEYS and value and "${" not in value:
+            problems += check_sink(OUTPUT_DIR_KEYS[key], value.strip("'\""), key)
+    return problems
+
+
 # ----------------------------------------------------------------------------- stores
 
 
