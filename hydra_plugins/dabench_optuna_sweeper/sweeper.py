@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -336,12 +337,18 @@ class DabenchOptunaSweeper(Sweeper):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         launch_dir = Path(self.config.hydra.runtime.cwd)
         sampler, space = self._checked_settings(arguments)  # one line, exit 2, before anything is created
-        storage = self.storage or default_storage(launch_dir)
         name = self.study_name or derive_study_name(
             self.sweep_name, OmegaConf.select(self.config, "model.name"), arguments
         )
-        self._preflight(storage)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
-        study = open_study(name, storage, self.direction, sampler)
+        try:
+            storage = self.storage or default_storage(launch_dir)
+            self._preflight(storage)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
+            study = open_study(name, storage, self.direction, sampler)
+        except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
+            from dabench.runtime.sinks import one_line
+
+            print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
         self._check_resume(study, space)
         existing = len(study.get_trials(deepcopy=False))
         if existing and self.seed is not None:  # a resumed study must not replay the first run's draws
@@ -388,7 +395,18 @@ class DabenchOptunaSweeper(Sweeper):
 
             extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent_id}"]
             log.info("study %s: MLflow parent run %s (%s)", name, parent_id, hide_password(uri))
-        sweep_dir = self._own_sweep_dir()
+        try:
+            sweep_dir = self._own_sweep_dir()
+        except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
+            from dabench.runtime.sinks import one_line
+
+            if client is not None:
+                try:
+                    close_parent(client, parent_id, study, interrupted=True)
+                except Exception as close_error:  # best effort: the reaper ends it otherwise
+                    log.warning("could not close the study's MLflow parent run: %s", close_error)
+            print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
 
         def launch(job_overrides: list[list[str]], first_index: int):
             job_overrides = [overrides + extra for overrides in job_overrides]
@@ -417,8 +435,11 @@ class DabenchOptunaSweeper(Sweeper):
                     log.warning("could not close the study's MLflow parent run: %s", error)
             raise
         summary = summarize(study)
-        for note in write_study_files(study, summary, sweep_dir):
-            log.info(note)
+        try:
+            for note in write_study_files(study, summary, sweep_dir):
+                log.info(note)
+        except OSError as error:  # the trials are recorded; only the summary files are missing
+            log.warning("could not write the study's files: %s", error)
         if client is not None:
             with lock():  # workers ending together write the one parent in turn (MLflow tag writes race)
                 try:
