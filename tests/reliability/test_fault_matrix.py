@@ -32,10 +32,11 @@ REPO = Path(__file__).resolve().parents[2]
 #: the store fails at its 4th write, the run's record (1-2: its folder and lock file, 3: the run
 #: created): a run exists and must end with the status and reason; every other sink fails at every write
 AT = {"store": "@4"}
-#: where the killed cases die: a write of data (not a folder), half-way through
 #: sinks whose killed write leaves a run (or a trial) open
 LEFT_RUNNING = ("store", "artifacts", "run_dir", "study_storage")
-KILL_AT = {"store": "@4", "run_dir": "@2", "outbox": "@2", "study_storage": "@2"}
+#: where the killed cases die: a write of data, not a folder (study storage: the trial's tell,
+#: after open_study's check, the lock's folder and file); else at the first write
+KILL_AT = {"store": "@4", "run_dir": "@2", "outbox": "@2", "study_storage": "@4"}
 #: the status a failed write gives a recorded run
 WRITE_STATUS = {"ENOSPC": "disk_full", "EACCES": "tracking_error", "EIO": "tracking_error"}
 
