@@ -8,7 +8,8 @@ probes'), all pure functions:
 - the band's width w = R / median(repeats) - 1 (about 0 on a steady machine), and the band
   [R / (1 + w), R * (1 + w)] = [median, R^2 / median] on the ceiling;
 - an efficiency e = achieved / R carries [e / (1 + w), e * (1 + w)];
-- a measured roofline point is a physics violation only above the band, R * (1 + w).
+- a measured roofline point, or a measured efficiency, is a physics violation only above the
+  band's top R * (1 + w) (:func:`held_to_band_top`).
 
 The machine is called *noisy* when a ceiling's repeats spread ((max - min) / median) more than
 :data:`dabench.host.calibrate.NOISY_SPREAD`. Details: docs/metrics.md, "Noisy machines".
@@ -113,3 +114,23 @@ def noise_note(peak: CeilingBand | None, bandwidth: CeilingBand | None, load_per
         f"{state}{load}; roof = the fastest rate shown, ceilings and efficiencies carry a band of "
         f"x or / {1 + width:.3f} (+-{width:.1%})"
     )
+
+
+def held_to_band_top(
+    metrics: Mapping[str, float], peak: CeilingBand | None, bandwidth: CeilingBand | None, memory_level: str
+) -> dict[str, float]:
+    """``metrics`` with the measured efficiencies taken against the top of their ceiling's band
+    (divided by 1 + w), as the result check must judge a measurement: above 1.0 there is a
+    violation beyond the band, not noise. ``tier1.compute_efficiency`` by the peak's band,
+    ``tier1.bandwidth_efficiency.<memory_level>`` by the bandwidth's, ``roofline.step.roof_share``
+    by the wider. A new dict; the recorded metrics stay as computed."""
+    widths = {
+        "tier1.compute_efficiency": peak.width if peak else 0.0,
+        f"tier1.bandwidth_efficiency.{memory_level}": bandwidth.width if bandwidth else 0.0,
+        "roofline.step.roof_share": max((b.width for b in (peak, bandwidth) if b is not None), default=0.0),
+    }
+    out = dict(metrics)
+    for name, width in widths.items():
+        if name in out and width > 0:
+            out[name] = out[name] / (1.0 + width)
+    return out

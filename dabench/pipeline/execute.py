@@ -35,7 +35,7 @@ from dabench.host.ceilings import (
     uses_in_situ_ceilings,
 )
 from dabench.host.noise import band_metrics as ceiling_band_metrics
-from dabench.host.noise import noise_note
+from dabench.host.noise import held_to_band_top, noise_note
 from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import PREDICTORS, get_predictor
@@ -241,12 +241,14 @@ def measured_points_bound(
 
 
 def check_run(
-    result: RunResult, predicted: dict[str, float] | None, peak_limit: float | None = None
+    result: RunResult, predicted: dict[str, float] | None, roof: MeasuredRoof | None = None
 ) -> CheckFailure | None:
     """The result check before anything is recorded (dabench/metrics/checks.py), one call: the
     run's metrics, in validate mode the prediction's too (as ``predict.<metric>``), and every
-    roofline point of the prediction and of the measurement (:func:`measured_points_bound`, held
-    to ``peak_limit``) when the ceilings are calibrated. Never clamps."""
+    roofline point of the prediction and of the measurement (:func:`measured_points_bound`) when
+    the ceilings are calibrated. A measurement whose ceilings carry a band (``roof``) is held to
+    the band's top: its roofline points and its efficiencies
+    (:func:`~dabench.host.noise.held_to_band_top`). Never clamps."""
     rc, graph, ceilings = result.run_config, result.graph, result.ceilings
     calibrated = is_calibrated(ceilings)
     points = (
@@ -254,11 +256,14 @@ def check_run(
         if result.predicted is None or not calibrated
         else roofline_points(graph, result.predicted, ceilings, rc.data_copies)
     )
+    peak_limit = roof.check_roof.peak_flops if roof is not None else None
     if result.profile is not None and calibrated:
         points += measured_points_bound(
             roofline_points(graph, result.profile, ceilings, rc.data_copies), ceilings, result.notes, peak_limit
         )
     metrics = result.metrics
+    if roof is not None and result.profile is not None:
+        metrics = held_to_band_top(metrics, roof.peak, roof.bandwidth, roof.roof.memory_level)
     if predicted is not None and result.profile is not None:
         metrics = {**{f"predict.{k}": v for k, v in predicted.items()}, **metrics}
     return check_result(metrics, points)
@@ -331,8 +336,9 @@ def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
     if not calibrated:  # record no number relative to a ceiling rather than a guessed one
         result.metrics = without_ceiling_metrics(result.metrics)
         result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
-    peak_limit = measurement.roof.check_roof.peak_flops if measurement is not None else None
-    failure = check_run(result, prediction.metrics if prediction is not None else None, peak_limit)
+    failure = check_run(
+        result, prediction.metrics if prediction is not None else None, measurement.roof if measurement else None
+    )
     if failure is not None:
         result.status, result.reason = failure.status, failure.reason
 

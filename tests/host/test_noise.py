@@ -3,7 +3,14 @@ repeats' spread, and efficiencies carry the same relative band (pure functions).
 
 import pytest
 
-from dabench.host.noise import CeilingBand, band_metrics, ceiling_band, efficiency_band, noise_note
+from dabench.host.noise import (
+    CeilingBand,
+    band_metrics,
+    ceiling_band,
+    efficiency_band,
+    held_to_band_top,
+    noise_note,
+)
 
 
 def test_the_roof_is_the_fastest_repeat_and_the_band_is_symmetric_around_it_in_ratio():
@@ -64,3 +71,17 @@ def test_the_note_says_noisy_or_steady_and_by_how_much():
     assert noisy.startswith("noisy: repeats spread 40% (> 10%), load 0.70/core") and "+-20.0%" in noisy
     assert noise_note(CeilingBand(101.0, 100.0, 0.02), None, None).startswith("steady: repeats spread 2.0%")
     assert noise_note(None, None, 0.1) == ""
+
+
+def test_a_measured_efficiency_is_judged_against_the_top_of_its_band():
+    from dabench.metrics.checks import check_result
+
+    peak = CeilingBand(roof=100.0, median=80.0, spread=0.3)  # w = 0.25: band top 125
+    faster_phase = {"tier1.compute_efficiency": 1.1, "roofline.step.roof_share": 1.1, "perf.achieved_tflops": 1.0}
+    held = held_to_band_top(faster_phase, peak, None, "dram")
+    assert held["tier1.compute_efficiency"] == pytest.approx(0.88) and held["perf.achieved_tflops"] == 1.0
+    assert check_result(held) is None and check_result(faster_phase) is not None
+    beyond = held_to_band_top({"tier1.compute_efficiency": 1.3}, peak, None, "dram")
+    assert check_result(beyond).status.value == "invalid_result"
+    steady = CeilingBand(roof=100.0, median=100.0, spread=0.0)
+    assert held_to_band_top(faster_phase, steady, None, "dram") == faster_phase

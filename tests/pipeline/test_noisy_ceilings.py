@@ -50,3 +50,13 @@ def test_a_loaded_machine_is_refused_calibration_with_the_reason(noisy_machine):
     assert result.status.value == "ok", result.reason
     assert "tier1.compute_efficiency" not in result.metrics and result.diagnosis[0] == "undiagnosed"
     assert "load average 1.50 per core > 1.0" in result.notes["dabench.ceilings_note"]
+
+
+def test_a_measurement_far_beyond_the_band_still_fails(noisy_machine):
+    """Injected repeats 1000x below what this CPU does: the measured efficiency is far above the
+    band's top (1.05 here), a violation the noise cannot explain."""
+    noisy_machine.setattr(calibrate, "load_per_core", lambda: 0.6)
+    noisy_machine.setattr(calibrate, "matmul_samples", lambda dtype, repeats=7: [x / 1e4 for x in PEAK[:repeats]])
+    result = execute(build_run_config(composed(FAST)))
+    assert result.status.value == "invalid_result", result.reason
+    assert "tier1.compute_efficiency" in result.reason
