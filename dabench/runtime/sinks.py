@@ -100,6 +100,7 @@ NOT_SINKS: dict[tuple[str, str], str] = {
     ("dabench/vendors/ipu_export.py", 'open(out_json, "w")'): "runs under the vendor's interpreter (PopVision)",
     ("dabench/vendors/ipu_export.py", "json.dump(summary, handle"): "runs under the vendor's interpreter",
     ("dabench/distributed/worker.py", "partial.write_text"): "a rank's partial result in the launcher's scratch",
+    ("dabench/distributed/worker.py", "partial.replace(path)"): "a rank's partial result in the launcher's scratch",
     ("dabench/distributed/launcher.py", "spec_path.write_text"): "the ranks' spec in a private scratch folder",
     ("dabench/tune/driver.py", 'open(path + ".tmp", "w")'): "a test hook ($DABENCH_TEST_HOLD_TRIAL_FILE)",
     ("dabench/tune/driver.py", 'os.replace(path + ".tmp", path)'): "a test hook ($DABENCH_TEST_HOLD_TRIAL_FILE)",

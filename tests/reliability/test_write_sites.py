@@ -3,9 +3,10 @@ or is listed in ``NOT_SINKS`` with its reason: a new write that is neither fails
 
 What counts as a write (found in the syntax tree, not by a text search): ``open`` with a mode that
 writes (w, a, x, +) or a mode that is not a literal; ``.write_text``, ``.write_bytes``, ``.mkdir``,
-``.touch``, ``.savefig``; ``.to_csv``/``.to_json``/``.to_parquet`` with a target; ``os.replace``,
-``os.rename``, ``os.makedirs``, ``os.mkdir``, ``os.open`` with write flags; ``shutil.copy*``, ``shutil.move``;
-``json.dump``/``yaml.dump``/``yaml.safe_dump`` into a stream; ``tempfile.mkdtemp``/``mkstemp``.
+``.touch``, ``.savefig``, ``Path.replace``/``rename`` (one argument); ``.to_csv``/``.to_json``/
+``.to_parquet`` with a target; ``os.replace``, ``os.rename``, ``os.makedirs``, ``os.mkdir``,
+``os.open`` with write flags; ``shutil.copy*``, ``shutil.move``; ``json.dump``/``yaml.dump``/
+``yaml.safe_dump`` into a stream; ``tempfile.mkdtemp``/``mkstemp``.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def _is_write(call: ast.Call) -> bool:
         return bool(flags & {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}) or not flags
     if (owner, func.attr) in DUMPS:
         return len(call.args) > 1 or any(k.arg == "stream" for k in call.keywords)
+    if func.attr in ("replace", "rename") and len(call.args) == 1 and not call.keywords:
+        return True  # Path.replace/rename(target); str.replace takes two arguments
     if func.attr in TARGETED:
         return bool(call.args) or any(k.arg in ("path_or_buf", "path") for k in call.keywords)
     if func.attr == "open" and owner not in ("os", "tarfile", "zipfile", "gzip", "webbrowser"):
@@ -110,8 +113,9 @@ def test_the_scanner_finds_writes():
     """The scanner itself: each kind of write it claims to find is found; reads are not."""
     sample = ast.parse(
         "open(p, 'w')\nopen(p)\nopen(p, mode)\np.write_text('x')\nframe.to_csv(p)\nframe.to_csv()\n"
-        "os.replace(a, b)\nshutil.copytree(a, b)\njson.dump(d, h)\njson.dumps(d)\np.open('a')\np.read_text()"
+        "os.replace(a, b)\nshutil.copytree(a, b)\njson.dump(d, h)\njson.dumps(d)\np.open('a')\np.read_text()\n"
+        "tmp.replace(path)\ntext.replace('a', 'b')"
     )
     calls = [n for n in ast.walk(sample) if isinstance(n, ast.Call)]
     flagged = sorted(c.lineno for c in calls if _is_write(c))
-    assert flagged == [1, 3, 4, 5, 7, 8, 9, 11]
+    assert flagged == [1, 3, 4, 5, 7, 8, 9, 11, 13]
