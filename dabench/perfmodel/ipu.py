@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
@@ -34,6 +35,7 @@ class IpuKnobs:
     tiles: int
     clock_hz: float
     peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (:func:`amp_peak`)
+    partial_bytes: float  #: bytes of one matmul partial: 2 with fp16 partials, else 4
     exchange_Bps: float
     sram_Bps: float
     sram_bytes: float
@@ -48,6 +50,7 @@ class IpuKnobs:
     optimizer_offchip: bool
     device_iterations: int
     host_call_overhead_s: float
+    link_domain: int  #: IPUs joined by IPU-Links (a Pod rack)
     embedding_serialization: int
     rts: bool
 
@@ -84,6 +87,7 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         tiles=int(hw.units("tiles") or 1472),
         clock_hz=o.clock_hz,
         peak=amp_peak(rc, o),
+        partial_bytes=2.0 if (rc.precision.compute_dtype in ("fp16", "bf16") and o.half_partials) else 4.0,
         exchange_Bps=o.exchange_bandwidth_Bps,
         sram_Bps=float(sram.bandwidth_Bps or 6.55e13),
         sram_bytes=hw.capacity("sram"),
@@ -98,6 +102,7 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         optimizer_offchip=o.optimizer_state_offchip,
         device_iterations=o.device_iterations,
         host_call_overhead_s=o.host_call_overhead_s,
+        link_domain=o.ipu_link_domain,
         embedding_serialization=o.embedding_serialization_factor,
         rts=o.replicated_tensor_sharding,
     )
@@ -126,6 +131,7 @@ class OpCost:
     copy_s: float  #: rearrangement copies of the backward pass's operands into the planner's layout
     sync_s: float  #: BSP supersteps: tile sync and exchange start-up, one per compute set
     tiles: int
+    temp_bytes: float = 0.0  #: the largest of its matmul plans' temporaries, over all the tiles it uses
 
     @property
     def compute_s(self) -> float:
@@ -158,18 +164,165 @@ def score_bytes(op: Op, graph: OpGraph) -> float:
     return SCORE_PASSES.get(op.phase, 0) * elements * graph.precision.compute_bytes
 
 
+#: the AMP vertex works on input and output channels in groups of this many: a tile's share of a
+#: product's contraction and columns rounds up to it (poplibs ConvModel.cpp counts a tile's channel
+#: groups as ceil(channels / channels per group); 16 half-precision inputs per AMP weight row)
+AMP_CHANNEL_GROUP = 16
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """One matmul's split over tiles, as poplibs' planner chooses it (docs/perfmodel.md, "Bow IPU")."""
+
+    splits: tuple[int, int, int, int]  #: parallel splits of groups, rows, contraction, columns
+    amp_s: float
+    exchange_s: float
+    reduce_s: float
+    temp_bytes: float  #: per tile: received operand copies and partials
+    tiles: int
+
+    @property
+    def time_s(self) -> float:
+        return self.amp_s + self.exchange_s + self.reduce_s
+
+
+def _splits(size: int, limit: int) -> list[int]:
+    """Candidate parallel splits of a dimension of ``size`` over at most ``limit`` tiles: powers of
+    two, and the largest split that fits (``size`` itself, or ``limit``)."""
+    out, s = {1, max(1, min(size, limit))}, 1
+    while s < size and s <= limit:
+        out.add(s)
+        s *= 2
+    return sorted(out)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@lru_cache(maxsize=4096)
+def _plan(
+    groups: int,
+    rows: int,
+    inner: int,
+    cols: int,
+    tiles: int,
+    macs: float,
+    efficiency: float,
+    xb: float,
+    ls: float,
+    budget: float,
+    e: float,
+    partial: float,
+) -> tuple[tuple[int, int, int, int], float, float, float, float]:
+    """(splits, AMP, exchange and reduction cycles, temporary bytes per tile) of the cheapest plan
+    (:func:`plan_matmul`). The column split fills the tiles the other splits leave (or takes the
+    power of two below that)."""
+    grain = AMP_CHANNEL_GROUP
+    best = fallback = None
+    for pg in _splits(groups, tiles):
+        g = _ceil(groups, pg)
+        for pr in _splits(rows, tiles // pg):
+            r = _ceil(rows, pr)
+            for pc in _splits(_ceil(inner, grain), tiles // (pg * pr)):
+                c = _ceil(_ceil(inner, pc), grain) * grain if inner >= grain else inner
+                fill = max(1, min(tiles // (pg * pr * pc), _ceil(cols, grain)))
+                for pq in {fill, 1 << (fill.bit_length() - 1)}:
+                    q = _ceil(_ceil(cols, pq), grain) * grain if cols >= grain else cols
+                    partials = g * r * q * partial
+                    inputs = g * r * c * e * (1.0 - 1.0 / pq) / (2.0 if pq % 2 == 0 else 1.0)
+                    weights = g * c * q * e * (1.0 - 1.0 / pr)
+                    amp = g * r * c * q / (macs * efficiency)
+                    exchange = (inputs + weights + partials) / xb
+                    reduce = partials / ls if pc > 1 else 0.0
+                    temp = (g * r * c * e if pq > 1 else 0.0) + (g * c * q * e if pr > 1 else 0.0) + partials
+                    plan = ((pg, pr, pc, pq), amp, exchange, reduce, temp)
+                    cycles = amp + exchange + reduce
+                    if temp <= budget and (best is None or cycles < best[1] + best[2] + best[3]):
+                        best = plan
+                    if fallback is None or (temp, cycles) < (fallback[4], sum(fallback[1:4])):
+                        fallback = plan
+    return best or fallback
+
+
+def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: float, partial: float) -> MatmulPlan:
+    """The cheapest split of ``groups`` independent [rows, inner] x [inner, cols] products over the
+    IPU's tiles that fits the planner's temporary-memory budget (``available_memory_proportion`` of
+    a tile), priced per tile as poplibs' planner prices it: AMP cycles of the tile's block (its
+    contraction and column shares rounded up to the AMP's channel group), exchange of the operand
+    copies the tile receives (all but the 1/n already there; input rows shared by a super-tile pair
+    arrive twice as fast) and of its partials, and the reduction of partials over the contraction
+    split at the load/store width. Phases add (bulk-synchronous). Without a plan that fits, the one
+    needing least memory."""
+    t = k.tiles
+    macs = k.peak / (t * k.clock_hz * 2.0)  # AMP MACs per tile per cycle
+    xb = k.exchange_Bps / t / k.clock_hz  # bytes a tile receives per cycle
+    budget = k.available_memory_proportion * k.sram_bytes / t
+    splits, amp, exchange, reduce, temp = _plan(
+        groups, rows, inner, cols, t, macs, k.amp_efficiency, xb, k.loadstore_bytes_per_cycle, budget, e, partial
+    )
+    used = splits[0] * splits[1] * splits[2] * splits[3]
+    return MatmulPlan(splits, amp / k.clock_hz, exchange / k.clock_hz, reduce / k.clock_hz, temp, used)
+
+
+def matmul_shapes(op: Op, graph: OpGraph) -> list[tuple[int, int, int, int]]:
+    """The (groups, rows, inner, cols) products an AMP op runs: a linear layer's forward X W, and
+    backward dY W^T and X^T dY; attention's per-head Q K^T and P V forward and its four backward
+    products (dP, dV, dQ, dK)."""
+    m = graph.model
+    if op.op_class == "attention":
+        s, d = m.seq_len, m.hidden_size // m.n_heads
+        heads = graph.batch_size * m.n_heads
+        if op.phase == "fwd":
+            return [(heads, s, d, s), (heads, s, s, d)]
+        return [(heads, s, d, s), (heads, s, s, d), (heads, s, s, d), (heads, s, s, d)]
+    head = op.name.startswith(("lm_head", "head."))
+    tokens = graph.batch_size * ((m.head_tokens or m.seq_len) if head else m.seq_len)
+    inner = m.ffn_hidden if op.name == "mlp.fc2" else m.hidden_size
+    fwd = op.flops if op.phase == "fwd" else op.flops / 2.0
+    cols = max(1, round(fwd / (2.0 * tokens * inner)))
+    if op.phase == "fwd":
+        return [(1, tokens, inner, cols)]
+    return [(1, tokens, cols, inner), (1, inner, tokens, cols)]
+
+
+def op_plans(op: Op, graph: OpGraph, k: IpuKnobs) -> list[MatmulPlan]:
+    """The planner's choice for each product an AMP op runs (:func:`matmul_shapes`)."""
+    e = graph.precision.compute_bytes
+    return [plan_matmul(*shape, k, e, k.partial_bytes) for shape in matmul_shapes(op, graph)]
+
+
+def _amp_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> tuple[float, float, float, int, float]:
+    """(AMP, exchange, reduction seconds, tiles, temporaries over its tiles) summed over an AMP op's
+    products; :func:`op_plans` without building the plans."""
+    e = graph.precision.compute_bytes
+    t = k.tiles
+    macs = k.peak / (t * k.clock_hz * 2.0)
+    xb = k.exchange_Bps / t / k.clock_hz
+    budget = k.available_memory_proportion * k.sram_bytes / t
+    amp = exchange = reduce = temp = 0.0
+    tiles = 0
+    for shape in matmul_shapes(op, graph):
+        splits, a, x, r, tb = _plan(
+            *shape, t, macs, k.amp_efficiency, xb, k.loadstore_bytes_per_cycle, budget, e, k.partial_bytes
+        )
+        used = splits[0] * splits[1] * splits[2] * splits[3]
+        amp, exchange, reduce = amp + a, exchange + x, reduce + r
+        tiles, temp = max(tiles, used), max(temp, tb * used)
+    return amp / k.clock_hz, exchange / k.clock_hz, reduce / k.clock_hz, tiles, temp
+
+
 def op_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> OpCost:
-    tiles = op_tiles(op, graph, k)
-    share = tiles / k.tiles
-    store_Bps = k.tiles * k.loadstore_bytes_per_cycle * k.clock_hz * share
     steps = SUPERSTEPS.get(op.op_class, 1) * (2 if op.phase == "bwd" else 1)
     sync = steps * k.superstep_s if op.phase != "opt" else k.superstep_s
     if op.op_class in AMP_CLASSES:
-        amp = op.flops / (tiles * (k.peak / k.tiles) * k.amp_efficiency)
-        exchange = math.sqrt(tiles) * op.bytes / 2.0 / k.exchange_Bps
-        vector = score_bytes(op, graph) / store_Bps if op.op_class == "attention" else 0.0
-        copy = op.bytes / 2.0 / (k.exchange_Bps * share) if op.phase == "bwd" else 0.0
-        return OpCost(amp, vector, exchange, copy, sync, tiles)
+        amp, exchange, vector, tiles, temp = _amp_cost(op, graph, k)
+        if op.op_class == "attention":
+            vector += score_bytes(op, graph) / (k.tiles * k.loadstore_bytes_per_cycle * k.clock_hz)
+        copy = op.bytes / 2.0 / k.exchange_Bps if op.phase == "bwd" else 0.0
+        return OpCost(amp, vector, exchange, copy, sync, tiles, temp)
+    tiles = op_tiles(op, graph, k)
+    store_Bps = tiles * k.loadstore_bytes_per_cycle * k.clock_hz
     lanes = op.flops / (tiles * k.vector_flops_per_cycle * k.clock_hz)
     vector = max(lanes, op.bytes / store_Bps)
     exchange = op.bytes / k.exchange_Bps if op.op_class == "embedding" else 0.0
@@ -187,7 +340,7 @@ class LayerCost:
     parts: dict[str, float]  #: train_s by mechanism (:data:`MECHANISMS`)
     opt_s: float
     tiles: int
-    largest_operands: float  #: bytes of the largest matmul's replicated operands (temporaries)
+    largest_operands: float  #: bytes of the largest matmul plan's temporaries (operand copies, partials)
 
 
 def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
@@ -206,7 +359,7 @@ def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
         if op.op_class in AMP_CLASSES:
             # the vocabulary-sized LM head runs in embedding_serialization_factor serial pieces
             pieces = k.embedding_serialization if layer.kind == "head" else 1
-            operands = max(operands, math.sqrt(cost.tiles) * op.bytes / 2.0 / pieces)
+            operands = max(operands, cost.temp_bytes / pieces)
     return LayerCost(sum(parts.values()), parts, opt, tiles, operands)
 
 
@@ -329,7 +482,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
 
     e = graph.precision.compute_bytes
     message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
-    link = group_link(rc.hardware.links, rc.hardware.chips_per_node, max(p, 1))
+    # IPU-Links join every IPU of a Pod rack, across its machines; GW-Links only join racks
+    link = group_link(rc.hardware.links, k.link_domain, max(p, 1))
     transfer = 2.0 * p2p_s(message, link) if (p > 1 and link is not None) else 0.0
     train, busy, opt, tiles = [], [], [], []
     for i, n_blocks in enumerate(layers):
@@ -349,7 +503,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         offchip = max(2.0 * n * moment_bytes for n in ipu_params(graph, layers)) / shards / k.streaming_Bps
     update = max(opt) + offchip
     grads = [use.gradients for use in uses]
-    dp_link = group_link(rc.hardware.links, rc.hardware.chips_per_node, rc.parallel.n_chips)
+    dp_link = group_link(rc.hardware.links, k.link_domain, rc.parallel.n_chips)
     allreduce = max(ring_allreduce_s(g, r, dp_link) for g in grads) if (r > 1 and dp_link) else 0.0
     host = k.host_call_overhead_s / k.device_iterations
     step = timing.step_s + update + allreduce + host

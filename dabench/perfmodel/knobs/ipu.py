@@ -25,6 +25,9 @@ class IpuOptions:
     recompute: bool = knob(boolean=True, doc="--recompute-checkpoint-every-layer")
     optimizer_state_offchip: bool = knob(boolean=True, doc="AdamW moments in streaming memory")
     replicated_tensor_sharding: bool = knob(boolean=True, doc="shard optimizer state over replicas")
+    ipu_link_domain: int = knob(
+        integer=True, doc="IPUs joined by IPU-Links (one Pod rack); pipelines and rings beyond it use GW-Links"
+    )
     host_call_overhead_s: float = knob(low=0.0, doc="host-side cost of one PopTorch call, s")
     embedding_serialization_factor: int = knob(integer=True, doc="LM head computed in this many vocabulary slices")
     half_partials: bool = knob(
