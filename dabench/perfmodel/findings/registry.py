@@ -132,10 +132,32 @@ def rdu_batch() -> Measured:
     return Measured(f"x{gain:.2f} from batch 16 to 32 (o3)", gain > 1.5)
 
 
+#: decoder configs the RDU model accepts (conf/model; bert_large is an encoder, cerebras_encdec an
+#: encoder-decoder): the paper does not name the model of its +34.3%, so every one is held to it
+RDU_DECODERS = (
+    "tiny",
+    "gpt2_test",
+    "gpt2_small",
+    "gpt2_medium",
+    "gpt2_large",
+    "gpt2_xl",
+    "megatron_gpt",
+    "gptj_6b",
+    "llama_7b",
+    "gpt_13b",
+)
+
+
+def rdu_mixed_precision_gain(model: str) -> float:
+    """Mixed over fp32 samples/s of ``model`` at the artifact's batch 16 and the shipped compile mode."""
+    return throughput(config("rdu", model, "mixed", batch=16)) / throughput(config("rdu", model, "fp32", batch=16))
+
+
 def rdu_mixed_precision() -> Measured:
-    gains = {m: throughput(_rdu(m, precision="mixed")) / throughput(_rdu(m, precision="fp32")) for m in ("o1", "o3")}
-    text = ", ".join(f"{m} {100 * (g - 1):+.1f}%" for m, g in gains.items())
-    return Measured(text, all(1.23 <= g <= 1.46 for g in gains.values()))
+    gains = {m: rdu_mixed_precision_gain(m) for m in RDU_DECODERS}
+    inside = [m for m, g in gains.items() if 1.23 <= g <= 1.46]
+    text = ", ".join(f"{m} {100 * (g - 1):+.0f}%" for m, g in gains.items())
+    return Measured(f"{text} ({len(inside)} of {len(gains)} in the band)", len(inside) == len(gains))
 
 
 # ----------------------------------------------------------------------------- IPU
@@ -340,7 +362,8 @@ FINDINGS: tuple[Finding, ...] = (
     ),
     Finding(
         "rdu-mixed-precision", "rdu", "mixed precision +34.3%", SN30,
-        "within a third: +23% to +46% (mixed over fp32)", "GPT-2 small, batch 16, o1 and o3",
+        "within a third: +23% to +46% (mixed over fp32) on every decoder config",
+        "every shipped decoder config (tiny to gpt_13b), batch 16, o1 (the paper names no model)",
         _t("test_rdu_mixed_precision_gain_is_the_papers_size",
            "test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2"),
         (), rdu_mixed_precision,
