@@ -172,3 +172,19 @@ def test_calibration_cache(tmp_path_factory):
         os.environ.pop("DABENCH_CACHE_DIR", None)
     else:
         os.environ["DABENCH_CACHE_DIR"] = previous
+
+
+#: modules whose tests are independent of each other (no module- or session-scoped fixture they
+#: share): pytest-xdist spreads them test by test; every other module runs on one worker
+SPREAD_MODULES = {"tests/docs/test_examples.py", "tests/golden/test_golden.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n N --dist loadgroup`` (.ci/run's slow suite), keep each module's tests on
+    one worker, so a module-scoped fixture (a store, a server) is built once; a test that already
+    names its group keeps it."""
+    for item in items:
+        module = Path(str(item.fspath)).relative_to(ROOT).as_posix()
+        if module in SPREAD_MODULES or item.get_closest_marker("xdist_group"):
+            continue
+        item.add_marker(pytest.mark.xdist_group(module))

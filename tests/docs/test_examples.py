@@ -234,6 +234,9 @@ def store(tmp_path_factory) -> dict[str, object]:
 def _command_params():
     for example in COMMANDS:
         marks = [] if any(f in example.text for f in FAST) else [pytest.mark.slow]
+        first = example.text.split("dabench", 1)[1].split()
+        if first and first[0] in NEEDS_STORE:  # one worker builds the store (pytest-xdist)
+            marks.append(pytest.mark.xdist_group("docs_store"))
         why = _skip_reason(example)
         if why:
             marks.append(pytest.mark.skip(reason=why))
