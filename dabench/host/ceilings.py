@@ -80,18 +80,23 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
     return Ceilings(peak_flops=float(peak), bandwidth_Bps=float(bandwidth), memory_level=level.name, source=source)
 
 
-def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
-    """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
-    single-process runs of the cpu backend in validate mode whose ceilings are calibrated, not set
-    in the config (the caller also requires the calibration to have been accepted)."""
+def can_probe(hw: HardwareSpec, strategy: str) -> bool:
+    """Whether this machine's CPU ceilings can be probed around a run (:func:`dabench.host.calibrate.probe`):
+    single-process runs of the cpu backend whose ceilings are calibrated, not set in the config."""
     return (
-        mode == "validate"
-        and hw.arch == "cpu"
+        hw.arch == "cpu"
         and hw.backend == "cpu"
         and strategy == "none"
         and not any(hw.peak_flops.values())
         and main_memory(hw).bandwidth_Bps is None
     )
+
+
+def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
+    """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
+    validate runs that :func:`can_probe` (the caller also requires the calibration to have been
+    accepted)."""
+    return mode == "validate" and can_probe(hw, strategy)
 
 
 def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, dict[str, float]]:

@@ -28,6 +28,7 @@ from dabench.core.status import DabenchError, Diverged, InvalidResult, Status, U
 from dabench.host.ceilings import (
     MeasuredRoof,
     WindowProbes,
+    can_probe,
     host_cpu_ceilings,
     is_calibrated,
     measured_roof,
@@ -107,6 +108,8 @@ class Measurement:
     ceilings: Ceilings  #: what the run's metrics are taken against (the roof: fastest rates shown)
     model_ceilings: Ceilings  #: what the prediction is priced at (validate: the in-situ probes)
     roof: MeasuredRoof  #: the ceilings' bands (none where the spec set them)
+    calibrated: Ceilings  #: the ceilings before any probe (the calibration's medians or the spec)
+    readings: tuple = ()  #: the in-situ probes taken so far (dabench.host.calibrate.Probe)
 
 
 def measure(
@@ -146,8 +149,23 @@ def measure_run(backend: Backend, rc: RunConfig, graph: OpGraph, ceilings: Ceili
     if in_situ is not None:
         model_ceilings, probed = in_situ
         profile.extra_metrics.update(probed)
-    roof = measured_roof(ceilings, rc.precision.compute_dtype, probes.readings if in_situ is not None else ())
-    return Measurement(profile, roof.roof, model_ceilings, roof)
+    readings = tuple(probes.readings) if in_situ is not None else ()
+    roof = measured_roof(ceilings, rc.precision.compute_dtype, readings)
+    return Measurement(profile, roof.roof, model_ceilings, roof, ceilings, readings)
+
+
+def probe_again(rc: RunConfig, measurement: Measurement) -> Measurement | None:
+    """``measurement`` with one more in-situ probe, taken now, in its roof and band; None when this
+    run's ceilings cannot be probed (:func:`~dabench.host.ceilings.can_probe`, calibrated). For a
+    measurement that broke a bound against its calibration: the machine may have been faster during
+    the timed steps than when it was calibrated (the roof is the fastest rate it has shown)."""
+    if not (can_probe(rc.hardware, rc.parallel.strategy) and measurement.roof.peak is not None):
+        return None
+    from dabench.host.calibrate import probe
+
+    readings = (*measurement.readings, probe(rc.precision.compute_dtype))
+    roof = measured_roof(measurement.calibrated, rc.precision.compute_dtype, readings)
+    return replace(measurement, ceilings=roof.roof, roof=roof, readings=readings)
 
 
 def band_ceilings(result: RunResult, roof: MeasuredRoof) -> None:
@@ -303,11 +321,29 @@ def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
     result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     measured = result.mode in ("measure", "validate")
     result.ceilings = ceilings = run_ceilings(rc, backend if measured else None, result.notes)
-    model_ceilings, measurement = ceilings, None
-    if measured:
-        measurement = measure_run(backend(), rc, graph, ceilings)
-        result.profile, result.ceilings = measurement.profile, measurement.ceilings
-        ceilings, model_ceilings = measurement.ceilings, measurement.model_ceilings
+    measurement = measure_run(backend(), rc, graph, ceilings) if measured else None
+    if measurement is not None:
+        result.profile = measurement.profile
+    failure = _evaluate(rc, result, graph, ceilings, measurement)
+    if failure is not None and failure.status is Status.INVALID_RESULT and measurement is not None:
+        again = probe_again(rc, measurement)  # a faster phase than the calibration's? probe once more
+        if again is not None:
+            result.notes["dabench.probed_again"] = f"probed after the run, it broke a bound: {failure.reason[:300]}"
+            failure = _evaluate(rc, result, graph, ceilings, again)
+    if failure is not None:
+        result.status, result.reason = failure.status, failure.reason
+
+
+def _evaluate(
+    rc: RunConfig, result: RunResult, graph: OpGraph, ceilings: Ceilings, measurement: Measurement | None
+) -> CheckFailure | None:
+    """Fill ``result``'s ceilings, prediction, metrics, diagnosis and bands from ``measurement``
+    (None: predicted only) and return the result check's failure, if any."""
+    model_ceilings = ceilings
+    result.notes.pop("dabench.roofline_note", None)  # set again by this evaluation's check
+    if measurement is not None:
+        result.ceilings = ceilings = measurement.ceilings
+        model_ceilings = measurement.model_ceilings
     prediction = None
     if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
         from dabench.perfmodel.fit import run_tags as model_tags
@@ -336,11 +372,9 @@ def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
     if not calibrated:  # record no number relative to a ceiling rather than a guessed one
         result.metrics = without_ceiling_metrics(result.metrics)
         result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
-    failure = check_run(
+    return check_run(
         result, prediction.metrics if prediction is not None else None, measurement.roof if measurement else None
     )
-    if failure is not None:
-        result.status, result.reason = failure.status, failure.reason
 
 
 def execute(rc: RunConfig) -> RunResult:

@@ -173,8 +173,10 @@ def calibration(tmp_path, monkeypatch):
     return write
 
 
-def test_an_efficiency_above_one_fails_the_run_unclamped(calibration):
+def test_an_efficiency_above_one_fails_the_run_unclamped(calibration, monkeypatch):
     calibration(1e6, 1e6)  # ceilings far below what the CPU does: every efficiency is > 1
+    # and a probe after the run shows no faster machine (dabench.pipeline.execute.probe_again)
+    monkeypatch.setattr(calibrate, "probe", lambda dtype, repeats=3: calibrate.Probe(1e6, 1e6, (1e6,), (1e6,)))
     result = execute(
         build_run_config(
             composed(["hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2", "run.profile_subtasks=false"])

@@ -60,3 +60,15 @@ def test_a_measurement_far_beyond_the_band_still_fails(noisy_machine):
     result = execute(build_run_config(composed(FAST)))
     assert result.status.value == "invalid_result", result.reason
     assert "tier1.compute_efficiency" in result.reason
+
+
+def test_a_bound_broken_against_a_slow_calibration_is_probed_again(noisy_machine):
+    """Calibrated in a slow phase (injected 1000x low), measured in a fast one: the run probes the
+    machine once more after its steps, and the probe's rate (injected) becomes the roof."""
+    noisy_machine.setattr(calibrate, "load_per_core", lambda: 0.6)
+    slow_then_fast = lambda dtype, repeats=7: [x / 1e4 for x in PEAK[:repeats]] if repeats >= 5 else [1e13] * repeats  # noqa: E731
+    noisy_machine.setattr(calibrate, "matmul_samples", slow_then_fast)
+    result = execute(build_run_config(composed(FAST)))
+    assert result.status.value == "ok", result.reason
+    assert result.ceilings.peak_flops == 1e13 and "in-situ probes" in result.ceilings.source
+    assert "tier1.compute_efficiency" in result.notes["dabench.probed_again"]
