@@ -63,19 +63,24 @@ def _job_ok(job_return: Any) -> bool:
 
 def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
     """A frame row (dabench/report/frame.py column names) from a job's return: its overrides as
-    the name, status, mode, reason and samples/s (the JobOutcome the task returns)."""
+    the name, status, mode, reason, samples/s and the table's figures (the JobOutcome the task
+    returns)."""
     outcome = getattr(job_return, "_return_value", None)
     status = getattr(outcome, "status", None) or ("ok" if _job_ok(job_return) else "crashed")
     value = float(outcome) if isinstance(outcome, float) else float("nan")
-    return {
+    figures = dict(getattr(outcome, "figures", None) or {})
+    row = {
         "run_id": "",
         "run_name": " ".join(OmegaConf.select(config, "hydra.overrides.task") or []),
         "mlflow_status": "",
         "tags.dabench.status": status,
         "tags.dabench.mode": getattr(outcome, "mode", None),
         "tags.dabench.reason": getattr(outcome, "reason", "") or "",
+        "tags.dabench.diagnosis": figures.pop("diagnosis", ""),
         "metrics.throughput.samples_per_s": value if status == "ok" else float("nan"),
     }
+    row.update({f"metrics.{name}": number for name, number in figures.items()})
+    return row
 
 
 class SweepResultsCallback(Callback):

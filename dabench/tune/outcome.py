@@ -1,7 +1,8 @@
 """What a trial job hands back to the sweeper through Hydra's JobReturn.
 
 :class:`JobOutcome` is a float (the objective: samples/s, NaN when the run was not ok) that also
-carries the run's ``status``, ``reason`` and ``mode``. Being a float, it is what the task
+carries the run's ``status``, ``reason``, ``mode`` and the few figures a sweep's results table
+shows (``figures``: metric name -> number, plus ``diagnosis``). Being a float, it is what the task
 function always returned to any caller that wants a number; being picklable by value, it crosses
 process and machine boundaries (submitit, Ray) intact, so the sweeper never reads a job's files.
 """
@@ -17,14 +18,23 @@ class JobOutcome(float):
     status: str
     reason: str
     mode: str | None
+    figures: dict[str, Any]
 
-    def __new__(cls, value: float, status: str, reason: str = "", mode: str | None = None) -> "JobOutcome":
+    def __new__(
+        cls,
+        value: float,
+        status: str,
+        reason: str = "",
+        mode: str | None = None,
+        figures: Mapping[str, Any] | None = None,
+    ) -> "JobOutcome":
         outcome = super().__new__(cls, value)
         outcome.status, outcome.reason, outcome.mode = str(status), str(reason or ""), mode
+        outcome.figures = dict(figures or {})
         return outcome
 
     def __reduce__(self):
-        return (JobOutcome, (float(self), self.status, self.reason, self.mode))
+        return (JobOutcome, (float(self), self.status, self.reason, self.mode, self.figures))
 
     def __repr__(self) -> str:
         return f"JobOutcome({float(self)!r}, status={self.status!r}, mode={self.mode!r})"
@@ -47,7 +57,23 @@ class JobOutcome(float):
         return None
 
 
+#: the metrics a sweep's results table shows (dabench/report/results.py) besides samples/s
+TABLE_METRICS = (
+    "step_time.median_s",
+    "throughput.samples_per_s.lo",
+    "throughput.samples_per_s.hi",
+    "tier1.load_imbalance",
+    "tier1.allocation_ratio",
+)
+
+
 def job_outcome(result: Any) -> JobOutcome:
-    """The JobOutcome of a dabench RunResult (``objective``, ``status``, ``reason``, ``mode``)."""
+    """The JobOutcome of a dabench RunResult (``objective``, ``status``, ``reason``, ``mode``, and
+    the results table's figures)."""
     status = getattr(result.status, "value", result.status)
-    return JobOutcome(result.objective, status, result.reason or "", getattr(result, "mode", None))
+    metrics = getattr(result, "metrics", None) or {}
+    figures: dict[str, Any] = {k: float(metrics[k]) for k in TABLE_METRICS if isinstance(metrics.get(k), (int, float))}
+    diagnosis = getattr(result, "diagnosis", None)
+    if diagnosis:
+        figures["diagnosis"] = str(diagnosis[0])
+    return JobOutcome(result.objective, status, result.reason or "", getattr(result, "mode", None), figures)

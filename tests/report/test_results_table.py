@@ -151,4 +151,5 @@ def test_a_multirun_without_tracking_still_ends_with_its_table_and_results_csv(t
     (path,) = tmp_path.glob("multirun/*/*/results.csv")
     rows = list(csv.DictReader(path.open()))
     assert [r["status"] for r in rows] == ["ok", "capacity"] and "model.n_layers=2" in rows[0]["run_name"]
+    assert float(rows[0]["step_ms"]) > 0 and float(rows[0]["li"]) > 0 and rows[0]["diagnosis"] and rows[0]["band"]
     assert not (tmp_path / "mlflow.db").exists()

@@ -20,11 +20,25 @@ def _returned(value):
 
 
 def test_job_outcome_is_a_float_that_travels():
-    outcome = JobOutcome(12.5, "ok", mode="predict")
+    outcome = JobOutcome(
+        12.5, "ok", mode="predict", figures={"tier1.load_imbalance": 0.9, "diagnosis": "compute-bound"}
+    )
     assert outcome == 12.5 and float(outcome) + 1 == 13.5
     for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
         back = loads(dumps(outcome))
         assert isinstance(back, JobOutcome) and back.to_dict() == outcome.to_dict()
+        assert back.figures == {"tier1.load_imbalance": 0.9, "diagnosis": "compute-bound"}
+
+
+def test_a_predicted_results_figures_ride_on_its_outcome():
+    """An untracked sweep's table is built from the outcomes alone: step, LI, allocation, band, diagnosis."""
+    from dabench import predict
+    from dabench.tune.outcome import TABLE_METRICS, job_outcome
+
+    result = predict(["hardware=wse2", "model=gpt2_small", "model.n_layers=2"])
+    figures = job_outcome(result).figures
+    assert set(TABLE_METRICS) <= set(figures) and figures["diagnosis"] == result.diagnosis[0]
+    assert figures["throughput.samples_per_s.lo"] < float(job_outcome(result)) < figures["throughput.samples_per_s.hi"]
 
 
 def test_the_sweeper_takes_status_reason_and_mode_from_the_job_return():
