@@ -121,6 +121,14 @@ def calibration(platform: str, constants: str = "published") -> Calibration:
     return cal
 
 
+def _count(n: float) -> str:
+    """A parameter count as people write it: 124M, 1.6B, 1T."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.3g}"
+
+
 def outside(cal: Calibration, params: float, chips: float, precision: str) -> list[str]:
     """Why a deployment lies outside the platform's calibration points (empty when inside)."""
     cov = cal.coverage
@@ -129,9 +137,9 @@ def outside(cal: Calibration, params: float, chips: float, precision: str) -> li
     why = []
     lo, hi = cov.params
     if params > hi * 1.05:
-        why.append(f"model ~{params / 1e9:.2g}B params > largest calibrated ~{hi / 1e9:.2g}B")
+        why.append(f"model ~{_count(params)} params > largest calibrated ~{_count(hi)}")
     elif params < lo / 1.05:
-        why.append(f"model ~{params / 1e6:.3g}M params < smallest calibrated ~{lo / 1e6:.3g}M")
+        why.append(f"model ~{_count(params)} params < smallest calibrated ~{_count(lo)}")
     if chips > cov.chips[1]:
         why.append(f"{chips:g} chips > {cov.chips[1]:g} calibrated")
     if precision not in cov.precisions:
