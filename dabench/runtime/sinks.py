@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dabench.runtime import faults
+from dabench.runtime.pids import pid_alive
 
 TMP_MARK = ".dabench-tmp"  #: in the name of a file being written (``.<name>.<pid>.<n>.dabench-tmp``)
 
@@ -179,18 +180,8 @@ def _remove_stale(folder: Path) -> None:
         return
     for tmp in leftovers:
         parts = tmp.name[: -len(TMP_MARK)].rsplit(".", 2)
-        if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+        if len(parts) == 3 and parts[1].isdigit() and not pid_alive(int(parts[1])):
             _unlink(tmp)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> Path:

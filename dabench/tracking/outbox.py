@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import Status, parse
+from dabench.runtime.pids import pid_alive
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
 PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
@@ -244,16 +245,6 @@ class SyncReport:
         return text + (f" ({self.errors[0]})" if self.errors else "")
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def replay(uri: str, folder: Path | None = None) -> SyncReport:
     """Replay every closed journal (and every journal whose process is gone) that was kept for the
     store ``uri`` into it, each exactly once; a replayed journal moves to ``<outbox>/synced/``.
@@ -276,7 +267,7 @@ def replay(uri: str, folder: Path | None = None) -> SyncReport:
     recount: list[tuple[Any, str]] = []
     for index, journal in enumerate(journals):
         data = journal.data
-        if not data["closed"] and _process_alive(int(data.get("pid") or 0)) and data.get("pid") != os.getpid():
+        if not data["closed"] and pid_alive(int(data.get("pid") or 0)) and data.get("pid") != os.getpid():
             report.left += 1  # still being written by a live process
             continue
         try:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from dabench.runtime.pids import pid_alive, start_ticks
+
 log = logging.getLogger(__name__)
 
 HOST_TAG, PID_TAG = "dabench.host", "dabench.pid"
@@ -38,15 +40,6 @@ def boot_id() -> str:
             return handle.read().strip()
     except OSError:
         return "unknown"
-
-
-def start_ticks(pid: int) -> int | None:
-    """Process ``pid``'s start time in clock ticks since boot (/proc/<pid>/stat field 22)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return int(handle.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def process_key(pid: int) -> str | None:
@@ -78,12 +71,8 @@ def owner_tags() -> dict[str, str]:
 
 def process_alive(pid: int, key: str | None) -> bool:
     """Whether the process ``pid`` that had ``key`` (see :func:`process_key`) still runs here."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        pass  # exists, another user's
     if not key or key == "unknown":
         return True  # cannot tell a reused pid: leave it alone
     now = process_key(pid)

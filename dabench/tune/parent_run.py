@@ -22,6 +22,7 @@ import optuna
 import yaml
 
 from dabench.core.status import Status
+from dabench.runtime.pids import pid_alive
 from dabench.tracking.lifecycle import terminate
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
 from dabench.tune.best import StudySummary
@@ -50,13 +51,7 @@ def _owner_gone(owner: str | None) -> bool:
     host, _, pid = owner.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return not pid_alive(int(pid))
 
 
 def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str) -> list[str]:

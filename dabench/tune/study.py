@@ -27,6 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dabench.core import status as run_status
 from dabench.core.status import Status
+from dabench.runtime.pids import pid_alive, start_ticks
 
 STATUS_ATTR = "dabench.status"
 REASON_ATTR = "dabench.reason"
@@ -110,20 +111,10 @@ def trials_done(study: optuna.Study, fresh: bool = False) -> int:
     return sum(counts_toward_budget(t) for t in trials)
 
 
-def process_start(pid: int) -> int | None:
-    """The start time of process ``pid`` in clock ticks since boot (Linux /proc), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def owner() -> dict[str, Any]:
     """This process as a trial owner: host, pid and process start time (so a reused pid is not
     taken for the owner)."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid())}
+    return {"host": socket.gethostname(), "pid": os.getpid(), "start": start_ticks(os.getpid())}
 
 
 def mark_owner(trial: optuna.Trial) -> None:
@@ -143,13 +134,7 @@ def beat(study: optuna.Study, trials: Sequence[Any]) -> None:
 
 
 def _alive(pid: int, start: int | None = None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return start is None or process_start(pid) in (None, start)
+    return pid_alive(pid) and (start is None or start_ticks(pid) in (None, start))
 
 
 def trial_owner(trial: FrozenTrial) -> dict[str, Any] | None:
