@@ -5,6 +5,7 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 
 from dabench.config.build import build_run_config
+from dabench.perfmodel.findings.run import config
 from dabench.pipeline.execute import predict_config
 from tests.conftest import CONF
 
@@ -25,18 +26,8 @@ def run_config(
     model_over: dict | None = None,
     **parallel_over,
 ):
-    spec = load("hardware", hardware)
-    spec.pop("defaults", None)
-    spec["options"] = {**(spec.get("options") or {}), **(options or {})}
-    spec.update(hw or {})
-    cfg = {
-        "model": {**load("model", model), **(model_over or {})},
-        "hardware": spec,
-        "parallel": {**load("parallel", parallel), **parallel_over},
-        "precision": load("precision", precision),
-        "run": {"batch_size": batch_size, "grad_accum": grad_accum},
-        "tracking": {"enabled": False},
-    }
+    """The RunConfig of :func:`dabench.perfmodel.findings.run.config`'s mapping (conf/ groups, then these changes)."""
+    cfg = config(hardware, model, precision, parallel, batch_size, grad_accum, options, model_over, hw, **parallel_over)
     return build_run_config(cfg)
 
 

@@ -28,7 +28,7 @@ def config(
     hw: dict[str, Any] | None = None,
     **parallel_over: Any,
 ) -> dict[str, Any]:
-    """The run config mapping: conf/ groups, then these changes (as tests/perfmodel/helpers.run_config)."""
+    """The run config mapping: conf/ groups, then these changes (tests/perfmodel/helpers.run_config uses it)."""
     point = Point(
         "finding", platform, model, (f"parallel={parallel}",), batch, grad_accum, precision,
         "", "", "", 0.0, "M", 0.0, "rel", "check", "", "",
