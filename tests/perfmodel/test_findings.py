@@ -418,9 +418,10 @@ def test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2():
     assert wse < 1.3 and wse - 1 < 0.6 * (rdu - 1)
 
 
-def ipu_batch_study(grad_accum: int) -> float:
+def ipu_batch_study(grad_accum: int, hw: dict | None = None) -> float:
     """The paper's batch study (paper-notes 4.2): gradient accumulation on 4 IPUs, max-len 512,
-    embedding serialisation 8, half partials, optimizer state off chip (gpt_batchsize_benchmark.sh)."""
+    embedding serialisation 8, half partials, optimizer state off chip (gpt_batchsize_benchmark.sh);
+    ``hw`` changes the hardware spec."""
     return throughput(
         run_config(
             "ipu",
@@ -430,6 +431,7 @@ def ipu_batch_study(grad_accum: int) -> float:
             placement="0 2 1 1",
             batch_size=1,
             grad_accum=grad_accum,
+            hw=hw,
             options={
                 **PAPER_IPU,
                 "embedding_serialization_factor": 8,

@@ -11,7 +11,7 @@ from dabench.core.status import CapacityError
 from dabench.perfmodel import ipu as model
 from dabench.workload.opgraph import build_opgraph
 from tests.perfmodel.helpers import predict, run_config
-from tests.perfmodel.test_findings import PAPER_IPU, ipu, matched_pair
+from tests.perfmodel.test_findings import PAPER_IPU, ipu, ipu_batch_study, matched_pair
 
 MECHANISMS = ("amp", "vector", "exchange", "copy", "sync", "link")
 
@@ -176,28 +176,7 @@ def test_batch_gain_comes_from_the_streaming_bandwidth():
             ]
         }
 
-        def rate(grad_accum: int) -> float:
-            rc = run_config(
-                "ipu",
-                model="gpt2_test",
-                precision="fp16",
-                parallel="pp",
-                placement="0 2 1 1",
-                batch_size=1,
-                grad_accum=grad_accum,
-                hw=hw,
-                model_over={"tie_embeddings": True, "seq_len": 512},
-                options={
-                    **PAPER_IPU,
-                    "embedding_serialization_factor": 8,
-                    "device_iterations": 1,
-                    "optimizer_state_offchip": True,
-                    "half_partials": True,
-                },
-            )
-            return predict(rc)[1]["throughput.samples_per_s"]
-
-        return rate(26) / rate(13)
+        return ipu_batch_study(26, hw) / ipu_batch_study(13, hw)
 
     slow, shipped, free = gain(1.0e10), gain(2.0e10), gain(1.0e13)
     assert slow > shipped > free > 1.0
