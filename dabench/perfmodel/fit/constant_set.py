@@ -228,6 +228,25 @@ def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float, 
     return record
 
 
+def constant_records(arch: str, unsourced: str) -> dict[str, dict[str, Any]]:
+    """Each constant of ``arch``'s hardware config, by dotted path: its value and kind from the
+    source registry (``unsourced`` where the registry has no entry); a fitted one's bounds and points,
+    any other's document, locator and reason."""
+    from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml, load_sources
+
+    sources = load_sources(arch)
+    constants = {}
+    for path, value in constant_paths(hardware_yaml(arch)):
+        entry = sources.get(path)
+        record: dict[str, Any] = {"value": value, "kind": entry.kind if entry else unsourced}
+        if entry is not None and entry.kind == "fitted":
+            record.update(bounds=list(entry.bounds) if entry.bounds else None, points=list(entry.points))
+        elif entry is not None:
+            record.update({k: getattr(entry, k) for k in ("document", "locator", "reason") if getattr(entry, k)})
+        constants[path] = record
+    return constants
+
+
 def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else (round(value, 6) if math.isfinite(value) else None)
 
@@ -241,23 +260,13 @@ def build(
     from dabench.perfmodel.fit import model_version
     from dabench.perfmodel.fit.cv import NOMINAL, band_q, conformal_rank, summary
     from dabench.perfmodel.fit.points import load_points
-    from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml, load_sources
 
     nominal = NOMINAL if nominal is None else nominal
     by_arch = {r.arch: r for r in results}
     pooled_out = [e for r in results for e in r.abs_errors("out")]
     platforms: dict[str, Any] = {}
     for arch in archs:
-        sources = load_sources(arch)
-        constants = {}
-        for path, value in constant_paths(hardware_yaml(arch)):
-            entry = sources.get(path)
-            record: dict[str, Any] = {"value": value, "kind": entry.kind if entry else "missing"}
-            if entry is not None and entry.kind == "fitted":
-                record.update(bounds=list(entry.bounds) if entry.bounds else None, points=list(entry.points))
-            elif entry is not None:
-                record.update({k: getattr(entry, k) for k in ("document", "locator", "reason") if getattr(entry, k)})
-            constants[path] = record
+        constants = constant_records(arch, "missing")
         cv = by_arch.get(arch)
         entry_out: dict[str, Any] = {
             "model_hash": model_version(arch),

@@ -29,19 +29,9 @@ def _n(value: float) -> float | None:
 def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     """One platform's entry of a constant set (the constant-set format plus this fit's keys)."""
     from dabench.perfmodel.fit import model_version
-    from dabench.perfmodel.fit.constant_set import _band_record
-    from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml, load_sources
+    from dabench.perfmodel.fit.constant_set import _band_record, constant_records
 
-    sources = load_sources(g.arch)
-    constants = {}
-    for path, value in constant_paths(hardware_yaml(g.arch)):
-        entry = sources.get(path)
-        record: dict[str, Any] = {"value": value, "kind": entry.kind if entry else "setting"}
-        if entry is not None and entry.kind == "fitted":
-            record.update(bounds=list(entry.bounds) if entry.bounds else None, points=list(entry.points))
-        elif entry is not None:
-            record.update({k: getattr(entry, k) for k in ("document", "locator", "reason") if getattr(entry, k)})
-        constants[path] = record
+    constants = constant_records(g.arch, "setting")
     for name, value in g.fitted.items():
         constants[f"options.{name}"] = {
             "value": value,
