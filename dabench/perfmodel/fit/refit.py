@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
 
 from dabench.perfmodel.fit.evaluate import predict_point
 from dabench.perfmodel.fit.points import Point, load_points
@@ -87,12 +87,42 @@ def _feasibility_fit(points: list[Point], name: str, low: float, high: float, op
     return math.sqrt(lower * upper) if lower > 0 else (lower + upper) / 2
 
 
+def box_least_squares(
+    residuals: Callable[[dict[str, float]], Sequence[float]],
+    start: Mapping[str, Any],
+    bounds: Mapping[str, tuple[float, float]],
+    xtol: float,
+    ftol: float,
+    max_nfev: int,
+) -> dict[str, float]:
+    """The knobs in ``bounds`` that minimise ``residuals(knobs)`` (bounded least squares, TRF, each knob
+    scaled to [0, 1] of its bounds, from ``start`` clipped into them; ``start``'s other knobs held)."""
+    from scipy.optimize import least_squares
+
+    names = list(bounds)
+    lows, highs = [bounds[n][0] for n in names], [bounds[n][1] for n in names]
+
+    def from_x(x) -> dict[str, float]:
+        return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs, strict=True)}
+
+    x0 = [min(1.0, max(0.0, (float(start[n]) - lo) / (hi - lo))) for n, lo, hi in zip(names, lows, highs, strict=True)]
+    result = least_squares(
+        lambda x: residuals({**start, **from_x(x)}),
+        x0,
+        bounds=(0.0, 1.0),
+        method="trf",
+        diff_step=1e-3,
+        xtol=xtol,
+        ftol=ftol,
+        max_nfev=max_nfev,
+    )
+    return from_x(result.x)
+
+
 def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset()) -> FitResult:
     """Fit every ``fitted`` knob of ``arch``; the YAML is not changed (see :func:`write_values`).
     ``leave_out``: point ids the fit must not see (cross-validation, :mod:`.cv`); the least squares
     still starts from the YAML's values (docs/perfmodel.md says why and what that costs)."""
-    from scipy.optimize import least_squares
-
     entries = fitted(arch)
     every = {p.id: p for p in load_points()}
     by_id = {i: p for i, p in every.items() if i not in leave_out}
@@ -103,30 +133,11 @@ def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset()) -> FitR
     continuous = {path: e for path, e in entries.items() if path not in feasibility}
 
     if continuous:
-        names = [_knob(path) for path in continuous]
-        lows = [continuous[p].bounds[0] for p in continuous]
-        highs = [continuous[p].bounds[1] for p in continuous]
+        bounds = {_knob(path): tuple(e.bounds) for path, e in continuous.items()}
         ids = sorted({i for e in continuous.values() for i in e.points if i in by_id})
         points = [by_id[i] for i in ids if by_id[i].use != "excluded"]
-
-        def to_x(vals):  # each knob scaled to [0, 1] of its bounds
-            return [(vals[n] - lo) / (hi - lo) for n, lo, hi in zip(names, lows, highs, strict=True)]
-
-        def from_x(x):
-            return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs, strict=True)}
-
-        x0 = [min(1.0, max(0.0, v)) for v in to_x(values)]
-        result = least_squares(
-            lambda x: _residuals(points, {**values, **from_x(x)}),
-            x0,
-            bounds=(0.0, 1.0),
-            method="trf",
-            diff_step=1e-3,
-            xtol=1e-6,
-            ftol=1e-8,
-            max_nfev=200,
-        )
-        values.update({n: _round(v) for n, v in from_x(result.x).items()})
+        fit = box_least_squares(lambda knobs: _residuals(points, knobs), values, bounds, 1e-6, 1e-8, 200)
+        values.update({n: _round(v) for n, v in fit.items()})
     for path, entry in feasibility.items():
         name = _knob(path)
         lo, hi = entry.bounds

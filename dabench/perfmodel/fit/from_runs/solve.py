@@ -76,25 +76,9 @@ def refit(
     """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on :func:`residuals`:
     log throughput ratios and, with ``classes``, the per-class ones; from ``start`` clipped into
     the bounds); {} when there is nothing to fit."""
-    from scipy.optimize import least_squares
+    from dabench.perfmodel.fit.refit import box_least_squares
 
-    names = list(bounds)
-    if not names or not points:
+    if not bounds or not points:
         return {}
-    lows, highs = [bounds[n][0] for n in names], [bounds[n][1] for n in names]
-
-    def values(x) -> dict[str, float]:
-        return {n: lo + float(v) * (hi - lo) for n, v, lo, hi in zip(names, x, lows, highs, strict=True)}
-
-    x0 = [min(1.0, max(0.0, (float(start[n]) - lo) / (hi - lo))) for n, lo, hi in zip(names, lows, highs, strict=True)]
-    fit = least_squares(
-        lambda x: residuals(points, {**start, **values(x)}, classes),
-        x0,
-        bounds=(0.0, 1.0),
-        method="trf",
-        diff_step=1e-3,
-        xtol=1e-5,
-        ftol=1e-6,
-        max_nfev=60,
-    )
-    return {n: float(f"{v:.4g}") for n, v in values(fit.x).items()}
+    fit = box_least_squares(lambda knobs: residuals(points, knobs, classes), start, bounds, 1e-5, 1e-6, 60)
+    return {n: float(f"{v:.4g}") for n, v in fit.items()}
