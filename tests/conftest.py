@@ -55,6 +55,17 @@ def isolated_env(tmp_path, monkeypatch):
     return tmp_path
 
 
+def fresh_calibration(monkeypatch, folder: Path) -> None:
+    """A calibration cache in ``folder`` that this process has not read yet, with no recalibrate
+    request and no injected load (each test patches in its own repeats and load)."""
+    from dabench.host import calibrate
+
+    monkeypatch.setenv("DABENCH_CACHE_DIR", str(folder))
+    monkeypatch.delenv("DABENCH_RECALIBRATE", raising=False)
+    monkeypatch.delenv(calibrate.LOAD_ENV, raising=False)
+    monkeypatch.setattr(calibrate, "_PROCESS", {})
+
+
 def cli_env(tmp_path: Path) -> dict[str, str]:
     """Environment for a `python -m dabench` subprocess writing to a temp MLflow store."""
     env = dict(os.environ)

@@ -12,7 +12,7 @@ from dabench.config.build import build_run_config
 from dabench.host import calibrate
 from dabench.host.ceilings import is_calibrated, resolve_ceilings
 from dabench.host.info import cpu_native_precision
-from tests.conftest import composed
+from tests.conftest import composed, fresh_calibration
 
 QUIET = 0.1
 STEADY = [100.0, 101.0, 99.0, 100.5, 99.5]
@@ -21,10 +21,7 @@ NOISY = [100.0, 80.0, 105.0, 100.0, 100.0]  # spread 25%
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("DABENCH_RECALIBRATE", raising=False)
-    monkeypatch.delenv(calibrate.LOAD_ENV, raising=False)
-    monkeypatch.setattr(calibrate, "_PROCESS", {})
+    fresh_calibration(monkeypatch, tmp_path)
     return tmp_path
 
 

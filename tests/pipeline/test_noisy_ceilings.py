@@ -7,7 +7,7 @@ import pytest
 from dabench.config.build import build_run_config
 from dabench.host import calibrate
 from dabench.pipeline.execute import execute
-from tests.conftest import composed
+from tests.conftest import composed, fresh_calibration
 
 PEAK = [1.0e12, 0.8e12, 1.05e12, 1.0e12, 0.9e12, 1.0e12, 0.95e12]  # spread 25%: noisy
 COPY = [1.0e11, 0.98e11, 1.01e11, 1.0e11, 0.99e11, 1.0e11, 1.0e11]
@@ -17,10 +17,7 @@ FAST = ["model.n_layers=1", "run.warmup_steps=1", "run.timed_steps=2", "run.prof
 @pytest.fixture
 def noisy_machine(tmp_path, monkeypatch):
     """A fresh calibration cache, injected noisy matmul repeats and steady copy repeats."""
-    monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("DABENCH_RECALIBRATE", raising=False)
-    monkeypatch.delenv(calibrate.LOAD_ENV, raising=False)
-    monkeypatch.setattr(calibrate, "_PROCESS", {})
+    fresh_calibration(monkeypatch, tmp_path)
     monkeypatch.setattr(calibrate, "matmul_samples", lambda dtype, repeats=7: PEAK[:repeats])
     monkeypatch.setattr(calibrate, "copy_samples", lambda repeats=7: COPY[:repeats])
     return monkeypatch
