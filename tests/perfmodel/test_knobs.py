@@ -50,3 +50,14 @@ def test_a_misspelt_knob_fails_the_prediction_as_invalid_config():
 
     with pytest.raises(ConfigError, match="valid knobs"):
         predict(run_config("wse2", options={"kernel_util": 0.5}))
+
+
+def test_a_knob_without_an_upper_bound_still_refuses_what_no_chip_has():
+    """1e308 passed a bare ``low=0`` knob and overflowed a model's arithmetic to nan (config fuzzer)."""
+    from dabench.core.status import ConfigError
+    from dabench.perfmodel.knobs import MAX_KNOB, KnobSpec
+
+    spec = KnobSpec(low=0.0)
+    assert spec.check("superstep_s", MAX_KNOB) == MAX_KNOB
+    with pytest.raises(ConfigError, match="at most 1e\\+21"):
+        spec.check("superstep_s", 1e308)

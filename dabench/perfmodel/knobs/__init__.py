@@ -27,6 +27,9 @@ REGISTRY: dict[str, type] = {}
 
 #: option keys with this prefix belong to the vendor runners, not to the analytical models
 RUNNER_PREFIX = "runner_"
+#: the upper bound of a numeric knob that declares none: no quantity these models take (FLOP/s,
+#: bytes, B/s, seconds, counts) comes near it, and sums and products of such values stay finite
+MAX_KNOB = 1e21
 
 
 @dataclass(frozen=True)
@@ -44,15 +47,18 @@ class KnobSpec:
     def numeric(self) -> bool:
         return self.low is not None or self.high is not None or self.integer
 
+    @property
+    def top(self) -> float:
+        """The inclusive upper bound in force: ``high``, else :data:`MAX_KNOB`."""
+        return self.high if self.high is not None else MAX_KNOB
+
     def describe(self) -> str:
         parts = []
         if self.boolean:
             return "true or false"
         if self.numeric:
             kind = "an integer" if self.integer else "a number"
-            bounds = (f" above {self.low:g}" if self.low is not None else "") + (
-                f" and at most {self.high:g}" if self.high is not None else ""
-            )
+            bounds = (f" above {self.low:g} and" if self.low is not None else "") + f" at most {self.top:g}"
             parts.append(kind + bounds)
         if self.choices:
             parts.append("one of " + ", ".join(self.choices))
@@ -75,7 +81,7 @@ class KnobSpec:
             ok = (
                 math.isfinite(value)
                 and (self.low is None or value > self.low)
-                and (self.high is None or value <= self.high)
+                and value <= self.top
                 and (not self.integer or int(value) == value)
             )
             if ok:

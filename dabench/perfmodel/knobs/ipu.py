@@ -15,7 +15,7 @@ class IpuOptions:
     available_memory_proportion: float = knob(
         low=0.0, high=1.0, doc="matmul planner's share of IPU memory for temporaries (--matmul-proportion)"
     )
-    clock_hz: float = knob(low=0.0, doc="IPU clock, Hz")
+    clock_hz: float = knob(low=0.0, high=1e11, doc="IPU clock, Hz (no chip clocks above 100 GHz)")
     exchange_bandwidth_Bps: float = knob(low=0.0, doc="on-chip exchange bandwidth per IPU, bytes/s")
     amp_efficiency: float = knob(low=0.0, high=1.0, doc="share of the AMP peak a matmul's compute phase reaches")
     vector_flops_per_cycle: float = knob(low=0.0, doc="non-matmul FLOPs per tile per cycle")

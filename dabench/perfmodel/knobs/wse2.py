@@ -25,7 +25,11 @@ class Wse2Knobs:
         integer=True, doc="PEs of the default compiled region; a model that does not fit gets the wafer"
     )
     region_fill: float = knob(low=0.0, high=1.0, doc="share of the compiled region's PEs the placer can use")
-    clock_hz: float = knob(low=0.0, doc="PE clock, Hz (the compile reports' per-kernel rates are multiples of it)")
+    clock_hz: float = knob(
+        low=0.0,
+        high=1e11,
+        doc="PE clock, Hz, at most 100 GHz (the compile reports' per-kernel rates are multiples of it)",
+    )
     token_period_cycles: float = knob(low=1.0, doc="cycles a pipelined kernel spends per token at the compile's rate")
     pipelined_pe_efficiency: float = knob(
         low=0.0, high=1.0, doc="share of peak / PEs an allocated PE sustains on a very wide layer"
