@@ -190,6 +190,7 @@ def test_calibration_cache(tmp_path_factory):
 SPREAD_MODULES = {"tests/docs/test_examples.py", "tests/golden/test_golden.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under ``pytest -n N --dist loadgroup`` (.ci/run's slow suite), keep each module's tests on
     one worker, so a module-scoped fixture (a store, a server) is built once; a test that already
