@@ -40,7 +40,9 @@ def _pixel_centre(element) -> tuple[float, float]:
     return sum(x for x, _ in corners) / len(corners), sum(y for _, y in corners) / len(corners)
 
 
-def check_drawing(svg: str, points, predicted_points, predicted: bool, peak: float, bandwidth: float) -> None:
+def check_drawing(
+    svg: str, points, predicted_points, predicted: bool, peak: float, bandwidth: float, band: float = 0.0
+) -> None:
     """The drawn figure: every timed point is a marker below the drawn roof (pixel rows grow
     downwards), measured markers filled, predicted ones hollow, axes labelled with units."""
     root = ET.fromstring(svg)
@@ -51,7 +53,7 @@ def check_drawing(svg: str, points, predicted_points, predicted: bool, peak: flo
     assert {(e.get("data-point"), e.get("data-kind")) for e in markers if e.get("data-kind") != "on-roof"} == expected
     for element in markers:
         intensity, flops = float(element.get("data-intensity")), float(element.get("data-flops"))
-        assert flops <= min(peak, intensity * bandwidth) * (1 + TOLERANCE)
+        assert flops <= min(peak, intensity * bandwidth) * (1 + max(TOLERANCE, band))
         if element.get("data-kind") == "on-roof":
             continue
         x, y = _pixel_centre(element)
@@ -76,17 +78,22 @@ def test_every_point_is_under_its_roof(overrides):
     points = roofline_points(result.graph, profile, result.ceilings, rc.data_copies)
     timed = [p for p in points if p.achieved is not None]
     assert any(p.name == "step" for p in timed)
+    # a measured roof is the fastest rate the machine showed, with a band as wide as its repeats
+    # spread (docs/metrics.md, "Noisy machines"): a point may sit inside the band above it, not beyond
+    band = float(result.metrics.get("ceilings.band_width", 0.0)) if result.profile is not None else 0.0
     for p in timed:
         roof = min(peak, p.intensity * bandwidth)
         assert p.attainable == pytest.approx(attainable_flops(p.intensity, peak, bandwidth))
-        assert p.achieved <= roof * (1 + TOLERANCE), f"{p.name}: {p.achieved:.4g} FLOP/s above its roof {roof:.4g}"
+        assert p.achieved <= roof * (1 + max(TOLERANCE, band)), (
+            f"{p.name}: {p.achieved:.4g} FLOP/s above its roof {roof:.4g} (band {band:.1%})"
+        )
     predicted_points = None
     if result.profile is not None and result.predicted is not None:  # validate: the prediction beside it
         predicted_points = roofline_points(result.graph, result.predicted, result.ceilings, rc.data_copies)
     svg = roofline_svg(
         points, peak, bandwidth, "t", profile.mode == "predict", result.ceilings.memory_level, predicted_points
     )
-    check_drawing(svg, points, predicted_points, profile.mode == "predict", peak, bandwidth)
+    check_drawing(svg, points, predicted_points, profile.mode == "predict", peak, bandwidth, band)
     if rc.hardware.name in ("cpu", "cuda"):  # per-class points: measured by torch.profiler or predicted per class
         assert {p.name for p in timed} >= {"matmul", "attention", "loss", "optimizer", "step"}
 
