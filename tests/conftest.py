@@ -192,7 +192,7 @@ SPREAD_MODULES = {"tests/docs/test_examples.py", "tests/golden/test_golden.py"}
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n N --dist loadgroup`` (.ci/run's slow suite), keep each module's tests on
+    """Under ``pytest -n N --dist loadgroup`` (the README's test command, .ci/run), keep each module's tests on
     one worker, so a module-scoped fixture (a store, a server) is built once; a test that already
     names its group keeps it."""
     for item in items:

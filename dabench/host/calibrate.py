@@ -175,7 +175,7 @@ def _write_cache(cal: Calibration) -> None:
     write_json("calibration_cache", cache_path(), cache, indent=1, sort_keys=True)  # replaced whole
 
 
-_PROCESS: dict[str, Calibration] = {}  #: this process's calibrations, by key
+_PROCESS: dict[tuple[str, str], Calibration] = {}  #: this process's calibrations, by (cache file, key)
 
 
 def _from_entry(key: str, entry: dict) -> Calibration:
@@ -202,14 +202,15 @@ def calibrate(
     one whose repeats spread less is kept and cached. ``load`` injects the load reading (default:
     :func:`load_per_core`)."""
     key = calibration_key(kind)
-    if key in _PROCESS and not recalibrate:
-        return _PROCESS[key]
+    held = (str(cache_path()), key)  # a calibration belongs to the cache it was read from or written to
+    if held in _PROCESS and not recalibrate:
+        return _PROCESS[held]
     if recalibrate is None:  # DABENCH_RECALIBRATE: once per process, not at every call of a run or sweep
         recalibrate = recalibrate_requested()
     entry = _read_cache().get(key)
     cached = None if entry is None else _from_entry(key, entry)
     if cached is not None and not recalibrate and not cached.noisy:
-        _PROCESS[key] = cached
+        _PROCESS[held] = cached
         return cached
     reading = load_per_core() if load is None else load
     limit = max_load_per_core()
@@ -223,7 +224,7 @@ def calibrate(
         cal = cached  # a noisy cached calibration, not measured again on a busy machine
     if cached is not None and cached.spread <= cal.spread and (not recalibrate or (cal.noisy and not cached.noisy)):
         cal = cached  # the steadier of the two (a recalibration replaces a steady entry only by a steady one)
-    _PROCESS[key] = cal
+    _PROCESS[held] = cal
     if cal is not cached:
         try:
             _write_cache(cal)
@@ -236,7 +237,7 @@ def calibrate(
 
 def calibration(kind: str) -> Calibration | None:
     """This process's calibration for ``kind`` ('gemm_<dtype>' or 'copy') if one was made or read."""
-    return _PROCESS.get(calibration_key(kind))
+    return _PROCESS.get((str(cache_path()), calibration_key(kind)))
 
 
 def peak_flops(precision_compute_dtype: str, **kwargs) -> float:

@@ -66,7 +66,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "long",
-    max_examples=100,
+    max_examples=60,
     derandomize=True,
     deadline=None,
     database=None,
@@ -535,7 +535,7 @@ def test_ingest_cli_on_a_hostile_folder(tmp_path):
 
 
 @pytest.mark.skipif(not LONG, reason="the long profile only (DABENCH_FUZZ=long; test_long_fuzz_profile)")
-@settings(FUZZ, max_examples=6)
+@settings(FUZZ, max_examples=4)
 @given(plans(), st.booleans())
 def test_ingest_cli_on_drawn_folders(plan, log):
     base, mutations, choice = plan
@@ -548,7 +548,7 @@ def test_ingest_cli_on_drawn_folders(plan, log):
 
 @pytest.mark.slow
 def test_long_fuzz_profile():
-    """The long profile in a child pytest (the slow suite): 100 drawn folders parsed, 6 through the CLI."""
+    """The long profile in a child pytest (the slow suite): 60 drawn folders parsed, 4 through the CLI."""
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__, "-m", "not slow"]
     done = subprocess.run(
         command, cwd=ROOT, env={**os.environ, "DABENCH_FUZZ": "long"}, capture_output=True, text=True, timeout=3600
