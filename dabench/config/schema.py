@@ -112,6 +112,11 @@ def check_group_choice(group: str, option: str) -> None:
         raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}")
 
 
+#: the longest name one part of an override key may have: MLflow's key limit (250), below the
+#: 255-byte file names Hydra looks config groups up by
+MAX_KEY_PART = 250
+
+
 def check_override(override: str, values: bool = False) -> None:
     """One command-line override (before Hydra): a group choice must exist, and a ``section.key``
     must be a known key (``+``/``++`` additions included; open maps excepted). With ``values``, a
@@ -120,6 +125,11 @@ def check_override(override: str, values: bool = False) -> None:
         return
     key, _, value = override.partition("=")
     key = key.lstrip("+")
+    longest = max(key.split("."), key=len)
+    if len(longest) > MAX_KEY_PART:  # Hydra would look it up as a file name and crash on the OS's limit
+        raise ConfigError(
+            key[:60] + "...", value, f"a key part of at most {MAX_KEY_PART} characters (this one has {len(longest)})"
+        )
     if key.startswith("hydra") or "/" in key or "@" in key:
         return
     values = [v.strip() for v in value.split(",")] if "," in value and "(" not in value else [value.strip()]

@@ -132,3 +132,12 @@ def test_cli_refuses_in_one_line_with_exit_2(tmp_path, override, entry):
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("dabench: invalid config:"), done.stderr
     assert not (tmp_path / "mlruns").exists() and not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize("key", ["tracking.tags." + "k" * 251, "+" + "z" * 300, "hardware.options." + "o" * 260])
+def test_an_overlong_key_is_refused_before_hydra_looks_it_up_as_a_file(key):
+    """A 261-character tag key crashed Hydra's config lookup (OSError: file name too long)."""
+    from dabench.config.schema import check_command_line
+
+    with pytest.raises(ConfigError, match="a key part of at most 250 characters"):
+        check_command_line([f"{key}=v"])
