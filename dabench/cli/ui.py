@@ -96,10 +96,18 @@ def view_url(uri: str, base: str, experiment: str) -> str:
     experiment list (``base/``) while the store has no such experiment and no other."""
     from mlflow.tracking import MlflowClient
 
-    from dabench.tracking.store import RetryingClient, apply_client_timeouts, store_lock, with_connect_timeout
+    from dabench.tracking.schema import seed
+    from dabench.tracking.store import (
+        RetryingClient,
+        apply_client_timeouts,
+        sqlite_path,
+        store_lock,
+        with_connect_timeout,
+    )
 
     apply_client_timeouts()
     with store_lock(uri):  # a new SQLite store gets its schema here, once
+        seed(sqlite_path(uri))
         client = RetryingClient(MlflowClient(tracking_uri=with_connect_timeout(uri)))
         found = client.get_experiment_by_name(experiment)
         if found is None:

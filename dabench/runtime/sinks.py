@@ -65,6 +65,12 @@ SINKS: dict[str, Sink] = _sinks(
     ),
     Sink("results_csv", "file", "a sweep's or grid's results.csv", "hydra.sweep.dir; ./multirun/<date>/<time>-grid"),
     Sink("calibration_cache", "file", "this CPU's measured ceilings", "$DABENCH_CACHE_DIR/calibration.json"),
+    Sink(
+        "schema_cache",
+        "file",
+        "the empty MLflow schema a new local store is copied from",
+        "$DABENCH_CACHE_DIR/mlflow-schema/",
+    ),
     Sink("outbox", "folder", "run records kept while the tracking server is unreachable", "$DABENCH_OUTBOX"),
     Sink(
         "study_storage",
@@ -91,6 +97,7 @@ NOT_SINKS: dict[tuple[str, str], str] = {
     ("dabench/runtime/faults.py", 'open(ready, "a")'): "the test barrier file of the fault hooks",
     ("dabench/pipeline/preflight.py", 'open(absolute, "ab")'): "pre-flight's probe of a file: appends nothing",
     ("dabench/runtime/isolation.py", "tempfile.mkdtemp"): "a private scratch folder, removed at exit",
+    ("dabench/tracking/schema.py", "tempfile.mkdtemp"): "MLflow makes its schema in a scratch folder, removed",
     ("dabench/runtime/isolation.py", "symlink_to(REPO_ROOT"): "a link inside that private scratch folder",
     ("dabench/runtime/isolation.py", "workdir.mkdir"): "the vendor runner's scratch folder (request file)",
     ("dabench/runtime/isolation.py", "request_path.write_text"): "the request handed to the vendor runner",
@@ -124,9 +131,14 @@ NOT_SINKS: dict[tuple[str, str], str] = {
 CACHE_ENV = "DABENCH_CACHE_DIR"  #: the folder of dabench's caches (default ~/.cache/dabench)
 
 
+def cache_dir() -> Path:
+    """The folder of dabench's caches: ``$DABENCH_CACHE_DIR``, else ``~/.cache/dabench``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "dabench")
+
+
 def calibration_cache_path() -> Path:
     """Where the calibration cache lies: ``$DABENCH_CACHE_DIR/calibration.json``."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "dabench") / "calibration.json"
+    return cache_dir() / "calibration.json"
 
 
 class SinkError(OSError):

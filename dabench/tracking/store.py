@@ -231,13 +231,17 @@ EXPERIMENT_KIND = "custom_model_development"
 
 def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = None):
     """(client, experiment id): a :class:`RetryingClient` on ``uri`` and the experiment, created
-    with a local artifact root when missing. Opening the store (MLflow creates or migrates its
-    schema then) and creating the experiment happen under :func:`store_lock`."""
+    with a local artifact root when missing. Opening the store (a new SQLite one is seeded with the
+    empty schema, :mod:`dabench.tracking.schema`; MLflow migrates an old one) and creating the
+    experiment happen under :func:`store_lock`."""
     from mlflow.tracking import MlflowClient
 
     apply_client_timeouts(timeout_s)
     uri = with_connect_timeout(uri, timeout_s)
     with store_lock(uri):
+        from dabench.tracking.schema import seed
+
+        seed(sqlite_path(uri))  # a new local store: a copy of the empty schema, not MLflow's migrations
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         found = client.get_experiment_by_name(experiment)  # opens the store: schema created here
         if found is not None:

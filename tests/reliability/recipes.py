@@ -137,6 +137,27 @@ def calibration_cache(folder: Path) -> Outcome:
     return Outcome(status, seen[-1] if seen else "", [], [calibrate.cache_path()])
 
 
+def schema_cache(folder: Path) -> Outcome:
+    """A run recorded into a new local store, whose empty schema is made and cached first."""
+    import logging
+
+    from dabench.tracking.schema import template_path
+
+    (folder / "mlruns" / "mlflow.db").unlink(missing_ok=True)  # a new store
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logging.getLogger("dabench").addHandler(handler)
+    try:
+        out = _record(folder, store_uri(folder))
+    finally:
+        logging.getLogger("dabench").removeHandler(handler)
+    out.message = seen[-1] if seen else out.message
+    if template_path().exists():
+        out.databases.append(template_path())
+    return out
+
+
 def study_storage(folder: Path) -> Outcome:
     """A study opened on its SQLite storage and one trial told (the sweeper's calls)."""
     import optuna
@@ -194,6 +215,7 @@ RECIPES: dict[str, Callable[[Path], Outcome]] = {
     "run_dir": run_dir,
     "results_csv": results_csv,
     "calibration_cache": calibration_cache,
+    "schema_cache": schema_cache,
     "outbox": outbox,
     "study_storage": study_storage,
     "exports": exports,

@@ -37,6 +37,8 @@ LEFT_RUNNING = ("store", "artifacts", "run_dir", "study_storage")
 #: where the killed cases die: a write of data, not a folder (study storage: the trial's tell,
 #: after open_study's check, the lock's folder and file); else at the first write
 KILL_AT = {"store": "@4", "run_dir": "@2", "outbox": "@2", "study_storage": "@4"}
+#: sinks that only save time: a failed write leaves the run ok
+CACHES = ("calibration_cache", "schema_cache")
 #: the status a failed write gives a recorded run
 WRITE_STATUS = {"ENOSPC": "disk_full", "EACCES": "tracking_error", "EIO": "tracking_error"}
 
@@ -80,7 +82,7 @@ def consistent(folder: Path, out: recipes.Outcome) -> None:
             assert recipes.whole(path), path
     for run_id in out.run_ids:
         state, status, reason = recipes.run_status(folder / "mlruns" / "mlflow.db", run_id)
-        assert state != "RUNNING" and status and reason is not None, (state, status, reason)
+        assert state != "RUNNING" and status and (status == "ok" or reason is not None), (state, status, reason)
 
 
 @pytest.mark.parametrize("fault", ERRNOS)
@@ -95,11 +97,11 @@ def test_a_failed_write_leaves_a_consistent_state_and_one_line(sink, fault, case
     assert not list(case.rglob(f"*{TMP_MARK}")), "a temporary file was left behind"
     if sink in ("store", "artifacts", "run_dir"):
         assert out.run_ids, "the recorded run is missing"
-    if out.run_ids:  # a run exists: it says why it is not ok
+    if out.run_ids and sink not in CACHES:  # a run exists: it says why it is not ok
         _, status, reason = recipes.run_status(case / "mlruns" / "mlflow.db", out.run_ids[0])
         assert status == WRITE_STATUS[fault] and cause in reason, (status, reason)
-    if sink == "calibration_cache":
-        assert out.status == "ok"  # the calibration holds for the run; only the cache was not kept
+    if sink in CACHES:
+        assert out.status == "ok"  # the run goes on without the cache; only the cache was not kept
     else:
         assert out.status not in ("ok", "exit 0"), out
 

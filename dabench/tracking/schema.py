@@ -1,0 +1,75 @@
+"""A new local SQLite store starts as a copy of an empty, migrated MLflow schema.
+
+MLflow makes a new SQLite store by running every schema migration, seconds of work each time;
+:func:`seed` copies instead a template made once per MLflow and SQLAlchemy version, kept in
+``$DABENCH_CACHE_DIR/mlflow-schema/`` (the ``schema_cache`` sink). The template is MLflow's own
+creation with its one row that names a path (the Default experiment) removed, so MLflow adds that
+row when it first opens the copy, as it does for a store it made. A template that cannot be
+made or kept costs only the time: MLflow then creates the schema itself. Tested against a store
+MLflow made (tests/tracking/test_schema.py); docs/reliability.md, "Sinks and the fault matrix".
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from dabench.runtime.sinks import SinkError, cache_dir, copy_file, one_line
+
+log = logging.getLogger("dabench.tracking")
+
+
+def template_path() -> Path:
+    """Where this MLflow's empty schema is kept: ``$DABENCH_CACHE_DIR/mlflow-schema/<versions>.db``."""
+    import mlflow
+    import sqlalchemy
+
+    return cache_dir() / "mlflow-schema" / f"mlflow-{mlflow.__version__}-sqlalchemy-{sqlalchemy.__version__}.db"
+
+
+def _build(target: Path) -> None:
+    """MLflow's own new store in a scratch folder, without its Default experiment, copied to ``target``."""
+    from mlflow.tracking import MlflowClient
+
+    scratch = Path(tempfile.mkdtemp(prefix="dabench-schema-"))
+    try:
+        db = scratch / "mlflow.db"
+        MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()  # MLflow runs its migrations
+        with sqlite3.connect(db) as con:
+            con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
+        con.close()
+        with sqlite3.connect(db) as con:
+            con.execute("VACUUM")
+        con.close()
+        copy_file("schema_cache", db, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def template() -> Path | None:
+    """The empty schema, made now when missing; None (and a warning) when it cannot be kept."""
+    path = template_path()
+    if path.is_file():
+        return path
+    try:
+        _build(path)
+    except SinkError as error:
+        log.warning("empty MLflow schema not cached: %s; MLflow makes the schema itself", one_line(error))
+        return None
+    return path
+
+
+def seed(db: Path | None) -> bool:
+    """Copy the empty schema to ``db`` when it is a SQLite store that does not exist yet (call it
+    under :func:`dabench.tracking.store.store_lock`); True when copied. A failed copy into the
+    store raises :class:`~dabench.runtime.sinks.SinkError` like any write to the store."""
+    if db is None or (db.exists() and db.stat().st_size > 0):
+        return False
+    source = template()
+    if source is None:
+        return False
+    copy_file("store", source, db)
+    return True

@@ -1,0 +1,52 @@
+"""A new SQLite store seeded from the cached empty schema is the store MLflow itself would make."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from dabench.tracking import schema
+from dabench.tracking.store import client_and_experiment
+
+
+def _schema(db: Path) -> tuple[list[list[str]], list[tuple]]:
+    """Every table, index and trigger as its sorted lines (a rebuilt table's constraints come in
+    any order, even between two stores MLflow made), and the schema version."""
+    with sqlite3.connect(db) as con:
+        sql = con.execute("select sql from sqlite_master where sql is not null").fetchall()
+        version = con.execute("select version_num from alembic_version").fetchall()
+    return sorted(sorted(line.strip().rstrip(",") for line in text.splitlines()) for (text,) in sql), version
+
+
+def test_a_seeded_store_has_mlflows_schema_and_default_experiment(tmp_path, monkeypatch):
+    monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    made = tmp_path / "made" / "mlflow.db"
+    made.parent.mkdir()
+    MlflowClient(f"sqlite:///{made}").search_experiments()  # MLflow's own creation
+    seeded = tmp_path / "seeded" / "mlflow.db"
+    seeded.parent.mkdir()
+
+    assert schema.seed(seeded) is True
+    assert schema.template_path().is_file()
+    assert _schema(seeded) == _schema(made)
+    default = MlflowClient(f"sqlite:///{seeded}").get_experiment("0")
+    assert default.name == "Default"
+    assert default.artifact_location == str(tmp_path / "mlruns" / "0")  # where MLflow puts it from here
+    assert schema.seed(seeded) is False  # an existing store is never replaced
+
+
+def test_dabench_records_into_a_seeded_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    client, experiment = client_and_experiment(uri, "dabench")
+    run = client.create_run(experiment, run_name="seeded")
+    client.log_metric(run.info.run_id, "throughput.samples_per_s", 1.5)
+    client.set_terminated(run.info.run_id)
+    assert schema.template_path().is_file()
+    again = MlflowClient(uri).get_run(run.info.run_id)
+    assert again.data.metrics == {"throughput.samples_per_s": 1.5}
+    location = MlflowClient(uri).get_experiment(experiment).artifact_location
+    assert location == (tmp_path / "mlruns" / "artifacts").as_uri()
