@@ -16,6 +16,7 @@ with benchmarks/validate_cpu.py on a quiet machine.
     python benchmarks/fit_cpu_model.py [--data saved.json] [--save saved.json]
     python benchmarks/fit_cpu_model.py --grid heldout --no-fit   # out-of-sample check, same method
 
+``--set KEY=VALUE ...`` prices the predictions with other knob values (e.g. a mechanism off).
 ``--grid heldout`` measures points the fit never saw (layers {3, 6} x hidden {192, 384} x batch
 {2, 8}, sequence 64 and 256) and, with ``--no-fit``, only reports the shipped knobs' errors on them.
 """
@@ -127,6 +128,12 @@ def main(argv=None) -> int:
     ap.add_argument("--save", help="save the measurements here")
     ap.add_argument("--grid", choices=("validate", "heldout"), default="validate")
     ap.add_argument("--no-fit", action="store_true", help="only report the shipped knobs' errors")
+    ap.add_argument(
+        "--set",
+        nargs="*",
+        default=(),
+        help="Hydra overrides for the predictions, e.g. hardware.options.gelu_element_flops=0 (the model without it)",
+    )
     args = ap.parse_args(argv)
     import torch
 
@@ -169,7 +176,7 @@ def main(argv=None) -> int:
     Path(folder, "calibration.json").write_text(json.dumps(entries))
 
     rows = data["rows"]
-    configs = [compose(r["ov"]) for r in rows]
+    configs = [compose(r["ov"] + list(args.set)) for r in rows]
     names = ("launch_s", "matmul_half_flops", "memory_efficiency")
 
     def errors(x) -> list[float]:

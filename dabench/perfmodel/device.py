@@ -26,7 +26,7 @@ from dabench.perfmodel.assemble import layer_groups, make_profile
 from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.pipeline import PipelineTiming, pipeline_time
-from dabench.workload.opgraph import Layer, OpGraph
+from dabench.workload.opgraph import GELU_FLOPS_PER_ELEMENT, Layer, OpGraph
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,23 @@ SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")
 #: and the mask and writes dP, softmax's backward reads P and dP and writes dS, dQ and dK read dS,
 #: dV reads P' (9e + 1).
 SCORE_PASSES = {"fwd": (6, 1), "bwd": (9, 1)}
+
+#: op names whose element-wise kernel evaluates a transcendental per element (GELU's tanh)
+GELU_OPS = ("mlp.gelu", "head.gelu")
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """Kernel rates the CPU prices apart from the roofline (knobs/cpu.py; off on the GPU):
+    ``attention_eff`` replaces ``compute_efficiency`` for attention ops when set; ``gelu_flops``
+    > 0 prices a GELU element (forward or backward) at that many matmul FLOPs of the peak."""
+
+    attention_eff: float | None = None
+    gelu_flops: float = 0.0
+
+
+def kernels_for(k) -> Kernels:
+    return Kernels(getattr(k, "attention_efficiency", None), float(getattr(k, "gelu_element_flops", 0.0)))
 
 
 def _layer_time(
@@ -55,6 +72,7 @@ def _layer_time(
     recompute: bool = False,
     head_dim: int = 0,
     e: int = 2,
+    kernels: Kernels = Kernels(),
 ) -> tuple[float, dict[str, float]]:
     """Seconds for a layer's ops in ``phases`` (work scaled by ``fraction`` of the micro-batch,
     and divided by ``split`` for tensor-parallel op classes), and the same per op class.
@@ -62,17 +80,21 @@ def _layer_time(
     ``recompute``: every forward op runs twice (again before the backward: full activation
     recomputation). ``head_dim`` > 0: attention materializes its scores (:data:`SCORE_PASSES`;
     the score elements of an attention op are its FLOPs / (4 head_dim) forward, / (8 head_dim)
-    backward)."""
+    backward). ``kernels``: the CPU's attention rate and GELU cost (:class:`Kernels`)."""
     total, per_class = 0.0, {}
     for op in layer.ops:
         if op.phase not in phases:
             continue
         divide = split if op.op_class in SPLIT_CLASSES else 1
         scale = (fraction if op.phase != "opt" else 1.0) / divide
-        compute_eff = 1.0
+        compute_eff, flops = 1.0, op.flops
         if op.op_class in ("matmul", "attention"):
-            flops = op.flops * scale
-            compute_eff = ce * (flops / (flops + half_flops) if flops > 0 and half_flops > 0 else 1.0)
+            rate = kernels.attention_eff if op.op_class == "attention" and kernels.attention_eff else ce
+            work = op.flops * scale
+            compute_eff = rate * (work / (work + half_flops) if work > 0 and half_flops > 0 else 1.0)
+        elif kernels.gelu_flops and op.name in GELU_OPS:
+            # one tanh per element, forward and backward (the op graph counts 8 and 16 FLOPs per element)
+            flops = op.flops / (GELU_FLOPS_PER_ELEMENT * (1 if op.phase == "fwd" else 2)) * kernels.gelu_flops
         nbytes = op.bytes
         if head_dim and op.op_class == "attention" and op.phase in SCORE_PASSES:
             elements = op.flops / ((4 if op.phase == "fwd" else 8) * head_dim)
@@ -80,7 +102,7 @@ def _layer_time(
             nbytes += elements * (per_e * e + per_mask)
         # the optimizer steps each parameter tensor on its own (weight and bias: ~2 per owning op)
         launches = 2 * sum(1 for o in layer.ops if o.phase == "fwd" and o.params) if op.phase == "opt" else 1
-        t = max(op.flops * scale / (peak * compute_eff), nbytes * scale / (bw * me)) + launches * launch
+        t = max(flops * scale / (peak * compute_eff), nbytes * scale / (bw * me)) + launches * launch
         if recompute and op.phase == "fwd":
             t *= 2
         total += t
@@ -95,6 +117,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     k = knobs_for(rc.hardware)
     ce, me, launch = k.compute_efficiency, k.memory_efficiency, k.launch_s
     half_flops = getattr(k, "matmul_half_flops", 0.0)
+    kernels = kernels_for(k)
     if not is_calibrated(ceilings):
         raise UnsupportedError(f"cannot predict on the CPU without its ceilings: {ceilings.source}")
     peak, bw = ceilings.peak_flops, ceilings.bandwidth_Bps
@@ -104,6 +127,10 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         tags["precision_native"] = "true" if native else "false"
         if not native:  # emulated: its own efficiency factors (1.0 shipped; fitted from runs, docs/fitting.md)
             ce, me = ce * k.emulated_compute_efficiency, me * k.emulated_memory_efficiency
+            if kernels.attention_eff:
+                kernels = dataclasses.replace(
+                    kernels, attention_eff=kernels.attention_eff * k.emulated_compute_efficiency
+                )
             log.warning(
                 "this CPU has no native %s arithmetic: predicting at its fastest emulated GEMM rate; "
                 "torch's other emulated kernels are slower, so the prediction is optimistic",
@@ -138,6 +165,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
                 recompute=again,
                 head_dim=layout.score_head_dim,
                 e=e,
+                kernels=kernels,
             )
             t_opt, c_opt = _layer_time(layer, ("opt",), peak, bw, ce, me, launch, split_, half_flops=half_flops)
             per_layer = m * t_train + t_opt
@@ -156,7 +184,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     activation = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
     extra: dict[str, float] = {}
     if strategy == "pp":
-        step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, comm, half_flops, layout)
+        step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, comm, half_flops, layout, kernels)
         kind = "stage"
     else:
         step, classes, subtasks = one_chip_step(split)
@@ -254,7 +282,17 @@ def _memory(graph: OpGraph, rc: RunConfig, layout: _Layout = _Layout()) -> float
 
 
 def _pipeline(
-    rc: RunConfig, graph: OpGraph, peak, bw, ce, me, launch, comm, half_flops=0.0, layout: _Layout = _Layout()
+    rc: RunConfig,
+    graph: OpGraph,
+    peak,
+    bw,
+    ce,
+    me,
+    launch,
+    comm,
+    half_flops=0.0,
+    layout: _Layout = _Layout(),
+    kernels: Kernels = Kernels(),
 ):
     """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``.
 
@@ -288,6 +326,7 @@ def _pipeline(
             layout.recompute,
             layout.score_head_dim,
             e,
+            kernels,
         )
         if block
         else (0.0, {})
@@ -295,8 +334,13 @@ def _pipeline(
     o_block, _ = (
         _layer_time(block, ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops) if block else (0.0, {})
     )
-    t_emb, _ = _layer_time(graph.layer("embedding"), ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops)
-    t_head, _ = _layer_time(graph.layer("head"), ("fwd", "bwd"), peak, bw, ce, me, launch, t, fraction, half_flops)
+    train = ("fwd", "bwd")
+    t_emb, _ = _layer_time(
+        graph.layer("embedding"), train, peak, bw, ce, me, launch, t, fraction, half_flops, kernels=kernels
+    )
+    t_head, _ = _layer_time(
+        graph.layer("head"), train, peak, bw, ce, me, launch, t, fraction, half_flops, kernels=kernels
+    )
     o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops)
     o_head, _ = _layer_time(graph.layer("head"), ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops)
     message = graph.batch_size * fraction * rc.model.seq_len * rc.model.hidden_size * e

@@ -22,6 +22,17 @@ class CpuKnobs:
         doc="FLOPs at which a matmul op reaches half its large-matmul rate "
         "(small matmuls run below peak: rate = peak * F / (F + this))",
     )
+    attention_efficiency: float = knob(
+        low=0.0,
+        high=1.0,
+        doc="share of the calibrated matmul peak torch's CPU flash-attention kernel reaches "
+        "(its per-block GEMMs are head_dim wide, with the online softmax between them)",
+    )
+    gelu_element_flops: float = knob(
+        low=-1e-30,
+        doc="matmul-FLOP equivalents of one GELU element, forward or backward: the tanh evaluation "
+        "makes GELU compute-bound, priced at elements x this / peak (0 = off: bytes only)",
+    )
     emulated_compute_efficiency: float = knob(
         low=0.0,
         high=1.0,
