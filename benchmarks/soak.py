@@ -49,6 +49,7 @@ import optuna  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
 from dabench.tune.dedup import deployment_key  # noqa: E402
+from dabench.tune.locking import study_lock  # noqa: E402
 from dabench.tune.study import OVERRIDES_ATTR, counts_toward_budget  # noqa: E402
 from tests.scaleout.servers import free_port, postgres, start_mlflow, why_no_postgres  # noqa: E402
 from tests.scaleout.workers import start_worker, worker_command, worker_env  # noqa: E402
@@ -156,7 +157,9 @@ def soak(n: int, workers: int, outage: int, folder: Path) -> dict[str, int]:
                     raise SystemExit("the workers did not finish in time")
                 time.sleep(1)
                 try:
-                    study = study or optuna.load_study(study_name=name, storage=storage)
+                    if study is None:
+                        with study_lock(storage, "dabench-schema"):  # not while a worker creates the schema
+                            study = optuna.load_study(study_name=name, storage=storage)
                     done = counted(study)
                 except KeyError:  # the study is not created yet
                     continue
