@@ -1,7 +1,7 @@
 """Soak: 4 workers run one predicted study of N trials on PostgreSQL + an mlflow server, while
 one worker is SIGKILLed and the server is killed and restarted mid-way. Nothing may be lost,
 doubled or left open. Not in CI at full size (200 trials); tests/scaleout/test_soak.py runs
-``--trials 40`` in the slow suite.
+``--trials 20`` in the slow suite.
 
     python benchmarks/soak.py [--trials 200] [--workers 4]
 
