@@ -57,6 +57,8 @@ def _hours(s: float | None) -> float | None:
 def bar_figure(rows: list[dict]):
     from matplotlib.figure import Figure
 
+    from dabench.report.ticks import log_axis
+
     ok = [r for r in rows if r.get("status") == "ok" and r.get("time_to_train_s")]
     if not ok:
         return None
@@ -73,7 +75,7 @@ def bar_figure(rows: list[dict]):
             ax.annotate(
                 "no band", (bars[i].get_x() + bars[i].get_width() / 2, hours[i]), ha="center", va="bottom", fontsize=8
             )
-    ax.set_yscale("log")
+    log_axis(ax, "y")
     ax.set_ylabel("time to train, hours (PREDICTED)")
     ax.set_title("Time to train per platform, best deployment (PREDICTED)", fontsize=10)
     return fig
@@ -81,6 +83,8 @@ def bar_figure(rows: list[dict]):
 
 def pareto_figure(search: list[dict]):
     from matplotlib.figure import Figure
+
+    from dabench.report.ticks import log_axis
 
     points = [
         s
@@ -111,8 +115,8 @@ def pareto_figure(search: list[dict]):
             ms=4,
             label="Pareto set",
         )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axis(ax, "x")
+    log_axis(ax, "y")
     ax.set_xlabel("time to train, hours (PREDICTED)")
     ax.set_ylabel("energy, kWh (ESTIMATE)")
     ax.set_title("Every evaluated deployment: time vs energy", fontsize=10)

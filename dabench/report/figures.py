@@ -17,6 +17,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from dabench.report.ticks import log_axis
+
 STRATEGIES = ("dp", "tp", "pp")
 _PALETTE = (
     "#1f77b4",
@@ -30,6 +32,9 @@ _PALETTE = (
     "#7f7f7f",
     "#bcbd22",
 )
+
+
+BAND = ("metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi")  #: the throughput band
 
 
 class NoData(Exception):
@@ -48,6 +53,15 @@ def platform_colors(frame: pd.DataFrame) -> dict[str, str]:
     """A fixed colour per platform name (sorted), the same in every figure."""
     names = sorted(set(frame["platform"])) if "platform" in frame else []
     return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(names)}
+
+
+def figure_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the columns the figures read, and no others: the normalized ones (no
+    ``metrics.``, ``params.`` or ``tags.`` prefix; dabench.report.frame) and :data:`BAND`. The
+    figures draw the same from it as from the whole frame; each row filter in them copies fewer
+    columns."""
+    keep = [c for c in frame.columns if not c.startswith(("metrics.", "params.", "tags.")) or c in BAND]
+    return frame[keep]
 
 
 def _ok(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
@@ -90,10 +104,11 @@ def _finish_axes(
     ax, x_label: str, y_label: str, *, x_base: int = 10, y_log: bool = True, legend_loc: str = "best"
 ) -> None:
     """The common end of a single-axes figure: log x (base ``x_base``), log y unless ``y_log`` is
-    False, both axis labels, a dotted grid on major and minor ticks and a small legend."""
-    ax.set_xscale("log", base=x_base)
+    False (plain tick labels: dabench.report.ticks), both axis labels, a dotted grid on major and
+    minor ticks and a small legend."""
+    log_axis(ax, "x", x_base)
     if y_log:
-        ax.set_yscale("log")
+        log_axis(ax, "y")
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.grid(True, which="both", ls=":", lw=0.5)
@@ -112,7 +127,7 @@ def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> None:
     """Error bars of the predicted throughput's band (``throughput.samples_per_s.lo`` / ``.hi``,
     docs/perfmodel.md "Out-of-sample error and bands") where the runs have one."""
-    lo, hi = "metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi"
+    lo, hi = BAND
     if lo not in best.columns or hi not in best.columns:
         return
     banded = best[pd.to_numeric(best[lo], errors="coerce").notna() & pd.to_numeric(best[hi], errors="coerce").notna()]
@@ -167,7 +182,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
                     bottom.plot(
                         with_li["layers"], with_li["li"], marker="s", color=colors[name], alpha=alpha, **_style(mode)
                     )
-        top.set_yscale("log")
+        log_axis(top, "y")
         top.set_title(name, fontsize=10)
         top.grid(True, which="both", ls=":", lw=0.5)
         bottom.grid(True, ls=":", lw=0.5)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dabench.report.figures import FIGURES, NoData
+from dabench.report.figures import FIGURES, NoData, figure_columns
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.ui_view import run_urls, ui_base_url
 
@@ -46,6 +46,21 @@ def _rows(frame: pd.DataFrame, columns: list[str], links: dict[str, str] | None 
     return rows
 
 
+def render(fig) -> tuple[io.BytesIO, io.BytesIO]:
+    """(SVG, PNG at 110 dpi) of ``fig``: three draws, the constrained layout's, the SVG's and the PNG's.
+
+    The layout computed for the SVG holds for the PNG, so the figure's layout engine is removed
+    before it (a "none" engine would still cost savefig a draw for layout)."""
+    import matplotlib
+
+    svg, png = io.BytesIO(), io.BytesIO()
+    fig.savefig(svg, format="svg")
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)  # with these two off: no engine at all
+    fig.savefig(png, format="png", dpi=110)
+    return svg, png
+
+
 def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Report:
     """Write the report of ``frame`` (see module docstring) into ``out``; figures without data
     become notes in the HTML."""
@@ -67,21 +82,18 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     csv_path = write_csv("exports", out / "runs.csv", frame, index=False)
     report = Report(out / "report.html", csv_path)
     shown = []
+    drawn = figure_columns(frame)
     for spec in FIGURES:
         try:
-            fig = spec.draw(frame)
+            fig = spec.draw(drawn)
         except NoData as missing:
             report.notes[spec.key] = str(missing)
             shown.append(
                 {"key": spec.key, "title": spec.title, "caption": spec.caption, "image": None, "note": str(missing)}
             )
             continue
-        svg = io.BytesIO()
-        fig.savefig(svg, format="svg")
-        fig.set_layout_engine("none")  # the layout computed for the SVG holds for the PNG: no second pass
+        svg, png = render(fig)
         write_bytes("exports", figures_dir / f"{spec.key}.svg", svg.getvalue())
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=110)
         write_bytes("exports", figures_dir / f"{spec.key}.png", png.getvalue())
         report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
         shown.append(
