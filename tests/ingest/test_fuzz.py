@@ -66,7 +66,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "long",
-    max_examples=60,
+    max_examples=40,  # as many as the fast profile, with its huge folders and files
     derandomize=True,
     deadline=None,
     database=None,
@@ -548,7 +548,8 @@ def test_ingest_cli_on_drawn_folders(plan, log):
 
 @pytest.mark.slow
 def test_long_fuzz_profile():
-    """The long profile in a child pytest (the slow suite): 60 drawn folders parsed, 4 through the CLI."""
+    """The long profile in a child pytest (the slow suite): 40 drawn folders per property, huge ones
+    included, 4 through the CLI."""
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__, "-m", "not slow"]
     done = subprocess.run(
         command, cwd=ROOT, env={**os.environ, "DABENCH_FUZZ": "long"}, capture_output=True, text=True, timeout=3600

@@ -46,6 +46,7 @@ def test_cpu_backend_refuses_what_cstorch_cpu_cannot_do():
 
 
 @requires_venv
+@pytest.mark.slow  # the venv may be half-installed while the fast suite runs (.ci/run installs it beside it)
 def test_csx_without_a_cluster_is_unavailable(monkeypatch, tmp_path):
     monkeypatch.setenv("CSCONFIG_PATH", str(tmp_path / "no_config"))
     availability = CstorchBackend.availability(run_config("wse2"))
