@@ -47,6 +47,15 @@ CORES = {"parallel.replicas=2": 4}
 MEASURES_FOR_MINUTES = ("model=gpt2_small", "+sweeps=cpu_deploy", "-m model.n_layers=1,2,4")
 #: appended to the other commands that measure on this CPU: every step kind still runs
 SHORT_STEPS = ["run.warmup_steps=1", "run.timed_steps=2"]
+#: commands another slow test runs as written, with the short steps, and checks further (its
+#: records, metrics and artifacts): "argv after dabench" -> "test file::test name"; run once there
+#: (test_examples_run_elsewhere_are_run_there keeps the two in step)
+RUN_ELSEWHERE = {
+    "": "tests/cli/test_run.py::test_default_run_records_one_ok_measured_run_with_metrics_tags_and_artifacts",
+    "parallel=pp parallel.degree=2 parallel.layers_per_stage=[1,1] model.n_layers=2": (
+        "tests/distributed/test_cli_parallel.py::test_pp_acceptance_command_records_one_ok_measured_run_with_tier2_metrics"
+    ),
+}
 #: commands that need no run at all (the fast tier)
 FAST = ("--cfg job",)
 #: placeholders of the report / compare examples -> keys of the store fixture
@@ -187,7 +196,13 @@ def _dabench(argv: list[str], cwd: Path, timeout: float = 900) -> subprocess.Com
     return done
 
 
+def _argv_text(example: Example) -> str:
+    return " ".join(shlex.split(PREFIX.sub("", example.text).strip()))
+
+
 def _skip_reason(example: Example) -> str | None:
+    if _argv_text(example) in RUN_ELSEWHERE:
+        return f"runs as written, with the short steps, in {RUN_ELSEWHERE[_argv_text(example)]}"
     for marker, cores in CORES.items():
         if marker in example.text and (os.cpu_count() or 1) < cores:
             return f"starts {cores} ranks; this machine has {os.cpu_count()} CPU cores (the pre-flight refuses it)"
@@ -207,6 +222,23 @@ def test_examples_are_found():
     assert any(e.where.startswith("README.md") for e in SNIPPETS)
     for example in COMMANDS:  # every command parses and adapts (placeholders filled by a stand-in store)
         adapt(example, {"sweep": "0" * 32, "two_runs": ["1" * 32, "2" * 32]})
+
+
+def test_examples_run_elsewhere_are_run_there():
+    """Each command left to another test is still documented, and that test passes its words as
+    written (each argument a literal in the test's source) with :data:`SHORT_STEPS`-sized runs."""
+    import importlib
+    import inspect
+
+    documented = {_argv_text(e) for e in COMMANDS}
+    for argv, where in RUN_ELSEWHERE.items():
+        assert argv in documented, f"{argv!r} is no longer documented: drop it from RUN_ELSEWHERE"
+        path, name = where.split("::")
+        module = importlib.import_module(path[: -len(".py")].replace("/", "."))
+        source = inspect.getsource(getattr(module, name))
+        for word in shlex.split(argv):
+            assert repr(word) in source or f'"{word}"' in source, (where, word)
+        assert "run_cli(" in source and "timed_steps" in inspect.getsource(module), where
 
 
 @pytest.fixture(scope="module")
