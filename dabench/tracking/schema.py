@@ -49,10 +49,22 @@ def _build(target: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _valid(path: Path) -> bool:
+    """``path`` is an empty MLflow store: a SQLite file with a schema version and no experiment."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+            version = con.execute("SELECT version_num FROM alembic_version").fetchall()
+            experiments = con.execute("SELECT count(*) FROM experiments").fetchone()[0]
+        con.close()
+    except sqlite3.Error:
+        return False
+    return len(version) == 1 and experiments == 0
+
+
 def template() -> Path | None:
-    """The empty schema, made now when missing; None (and a warning) when it cannot be kept."""
+    """The empty schema, made now when missing or damaged; None (and a warning) when it cannot be kept."""
     path = template_path()
-    if path.is_file():
+    if path.is_file() and _valid(path):
         return path
     try:
         _build(path)

@@ -50,3 +50,16 @@ def test_dabench_records_into_a_seeded_store(tmp_path, monkeypatch):
     assert again.data.metrics == {"throughput.samples_per_s": 1.5}
     location = MlflowClient(uri).get_experiment(experiment).artifact_location
     assert location == (tmp_path / "mlruns" / "artifacts").as_uri()
+
+
+def test_a_damaged_template_is_made_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    path = schema.template_path()
+    path.parent.mkdir(parents=True)
+    for damage in (b"not a database\n", b""):  # overwritten by hand, or cut to nothing
+        path.write_bytes(damage)
+        store = tmp_path / f"store{len(damage)}" / "mlflow.db"
+        store.parent.mkdir()
+        assert schema.seed(store) is True
+        assert path.read_bytes().startswith(b"SQLite format 3")
+        assert MlflowClient(f"sqlite:///{store}").get_experiment("0").name == "Default"
