@@ -17,7 +17,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from dabench.runtime.sinks import SinkError, cache_dir, copy_file, one_line
+from dabench.runtime.sinks import cache_dir, copy_file, one_line
 
 log = logging.getLogger("dabench.tracking")
 
@@ -38,11 +38,10 @@ def _build(target: Path) -> None:
     try:
         db = scratch / "mlflow.db"
         MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()  # MLflow runs its migrations
-        with sqlite3.connect(db) as con:
-            con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
-        con.close()
-        with sqlite3.connect(db) as con:
-            con.execute("VACUUM")
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
+        con.commit()
+        con.execute("VACUUM")
         con.close()
         copy_file("schema_cache", db, target)
     finally:
@@ -68,7 +67,7 @@ def template() -> Path | None:
         return path
     try:
         _build(path)
-    except SinkError as error:
+    except Exception as error:  # a cache only saves time: any failure leaves the schema to MLflow
         log.warning("empty MLflow schema not cached: %s; MLflow makes the schema itself", one_line(error))
         return None
     return path
