@@ -99,6 +99,15 @@ def need_chromium() -> str:
     pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
 
 
+def default_sigint() -> None:
+    """``preexec_fn`` for a child the test will Ctrl-C: a shell's background job starts its children
+    with SIGINT ignored, and Python then installs no KeyboardInterrupt handler; give the child the
+    default a user's terminal gives it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def dabench_argv(*args: str) -> list[str]:
     """The command line of ``python -m dabench <args>`` in this interpreter (for ``Popen``)."""
     return [sys.executable, "-m", "dabench", *args]

@@ -42,7 +42,7 @@ from dabench.tracking.ui_view import (
     ui_base_url,
     view_state,
 )
-from tests.conftest import CHROMIUM_FLAGS, ROOT, cli_env, dabench_argv, need_chromium
+from tests.conftest import CHROMIUM_FLAGS, ROOT, cli_env, dabench_argv, default_sigint, need_chromium
 
 # --- fast: URLs and the saved view ---------------------------------------------------------------
 
@@ -291,6 +291,7 @@ def test_dabench_ui_lands_on_the_runs_table_with_the_key_columns(ui_store):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         url = _first_line(server, 240)

@@ -20,7 +20,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from tests.conftest import cli_env
+from tests.conftest import cli_env, default_sigint
 
 pytestmark = pytest.mark.slow
 SINGLE = ["hardware=ipu", "parallel=pp", "run.grad_accum=3", "hardware.mode=predict"]
@@ -39,6 +39,7 @@ def start(tmp_path: Path, args: list[str], hold: str | None, ready: Path) -> sub
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
 
 
