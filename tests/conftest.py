@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,6 +107,17 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+#: third-party warning lines a default run must not print (kineto's USDT lines, MLflow's INFO lines,
+#: setuptools warnings); the variables that would silence them are unset for such a check
+NOISE = re.compile(r"warn|USDT|INFO mlflow|setuptools|pkg_resources|distutils", re.IGNORECASE)
+QUIET_UNSET = ("KINETO_LOG_LEVEL", "MLFLOW_LOGGING_LEVEL", "DABENCH_VERBOSE")
+
+
+def noise(stderr: str) -> list[str]:
+    """The lines of ``stderr`` that :data:`NOISE` matches."""
+    return [line for line in stderr.splitlines() if NOISE.search(line)]
 
 
 def dabench_argv(*args: str) -> list[str]:

@@ -7,7 +7,7 @@ import sys
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import ROOT
+from tests.conftest import QUIET_UNSET, ROOT, noise
 
 FAST = ["run.warmup_steps=1", "run.timed_steps=3"]
 REQUIRED_METRICS = (
@@ -33,8 +33,9 @@ def runs(tmp_path):
 
 @pytest.mark.slow
 def test_default_run_records_one_ok_measured_run_with_metrics_tags_and_artifacts(tmp_path, run_cli):
-    done = run_cli(*FAST)
+    done = run_cli(*FAST, unset=QUIET_UNSET)
     assert "dabench: ok | measure" in done.stdout
+    assert noise(done.stderr) == [], done.stderr  # quiet by default (tests/runtime/test_quiet.py: -v)
     client, found = runs(tmp_path)
     assert len(found) == 1
     run = found[0]
