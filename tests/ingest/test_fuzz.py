@@ -66,7 +66,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "long",
-    max_examples=40,  # as many as the fast profile, with its huge folders and files
+    max_examples=20,  # half the fast profile's count, with the huge folders and files it never draws
     derandomize=True,
     deadline=None,
     database=None,
@@ -548,7 +548,7 @@ def test_ingest_cli_on_drawn_folders(plan, log):
 
 @pytest.mark.slow
 def test_long_fuzz_profile():
-    """The long profile in a child pytest (the slow suite): 40 drawn folders per property, huge ones
+    """The long profile in a child pytest (the slow suite): 20 drawn folders per property, huge ones
     included, 4 through the CLI."""
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__, "-m", "not slow"]
     done = subprocess.run(
