@@ -12,7 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 step="${1:-all}"
-case "$step" in all | --install-only | --link-only) ;; *) echo "usage: $0 [--install-only | --link-only]" >&2; exit 2 ;; esac
+case "$#:$step" in [01]:all | 1:--install-only | 1:--link-only) ;; *) echo "usage: $0 [--install-only | --link-only]" >&2; exit 2 ;; esac
+if [ "$step" = all ] && [ ! -x .venv/bin/python ]; then  # fail before a long install, not after
+  echo ".venv is missing: run scripts/setup.sh first (or $0 --install-only)" >&2
+  exit 1
+fi
 if [ "$step" != "--link-only" ]; then
   [ -x .venv-ray/bin/python ] || "$PYTHON" -m venv .venv-ray
   .venv-ray/bin/python -m pip install -q "hydra-ray-launcher>=1.2" "joblib<1.6" "cloudpickle<3" \
