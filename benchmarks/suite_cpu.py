@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         (Path(folder) / "sitecustomize.py").write_text(HOOK)
         log = Path(folder) / "cpu.jsonl"
         env = {**os.environ, "DABENCH_CPU_LOG": str(log), "CI": os.environ.get("CI", "true")}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (folder, str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)
         start = time.monotonic()
         code = subprocess.call([sys.executable, "-m", "pytest", *(args.pytest_args or DEFAULT_ARGS)], cwd=ROOT, env=env)
         wall = time.monotonic() - start

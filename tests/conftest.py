@@ -14,6 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests import forkserver
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
@@ -132,13 +134,18 @@ def run_dabench(
     code: int | None = 0,
     timeout: float = 300,
     unset: Sequence[str] = (),
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess:
     """``python -m dabench <args>`` in ``cwd`` with its own MLflow store (:func:`cli_env`), ``env``
-    added and ``unset`` removed; asserts the exit status is ``code`` (``None``: any)."""
+    added and ``unset`` removed; asserts the exit status is ``code`` (``None``: any). A fork of a
+    warm interpreter (tests/forkserver.py) where that runs the same; ``fresh``: a new process
+    (for what is decided at import time, e.g. third-party warnings)."""
     full = {**cli_env(cwd), **(env or {})}
     for name in unset:
         full.pop(name, None)
-    done = subprocess.run(dabench_argv(*args), cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
+    done = None if fresh else forkserver.SERVER.run(list(args), cwd, full, timeout)
+    if done is None:
+        done = subprocess.run(dabench_argv(*args), cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
     if code is not None:
         assert done.returncode == code, (
             f"dabench {' '.join(args)}: exit {done.returncode}, expected {code}\n"

@@ -33,7 +33,7 @@ def runs(tmp_path):
 
 @pytest.mark.slow
 def test_default_run_records_one_ok_measured_run_with_metrics_tags_and_artifacts(tmp_path, run_cli):
-    done = run_cli(*FAST, unset=QUIET_UNSET)
+    done = run_cli(*FAST, unset=QUIET_UNSET, fresh=True)  # import-time noise: a new process
     assert "dabench: ok | measure" in done.stdout
     assert noise(done.stderr) == [], done.stderr  # quiet by default (tests/runtime/test_quiet.py: -v)
     client, found = runs(tmp_path)

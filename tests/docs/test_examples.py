@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PREFIX = re.compile(r"^(?:\.venv/bin/)?python -m dabench\b|^dabench(?:\s|$)")
@@ -184,9 +186,12 @@ def _env() -> dict[str, str]:
 
 
 def _dabench(argv: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "dabench", *argv], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout
-    )
+    env = _env()
+    done = forkserver.SERVER.run(argv, cwd, env, timeout)  # a fork of a warm interpreter where that runs the same
+    if done is None:
+        done = subprocess.run(
+            [sys.executable, "-m", "dabench", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
     assert done.returncode == 0, (
         f"dabench {shlex.join(argv)} (in {cwd}): exit {done.returncode}\n"
         + done.stdout[-2500:]

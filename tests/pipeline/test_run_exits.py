@@ -131,14 +131,9 @@ def test_every_exit_path_of_a_run_closes_it(store, raised, status, state):
 def test_the_cli_says_a_failed_write_in_one_line(tmp_path, fault, status):
     """``python -m dabench``: a full disk or a store lost after pre-flight is the summary line and
     exit 1, no traceback; the run is FAILED with its status."""
-    import sys
+    from tests.conftest import run_dabench
 
-    from tests.conftest import cli_env
-
-    env = {**cli_env(tmp_path), "DABENCH_FAULT": fault}
-    done = subprocess.run(
-        [sys.executable, "-m", "dabench", *ARGS], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
+    done = run_dabench(*ARGS, cwd=tmp_path, env={"DABENCH_FAULT": fault}, code=None)
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1].startswith(f"dabench: {status} | ")
     run = only_run(f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -92,11 +92,10 @@ def test_a_long_value_of_the_config_is_refused_with_its_field():
 
 def test_the_run_command_refuses_a_value_the_store_would_refuse(tmp_path):
     """``python -m dabench ... +hardware.options.note=<7000 chars>``: exit 2, one line, no store."""
-    import sys
+    from tests.conftest import run_dabench
 
-    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "DABENCH_FAULT")}
-    command = [sys.executable, "-m", "dabench", *PREDICT, "+hardware.options.note=" + "x" * 7000]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    note = "+hardware.options.note=" + "x" * 7000
+    done = run_dabench(*PREDICT, note, cwd=tmp_path, code=None, unset=("MLFLOW_TRACKING_URI", "DABENCH_FAULT"))
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(lines) == 1 and "hardware.options.note=" in lines[0] and "6000" in lines[0], lines

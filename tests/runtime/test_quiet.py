@@ -15,7 +15,7 @@ FAST = ["run.warmup_steps=1", "run.timed_steps=2"]
 
 
 def dabench(tmp_path, *args):
-    return run_dabench(*args, cwd=tmp_path, code=None, unset=QUIET_UNSET)
+    return run_dabench(*args, cwd=tmp_path, code=None, unset=QUIET_UNSET, fresh=True)
 
 
 def test_verbose_is_minus_v_or_hydra_verbose_and_minus_v_leaves_the_command_line():
@@ -63,6 +63,7 @@ def test_a_sweep_on_a_tracking_server_prints_no_mlflow_view_lines(tmp_path):
             cwd=tmp_path,
             env={"MLFLOW_TRACKING_URI": server.uri},
             unset=("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT",),
+            fresh=True,
         )
     assert "PREDICTED" in done.stdout
     assert "View run" not in done.stdout and "View experiment" not in done.stdout, done.stdout

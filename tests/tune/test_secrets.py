@@ -1,21 +1,15 @@
 """Secrets given to a sweep leave no trace: not in its output, the best command (printed, in the
 study, on the MLflow parent, in results files), `dabench study`, Hydra's files or the stores."""
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.conftest import cli_env
+from tests.conftest import run_dabench
 
 TOKEN, PASSWORD, FROM_ENV = "CANARYtok1x", "CANARYpw2x", "CANARYenv3x"
 
 
 def _run(tmp_path, *args):
-    env = {**cli_env(tmp_path), "DABENCH_TEST_PASSWORD": FROM_ENV}
-    return subprocess.run(
-        [sys.executable, "-m", "dabench", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400
-    )
+    return run_dabench(*args, cwd=tmp_path, env={"DABENCH_TEST_PASSWORD": FROM_ENV}, code=None, timeout=400)
 
 
 @pytest.mark.slow

@@ -1,8 +1,5 @@
 """Sweeper settings are checked before the study storage is touched; a resumed study keeps its space."""
 
-import subprocess
-import sys
-
 import optuna
 import pytest
 
@@ -12,7 +9,7 @@ from dabench.tune.sampling import make_sampler
 from dabench.tune.settings import SPACE_ATTR, check_resume, check_settings, space_fingerprint
 from dabench.tune.space import parse_overrides
 from dabench.tune.study import open_study
-from tests.conftest import cli_env
+from tests.conftest import run_dabench
 
 GOOD = dict(
     direction="maximize",
@@ -75,14 +72,7 @@ def test_a_resumed_study_with_another_space_is_refused_unless_allowed(tmp_path):
 
 
 def _dabench(tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "dabench", *args, "-m"],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_dabench(*args, "-m", cwd=tmp_path, code=None)
 
 
 def test_the_sweeper_exits_2_with_one_line_and_creates_nothing(tmp_path):

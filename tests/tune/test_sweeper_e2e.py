@@ -6,29 +6,19 @@
 """
 
 import math
-import subprocess
-import sys
 
 import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from tests.conftest import cli_env
+from tests.conftest import run_dabench
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def sweep(tmp_path, *args, timeout=180):
-    done = subprocess.run(
-        [sys.executable, "-m", "dabench", *args, "-m"],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    done = run_dabench(*args, "-m", cwd=tmp_path, timeout=timeout)
     return done.stdout + done.stderr
 
 
@@ -77,15 +67,8 @@ def test_ipu_sweep_resumes_into_one_parent_run(tmp_path):
         "study/trials.csv",
     } <= artifacts
 
-    best = subprocess.run(
-        [sys.executable, "-m", "dabench", "study"],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert best.returncode == 0 and f"best: trial {study.best_trial.number}" in best.stdout
+    best = run_dabench("study", cwd=tmp_path, timeout=60)
+    assert f"best: trial {study.best_trial.number}" in best.stdout
     assert "parallel.layers_per_stage=" in best.stdout and "hardware.mode=measure" in best.stdout
 
 

@@ -1,0 +1,67 @@
+"""The tests' fork server (tests/forkserver.py) runs a command as ``python -m dabench`` would: the
+same output, exit status, folder and environment; import-time differences go to a fresh process;
+a timeout kills the child."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests import forkserver
+from tests.conftest import cli_env
+
+SERVER_ENV = {"PATH": "/bin", "PYTHONUNBUFFERED": "1", "MLFLOW_TRACKING_URI": "sqlite:///a.db"}
+
+
+def test_only_variables_read_at_run_time_may_differ():
+    same = {**SERVER_ENV, "MLFLOW_TRACKING_URI": "sqlite:///b.db", "DABENCH_FAULT": "x", "PYTEST_CURRENT_TEST": "t"}
+    assert forkserver.can_fork(["hardware=ipu"], same, SERVER_ENV)
+    for name, value in [("PYTHONPATH", "/x"), ("MLFLOW_LOGGING_LEVEL", "INFO"), ("DABENCH_VERBOSE", "1")]:
+        assert not forkserver.can_fork(["hardware=ipu"], {**SERVER_ENV, name: value}, SERVER_ENV), name
+    assert not forkserver.can_fork(["hardware=ipu"], {k: v for k, v in SERVER_ENV.items() if k != "PATH"}, SERVER_ENV)
+    for verbose in (["-v"], ["--verbose"], ["hydra.verbose=true"]):
+        assert not forkserver.can_fork(["hardware=ipu", *verbose], SERVER_ENV, SERVER_ENV)
+
+
+def _fresh(argv, cwd, env):
+    return subprocess.run([sys.executable, "-m", "dabench", *argv], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def _last_line(text: str) -> str:
+    return text.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "argv,code",
+    [
+        (["hardware=ipu", "parallel=pp", "hardware.mode=predict"], 0),
+        (["run.batch_size=-1"], 2),
+        (["compare", "0123", "4567"], 2),  # a subcommand that refuses in one line
+    ],
+)
+def test_a_fork_ends_as_a_fresh_process_does(tmp_path, argv, code):
+    runs = {}
+    for how in ("fresh", "fork"):
+        folder = tmp_path / how
+        folder.mkdir()
+        env = cli_env(folder)
+        done = _fresh(argv, folder, env) if how == "fresh" else forkserver.SERVER.run(argv, folder, env, timeout=120)
+        assert done is not None and done.returncode == code, (how, done.stdout[-2000:], done.stderr[-2000:])
+        runs[how] = done
+    if code == 0:
+        assert _last_line(runs["fork"].stdout) == _last_line(runs["fresh"].stdout)
+        assert (tmp_path / "fork" / "mlflow.db").exists()  # the command's own folder and store
+        assert not (tmp_path / "fork" / "mlruns").exists()
+    else:
+        said = {how: done.stderr.strip().replace(str(tmp_path / how), "<folder>") for how, done in runs.items()}
+        assert said["fork"] == said["fresh"] and len(said["fork"].splitlines()) == 1, said
+    assert "Traceback" not in runs["fork"].stderr
+
+
+def test_a_timeout_kills_the_child_and_the_server_goes_on(tmp_path):
+    env = {**cli_env(tmp_path), "DABENCH_FAULT": "run_body:hold", "DABENCH_FAULT_READY": str(tmp_path / "ready")}
+    with pytest.raises(subprocess.TimeoutExpired):
+        forkserver.SERVER.run(["hardware=ipu", "hardware.mode=predict"], tmp_path, env, timeout=8)
+    assert (tmp_path / "ready").exists()  # it was held, not slow to start
+    done = forkserver.SERVER.run(["--cfg", "job"], tmp_path, cli_env(tmp_path), timeout=60)
+    assert done.returncode == 0 and "model:" in done.stdout

@@ -1,0 +1,184 @@
+"""``python -m dabench <args>`` for the tests, as a fork of a warm interpreter.
+
+A fresh ``python -m dabench`` spends most of a predicted run importing MLflow, SQLAlchemy, pandas
+and Hydra. :class:`ForkServer` starts one interpreter per pytest process that imports them once
+(after ``dabench.runtime.quiet.install``, as ``python -m dabench`` does), then forks it for each
+command: the child takes the command's folder, environment, stdout and stderr, sets ``sys.argv``
+and ``sys.path[0]`` as ``-m`` does, runs the ``dabench`` package's ``__main__`` and exits through
+the interpreter's normal shutdown. dabench's own modules are imported fresh by each child.
+
+What differs from a fresh process is only what was decided at import time, so :func:`can_fork`
+sends a command to a fresh process instead when its environment differs from the server's in a
+variable that is not read at run time (:data:`RUNTIME_ENV`) or it asks for ``-v``; tests that check
+import-time behaviour (third-party warnings on stderr) pass ``fresh=True``. ``DABENCH_TEST_FRESH=1``
+runs every command fresh. See docs/reliability.md, "CI's time".
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Mapping
+
+ROOT = Path(__file__).resolve().parents[1]
+#: what the server imports before its first fork (the import cost of a run; not dabench's modules)
+PRELOAD = (
+    "mlflow",
+    "mlflow.tracking",
+    "mlflow.store.tracking.sqlalchemy_store",
+    "hydra",
+    "omegaconf",
+    "optuna",
+    "pandas",
+    "numpy",
+)
+#: variables dabench and these libraries read when a run needs them, not at import: they may differ
+#: between the server and a command
+RUNTIME_ENV = re.compile(r"MLFLOW_TRACKING_URI|MLFLOW_HTTP_REQUEST_\w+|DABENCH_(?!VERBOSE$)\w+|PYTEST_CURRENT_TEST")
+VERBOSE = ("-v", "--verbose")
+
+
+def serve() -> None:
+    """The server's loop: one JSON request per line on stdin, ``{"pid": n}`` then
+    ``{"returncode": n}`` per request on stdout. Ends when stdin closes."""
+    import importlib
+
+    requests = os.fdopen(os.dup(0), "r")
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)  # the server's own output goes to its log, never into the reply pipe
+    from dabench.runtime import quiet
+
+    quiet.install([sys.executable])
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for module in [m for m in sys.modules if m == "dabench" or m.startswith("dabench.")]:
+        del sys.modules[module]  # each child imports dabench as a fresh process would
+    replies.write(json.dumps({"ready": os.getpid()}) + "\n")
+    replies.flush()
+    for line in requests:
+        request = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            requests.close()
+            replies.close()
+            _child(request)  # does not return
+        replies.write(json.dumps({"pid": pid}) + "\n")
+        replies.flush()
+        _, status = os.waitpid(pid, 0)
+        replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+        replies.flush()
+
+
+def _child(request: dict) -> None:
+    """Become ``python -m dabench <argv>`` in the request's folder and environment; exits."""
+    import importlib.util
+    import runpy
+
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+    sys.path[0] = os.getcwd()  # what -m puts first
+    sys.argv = [importlib.util.find_spec("dabench.__main__").origin, *request["argv"]]  # as -m sets it
+    runpy.run_module("dabench", run_name="__main__", alter_sys=True)
+    sys.exit(0)  # SystemExit and uncaught exceptions end the interpreter as they end python -m
+
+
+def _import_time_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not RUNTIME_ENV.fullmatch(k)}
+
+
+def can_fork(argv: list[str], env: Mapping[str, str], server_env: Mapping[str, str]) -> bool:
+    """Whether ``argv`` in ``env`` runs the same as a fork of a server started in ``server_env``."""
+    if os.environ.get("DABENCH_TEST_FRESH") == "1" or any(a in VERBOSE or a.startswith("hydra.verbose") for a in argv):
+        return False
+    return _import_time_env(env) == _import_time_env(server_env)
+
+
+class ForkServer:
+    """One warm server per pytest process, started on first use, stopped at exit."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen | None = None
+        self._env: dict[str, str] = {}  # set at the first use: the tests' CLI environment (conftest.cli_env)
+        self._lock = threading.Lock()
+        self._log = Path(tempfile.mkdtemp(prefix="dabench-forkserver-"))
+
+    def _start(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "from tests.forkserver import serve; serve()"],
+            cwd=ROOT,
+            env=self._env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(self._log / "server.log", "w"),
+            text=True,
+        )
+        atexit.register(self.stop)
+        self._reply(timeout=120, key="ready")
+
+    def stop(self) -> None:
+        if self._process and self._process.poll() is None:
+            self._process.stdin.close()
+            self._process.wait(timeout=30)
+
+    def _reply(self, timeout: float, key: str) -> int | None:
+        """The next reply's ``key``; None when ``timeout`` passes first."""
+        ready, _, _ = select.select([self._process.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self._process.stdout.readline()
+        if not line:
+            log = (self._log / "server.log").read_text()[-3000:]
+            raise RuntimeError(f"the dabench fork server ended (exit {self._process.wait()}):\n{log}")
+        return json.loads(line)[key]
+
+    def run(
+        self, argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float
+    ) -> subprocess.CompletedProcess | None:
+        """``python -m dabench <argv>`` as a fork; None when it must run fresh (:func:`can_fork`) or
+        another thread is using the server."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._process is None:
+                self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            if not can_fork(argv, env, self._env):
+                return None
+            if self._process is None:
+                self._start()
+            out = Path(tempfile.mkstemp(dir=self._log, suffix=".out")[1])
+            err = Path(tempfile.mkstemp(dir=self._log, suffix=".err")[1])
+            request = {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "stdout": str(out), "stderr": str(err)}
+            self._process.stdin.write(json.dumps(request) + "\n")
+            self._process.stdin.flush()
+            pid = self._reply(timeout=30, key="pid")
+            returncode = self._reply(timeout=timeout, key="returncode")
+            timed_out = returncode is None
+            if timed_out:
+                os.kill(pid, 9)
+                returncode = self._reply(timeout=30, key="returncode")
+            stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+            out.unlink()
+            err.unlink()
+            args = [sys.executable, "-m", "dabench", *argv]
+            if timed_out:
+                raise subprocess.TimeoutExpired(args, timeout, stdout, stderr)
+            return subprocess.CompletedProcess(args, returncode, stdout, stderr)
+        finally:
+            self._lock.release()
+
+
+SERVER = ForkServer()
