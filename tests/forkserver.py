@@ -9,7 +9,7 @@ the interpreter's normal shutdown. dabench's own modules are imported fresh by e
 
 What differs from a fresh process is only what was decided at import time, so :func:`can_fork`
 sends a command to a fresh process instead when its environment differs from the server's in a
-variable that is not read at run time (:data:`RUNTIME_ENV`) or it asks for ``-v``; tests that check
+variable read then (:data:`IMPORT_TIME_ENV`) or it asks for ``-v``; tests that check
 import-time behaviour (third-party warnings on stderr) pass ``fresh=True``. ``DABENCH_TEST_FRESH=1``
 runs every command fresh. See docs/reliability.md, "CI's time".
 """
@@ -40,9 +40,15 @@ PRELOAD = (
     "pandas",
     "numpy",
 )
-#: variables dabench and these libraries read when a run needs them, not at import: they may differ
-#: between the server and a command
-RUNTIME_ENV = re.compile(r"MLFLOW_TRACKING_URI|MLFLOW_HTTP_REQUEST_\w+|DABENCH_(?!VERBOSE$)\w+|PYTEST_CURRENT_TEST")
+#: variables the interpreter's start, the preloaded libraries and quiet.install read: a command whose
+#: value differs from the server's runs fresh (any other variable is read only by what the child
+#: imports or runs itself, after it took the command's environment)
+IMPORT_TIME_ENV = re.compile(
+    r"(PYTHON|LC_|LANG|MLFLOW_|SQLALCHEMY|HYDRA_|OPTUNA|PANDAS|NPY_|OPENBLAS|OMP_|MKL_|KINETO_)\w*"
+    r"|PATH|HOME|TZ|TMPDIR|TEMP|TMP|DABENCH_VERBOSE"
+)
+#: read by MLflow when a run needs them, not at import
+RUNTIME_ENV = re.compile(r"MLFLOW_TRACKING_URI|MLFLOW_HTTP_REQUEST_\w+")
 VERBOSE = ("-v", "--verbose")
 
 
@@ -97,7 +103,12 @@ def _child(request: dict) -> None:
 
 
 def _import_time_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if not RUNTIME_ENV.fullmatch(k)}
+    """What of ``env`` a run's imports see: quiet.install's defaults are set before them (unless
+    verbose), so a variable set to its default there is the same as one unset."""
+    from dabench.runtime.quiet import ENV_DEFAULTS
+
+    seen = env if env.get("DABENCH_VERBOSE") == "1" else {**ENV_DEFAULTS, **env}
+    return {k: v for k, v in seen.items() if IMPORT_TIME_ENV.fullmatch(k) and not RUNTIME_ENV.fullmatch(k)}
 
 
 def can_fork(argv: list[str], env: Mapping[str, str], server_env: Mapping[str, str]) -> bool:
@@ -108,11 +119,14 @@ def can_fork(argv: list[str], env: Mapping[str, str], server_env: Mapping[str, s
 
 
 class ForkServer:
-    """One warm server per pytest process, started on first use, stopped at exit."""
+    """One warm server per pytest process (created when conftest imports this module), started on
+    first use, stopped at exit."""
 
     def __init__(self) -> None:
         self._process: subprocess.Popen | None = None
-        self._env: dict[str, str] = {}  # set at the first use: the tests' CLI environment (conftest.cli_env)
+        #: the environment the server starts in: this process's when it was created (before any test
+        #: patched it), as conftest.cli_env hands it to a command
+        self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._lock = threading.Lock()
         self._log = Path(tempfile.mkdtemp(prefix="dabench-forkserver-"))
 
@@ -153,8 +167,6 @@ class ForkServer:
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            if self._process is None:
-                self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
             if not can_fork(argv, env, self._env):
                 return None
             if self._process is None:
