@@ -2,7 +2,8 @@
 
 Runs ``python -m pytest <args>`` (default: the slow suite as .ci/run runs it) with a
 ``sitecustomize`` on PYTHONPATH that makes every Python process of the tree append its own CPU
-time (user + system, all threads), wall time and command line to a log when it exits. Prints the
+time (user + system, all threads), wall time, command line and whether it is a fork (the tests'
+fork server, tests/forkserver.py, or multiprocessing) to a log when it exits. Prints the
 tree's total CPU time (``getrusage`` of the waited-for children), the share the log accounts for,
 the CPU by kind of process (``dabench <subcommand or task>``, pytest, xdist worker, mlflow server,
 other) and the top processes. What the log misses: processes that end by SIGKILL or
@@ -29,11 +30,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ARGS = ["-q", "-m", "slow", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider"]
 HOOK = """import atexit, json, os, sys, time
-_start = time.time()
+_start, _forked = time.time(), False
+def _child():
+    global _start, _forked
+    _start, _forked = time.time(), True
+os.register_at_fork(after_in_child=_child)
 def _log():
     try:
         t = os.times()
-        line = json.dumps({"cpu_s": t.user + t.system, "wall_s": time.time() - _start, "argv": sys.argv[:40]})
+        row = {"cpu_s": t.user + t.system, "wall_s": time.time() - _start, "argv": sys.argv[:40], "forked": _forked}
+        line = json.dumps(row)
         with open(os.environ["DABENCH_CPU_LOG"], "a") as out:
             out.write(line + "\\n")
     except Exception:
@@ -79,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"logged by {len(rows)} Python processes at exit: {logged:.0f} CPU-s ({share:.0f}%)")
     groups: dict[str, list[float]] = defaultdict(list)
     for row in rows:
-        groups[kind(row["argv"])].append(row["cpu_s"])
+        groups[kind(row["argv"]) + (" (forked)" if row.get("forked") else "")].append(row["cpu_s"])
     print(f"\n{'CPU-s':>8} {'procs':>6} {'mean':>6}  kind")
     for name, cpus in sorted(groups.items(), key=lambda item: -sum(item[1])):
         print(f"{sum(cpus):8.1f} {len(cpus):6d} {sum(cpus) / len(cpus):6.2f}  {name}")
