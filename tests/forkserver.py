@@ -21,6 +21,8 @@ import json
 import os
 import re
 import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -128,9 +130,11 @@ class ForkServer:
         #: patched it), as conftest.cli_env hands it to a command
         self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._lock = threading.Lock()
-        self._log = Path(tempfile.mkdtemp(prefix="dabench-forkserver-"))
+        self._count = 0  # commands run
+        self._log: Path | None = None  # the server's log and the commands' output, a temp folder made at start
 
     def _start(self) -> None:
+        self._log = Path(tempfile.mkdtemp(prefix="dabench-forkserver-"))
         self._process = subprocess.Popen(
             [sys.executable, "-c", "from tests.forkserver import serve; serve()"],
             cwd=ROOT,
@@ -147,6 +151,8 @@ class ForkServer:
         if self._process and self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=30)
+        if self._log is not None:
+            shutil.rmtree(self._log, ignore_errors=True)
 
     def _reply(self, timeout: float, key: str) -> int | None:
         """The next reply's ``key``; None when ``timeout`` passes first."""
@@ -171,16 +177,18 @@ class ForkServer:
                 return None
             if self._process is None:
                 self._start()
-            out = Path(tempfile.mkstemp(dir=self._log, suffix=".out")[1])
-            err = Path(tempfile.mkstemp(dir=self._log, suffix=".err")[1])
+            self._count += 1
+            out, err = self._log / f"{self._count}.out", self._log / f"{self._count}.err"
             request = {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "stdout": str(out), "stderr": str(err)}
             self._process.stdin.write(json.dumps(request) + "\n")
             self._process.stdin.flush()
             pid = self._reply(timeout=30, key="pid")
+            if pid is None:
+                raise RuntimeError(f"the dabench fork server did not fork within 30 s (log: {self._log})")
             returncode = self._reply(timeout=timeout, key="returncode")
             timed_out = returncode is None
             if timed_out:
-                os.kill(pid, 9)
+                os.kill(pid, signal.SIGKILL)
                 returncode = self._reply(timeout=30, key="returncode")
             stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
             out.unlink()
