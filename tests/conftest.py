@@ -143,9 +143,7 @@ def run_dabench(
     full = {**cli_env(cwd), **(env or {})}
     for name in unset:
         full.pop(name, None)
-    done = None if fresh else forkserver.SERVER.run(list(args), cwd, full, timeout)
-    if done is None:
-        done = subprocess.run(dabench_argv(*args), cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
+    done = forkserver.run(list(args), cwd, full, timeout, fresh=fresh)
     if code is not None:
         assert done.returncode == code, (
             f"dabench {' '.join(args)}: exit {done.returncode}, expected {code}\n"

@@ -202,3 +202,15 @@ class ForkServer:
 
 
 SERVER = ForkServer()
+
+
+def run(
+    argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float, fresh: bool = False
+) -> subprocess.CompletedProcess:
+    """``python -m dabench <argv>``: a fork of :data:`SERVER` where that runs the same, else (or
+    with ``fresh``) a new process; captured, text."""
+    done = None if fresh else SERVER.run(argv, cwd, env, timeout)
+    if done is None:
+        command = [sys.executable, "-m", "dabench", *argv]
+        done = subprocess.run(command, cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout)
+    return done

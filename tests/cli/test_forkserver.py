@@ -42,28 +42,29 @@ def _last_line(text: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "argv,code",
+    "argv,fault,code",
     [
-        (["hardware=ipu", "parallel=pp", "hardware.mode=predict"], 0),
-        (["compare", "0123", "4567"], 2),  # a subcommand that refuses in one line
+        (["hardware=ipu", "parallel=pp", "hardware.mode=predict"], None, 0),
+        (["compare", "0123", "4567"], None, 2),  # a subcommand that refuses in one line
+        (["hardware=ipu", "hardware.mode=predict"], "write.artifacts:kill", -9),  # SIGKILLed mid-write
     ],
 )
-def test_a_fork_ends_as_a_fresh_process_does(tmp_path, argv, code):
+def test_a_fork_ends_as_a_fresh_process_does(tmp_path, argv, fault, code):
     runs = {}
     for how in ("fresh", "fork"):
         folder = tmp_path / how
         folder.mkdir()
-        env = cli_env(folder)
+        env = {**cli_env(folder), **({"DABENCH_FAULT": fault} if fault else {})}
         done = _fresh(argv, folder, env) if how == "fresh" else _forked(argv, folder, env)
         assert done.returncode == code, (how, done.stdout[-2000:], done.stderr[-2000:])
         runs[how] = done
     if code == 0:
         assert _last_line(runs["fork"].stdout) == _last_line(runs["fresh"].stdout)
-        assert (tmp_path / "fork" / "mlflow.db").exists()  # the command's own folder and store
-        assert not (tmp_path / "fork" / "mlruns").exists()
-    else:
+    elif code > 0:
         said = {how: done.stderr.strip().replace(str(tmp_path / how), "<folder>") for how, done in runs.items()}
         assert said["fork"] == said["fresh"] and len(said["fork"].splitlines()) == 1, said
+    entries = {how: sorted(p.name for p in (tmp_path / how).iterdir()) for how in runs}
+    assert entries["fork"] == entries["fresh"], entries  # what the command wrote, in its own folder
     assert "Traceback" not in runs["fork"].stderr
 
 

@@ -25,7 +25,6 @@ import re
 import shlex
 import sqlite3
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,12 +185,7 @@ def _env() -> dict[str, str]:
 
 
 def _dabench(argv: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = _env()
-    done = forkserver.SERVER.run(argv, cwd, env, timeout)  # a fork of a warm interpreter where that runs the same
-    if done is None:
-        done = subprocess.run(
-            [sys.executable, "-m", "dabench", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-        )
+    done = forkserver.run(argv, cwd, _env(), timeout)  # a fork of a warm interpreter where that runs the same
     assert done.returncode == 0, (
         f"dabench {shlex.join(argv)} (in {cwd}): exit {done.returncode}\n"
         + done.stdout[-2500:]
