@@ -138,11 +138,6 @@ class OpCost:
         return self.amp_s + self.vector_s
 
     @property
-    def movement_s(self) -> float:
-        """Data movement: exchange and rearrangement copies."""
-        return self.exchange_s + self.copy_s
-
-    @property
     def time_s(self) -> float:
         return self.amp_s + self.vector_s + self.exchange_s + self.copy_s + self.sync_s
 

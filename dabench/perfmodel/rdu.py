@@ -19,32 +19,12 @@ from dabench.core.status import ConfigError
 from dabench.perfmodel.assemble import make_profile, op_width, peak_flops, require_strategy, weight_params
 from dabench.perfmodel.capacity import require_fits
 from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.knobs.rdu import RduOptions
+from dabench.perfmodel.knobs.rdu import RduKnobs, RduOptions
 from dabench.perfmodel.rdu_host import allreduce_s, host_time, tp_exchange_s
 from dabench.workload.opgraph import Op, OpGraph
 
 SOURCE = "perfmodel.rdu"
 SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")  # work divided under tensor parallelism
-
-
-@dataclass(frozen=True, slots=True)
-class RduKnobs:
-    mode: str
-    pcus: int  #: per section (tiles and resources scaling applied)
-    pmus: int
-    chip_pcus: int
-    chip_pmus: int
-    pmu_bytes: float
-    pcu_flops: float
-    pcu_efficiency: float
-    pcu_lanes: int
-    buffer_pmus: int
-    ddr_Bps: float
-    switch_s: float
-    host_s: float
-    host_logit_s: float
-    host_Bps: float
-    machine_collective_s: float
 
 
 def knobs(rc: RunConfig) -> RduKnobs:

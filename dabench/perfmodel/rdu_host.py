@@ -1,19 +1,15 @@
 """SN30 RDU model, the host side: host time per step and the collectives that leave the RDU
 (tensor-parallel exchanges, data-parallel all-reduces; staged through the hosts between machines).
 
-Pure functions of the run config and the model's knobs (:class:`dabench.perfmodel.rdu.RduKnobs`);
+Pure functions of the run config and the model's knobs (:class:`dabench.perfmodel.knobs.rdu.RduKnobs`);
 derivation: docs/perfmodel.md, "SN30 RDU (SambaNova)", Step, Tensor parallelism and Collectives.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dabench.config.sections import RunConfig
 from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s, staged_link
-
-if TYPE_CHECKING:
-    from dabench.perfmodel.rdu import RduKnobs
+from dabench.perfmodel.knobs.rdu import RduKnobs
 
 
 def sequence_logits(rc: RunConfig) -> float:

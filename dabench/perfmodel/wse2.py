@@ -21,7 +21,7 @@ from dabench.perfmodel.assemble import make_profile, peak_flops, require_strateg
 from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.knobs.wse2 import Wse2Knobs
+from dabench.perfmodel.knobs.wse2 import Wse2Knobs, Wse2Params
 from dabench.perfmodel.wse2_streaming import streamed_params as streamed_params  # re-exported
 from dabench.perfmodel.wse2_streaming import weight_streaming
 from dabench.workload.opgraph import Layer, OpGraph
@@ -52,25 +52,6 @@ class KernelKind:
     opt_flops: float  #: weight-update FLOPs per step
     params: int
     saved_bytes: float  #: activations kept from forward to backward, per sample
-
-
-@dataclass(frozen=True)
-class Wse2Params:
-    """The model's inputs: the typed knobs plus the hardware spec's numbers."""
-
-    knobs: Wse2Knobs
-    region_pes: int
-    wafer_pes: int
-    pe_flops: float
-    sram_bytes: float
-    memoryx_Bps: float
-    bwd_weight: float  #: 1 + loss-scaling overhead under fp16
-    fill: float  #: width_fill of the model's hidden size
-
-    @property
-    def region_sram_bytes(self) -> float:
-        """SRAM of the compiled region: its PEs' share of the wafer's SRAM."""
-        return self.sram_bytes * self.region_pes / self.wafer_pes
 
 
 def params_of(rc: RunConfig) -> Wse2Params:

@@ -14,17 +14,14 @@ Derivation: docs/perfmodel.md, "WSE-2 (Cerebras CS-2)", weight streaming.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from dabench.config.sections import RunConfig
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError
 from dabench.perfmodel.assemble import weight_params
 from dabench.perfmodel.capacity import training_state
+from dabench.perfmodel.knobs.wse2 import Wse2Params
 from dabench.workload.opgraph import Layer, OpGraph
-
-if TYPE_CHECKING:
-    from dabench.perfmodel.wse2 import Wse2Params
 
 
 def streamed_params(layer: Layer, model) -> int:

@@ -15,7 +15,6 @@ from typing import Callable
 
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from dabench.report.ticks import log_axis
 
@@ -82,18 +81,6 @@ def _best(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def _style(mode: str) -> dict:
     return {"ls": "--", "mfc": "white"} if mode == "predict" else {"ls": "-"}
-
-
-def _mode_legend(ax, modes: set[str]) -> None:
-    handles = []
-    if "measure" in modes:
-        handles.append(Line2D([], [], color="black", marker="o", ls="-", label="measured"))
-    if "predict" in modes:
-        handles.append(Line2D([], [], color="black", marker="o", ls="--", mfc="white", label="PREDICTED"))
-    if modes - {"measure", "predict"}:
-        handles.append(Line2D([], [], color="black", marker="o", ls=":", label="mode unknown (older run)"))
-    if handles:
-        ax.legend(handles=handles, fontsize=7, loc="best")
 
 
 def _new(width: float, height: float) -> Figure:

@@ -30,3 +30,25 @@ class RduOptions:
         doc="host-side cost of one collective between machines "
         "(staged through the hosts, not overlapped with sections), s",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RduKnobs:
+    """The options resolved against the hardware spec, as perfmodel/rdu.py and rdu_host.py use them."""
+
+    mode: str
+    pcus: int  #: per section (tiles and resources scaling applied)
+    pmus: int
+    chip_pcus: int
+    chip_pmus: int
+    pmu_bytes: float
+    pcu_flops: float
+    pcu_efficiency: float
+    pcu_lanes: int
+    buffer_pmus: int
+    ddr_Bps: float
+    switch_s: float
+    host_s: float
+    host_logit_s: float
+    host_Bps: float
+    machine_collective_s: float

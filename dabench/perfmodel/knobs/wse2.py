@@ -50,3 +50,17 @@ class Wse2Knobs:
     fp16_loss_scaling_overhead: float = knob(
         low=-1e-12, high=1.0, doc="fp16 (dynamic loss scaling): extra share of backward time"
     )
+
+
+@dataclass(frozen=True)
+class Wse2Params:
+    """The model's inputs: the typed knobs plus the hardware spec's numbers."""
+
+    knobs: Wse2Knobs
+    region_pes: int
+    wafer_pes: int
+    pe_flops: float
+    sram_bytes: float
+    memoryx_Bps: float
+    bwd_weight: float  #: 1 + loss-scaling overhead under fp16
+    fill: float  #: width_fill of the model's hidden size
