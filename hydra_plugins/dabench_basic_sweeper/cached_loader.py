@@ -1,10 +1,10 @@
-"""A config loader that composes each *shape* of a multirun's jobs once (issue 15).
+"""A config loader that composes each *shape* of a multirun's jobs once.
 
 Hydra's basic launcher calls ``config_loader.load_sweep_config(master, overrides)`` for every
-job, and each call re-reads and merges every YAML of the defaults list (~175 ms of a predicted
-job's ~450 ms). Jobs that choose the same config-group options and differ only in the values of
-existing keys (``run.batch_size=2`` vs ``run.batch_size=4``) share everything but those values,
-so :class:`CachingConfigLoader` composes the first job of each :func:`~.sweeper.shape` in full
+job, and each call re-reads and merges every YAML of the defaults list. Jobs that choose the
+same config-group options and differ only in the values of existing keys (``run.batch_size=2``
+vs ``run.batch_size=4``) share everything but those values,
+so :class:`CachingConfigLoader` composes the first job of each :func:`shape` in full
 (Hydra's own ``load_sweep_config``) and builds the others from a deep copy of that result:
 
 - the job's ``key=value`` and ``++key=value`` overrides applied by Hydra's own ``_apply_overrides_to_config``
@@ -31,7 +31,32 @@ from typing import Any, List, Sequence
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from .sweeper import shape
+
+def shape(overrides: Sequence[str]) -> tuple[str, ...]:
+    """What decides whether a job's ``overrides`` compose: each group choice with its option
+    (``model=gpt2_test``, ``+sweeps=ipu_deploy``), each dotted key without its value
+    (``run.batch_size=*``). dabench's config has no typed Hydra schema, so a value cannot make
+    composition fail where another value of the same key composed; values are checked by
+    dabench.config.schema when each job runs, and a bad one becomes that job's ``invalid_config`` run.
+    A key without a dot is taken as a group (kept with its value): at worst one more
+    composition, never one fewer."""
+    out = []
+    for override in overrides:
+        key, sep, _ = override.partition("=")
+        out.append(key + "=*" if sep and "." in key.lstrip("+~") else override)
+    return tuple(sorted(out))
+
+
+def representatives(batch: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The first job of each :func:`shape` in ``batch``, in order."""
+    seen: set[tuple[str, ...]] = set()
+    chosen = []
+    for overrides in batch:
+        key = shape(overrides)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(list(overrides))
+    return chosen
 
 
 class CachingConfigLoader:

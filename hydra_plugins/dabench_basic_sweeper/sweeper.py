@@ -6,32 +6,7 @@ from typing import Sequence
 
 from dabench.runtime.hydra_compat import BasicSweeper as HydraBasicSweeper
 
-
-def shape(overrides: Sequence[str]) -> tuple[str, ...]:
-    """What decides whether a job's ``overrides`` compose: each group choice with its option
-    (``model=gpt2_test``, ``+sweeps=ipu_deploy``), each dotted key without its value
-    (``run.batch_size=*``). dabench's config has no typed Hydra schema, so a value cannot make
-    composition fail where another value of the same key composed; values are checked by
-    dabench.config.schema when each job runs, and a bad one becomes that job's ``invalid_config`` run.
-    A key without a dot is taken as a group (kept with its value): at worst one more
-    composition, never one fewer."""
-    out = []
-    for override in overrides:
-        key, sep, _ = override.partition("=")
-        out.append(key + "=*" if sep and "." in key.lstrip("+~") else override)
-    return tuple(sorted(out))
-
-
-def representatives(batch: Sequence[Sequence[str]]) -> list[list[str]]:
-    """The first job of each :func:`shape` in ``batch``, in order."""
-    seen: set[tuple[str, ...]] = set()
-    chosen = []
-    for overrides in batch:
-        key = shape(overrides)
-        if key not in seen:
-            seen.add(key)
-            chosen.append(list(overrides))
-    return chosen
+from .cached_loader import CachingConfigLoader, representatives
 
 
 class BasicSweeper(HydraBasicSweeper):
@@ -39,11 +14,9 @@ class BasicSweeper(HydraBasicSweeper):
     option still fails the multirun before any job starts."""
 
     def setup(self, *, hydra_context, task_function, config) -> None:
-        """Hydra's setup with a :class:`~.cached_loader.CachingConfigLoader`: the launcher (and
+        """Hydra's setup with a :class:`CachingConfigLoader`: the launcher (and
         the check before each batch) compose each shape of job once."""
         from hydra.types import HydraContext
-
-        from .cached_loader import CachingConfigLoader
 
         loader = hydra_context.config_loader
         if not isinstance(loader, CachingConfigLoader):

@@ -47,8 +47,7 @@ def _container(cfg):
 @pytest.mark.slow
 @pytest.mark.parametrize("sweep", SWEEPS, ids=[" ".join(s) for s in SWEEPS])
 def test_every_job_gets_hydras_config(loader_and_master, sweep):
-    from hydra_plugins.dabench_basic_sweeper.cached_loader import CachingConfigLoader
-    from hydra_plugins.dabench_basic_sweeper.sweeper import shape
+    from hydra_plugins.dabench_basic_sweeper.cached_loader import CachingConfigLoader, shape
 
     loader, master_of = loader_and_master
     master = master_of(sweep)
