@@ -1,11 +1,17 @@
-"""Compose a run's config from conf/ with Hydra's compose API, initialised once per process.
+"""The one way dabench composes a config from conf/: :func:`compose` (cached) and
+:func:`sweeper_params`.
 
-Overrides are Hydra's command-line overrides (the strings ``python -m dabench`` takes). Each call
-installs dabench's Hydra in GlobalHydra, composes and leaves GlobalHydra as it found it.
+Overrides are Hydra's command-line overrides (the strings ``python -m dabench`` takes). Hydra's
+composition machinery for conf/ is built once per process; each composition installs it in
+GlobalHydra and leaves GlobalHydra as it found it (a Hydra app or a test's own
+``initialize_config_dir`` is not disturbed). A :class:`Composer` composes each distinct set of
+group choices once and sets plain ``a.b=value`` overrides on a copy of that base (the same result
+as Hydra's full composition: tests/pipeline/test_grid.py); anything else is composed in full.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any, Sequence
 
@@ -13,19 +19,16 @@ from dabench.config.paths import CONF_DIR
 
 _lock = threading.Lock()
 _hydra = None  #: our Hydra object (config search path on conf/), built once per process
+MAX_BASES = 256  #: group-choice bases a Composer keeps (the oldest go first)
 
 
-def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The resolved config (a plain dict, without the ``hydra`` node) for ``overrides``.
-
-    Hydra's composition machinery for conf/ is built on first use and kept; each call installs it
-    in GlobalHydra, composes and leaves GlobalHydra as it found it (a Hydra app or a test's own
-    ``initialize_config_dir`` is not disturbed)."""
+def _hydra_compose(overrides: Sequence[str], with_hydra: bool = False):
+    """Hydra's own composition of ``overrides`` (an OmegaConf node, with the ``hydra`` node when
+    ``with_hydra``)."""
     global _hydra
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
 
     with _lock:
         gh = GlobalHydra.instance()
@@ -37,11 +40,117 @@ def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
                 _hydra = gh.hydra
             else:
                 gh.initialize(_hydra)
-            cfg = hydra_compose(config_name="config", overrides=list(overrides))
+            return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=with_hydra)
         finally:
             gh.clear()
             if previous is not None:
                 gh.initialize(previous)
-    container = OmegaConf.to_container(cfg, resolve=True)
+
+
+def compose_full(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config (a plain dict, without the ``hydra`` node), composed by Hydra in full."""
+    from omegaconf import OmegaConf
+
+    container = OmegaConf.to_container(_hydra_compose(overrides), resolve=True)
     container.pop("hydra", None)
     return container
+
+
+def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:
+    """``hydra.sweeper.params`` of the config composed from ``overrides`` (``+sweeps=NAME`` and
+    ``conf/default_sweep`` put a sweep's space there)."""
+    cfg = _hydra_compose(overrides, with_hydra=True)
+    params = cfg.hydra.sweeper.get("params") if "params" in cfg.hydra.sweeper else None
+    return {str(k): str(v) for k, v in (params or {}).items()}
+
+
+def _parser():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+class Composer:
+    """``compose(job)`` == :func:`compose_full` (the resolved config mapping), composing each
+    distinct set of group choices only once (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
+        self._parser = None
+        self._parsed: dict[str, Any] = {}
+        self.full_compositions = 0  #: jobs composed by Hydra in full (the shortcut did not apply)
+
+    @staticmethod
+    def _settable(override, base: dict[str, Any]) -> bool:
+        """A ``a.b=value`` on a key ``base`` has, a ``+a.b=value`` on one it lacks, or a
+        ``++a.b=value`` (either), under an existing mapping, with a value that is not a mapping
+        and holds no interpolation (what Hydra would do is then a plain set)."""
+        if override.is_delete() or override.is_sweep_override():
+            return False
+        key = override.key_or_group
+        if "." not in key or override.package is not None:
+            return False
+        value = override.value()
+        if isinstance(value, dict) or "${" in override.get_value_element_as_str() or "${" in str(value):
+            return False  # an interpolation (also one the sweeper escaped, $\{...\}): Hydra resolves it
+        node: Any = base
+        *parents, leaf = key.split(".")
+        for part in parents:
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        if not isinstance(node, dict) or isinstance(node.get(leaf), dict):
+            return False
+        if override.is_force_add():
+            return True
+        return (leaf not in node) if override.is_add() else (leaf in node)
+
+    def _parse(self, job: Sequence[str]) -> list:
+        """Hydra's parse of each override string, once per distinct string (a grid repeats them)."""
+        if self._parser is None:
+            self._parser = _parser()
+        out = []
+        for line in job:
+            parsed = self._parsed.get(line)
+            if parsed is None:
+                if len(self._parsed) >= 16 * MAX_BASES:
+                    self._parsed.clear()
+                parsed = self._parsed[line] = self._parser.parse_overrides([line])[0]
+            out.append(parsed)
+        return out
+
+    def compose(self, job: Sequence[str]) -> dict[str, Any]:
+        parsed = self._parse(job)
+        if any(o.key_or_group.startswith("hydra.") for o in parsed):  # a search path or a Hydra setting
+            self.full_compositions += 1
+            return compose_full(list(job))
+        groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
+        values = [o for o in parsed if "." in o.key_or_group]
+        base = self._bases.get(groups)
+        if base is None:
+            base = compose_full(list(groups))
+            if len(self._bases) >= MAX_BASES:
+                self._bases.pop(next(iter(self._bases)))
+            self._bases[groups] = base
+        if not all(self._settable(o, base) for o in values):
+            self.full_compositions += 1
+            return compose_full(list(job))
+        out = copy.deepcopy(base)
+        for o in values:
+            *parents, leaf = o.key_or_group.split(".")
+            node = out
+            for part in parents:
+                node = node[part]
+            node[leaf] = o.value()
+        return out
+
+
+_composer = Composer()
+_composer_lock = threading.Lock()
+
+
+def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config (a plain dict, without the ``hydra`` node) for ``overrides``, through
+    the process's one :class:`Composer`; the caller owns the returned mapping."""
+    with _composer_lock:
+        return _composer.compose(list(overrides))

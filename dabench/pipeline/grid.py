@@ -12,7 +12,6 @@ Details: docs/architecture.md, "Sweeps: Hydra multiruns and the in-process grid"
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import sys
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from dabench.config.compose import compose
+from dabench.config.compose import Composer, sweeper_params
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Status, is_ok
 from dabench.pipeline.execute import resolve_mode
@@ -37,112 +36,20 @@ FLUSH_EVERY = 100
 # ----------------------------------------------------------------------------- the sweep
 
 
-def _parser():
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create()
-
-
 def expand(overrides: Sequence[str]) -> list[list[str]]:
     """The job override lists ``python -m dabench [overrides] -m`` launches, in its order:
     ``hydra.sweeper.params`` of the config composed from the non-sweep overrides, then
     ``overrides`` (a later value of a key replaces an earlier one), expanded as Hydra's basic
     sweeper does (:meth:`BasicSweeper.split_arguments`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
     from dabench.runtime.hydra_compat import BasicSweeper
 
-    parsed = _parser().parse_overrides(list(overrides))
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
     fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
-    params = _sweeper_params(fixed)
+    params = sweeper_params(fixed)
     arguments = [f"{k}={v}" for k, v in params.items()] + list(overrides)
-    return BasicSweeper.split_arguments(_parser().parse_overrides(arguments), None)[0]
-
-
-def _sweeper_params(overrides: list[str]) -> dict[str, str]:
-    """``hydra.sweeper.params`` of the config composed from ``overrides``; GlobalHydra is left
-    as it was found."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from dabench.config.paths import CONF_DIR
-
-    gh = GlobalHydra.instance()
-    previous = gh.hydra if gh.is_initialized() else None
-    gh.clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None, job_name="dabench"):
-            cfg = hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
-    finally:
-        gh.clear()
-        if previous is not None:
-            gh.initialize(previous)
-    params = cfg.hydra.sweeper.get("params") if "params" in cfg.hydra.sweeper else None
-    return {str(k): str(v) for k, v in (params or {}).items()}
-
-
-class Composer:
-    """``compose(job)`` == :func:`dabench.config.compose.compose` (the resolved config mapping), composing
-    each distinct set of group choices only once (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
-        self._parser = _parser()
-        self._parsed: dict[str, Any] = {}
-        self.full_compositions = 0  #: jobs composed by Hydra in full (the shortcut did not apply)
-
-    @staticmethod
-    def _settable(override, base: dict[str, Any]) -> bool:
-        """A ``a.b=value`` on a key ``base`` has, a ``+a.b=value`` on one it lacks, or a
-        ``++a.b=value`` (either), under an existing mapping, with a value that is not a mapping
-        and holds no interpolation (what Hydra would do is then a plain set)."""
-        if override.is_delete() or override.is_sweep_override():
-            return False
-        key = override.key_or_group
-        if "." not in key or key.startswith("hydra.") or override.package is not None:
-            return False
-        value = override.value()
-        if isinstance(value, dict) or "${" in override.get_value_element_as_str() or "${" in str(value):
-            return False  # an interpolation (also one the sweeper escaped, $\{...\}): Hydra resolves it
-        node: Any = base
-        *parents, leaf = key.split(".")
-        for part in parents:
-            if not isinstance(node, dict) or part not in node:
-                return False
-            node = node[part]
-        if not isinstance(node, dict) or isinstance(node.get(leaf), dict):
-            return False
-        if override.is_force_add():
-            return True
-        return (leaf not in node) if override.is_add() else (leaf in node)
-
-    def _parse(self, job: Sequence[str]) -> list:
-        """Hydra's parse of each override string, once per distinct string (a grid repeats them)."""
-        out = []
-        for line in job:
-            parsed = self._parsed.get(line)
-            if parsed is None:
-                parsed = self._parsed[line] = self._parser.parse_overrides([line])[0]
-            out.append(parsed)
-        return out
-
-    def compose(self, job: Sequence[str]) -> dict[str, Any]:
-        parsed = self._parse(job)
-        groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
-        values = [o for o in parsed if "." in o.key_or_group]
-        base = self._bases.get(groups)
-        if base is None:
-            base = self._bases[groups] = compose(list(groups))
-        if not all(self._settable(o, base) for o in values):
-            self.full_compositions += 1
-            return compose(list(job))
-        out = copy.deepcopy(base)
-        for o in values:
-            *parents, leaf = o.key_or_group.split(".")
-            node = out
-            for part in parents:
-                node = node[part]
-            node[leaf] = o.value()
-        return out
+    return BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(arguments), None)[0]
 
 
 # ----------------------------------------------------------------------------- running
