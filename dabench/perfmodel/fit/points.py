@@ -1,8 +1,10 @@
 """The public calibration points (points.csv: one row per published number, with its source).
 
 Columns: id, platform, model, overrides, batch, grad_accum, precision, mode, layout, metric,
-published, type (M/V/D), tolerance, tolerance_unit (rel/points), use (check/fit/excluded), source,
-note.
+published, type (M/V/D), tolerance, tolerance_unit (rel/points), use (check/fit/excluded), source
+(free text), note, document, locator. ``document`` and ``locator`` (table, figure, log set, file)
+name the point's source as structured data: points with the same pair form one source, the unit
+the cross-validation leaves out (:mod:`.cv`). Every row needs both.
 
 Details: docs/perfmodel.md, "Knobs, sources and calibration" (calibration points).
 """
@@ -37,6 +39,13 @@ class Point:
     use: str
     source: str
     note: str
+    document: str = ""
+    locator: str = ""
+
+    @property
+    def source_key(self) -> str:
+        """The source this point is left out with: ``document | locator``."""
+        return f"{self.document} | {self.locator}"
 
     def error(self, predicted: float) -> float:
         """Signed error: (predicted - published) / published for ``rel``, predicted - published for ``points``."""
@@ -72,6 +81,8 @@ def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
                     use=row["use"],
                     source=row["source"],
                     note=row["note"],
+                    document=(row.get("document") or "").strip(),
+                    locator=(row.get("locator") or "").strip(),
                 )
             )
     ids = [p.id for p in rows]
@@ -80,4 +91,6 @@ def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
     for p in rows:
         if p.use not in USES or p.tolerance_unit not in ("rel", "points") or p.type not in ("M", "V", "D"):
             raise ValueError(f"{path.name} row {p.id}: bad use/tolerance_unit/type")
+        if len(p.document) < 8 or not p.locator:
+            raise ValueError(f"{path.name} row {p.id}: needs a document and a locator (its source)")
     return tuple(rows)
