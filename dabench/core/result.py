@@ -4,15 +4,13 @@ ran. What the pipeline returns, the tracker records and :func:`dabench.predict` 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dabench.core.status import Status, is_ok
 
 if TYPE_CHECKING:
-    from dabench.config.sections import RunConfig
     from dabench.core.ceilings import Ceilings
     from dabench.core.profile import Profile
-    from dabench.workload.opgraph import OpGraph
 
 
 @dataclass
@@ -23,12 +21,12 @@ class RunResult:
     metrics: dict[str, float] = field(default_factory=dict)
     profile: Profile | None = None
     predicted: Profile | None = None
-    graph: OpGraph | None = None
+    graph: Any = None  #: the run's OpGraph (workload/opgraph.py; core sits below workload)
     ceilings: Ceilings | None = None
     diagnosis: tuple[str, str] | None = None
     notes: dict[str, str] = field(default_factory=dict)
-    #: the RunConfig that ran (None when the input was refused)
-    run_config: RunConfig | None = None
+    #: the RunConfig that ran (config/sections.py; core sits below config), None when refused
+    run_config: Any = None
     #: the resolved, placement-applied config mapping (what is logged as params)
     config: dict | None = None
 

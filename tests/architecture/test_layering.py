@@ -2,7 +2,9 @@
 
 Every module under dabench/ is parsed with ``ast``; every ``import``/``from ... import`` counts,
 at module level *and inside functions* (a lazy import is still a dependency: it only moves when
-the cost is paid). ``if TYPE_CHECKING:`` blocks are left out (they never run).
+the cost is paid). ``hydra_plugins/`` (Hydra's glue) is parsed too, as the entry layer.
+``if TYPE_CHECKING:`` blocks are left out of the layering (they never run) but count as cycles:
+a type-only import back is still two modules that each need the other.
 
 The rules:
 
@@ -20,7 +22,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "dabench"
+REPO = Path(__file__).resolve().parents[2]
+ROOT = REPO / "dabench"
+PACKAGES = ("dabench", "hydra_plugins")  #: parsed trees; hydra_plugins is part of the entry layer
 
 #: lowest first; each layer is a list of sibling groups; each group a set of top-level parts
 LAYERS: list[tuple[str, list[set[str]]]] = [
@@ -40,7 +44,7 @@ LAYERS: list[tuple[str, list[set[str]]]] = [
     ("studies", [{"tune"}]),
     ("advice", [{"advise"}]),
     ("commands", [{"cli"}]),
-    ("entry", [{"api", "__main__", "__init__"}]),
+    ("entry", [{"api", "__main__", "__init__", "hydra_plugins"}]),
 ]
 
 #: upward imports not fixed yet: (importing module, imported part) -> why it remains. The test
@@ -50,6 +54,8 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 def _part_of(module: str) -> str:
     parts = module.split(".")
+    if parts[0] == "hydra_plugins":
+        return "hydra_plugins"
     if parts[-1] == "__main__" and len(parts) > 2:
         return "__main__"  # a package's command line is an entry point
     return parts[1] if len(parts) > 1 else "__init__"
@@ -66,8 +72,8 @@ def _position() -> dict[str, tuple[int, int]]:
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT.parent).with_suffix("")
+    for path in (p for package in PACKAGES for p in (REPO / package).rglob("*.py")):
+        rel = path.relative_to(REPO).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -85,13 +91,13 @@ def _skip_type_checking(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """module -> dabench modules it imports (``from pkg import name`` counts ``pkg.name`` when
-    that is a module, else ``pkg``)."""
+def imports(modules: dict[str, Path], type_only: bool = False) -> dict[str, set[str]]:
+    """module -> parsed modules it imports (``from pkg import name`` counts ``pkg.name`` when
+    that is a module, else ``pkg``); ``type_only``: with the ``if TYPE_CHECKING:`` imports."""
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
-        skipped = _skip_type_checking(tree)
+        skipped = set() if type_only else _skip_type_checking(tree)
         targets: set[str] = set()
         is_package = path.name == "__init__.py"
         for node in ast.walk(tree):
@@ -108,7 +114,7 @@ def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
                     name = node.module or ""
                 subs = [f"{name}.{a.name}" for a in node.names if f"{name}.{a.name}" in modules]
                 targets.update(subs or [name])
-        graph[module] = {t for t in targets if (t == "dabench" or t.startswith("dabench.")) and t != module}
+        graph[module] = {t for t in targets if t.split(".")[0] in PACKAGES and t != module}
     return graph
 
 
@@ -178,7 +184,7 @@ def test_no_upward_or_sideways_import():
     for module, targets in graph.items():
         src = where[_part_of(module)]
         for target in targets:
-            if target == "dabench":
+            if target in PACKAGES:
                 continue  # the package itself (``from dabench import status``): resolved by name
             dst = where[_part_of(target)]
             upward = dst[0] > src[0]
@@ -193,7 +199,7 @@ def test_no_upward_or_sideways_import():
 
 def test_no_import_cycle_between_modules():
     modules = _modules()
-    graph = _resolve(imports(modules), modules)
+    graph = _resolve(imports(modules, type_only=True), modules)
     # a package's __init__ re-exporting its own submodules is containment, not a cycle
     for module in graph:
         graph[module] = {t for t in graph[module] if not (module.startswith(t + ".") and t in modules)}
@@ -203,11 +209,11 @@ def test_no_import_cycle_between_modules():
 
 def test_no_import_cycle_between_packages():
     modules = _modules()
-    graph = _resolve(imports(modules), modules)
+    graph = _resolve(imports(modules, type_only=True), modules)
     parts: dict[str, set[str]] = {}
     for module, targets in graph.items():
         src = _part_of(module)
-        parts.setdefault(src, set()).update(_part_of(t) for t in targets if t != "dabench" and _part_of(t) != src)
+        parts.setdefault(src, set()).update(_part_of(t) for t in targets if t not in PACKAGES and _part_of(t) != src)
     cycles = _cycles(parts)
     assert not cycles, "import cycles between dabench's packages:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 

@@ -2,17 +2,14 @@
 
 Contract: :func:`platform_of` and :func:`host_key` read a run's tags and params only (a measured
 run's ``dabench.arch`` / ``dabench.host_key`` tags; an ingested artifact's format for runs recorded
-before ``dabench ingest`` tagged them); :func:`group_points` keys points by (platform, host key),
-so machines of one platform are never fitted together. Details: docs/fitting.md, "What becomes a
+before ``dabench ingest`` tagged them); points.group_points keys points by them, so machines of
+one platform are never fitted together. Details: docs/fitting.md, "What becomes a
 point".
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
-
-if TYPE_CHECKING:
-    from dabench.perfmodel.fit.from_runs.points import RunPoint
+from typing import Any, Mapping
 
 #: an ingested vendor artifact's format -> its platform
 INGEST_ARCH = {
@@ -34,15 +31,3 @@ def host_key(tags: Mapping[str, Any], params: Mapping[str, Any], arch: str) -> s
     else ``<arch>:<format>`` for an ingested artifact, else ``host:<host name>`` (older runs)."""
     fmt = params.get("import.format")
     return tags.get("dabench.host_key") or (f"{arch}:{fmt}" if fmt else f"host:{tags.get('dabench.host', '?')}")
-
-
-def group_points(
-    points: list[RunPoint], arch: str | None = None, host: str | None = None
-) -> dict[tuple[str, str], list[RunPoint]]:
-    """(platform, host key) -> its points: machines of one platform are fitted apart."""
-    out: dict[tuple[str, str], list[RunPoint]] = {}
-    for p in points:
-        if (arch and p.arch != arch) or (host and p.host_key != host):
-            continue
-        out.setdefault((p.arch, p.host_key), []).append(p)
-    return out

@@ -220,3 +220,15 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint],
             )
         )
     return points, left
+
+
+def group_points(
+    points: list[RunPoint], arch: str | None = None, host: str | None = None
+) -> dict[tuple[str, str], list[RunPoint]]:
+    """(platform, host key) -> its points: machines of one platform are fitted apart."""
+    out: dict[tuple[str, str], list[RunPoint]] = {}
+    for p in points:
+        if (arch and p.arch != arch) or (host and p.host_key != host):
+            continue
+        out.setdefault((p.arch, p.host_key), []).append(p)
+    return out
