@@ -4,22 +4,8 @@ Searches each platform's deployment space on PREDICTIONS of dabench's analytical
 answers, per platform, with the best deployment as a command, its predicted throughput and time
 to train N tokens (with bands), energy and cost estimates and the model's calibration. Prints a
 ranked table, writes it as CSV and records an MLflow parent run with one child per platform's
-winner. Details: docs/advise.md.
-
-Arguments (key=value words):
-  model=NAME              a model config (conf/model/NAME.yaml): gpt2_xl, llama_7b, ...
-  model.KEY=VALUE         model overrides, e.g. model.n_layers=48 (any number of them)
-  tokens=N                tokens to train: 3e11, 300B, 2.5T (K, M, B/G, T suffixes)
-  platforms=A,B           among cpu, cuda, wse2, rdu, ipu (default cuda,wse2,rdu,ipu; cpu only if asked)
-  max_chips=K             chips per deployment at most (default 16)
-  objective=O[,O2]        time (default), energy, cost; time,energy adds the Pareto set
-  price_per_chip_hour=P   price of one chip-hour (cost column); or
-  price_per_system_hour=P price of one system-hour (a node of hardware.chips_per_node chips)
-  trials=N                Optuna trials per platform and objective (default 100)
-  seed=N                  sampler seed (default 0)
-  csv=PATH                the ranked table as CSV (default ./advice.csv; csv=- for stdout, csv=none for no file)
-  record=true|false       record in MLflow (default true)
-  experiment=NAME         MLflow experiment (default dabench); tracking_uri=URI (default: dabench's store)
+winner. Details: docs/advise.md. The arguments are key=value words (``ARGS``; ``--help`` lists
+them), plus any number of ``model.KEY=VALUE`` model overrides (e.g. model.n_layers=48).
 
 Exit status: 0 answered (even when a platform has no fitting deployment), 2 bad arguments.
 """
@@ -32,145 +18,120 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from dabench.cli.args import Arg, ArgError, Schema, parse, words_help
+
 PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
 DEFAULT_PLATFORMS = ("cuda", "wse2", "rdu", "ipu")
-KEYS = (
-    "model",
-    "tokens",
-    "platforms",
-    "max_chips",
-    "objective",
-    "price_per_chip_hour",
-    "price_per_system_hour",
-    "trials",
-    "seed",
-    "csv",
-    "record",
-    "experiment",
-    "tracking_uri",
-)
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-
-class ArgError(ValueError):
-    def __init__(self, key: str, value: str, valid: str):
-        super().__init__(f"{key}={value}: {valid}")
+MAX_PRICE = 1e6  #: per chip- or system-hour, in any currency
 
 
 def parse_tokens(text: str) -> float:
+    """``3e11``, ``300B``, ``2.5T`` (K, M, B/G, T suffixes) -> tokens; ValueError otherwise."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*", text)
     if not m:
-        raise ArgError("tokens", text, "a positive number of tokens, e.g. 3e11, 300B, 2.5T")
-    value = float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1.0)
-    if not value > 0:
-        raise ArgError("tokens", text, "a positive number of tokens, e.g. 3e11, 300B, 2.5T")
-    return value
+        raise ValueError(text)
+    return float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1.0)
 
 
-def _positive(key: str, text: str, kind=int):
-    try:
-        value = kind(text)
-    except ValueError:
-        raise ArgError(key, text, f"a positive {'integer' if kind is int else 'number'}") from None
-    if not value > 0:
-        raise ArgError(key, text, f"a positive {'integer' if kind is int else 'number'}")
-    return value
+def _models() -> list[str]:
+    from dabench.config.paths import CONF_DIR
+
+    return sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
+
+
+def _objectives() -> tuple[str, ...]:
+    from dabench.advise.run import OBJECTIVES
+
+    return OBJECTIVES
+
+
+ARGS = Schema(
+    "dabench advise",
+    __doc__.split("\n\n")[1],
+    (
+        Arg("model", "a model config (conf/model/NAME.yaml)", "choice", choices=_models, required=True, metavar="NAME"),
+        Arg(
+            "tokens",
+            "tokens to train: 3e11, 300B, 2.5T (K, M, B/G, T suffixes)",
+            "float",
+            low=0,
+            above=True,
+            high=1e18,
+            convert=parse_tokens,
+            required=True,
+            metavar="N",
+        ),
+        Arg(
+            "platforms",
+            "platforms to search (cpu only if asked)",
+            "list",
+            default=list(DEFAULT_PLATFORMS),
+            choices=PLATFORMS,
+            metavar="A,B",
+        ),
+        Arg("max_chips", "chips per deployment at most", "int", default=16, low=1, high=1_000_000, metavar="K"),
+        Arg("objective", "time,energy adds the Pareto set", "list", default=["time"], choices=_objectives, metavar="O"),
+        Arg("price_per_chip_hour", "price of one chip-hour (cost column)", "float", low=0, above=True, high=MAX_PRICE),
+        Arg(
+            "price_per_system_hour",
+            "price of one system-hour (a node of hardware.chips_per_node chips)",
+            "float",
+            low=0,
+            above=True,
+            high=MAX_PRICE,
+        ),
+        Arg("trials", "Optuna trials per platform and objective", "int", default=100, low=1, high=100_000),
+        Arg("seed", "sampler seed", "int", default=0, low=0, high=2**32 - 1),
+        Arg("csv", "the ranked table as CSV (csv=- for stdout, csv=none for no file)", default="advice.csv"),
+        Arg("record", "record in MLflow", "choice", default="true", choices=("true", "false")),
+        Arg("experiment", "MLflow experiment", default="dabench"),
+        Arg("tracking_uri", "MLflow store (default: dabench's store)", metavar="URI"),
+    ),
+    words=True,
+    passthrough="model.",
+)
 
 
 def parse_args(argv: Sequence[str]):
-    from dabench.advise.run import OBJECTIVES, Request
-    from dabench.config.paths import CONF_DIR
+    """(Request, options) of ``argv``; ArgError (one line) for a bad argument."""
+    from dabench.advise.run import Request
 
-    words: dict[str, str] = {}
-    model_overrides: list[str] = []
-    for word in argv:
-        key, sep, value = word.partition("=")
-        if not sep:
-            raise ArgError(word, "", "arguments are key=value words; valid keys: " + ", ".join(KEYS) + ", model.KEY")
-        if key.startswith("model."):
-            model_overrides.append(word)
-            continue
-        if key not in KEYS:
-            import difflib
-
-            close = difflib.get_close_matches(key, KEYS, n=1)
-            raise ArgError(
-                key,
-                value,
-                (f"unknown argument; did you mean {close[0]}? " if close else "unknown argument; ")
-                + "valid: "
-                + ", ".join(KEYS)
-                + ", model.KEY",
-            )
-        words[key] = value
-    if "model" not in words:
-        raise ArgError("model", "", "required: a model config name, e.g. model=gpt2_xl")
-    models = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
-    if words["model"] not in models:
-        raise ArgError("model", words["model"], "a model config; valid: " + ", ".join(models))
-    if "tokens" not in words:
-        raise ArgError("tokens", "", "required: the tokens to train, e.g. tokens=300B")
-    platforms = [p for p in words.get("platforms", ",".join(DEFAULT_PLATFORMS)).split(",") if p]
-    for p in platforms:
-        if p not in PLATFORMS:
-            raise ArgError("platforms", words["platforms"], f"unknown platform {p!r}; valid: " + ", ".join(PLATFORMS))
-    if not platforms:
-        raise ArgError("platforms", words.get("platforms", ""), "at least one of " + ", ".join(PLATFORMS))
-    objectives = [o for o in words.get("objective", "time").split(",") if o]
-    for o in objectives:
-        if o not in OBJECTIVES:
-            raise ArgError(
-                "objective", words["objective"], f"unknown objective {o!r}; valid: time, energy, cost (or time,energy)"
-            )
-    if not objectives or len(set(objectives)) != len(objectives):
-        raise ArgError("objective", words.get("objective", ""), "time, energy or cost, each at most once")
-    price_chip = (
-        _positive("price_per_chip_hour", words["price_per_chip_hour"], float)
-        if "price_per_chip_hour" in words
-        else None
-    )
-    price_sys = (
-        _positive("price_per_system_hour", words["price_per_system_hour"], float)
-        if "price_per_system_hour" in words
-        else None
-    )
-    if price_chip is not None and price_sys is not None:
+    args = parse(ARGS, argv)
+    if args.price_per_chip_hour is not None and args.price_per_system_hour is not None:
         raise ArgError(
             "price_per_system_hour",
-            words["price_per_system_hour"],
+            str(args.price_per_system_hour),
             "give price_per_chip_hour or price_per_system_hour, not both",
         )
-    if "cost" in objectives and price_chip is None and price_sys is None:
-        raise ArgError("objective", words["objective"], "cost needs price_per_chip_hour=P or price_per_system_hour=P")
-    record = words.get("record", "true").lower()
-    if record not in ("true", "false"):
-        raise ArgError("record", words["record"], "true or false")
+    if "cost" in args.objective and args.price_per_chip_hour is None and args.price_per_system_hour is None:
+        raise ArgError(
+            "objective", ",".join(args.objective), "cost needs price_per_chip_hour=P or price_per_system_hour=P"
+        )
     request = Request(
-        model=words["model"],
-        tokens=parse_tokens(words["tokens"]),
-        model_overrides=model_overrides,
-        platforms=platforms,
-        max_chips=_positive("max_chips", words.get("max_chips", "16")),
-        objectives=objectives,
-        price_per_chip_hour=price_chip,
-        price_per_system_hour=price_sys,
-        trials=_positive("trials", words.get("trials", "100")),
-        seed=int(words.get("seed", "0"))
-        if words.get("seed", "0").lstrip("-").isdigit()
-        else (_ for _ in ()).throw(ArgError("seed", words["seed"], "an integer")),
+        model=args.model,
+        tokens=args.tokens,
+        model_overrides=args.passthrough,
+        platforms=args.platforms,
+        max_chips=args.max_chips,
+        objectives=args.objective,
+        price_per_chip_hour=args.price_per_chip_hour,
+        price_per_system_hour=args.price_per_system_hour,
+        trials=args.trials,
+        seed=args.seed,
     )
     return request, {
-        "csv": words.get("csv", "advice.csv"),
-        "record": record == "true",
-        "experiment": words.get("experiment", "dabench"),
-        "uri": words.get("tracking_uri"),
+        "csv": args.csv,
+        "record": args.record == "true",
+        "experiment": args.experiment,
+        "uri": args.tracking_uri,
     }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
+        print(words_help(ARGS))
         return 0
     try:
         request, options = parse_args(argv)

@@ -12,23 +12,33 @@ dabench/host/calibrate.py.
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from dabench.cli.args import Arg, Schema, parse_or_exit
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+ARGS = Schema(
+    "dabench calibrate",
+    __doc__.splitlines()[0],
+    (
+        Arg("--recalibrate", "measure again even where a calibration is cached", "flag"),
+        Arg(
+            "--precision", "precisions to calibrate", "choice", default=list(PRECISIONS), choices=PRECISIONS, nargs="*"
+        ),
+        Arg("--threads", "torch threads (default: torch's)", "int", low=1, high=4096),
+    ),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dabench calibrate", description=__doc__.splitlines()[0])
-    ap.add_argument("--recalibrate", action="store_true", help="measure again even where a calibration is cached")
-    ap.add_argument("--precision", nargs="*", default=["fp32", "bf16", "fp16"], choices=["fp32", "bf16", "fp16"])
-    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    args = ap.parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
 
     import torch
 
     from dabench.host import calibrate
     from dabench.host.info import cpu_native_precision
 
-    if args.threads:
+    if args.threads is not None:
         torch.set_num_threads(args.threads)
     print(
         f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.max_load_per_core()}); "

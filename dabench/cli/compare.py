@@ -9,12 +9,12 @@ ids when a run id is not in the store.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
-from pathlib import Path
 
 import pandas as pd
+
+from dabench.cli.args import Arg, Schema, parse_or_exit
 
 HEAD = (
     "run_name",
@@ -27,6 +27,18 @@ HEAD = (
     "tags.dabench.constants",
     "tags.dabench.band",
 )  # the band's own rows: metrics <name>.lo / .hi
+
+
+ARGS = Schema(
+    "dabench compare",
+    __doc__.split("\n\n")[1],
+    (
+        Arg("runs", "MLflow run ids", nargs="+", metavar="RUN", required=True),
+        Arg("--csv", "also write the table to this CSV file", "path"),
+        Arg("--all-params", "show every param, not only those that differ", "flag"),
+        Arg("--tracking-uri", "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
+    ),
+)
 
 
 def comparison(frame: pd.DataFrame, all_params: bool = False) -> pd.DataFrame:
@@ -58,16 +70,7 @@ def render(table: pd.DataFrame) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dabench compare", description=__doc__.split("\n\n")[1])
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="MLflow run ids")
-    parser.add_argument("--csv", type=Path, default=None, help="also write the table to this CSV file")
-    parser.add_argument("--all-params", action="store_true", help="show every param, not only those that differ")
-    parser.add_argument(
-        "--tracking-uri",
-        default=None,
-        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)",
-    )
-    args = parser.parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
     if args.csv is not None:  # before any work: the file can be written (docs/reliability.md)
         from dabench.pipeline.preflight import check_sink, format_problems
 

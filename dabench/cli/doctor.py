@@ -11,7 +11,6 @@ Details: docs/reliability.md, "2. No run left RUNNING"; docs/fitting.md, "Drift"
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sqlite3
@@ -19,7 +18,23 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from dabench.cli.args import Arg, Schema, parse_or_exit
+
 Say = Callable[[str], None]
+ARGS = Schema(
+    "dabench doctor",
+    __doc__.split("\n\n")[0],
+    (
+        Arg("--uri", "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)"),
+        Arg("--storage", "Optuna storage URL (default: ./mlruns/optuna.db when it exists)"),
+        Arg(
+            "--all-hosts",
+            "also end RUNNING runs of other hosts and runs without owner (you know they are gone)",
+            "flag",
+        ),
+        Arg("--dry-run", "report, fix nothing", "flag"),
+    ),
+)
 
 
 def integrity(path: Path) -> str:
@@ -256,16 +271,7 @@ def _close_gone_parent(study, tracking: str | None) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dabench doctor", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)")
-    parser.add_argument("--storage", help="Optuna storage URL (default: ./mlruns/optuna.db when it exists)")
-    parser.add_argument(
-        "--all-hosts",
-        action="store_true",
-        help="also end RUNNING runs of other hosts and runs without owner (you know they are gone)",
-    )
-    parser.add_argument("--dry-run", action="store_true", help="report, fix nothing")
-    args = parser.parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
 
     def say(line: str) -> None:
         print(f"doctor: {line}", flush=True)

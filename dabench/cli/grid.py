@@ -10,8 +10,24 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.core.status import is_ok
 from dabench.pipeline.grid import GridRun, expand, run_grid, summary
+
+ARGS = Schema(
+    "dabench grid",
+    __doc__,
+    (
+        Arg("--quiet", "no line per configuration (progress and the results table only)", "flag"),
+        Arg(
+            "overrides",
+            "group=option or key=value overrides; comma lists (key=v1,v2) span the grid, as with -m",
+            nargs="*",
+            metavar="OVERRIDE",
+        ),
+    ),
+    intermixed=True,
+)
 
 
 def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
@@ -43,12 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dabench.runtime.quiet import install
 
     install()  # third-party noise off unless -v (dabench/runtime/quiet.py)
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        print(__doc__.split("\n\n")[0] + "\n\nUsage: python -m dabench grid [--quiet] [group=option|key=v1,v2 ...]")
-        return 0
-    quiet = "--quiet" in args
-    args = [a for a in args if a != "--quiet"]
+    parsed = parse_or_exit(ARGS, argv)
+    quiet, args = parsed.quiet, list(parsed.overrides or [])
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     try:
         jobs = expand(args)

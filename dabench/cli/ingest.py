@@ -22,9 +22,23 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.core.status import Status
 from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.parse import parse
+
+ARGS = Schema(
+    "dabench ingest",
+    __doc__.split("\n\n")[1],
+    (
+        Arg("path", "an artifact file or folder", "path", required=True),
+        Arg("--log", "record the result as an MLflow run", "flag"),
+        Arg("--experiment", "MLflow experiment", default="dabench"),
+        Arg("--tracking-uri", "MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlruns/mlflow.db)"),
+        Arg("--run-name", "the MLflow run's name"),
+    ),
+    epilog=__doc__.split("\n\n")[2],
+)
 
 
 def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
@@ -95,22 +109,7 @@ def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dabench ingest",
-        description=__doc__.split("\n\n")[1],
-        epilog=__doc__.split("\n\n")[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("path", type=Path, help="an artifact file or folder")
-    parser.add_argument("--log", action="store_true", help="record the result as an MLflow run")
-    parser.add_argument("--experiment", default="dabench", help="MLflow experiment (default: dabench)")
-    parser.add_argument(
-        "--tracking-uri",
-        default=None,
-        help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlruns/mlflow.db)",
-    )
-    parser.add_argument("--run-name", default=None)
-    args = parser.parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
     try:
         report = parse(args.path)
     except ValueError as error:

@@ -14,33 +14,33 @@ import sys
 import time
 from pathlib import Path
 
+from dabench.cli.args import Arg, Schema, parse_or_exit
+
+ARGS = Schema(
+    "dabench report",
+    __doc__.split("\n\n")[1],
+    (
+        Arg(
+            "selection",
+            "experiment name, parent run id, study name or MLflow filter (default: every run)",
+            nargs="?",
+        ),
+        Arg("--out", "output folder", "path", default=Path("report")),
+        Arg("--tracking-uri", "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
+        Arg(
+            "--kind",
+            "how to read SELECTION (auto: run id, experiment, study, then filter)",
+            "choice",
+            default="auto",
+            choices=("auto", "experiment", "run", "study", "filter"),
+        ),
+        Arg("--no-log", "do not log the report under the sweep's parent run", "flag"),
+    ),
+)
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m dabench report",
-        description=__doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "selection",
-        nargs="?",
-        default=None,
-        help="experiment name, parent run id, study name or MLflow filter (default: every run)",
-    )
-    parser.add_argument("--out", type=Path, default=Path("report"), help="output folder (default: ./report)")
-    parser.add_argument(
-        "--tracking-uri",
-        default=None,
-        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)",
-    )
-    parser.add_argument(
-        "--kind",
-        choices=("auto", "experiment", "run", "study", "filter"),
-        default="auto",
-        help="how to read SELECTION (default: run id, experiment, study, then filter)",
-    )
-    parser.add_argument("--no-log", action="store_true", help="do not log the report under the sweep's parent run")
-    return parser.parse_args(argv)
+    return parse_or_exit(ARGS, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,29 +11,31 @@ overrides are printed with secrets masked (dabench/tracking/redact.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
 from pathlib import Path
 
+from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.core.status import is_ok
 from dabench.tracking.redact import redact_overrides, redact_text, redact_uri, redact_value
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dabench study", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--storage", help="Optuna storage URL (default: sqlite:///./mlruns/optuna.db)")
-    parser.add_argument("--study", help="study name (default: the only study in the storage)")
-    parser.add_argument("--list", action="store_true", help="list the studies in the storage")
-    parser.add_argument("--top", type=int, default=0, metavar="N", help="also show the N best trials")
-    parser.add_argument("--json", action="store_true", help="print the study summary as JSON")
-    return parser
+ARGS = Schema(
+    "dabench study",
+    __doc__.split("\n\n")[0],
+    (
+        Arg("--storage", "Optuna storage URL (default: sqlite:///./mlruns/optuna.db)"),
+        Arg("--study", "study name (default: the only study in the storage)"),
+        Arg("--list", "list the studies in the storage", "flag"),
+        Arg("--top", "also show the N best trials", "int", default=0, low=0, high=100_000, metavar="N"),
+        Arg("--json", "print the study summary as JSON", "flag"),
+    ),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
     storage = args.storage
     if storage is None:
         db = Path.cwd() / "mlruns" / "optuna.db"

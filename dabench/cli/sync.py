@@ -7,17 +7,23 @@ unreachable: run it again later), 2 for bad arguments.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
+
+from dabench.cli.args import Arg, Schema, parse_or_exit
+
+ARGS = Schema(
+    "dabench sync",
+    __doc__.split("\n\n")[0],
+    (
+        Arg("--tracking-uri", "the store to replay into (default: the one dabench would use)"),
+        Arg("--outbox", "the outbox folder (default: $DABENCH_OUTBOX or ./mlruns-outbox)", "path"),
+    ),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dabench sync", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tracking-uri", help="the store to replay into (default: the one dabench would use)")
-    parser.add_argument("--outbox", type=Path, help="the outbox folder (default: $DABENCH_OUTBOX or ./mlruns-outbox)")
-    args = parser.parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
     from dabench.tracking.outbox import OUTBOX_ENV, outbox_dir, pending, replay
     from dabench.tracking.store import tracking_uri
 

@@ -13,6 +13,7 @@ prints that server's URL and starts nothing. Exit status: 0 served or printed, 1
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import socket
@@ -24,6 +25,7 @@ import urllib.request
 from pathlib import Path
 from types import FrameType
 
+from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.ui_view import DEFAULT_HOST, DEFAULT_PORT, ensure_saved_view, runs_view_url, ui_base_url
 
@@ -39,36 +41,72 @@ class UiError(Exception):
         self.code = code
 
 
+ARGS = Schema(
+    "dabench ui",
+    __doc__.split("\n\n")[1],
+    (
+        Arg("--port", "port to serve on (0 picks a free one)", "int", default=DEFAULT_PORT, low=0, high=65535),
+        Arg("--host", f"address to serve on ({DEFAULT_HOST}: this machine only)", default=DEFAULT_HOST),
+        Arg(
+            "--allow-remote",
+            "serve on a --host other machines can reach; MLflow's UI has no authentication",
+            "flag",
+        ),
+        Arg("--no-browser", "print the URL, do not open a browser", "flag"),
+        Arg("--tracking-uri", "MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
+        Arg("--experiment", "experiment to open", default="dabench"),
+        Arg(
+            "--timeout-s",
+            "seconds to wait for the server to answer",
+            "float",
+            default=START_TIMEOUT_S,
+            low=0,
+            above=True,
+            high=86400,
+        ),
+        Arg("--verbose", "show the MLflow server's own log (also `dabench -v ui`)", "flag", short="-v"),
+    ),
+)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="dabench ui", description=__doc__.split("\n\n")[1])
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default {DEFAULT_PORT}; 0 picks a free one)"
+    return parse_or_exit(ARGS, argv)
+
+
+def served_addresses(host: str) -> list[str]:
+    """The addresses a server bound to ``host`` listens on (``host`` resolved; UiError when it
+    names no address)."""
+    try:
+        found = socket.getaddrinfo(host or None, None, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as error:
+        raise UiError(f"--host={host}: not an address this machine can serve on ({error})") from None
+    return sorted({str(info[4][0]) for info in found})
+
+
+def check_host(host: str, allow_remote: bool) -> list[str]:
+    """The addresses ``host`` serves on; UiError (exit 2) when one is not a loopback address and
+    ``--allow-remote`` was not given."""
+    addresses = served_addresses(host)
+    remote = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback]
+    if remote and not allow_remote:
+        raise UiError(
+            f"--host={host}: serves on {', '.join(remote)}, reachable from other machines, and MLflow's UI has no "
+            f"authentication; add --allow-remote to serve there anyway (default {DEFAULT_HOST}: this machine only)"
+        )
+    return addresses
+
+
+def remote_warning(host: str, port: int, addresses: list[str]) -> str | None:
+    """The warning printed when the UI is served beyond this machine (None when it is not)."""
+    remote = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback]
+    if not remote:
+        return None
+    named = ["every interface" if ipaddress.ip_address(a.split("%")[0]).is_unspecified else a for a in remote]
+    where = ", ".join(f"{a} port {port}" for a in named)
+    return (
+        f"dabench ui: WARNING: --host={host} serves on {where}: anyone who can reach this machine can read, "
+        "change and delete these runs (MLflow's UI has no authentication)"
     )
-    parser.add_argument(
-        "--host", default=DEFAULT_HOST, help=f"address to serve on (default {DEFAULT_HOST}: this machine only)"
-    )
-    parser.add_argument("--no-browser", action="store_true", help="print the URL, do not open a browser")
-    parser.add_argument(
-        "--tracking-uri",
-        default=None,
-        help="MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)",
-    )
-    parser.add_argument("--experiment", default="dabench", help="experiment to open (default: dabench)")
-    parser.add_argument(
-        "--timeout-s",
-        type=float,
-        default=START_TIMEOUT_S,
-        help=f"how long to wait for the server to answer (default {START_TIMEOUT_S:g})",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="show the MLflow server's own log (also `dabench -v ui`)"
-    )
-    args = parser.parse_args(argv)
-    if not 0 <= args.port <= 65535:
-        parser.error(f"--port={args.port}: must be 0..65535")
-    if args.timeout_s <= 0:
-        parser.error(f"--timeout-s={args.timeout_s:g}: must be > 0")
-    return args
 
 
 def free_port(host: str, port: int) -> int:
@@ -205,6 +243,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(args: argparse.Namespace, uri: str) -> int:
+    addresses = check_host(args.host, args.allow_remote)
     port = free_port(args.host, args.port)
     base = f"http://{browse_host(args.host)}:{port}"
     url = view_url(uri, base, args.experiment)
@@ -226,11 +265,15 @@ def serve(args: argparse.Namespace, uri: str) -> int:
         wait_until_up(process, base, args.timeout_s, log)
         print(url, flush=True)
         where = f" (server log {log})" if log else ""
+        bound = ", ".join(f"{'[' + a + ']' if ':' in a else a}:{port}" for a in addresses)
         print(
-            f"dabench ui: MLflow serves {redact_uri(uri)} at {base}{where}; Ctrl-C stops it",
+            f"dabench ui: MLflow serves {redact_uri(uri)} on {bound} (open {base}){where}; Ctrl-C stops it",
             file=sys.stderr,
             flush=True,
         )
+        warning = remote_warning(args.host, port, addresses)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
         if not args.no_browser and open_browser(url):
             print("dabench ui: opened in your browser", file=sys.stderr, flush=True)
         code = process.wait()

@@ -139,7 +139,10 @@ def test_ui_is_a_command_with_help(capsys):
 
 @pytest.mark.parametrize(
     "argv, message",
-    [(["--port", "70000"], "--port=70000: must be 0..65535"), (["--timeout-s", "0"], "--timeout-s=0: must be > 0")],
+    [
+        (["--port", "70000"], "--port=70000: must be an integer in 0..65535"),
+        (["--timeout-s", "0"], "--timeout-s=0: must be a finite number > 0"),
+    ],
 )
 def test_bad_arguments_are_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as done:

@@ -20,9 +20,9 @@ bands"). This package's namespace re-exports the names tests and docs tooling re
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.cli.fit.cv_text import CV_BLOCK, cv_markdown, cv_report, run_cv
 from dabench.cli.fit.doc_blocks import update_doc
 from dabench.cli.fit.tables import BEGIN, DOC, END, evaluate, markdown, platforms, table, write_residuals
@@ -49,40 +49,43 @@ __all__ = [
 ]
 
 
+ARGS = Schema(
+    "dabench fit",
+    __doc__.split("\n\n")[0],
+    (
+        Arg("--arch", "a platform to refit (default: all with points)", "choice", choices=platforms, repeats=True),
+        Arg("--write", "save the refit to conf/hardware/<arch>.yaml and residuals.json", "flag"),
+        Arg("--check", "no refit: exit 1 if a shipped prediction is out of tolerance", "flag"),
+        Arg("--markdown", "print the docs/perfmodel.md blocks (no refit)", "flag"),
+        Arg("--update-doc", "rewrite docs/perfmodel.md's blocks (no refit)", "flag"),
+        Arg(
+            "--cv",
+            "leave-one-out refits: out-of-sample error, bands and their nested coverage (YAML unchanged); with "
+            "--write, save the constant set published.json",
+            "flag",
+        ),
+        Arg(
+            "--from-mlflow",
+            "fit from measured runs in MLflow (SELECTION as dabench report takes it: experiment, parent run, study "
+            "or filter; none: every run); writes the named set --name",
+            nargs="?",
+            const="",
+            empty_ok=True,
+            metavar="SELECTION",
+        ),
+        Arg("--name", "the constant set --from-mlflow writes", default="fitted"),
+        Arg("--base", "the set a fit starts from and is compared with", default="published"),
+        Arg("--host", "--from-mlflow: only this machine (a dabench.host_key tag)"),
+        Arg("--tracking-uri", "--from-mlflow: the store (default: dabench's resolution)"),
+        Arg("--experiment", "--from-mlflow: experiment of the set's own run", default="dabench-fit"),
+        Arg("--no-log", "--from-mlflow: do not log the set on an MLflow run", "flag"),
+        Arg("--export", "print constant set NAME (or FILE) as JSON, for another team", metavar="NAME"),
+    ),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dabench fit", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--arch", action="append", help="platform(s) to calibrate (default: every one with points)")
-    parser.add_argument(
-        "--write", action="store_true", help="save the refit to conf/hardware/<arch>.yaml and residuals.json"
-    )
-    parser.add_argument(
-        "--check", action="store_true", help="no refit: exit 1 if a shipped prediction is out of tolerance"
-    )
-    parser.add_argument("--markdown", action="store_true", help="print the docs/perfmodel.md blocks (no refit)")
-    parser.add_argument("--update-doc", action="store_true", help="rewrite docs/perfmodel.md's blocks (no refit)")
-    parser.add_argument(
-        "--cv",
-        action="store_true",
-        help="leave-one-out refits: out-of-sample error, bands and their nested coverage "
-        "(YAML unchanged); with --write, save the constant set published.json",
-    )
-    parser.add_argument(
-        "--from-mlflow",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="SELECTION",
-        help="fit from measured runs in MLflow (SELECTION as dabench report takes it: experiment, "
-        "parent run, study or filter; none: every run); writes the named set --name",
-    )
-    parser.add_argument("--name", default="fitted", help="the constant set --from-mlflow writes (default: fitted)")
-    parser.add_argument("--base", default="published", help="the set a fit starts from and is compared with")
-    parser.add_argument("--host", help="--from-mlflow: only this machine (a dabench.host_key tag)")
-    parser.add_argument("--tracking-uri", help="--from-mlflow: the store (default: dabench's resolution)")
-    parser.add_argument("--experiment", default="dabench-fit", help="--from-mlflow: experiment of the set's own run")
-    parser.add_argument("--no-log", action="store_true", help="--from-mlflow: do not log the set on an MLflow run")
-    parser.add_argument("--export", metavar="NAME", help="print constant set NAME (or FILE) as JSON, for another team")
-    args = parser.parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
     if args.export:
         from dabench.cli.fit.export import run_export
 
