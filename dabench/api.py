@@ -30,8 +30,10 @@ from dabench.config.compose import compose
 from dabench.config.sections import RunConfig
 from dabench.core.result import RunResult
 from dabench.core.status import Status
+from dabench.ingest.parse import parse
 from dabench.pipeline.job import prepare, run_container
 from dabench.pipeline.record import record_run
+from dabench.tracking.describe import reproduce_command, run_note, summary_line
 
 #: a run's typed result: status, reason, mode, metrics, the resolved config (``config``, and the
 #: validated ``run_config``), diagnosis, profile / predicted profile, notes
@@ -59,7 +61,6 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
         return RunResult(Status.INVALID_CONFIG, f"invalid overrides {list(overrides)}: {error}", "none")
     if not record:
         return run_container(container)
-    from dabench.tracking.describe import reproduce_command, run_note, summary_line
 
     job = prepare(container)
     name = job.name
@@ -76,6 +77,5 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
 def parse_artifact(path: str | Path):
     """A vendor artifact (compile report, run folder, SambaFlow compile folder, PopVision JSON) ->
     :class:`~dabench.ingest.artifact.ArtifactReport`; what ``dabench ingest PATH`` parses."""
-    from dabench.ingest.parse import parse
 
     return parse(path)

@@ -21,6 +21,8 @@ from typing import Any, Mapping
 import yaml
 
 from dabench.config.paths import CONF_DIR
+from dabench.perfmodel.fit import model_version, residuals
+from dabench.perfmodel.fit.points import load_points
 
 THROUGHPUT = ("samples_per_s", "tokens_per_s")
 
@@ -94,15 +96,11 @@ class Calibration:
 
 
 def _points():
-    from dabench.perfmodel.fit.points import load_points
-
     return load_points()
 
 
 @lru_cache(maxsize=None)
 def calibration(platform: str, constants: str = "published") -> Calibration:
-    from dabench.perfmodel.fit import model_version, residuals
-
     rows = residuals().get(platform, {})
     cal = Calibration(platform, constants, model_version(platform))
     for pid, r in sorted(rows.items()):

@@ -17,6 +17,9 @@ from typing import Any
 
 from dabench.advise.answer import advice_json, search_rows, write_csv, write_search_csv
 from dabench.advise.run import Advice
+from dabench.pipeline.record import run_record
+from dabench.runtime.sinks import write_text
+from dabench.tracking.lifecycle import BatchRecorder, PendingRun, now_ms, recorded_run
 
 ADVISE_TAG = "dabench.advise"
 PARENT_TAG = "dabench.advise_parent"
@@ -42,8 +45,6 @@ def _finite(v: Any) -> bool:
 
 
 def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> Path:
-    from dabench.runtime.sinks import write_text
-
     write_text(
         "exports",
         folder / "advice.json",
@@ -56,8 +57,6 @@ def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> P
 
 def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "dabench", uri: str | None = None) -> str:
     """Write the parent and its children; return the parent run id."""
-    from dabench.pipeline.record import run_record
-    from dabench.tracking.lifecycle import BatchRecorder, PendingRun, now_ms, recorded_run
 
     req = advice.request
     name = f"advise {req.model} {req.tokens:.3g} tokens"

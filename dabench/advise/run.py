@@ -16,6 +16,9 @@ from typing import Any, Callable, Sequence
 from dabench.advise.power import power_figure
 from dabench.advise.search import Evaluation, Predictor, SearchResult, command_overrides, search
 from dabench.advise.space import PlatformSpace, build_space
+from dabench.config.build import build_run_config
+from dabench.config.compose import compose
+from dabench.pipeline.execute import execute
 
 OBJECTIVES = ("time", "energy", "cost")
 
@@ -66,8 +69,6 @@ _BASES: dict[tuple, dict] = {}  #: (platform, groups) -> composed config without
 
 
 def _platform_base(platform: str, groups: dict[str, str]) -> dict:
-    from dabench.config.compose import compose
-
     key = (platform, tuple(sorted(groups.items())))
     if key not in _BASES:
         _BASES[key] = compose(
@@ -77,8 +78,6 @@ def _platform_base(platform: str, groups: dict[str, str]) -> dict:
 
 
 def model_section(request: Request) -> dict:
-    from dabench.config.compose import compose
-
     return compose(request.model_args())["model"]
 
 
@@ -146,9 +145,6 @@ def advise_platform(
     if best is None:
         outcome.none_reason = none_fits_reason(evaluations, request.max_chips)
     else:
-        from dabench.config.build import build_run_config
-        from dabench.pipeline.execute import execute
-
         outcome.config = predictor.config(best.precision, best.values)
         outcome.result = execute(build_run_config(outcome.config))
     outcome.seconds = time.perf_counter() - started

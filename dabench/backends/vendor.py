@@ -21,7 +21,10 @@ from typing import Any, ClassVar
 
 from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
+from dabench.core.paths import launch_dir
 from dabench.core.profile import Profile, Subtask, UnitUse
+from dabench.core.status import IncompleteArtifact
+from dabench.ingest.parse import parse
 from dabench.runtime.isolation import child_env, run_child
 from dabench.runtime.supervisor import tail
 from dabench.workload.opgraph import OpGraph
@@ -41,8 +44,6 @@ def resolve_interpreter(python: str | None) -> str | None:
         return shutil.which(python) or python
     path = Path(python).expanduser()
     if not path.is_absolute():
-        from dabench.core.paths import launch_dir
-
         path = launch_dir() / path
     return str(path)
 
@@ -152,8 +153,6 @@ class VendorBackend(Backend):
             if report is None:
                 continue
             if report.problems:  # a truncated or inconsistent vendor artifact is never ok
-                from dabench.core.status import IncompleteArtifact
-
                 raise IncompleteArtifact(f"{report.source} artifact {path}: {report.reason}")
             artifacts.extend(report.files)
             units.update(report.units)
@@ -185,8 +184,6 @@ class VendorBackend(Backend):
 
     @staticmethod
     def parse_artifact(path: str):
-        from dabench.ingest.parse import parse
-
         try:
             return parse(path)
         except (ValueError, OSError, KeyError) as error:

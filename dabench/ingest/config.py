@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from dabench.config.build import flatten
+from dabench.config.compose import compose
+
 #: an ingested format -> the platform whose model prices it
 ARCH = {
     "popvision_json": "ipu",
@@ -236,8 +239,6 @@ def run_fields(fmt: str, stated: StatedConfig) -> tuple[dict[str, Any], dict[str
         params["import.config.from"] = ",".join(stated.sources)[:500]
     if arch is None or not stated.complete:
         return params, tags
-    from dabench.config.build import flatten
-    from dabench.config.compose import compose
 
     values = dict(stated.values)
     overrides = [f"hardware={arch}", f"precision={values.pop('precision.name')}", "hardware.mode=measure"]

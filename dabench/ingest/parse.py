@@ -22,6 +22,10 @@ from pathlib import Path
 
 from dabench.ingest.artifact import ArtifactReport, ArtifactSubtask
 from dabench.ingest.config import stated_config
+from dabench.ingest.ipu import is_popvision_json, parse_popvision_file
+from dabench.ingest.rdu import apply_sambatune, is_compile_folder, parse_compile_folder
+from dabench.ingest.safety import check_file, checked_copy
+from dabench.ingest.wse2 import parse_appliance_run, parse_compile_report
 
 FORMATS = (
     "cerebras_compile_report",
@@ -45,7 +49,6 @@ def _json_format(path: Path) -> str | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
         return None
-    from dabench.ingest.ipu import is_popvision_json
 
     return "popvision_json" if is_popvision_json(data) else None
 
@@ -74,7 +77,6 @@ def detect(path: str | Path) -> tuple[str, Path]:
             "performance.json/track.json/run.log of a cstorch run, a SambaFlow "
             "*.utilization_report.json, a SambaTune section_report.csv, a dabench PopVision JSON"
         )
-    from dabench.ingest.rdu import is_compile_folder
 
     reports = sorted(path.glob("compile_report*.txt")) + sorted(path.glob("cs_*/compile_report.txt"))
     if len(reports) == 1:
@@ -123,7 +125,6 @@ def parse(path: str | Path) -> ArtifactReport:
 def _parse(path: Path) -> ArtifactReport:
     if path.is_dir():
         return _parse_checked_folder(path)
-    from dabench.ingest.safety import check_file
 
     problem = check_file(path) if path.exists() else None
     if problem:
@@ -139,8 +140,6 @@ def _parse(path: Path) -> ArtifactReport:
 
 def _parse_checked_folder(folder: Path) -> ArtifactReport:
     import tempfile
-
-    from dabench.ingest.safety import checked_copy
 
     with tempfile.TemporaryDirectory(prefix="dabench-artifact-") as tmp:
         found = checked_copy(folder, Path(tmp))
@@ -172,24 +171,15 @@ def _parse_detected(fmt: str, target: Path) -> ArtifactReport:
 
 def _parse_format(fmt: str, target: Path) -> ArtifactReport:
     if fmt == "cerebras_compile_report":
-        from dabench.ingest.wse2 import parse_compile_report
-
         return parse_compile_report(target.read_text(errors="replace"), str(target))
     if fmt == "cerebras_appliance_run":
-        from dabench.ingest.wse2 import parse_appliance_run
-
         return parse_appliance_run(target)
     if fmt == "sambaflow_compile":
-        from dabench.ingest.rdu import parse_compile_folder
-
         return parse_compile_folder(target)
     if fmt == "sambatune_section_report":
-        from dabench.ingest.rdu import apply_sambatune
-
         report = ArtifactReport(source=fmt, subtask_kind="section")
         apply_sambatune(report, target)
         return report
-    from dabench.ingest.ipu import parse_popvision_file
 
     return parse_popvision_file(target)
 

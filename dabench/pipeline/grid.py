@@ -21,11 +21,19 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dabench.config.compose import Composer, sweeper_params
+from dabench.core.paths import launch_dir
 from dabench.core.result import RunResult
-from dabench.core.status import DabenchError, Status, is_ok
+from dabench.core.status import DabenchError, Status, is_ok, mlflow_state
 from dabench.pipeline.execute import resolve_mode
 from dabench.pipeline.job import Job, execute_job, prepare
 from dabench.pipeline.record import record_run, run_record
+from dabench.report.artifacts import wants_plot
+from dabench.runtime.hydra_compat import BasicSweeper
+from dabench.tracking.describe import reproduce_command, run_note, summary_line
+from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder, git_commit, open_run
+from dabench.tracking.naming import run_name
+from dabench.tracking.outbox import PREFIX, is_unreachable
+from dabench.tracking.redact import redact_pair
 
 log = logging.getLogger("dabench")
 
@@ -42,8 +50,6 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
     ``overrides`` (a later value of a key replaces an earlier one), expanded as Hydra's basic
     sweeper does (:meth:`BasicSweeper.split_arguments`)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from dabench.runtime.hydra_compat import BasicSweeper
 
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
@@ -69,7 +75,6 @@ class GridRun:
 def _batched(job: Job) -> bool:
     """True when the job predicts (or is refused) and wants no per-run plot: the runs the grid
     records in batches."""
-    from dabench.report.artifacts import wants_plot
 
     if job.rc is None:
         return True
@@ -111,8 +116,6 @@ def run_grid(
     once its batch is written). Never raises for a failed configuration; bad overrides become
     ``invalid_config`` results (not recorded: a ``-m`` multirun refuses such a sweep before it
     starts)."""
-    from dabench.tracking.describe import reproduce_command, run_note, summary_line
-    from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder
 
     composer = composer or Composer()
     parent_id = parent_run_id or os.environ.get(PARENT_ENV) or None
@@ -125,9 +128,6 @@ def run_grid(
         parent = tracking.get("parent_run_id") or parent_id
         experiment = tracking.get("experiment") or "dabench"
         if parent is None:  # one parent for the grid, opened before its first run
-            from dabench.core.paths import launch_dir
-            from dabench.tracking.lifecycle import git_commit, open_run
-
             own_parent = open_run(
                 experiment=experiment,
                 uri=tracking.get("uri"),
@@ -238,10 +238,6 @@ def _run_like(run: GridRun) -> Any:
     store would hold it: for a table of runs that wait in the outbox."""
     from types import SimpleNamespace
 
-    from dabench.core.status import mlflow_state
-    from dabench.tracking.naming import run_name
-    from dabench.tracking.redact import redact_pair
-
     container = run.result.config or {}
     record = run_record(run.result, container)
     name = (container.get("tracking") or {}).get("run_name") or (run_name(container) if container else "")
@@ -265,7 +261,6 @@ def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title:
     Returns the text to print."""
     from dabench.report.frame import runs_to_frame
     from dabench.report.results import record_grid_results, render_results, write_results_csv
-    from dabench.tracking.outbox import PREFIX, is_unreachable
 
     recorded = [r.run_id for r in runs if r.run_id]
     if recorded and not any(i.startswith(PREFIX) for i in recorded):
@@ -284,7 +279,5 @@ def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title:
 
 def summary(run: GridRun) -> str:
     """The one-line summary a run prints (tracking/describe.py), with its run name."""
-    from dabench.tracking.describe import summary_line
-    from dabench.tracking.naming import run_name
 
     return summary_line(run.result, run_name(run.result.config) if run.result.config else " ".join(run.overrides))

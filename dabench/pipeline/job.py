@@ -15,6 +15,8 @@ from dabench.config.sections import RunConfig
 from dabench.core.result import RunResult
 from dabench.core.status import ConfigError, Status
 from dabench.pipeline.execute import execute
+from dabench.pipeline.preflight import job_problems
+from dabench.tracking.naming import check_names, run_name
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,6 @@ class Job:
     @property
     def name(self) -> str:
         """``tracking.run_name``, else the name :func:`dabench.tracking.naming.run_name` gives."""
-        from dabench.tracking.naming import run_name
 
         return (self.container.get("tracking") or {}).get("run_name") or run_name(self.container)
 
@@ -45,7 +46,6 @@ def prepare(container: Mapping[str, Any]) -> Job:
         rc = build_run_config(placed)
     except ConfigError as error:
         return Job(placed, None, error)
-    from dabench.tracking.naming import check_names  # names, keys and values the store would refuse
 
     refused = check_names(placed)
     return Job(placed, None, refused) if refused is not None else Job(placed, rc)
@@ -57,7 +57,6 @@ def execute_job(job: Job) -> RunResult:
     :func:`~dabench.pipeline.preflight.job_problems`); ``result.config`` is ``job.container``."""
     if job.rc is None:
         return RunResult(Status.INVALID_CONFIG, str(job.error), "none", config=job.container)
-    from dabench.pipeline.preflight import job_problems  # memory and ranks of a measured CPU run
 
     unfit = job_problems(job.rc)
     if unfit:

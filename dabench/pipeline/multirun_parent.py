@@ -22,8 +22,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import Status
+from dabench.pipeline.preflight import UNREACHABLE, check_store, format_problems
+from dabench.runtime import interrupts
+from dabench.tracking.describe import reproduce_command, requested_mode
 from dabench.tracking.lifecycle import PARENT_ENV, git_commit, open_run
 from dabench.tracking.store import tracking_uri
+from dabench.tracking.writes import log_child_counts
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +47,6 @@ class MlflowParentRunCallback(Callback):
         if "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or ""):
             return  # a study keeps one parent run for all its workers (dabench/tune/parent_run.py)
         uri = tracking_uri(tracking.get("uri"))
-        from dabench.pipeline.preflight import UNREACHABLE, check_store, format_problems
 
         problems = check_store(uri, "tracking.uri", float(tracking.get("timeout_s") or 3.0))
         problems = [p for p in problems if p.kind != UNREACHABLE]  # an unreachable server: the outbox keeps the records
@@ -53,7 +56,6 @@ class MlflowParentRunCallback(Callback):
             print(format_problems(problems), file=sys.stderr, flush=True)
             raise SystemExit(2)
         overrides = list(config.hydra.overrides.task)
-        from dabench.tracking.describe import reproduce_command, requested_mode
 
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
         # opened now (real start time), closed in on_multirun_end (real end time)
@@ -77,14 +79,12 @@ class MlflowParentRunCallback(Callback):
         )
         self.previous_env = os.environ.get(PARENT_ENV)
         os.environ[PARENT_ENV] = self.run_id
-        from dabench.runtime import interrupts
 
         self._unregister = interrupts.on_interrupt(self._close_interrupted)  # Ctrl-C, SIGTERM
         log.info("MLflow parent run %s (%s)", self.run_id, uri)
 
     def _close_interrupted(self) -> str:
         """Close the parent KILLED with the counts of the runs so far (dabench/runtime/interrupts.py)."""
-        from dabench.runtime import interrupts
 
         counts = self._finish(Status.INTERRUPTED)
         done = sum(n for status, n in counts.items() if status != Status.INTERRUPTED.value)
@@ -93,8 +93,6 @@ class MlflowParentRunCallback(Callback):
         return f"parent run {self.run_id} closed KILLED ({listed})"
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
-        from dabench.runtime import interrupts  # jobs done in this process, for the interrupt line
-
         interrupts.progress(done=(interrupts.progress().done or 0) + 1)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -108,7 +106,6 @@ class MlflowParentRunCallback(Callback):
         """Count the children by status, log the counts and the best ok throughput, close the
         parent (``end_status``: ok -> FINISHED, interrupted -> KILLED); returns the counts. A
         parent kept in the outbox is counted when ``dabench sync`` replays it."""
-        from dabench.tracking.writes import log_child_counts
 
         counts: dict[str, int] = {}
         if self.run.offline is None:

@@ -17,6 +17,11 @@ from dabench.config.build import flatten
 from dabench.core.result import RunResult
 from dabench.core.status import Status
 from dabench.pipeline.job import Job, execute_job
+from dabench.runtime import faults
+from dabench.tracking.describe import NOTE_TAG
+from dabench.tracking.lifecycle import recorded_run, write_error_status
+from dabench.tracking.naming import key_problem, run_tags
+from dabench.tracking.system_metrics import system_metrics
 
 log = logging.getLogger("dabench")
 
@@ -34,8 +39,6 @@ def run_record(result: RunResult, container: Mapping[str, Any], note: str | None
     """The params, metrics and tags of ``result`` (of ``container``): tags from
     :func:`dabench.tracking.naming.run_tags` (``dabench.mode=none`` for a refused config), and
     ``note`` (the summary line and reproduce command) as the run's description when given."""
-    from dabench.tracking.describe import NOTE_TAG
-    from dabench.tracking.naming import key_problem, run_tags
 
     tags = run_tags(result.run_config, result, container)
     params = flatten(container)
@@ -64,8 +67,6 @@ def record_run(
     name = name or job.name
     opened = nullcontext(None)
     if tracking.get("enabled", True):
-        from dabench.tracking.lifecycle import recorded_run
-
         opened = recorded_run(
             experiment=tracking.get("experiment") or "dabench",
             uri=tracking.get("uri"),
@@ -80,10 +81,8 @@ def record_run(
             result = RunResult(Status.CRASHED, "", "none", config=container)
             _not_written(result, error, "the run could not be opened in the store")
             return result, None
-        from dabench.runtime import faults
 
         faults.check("run_body")  # tests: hold here until signalled (dabench/runtime/faults.py)
-        from dabench.tracking.system_metrics import system_metrics
 
         with system_metrics(run, job.rc):  # measured runs: MLflow's system-metrics sampler while the work runs
             result = execute_job(job)
@@ -108,7 +107,6 @@ def _log(
 ) -> None:
     """Log :func:`run_record` and the artifacts onto the open ``run`` and set its status; a store
     that fails here makes the result ``tracking_error`` / ``disk_full``."""
-    from dabench.tracking.lifecycle import write_error_status
 
     record = run_record(result, container, note(result) if note is not None else None)
     try:
@@ -124,7 +122,6 @@ def _not_written(result: RunResult, error: BaseException, what: str, status: Sta
     """``ok`` means every metric and artifact was written: a write failure replaces the status
     (``disk_full`` for ENOSPC/EDQUOT, else ``tracking_error``), keeping an earlier failure's
     reason after the write error."""
-    from dabench.tracking.lifecycle import write_error_status
 
     before = "" if result.status is Status.OK else f" (the run itself: {result.status.value}: {result.reason})"
     result.status = status or write_error_status(error)
@@ -137,7 +134,6 @@ def _write_artifacts(folder: Path | None, container: Mapping[str, Any], result: 
     raised: the run is then not ok. Any other error (a plot that cannot be drawn) is a warning."""
     if folder is None:
         return None
-    from dabench.runtime import faults
 
     faults.check("artifacts", folder)
     try:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from dabench.runtime.sinks import write_text
+
 PREDICTED = "PREDICTED"
 
 
@@ -236,7 +238,6 @@ def write_advice_pages(frame: pd.DataFrame, out: Path, client) -> list[Path]:
         advice = load_advice(client, parent)
         if advice is None:
             continue
-        from dabench.runtime.sinks import write_text
 
         page = out / ("advice.html" if len(parents) == 1 else f"advice-{parent[:8]}.html")
         write_text("exports", page, render(advice, parent))

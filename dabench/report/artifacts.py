@@ -19,6 +19,7 @@ import yaml
 from dabench.metrics.summary import roofline_points
 from dabench.report.roofline_plot import plot_roofline
 from dabench.runtime.sinks import copy_file, copy_tree, make_dir, write_text
+from dabench.tracking.redact import redact_mapping, redact_value
 
 
 def _finite(value: Any) -> Any:
@@ -68,7 +69,6 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
     :func:`wants_plot`) roofline.svg into ``folder``, with the profile's source files (vendor artifacts) under
     ``sources/``."""
     make_dir("run_dir", folder)
-    from dabench.tracking.redact import redact_mapping, redact_value  # no credentials or tokens in files
 
     write_text("run_dir", folder / "config.yaml", yaml.safe_dump(redact_mapping(dict(config)), sort_keys=False))
     profile = result.profile if result.profile is not None else result.predicted

@@ -17,6 +17,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from dabench.tracking.store import tracking_uri
+
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PAGE = 1000  #: runs per search_runs page
 _FILTER_SIGN = re.compile(r"(=|<|>|\bLIKE\b|\bILIKE\b|\bIN\b)", re.IGNORECASE)
@@ -45,8 +47,6 @@ class Selection:
 def client_for(uri: str | None):
     """An MlflowClient on ``uri`` (default: dabench's store resolution, see tracking/store.py)."""
     from mlflow.tracking import MlflowClient
-
-    from dabench.tracking.store import tracking_uri
 
     return MlflowClient(tracking_uri=tracking_uri(uri))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from dabench.report.figures import FIGURES, NoData, figure_columns
+from dabench.runtime.sinks import make_dir, write_bytes, write_csv, write_text
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.ui_view import run_urls, ui_base_url
 
@@ -74,8 +75,6 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
         __version__ = version("dabench")
     except PackageNotFoundError:  # a source tree that is not installed
         __version__ = "(not installed)"
-
-    from dabench.runtime.sinks import make_dir, write_bytes, write_csv, write_text
 
     make_dir("exports", out)
     figures_dir = make_dir("exports", out / "figures")

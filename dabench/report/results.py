@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from dabench.runtime.sinks import write_csv
+
 #: the table's columns (normalized frame columns), in order; the CSV adds every param and metric
 COLUMNS = (
     "run_name",
@@ -132,7 +134,6 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
 
 def write_results_csv(frame: pd.DataFrame, path: Path) -> Path:
     """``results.csv``: :func:`results_table` with every param and metric column."""
-    from dabench.runtime.sinks import write_csv
 
     return write_csv("results_csv", Path(path), results_table(frame), index=False)
 

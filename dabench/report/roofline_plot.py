@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dabench.metrics.roofline import RooflinePoint
 from dabench.report.svg_plot import LogLogChart
+from dabench.runtime.sinks import write_text
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 STEP_COLOR = "#d62728"
@@ -99,7 +100,6 @@ def plot_roofline(
     predicted_points: list[RooflinePoint] | None = None,
 ) -> Path:
     """Write :func:`roofline_svg` to ``path`` (an ``.svg`` file); returns ``path``."""
-    from dabench.runtime.sinks import write_text
 
     svg = roofline_svg(points, peak_flops, bandwidth, title, predicted, memory_level, predicted_points)
     return write_text("run_dir", path, svg)

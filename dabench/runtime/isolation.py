@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dabench.config.paths import BUNDLED
 from dabench.core.status import (
     CompileError,
     CrashedError,
@@ -44,7 +45,6 @@ def package_path() -> str:
     checkout (or an editable install) it is the repository root. For an installed wheel the folder
     that holds the package is site-packages, whose torch and numpy would shadow a vendor
     interpreter's own, so it is a private folder with a link to the package (removed at exit)."""
-    from dabench.config.paths import BUNDLED
 
     if not BUNDLED:
         return str(REPO_ROOT)

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from dabench.core.paths import launch_dir
-from dabench.core.status import Status, mlflow_state, parse
-from dabench.runtime import faults
+from dabench.core.status import DabenchError, Status, mlflow_state, parse
+from dabench.runtime import faults, interrupts
 from dabench.tracking.naming import fit_name, truncation_note
+from dabench.tracking.reaper import owner_tags, reap_once
 from dabench.tracking.store import client_and_experiment, tracking_uri
 from dabench.tracking.writes import MAX_TAG_CHARS, REASON_TAG, STATUS_TAG, now_ms, write_batch
 
@@ -57,7 +58,6 @@ def package_version(name: str) -> str:
 
 def standard_tags(parent_id: str | None) -> dict[str, str]:
     """Tags every dabench run carries: torch version, git commit, and the parent when any."""
-    from dabench.tracking.reaper import owner_tags
 
     tags = {
         "dabench.torch_version": package_version("torch"),
@@ -186,7 +186,6 @@ def open_run(
     """Create the run now (start time = now unless ``start_ms``), a child of ``parent_id`` or of
     ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
     from dabench.tracking import outbox
-    from dabench.tracking.reaper import owner_tags, reap_once
 
     resolved = tracking_uri(uri)
     parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
@@ -242,8 +241,6 @@ def recorded_run(
     except BaseException as error:  # KeyboardInterrupt (Ctrl-C, SIGTERM: dabench/runtime/interrupts.py), SystemExit
         _close_quietly(run, Status.INTERRUPTED, interrupt_reason(error))
         if isinstance(error, KeyboardInterrupt):
-            from dabench.runtime import interrupts
-
             interrupts.note(f"run {run.run_id} recorded interrupted ({'KILLED' if run.closed else 'left RUNNING'})")
         raise
     else:
@@ -260,8 +257,6 @@ def error_status(error: BaseException) -> Status:
     EDQUOT, or SQLite's "database or disk is full" wrapped by MLflow) is ``disk_full``; anything
     else ``crashed``."""
     import errno
-
-    from dabench.core.status import DabenchError
 
     if isinstance(error, DabenchError):
         return error.status
@@ -389,8 +384,6 @@ class BatchRecorder:
         resolved = tracking_uri(self.uri)
         offline = (self.parent_id or "").startswith(outbox.PREFIX)
         if self._client is None and not offline:
-            from dabench.tracking.reaper import reap_once
-
             try:
                 self._client, self._experiment_id = client_and_experiment(resolved, self.experiment)
                 reap_once(self._client, resolved)

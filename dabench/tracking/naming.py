@@ -13,9 +13,11 @@ import posixpath
 import re
 from typing import Any, Mapping
 
+from dabench.config.build import flatten
 from dabench.config.sections import RunConfig
 from dabench.core.result import RunResult
 from dabench.core.status import ConfigError
+from dabench.host.info import cpu_model
 
 # MLflow 3's limits (mlflow/utils/validation.py; tests/reliability/test_names.py compares them)
 MAX_KEY_CHARS = 250  #: MAX_ENTITY_KEY_LENGTH: param, metric and tag keys
@@ -102,7 +104,6 @@ def check_names(container: Mapping[str, Any]) -> ConfigError | None:
     """The first name, key or value of ``container`` (a composed config) that the user chose and
     the tracking store would refuse, as a ConfigError; None when all fit. Nothing when tracking
     is off."""
-    from dabench.config.build import flatten
 
     tracking = container.get("tracking") or {}
     if not tracking.get("enabled", True):
@@ -164,8 +165,6 @@ def host_key(arch: str, hardware_name: str) -> str:
     model for cpu, the GPU's name for cuda (this process's device 0), the hardware config's name
     (the vendor system) otherwise. Runs of one platform with different keys are fitted apart."""
     if arch == "cpu":
-        from dabench.host.info import cpu_model
-
         return f"cpu:{cpu_model()}"
     if arch == "cuda":
         import sys

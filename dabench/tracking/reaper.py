@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from dabench.core.status import Status, mlflow_state
 from dabench.runtime.pids import pid_alive, start_ticks
 
 log = logging.getLogger(__name__)
@@ -138,8 +139,6 @@ def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list
     import time
 
     from mlflow.entities import RunTag
-
-    from dabench.core.status import Status, mlflow_state
 
     done = []
     for run in running_runs(client, None if all_hosts else hostname()):

@@ -24,6 +24,8 @@ import os
 import re
 from typing import Any, Mapping
 
+from dabench.runtime.sinks import write_text
+
 MASK = "***"
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL|AUTH", re.IGNORECASE)
 #: scheme://user:password@  (the password is the group to hide); also as Hydra escapes it in the
@@ -238,8 +240,6 @@ def redact_hydra_output(folder) -> None:
         text = path.read_text(errors="replace")
         cleaned = "\n".join(_redact_yaml_line(line) for line in text.split("\n"))
         if cleaned != text:
-            from dabench.runtime.sinks import write_text
-
             write_text("run_dir", path, cleaned)
 
 

@@ -21,7 +21,9 @@ from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
+from dabench.runtime.sinks import fault_point, make_dir, open_stream
 from dabench.tracking.redact import redact_client_call
+from dabench.tracking.schema import seed
 
 T = TypeVar("T")
 
@@ -40,7 +42,6 @@ def tracking_uri(configured: str | None = None) -> str:
         return absolute_uri(configured)
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return absolute_uri(os.environ["MLFLOW_TRACKING_URI"])
-    from dabench.runtime.sinks import make_dir
 
     store = make_dir("store", launch_dir() / "mlruns")
     return f"sqlite:///{store / 'mlflow.db'}"
@@ -183,8 +184,6 @@ class RetryingClient:
         def call(*args: Any, **kwargs: Any) -> Any:
             args, kwargs = redact_client_call(attr, args, kwargs)  # no secret reaches the store
             if sink is not None:
-                from dabench.runtime.sinks import fault_point
-
                 fault_point(sink)  # tests: this write meets a full disk, a denied folder, an I/O error
             return retry_locked(lambda: attr(*args, **kwargs))
 
@@ -201,7 +200,6 @@ def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
     if db is None:
         yield
         return
-    from dabench.runtime.sinks import make_dir, open_stream
 
     make_dir("store", db.parent)
     lock_path = db.with_name(db.name + ".lock")
@@ -239,8 +237,6 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
     apply_client_timeouts(timeout_s)
     uri = with_connect_timeout(uri, timeout_s)
     with store_lock(uri):
-        from dabench.tracking.schema import seed
-
         seed(sqlite_path(uri))  # a new local store: a copy of the empty schema, not MLflow's migrations
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         found = client.get_experiment_by_name(experiment)  # opens the store: schema created here

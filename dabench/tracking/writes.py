@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
+from dabench.core.status import is_ok
 from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
+from dabench.tracking.redact import redact_pair
 
 STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
 
@@ -36,7 +38,6 @@ def write_batch(
 
     stamp = timestamp_ms if timestamp_ms is not None else now_ms()
     metric_list = [Metric(k, float(v), stamp, 0) for k, v in (metrics or {}).items() if v is not None]
-    from dabench.tracking.redact import redact_pair  # credentials and tokens never reach the store
 
     notes: list[str | None] = []
 
@@ -61,8 +62,6 @@ def log_child_counts(client, run_id: str) -> dict[str, int]:
     """Count a parent's children by ``dabench.status`` and log ``jobs.total``, ``jobs.<status>``
     and ``jobs.best_samples_per_s`` (the best ok throughput) on the parent; returns the counts."""
     from mlflow.entities import Metric
-
-    from dabench.core.status import is_ok
 
     children = client.search_runs(
         [client.get_run(run_id).info.experiment_id],

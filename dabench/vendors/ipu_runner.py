@@ -18,6 +18,7 @@ import time
 from typing import Any, Dict, List, Tuple
 
 from dabench.vendors.child import RunnerError, SyntheticTokens, build_model, layer_names, main, option, stage_placement
+from dabench.vendors.ipu_export import export_file
 
 
 def ipu_counts(run_config: Dict[str, Any]) -> Tuple[int, int]:
@@ -216,8 +217,6 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         reports = sorted(glob.glob(os.path.join(workdir, "popvision", "**", "profile.pop"), recursive=True))
         training_reports = [r for r in reports if os.sep + "training" + os.sep in r] or reports
         if training_reports:
-            from dabench.vendors.ipu_export import export_file
-
             out = os.path.join(workdir, "popvision.json")
             export_file(training_reports[0], out)
             artifacts.append(out)

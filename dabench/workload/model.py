@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dabench.core.status import UnsupportedError
+
 
 class Embedding(nn.Module):
     """Token embedding (vocab x hidden) plus learned position embedding (seq x hidden)."""
@@ -143,8 +145,6 @@ class DecoderStack(nn.Module):
         if getattr(model, "ffn_size", 0) and model.ffn_size != model.ffn_mult * model.hidden_size:
             used.append(f"ffn_size={model.ffn_size}")
         if used:
-            from dabench.core.status import UnsupportedError
-
             raise UnsupportedError(
                 f"the measured workload (dabench/workload/model.py) builds GPT-2 blocks only; "
                 f"model {model.name} sets {', '.join(used)} (predict mode prices them)"

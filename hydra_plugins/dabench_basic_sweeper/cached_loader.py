@@ -31,6 +31,8 @@ from typing import Any, List, Sequence
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from dabench.runtime.hydra_compat import ConfigLoaderImpl, get_overrides_dirname
+
 
 def shape(overrides: Sequence[str]) -> tuple[str, ...]:
     """What decides whether a job's ``overrides`` compose: each group choice with its option
@@ -123,7 +125,6 @@ class CachingConfigLoader:
         keys = [o.key_or_group for o in values]
         if len(set(keys)) != len(keys) or not all(self._plain(o, base) for o in values):
             return self._fresh(master_config, sweep_overrides)
-        from dabench.runtime.hydra_compat import ConfigLoaderImpl, get_overrides_dirname
 
         cfg = copy.deepcopy(base)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)

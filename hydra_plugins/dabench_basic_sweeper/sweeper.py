@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from dabench.runtime import interrupts
 from dabench.runtime.hydra_compat import BasicSweeper as HydraBasicSweeper
+from dabench.tracking.redact import redact_hydra_output
 
 from .cached_loader import CachingConfigLoader, representatives
 
@@ -27,8 +29,6 @@ class BasicSweeper(HydraBasicSweeper):
         def launch_redacted(*args, **kwargs):  # the launcher's multirun.yaml holds the command's overrides
             from pathlib import Path
 
-            from dabench.tracking.redact import redact_hydra_output
-
             try:
                 return launch(*args, **kwargs)
             finally:
@@ -38,7 +38,5 @@ class BasicSweeper(HydraBasicSweeper):
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         if self.overrides is not None and self.batch_index == 1:  # the first batch: say how many jobs in all
-            from dabench.runtime import interrupts  # "interrupted after 3 of 8 runs" (Ctrl-C, SIGTERM)
-
             interrupts.progress(done=0, total=sum(len(b) for b in self.overrides), unit="runs")
         super().validate_batch_is_legal(representatives(batch))

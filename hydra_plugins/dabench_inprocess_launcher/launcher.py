@@ -8,6 +8,9 @@ from typing import Any, Sequence
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.launcher import Launcher
 
+from dabench.pipeline.grid import run_grid, summary
+from dabench.tune.outcome import job_outcome
+
 log = logging.getLogger(__name__)
 
 
@@ -24,8 +27,6 @@ class InProcessLauncher(Launcher):
         ``$DABENCH_PARENT_RUN_ID``, set by the multirun callback, or from the sweeper's
         ``tracking.parent_run_id``); one JobReturn per job whose value is the task function's
         (:func:`dabench.tune.outcome.job_outcome`: samples/s carrying status, reason and mode)."""
-        from dabench.pipeline.grid import run_grid, summary
-        from dabench.tune.outcome import job_outcome
 
         def show(run) -> None:
             print(summary(run), flush=True)

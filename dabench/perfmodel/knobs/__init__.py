@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 
 from dabench.core.status import ConfigError
+from dabench.perfmodel.fit.constant_set import fitted_options
 
 T = TypeVar("T")
 
@@ -172,8 +173,6 @@ def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
         return hit[1]
     merged = options
     if constants != "published":  # hardware.constants=NAME|FILE: the set's fitted options over the YAML's
-        from dabench.perfmodel.fit.constant_set import fitted_options
-
         try:
             merged = {**options, **fitted_options(constants, hardware.arch)}
         except (OSError, ValueError) as error:
