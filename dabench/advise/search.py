@@ -3,9 +3,9 @@ infeasible by the tuner's sampler) over in-process predictions
 (:func:`dabench.pipeline.execute.predict_config`), no Hydra job and no MLflow run per deployment.
 
 Every proposal is an :class:`Evaluation`: feasible with its metrics, or infeasible with the
-model's status and reason (capacity, unsupported, invalid config, over ``max_chips``, or, for
-the roofline GPU/CPU model which has no capacity check of its own, a predicted memory use above
-the device memory). A repeated proposal is answered from the cache and is not a new evaluation.
+model's status and reason (capacity: every model checks its own memory, the GPU's per GPU;
+unsupported, invalid config, over ``max_chips``). A repeated proposal is answered from the cache
+and is not a new evaluation.
 """
 
 from __future__ import annotations
@@ -105,10 +105,7 @@ class Predictor:
             metrics = predict_config(rc, graph, ceilings).metrics
             out.metrics = metrics
             out.chips = chips_used(rc.hardware.arch, metrics)
-            reason = _device_memory_check(rc, metrics)
-            if reason:
-                out.status, out.reason = "capacity", reason
-            elif out.chips > self.max_chips:
+            if out.chips > self.max_chips:
                 out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
         except DabenchError as error:
             out.status, out.reason = error.status.value, error.reason
@@ -123,21 +120,6 @@ def chips_used(arch: str, metrics: Mapping[str, float]) -> float:
     """Physical chips: the model's own count where it has one (``rdu.chips``: instances of a few
     tiles share an RDU), else the ``chips`` metric."""
     return float(metrics.get(f"{arch}.chips", metrics.get("chips", 1.0)))
-
-
-def _device_memory_check(rc, metrics: Mapping[str, float]) -> str:
-    """The roofline device model (cpu, cuda) prices time only: compare its predicted memory use
-    per chip with the device memory; the dataflow models check capacity themselves."""
-    if rc.hardware.arch not in ("cuda", "cpu"):
-        return ""
-    for level in rc.hardware.memory:
-        used = metrics.get(f"memory.peak_bytes.{level.name}")
-        if used and level.capacity_bytes and used > level.capacity_bytes:
-            return (
-                f"{level.name} capacity exceeded (advise's check of the roofline model's memory estimate): needs "
-                f"{used / 2**30:,.1f} GiB per chip, has {level.capacity_bytes / 2**30:,.1f} GiB"
-            )
-    return ""
 
 
 # ----------------------------------------------------------------------------- objectives

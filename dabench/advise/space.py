@@ -2,7 +2,8 @@
 
 An accelerator's space starts from its shipped Optuna sweep (sweeps/P_deploy.yaml: fixed settings,
 ``hydra.sweeper.params`` as categorical dimensions, the structured hook) with chip counts widened to
-``max_chips``; cuda (no shipped sweep) gets its own, wse2 adds CS-2 systems under weight streaming,
+``max_chips``; cuda (no shipped sweep) gets its own (data x tensor x pipeline layouts, fsdp in place
+of plain data parallel, micro-batches and recomputation), wse2 adds CS-2 systems under weight streaming,
 ipu adds ``replicated_tensor_sharding``. A deployment is ``(precision, {override key: value})``;
 ``grid()`` enumerates the space when every part can, ``size()`` counts it.
 
@@ -83,7 +84,9 @@ class PlatformSpace:
 
 def load_sweep(platform: str) -> dict:
     path = SWEEPS_DIR / f"{platform}_deploy.yaml"
-    return yaml.safe_load(path.read_text()) if path.exists() else {}
+    from dabench.runtime.readers import read_sweep
+
+    return yaml.safe_load(read_sweep(path)) if path.exists() else {}
 
 
 def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
@@ -152,6 +155,65 @@ class WeightStreamingSystems:
                 yield self._with(values, systems)
 
 
+#: pipeline micro-batches per step, as multiples of the stage count
+MICRO_BATCHES_PER_STAGE = (1, 2, 4)
+DATA_MODES = ("dp", "fsdp-full", "fsdp-grad_op", "fsdp-optimizer")
+
+
+def gpu_layouts(n: int, heads: int, layers: int, per_node: int = 8) -> list[str]:
+    """Layout labels of ``n`` GPUs: ``t<T>p<P><mode>[m<M>]``: tensor degree T (inside a node,
+    dividing the heads), pipeline stages P (at most the layers), the rest data parallel, plain
+    (dp) or sharded (fsdp-<sharding>; without pipeline stages), and M micro-batches per stage."""
+    out = []
+    for t in (x for x in powers_of_two(min(n, per_node)) if heads % x == 0):
+        for p in (x for x in powers_of_two(n // t) if x <= layers):
+            d = n // (t * p)
+            if p == 1:
+                out += [f"t{t}p1{mode}" for mode in DATA_MODES if mode == "dp" or d > 1]
+            else:
+                out += [f"t{t}p{p}dpm{m}" for m in MICRO_BATCHES_PER_STAGE]
+    return out
+
+
+def gpu_layout_overrides(n: int, label: str) -> dict[str, Any]:
+    """The parallel overrides of layout ``label`` (see :func:`gpu_layouts`) on ``n`` GPUs."""
+    t = int(label[1 : label.index("p")])
+    rest = label[label.index("p") + 1 :]
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    p, mode = int(rest[:digits]), rest[digits:]
+    d = n // (t * p)
+    if p > 1:
+        per_stage = int(mode.split("m", 1)[1])
+        return {
+            "parallel.strategy": "pp",
+            "parallel.degree": p,
+            "parallel.replicas": d,
+            "parallel.micro_batches": per_stage * p,
+            "parallel.schedule": "1f1b",
+            "hardware.options.stage_tensor_degree": t,
+        }
+    if mode.startswith("fsdp"):
+        return {
+            "parallel.strategy": "fsdp",
+            "parallel.degree": d,
+            "parallel.sharding": mode.split("-", 1)[1],
+            "hardware.options.stage_tensor_degree": t,
+        }
+    if t > 1:
+        return {"parallel.strategy": "tp", "parallel.degree": t, "parallel.replicas": d}
+    return {"parallel.strategy": "dp" if d > 1 else "none", "parallel.degree": d, "parallel.replicas": 1}
+
+
+def gpu_layout_space(config: Mapping[str, Any], chips: Sequence[int]):
+    """GPUs, then one layout of them (:func:`gpu_layouts`), as the tuner's choice tree."""
+    from dabench.tune.dataflow_spaces import ChoiceTreeSpace
+
+    model = config["model"]
+    heads, layers = int(model["n_heads"]), int(model["n_layers"])
+    branches = {n: gpu_layouts(n, heads, layers) for n in chips}
+    return ChoiceTreeSpace("chips", "layout", branches, lambda n: f"gpus{n}", gpu_layout_overrides)
+
+
 def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) -> PlatformSpace:
     """The deployment space of ``platform`` for the composed ``model`` section."""
     from dabench.tune.dataflow_spaces import rdu_chips_space, wse2_execution_space
@@ -178,10 +240,15 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     if platform == "cuda":
         groups["parallel"] = "tp"
         precisions = ["bf16", "fp16", "mixed", "fp32"]
-        dims = [Dim("run.batch_size", [1, 2, 4, 8, 16, 32]), Dim("run.grad_accum", [1, 4, 16])]
-        structured = rdu_chips_space(config, chips=chips, tensor_parallel=[t for t in (1, 2, 4, 8) if t <= max_chips])
+        dims = [
+            Dim("run.batch_size", [1, 2, 4, 8, 16, 32]),
+            Dim("run.grad_accum", [1, 4, 16]),
+            Dim("hardware.options.recompute", ["none", "full"]),
+        ]
+        structured = gpu_layout_space(config, chips)
         notes = [
-            "GPUs x tensor-parallel degree (the rest data-parallel), micro-batch, precision, gradient accumulation"
+            "GPUs x tensor x pipeline x data parallel (plain, or fsdp sharding full / grad_op / optimizer), "
+            "pipeline micro-batches, recomputation, micro-batch, precision, gradient accumulation"
         ]
     elif platform == "rdu":
         args["chips"] = chips

@@ -87,8 +87,8 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
         values["layers_per_stage"], degree = placed, placed.stages
     if strategy == "none" and degree != 1:
         raise ConfigError(f"{p}.degree", degree, "must be 1 when parallel.strategy=none (pick parallel=dp|tp|pp)")
-    if strategy == "dp" and replicas != 1:
-        raise ConfigError(f"{p}.replicas", replicas, "must be 1 for parallel=dp (use parallel.degree)")
+    if strategy in ("dp", "fsdp") and replicas != 1:
+        raise ConfigError(f"{p}.replicas", replicas, f"must be 1 for parallel={strategy} (use parallel.degree)")
     if strategy == "tp" and model.n_heads % degree:
         raise ConfigError(f"{p}.degree", degree, f"must divide model.n_heads={model.n_heads} for tensor parallelism")
     layers = values["layers_per_stage"]

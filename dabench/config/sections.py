@@ -26,7 +26,8 @@ class MissingHardwareData(ConfigError, KeyError):
 
 PRECISIONS = ("fp32", "fp16", "bf16", "mixed")
 MODES = ("auto", "measure", "predict", "validate")
-STRATEGIES = ("none", "dp", "tp", "pp")
+STRATEGIES = ("none", "dp", "tp", "pp", "fsdp")
+SHARDINGS = ("full", "grad_op", "optimizer")
 PP_SCHEDULES = ("gpipe", "1f1b")
 
 #: bytes per element of each dtype name used in configs
@@ -206,6 +207,7 @@ class ParallelConfig:
     a tp/pp group (IPU replication factor), so chips = degree * replicas. ``layers_per_stage``
     (pp only) lists decoder layers per stage; stage 0 also holds the embedding and, unless
     ``head_on_last``, the LM head. ``micro_batches`` is the pipeline's micro-batch count.
+    ``fsdp`` is sharded data parallel over ``degree`` chips, sharding what ``sharding`` names.
     """
 
     #: keys read from the config but not kept: what they imply is (see dabench.config.build)
@@ -219,7 +221,9 @@ class ParallelConfig:
         )
     }
 
-    strategy: str = field_("none", choices=STRATEGIES, doc="none, dp (data), tp (tensor) or pp (pipeline)")
+    strategy: str = field_(
+        "none", choices=STRATEGIES, doc="none, dp (data), tp (tensor), pp (pipeline) or fsdp (sharded data)"
+    )
     degree: int = field_(1, low=1, high=4096, doc="chips in the tp/pp group or dp copies")
     replicas: int = field_(1, low=1, high=4096, doc="copies of a tp/pp group")
     #: parsed once, see dabench.core.placement
@@ -231,6 +235,13 @@ class ParallelConfig:
     )
     micro_batches: int = field_(1, low=1, high=1 << 16, doc="pipeline micro-batches per step")
     schedule: str = field_("gpipe", choices=PP_SCHEDULES, doc="pipeline schedule")
+    sharding: str = field_(
+        "full",
+        choices=SHARDINGS,
+        doc="fsdp: what each chip keeps 1/degree of: full = weights, gradients and optimizer state "
+        "(ZeRO-3, FULL_SHARD), grad_op = gradients and optimizer state (ZeRO-2, SHARD_GRAD_OP), "
+        "optimizer = optimizer state (ZeRO-1)",
+    )
     head_on_last: bool = field_(True, doc="pp: the LM head on the last stage (else on stage 0)")
     init_method: str | None = field_(
         None, max_len=4096, empty_is_null=True, doc="torch.distributed rendezvous (null = env:// on 127.0.0.1)"
@@ -324,7 +335,7 @@ class RunConfig:
     @property
     def data_copies(self) -> int:
         """Data-parallel copies of the model: dp degree, times replicas of a tp/pp group."""
-        return self.parallel.replicas * (self.parallel.degree if self.parallel.strategy == "dp" else 1)
+        return self.parallel.replicas * (self.parallel.degree if self.parallel.strategy in ("dp", "fsdp") else 1)
 
     @property
     def samples_per_step(self) -> int:

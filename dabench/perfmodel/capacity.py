@@ -17,22 +17,33 @@ from dabench.core.status import CapacityError
 
 @dataclass(frozen=True)
 class MemoryUse:
-    """Bytes in use at the peak, by kind."""
+    """Bytes in use at the peak, by kind (``other``: buffers such as communication buckets;
+    ``margin``: what the allocator reserves beyond the rest)."""
 
     weights: float = 0.0
     gradients: float = 0.0
     optimizer: float = 0.0
     activations: float = 0.0
     other: float = 0.0
+    margin: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.other
+        return self.weights + self.gradients + self.optimizer + self.activations + self.other + self.margin
 
     def plus(self, activations: float = 0.0, other: float = 0.0) -> "MemoryUse":
         return MemoryUse(
-            self.weights, self.gradients, self.optimizer, self.activations + activations, self.other + other
+            self.weights,
+            self.gradients,
+            self.optimizer,
+            self.activations + activations,
+            self.other + other,
+            self.margin,
         )
+
+    def parts(self) -> dict[str, float]:
+        """kind -> bytes, every kind (the metrics memory.part_bytes.<level>.<kind>)."""
+        return asdict(self)
 
     def describe(self) -> str:
         """'weights 1.2 GiB + gradients ...' for capacity error messages."""

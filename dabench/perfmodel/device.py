@@ -2,10 +2,13 @@
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, the sum over
 ops of ``max(F / (P e_c), Q / (B e_m)) + launch`` priced at ``ceilings`` (the resolved ones, or
-validate mode's in-situ probes), with the dp / tp / pp layouts of the distributed backends.
-UnsupportedError for a CPU without a calibration. Knobs: perfmodel/knobs/cpu.py, cuda.py; the
-GPU's also price Megatron-LM's layouts (full recomputation, materialized attention, tensor
-parallelism inside pipeline stages, the interleaved 1F1B schedule), off by default.
+validate mode's in-situ probes), with the dp / tp / pp / fsdp layouts of the distributed backends
+(fsdp: per-layer all-gathers and reduce-scatters overlapped with the neighbouring layer's compute).
+Memory per chip: perfmodel/device_memory.py, logged by part; a GPU run above its HBM raises
+CapacityError with the breakdown. UnsupportedError for a CPU without a calibration. Knobs:
+perfmodel/knobs/cpu.py, cuda.py (efficiencies per GPU generation); the GPU's also price Megatron-LM's
+layouts (full recomputation, materialized attention, tensor parallelism inside pipeline stages or
+fsdp groups, the interleaved 1F1B schedule), off by default.
 
 Derivation: docs/perfmodel.md, "CPU and GPU (`device.py`)".
 """
@@ -19,11 +22,12 @@ from dataclasses import dataclass
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
 from dabench.core.profile import CommEvent, Subtask, UnitUse
-from dabench.core.status import UnsupportedError
+from dabench.core.status import CapacityError, UnsupportedError
 from dabench.host.ceilings import is_calibrated, tf32_enabled
 from dabench.host.info import cpu_native_precision
 from dabench.perfmodel.assemble import layer_groups, make_profile
-from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, ring_allreduce_s
+from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
+from dabench.perfmodel.device_memory import memory_per_chip
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.pipeline import PipelineTiming, pipeline_time
 from dabench.workload.opgraph import GELU_FLOPS_PER_ELEMENT, Layer, OpGraph
@@ -138,17 +142,25 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             )
     elif arch == "cuda":
         tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
+        if k.generation == "ampere":
+            ce, me = k.ampere_compute_efficiency, k.ampere_memory_efficiency
     par, m = rc.parallel, rc.run.grad_accum
     strategy = par.strategy
     layout = _layout(rc, k)
     if layout.recompute:
         tags["recompute"] = "full"
-    split = par.degree if strategy == "tp" else 1
+    split = par.degree if strategy == "tp" else (layout.stage_tensor if strategy == "fsdp" else 1)
     e = graph.precision.compute_bytes
+    memory = memory_per_chip(rc, graph, layout, float(getattr(k, "allocator_margin", 0.0)))
+    level = ceilings.memory_level
+    if arch == "cuda":
+        capacity = rc.hardware.memory_level(level).capacity_bytes
+        if capacity and memory.total > capacity:
+            raise CapacityError(f"{level} (per GPU)", memory.total, capacity, memory.describe())
     groups = list(layer_groups(graph))
     train = ("fwd", "bwd")
 
-    def one_chip_step(split_: int) -> tuple[float, dict[str, float], list[Subtask]]:
+    def one_chip_step(split_: int, shards: int = 1) -> tuple[float, dict[str, float], list[Subtask]]:
         step, classes, subtasks = 0.0, {}, []
         for layer, count in groups:
             again = layout.recompute and layer.kind == "block"
@@ -168,6 +180,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
                 kernels=kernels,
             )
             t_opt, c_opt = _layer_time(layer, ("opt",), peak, bw, ce, me, launch, split_, half_flops=half_flops)
+            t_opt /= shards  # per-class times keep the whole update's: the op graph counts its FLOPs in full
             per_layer = m * t_train + t_opt
             step += count * per_layer
             for cls, value in list(c_train.items()) + list(c_opt.items()):
@@ -187,16 +200,20 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, comm, half_flops, layout, kernels)
         kind = "stage"
     else:
-        step, classes, subtasks = one_chip_step(split)
+        # each fsdp chip steps its 1/degree of the weights
+        step, classes, subtasks = one_chip_step(split, par.degree if strategy == "fsdp" else 1)
         kind = "layer"
-        if strategy == "tp" and split > 1:
+        if strategy in ("tp", "fsdp") and split > 1:
             # Megatron: 2 all-reduces forward and 2 backward per block (2 more with recomputation),
             # inside the tensor-parallel group (one node's NVLink while it fits in a node)
             calls = layout.tp_allreduces_per_layer * rc.model.n_layers * m
             tp = calls * ring_allreduce_s(activation, split, group_link(links, per_node, split))
             comm.append(CommEvent("tp", "allreduce", activation, tp, split, count=calls))
             step += tp
-    if rc.data_copies > 1:
+    if strategy == "fsdp" and par.degree > 1:
+        times = _unit_times(graph, layout, (peak, bw, ce, me, launch), split, half_flops, e, kernels)
+        step += _fsdp_comm(rc, graph, comm, group_link(links, per_node, chips), split, times)
+    elif rc.data_copies > 1:
         grads = graph.params * graph.precision.param_bytes / split / layout.stage_tensor
         if strategy == "pp":
             grads /= par.degree
@@ -213,6 +230,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         units = {cores.kind: UnitUse(float(cores.count), float(cores.count))}
     extra["perfmodel.compute_efficiency_term"] = ce
     extra["perfmodel.memory_efficiency_term"] = me
+    extra.update({f"memory.part_bytes.{level}.{part}": value for part, value in memory.parts().items()})
     profile = make_profile(
         rc,
         f"perfmodel.{arch}",
@@ -220,7 +238,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         subtask_kind=kind,
         units=units,
         subtasks=subtasks,
-        memory={ceilings.memory_level: _memory(graph, rc, layout)},
+        memory={level: memory.total},
         comm=comm,
         class_times=classes,
         single_chip_samples_per_s=single,
@@ -252,9 +270,11 @@ def _layout(rc: RunConfig, k) -> _Layout:
     recompute = getattr(k, "recompute", "none") == "full"
     stage_tensor = int(getattr(k, "stage_tensor_degree", 1))
     chunks = int(getattr(k, "pipeline_chunks", 1))
-    if rc.parallel.strategy != "pp" and (stage_tensor > 1 or chunks > 1):
+    if (rc.parallel.strategy not in ("pp", "fsdp") and stage_tensor > 1) or (
+        rc.parallel.strategy != "pp" and chunks > 1
+    ):
         raise UnsupportedError(
-            "hardware.options.stage_tensor_degree and pipeline_chunks apply to parallel=pp only "
+            "hardware.options.stage_tensor_degree applies to parallel=pp and fsdp only, pipeline_chunks to pp "
             f"(parallel={rc.parallel.strategy}: use parallel=tp parallel.degree for tensor parallelism)"
         )
     if stage_tensor > 1 and rc.model.n_heads % stage_tensor:
@@ -265,20 +285,65 @@ def _layout(rc: RunConfig, k) -> _Layout:
     return _Layout(recompute, stage_tensor, chunks, head_dim)
 
 
-def _memory(graph: OpGraph, rc: RunConfig, layout: _Layout = _Layout()) -> float:
-    """Weights, gradients, AdamW moments (plus a 16-bit copy under autocast) and one micro-batch's
-    saved activations, per chip (divided over tp/pp chips); under full recomputation a block keeps
-    only its input (micro-batch x seq x hidden) instead of its saved activations."""
-    state = graph.params * graph.precision.param_bytes * 4
-    if graph.precision.autocast:
-        state += graph.params * graph.precision.compute_bytes
-    shards = rc.parallel.degree if rc.parallel.strategy in ("tp", "pp") else 1
-    saved = graph.saved_bytes
-    if layout.recompute:
-        block = graph.layer("block.0") if rc.model.n_layers else None
-        kept = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * graph.precision.compute_bytes
-        saved -= rc.model.n_layers * ((block.saved_bytes if block else 0.0) - kept)
-    return (state + saved) / (shards * layout.stage_tensor)
+def _unit_times(
+    graph: OpGraph, layout: _Layout, rates, split: int, half_flops, e, kernels
+) -> list[tuple[int, float, float]]:
+    """(params, forward s, backward s) of each layer in forward order, per micro-batch on one chip."""
+    out = []
+    for layer in graph.layers:
+        again = layout.recompute and layer.kind == "block"
+        head_dim = layout.score_head_dim if layer.kind == "block" else 0
+        fwd, _ = _layer_time(layer, ("fwd",), *rates, split, 1.0, half_flops, False, head_dim, e, kernels)
+        bwd, _ = _layer_time(layer, ("bwd",), *rates, split, 1.0, half_flops, False, head_dim, e, kernels)
+        if again:  # the recomputed forward runs before the backward
+            bwd += fwd
+        out.append((layer.params, fwd, bwd))
+    return out
+
+
+def _fsdp_comm(rc: RunConfig, graph: OpGraph, comm: list[CommEvent], link, split: int, units) -> float:
+    """Exposed seconds of sharded data parallel per step (docs/perfmodel.md, "Sharded data parallel").
+
+    Each layer is one FSDP unit of its params / ``split`` (tensor-parallel GPUs), gathered in the
+    compute dtype under autocast (FSDP's mixed precision), reduced in the parameter dtype. full:
+    all-gather before its forward and its backward, reduce-scatter after its backward; grad_op:
+    all-gather before its forward, reduce-scatter after its backward; both every
+    micro-batch. A unit's collective overlaps the compute of the unit next to it (FSDP's
+    prefetch): the first all-gather and the last reduce-scatter are exposed, the others only by
+    what exceeds that compute. optimizer (ZeRO-1): one reduce-scatter of the gradients per step,
+    overlapped layer by layer with the last micro-batch's backward, then an exposed all-gather of
+    the updated weights."""
+    par, m, w = rc.parallel, rc.run.grad_accum, graph.precision.param_bytes
+    n = par.degree
+    gathered = graph.precision.compute_bytes if graph.precision.autocast else w
+    sizes = [params * w / split for params, _, _ in units]
+    ag = [allgather_s(s * gathered / w, n, link) for s in sizes]
+    rs = [reduce_scatter_s(s, n, link) for s in sizes]
+    fwd = [f for _, f, _ in units]
+    bwd = [b for _, _, b in units]
+    last = len(units) - 1
+
+    def exposed(comm_s: list[float], compute_s: list[float], order: range) -> float:
+        steps = list(order)
+        total = comm_s[steps[0]]
+        for prev, cur in zip(steps, steps[1:], strict=False):
+            total += max(0.0, comm_s[cur] - compute_s[prev])
+        return total
+
+    backward = range(last, -1, -1)
+    if par.sharding == "optimizer":
+        rs_s = exposed(rs, bwd, backward)
+        ag_s = sum(ag)
+        comm.append(CommEvent("fsdp", "reduce_scatter", sum(sizes), rs_s, n, count=len(units)))
+        comm.append(CommEvent("fsdp", "allgather", sum(sizes), ag_s, n, count=len(units)))
+        return rs_s + ag_s
+    full = par.sharding == "full"
+    ag_fwd = exposed(ag, fwd, range(last + 1))
+    back = exposed([r + (a if full else 0.0) for a, r in zip(ag, rs, strict=True)], bwd, backward)
+    gathers = (2 if full else 1) * len(units)
+    comm.append(CommEvent("fsdp", "allgather", sum(sizes), m * ag_fwd, n, count=m * gathers))
+    comm.append(CommEvent("fsdp", "reduce_scatter", sum(sizes), m * back, n, count=m * len(units)))
+    return m * (ag_fwd + back)
 
 
 def _pipeline(

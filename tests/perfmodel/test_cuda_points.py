@@ -52,9 +52,11 @@ def test_every_point_is_predicted_without_a_gpu(point, monkeypatch):
     assert abs(point.error(value)) <= point.tolerance
 
 
-def test_a100_variant_inherits_the_fitted_options():
+def test_a100_variant_inherits_the_options_but_its_generation():
     cuda, a100 = _load("hardware", "cuda"), _load("hardware", "cuda_a100")
-    assert a100["options"] == cuda["options"] and a100["arch"] == "cuda"
+    assert a100["options"]["generation"] == "ampere" and cuda["options"]["generation"] == "hopper"
+    same = {k: v for k, v in a100["options"].items() if k != "generation"}
+    assert same == {k: v for k, v in cuda["options"].items() if k != "generation"} and a100["arch"] == "cuda"
     assert a100["peak_flops"]["mixed"] == 3.12e14 and a100["memory"][0]["bandwidth_Bps"] == 2.039e12
     assert {link["name"] for link in a100["links"]} == {"nvlink3", "infiniband_hdr"}
 
@@ -101,5 +103,5 @@ def test_recompute_and_materialized_attention_cost_time():
 
 def test_stage_options_need_a_pipeline():
     rc = run_config("cuda", model="megatron_gpt", parallel="tp", degree=2, options={"stage_tensor_degree": 2})
-    with pytest.raises(UnsupportedError, match="parallel=pp"):
+    with pytest.raises(UnsupportedError, match="parallel=pp and fsdp"):
         predict(rc)

@@ -1,5 +1,6 @@
 """Knobs of the GPU roofline model (perfmodel/device.py) and of the cuda backend; values in
-conf/hardware/cuda.yaml (conf/hardware/cuda_a100.yaml inherits them)."""
+conf/hardware/cuda.yaml (cuda_h100.yaml and cuda_a100.yaml inherit them; each preset sets its
+``generation``, which picks the efficiencies fitted to that generation's published runs)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,26 @@ class CudaKnobs:
         doc="fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32); "
         "measure sets it, predict prices it (peak_flops.tf32 instead of fp32)",
     )
-    compute_efficiency: float = knob(low=0.0, high=1.0, doc="share of the datasheet peak large GEMMs reach")
+    generation: str = knob(
+        choices=("hopper", "ampere"),
+        doc="the GPU generation: hopper (H100, H200) prices at compute_efficiency and memory_efficiency, "
+        "ampere (A100) at ampere_compute_efficiency and ampere_memory_efficiency",
+    )
+    compute_efficiency: float = knob(low=0.0, high=1.0, doc="hopper: share of the datasheet peak large GEMMs reach")
     memory_efficiency: float = knob(
-        low=0.0, high=1.0, doc="share of the datasheet HBM bandwidth streaming kernels reach"
+        low=0.0, high=1.0, doc="hopper: share of the datasheet HBM bandwidth streaming kernels reach"
+    )
+    ampere_compute_efficiency: float = knob(
+        low=0.0, high=1.0, doc="ampere: share of the datasheet peak large GEMMs reach"
+    )
+    ampere_memory_efficiency: float = knob(
+        low=0.0, high=1.0, doc="ampere: share of the datasheet HBM bandwidth streaming kernels reach"
+    )
+    allocator_margin: float = knob(
+        low=0.0,
+        high=1.0,
+        doc="share of the predicted bytes per GPU added for the caching allocator (fragmentation, "
+        "reserved but unallocated blocks); the capacity check counts it",
     )
     launch_s: float = knob(low=-1e-30, doc="seconds per kernel launch, per op and phase")
     matmul_half_flops: float = knob(
@@ -45,9 +63,9 @@ class CudaKnobs:
     stage_tensor_degree: int = knob(
         integer=True,
         low=0,
-        doc="parallel=pp only: Megatron tensor-parallel GPUs per "
-        "pipeline stage (chips = this x parallel.degree x "
-        "parallel.replicas); 1 = a plain pipeline; predict only",
+        doc="parallel=pp or fsdp: Megatron tensor-parallel GPUs per "
+        "pipeline stage or fsdp shard (chips = this x parallel.degree x "
+        "parallel.replicas); 1 = none; predict only",
     )
     pipeline_chunks: int = knob(
         integer=True,
