@@ -211,6 +211,7 @@ def check_command_line(argv: list[str]) -> None:
     values too for a single run (in a ``-m`` multirun a bad value is that job's invalid_config)."""
     values = not any(arg in ("-m", "--multirun") for arg in argv)
     skip = False
+    overrides = []
     for arg in argv:
         if skip:
             skip = False
@@ -219,6 +220,45 @@ def check_command_line(argv: list[str]) -> None:
             skip = arg in _VALUE_FLAGS
             continue
         check_override(arg, values)
+        overrides.append(arg)
+    check_option_keys(overrides, any(a.startswith("-c") or a.startswith("--config") for a in argv))
+
+
+def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
+    """``hardware.options.KEY=V`` (no ``+``) must name an option of the chosen hardware's YAML
+    (Hydra would refuse it in several lines after composing); checked where the hardware choice
+    is known from the command line (a sweep file or another config may pick it otherwise)."""
+    keys = [o.partition("=")[0] for o in overrides if o.startswith("hardware.options.") and "=" in o]
+    if not keys:
+        return
+    choices = [o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == "hardware"]
+    if choices:
+        names = [c.strip() for c in choices[-1].split(",")]
+    elif other_config or any(o.lstrip("+").startswith("sweeps") for o in overrides):
+        return
+    else:
+        names = [_default_choice("hardware")]
+    import yaml
+
+    for name in names:
+        path = GROUPS["hardware"] / f"{name}.yaml"
+        if not name or not path.is_file():
+            return  # not a plain option (a sweep or an interpolation): Hydra and the build decide
+        options = (yaml.safe_load(path.read_text()) or {}).get("options") or {}
+        for key in keys:
+            option = key.split(".", 2)[2]
+            if "." not in option and option not in options:
+                raise ConfigError(key, option, suggest(option, options, "hardware.options.") + f" (hardware={name})")
+
+
+def _default_choice(group: str) -> str:
+    """The option conf/config.yaml's defaults list picks for ``group``."""
+    import yaml
+
+    for entry in yaml.safe_load((GROUPS[group].parent / "config.yaml").read_text()).get("defaults") or []:
+        if isinstance(entry, dict) and group in entry:
+            return str(entry[group])
+    return ""
 
 
 def refuse_bad_command_line(argv: list[str] | None = None) -> None:

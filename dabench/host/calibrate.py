@@ -5,7 +5,9 @@ A calibration (peak FLOP/s per precision by a matrix product, bandwidth by a cop
 :mod:`dabench.host.noise`). It is refused (:class:`CalibrationRefused`) only when the 1-minute load
 per core exceeds :func:`max_load_per_core` (1.0, or ``DABENCH_MAX_LOAD_PER_CORE``); repeats that
 spread more than :data:`NOISY_SPREAD` make it *noisy*: accepted, with a wider band. Load and
-repeats can be injected (``load=``, ``measure=``). Calibrations are cached under
+repeats can be injected (``load=``, ``measure=``). A calibration whose repeats ran while other
+processes took its CPUs (:mod:`dabench.host.conditions`) is refused too, never cached: the run
+then records no efficiency rather than a wrong one. Calibrations are cached under
 :func:`calibration_key`; a noisy cached one is measured again once per process and the steadier
 kept; ``recalibrate=True`` replaces an entry whenever accepted. :func:`probe` measures the same
 ceilings in situ for validate mode and is never cached.
@@ -15,7 +17,6 @@ Details: docs/metrics.md, "Tier 1" (compute efficiency) and "Validation".
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
@@ -66,9 +67,11 @@ class Calibration:
 
 
 def cache_path() -> Path:
-    from dabench.runtime.sinks import calibration_cache_path
+    """The calibration cache (:func:`dabench.host.cache.calibration_cache`: a temporary one when
+    the configured folder cannot be written)."""
+    from dabench.host.cache import calibration_cache
 
-    return calibration_cache_path()
+    return calibration_cache()
 
 
 def calibration_key(kind: str, threads: int | None = None) -> str:
@@ -124,6 +127,20 @@ def accept(key: str, samples: Sequence[float], load: float, limit: float = MAX_L
     )
 
 
+def measured_steadily(key: str, measure: Callable[[], Sequence[float]]) -> list[float]:
+    """``measure()``'s repeats, or CalibrationRefused when other processes took the CPUs while it
+    ran (:func:`dabench.host.conditions.judge`): a ceiling probed while disturbed is never cached."""
+    from dabench.host import conditions
+
+    before = conditions.sample()
+    samples = list(measure())
+    window = conditions.window(before, conditions.sample(), torch.get_num_threads(), conditions.allowed_cpus(), ())
+    disturbed = conditions.judge(window)
+    if disturbed is not None:
+        raise CalibrationRefused(key, f"disturbed while measured: {disturbed}")
+    return samples
+
+
 def _rates(fn: Callable[[], object], work: float, repeats: int) -> list[float]:
     """``work`` / seconds for ``repeats`` timed calls of ``fn`` after one warm-up call."""
     fn()
@@ -159,12 +176,24 @@ def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
 
 
 def _read_cache() -> dict:
+    """The cache's calibrations; a damaged file or entry is named in one warning line and not used."""
+    from dabench.runtime.readers import DamagedFile, read_calibration_cache
+
     try:
-        data = json.loads(cache_path().read_text())
-    except (OSError, ValueError):
+        entries, problems = read_calibration_cache(cache_path())
+    except FileNotFoundError:
         return {}
-    # entries of older formats (a bare best-ever float) are not calibrations: drop them
-    return {k: v for k, v in data.items() if isinstance(v, dict) and "value" in v}
+    except DamagedFile as error:
+        entries, problems = {}, [str(error)]
+    for problem in set(problems) - _REPORTED:
+        import logging
+
+        logging.getLogger(__name__).warning("calibration cache entry not used: %s (measured again)", problem)
+        _REPORTED.add(problem)
+    return entries
+
+
+_REPORTED: set[str] = set()  #: damage already reported by this process
 
 
 def _write_cache(cal: Calibration) -> None:
@@ -217,7 +246,7 @@ def calibrate(
     try:
         if reading > limit:  # refuse before spending the time
             accept(key, [], reading, limit)
-        cal = accept(key, list(measure()), reading, limit)
+        cal = accept(key, measured_steadily(key, measure), reading, limit)
     except CalibrationRefused:
         if cached is None or recalibrate:
             raise

@@ -15,7 +15,7 @@ from dabench.config.sections import RunConfig
 from dabench.core.result import RunResult
 from dabench.core.status import ConfigError, Status
 from dabench.pipeline.execute import execute
-from dabench.pipeline.preflight import job_problems
+from dabench.pipeline.preflight import job_problems, model_inputs_error
 from dabench.tracking.naming import check_names, run_name
 
 
@@ -47,7 +47,7 @@ def prepare(container: Mapping[str, Any]) -> Job:
     except ConfigError as error:
         return Job(placed, None, error)
 
-    refused = check_names(placed)
+    refused = check_names(placed) or model_inputs_error(rc)  # options and constant set: before a run opens
     return Job(placed, None, refused) if refused is not None else Job(placed, rc)
 
 

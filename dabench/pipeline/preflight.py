@@ -437,9 +437,10 @@ def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str |
             problems += check_sink("outbox", outbox_dir(), "$DABENCH_OUTBOX")
     problems += check_sink("run_dir", Path.cwd() if run_dir is None else run_dir, "hydra.run.dir")
     if is_measured_on_cpu(rc):  # this CPU's calibration is read and written
-        from dabench.runtime.sinks import CACHE_ENV, calibration_cache_path
+        from dabench.host.cache import calibration_cache  # a temporary one where the configured cannot be written
+        from dabench.runtime.sinks import CACHE_ENV
 
-        problems += check_sink("calibration_cache", calibration_cache_path(), f"${CACHE_ENV}")
+        problems += check_sink("calibration_cache", calibration_cache(), f"${CACHE_ENV}")
     return problems
 
 
@@ -481,6 +482,21 @@ def _resolve_without_creating(configured: str | None, resolve) -> str:
     from dabench.core.paths import launch_dir
 
     return f"sqlite:///{launch_dir() / 'mlruns' / 'mlflow.db'}"
+
+
+def model_inputs_error(rc) -> Any:
+    """The ConfigError of the model inputs a config names beyond its typed sections, or None:
+    ``hardware.options`` (each knob's type and range, perfmodel/knobs/) and the constant set
+    ``hardware.constants`` (read and checked, runtime/readers.py). Checked when a job is prepared,
+    before a run opens."""
+    from dabench.core.status import ConfigError
+    from dabench.perfmodel.knobs import knobs_for
+
+    try:
+        knobs_for(rc.hardware)
+    except ConfigError as error:
+        return error
+    return None
 
 
 def format_problems(problems: list[Problem]) -> str:

@@ -11,7 +11,6 @@ PostgreSQL, MySQL) use it: a local SQLite store has no outage to wait out.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -126,7 +125,9 @@ class Journal:
 
     @classmethod
     def load(cls, path: Path) -> "Journal":
-        return cls(path, json.loads(path.read_text()))
+        from dabench.runtime.readers import read_journal
+
+        return cls(path, read_journal(path))  # damage: DamagedFile (a ValueError), one line naming it
 
     def save(self) -> None:
         """The journal, replaced whole (a crash mid-write leaves the previous version)."""

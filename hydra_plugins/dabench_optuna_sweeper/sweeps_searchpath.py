@@ -9,6 +9,7 @@
   also holds a ``sweeps/`` folder: dabench's layout. Other Hydra applications are untouched.
 """
 
+import io
 import os
 from pathlib import Path
 from typing import List, Optional
@@ -38,12 +39,18 @@ class SweepsConfigSource(ConfigSource):
         path = self._file(config_path)
         if path is None or not os.path.isfile(path):
             raise ConfigLoadError(f"Config not found : {config_path} (in {self.path})")
-        with open(path, encoding="utf-8") as handle:
-            header = ConfigSource._get_header_dict(handle.read(512))
-            handle.seek(0)
-            return ConfigResult(
-                config=OmegaConf.load(handle), path=f"{SCHEME}://{self.path}", provider=self.provider, header=header
-            )
+        from dabench.runtime.readers import DamagedFile, read_sweep
+
+        try:
+            text = read_sweep(path)  # a regular file, bounded, checked (runtime/readers.py)
+        except DamagedFile as error:
+            raise ConfigLoadError(str(error)) from None
+        return ConfigResult(
+            config=OmegaConf.load(io.StringIO(text)),
+            path=f"{SCHEME}://{self.path}",
+            provider=self.provider,
+            header=ConfigSource._get_header_dict(text[:512]),
+        )
 
     def available(self) -> bool:
         return os.path.isdir(self.path)

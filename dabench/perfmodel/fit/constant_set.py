@@ -12,7 +12,6 @@ Details: docs/perfmodel.md, "Out-of-sample error and bands" (the format).
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -90,13 +89,12 @@ def load(name: str = PUBLISHED) -> Mapping[str, Any]:
 
 @lru_cache(maxsize=None)
 def _load(where: str) -> Mapping[str, Any]:
-    path = Path(where)
-    if not path.exists():
+    from dabench.runtime.readers import read_constant_set
+
+    try:
+        return read_constant_set(where, FORMAT, FORMAT_VERSION)  # damage: DamagedFile, one line
+    except FileNotFoundError:
         return {}
-    data = json.loads(path.read_text())
-    if data.get("format") != FORMAT or int(data.get("format_version", 0)) > FORMAT_VERSION:
-        raise ValueError(f"{path}: not a {FORMAT} of version <= {FORMAT_VERSION}")
-    return data
 
 
 def header(name: str, nominal: float, band_method: str = BAND_METHOD) -> dict[str, Any]:

@@ -104,6 +104,36 @@ def _num(metrics: Mapping[str, Any], name: str) -> float:
     return value
 
 
+#: the stored metrics a point is made of; each, where present, must be a finite number > 0
+USED_METRICS = (
+    "throughput.samples_per_s",
+    "throughput.tokens_per_s",
+    "step_time.median_s",
+    "step_time.p10_s",
+    "step_time.p90_s",
+    "perf.peak_tflops",
+    "roofline.ridge_intensity",
+)
+
+
+def damaged_metric(metrics: Mapping[str, Any]) -> str:
+    """The first metric a point would use whose stored value is not a finite positive number
+    (class times: finite and >= 0), as ``name=value``; "" when there is none."""
+    for name, value in metrics.items():
+        used = name in USED_METRICS or name.startswith("class_time.")
+        if not used or value is None:
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return f"{name}={str(value)[:40]!r}"
+        if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+            return f"{name}={value!r}"
+        if number == 0 and not name.startswith("class_time."):
+            return f"{name}={value!r}"
+    return ""
+
+
 def config_key(params: Mapping[str, Any], arch: str, host: str) -> str:
     """The identity of a measured config: platform, machine and every param that changes the work."""
     keep = {
@@ -169,6 +199,10 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint],
         arch = platform_of(tags, params)
         if not arch:
             left.append(LeftOut(rid, "no platform recorded (tag dabench.arch)"))
+            continue
+        damage = damaged_metric(metrics)
+        if damage:
+            left.append(LeftOut(rid, f"damaged stored metric {damage}: not used as data"))
             continue
         host = host_key(tags, params, arch)
         samples, tokens, step = (

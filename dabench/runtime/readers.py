@@ -1,0 +1,249 @@
+"""Guarded reads of the files dabench takes as data, one reader per kind: constant sets
+(:func:`read_constant_set`), the calibration cache (:func:`read_calibration_cache`), outbox
+journals (:func:`read_journal`) and sweep files (:func:`read_sweep`).
+
+Each reads a regular file only (no folder, FIFO, device or socket; opened without blocking), of
+at most a bounded size (a bound on time too), decoded strictly (UTF-8; JSON without NaN/Infinity
+where the writer never writes them; YAML without aliases), then checks its schema and values
+(finite, positive where physical). Damage is :class:`DamagedFile`: one line naming the file and
+what is wrong; the caller reports it and never uses the content as data. A missing file is
+FileNotFoundError, as for ``open``. Metrics read back from the store are checked where they
+become calibration points (perfmodel/fit/from_runs/points.py). docs/reliability.md, section 16.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+MAX_BYTES = 8 * 2**20  #: default bound of one data file
+
+
+class DamagedFile(ValueError):
+    """``<path>: <what is wrong>`` (one line)."""
+
+    def __init__(self, path: Path | str, problem: str):
+        self.path, self.problem = Path(path), " ".join(str(problem).split())[:300]
+        super().__init__(f"{self.path}: {self.problem}")
+
+
+def read_bytes(path: Path | str, max_bytes: int = MAX_BYTES) -> bytes:
+    """The bytes of regular file ``path``; FileNotFoundError when it does not exist, DamagedFile
+    when it is not a regular file, is larger than ``max_bytes`` or cannot be read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise DamagedFile(path, f"cannot be opened ({error.strerror or error})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DamagedFile(path, "not a regular file")
+        if info.st_size > max_bytes:
+            raise DamagedFile(path, f"{info.st_size} bytes, more than the {max_bytes} a file of this kind may have")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            raise DamagedFile(path, f"grew past the {max_bytes} bytes a file of this kind may have")
+        return b"".join(chunks)
+    except OSError as error:
+        raise DamagedFile(path, f"cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path | str, max_bytes: int = MAX_BYTES) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (DamagedFile when it is not)."""
+    data = read_bytes(path, max_bytes)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DamagedFile(path, f"not UTF-8 text (byte {error.start})") from None
+    if "\x00" in text:
+        raise DamagedFile(path, "holds a NUL character")
+    return text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def read_json(path: Path | str, max_bytes: int = MAX_BYTES, allow_nan: bool = False) -> Any:
+    """The JSON document in ``path`` (NaN/Infinity refused unless ``allow_nan``)."""
+    text = read_text(path, max_bytes)
+    try:
+        return json.loads(text, **({} if allow_nan else {"parse_constant": _no_constant}))
+    except (ValueError, RecursionError) as error:
+        raise DamagedFile(path, f"not valid JSON ({error})") from None
+
+
+def read_yaml(path: Path | str, max_bytes: int = MAX_BYTES) -> Any:
+    """The YAML document in ``path`` (safe types only; aliases refused: a few bytes of aliases can
+    stand for gigabytes once expanded)."""
+    return _yaml(path, read_text(path, max_bytes))
+
+
+def _yaml(path: Path | str, text: str) -> Any:
+    import yaml
+
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise DamagedFile(path, "uses a YAML alias (*name); write the values out")
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise DamagedFile(path, f"not valid YAML ({str(error).splitlines()[0]})") from None
+    except RecursionError:
+        raise DamagedFile(path, "nested too deeply") from None
+
+
+def mapping(path: Path | str, value: Any, where: str = "the file") -> dict:
+    """``value`` when it is a mapping with text keys; DamagedFile naming ``where`` otherwise."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise DamagedFile(path, f"{where} is not a mapping of names")
+    return value
+
+
+def finite(path: Path | str, value: Any, where: str, *, positive: bool = False, low: float | None = None) -> float:
+    """``value`` as a finite float (``positive``: > 0; ``low``: >= low); DamagedFile naming ``where``."""
+    if isinstance(value, bool):
+        raise DamagedFile(path, f"{where}={value!r}: not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise DamagedFile(path, f"{where}={str(value)[:40]!r}: not a number") from None
+    if not math.isfinite(number):
+        raise DamagedFile(path, f"{where}={number}: not finite")
+    if positive and not number > 0:
+        raise DamagedFile(path, f"{where}={number:g}: must be > 0")
+    if low is not None and number < low:
+        raise DamagedFile(path, f"{where}={number:g}: must be >= {low:g}")
+    return number
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def read_constant_set(path: Path | str, fmt: str, version: int) -> dict:
+    """A constant set (perfmodel/fit/constant_set.py): format ``fmt`` of version <= ``version``;
+    per platform, constants whose numbers are finite (fitted ones > 0) and a band whose factor is
+    finite and >= 1."""
+    data = mapping(path, read_json(path, 16 * 2**20))
+    if data.get("format") != fmt or not isinstance(data.get("format_version"), int):
+        raise DamagedFile(path, f"not a {fmt} (format {str(data.get('format'))[:40]!r})")
+    if not 1 <= data["format_version"] <= version:
+        raise DamagedFile(path, f"format_version={data['format_version']}: this dabench reads 1..{version}")
+    if "nominal_coverage" in data:
+        coverage = finite(path, data["nominal_coverage"], "nominal_coverage", positive=True)
+        if coverage > 1:
+            raise DamagedFile(path, f"nominal_coverage={coverage:g}: must be <= 1")
+    for arch, entry in mapping(path, data.get("platforms") or {}, "platforms").items():
+        entry = mapping(path, entry, f"platforms.{arch}")
+        for name, constant in mapping(path, entry.get("constants") or {}, f"platforms.{arch}.constants").items():
+            where = f"platforms.{arch}.constants.{name}"
+            constant = mapping(path, constant, where)
+            value = constant.get("value")
+            if constant.get("kind") == "fitted" and value is not None:
+                finite(path, value, f"{where}.value", positive=True)
+            elif _number(value):
+                finite(path, value, f"{where}.value")
+        band = mapping(path, entry.get("band") or {}, f"platforms.{arch}.band")
+        if band.get("kind") in ("conformal", "wide"):
+            finite(path, band.get("factor"), f"platforms.{arch}.band.factor", low=1.0)
+    return data
+
+
+def read_calibration_cache(path: Path | str) -> tuple[dict[str, dict], list[str]]:
+    """The calibration cache (host/calibrate.py): ``(entries, problems)``; an entry whose value or
+    samples are not finite and > 0, or whose spread or load is negative, is left out and named in
+    ``problems`` (one line each). Entries of the older format (a bare float) are dropped silently."""
+    data = mapping(path, read_json(path, 2**20))
+    good, problems = {}, []
+    for key, entry in data.items():
+        if not isinstance(entry, dict) or "value" not in entry:
+            continue
+        try:
+            finite(path, entry["value"], f"{key}.value", positive=True)
+            samples = entry.get("samples", [])
+            if not isinstance(samples, list):
+                raise DamagedFile(path, f"{key}.samples is not a list")
+            for i, x in enumerate(samples):
+                finite(path, x, f"{key}.samples[{i}]", positive=True)
+            finite(path, entry.get("spread", 0.0), f"{key}.spread", low=0.0)
+            finite(path, entry.get("load_per_core", 0.0), f"{key}.load_per_core", low=0.0)
+            if not isinstance(entry.get("measured_at", ""), str):
+                raise DamagedFile(path, f"{key}.measured_at is not text")
+        except DamagedFile as error:
+            problems.append(str(error))
+            continue
+        good[key] = entry
+    return good, problems
+
+
+#: an outbox journal's fields and their types (tracking/outbox.py writes them)
+_JOURNAL = {
+    "id": str,
+    "experiment": str,
+    "run_name": str,
+    "tags": dict,
+    "params": dict,
+    "metrics": dict,
+    "logged_tags": dict,
+    "artifacts": list,
+    "acked": dict,
+}
+
+
+def read_journal(path: Path | str) -> dict:
+    """An outbox journal (tracking/outbox.py): version 1, its fields of their types, numeric
+    metrics (NaN kept: MLflow stores it), integer times."""
+    data = mapping(path, read_json(path, 64 * 2**20, allow_nan=True))
+    if data.get("version") != 1:
+        raise DamagedFile(path, f"version={str(data.get('version'))[:20]!r}: this dabench reads version 1")
+    for field, kind in _JOURNAL.items():
+        if not isinstance(data.get(field), kind):
+            raise DamagedFile(path, f"{field} missing or not a {kind.__name__}")
+    if Path(path).stem != data["id"]:
+        raise DamagedFile(path, f"id={data['id'][:40]!r} is not the file's name")
+    for name, value in data["metrics"].items():
+        if not _number(value):
+            raise DamagedFile(path, f"metrics.{name}={str(value)[:40]!r}: not a number")
+    for field in ("start_ms", "end_ms"):
+        value = data.get(field)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise DamagedFile(path, f"{field}={str(value)[:40]!r}: not a time in ms")
+    if not all(isinstance(v, bool) for v in data["acked"].values()):
+        raise DamagedFile(path, "acked holds a value other than true/false")
+    return data
+
+
+def read_sweep(path: Path | str) -> str:
+    """A sweep file's text (sweeps/*.yaml, a Hydra config): a YAML mapping without aliases; its
+    ``hydra.sweeper`` a mapping whose ``n_trials``/``n_jobs``, where given, are integers >= 1
+    and whose ``params`` map names to values."""
+    text = read_text(path, 2**20)
+    document = _yaml(path, text)
+    if document is None:
+        return text
+    data = mapping(path, document)
+    sweeper = mapping(path, (mapping(path, data.get("hydra") or {}, "hydra")).get("sweeper") or {}, "hydra.sweeper")
+    for field in ("n_trials", "n_jobs"):
+        value = sweeper.get(field)
+        if isinstance(value, str) and value.startswith("${"):
+            continue  # an interpolation: Hydra resolves it, the sweeper checks the value
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise DamagedFile(path, f"hydra.sweeper.{field}={str(value)[:40]!r}: must be an integer >= 1")
+    mapping(path, sweeper.get("params") or {}, "hydra.sweeper.params")
+    return text
