@@ -19,7 +19,7 @@ from dabench.advise.answer import advice_json, search_rows, write_csv, write_sea
 from dabench.advise.run import Advice
 from dabench.pipeline.record import run_record
 from dabench.runtime.sinks import write_text
-from dabench.tracking.lifecycle import BatchRecorder, PendingRun, now_ms, recorded_run
+from dabench.tracking.lifecycle import BatchRecorder, PendingRun, now_ms, parent_tags, recorded_run
 
 ADVISE_TAG = "dabench.advise"
 PARENT_TAG = "dabench.advise_parent"
@@ -61,9 +61,10 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
     req = advice.request
     name = f"advise {req.model} {req.tokens:.3g} tokens"
     tags = {
+        **parent_tags(
+            "advise", f"Advice: python -m dabench advise model={req.model} tokens={req.tokens:.3g}", "predict"
+        ),
         ADVISE_TAG: "parent",
-        "dabench.parent": "true",
-        "dabench.mode": "predict",
         "dabench.label": "PREDICTED",
         "dabench.model": req.model,
         "advise.objective": ",".join(req.objectives),

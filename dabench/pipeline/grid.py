@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dabench.config.compose import Composer, sweeper_params
-from dabench.core.paths import launch_dir
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Status, is_ok, mlflow_state
 from dabench.pipeline.execute import resolve_mode
@@ -30,7 +29,7 @@ from dabench.pipeline.record import record_run, run_record
 from dabench.report.artifacts import wants_plot
 from dabench.runtime.hydra_compat import BasicSweeper
 from dabench.tracking.describe import reproduce_command, run_note, summary_line
-from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder, git_commit, open_run
+from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder, open_parent
 from dabench.tracking.naming import run_name
 from dabench.tracking.outbox import PREFIX, is_unreachable
 from dabench.tracking.redact import redact_pair
@@ -128,19 +127,13 @@ def run_grid(
         parent = tracking.get("parent_run_id") or parent_id
         experiment = tracking.get("experiment") or "dabench"
         if parent is None:  # one parent for the grid, opened before its first run
-            own_parent = open_run(
+            own_parent = open_parent(
+                "grid",
                 experiment=experiment,
                 uri=tracking.get("uri"),
                 run_name=parent_name or "grid",
-                parent_id="",
-                standard=False,
-                tags={
-                    "dabench.parent": "true",
-                    "dabench.git_commit": git_commit(launch_dir()),
-                    "mlflow.note.content": f"Grid: {parent_name or 'python -m dabench grid'}",
-                },
+                note=f"Grid: {parent_name or 'python -m dabench grid'}",
             )
-            own_parent.status_tags = False
             parent = parent_id = own_parent.run_id
         key = (experiment, tracking.get("uri"), parent)
         if key not in writers:

@@ -20,12 +20,11 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from dabench.core.paths import launch_dir
 from dabench.core.status import Status
 from dabench.pipeline.preflight import UNREACHABLE, check_store, format_problems
 from dabench.runtime import interrupts
 from dabench.tracking.describe import reproduce_command, requested_mode
-from dabench.tracking.lifecycle import PARENT_ENV, git_commit, open_run
+from dabench.tracking.lifecycle import PARENT_ENV, open_parent
 from dabench.tracking.store import tracking_uri
 from dabench.tracking.writes import log_child_counts
 
@@ -59,20 +58,14 @@ class MlflowParentRunCallback(Callback):
 
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
         # opened now (real start time), closed in on_multirun_end (real end time)
-        self.run = open_run(
+        self.run = open_parent(
+            "multirun",
             experiment=tracking.get("experiment") or "dabench",
             uri=uri,
             run_name=name,
-            parent_id="",
-            standard=False,
-            tags={
-                "dabench.parent": "true",
-                "dabench.git_commit": git_commit(launch_dir()),
-                "dabench.mode": requested_mode(OmegaConf.select(config, "hardware.mode")),
-                "mlflow.note.content": f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}",
-            },
+            note=f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}",
+            mode=requested_mode(OmegaConf.select(config, "hardware.mode")),
         )
-        self.run.status_tags = False
         self.client, self.run_id = self.run.client, self.run.run_id
         self.run.log(
             params={"multirun.overrides": " ".join(overrides), "multirun.sweep_dir": str(config.hydra.sweep.dir)}

@@ -31,6 +31,7 @@ from dabench.tracking.writes import MAX_TAG_CHARS, REASON_TAG, STATUS_TAG, now_m
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "DABENCH_PARENT_RUN_ID"
+PARENT_KINDS = ("multirun", "grid", "study", "advise")  #: what a parent run groups (``dabench.parent_kind``)
 
 
 @lru_cache(maxsize=None)
@@ -66,6 +67,22 @@ def standard_tags(parent_id: str | None) -> dict[str, str]:
     }  # host, pid, process start: a run whose process is gone is reaped
     if parent_id:
         tags["mlflow.parentRunId"] = parent_id
+    return tags
+
+
+def parent_tags(kind: str, note: str, mode: str | None = None) -> dict[str, str]:
+    """The tags of every parent run: ``dabench.parent=true``, its ``dabench.parent_kind`` (one of
+    :data:`PARENT_KINDS`), the git commit, the MLflow note and, when given, ``dabench.mode``."""
+    if kind not in PARENT_KINDS:
+        raise ValueError(f"parent kind {kind!r}: one of {', '.join(PARENT_KINDS)}")
+    tags = {
+        "dabench.parent": "true",
+        "dabench.parent_kind": kind,
+        "dabench.git_commit": git_commit(launch_dir()),
+        "mlflow.note.content": note,
+    }
+    if mode:
+        tags["dabench.mode"] = mode
     return tags
 
 
@@ -218,6 +235,24 @@ def open_run(
     )
     outbox.announce(resolved, journal)
     return RecordedRun(None, journal.run_id, "", start, offline=journal, **where)
+
+
+def open_parent(
+    kind: str, *, experiment: str, uri: str | None, run_name: str, note: str, mode: str | None = None
+) -> RecordedRun:
+    """Open a parent run of ``kind`` now (its real start time; :func:`parent_tags`), a top-level
+    run whatever ``$DABENCH_PARENT_RUN_ID`` says; its status tags are set only when a caller
+    turns ``status_tags`` on (a parent's outcome is its children's counts)."""
+    run = open_run(
+        experiment=experiment,
+        uri=uri,
+        run_name=run_name,
+        parent_id="",
+        standard=False,
+        tags=parent_tags(kind, note, mode),
+    )
+    run.status_tags = False
+    return run
 
 
 @contextmanager
