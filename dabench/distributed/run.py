@@ -47,6 +47,11 @@ def check_supported(rc: RunConfig, device: torch.device) -> None:
             raise UnsupportedError("parallel runs on cuda need NCCL, which this torch build lacks")
     elif not dist.is_gloo_available():
         raise UnsupportedError("parallel runs on cpu need the gloo backend, which this torch build lacks")
+    if par.strategy == "fsdp":
+        raise UnsupportedError(
+            "parallel=fsdp is predicted only (hardware.mode=predict): dabench has no measured FSDP trainer yet, "
+            "although torch's FSDP2 (torch.distributed.fsdp.fully_shard) runs on gloo ranks in this torch"
+        )
     if par.strategy == "tp" and par.replicas > 1:
         raise UnsupportedError(
             "parallel=tp with parallel.replicas > 1 (DP x TP) is not measured: DDP does not take DTensor "

@@ -7,7 +7,7 @@ chip's share of the model (split over tensor and pipeline chips, and sharded ove
 keeps for the micro-batches in flight (block inputs only under full recomputation; the seq x seq
 scores when attention is materialized), communication buffers, and ``margin`` x all of it for the caching allocator.
 
-Derivation: docs/perfmodel.md, "Memory per GPU".
+Derivation: docs/perfmodel.md, "GPU memory per GPU".
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def score_bytes(rc: RunConfig, batch: float, e: int) -> float:
 
 
 def memory_per_chip(rc: RunConfig, graph: OpGraph, layout, margin: float = 0.0) -> MemoryUse:
-    """The peak bytes of the busiest chip (docs/perfmodel.md, "Memory per GPU")."""
+    """The peak bytes of the busiest chip (docs/perfmodel.md, "GPU memory per GPU")."""
     par, precision, model = rc.parallel, graph.precision, rc.model
     w, e = precision.param_bytes, precision.compute_bytes
     copy = e if precision.autocast else 0

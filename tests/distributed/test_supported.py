@@ -51,3 +51,15 @@ def test_running_inside_torchrun_is_refused_instead_of_launching_ranks_twice(mon
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(UnsupportedError, match="already is rank 1 of 2"):
         check_supported(rc_of("parallel=dp", "parallel.degree=2"), CPU)
+
+
+def test_fsdp_is_refused_as_unsupported_with_its_reason_before_any_rank_starts():
+    import torch
+
+    from dabench.core.status import UnsupportedError
+    from dabench.distributed.run import check_supported
+    from tests.perfmodel.helpers import run_config
+
+    rc = run_config("cpu", "tiny", "fp32", "fsdp", 2, degree=2)
+    with pytest.raises(UnsupportedError, match="predicted only"):
+        check_supported(rc, torch.device("cpu"))
