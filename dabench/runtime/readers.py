@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 MAX_BYTES = 8 * 2**20  #: default bound of one data file
+MAX_RATE = 1e18  #: FLOP/s or bytes/s no one machine reaches (a calibration above it is damage)
+MAX_BAND_FACTOR = 1e3  #: a band wider than x1000 either way says nothing (and overflows products)
 
 
 class DamagedFile(ValueError):
@@ -115,8 +117,17 @@ def mapping(path: Path | str, value: Any, where: str = "the file") -> dict:
     return value
 
 
-def finite(path: Path | str, value: Any, where: str, *, positive: bool = False, low: float | None = None) -> float:
-    """``value`` as a finite float (``positive``: > 0; ``low``: >= low); DamagedFile naming ``where``."""
+def finite(
+    path: Path | str,
+    value: Any,
+    where: str,
+    *,
+    positive: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+) -> float:
+    """``value`` as a finite float (``positive``: > 0; ``low``: >= low; ``high``: <= high);
+    DamagedFile naming ``where``."""
     if isinstance(value, bool):
         raise DamagedFile(path, f"{where}={value!r}: not a number")
     try:
@@ -129,6 +140,8 @@ def finite(path: Path | str, value: Any, where: str, *, positive: bool = False, 
         raise DamagedFile(path, f"{where}={number:g}: must be > 0")
     if low is not None and number < low:
         raise DamagedFile(path, f"{where}={number:g}: must be >= {low:g}")
+    if high is not None and number > high:
+        raise DamagedFile(path, f"{where}={number:g}: must be <= {high:g}")
     return number
 
 
@@ -161,7 +174,7 @@ def read_constant_set(path: Path | str, fmt: str, version: int) -> dict:
                 finite(path, value, f"{where}.value")
         band = mapping(path, entry.get("band") or {}, f"platforms.{arch}.band")
         if band.get("kind") in ("conformal", "wide"):
-            finite(path, band.get("factor"), f"platforms.{arch}.band.factor", low=1.0)
+            finite(path, band.get("factor"), f"platforms.{arch}.band.factor", low=1.0, high=MAX_BAND_FACTOR)
     return data
 
 
@@ -175,12 +188,12 @@ def read_calibration_cache(path: Path | str) -> tuple[dict[str, dict], list[str]
         if not isinstance(entry, dict) or "value" not in entry:
             continue
         try:
-            finite(path, entry["value"], f"{key}.value", positive=True)
+            finite(path, entry["value"], f"{key}.value", positive=True, high=MAX_RATE)
             samples = entry.get("samples", [])
             if not isinstance(samples, list):
                 raise DamagedFile(path, f"{key}.samples is not a list")
             for i, x in enumerate(samples):
-                finite(path, x, f"{key}.samples[{i}]", positive=True)
+                finite(path, x, f"{key}.samples[{i}]", positive=True, high=MAX_RATE)
             finite(path, entry.get("spread", 0.0), f"{key}.spread", low=0.0)
             finite(path, entry.get("load_per_core", 0.0), f"{key}.load_per_core", low=0.0)
             if not isinstance(entry.get("measured_at", ""), str):
