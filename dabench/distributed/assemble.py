@@ -151,6 +151,15 @@ def _dp(rc: RunConfig, results):
     return events, extra, subtasks
 
 
+def _fsdp(rc: RunConfig, results):
+    """ZeRO-1: dp's timed all-reduce; full / grad_op: FSDP's collectives are not timed, so no comm
+    events and each rank's whole step as its subtask."""
+    if rc.parallel.sharding == "optimizer":
+        return _dp(rc, results)
+    subtasks = [Subtask(f"rank{r['rank']}", time_s=_median(r["step_s"])) for r in results]
+    return [], {"distributed.comm_timed": 0.0}, subtasks
+
+
 def _pp(rc: RunConfig, results):
     par, steps = rc.parallel, len(results[0]["step_s"])
     events, extra, exposed = _dp_comm(results, par.replicas, "stage") if par.replicas > 1 else ([], {}, None)
@@ -202,7 +211,7 @@ def assemble_profile(
 ) -> Profile:
     """One measured Profile from all ranks' reports (see the module docstring)."""
     strategy = rc.parallel.strategy
-    events, extra, subtasks = {"dp": _dp, "tp": _tp, "pp": _pp}[strategy](rc, results)
+    events, extra, subtasks = {"dp": _dp, "tp": _tp, "pp": _pp, "fsdp": _fsdp}[strategy](rc, results)
     memory = {f"{memory_level}.rank{r['rank']}": r["peak_memory_bytes"] for r in results}
     memory[memory_level] = max(memory.values())
     losses = parallel_losses(rc, results)

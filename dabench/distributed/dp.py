@@ -3,7 +3,7 @@ all but the last of ``run.grad_accum`` micro-batches).
 
 Logs each bucket's in-flight time (total comm) and the exposed comm time, last bucket's issue to
 ``backward()`` returning; per-rank compute = step - exposed comm.
-Derivation: docs/distributed.md, "The three strategies" and "What is measured".
+Derivation: docs/distributed.md, "The strategies" and "What is measured".
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ rank runs one ``PipelineStage`` under ``ScheduleGPipe`` or ``Schedule1F1B`` over
 ``parallel.replicas > 1``. Per step it reports compute (stage chunks, loss, optimizer) and, after
 the timed window, the one-way p2p time of each stage boundary; bubble = step - compute - p2p.
 
-Derivation: docs/distributed.md, "The three strategies" and "Where the APIs fall short".
+Derivation: docs/distributed.md, "The strategies" and "Where the APIs fall short".
 """
 
 from __future__ import annotations

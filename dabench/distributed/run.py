@@ -48,10 +48,13 @@ def check_supported(rc: RunConfig, device: torch.device) -> None:
     elif not dist.is_gloo_available():
         raise UnsupportedError("parallel runs on cpu need the gloo backend, which this torch build lacks")
     if par.strategy == "fsdp":
-        raise UnsupportedError(
-            "parallel=fsdp is predicted only (hardware.mode=predict): dabench has no measured FSDP trainer yet, "
-            "although torch's FSDP2 (torch.distributed.fsdp.fully_shard) runs on gloo ranks in this torch"
-        )
+        try:
+            from torch.distributed.fsdp import fully_shard  # noqa: F401
+        except ImportError:
+            raise UnsupportedError(
+                f"parallel=fsdp needs torch's FSDP2 (torch.distributed.fsdp.fully_shard), absent from torch "
+                f"{torch.__version__}"
+            ) from None
     if par.strategy == "tp" and par.replicas > 1:
         raise UnsupportedError(
             "parallel=tp with parallel.replicas > 1 (DP x TP) is not measured: DDP does not take DTensor "

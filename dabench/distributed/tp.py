@@ -5,7 +5,7 @@ projection and ``fc2`` row-wise (2 all-reduces forward, 2 backward per block); e
 LayerNorms and the LM head stay replicated. Collectives are timed in extra passes after the timed
 window (:class:`~dabench.distributed.commtime.CollectiveTimer`); compute = step - comm time.
 
-Derivation: docs/distributed.md, "The three strategies".
+Derivation: docs/distributed.md, "The strategies".
 """
 
 from __future__ import annotations

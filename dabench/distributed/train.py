@@ -36,6 +36,10 @@ def build_trainer(ctx: RankContext) -> Trainer:
         from dabench.distributed.dp import DataParallelTrainer
 
         return DataParallelTrainer.build(ctx)
+    if par.strategy == "fsdp":
+        from dabench.distributed.fsdp import ShardedTrainer
+
+        return ShardedTrainer.build(ctx)
     if par.strategy == "tp":
         from dabench.distributed.tp import TensorParallelTrainer
 

@@ -53,13 +53,12 @@ def test_running_inside_torchrun_is_refused_instead_of_launching_ranks_twice(mon
         check_supported(rc_of("parallel=dp", "parallel.degree=2"), CPU)
 
 
-def test_fsdp_is_refused_as_unsupported_with_its_reason_before_any_rank_starts():
+def test_fsdp_runs_on_gloo_with_this_torch():
+    """torch's FSDP2 (fully_shard) is in this torch: a CPU fsdp job passes the pre-flight."""
     import torch
 
-    from dabench.core.status import UnsupportedError
     from dabench.distributed.run import check_supported
     from tests.perfmodel.helpers import run_config
 
-    rc = run_config("cpu", "tiny", "fp32", "fsdp", 2, degree=2)
-    with pytest.raises(UnsupportedError, match="predicted only"):
-        check_supported(rc, torch.device("cpu"))
+    for sharding in ("full", "grad_op", "optimizer"):
+        check_supported(run_config("cpu", "tiny", "fp32", "fsdp", 2, degree=2, sharding=sharding), torch.device("cpu"))
