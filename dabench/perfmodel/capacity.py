@@ -9,7 +9,7 @@ Derivation: docs/perfmodel.md, "Shared primitives".
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from dabench.config.sections import PrecisionConfig
 from dabench.core.status import CapacityError
@@ -43,11 +43,18 @@ class MemoryUse:
 
     def parts(self) -> dict[str, float]:
         """kind -> bytes, every kind (the metrics memory.part_bytes.<level>.<kind>)."""
-        return asdict(self)
+        return {
+            "weights": self.weights,
+            "gradients": self.gradients,
+            "optimizer": self.optimizer,
+            "activations": self.activations,
+            "other": self.other,
+            "margin": self.margin,
+        }
 
     def describe(self) -> str:
         """'weights 1.2 GiB + gradients ...' for capacity error messages."""
-        return " + ".join(f"{kind} {value / 2**30:.2f} GiB" for kind, value in asdict(self).items() if value)
+        return " + ".join(f"{kind} {value / 2**30:.2f} GiB" for kind, value in self.parts().items() if value)
 
 
 def training_state(
