@@ -14,6 +14,7 @@ from dabench.config.check import check_section, check_value
 from dabench.config.fields import specs
 from dabench.config.schema import check_keys
 from dabench.config.sections import (
+    BandConfig,
     HardwareSpec,
     ModelConfig,
     ParallelConfig,
@@ -200,6 +201,7 @@ def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
         precision=precision,
         run=build_run(_section(cfg, "run")),
         tracking=build_tracking(_section(cfg, "tracking")),
+        band=BandConfig(**check_section(BandConfig, _section(cfg, "band"), "band")),
     )
 
 

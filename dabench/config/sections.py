@@ -332,6 +332,13 @@ class RunConfig:
     run: RunSettings
     tracking: TrackingConfig
 
+@dataclass(frozen=True)
+class BandConfig:
+    """The band around every predicted number (docs/perfmodel.md, "Out-of-sample error and bands")."""
+
+    nominal: float = field_(0.8, low=0.5, high=0.99, doc="the bands' nominal coverage: the share of outcomes inside")
+
+
     @property
     def data_copies(self) -> int:
         """Data-parallel copies of the model: dp degree, times replicas of a tp/pp group."""
@@ -340,6 +347,7 @@ class RunConfig:
     @property
     def samples_per_step(self) -> int:
         """Samples consumed by one optimizer step over all chips:
+    band: BandConfig = BandConfig()
         micro-batch * grad_accum * data copies."""
         return self.run.batch_size * self.run.grad_accum * self.data_copies
 
@@ -360,3 +368,4 @@ SECTION_TYPES: dict[str, type] = {
     "run": RunSettings,
     "tracking": TrackingConfig,
 }
+    "band": BandConfig,

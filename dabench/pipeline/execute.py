@@ -238,6 +238,16 @@ def validate_run(measured: dict[str, float], predicted: dict[str, float]) -> dic
     return out
 
 
+def within_band(metrics: dict[str, float]) -> dict[str, float]:
+    """``predict.within_band``: 1 when the measured samples/s lies inside the prediction's band
+    (``predict.throughput.samples_per_s.lo`` / ``.hi``), else 0; {} when there is no band."""
+    lo, hi = metrics.get("predict.throughput.samples_per_s.lo"), metrics.get("predict.throughput.samples_per_s.hi")
+    measured = metrics.get("throughput.samples_per_s")
+    if lo is None or hi is None or measured is None:
+        return {}
+    return {"predict.within_band": float(lo <= measured <= hi)}
+
+
 def measured_points_bound(
     points: list, ceilings: Ceilings, notes: dict[str, str], peak_limit: float | None = None
 ) -> list:
@@ -368,12 +378,16 @@ def _evaluate(
     if prediction is not None:  # each predicted number's band (dabench/perfmodel/fit/constant_set.py)
         from dabench.perfmodel.fit.constant_set import band_metrics, resolve
 
-        result.metrics.update(band_metrics(rc.hardware.arch, result.metrics, resolve(rc.hardware.constants)))
+        constant_set = resolve(rc.hardware.constants)
+        result.metrics.update(band_metrics(rc.hardware.arch, result.metrics, constant_set, coords(rc), rc.band.nominal))
+        if result.mode == "validate":
+            result.metrics.update(within_band(result.metrics))
     if not calibrated:  # record no number relative to a ceiling rather than a guessed one
         result.metrics = without_ceiling_metrics(result.metrics)
         result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
     return check_run(
         result, prediction.metrics if prediction is not None else None, measurement.roof if measurement else None
+        from dabench.perfmodel.fit.reach import coords
     )
 
 

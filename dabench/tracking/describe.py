@@ -21,14 +21,18 @@ NOTE_TAG = "mlflow.note.content"
 
 
 def summary_line(result: RunResult, name: str) -> str:
-    """``dabench: <status> | <mode> | <name> | samples/s | tokens/s | step | ...``, one line."""
+    """``dabench: <status> | <mode> | <name> | samples/s [band] | tokens/s | step | ...``, one line;
+    a validate run says whether the measurement fell inside the prediction's band."""
     m = result.metrics
     if not is_ok(result.status):
         return f"dabench: {result.status.value} | {name} | {result.reason.splitlines()[0] if result.reason else ''}"
     kind = "PREDICTED" if result.mode == "predict" else result.mode
+    rate = f"{m['throughput.samples_per_s']:,.1f} samples/s"
+    if "throughput.samples_per_s.lo" in m and "throughput.samples_per_s.hi" in m:  # predicted: its band
+        rate += f" [{_sig3(m['throughput.samples_per_s.lo'])}-{_sig3(m['throughput.samples_per_s.hi'])}] PREDICTED"
     parts = [
         f"dabench: ok | {kind} | {name}",
-        f"{m['throughput.samples_per_s']:,.1f} samples/s",
+        rate,
         f"{m['throughput.tokens_per_s']:,.0f} tokens/s",
         f"step {m['step_time.median_s'] * 1e3:,.2f} ms",
     ]
@@ -39,10 +43,23 @@ def summary_line(result: RunResult, name: str) -> str:
     if "tier1.load_imbalance" in m:
         parts.append(f"LI {m['tier1.load_imbalance']:.2f}")
     if "predict.rel_error.samples_per_s" in m:
-        parts.append(f"prediction error {m['predict.rel_error.samples_per_s']:+.1%}")
+        error = f"prediction error {m['predict.rel_error.samples_per_s']:+.1%}"
+        if "predict.throughput.samples_per_s.lo" in m:
+            band = (
+                f"[{_sig3(m['predict.throughput.samples_per_s.lo'])}-{_sig3(m['predict.throughput.samples_per_s.hi'])}]"
+            )
+            inside = m.get("predict.within_band") == 1
+            error += f" ({'inside' if inside else 'OUTSIDE'} its band {band})"
+        parts.append(error)
     if result.diagnosis:
         parts.append(result.diagnosis[0])
     return " | ".join(parts)
+
+
+def _sig3(value: float) -> str:
+    """Three significant digits with thousands separators: 1,100; 20.5; 0.0123."""
+    rounded = float(f"{value:.3g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 100 else f"{rounded:.3g}"
 
 
 def _override(text: str) -> str:

@@ -6,7 +6,7 @@ calibration points and print point / predicted / published / error.
     python -m dabench fit --check          # shipped constants: exit 1 if a point is out of tolerance
     python -m dabench fit --markdown       # the error tables embedded in docs/perfmodel.md
     python -m dabench fit --update-doc     # rewrite docs/perfmodel.md between its markers
-    python -m dabench fit --cv             # leave-one-out: out-of-sample error, bands, their coverage
+    python -m dabench fit --cv             # leave-one-source-out: out-of-source error, bands, coverage
     python -m dabench fit --cv --write     # ... and save the constant set (perfmodel/fit/published.json)
     python -m dabench fit --from-mlflow [SELECTION] [--name NAME]  # refit from your measured runs (docs/fitting.md)
     python -m dabench fit --export NAME > file.json                 # share a constant set

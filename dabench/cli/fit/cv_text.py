@@ -1,5 +1,5 @@
-"""``dabench fit --cv``: the leave-one-out cross-validation of the public points, its text and its
-docs/perfmodel.md block, and ``--cv --write`` (the published constant set).
+"""``dabench fit --cv``: the leave-one-source-out cross-validation of the public points, its text
+and its docs/perfmodel.md block, and ``--cv --write`` (the published constant set).
 
 Contract: :func:`run_cv` cross-validates the platforms, prints :func:`cv_report` (its last line is
 :func:`cv_last_line`) and, with ``write``, saves published.json (every platform needed);
@@ -51,10 +51,16 @@ def _value(row: dict, key: str) -> str:
 
 def cv_last_line(data: dict) -> str:
     cv = data["cv"]
+
+    def num(key: str) -> str:
+        value = cv[key]
+        return "nan" if value is None else ("inf" if value == "inf" else f"{value:.4f}")
+
     return (
-        f"out_of_sample_median_abs_error={cv['out_of_sample_median_abs_error']:.4f} "
-        f"out_of_sample_max_abs_error={cv['out_of_sample_max_abs_error']:.4f} "
-        f"band_coverage={cv['coverage']:.4f} points={cv['points']}"
+        f"out_of_sample_median_abs_error={num('out_of_sample_median_abs_error')} "
+        f"out_of_sample_max_abs_error={num('out_of_sample_max_abs_error')} "
+        f"band_coverage={num('coverage')} band_coverage_min_platform={num('coverage_min_platform')} "
+        f"sources={cv['sources']} points={cv['points']}"
     )
 
 
@@ -63,20 +69,56 @@ def cv_coverage_line(data: dict) -> str:
     lo, hi = cv["binomial_95"]
     inside = "contains" if lo <= nominal <= hi else "does NOT contain"
     return (
-        f"band coverage (nested: each point's band sized without it; pooled over platforms): "
-        f"{cv['covered']}/{cv['points']} = {cv['coverage']:.3f}, Clopper-Pearson 95% [{lo:.3f}, {hi:.3f}] "
+        f"band coverage (nested: each throughput point's band sized without its source; pooled): "
+        f"{cv['covered']}/{cv['banded']} = {cv['coverage']:.3f}, Clopper-Pearson 95% [{lo:.3f}, {hi:.3f}] "
         f"{inside} the nominal {nominal:.2f}"
     )
 
 
+def _platform_coverage(entry: dict, nominal: float) -> str:
+    sm = entry["summary"]
+    if not sm["banded"]:
+        return "band coverage: no throughput points"
+    lo, hi = sm["binomial_95"]
+    inside = "contains" if lo <= nominal <= hi else "does NOT contain"
+    return (
+        f"band coverage: {sm['covered']}/{sm['banded']} = {sm['covered'] / sm['banded']:.3f}, "
+        f"Clopper-Pearson 95% [{lo:.3f}, {hi:.3f}] {inside} the nominal {nominal:.2f}"
+    )
+
+
+def _error(row: dict) -> str:
+    """A row's out-of-source error in its metric's own measure."""
+    if row["out_of_sample"] is None:
+        return "refused"
+    if row["measure"] == "|log ratio|":
+        return _signed(row, "out_of_sample")
+    if row["measure"] == "wrong":
+        return "right" if row["error"] == 0 else "WRONG"
+    return f"{row['out_of_sample'] - row['published']:+.1f} pts"
+
+
+def _source_line(key: str, rows: list[dict]) -> str:
+    banded = [r for r in rows if r["measure"] == "|log ratio|"]
+    errors = [math.inf if r["out_of_sample"] is None else abs(r["out_of_sample"] / r["published"] - 1) for r in banded]
+    worst = f"max |error| {_pct(max(errors))}" if errors and math.isfinite(max(errors)) else ""
+    covered = sum(1 for r in banded if r["covered"])
+    cover = f", band covers {covered}/{len(banded)}" if banded else ""
+    refit = "refitted without it" if any(r["left_out"] for r in rows) else "no fit saw it"
+    return f"  source {key}: {len(rows)} points, {refit}" + (f"; {worst}" if worst else "") + cover
+
+
 def cv_report(data: dict) -> str:
-    """The text of ``fit --cv``: per platform the points, fitted constants, in- and out-of-sample
-    |error|, the goal and the band; then the pooled coverage; the last line is the summary."""
+    """The text of ``fit --cv``: per platform its fitted constants, every point's in-sample and
+    out-of-source error (in its own measure) and nested band, per source its errors and coverage,
+    the platform's coverage; then the pooled coverage; the last line is the summary."""
     out = []
+    nominal = data["nominal_coverage"]
     for arch, entry in data["platforms"].items():
         out.append(
-            f"\n== {arch} (model version {entry['model_hash']}): {entry['throughput_points']} throughput points "
-            f"of {entry['calibration_points']} calibration points, {entry['fitted_constants']} fitted constants"
+            f"\n== {arch} (model version {entry['model_hash']}): {entry['calibration_points']} calibration points "
+            f"({entry['throughput_points']} throughput) from {len(entry.get('sources') or ())} sources, "
+            f"{entry['fitted_constants']} fitted constants"
         )
         if not entry.get("residuals"):
             out.append(f"band: {entry['band']['kind']}: {entry['band']['note']}")
@@ -90,23 +132,32 @@ def cv_report(data: dict) -> str:
         if _few(entry):
             out.append(_few(entry))
         out.append(
-            f"{'point':<14} {'use':<9} {'published':>10} {'in-sample':>10} {'error':>8} {'left out':>10} "
-            f"{'error':>8}  nested band"
+            f"{'point':<18} {'metric':<16} {'use':<9} {'published':>10} {'in-sample':>10} {'out of src':>10} "
+            f"{'error':>9}  nested band"
         )
         for row in entry["residuals"]:
-            out.append(
-                f"{row['point']:<14} {row['use']:<9} {fmt(row['published']):>10} {_value(row, 'in_sample'):>10} "
-                f"{_signed(row, 'in_sample'):>8} {_value(row, 'out_of_sample'):>10} "
-                f"{_signed(row, 'out_of_sample'):>8}  {'covers' if row['covered'] else 'MISSES'}"
+            band = (
+                ""
+                if row["band"] is None
+                else f"x/{math.exp(row['band']):.3g} " + ("covers" if row["covered"] else "MISSES")
             )
+            out.append(
+                f"{row['point']:<18} {row['metric']:<16} {row['use']:<9} {fmt(row['published']):>10} "
+                f"{_value(row, 'in_sample'):>10} {_value(row, 'out_of_sample'):>10} {_error(row):>9}  {band}"
+            )
+        by_source: dict[str, list[dict]] = {}
+        for row in entry["residuals"]:
+            by_source.setdefault(row["source"], []).append(row)
+        out += [_source_line(key, rows) for key, rows in by_source.items()]
         sm = entry["summary"]
         out.append(
-            f"|error| in sample: median {_pct(sm['in_sample_median_abs_error'])}, "
-            f"max {_pct(sm['in_sample_max_abs_error'])}; out of sample: median "
+            f"throughput |error| in sample: median {_pct(sm['in_sample_median_abs_error'])}, "
+            f"max {_pct(sm['in_sample_max_abs_error'])}; out of source: median "
             f"{_pct(sm['out_of_sample_median_abs_error'])}, max {_pct(sm['out_of_sample_max_abs_error'])}"
         )
-        out.append(f"goal (out of sample, median <= 15%, max <= 35%): {_goal(sm)}")
-        out.append(f"band: {entry['band']['kind']}: {entry['band']['note']}")
+        out.append(f"goal (out of source, median <= 15%, max <= 35%): {_goal(sm)}")
+        out.append(_platform_coverage(entry, nominal))
+        out.append(f"band: {entry['band']['note']}")
     out += ["", cv_coverage_line(data), cv_last_line(data)]
     return "\n".join(out)
 
@@ -118,10 +169,10 @@ def cv_markdown(data: dict) -> str:
         "",
         f"Generated by `python -m dabench fit --update-doc` from the constant set `{data['name']}` "
         f"(dabench/perfmodel/fit/{data['name']}.json, written by `python -m dabench fit --cv --write`). "
-        f"Throughput points only; excluded points count at their error.",
+        f"Each source left out in turn; throughput points in the error columns, excluded points at their error.",
         "",
         "| platform | throughput points | calibration points | fitted constants | in-sample median / max "
-        "abs. error | out-of-sample median / max | goal (15% / 35%) | band (80%) |",
+        "abs. error | out-of-source median / max | goal (15% / 35%) | band at a calibration point (80%) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for arch, entry in data["platforms"].items():
@@ -146,15 +197,16 @@ def cv_markdown(data: dict) -> str:
         )
     out += [
         "",
-        "| point | platform | use | published | in-sample | error | left out | error | nested band |",
+        "| point | platform | use | published | in-sample | error | out of source | error | nested band |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for arch, entry in data["platforms"].items():
         for row in entry.get("residuals") or ():
             out.append(
                 f"| {row['point']} | {arch} | {row['use']} | {fmt(row['published'])} | {_value(row, 'in_sample')} | "
-                f"{_signed(row, 'in_sample')} | {_value(row, 'out_of_sample')} | {_signed(row, 'out_of_sample')} | "
-                f"{'covers' if row['covered'] else 'misses'} |"
+                f"{_signed(row, 'in_sample') if row['measure'] == '|log ratio|' else '-'} | "
+                f"{_value(row, 'out_of_sample')} | {_error(row)} | "
+                f"{'-' if row['covered'] is None else ('covers' if row['covered'] else 'misses')} |"
             )
     out += ["", cv_coverage_line(data) + ".", "", "`" + cv_last_line(data) + "`", "", END.format(arch=CV_BLOCK)]
     return "\n".join(out)
@@ -168,6 +220,7 @@ def run_cv(archs: list[str], write: bool) -> int:
     if write and sorted(archs) != sorted(platforms()):
         raise SystemExit("--cv --write needs every platform with points (each band's fallback pools all of them)")
     results = [cross_validate(arch, log=lambda m: print(m, file=sys.stderr, flush=True)) for arch in archs]
+    results = [r for r in results if r.rows]
     hardware = list(archs) + sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml") if p.stem not in archs)
     data = constant_set.build(results, nested_coverage(results), hardware)
     print(cv_report(data))

@@ -5,7 +5,8 @@
 - :mod:`.evaluate`: predict one point; :mod:`.fit`: refit the ``fitted`` constants (scipy).
 - residuals.json: each point's predicted value and error for the shipped constants, written by
   ``python -m dabench fit --write`` (tests/perfmodel/test_calibration.py checks it is current).
-- :mod:`.cv`: leave-one-out (out-of-sample) error and the bands' nested coverage (``fit --cv``).
+- :mod:`.cv`: leave-one-source-out error of every point and the bands' nested coverage (``fit --cv``).
+- :mod:`.reach`: a configuration's distance from the calibration, and the band it gives.
 - :mod:`.constant_set`: the constant set a prediction used, its residuals and bands
   (published.json, written by ``python -m dabench fit --cv --write``).
 - :func:`model_version`, :func:`error_band` and :func:`run_tags`: what every predicted run records as tags.
@@ -115,10 +116,15 @@ def run_tags(arch: str, constants: str = "published", rc=None) -> dict[str, str]
 
         raise ConfigError("hardware.constants", constants, str(error)) from None
     name = constant_set.get("name", constants) if constants != "published" else constants
+    x, nominal = None, None
+    if rc is not None:
+        from dabench.perfmodel.fit.reach import coords
+
+        x, nominal = coords(rc), rc.band.nominal
     tags = {
         "dabench.model_version": model_version(arch),
         "dabench.error_band": f"{band[0]:+.3f},{band[1]:+.3f}" if band else "uncalibrated",
-        **band_tags(arch, model_version(arch), constant_set, name),
+        **band_tags(arch, model_version(arch), constant_set, name, x, nominal),
     }
     if constants != "published":
         tags["dabench.constants_ref"] = constants  # as given: a NAME or a FILE

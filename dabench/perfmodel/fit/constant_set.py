@@ -25,9 +25,11 @@ PUBLISHED = "published"
 #: multiplies (rates); both use the same factor
 BANDED = ("throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s")
 BAND_METHOD = (
-    "split-conformal on |log(predicted / published)| of leave-one-out predictions of the platform's "
-    "throughput points (excluded points included); fewer than the conformal rank needs: the largest "
-    "out-of-sample |log error| of any platform ('wide'); no points: 'uncalibrated' (no band)"
+    "leave-one-source-out: a platform's throughput points, each predicted by constants refitted without "
+    "its source; a prediction's band is the larger of the split-conformal quantile of those "
+    "|log(predicted / published)| and its nearest calibration point's own, plus a growth per unit of "
+    "distance from that point (model size, chips, precision, compile and execution mode, release, GPU "
+    "generation: dabench/perfmodel/fit/reach.py); nothing calibrated nearby: 'wide', and it says so"
 )
 
 
@@ -119,48 +121,92 @@ def platform_band(platform: str, constant_set: Mapping[str, Any]) -> Mapping[str
     return entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
 
 
-def band(platform: str, value: float, constant_set: Mapping[str, Any]) -> tuple[float, float] | None:
-    """(lo, hi) around a predicted positive ``value`` of ``platform``; None when the platform has
-    no band (uncalibrated or unbounded) or the value is not a positive finite number."""
+def half_width(
+    platform: str, constant_set: Mapping[str, Any], x: Mapping[str, Any] | None = None, nominal: float | None = None
+) -> tuple[str, float | None, str]:
+    """(kind, log half-width, why) of the band of a prediction of ``platform`` at reach
+    coordinates ``x`` (:func:`dabench.perfmodel.fit.reach.coords`); without ``x``, at the
+    calibration itself. A set fitted from runs keeps its one factor per platform."""
+    from dabench.perfmodel.fit import reach
+
     record = platform_band(platform, constant_set)
-    factor = record.get("factor")
-    if record.get("kind") not in ("conformal", "wide") or not factor or not math.isfinite(value) or value <= 0:
+    if "points" not in record:  # one factor per platform (sets fitted from runs)
+        factor = record.get("factor")
+        if record.get("kind") not in ("conformal", "wide") or not factor:
+            return record.get("kind", "uncalibrated"), None, record.get("note", "")
+        return record["kind"], math.log(factor), record.get("note", "")
+    nominal = float(constant_set.get("nominal_coverage") or 0.8) if nominal is None else nominal
+    bands = constant_set.get("bands") or {}
+    rate = reach.growth([math.inf if n is None else n for n in bands.get("needs") or ()], nominal)
+    wide = float(bands.get("wide") or math.log(2.0))
+    points = [p if p["score"] is not None else {**p, "score": math.inf} for p in record["points"]]
+    if x is None:
+        q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
+        base = q if q is not None and math.isfinite(q) else wide + rate * reach.FAR
+        return ("near" if points else "wide"), base, record.get("note", "")
+    return reach.half_width(x, points, wide, rate, nominal)
+
+
+def band(
+    platform: str,
+    value: float,
+    constant_set: Mapping[str, Any],
+    x: Mapping[str, Any] | None = None,
+    nominal: float | None = None,
+) -> tuple[float, float] | None:
+    """(lo, hi) around a predicted positive ``value`` of ``platform`` (see :func:`half_width`);
+    None when the set gives no band or the value is not a positive finite number."""
+    if not math.isfinite(value) or value <= 0:
         return None
-    return (value / factor, value * factor)
+    _, q, _ = half_width(platform, constant_set, x, nominal)
+    if q is None or not math.isfinite(q):
+        return None
+    return (value / math.exp(q), value * math.exp(q))
 
 
 def band_metrics(
-    platform: str, metrics: Mapping[str, float], constant_set: Mapping[str, Any] | None = None
+    platform: str,
+    metrics: Mapping[str, float],
+    constant_set: Mapping[str, Any] | None = None,
+    x: Mapping[str, Any] | None = None,
+    nominal: float | None = None,
 ) -> dict[str, float]:
     """``<name>.lo`` and ``<name>.hi`` for each banded predicted number in ``metrics``: the main
-    names of a predicted run, the ``predict.`` names of a validate run. {} when uncalibrated."""
+    names of a predicted run, the ``predict.`` names of a validate run. {} without a band."""
     constant_set = load() if constant_set is None else constant_set
     out: dict[str, float] = {}
     prefix = "predict." if "predict.throughput.samples_per_s" in metrics else ""  # validate: main names are measured
+    _, q, _ = half_width(platform, constant_set, x, nominal)
+    if q is None or not math.isfinite(q):
+        return out
     for name in BANDED:
-        key = prefix + name
-        value = metrics.get(key)
-        if value is not None:
-            interval = band(platform, float(value), constant_set)
-            if interval is not None:
-                out[f"{key}.lo"], out[f"{key}.hi"] = interval
+        value = metrics.get(prefix + name)
+        if value is not None and math.isfinite(value) and value > 0:
+            out[f"{prefix}{name}.lo"], out[f"{prefix}{name}.hi"] = value / math.exp(q), value * math.exp(q)
     return out
 
 
 def band_tags(
-    platform: str, model_hash: str, constant_set: Mapping[str, Any] | None = None, name: str = PUBLISHED
+    platform: str,
+    model_hash: str,
+    constant_set: Mapping[str, Any] | None = None,
+    name: str = PUBLISHED,
+    x: Mapping[str, Any] | None = None,
+    nominal: float | None = None,
 ) -> dict[str, str]:
-    """``dabench.constants``, ``dabench.band`` (kind and how it is sized),
-    ``dabench.band.nominal_coverage``, and ``dabench.band_note`` when the set was sized on
+    """``dabench.constants``, ``dabench.band`` (kind and how it is sized, at reach coordinates
+    ``x``), ``dabench.band.nominal_coverage``, and ``dabench.band_note`` when the set was sized on
     another model version than ``model_hash``."""
     constant_set = load(name) if constant_set is None else constant_set
-    record = platform_band(platform, constant_set)
+    kind, q, why = half_width(platform, constant_set, x, nominal)
+    width = f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}; " if q is not None and math.isfinite(q) else ""
     tags = {
         "dabench.constants": name if constant_set else "none",
-        "dabench.band": f"{record.get('kind')}: {record.get('note', '')}".strip(": "),
+        "dabench.band": f"{kind}: {width}{why}".strip(": "),
     }
-    if record.get("kind") in ("conformal", "wide"):
-        tags["dabench.band.nominal_coverage"] = f"{constant_set.get('nominal_coverage')}"
+    if q is not None and math.isfinite(q):
+        level = nominal if nominal is not None else constant_set.get("nominal_coverage")
+        tags["dabench.band.nominal_coverage"] = f"{level}"
     sized_on = ((constant_set.get("platforms") or {}).get(platform) or {}).get("model_hash")
     if sized_on and sized_on != model_hash:
         refit = (
@@ -249,19 +295,48 @@ def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else (round(value, 6) if math.isfinite(value) else None)
 
 
+def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
+    """A platform's band table: its throughput points' reach coordinates and out-of-source scores."""
+    from dabench.perfmodel.fit import reach
+
+    points = [
+        {"id": r.point.id, "coords": r.coords, "score": r.score if math.isfinite(r.score) else math.inf}
+        for r in (cv.banded if cv else ())
+    ]
+    q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
+    record: dict[str, Any] = {"kind": "near" if points else "wide", "n": len(points), "nominal_coverage": nominal}
+    if q is not None and math.isfinite(q):
+        record.update(log_half_width=round(q, 6), factor=round(math.exp(q), 6))
+        record["note"] = (
+            f"{100 * nominal:.0f}% from {len(points)} out-of-source errors: value / {math.exp(q):.3g} to "
+            f"value x {math.exp(q):.3g} at a calibration point, wider with distance from it"
+        )
+    elif points:
+        record["note"] = f"{len(points)} out-of-source errors, too few for a {100 * nominal:.0f}% quantile: wide"
+    else:
+        record.update(log_half_width=round(wide, 6), factor=round(math.exp(wide), 6))
+        record["note"] = (
+            f"nothing calibrated on this platform: at least value / {math.exp(wide):.3g} to "
+            f"value x {math.exp(wide):.3g}, wider with reach"
+        )
+    record["points"] = [{**p, "score": None if not math.isfinite(p["score"]) else round(p["score"], 6)} for p in points]
+    return record
+
+
 def build(
     results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float | None = None
 ) -> dict[str, Any]:
     """A constant set (the format above) from :func:`dabench.perfmodel.fit.cv.cross_validate`
     results, their :func:`~dabench.perfmodel.fit.cv.nested_coverage`, and every hardware config
-    in ``archs`` (those without points get an ``uncalibrated`` band)."""
+    in ``archs`` (those without points get a ``wide`` band that says so)."""
     from dabench.perfmodel.fit import model_version
-    from dabench.perfmodel.fit.cv import NOMINAL, band_q, conformal_rank, summary
+    from dabench.perfmodel.fit.cv import MEASURES, NOMINAL, needs, summary, wide_score
     from dabench.perfmodel.fit.points import load_points
 
     nominal = NOMINAL if nominal is None else nominal
     by_arch = {r.arch: r for r in results}
     pooled_out = [e for r in results for e in r.abs_errors("out")]
+    wide = wide_score(results)
     platforms: dict[str, Any] = {}
     for arch in archs:
         constants = constant_records(arch, "missing")
@@ -269,51 +344,61 @@ def build(
         entry_out: dict[str, Any] = {
             "model_hash": model_version(arch),
             "calibration_points": sum(1 for p in load_points() if p.platform == arch),
-            "throughput_points": len(cv.rows) if cv else 0,
+            "throughput_points": len(cv.banded) if cv else 0,
             "fitted_constants": sum(1 for c in constants.values() if c["kind"] == "fitted"),
             "constants": constants,
+            "band": _reach_record(cv, nominal, wide),
         }
-        if cv is None or not cv.rows:
-            entry_out["band"] = _band_record("uncalibrated", None, 0, conformal_rank(0, nominal), nominal, 0)
-        else:
-            others = [s for r in results if r.arch != arch for s in r.scores]
-            kind, q = band_q(cv.scores, others, nominal)
-            entry_out["band"] = _band_record(
-                kind, q, len(cv.rows), conformal_rank(len(cv.rows), nominal), nominal, len(others) + len(cv.rows)
-            )
+        if cv is not None and cv.rows:
             entry_out["residuals"] = [
                 {
                     "point": r.point.id,
                     "metric": r.point.metric,
+                    "measure": MEASURES[r.point.metric],
+                    "source": r.point.source_key,
                     "use": r.point.use,
                     "published": r.point.published,
                     "in_sample": _num(r.in_sample),
                     "out_of_sample": _num(r.out_of_sample),
+                    "error": _num(r.score) if math.isfinite(r.score) else None,
                     "left_out": r.left_out,
-                    "covered": coverage.per_point.get(r.point.id),
+                    "band": _num(r.band) if r.band is not None else None,
+                    "covered": r.covered,
                 }
                 for r in cv.rows
             ]
             med_in, max_in = summary(cv.abs_errors("in"))
             med_out, max_out = summary(cv.abs_errors("out"))
+            k, n, interval = coverage.per_platform.get(arch, (0, 0, (0.0, 1.0)))
             entry_out["summary"] = {
                 "in_sample_median_abs_error": _num(med_in),
                 "in_sample_max_abs_error": _num(max_in),
                 "out_of_sample_median_abs_error": _num(med_out),
                 "out_of_sample_max_abs_error": _num(max_out),
+                "covered": k,
+                "banded": n,
+                "binomial_95": [_num(interval[0]), _num(interval[1])],
             }
+            entry_out["sources"] = {key: ids for key, ids in cv.sources.items()}
         platforms[arch] = entry_out
     med, worst = summary(pooled_out)
     return {
         **header(name, nominal),
+        "bands": {  # the growth's needs per throughput point (null: infinite) and the wide fallback
+            "wide": round(wide, 6),
+            "needs": [round(v, 6) if math.isfinite(v) else None for v in sorted(needs(results, nominal).values())],
+        },
         "platforms": platforms,
         "cv": {
-            "points": coverage.n,
+            "points": sum(len(r.rows) for r in results),
+            "banded": coverage.n,
+            "sources": sum(len(r.sources) for r in results),
             "covered": coverage.covered,
             "coverage": _num(coverage.rate),
+            "coverage_min_platform": _num(coverage.min_platform()),
             "binomial_95": [_num(coverage.interval[0]), _num(coverage.interval[1])],
             "out_of_sample_median_abs_error": _num(med),
-            "out_of_sample_max_abs_error": _num(worst),
+            "out_of_sample_max_abs_error": _num(worst) if math.isfinite(worst) else "inf",
         },
     }
 
@@ -357,8 +442,8 @@ def format_problems(data: Mapping[str, Any]) -> list[str]:
             if c.get("kind") == "source" and not (c.get("document") and c.get("locator")):
                 found.append(f"{arch}: {path}: source without document and locator")
         kind = (entry.get("band") or {}).get("kind")
-        if kind not in ("conformal", "wide", "uncalibrated", "unbounded"):
+        if kind not in ("near", "conformal", "wide", "uncalibrated", "unbounded"):
             found.append(f"{arch}: band kind {kind!r}")
-        if kind in ("conformal", "wide") and not entry.get("residuals"):
+        if kind in ("near", "conformal") and not entry.get("residuals"):
             found.append(f"{arch}: a {kind} band without residuals")
     return found

@@ -1,10 +1,14 @@
-"""Out-of-sample error of the analytical models and the honest coverage of their bands.
+"""Out-of-source error of the analytical models and the honest coverage of their bands.
 
-Every throughput point counts (an ``excluded`` one at its error); ``fit`` points are predicted by
-constants refitted without them, the others by the shipped constants; a score is
-``|log(predicted / published)|``; the band is split-conformal at ``NOMINAL`` coverage (``wide``
-with too few scores); coverage is measured nested and pooled with its Clopper-Pearson 95%
-interval. Nothing here writes a file; :mod:`.constant_set` stores the result.
+A source is a document and locator (points.csv); cross-validation leaves out one whole source at
+a time. Every point of the left-out source, of every metric, is predicted by the constants
+refitted without it from their bounds' middle (a start that saw no calibration data), or by the
+shipped constants when no fit saw the source. Each metric has its own error measure: throughput
+``|log(predicted / published)|``, allocation / gains / scaling the absolute difference in
+percentage points, feasibility right (0) or wrong (1). Throughput bands (:mod:`.reach`) are
+checked nested: a point's band is sized without its source, from the other sources'
+out-of-source errors (whose own fits saw it: one level of nesting, one refit per source).
+Nothing here writes a file; :mod:`.constant_set` stores the result.
 
 Details: docs/perfmodel.md, "Out-of-sample error and bands".
 """
@@ -16,14 +20,25 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dabench.perfmodel.fit.evaluate import predict_point
+from dabench.perfmodel.fit import reach
+from dabench.perfmodel.fit.evaluate import point_config, predict_point
 from dabench.perfmodel.fit.points import Point, load_points
 from dabench.perfmodel.fit.sources import fitted
 
 THROUGHPUT_METRICS = ("samples_per_s", "tokens_per_s")
-NOMINAL = 0.8  #: the bands' nominal coverage
-GOAL_MEDIAN, GOAL_MAX = 0.15, 0.35  #: issue 20: out-of-sample median and max |error| per platform
+#: each metric's own error measure (see the module docstring)
+MEASURES = {
+    "samples_per_s": "|log ratio|",
+    "tokens_per_s": "|log ratio|",
+    "allocation_pct": "|points|",
+    "mixed_gain_pct": "|points|",
+    "scaling_keep_pct": "|points|",
+    "feasible": "wrong",
+}
+NOMINAL = 0.8  #: the bands' default nominal coverage (run param ``band.nominal``)
+GOAL_MEDIAN, GOAL_MAX = 0.15, 0.35  #: out-of-sample median and max |error| per platform
 FEW_POINTS = 8  #: below this many throughput points a platform says its numbers rest on few points
+MIN_PLATFORM_POINTS = 10  #: platforms with at least this many banded points count for the lowest coverage
 
 
 def score(predicted: float, published: float) -> float:
@@ -31,6 +46,17 @@ def score(predicted: float, published: float) -> float:
     if predicted is None or math.isnan(predicted) or predicted <= 0:
         return math.inf
     return abs(math.log(predicted / published))
+
+
+def measure(point: Point, predicted: float) -> float:
+    """``point``'s error under its metric's own measure (:data:`MEASURES`); inf when refused."""
+    if point.metric in THROUGHPUT_METRICS:
+        return score(predicted, point.published)
+    if predicted is None or math.isnan(predicted):
+        return math.inf
+    if point.metric == "feasible":
+        return float(predicted != point.published)
+    return abs(predicted - point.published)
 
 
 def rel_error(predicted: float, published: float) -> float:
@@ -41,34 +67,34 @@ def rel_error(predicted: float, published: float) -> float:
 
 
 def conformal_rank(n: int, nominal: float = NOMINAL) -> int:
-    """1-based rank of the split-conformal quantile among ``n`` scores (may exceed ``n``)."""
-    return math.ceil((n + 1) * nominal - 1e-12)
+    return reach.conformal_rank(n, nominal)
 
 
 def conformal_q(scores: list[float], nominal: float = NOMINAL) -> float | None:
-    """The split-conformal half-width in log space, or None when ``scores`` are too few."""
-    k = conformal_rank(len(scores), nominal)
-    if len(scores) == 0 or k > len(scores):
-        return None
-    return sorted(scores)[k - 1]
+    return reach.conformal_q(scores, nominal)
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact binomial interval of a proportion k / n."""
     from scipy.stats import beta
 
+    if n == 0:
+        return (0.0, 1.0)
     alpha = 1 - level
     lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
     return lo, hi
 
 
-@dataclass(frozen=True)
+@dataclass
 class CvRow:
     point: Point
     in_sample: float  #: predicted with the shipped constants
-    out_of_sample: float  #: predicted by constants fitted without this point
-    left_out: bool  #: True when a fit saw this point (so it was refitted without it)
+    out_of_sample: float  #: predicted by constants that never saw this point's source
+    left_out: bool  #: True when a fit saw this point's source (so it was refitted without it)
+    coords: dict | None = None  #: throughput points: reach coordinates (:func:`reach.coords`)
+    band: float | None = None  #: nested band's log half-width (throughput points)
+    band_kind: str = ""
 
     @property
     def error_in(self) -> float:
@@ -80,93 +106,152 @@ class CvRow:
 
     @property
     def score(self) -> float:
-        return score(self.out_of_sample, self.point.published)
+        return measure(self.point, self.out_of_sample)
+
+    @property
+    def throughput(self) -> bool:
+        return self.point.metric in THROUGHPUT_METRICS
+
+    @property
+    def covered(self) -> bool | None:
+        return None if self.band is None else self.score <= self.band
 
 
 @dataclass
 class PlatformCv:
     arch: str
-    rows: list[CvRow]
+    rows: list[CvRow]  #: every calibration point of the platform, all metrics
     fitted_constants: list[str]  #: paths of the fitted constants
-    calibration_points: int  #: every row of points.csv for the platform (all metrics)
-    nested: dict[str, list[float]] = field(default_factory=dict)  #: point -> others' scores without it
+    calibration_points: int
+    sources: dict[str, list[str]] = field(default_factory=dict)  #: source -> point ids
     refits: int = 0
 
     @property
+    def banded(self) -> list[CvRow]:
+        return [r for r in self.rows if r.throughput]
+
+    @property
     def scores(self) -> list[float]:
-        return [r.score for r in self.rows]
+        return [r.score for r in self.banded]
 
     def abs_errors(self, which: str) -> list[float]:
-        """|error| of every throughput point (``inf`` for a refused one), in or out of sample."""
+        """|relative error| of every throughput point (``inf`` when refused), in or out of sample."""
         out = []
-        for r in self.rows:
+        for r in self.banded:
             e = r.error_in if which == "in" else r.error_out
             out.append(math.inf if math.isnan(e) else abs(e))
         return out
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values) if values else math.nan
-
-
 def summary(values: list[float]) -> tuple[float, float]:
     """(median, max) of |errors| (NaN, NaN when empty)."""
-    return (_median(values), max(values)) if values else (math.nan, math.nan)
+    return (statistics.median(values), max(values)) if values else (math.nan, math.nan)
 
 
 def throughput_points(arch: str) -> list[Point]:
     return [p for p in load_points() if p.platform == arch and p.metric in THROUGHPUT_METRICS]
 
 
-def cross_validate(arch: str, nested: bool = True, log: Callable[[str], None] | None = None) -> PlatformCv:
-    """Leave-one-out predictions of ``arch``'s throughput points (and, with ``nested``, every
-    point's band-sizing scores without it)."""
+def point_coords(point: Point) -> dict:
+    """The reach coordinates of a calibration point's config."""
+    from dabench.config.build import build_run_config
+
+    return reach.coords(build_run_config(point_config(point)), reach.point_release(point.layout))
+
+
+def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> PlatformCv:
+    """Leave-one-source-out predictions of every calibration point of ``arch``."""
     from dabench.perfmodel.fit.refit import refit
 
     entries = fitted(arch)
     fit_ids = {i for e in entries.values() for i in e.points}
-    points = throughput_points(arch)
-    fits: dict[frozenset, dict[str, float] | None] = {frozenset(): None}  # None: the shipped YAML
+    points = [p for p in load_points() if p.platform == arch]
+    sources: dict[str, list[Point]] = {}
+    for p in points:
+        sources.setdefault(p.source_key, []).append(p)
+    seen = {k for k, ps in sources.items() if any(p.id in fit_ids and p.use != "excluded" for p in ps)}
+    fits: dict[frozenset, dict[str, float] | None] = {}
 
     def values(leave: frozenset) -> dict[str, float] | None:
+        if not leave & seen:
+            return None  # the shipped constants never saw these sources
         if leave not in fits:
             if log:
-                log(f"  {arch}: refit without {', '.join(sorted(leave))}")
-            fits[leave] = refit(arch, leave_out=leave).values
+                log(f"  {arch}: refit without {' + '.join(sorted(leave))}")
+            ids = {p.id for k in leave for p in sources[k]}
+            fits[leave] = refit(arch, leave_out=ids, start="middle").values
         return fits[leave]
 
-    def refitted(p: Point) -> bool:
-        return bool(entries) and p.id in fit_ids and p.use != "excluded"
+    def predicted(p: Point, leave: frozenset) -> float:
+        options = values(leave)
+        return predict_point(p) if options is None else predict_point(p, options)
 
     rows = []
     for p in points:
-        inside = predict_point(p)
-        outside = predict_point(p, values(frozenset({p.id}))) if refitted(p) else inside
-        rows.append(CvRow(p, inside, outside, refitted(p)))
-    result = PlatformCv(arch, rows, sorted(entries), sum(1 for q in load_points() if q.platform == arch))
-    if nested:
-        by_id = {r.point.id: r for r in rows}
-        for p in points:
-            if not refitted(p):  # no fit saw p: the others' out-of-sample scores never depended on it
-                result.nested[p.id] = [by_id[q.id].score for q in points if q.id != p.id]
-                continue
-            result.nested[p.id] = [
-                score(predict_point(q, values(frozenset({p.id, q.id} if refitted(q) else {p.id}))), q.published)
-                for q in points
-                if q.id != p.id
-            ]
-    result.refits = len(fits) - 1
+        alone = frozenset({p.source_key})
+        rows.append(
+            CvRow(
+                p,
+                predict_point(p),
+                predicted(p, alone),
+                bool(alone & seen),
+                point_coords(p) if p.metric in THROUGHPUT_METRICS else None,
+            )
+        )
+    result = PlatformCv(arch, rows, sorted(entries), len(points), {k: [p.id for p in ps] for k, ps in sources.items()})
+    result.refits = len(fits)
     return result
 
 
-def band_q(own: list[float], pooled: list[float], nominal: float = NOMINAL) -> tuple[str, float | None]:
-    """(kind, log half-width): ``conformal`` from the platform's own scores, else ``wide`` (the
-    largest finite pooled score, with its own scores), ``unbounded`` when none is finite."""
-    q = conformal_q(own, nominal)
-    if q is not None:
-        return ("conformal", q) if math.isfinite(q) else ("unbounded", None)
-    finite = [s for s in pooled + own if math.isfinite(s)]
-    return ("wide", max(finite)) if finite else ("unbounded", None)
+def _table(rows: list[CvRow], scores: dict[str, float]) -> list[dict]:
+    return [{"id": r.point.id, "coords": r.coords, "score": scores[r.point.id]} for r in rows]
+
+
+def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, float]:
+    """Per throughput point: how much widening per unit of distance its band would have needed,
+    sized without its source from the others' out-of-source scores."""
+    out = {}
+    for cv in results:
+        for row in cv.banded:
+            others = [r for r in cv.banded if r.point.source_key != row.point.source_key]
+            if not others:
+                continue
+            table = _table(others, {r.point.id: r.score for r in others})
+            kind, base, _ = reach.half_width(row.coords, table, wide_score(results), 0.0, nominal)
+            d = min(reach.distance(row.coords, r.coords) for r in others)
+            excess = row.score - base
+            out[row.point.id] = 0.0 if excess <= 0 else (excess / d if d > 0 else math.inf)
+    return out
+
+
+def wide_score(results: list[PlatformCv], leave: str = "") -> float:
+    """The largest finite out-of-source throughput score of any platform (``leave``: a source
+    whose points do not count)."""
+    finite = [r.score for cv in results for r in cv.banded if r.point.source_key != leave and math.isfinite(r.score)]
+    return max(finite) if finite else math.log(2.0)
+
+
+def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:
+    """Set each throughput row's band as if its source were new: from the platform's other
+    sources' out-of-source scores, with the growth and the wide fallback sized without its source."""
+    need = needs(results, nominal)
+    for cv in results:
+        for row in cv.banded:
+            key = row.point.source_key
+            others = [r for r in cv.banded if r.point.source_key != key]
+            rate = reach.growth(
+                [
+                    v
+                    for cv2 in results
+                    for r in cv2.banded
+                    if r.point.source_key != key
+                    for v in [need.get(r.point.id)]
+                    if v is not None
+                ],
+                nominal,
+            )
+            table = _table(others, {r.point.id: r.score for r in others})
+            row.band_kind, row.band, _ = reach.half_width(row.coords, table, wide_score(results, key), rate, nominal)
 
 
 @dataclass(frozen=True)
@@ -175,19 +260,37 @@ class Coverage:
     n: int
     interval: tuple[float, float]
     per_point: dict[str, bool]
+    per_platform: dict[str, tuple[int, int, tuple[float, float]]]
 
     @property
     def rate(self) -> float:
         return self.covered / self.n if self.n else math.nan
 
+    def min_platform(self) -> float:
+        """The lowest coverage among platforms with at least :data:`MIN_PLATFORM_POINTS` points."""
+        rates = [k / n for k, n, _ in self.per_platform.values() if n >= MIN_PLATFORM_POINTS]
+        return min(rates) if rates else math.nan
+
 
 def nested_coverage(results: list[PlatformCv], nominal: float = NOMINAL) -> Coverage:
-    """Pooled empirical coverage of the bands, each point's band sized without that point."""
-    per_point = {}
+    """Pooled and per-platform coverage of the nested bands (:func:`nested_bands`)."""
+    nested_bands(results, nominal)
+    per_point, per_platform = {}, {}
     for cv in results:
-        others = [s for o in results if o.arch != cv.arch for s in o.scores]
-        for row in cv.rows:
-            kind, q = band_q(cv.nested[row.point.id], others, nominal)
-            per_point[row.point.id] = q is not None and row.score <= q
+        mine = {r.point.id: bool(r.covered) for r in cv.banded}
+        per_point.update(mine)
+        k = sum(mine.values())
+        per_platform[cv.arch] = (k, len(mine), clopper_pearson(k, len(mine)))
     covered = sum(per_point.values())
-    return Coverage(covered, len(per_point), clopper_pearson(covered, len(per_point)), per_point)
+    return Coverage(covered, len(per_point), clopper_pearson(covered, len(per_point)), per_point, per_platform)
+
+
+def band_q(own: list[float], pooled: list[float], nominal: float = NOMINAL) -> tuple[str, float | None]:
+    """(kind, log half-width) of a band from scores alone (sets fitted from runs): ``conformal``
+    from the platform's own scores, else ``wide`` (the largest finite pooled score), ``unbounded``
+    when none is finite."""
+    q = conformal_q(own, nominal)
+    if q is not None:
+        return ("conformal", q) if math.isfinite(q) else ("unbounded", None)
+    finite = [s for s in pooled + own if math.isfinite(s)]
+    return ("wide", max(finite)) if finite else ("unbounded", None)

@@ -3,8 +3,9 @@
 Columns: id, platform, model, overrides, batch, grad_accum, precision, mode, layout, metric,
 published, type (M/V/D), tolerance, tolerance_unit (rel/points), use (check/fit/excluded), source
 (free text), note, document, locator. ``document`` and ``locator`` (table, figure, log set, file)
-name the point's source as structured data: points with the same pair form one source, the unit
-the cross-validation leaves out (:mod:`.cv`). Every row needs both.
+name the point's source as structured data; the source, the unit cross-validation leaves out
+(:mod:`.cv`), is the document and the locator up to a ``row ...`` part (the rows of one table
+are one source). Every row needs both.
 
 Details: docs/perfmodel.md, "Knobs, sources and calibration" (calibration points).
 """
@@ -12,11 +13,13 @@ Details: docs/perfmodel.md, "Knobs, sources and calibration" (calibration points
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 POINTS_CSV = Path(__file__).with_name("points.csv")
+_ROW = re.compile(r"\brow\b", re.IGNORECASE)
 USES = ("fit", "check", "excluded")
 
 
@@ -44,8 +47,8 @@ class Point:
 
     @property
     def source_key(self) -> str:
-        """The source this point is left out with: ``document | locator``."""
-        return f"{self.document} | {self.locator}"
+        """The source this point is left out with: ``document | locator`` without its row."""
+        return f"{self.document} | {_ROW.split(self.locator, maxsplit=1)[0].rstrip(' ,;')}"
 
     def error(self, predicted: float) -> float:
         """Signed error: (predicted - published) / published for ``rel``, predicted - published for ``points``."""

@@ -6,9 +6,12 @@ For one architecture:
 2. Knobs fitted only to ``feasible`` points (a capacity boundary) are solved by bisection inside
    their bounds: the interval of values that reproduces every boundary, then its geometric middle.
 3. The other knobs are fitted together by bounded least squares (scipy.optimize.least_squares,
-   trust-region reflective, started from the YAML's values: deterministic) on the residuals
-   error / tolerance of every point they list (signed relative error for throughput, points for
-   allocation), so each point weighs by how tightly its source pins it.
+   trust-region reflective, started from the YAML's values, or for cross-validation from the
+   middle of each knob's bounds, a start that saw no calibration data: deterministic) on the
+   residuals error / tolerance of every point they list (signed relative error for throughput,
+   points for allocation), so each point weighs by how tightly its source pins it. When
+   cross-validation leaves out every point they list, they fit the platform's remaining
+   throughput points instead.
 
 Nothing random is involved: the same YAML and points give the same fit.
 """
@@ -119,25 +122,36 @@ def box_least_squares(
     return from_x(result.x)
 
 
-def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset()) -> FitResult:
+def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset(), start: str = "shipped") -> FitResult:
     """Fit every ``fitted`` knob of ``arch``; the YAML is not changed (see :func:`write_values`).
-    ``leave_out``: point ids the fit must not see (cross-validation, :mod:`.cv`); the least squares
-    still starts from the YAML's values (docs/perfmodel.md says why and what that costs)."""
+    ``leave_out``: point ids the fit must not see (cross-validation, :mod:`.cv`); ``start``:
+    ``shipped`` (the YAML's values) or ``middle`` (each knob's bounds' middle, which never saw a
+    calibration point: what cross-validation uses)."""
+    if start not in ("shipped", "middle"):
+        raise ValueError(f"start must be shipped or middle, not {start!r}")
     entries = fitted(arch)
     every = {p.id: p for p in load_points()}
     by_id = {i: p for i, p in every.items() if i not in leave_out}
     options = dict(hardware_yaml(arch).get("options") or {})
     before = {_knob(path): float(options[_knob(path)]) for path in entries}
     values = dict(before)
+    if start == "middle":
+        values.update({_knob(path): (e.bounds[0] + e.bounds[1]) / 2 for path, e in entries.items()})
     feasibility = {path: e for path, e in entries.items() if all(every[i].metric == "feasible" for i in e.points)}
     continuous = {path: e for path, e in entries.items() if path not in feasibility}
 
     if continuous:
         bounds = {_knob(path): tuple(e.bounds) for path, e in continuous.items()}
-        ids = sorted({i for e in continuous.values() for i in e.points if i in by_id})
-        points = [by_id[i] for i in ids if by_id[i].use != "excluded"]
-        fit = box_least_squares(lambda knobs: _residuals(points, knobs), values, bounds, 1e-6, 1e-8, 200)
-        values.update({n: _round(v) for n, v in fit.items()})
+        remaining = [
+            p.id for p in by_id.values() if p.platform == arch and p.metric in ("samples_per_s", "tokens_per_s")
+        ]
+        ids = set()
+        for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
+            ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
+        points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
+        if points:  # none left: the knobs keep their start
+            fit = box_least_squares(lambda knobs: _residuals(points, knobs), values, bounds, 1e-6, 1e-8, 200)
+            values.update({n: _round(v) for n, v in fit.items()})
     for path, entry in feasibility.items():
         name = _knob(path)
         lo, hi = entry.bounds

@@ -1,0 +1,130 @@
+"""How far a configuration lies from what was calibrated, and the band that distance gives it.
+
+- :func:`coords` reads a run config's reach coordinates: model size, chips, precision, compile
+  mode, execution mode, software release, GPU generation.
+- :func:`distance` is one number in "units": a decade of model size, 8x the chips, or one
+  categorical difference (0.5 for a release) each count 1.
+- :func:`half_width` is a prediction's band, in log space: the larger of its platform's
+  split-conformal quantile of out-of-source errors and the nearest calibration point's own error,
+  plus ``growth`` per unit of distance to that point; nothing calibrated within ``FAR`` units: a
+  ``wide`` band that says so. Pure and cheap: the tables come from the constant set.
+
+Details: docs/perfmodel.md, "Out-of-sample error and bands".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, is_dataclass
+from typing import Any, Mapping, Sequence
+
+#: distance units: per decade of model size, per doubling of chips, per categorical difference
+WEIGHTS = {
+    "size": 1.0,
+    "chips": 1.0 / 3.0,
+    "precision": 1.0,
+    "compile": 1.0,
+    "execution": 1.0,
+    "release": 0.5,
+    "generation": 1.0,
+}
+FAR = 2.0  #: beyond this many units from every calibration point, nothing calibrated is nearby
+GROWTH_MIN = 0.1  #: the least widening per unit of distance (log space, ~10%): a band always grows with reach
+CATEGORIES = ("precision", "compile", "execution", "release", "generation")
+_RELEASE = re.compile(r"\bR(\d+\.\d+)")
+
+
+def _approx_params(model: Mapping[str, Any]) -> float:
+    from dabench.advise.reach import approx_params
+
+    return approx_params(model)
+
+
+def coords(rc: Any, release: str = "") -> dict[str, Any]:
+    """The reach coordinates of a built run config (``release`` from a calibration point's text)."""
+    model = asdict(rc.model) if is_dataclass(rc.model) else dict(rc.model)
+    options = dict(rc.hardware.options or {})
+    chips = rc.parallel.degree * rc.parallel.replicas
+    if rc.hardware.arch == "rdu" and "tiles" in options:  # instances of a few tiles of an 8-tile RDU
+        chips *= int(options["tiles"]) / 8
+    execution = str(options.get("execution_mode", ""))
+    return {
+        "size": math.log10(max(_approx_params(model), 1.0)),
+        "chips": math.log2(max(chips, 1.0)),
+        "precision": rc.precision.name,
+        "compile": str(options.get("compile_mode", "")),
+        "execution": "" if execution == "auto" else execution,
+        "release": release,
+        "generation": rc.hardware.name if rc.hardware.arch == "cuda" else "",
+    }
+
+
+def point_release(layout: str) -> str:
+    """The software release a calibration point's layout text names (``R1.6``), else ""."""
+    found = _RELEASE.search(layout)
+    return f"R{found.group(1)}" if found else ""
+
+
+def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
+    """Each coordinate's share of the distance; an unknown ("") category costs nothing."""
+    out = {
+        "size": WEIGHTS["size"] * abs(a["size"] - b["size"]),
+        "chips": WEIGHTS["chips"] * abs(a["chips"] - b["chips"]),
+    }
+    for key in CATEGORIES:
+        if a.get(key) and b.get(key) and a[key] != b[key]:
+            out[key] = WEIGHTS[key]
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    return sum(differences(a, b).values())
+
+
+def conformal_rank(n: int, nominal: float) -> int:
+    """1-based rank of the split-conformal quantile among ``n`` scores (may exceed ``n``)."""
+    return math.ceil((n + 1) * nominal - 1e-12)
+
+
+def conformal_q(scores: Sequence[float], nominal: float) -> float | None:
+    """The split-conformal quantile of ``scores`` at ``nominal``; None when they are too few."""
+    k = conformal_rank(len(scores), nominal)
+    if not scores or k > len(scores):
+        return None
+    return sorted(scores)[k - 1]
+
+
+def growth(needs: Sequence[float], nominal: float) -> float:
+    """Widening per unit of distance: the conformal quantile of the calibration's own needs
+    ((out-of-source error - base) / distance), at least :data:`GROWTH_MIN`."""
+    q = conformal_q([n for n in needs if not math.isnan(n)], nominal)
+    return max(GROWTH_MIN, q if q is not None and math.isfinite(q) else GROWTH_MIN)
+
+
+def half_width(
+    x: Mapping[str, Any], points: Sequence[Mapping[str, Any]], wide: float, rate: float, nominal: float
+) -> tuple[str, float, str]:
+    """(kind, log half-width, why) of the band at coordinates ``x``. ``points``: the platform's
+    calibration points as ``{"id", "coords", "score"}`` (score: out-of-source |log error|, inf when
+    refused); ``wide``: the largest finite out-of-source score of any platform; ``rate``: growth
+    per unit. Kind ``near`` or ``wide`` (nothing calibrated within :data:`FAR`)."""
+    if not points:
+        return "wide", wide + rate * FAR, "nothing calibrated on this platform"
+    scores = [p["score"] for p in points]
+    q = conformal_q(scores, nominal)
+    base = q if q is not None and math.isfinite(q) else wide
+    nearest = min(points, key=lambda p: distance(x, p["coords"]))
+    d = distance(x, nearest["coords"])
+    own = nearest["score"] if math.isfinite(nearest["score"]) else wide
+    base = max(base, own)
+    parts = differences(x, nearest["coords"])
+    away = ", ".join(f"{k} {v:.2g}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])) or "none"
+    why = (
+        f"{100 * nominal:.0f}% band from {len(points)} out-of-source errors; nearest calibration "
+        f"{nearest['id']} (out of source: off by x{math.exp(own):.3g}) at distance {d:.2g} ({away}), "
+        f"+{rate:.3g}/unit"
+    )
+    if d > FAR:
+        return "wide", max(base, wide) + rate * d, f"nothing calibrated nearby: {why}"
+    return "near", base + rate * d, why
