@@ -211,6 +211,20 @@ def test_calibration_cache(tmp_path_factory):
         os.environ["DABENCH_CACHE_DIR"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def steady_check_off():
+    """The suite shares a loaded 2-core box: measured runs record their conditions but are not
+    judged by them (``DABENCH_STEADY_CHECK=off``, dabench/host/conditions.py); the tests of the
+    check (tests/host/test_conditions.py, tests/backends/test_unsteady.py) turn it on themselves."""
+    previous = os.environ.get("DABENCH_STEADY_CHECK")
+    os.environ["DABENCH_STEADY_CHECK"] = "off"
+    yield
+    if previous is None:
+        os.environ.pop("DABENCH_STEADY_CHECK", None)
+    else:
+        os.environ["DABENCH_STEADY_CHECK"] = previous
+
+
 #: modules whose tests are independent of each other (no module- or session-scoped fixture they
 #: share): pytest-xdist spreads them test by test; every other module runs on one worker
 SPREAD_MODULES = {"tests/docs/test_examples.py", "tests/golden/test_golden.py"}

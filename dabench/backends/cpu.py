@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 import resource
 
 from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, UnitUse
+from dabench.host.conditions import allowed_cpus
 from dabench.workload.opgraph import OpGraph
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,8 @@ def peak_rss_bytes() -> int:
 
 
 class CpuBackend(Backend):
-    """Cores allocated = torch threads; available = logical CPUs of this machine."""
+    """Cores allocated = torch threads (set by the pipeline: ``run.threads``, default the CPUs this
+    process may use); available = the CPUs it may use (affinity, cgroup quota)."""
 
     name = "cpu"
     torch_distributed = True
@@ -42,8 +43,6 @@ class CpuBackend(Backend):
         from dabench.backends.torch_device import run_on_device
         from dabench.host.info import cpu_native_precision
 
-        if rc.run.threads:
-            torch.set_num_threads(rc.run.threads)
         native = cpu_native_precision(rc.precision.compute_dtype)
         if not native:
             log.warning(
@@ -52,7 +51,7 @@ class CpuBackend(Backend):
                 rc.precision.compute_dtype,
                 rc.precision.compute_dtype,
             )
-        units = {"cores": UnitUse(torch.get_num_threads(), os.cpu_count() or 1)}
+        units = {"cores": UnitUse(torch.get_num_threads(), allowed_cpus())}
         return run_on_device(
             rc,
             torch.device("cpu"),

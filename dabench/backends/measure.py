@@ -14,6 +14,10 @@ times. Shared by the cpu and cuda backends.
   ``Backend.run``; it is called with ``"before"`` right after the warm-up and ``"after"`` right
   after the timed window, outside the clock marks (validate mode probes the CPU's ceilings there,
   so the prediction meets the machine as the timed steps met it).
+- Conditions (:class:`WindowWatch`, CPU runs): /proc and the process clock read right before and
+  after each timed window (:mod:`dabench.host.conditions`); a disturbed window is timed again up to
+  ``run.remeasure`` times, and the last one's conditions, its steps' band and the attempts become
+  ``measure.*`` metrics (:func:`window_metrics`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import torch
 
 from dabench.backends.base import TimedWindowCallback
 from dabench.backends.torch_train import TrainState, op_class_of
+from dabench.host import conditions
 
 
 class HostClock:
@@ -59,6 +64,45 @@ class CudaClock:
         torch.cuda.synchronize(self.device)
 
 
+class WindowWatch:
+    """The conditions of each timed window (:mod:`dabench.host.conditions`): ``start()`` and
+    ``stop(step_times)`` around it; ``stop`` returns why the window is unsteady, or None.
+    ``attempts`` holds each window's (conditions, reason)."""
+
+    def __init__(self, threads: int, cpus: int):
+        self.threads, self.cpus = threads, cpus
+        self.attempts: list[tuple[conditions.Conditions, str | None]] = []
+        self._before: conditions.Sample | None = None
+
+    def start(self) -> None:
+        self._before = conditions.sample()
+
+    def stop(self, step_times: list[float]) -> str | None:
+        after = conditions.sample()
+        window = conditions.window(self._before, after, self.threads, self.cpus, step_times)
+        reason = conditions.judge(window)
+        self.attempts.append((window, reason))
+        return reason
+
+
+def window_metrics(step_times: list[float], samples_per_step: float, watch: WindowWatch | None) -> dict[str, float]:
+    """The timed steps' own band (``throughput.samples_per_s.lo/.hi``, ``step_time.median_s.lo/.hi``:
+    the slowest and fastest step), ``measure.step_spread``, and with a ``watch`` the last window's
+    conditions and ``measure.attempts``. Pure."""
+    fastest, slowest = min(step_times), max(step_times)
+    out = {
+        "step_time.median_s.lo": fastest,
+        "step_time.median_s.hi": slowest,
+        "throughput.samples_per_s.lo": samples_per_step / slowest if slowest > 0 else 0.0,
+        "throughput.samples_per_s.hi": samples_per_step / fastest if fastest > 0 else 0.0,
+        "measure.step_spread": conditions.spread(step_times),
+    }
+    if watch is not None and watch.attempts:
+        out.update(watch.attempts[-1][0].metrics())
+        out["measure.attempts"] = float(len(watch.attempts))
+    return out
+
+
 def time_steps(
     state: TrainState,
     clock,
@@ -67,12 +111,16 @@ def time_steps(
     losses: list[float] | None = None,
     progress=None,
     on_timed_window: TimedWindowCallback | None = None,
+    watch: WindowWatch | None = None,
+    remeasure: int = 0,
 ) -> list[float]:
     """Seconds per optimizer step over the timed window. ``losses``, when given, receives the
     last timed step's loss (read after the window, so no extra synchronisation inside it).
     ``progress`` (a :class:`dabench.runtime.progress.StepProgress`) is told of each step between the
     clock marks, never inside them. ``on_timed_window``, when given, is called with ``"before"``
-    and ``"after"`` around the window, outside its clock marks."""
+    and ``"after"`` around the window, outside its clock marks. ``watch`` reads the conditions
+    right around the window; a window it finds unsteady is timed again, at most ``remeasure``
+    more times (the last window's times are returned)."""
     if progress is not None:
         progress.set_phase("warm-up")
     for _ in range(warmup):
@@ -81,24 +129,33 @@ def time_steps(
             clock.synchronize()  # warm-up only: the estimate needs finished steps
             progress.step()
     clock.synchronize()
-    if on_timed_window is not None:
-        on_timed_window("before")
-    if progress is not None:
-        progress.set_phase("timed")
-    marks = []
-    loss = None
-    for _ in range(timed):
-        start = clock.mark()
-        loss = state.step()
-        marks.append((start, clock.mark()))
+    for attempt in range(1 + max(0, remeasure)):
+        if on_timed_window is not None:
+            on_timed_window("before")
         if progress is not None:
-            progress.step()
-    clock.synchronize()
-    if on_timed_window is not None:
-        on_timed_window("after")
+            progress.set_phase("timed" if attempt == 0 else f"timed again ({attempt + 1})")
+        if watch is not None:
+            watch.start()
+        marks = []
+        loss = None
+        for _ in range(timed):
+            start = clock.mark()
+            loss = state.step()
+            marks.append((start, clock.mark()))
+            if progress is not None:
+                progress.step()
+        clock.synchronize()
+        times = [clock.elapsed(a, b) for a, b in marks]
+        unsteady = watch.stop(times) if watch is not None else None
+        if on_timed_window is not None:
+            on_timed_window("after")
+        if unsteady is None or attempt == remeasure:
+            break
+        if progress is not None:
+            progress.add_steps(timed)
     if losses is not None and loss is not None:
         losses.append(float(loss.detach().float().item()))
-    return [clock.elapsed(a, b) for a, b in marks]
+    return times
 
 
 class LayerTimer:

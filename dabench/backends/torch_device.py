@@ -1,4 +1,13 @@
-"""A measured run on a torch device: the body shared by the cpu and cuda backends."""
+"""A measured run on a torch device: the body shared by the cpu and cuda backends.
+
+The model's build, warm-up, timed and per-layer steps run in a worker thread
+(:func:`dabench.runtime.interrupts.in_worker`): Ctrl-C or SIGTERM ends the run within a second
+even inside a long torch call; the op profile runs on the main thread (torch.profiler's). On the
+CPU each timed window's conditions are read (:class:`dabench.backends.measure.WindowWatch`) and
+an unsteady window is timed again up to ``run.remeasure`` times; a last window still unsteady
+puts its reason in the Profile's ``unsteady`` tag (the pipeline's status). The run stops after
+warm-up when its estimate exceeds ``run.max_minutes`` (:class:`dabench.runtime.progress.StepProgress`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +19,8 @@ from dabench.backends.torch_train import build_train_state
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, Subtask, UnitUse
 from dabench.core.status import OutOfMemory
+from dabench.host.conditions import allowed_cpus
+from dabench.runtime.interrupts import in_worker
 
 #: messages of a failed host allocation (torch's CPU allocator raises RuntimeError with these)
 CPU_OOM_MESSAGES = (
@@ -42,7 +53,13 @@ def _progress(rc: RunConfig, device: torch.device, tags: dict[str, str] | None):
         dtype = rc.precision.compute_dtype
         reason = f"{dtype} is emulated on this CPU: it has no native {dtype} arithmetic"
     label = f"measure {rc.model.name} L{rc.model.n_layers} {rc.precision.name} b{rc.run.batch_size} on {device.type}"
-    return StepProgress(label, steps, reason, estimate_after=2 if rc.run.warmup_steps >= 2 else 1)
+    return StepProgress(
+        label,
+        steps,
+        reason,
+        estimate_after=2 if rc.run.warmup_steps >= 2 else 1,
+        limit_s=rc.run.max_minutes * 60 if rc.run.max_minutes else None,
+    )
 
 
 def run_on_device(
@@ -66,25 +83,44 @@ def run_on_device(
         )
     losses: list[float] = []
     progress = None
+    watch = None
+    if device.type == "cpu":
+        watch = measure.WindowWatch(torch.get_num_threads(), allowed_cpus())
+    subtasks: list[Subtask] = []
+    class_times: dict[str, float] = {}
+    extra: dict[str, float] = {}
     try:
-        state = build_train_state(rc, device)
         progress = _progress(rc, device, tags)
-        step_times = measure.time_steps(
-            state, clock, rc.run.warmup_steps, rc.run.timed_steps, losses, progress, on_timed_window
-        )
-        subtasks: list[Subtask] = []
-        class_times: dict[str, float] = {}
-        extra: dict[str, float] = {}
-        if rc.run.profile_subtasks:
-            layers, optimizer_s = measure.layer_times(state, clock, state.model.layer_names(), SUBTASK_STEPS, progress)
-            subtasks = [Subtask(name, time_s=seconds) for name, seconds in layers.items()]
+
+        def timed() -> tuple:
+            state = build_train_state(rc, device)
+            steps = measure.time_steps(
+                state,
+                clock,
+                rc.run.warmup_steps,
+                rc.run.timed_steps,
+                losses,
+                progress,
+                on_timed_window,
+                watch,
+                rc.run.remeasure,
+            )
+            layers = None
+            if rc.run.profile_subtasks:
+                layers = measure.layer_times(state, clock, state.model.layer_names(), SUBTASK_STEPS, progress)
+            return state, steps, layers
+
+        state, step_times, layers = in_worker(timed, "dabench-measure")
+        if layers is not None:
+            per_layer, optimizer_s = layers
+            subtasks = [Subtask(name, time_s=seconds) for name, seconds in per_layer.items()]
             progress.set_phase("op profile")
-            class_times = measure.op_class_times(state, device.type == "cuda")
+            class_times = measure.op_class_times(state, device.type == "cuda")  # the profiler's own thread
             progress.step()
             class_times["optimizer"] = optimizer_s
             extra["subtask.optimizer_s"] = optimizer_s
             step = sorted(step_times)[len(step_times) // 2]
-            extra["subtask.coverage"] = (sum(layers.values()) + optimizer_s) / step
+            extra["subtask.coverage"] = (sum(per_layer.values()) + optimizer_s) / step
     except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
         if not is_out_of_memory(error):
             raise
@@ -95,6 +131,14 @@ def run_on_device(
             progress.close()
     if losses:
         extra["loss.final"] = losses[0]  # checked before recording: a non-finite loss is `diverged`
+    extra.update(measure.window_metrics(step_times, rc.samples_per_step, watch))
+    tags = dict(tags or {})
+    if watch is not None:
+        reasons = [reason for _, reason in watch.attempts]
+        if reasons[-1] is not None:
+            tags["unsteady"] = reasons[-1]
+        if len(reasons) > 1:
+            tags["remeasured"] = " | ".join(f"attempt {i + 1}: {r or 'steady'}" for i, r in enumerate(reasons))
     return Profile(
         mode="measure",
         source=source,
@@ -107,5 +151,5 @@ def run_on_device(
         memory_bytes={memory_level: float(peak_memory())},
         class_times_s=class_times,
         extra_metrics=extra,
-        tags={"subtask_kind": "layer", **(tags or {})},
+        tags={"subtask_kind": "layer", **tags},
     )

@@ -289,7 +289,16 @@ class RunSettings:
     warmup_steps: int = field_(2, low=0, high=1_000_000, doc="untimed steps")
     timed_steps: int = field_(5, low=1, high=1_000_000, doc="timed steps")
     seed: int = field_(0, low=0, high=2**63 - 1, doc="random seed")
-    threads: int | None = field_(None, low=1, high=4096, doc="CPU threads (null = torch's default)")
+    threads: int | None = field_(None, low=1, high=4096, doc="CPU threads (null = the CPUs this process may use)")
+    remeasure: int = field_(
+        2,
+        low=0,
+        high=10,
+        doc="times a disturbed timed window (measured CPU runs) is timed again before the run ends unsteady",
+    )
+    max_minutes: float = field_(
+        30.0, low=0, high=100_000, doc="stop a measured run whose estimate after warm-up exceeds this (0 = no limit)"
+    )
     profile_subtasks: bool = field_(True, doc="extra steps after timing for per-layer (subtask) times")
     lr: float = field_(1e-4, low=0.0, low_open=True, high=10.0, doc="learning rate")
     allow_oversubscribe: bool = field_(False, doc="measured parallel runs may start more ranks than cores")
@@ -324,6 +333,13 @@ class TrackingConfig:
 
 
 @dataclass(frozen=True)
+class BandConfig:
+    """The band around every predicted number (docs/perfmodel.md, "Out-of-sample error and bands")."""
+
+    nominal: float = field_(0.8, low=0.5, high=0.99, doc="the bands' nominal coverage: the share of outcomes inside")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     model: ModelConfig
     hardware: HardwareSpec
@@ -331,13 +347,7 @@ class RunConfig:
     precision: PrecisionConfig
     run: RunSettings
     tracking: TrackingConfig
-
-@dataclass(frozen=True)
-class BandConfig:
-    """The band around every predicted number (docs/perfmodel.md, "Out-of-sample error and bands")."""
-
-    nominal: float = field_(0.8, low=0.5, high=0.99, doc="the bands' nominal coverage: the share of outcomes inside")
-
+    band: BandConfig = BandConfig()
 
     @property
     def data_copies(self) -> int:
@@ -347,7 +357,6 @@ class BandConfig:
     @property
     def samples_per_step(self) -> int:
         """Samples consumed by one optimizer step over all chips:
-    band: BandConfig = BandConfig()
         micro-batch * grad_accum * data copies."""
         return self.run.batch_size * self.run.grad_accum * self.data_copies
 
@@ -367,5 +376,5 @@ SECTION_TYPES: dict[str, type] = {
     "precision": PrecisionConfig,
     "run": RunSettings,
     "tracking": TrackingConfig,
-}
     "band": BandConfig,
+}

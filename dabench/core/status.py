@@ -34,6 +34,7 @@ class Status(str, Enum):
     INVALID_RESULT = "invalid_result"
     INCOMPLETE_ARTIFACT = "incomplete_artifact"
     SKIPPED = "skipped"
+    UNSTEADY = "unsteady"
 
 
 FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
@@ -80,6 +81,12 @@ VOCABULARY: dict[Status, StatusInfo] = {
         "the study already holds (another worker ran or runs it)",
         KILLED,
         False,
+    ),
+    Status.UNSTEADY: StatusInfo(
+        "a measured run's timed steps were disturbed (another process took its CPUs, steal time, "
+        "steps spread): its numbers are recorded but not valid (the reason names the cause and what to do)",
+        FAILED,
+        True,
     ),
 }
 
@@ -198,6 +205,10 @@ class Diverged(DabenchError, status=Status.DIVERGED):
 
 class InvalidResult(DabenchError, status=Status.INVALID_RESULT):
     """A metric breaks a physical bound (efficiency > 1, roofline point above its roof)."""
+
+
+class Unsteady(DabenchError, status=Status.UNSTEADY):
+    """A measured run's conditions broke the steady-state thresholds (dabench/host/conditions.py)."""
 
 
 class IncompleteArtifact(DabenchError, status=Status.INCOMPLETE_ARTIFACT):

@@ -26,6 +26,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from dabench.host import conditions
+from dabench.host.cache import calibration_cache
 from dabench.host.info import cpu_calibration_key
 from dabench.host.noise import NOISY_SPREAD
 
@@ -69,8 +71,6 @@ class Calibration:
 def cache_path() -> Path:
     """The calibration cache (:func:`dabench.host.cache.calibration_cache`: a temporary one when
     the configured folder cannot be written)."""
-    from dabench.host.cache import calibration_cache
-
     return calibration_cache()
 
 
@@ -130,8 +130,6 @@ def accept(key: str, samples: Sequence[float], load: float, limit: float = MAX_L
 def measured_steadily(key: str, measure: Callable[[], Sequence[float]]) -> list[float]:
     """``measure()``'s repeats, or CalibrationRefused when other processes took the CPUs while it
     ran (:func:`dabench.host.conditions.judge`): a ceiling probed while disturbed is never cached."""
-    from dabench.host import conditions
-
     before = conditions.sample()
     samples = list(measure())
     window = conditions.window(before, conditions.sample(), torch.get_num_threads(), conditions.allowed_cpus(), ())

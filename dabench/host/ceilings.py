@@ -170,7 +170,8 @@ def measured_roof(ceilings: Ceilings, dtype: str, probes: Sequence = ()) -> Meas
 
 class WindowProbes:
     """The ``on_timed_window`` callback of an in-situ run (:func:`uses_in_situ_ceilings`): each
-    call probes this CPU's ceilings (:func:`dabench.host.calibrate.probe` at ``dtype``)."""
+    call probes this CPU's ceilings (:func:`dabench.host.calibrate.probe` at ``dtype``); a window
+    timed again starts its readings afresh."""
 
     def __init__(self, dtype: str):
         self.dtype = dtype
@@ -179,6 +180,8 @@ class WindowProbes:
     def __call__(self, when: str) -> None:
         from dabench.host.calibrate import probe
 
+        if when == "before":
+            self.readings = []
         self.readings.append(probe(self.dtype))
 
     def ceilings(self, calibrated: Ceilings) -> tuple[Ceilings, dict[str, float]] | None:

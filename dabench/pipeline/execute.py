@@ -35,6 +35,7 @@ from dabench.host.ceilings import (
     resolve_ceilings,
     uses_in_situ_ceilings,
 )
+from dabench.host.conditions import run_threads
 from dabench.host.noise import band_metrics as ceiling_band_metrics
 from dabench.host.noise import held_to_band_top, noise_note
 from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
@@ -306,21 +307,22 @@ def _run(rc: RunConfig, result: RunResult) -> None:
     result.mode, note = resolve_mode(rc, backend)
     if note:
         result.notes["dabench.mode_note"] = note
-    with _cpu_threads(rc):
+    with _cpu_threads(rc, result.mode):
         _run_on(rc, result, backend)
 
 
 @contextmanager
-def _cpu_threads(rc: RunConfig) -> Iterator[None]:
-    """``run.threads`` for a CPU run, the process's previous count restored after it (a grid or the
-    Python API runs many configurations in one process)."""
-    if rc.hardware.arch != "cpu" or not rc.run.threads:
+def _cpu_threads(rc: RunConfig, mode: str) -> Iterator[None]:
+    """A measured CPU run's threads (``run.threads``, default the CPUs this process may use:
+    :func:`~dabench.host.conditions.run_threads`), the previous count restored after it (a grid or
+    the Python API runs many configurations in one process)."""
+    if rc.hardware.arch != "cpu" or (mode == "predict" and not rc.run.threads):
         yield
         return
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(rc.run.threads)
+    torch.set_num_threads(run_threads(rc.run.threads))
     try:
         yield
     finally:
@@ -342,6 +344,10 @@ def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
             failure = _evaluate(rc, result, graph, ceilings, again)
     if failure is not None:
         result.status, result.reason = failure.status, failure.reason
+    unsteady = result.profile.tags.get("unsteady") if result.profile is not None else None
+    if unsteady:  # a disturbed measurement's numbers are recorded, never as ok, nor judged against a prediction
+        extra = f" (its result check also failed: {result.reason[:300]})" if failure is not None else ""
+        result.status, result.reason = Status.UNSTEADY, f"unsteady: {unsteady}{extra}"
 
 
 def _evaluate(
@@ -377,6 +383,7 @@ def _evaluate(
         result.metrics.update(validate_run(result.metrics, prediction.metrics))
     if prediction is not None:  # each predicted number's band (dabench/perfmodel/fit/constant_set.py)
         from dabench.perfmodel.fit.constant_set import band_metrics, resolve
+        from dabench.perfmodel.fit.reach import coords
 
         constant_set = resolve(rc.hardware.constants)
         result.metrics.update(band_metrics(rc.hardware.arch, result.metrics, constant_set, coords(rc), rc.band.nominal))
@@ -387,7 +394,6 @@ def _evaluate(
         result.notes["dabench.ceilings_note"] = f"efficiency and roofline metrics absent: {ceilings.source}"
     return check_run(
         result, prediction.metrics if prediction is not None else None, measurement.roof if measurement else None
-        from dabench.perfmodel.fit.reach import coords
     )
 
 

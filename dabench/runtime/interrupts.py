@@ -3,7 +3,11 @@
 :func:`install` makes SIGTERM raise :class:`Terminated` (a KeyboardInterrupt), so it unwinds like
 Ctrl-C; :func:`on_interrupt` registers closers for records held beyond one run, :func:`progress`
 says how far a sweep got; :func:`guard` runs the closers, prints one line (no traceback) and exits
-``128 + signal`` (130 SIGINT, 143 SIGTERM).
+``128 + signal`` (130 SIGINT, 143 SIGTERM). The first signal arms the second: it ends the
+process at once (the hooks of :func:`at_exit_now` kill child process groups first).
+:func:`in_worker` runs long work (a measured run's steps) in a daemon thread while the main thread
+waits, so a signal is acted on within :data:`POLL_S` even while the work sits in a C++ call; the
+guard then exits with ``os._exit`` once its closers ran, not waiting for that call.
 
 Derivation: docs/reliability.md, section 3.
 """
@@ -14,9 +18,13 @@ import os
 import shlex
 import signal
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+POLL_S = 0.1  #: how often a main thread waiting on :func:`in_worker` can act on a signal
 
 
 class Terminated(KeyboardInterrupt):
@@ -38,6 +46,8 @@ class Progress:
 _progress = Progress()
 _closers: list[Callable[[], str | None]] = []
 _notes: list[str] = []
+_exit_now_hooks: list[Callable[[], None]] = []
+_abandoned: list[threading.Thread] = []  #: workers still inside their call when a signal came
 
 
 def note(text: str) -> None:
@@ -45,17 +55,72 @@ def note(text: str) -> None:
     _notes.append(text)
 
 
+def at_exit_now(hook: Callable[[], None]) -> None:
+    """``hook`` (quick, e.g. killing child process groups) runs before a second signal's exit."""
+    _exit_now_hooks.append(hook)
+
+
+def _exit_now(signum: int, frame) -> None:
+    """A second signal: kill what the hooks kill and end the process, closing nothing more."""
+    for hook in list(_exit_now_hooks):
+        try:
+            hook()
+        except Exception:  # noqa: BLE001 - exiting regardless
+            pass
+    os.write(2, f"dabench: second {signal.Signals(signum).name}: exiting now\n".encode())
+    os._exit(128 + signum)
+
+
+def _arm_second(signum: int) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _exit_now)
+
+
 def _raise_terminated(signum: int, frame) -> None:
+    _arm_second(signum)
     raise Terminated(signum)
 
 
-def install() -> None:
-    """SIGTERM raises :class:`Terminated` in the main thread (SIGINT keeps Python's
-    KeyboardInterrupt; an ignored SIGINT, e.g. under nohup, stays ignored)."""
-    import threading
+def _raise_interrupt(signum: int, frame) -> None:
+    _arm_second(signum)
+    raise KeyboardInterrupt
 
+
+def install() -> None:
+    """SIGTERM raises :class:`Terminated` in the main thread, SIGINT KeyboardInterrupt (an ignored
+    SIGINT, e.g. under nohup, stays ignored); either arms the next signal to exit at once."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _raise_interrupt)
+
+
+def in_worker(fn: Callable[[], T], name: str = "dabench-work") -> T:
+    """``fn()`` run in a daemon thread while this (main) thread waits, polling every
+    :data:`POLL_S`: a signal raises here at once, wherever ``fn`` is. The worker is then abandoned
+    (it ends with the process). Off the main thread, ``fn()`` is called directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = error
+
+    worker = threading.Thread(target=target, name=name, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(POLL_S)
+    except BaseException:
+        _abandoned.append(worker)
+        raise
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
 
 
 def on_interrupt(closer: Callable[[], str | None]) -> Callable[[], None]:
@@ -144,10 +209,17 @@ def run_closers() -> list[str]:
 @contextmanager
 def guard() -> Iterator[None]:
     """Around the Hydra entry: an interrupt ends the process with one line and 128 + signal."""
+    previous_int = signal.getsignal(signal.SIGINT)
     install()
     try:
         yield
     except KeyboardInterrupt as error:
         notes = run_closers()
         print(message(error, notes), file=sys.stderr, flush=True)
+        if any(worker.is_alive() for worker in _abandoned):  # still inside a long call: do not wait for it
+            sys.stdout.flush()
+            os._exit(exit_code(error))
         raise SystemExit(exit_code(error)) from None
+    finally:
+        if threading.current_thread() is threading.main_thread() and previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)

@@ -2,8 +2,10 @@
 
 :class:`SweepProgress`: jobs of a multirun, study or grid (done/total, ok/failed, ETA).
 :class:`StepProgress`: the steps of a measured run; says once at the start when the estimated run
-exceeds :data:`LONG_RUN_S`. A tqdm bar on a TTY, else plain lines at most every
-:data:`LINE_INTERVAL_S`; ``$DABENCH_PROGRESS``: ``auto``, ``bar``, ``lines`` or ``off``.
+exceeds :data:`LONG_RUN_S`, and stops it (:class:`~dabench.core.status.RunTimeout`, one line: the
+estimate, why and a cheaper command) when the estimate exceeds its limit (``run.max_minutes``).
+A tqdm bar on a TTY, else plain lines at most every :data:`LINE_INTERVAL_S`;
+``$DABENCH_PROGRESS``: ``auto``, ``bar``, ``lines`` or ``off``.
 :meth:`StepProgress.step` runs between timed steps, never inside the clock marks.
 """
 
@@ -11,9 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sys
 import time
 from typing import Callable, TextIO
+
+from dabench.core.status import RunTimeout
 
 log = logging.getLogger("dabench")
 
@@ -159,6 +164,12 @@ class SweepProgress:
         self.line.close()
 
 
+def cheaper_command(argv: list[str] | None = None) -> str:
+    """This command with ``hardware.mode=predict`` in place of any mode it set."""
+    args = [a for a in (sys.argv[1:] if argv is None else argv) if not a.lstrip("+~").startswith("hardware.mode=")]
+    return "python -m dabench " + " ".join([*map(shlex.quote, args), "hardware.mode=predict"])
+
+
 class StepProgress:
     """The steps of one measured run: ``phase`` names what runs now (warm-up, timed,
     instrumented); ``step()`` after each step, outside any timed interval."""
@@ -171,8 +182,10 @@ class StepProgress:
         stream: TextIO | None = None,
         mode: str | None = None,
         estimate_after: int = 1,
+        limit_s: float | None = None,
     ):
         self.label, self.steps, self.reason = label, max(1, int(steps)), reason
+        self.limit_s = limit_s
         self.done = 0
         self.phase = "warm-up"
         self.estimate_after = max(1, int(estimate_after))
@@ -191,6 +204,14 @@ class StepProgress:
     def set_phase(self, phase: str) -> None:
         self.phase = phase
 
+    def add_steps(self, steps: int) -> None:
+        """``steps`` more to take (a timed window measured again)."""
+        self.steps += int(steps)
+        if self.line is not None:
+            self.line.total = self.steps
+            if self.line.bar is not None:
+                self.line.bar.total = self.steps
+
     def step(self) -> None:
         self.done += 1
         if self.done == self.estimate_after and self.estimated_s is None:
@@ -208,6 +229,14 @@ class StepProgress:
         self.estimated_s = self.estimate()
         if self.estimated_s is None:
             return
+        if self.limit_s is not None and self.estimated_s > self.limit_s:
+            why = f" ({self.reason})" if self.reason else ""
+            raise RunTimeout(
+                f"{self.label}: stopped after {self.done} of {self.steps} steps: it would take about "
+                f"{duration(self.estimated_s)}{why}, more than run.max_minutes={self.limit_s / 60:g}; "
+                f"cheaper: {cheaper_command()} (or fewer run.timed_steps, a smaller model, "
+                "or a larger run.max_minutes)"
+            )
         if self.estimated_s > LONG_RUN_S:
             why = f" ({self.reason})" if self.reason else ""
             message = (

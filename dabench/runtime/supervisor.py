@@ -3,7 +3,9 @@
 Starts each child in its own session (process group) with its output in a log file, waits with a
 deadline, kills the whole group whatever ends the wait, and classifies the exit as ok, oom (an
 out-of-memory marker, or SIGKILL while the cgroup's OOM-kill counter rose), interrupted (SIGINT or
-SIGTERM it did not send), timeout or crashed. Standard library only (plus the status names).
+SIGTERM it did not send), timeout or crashed. Children still running are killed by a second
+Ctrl-C / SIGTERM before the process exits (:func:`dabench.runtime.interrupts.at_exit_now`).
+Standard library only (plus the status names and the interrupt hooks).
 
 Derivation: docs/reliability.md, section 11.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from dabench.core.status import Status
+from dabench.runtime import interrupts
 
 #: exit classes, in the one status vocabulary (dabench/core/status.py)
 OK, OOM, INTERRUPTED, TIMEOUT, CRASHED = (
@@ -119,6 +122,21 @@ def classify(
     return CRASHED, how
 
 
+_LIVE: dict[int, "Child"] = {}  #: started children not yet killed or reaped, by pid
+
+
+def kill_live() -> None:
+    """SIGKILL the process group of every child still held (a second signal's last act)."""
+    for pid in list(_LIVE):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+interrupts.at_exit_now(kill_live)
+
+
 @dataclass
 class Child:
     """A started child: its Popen, log file and the OOM-kill count when it started."""
@@ -150,7 +168,9 @@ def start(
             env=dict(env) if env is not None else None,
             start_new_session=True,
         )
-    return Child(proc, log_path, counter)
+    child = Child(proc, log_path, counter)
+    _LIVE[proc.pid] = child
+    return child
 
 
 def kill_group(child: Child) -> bool:
@@ -167,11 +187,13 @@ def kill_group(child: Child) -> bool:
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
         pass
     child.killed = child.killed or running
+    _LIVE.pop(child.proc.pid, None)
     return running
 
 
 def outcome(child: Child, *, timed_out: bool = False, tail_chars: int = TAIL_CHARS) -> Exit:
     """Classify a finished (or killed) child."""
+    _LIVE.pop(child.proc.pid, None)
     output = tail(child.log_path, tail_chars)
     after = oom_kill_count()
     oom_killed = after is not None and child.oom_kills_at_start is not None and after > child.oom_kills_at_start

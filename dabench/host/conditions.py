@@ -1,0 +1,261 @@
+"""The conditions a timed window ran under, and whether they make its numbers unsteady.
+
+:func:`sample` reads this process's CPU time, the wall clock and the CPUs it may use from
+/proc/stat (busy and steal time, runnable tasks): a few reads, taken before and after a window,
+never per step. :func:`window` turns two samples and the step times into :class:`Conditions`;
+:func:`judge` returns the reason a window is unsteady (the cause and what to do) or None.
+:func:`allowed_cpus` is what the process may use: its affinity, capped by a cgroup CPU quota.
+``DABENCH_STEADY_CHECK=off`` keeps the metrics but judges nothing (a shared CI box).
+
+Thresholds and their rationale: docs/reliability.md, "Disturbed measurements".
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+CHECK_ENV = "DABENCH_STEADY_CHECK"  #: ``off`` records the conditions but never flags a run
+MIN_CPU_SHARE = 0.85  #: CPU time the run's threads must get, of wall x threads, when others want CPUs
+MAX_WAIT = 0.25  #: share of the window in which some runnable task waited for a CPU (PSI)
+MAX_CONTENTION = 0.20  #: without PSI: share of the run's threads' CPUs other processes took
+MAX_STEAL = 0.10  #: share of the allowed CPUs' time the hypervisor may give to other guests
+MAX_STEP_SPREAD = 0.50  #: (max - min) / median of the timed steps
+MIN_WINDOW_S = 0.05  #: shorter windows are judged on their step spread only (10 ms /proc/stat ticks)
+TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def parse_cpu_max(text: str) -> float | None:
+    """CPUs allowed by a cgroup v2 ``cpu.max`` line (``"200000 100000"`` -> 2.0; ``max`` -> None)."""
+    parts = text.split()
+    if len(parts) < 2 or parts[0] == "max":
+        return None
+    return int(parts[0]) / int(parts[1])
+
+
+def cgroup_quota(root: Path = Path("/sys/fs/cgroup"), self_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
+    """CPUs this process's cgroup may use (its own ``cpu.max`` or a parent's, v1's cfs quota), or None."""
+    try:
+        lines = self_cgroup.read_text().splitlines()
+    except OSError:
+        lines = []
+    relative = next((line.split(":", 2)[2] for line in lines if line.startswith("0::")), "/")
+    folder = root / relative.lstrip("/")
+    quotas = []
+    while True:
+        try:
+            quota = parse_cpu_max((folder / "cpu.max").read_text())
+        except (OSError, ValueError, ZeroDivisionError):
+            quota = None
+        if quota is not None:
+            quotas.append(quota)
+        if folder == root or root not in folder.parents:
+            break
+        folder = folder.parent
+    for v1 in (root / "cpu,cpuacct", root / "cpu"):
+        try:
+            quota_us = int((v1 / "cpu.cfs_quota_us").read_text())
+            period_us = int((v1 / "cpu.cfs_period_us").read_text())
+        except (OSError, ValueError):
+            continue
+        if quota_us > 0 and period_us > 0:
+            quotas.append(quota_us / period_us)
+    return min(quotas) if quotas else None
+
+
+def affinity() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
+def allowed_cpus() -> int:
+    """CPUs this process may use: its affinity, capped by the cgroup quota (rounded down, at least 1)."""
+    count = len(affinity())
+    quota = cgroup_quota()
+    if quota is not None:
+        count = min(count, max(1, math.floor(quota)))
+    return max(1, count)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading: wall and process CPU seconds, and the allowed CPUs' busy and steal seconds."""
+
+    wall_s: float
+    cpu_s: float  #: this process's CPU time, all threads
+    busy_s: float  #: user + nice + system + irq + softirq of the allowed CPUs, every process
+    steal_s: float  #: time the hypervisor ran other guests on the allowed CPUs
+    running: int  #: runnable tasks on the machine (procs_running), this run's own threads included
+    readable: bool = True  #: False where /proc/stat could not be read (then busy and steal are 0)
+    wait_s: float | None = None  #: time some runnable task waited for a CPU (/proc/pressure/cpu), if exposed
+
+
+def parse_proc_stat(text: str, cpus: set[int]) -> tuple[float, float, int, bool]:
+    """(busy ticks, steal ticks, procs_running, found) of ``cpus`` from /proc/stat's text."""
+    busy = steal = 0.0
+    running, found = 0, False
+    for line in text.splitlines():
+        if line.startswith("cpu") and line[3:4].isdigit():
+            fields = line.split()
+            if int(fields[0][3:]) not in cpus:
+                continue
+            values = [float(x) for x in fields[1:9]]
+            values += [0.0] * (8 - len(values))
+            user, nice, system, _idle, _iowait, irq, softirq, stolen = values
+            busy += user + nice + system + irq + softirq
+            steal += stolen
+            found = True
+        elif line.startswith("procs_running"):
+            running = int(line.split()[1])
+    return busy, steal, running, found
+
+
+def parse_pressure(text: str) -> float | None:
+    """Seconds of the ``some`` line's ``total=`` (microseconds) of a PSI file, or None."""
+    for line in text.splitlines():
+        if line.startswith("some"):
+            found = re.search(r"total=(\d+)", line)
+            return int(found.group(1)) / 1e6 if found else None
+    return None
+
+
+def sample(cpus: set[int] | None = None) -> Sample:
+    try:
+        text = Path("/proc/stat").read_text()
+    except OSError:
+        text = ""
+    try:
+        wait = parse_pressure(Path("/proc/pressure/cpu").read_text())
+    except OSError:
+        wait = None
+    busy, steal, running, found = parse_proc_stat(text, affinity() if cpus is None else cpus)
+    return Sample(time.perf_counter(), time.process_time(), busy * TICK_S, steal * TICK_S, running, found, wait)
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What a timed window got; :meth:`metrics` gives the ``measure.*`` metrics."""
+
+    wall_s: float
+    threads: int  #: the run's threads (torch's intra-op count)
+    cpus: int  #: the CPUs it may use (:func:`allowed_cpus`)
+    cpu_share: float  #: its CPU time / (wall x min(threads, cpus))
+    others_cpus: float  #: CPUs' worth of time other processes used on the allowed CPUs
+    contention: float  #: share of the run's threads' CPUs other processes took (beyond the idle ones)
+    steal: float  #: steal time / (wall x cpus)
+    run_queue: float  #: mean runnable tasks at the window's edges, this run's threads included
+    step_spread: float  #: (max - min) / median of the step times
+    wait: float | None = None  #: share of the window some runnable task waited for a CPU (None: no PSI)
+    readable: bool = True
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "measure.cpu_share": self.cpu_share,
+            "measure.others_cpus": self.others_cpus,
+            "measure.contention": self.contention,
+            "measure.steal": self.steal,
+            "measure.run_queue": self.run_queue,
+            "measure.step_spread": self.step_spread,
+            **({} if self.wait is None else {"measure.cpu_wait": self.wait}),
+            "measure.threads": float(self.threads),
+            "measure.cpus_allowed": float(self.cpus),
+        }
+
+
+def spread(step_times: Sequence[float]) -> float:
+    """(max - min) / median: 0 when every step took the same time."""
+    if not step_times:
+        return 0.0
+    median = statistics.median(step_times)
+    return (max(step_times) - min(step_times)) / median if median > 0 else 0.0
+
+
+def window(before: Sample, after: Sample, threads: int, cpus: int, step_times: Sequence[float]) -> Conditions:
+    """The conditions between two samples. Pure."""
+    wall = max(after.wall_s - before.wall_s, 1e-9)
+    used = max(1, min(threads, cpus))
+    own = max(0.0, after.cpu_s - before.cpu_s)
+    others = max(0.0, (after.busy_s - before.busy_s) - own) / wall
+    contention = max(0.0, others - (cpus - used)) / used
+    return Conditions(
+        wall_s=wall,
+        threads=threads,
+        cpus=cpus,
+        cpu_share=own / (wall * used),
+        others_cpus=others,
+        contention=contention,
+        steal=max(0.0, after.steal_s - before.steal_s) / (wall * cpus),
+        run_queue=(before.running + after.running) / 2,
+        step_spread=spread(step_times),
+        wait=None if before.wait_s is None or after.wait_s is None else max(0.0, after.wait_s - before.wait_s) / wall,
+        readable=before.readable and after.readable,
+    )
+
+
+def check_enabled() -> bool:
+    return os.environ.get(CHECK_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def others_wanted(c: Conditions) -> bool:
+    """Whether other tasks competed for the run's CPUs: runnable tasks waited (PSI), or, where the
+    kernel exposes no PSI, other processes' CPU time on them (10 ms ticks: long windows only)."""
+    if c.wait is not None:
+        return c.wait > MAX_WAIT
+    return c.readable and c.contention > MAX_CONTENTION
+
+
+def judge(c: Conditions) -> str | None:
+    """Why the window is unsteady (cause, then what to do), or None when its numbers stand.
+    Nothing is judged when ``DABENCH_STEADY_CHECK=off``."""
+    if not check_enabled():
+        return None
+    advice = "run it again when the machine is quiet, or give it CPUs of its own (taskset, fewer run.threads)"
+    if c.wall_s >= MIN_WINDOW_S and c.cpu_share < MIN_CPU_SHARE and others_wanted(c):
+        used = min(c.threads, c.cpus)
+        waited = "" if c.wait is None else f", tasks waited for a CPU {c.wait:.0%} of the time"
+        return (
+            f"got {c.cpu_share:.0%} of {used} CPU{'s' if used > 1 else ''} during the timed steps "
+            f"(< {MIN_CPU_SHARE:.0%}): other processes used the rest ({c.others_cpus:.1f} of the "
+            f"{c.cpus} CPUs it may use{waited}); {advice}"
+        )
+    if c.readable and c.wall_s >= MIN_WINDOW_S and c.steal > MAX_STEAL:
+        return (
+            f"the hypervisor gave {c.steal:.0%} of this VM's CPU time to other guests during the timed "
+            f"steps (steal > {MAX_STEAL:.0%}); run it again later or on a dedicated machine"
+        )
+    if c.step_spread > MAX_STEP_SPREAD:
+        return (
+            f"the timed steps spread {c.step_spread:.0%} (slowest - fastest) / median > {MAX_STEP_SPREAD:.0%}: "
+            f"something disturbed some of them; {advice}"
+        )
+    return None
+
+
+_WARNED_THREADS: set[tuple[int, int]] = set()
+
+
+def run_threads(requested: int | None) -> int:
+    """A measured CPU run's threads: ``requested``, or the CPUs this process may use. A request
+    above them is said once per process (its threads would wait for each other)."""
+    cpus = allowed_cpus()
+    if requested is None:
+        return cpus
+    if requested > cpus and (requested, cpus) not in _WARNED_THREADS:
+        _WARNED_THREADS.add((requested, cpus))
+        logging.getLogger("dabench").warning(
+            "run.threads=%d is more than the %d CPU(s) this process may use (affinity, cgroup quota): "
+            "its threads will wait for each other; run.threads=null uses %d",
+            requested,
+            cpus,
+            cpus,
+        )
+    return requested
