@@ -220,6 +220,30 @@ def _band(lo, hi, fmt) -> str:
     return "no band" if lo is None or hi is None else f"{fmt(lo)}..{fmt(hi)}"
 
 
+#: the band columns of each ranking objective
+_BANDS = {
+    "time": ("time_lo_s", "time_hi_s"),
+    "energy": ("energy_lo_kwh", "energy_hi_kwh"),
+    "cost": ("cost_lo", "cost_hi"),
+}
+
+
+def overlaps(ranked: list[dict[str, Any]], objective: str) -> list[str]:
+    """One line per pair of ranked platforms whose bands on the ranking objective overlap: the
+    model cannot tell which of the two is better."""
+    lo, hi = _BANDS[objective]
+    ok = [r for r in ranked if r["status"] == "ok" and r.get(lo) is not None and r.get(hi) is not None]
+    out = []
+    for i, a in enumerate(ok):
+        for b in ok[i + 1 :]:
+            if a[lo] <= b[hi] and b[lo] <= a[hi]:
+                out.append(
+                    f"bands overlap: #{a['rank']} {a['platform']} and #{b['rank']} {b['platform']} on {objective} "
+                    f"(PREDICTED bands intersect): the ranking between them is not settled"
+                )
+    return out
+
+
 def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
     """The terminal answer."""
     req = advice.request
@@ -292,6 +316,7 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
         fmt(["-" * w for w in widths]),
     ]
     out += [fmt(l) for l in lines]
+    out += overlaps(ranked, req.objectives[0])
     out.append("")
     for r in ranked:
         out.append(

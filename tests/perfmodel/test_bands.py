@@ -244,3 +244,17 @@ def test_the_summary_line_of_a_prediction_shows_its_band():
     }
     line = summary_line(RunResult(Status.OK, "", "predict", metrics), "run")
     assert "| 1,472.0 samples/s [1,100-1,980] PREDICTED |" in line
+
+
+def test_advise_says_when_two_platforms_bands_overlap():
+    from dabench.advise.answer import overlaps
+
+    ranked = [
+        {"rank": 1, "platform": "rdu", "status": "ok", "time_lo_s": 10.0, "time_hi_s": 40.0},
+        {"rank": 2, "platform": "cuda", "status": "ok", "time_lo_s": 30.0, "time_hi_s": 50.0},
+        {"rank": 3, "platform": "wse2", "status": "ok", "time_lo_s": 60.0, "time_hi_s": 70.0},
+        {"rank": 4, "platform": "ipu", "status": "none_fits"},
+    ]
+    lines = overlaps(ranked, "time")
+    assert len(lines) == 1 and "#1 rdu and #2 cuda" in lines[0] and "not settled" in lines[0]
+    assert overlaps(ranked[2:], "time") == []

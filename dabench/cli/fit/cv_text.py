@@ -157,6 +157,14 @@ def cv_report(data: dict) -> str:
         )
         out.append(f"goal (out of source, median <= 15%, max <= 35%): {_goal(sm)}")
         out.append(_platform_coverage(entry, nominal))
+        tied: dict[str, list[str]] = {}
+        for path, key in (entry.get("read_from_calibration") or {}).items():
+            tied.setdefault(key, []).append(path.split(".", 1)[1])
+        for key, names in tied.items():
+            out.append(
+                f"fixed from a calibration source, not refitted (that source's out-of-source error is optimistic): "
+                f"{', '.join(names)} <- {key}"
+            )
         out.append(f"band: {entry['band']['note']}")
     out += ["", cv_coverage_line(data), cv_last_line(data)]
     return "\n".join(out)

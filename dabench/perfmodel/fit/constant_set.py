@@ -332,6 +332,7 @@ def build(
     from dabench.perfmodel.fit import model_version
     from dabench.perfmodel.fit.cv import MEASURES, NOMINAL, needs, summary, wide_score
     from dabench.perfmodel.fit.points import load_points
+    from dabench.perfmodel.fit.sources import read_from_calibration
 
     nominal = NOMINAL if nominal is None else nominal
     by_arch = {r.arch: r for r in results}
@@ -380,6 +381,7 @@ def build(
                 "binomial_95": [_num(interval[0]), _num(interval[1])],
             }
             entry_out["sources"] = {key: ids for key, ids in cv.sources.items()}
+            entry_out["read_from_calibration"] = read_from_calibration(arch)
         platforms[arch] = entry_out
     med, worst = summary(pooled_out)
     return {

@@ -166,6 +166,37 @@ def fitted(arch: str) -> dict[str, Provenance]:
     return {k: v for k, v in load_sources(arch).items() if v.kind == "fitted"}
 
 
+_FILE = re.compile(r"[\w.{},*-]+/[\w./{},*-]+\.\w+")
+
+
+def _files(text: str) -> set[str]:
+    """File paths a locator names, with a compile_report_{7,11,13}.txt pattern expanded."""
+    found = set()
+    for path in _FILE.findall(text):
+        group = re.search(r"\{([\d,]+)\}", path)
+        found |= {path.replace(group.group(0), n) for n in group.group(1).split(",")} if group else {path}
+    return found
+
+
+def read_from_calibration(arch: str) -> dict[str, str]:
+    """path -> calibration source of every ``source`` or ``uncertain`` constant of ``arch`` whose
+    document is a calibration point's (the same document, or a file a point's locator names):
+    a number fixed from the data it is checked against, which cross-validation cannot leave out."""
+    from dabench.perfmodel.fit.points import load_points
+
+    points = [p for p in load_points() if p.platform == arch]
+    out = {}
+    for path, entry in load_sources(arch).items():
+        if entry.kind not in ("source", "uncertain") or not (entry.document or entry.locator):
+            continue
+        files = _files(entry.locator)
+        for p in points:
+            if entry.document == p.document or files & _files(p.locator):
+                out[path] = p.source_key
+                break
+    return out
+
+
 def problems(arch: str, point_ids: set[str] | None = None) -> list[str]:
     """Everything wrong with ``arch``'s provenance map (empty when complete and consistent)."""
     spec = hardware_yaml(arch)

@@ -1,0 +1,110 @@
+"""Cross-validation by source (docs/perfmodel.md, "Out-of-sample error and bands"): every
+calibration point names its source, the rows of one table are one source, a left-out source's
+points are predicted by constants refitted without it from a start that never saw it, every
+metric has its own error measure, and ``fit --cv`` ends with the documented summary line."""
+
+import math
+import re
+from dataclasses import replace
+
+import pytest
+
+from dabench.perfmodel.fit.evaluate import predict_point
+from dabench.perfmodel.fit.points import load_points
+from dabench.perfmodel.fit.sources import fitted
+
+POINTS = {p.id: p for p in load_points()}
+
+
+def test_every_point_names_its_source_and_the_sources_are_many():
+    assert all(len(p.document) >= 8 and p.locator for p in POINTS.values())
+    assert len({(p.platform, p.source_key) for p in POINTS.values()}) >= 12
+
+
+def test_the_rows_of_one_table_are_one_source():
+    point = POINTS["MEG-1.7B"]
+    row3 = replace(point, locator="section Results, H100 table, row 3b")
+    row7 = replace(point, locator="section Results, H100 table, row 7b")
+    other = replace(point, locator="section Results, A100 table, row 3b")
+    assert row3.source_key == row7.source_key != other.source_key
+    assert POINTS["MEG-1.7B"].source_key == POINTS["MEG-1T"].source_key != POINTS["MEG-T2-175B-384"].source_key
+
+
+def test_a_point_without_a_source_is_refused(tmp_path):
+    import csv
+
+    from dabench.perfmodel.fit.points import POINTS_CSV
+
+    rows = list(csv.DictReader(line for line in POINTS_CSV.read_text().splitlines() if not line.startswith("#")))
+    bad = tmp_path / "points.csv"
+    with bad.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerow({**rows[0], "document": "", "locator": ""})
+    with pytest.raises(ValueError, match="needs a document and a locator"):
+        load_points(bad)
+
+
+def test_constants_a_free_fit_set_are_refitted():
+    assert {"options.pcu_efficiency", "options.section_switch_s"} <= set(fitted("rdu"))
+
+
+def test_a_refit_for_cross_validation_starts_from_the_bounds_middle():
+    from dabench.perfmodel.fit.refit import refit
+
+    everything = {p.id for p in POINTS.values() if p.platform == "ipu"}
+    (path, entry), *_ = fitted("ipu").items()
+    result = refit("ipu", leave_out=everything, start="middle")  # nothing left to fit: the start itself
+    assert result.values[path.split(".", 1)[1]] == pytest.approx(sum(entry.bounds) / 2)
+    with pytest.raises(ValueError):
+        refit("ipu", start="yaml")
+
+
+def test_cross_validation_leaves_out_a_whole_source_and_measures_every_metric():
+    from dabench.perfmodel.fit.cv import MEASURES, cross_validate
+    from dabench.perfmodel.fit.refit import refit
+
+    cv = cross_validate("ipu")
+    rows = {r.point.id: r for r in cv.rows}
+    assert set(rows) == {p.id for p in POINTS.values() if p.platform == "ipu"}
+    g2 = rows["G2"]
+    assert g2.left_out
+    alone = {p.id for p in POINTS.values() if p.source_key == g2.point.source_key}
+    expected = predict_point(g2.point, refit("ipu", leave_out=alone, start="middle").values)
+    assert g2.out_of_sample == pytest.approx(expected)
+    assert g2.score == pytest.approx(abs(math.log(expected / g2.point.published)))
+    gpt2 = [r for r in cv.rows if r.point.id.startswith("IPU-GPT2")]
+    assert gpt2 and all(not r.left_out and r.out_of_sample == r.in_sample for r in gpt2)  # no fit saw them
+    assert all(r.score in (0.0, 1.0) for r in gpt2)  # feasibility: right or wrong
+    assert {r.point.metric for r in cv.rows} <= set(MEASURES)
+    assert cv.refits == len({r.point.source_key for r in cv.rows if r.left_out})
+
+
+def test_fit_cv_ends_with_the_documented_summary_line():
+    from dabench.cli.fit.cv_text import cv_last_line, cv_report
+    from dabench.perfmodel.fit import constant_set
+
+    data = dict(constant_set.load())
+    last = cv_report(data).splitlines()[-1]
+    assert last == cv_last_line(data)
+    pattern = (
+        r"out_of_sample_median_abs_error=[\d.]+ out_of_sample_max_abs_error=([\d.]+|inf) band_coverage=[\d.]+ "
+        r"band_coverage_min_platform=[\d.]+ sources=(\d+) points=(\d+)"
+    )
+    found = re.fullmatch(pattern, last)
+    assert found and int(found.group(2)) >= 12 and int(found.group(3)) == len(POINTS)
+
+
+def test_constants_fixed_from_a_calibration_source_are_named():
+    """A fixed constant names a document that is no calibration point's, or fit --cv says so."""
+    from dabench.perfmodel.fit.sources import read_from_calibration
+
+    for arch in ("ipu", "cuda", "cuda_a100"):
+        assert read_from_calibration(arch) == {}, arch
+    from dabench.cli.fit.cv_text import cv_report
+    from dabench.perfmodel.fit import constant_set
+
+    text = cv_report(dict(constant_set.load()))
+    for arch in ("wse2", "rdu"):
+        for path in read_from_calibration(arch):
+            assert re.search(rf"fixed from a calibration source.*{path.split('.', 1)[1]}", text), path
