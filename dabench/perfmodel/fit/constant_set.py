@@ -121,6 +121,9 @@ def platform_band(platform: str, constant_set: Mapping[str, Any]) -> Mapping[str
     return entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
 
 
+_GROWTH: dict[tuple[int, float], tuple[Mapping[str, Any], float]] = {}
+
+
 def half_width(
     platform: str, constant_set: Mapping[str, Any], x: Mapping[str, Any] | None = None, nominal: float | None = None
 ) -> tuple[str, float | None, str]:
@@ -137,7 +140,11 @@ def half_width(
         return record["kind"], math.log(factor), record.get("note", "")
     nominal = float(constant_set.get("nominal_coverage") or 0.8) if nominal is None else nominal
     bands = constant_set.get("bands") or {}
-    rate = reach.growth([math.inf if n is None else n for n in bands.get("needs") or ()], nominal)
+    cached = _GROWTH.get((id(bands), nominal))
+    if cached is None or cached[0] is not bands:  # once per set and nominal (the set is held: its id stays its own)
+        cached = (bands, reach.growth([math.inf if n is None else n for n in bands.get("needs") or ()], nominal))
+        _GROWTH[(id(bands), nominal)] = cached
+    rate = cached[1]
     wide = float(bands.get("wide") or math.log(2.0))
     points = [p if p["score"] is not None else {**p, "score": math.inf} for p in record["points"]]
     if x is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, is_dataclass
+from dataclasses import is_dataclass
 from typing import Any, Mapping, Sequence
 
 #: distance units: per decade of model size, per doubling of chips, per categorical difference
@@ -43,7 +43,7 @@ def _approx_params(model: Mapping[str, Any]) -> float:
 
 def coords(rc: Any, release: str = "") -> dict[str, Any]:
     """The reach coordinates of a built run config (``release`` from a calibration point's text)."""
-    model = asdict(rc.model) if is_dataclass(rc.model) else dict(rc.model)
+    model = vars(rc.model) if is_dataclass(rc.model) else dict(rc.model)
     options = dict(rc.hardware.options or {})
     chips = rc.parallel.degree * rc.parallel.replicas
     if rc.hardware.arch == "rdu" and "tiles" in options:  # instances of a few tiles of an 8-tile RDU
