@@ -21,7 +21,7 @@ from dabench.perfmodel.assemble import make_profile, peak_flops, require_strateg
 from dabench.perfmodel.capacity import require_fits, training_state
 from dabench.perfmodel.comm import ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for
-from dabench.perfmodel.knobs.wse2 import Wse2Knobs, Wse2Params
+from dabench.perfmodel.knobs.wse2 import RELEASES, Wse2Knobs, Wse2Params
 from dabench.perfmodel.wse2_streaming import streamed_params as streamed_params  # re-exported
 from dabench.perfmodel.wse2_streaming import weight_streaming
 from dabench.workload.opgraph import Layer, OpGraph
@@ -31,6 +31,8 @@ FC_IN_OPS = ("ln2", "mlp.fc1", "mlp.gelu")
 FC_OUT_OPS = ("mlp.fc2", "residual2")
 #: the paper's last depth that compiled (enc = dec = 72 in the artifact's layer sweep)
 PAPER_MAX_LAYERS = 72
+#: op classes with a per-PE rate (options.pe_flops_<class>)
+PE_CLASSES = ("matmul", "attention", "loss", "embedding", "elementwise")
 
 
 def _kernel_of(op_name: str) -> str:
@@ -52,6 +54,7 @@ class KernelKind:
     opt_flops: float  #: weight-update FLOPs per step
     params: int
     saved_bytes: float  #: activations kept from forward to backward, per sample
+    pe_s: float  #: PE-seconds per sample: each op's FLOPs over its class's per-PE rate
 
 
 def params_of(rc: RunConfig) -> Wse2Params:
@@ -63,44 +66,61 @@ def params_of(rc: RunConfig) -> Wse2Params:
         region_pes=k.region_pes,
         wafer_pes=wafer,
         pe_flops=peak_flops(rc) / wafer,
+        pe_rates={c: getattr(k, f"pe_flops_{c}") for c in PE_CLASSES},
         sram_bytes=hw.capacity("sram"),
         memoryx_Bps=hw.bandwidth("memoryx"),
         bwd_weight=1.0 + (k.fp16_loss_scaling_overhead if rc.precision.name == "fp16" else 0.0),
-        fill=width_fill(rc.model.hidden_size, k.pipelined_half_width),
+        release_slowdown=release_slowdown(k),
     )
 
 
-def _groups(layer: Layer, batch: int, bwd_weight: float) -> dict[str, list[float]]:
-    """kernel -> [train FLOPs per sample, opt FLOPs per step, params, saved bytes per sample] of a
-    layer's ops (all ops in one kernel unless the layer is a block); the update split by params."""
+def release_slowdown(k: Wse2Knobs) -> float:
+    """How much longer a weight-streaming step takes on ``sdk_release`` than on the newest release
+    of the calibration: the documented speed-ups of the releases after it (Model Zoo release notes)."""
+    speedups = {"2.0.2": k.release_speedup_2_0_2}
+    later = RELEASES[RELEASES.index(k.sdk_release) + 1 :]
+    return math.prod(speedups.get(release, 1.0) for release in later)
+
+
+def pe_class(op) -> str:
+    """Which per-PE rate an op runs at: its op class, with an activation fused into its fc kernel
+    (the reports have no activation kernel) at the matmul rate and norms with the element-wise ops."""
+    if op.op_class == "norm" or (op.op_class == "elementwise" and not op.name.endswith("gelu")):
+        return "elementwise"
+    return "matmul" if op.op_class == "elementwise" else op.op_class
+
+
+def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]) -> dict[str, list[float]]:
+    """kernel -> [train FLOPs per sample, opt FLOPs per step, params, saved bytes per sample, PE-s per
+    sample] of a layer's ops (all ops in one kernel unless the layer is a block); the update split by params."""
     out: dict[str, list[float]] = {}
     for op in layer.ops:
         if op.phase == "opt":
             continue
         name = _kernel_of(op.name) if layer.kind == "block" else layer.kind
-        g = out.setdefault(name, [0.0, 0.0, 0.0, 0.0])
-        g[0] += op.flops * (bwd_weight if op.phase == "bwd" else 1.0) / batch
+        g = out.setdefault(name, [0.0, 0.0, 0.0, 0.0, 0.0])
+        flops = op.flops * (bwd_weight if op.phase == "bwd" else 1.0) / batch
+        g[0] += flops
         g[2] += op.params
         g[3] += op.saved_bytes / batch
+        g[4] += flops / rates[pe_class(op)]
     if layer.params:
         for g in out.values():
             g[1] = layer.totals.flops["opt"] * g[2] / layer.params
     return out
 
 
-def kernel_kinds(graph: OpGraph, bwd_weight: float = 1.0) -> list[KernelKind]:
+def kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float = 1.0) -> list[KernelKind]:
     b = graph.batch_size
-    emb = _groups(graph.layer("embedding"), b, bwd_weight)["embedding"]
-    kinds = [KernelKind("emb", 1, emb[0], emb[1], int(emb[2]), emb[3])]
+
+    def kind(name: str, count: int, g: list[float]) -> KernelKind:
+        return KernelKind(name, count, g[0], g[1], int(g[2]), g[3], g[4])
+
+    kinds = [kind("emb", 1, _groups(graph.layer("embedding"), b, bwd_weight, rates)["embedding"])]
     if graph.model.n_layers:
-        block = _groups(graph.layer("block.0"), b, bwd_weight)
-        n = graph.model.n_layers
-        kinds += [
-            KernelKind(name, n, g[0], g[1], int(g[2]), g[3])
-            for name, g in ((name, block[name]) for name in ("attention", "fc_in", "fc_out"))
-        ]
-    head = _groups(graph.layer("head"), b, bwd_weight)["head"]
-    kinds.append(KernelKind("mlm_loss", 1, head[0], head[1], int(head[2]), head[3]))
+        block = _groups(graph.layer("block.0"), b, bwd_weight, rates)
+        kinds += [kind(name, graph.model.n_layers, block[name]) for name in ("attention", "fc_in", "fc_out")]
+    kinds.append(kind("mlm_loss", 1, _groups(graph.layer("head"), b, bwd_weight, rates)["head"]))
     return kinds
 
 
@@ -114,8 +134,8 @@ class _FabricLink:
 
 
 def token_ceiling(p: Wse2Params, seq_len: int) -> float:
-    """Samples/s at which tokens stream through a kernel: one token per ``token_period_cycles``."""
-    return p.knobs.clock_hz / (seq_len * p.knobs.token_period_cycles)
+    """Samples/s the compiler sizes every kernel for: one token per ``kernel_cycles_per_token``."""
+    return p.knobs.clock_hz / (seq_len * p.knobs.kernel_cycles_per_token)
 
 
 def stash_bytes(kinds: list[KernelKind], seq_len: int, barriers_per_block: float) -> float:
@@ -124,15 +144,15 @@ def stash_bytes(kinds: list[KernelKind], seq_len: int, barriers_per_block: float
     A token's saved activations wait at a kernel until its gradient comes back. Tokens stream one
     per period, so the wait in tokens is the pipeline's delay behind the kernel: every attention
     downstream is a barrier over the whole sequence twice (its forward needs every key, its
-    backward every query's gradient): ``seq_len`` tokens each way. A kernel also holds the sample
-    it works on. Kernels are ordered emb, then per block attention, fc_in, fc_out, then the loss."""
+    backward every query's gradient): token t of a sample waits for the ``seq_len - 1 - t`` behind
+    it each way, ``seq_len`` tokens per attention on average over the sample. A kernel also holds
+    the sample it works on. Kernels are ordered emb, then per block attention, fc_in, fc_out, then
+    the loss."""
     blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
     per_token = {kind.name: kind.saved_bytes / seq_len for kind in kinds}
     block = sum(per_token.get(name, 0.0) for name in ("attention", "fc_in", "fc_out"))
     # block j's kernels (j = 0 .. blocks-1) wait behind the barriers of blocks j+1 .. blocks-1
-    waiting = (
-        2 * seq_len * barriers_per_block * (block * blocks * (blocks - 1) / 2 + per_token.get("emb", 0.0) * blocks)
-    )
+    waiting = seq_len * barriers_per_block * (block * blocks * (blocks - 1) / 2 + per_token.get("emb", 0.0) * blocks)
     held = seq_len * (block * blocks + per_token.get("emb", 0.0) + per_token.get("mlm_loss", 0.0))
     return waiting + held
 
@@ -142,21 +162,20 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
     ``region`` PEs: every kernel gets the PEs that carry its work at the common rate, the rate being
     the token ceiling unless the region's placeable PEs run out first."""
     k = p.knobs
-    g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
-    work = [kind.train_flops for kind in kinds]
+    work = [kind.pe_s for kind in kinds]
     total = sum(kind.count * w for kind, w in zip(kinds, work, strict=False))
     budget = k.region_fill * region / replicas
     ceiling = token_ceiling(p, seq)
-    rate = min(ceiling, budget * g / total)
-    pes = [max(1, math.ceil(w * rate / g)) for w in work]
+    rate = min(ceiling, budget / total)
+    pes = [max(1, math.ceil(w * rate)) for w in work]
     used = sum(kind.count * n for kind, n in zip(kinds, pes, strict=False))
     for _ in range(50):  # whole PEs (rounded up): shrink the target until the rounded layout fits
         if used <= budget:
             break
         rate *= min(0.999, budget / used)
-        pes = [max(1, math.ceil(w * rate / g)) for w in work]
+        pes = [max(1, math.ceil(w * rate)) for w in work]
         used = sum(kind.count * n for kind, n in zip(kinds, pes, strict=False))
-    rate = min(ceiling, min(n * g / w for n, w in zip(pes, work, strict=False)))
+    rate = min(ceiling, min(n / w for n, w in zip(pes, work, strict=False)))
     allreduce = 0.0
     if replicas > 1:
         hop = _FabricLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
@@ -169,8 +188,7 @@ def _region(p: Wse2Params, kinds: list[KernelKind], seq: int, per_copy: float) -
     """The compiled region: the default (the reports' patio) when one copy fits it at the token
     ceiling, PEs and SRAM; otherwise the whole wafer (ALCF's BERT-Large compile used 93.39% of the
     fabric's cores)."""
-    g = p.pe_flops * p.knobs.pipelined_pe_efficiency * p.fill
-    need = sum(kind.count * max(1, math.ceil(kind.train_flops * token_ceiling(p, seq) / g)) for kind in kinds)
+    need = sum(kind.count * max(1, math.ceil(kind.pe_s * token_ceiling(p, seq))) for kind in kinds)
     region = p.region_pes
     fits = need <= p.knobs.region_fill * region and per_copy <= p.sram_bytes * region / p.wafer_pes
     return region if fits else p.wafer_pes
@@ -187,9 +205,8 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     region = _region(p, kinds, seq, per_copy)
     region_sram = p.sram_bytes * region / p.wafer_pes
     if k.replicas == "auto":
-        g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
-        total = sum(kind.count * kind.train_flops for kind in kinds)
-        most = max(1, min(samples, int(k.region_fill * region * g / (total * token_ceiling(p, seq)))))
+        total = sum(kind.count * kind.pe_s for kind in kinds)
+        most = max(1, min(samples, int(k.region_fill * region / (total * token_ceiling(p, seq)))))
         candidates = sorted({most} | {2**i for i in range(most.bit_length()) if 2**i <= most})
         fitting = [r for r in candidates if r * per_copy <= region_sram] or [1]
         replicas = min(fitting, key=lambda r: _layout(p, kinds, samples, r, grads, region, seq)[0])
@@ -203,7 +220,7 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
             region_sram,
             f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
             f"{stash / 2**30:.2f} GiB: each kernel holds its tokens until their gradient returns, "
-            f"2 x {seq} tokens per attention behind it) in {region:,} PEs' SRAM; the paper's "
+            f"{seq} tokens on average per attention behind it) in {region:,} PEs' SRAM; the paper's "
             f"layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers",
         )
     step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads, region, seq)
@@ -214,12 +231,11 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
             region,
             f"{replicas} replicas of {used} PEs; every kernel needs at least one PE",
         )
-    g = p.pe_flops * k.pipelined_pe_efficiency * p.fill
     ceiling = token_ceiling(p, seq)
     comm = [CommEvent("dp", "allreduce", grads, allreduce, replicas)] if replicas > 1 else []
     subtasks = []
     for kind, n in zip(kinds, pes, strict=False):
-        r = min(ceiling, n * g / max(kind.train_flops, 1e-9))
+        r = min(ceiling, n / max(kind.pe_s, 1e-18))
         for i in range(kind.count):
             name = kind.name if kind.count == 1 else f"{kind.name}{i + 1}"
             subtasks.append(Subtask(name, rate=r, units={"pes": float(n)}, flops=kind.train_flops * samples))
@@ -242,11 +258,6 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"
 
 
-def width_fill(hidden: int, half_width: float) -> float:
-    """H / (H + half width): how well a pipelined kernel of width H keeps the PEs it is given busy."""
-    return hidden / (hidden + half_width)
-
-
 # ----------------------------------------------------------------------------- predict
 
 
@@ -254,7 +265,7 @@ def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
     if p.knobs.execution_mode == "weight_streaming":
         return weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
     try:
-        return _pipelined(rc, graph, p, kernel_kinds(graph, p.bwd_weight), samples) + ("pipelined",)
+        return _pipelined(rc, graph, p, kernel_kinds(graph, p.pe_rates, p.bwd_weight), samples) + ("pipelined",)
     except CapacityError as error:
         if p.knobs.execution_mode == "auto":
             return weight_streaming(rc, graph, p, samples) + ("weight_streaming",)

@@ -6,7 +6,8 @@ inputs and one layer's working set do not fit the wafer's SRAM. Per layer and mi
 16-bit weights stream in from MemoryX (forward, and again for the backward), its fp32 gradients
 stream out to SwarmX, both at the system I/O bandwidth and overlapped with the layer's compute at
 ``ws_pe_efficiency`` of peak; mapping the layer onto the wafer costs ``ws_layer_latency_s`` per
-pass that nothing overlaps.
+pass that nothing overlaps. A run on an older ``sdk_release`` takes the documented release-to-release
+speed-ups longer (``release_slowdown``).
 
 Derivation: docs/perfmodel.md, "WSE-2 (Cerebras CS-2)", weight streaming.
 """
@@ -75,7 +76,8 @@ def weight_streaming(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int)
         weights_in = streamed * e / p.memoryx_Bps
         grads_out = streamed * w / p.memoryx_Bps
         lat = k.ws_layer_latency_s
-        t = micro * (layer_pass_s(fwd, weights_in, 0.0, lat) + layer_pass_s(bwd, weights_in, grads_out, lat))
+        passes = layer_pass_s(fwd, weights_in, 0.0, lat) + layer_pass_s(bwd, weights_in, grads_out, lat)
+        t = micro * passes * p.release_slowdown
         streaming_bound += weights_in > fwd
         latency += 2 * micro * lat
         total += t

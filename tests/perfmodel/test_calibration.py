@@ -99,7 +99,8 @@ def test_model_version_and_error_band():
     assert len(version) == 12 and int(version, 16) >= 0
     assert version != model_version("ipu") and model_version() != version
     lo, hi = error_band("wse2")
-    assert -0.25 <= lo <= hi <= 0.25
+    widest = max(p.tolerance for p in load_points() if p.platform == "wse2" and p.metric == "samples_per_s")
+    assert -widest <= lo <= hi <= widest
     tags = run_tags("wse2")
     assert tags["dabench.model_version"] == version and "," in tags["dabench.error_band"]
     assert tags["dabench.constants"] == "published" and tags["dabench.band.nominal_coverage"] == "0.8"

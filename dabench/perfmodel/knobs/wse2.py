@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from dabench.perfmodel.knobs import knob, register
 
 MODES = ("pipelined", "weight_streaming", "auto")
+#: Cerebras software releases of the calibration points, oldest first (sources/wse2.yaml, options.sdk_release)
+RELEASES = ("1.6.0", "1.7.1", "1.8.0", "2.0.2", "2.0.3", "2.1.0", "2.2.0", "2.3.0")
 
 
 @register("wse2")
@@ -30,13 +32,14 @@ class Wse2Knobs:
         high=1e11,
         doc="PE clock, Hz, at most 100 GHz (the compile reports' per-kernel rates are multiples of it)",
     )
-    token_period_cycles: float = knob(low=1.0, doc="cycles a pipelined kernel spends per token at the compile's rate")
-    pipelined_pe_efficiency: float = knob(
-        low=0.0, high=1.0, doc="share of peak / PEs an allocated PE sustains on a very wide layer"
+    kernel_cycles_per_token: float = knob(
+        low=1.0, doc="cycles per token the compiler sizes every kernel to (median of the reports' kernel rows)"
     )
-    pipelined_half_width: float = knob(
-        low=0.0, doc="hidden width at which a kernel's PEs reach half of pipelined_pe_efficiency"
-    )
+    pe_flops_matmul: float = knob(low=0.0, doc="FLOP/s one PE of a matmul kernel sustains at d_model 256")
+    pe_flops_attention: float = knob(low=0.0, doc="FLOP/s one PE of an attention core sustains at d_model 256")
+    pe_flops_loss: float = knob(low=0.0, doc="FLOP/s one PE of the loss kernel sustains")
+    pe_flops_embedding: float = knob(low=0.0, doc="FLOP/s one PE of an embedding kernel sustains")
+    pe_flops_elementwise: float = knob(low=0.0, doc="FLOP/s one PE of a norm, add or dropout kernel sustains")
     fabric_bandwidth_Bps: float = knob(low=0.0, doc="on-wafer fabric bandwidth, bytes/s")
     fabric_hop_latency_s: float = knob(low=0.0, doc="latency of one replica-to-replica hop of the gradient ring, s")
     # weight streaming
@@ -45,6 +48,11 @@ class Wse2Knobs:
     )
     ws_layer_latency_s: float = knob(
         low=0.0, doc="time per layer and pass (forward or backward) that compute and streaming do not hide, s"
+    )
+    # software release
+    sdk_release: str = knob(choices=RELEASES, doc="Cerebras release the run uses (default: the calibration's newest)")
+    release_speedup_2_0_2: float = knob(
+        low=0.0, doc="weight-streaming speed of Release 2.0.2 and later over the release before"
     )
     # precision
     fp16_loss_scaling_overhead: float = knob(
@@ -59,8 +67,9 @@ class Wse2Params:
     knobs: Wse2Knobs
     region_pes: int
     wafer_pes: int
-    pe_flops: float
+    pe_flops: float  #: peak FLOP/s per PE
+    pe_rates: dict[str, float]  #: pipelined FLOP/s per PE by op class
     sram_bytes: float
     memoryx_Bps: float
     bwd_weight: float  #: 1 + loss-scaling overhead under fp16
-    fill: float  #: width_fill of the model's hidden size
+    release_slowdown: float  #: weight-streaming step of sdk_release over the calibration's newest release
