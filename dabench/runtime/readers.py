@@ -173,9 +173,37 @@ def read_constant_set(path: Path | str, fmt: str, version: int) -> dict:
             elif _number(value):
                 finite(path, value, f"{where}.value")
         band = mapping(path, entry.get("band") or {}, f"platforms.{arch}.band")
-        if band.get("kind") in ("conformal", "wide"):
+        if band.get("kind") in ("conformal", "wide", "near"):
             finite(path, band.get("factor"), f"platforms.{arch}.band.factor", low=1.0, high=MAX_BAND_FACTOR)
+        _band_points(path, band, f"platforms.{arch}.band")
+    bands = mapping(path, data.get("bands") or {}, "bands")
+    finite(path, bands.get("wide", 0.0), "bands.wide", low=0.0, high=math.log(MAX_BAND_FACTOR))
+    if not isinstance(bands.get("needs", []), list):
+        raise DamagedFile(path, "bands.needs is not a list")
+    for i, need in enumerate(bands.get("needs", [])):
+        if need is not None:
+            finite(path, need, f"bands.needs[{i}]", low=0.0)
     return data
+
+
+def _band_points(path: Path | str, band: dict, where: str) -> None:
+    """A band's calibration points (perfmodel/fit/reach.py): id, reach coordinates, score >= 0 or null."""
+    if "points" not in band:
+        return
+    if not isinstance(band["points"], list):
+        raise DamagedFile(path, f"{where}.points is not a list")
+    for i, point in enumerate(band["points"]):
+        point = mapping(path, point, f"{where}.points[{i}]")
+        coords = mapping(path, point.get("coords"), f"{where}.points[{i}].coords")
+        for key in ("size", "chips"):
+            finite(path, coords.get(key), f"{where}.points[{i}].coords.{key}", low=0.0, high=100.0)
+        for key in ("precision", "compile", "execution", "release", "generation"):
+            if not isinstance(coords.get(key), str):
+                raise DamagedFile(path, f"{where}.points[{i}].coords.{key} is not text")
+        if not isinstance(point.get("id"), str):
+            raise DamagedFile(path, f"{where}.points[{i}].id is not text")
+        if point.get("score", 0.0) is not None or "score" not in point:
+            finite(path, point.get("score"), f"{where}.points[{i}].score", low=0.0)
 
 
 def read_calibration_cache(path: Path | str) -> tuple[dict[str, dict], list[str]]:
