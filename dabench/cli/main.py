@@ -59,7 +59,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 2
         module = importlib.import_module(COMMANDS[name][0])
-        return int(module.main(args[1:]) or 0)
+        try:
+            code = int(module.main(args[1:]) or 0)
+        except OSError as error:  # a write failed (full disk, denied, I/O): one line, what was written is whole
+            from dabench.runtime.sinks import one_line
+
+            print(f"dabench {name}: {one_line(error)}", file=sys.stderr)
+            return 1
+        lifecycle = sys.modules.get("dabench.tracking.lifecycle")
+        if lifecycle is not None and lifecycle.UNCLOSED:  # a run's end could not be written
+            run_id, error = next(iter(lifecycle.UNCLOSED.items()))
+            print(
+                f"dabench {name}: MLflow run {run_id} could not be closed ({error}); it stays RUNNING until "
+                "`dabench doctor` (or the next run) ends it",
+                file=sys.stderr,
+            )
+            lifecycle.UNCLOSED.clear()
+            return max(code, 1)
+        return code
     from dabench.cli.run import main as run_main
 
     return run_main(args)

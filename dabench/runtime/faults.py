@@ -6,7 +6,8 @@ point and does nothing unless its point is named. Points: ``artifacts:ERRNO``,
 through ``$DABENCH_FAULT_READY``), ``rank:R@S[=kill|raise|hang]``, and one point per registered
 sink, ``write.<sink>:ERRNO[@N]`` or ``write.<sink>:kill[@N]`` (dabench/runtime/sinks.py: an
 ``OSError`` with that errno, or SIGKILL of this process, half-way through the write; ``@N``: only
-at the N-th write to that sink, else at every one). Never set in normal use.
+at the N-th write to that sink, else at every one); ``point:count`` only counts the calls
+(:func:`counts`: the writes a command makes, for the fault matrix). Never set in normal use.
 
 Derivation: docs/reliability.md, section 2 (fault hooks); docs/distributed.md, "Failure is a result".
 """
@@ -42,6 +43,8 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
         return
     _calls[point] = _calls.get(point, 0) + 1
     for arg in args:
+        if arg == "count":
+            continue  # only counted (``_calls``): which writes a command makes, and how many
         if arg.startswith("hold") or arg.startswith("wait"):
             _, _, nth = arg.partition("@")
             if _calls[point] == int(nth or 1):
@@ -57,6 +60,11 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
                 raise OSError(code, f"{os.strerror(code)} (fault injected at {point})", str(path) if path else None)
         else:
             raise InjectedFault(f"fault injected at {point}: the tracking store is unreachable")
+
+
+def counts() -> dict[str, int]:
+    """Calls of each armed point so far in this process (``point:count`` arms one without a fault)."""
+    return dict(_calls)
 
 
 def _nth(arg: str, count: int) -> bool:

@@ -31,6 +31,8 @@ from dabench.tracking.writes import MAX_TAG_CHARS, REASON_TAG, STATUS_TAG, now_m
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "DABENCH_PARENT_RUN_ID"
+#: runs this process could not close (run id -> the error): a command ends non-zero naming them
+UNCLOSED: dict[str, str] = {}
 PARENT_KINDS = ("multirun", "grid", "study", "advise")  #: what a parent run groups (``dabench.parent_kind``)
 
 
@@ -283,6 +285,7 @@ def recorded_run(
             run.close()
         except Exception as error:  # the store went away: the caller learns it; the reaper ends the run later
             log.warning("could not close MLflow run %s: %s", run.run_id, error)
+            UNCLOSED[run.run_id] = str(error)
             run.status, run.reason = Status.TRACKING_ERROR, f"the run could not be closed in the store: {error}"
             run.extra["close_error"] = str(error)
 

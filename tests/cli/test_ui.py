@@ -390,3 +390,32 @@ def test_a_tracking_server_that_does_not_answer_is_one_line_and_exit_1(capsys, m
     assert ui.main(["--no-browser", "--tracking-uri", f"http://u:hunter2@127.0.0.1:{port}"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not answer" in err and "hunter2" not in err and "Traceback" not in err
+
+
+# --- the UI stays on this machine unless asked -------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "0"])
+def test_a_host_beyond_loopback_needs_allow_remote(host, tmp_path, capsys):
+    """``0`` and ``::`` are every interface too (the two cases the flag's first version missed)."""
+    store = tmp_path / "mlflow.db"
+    code = ui.main(["--host", host, "--no-browser", "--port", "0", "--tracking-uri", f"sqlite:///{store}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"--host={host}" in err[0] and "--allow-remote" in err[0], err
+    assert "no authentication" in err[0] and not store.exists()  # refused before the store is touched
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.1"])
+def test_loopback_hosts_are_local(host):
+    try:
+        addresses = ui.check_host(host, allow_remote=False)
+    except ui.UiError as error:  # a machine without IPv6 loopback: the name does not resolve
+        assert host == "::1", error
+        return
+    assert addresses and ui.remote_warning(host, 5000, addresses) is None
+
+
+def test_allow_remote_names_the_addresses_and_warns():
+    addresses = ui.check_host("0.0.0.0", allow_remote=True)
+    warning = ui.remote_warning("0.0.0.0", 5077, addresses)
+    assert addresses == ["0.0.0.0"] and "every interface port 5077" in warning and "no authentication" in warning

@@ -17,7 +17,7 @@ import shutil
 import socket
 import sqlite3
 import sys
-from contextlib import redirect_stderr
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -223,6 +223,139 @@ RECIPES: dict[str, Callable[[Path], Outcome]] = {
 }
 
 
+# --- one recipe per command that writes (the command fault matrix, test_command_faults.py) -------
+
+
+def _command(folder: Path, module: str, argv: list[str], fault: str | None) -> Outcome:
+    """``dabench <command> argv`` (dabench/cli/main.py) in process, with ``$DABENCH_FAULT=fault``
+    armed for the command alone (the recipe's own setup writes are not counted): its exit status,
+    its last line on stderr, the store, and every JSON/CSV/YAML file under the folder."""
+    from dabench.cli.main import main
+    from dabench.runtime import faults
+
+    err, out = io.StringIO(), io.StringIO()
+    faults._calls.clear()
+    if fault:
+        os.environ[faults.ENV] = fault
+    with redirect_stderr(err), redirect_stdout(out):
+        try:
+            code = main([_name(module), *argv])
+        except SystemExit as done:
+            code = done.code
+        finally:
+            os.environ.pop(faults.ENV, None)
+    lines = [line for line in err.getvalue().splitlines() if line.strip() and not line.startswith("[")]
+    lines = lines or [line for line in out.getvalue().splitlines() if line.startswith("dabench")]  # a report line
+    files = [p for p in folder.rglob("*") if p.suffix in (".json", ".csv", ".yaml") and p.is_file()]
+    return Outcome(f"exit {code}", lines[-1] if lines else "", [folder / "mlruns" / "mlflow.db"], files)
+
+
+def _name(module: str) -> str:
+    from dabench.cli.main import COMMANDS
+
+    return next(name for name, (path, _) in COMMANDS.items() if path == module)
+
+
+def cmd_grid(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench grid`` of two predicted points."""
+    argv = ["--quiet", *PREDICT, "run.batch_size=1,2", f"tracking.uri={store_uri(folder)}"]
+    return _command(folder, "dabench.cli.grid", argv, fault)
+
+
+def cmd_advise(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench advise`` on one platform, a few trials, its CSV and its MLflow record."""
+    argv = ["model=tiny", "tokens=1e9", "platforms=ipu", "trials=3", f"csv={folder / 'advice.csv'}"]
+    return _command(folder, "dabench.cli.advise", [*argv, f"tracking_uri={store_uri(folder)}"], fault)
+
+
+def cmd_calibrate(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench calibrate --recalibrate --precision fp32``, the measured rates given (nothing timed)."""
+    from dabench.host import calibrate
+
+    calibrate._PROCESS.clear()
+    rates = [1.0e10] * (calibrate.MIN_REPEATS + 2)
+    saved = calibrate.matmul_samples, calibrate.copy_samples, calibrate.load_per_core
+    calibrate.matmul_samples = lambda precision, *a, **k: rates
+    calibrate.copy_samples = lambda *a, **k: rates
+    calibrate.load_per_core = lambda: 0.0
+    try:
+        return _command(folder, "dabench.cli.calibrate", ["--recalibrate", "--precision", "fp32"], fault)
+    finally:
+        calibrate.matmul_samples, calibrate.copy_samples, calibrate.load_per_core = saved
+
+
+def setup_doctor(folder: Path) -> None:
+    """A run left RUNNING by a process of this host that is gone (once per folder)."""
+    from dabench.tracking.reaper import HOST_TAG, PID_TAG, hostname
+    from dabench.tracking.store import client_and_experiment
+
+    marker = folder / "left_running.txt"
+    if not marker.exists():
+        client, experiment = client_and_experiment(store_uri(folder), "dabench")
+        tags = {HOST_TAG: hostname(), PID_TAG: "999999999"}
+        marker.write_text(client.create_run(experiment, run_name="left running", tags=tags).info.run_id)
+
+
+def cmd_doctor(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench doctor`` ending a run left RUNNING by a process of this host that is gone."""
+    setup_doctor(folder)
+    return _command(folder, "dabench.cli.doctor", ["--uri", store_uri(folder)], fault)
+
+
+def cmd_sync(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench sync`` replaying one closed journal kept for the store."""
+    setup_sync(folder)
+    argv = ["--tracking-uri", store_uri(folder), "--outbox", str(folder / "outbox")]
+    return _command(folder, "dabench.cli.sync", argv, fault)
+
+
+def setup_sync(folder: Path) -> None:
+    """One closed journal kept in the outbox for the store (once per folder)."""
+    from dabench.core.status import Status
+    from dabench.tracking.outbox import Journal
+
+    if not (folder / "outbox").exists():
+        journal = Journal.new(
+            uri=store_uri(folder),
+            experiment="dabench",
+            run_name="kept",
+            start_ms=1,
+            tags={"dabench.mode": "predict"},
+            parent=None,
+            folder=folder / "outbox",
+        )
+        journal.log(params={"run.batch_size": 4}, metrics={"throughput.samples_per_s": 12.5})
+        journal.close(Status.OK, "", 2, True)
+
+
+def cmd_fit(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench fit --from-mlflow`` on the template's synthetic measured CPU runs (experiment
+    ``synthetic``): the constant set's file and its own MLflow run."""
+    os.environ["DABENCH_CONSTANTS_DIR"] = str(folder / "constants")
+    argv = ["--from-mlflow", "synthetic", "--tracking-uri", store_uri(folder), "--name", "matrix"]
+    return _command(folder, "dabench.cli.fit", argv, fault)
+
+
+#: what a recipe sets up before its command (done by the recipe too, once per folder)
+COMMAND_SETUP: dict[str, Callable[[Path], None]] = {"doctor": setup_doctor, "sync": setup_sync}
+#: command -> its recipe: every subcommand that writes (the matrix finds which sinks each writes)
+COMMAND_RECIPES: dict[str, Callable[[Path, str | None], Outcome]] = {
+    "grid": cmd_grid,
+    "advise": cmd_advise,
+    "calibrate": cmd_calibrate,
+    "doctor": cmd_doctor,
+    "sync": cmd_sync,
+    "fit": cmd_fit,
+}
+
+
+def add_synthetic_runs(path: Path) -> None:
+    """Synthetic measured CPU runs (tests/fit/helpers.py, labelled synthetic) in the store at ``path``."""
+    from tests.fit.helpers import cpu_grid, cpu_runs, record
+
+    record(f"sqlite:///{path}", cpu_runs(cpu_grid(layers=(2, 4), hidden=(128,), precisions=("fp32",))), "synthetic")
+
+
 def whole(path: Path) -> bool:
     """The file parses as its kind (JSON, YAML, CSV)."""
     text = path.read_text()
@@ -237,6 +370,11 @@ def whole(path: Path) -> bool:
 
         pd.read_csv(io.StringIO(text))
     return True
+
+
+def runs_named(db: Path, name: str) -> int:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("select count(*) from runs where name = ?", (name,)).fetchone()[0]
 
 
 def integrity(db: Path) -> str:

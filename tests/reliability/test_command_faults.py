@@ -1,0 +1,130 @@
+"""The fault matrix of the commands around the run (advise, fit, sync, doctor, calibrate, grid;
+tests/reliability/recipes.py: COMMAND_RECIPES). Each command runs once with every sink's fault
+point counting (``write.<sink>:count``), which finds the writes it makes; then each of those
+writes fails (its first and its last call; ENOSPC, EACCES, EIO) and the end state is checked as
+for the run (test_fault_matrix.py): one line naming the cause, no traceback, a non-zero exit (a
+cache only: exit 0), SQLite stores intact with no new RUNNING run (but the one whose end was the
+failed write, named in that line), every file whole or absent, no temporary file left. Then the
+same command without a fault gets the job done: nothing lost, nothing twice (a replayed journal
+is in the store once). A new write of a command is covered without a new test; a new command
+needs one recipe."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dabench.cli.main import COMMANDS
+from dabench.runtime import faults
+from dabench.runtime.sinks import SINKS, TMP_MARK
+from dabench.tracking.reaper import HOST_TAG, PID_TAG, hostname
+from tests.reliability import recipes
+
+ERRNOS = ("ENOSPC", "EACCES", "EIO")
+CACHES = ("calibration_cache", "schema_cache")
+#: the commands this matrix must cover
+REQUIRED = {"advise", "fit", "sync", "doctor", "calibrate", "grid"}
+COUNT_ALL = ",".join(f"{s.point}:count" for s in SINKS.values())
+
+
+def test_every_required_command_has_a_recipe():
+    assert REQUIRED <= set(recipes.COMMAND_RECIPES) <= set(COMMANDS)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    db = tmp_path_factory.mktemp("command-template") / "mlflow.db"
+    recipes.make_template(db)
+    recipes.add_synthetic_runs(db)
+    return db
+
+
+def _folder(root: Path, template: Path) -> Path:
+    root.mkdir(parents=True)
+    recipes.prepare_folder(root, template)
+    return root
+
+
+@pytest.fixture
+def env(monkeypatch):
+    def enter(folder: Path) -> None:
+        monkeypatch.chdir(folder)
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        monkeypatch.delenv(faults.ENV, raising=False)
+        for key, value in recipes.environ(folder).items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("DABENCH_CONSTANTS_DIR", str(folder / "constants"))
+
+    return enter
+
+
+def _running(db: Path) -> dict[str, dict[str, str]]:
+    """RUNNING runs of the store: run id -> tags."""
+    if not db.exists():
+        return {}
+    with sqlite3.connect(db) as conn:
+        ids = [r[0] for r in conn.execute("select run_uuid from runs where status = 'RUNNING'")]
+        return {i: dict(conn.execute("select key, value from tags where run_uuid = ?", (i,)).fetchall()) for i in ids}
+
+
+def _end_state(folder: Path, out: recipes.Outcome, running_before: dict[str, dict[str, str]]) -> None:
+    """A run left RUNNING by the failed write (its end was that write) must be this live process's
+    own, so that the reaper or ``dabench doctor`` ends it once the process is gone, or one that a
+    journal still in the outbox finishes at the next sync."""
+    finishing = {
+        json.loads(p.read_text()).get("server_run_id") for p in (folder / "outbox").glob("*.json") if p.is_file()
+    }
+    for db in out.databases:
+        if db.exists():
+            assert recipes.integrity(db) == "ok", db
+            for run_id, tags in _running(db).items():
+                if run_id not in running_before and run_id not in finishing:
+                    owner = (tags.get(HOST_TAG), tags.get(PID_TAG))
+                    assert owner == (hostname(), str(os.getpid())), f"{db}: run {run_id} RUNNING, owner {owner}"
+    for path in out.files:
+        if path.exists() and TMP_MARK not in path.name:
+            assert recipes.whole(path), path
+    assert not list(folder.rglob(f"*{TMP_MARK}")), "a temporary file was left behind"
+
+
+@pytest.mark.parametrize(
+    "fault", [ERRNOS[0], *(pytest.param(e, marks=pytest.mark.slow) for e in ERRNOS[1:])]
+)  # a full disk in the fast suite; the other errnos with the slow tests
+@pytest.mark.parametrize("command", sorted(recipes.COMMAND_RECIPES))
+def test_every_write_of_a_command_fails_cleanly(command, fault, template, tmp_path, env):
+    recipe = recipes.COMMAND_RECIPES[command]
+    traced = _folder(tmp_path / "traced", template)
+    env(traced)
+    clean = recipe(traced, COUNT_ALL)
+    writes = faults.counts()
+    assert clean.status == "exit 0" and writes, (clean, writes)
+    cause = os.strerror(getattr(errno, fault))
+    for point, calls in sorted(writes.items()):
+        sink = point.removeprefix("write.")
+        for nth in sorted({1, calls}):
+            folder = _folder(tmp_path / f"{sink}-{nth}", template)
+            env(folder)
+            db = folder / "mlruns" / "mlflow.db"
+            recipes.COMMAND_SETUP.get(command, lambda _: None)(folder)
+            before = _running(db)
+            out = recipe(folder, f"{point}:{fault}@{nth}")
+            case = f"{command}: {point}:{fault}@{nth} of {calls}"
+            _end_state(folder, out, before)
+            if sink in CACHES:
+                assert out.status == "exit 0", (case, out)
+            else:
+                assert out.status != "exit 0", (case, out)
+                assert "\n" not in out.message and "Traceback" not in out.message, (case, out.message)
+                assert cause in out.message, (case, out.message)
+            again = recipe(folder, None)  # the next command, no fault: the job gets done
+            assert again.status == "exit 0", (case, again)
+            _end_state(folder, again, before)
+            if command == "doctor":  # the run its gone process left RUNNING is ended now
+                assert not set(_running(db)) & set(before), case
+            if command == "sync":
+                assert recipes.runs_named(db, "kept") == 1, case
