@@ -32,7 +32,7 @@ def load_imbalance(times: Sequence[float]) -> float:
     longest = max(values)
     if longest == 0:
         return 1.0
-    return (sum(values) / len(values)) / longest
+    return min(1.0, (sum(values) / len(values)) / longest)
 
 
 def compute_efficiency(achieved_flops_per_s: float, peak_flops_per_s: float) -> float:

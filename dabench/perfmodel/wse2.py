@@ -160,7 +160,7 @@ def stash_bytes(kinds: list[KernelKind], seq_len: int, barriers_per_block: float
 def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float, region: int, seq: int):
     """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s) in a region of
     ``region`` PEs: every kernel gets the PEs that carry its work at the common rate, the rate being
-    the token ceiling unless the region's placeable PEs run out first."""
+    the kernels' pace unless the region's placeable PEs run out first."""
     k = p.knobs
     work = [kind.pe_s for kind in kinds]
     total = sum(kind.count * w for kind, w in zip(kinds, work, strict=False))
@@ -185,8 +185,8 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
 
 
 def _region(p: Wse2Params, kinds: list[KernelKind], seq: int, per_copy: float) -> int:
-    """The compiled region: the default (the reports' patio) when one copy fits it at the token
-    ceiling, PEs and SRAM; otherwise the whole wafer (ALCF's BERT-Large compile used 93.39% of the
+    """The compiled region: the default (the reports' patio) when one copy fits it at the kernels'
+    pace, PEs and SRAM; otherwise the whole wafer (ALCF's BERT-Large compile used 93.39% of the
     fabric's cores)."""
     need = sum(kind.count * max(1, math.ceil(kind.pe_s * token_ceiling(p, seq))) for kind in kinds)
     region = p.region_pes
