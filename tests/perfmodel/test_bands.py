@@ -258,3 +258,25 @@ def test_advise_says_when_two_platforms_bands_overlap():
     lines = overlaps(ranked, "time")
     assert len(lines) == 1 and "#1 rdu and #2 cuda" in lines[0] and "not settled" in lines[0]
     assert overlaps(ranked[2:], "time") == []
+
+
+def test_a_validate_run_records_whether_its_measurement_is_inside_the_band(tmp_path, monkeypatch):
+    """A real measured-and-predicted CPU run (calibration repeats injected, as in
+    tests/pipeline/test_noisy_ceilings.py): the CPU has no calibration points, so its band is wide
+    and says so; the run records predict.within_band against that band."""
+    from dabench.config.build import build_run_config
+    from dabench.host import calibrate
+    from dabench.pipeline.execute import execute
+    from tests.conftest import composed, fresh_calibration
+
+    fresh_calibration(monkeypatch, tmp_path)
+    monkeypatch.setattr(calibrate, "matmul_samples", lambda dtype, repeats=7: [1.0e12] * repeats)
+    monkeypatch.setattr(calibrate, "copy_samples", lambda repeats=7: [1.0e11] * repeats)
+    monkeypatch.setattr(calibrate, "load_per_core", lambda: 0.1)
+    fast = ["model.n_layers=1", "run.warmup_steps=1", "run.timed_steps=2", "run.profile_subtasks=false"]
+    result = execute(build_run_config(composed(["hardware.mode=validate", *fast])))
+    m = result.metrics
+    lo, hi = m["predict.throughput.samples_per_s.lo"], m["predict.throughput.samples_per_s.hi"]
+    assert lo < m["predict.throughput.samples_per_s"] < hi
+    assert m["predict.within_band"] == float(lo <= m["throughput.samples_per_s"] <= hi)
+    assert result.notes["dabench.band"].startswith("wide:") and "nothing calibrated" in result.notes["dabench.band"]
