@@ -1,16 +1,19 @@
-"""A study evaluates each deployment once: identity, what the study holds, and re-drawing.
+"""A study evaluates each deployment once: identity, what the study holds, and fresh re-draws.
 
 - A deployment is its full override set after the structured hook (:func:`deployment_key`):
   two Optuna parameter sets that give the same overrides are the same deployment.
 - The study *holds* a deployment when a trial with it is COMPLETE, FAILED with a status that
   counts (the run was refused: capacity, oom, ...) or RUNNING (here or on another worker);
   interrupted and skipped trials hold nothing (:func:`held_keys`).
-- :class:`Proposer` asks Optuna for a trial whose deployment the study does not hold. A repeat
-  is closed FAILED with status ``skipped`` (never launched, not counted) and the proposal is
-  re-drawn: first by the study's sampler, then from the list of every deployment when the space
-  can be enumerated (:func:`enumerate_deployments`), else by random sampling. It returns None
-  when the space is exhausted (every deployment held) or no new one was found in
-  ``MAX_PROPOSALS`` proposals.
+- :class:`Proposer` asks the study's sampler once per trial. When the study holds that
+  deployment, the proposal is closed FAILED with status ``skipped`` (never launched, not
+  counted) and replaced by a fresh deployment, never the same proposal again: drawn at random
+  from the space in memory (``RANDOM_DRAWS`` draws, no trial created), else picked at random
+  among the deployments the study does not hold when the space can be enumerated
+  (:func:`walk_params`, or a hook's ``grid()`` and ``params_of()``). The trial is then created
+  with exactly those parameters. It returns None only when the space is exhausted: every
+  deployment held, or, for a space that cannot be enumerated, none new in ``UNENUMERABLE_DRAWS``
+  random draws.
 
 The caller holds the study's lock (dabench.tune.locking) while it asks, so two workers never
 take the same deployment.
@@ -18,24 +21,27 @@ take the same deployment.
 
 from __future__ import annotations
 
+import math
 import random
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import optuna
+from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
 from dabench.core.status import Status
 from dabench.tracking.redact import redact_overrides
 from dabench.tune.study import OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR, counts_toward_budget, mark_owner
 
-#: sampler proposals re-drawn before the space's list of deployments (or random sampling) is used
-SAMPLER_REDRAWS = 3
-#: proposals in one ask before the worker gives up finding a deployment the study does not hold
-MAX_PROPOSALS = 50
-#: spaces with more deployments than this are not enumerated (random re-draws instead)
-ENUMERATION_LIMIT = 20_000
+#: in-memory random draws of the space before its deployments are enumerated
+RANDOM_DRAWS = 200
+#: random draws after which a space that cannot be enumerated counts as exhausted
+UNENUMERABLE_DRAWS = 5_000
+#: enumerated spaces up to this many parameter sets are kept in memory (larger ones are re-walked)
+CATALOG_LIMIT = 50_000
 
 Key = tuple[str, ...]
+Params = dict[str, Any]
 
 
 def deployment_key(overrides: Iterable[str]) -> Key:
@@ -44,7 +50,7 @@ def deployment_key(overrides: Iterable[str]) -> Key:
     return tuple(sorted(redact_overrides(overrides)))
 
 
-def trial_key(trial: FrozenTrial, overrides_of: Callable[[dict[str, Any]], list[str]] | None = None) -> Key | None:
+def trial_key(trial: FrozenTrial, overrides_of: Callable[[Params], list[str]] | None = None) -> Key | None:
     """The deployment a trial ran or runs: its recorded overrides, else (a trial written before
     they were recorded) ``overrides_of(params)``; None when neither is known."""
     recorded = trial.user_attrs.get(OVERRIDES_ATTR)
@@ -63,16 +69,22 @@ def holds(trial: FrozenTrial) -> bool:
     return trial.state == TrialState.RUNNING or counts_toward_budget(trial)
 
 
-def held_keys(
-    trials: Sequence[FrozenTrial], overrides_of: Callable[[dict[str, Any]], list[str]] | None = None
-) -> set[Key]:
+def held_keys(trials: Sequence[FrozenTrial], overrides_of: Callable[[Params], list[str]] | None = None) -> set[Key]:
     """The deployments ``trials`` hold (see the module docstring)."""
     keys = (trial_key(t, overrides_of) for t in trials if holds(t))
     return {k for k in keys if k is not None}
 
 
 class NotEnumerable(Exception):
-    """The space has a continuous dimension, or more deployments than the limit."""
+    """The space has a continuous dimension that no hook enumerates."""
+
+
+class Space(Protocol):
+    """What the proposer needs of a study's space (dabench.tune.driver.TrialSpace)."""
+
+    def suggest(self, trial: Any) -> dict[str, Any]: ...
+    def overrides(self, values: dict[str, Any]) -> list[str]: ...
+    def each_params(self) -> Iterator[Params]: ...
 
 
 class _PathTrial:
@@ -106,6 +118,54 @@ class _PathTrial:
         return self._pick(name, [low + i * step for i in range(int(round((high - low) / step)) + 1)])
 
 
+class _RandomTrial:
+    """A stand-in for ``optuna.Trial`` that draws each parameter uniformly (log-uniformly on a
+    log scale); nothing is stored."""
+
+    def __init__(self, rng: random.Random):
+        self.rng, self.params = rng, {}
+
+    def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
+        self.params[name] = self.rng.choice(list(choices))
+        return self.params[name]
+
+    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
+        if log:
+            value = min(high, max(low, round(math.exp(self.rng.uniform(math.log(low), math.log(high))))))
+        else:
+            value = self.rng.randrange(low, high + 1, step)
+        self.params[name] = value
+        return value
+
+    def suggest_float(
+        self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False
+    ) -> float:
+        if step is not None:
+            value = low + step * self.rng.randrange(int(round((high - low) / step)) + 1)
+        elif log:
+            value = math.exp(self.rng.uniform(math.log(low), math.log(high)))
+        else:
+            value = self.rng.uniform(low, high)
+        self.params[name] = value
+        return value
+
+
+class _FixedSampler(BaseSampler):
+    """Gives a trial exactly ``params`` (the fresh deployment a re-draw chose)."""
+
+    def __init__(self, params: Params):
+        self.params = params
+
+    def infer_relative_search_space(self, study, trial):
+        return {}
+
+    def sample_relative(self, study, trial, search_space):
+        return {}
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self.params[param_name]
+
+
 def _next_path(path: list[int], widths: list[int]) -> list[int] | None:
     """The odometer's next reading after ``path`` (None after the last)."""
     path = path[: len(widths)]
@@ -115,103 +175,122 @@ def _next_path(path: list[int], widths: list[int]) -> list[int] | None:
     return None
 
 
-def enumerate_deployments(
-    suggest: Callable[[Any], dict[str, Any]],
-    overrides_of: Callable[[dict[str, Any]], list[str]],
-    limit: int = ENUMERATION_LIMIT,
-) -> dict[Key, dict[str, Any]]:
-    """Every deployment of the space {key: Optuna parameters that give it}, found by walking
-    each suggest call's options; NotEnumerable for a continuous space, one with more than
-    ``limit`` parameter sets, or a hook that needs more than suggest calls."""
-    found: dict[Key, dict[str, Any]] = {}
+def walk_params(suggest: Callable[[Any], dict[str, Any]]) -> Iterator[Params]:
+    """Every Optuna parameter set ``suggest`` can make, found by walking each suggest call's
+    options; NotEnumerable for a continuous dimension or a hook that needs a real trial."""
     path: list[int] | None = []
-    for _ in range(limit + 1):
-        if path is None:
-            return found
+    while path is not None:
         trial = _PathTrial(path)
         try:
-            values = suggest(trial)
+            suggest(trial)
         except NotEnumerable:
             raise
         except Exception as error:
             raise NotEnumerable(
                 f"the space's suggest() needs a real trial ({type(error).__name__}: {error})"
             ) from error
-        found.setdefault(deployment_key(overrides_of(values)), dict(trial.params))
+        yield dict(trial.params)
         path = _next_path(trial.path, trial.widths)
-    raise NotEnumerable(f"more than {limit} parameter sets")
 
 
 class Proposer:
-    """Asks trials whose deployment the study does not hold (see the module docstring).
+    """Asks trials whose deployment the study does not hold (see the module docstring)."""
 
-    ``suggest(trial) -> values`` and ``overrides_of(values) -> [override]`` describe the space;
-    ``held`` is the set of held keys, kept up to date by :meth:`ask`."""
-
-    def __init__(
-        self,
-        study: optuna.Study,
-        suggest: Callable[[Any], dict[str, Any]],
-        overrides_of: Callable[[dict[str, Any]], list[str]],
-        rng: random.Random | None = None,
-    ):
-        self.study, self.suggest, self.overrides_of = study, suggest, overrides_of
+    def __init__(self, study: optuna.Study, space: Space, rng: random.Random | None = None):
+        self.study, self.space = study, space
         self.rng = rng or random.Random()
-        self._catalog: dict[Key, dict[str, Any]] | None = None
-        self._enumerable: bool | None = None
+        self._catalog: list[tuple[Key, Params]] | None = None
+        self.enumerable: bool | None = None
         self.skipped = 0
 
-    def catalog(self) -> dict[Key, dict[str, Any]] | None:
-        """Every deployment of the space, or None when it cannot be enumerated (computed once)."""
-        if self._enumerable is None:
-            try:
-                self._catalog = enumerate_deployments(self.suggest, self.overrides_of)
-                self._enumerable = True
-            except NotEnumerable:
-                self._enumerable = False
-        return self._catalog
+    def key_of(self, values: dict[str, Any]) -> Key:
+        return deployment_key(self.space.overrides(values))
+
+    def _deployments(self) -> Iterator[tuple[Key, Params]]:
+        """(key, parameters) of every parameter set of the space; NotEnumerable when it has none."""
+        if self._catalog is not None:
+            yield from self._catalog
+            return
+        kept: list[tuple[Key, Params]] | None = []
+        for params in self.space.each_params():
+            item = (self.key_of(self.space.suggest(optuna.trial.FixedTrial(params))), params)
+            if kept is not None:
+                kept.append(item)
+                if len(kept) > CATALOG_LIMIT:
+                    kept = None
+            yield item
+        self._catalog = kept
+
+    def size(self) -> int | None:
+        """How many deployments the space has (None when it cannot be enumerated)."""
+        try:
+            return len({key for key, _ in self._deployments()})
+        except NotEnumerable:
+            return None
 
     def exhausted(self, held: set[Key]) -> bool:
-        """True when the space is finite and every deployment of it is held."""
-        catalog = self.catalog()
-        return catalog is not None and not (catalog.keys() - held)
+        """True when the space is enumerable (already walked) and every deployment is held."""
+        return self._catalog is not None and all(key in held for key, _ in self._catalog)
+
+    def _unheld(self, held: set[Key]) -> Params | None:
+        """Parameters of a deployment not held, chosen uniformly among all of them; None when
+        there is none; NotEnumerable when the space cannot be enumerated."""
+        chosen, seen = None, 0
+        for key, params in self._deployments():
+            if key not in held:
+                seen += 1
+                if self.rng.randrange(seen) == 0:  # reservoir: uniform over the unheld keys
+                    chosen = params
+        return chosen
+
+    def _draw(self, held: set[Key], tries: int) -> Params | None:
+        for _ in range(tries):
+            probe = _RandomTrial(self.rng)
+            if self.key_of(self.space.suggest(probe)) not in held:
+                return probe.params
+        return None
+
+    def fresh(self, held: set[Key]) -> Params | None:
+        """Parameters of a deployment the study does not hold (see the module docstring)."""
+        found = self._draw(held, RANDOM_DRAWS if self.enumerable is not False else UNENUMERABLE_DRAWS)
+        if found is not None or self.enumerable is False:
+            return found
+        try:
+            found = self._unheld(held)
+            self.enumerable = True
+            return found
+        except NotEnumerable:
+            self.enumerable = False
+        return self._draw(held, UNENUMERABLE_DRAWS - RANDOM_DRAWS)
 
     def ask(self, held: set[Key]) -> tuple[optuna.Trial, list[str]] | None:
         """A new trial (owner recorded, overrides recorded in ``dabench.overrides`` with secrets
-        masked) and its overrides as launched, its key added to ``held``; None when no deployment is left to propose."""
-        if self._enumerable and self.exhausted(held):
+        masked) and its overrides as launched, its key added to ``held``; None when the space
+        has no deployment left that the study does not hold."""
+        if self.exhausted(held):
             return None
-        for attempt in range(MAX_PROPOSALS):
-            if attempt and self.exhausted(held):
-                return None
-            if attempt >= SAMPLER_REDRAWS:
-                self._steer(held)
-            trial = self._ask_with(random_sampler=attempt >= SAMPLER_REDRAWS and self._enumerable is False)
-            mark_owner(trial)
-            overrides = self.overrides_of(self.suggest(trial))
-            key = deployment_key(overrides)
-            if key not in held:
-                trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
-                held.add(key)
-                return trial, overrides
+        trial, overrides = self._ask_with(None)
+        key = deployment_key(overrides)
+        while key in held:
             self._skip(trial, overrides)
-        return None
+            params = self.fresh(held)
+            if params is None:
+                return None
+            trial, overrides = self._ask_with(params)
+            key = deployment_key(overrides)
+        trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
+        held.add(key)
+        return trial, overrides
 
-    def _steer(self, held: set[Key]) -> None:
-        """Before a re-draw past the sampler's: enqueue an unheld deployment of an enumerable
-        space (a space that cannot be enumerated is sampled at random instead)."""
-        catalog = self.catalog() or {}
-        unheld = [params for key, params in catalog.items() if key not in held]
-        if unheld:
-            self.study.enqueue_trial(self.rng.choice(unheld))
-
-    def _ask_with(self, random_sampler: bool) -> optuna.Trial:
-        if not random_sampler:
-            return self.study.ask()
+    def _ask_with(self, params: Params | None) -> tuple[optuna.Trial, list[str]]:
+        """A trial sampled by the study's sampler, or given exactly ``params``, and its overrides."""
         sampler = self.study.sampler
-        self.study.sampler = optuna.samplers.RandomSampler(seed=self.rng.randrange(2**31))
+        if params is not None:
+            self.study.sampler = _FixedSampler(params)
         try:
-            return self.study.ask()
+            trial = self.study.ask()
+            mark_owner(trial)
+            return trial, self.space.overrides(self.space.suggest(trial))
         finally:
             self.study.sampler = sampler
 

@@ -16,14 +16,14 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 import optuna
 from optuna.trial import TrialState
 
 from dabench.core.status import ConfigError, Status
 from dabench.tracking.redact import redact_text
-from dabench.tune.dedup import MAX_PROPOSALS, Proposer, held_keys
+from dabench.tune.dedup import UNENUMERABLE_DRAWS, Params, Proposer, held_keys, walk_params
 from dabench.tune.space import ParsedSpace, override_value
 from dabench.tune.structured import StructuredSpace
 from dabench.tune.study import (
@@ -81,6 +81,19 @@ class TrialSpace:
         are not a point of this space)."""
         return self.overrides(self.suggest(optuna.trial.FixedTrial(params)))
 
+    def each_params(self) -> Iterator[Params]:
+        """Optuna parameters of every deployment: the suggest calls walked, or, for a hook with
+        ``grid()`` and ``params_of(deployment)``, the grammar's part walked times the hook's
+        grid (dabench.tune.structured); NotEnumerable for a continuous dimension."""
+        params_of = getattr(self.structured, "params_of", None)
+        if params_of is None or not hasattr(self.structured, "grid"):
+            yield from walk_params(self.suggest)
+            return
+        deployments = [p for p in (params_of(d) for d in self.structured.grid()) if p is not None]
+        for simple in walk_params(self.parsed.suggest):
+            for params in deployments:
+                yield {**simple, **params}
+
 
 def trial_tags(trial_number: int, study_name: str) -> list[str]:
     return [
@@ -114,15 +127,14 @@ Launch = Callable[[list[list[str]], int], Sequence[Outcome]]
 
 
 def _end_early_line(study: optuna.Study, proposer: Proposer, done: int) -> str:
-    catalog = proposer.catalog()
-    if catalog is not None:
+    if proposer.enumerable:
         return (
-            f"study {study.study_name}: all {len(catalog)} deployments of this space evaluated; "
+            f"study {study.study_name}: all {proposer.size()} deployments of this space evaluated; "
             f"stopping after {done} trials"
         )
     return (
-        f"study {study.study_name}: no deployment it has not evaluated in {MAX_PROPOSALS} proposals; "
-        f"stopping after {done} trials"
+        f"study {study.study_name}: no deployment it has not evaluated in {UNENUMERABLE_DRAWS} random draws "
+        f"(a space that cannot be enumerated); stopping after {done} trials"
     )
 
 
@@ -143,7 +155,7 @@ def run_trials(
     first_job_index)`` must return one Outcome per job. ``lock()``: the study store's lock,
     held while trials are counted and created (see the module docstring)."""
     ran = 0
-    proposer = Proposer(study, space.suggest, lambda values: space.overrides(values))
+    proposer = Proposer(study, space)
     while not (stop is not None and stop(study)):
         batch: list[optuna.Trial] = []
         try:

@@ -4,7 +4,8 @@ accumulation and the layers-per-IPU placement, valid by construction.
 Every trial is a deployment PopTorch would accept: a replication factor dividing the IPU count,
 gradient accumulation = ``pipeline_fill`` x (2k - 1) for k pipeline stages, and a placement whose
 layers sum to ``model.n_layers`` (:func:`dabench.tune.placement.placement_from_params`). ``grid()``
-enumerates the same deployments exactly, and ``size()`` counts them.
+enumerates the same deployments exactly, ``size()`` counts them and ``params_of()`` gives the
+parameters of each (a study enumerates its space with it, dabench.tune.dedup).
 
 Details: docs/tuning.md, "IPU placements, valid by construction".
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.core.status import ConfigError
-from dabench.tune.placement import count_placements, placement_from_params, placements
+from dabench.tune.placement import count_placements, placement_from_params, placements, stage_values
 
 
 def training_pipeline_stages(ipus_per_replica: int) -> int:
@@ -97,6 +98,28 @@ class IpuPipelineSpace:
                     z = [trial.suggest_float(f"stage_weight.{i}", 0.0, 1.0) for i in range(1, k)]
         placement = placement_from_params(self.n_layers, k, first, skew, z, **self.bounds)
         return self.deployment(k, r, fill, placement)
+
+    def params_of(self, deployment: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Optuna parameters that :meth:`suggest` turns into ``deployment`` (one of :meth:`grid`);
+        None when this space's skews cannot reach its placement."""
+        k, r = int(deployment["parallel.degree"]), int(deployment["parallel.replicas"])
+        placement = tuple(deployment["parallel.layers_per_stage"])
+        params: dict[str, Any] = {
+            "ipus": k * r,
+            f"replication.ipus{k * r}": r,
+            "pipeline_fill": int(deployment["run.grad_accum"]) // training_pipeline_stages(k),
+        }
+        if k == 1:
+            return params
+        params["first_stage_layers"] = placement[0]
+        if k == 2:
+            return params
+        free = [layers - self.bounds["min_other"] for layers in placement[1:]]
+        for skew in self.skews:
+            z = stage_values(free, skew) if skew > 0 else []
+            if placement_from_params(self.n_layers, k, placement[0], skew, z, **self.bounds) == placement:
+                return {**params, "placement_skew": skew, **{f"stage_weight.{i}": v for i, v in enumerate(z, 1)}}
+        return None
 
     def size(self) -> int:
         return len(self.fills) * sum(

@@ -15,7 +15,7 @@ A searchable form (:func:`placement_from_params`): stage 0's layer count f, a ``
 apportioned by weights ``w_i = exp(SKEW_RANGE * skew * (z_i - 0.5))``: skew 0 splits them as evenly
 as possible (what minimises the most loaded IPU); larger skews reach uneven placements up to a
 weight ratio of ``exp(SKEW_RANGE)`` (about 400:1), so every placement of up to ~400 layers is
-reachable. All functions are pure.
+reachable; :func:`stage_values` gives the z values of a wanted placement. All functions are pure.
 """
 
 from __future__ import annotations
@@ -124,6 +124,16 @@ def placement_from_params(
     if len(weights) != stages - 1:
         raise ValueError(f"skewed placement needs {stages - 1} stage values, got {len(weights)}")
     return (first, *(min_other + extra for extra in apportion(free, weights)))
+
+
+def stage_values(free: Sequence[int], skew: float) -> list[float]:
+    """The inverse of :func:`skew_weights`: z values (clipped to [0, 1]) whose weights at
+    ``skew`` > 0 are proportional to each stage's ``free`` layers (a stage with none gets
+    z = 0). The caller checks the placement they give; a ratio beyond ``exp(SKEW_RANGE * skew)``
+    is out of reach."""
+    logs = [math.log(f) for f in free if f > 0]
+    top = max(logs) if logs else 0.0
+    return [0.0 if f <= 0 else min(1.0, max(0.0, 1.0 + (math.log(f) - top) / (SKEW_RANGE * skew))) for f in free]
 
 
 def format_placement(placement: Sequence[int]) -> str:

@@ -9,7 +9,10 @@ with
   and returns the overrides of one valid deployment (valid by construction: the hook, not the
   run, enforces the structure), and
 - ``grid() -> iterable of {override key: value}`` (optional): every deployment of the space,
-  for exhaustive enumeration (benchmarks/tuning_efficiency.py uses it).
+  for exhaustive enumeration (benchmarks/tuning_efficiency.py uses it), and
+- ``params_of(deployment) -> {Optuna parameter: value}`` (optional, with ``grid()``): the
+  parameters ``suggest`` turns into that deployment (None when none does), so that a study can
+  enumerate a space whose hook samples continuous parameters (dabench.tune.dedup).
 
 Keys it returns are override keys (``run.batch_size``, ``parallel.layers_per_stage``,
 ``+hardware.options.x``); values are Python values, written out with

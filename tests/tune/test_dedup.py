@@ -4,8 +4,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from dabench.tune.dedup import NotEnumerable, deployment_key, enumerate_deployments
+from dabench.tune.dedup import UNENUMERABLE_DRAWS, NotEnumerable, deployment_key, walk_params
 from dabench.tune.driver import Outcome, TrialSpace, run_trials
+from dabench.tune.ipu import IpuPipelineSpace
 from dabench.tune.sampling import make_sampler
 from dabench.tune.space import parse_overrides
 from dabench.tune.study import OVERRIDES_ATTR, STATUS_ATTR, counts_toward_budget, mark_owner, open_study
@@ -87,16 +88,65 @@ def test_a_space_that_cannot_be_enumerated_stops_when_no_new_deployment_is_found
     study = study_in(tmp_path, sampler="random")
     assert run_trials(study, space, n_trials=10, n_jobs=1, launch=launch_ok([])) == 2
     assert len(set(counted_keys(study))) == 2
-    assert "study dedup: no deployment it has not evaluated in 50 proposals; stopping after 2 trials" in caplog.text
+    assert (
+        f"study dedup: no deployment it has not evaluated in {UNENUMERABLE_DRAWS} random draws "
+        "(a space that cannot be enumerated); stopping after 2 trials" in caplog.text
+    )
 
 
 def test_enumeration_walks_every_suggest_call():
     space = TrialSpace(parse_overrides(["run.batch_size=range(1, 4)", "precision=fp16,fp32"]), AliasingHook())
-    found = enumerate_deployments(space.suggest, space.overrides)
+    found = {deployment_key(space.overrides_of_params(p)): p for p in space.each_params()}
     assert len(found) == 3 * 2 * 3
-    for key, params in found.items():
-        assert deployment_key(space.overrides_of_params(params)) == key
     with pytest.raises(NotEnumerable):
-        enumerate_deployments(TrialSpace(parse_overrides(["run.lr=interval(0.1, 1.0)"])).suggest, space.overrides)
-    with pytest.raises(NotEnumerable):
-        enumerate_deployments(space.suggest, space.overrides, limit=5)
+        list(walk_params(TrialSpace(parse_overrides(["run.lr=interval(0.1, 1.0)"])).suggest))
+
+
+def ipu_space(n_layers, params=("run.batch_size=choice(1, 2, 4)", "precision=choice(fp16, fp32, mixed)"), **args):
+    return TrialSpace(parse_overrides(list(params)), IpuPipelineSpace({"model": {"n_layers": n_layers}}, **args))
+
+
+@pytest.mark.parametrize("n_layers", [4, 12])
+def test_a_hook_with_continuous_parameters_enumerates_through_params_of(n_layers):
+    hook = ipu_space(n_layers).structured
+    deployments = list(hook.grid())
+    assert len(deployments) == hook.size()
+    for deployment in deployments:
+        assert hook.suggest(optuna.trial.FixedTrial(hook.params_of(deployment))) == deployment
+
+
+def peaked(log):
+    """Samples/s highest at batch 4, fp16, 4 IPUs: TPE soon proposes the same deployment again."""
+
+    def launch(job_overrides, first_index):
+        log.extend(job_overrides)
+        out = []
+        for overrides in job_overrides:
+            text = " ".join(overrides)
+            score = 10 * ("run.batch_size=4" in text) + 5 * ("precision=fp16" in text) + 3 * ("degree=4" in text)
+            out.append(Outcome(float(score + len(text) % 3), "ok", mode="predict"))
+        return out
+
+    return launch
+
+
+def in_memory(name):
+    return optuna.create_study(study_name=name, direction="maximize", sampler=make_sampler("tpe", 0))
+
+
+def test_a_study_runs_its_budget_with_fresh_deployments_until_the_space_is_exhausted(caplog):
+    space = ipu_space(4)  # 9 x 120 deployments; the hook samples continuous stage weights
+    log = []
+    study = in_memory("dedup")
+    assert run_trials(study, space, n_trials=150, n_jobs=3, launch=peaked(log)) == 150
+    keys = [deployment_key(o) for o in log]
+    assert len(keys) == len(set(keys)) == 150 == len(counted_keys(study))
+    skipped = [t for t in study.get_trials() if t.user_attrs.get(STATUS_ATTR) == "skipped"]
+    assert skipped, "TPE repeated itself: the re-draws were exercised"
+    assert "stopping after" not in caplog.text
+
+    small = ipu_space(4, params=("precision=choice(fp16, fp32)",), ipus=[1, 2, 4], pipeline_fill=[1, 2])
+    study, log = in_memory("small"), []
+    assert run_trials(study, small, n_trials=500, n_jobs=2, launch=peaked(log)) == 2 * small.structured.size()
+    assert len({deployment_key(o) for o in log}) == len(log) == 2 * small.structured.size()
+    assert f"study small: all {len(log)} deployments of this space evaluated" in caplog.text

@@ -6,13 +6,13 @@ import random
 import pytest
 
 from dabench.tune.placement import (
-    SKEW_RANGE,
     apportion,
     compositions,
     count_placements,
     format_placement,
     placement_from_params,
     placements,
+    stage_values,
 )
 
 
@@ -72,21 +72,12 @@ def test_skew_zero_is_the_most_even_split():
     assert placement_from_params(12, 4, first=11) == (9, 1, 1, 1)  # clamped: others need a layer each
 
 
-def _z_for(free):
-    """Stage values that make skew-1 weights proportional to ``free`` (zero stages: z = 0)."""
-    logs = [math.log(f) for f in free if f > 0]
-    if not logs:
-        return [0.5] * len(free)
-    top = max(logs)
-    return [0.0 if f == 0 else 1.0 + (math.log(f) - top) / SKEW_RANGE for f in free]
-
-
 def test_every_placement_is_reachable_from_parameters():
     for n_layers in (10, 16):
         for stages in (2, 3, 4, 5):
             for target in placements(n_layers, stages):
                 free = [n - 1 for n in target[1:]]
-                assert placement_from_params(n_layers, stages, target[0], 1.0, _z_for(free)) == target
+                assert placement_from_params(n_layers, stages, target[0], 1.0, stage_values(free, 1.0)) == target
 
 
 def test_random_parameters_always_give_valid_placements():
