@@ -1,8 +1,10 @@
-"""``dabench sync [--tracking-uri URI] [--outbox DIR]``: replay the runs kept in the outbox while
-the tracking server could not be reached, each exactly once (dabench/tracking/outbox.py).
+"""``dabench sync [--tracking-uri URI] [--outbox DIR] [--list]``: replay the runs kept in the
+outbox while the tracking server could not be reached, each exactly once
+(dabench/tracking/outbox.py); ``--list`` shows what waits and changes nothing.
 
-Exit 0 when the outbox is empty afterwards, 1 when runs are left (the server is still
-unreachable: run it again later), 2 for bad arguments.
+Exit 0 when the outbox is empty afterwards (``--list``: when nothing waits), 1 when runs are left
+(the server is still unreachable: run it again later) or a journal is damaged (kept and named),
+2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ ARGS = Schema(
     (
         Arg("--tracking-uri", "the store to replay into (default: the one dabench would use)"),
         Arg("--outbox", "the outbox folder (default: $DABENCH_OUTBOX or ./mlruns-outbox)", "path"),
+        Arg("--list", "list the runs that wait in the outbox (and damaged journals); replay nothing", "flag"),
     ),
 )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-    from dabench.tracking.outbox import OUTBOX_ENV, outbox_dir, pending, replay
+    from dabench.tracking.outbox import OUTBOX_ENV, describe, outbox_dir, replay, scan
     from dabench.tracking.store import tracking_uri
 
     if args.outbox is not None:
@@ -33,9 +36,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         os.environ[OUTBOX_ENV] = str(args.outbox)
     folder = outbox_dir()
-    if not pending(folder):
+    journals, damaged = scan(folder)
+    if args.list:
+        for journal in journals:
+            print(describe(journal))
+        for line in damaged:
+            print(f"dabench sync: {line}", file=sys.stderr)
+        print(f"dabench sync: {len(journals)} runs wait in {folder}, {len(damaged)} damaged journals")
+        return 1 if damaged else 0
+    if not journals and not damaged:
         print(f"dabench sync: nothing to replay in {folder}")
         return 0
     report = replay(tracking_uri(args.tracking_uri), folder)
+    if report is None:
+        print(f"dabench sync: another dabench sync still replays {folder}; try again when it ends", file=sys.stderr)
+        return 1
     print(report.line(folder))
     return 0 if report.left == 0 else 1

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from dabench.runtime.sinks import write_csv
+from dabench.tracking.outbox import PREFIX, is_unreachable, outbox_dir, waiting_runs
 
 #: the table's columns (normalized frame columns), in order; the CSV adds every param and metric
 COLUMNS = (
@@ -148,18 +149,37 @@ def sweep_mode(frame: pd.DataFrame) -> str:
 def record_sweep_results(client, parent_run_id: str, folder: Path | None, title: str = "results") -> str:
     """Read ``parent_run_id``'s child runs through ``client``, write ``folder/results.csv``, log it
     on the parent (artifact ``results.csv``), tag the parent's ``dabench.mode``; returns the text
-    table (the caller prints it)."""
-    from dabench.report.frame import load_frame
+    table (the caller prints it). Children waiting in the outbox are rows too; when the parent
+    itself waits there (or the store cannot be reached), the table is theirs alone and
+    results.csv stays in ``folder`` (dabench.tracking.outbox)."""
+    from dabench.report.frame import load_frame, normalize, runs_to_frame
 
-    frame, _ = load_frame(selection=parent_run_id, kind="run", client=client)
+    offline = parent_run_id.startswith(PREFIX)
+    frame = normalize(pd.DataFrame())
+    if not offline:
+        try:
+            frame, _ = load_frame(selection=parent_run_id, kind="run", client=client)
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            offline = True
     if not frame.empty and parent_run_id in set(frame["run_id"]):  # a parent without children selects itself
         frame = frame[frame["run_id"] != parent_run_id].reset_index(drop=True)
+    waiting = waiting_runs(parent_run_id)
+    if waiting:  # the runs kept in the outbox count too, in their newer state
+        newer = runs_to_frame(waiting)
+        stored = frame[~frame["run_id"].isin(set(newer["run_id"]))] if not frame.empty else frame
+        frame = pd.concat([stored, newer], ignore_index=True)
     text = render_results(frame, title)
+    if waiting:
+        text += f"\n{len(waiting)} of these runs wait in the outbox {outbox_dir()} (dabench sync replays them)"
     if folder is not None:
         path = write_results_csv(frame, Path(folder) / "results.csv")
-        client.log_artifact(parent_run_id, str(path))
-        text += f"\nresults.csv: {path} (also an artifact of MLflow run {parent_run_id})"
-    client.set_tag(parent_run_id, "dabench.mode", sweep_mode(frame))
+        if not offline:
+            client.log_artifact(parent_run_id, str(path))
+        text += f"\nresults.csv: {path}" + ("" if offline else f" (also an artifact of MLflow run {parent_run_id})")
+    if not offline:
+        client.set_tag(parent_run_id, "dabench.mode", sweep_mode(frame))
     return text
 
 

@@ -7,11 +7,19 @@ experiment, name, start and end times, tags, parent, params, metrics, artifact c
 reason, the server's run id once it has one, and which parts the server has acknowledged. The
 folder is ``$DABENCH_OUTBOX`` or ``<launch dir>/mlruns-outbox``. Only remote stores (http(s),
 PostgreSQL, MySQL) use it: a local SQLite store has no outage to wait out.
+
+A journal that cannot be read is kept where it is and named in one line by every command that
+reads the outbox (:func:`scan`); it is never replayed nor skipped in silence. One replay at a
+time per outbox (an exclusive lock on ``<outbox>/sync.lock``), so two ``dabench sync`` at once
+replay each run once. Runs that wait count in their sweep's results table and parent counts
+(:func:`waiting_runs`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,30 +189,104 @@ _synced_once: set[str] = set()
 
 
 def sync_once(uri: str) -> None:
-    """At a process's first run: replay an earlier outage's journals into ``uri`` (once)."""
+    """At a process's first run: replay an earlier outage's journals into ``uri`` (once; not
+    while another process replays this outbox)."""
     if uri in _synced_once or not is_remote(uri):
         return
     _synced_once.add(uri)
-    journals = [j for j in pending() if j.data.get("closed")]
-    if not journals:
+    journals, damaged = scan()
+    if not damaged and not [j for j in journals if j.data.get("closed")]:
         return
     import sys
 
-    report = replay(uri)
-    print(report.line(outbox_dir()), file=sys.stderr, flush=True)
+    report = replay(uri, wait_s=0.0)
+    if report is not None:
+        print(report.line(outbox_dir()), file=sys.stderr, flush=True)
 
 
-def pending(folder: Path | None = None) -> list[Journal]:
+def scan(folder: Path | None = None) -> tuple[list[Journal], list[str]]:
+    """(the journals waiting in ``folder``, one line per journal that cannot be read: kept where
+    it is, never used). Reads only."""
+    from dabench.runtime.readers import DamagedFile
+
     folder = folder or outbox_dir()
     if not folder.is_dir():
-        return []
-    journals = []
+        return [], []
+    journals, damaged = [], []
     for path in sorted(folder.glob("*.json")):
         try:
             journals.append(Journal.load(path))
-        except (OSError, ValueError):  # unreadable; never half-written (runtime/sinks.write_bytes)
+        except DamagedFile as error:
+            damaged.append(f"damaged journal kept, not replayed: {error}")
+        except OSError as error:
+            damaged.append(f"damaged journal kept, not replayed: {path}: {error.strerror or error}")
+    return journals, damaged
+
+
+def pending(folder: Path | None = None) -> list[Journal]:
+    """The readable journals waiting in ``folder`` (:func:`scan` names the others)."""
+    return scan(folder)[0]
+
+
+def describe(journal: Journal) -> str:
+    """One line of ``dabench sync --list``: id, run name, state, store, parent, counts."""
+    data = journal.data
+    if data.get("closed"):
+        state = f"closed {data.get('status') or 'ok'}"
+    elif pid_alive(int(data.get("pid") or 0)):
+        state = f"open (process {data.get('pid')} is writing it)"
+    else:
+        state = "open (its process ended: replayed as interrupted)"
+    parent = f", parent {data['parent']}" if data.get("parent") else ""
+    server = f", server run {data['server_run_id']}" if data.get("server_run_id") else ""
+    return (
+        f"{journal.id}  {data.get('run_name')!r}  {state}  store {data.get('uri')}{server}{parent}  "
+        f"{len(data['params'])} params, {len(data['metrics'])} metrics, {len(data['artifacts'])} artifact folders"
+    )
+
+
+def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
+    """The runs waiting in the outbox whose parent is ``parent_id``, shaped as MLflow runs (info,
+    data) from their journals, as the store will hold them once replayed."""
+    from types import SimpleNamespace
+
+    from dabench.core.status import mlflow_state
+
+    runs = []
+    for journal in pending(folder):
+        data = journal.data
+        if data.get("parent") != parent_id:
             continue
-    return journals
+        tags = {
+            **data["tags"],
+            **data["logged_tags"],
+            "mlflow.runName": data["run_name"],
+            "mlflow.parentRunId": parent_id,
+        }
+        if data.get("closed") and data.get("status_tags", True) and data.get("status"):
+            tags["dabench.status"] = data["status"]
+            if data.get("reason"):
+                tags["dabench.reason"] = data["reason"]
+        info = SimpleNamespace(
+            run_id=journal.run_id,
+            experiment_id=data["experiment"],
+            run_name=data["run_name"],
+            status=mlflow_state(parse(data["status"])) if data.get("closed") and data.get("status") else "RUNNING",
+            start_time=data.get("start_ms"),
+            end_time=data.get("end_ms"),
+        )
+        runs.append(
+            SimpleNamespace(info=info, data=SimpleNamespace(tags=tags, params=data["params"], metrics=data["metrics"]))
+        )
+    return runs
+
+
+def with_waiting(stored: list[Any], parent_id: str, folder: Path | None = None) -> list[Any]:
+    """``stored`` (a parent's children read from the store) with the children waiting in the
+    outbox: a waiting record replaces the stored run of the same id (its newer state)."""
+    waiting = waiting_runs(parent_id, folder)
+    newer = {run.info.run_id for run in waiting}
+    return [run for run in stored if run.info.run_id not in newer] + waiting
 
 
 def _order(journals: list[Journal]) -> list[Journal]:
@@ -234,6 +316,7 @@ class SyncReport:
     left: int = 0
     errors: list[str] = field(default_factory=list)
     other_stores: set[str] = field(default_factory=set)  #: stores of journals left for another sync
+    damaged: list[str] = field(default_factory=list)  #: one line per journal that cannot be read
 
     def line(self, folder: Path) -> str:
         if self.other_stores:
@@ -243,21 +326,64 @@ class SyncReport:
             f"dabench sync: {self.synced} runs replayed, {self.already} already in the store, "
             f"{self.left} left in {folder}"
         )
-        return text + (f" ({self.errors[0]})" if self.errors else "")
+        text += f" ({self.errors[0]})" if self.errors else ""
+        return "\n".join([text, *(f"dabench sync: {line}" for line in self.damaged)])
 
 
-def replay(uri: str, folder: Path | None = None) -> SyncReport:
+#: how long ``dabench sync`` waits for another sync of the same outbox to finish
+LOCK_WAIT_S = 600.0
+
+
+def _locked(folder: Path, wait_s: float):
+    """An open lock file holding ``<folder>/sync.lock`` exclusively, or None when another
+    process still holds it after ``wait_s`` seconds (said once on stderr while it waits)."""
+    import sys
+
+    from dabench.runtime.sinks import make_dir, open_stream
+
+    make_dir("outbox", folder)
+    handle = open_stream("outbox", folder / "sync.lock", "a+")
+    deadline, told = time.monotonic() + wait_s, False
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                handle.close()
+                return None
+            if not told:
+                print(
+                    f"dabench sync: another dabench sync replays {folder}; waiting for it", file=sys.stderr, flush=True
+                )
+                told = True
+            time.sleep(0.05)
+
+
+def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) -> SyncReport | None:
     """Replay every closed journal (and every journal whose process is gone) that was kept for the
     store ``uri`` into it, each exactly once; a replayed journal moves to ``<outbox>/synced/``.
-    Journals of another store are left, named in the report (never written to the wrong store)."""
+    Journals of another store are left, named in the report (never written to the wrong store);
+    damaged ones are kept and named. Holds the outbox's lock; None when another process held it
+    for ``wait_s`` seconds."""
+    folder = folder or outbox_dir()
+    handle = _locked(folder, wait_s)
+    if handle is None:
+        return None
+    with handle:  # closing the file releases the lock, also when the process dies
+        return _replay_locked(uri, folder)
+
+
+def _replay_locked(uri: str, folder: Path) -> SyncReport:
     from dabench.tracking.redact import redact_uri
     from dabench.tracking.store import client_and_experiment
     from dabench.tracking.writes import now_ms, write_batch
 
-    folder = folder or outbox_dir()
     report = SyncReport()
+    waiting, report.damaged = scan(folder)
+    report.left += len(report.damaged)
     journals = []
-    for journal in _order(pending(folder)):
+    for journal in _order(waiting):
         if journal.data.get("uri") not in (None, redact_uri(uri)):
             report.left += 1
             report.other_stores.add(journal.data["uri"])

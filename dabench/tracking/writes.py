@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from dabench.core.status import is_ok
 from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
+from dabench.tracking.outbox import with_waiting
 from dabench.tracking.redact import redact_pair
 
 STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
@@ -60,13 +61,17 @@ def write_batch(
 
 def log_child_counts(client, run_id: str) -> dict[str, int]:
     """Count a parent's children by ``dabench.status`` and log ``jobs.total``, ``jobs.<status>``
-    and ``jobs.best_samples_per_s`` (the best ok throughput) on the parent; returns the counts."""
+    and ``jobs.best_samples_per_s`` (the best ok throughput) on the parent; returns the counts.
+    Children waiting in the outbox count as they will be stored (dabench.tracking.outbox)."""
     from mlflow.entities import Metric
 
-    children = client.search_runs(
-        [client.get_run(run_id).info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{run_id}'",
-        max_results=50000,
+    children = with_waiting(
+        client.search_runs(
+            [client.get_run(run_id).info.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{run_id}'",
+            max_results=50000,
+        ),
+        run_id,
     )
     counts: dict[str, int] = {}
     best = None

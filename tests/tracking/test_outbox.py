@@ -3,6 +3,7 @@ and makes no second parent; ``dabench sync`` replays it exactly once (dabench/tr
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import subprocess
@@ -151,3 +152,129 @@ def test_a_journal_is_replayed_only_into_the_store_it_was_kept_for(tmp_path, mon
         folder=outbox,
     )
     assert "CANARY7" not in secret.path.read_text()  # the store's URI is kept redacted
+
+
+# --- what waits: listed, counted, kept when damaged, replayed once by concurrent syncs ----------
+
+
+def _kept(outbox: Path, uri: str, name: str, parent: str | None = None, value: float = 1.0, **extra):
+    """A closed journal of a run named ``name`` kept for ``uri`` (a real store)."""
+    from dabench.core.status import Status
+    from dabench.tracking.outbox import Journal
+
+    journal = Journal.new(
+        uri=uri, experiment="dabench", run_name=name, start_ms=1_000, tags={}, parent=parent, folder=outbox, **extra
+    )
+    journal.log({"run.batch_size": 4}, {"throughput.samples_per_s": value}, {"dabench.mode": "predict"})
+    journal.close(Status.OK, "", 2_000, status_tags=True)
+    return journal
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_sync_list_shows_what_waits_and_names_a_damaged_journal_changing_nothing(tmp_path):
+    outbox, uri = tmp_path / "outbox", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    first = _kept(outbox, uri, "waits-1")
+    _kept(outbox, uri, "waits-2")
+    (outbox / "0badc0de.json").write_text('{"version": 1, "id": "0badc0de", "metrics": ')  # cut off mid-write
+    before = _tree(tmp_path)
+    listed = run_dabench("sync", "--list", "--outbox", str(outbox), cwd=tmp_path, code=1)
+    assert _tree(tmp_path) == before, "sync --list changed a file"
+    assert first.id in listed.stdout and "'waits-1'" in listed.stdout and "'waits-2'" in listed.stdout
+    assert "2 runs wait" in listed.stdout and "1 damaged journals" in listed.stdout
+    (damaged,) = [line for line in listed.stderr.splitlines() if "0badc0de.json" in line]
+    assert "damaged journal kept" in damaged
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_damaged_journal_is_kept_and_named_while_the_others_replay(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    outbox, uri = tmp_path / "outbox", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _kept(outbox, uri, "good")
+    bad = outbox / "feedface.json"
+    bad.write_text('{"version": 1, "id": "feedface", "metrics": {"x": "fast"}}')
+    done = run_dabench("sync", "--tracking-uri", uri, "--outbox", str(outbox), cwd=tmp_path, code=1)
+    assert "1 runs replayed" in done.stdout and "1 left" in done.stdout
+    assert [line for line in done.stdout.splitlines() if "feedface.json" in line and "damaged journal kept" in line]
+    assert bad.read_text() == '{"version": 1, "id": "feedface", "metrics": {"x": "fast"}}'
+    client = MlflowClient(uri)
+    assert len(client.search_runs([client.get_experiment_by_name("dabench").experiment_id])) == 1
+
+
+def test_two_syncs_at_once_replay_each_run_once(tmp_path):
+    """The first sync stops inside its replay (after it created one run); a second one started
+    then waits for it, writing nothing, and finds nothing left to add."""
+    from mlflow.tracking import MlflowClient
+
+    from dabench.tracking.outbox import ID_TAG, pending
+
+    outbox, uri = tmp_path / "outbox", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("dabench")
+    ids = sorted(_kept(outbox, uri, f"r{i}").id for i in range(12))
+    ready = tmp_path / "ready"
+    argv = dabench_argv("sync", "--tracking-uri", uri, "--outbox", str(outbox))
+
+    def start(name: str, fault: str | None):
+        env = {**os.environ, "DABENCH_FAULT_READY": str(ready), **({"DABENCH_FAULT": fault} if fault else {})}
+        with open(tmp_path / name, "w") as log:
+            return subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+
+    def wait_for(condition, what: str) -> None:
+        deadline = time.monotonic() + 120
+        while not condition():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.05)
+
+    first = start("first.log", "write.outbox:wait@3")  # 1 folder, 2 lock file, 3 the journal after its run was made
+    wait_for(lambda: ready.exists() and ready.read_text().strip(), "the first sync never got there")
+    second = start("second.log", None)
+    wait_for(lambda: "waiting for it" in (tmp_path / "second.log").read_text() or second.poll() is not None, "")
+    assert "waiting for it" in (tmp_path / "second.log").read_text(), "the second sync did not wait"
+    assert len(client.search_runs([experiment])) == 1 and second.poll() is None
+    Path(f"{ready}.go").touch()
+    assert [first.wait(300), second.wait(300)] == [0, 0]
+    outputs = (tmp_path / "first.log").read_text() + (tmp_path / "second.log").read_text()
+    assert "12 runs replayed" in outputs and "0 runs replayed, 0 already in the store, 0 left" in outputs
+    runs = client.search_runs([experiment], max_results=100)
+    assert sorted(r.data.tags[ID_TAG] for r in runs) == ids, outputs
+    assert not pending(outbox)
+
+
+def test_a_sweeps_counts_and_results_table_include_the_runs_that_wait(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from dabench.report.results import record_sweep_results
+    from dabench.tracking.outbox import replay
+    from dabench.tracking.writes import log_child_counts
+
+    outbox, uri = tmp_path / "outbox", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("DABENCH_OUTBOX", str(outbox))
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("dabench")
+    parent = client.create_run(experiment, run_name="sweep", tags={"dabench.parent": "true"}).info.run_id
+    stored = client.create_run(experiment, run_name="stored", tags={"mlflow.parentRunId": parent})
+    client.log_metric(stored.info.run_id, "throughput.samples_per_s", 3.0)
+    client.set_tag(stored.info.run_id, "dabench.status", "ok")
+    client.set_terminated(stored.info.run_id)
+    cut = client.create_run(experiment, run_name="cut", tags={"mlflow.parentRunId": parent})  # left RUNNING
+    _kept(outbox, uri, "cut", parent=parent, value=7.0, server_run_id=cut.info.run_id)  # its end waits
+    _kept(outbox, uri, "offline", parent=parent, value=5.0)  # the whole run waits
+
+    counts = log_child_counts(client, parent)
+    assert counts == {"ok": 3}
+    metrics = client.get_run(parent).data.metrics
+    assert metrics["jobs.total"] == 3 and metrics["jobs.best_samples_per_s"] == 7.0
+    table = record_sweep_results(client, parent, tmp_path, "sweep results")
+    assert "2 of these runs wait in the outbox" in table
+    with open(tmp_path / "results.csv") as handle:
+        rows = {row["run_name"]: row for row in csv.DictReader(handle)}
+    assert sorted(rows) == ["cut", "offline", "stored"] and float(rows["cut"]["throughput"]) == 7.0
+
+    report = replay(uri, outbox)
+    assert (report.synced, report.left) == (2, 0)
+    assert log_child_counts(client, parent) == {"ok": 3}  # the same once they are in the store
+    assert client.get_run(cut.info.run_id).info.status == "FINISHED"
