@@ -182,7 +182,7 @@ def read_constant_set(path: Path | str, fmt: str, version: int) -> dict:
         raise DamagedFile(path, "bands.needs is not a list")
     for i, need in enumerate(bands.get("needs", [])):
         if need is not None:
-            finite(path, need, f"bands.needs[{i}]", low=0.0)
+            finite(path, need, f"bands.needs[{i}]", low=0.0, high=10.0)
     return data
 
 
@@ -195,15 +195,15 @@ def _band_points(path: Path | str, band: dict, where: str) -> None:
     for i, point in enumerate(band["points"]):
         point = mapping(path, point, f"{where}.points[{i}]")
         coords = mapping(path, point.get("coords"), f"{where}.points[{i}].coords")
-        for key in ("size", "chips"):
-            finite(path, coords.get(key), f"{where}.points[{i}].coords.{key}", low=0.0, high=100.0)
+        for key, high in (("size", 20.0), ("chips", 30.0)):  # log10 parameters, log2 chips
+            finite(path, coords.get(key), f"{where}.points[{i}].coords.{key}", low=0.0, high=high)
         for key in ("precision", "compile", "execution", "release", "generation"):
             if not isinstance(coords.get(key), str):
                 raise DamagedFile(path, f"{where}.points[{i}].coords.{key} is not text")
         if not isinstance(point.get("id"), str):
             raise DamagedFile(path, f"{where}.points[{i}].id is not text")
         if point.get("score", 0.0) is not None or "score" not in point:
-            finite(path, point.get("score"), f"{where}.points[{i}].score", low=0.0)
+            finite(path, point.get("score"), f"{where}.points[{i}].score", low=0.0, high=50.0)
 
 
 def read_calibration_cache(path: Path | str) -> tuple[dict[str, dict], list[str]]:
