@@ -152,8 +152,8 @@ def targets() -> tuple[tuple[str, Path], ...]:
     for name, cfg in bases().items():
         group = name.split("=")[0]
         sections = (group,) if group in GROUPS else ("parallel", "tracking")
-        if name == "hardware=cpu":
-            sections += ("run", "tracking")
+        if name == "hardware=cpu":  # the sections no group chooses (run, tracking, band, ...)
+            sections += tuple(s for s in schema.SECTIONS if s not in GROUPS and s not in sections)
         for section in sections:
             for key in schema.known_keys(section):
                 out += [(name, p) for p in _walk(cfg[section].get(key), (section, key), fields[f"{section}.{key}"])]
