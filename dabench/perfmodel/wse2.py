@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
@@ -33,6 +34,10 @@ FC_OUT_OPS = ("mlp.fc2", "residual2")
 PAPER_MAX_LAYERS = 72
 #: op classes with a per-PE rate (options.pe_flops_<class>)
 PE_CLASSES = ("matmul", "attention", "loss", "embedding", "elementwise")
+#: op classes priced at another class's rate (norms run in the element-wise kernels)
+RATE_CLASS = {"norm": "elementwise"}
+#: the activation op, fused into the fc kernel (the reports have no activation kernel)
+ACTIVATION = "mlp.gelu"
 
 
 def _kernel_of(op_name: str) -> str:
@@ -74,6 +79,7 @@ def params_of(rc: RunConfig) -> Wse2Params:
     )
 
 
+@lru_cache(maxsize=64)
 def release_slowdown(k: Wse2Knobs) -> float:
     """How much longer a weight-streaming step takes on ``sdk_release`` than on the newest release
     of the calibration: the documented speed-ups of the releases after it (Model Zoo release notes)."""
@@ -83,34 +89,53 @@ def release_slowdown(k: Wse2Knobs) -> float:
 
 
 def pe_class(op) -> str:
-    """Which per-PE rate an op runs at: its op class, with an activation fused into its fc kernel
+    """Which per-PE rate an op runs at: its op class, with the activation fused into its fc kernel
     (the reports have no activation kernel) at the matmul rate and norms with the element-wise ops."""
-    if op.op_class == "norm" or (op.op_class == "elementwise" and not op.name.endswith("gelu")):
-        return "elementwise"
-    return "matmul" if op.op_class == "elementwise" else op.op_class
+    return "matmul" if op.name == ACTIVATION else RATE_CLASS.get(op.op_class, op.op_class)
 
 
 def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]) -> dict[str, list[float]]:
     """kernel -> [train FLOPs per sample, opt FLOPs per step, params, saved bytes per sample, PE-s per
-    sample] of a layer's ops (all ops in one kernel unless the layer is a block); the update split by params."""
+    sample] of a layer's ops (all ops in one kernel unless the layer is a block); the update split by
+    params. ``rates``: FLOP/s per PE by op class of the graph (:func:`op_rates`)."""
     out: dict[str, list[float]] = {}
+    block = layer.kind == "block"
     for op in layer.ops:
         if op.phase == "opt":
             continue
-        name = _kernel_of(op.name) if layer.kind == "block" else layer.kind
-        g = out.setdefault(name, [0.0, 0.0, 0.0, 0.0, 0.0])
+        name = _kernel_of(op.name) if block else layer.kind
+        g = out.get(name) or out.setdefault(name, [0.0, 0.0, 0.0, 0.0, 0.0])
         flops = op.flops * (bwd_weight if op.phase == "bwd" else 1.0) / batch
         g[0] += flops
         g[2] += op.params
         g[3] += op.saved_bytes / batch
-        g[4] += flops / rates[pe_class(op)]
+        g[4] += flops / (rates["matmul"] if op.name == ACTIVATION else rates[op.op_class])
     if layer.params:
         for g in out.values():
             g[1] = layer.totals.flops["opt"] * g[2] / layer.params
     return out
 
 
+def op_rates(rates: dict[str, float]) -> dict[str, float]:
+    """FLOP/s per PE by the op graph's op classes, from the rates by per-PE rate class."""
+    return {**rates, **{op_class: rates[cls] for op_class, cls in RATE_CLASS.items()}}
+
+
+#: kernel kinds by (model, batch, precision, bwd_weight, rates): the op graph is a function of the first three
+_KINDS: dict[tuple, list[KernelKind]] = {}
+
+
 def kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float = 1.0) -> list[KernelKind]:
+    key = (graph.model, graph.batch_size, graph.precision, bwd_weight, tuple(sorted(rates.items())))
+    kinds = _KINDS.get(key)
+    if kinds is None:
+        if len(_KINDS) >= 512:
+            _KINDS.clear()
+        kinds = _KINDS[key] = _kernel_kinds(graph, op_rates(rates), bwd_weight)
+    return kinds
+
+
+def _kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float) -> list[KernelKind]:
     b = graph.batch_size
 
     def kind(name: str, count: int, g: list[float]) -> KernelKind:
