@@ -401,15 +401,23 @@ def run_status(db: Path, run_id: str) -> tuple[str, str | None, str | None]:
     return state, tags.get("dabench.status"), tags.get("dabench.reason")
 
 
+#: a command recipe run by :func:`main` arms this fault for the command alone (not its setup)
+COMMAND_FAULT_ENV = "DABENCH_TEST_COMMAND_FAULT"
+
+
 def main() -> None:
     """``python -m tests.reliability.recipes SINK FOLDER [SINK FOLDER ...]``: run each recipe in
-    its folder (chdir and environment first), in this one process; one JSON line per recipe."""
+    its folder (chdir and environment first), in this one process; one JSON line per recipe.
+    ``command:NAME`` runs a command recipe with ``$DABENCH_TEST_COMMAND_FAULT`` as its fault."""
     args = sys.argv[1:]
     for name, folder in zip(args[::2], args[1::2], strict=True):
         folder = Path(folder)
         os.chdir(folder)
         os.environ.update(environ(folder))
-        out = RECIPES[name](folder)
+        if name.startswith("command:"):
+            out = COMMAND_RECIPES[name.partition(":")[2]](folder, os.environ.pop(COMMAND_FAULT_ENV, None))
+        else:
+            out = RECIPES[name](folder)
         print(json.dumps({"sink": name, "status": out.status, "message": out.message}), flush=True)
 
 

@@ -15,6 +15,8 @@ import errno
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,52 @@ def test_every_write_of_a_command_fails_cleanly(command, fault, template, tmp_pa
                 assert not set(_running(db)) & set(before), case
             if command == "sync":
                 assert recipes.runs_named(db, "kept") == 1, case
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", sorted(recipes.COMMAND_RECIPES))
+def test_killed_at_each_write_then_the_same_command(command, template, tmp_path, env):
+    """SIGKILL half-way through the first call of each write the command makes (its own process),
+    then the same command without a fault: it ends 0, stores intact, no RUNNING run left by the
+    dead process (the reaper), files whole, the killed writer's temporary file gone where the
+    next command wrote into its folder, a replayed journal in the store once."""
+    recipe = recipes.COMMAND_RECIPES[command]
+    traced = _folder(tmp_path / "traced", template)
+    env(traced)
+    assert recipe(traced, COUNT_ALL).status == "exit 0"
+    for point in sorted(faults.counts()):
+        folder = _folder(tmp_path / f"killed-{point}", template)
+        env(folder)
+        recipes.COMMAND_SETUP.get(command, lambda _: None)(folder)
+        db = folder / "mlruns" / "mlflow.db"
+        before = set(_running(db))
+        child = {**os.environ, recipes.COMMAND_FAULT_ENV: f"{point}:kill@1"}
+        child.pop(faults.ENV, None)
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.reliability.recipes", f"command:{command}", str(folder)],
+            cwd=recipes_root(),
+            env=child,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == -9, (command, point, done.returncode, done.stderr[-2000:])
+        again = recipe(folder, None)
+        assert again.status == "exit 0" and "Traceback" not in again.message, (command, point, again)
+        left = set(_running(db)) - before
+        assert not left, f"{command} killed at {point}: RUNNING after the next command: {left}"
+        for db_file in again.databases:
+            if db_file.exists():
+                assert recipes.integrity(db_file) == "ok"
+        for path in again.files:
+            if path.exists() and TMP_MARK not in path.name:
+                assert recipes.whole(path), path
+        for tmp in folder.rglob(f"*{TMP_MARK}"):  # kept only where no later write went into its folder
+            target = tmp.parent / tmp.name[1 : -len(TMP_MARK)].rsplit(".", 2)[0]
+            assert not target.exists(), f"{tmp}: the next write into {tmp.parent} should have removed it"
+        if command == "sync":
+            assert recipes.runs_named(db, "kept") == 1, point
+
+
+def recipes_root() -> Path:
+    return Path(__file__).resolve().parents[2]
