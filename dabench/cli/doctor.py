@@ -131,20 +131,16 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     platform's recent measured runs fall outside the band around the set's prediction; a set that
     misses more often than the band's nominal rate (binomial p < 0.05) is flagged with the command
     that refits it. Never fails the doctor (a warning). Returns the :class:`Drift` records."""
-    import json
-
     from dabench.perfmodel.fit import constant_set, from_runs
+    from dabench.runtime.readers import read_constant_set
 
     sets = {constant_set.PUBLISHED: dict(constant_set.load())}
     folder = constant_set.user_dir()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            say(f"constant set {path}: unreadable, skipped")
-            continue
-        if data.get("format") == constant_set.FORMAT:
-            sets[path.stem] = data
+        try:  # a regular file, bounded, checked (runtime/readers.py): a FIFO here must not hang the doctor
+            sets[path.stem] = read_constant_set(path, constant_set.FORMAT, constant_set.FORMAT_VERSION)
+        except (OSError, ValueError) as error:
+            say(f"constant set skipped: {error}")
     banded = {
         n: d
         for n, d in sets.items()

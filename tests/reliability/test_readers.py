@@ -317,3 +317,27 @@ def test_a_file_too_large_is_refused_without_reading_it(tmp_path):
         handle.truncate(2**31)
     with pytest.raises(DamagedFile, match="more than"):
         readers.read_calibration_cache(big)
+
+
+def test_doctor_names_a_damaged_or_blocking_constant_set_and_goes_on(tmp_path, monkeypatch):
+    """A FIFO among the user's constant sets used to block ``dabench doctor`` on its read."""
+    import signal
+
+    from dabench.cli import doctor
+
+    sets = tmp_path / "constants"
+    sets.mkdir()
+    os.mkfifo(sets / "blocking.json")
+    damaged = {"format": "dabench-constant-set", "format_version": 1, "nominal_coverage": float("nan")}
+    (sets / "damaged.json").write_text(json.dumps(damaged))
+    monkeypatch.setenv("DABENCH_CONSTANTS_DIR", str(sets))
+    said: list[str] = []
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("doctor blocked")))
+    signal.alarm(60)
+    try:
+        doctor.check_constants(f"sqlite:///{tmp_path / 'mlflow.db'}", said.append)
+    finally:
+        signal.alarm(0)
+    skipped = [line for line in said if line.startswith("constant set skipped:")]
+    assert any("blocking.json: not a regular file" in line for line in skipped), said
+    assert any("damaged.json" in line for line in skipped), said
