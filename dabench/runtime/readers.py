@@ -36,9 +36,8 @@ class DamagedFile(ValueError):
 def read_bytes(path: Path | str, max_bytes: int = MAX_BYTES) -> bytes:
     """The bytes of regular file ``path``; FileNotFoundError when it does not exist, DamagedFile
     when it is not a regular file, is larger than ``max_bytes`` or cannot be read."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)  # a FIFO opens at once, to be refused
     except FileNotFoundError:
         raise
     except OSError as error:
