@@ -47,7 +47,7 @@ _progress = Progress()
 _closers: list[Callable[[], str | None]] = []
 _notes: list[str] = []
 _exit_now_hooks: list[Callable[[], None]] = []
-_abandoned: list[threading.Thread] = []  #: workers still inside their call when a signal came
+_abandoned: list[threading.Event] = []  #: set when a worker, running when a signal came, is done
 
 
 def note(text: str) -> None:
@@ -103,20 +103,22 @@ def in_worker(fn: Callable[[], T], name: str = "dabench-work") -> T:
     if threading.current_thread() is not threading.main_thread():
         return fn()
     box: dict[str, object] = {}
+    done = threading.Event()  # not Thread.join: an interrupted join can mark a running thread stopped
 
     def target() -> None:
         try:
             box["value"] = fn()
         except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
             box["error"] = error
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=target, name=name, daemon=True)
-    worker.start()
+    threading.Thread(target=target, name=name, daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(POLL_S)
+        while not done.wait(POLL_S):
+            pass
     except BaseException:
-        _abandoned.append(worker)
+        _abandoned.append(done)
         raise
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
@@ -216,7 +218,7 @@ def guard() -> Iterator[None]:
     except KeyboardInterrupt as error:
         notes = run_closers()
         print(message(error, notes), file=sys.stderr, flush=True)
-        if any(worker.is_alive() for worker in _abandoned):  # still inside a long call: do not wait for it
+        if not all(done.is_set() for done in _abandoned):  # a worker is inside a long call: do not wait for it
             sys.stdout.flush()
             os._exit(exit_code(error))
         raise SystemExit(exit_code(error)) from None
