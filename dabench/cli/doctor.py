@@ -148,6 +148,11 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     }
     if not banded:
         return []
+    from dabench.tracking.store import sqlite_path
+
+    store = sqlite_path(uri)
+    if store is not None and not store.exists():  # no store, no measured runs (and MLflow would make one)
+        return []
     try:
         from mlflow.tracking import MlflowClient
 

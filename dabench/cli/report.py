@@ -3,7 +3,8 @@
 SELECTION is an experiment name, a parent run id (a sweep: its child runs), a study name (the
 children of its parent runs) or an MLflow filter (e.g. "params.hardware.name = 'ipu'"); none
 means every run in the store. Writes DIR/report.html (self-contained), DIR/figures/*.png and
-*.svg and DIR/runs.csv; for a sweep the folder is also logged under the parent run as report/.
+*.svg and DIR/runs.csv; with ``--log``, a sweep's report is also logged under its parent run
+as report/ (the store is otherwise only read).
 Exit status: 0 written, 2 a selection or store that names nothing (one line saying what exists).
 """
 
@@ -34,7 +35,8 @@ ARGS = Schema(
             default="auto",
             choices=("auto", "experiment", "run", "study", "filter"),
         ),
-        Arg("--no-log", "do not log the report under the sweep's parent run", "flag"),
+        Arg("--log", "also log the report under the sweep's parent run as report/", "flag"),
+        Arg("--no-log", "do not log the report under the sweep's parent run (the default)", "flag"),
     ),
 )
 
@@ -55,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     from dabench.report.frame import SelectionError, client_for, load_frame
     from dabench.report.html import write_report
 
-    client = client_for(args.tracking_uri)
     try:
+        client = client_for(args.tracking_uri)
         frame, selection = load_frame(selection=args.selection, kind=args.kind, client=client)
     except SelectionError as error:
         print(f"dabench report: {error}", file=sys.stderr)
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for page in write_advice_pages(frame, args.out, client):
         print(f"  advice page (PREDICTED): {page}")
-    if selection.sweep_parent and not args.no_log:
+    if selection.sweep_parent and args.log and not args.no_log:
         client.log_artifacts(selection.sweep_parent, str(args.out), artifact_path="report")
         print(f"  logged under parent run {selection.sweep_parent} as report/")
     print(f"  took {time.perf_counter() - started:.1f} s")

@@ -5,8 +5,9 @@
     python -m dabench study --study ipu_deploy-gpt2_test --top 5
     python -m dabench study --storage postgresql://user@host/optuna --study NAME --json
 
-Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input. Commands and
-overrides are printed with secrets masked (dabench/tracking/redact.py).
+Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input (a SQLite
+storage that does not exist included: it reads, never creates). Commands and overrides are
+printed with secrets masked (dabench/tracking/redact.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.core.status import is_ok
 from dabench.tracking.redact import redact_overrides, redact_text, redact_uri, redact_value
+from dabench.tune.locking import sqlite_path
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
 ARGS = Schema(
@@ -36,16 +38,14 @@ ARGS = Schema(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-    storage = args.storage
-    if storage is None:
-        db = Path.cwd() / "mlruns" / "optuna.db"
-        if not db.exists():
-            print(
-                f"dabench study: no study storage at {db} (run a sweep from this folder first, or pass --storage URL)",
-                file=sys.stderr,
-            )
-            return 2
-        storage = f"sqlite:///{db}"
+    storage = args.storage or f"sqlite:///{Path.cwd() / 'mlruns' / 'optuna.db'}"
+    db = sqlite_path(storage)
+    if db is not None and not db.is_file():  # reading must not create it
+        print(
+            f"dabench study: no study storage at {db} (run a sweep from this folder first, or pass --storage URL)",
+            file=sys.stderr,
+        )
+        return 2
     import optuna
 
     from dabench.tune.best import format_summary, summarize

@@ -45,10 +45,17 @@ class Selection:
 
 
 def client_for(uri: str | None):
-    """An MlflowClient on ``uri`` (default: dabench's store resolution, see tracking/store.py)."""
+    """An MlflowClient on ``uri`` (default: dabench's store resolution, see tracking/store.py);
+    :class:`SelectionError` for a SQLite store whose file does not exist (MLflow would create it)."""
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri=tracking_uri(uri))
+    from dabench.tracking.store import sqlite_path
+
+    resolved = tracking_uri(uri)
+    path = sqlite_path(resolved)
+    if path is not None and not path.exists():
+        raise SelectionError(f"no MLflow store at {path} (run dabench here first, or pass --tracking-uri URI)")
+    return MlflowClient(tracking_uri=resolved)
 
 
 def _experiments(client) -> list:

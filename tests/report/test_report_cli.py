@@ -71,7 +71,7 @@ def test_report_of_every_run(report_store, full_report):
 def test_report_of_a_sweep_is_logged_under_its_parent(report_store, tmp_path):
     from mlflow.tracking import MlflowClient
 
-    done = cli("report", report_store.wse2_parent, "--out", str(tmp_path / "r"), folder=report_store.folder)
+    done = cli("report", report_store.wse2_parent, "--out", str(tmp_path / "r"), "--log", folder=report_store.folder)
     assert f"logged under parent run {report_store.wse2_parent}" in done.stdout
     rows = read_csv(tmp_path / "r" / "runs.csv")
     assert len(rows) == 4 and {r["platform"] for r in rows} == {"wse2"}
