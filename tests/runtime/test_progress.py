@@ -5,6 +5,8 @@ import io
 import logging
 import time
 
+import pytest
+
 from dabench.backends import measure
 from dabench.runtime import progress as P
 
@@ -101,3 +103,27 @@ def test_time_steps_tells_progress_between_clock_marks_never_inside_them():
     timed = log[log.index("phase:timed") + 1 :]
     assert timed == ["mark", "train", "mark", "progress"] * 3  # each timed interval holds only the step
     assert log[: log.index("phase:timed")].count("progress") == 2  # warm-up steps counted too
+
+
+def test_a_run_estimated_above_its_limit_stops_after_warm_up_with_one_line(monkeypatch):
+    from dabench.core.status import RunTimeout
+
+    monkeypatch.setattr("sys.argv", ["dabench", "model=gpt2_small", "hardware.mode=measure", "precision=bf16"])
+    steps = P.StepProgress(
+        "measure gpt2_small", steps=11, reason="bf16 is emulated on this CPU", mode="off", estimate_after=2, limit_s=60
+    )
+    steps.started = P.time.monotonic() - 200.0  # two warm-up steps took 100 s each
+    steps.step()  # the first warm-up step: no estimate yet
+    with pytest.raises(RunTimeout) as stopped:
+        steps.step()
+    line = stopped.value.reason
+    assert "\n" not in line and "stopped after 2 of 11 steps" in line and "about 18 min" in line
+    assert "(bf16 is emulated on this CPU)" in line and "run.max_minutes=1" in line
+    assert "cheaper: python -m dabench model=gpt2_small precision=bf16 hardware.mode=predict" in line
+
+
+def test_a_run_within_its_limit_goes_on():
+    steps = P.StepProgress("measure tiny", steps=10, mode="off", estimate_after=2, limit_s=3600)
+    for _ in range(10):
+        steps.step()
+    assert steps.estimated_s is not None and steps.estimated_s < 3600
