@@ -59,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 2
         module = importlib.import_module(COMMANDS[name][0])
+        if "dabench.tracking.lifecycle" in sys.modules:  # only this command's runs count below
+            sys.modules["dabench.tracking.lifecycle"].UNCLOSED.clear()
         try:
             code = int(module.main(args[1:]) or 0)
         except OSError as error:  # a write failed (full disk, denied, I/O): one line, what was written is whole
