@@ -6,7 +6,9 @@ built wheel carries copies as package data under ``dabench/_data/`` (setup.py co
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Sequence
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -28,6 +30,32 @@ BUNDLED: bool = CONF_DIR.parent == _PACKAGE / "_data"
 #: the source checkout's root (docs/, scripts/, benchmarks/), or None for an installed wheel:
 #: what only makes sense in a checkout (rewriting docs or shipped configs) refuses without it
 CHECKOUT_ROOT: Path | None = None if BUNDLED else _PACKAGE.parent
+
+
+def searchpath_dirs(argv: Sequence[str]) -> list[Path]:
+    """The folders of ``hydra.searchpath=[...]`` on a command line (``file://`` URLs and plain
+    paths; ``pkg://`` entries are packages, not folders)."""
+    folders: list[Path] = []
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key.lstrip("+") != "hydra.searchpath":
+            continue
+        for item in value.strip().strip("[]").split(","):
+            item = item.strip().strip("'\"")
+            if item and not item.startswith("pkg://"):
+                folders.append(Path(item.removeprefix("file://")))
+    return folders
+
+
+def sweep_folders(argv: Sequence[str] = (), launch: Path | None = None) -> list[Path]:
+    """Where ``+sweeps=<name>`` is looked up, in Hydra's order (the first holding
+    ``<name>.yaml`` wins): ``sweeps/`` of each ``hydra.searchpath`` folder of ``argv``, of the
+    launch directory, then the shipped :data:`SWEEPS_DIR`."""
+    found: list[Path] = []
+    for folder in [*(d / "sweeps" for d in searchpath_dirs(argv)), Path(launch or os.getcwd()) / "sweeps", SWEEPS_DIR]:
+        if folder.resolve() not in [f.resolve() for f in found]:
+            found.append(folder)
+    return found
 
 
 def require_checkout(what: str) -> Path:

@@ -17,11 +17,12 @@ Which keys exist, and each value's type, range and choices, are declared once, o
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_section, check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, specs
-from dabench.config.paths import CONF_DIR, SWEEPS_DIR
+from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
 from dabench.core.status import ConfigError
 
@@ -97,19 +98,26 @@ def validate(cfg: Mapping[str, Any]) -> None:
 # ----------------------------------------------------------------------------- command line
 
 
-def group_options(group: str) -> list[str]:
+def group_folders(group: str, argv: Sequence[str] = ()) -> list[Path]:
+    """Where the options of ``group`` are looked up (sweeps: also the user's, see
+    :func:`dabench.config.paths.sweep_folders`)."""
+    return sweep_folders(argv) if group == "sweeps" else [GROUPS[group]]
+
+
+def group_options(group: str, argv: Sequence[str] = ()) -> list[str]:
     """The options of a config group (its YAML files), sorted."""
-    folder = GROUPS[group]
-    return sorted(p.stem for p in folder.glob("*.yaml"))
+    return sorted({p.stem for folder in group_folders(group, argv) for p in folder.glob("*.yaml")})
 
 
-def check_group_choice(group: str, option: str) -> None:
-    """``group=option`` names a file of the group; else ConfigError listing the valid options."""
-    options = group_options(group)
+def check_group_choice(group: str, option: str, argv: Sequence[str] = ()) -> None:
+    """``group=option`` names a file of the group; else ConfigError listing the valid options
+    (and, for sweeps, where it looked)."""
+    options = group_options(group, argv)
     if option not in options:
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}? " if close else ""
-        raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}")
+        where = f" (looked in {', '.join(map(str, group_folders(group, argv)))})" if group == "sweeps" else ""
+        raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}{where}")
 
 
 #: the longest name one part of an override key may have: MLflow's key limit (250), below the
@@ -117,7 +125,7 @@ def check_group_choice(group: str, option: str) -> None:
 MAX_KEY_PART = 250
 
 
-def check_override(override: str, values: bool = False) -> None:
+def check_override(override: str, values: bool = False, argv: Sequence[str] = ()) -> None:
     """One command-line override (before Hydra): a group choice must exist, and a ``section.key``
     must be a known key (``+``/``++`` additions included; open maps excepted). With ``values``, a
     plain value (not a sweep, not an interpolation) must also be valid for its field."""
@@ -136,7 +144,7 @@ def check_override(override: str, values: bool = False) -> None:
     if key in GROUPS:
         for option in values:
             if option and not option.startswith(("${", "choice(", "range(", "interval(", "glob(")):
-                check_group_choice(key, option)
+                check_group_choice(key, option, argv)
         return
     parts = key.split(".")
     if parts[0] not in SECTIONS:
@@ -219,7 +227,7 @@ def check_command_line(argv: list[str]) -> None:
         if arg.startswith("-"):
             skip = arg in _VALUE_FLAGS
             continue
-        check_override(arg, values)
+        check_override(arg, values, argv)
         overrides.append(arg)
     check_option_keys(overrides, any(a.startswith("-c") or a.startswith("--config") for a in argv))
 

@@ -39,7 +39,8 @@ class StudySummary:
         overrides = list(self.best_overrides)
         if measure:
             overrides = [o for o in overrides if not MODE_OVERRIDE.match(o)] + ["hardware.mode=measure"]
-        return "python -m dabench " + " ".join(shlex.quote(o) for o in redact_overrides(overrides))
+        found_in = [o for o in self.sweep_overrides if o.startswith("hydra.searchpath=")]  # a user's own sweep
+        return "python -m dabench " + " ".join(shlex.quote(o) for o in redact_overrides([*found_in, *overrides]))
 
     def to_dict(self) -> dict[str, Any]:
         return {

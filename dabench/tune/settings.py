@@ -9,7 +9,7 @@ created with (``hydra.sweeper.allow_space_change=true`` accepts the new one expl
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 import optuna
 
@@ -96,9 +96,23 @@ def check_settings(
     return make_sampler(sampler, seed, sampler_options, failed_as_infeasible)
 
 
-def space_fingerprint(space: Any, hook: str | None, args: dict[str, Any]) -> str:
+def _leaves(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            out.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def space_fingerprint(
+    space: Any, hook: str | None, args: dict[str, Any], config: Mapping[str, Any] | None = None
+) -> str:
     """The search space as JSON: each dimension's distribution, the fixed overrides that are
-    not tracking settings, the structured hook and its arguments."""
+    not tracking settings, the structured hook and its arguments, and every value of the
+    composed task ``config`` the trials start from (tracking settings aside): what a sweep file
+    sets outside its params."""
     from dabench.tune.study import NAME_NEUTRAL_PREFIXES
 
     document = {
@@ -107,13 +121,17 @@ def space_fingerprint(space: Any, hook: str | None, args: dict[str, Any]) -> str
         "hook": hook,
         "args": args,
     }
+    if config is not None:
+        document["config"] = {k: v for k, v in _leaves(config).items() if not k.startswith("tracking.")}
     return json.dumps(document, sort_keys=True, default=str)
 
 
 def _changed(recorded: str, now: str) -> list[str]:
     before, after = json.loads(recorded), json.loads(now)
     keys = []
-    for part in ("params", "fixed", "hook", "args"):
+    for part in ("params", "fixed", "hook", "args", "config"):
+        if part not in before:  # a study recorded before this part was: not compared
+            continue
         a, b = before.get(part), after.get(part)
         if isinstance(a, dict) and isinstance(b, dict):
             keys += [f"{part}.{k}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
@@ -130,7 +148,10 @@ def check_resume(study: optuna.Study, fingerprint: str, allow_change: bool) -> b
         return recorded is None
     if allow_change:
         return True
-    changed = ", ".join(_changed(recorded, fingerprint)) or "the space"
+    changed = _changed(recorded, fingerprint)
+    if not changed:  # only parts it did not record yet: record them now
+        return True
+    changed = ", ".join(changed)
     raise ConfigError(
         "hydra.sweeper.params",
         changed,

@@ -280,7 +280,7 @@ class DabenchOptunaSweeper(Sweeper):
         from dabench.core.status import ConfigError
         from dabench.tune.settings import SPACE_ATTR, check_resume, space_fingerprint
 
-        fingerprint = space_fingerprint(space, self.space_hook, self.space_args)
+        fingerprint = space_fingerprint(space, self.space_hook, self.space_args, self._task_config())
         try:
             record = check_resume(study, fingerprint, self.allow_space_change)
         except ConfigError as error:
@@ -355,7 +355,10 @@ class DabenchOptunaSweeper(Sweeper):
             study.sampler = make_sampler(
                 self.sampler_name, self.seed + existing, self.sampler_options, self.failed_as_infeasible
             )
-        study.set_user_attr("dabench.command_overrides", redact_overrides(arguments))
+        searchpath = [
+            o for o in OmegaConf.select(self.config, "hydra.overrides.hydra") or [] if o.startswith("hydra.searchpath=")
+        ]
+        study.set_user_attr("dabench.command_overrides", redact_overrides([*searchpath, *arguments]))
 
         def lock():
             return study_lock(storage, f"dabench-study:{name}")

@@ -6,7 +6,11 @@
   repository (so ``--help`` lists only real config groups).
 - :class:`DabenchSweepsSearchPathPlugin` appends ``dabench-sweeps://<dir>/sweeps`` to the search
   path for every config source ``<dir>/conf`` (a plain path or ``file://`` URL) whose ``<dir>``
-  also holds a ``sweeps/`` folder: dabench's layout. Other Hydra applications are untouched.
+  also holds a ``sweeps/`` folder: dabench's layout; and, before it, ``sweeps/`` of the launch
+  directory when there is one (a user's own sweeps). Other Hydra applications are untouched.
+  A ``hydra.searchpath=[file://<dir>]`` entry is Hydra's own: its ``<dir>/sweeps/`` is found
+  first. dabench/config/paths.py (``sweep_folders``) lists the same folders for the check
+  that runs before Hydra.
 """
 
 import io
@@ -19,6 +23,8 @@ from hydra.core.object_type import ObjectType
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
+
+from dabench.core.paths import launch_dir
 
 GROUP = "sweeps"
 SCHEME = "dabench-sweeps"
@@ -77,6 +83,7 @@ class SweepsConfigSource(ConfigSource):
 
 class DabenchSweepsSearchPathPlugin(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        folders = []
         for element in list(search_path.get_path()):
             path = element.path or ""
             if path.startswith("file://"):
@@ -84,8 +91,14 @@ class DabenchSweepsSearchPathPlugin(SearchPathPlugin):
             elif "://" in path or not path:
                 continue
             conf = Path(path).resolve()
-            sweeps = conf.parent / GROUP
-            if conf.name == "conf" and sweeps.is_dir():
-                url = f"{SCHEME}://{sweeps}"
-                if all(e.path != url for e in search_path.get_path()):
-                    search_path.append(provider="dabench-sweeps", path=url)
+            if conf.name == "conf" and (conf.parent / GROUP).is_dir():
+                folders.append(conf.parent / GROUP)
+        if not folders:
+            return  # not dabench's layout: another Hydra application
+        launch = (Path(launch_dir()) / GROUP).resolve()
+        if launch.is_dir():  # the user's own sweeps, before the shipped ones (config/paths.py: sweep_folders)
+            folders.insert(0, launch)
+        for folder in folders:
+            url = f"{SCHEME}://{folder}"
+            if all(e.path != url for e in search_path.get_path()):
+                search_path.append(provider="dabench-sweeps", path=url)
