@@ -363,8 +363,9 @@ def apply(folder: Folder, op: tuple) -> None:
 
 @contextlib.contextmanager
 def materialized(base: Path, mutations: list[tuple]) -> Iterator[Folder]:
-    """A copy of ``base`` with ``mutations`` applied, in a folder nobody may traverse (0755),
-    beside an ``outside/secret.json`` that links point to; removed afterwards."""
+    """A copy of ``base`` with ``mutations`` applied, in a folder nobody may traverse (0755, its
+    files 0644 whatever the checkout's modes), beside an ``outside/secret.json`` that links
+    point to; removed afterwards."""
     top = Path(tempfile.mkdtemp(prefix="dabench-fuzz-"))
     try:
         top.chmod(0o755)
@@ -377,6 +378,9 @@ def materialized(base: Path, mutations: list[tuple]) -> Iterator[Folder]:
         else:
             root.mkdir()
             shutil.copy(base, root / base.name)
+        for path in [root, *root.rglob("*")]:  # a checkout may be private (umask 077): nobody reads the copy
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() else 0o644)
         folder = Folder(root, outside=outside)
         for op in mutations:
             apply(folder, op)
@@ -445,9 +449,12 @@ def _target(folder: Folder, choice: int | None) -> Path:
 
 
 def test_every_base_fixture_parses_before_mutation():
-    """The starting points are real artifacts (else the fuzzer would only ever test refusals)."""
+    """The starting points are real artifacts (else the fuzzer would only ever test refusals),
+    parsed as the fuzzer parses them: a copy in a folder the user nobody can read (the checkout
+    itself may be private to its owner)."""
     for base in BASES:
-        outcome = parse_bounded(base)
+        with materialized(base, []) as folder:
+            outcome = parse_bounded(folder.root if base.is_dir() else folder.root / base.name)
         if base.name == "compile_reports":  # three reports in one folder: refused, naming them
             assert isinstance(outcome, ValueError) and "holds 3 compile reports" in str(outcome)
         else:
