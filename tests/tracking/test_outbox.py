@@ -278,3 +278,37 @@ def test_a_sweeps_counts_and_results_table_include_the_runs_that_wait(tmp_path, 
     assert (report.synced, report.left) == (2, 0)
     assert log_child_counts(client, parent) == {"ok": 3}  # the same once they are in the store
     assert client.get_run(cut.info.run_id).info.status == "FINISHED"
+
+
+def test_a_parent_that_waits_gets_the_table_of_its_waiting_children(tmp_path, monkeypatch):
+    """The whole sweep waits (its parent too): the table and results.csv come from the outbox,
+    and nothing is asked of the store."""
+    from dabench.report.results import record_sweep_results
+    from dabench.tracking.outbox import Journal
+
+    outbox = tmp_path / "outbox"
+    monkeypatch.setenv("DABENCH_OUTBOX", str(outbox))
+    uri = "http://127.0.0.1:9"  # nothing listens
+    parent = Journal.new(
+        uri=uri, experiment="dabench", run_name="sweep", start_ms=1, tags={}, parent=None, folder=outbox
+    )
+    for i in range(3):
+        _kept(outbox, uri, f"child{i}", parent=parent.run_id, value=float(i + 1))
+
+    class NoStore:
+        def __getattr__(self, name):
+            raise AssertionError(f"the store was asked ({name})")
+
+    table = record_sweep_results(NoStore(), parent.run_id, tmp_path, "multirun results")
+    assert "3 of these runs wait in the outbox" in table and "also an artifact" not in table
+    with open(tmp_path / "results.csv") as handle:
+        assert sorted(row["run_name"] for row in csv.DictReader(handle)) == ["child0", "child1", "child2"]
+
+
+def test_a_fifo_in_the_outbox_is_named_and_does_not_block(tmp_path):
+    outbox, uri = tmp_path / "outbox", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _kept(outbox, uri, "good")
+    os.mkfifo(outbox / "fifo.json")  # a reader that opened it would wait for a writer forever
+    listed = run_dabench("sync", "--list", "--outbox", str(outbox), cwd=tmp_path, code=1, timeout=120)
+    assert "1 runs wait" in listed.stdout and "1 damaged journals" in listed.stdout
+    assert [line for line in listed.stderr.splitlines() if "fifo.json" in line and "damaged journal kept" in line]
