@@ -97,3 +97,12 @@ def test_an_unwritable_cache_folder_does_not_stop_a_measured_run(run_cli, tmp_pa
     assert len(said) == 1 and "cannot be written" in said[0], done.stdout[-3000:] + done.stderr[-3000:]
     ((status, _, _, _, _),) = store_runs(tmp_path)
     assert status == "ok"
+
+
+def test_a_disturbed_validate_run_ends_unsteady(tmp_path):
+    """A disturbed measurement cannot judge a prediction: unsteady, with the prediction beside it."""
+    done = beside_busy_loops(tmp_path, [*SMALL, "hardware.mode=validate", "run.remeasure=0"])
+    assert done.returncode == 1, done.stderr[-3000:]
+    ((status, state, reason, metrics, _),) = store_runs(tmp_path)
+    assert (status, state) == ("unsteady", "FAILED") and reason.startswith("unsteady: got "), reason
+    assert "predict.throughput.samples_per_s" in metrics and metrics["measure.attempts"] == 1
