@@ -77,3 +77,17 @@ def test_a_child_that_never_ends_is_timed_out_and_its_group_killed(tmp_path):
         finally:
             os.close(fd)
         assert ready, f"grandchild {pid} survived the timeout"
+
+
+def test_a_second_signal_kills_the_children_still_held(tmp_path):
+    """``kill_live`` (run by a second Ctrl-C / SIGTERM before the process exits) kills the group
+    of every child started and not yet reaped; a reaped child is no longer held."""
+    from dabench.runtime import interrupts
+
+    assert supervisor.kill_live in interrupts._exit_now_hooks
+    child = supervisor.start([sys.executable, "-c", "import time; time.sleep(300)"], tmp_path / "log.txt")
+    assert child.pid in supervisor._LIVE
+    supervisor.kill_live()
+    assert child.proc.wait(timeout=30) == -signal.SIGKILL
+    supervisor.outcome(child)
+    assert child.pid not in supervisor._LIVE
