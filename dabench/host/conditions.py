@@ -28,7 +28,8 @@ MAX_WAIT = 0.25  #: share of the window in which some runnable task waited for a
 MAX_CONTENTION = 0.20  #: without PSI: share of the run's threads' CPUs other processes took
 MAX_STEAL = 0.10  #: share of the allowed CPUs' time the hypervisor may give to other guests
 MAX_STEP_SPREAD = 0.50  #: (max - min) / median of the timed steps
-MIN_WINDOW_S = 0.05  #: shorter windows are judged on their step spread only (10 ms /proc/stat ticks)
+MIN_WINDOW_S = 0.02  #: shorter windows are judged on their step spread only
+MIN_TICK_WINDOW_S = 0.1  #: without PSI, shorter windows are not judged on CPU time (10 ms /proc/stat ticks)
 TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
@@ -210,7 +211,7 @@ def others_wanted(c: Conditions) -> bool:
     kernel exposes no PSI, other processes' CPU time on them (10 ms ticks: long windows only)."""
     if c.wait is not None:
         return c.wait > MAX_WAIT
-    return c.readable and c.contention > MAX_CONTENTION
+    return c.readable and c.wall_s >= MIN_TICK_WINDOW_S and c.contention > MAX_CONTENTION
 
 
 def judge(c: Conditions) -> str | None:
@@ -227,7 +228,7 @@ def judge(c: Conditions) -> str | None:
             f"(< {MIN_CPU_SHARE:.0%}): other processes used the rest ({c.others_cpus:.1f} of the "
             f"{c.cpus} CPUs it may use{waited}); {advice}"
         )
-    if c.readable and c.wall_s >= MIN_WINDOW_S and c.steal > MAX_STEAL:
+    if c.readable and c.wall_s >= MIN_TICK_WINDOW_S and c.steal > MAX_STEAL:
         return (
             f"the hypervisor gave {c.steal:.0%} of this VM's CPU time to other guests during the timed "
             f"steps (steal > {MAX_STEAL:.0%}); run it again later or on a dedicated machine"

@@ -130,6 +130,7 @@ def test_steal_and_step_spread(check_on):
 
 def test_a_window_too_short_for_cpu_time_is_judged_on_its_steps_only(check_on):
     assert judge(reading(0.01, 0.3, 1.5, 1.0)) is None
+    assert judge(reading(0.03, 0.3, 1.5, 1.0)) is not None  # PSI and the process clock are precise
 
 
 def test_the_check_can_be_turned_off_but_the_metrics_stay(monkeypatch):
