@@ -183,3 +183,19 @@ def test_a_missing_home_falls_back_too(monkeypatch, tmp_path):
     monkeypatch.setattr(cache, "temporary_cache", lambda: tmp_path / "calibration.json")
     monkeypatch.setattr(Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(RuntimeError("no home"))))
     assert cache.calibration_cache() == tmp_path / "calibration.json"
+
+
+def test_a_calibration_measured_while_disturbed_is_refused_and_not_cached(monkeypatch, tmp_path):
+    """The run then records no efficiency rather than a wrong one (dabench/host/ceilings.py)."""
+    from dabench.host import calibrate
+    from tests.conftest import fresh_calibration
+
+    fresh_calibration(monkeypatch, tmp_path)
+    monkeypatch.setattr(conditions, "judge", lambda c: "got 40% of 2 CPUs: other processes used the rest")
+    with pytest.raises(calibrate.CalibrationRefused) as refused:
+        calibrate.calibrate("copy", lambda: [1.0e10] * (calibrate.MIN_REPEATS + 2), load=0.0)
+    assert "disturbed while measured: got 40% of 2 CPUs" in refused.value.reason
+    assert not (tmp_path / "calibration.json").exists()
+    monkeypatch.setattr(conditions, "judge", lambda c: None)  # steady: accepted and cached
+    assert calibrate.calibrate("copy", lambda: [1.0e10] * (calibrate.MIN_REPEATS + 2), load=0.0).value == 1.0e10
+    assert (tmp_path / "calibration.json").exists()
