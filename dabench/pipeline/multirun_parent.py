@@ -25,6 +25,7 @@ from dabench.pipeline.preflight import UNREACHABLE, check_store, format_problems
 from dabench.runtime import interrupts
 from dabench.tracking.describe import reproduce_command, requested_mode
 from dabench.tracking.lifecycle import PARENT_ENV, open_parent
+from dabench.tracking.outbox import waiting_runs
 from dabench.tracking.store import tracking_uri
 from dabench.tracking.writes import log_child_counts
 
@@ -103,7 +104,7 @@ class MlflowParentRunCallback(Callback):
         counts: dict[str, int] = {}
         if self.run.offline is None:
             try:
-                counts = log_child_counts(self.client, self.run_id)
+                counts = log_child_counts(self.client, self.run_id, waiting_runs(self.run_id))
             except Exception as error:
                 if not self.run.go_offline(error):
                     raise

@@ -26,8 +26,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dabench.core.paths import launch_dir
-from dabench.core.status import Status, parse
+from dabench.core.status import Status, mlflow_state, parse
 from dabench.runtime.pids import pid_alive
+from dabench.runtime.readers import DamagedFile, read_journal
+from dabench.runtime.sinks import copy_tree, make_dir, move, open_stream, write_json
+from dabench.tracking.naming import fit_name, truncation_note
+from dabench.tracking.redact import redact_pair, redact_text, redact_uri
+from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment
+from dabench.tracking.writes import log_child_counts, now_ms, write_batch
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
 PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
@@ -99,8 +105,6 @@ class Journal:
         server_run_id: str | None = None,
         folder: Path | None = None,
     ) -> "Journal":
-        from dabench.runtime.sinks import make_dir
-        from dabench.tracking.redact import redact_pair, redact_text, redact_uri
 
         folder = make_dir("outbox", folder or outbox_dir())
         ident = uuid.uuid4().hex
@@ -133,13 +137,11 @@ class Journal:
 
     @classmethod
     def load(cls, path: Path) -> "Journal":
-        from dabench.runtime.readers import read_journal
 
         return cls(path, read_journal(path))  # damage: DamagedFile (a ValueError), one line naming it
 
     def save(self) -> None:
         """The journal, replaced whole (a crash mid-write leaves the previous version)."""
-        from dabench.runtime.sinks import write_json
 
         write_json("outbox", self.path, self.data, indent=1, sort_keys=True)
 
@@ -149,7 +151,6 @@ class Journal:
         metrics: Mapping[str, float] | None = None,
         tags: Mapping[str, Any] | None = None,
     ) -> None:
-        from dabench.tracking.redact import redact_pair  # the outbox holds no secret either
 
         self.data["params"].update({k: redact_pair(k, v) for k, v in (params or {}).items()})
         self.data["metrics"].update({k: float(v) for k, v in (metrics or {}).items() if v is not None})
@@ -158,7 +159,6 @@ class Journal:
         self.save()
 
     def add_artifacts(self, folder: Path, artifact_path: str | None = None) -> None:
-        from dabench.runtime.sinks import copy_tree
 
         target = self.path.parent / self.id / f"artifacts{len(self.data['artifacts'])}"
         copy_tree("outbox", folder, target)
@@ -174,8 +174,6 @@ class Journal:
 def announce(uri: str, journal: Journal) -> None:
     """One line on stderr per run that went to the outbox."""
     import sys
-
-    from dabench.tracking.redact import redact_uri
 
     print(
         f"dabench: the tracking store {redact_uri(uri)} cannot be reached: run {journal.data['run_name']!r} is kept "
@@ -207,7 +205,6 @@ def sync_once(uri: str) -> None:
 def scan(folder: Path | None = None) -> tuple[list[Journal], list[str]]:
     """(the journals waiting in ``folder``, one line per journal that cannot be read: kept where
     it is, never used). Reads only."""
-    from dabench.runtime.readers import DamagedFile
 
     folder = folder or outbox_dir()
     if not folder.is_dir():
@@ -250,8 +247,6 @@ def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
     data) from their journals, as the store will hold them once replayed."""
     from types import SimpleNamespace
 
-    from dabench.core.status import mlflow_state
-
     runs = []
     for journal in pending(folder):
         data = journal.data
@@ -279,14 +274,6 @@ def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
             SimpleNamespace(info=info, data=SimpleNamespace(tags=tags, params=data["params"], metrics=data["metrics"]))
         )
     return runs
-
-
-def with_waiting(stored: list[Any], parent_id: str, folder: Path | None = None) -> list[Any]:
-    """``stored`` (a parent's children read from the store) with the children waiting in the
-    outbox: a waiting record replaces the stored run of the same id (its newer state)."""
-    waiting = waiting_runs(parent_id, folder)
-    newer = {run.info.run_id for run in waiting}
-    return [run for run in stored if run.info.run_id not in newer] + waiting
 
 
 def _order(journals: list[Journal]) -> list[Journal]:
@@ -339,8 +326,6 @@ def _locked(folder: Path, wait_s: float):
     process still holds it after ``wait_s`` seconds (said once on stderr while it waits)."""
     import sys
 
-    from dabench.runtime.sinks import make_dir, open_stream
-
     make_dir("outbox", folder)
     handle = open_stream("outbox", folder / "sync.lock", "a+")
     deadline, told = time.monotonic() + wait_s, False
@@ -375,9 +360,6 @@ def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) ->
 
 
 def _replay_locked(uri: str, folder: Path) -> SyncReport:
-    from dabench.tracking.redact import redact_uri
-    from dabench.tracking.store import client_and_experiment
-    from dabench.tracking.writes import now_ms, write_batch
 
     report = SyncReport()
     waiting, report.damaged = scan(folder)
@@ -416,15 +398,13 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
             recount.append((client, data["server_run_id"]))
         report.already += already
         report.synced += not already
-        from dabench.runtime.sinks import make_dir, move
 
         done = make_dir("outbox", folder / "synced")
         move("outbox", journal.path, done / journal.path.name)
-    from dabench.tracking.writes import log_child_counts
 
     for client, run_id in recount:  # a parent closed in the outbox: its children are in the store now
         try:
-            log_child_counts(client, run_id)
+            log_child_counts(client, run_id, waiting_runs(run_id, folder))
         except Exception as error:
             report.errors.append(f"counting the children of {run_id}: {type(error).__name__}: {error}")
     return report
@@ -432,8 +412,6 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
 
 def _client(uri: str):
     from mlflow.tracking import MlflowClient
-
-    from dabench.tracking.store import RetryingClient, apply_client_timeouts
 
     apply_client_timeouts()
     return RetryingClient(MlflowClient(tracking_uri=uri))
@@ -452,7 +430,6 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
             parent = data.get("parent")
             if parent:
                 tags["mlflow.parentRunId"] = resolved.get(parent, parent)
-            from dabench.tracking.naming import fit_name, truncation_note
 
             name, note = fit_name(data["run_name"])
             tags.update(truncation_note([note]))
@@ -491,8 +468,6 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
         acked["artifacts"] = True
         journal.save()
     if not acked["closed"]:
-        from dabench.core.status import mlflow_state
-
         client.set_terminated(
             run_id,
             status=mlflow_state(parse(data["status"] or Status.OK.value)),

@@ -4,11 +4,10 @@ secret in it; and a parent's counts of its children. Used by the run lifecycle a
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from dabench.core.status import is_ok
 from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
-from dabench.tracking.outbox import with_waiting
 from dabench.tracking.redact import redact_pair
 
 STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
@@ -59,20 +58,20 @@ def write_batch(
         client.log_batch(run_id, metrics=batch)
 
 
-def log_child_counts(client, run_id: str) -> dict[str, int]:
+def log_child_counts(client, run_id: str, waiting: Sequence[Any] = ()) -> dict[str, int]:
     """Count a parent's children by ``dabench.status`` and log ``jobs.total``, ``jobs.<status>``
     and ``jobs.best_samples_per_s`` (the best ok throughput) on the parent; returns the counts.
-    Children waiting in the outbox count as they will be stored (dabench.tracking.outbox)."""
+    ``waiting``: its children kept in the outbox, shaped as runs (dabench.tracking.outbox:
+    waiting_runs); each counts in place of the stored run of the same id."""
     from mlflow.entities import Metric
 
-    children = with_waiting(
-        client.search_runs(
-            [client.get_run(run_id).info.experiment_id],
-            filter_string=f"tags.mlflow.parentRunId = '{run_id}'",
-            max_results=50000,
-        ),
-        run_id,
+    newer = {run.info.run_id for run in waiting}
+    stored = client.search_runs(
+        [client.get_run(run_id).info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{run_id}'",
+        max_results=50000,
     )
+    children = [run for run in stored if run.info.run_id not in newer] + list(waiting)
     counts: dict[str, int] = {}
     best = None
     for child in children:

@@ -248,7 +248,7 @@ def test_a_sweeps_counts_and_results_table_include_the_runs_that_wait(tmp_path, 
     from mlflow.tracking import MlflowClient
 
     from dabench.report.results import record_sweep_results
-    from dabench.tracking.outbox import replay
+    from dabench.tracking.outbox import replay, waiting_runs
     from dabench.tracking.writes import log_child_counts
 
     outbox, uri = tmp_path / "outbox", f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -264,7 +264,7 @@ def test_a_sweeps_counts_and_results_table_include_the_runs_that_wait(tmp_path, 
     _kept(outbox, uri, "cut", parent=parent, value=7.0, server_run_id=cut.info.run_id)  # its end waits
     _kept(outbox, uri, "offline", parent=parent, value=5.0)  # the whole run waits
 
-    counts = log_child_counts(client, parent)
+    counts = log_child_counts(client, parent, waiting_runs(parent))  # as the multirun's parent counts them
     assert counts == {"ok": 3}
     metrics = client.get_run(parent).data.metrics
     assert metrics["jobs.total"] == 3 and metrics["jobs.best_samples_per_s"] == 7.0
@@ -276,7 +276,7 @@ def test_a_sweeps_counts_and_results_table_include_the_runs_that_wait(tmp_path, 
 
     report = replay(uri, outbox)
     assert (report.synced, report.left) == (2, 0)
-    assert log_child_counts(client, parent) == {"ok": 3}  # the same once they are in the store
+    assert waiting_runs(parent) == [] and log_child_counts(client, parent) == {"ok": 3}  # the same once stored
     assert client.get_run(cut.info.run_id).info.status == "FINISHED"
 
 
