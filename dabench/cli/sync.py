@@ -2,9 +2,9 @@
 outbox while the tracking server could not be reached, each exactly once
 (dabench/tracking/outbox.py); ``--list`` shows what waits and changes nothing.
 
-Exit 0 when the outbox is empty afterwards (``--list``: when nothing waits), 1 when runs are left
-(the server is still unreachable: run it again later) or a journal is damaged (kept and named),
-2 for bad arguments.
+Exit 0 when the outbox is empty afterwards (``--list``: when no journal is damaged), 1 when
+runs are left (the server is still unreachable: run it again later) or a journal is damaged
+(kept and named), 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import os
 import sys
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.tracking.outbox import OUTBOX_ENV, describe, outbox_dir, replay, scan
+from dabench.tracking.store import tracking_uri
 
 ARGS = Schema(
     "dabench sync",
@@ -27,8 +29,6 @@ ARGS = Schema(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-    from dabench.tracking.outbox import OUTBOX_ENV, describe, outbox_dir, replay, scan
-    from dabench.tracking.store import tracking_uri
 
     if args.outbox is not None:
         if args.outbox.exists() and not args.outbox.is_dir():
