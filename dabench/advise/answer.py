@@ -17,6 +17,7 @@ from dabench.advise import energy as E
 from dabench.advise.power import power_figure
 from dabench.advise.reach import approx_params, calibration, outside
 from dabench.advise.run import Advice, PlatformOutcome, reproduce_overrides
+from dabench.runtime.sinks import write_text
 
 TIER1 = (
     "tier1.compute_efficiency",
@@ -355,14 +356,11 @@ def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase) -> None:
     for r in ranked:
         writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
     if isinstance(path, (str, Path)):
-        from dabench.runtime.sinks import write_text
-
         write_text("exports", path, handle.getvalue())
 
 
 def write_search_csv(search: list[dict[str, Any]], path: Path) -> None:
     columns = list(search[0]) if search else ["platform", "status"]
-    from dabench.runtime.sinks import write_text
 
     handle = io.StringIO(newline="")
     writer = csv.DictWriter(handle, fieldnames=columns)

@@ -16,26 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Mapping
 
 import yaml
 
 from dabench.config.paths import CONF_DIR
 from dabench.perfmodel.fit import model_version, residuals
 from dabench.perfmodel.fit.points import load_points
+from dabench.perfmodel.fit.reach import approx_params
 
 THROUGHPUT = ("samples_per_s", "tokens_per_s")
-
-
-def approx_params(model: Mapping[str, Any]) -> float:
-    """Approximate trainable parameters of a model config mapping."""
-    h = int(model.get("hidden_size") or 0)
-    vocab = int(model.get("vocab_size") or 0)
-    ffn = int(model.get("ffn_size") or 0) or int(float(model.get("ffn_mult") or 4) * h)
-    mlp = (3 if str(model.get("ffn_type", "")) == "swiglu" else 2) * h * ffn
-    cross = int(model.get("cross_attention_layers") or 0) * 4 * h * h
-    embed = vocab * h * (1 if model.get("tie_embeddings", False) else 2)
-    return float(int(model.get("n_layers") or 0) * (4 * h * h + mlp) + cross + embed)
 
 
 @lru_cache(maxsize=None)

@@ -18,7 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from dabench.advise.space import PlatformSpace, overrides_of, precision_section
+from dabench.config.build import build_run_config
 from dabench.core.status import DabenchError
+from dabench.host.ceilings import resolve_ceilings
+from dabench.pipeline.execute import predict_config
+from dabench.workload.opgraph import build_opgraph
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +88,6 @@ class Predictor:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        from dabench.config.build import build_run_config
-        from dabench.host.ceilings import resolve_ceilings
-        from dabench.pipeline.execute import predict_config
-        from dabench.workload.opgraph import build_opgraph
 
         started = time.perf_counter()
         self.evaluations += 1

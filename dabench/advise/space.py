@@ -21,6 +21,9 @@ import yaml
 
 from dabench.config.paths import CONF_DIR
 from dabench.core.status import ConfigError
+from dabench.runtime.readers import read_sweep
+from dabench.tune.dataflow_spaces import ChoiceTreeSpace, rdu_chips_space, wse2_execution_space
+from dabench.tune.ipu import ipu_pipeline_space
 from dabench.tune.space import distribution_values, params_to_overrides, parse_overrides
 
 SWEEPS_DIR = CONF_DIR.parent / "sweeps"
@@ -84,7 +87,6 @@ class PlatformSpace:
 
 def load_sweep(platform: str) -> dict:
     path = SWEEPS_DIR / f"{platform}_deploy.yaml"
-    from dabench.runtime.readers import read_sweep
 
     return yaml.safe_load(read_sweep(path)) if path.exists() else {}
 
@@ -206,7 +208,6 @@ def gpu_layout_overrides(n: int, label: str) -> dict[str, Any]:
 
 def gpu_layout_space(config: Mapping[str, Any], chips: Sequence[int]):
     """GPUs, then one layout of them (:func:`gpu_layouts`), as the tuner's choice tree."""
-    from dabench.tune.dataflow_spaces import ChoiceTreeSpace
 
     model = config["model"]
     heads, layers = int(model["n_heads"]), int(model["n_layers"])
@@ -216,8 +217,6 @@ def gpu_layout_space(config: Mapping[str, Any], chips: Sequence[int]):
 
 def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) -> PlatformSpace:
     """The deployment space of ``platform`` for the composed ``model`` section."""
-    from dabench.tune.dataflow_spaces import rdu_chips_space, wse2_execution_space
-    from dabench.tune.ipu import ipu_pipeline_space
 
     if platform not in PLATFORMS:
         raise ConfigError("platforms", platform, f"among {', '.join(PLATFORMS)}")

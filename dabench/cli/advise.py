@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Sequence
 
 from dabench.cli.args import Arg, ArgError, Schema, parse, words_help
+from dabench.config.paths import CONF_DIR
+from dabench.core.status import DabenchError
+from dabench.pipeline.preflight import check_sink, format_problems
+from dabench.runtime.sinks import one_line
 
 PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
 DEFAULT_PLATFORMS = ("cuda", "wse2", "rdu", "ipu")
@@ -35,8 +39,6 @@ def parse_tokens(text: str) -> float:
 
 
 def _models() -> list[str]:
-    from dabench.config.paths import CONF_DIR
-
     return sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
 
 
@@ -139,15 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dabench advise: {error}", file=sys.stderr)
         return 2
     if options["csv"] not in ("-",) and options["csv"].lower() != "none":  # before any work
-        from dabench.pipeline.preflight import check_sink, format_problems
-
         problems = check_sink("exports", Path(options["csv"]), "csv")
         if problems:
             print(format_problems(problems), file=sys.stderr)
             return 2
     from dabench.advise.answer import rows, table, write_csv
     from dabench.advise.run import advise, model_section
-    from dabench.core.status import DabenchError
 
     started = time.perf_counter()
     try:
@@ -174,8 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options["csv"] == "-":
         write_csv(ranked, sys.stdout)
     elif options["csv"].lower() != "none":
-        from dabench.runtime.sinks import one_line
-
         try:
             write_csv(ranked, Path(options["csv"]))
         except OSError as error:

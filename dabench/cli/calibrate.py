@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.host.info import cpu_native_precision
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 ARGS = Schema(
@@ -36,7 +37,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from dabench.host import calibrate
-    from dabench.host.info import cpu_native_precision
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)

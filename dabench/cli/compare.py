@@ -15,6 +15,10 @@ import sys
 import pandas as pd
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.pipeline.preflight import check_sink, format_problems
+from dabench.runtime.sinks import one_line, write_csv
+from dabench.tracking.store import tracking_uri
+from dabench.tracking.ui_view import run_urls
 
 HEAD = (
     "run_name",
@@ -72,8 +76,6 @@ def render(table: pd.DataFrame) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
     if args.csv is not None:  # before any work: the file can be written (docs/reliability.md)
-        from dabench.pipeline.preflight import check_sink, format_problems
-
         problems = check_sink("exports", args.csv, "--csv")
         if problems:
             print(format_problems(problems), file=sys.stderr)
@@ -87,15 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     table = comparison(frame, args.all_params)
     print(render(table))
-    from dabench.tracking.store import tracking_uri
-    from dabench.tracking.ui_view import run_urls
 
     links = run_urls(tracking_uri(args.tracking_uri), zip(frame["run_id"], frame["experiment"], strict=True))
     print("MLflow pages (`dabench ui` serves a local store):")
     print("\n".join(f"  {run_id[:8]}  {url}" for run_id, url in links.items()))
     if args.csv:
-        from dabench.runtime.sinks import one_line, write_csv
-
         try:
             write_csv("exports", args.csv, table, index_label="row")
         except OSError as error:

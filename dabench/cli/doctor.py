@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import Callable
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.runtime.readers import read_constant_set
+from dabench.tracking.reaper import reap, running_runs
+from dabench.tracking.redact import redact_uri
+from dabench.tracking.store import sqlite_path
+from dabench.tune.locking import study_lock
 
 Say = Callable[[str], None]
 ARGS = Schema(
@@ -58,7 +64,6 @@ def _default_storage() -> str | None:
 
 def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
     """True: a healthy SQLite file; False: unusable; None: not a SQLite URL (or no file)."""
-    from dabench.tracking.store import sqlite_path
 
     path = sqlite_path(url)
     if path is None:
@@ -79,12 +84,10 @@ def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
 
 def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> bool:
     """The MLflow store (integrity, MLflow opens it) and its runs left RUNNING. False: unusable."""
-    from dabench.tracking.redact import redact_uri
 
     healthy = check_sqlite_file(uri, "tracking store", say)
     if healthy is False:
         return False
-    from dabench.tracking.store import sqlite_path
 
     if healthy is None and sqlite_path(uri) is not None:
         return True
@@ -101,7 +104,6 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
             f"{str(error).splitlines()[0] if str(error) else ''})"
         )
         return False
-    from dabench.tracking.reaper import reap, running_runs
 
     running = running_runs(client, None)
     say(
@@ -131,8 +133,6 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     platform's recent measured runs fall outside the band around the set's prediction; a set that
     misses more often than the band's nominal rate (binomial p < 0.05) is flagged with the command
     that refits it. Never fails the doctor (a warning). Returns the :class:`Drift` records."""
-    from dabench.perfmodel.fit import constant_set, from_runs
-    from dabench.runtime.readers import read_constant_set
 
     sets = {constant_set.PUBLISHED: dict(constant_set.load())}
     folder = constant_set.user_dir()
@@ -148,7 +148,6 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     }
     if not banded:
         return []
-    from dabench.tracking.store import sqlite_path
 
     store = sqlite_path(uri)
     if store is not None and not store.exists():  # no store, no measured runs (and MLflow would make one)
@@ -197,7 +196,6 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
 def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None) -> bool:
     """Every study of the Optuna storage: stale RUNNING trials failed and re-queued, parents
     left RUNNING by a gone sweep ended. False: unusable."""
-    from dabench.tracking.redact import redact_uri
 
     if check_sqlite_file(storage, "study storage", say) is False:
         return False
@@ -206,7 +204,6 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
     import optuna
     from optuna.trial import TrialState
 
-    from dabench.tune.locking import study_lock
     from dabench.tune.study import GRACE_S, HEARTBEAT_S, fail_stale_trials
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -11,8 +11,14 @@ from pathlib import Path
 from typing import Sequence
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.config.compose import compose
 from dabench.core.status import is_ok
 from dabench.pipeline.grid import GridRun, expand, run_grid, summary
+from dabench.pipeline.job import prepare
+from dabench.pipeline.preflight import UNREACHABLE, check_sink, environment_problems, format_problems
+from dabench.runtime.progress import SweepProgress
+from dabench.runtime.quiet import install
+from dabench.tracking.naming import StoreLimitError
 
 ARGS = Schema(
     "dabench grid",
@@ -33,9 +39,6 @@ ARGS = Schema(
 def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
     """Before any work: the first job's names, keys and values (every job shares the user's
     tracking settings), the store, run folder and results.csv of the grid; one line per problem."""
-    from dabench.config.compose import compose
-    from dabench.pipeline.job import prepare
-    from dabench.pipeline.preflight import UNREACHABLE, check_sink, environment_problems, format_problems
 
     if not jobs:
         return None
@@ -43,7 +46,6 @@ def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
         job = prepare(compose(jobs[0]))
     except Exception:  # an unknown option: each such job is recorded invalid_config by the grid
         return None
-    from dabench.tracking.naming import StoreLimitError
 
     if isinstance(job.error, StoreLimitError):  # the store would refuse every run's record
         return f"dabench grid: {job.error}"
@@ -56,7 +58,6 @@ def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dabench grid [--quiet] [overrides]``: exit 0 when the grid ran (failed
     configurations are results), 2 for overrides that cannot be expanded."""
-    from dabench.runtime.quiet import install
 
     install()  # third-party noise off unless -v (dabench/runtime/quiet.py)
     parsed = parse_or_exit(ARGS, argv)
@@ -73,7 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(refused, file=sys.stderr)
         return 2
     start = time.perf_counter()
-    from dabench.runtime.progress import SweepProgress
 
     progress = SweepProgress(len(jobs), "grid", "runs")  # done/total, ok/failed, ETA on stderr
 

@@ -25,7 +25,10 @@ from pathlib import Path
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.core.status import Status
 from dabench.ingest.artifact import ArtifactReport
+from dabench.ingest.config import run_fields
 from dabench.ingest.parse import parse
+from dabench.tracking.lifecycle import recorded_run, write_error_status
+from dabench.tracking.redact import redact_text
 
 ARGS = Schema(
     "dabench ingest",
@@ -45,7 +48,6 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
     """Record ``report`` as one MLflow run (see module doc); returns the run id. The run is open
     while the sources are gathered and logged (dabench.tracking.lifecycle.recorded_run): an
     error or Ctrl-C on the way ends it crashed or interrupted instead of losing it."""
-    from dabench.tracking.lifecycle import recorded_run
 
     tags = {
         "dabench.mode": "measure",
@@ -60,7 +62,6 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         tags["dabench.bottleneck"] = report.bottleneck
     if report.load_imbalance_basis:
         tags["dabench.load_imbalance_basis"] = report.load_imbalance_basis
-    from dabench.ingest.config import run_fields
 
     config_params, config_tags = run_fields(report.source, report.stated)  # docs/fitting.md, "Ingested runs"
     tags.update(config_tags)
@@ -90,8 +91,6 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
 def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | None, int]:
     """(run id, exit status) of recording ``report`` (see the module docstring); a failure to
     record is one line on stderr with its status, not a traceback."""
-    from dabench.tracking.lifecycle import write_error_status
-    from dabench.tracking.redact import redact_text
 
     try:
         run_id = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)

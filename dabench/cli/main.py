@@ -10,6 +10,10 @@ import importlib
 import sys
 from typing import Sequence
 
+from dabench.runtime.quiet import install
+from dabench.runtime.sinks import one_line
+from dabench.tracking.redact import install_log_redaction
+
 #: subcommand -> (module with ``main(argv) -> int``, one line of help). One registry: a later
 #: command joins by adding its line here.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -39,11 +43,8 @@ def commands_help() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from dabench.runtime.quiet import install
-
     command_line = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
     install(command_line)  # third-party noise off unless -v (runtime/quiet.py); takes -v off the line
-    from dabench.tracking.redact import install_log_redaction
 
     install_log_redaction()  # every log record of every command is masked when created (tracking/redact.py)
     args = command_line[1:]
@@ -64,8 +65,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             code = int(module.main(args[1:]) or 0)
         except OSError as error:  # a write failed (full disk, denied, I/O): one line, what was written is whole
-            from dabench.runtime.sinks import one_line
-
             print(f"dabench {name}: {one_line(error)}", file=sys.stderr)
             return 1
         lifecycle = sys.modules.get("dabench.tracking.lifecycle")

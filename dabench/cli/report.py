@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.pipeline.preflight import check_sink, format_problems
+from dabench.runtime.sinks import one_line
 
 ARGS = Schema(
     "dabench report",
@@ -48,7 +50,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    from dabench.pipeline.preflight import check_sink, format_problems
 
     problems = check_sink("exports", args.out / "report.html", "--out")  # before any work
     if problems:
@@ -63,7 +64,6 @@ def main(argv: list[str] | None = None) -> int:
     except SelectionError as error:
         print(f"dabench report: {error}", file=sys.stderr)
         return 2
-    from dabench.runtime.sinks import one_line
 
     try:
         report = write_report(frame, args.out, selection.label, client.tracking_uri)

@@ -26,7 +26,18 @@ from pathlib import Path
 from types import FrameType
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.runtime.quiet import is_verbose
 from dabench.tracking.redact import redact_uri
+from dabench.tracking.schema import seed
+from dabench.tracking.store import (
+    RetryingClient,
+    apply_client_timeouts,
+    artifact_root,
+    sqlite_path,
+    store_lock,
+    tracking_uri,
+    with_connect_timeout,
+)
 from dabench.tracking.ui_view import DEFAULT_HOST, DEFAULT_PORT, ensure_saved_view, runs_view_url, ui_base_url
 
 START_TIMEOUT_S = 180.0  #: mlflow server takes ~10 s on a quiet machine, a minute on 2 busy cores
@@ -134,15 +145,6 @@ def view_url(uri: str, base: str, experiment: str) -> str:
     experiment list (``base/``) while the store has no such experiment and no other."""
     from mlflow.tracking import MlflowClient
 
-    from dabench.tracking.schema import seed
-    from dabench.tracking.store import (
-        RetryingClient,
-        apply_client_timeouts,
-        sqlite_path,
-        store_lock,
-        with_connect_timeout,
-    )
-
     apply_client_timeouts()
     with store_lock(uri):  # a new SQLite store gets its schema here, once
         seed(sqlite_path(uri))
@@ -166,7 +168,6 @@ def view_url(uri: str, base: str, experiment: str) -> str:
 
 def server_command(uri: str, host: str, port: int) -> list[str]:
     """``mlflow server`` for ``uri`` with one worker; local artifacts where dabench writes them."""
-    from dabench.tracking.store import artifact_root
 
     command = [
         sys.executable,
@@ -247,7 +248,6 @@ def serve(args: argparse.Namespace, uri: str) -> int:
     port = free_port(args.host, args.port)
     base = f"http://{browse_host(args.host)}:{port}"
     url = view_url(uri, base, args.experiment)
-    from dabench.runtime.quiet import is_verbose
 
     log = None if args.verbose or is_verbose() else Path(tempfile.mkstemp(prefix="dabench-ui-", suffix=".log")[1])
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
@@ -293,7 +293,6 @@ def serve(args: argparse.Namespace, uri: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from dabench.tracking.store import tracking_uri
 
     uri = tracking_uri(args.tracking_uri)
     try:
@@ -303,8 +302,6 @@ def main(argv: list[str] | None = None) -> int:
             except UiError:
                 raise
             except Exception as error:  # the server does not answer, or refuses the request
-                from dabench.tracking.redact import redact_uri
-
                 raise UiError(
                     f"--tracking-uri={redact_uri(uri)}: the tracking server does not answer "
                     f"({type(error).__name__}); start it, or unset it to serve the local store",

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from dabench.config.fields import ITEMS, REQUIRED, Spec
+from dabench.config.paths import require_checkout
 from dabench.config.schema import fields
 from dabench.config.sections import SECTION_TYPES
 
@@ -61,8 +62,6 @@ def reference() -> str:
 
 
 def _doc_path() -> Path:
-    from dabench.config.paths import require_checkout
-
     return require_checkout("python -m dabench.config.docs") / "docs" / "config.md"
 
 

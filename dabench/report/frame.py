@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from dabench.tracking.store import tracking_uri
+from dabench.tracking.store import sqlite_path, tracking_uri
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PAGE = 1000  #: runs per search_runs page
@@ -48,8 +48,6 @@ def client_for(uri: str | None):
     """An MlflowClient on ``uri`` (default: dabench's store resolution, see tracking/store.py);
     :class:`SelectionError` for a SQLite store whose file does not exist (MLflow would create it)."""
     from mlflow.tracking import MlflowClient
-
-    from dabench.tracking.store import sqlite_path
 
     resolved = tracking_uri(uri)
     path = sqlite_path(resolved)

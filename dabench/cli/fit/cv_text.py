@@ -13,6 +13,9 @@ import math
 import sys
 
 from dabench.cli.fit.tables import BEGIN, END, fmt, platforms
+from dabench.perfmodel.fit import constant_set
+from dabench.perfmodel.fit.cv import FEW_POINTS, GOAL_MAX, GOAL_MEDIAN, cross_validate, nested_coverage
+from dabench.perfmodel.fit.sources import CONF_HARDWARE
 
 CV_BLOCK = "cv"  #: the docs block of the out-of-sample tables (from the published constant set)
 
@@ -27,8 +30,6 @@ def _signed(row: dict, key: str) -> str:
 
 
 def _goal(summary: dict) -> str:
-    from dabench.perfmodel.fit.cv import GOAL_MAX, GOAL_MEDIAN
-
     med, worst = summary["out_of_sample_median_abs_error"], summary["out_of_sample_max_abs_error"]
     missed = []
     if med is None or med > GOAL_MEDIAN:
@@ -39,8 +40,6 @@ def _goal(summary: dict) -> str:
 
 
 def _few(entry: dict) -> str:
-    from dabench.perfmodel.fit.cv import FEW_POINTS
-
     n = entry["throughput_points"]
     return f"only {n} throughput points (fewer than {FEW_POINTS}): every number rests on them" if n < FEW_POINTS else ""
 
@@ -221,10 +220,6 @@ def cv_markdown(data: dict) -> str:
 
 
 def run_cv(archs: list[str], write: bool) -> int:
-    from dabench.perfmodel.fit import constant_set
-    from dabench.perfmodel.fit.cv import cross_validate, nested_coverage
-    from dabench.perfmodel.fit.sources import CONF_HARDWARE
-
     if write and sorted(archs) != sorted(platforms()):
         raise SystemExit("--cv --write needs every platform with points (each band's fallback pools all of them)")
     results = [cross_validate(arch, log=lambda m: print(m, file=sys.stderr, flush=True)) for arch in archs]

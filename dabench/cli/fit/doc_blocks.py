@@ -12,12 +12,13 @@ from pathlib import Path
 from dabench.cli.fit.cv_text import CV_BLOCK, cv_markdown
 from dabench.cli.fit.tables import BEGIN, DOC, END, markdown
 from dabench.cli.fit.uncertain import UNCERTAIN_BLOCK, uncertain_markdown
+from dabench.perfmodel.fit import constant_set
 from dabench.perfmodel.fit.points import Point
+from dabench.runtime.sinks import write_text
 
 
 def blocks(results: dict[str, list[tuple[Point, float]]]) -> dict[str, str]:
     """Every generated block: each platform's table, then the out-of-sample and 'uncertain' blocks."""
-    from dabench.perfmodel.fit import constant_set
 
     out = {arch: markdown(arch, rows) for arch, rows in results.items()}
     if constant_set.load():
@@ -38,7 +39,5 @@ def update_doc(blocks: dict[str, str], doc: Path = DOC) -> bool:
         _, tail = rest.split(end, 1)
         new = head + block + tail
     if new != text:
-        from dabench.runtime.sinks import write_text
-
         write_text("source_tree", doc, new)
     return new != text

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import sys
 
+from dabench.perfmodel.fit import constant_set
+
 
 def run_export(name: str) -> int:
-    from dabench.perfmodel.fit import constant_set
-
     try:
         data = constant_set.resolve(name)
     except (OSError, ValueError) as error:

@@ -14,6 +14,11 @@ import re
 import sys
 from pathlib import Path
 
+from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.tracking.lifecycle import recorded_run
+from dabench.tracking.redact import redact_uri
+from dabench.tracking.store import tracking_uri
+
 
 def run_dicts(frame) -> list[dict]:
     """The rows of a report frame (dabench/report/frame.py) as ``{run_id, tags, params, metrics}``."""
@@ -37,10 +42,7 @@ def run_dicts(frame) -> list[dict]:
 
 def run_from_mlflow(args) -> int:
     """``--from-mlflow [SELECTION]``: measured runs -> points -> a named constant set (docs/fitting.md)."""
-    from dabench.perfmodel.fit import constant_set, from_runs
     from dabench.report.frame import SelectionError, load_frame
-    from dabench.tracking.redact import redact_uri
-    from dabench.tracking.store import tracking_uri
 
     name = args.name
     if name == constant_set.PUBLISHED or constant_set.is_file_ref(name) or not re.fullmatch(r"[\w.-]+", name):
@@ -129,8 +131,6 @@ def _add_class_times(points: list, uri: str) -> None:
 def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
     """The constant set on an MLflow run of its own (never a point: no dabench.mode tag)."""
     import tempfile
-
-    from dabench.tracking.lifecycle import recorded_run
 
     tags = {
         "dabench.kind": "constant_set",

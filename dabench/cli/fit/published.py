@@ -12,10 +12,13 @@ from __future__ import annotations
 import argparse
 
 from dabench.cli.fit.doc_blocks import blocks, update_doc
-from dabench.cli.fit.tables import evaluate, status, table
-from dabench.perfmodel.fit import model_version
+from dabench.cli.fit.tables import evaluate, status, table, write_residuals
+from dabench.perfmodel.fit import model_version, residuals
+from dabench.perfmodel.fit.evaluate import _load
 from dabench.perfmodel.fit.points import Point
+from dabench.perfmodel.fit.refit import refit, write_values
 from dabench.perfmodel.fit.sources import fitted
+from dabench.perfmodel.knobs import _CACHE
 
 
 def run_published(args: argparse.Namespace, archs: list[str]) -> int:
@@ -24,16 +27,12 @@ def run_published(args: argparse.Namespace, archs: list[str]) -> int:
     results: dict[str, list[tuple[Point, float]]] = {}
     for arch in archs:
         if refit_now and fitted(arch):
-            from dabench.perfmodel.fit.refit import refit, write_values
-
             fit = refit(arch)
             print(f"== {arch}: refit (sum of squared error/tolerance {fit.cost:.3f})")
             for name, value in fit.values.items():
                 print(f"  {name}: {fit.before[name]:.6g} -> {value:.6g}")
             if args.write:
                 write_values(arch, fit.values)
-                from dabench.perfmodel.fit.evaluate import _load
-                from dabench.perfmodel.knobs import _CACHE
 
                 _CACHE.clear()
                 _load.cache_clear()
@@ -42,9 +41,6 @@ def run_published(args: argparse.Namespace, archs: list[str]) -> int:
             options = None
         results[arch] = evaluate(arch, options)
     if args.write:
-        from dabench.cli.fit.tables import write_residuals
-        from dabench.perfmodel.fit import residuals
-
         write_residuals(results)
         residuals.cache_clear()
         model_version.cache_clear()

@@ -15,6 +15,7 @@ from dabench.perfmodel.fit import RESIDUALS_JSON, ROOT, error_band
 from dabench.perfmodel.fit.evaluate import predict_point
 from dabench.perfmodel.fit.points import Point, load_points
 from dabench.perfmodel.fit.sources import fitted, hardware_yaml
+from dabench.runtime.sinks import write_json
 
 DOC = ROOT / "docs" / "perfmodel.md"
 BEGIN = "<!-- BEGIN calibrate --markdown {arch} -->"
@@ -125,6 +126,5 @@ def write_residuals(results: dict[str, list[tuple[Point, float]]]) -> None:
             }
             for p, v in rows
         }
-    from dabench.runtime.sinks import write_json
 
     write_json("source_tree", RESIDUALS_JSON, data, indent=1, sort_keys=True)

@@ -11,6 +11,7 @@ import re
 
 from dabench.cli.fit.tables import BEGIN, END, tol
 from dabench.perfmodel.fit.points import Point, load_points
+from dabench.perfmodel.fit.sources import CONF_HARDWARE, uncertain
 
 UNCERTAIN_BLOCK = "uncertain"  #: the docs block listing every 'uncertain' constant and tolerance escape
 
@@ -33,7 +34,6 @@ def uncertain_tolerance(point: Point) -> str:
 def uncertain_markdown() -> str:
     """The docs/perfmodel.md block listing every ``uncertain`` constant and every calibration point
     whose tolerance uses the stated-reason escape."""
-    from dabench.perfmodel.fit.sources import CONF_HARDWARE, uncertain
 
     out = [
         BEGIN.format(arch=UNCERTAIN_BLOCK),

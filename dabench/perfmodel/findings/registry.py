@@ -11,6 +11,8 @@ from __future__ import annotations
 from dabench.core.status import CapacityError
 from dabench.perfmodel.findings import Finding, Measured
 from dabench.perfmodel.findings.run import config, ipu_sweep_placements, predict, throughput
+from dabench.perfmodel.fit.evaluate import predict_point
+from dabench.perfmodel.fit.points import load_points
 
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"
@@ -57,9 +59,6 @@ def wse2_72_layers() -> Measured:
 
 
 def wse2_compile_reports() -> Measured:
-    from dabench.perfmodel.fit.evaluate import predict_point
-    from dabench.perfmodel.fit.points import load_points
-
     points = {p.id: p for p in load_points()}
     rates, pes, ok = [], [], True
     for layers in (6, 12, 18):

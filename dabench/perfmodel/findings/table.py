@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 
 from dabench.perfmodel.findings import FITTED, STATUSES, FindingStatus, status
+from dabench.perfmodel.findings.registry import FINDINGS
+from dabench.runtime.sinks import write_text
 
 BEGIN = "<!-- BEGIN findings table -->"
 END = "<!-- END findings table -->"
@@ -33,8 +35,6 @@ def _status_cell(row: FindingStatus) -> str:
 
 
 def rows() -> list[FindingStatus]:
-    from dabench.perfmodel.findings.registry import FINDINGS
-
     return [status(finding) for finding in FINDINGS]
 
 
@@ -95,7 +95,5 @@ def write(doc: Path = DOC, block: str | None = None) -> bool:
     old = doc_block(doc)
     new = text.replace(old, block, 1)
     if new != text:
-        from dabench.runtime.sinks import write_text
-
         write_text("source_tree", doc, new)
     return new != text

@@ -18,6 +18,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from dabench.perfmodel.fit.cv import MEASURES, NOMINAL, needs, summary, wide_score
+from dabench.perfmodel.fit.points import load_points
+from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml, load_sources, read_from_calibration
+from dabench.runtime.readers import read_constant_set
+from dabench.runtime.sinks import write_json
+
 FORMAT, FORMAT_VERSION = "dabench-constant-set", 1
 DIR = Path(__file__).parent
 PUBLISHED = "published"
@@ -91,8 +97,6 @@ def load(name: str = PUBLISHED) -> Mapping[str, Any]:
 
 @lru_cache(maxsize=None)
 def _load(where: str) -> Mapping[str, Any]:
-    from dabench.runtime.readers import read_constant_set
-
     try:
         return read_constant_set(where, FORMAT, FORMAT_VERSION)  # damage: DamagedFile, one line
     except FileNotFoundError:
@@ -283,7 +287,6 @@ def constant_records(arch: str, unsourced: str) -> dict[str, dict[str, Any]]:
     """Each constant of ``arch``'s hardware config, by dotted path: its value and kind from the
     source registry (``unsourced`` where the registry has no entry); a fitted one's bounds and points,
     any other's document, locator and reason."""
-    from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml, load_sources
 
     sources = load_sources(arch)
     constants = {}
@@ -337,9 +340,6 @@ def build(
     results, their :func:`~dabench.perfmodel.fit.cv.nested_coverage`, and every hardware config
     in ``archs`` (those without points get a ``wide`` band that says so)."""
     from dabench.perfmodel.fit import model_version
-    from dabench.perfmodel.fit.cv import MEASURES, NOMINAL, needs, summary, wide_score
-    from dabench.perfmodel.fit.points import load_points
-    from dabench.perfmodel.fit.sources import read_from_calibration
 
     nominal = NOMINAL if nominal is None else nominal
     by_arch = {r.arch: r for r in results}
@@ -415,7 +415,6 @@ def build(
 def write(data: Mapping[str, Any], name: str | None = None) -> Path:
     name = name or data["name"]
     path = DIR / f"{name}.json" if name == PUBLISHED else path_of(name)
-    from dabench.runtime.sinks import write_json
 
     write_json("source_tree", path, data, indent=1, sort_keys=False)
     _load.cache_clear()

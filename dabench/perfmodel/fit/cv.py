@@ -20,9 +20,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
+from dabench.config.build import build_run_config
 from dabench.perfmodel.fit import reach
 from dabench.perfmodel.fit.evaluate import point_config, predict_point
 from dabench.perfmodel.fit.points import Point, load_points
+from dabench.perfmodel.fit.refit import refit
 from dabench.perfmodel.fit.sources import fitted
 
 THROUGHPUT_METRICS = ("samples_per_s", "tokens_per_s")
@@ -154,14 +156,12 @@ def throughput_points(arch: str) -> list[Point]:
 
 def point_coords(point: Point) -> dict:
     """The reach coordinates of a calibration point's config."""
-    from dabench.config.build import build_run_config
 
     return reach.coords(build_run_config(point_config(point)), reach.point_release(point.layout))
 
 
 def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> PlatformCv:
     """Leave-one-source-out predictions of every calibration point of ``arch``."""
-    from dabench.perfmodel.fit.refit import refit
 
     entries = fitted(arch)
     fit_ids = {i for e in entries.values() for i in e.points}

@@ -21,8 +21,13 @@ from typing import Any, Mapping
 
 import yaml
 
+from dabench.config.build import build_run_config
 from dabench.config.paths import CONF_DIR
+from dabench.core.status import CapacityError
+from dabench.host.ceilings import resolve_ceilings
+from dabench.metrics.summary import compute_metrics
 from dabench.perfmodel.fit.points import Point
+from dabench.workload.opgraph import build_opgraph
 
 CONF = CONF_DIR
 
@@ -81,11 +86,7 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
 
 
 def _predict(cfg: dict) -> tuple[Any, dict[str, float]]:
-    from dabench.config.build import build_run_config
-    from dabench.host.ceilings import resolve_ceilings
-    from dabench.metrics.summary import compute_metrics
     from dabench.perfmodel import get_predictor
-    from dabench.workload.opgraph import build_opgraph
 
     rc = build_run_config(cfg)
     graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
@@ -102,7 +103,6 @@ def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
 
 def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
     """The model's value of ``point.metric`` (NaN when the model refuses a throughput point)."""
-    from dabench.core.status import CapacityError
 
     if point.metric == "scaling_keep_pct":
         cfg = point_config(point, None, options)

@@ -35,10 +35,16 @@ CATEGORIES = ("precision", "compile", "execution", "release", "generation")
 _RELEASE = re.compile(r"\bR(\d+\.\d+)")
 
 
-def _approx_params(model: Mapping[str, Any]) -> float:
-    from dabench.advise.reach import approx_params
-
-    return approx_params(model)
+def approx_params(model: Mapping[str, Any]) -> float:
+    """Approximate trainable parameters of a model config mapping: the decoder blocks and the
+    embedding/head; positions, norms and biases left out (about 1%)."""
+    h = int(model.get("hidden_size") or 0)
+    vocab = int(model.get("vocab_size") or 0)
+    ffn = int(model.get("ffn_size") or 0) or int(float(model.get("ffn_mult") or 4) * h)
+    mlp = (3 if str(model.get("ffn_type", "")) == "swiglu" else 2) * h * ffn
+    cross = int(model.get("cross_attention_layers") or 0) * 4 * h * h
+    embed = vocab * h * (1 if model.get("tie_embeddings", False) else 2)
+    return float(int(model.get("n_layers") or 0) * (4 * h * h + mlp) + cross + embed)
 
 
 def coords(rc: Any, release: str = "") -> dict[str, Any]:
@@ -50,7 +56,7 @@ def coords(rc: Any, release: str = "") -> dict[str, Any]:
         chips *= int(options["tiles"]) / 8
     execution = str(options.get("execution_mode", ""))
     return {
-        "size": math.log10(max(_approx_params(model), 1.0)),
+        "size": math.log10(max(approx_params(model), 1.0)),
         "chips": math.log2(max(chips, 1.0)),
         "precision": rc.precision.name,
         "compile": str(options.get("compile_mode", "")),

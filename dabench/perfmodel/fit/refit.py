@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 from dabench.perfmodel.fit.evaluate import predict_point
 from dabench.perfmodel.fit.points import Point, load_points
 from dabench.perfmodel.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
+from dabench.runtime.sinks import write_text
 
 #: residual given to a point the model refuses (NaN) while fitting
 REFUSED_RESIDUAL = 10.0
@@ -179,6 +180,5 @@ def write_values(arch: str, values: dict[str, float]) -> None:
         if not pattern.search(text):
             raise ValueError(f"{path.name}: no line for option {name}")
         text = pattern.sub(lambda m, value=value: m.group(1) + f"{value:.6g}", text, count=1)
-    from dabench.runtime.sinks import write_text
 
     write_text("source_tree", path, text)

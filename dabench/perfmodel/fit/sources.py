@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import yaml
 
 from dabench.config.paths import CONF_DIR
+from dabench.perfmodel.fit.points import load_points
 
 CONF_HARDWARE = CONF_DIR / "hardware"
 KINDS = ("source", "uncertain", "fitted", "setting")
@@ -182,7 +183,6 @@ def read_from_calibration(arch: str) -> dict[str, str]:
     """path -> calibration source of every ``source`` or ``uncertain`` constant of ``arch`` whose
     document is a calibration point's (the same document, or a file a point's locator names):
     a number fixed from the data it is checked against, which cross-validation cannot leave out."""
-    from dabench.perfmodel.fit.points import load_points
 
     points = [p for p in load_points() if p.platform == arch]
     out = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from dabench.perfmodel.fit.constant_set import _band_record, constant_records
 from dabench.perfmodel.fit.cv import NOMINAL, band_q, clopper_pearson, conformal_rank, summary
 from dabench.perfmodel.fit.from_runs.class_times import measured_classes
 from dabench.perfmodel.fit.from_runs.group_fit import K_FOLD, GroupFit, folds
@@ -29,7 +30,6 @@ def _n(value: float) -> float | None:
 def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     """One platform's entry of a constant set (the constant-set format plus this fit's keys)."""
     from dabench.perfmodel.fit import model_version
-    from dabench.perfmodel.fit.constant_set import _band_record, constant_records
 
     constants = constant_records(g.arch, "setting")
     for name, value in g.fitted.items():

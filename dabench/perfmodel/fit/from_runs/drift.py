@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from dabench.perfmodel.fit.constant_set import band as band_of
 from dabench.perfmodel.fit.cv import NOMINAL
 from dabench.perfmodel.fit.from_runs.points import RunPoint
 from dabench.perfmodel.fit.from_runs.predict import base_options, predict, prepare, quiet_model
@@ -36,8 +37,6 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[RunPoint]) ->
     set's prediction, and the binomial tail probability of that many misses at the band's
     nominal rate (a set drifted when it misses more often than 1 - nominal, p < 0.05)."""
     from scipy.stats import binom
-
-    from dabench.perfmodel.fit.constant_set import band as band_of
 
     out = []
     for arch, entry in (constant_set.get("platforms") or {}).items():

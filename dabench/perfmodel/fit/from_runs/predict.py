@@ -15,15 +15,19 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Mapping
 
+from dabench.config.build import build_run_config
+from dabench.core.ceilings import Ceilings
+from dabench.core.status import DabenchError
+from dabench.host.ceilings import resolve_ceilings
+from dabench.perfmodel.fit.constant_set import fitted_options
 from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint
+from dabench.perfmodel.fit.sources import hardware_yaml
+from dabench.workload.opgraph import build_opgraph
 
 
 def prepare(points: list[RunPoint]) -> list[LeftOut]:
     """Build each point's RunConfig, op graph and ceilings (what a prediction needs); the points
     that cannot be predicted are returned with the reason (they stay points, but no fit sees them)."""
-    from dabench.config.build import build_run_config
-    from dabench.core.ceilings import Ceilings
-    from dabench.workload.opgraph import build_opgraph
 
     unusable = []
     for p in points:
@@ -58,8 +62,6 @@ def prepare(points: list[RunPoint]) -> list[LeftOut]:
                 )
                 continue
             else:
-                from dabench.host.ceilings import resolve_ceilings
-
                 roof = resolve_ceilings(rc.hardware, rc.precision)
         except Exception as error:  # a config this version cannot rebuild: said, not fatal
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -71,7 +73,6 @@ def prepare(points: list[RunPoint]) -> list[LeftOut]:
 
 def predict_profile(p: RunPoint, options: Mapping[str, Any]) -> Any:
     """The model's Profile of point ``p`` with ``options`` over its config's (None when refused)."""
-    from dabench.core.status import DabenchError
     from dabench.perfmodel import get_predictor
 
     hw = replace(p.rc.hardware, options={**p.rc.hardware.options, **options})
@@ -90,8 +91,6 @@ def predict(p: RunPoint, options: Mapping[str, Any]) -> float:
 def base_options(arch: str, base: str = "published") -> dict[str, Any]:
     """The knob values a fit starts from: conf/hardware/<arch>.yaml's options, with the set
     ``base``'s fitted ones over them."""
-    from dabench.perfmodel.fit.constant_set import fitted_options
-    from dabench.perfmodel.fit.sources import hardware_yaml
 
     return {**(hardware_yaml(arch).get("options") or {}), **fitted_options(base, arch)}
 

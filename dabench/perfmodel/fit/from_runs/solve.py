@@ -15,6 +15,8 @@ from typing import Any, Mapping
 from dabench.perfmodel.fit.from_runs.class_times import REFUSED, class_residuals
 from dabench.perfmodel.fit.from_runs.points import RunPoint
 from dabench.perfmodel.fit.from_runs.predict import predict_profile
+from dabench.perfmodel.fit.refit import box_least_squares
+from dabench.perfmodel.fit.sources import fitted
 
 #: bounds of the knobs a fit from runs may move, for the models whose shipped values are not
 #: fitted to points.csv (cpu: its own-measurement fit; cuda: estimates). Vendor models: their
@@ -37,7 +39,6 @@ EMULATED = ("emulated_compute_efficiency", "emulated_memory_efficiency")
 
 def fittable(arch: str, points: list[RunPoint]) -> dict[str, tuple[float, float]]:
     """knob -> bounds the fit moves for ``arch`` given ``points`` (fewer knobs than distinct configs)."""
-    from dabench.perfmodel.fit.sources import fitted
 
     if arch in FIT_BOUNDS:
         bounds = dict(FIT_BOUNDS[arch])
@@ -76,7 +77,6 @@ def refit(
     """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on :func:`residuals`:
     log throughput ratios and, with ``classes``, the per-class ones; from ``start`` clipped into
     the bounds); {} when there is nothing to fit."""
-    from dabench.perfmodel.fit.refit import box_least_squares
 
     if not bounds or not points:
         return {}
