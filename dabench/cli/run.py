@@ -71,42 +71,13 @@ def hydra_main(cfg: DictConfig) -> float:
     return run_job(cfg)
 
 
-def _one_repository_for_help() -> None:
-    """``--help`` lists every config group through Hydra's
-    ``ConfigLoaderImpl.get_group_options``, which builds a fresh config repository (a deep copy of
-    the ConfigStore) on each of its ~90 calls: ~0.5 s of a 1 s help page. For a help page that
-    call, with no config name and no overrides (the only way the help calls it), reuses one
-    repository: the same search path gives the same answers (tests/cli/test_help_listing.py compares
-    the pages). Runs never take this path."""
-    from hydra.core.object_type import ObjectType
-
-    from dabench.runtime.hydra_compat import ConfigLoaderImpl
-
-    original = ConfigLoaderImpl.get_group_options
-    repositories: dict[int, object] = {}
-
-    def get_group_options(self, group_name, results_filter=ObjectType.CONFIG, config_name=None, overrides=None):
-        if config_name is not None or overrides:
-            return original(self, group_name, results_filter, config_name, overrides)
-        repo = repositories.get(id(self))
-        if repo is None:
-            repo = repositories[id(self)] = self._parse_overrides_and_create_caching_repo(None, [])[1]
-        return repo.get_group_options(group_name, results_filter)
-
-    ConfigLoaderImpl.get_group_options = get_group_options
-
-
 def main(argv: list[str]) -> int:
     """``dabench [overrides] [-m]``: Hydra's entry under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or
     SIGTERM ends the process
     with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
     from dabench.runtime.interrupts import guard
-    from dabench.runtime.quiet import install
 
-    sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv
-    # third-party noise off unless -v / hydra.verbose (runtime/quiet.py), before torch and mlflow load;
-    # it also takes -v / --verbose off the command line before the command line is checked
-    install()
+    sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv (-v taken off by cli/main.py)
     import dabench.config.sections  # noqa: F401  (registers the typed sections the schema knows)
     from dabench.config.schema import refuse_bad_command_line
 
@@ -119,8 +90,6 @@ def main(argv: list[str]) -> int:
     if bad_dirs:
         print(format_problems(bad_dirs), file=sys.stderr)
         raise SystemExit(2)
-    if "--help" in sys.argv or "-h" in sys.argv:  # (--hydra-help stays Hydra's own)
-        _one_repository_for_help()
     with guard():
         hydra_main()
     return 0

@@ -1,5 +1,4 @@
-"""``python -m dabench --help`` (one config repository for its group listing, dabench/cli/run.py)
-prints the page Hydra's own help prints."""
+"""``python -m dabench --help`` prints the page Hydra's own help prints (no patch of Hydra in between)."""
 
 from __future__ import annotations
 
