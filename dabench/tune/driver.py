@@ -22,6 +22,7 @@ import optuna
 from optuna.trial import TrialState
 
 from dabench.core.status import ConfigError, Status
+from dabench.runtime.sinks import fault_point
 from dabench.tracking.redact import redact_text
 from dabench.tune.dedup import UNENUMERABLE_DRAWS, Params, Proposer, held_keys, walk_params
 from dabench.tune.space import ParsedSpace, override_value
@@ -104,7 +105,6 @@ def trial_tags(trial_number: int, study_name: str) -> list[str]:
 
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialState:
     """Record ``outcome`` for ``trial``; see the module docstring for the rule."""
-    from dabench.runtime.sinks import fault_point
 
     fault_point("study_storage")  # tests: the study storage fails here (dabench/runtime/sinks.py)
     value = outcome.value

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from dabench.runtime.sinks import make_dir, open_stream
+
 log = logging.getLogger(__name__)
 
 #: how long a worker waits for the lock before giving up (seconds)
@@ -58,8 +60,6 @@ def study_lock(storage: str, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> It
     TimeoutError when it cannot be had within ``timeout_s``."""
     path = sqlite_path(storage)
     if path is not None:
-        from dabench.runtime.sinks import make_dir, open_stream
-
         make_dir("study_storage", path.parent)
         lock_file = path.with_name(path.name + ".lock")
         with open_stream("study_storage", lock_file, "a+") as handle:

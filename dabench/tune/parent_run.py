@@ -23,8 +23,13 @@ import yaml
 
 from dabench.core.status import Status
 from dabench.runtime.pids import pid_alive
+from dabench.runtime.sinks import write_text
+from dabench.tracking import outbox
 from dabench.tracking.lifecycle import terminate
+from dabench.tracking.reaper import owner_tags
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
+from dabench.tracking.store import client_and_experiment
+from dabench.tracking.writes import now_ms, write_batch
 from dabench.tune.best import StudySummary
 from dabench.tune.plots import plot_history, plot_importance
 
@@ -101,7 +106,6 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
     the study's user attributes, else created, while ``lock()`` (the study store's lock) is held
     so that workers starting together create one. A parent that an earlier invocation closed is
     set RUNNING again."""
-    from dabench.tracking.store import client_and_experiment
 
     client, experiment_id = client_and_experiment(uri, experiment)
     with lock():
@@ -115,13 +119,10 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
             if run is not None and run.info.lifecycle_stage == "active":
                 if run.info.status != "RUNNING":
                     client.update_run(found, status="RUNNING")
-                from dabench.tracking.reaper import owner_tags
-                from dabench.tracking.writes import write_batch
 
                 write_batch(client, found, tags=owner_tags())  # this worker now holds it (the reaper checks it)
                 study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
                 return client, found
-        from dabench.tracking.reaper import owner_tags
 
         run = client.create_run(
             experiment_id,
@@ -167,8 +168,6 @@ def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool 
 def _close_later(client, parent_id: str, error: BaseException) -> bool:
     """Keep the parent's FINISHED close in the outbox when a remote store cannot be reached;
     False for any other error (dabench/tracking/outbox.py)."""
-    from dabench.tracking import outbox
-    from dabench.tracking.writes import now_ms
 
     uri = getattr(client, "tracking_uri", "") or ""
     if not (outbox.is_remote(uri) and outbox.is_unreachable(error)):
@@ -200,7 +199,6 @@ def mark_killed(client, parent_id: str) -> None:
 
 def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) -> list[str]:
     """optimization_results.yaml, trials.csv and the plots into ``folder``; returns notes."""
-    from dabench.runtime.sinks import write_text
 
     summary_yaml = yaml.safe_dump(redact_value(summary.to_dict()), sort_keys=False)
     write_text("run_dir", folder / "optimization_results.yaml", summary_yaml)

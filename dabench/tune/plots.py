@@ -9,6 +9,8 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from dabench.runtime.sinks import write_bytes
+
 
 def plot_history(study: optuna.Study, path: Path) -> Path:
     """Objective per trial (dots), best so far (line), failed trials (red x on the x-axis)."""
@@ -81,8 +83,6 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
 def _save(fig, path: Path) -> None:
     """The figure as PNG into the sweep folder (runtime/sinks.py: written whole)."""
     import io
-
-    from dabench.runtime.sinks import write_bytes
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)

@@ -28,6 +28,8 @@ from optuna.trial import FrozenTrial, TrialState
 from dabench.core import status as run_status
 from dabench.core.status import Status
 from dabench.runtime.pids import pid_alive, start_ticks
+from dabench.runtime.sinks import fault_point, make_dir
+from dabench.tune.locking import study_lock
 
 STATUS_ATTR = "dabench.status"
 REASON_ATTR = "dabench.reason"
@@ -43,8 +45,6 @@ NAME_NEUTRAL_PREFIXES = ("tracking.", "+tracking.", "++tracking.", "hydra.", "+s
 
 
 def default_storage(launch_dir: Path) -> str:
-    from dabench.runtime.sinks import make_dir
-
     store = make_dir("study_storage", launch_dir / "mlruns")
     return f"sqlite:///{(store / 'optuna.db').resolve()}"
 
@@ -66,8 +66,6 @@ def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers
     Workers started at the same moment on a fresh store create the schema and the study one at
     a time, under the store's lock (:func:`dabench.tune.locking.study_lock`); a worker that still
     meets a creation race (a store without a lock) retries a few times."""
-    from dabench.runtime.sinks import fault_point
-    from dabench.tune.locking import study_lock
 
     fault_point("study_storage", storage)  # tests: the storage fails as the study is opened
     last: Exception | None = None

@@ -27,7 +27,23 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from dabench.core.status import Status, is_ok
+from dabench.config.build import build_run_config
+from dabench.core.status import ConfigError, DabenchError, Status, is_ok
+from dabench.pipeline.preflight import check_store, check_study_storage, format_problems
+from dabench.runtime import interrupts
+from dabench.runtime.sinks import make_dir, one_line
+from dabench.tracking.describe import requested_mode
+from dabench.tracking.redact import (
+    install_log_redaction,
+    redact_hydra_output,
+    redact_overrides,
+    redact_text,
+    redact_uri,
+)
+from dabench.tracking.store import tracking_uri
+from dabench.tune.locking import study_lock
+from dabench.tune.outcome import JobOutcome
+from dabench.tune.structured import load_space
 from hydra_plugins.dabench_optuna_sweeper import config as _config  # noqa: F401  registers the config
 
 log = logging.getLogger(__name__)
@@ -77,7 +93,6 @@ class DabenchOptunaSweeper(Sweeper):
     def _refuse_local_store_for_remote_jobs(self, uri: str) -> None:
         """Jobs on other machines (Slurm, a Ray cluster joined by address) cannot record into a
         local SQLite or file store: refuse before any trial, naming the fix."""
-        from dabench.core.status import ConfigError
 
         kind = type(self.launcher).__name__
         address = str(OmegaConf.select(self.config, "hydra.launcher.ray.init.address") or "local")
@@ -85,8 +100,6 @@ class DabenchOptunaSweeper(Sweeper):
             kind == "RayLauncher" and not address.startswith(("local", "127.0.0.1", "localhost"))
         )
         if remote and uri.split(":", 1)[0] in ("sqlite", "file"):
-            from dabench.tracking.redact import redact_uri
-
             raise ConfigError(
                 "tracking.uri",
                 redact_uri(uri),
@@ -126,10 +139,8 @@ class DabenchOptunaSweeper(Sweeper):
         }
 
     def _search_space(self, arguments: List[str]):
-        from dabench.core.status import ConfigError, DabenchError
         from dabench.tune.driver import TrialSpace
         from dabench.tune.space import ParsedSpace, params_to_overrides, parse_overrides
-        from dabench.tune.structured import load_space
 
         try:
             from_config = parse_overrides(params_to_overrides(self.params))
@@ -160,7 +171,6 @@ class DabenchOptunaSweeper(Sweeper):
         from hydra.core.utils import JobStatus
 
         from dabench.tune.driver import Outcome
-        from dabench.tune.outcome import JobOutcome
 
         job_dir = getattr(job_return, "working_dir", None)
         if job_return.status == JobStatus.FAILED:
@@ -211,9 +221,6 @@ class DabenchOptunaSweeper(Sweeper):
             except (OSError, ValueError):
                 pass
         if job_return.cfg is not None:
-            from dabench.config.build import build_run_config
-            from dabench.core.status import DabenchError
-
             container = {k: v for k, v in OmegaConf.to_container(job_return.cfg, resolve=True).items() if k != "hydra"}
             try:
                 build_run_config(container)
@@ -229,15 +236,11 @@ class DabenchOptunaSweeper(Sweeper):
         study or its parent run is touched (dabench/pipeline/preflight.py)."""
         import sys
 
-        from dabench.pipeline.preflight import check_store, check_study_storage, format_problems
-
         assert self.config is not None
         tracking = self.config.get("tracking") or {}
         timeout = float(tracking.get("timeout_s") or 3.0)
         problems = check_study_storage(storage, timeout)
         if tracking.get("enabled", True):
-            from dabench.tracking.store import tracking_uri
-
             problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
         if problems:
             print(format_problems(problems), file=sys.stderr, flush=True)
@@ -249,7 +252,6 @@ class DabenchOptunaSweeper(Sweeper):
         (dabench/tune/settings.py)."""
         import sys
 
-        from dabench.core.status import ConfigError
         from dabench.tune.settings import check_settings
 
         try:
@@ -277,7 +279,6 @@ class DabenchOptunaSweeper(Sweeper):
         one is one line and exit 2, nothing written, unless ``allow_space_change``."""
         import sys
 
-        from dabench.core.status import ConfigError
         from dabench.tune.settings import SPACE_ATTR, check_resume, space_fingerprint
 
         fingerprint = space_fingerprint(space, self.space_hook, self.space_args, self._task_config())
@@ -300,7 +301,6 @@ class DabenchOptunaSweeper(Sweeper):
         launch_dir = Path(self.config.hydra.runtime.cwd)
         folder = Path(str(self.config.hydra.sweep.dir))
         absolute = folder if folder.is_absolute() else launch_dir / folder
-        from dabench.runtime.sinks import make_dir
 
         make_dir("run_dir", absolute.parent)
         try:
@@ -321,17 +321,13 @@ class DabenchOptunaSweeper(Sweeper):
 
         from dabench.tune.best import format_summary, summarize
         from dabench.tune.driver import run_trials
-        from dabench.tune.locking import study_lock
         from dabench.tune.parent_run import close_parent, hide_password, log_study, study_parent, write_study_files
         from dabench.tune.sampling import make_sampler
         from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
 
         assert self.config is not None and self.launcher is not None
-        from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_overrides
 
         install_log_redaction()  # the launcher logs each job's overrides, tracking.uri included
-        from dabench.runtime import interrupts
-        from dabench.tracking.redact import redact_text
 
         interrupts.mask_with(redact_text)  # the resume line after Ctrl-C shows the command line
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -345,8 +341,6 @@ class DabenchOptunaSweeper(Sweeper):
             self._preflight(storage)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
             study = open_study(name, storage, self.direction, sampler)
         except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
-            from dabench.runtime.sinks import one_line
-
             print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
             raise SystemExit(1) from None
         self._check_resume(study, space)
@@ -386,12 +380,9 @@ class DabenchOptunaSweeper(Sweeper):
         client, parent_id, extra = None, None, []
         tracking = self.config.get("tracking") or {}
         if tracking.get("enabled", True):
-            from dabench.tracking.store import tracking_uri
-
             uri = tracking_uri(tracking.get("uri"))
             self._refuse_local_store_for_remote_jobs(uri)
             client, parent_id = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
-            from dabench.tracking.describe import requested_mode
 
             client.set_tag(parent_id, "dabench.mode", requested_mode(OmegaConf.select(self.config, "hardware.mode")))
             from dabench.tune.space import override_value
@@ -401,8 +392,6 @@ class DabenchOptunaSweeper(Sweeper):
         try:
             sweep_dir = self._own_sweep_dir()
         except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
-            from dabench.runtime.sinks import one_line
-
             if client is not None:
                 try:
                     close_parent(client, parent_id, study, interrupted=True)
@@ -424,8 +413,6 @@ class DabenchOptunaSweeper(Sweeper):
             run_trials(study, space, self.n_trials, self._batch_size(), launch, lock=lock)
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt):  # Ctrl-C, SIGTERM: the line says how far and how to resume
-                from dabench.runtime import interrupts
-
                 try:
                     done = trials_done(study)
                 except Exception:

@@ -25,6 +25,7 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
 from dabench.core.paths import launch_dir
+from dabench.runtime.readers import DamagedFile, read_sweep
 
 GROUP = "sweeps"
 SCHEME = "dabench-sweeps"
@@ -45,7 +46,6 @@ class SweepsConfigSource(ConfigSource):
         path = self._file(config_path)
         if path is None or not os.path.isfile(path):
             raise ConfigLoadError(f"Config not found : {config_path} (in {self.path})")
-        from dabench.runtime.readers import DamagedFile, read_sweep
 
         try:
             text = read_sweep(path)  # a regular file, bounded, checked (runtime/readers.py)
