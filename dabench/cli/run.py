@@ -52,7 +52,7 @@ def run_job(cfg: DictConfig) -> float:
     else:
         from dabench.pipeline.preflight import refuse_if_unfit
 
-        refuse_if_unfit(job.rc, multirun)  # store, disk, memory, ranks: one line each, exit 2 (docs/reliability.md)
+        refuse_if_unfit(job.rc, multirun, job.unfit)  # store, disk, memory, ranks: one line each, exit 2
         log.info("running %s (hardware.mode=%s)", name, job.rc.hardware.mode)
     command = reproduce_command(hydra_overrides() or [])
     result, run_id = record_run(

@@ -8,6 +8,7 @@ placement again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Mapping
 
 from dabench.config.build import apply_placement, build_run_config
@@ -34,6 +35,12 @@ class Job:
 
         return (self.container.get("tracking") or {}).get("run_name") or run_name(self.container)
 
+    @cached_property
+    def unfit(self) -> list:
+        """What keeps this machine from running the job (pre-flight
+        :func:`~dabench.pipeline.preflight.job_problems`), checked once per job."""
+        return job_problems(self.rc) if self.rc is not None else []
+
 
 def prepare(container: Mapping[str, Any]) -> Job:
     """The placement applied and the RunConfig built from that same mapping; a bad placement is
@@ -58,9 +65,8 @@ def execute_job(job: Job) -> RunResult:
     if job.rc is None:
         return RunResult(Status.INVALID_CONFIG, str(job.error), "none", config=job.container)
 
-    unfit = job_problems(job.rc)
-    if unfit:
-        return RunResult(Status.INVALID_CONFIG, str(unfit[0]), "none", config=job.container)
+    if job.unfit:
+        return RunResult(Status.INVALID_CONFIG, str(job.unfit[0]), "none", config=job.container)
     result = execute(job.rc)
     result.config = job.container
     return result

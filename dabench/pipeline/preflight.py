@@ -450,12 +450,15 @@ def job_problems(rc) -> list[Problem]:
     return check_ranks(rc) or check_memory(rc)
 
 
-def run_preflight(rc, run_dir: Path | None = None, *, tracking_uri: str | None = None) -> list[Problem]:
-    """All checks for one run (``rc`` a :class:`~dabench.config.sections.RunConfig`)."""
-    return environment_problems(rc, run_dir, tracking_uri=tracking_uri) + job_problems(rc)
+def run_preflight(
+    rc, run_dir: Path | None = None, *, tracking_uri: str | None = None, unfit: list[Problem] | None = None
+) -> list[Problem]:
+    """All checks for one run (``rc`` a :class:`~dabench.config.sections.RunConfig`; ``unfit``:
+    its :func:`job_problems` when already known)."""
+    return environment_problems(rc, run_dir, tracking_uri=tracking_uri) + (job_problems(rc) if unfit is None else unfit)
 
 
-def refuse_if_unfit(rc, multirun: bool = False) -> None:
+def refuse_if_unfit(rc, multirun: bool = False, unfit: list[Problem] | None = None) -> None:
     """The Hydra task's pre-flight: bound the tracking client by ``tracking.timeout_s``, then
     print each problem on one line and exit with status 2.
     Inside a multirun only the surroundings are checked here (a broken store fails every job);
@@ -466,7 +469,7 @@ def refuse_if_unfit(rc, multirun: bool = False) -> None:
     from dabench.tracking.store import apply_client_timeouts
 
     apply_client_timeouts(getattr(rc.tracking, "timeout_s", None))  # every later store call is bounded
-    problems = environment_problems(rc) if multirun else run_preflight(rc)
+    problems = environment_problems(rc) if multirun else run_preflight(rc, unfit=unfit)
     if multirun:  # the store went away mid-sweep: the job runs, its record waits in the outbox
         problems = [problem for problem in problems if problem.kind != UNREACHABLE]
     if problems:
