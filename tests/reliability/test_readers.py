@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dabench.perfmodel.fit import constant_set
+from dabench.perfmodel.fit.from_runs.points import USED_METRICS
 from dabench.runtime import readers
 from dabench.runtime.readers import DamagedFile
 
@@ -260,18 +261,7 @@ METRIC_VALUES = st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(
     metrics=st.dictionaries(
-        st.sampled_from(
-            [
-                "throughput.samples_per_s",
-                "throughput.tokens_per_s",
-                "step_time.median_s",
-                "step_time.p10_s",
-                "step_time.p90_s",
-                "perf.peak_tflops",
-                "roofline.ridge_intensity",
-                "class_time.matmul",
-            ]
-        ),
+        st.sampled_from([*USED_METRICS, "class_time.matmul"]),
         METRIC_VALUES,
     )
 )
