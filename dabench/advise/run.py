@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from dabench.advise.power import power_figure
-from dabench.advise.search import Evaluation, Predictor, SearchResult, command_overrides, search
+from dabench.advise.search import Evaluation, Predictor, SearchResult, command_overrides, score, search
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
@@ -132,7 +132,6 @@ def advise_platform(
         )
     evaluations = list(predictor.cache.values())
     primary = request.objectives[0]
-    from dabench.advise.search import score
 
     scored = [(score(e, primary, figure.watts_per_chip, price_s), e) for e in evaluations]
     scored = [(s, e) for s, e in scored if s is not None]

@@ -22,6 +22,7 @@ from dabench.config.build import build_run_config
 from dabench.core.status import DabenchError
 from dabench.host.ceilings import resolve_ceilings
 from dabench.pipeline.execute import predict_config
+from dabench.tune.sampling import make_sampler
 from dabench.workload.opgraph import build_opgraph
 
 log = logging.getLogger(__name__)
@@ -194,8 +195,6 @@ def search(
     """Optuna over ``space``: ``n_trials`` asks (repeats answered from the cache), seeded TPE
     wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
     import optuna
-
-    from dabench.tune.sampling import make_sampler
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     started = time.perf_counter()

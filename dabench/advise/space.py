@@ -24,7 +24,7 @@ from dabench.core.status import ConfigError
 from dabench.runtime.readers import read_sweep
 from dabench.tune.dataflow_spaces import ChoiceTreeSpace, rdu_chips_space, wse2_execution_space
 from dabench.tune.ipu import ipu_pipeline_space
-from dabench.tune.space import distribution_values, params_to_overrides, parse_overrides
+from dabench.tune.space import distribution_values, override_value, params_to_overrides, parse_overrides
 
 SWEEPS_DIR = CONF_DIR.parent / "sweeps"
 PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
@@ -279,7 +279,6 @@ def overrides_of(
     mode: str = "predict",
 ) -> list[str]:
     """The ``python -m dabench`` overrides of one deployment (groups first)."""
-    from dabench.tune.space import override_value
 
     out = [*model_overrides, f"hardware={space.platform}", f"hardware.mode={mode}"]
     out += [f"{g}={c}" for g, c in space.groups.items()]

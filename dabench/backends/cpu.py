@@ -9,6 +9,7 @@ from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, UnitUse
 from dabench.host.conditions import allowed_cpus
+from dabench.host.info import cpu_native_precision
 from dabench.workload.opgraph import OpGraph
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ class CpuBackend(Backend):
 
         from dabench.backends.measure import HostClock
         from dabench.backends.torch_device import run_on_device
-        from dabench.host.info import cpu_native_precision
 
         native = cpu_native_precision(rc.precision.compute_dtype)
         if not native:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, UnitUse
+from dabench.host.ceilings import tf32_enabled
 from dabench.workload.opgraph import OpGraph
 
 
@@ -36,7 +37,6 @@ class CudaBackend(Backend):
 
         from dabench.backends.measure import CudaClock
         from dabench.backends.torch_device import run_on_device
-        from dabench.host.ceilings import tf32_enabled
 
         # the math mode the analytical model prices; build_train_state sets torch's flags from it
         tf32 = tf32_enabled(rc.hardware, rc.precision)

@@ -21,6 +21,7 @@ from dabench.core.profile import Profile, Subtask, UnitUse
 from dabench.core.status import OutOfMemory
 from dabench.host.conditions import allowed_cpus
 from dabench.runtime.interrupts import in_worker
+from dabench.runtime.progress import StepProgress
 
 #: messages of a failed host allocation (torch's CPU allocator raises RuntimeError with these)
 CPU_OOM_MESSAGES = (
@@ -45,7 +46,6 @@ SUBTASK_STEPS = 3  #: instrumented steps whose median gives per-layer times
 def _progress(rc: RunConfig, device: torch.device, tags: dict[str, str] | None):
     """The run's step progress (dabench/runtime/progress.py): every step it will take, and why it may be
     slow (precision emulated by this CPU)."""
-    from dabench.runtime.progress import StepProgress
 
     steps = rc.run.warmup_steps + rc.run.timed_steps + (SUBTASK_STEPS + 1 if rc.run.profile_subtasks else 0)
     reason = ""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from dabench.config.sections import RunConfig
+from dabench.host.ceilings import tf32_enabled
 from dabench.workload.model import DecoderStack, synthetic_batch
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -63,8 +64,6 @@ def build_train_state(rc: RunConfig, device: torch.device) -> TrainState:
     On CUDA, fp32 matmuls use TF32 exactly when ``hardware.options.tf32`` says so (the math mode
     the analytical model prices; torch's default is off), in every process, ranks included."""
     if device.type == "cuda":
-        from dabench.host.ceilings import tf32_enabled
-
         tf32 = tf32_enabled(rc.hardware, rc.precision)
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32

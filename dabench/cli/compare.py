@@ -16,6 +16,7 @@ import pandas as pd
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.pipeline.preflight import check_sink, format_problems
+from dabench.report.frame import SelectionError, load_runs
 from dabench.runtime.sinks import one_line, write_csv
 from dabench.tracking.store import tracking_uri
 from dabench.tracking.ui_view import run_urls
@@ -80,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             print(format_problems(problems), file=sys.stderr)
             return 2
-    from dabench.report.frame import SelectionError, load_runs
 
     try:
         frame = load_runs(args.tracking_uri, args.runs)

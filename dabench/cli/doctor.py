@@ -21,9 +21,10 @@ from typing import Callable
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.perfmodel.fit import constant_set, from_runs
 from dabench.runtime.readers import read_constant_set
+from dabench.tracking.lifecycle import terminate
 from dabench.tracking.reaper import reap, running_runs
 from dabench.tracking.redact import redact_uri
-from dabench.tracking.store import sqlite_path
+from dabench.tracking.store import RetryingClient, sqlite_path
 from dabench.tune.locking import study_lock
 
 Say = Callable[[str], None]
@@ -93,8 +94,6 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
         return True
     try:
         from mlflow.tracking import MlflowClient
-
-        from dabench.tracking.store import RetryingClient
 
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         experiments = client.search_experiments()
@@ -256,8 +255,6 @@ def _close_gone_parent(study, tracking: str | None) -> str | None:
         return None
     try:
         from mlflow.tracking import MlflowClient
-
-        from dabench.tracking.lifecycle import terminate
 
         client = MlflowClient(tracking_uri=uri)
         if client.get_run(parent).info.status != "RUNNING":

@@ -13,11 +13,12 @@ from typing import Sequence
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.config.compose import compose
 from dabench.core.status import is_ok
-from dabench.pipeline.grid import GridRun, expand, run_grid, summary
+from dabench.pipeline.grid import GridRun, expand, run_grid, summary, write_results
 from dabench.pipeline.job import prepare
 from dabench.pipeline.preflight import UNREACHABLE, check_sink, environment_problems, format_problems
 from dabench.runtime.progress import SweepProgress
 from dabench.runtime.quiet import install
+from dabench.runtime.sinks import one_line
 from dabench.tracking.naming import StoreLimitError
 
 ARGS = Schema(
@@ -91,9 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
     print(f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) {counts}", flush=True)
     try:  # the results table, results.csv under multirun/<date>/<time>-grid and on the grid's parent run
-        from dabench.pipeline.grid import write_results
-        from dabench.runtime.sinks import one_line
-
         uri = ((runs[0].result.config or {}).get("tracking") or {}).get("uri") if runs else None
         print(write_results(runs, folder, uri), flush=True)
     except Exception as error:  # the runs are recorded; only the table is missing

@@ -20,6 +20,14 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from dabench.config.paths import CONF_DIR
+from dabench.config.schema import refuse_bad_command_line
+from dabench.pipeline.job import prepare
+from dabench.pipeline.preflight import command_line_dirs, format_problems, refuse_if_unfit
+from dabench.pipeline.record import record_run
+from dabench.runtime.interrupts import guard
+from dabench.tracking.describe import hydra_overrides, reproduce_command, run_note, summary_line
+from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_text
+from dabench.tune.outcome import job_outcome
 
 log = logging.getLogger("dabench")
 
@@ -33,11 +41,6 @@ def _is_multirun() -> bool:
 
 def run_job(cfg: DictConfig) -> float:
     """The task function: returns samples/s for an ok run, NaN otherwise."""
-    from dabench.pipeline.job import prepare
-    from dabench.pipeline.record import record_run
-    from dabench.tracking.describe import hydra_overrides, reproduce_command, run_note, summary_line
-    from dabench.tracking.redact import install_log_redaction, redact_hydra_output, redact_text
-    from dabench.tune.outcome import job_outcome
 
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
@@ -50,8 +53,6 @@ def run_job(cfg: DictConfig) -> float:
             raise SystemExit(2)
         log.error("%s", job.error)  # recorded below as an invalid_config run; the sweep goes on
     else:
-        from dabench.pipeline.preflight import refuse_if_unfit
-
         refuse_if_unfit(job.rc, multirun, job.unfit)  # store, disk, memory, ranks: one line each, exit 2
         log.info("running %s (hardware.mode=%s)", name, job.rc.hardware.mode)
     command = reproduce_command(hydra_overrides() or [])
@@ -75,16 +76,12 @@ def main(argv: list[str]) -> int:
     """``dabench [overrides] [-m]``: Hydra's entry under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or
     SIGTERM ends the process
     with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
-    from dabench.runtime.interrupts import guard
 
     sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv (-v taken off by cli/main.py)
-    import dabench.config.sections  # noqa: F401  (registers the typed sections the schema knows)
-    from dabench.config.schema import refuse_bad_command_line
 
     # unknown group options and keys: one line, exit 2, before Hydra (`python -m dabench` and the
     # `dabench` console script alike)
     refuse_bad_command_line()
-    from dabench.pipeline.preflight import command_line_dirs, format_problems
 
     bad_dirs = command_line_dirs(sys.argv[1:])  # a run or sweep folder Hydra could not create: one line, exit 2
     if bad_dirs:

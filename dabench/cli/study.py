@@ -20,6 +20,7 @@ from pathlib import Path
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.core.status import is_ok
 from dabench.tracking.redact import redact_overrides, redact_text, redact_uri, redact_value
+from dabench.tune.best import format_summary, summarize
 from dabench.tune.locking import sqlite_path
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
@@ -47,8 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     import optuna
-
-    from dabench.tune.best import format_summary, summarize
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     studies = optuna.get_all_study_summaries(storage, include_best_trial=True)

@@ -23,6 +23,10 @@ from dabench.config.build import build_run_config
 from dabench.distributed.baseline import run_baseline
 from dabench.distributed.commtime import IntervalLog
 from dabench.distributed.context import RankContext, Trainer
+from dabench.distributed.dp import DataParallelTrainer
+from dabench.distributed.fsdp import ShardedTrainer
+from dabench.distributed.pp import PipelineTrainer
+from dabench.distributed.tp import TensorParallelTrainer
 from dabench.distributed.worker import RankEnv
 from dabench.runtime.faults import rank_fault
 
@@ -33,22 +37,14 @@ def build_trainer(ctx: RankContext) -> Trainer:
 
     par = ctx.rc.parallel
     if par.strategy == "dp":
-        from dabench.distributed.dp import DataParallelTrainer
-
         return DataParallelTrainer.build(ctx)
     if par.strategy == "fsdp":
-        from dabench.distributed.fsdp import ShardedTrainer
-
         return ShardedTrainer.build(ctx)
     if par.strategy == "tp":
-        from dabench.distributed.tp import TensorParallelTrainer
-
         return TensorParallelTrainer.build(
             ctx, init_device_mesh(ctx.device.type, (par.degree,), mesh_dim_names=("tp",))
         )
     if par.strategy == "pp":
-        from dabench.distributed.pp import PipelineTrainer
-
         mesh = init_device_mesh(ctx.device.type, (par.replicas, par.degree), mesh_dim_names=("dp", "pp"))
         return PipelineTrainer.build(ctx, mesh)
     raise ValueError(f"parallel.strategy={par.strategy!r} has no distributed trainer")

@@ -30,6 +30,8 @@ from dabench.host import conditions
 from dabench.host.cache import calibration_cache
 from dabench.host.info import cpu_calibration_key
 from dabench.host.noise import NOISY_SPREAD
+from dabench.runtime.readers import DamagedFile, read_calibration_cache
+from dabench.runtime.sinks import write_json
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MIN_REPEATS = 5  #: timed repeats per calibration (the median is kept)
@@ -175,7 +177,6 @@ def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
 
 def _read_cache() -> dict:
     """The cache's calibrations; a damaged file or entry is named in one warning line and not used."""
-    from dabench.runtime.readers import DamagedFile, read_calibration_cache
 
     try:
         entries, problems = read_calibration_cache(cache_path())
@@ -195,8 +196,6 @@ _REPORTED: set[str] = set()  #: damage already reported by this process
 
 
 def _write_cache(cal: Calibration) -> None:
-    from dabench.runtime.sinks import write_json
-
     cache = _read_cache()
     cache[cal.key] = asdict(cal)
     write_json("calibration_cache", cache_path(), cache, indent=1, sort_keys=True)  # replaced whole

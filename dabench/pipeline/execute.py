@@ -25,6 +25,7 @@ from dabench.core.ceilings import Ceilings
 from dabench.core.profile import Profile
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Diverged, InvalidResult, Status, UnsupportedError
+from dabench.distributed import run_parallel
 from dabench.host.ceilings import (
     MeasuredRoof,
     WindowProbes,
@@ -41,6 +42,10 @@ from dabench.host.noise import held_to_band_top, noise_note
 from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import PREDICTORS, get_predictor
+from dabench.perfmodel.comm_check import comm_prediction_metrics
+from dabench.perfmodel.fit import run_tags as model_tags
+from dabench.perfmodel.fit.constant_set import band_metrics, resolve
+from dabench.perfmodel.fit.reach import coords
 from dabench.workload.opgraph import OpGraph, build_opgraph
 
 log = logging.getLogger(__name__)
@@ -121,13 +126,9 @@ def measure(
     run's measured collectives are priced with the link model too
     (:mod:`dabench.perfmodel.comm_check`)."""
     if rc.parallel.strategy != "none" and backend.torch_distributed:
-        from dabench.distributed import run_parallel
-
         device, source = backend.parallel_target(rc)
         profile = run_parallel(rc, device, source)
         if rc.hardware.mode == "validate":
-            from dabench.perfmodel.comm_check import comm_prediction_metrics
-
             profile.extra_metrics.update(comm_prediction_metrics(rc, profile.comm, profile.extra_metrics))
         return profile
     return backend.run(rc, graph, on_timed_window=on_timed_window)
@@ -362,8 +363,6 @@ def _evaluate(
         model_ceilings = measurement.model_ceilings
     prediction = None
     if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
-        from dabench.perfmodel.fit import run_tags as model_tags
-
         result.notes.update(model_tags(rc.hardware.arch, rc.hardware.constants, rc))
         prediction = predict_run(rc, graph, ceilings, model_ceilings)
         result.predicted = prediction.profile
@@ -382,9 +381,6 @@ def _evaluate(
     if result.mode == "validate":
         result.metrics.update(validate_run(result.metrics, prediction.metrics))
     if prediction is not None:  # each predicted number's band (dabench/perfmodel/fit/constant_set.py)
-        from dabench.perfmodel.fit.constant_set import band_metrics, resolve
-        from dabench.perfmodel.fit.reach import coords
-
         constant_set = resolve(rc.hardware.constants)
         result.metrics.update(band_metrics(rc.hardware.arch, result.metrics, constant_set, coords(rc), rc.band.nominal))
         if result.mode == "validate":

@@ -33,6 +33,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from dabench.core.paths import launch_dir
+from dabench.core.status import ConfigError
+from dabench.host.cache import calibration_cache
+from dabench.perfmodel.knobs import knobs_for
+from dabench.runtime.sinks import CACHE_ENV, sink
+from dabench.tracking.outbox import is_remote, outbox_dir
+from dabench.tracking.redact import redact_uri
+from dabench.tracking.store import apply_client_timeouts, artifact_root, sqlite_path
+from dabench.tracking.store import tracking_uri as resolve
+from dabench.workload.opgraph import build_opgraph
+
 PROBE_TIMEOUT_S = 3.0  #: the longest one network probe may take
 MIN_FREE_BYTES = 64 * 2**20  #: free space needed beside the artifacts and the store
 RANK_OVERHEAD_BYTES = 300 * 2**20  #: one Python + torch process before any tensor (measured ~250 MiB)
@@ -108,7 +119,6 @@ def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int 
 
 def resolve_launch(path: Path | str) -> Path:
     """``path`` made absolute against the launch folder (not the Hydra job's working folder)."""
-    from dabench.core.paths import launch_dir
 
     path = Path(path).expanduser()
     return path if path.is_absolute() else launch_dir() / path
@@ -126,7 +136,6 @@ def check_path_shape(path: Path, field: str, shown: Any, want: str) -> list[Prob
     """``path`` (absolute) can be a ``want`` ("folder" or "file"): no existing part of it is a
     file where a folder is needed, no link on the way is dangling or (below the launch folder)
     leads out of it, a folder is not the file-system root, and what exists is of the right kind."""
-    from dabench.core.paths import launch_dir
 
     home = launch_dir().absolute()
     real_home = home.resolve()
@@ -164,7 +173,6 @@ def check_sink(name: str, path: Path | str, field: str, shown: Any = None) -> li
     """The path of the sink ``name`` (dabench/runtime/sinks.py: a folder, or a file for ``file``
     and local ``store`` sinks) before any work: its shape (:func:`check_path_shape`), then its
     folder writable with space (:func:`check_writable_dir`), then an existing file writable."""
-    from dabench.runtime.sinks import sink
 
     want = "folder" if sink(name).kind == "folder" else "file"
     absolute = resolve_launch(path)
@@ -269,14 +277,11 @@ def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[P
 
 def check_store(uri: str, field: str, timeout_s: float) -> list[Problem]:
     """Any store URI dabench accepts (MLflow tracking or Optuna storage)."""
-    from dabench.tracking.redact import redact_uri
 
     shown = redact_uri(uri)
     timeout = min(timeout_s, PROBE_TIMEOUT_S)
     scheme = _scheme(uri)
     if scheme == "sqlite":
-        from dabench.tracking.store import sqlite_path
-
         path = sqlite_path(uri)
         return [] if path is None else check_sqlite(resolve_launch(path), field, shown, timeout)
     if scheme in DRIVERS:
@@ -295,8 +300,6 @@ def check_parent_store(rc, uri: str) -> list[Problem]:
     recording it would create a new store nobody reads (an orphan). Refused, with the fix."""
     if not getattr(rc.tracking, "parent_run_id", None) or _scheme(uri) != "sqlite":
         return []
-    from dabench.tracking.redact import redact_uri
-    from dabench.tracking.store import sqlite_path
 
     path = sqlite_path(uri)
     if path is None or path.exists():
@@ -351,7 +354,6 @@ def estimated_run_bytes(rc) -> float:
     (weights, gradients, two AdamW moments: 4 x weight bytes) plus the activations saved for
     backward for one micro-batch (op graph), plus :data:`RANK_OVERHEAD_BYTES` per process.
     Tensor/pipeline parallel ranks split one copy between them, so the sum is one copy."""
-    from dabench.workload.opgraph import build_opgraph
 
     graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
@@ -423,23 +425,16 @@ def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str |
     problems: list[Problem] = []
     timeout_s = float(getattr(rc.tracking, "timeout_s", None) or PROBE_TIMEOUT_S)
     if rc.tracking.enabled:
-        from dabench.tracking.store import artifact_root
-        from dabench.tracking.store import tracking_uri as resolve
-
         uri = tracking_uri or _resolve_without_creating(rc.tracking.uri, resolve)
         problems += check_store(uri, "tracking.uri", timeout_s) + check_parent_store(rc, uri)
         root = artifact_root(uri)
         if not problems and root and root.startswith("file:"):
             problems += check_sink("artifacts", Path(urlsplit(root).path), "tracking.uri", shown=f"artifacts at {root}")
-        from dabench.tracking.outbox import is_remote, outbox_dir
 
         if not problems and is_remote(uri):  # where its records wait if the server goes away
             problems += check_sink("outbox", outbox_dir(), "$DABENCH_OUTBOX")
     problems += check_sink("run_dir", Path.cwd() if run_dir is None else run_dir, "hydra.run.dir")
     if is_measured_on_cpu(rc):  # this CPU's calibration is read and written
-        from dabench.host.cache import calibration_cache  # a temporary one where the configured cannot be written
-        from dabench.runtime.sinks import CACHE_ENV
-
         problems += check_sink("calibration_cache", calibration_cache(), f"${CACHE_ENV}")
     return problems
 
@@ -466,8 +461,6 @@ def refuse_if_unfit(rc, multirun: bool = False, unfit: list[Problem] | None = No
     goes on (:func:`job_problems`, called from :func:`dabench.pipeline.job.execute_job`)."""
     import sys
 
-    from dabench.tracking.store import apply_client_timeouts
-
     apply_client_timeouts(getattr(rc.tracking, "timeout_s", None))  # every later store call is bounded
     problems = environment_problems(rc) if multirun else run_preflight(rc, unfit=unfit)
     if multirun:  # the store went away mid-sweep: the job runs, its record waits in the outbox
@@ -482,7 +475,6 @@ def _resolve_without_creating(configured: str | None, resolve) -> str:
     creating the default store folder (pre-flight writes nothing)."""
     if configured or os.environ.get("MLFLOW_TRACKING_URI"):
         return resolve(configured)
-    from dabench.core.paths import launch_dir
 
     return f"sqlite:///{launch_dir() / 'mlruns' / 'mlflow.db'}"
 
@@ -492,8 +484,6 @@ def model_inputs_error(rc) -> Any:
     ``hardware.options`` (each knob's type and range, perfmodel/knobs/) and the constant set
     ``hardware.constants`` (read and checked, runtime/readers.py). Checked when a job is prepared,
     before a run opens."""
-    from dabench.core.status import ConfigError
-    from dabench.perfmodel.knobs import knobs_for
 
     try:
         knobs_for(rc.hardware)

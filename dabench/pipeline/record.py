@@ -17,6 +17,7 @@ from dabench.config.build import flatten
 from dabench.core.result import RunResult
 from dabench.core.status import Status
 from dabench.pipeline.job import Job, execute_job
+from dabench.report.artifacts import write_artifacts
 from dabench.runtime import faults
 from dabench.tracking.describe import NOTE_TAG
 from dabench.tracking.lifecycle import recorded_run, write_error_status
@@ -137,8 +138,6 @@ def _write_artifacts(folder: Path | None, container: Mapping[str, Any], result: 
 
     faults.check("artifacts", folder)
     try:
-        from dabench.report.artifacts import write_artifacts
-
         copies = result.run_config.data_copies if result.run_config is not None else 1
         return write_artifacts(folder, container, result, name, copies)
     except OSError:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from dabench.report.frame import client_for, load_frame, load_runs, normalize, runs_to_frame
 from dabench.runtime.sinks import write_csv
 from dabench.tracking.outbox import PREFIX, is_unreachable, outbox_dir, waiting_runs
 
@@ -152,7 +153,6 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
     table (the caller prints it). Children waiting in the outbox are rows too; when the parent
     itself waits there (or the store cannot be reached), the table is theirs alone and
     results.csv stays in ``folder`` (dabench.tracking.outbox)."""
-    from dabench.report.frame import load_frame, normalize, runs_to_frame
 
     offline = parent_run_id.startswith(PREFIX)
     frame = normalize(pd.DataFrame())
@@ -186,7 +186,6 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
 def record_grid_results(uri: str | None, run_ids: list[str], folder: Path | None, title: str = "grid results") -> str:
     """The results of a grid's recorded runs (``python -m dabench grid``): under their common
     parent run as :func:`record_sweep_results` does, or, without a parent, the table alone."""
-    from dabench.report.frame import client_for, load_runs
 
     if not run_ids:
         return f"{title}: no recorded runs"

@@ -17,6 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from dabench.runtime.hydra_compat import BasicSweeper
 from dabench.runtime.progress import SweepProgress
 from dabench.tracking.lifecycle import PARENT_ENV
 
@@ -40,8 +41,6 @@ def job_count(config: DictConfig) -> int | None:
     override grammar over ``hydra.sweeper.params`` then the command line); None if unparsable."""
     try:
         from hydra.core.override_parser.overrides_parser import OverridesParser
-
-        from dabench.runtime.hydra_compat import BasicSweeper
 
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
         arguments = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)

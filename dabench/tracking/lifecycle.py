@@ -23,6 +23,7 @@ from typing import Any, Iterator, Mapping
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status, mlflow_state, parse
 from dabench.runtime import faults, interrupts
+from dabench.tracking import outbox
 from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.reaper import owner_tags, reap_once
 from dabench.tracking.store import client_and_experiment, tracking_uri
@@ -113,7 +114,6 @@ class RecordedRun:
     def go_offline(self, error: BaseException) -> bool:
         """Keep this run's record in the outbox from now on, when ``error`` says a remote store
         cannot be reached; False otherwise (the caller re-raises)."""
-        from dabench.tracking import outbox
 
         if self.offline is not None:
             return True
@@ -204,7 +204,6 @@ def open_run(
 ) -> RecordedRun:
     """Create the run now (start time = now unless ``start_ms``), a child of ``parent_id`` or of
     ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
-    from dabench.tracking import outbox
 
     resolved = tracking_uri(uri)
     parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
@@ -417,7 +416,6 @@ class BatchRecorder:
         tags included), end it at its end time in ``mlflow_state(status)``."""
         if not self.pending:
             return []
-        from dabench.tracking import outbox
 
         resolved = tracking_uri(self.uri)
         offline = (self.parent_id or "").startswith(outbox.PREFIX)

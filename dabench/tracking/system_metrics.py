@@ -9,6 +9,7 @@ import logging
 from contextlib import contextmanager
 from typing import Iterator
 
+from dabench.backends import get_backend
 from dabench.config.sections import RunConfig
 
 log = logging.getLogger(__name__)
@@ -22,8 +23,6 @@ def is_measured(rc: RunConfig | None) -> bool:
     if rc.hardware.mode in ("measure", "validate"):
         return True
     try:
-        from dabench.backends import get_backend
-
         return bool(get_backend(rc.hardware.backend).availability(rc).ok)
     except Exception:
         return False

@@ -28,9 +28,11 @@ from dabench.tune.dedup import UNENUMERABLE_DRAWS, Params, Proposer, held_keys, 
 from dabench.tune.space import ParsedSpace, override_value
 from dabench.tune.structured import StructuredSpace
 from dabench.tune.study import (
+    HEARTBEAT_S,
     MODE_ATTR,
     REASON_ATTR,
     STATUS_ATTR,
+    beat,
     counts_toward_budget,
     fail_interrupted,
     fail_stale_trials,
@@ -216,8 +218,6 @@ class _Heartbeat:
         self.thread = threading.Thread(target=self._run, name="dabench-heartbeat", daemon=True)
 
     def _run(self) -> None:
-        from dabench.tune.study import HEARTBEAT_S, beat
-
         while not self.stop.wait(HEARTBEAT_S):
             try:
                 beat(self.study, self.batch)

@@ -32,6 +32,7 @@ from dabench.tracking.store import client_and_experiment
 from dabench.tracking.writes import now_ms, write_batch
 from dabench.tune.best import StudySummary
 from dabench.tune.plots import plot_history, plot_importance
+from dabench.tune.study import fresh_trials
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +146,6 @@ def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool 
     """End the parent run when no trial of the study is running any more (FINISHED, or KILLED
     when this worker was interrupted); returns whether it was ended."""
     from optuna.trial import TrialState
-
-    from dabench.tune.study import fresh_trials
 
     if any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
         return False

@@ -15,6 +15,8 @@ import optuna
 
 from dabench.core.status import ConfigError
 from dabench.tracking.redact import redact_uri
+from dabench.tune.sampling import make_sampler
+from dabench.tune.study import NAME_NEUTRAL_PREFIXES
 
 SPACE_ATTR = "dabench.space"
 #: storage dialects Optuna's RDBStorage is used with
@@ -73,7 +75,6 @@ def check_settings(
     sweep_name: Any,
 ) -> optuna.samplers.BaseSampler:
     """Every scalar setting of the sweeper; returns the sampler they describe."""
-    from dabench.tune.sampling import make_sampler
 
     if direction not in ("maximize", "minimize"):
         raise ConfigError("hydra.sweeper.direction", direction, "maximize or minimize")
@@ -113,7 +114,6 @@ def space_fingerprint(
     not tracking settings, the structured hook and its arguments, and every value of the
     composed task ``config`` the trials start from (tracking settings aside): what a sweep file
     sets outside its params."""
-    from dabench.tune.study import NAME_NEUTRAL_PREFIXES
 
     document = {
         "params": {d.name: optuna.distributions.distribution_to_json(d.distribution) for d in space.parsed.dimensions},

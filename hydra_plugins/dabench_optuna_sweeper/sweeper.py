@@ -30,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from dabench.config.build import build_run_config
 from dabench.core.status import ConfigError, DabenchError, Status, is_ok
 from dabench.pipeline.preflight import check_store, check_study_storage, format_problems
+from dabench.report.sweep_callback import current as sweep_progress
 from dabench.runtime import interrupts
 from dabench.runtime.sinks import make_dir, one_line
 from dabench.tracking.describe import requested_mode
@@ -364,7 +365,6 @@ class DabenchOptunaSweeper(Sweeper):
                 "study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale
             )
         done = trials_done(study)
-        from dabench.report.sweep_callback import current as sweep_progress
 
         if sweep_progress() is not None:  # the progress line counts the trials this sweep runs
             sweep_progress().set_total(max(0, self.n_trials - done))

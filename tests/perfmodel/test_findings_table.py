@@ -103,7 +103,7 @@ def _finding(points=(), met=True) -> Finding:
 
 
 def _sources(monkeypatch, entries):
-    monkeypatch.setattr("dabench.perfmodel.fit.sources.load_sources", lambda arch: {e.path: e for e in entries})
+    monkeypatch.setattr("dabench.perfmodel.findings.load_sources", lambda arch: {e.path: e for e in entries})
 
 
 def test_a_constant_fitted_to_one_of_the_findings_points_makes_it_fitted(monkeypatch):

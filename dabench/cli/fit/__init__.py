@@ -27,6 +27,7 @@ from dabench.cli.fit.cv_text import CV_BLOCK, cv_markdown, cv_report, run_cv
 from dabench.cli.fit.doc_blocks import update_doc
 from dabench.cli.fit.tables import BEGIN, DOC, END, evaluate, markdown, platforms, table, write_residuals
 from dabench.cli.fit.uncertain import UNCERTAIN_BLOCK, uncertain_markdown, uncertain_tolerance
+from dabench.config.paths import require_checkout
 
 __all__ = [
     "BEGIN",
@@ -95,8 +96,6 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_from_mlflow(args)
     if args.write or args.update_doc:  # they rewrite shipped files: conf/hardware/, residuals.json, docs/
-        from dabench.config.paths import require_checkout
-
         require_checkout("fit --write / --update-doc")
     archs = args.arch or platforms()
     if args.cv:

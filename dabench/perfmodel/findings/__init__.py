@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from dabench.perfmodel.fit.points import load_points
+from dabench.perfmodel.fit.sources import load_sources
+
 FITTED, PREDICTED, NOT_REPRODUCED = "fitted", "predicted", "not reproduced"
 STATUSES = (FITTED, PREDICTED, NOT_REPRODUCED)
 
@@ -55,8 +58,6 @@ class FindingStatus:
 def fitted_by(finding: Finding) -> tuple[str, ...]:
     """The constants of ``finding.platform`` whose provenance names the finding or one of its points
     (a point the refit leaves out, ``use`` excluded in points.csv, does not count)."""
-    from dabench.perfmodel.fit.points import load_points
-    from dabench.perfmodel.fit.sources import load_sources
 
     excluded = {p.id for p in load_points() if p.use == "excluded"}
     out = []

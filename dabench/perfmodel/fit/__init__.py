@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from dabench.config.paths import CONF_DIR
+from dabench.core.status import ConfigError
 
 PACKAGE = Path(__file__).resolve().parents[2]  # dabench/
 ROOT = PACKAGE.parent
@@ -112,8 +113,6 @@ def run_tags(arch: str, constants: str = "published", rc=None) -> dict[str, str]
     try:
         constant_set = resolve(constants)
     except (OSError, ValueError) as error:
-        from dabench.core.status import ConfigError
-
         raise ConfigError("hardware.constants", constants, str(error)) from None
     name = constant_set.get("name", constants) if constants != "published" else constants
     x, nominal = None, None

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from dabench.perfmodel.fit import reach
 from dabench.perfmodel.fit.cv import MEASURES, NOMINAL, needs, summary, wide_score
 from dabench.perfmodel.fit.points import load_points
 from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml, load_sources, read_from_calibration
@@ -134,7 +135,6 @@ def half_width(
     """(kind, log half-width, why) of the band of a prediction of ``platform`` at reach
     coordinates ``x`` (:func:`dabench.perfmodel.fit.reach.coords`); without ``x``, at the
     calibration itself. A set fitted from runs keeps its one factor per platform."""
-    from dabench.perfmodel.fit import reach
 
     record = platform_band(platform, constant_set)
     if "points" not in record:  # one factor per platform (sets fitted from runs)
@@ -307,7 +307,6 @@ def _num(value: float) -> float | None:
 
 def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
     """A platform's band table: its throughput points' reach coordinates and out-of-source scores."""
-    from dabench.perfmodel.fit import reach
 
     points = [
         {"id": r.point.id, "coords": r.coords, "score": r.score if math.isfinite(r.score) else math.inf}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from dabench.perfmodel.fit import constant_set
 from dabench.perfmodel.fit.constant_set import _band_record, constant_records
 from dabench.perfmodel.fit.cv import NOMINAL, band_q, clopper_pearson, conformal_rank, summary
 from dabench.perfmodel.fit.from_runs.class_times import measured_classes
@@ -108,7 +109,6 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
 
 def build_set(name: str, fits: list[GroupFit], source: Mapping[str, Any], nominal: float = NOMINAL) -> dict[str, Any]:
     """A constant set (the format of :mod:`.constant_set`) from fits of one machine per platform."""
-    from dabench.perfmodel.fit import constant_set
 
     platforms = {g.arch: platform_entry(g, nominal) for g in fits}
     rows = [r for e in platforms.values() for r in e["residuals"]]

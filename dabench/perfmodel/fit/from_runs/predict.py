@@ -37,7 +37,6 @@ def prepare(points: list[RunPoint]) -> list[LeftOut]:
         try:
             cfg = dict(p.config)
             cfg["tracking"] = {"enabled": False}
-            from dabench.perfmodel.fit.sources import hardware_yaml
 
             hw = cfg["hardware"]
             shipped = hardware_yaml(p.arch).get("options") or {} if (hw.get("arch") or p.arch) == p.arch else {}
