@@ -170,6 +170,11 @@ def cheaper_command(argv: list[str] | None = None) -> str:
     return "python -m dabench " + " ".join([*map(shlex.quote, args), "hardware.mode=predict"])
 
 
+#: a run stops before its estimate's warm-up steps are done when one step already puts it at
+#: this many times its limit (the first step's one-off costs cannot explain that much)
+EARLY_STOP = 2.0
+
+
 class StepProgress:
     """The steps of one measured run: ``phase`` names what runs now (warm-up, timed,
     instrumented); ``step()`` after each step, outside any timed interval."""
@@ -214,6 +219,9 @@ class StepProgress:
 
     def step(self) -> None:
         self.done += 1
+        early = self.done < self.estimate_after and self.limit_s is not None
+        if early and (self.estimate() or 0.0) > EARLY_STOP * self.limit_s:
+            self._announce()  # one step already says more than twice the limit: stop without the second
         if self.done == self.estimate_after and self.estimated_s is None:
             self._announce()
         if self.line is not None:

@@ -112,14 +112,26 @@ def test_a_run_estimated_above_its_limit_stops_after_warm_up_with_one_line(monke
     steps = P.StepProgress(
         "measure gpt2_small", steps=11, reason="bf16 is emulated on this CPU", mode="off", estimate_after=2, limit_s=60
     )
-    steps.started = P.time.monotonic() - 200.0  # two warm-up steps took 100 s each
-    steps.step()  # the first warm-up step: no estimate yet
+    steps.started = P.time.monotonic() - 10.0  # the first warm-up step took 10 s: 110 s < 2 x the limit
+    steps.step()  # no estimate yet
+    steps.started = P.time.monotonic() - 200.0  # the second took 190 s
     with pytest.raises(RunTimeout) as stopped:
         steps.step()
     line = stopped.value.reason
     assert "\n" not in line and "stopped after 2 of 11 steps" in line and "about 18 min" in line
     assert "(bf16 is emulated on this CPU)" in line and "run.max_minutes=1" in line
     assert "cheaper: python -m dabench model=gpt2_small precision=bf16 hardware.mode=predict" in line
+
+
+def test_one_step_far_beyond_the_limit_stops_without_the_second(monkeypatch):
+    from dabench.core.status import RunTimeout
+
+    monkeypatch.setattr("sys.argv", ["dabench", "model=gpt2_small", "precision=bf16"])
+    steps = P.StepProgress("measure gpt2_small", steps=16, mode="off", estimate_after=2, limit_s=1800)
+    steps.started = P.time.monotonic() - 540.0  # one emulated-bf16 step: 9 min, so 16 steps ~ 2.4 h
+    with pytest.raises(RunTimeout) as stopped:
+        steps.step()
+    assert "stopped after 1 of 16 steps" in stopped.value.reason
 
 
 def test_a_run_within_its_limit_goes_on():
