@@ -41,6 +41,8 @@ SKIP = {
     "hardware.backend=cstorch_cpu": "needs the cerebras-pytorch venv (scripts/setup_cerebras_venv.sh); without it the "
     "run ends unsupported by design (tests/backends cover that)",
     "ingest path/to/": "a placeholder for the user's own vendor artifact (tests/ingest parses the shared fixtures)",
+    "+sweeps=my_ipu": "the user's own sweep file shown beside it (tests/hydra_plugins/test_user_sweeps.py runs one "
+    "from the launch folder and from hydra.searchpath)",
 }
 #: commands that need more CPU cores than ranks they start (the pre-flight refuses oversubscription)
 CORES = {"parallel.replicas=2": 4}

@@ -136,7 +136,7 @@ def _unknown(arch: str, key: str, valid: list[str]) -> ConfigError:
 def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = None) -> T:
     """The knob dataclass of ``arch`` from a ``hardware.options`` mapping; ConfigError on an
     unknown, missing or invalid knob."""
-    if cls is None and arch not in REGISTRY:
+    if cls is None and arch not in REGISTRY and str(arch).isidentifier():  # a module name, nothing else
         try:
             importlib.import_module(f"{__name__}.{arch}")
         except ModuleNotFoundError as error:
