@@ -9,14 +9,16 @@ from dabench.advise.run import Request, _platform_base, model_section
 from dabench.advise.search import Predictor, exhaustive, search
 from dabench.advise.space import build_space
 
+CHIPS = 4  #: up to 4 GPUs: every layout kind (tp, pp, dp, fsdp, micro-batches, recompute) in ~3,900 deployments
+
 
 @pytest.fixture(scope="module")
 def cuda_llama():
     model = model_section(Request(model="llama_7b", tokens=1e9))
-    space = build_space("cuda", model, 16)
+    space = build_space("cuda", model, CHIPS)
     base = copy.deepcopy(_platform_base("cuda", space.groups))
     base["model"] = model
-    full = Predictor(space, base, 16)
+    full = Predictor(space, base, CHIPS)
     return space, base, exhaustive(space, full, "time")
 
 
@@ -30,7 +32,7 @@ def test_space_is_enumerable_and_large_enough(cuda_llama):
 def test_search_within_2pct_evaluating_at_most_20pct(cuda_llama, seed):
     space, base, full = cuda_llama
     budget = int(0.2 * space.size())
-    predictor = Predictor(space, base, 16)
+    predictor = Predictor(space, base, CHIPS)
     found = search(space, predictor, "time", budget, seed)
     assert predictor.evaluations <= 0.2 * space.size()
     assert found.best is not None
