@@ -87,7 +87,6 @@ def run_on_device(
     if device.type == "cpu":
         watch = measure.WindowWatch(torch.get_num_threads(), allowed_cpus())
     subtasks: list[Subtask] = []
-    class_times: dict[str, float] = {}
     extra: dict[str, float] = {}
     try:
         progress = _progress(rc, device, tags)
@@ -105,18 +104,20 @@ def run_on_device(
                 watch,
                 rc.run.remeasure,
             )
-            layers = None
+            layers, classes = None, {}
             if rc.run.profile_subtasks:
                 layers = measure.layer_times(state, clock, state.model.layer_names(), SUBTASK_STEPS, progress)
-            return state, steps, layers
+                progress.set_phase("op profile")
+                classes = measure.op_class_times(state, device.type == "cuda")
+                progress.step()
+            return state, steps, layers, classes
 
-        state, step_times, layers = in_worker(timed, "dabench-measure")
+        # every torch step of the run in one worker thread, none in this one: a second thread that ran
+        # torch's OpenMP regions makes the pools of both throttle their spinning (half the throughput on 2 CPUs)
+        state, step_times, layers, class_times = in_worker(timed, "dabench-measure")
         if layers is not None:
             per_layer, optimizer_s = layers
             subtasks = [Subtask(name, time_s=seconds) for name, seconds in per_layer.items()]
-            progress.set_phase("op profile")
-            class_times = measure.op_class_times(state, device.type == "cuda")  # the profiler's own thread
-            progress.step()
             class_times["optimizer"] = optimizer_s
             extra["subtask.optimizer_s"] = optimizer_s
             step = sorted(step_times)[len(step_times) // 2]

@@ -30,6 +30,7 @@ from dabench.host import conditions
 from dabench.host.cache import calibration_cache
 from dabench.host.info import cpu_calibration_key
 from dabench.host.noise import NOISY_SPREAD
+from dabench.runtime.interrupts import in_worker
 from dabench.runtime.readers import DamagedFile, read_calibration_cache
 from dabench.runtime.sinks import write_json
 
@@ -243,7 +244,8 @@ def calibrate(
     try:
         if reading > limit:  # refuse before spending the time
             accept(key, [], reading, limit)
-        cal = accept(key, measured_steadily(key, measure), reading, limit)
+        # in a worker thread as the measured steps are: torch's OpenMP pools then have one owner
+        cal = accept(key, in_worker(lambda: measured_steadily(key, measure), "dabench-calibrate"), reading, limit)
     except CalibrationRefused:
         if cached is None or recalibrate:
             raise

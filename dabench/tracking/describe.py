@@ -28,8 +28,10 @@ def summary_line(result: RunResult, name: str) -> str:
         return f"dabench: {result.status.value} | {name} | {result.reason.splitlines()[0] if result.reason else ''}"
     kind = "PREDICTED" if result.mode == "predict" else result.mode
     rate = f"{m['throughput.samples_per_s']:,.1f} samples/s"
-    if "throughput.samples_per_s.lo" in m and "throughput.samples_per_s.hi" in m:  # predicted: its band
-        rate += f" [{_sig3(m['throughput.samples_per_s.lo'])}-{_sig3(m['throughput.samples_per_s.hi'])}] PREDICTED"
+    if "throughput.samples_per_s.lo" in m and "throughput.samples_per_s.hi" in m:
+        # a prediction's band, or a measurement's own range (its fastest and slowest timed step)
+        band = f"[{_sig3(m['throughput.samples_per_s.lo'])}-{_sig3(m['throughput.samples_per_s.hi'])}]"
+        rate += f" {band} PREDICTED" if result.mode == "predict" else f" {band} measured"
     parts = [
         f"dabench: ok | {kind} | {name}",
         rate,

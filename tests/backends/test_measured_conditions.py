@@ -84,9 +84,9 @@ def test_a_run_whose_estimate_exceeds_max_minutes_stops_with_one_line(run_cli, t
     done = run_cli("run.max_minutes=0.0001", "run.warmup_steps=2", "tracking.system_metrics_interval_s=0", code=1)
     ((status, state, reason, _, _),) = store_runs(tmp_path)
     assert (status, state) == ("timeout", "FAILED")
-    assert "stopped after 2 of" in reason and "more than run.max_minutes=0.0001" in reason
+    assert "stopped after 1 of" in reason and "more than run.max_minutes=0.0001" in reason
     assert "cheaper: python -m dabench" in reason and "hardware.mode=predict" in reason
-    assert "stopped after 2 of" in done.stdout + done.stderr
+    assert "stopped after 1 of" in done.stdout + done.stderr
 
 
 def test_an_unwritable_cache_folder_does_not_stop_a_measured_run(run_cli, tmp_path):

@@ -244,6 +244,9 @@ def test_the_summary_line_of_a_prediction_shows_its_band():
     }
     line = summary_line(RunResult(Status.OK, "", "predict", metrics), "run")
     assert "| 1,472.0 samples/s [1,100-1,980] PREDICTED |" in line
+    for mode in ("measure", "validate"):  # a measurement's range is its own steps', never PREDICTED
+        line = summary_line(RunResult(Status.OK, "", mode, metrics), "run")
+        assert "| 1,472.0 samples/s [1,100-1,980] measured |" in line and "PREDICTED" not in line
 
 
 def test_advise_says_when_two_platforms_bands_overlap():
