@@ -27,6 +27,7 @@ from omegaconf import OmegaConf
 from dabench.backends.torch_train import adamw_eps
 from dabench.config.build import build_run_config
 from dabench.pipeline.execute import execute
+from dabench.runtime.interrupts import in_worker
 from dabench.workload.model import DecoderStack, synthetic_batch
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -40,6 +41,12 @@ def harness_samples_per_s(rc) -> float:
 
 
 def plain_samples_per_s(rc) -> float:
+    """The plain loop, in a worker thread as the harness's steps are: two threads that both run
+    torch's OpenMP regions in one process throttle each other (docs/reliability.md, "3b")."""
+    return in_worker(lambda: _plain_loop(rc), "plain-loop")
+
+
+def _plain_loop(rc) -> float:
     torch.manual_seed(rc.run.seed)
     model = DecoderStack.from_config(rc.model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=rc.run.lr, eps=adamw_eps("fp32"))
