@@ -15,7 +15,7 @@ import sys
 from dabench.cli.fit.tables import BEGIN, END, fmt, platforms
 from dabench.perfmodel.fit import constant_set
 from dabench.perfmodel.fit.cv import FEW_POINTS, GOAL_MAX, GOAL_MEDIAN, cross_validate, nested_coverage
-from dabench.perfmodel.fit.sources import CONF_HARDWARE
+from dabench.perfmodel.fit.sources import CONF_HARDWARE, hardware_yaml
 
 CV_BLOCK = "cv"  #: the docs block of the out-of-sample tables (from the published constant set)
 
@@ -120,7 +120,12 @@ def cv_report(data: dict) -> str:
             f"{entry['fitted_constants']} fitted constants"
         )
         if not entry.get("residuals"):
-            out.append(f"band: {entry['band']['kind']}: {entry['band']['note']}")
+            spec = hardware_yaml(arch)
+            base = spec.get("arch") or next((d for d in spec.get("defaults") or () if d in data["platforms"]), arch)
+            if base != arch and base in data["platforms"]:  # a preset (cuda_a100): its runs use its arch's bands
+                out.append(f"band: {base}'s: a {base} preset, predicted with the {base} calibration above")
+            else:
+                out.append(f"band: {entry['band']['kind']}: {entry['band']['note']}")
             continue
         names = [p.split(".", 1)[1] for p, c in entry["constants"].items() if c["kind"] == "fitted"]
         out.append("fitted: " + (", ".join(names) or "none"))
