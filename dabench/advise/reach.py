@@ -22,7 +22,7 @@ import yaml
 from dabench.config.paths import CONF_DIR
 from dabench.perfmodel.fit import model_version, residuals
 from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.reach import approx_params
+from dabench.perfmodel.fit.reach import approx_params, chip_count
 
 THROUGHPUT = ("samples_per_s", "tokens_per_s")
 
@@ -47,10 +47,7 @@ def _point_chips(point) -> float:
     strategy = opts.get("parallel", "none")
     degree = int(opts.get("parallel.degree", 2 if strategy in ("dp", "tp", "pp") else 1))
     replicas = int(opts.get("parallel.replicas", 1))
-    chips = float(degree * replicas)
-    if point.platform == "rdu" and "hardware.options.tiles" in opts:  # instances of a few tiles of an 8-tile RDU
-        chips *= int(opts["hardware.options.tiles"]) / 8
-    return max(1.0, chips)
+    return max(1.0, chip_count(point.platform, degree, replicas, opts.get("hardware.options.tiles")))
 
 
 @dataclass

@@ -47,13 +47,20 @@ def approx_params(model: Mapping[str, Any]) -> float:
     return float(int(model.get("n_layers") or 0) * (4 * h * h + mlp) + cross + embed)
 
 
+def chip_count(arch: str, degree: int, replicas: int, tiles: Any = None) -> float:
+    """Chips a deployment spans: degree x replicas, an RDU instance of a few tiles counted as that
+    share of its 8-tile chip."""
+    chips = float(degree * replicas)
+    if arch == "rdu" and tiles is not None:
+        chips *= int(tiles) / 8
+    return chips
+
+
 def coords(rc: Any, release: str = "") -> dict[str, Any]:
     """The reach coordinates of a built run config (``release`` from a calibration point's text)."""
     model = vars(rc.model) if is_dataclass(rc.model) else dict(rc.model)
     options = dict(rc.hardware.options or {})
-    chips = rc.parallel.degree * rc.parallel.replicas
-    if rc.hardware.arch == "rdu" and "tiles" in options:  # instances of a few tiles of an 8-tile RDU
-        chips *= int(options["tiles"]) / 8
+    chips = chip_count(rc.hardware.arch, rc.parallel.degree, rc.parallel.replicas, options.get("tiles"))
     execution = str(options.get("execution_mode", ""))
     return {
         "size": math.log10(max(approx_params(model), 1.0)),
