@@ -51,7 +51,8 @@ class CpuBackend(Backend):
                 rc.precision.compute_dtype,
                 rc.precision.compute_dtype,
             )
-        units = {"cores": UnitUse(torch.get_num_threads(), allowed_cpus())}
+        allowed = allowed_cpus()  # more threads than that still occupy only the cores the process may use
+        units = {"cores": UnitUse(min(torch.get_num_threads(), allowed), allowed)}
         return run_on_device(
             rc,
             torch.device("cpu"),
