@@ -45,8 +45,15 @@ def test_a_point_without_a_source_is_refused(tmp_path):
         load_points(bad)
 
 
-def test_constants_a_free_fit_set_are_refitted():
-    assert {"options.pcu_efficiency", "options.section_switch_s"} <= set(fitted("rdu"))
+def test_no_shipped_rdu_constant_sits_at_its_fitting_bound():
+    import yaml
+
+    from dabench.perfmodel.fit.evaluate import CONF
+
+    options = yaml.safe_load((CONF / "hardware" / "rdu.yaml").read_text())["options"]
+    for path, entry in fitted("rdu").items():
+        value = float(options[path.split(".", 1)[1]])
+        assert entry.bounds[0] < value < entry.bounds[1], path
 
 
 def test_a_refit_for_cross_validation_starts_from_the_bounds_middle():
