@@ -145,17 +145,12 @@ def test_o3_section_counts_follow_the_tables_sections_column():
         assert abs(predict(rc)[1]["rdu.sections"] / table - 1) <= 0.35
 
 
-def test_rdu_constants_set_from_calibration_are_fitted_and_fewer_than_points():
-    """The PCU efficiency and the section switch were set by a free fit to the calibration points,
-    so they are typed fitted (and refitted inside the cross-validation), beside the host's two."""
+def test_rdu_fits_only_the_host_time_and_fewer_constants_than_points():
+    """The RDU's own time has no fitted constant (PCU efficiency and section switch are stated
+    assumptions); only the host's two are fitted."""
     points = [p for p in load_points() if p.platform == "rdu" and p.use == "fit"]
     consts = fitted("rdu")
-    assert set(consts) == {
-        "options.host_overhead_s",
-        "options.host_logit_s",
-        "options.pcu_efficiency",
-        "options.section_switch_s",
-    }
+    assert set(consts) == {"options.host_overhead_s", "options.host_logit_s"}
     assert len(consts) < len(points)
 
 
