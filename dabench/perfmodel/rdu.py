@@ -42,11 +42,15 @@ def knobs(rc: RunConfig) -> RduKnobs:
         chip_pcus=chip_pcus,
         chip_pmus=chip_pmus,
         pmu_bytes=hw.capacity("sram") / chip_pmus,
-        pcu_flops=peak_flops(rc) / chip_pcus,
+        pcu_flops=peak_flops(rc, "bf16") / chip_pcus,
         pcu_efficiency=o.pcu_efficiency,
         pcu_lanes=o.pcu_lanes,
         buffer_pmus=o.stage_buffer_pmus,
         ddr_Bps=hw.bandwidth("ddr"),
+        fp32_logits=o.fp32_logits,
+        fp32_skip_add=o.fp32_skip_add,
+        tile32=o.tiling_accum == "fp32",
+        wgrad32=o.weight_grad_reduce == "fp32",
         switch_s=o.section_switch_s,
         host_s=o.host_overhead_s,
         host_logit_s=o.host_logit_s,
@@ -62,12 +66,33 @@ class Stage:
     name: str
     phase: str
     flops: float
+    work: float  #: 16-bit operations: FLOPs, a 32-bit one counted twice (:func:`_work`)
     weight_pmus: int
     cap: int  #: most PCUs the stage can use
     ddr_alone: float  #: off-chip bytes when the stage is its own section (o0)
     ddr_fused: float  #: off-chip bytes inside a fused section (weights, grads, saved activations)
     buffer_pmus: int = 0  #: PMUs of its output buffers (``stage_buffer_pmus`` buffers of one sample's output)
     out_bytes: float = 0.0  #: one sample's output (seq x width elements); 0 for optimizer stages
+
+
+def _work(op: Op, k: RduKnobs, fp32: bool, master32: bool) -> float:
+    """FLOPs in 16-bit operations: a PCU lane does one 32-bit or two 16-bit operations, and a GEMM
+    runs 16-bit only when its inputs and its accumulation are (docs/perfmodel.md, SN30 RDU, Precision).
+    ``fp32``: the run computes in fp32; ``master32``: fp32 master weights (the optimizer)."""
+    flops, cls = op.flops, op.op_class
+    if fp32 or (cls == "optimizer" and master32):
+        return 2 * flops
+    if cls == "loss":
+        return 2 * flops if k.fp32_logits else flops
+    if cls == "elementwise" and op.name.startswith("residual"):
+        return 2 * flops if k.fp32_skip_add else flops
+    if cls not in ("matmul", "attention"):
+        return flops
+    tile = 2 * flops if k.tile32 else flops
+    if op.phase != "bwd" or cls == "attention":
+        return tile
+    # backward of a weighted GEMM: half data gradient (tile accumulation), half weight gradient
+    return tile / 2 + (flops if k.wgrad32 else flops / 2)
 
 
 def _stages_of(
@@ -81,6 +106,7 @@ def _stages_of(
     w = graph.precision.param_bytes  # weights; gradients in the same dtype
     wg = w + w
     seq, compute_bytes = model.seq_len, graph.precision.compute_bytes
+    fp32, master32 = compute_bytes == 4, w == 4
     pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.pcu_lanes, k.pcus, k.buffer_pmus
     opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
     ceil = math.ceil
@@ -103,6 +129,7 @@ def _stages_of(
                     f"{layer_name}.{name}.{phase}",
                     phase,
                     op.flops / split,
+                    _work(op, k, fp32, master32) / split,
                     0,
                     cap,
                     op.bytes / split,
@@ -118,6 +145,7 @@ def _stages_of(
                 f"{layer_name}.{name}.{phase}",
                 phase,
                 op.flops / split,
+                _work(op, k, fp32, master32) / split,
                 ceil(weights / pmu_bytes),
                 cap,
                 op.bytes / split,
@@ -227,12 +255,12 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
         stage = stages[0]
         cap = stage.cap if stage.cap < total else total
         a = 1.0
-        if cap > 1 and total > 1 and stage.flops > 0:
-            a = 1.0 + (total - 1) / stage.flops * stage.flops
+        if cap > 1 and total > 1 and stage.work > 0:
+            a = 1.0 + (total - 1) / stage.work * stage.work
             if a >= cap:
                 a = cap
         return [1 << (int(a).bit_length() - 1) if a >= 1 else 1]
-    flops = [stage.flops for stage in stages]
+    flops = [stage.work for stage in stages]
     caps = [stage.cap if stage.cap < total else total for stage in stages]
     alloc = [1.0] * len(flops)
     remaining = total - len(flops)
@@ -291,7 +319,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     stages = section.stages
     if len(stages) == 1:  # the general case below for one stage (o0's every section): the same arithmetic
         stage, p = stages[0], pcus[0]
-        longest = stage.flops / (p * rate)
+        longest = stage.work / (p * rate)
         used_pmus = stage.weight_pmus + stage.buffer_pmus
         passes = math.ceil(used_pmus / k.pmus) if used_pmus > k.pmus else 1
         compute = longest * samples / samples
@@ -306,7 +334,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
             (p,),
             longest / 1 / longest if longest else 1.0,
         )
-    times = tuple([s.flops / (p * rate) for s, p in zip(stages, pcus, strict=False)])
+    times = tuple([s.work / (p * rate) for s, p in zip(stages, pcus, strict=False)])
     ddr_bytes = sum([s.ddr_fused for s in stages] if section.fused else [s.ddr_alone for s in stages])
     ddr_bytes += section.boundary_bytes * samples
     passes = 1

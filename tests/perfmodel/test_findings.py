@@ -7,7 +7,8 @@ import re
 import pytest
 
 from dabench.core.status import CapacityError
-from dabench.perfmodel.findings.registry import RDU_DECODERS
+from dabench.perfmodel.findings import run as findings_run
+from dabench.perfmodel.findings.registry import rdu_mixed_precision_run
 from tests.conftest import need_shared_fixtures
 from tests.perfmodel.helpers import load, predict, run_config
 
@@ -467,47 +468,19 @@ def test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2():
     assert wse - 1 < min(rdu, ipu_gain) - 1
 
 
-def _rdu_mp(gain: str, host: str, rdu: str, band: str, more: str = ""):
-    """Strict xfail: the gain, the host's share of the mixed step (unchanged in fp32), the RDU's
-    fp32 / mixed time, and the RDU slowdown the band would need at that host share."""
-    return pytest.mark.xfail(
-        strict=True,
-        reason=f"not reproduced: x{gain} mixed over fp32 = host share + (1 - host share) x RDU slowdown; host "
-        f"{host}% of the mixed step (precision-independent), RDU x{rdu} in fp32 (fp32 at half the bf16 PCU "
-        f"rate, an assumption, and fp32 activations in PMUs and DDR); +23-46% would need the RDU at x{band} "
-        f"in fp32{more} (docs/perfmodel.md, SN30 RDU, What remains off)",
-    )
-
-
-#: measured on the shipped constants (batch 16, o1); only gpt2_small (x1.28) and gpt2_medium (x1.39) land
-RDU_MP_EXPECTED = {
-    "tiny": _rdu_mp("1.007", "99.2", "1.89", "30-60", ": its step is the per-step host overhead"),
-    "gpt2_test": _rdu_mp("1.20", "77.7", "1.90", "2.03-3.06"),
-    "gpt2_large": _rdu_mp("1.58", "37.7", "1.93", "1.37-1.74"),
-    "gpt2_xl": _rdu_mp("1.73", "22.9", "1.95", "1.30-1.60"),
-    "megatron_gpt": _rdu_mp("1.67", "32.0", "1.98", "1.34-1.68"),
-    "gptj_6b": _rdu_mp("1.95", "19.6", "2.18", "1.29-1.57"),
-    "llama_7b": _rdu_mp(
-        "2.00",
-        "12.2",
-        "2.14",
-        "1.26-1.52",
-        "; the artifact's sambaNova/mixed_precision.ipynb plots the study on LLaMA (mix 0.21 vs close_mix "
-        "0.156, x1.35)",
-    ),
-    "gpt_13b": _rdu_mp("1.97", "9.2", "2.07", "1.25-1.51"),
-}
-
-
-@pytest.mark.parametrize("model", [pytest.param(m, marks=RDU_MP_EXPECTED.get(m, ())) for m in RDU_DECODERS])
-def test_rdu_mixed_precision_gain_is_the_papers_size(model):
-    """Paper: +34.3%, model unnamed; within a third (23-46%) on every decoder config the RDU runs, at
-    the artifact's batch 16 and the shipped o1. Host time does not change with precision, so the gain
-    is set by the host's share of the step: no single RDU slowdown fits every config."""
-    gain = throughput(run_config("rdu", model=model, batch_size=16, precision="mixed")) / throughput(
-        run_config("rdu", model=model, batch_size=16, precision="fp32")
-    )
-    assert 1.23 <= gain <= 1.46
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reproduced: +91% on the artifact's LLaMA study (LLaMA-7B, Model Zoo settings) against +34.3%. "
+    "The model gets the study's other variants in order but at about twice their size (tiling_accum fp32 "
+    "x0.65, weight_grad_reduce fp32 x0.83, both with fp32 ops x0.52 as fp32 ops alone; the notebook: x0.85, "
+    "x0.88, x0.73, x0.74): in the model GEMM arithmetic is ~90% of the step, while every one of the "
+    "study's ratios puts it near 35% (docs/perfmodel.md, SN30 RDU, What remains off)",
+)
+def test_rdu_mixed_precision_gain_is_the_papers_size():
+    """Paper: +34.3%, the artifact's LLaMA study (sambaNova/mixed_precision.ipynb, mix over close_mix)
+    at Model Zoo's settings; within a third (23-46%)."""
+    mixed, fp32 = (findings_run.throughput(rdu_mixed_precision_run(p)) for p in ("mixed", "fp32"))
+    assert 1.23 <= mixed / fp32 <= 1.46
 
 
 def matched_pair(half_partials: bool):

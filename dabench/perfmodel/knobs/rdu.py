@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from dabench.perfmodel.knobs import knob, register
 
 COMPILE_MODES = ("o0", "o1", "o3")
+ACCUMULATIONS = ("bf16sr", "fp32")  #: SambaFlow accumulation modes: bf16 with stochastic rounding, or fp32
 
 
 @register("rdu")
@@ -20,6 +21,10 @@ class RduOptions:
     pcu_efficiency: float = knob(low=0.0, high=1.0, doc="share of a PCU's peak a pipelined stage sustains")
     stage_buffer_pmus: int = knob(integer=True, doc="buffers per stage, each one sample's output")
     section_switch_s: float = knob(low=0.0, doc="loading one section, s")
+    fp32_logits: bool = knob(boolean=True, doc="mixed precision: the loss reads fp32 logits (Model Zoo fp32_logits)")
+    fp32_skip_add: bool = knob(boolean=True, doc="mixed precision: residual adds in fp32 (Model Zoo fp32_skip_add)")
+    tiling_accum: str = knob(choices=ACCUMULATIONS, doc="accumulation of forward and data-gradient GEMM tiles")
+    weight_grad_reduce: str = knob(choices=ACCUMULATIONS, doc="accumulation of weight gradients")
     host_overhead_s: float = knob(low=0.0, doc="host time per optimizer step, s")
     host_logit_s: float = knob(
         low=0.0, doc="host time per step per logit of one sequence (positions at the head x vocabulary), s"
@@ -42,11 +47,15 @@ class RduKnobs:
     chip_pcus: int
     chip_pmus: int
     pmu_bytes: float
-    pcu_flops: float
+    pcu_flops: float  #: 16-bit FLOP/s of one PCU (a 32-bit operation takes two)
     pcu_efficiency: float
     pcu_lanes: int
     buffer_pmus: int
     ddr_Bps: float
+    fp32_logits: bool
+    fp32_skip_add: bool
+    tile32: bool  #: forward and data-gradient GEMMs accumulate in fp32
+    wgrad32: bool  #: weight gradients accumulate in fp32
     switch_s: float
     host_s: float
     host_logit_s: float
