@@ -55,6 +55,7 @@ def knobs(rc: RunConfig) -> RduKnobs:
         host_s=o.host_overhead_s,
         host_logit_s=o.host_logit_s,
         host_Bps=o.host_link_Bps,
+        reduce_on_rdu=o.reduce_on_rdu,
         machine_collective_s=o.machine_collective_s,
     )
 

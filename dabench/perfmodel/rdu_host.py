@@ -29,14 +29,15 @@ def host_time(rc: RunConfig, k: RduKnobs) -> float:
 
 def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:
     """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` whose group spans ``span`` chips:
-    over the RDU fabric inside a machine, staged through the hosts
-    (:func:`dabench.perfmodel.comm.staged_link`) plus ``machine_collective_s`` between machines
-    (docs/perfmodel.md, "SN30 RDU", Collectives between machines)."""
+    over the RDU fabric inside a machine; between machines over the network, straight from RDU
+    memory with ``reduce_on_rdu`` (SambaFlow's collective library), else staged through the hosts
+    (:func:`dabench.perfmodel.comm.staged_link`) plus ``machine_collective_s`` (docs/perfmodel.md,
+    "SN30 RDU", Collectives between machines)."""
     hw = rc.hardware
     link = group_link(hw.links, hw.chips_per_node, span)
     if ranks <= 1 or link is None:
         return 0.0
-    if span <= hw.chips_per_node:
+    if span <= hw.chips_per_node or k.reduce_on_rdu:
         return ring_allreduce_s(nbytes, ranks, link)
     return ring_allreduce_s(nbytes, ranks, staged_link(link, k.host_Bps)) + k.machine_collective_s
 

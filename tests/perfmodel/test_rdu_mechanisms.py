@@ -264,3 +264,25 @@ def test_rdu_tp4_is_fitted_by_no_constant():
     point = next(p for p in load_points() if p.id == "RDU-TP4")
     assert point.use == "excluded"
     assert all("RDU-TP4" not in entry.points for entry in fitted("rdu").values())
+
+
+@pytest.mark.parametrize("on_rdu", [True, False])
+def test_data_parallel_gradients_between_machines_follow_reduce_on_rdu(on_rdu):
+    """--reduce-on-rdu: the gradient ring runs over the network straight from RDU memory (SambaFlow's
+    collective library); without it every byte is staged through both hosts, plus the host software
+    of one exchange between machines."""
+    rc = run_config(
+        "rdu",
+        parallel="dp",
+        degree=4,
+        batch_size=16,
+        hw={"chips_per_node": 2},
+        options={"reduce_on_rdu": on_rdu},
+    )
+    k = rdu.knobs(rc)
+    profile, _ = predict(rc)
+    (event,) = [e for e in profile.comm if e.strategy == "dp"]
+    inter = next(link for link in rc.hardware.links if link.scope == "inter")
+    link = inter if on_rdu else staged_link(inter, k.host_Bps)
+    ring = 2 * 3 / 4 * event.bytes / link.bandwidth_Bps + 2 * 3 * link.latency_s
+    assert event.time_s == pytest.approx(ring + (0 if on_rdu else k.machine_collective_s), rel=1e-9)

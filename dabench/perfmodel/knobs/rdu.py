@@ -25,6 +25,7 @@ class RduOptions:
     fp32_skip_add: bool = knob(boolean=True, doc="mixed precision: residual adds in fp32 (Model Zoo fp32_skip_add)")
     tiling_accum: str = knob(choices=ACCUMULATIONS, doc="accumulation of forward and data-gradient GEMM tiles")
     weight_grad_reduce: str = knob(choices=ACCUMULATIONS, doc="accumulation of weight gradients")
+    reduce_on_rdu: bool = knob(boolean=True, doc="data-parallel gradients reduced RDU to RDU (--reduce-on-rdu)")
     host_overhead_s: float = knob(low=0.0, doc="host time per optimizer step, s")
     host_logit_s: float = knob(
         low=0.0, doc="host time per step per logit of one sequence (positions at the head x vocabulary), s"
@@ -60,4 +61,5 @@ class RduKnobs:
     host_s: float
     host_logit_s: float
     host_Bps: float
+    reduce_on_rdu: bool
     machine_collective_s: float
