@@ -67,7 +67,7 @@ class Stage:
     name: str
     phase: str
     flops: float
-    work: float  #: 16-bit operations: FLOPs, a 32-bit one counted twice (:func:`_work`)
+    work: float  #: 16-bit operations: FLOPs, a 32-bit one counted twice
     weight_pmus: int
     cap: int  #: most PCUs the stage can use
     ddr_alone: float  #: off-chip bytes when the stage is its own section (o0)
@@ -76,13 +76,11 @@ class Stage:
     out_bytes: float = 0.0  #: one sample's output (seq x width elements); 0 for optimizer stages
 
 
-def _work(op: Op, k: RduKnobs, fp32: bool, master32: bool) -> float:
-    """FLOPs in 16-bit operations: a PCU lane does one 32-bit or two 16-bit operations, and a GEMM
-    runs 16-bit only when its inputs and its accumulation are (docs/perfmodel.md, SN30 RDU, Precision).
-    ``fp32``: the run computes in fp32; ``master32``: fp32 master weights (the optimizer)."""
+def _work(op: Op, k: RduKnobs) -> float:
+    """16-bit operations of a forward or backward op under mixed precision with SambaFlow's knobs: a
+    PCU lane does one 32-bit or two 16-bit operations, and a GEMM runs 16-bit only when its inputs and
+    its accumulation are (docs/perfmodel.md, SN30 RDU, Precision)."""
     flops, cls = op.flops, op.op_class
-    if fp32 or (cls == "optimizer" and master32):
-        return 2 * flops
     if cls == "loss":
         return 2 * flops if k.fp32_logits else flops
     if cls == "elementwise" and op.name.startswith("residual"):
@@ -107,7 +105,10 @@ def _stages_of(
     w = graph.precision.param_bytes  # weights; gradients in the same dtype
     wg = w + w
     seq, compute_bytes = model.seq_len, graph.precision.compute_bytes
-    fp32, master32 = compute_bytes == 4, w == 4
+    fp32 = compute_bytes == 4
+    scale = 2 if fp32 else 1  # 16-bit operations per FLOP; the AdamW update runs on fp32 masters:
+    opt_scale = 2 if fp32 or w == 4 else 1
+    knobbed = not fp32 and (k.fp32_logits or k.fp32_skip_add or k.tile32 or k.wgrad32)
     pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.pcu_lanes, k.pcus, k.buffer_pmus
     opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
     ceil = math.ceil
@@ -130,7 +131,7 @@ def _stages_of(
                     f"{layer_name}.{name}.{phase}",
                     phase,
                     op.flops / split,
-                    _work(op, k, fp32, master32) / split,
+                    op.flops * opt_scale / split,
                     0,
                     cap,
                     op.bytes / split,
@@ -146,7 +147,7 @@ def _stages_of(
                 f"{layer_name}.{name}.{phase}",
                 phase,
                 op.flops / split,
-                _work(op, k, fp32, master32) / split,
+                (_work(op, k) if knobbed else op.flops * scale) / split,
                 ceil(weights / pmu_bytes),
                 cap,
                 op.bytes / split,
@@ -335,11 +336,17 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
             (p,),
             longest / 1 / longest if longest else 1.0,
         )
-    times = tuple([s.work / (p * rate) for s, p in zip(stages, pcus, strict=False)])
-    ddr_bytes = sum([s.ddr_fused for s in stages] if section.fused else [s.ddr_alone for s in stages])
+    fused = section.fused
+    times_list, ddr_bytes, weight_pmus, buffer_pmus = [], 0, 0, 0
+    for s, p in zip(stages, pcus, strict=False):
+        times_list.append(s.work / (p * rate))
+        ddr_bytes += s.ddr_fused if fused else s.ddr_alone
+        weight_pmus += s.weight_pmus
+        buffer_pmus += s.buffer_pmus
+    times = tuple(times_list)
     ddr_bytes += section.boundary_bytes * samples
     passes = 1
-    used_pmus = sum([s.weight_pmus for s in stages]) + sum([s.buffer_pmus for s in stages])
+    used_pmus = weight_pmus + buffer_pmus
     if used_pmus > k.pmus:  # one oversized stage: stream its weights
         passes = math.ceil(used_pmus / k.pmus)
     longest = max(times, default=0.0)
