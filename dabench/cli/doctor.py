@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
-from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.fit import from_runs
+from dabench.perfmodel import constants
 from dabench.runtime.readers import read_constant_set
 from dabench.tracking.lifecycle import terminate
 from dabench.tracking.reaper import reap, running_runs
@@ -133,11 +134,11 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     misses more often than the band's nominal rate (binomial p < 0.05) is flagged with the command
     that refits it. Never fails the doctor (a warning). Returns the :class:`Drift` records."""
 
-    sets = {constant_set.PUBLISHED: dict(constant_set.load())}
-    folder = constant_set.user_dir()
+    sets = {constants.PUBLISHED: dict(constants.load())}
+    folder = constants.user_dir()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:  # a regular file, bounded, checked (runtime/readers.py): a FIFO here must not hang the doctor
-            sets[path.stem] = read_constant_set(path, constant_set.FORMAT, constant_set.FORMAT_VERSION)
+            sets[path.stem] = read_constant_set(path, constants.FORMAT, constants.FORMAT_VERSION)
         except (OSError, ValueError) as error:
             say(f"constant set skipped: {error}")
     banded = {
@@ -185,7 +186,7 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
                 say(
                     f"DRIFT: constant set {name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
                     f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
-                    f"--name {name if name != constant_set.PUBLISHED else 'NAME'} (docs/fitting.md)"
+                    f"--name {name if name != constants.PUBLISHED else 'NAME'} (docs/fitting.md)"
                 )
             else:
                 say(f"constant set {name} ({d.arch}): {rate}: within the nominal rate")

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable
 
 from dabench.config.build import build_run_config, flatten
 from dabench.core.ceilings import Ceilings
+from dabench.fit.sources import hardware_yaml
 from dabench.perfmodel import get_predictor
-from dabench.perfmodel.fit.sources import hardware_yaml
 from dabench.workload.opgraph import build_opgraph
 
 FIXTURES = Path(__file__).with_name("fixtures")

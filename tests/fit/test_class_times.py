@@ -15,10 +15,10 @@ from dataclasses import replace
 import pytest
 
 from dabench.core.ceilings import Ceilings
+from dabench.fit import from_runs
+from dabench.fit.from_runs.class_times import class_residuals, measured_classes
+from dabench.fit.sources import hardware_yaml
 from dabench.perfmodel import get_predictor
-from dabench.perfmodel.fit import from_runs
-from dabench.perfmodel.fit.from_runs.class_times import class_residuals, measured_classes
-from dabench.perfmodel.fit.sources import hardware_yaml
 from tests.fit import helpers as h
 
 TRUTH = {"compute_efficiency": 0.45, "memory_efficiency": 0.25, "launch_s": 4e-5}

@@ -16,7 +16,8 @@ import json
 
 import pytest
 
-from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.fit import constant_set, from_runs
+from dabench.perfmodel import constants
 from tests.fit import helpers as h
 
 #: 6 configs, fp32 and bf16 (bf16 is emulated: the emulated-precision factors get fitted)
@@ -174,7 +175,7 @@ def test_cli_fits_from_mlflow_logs_the_set_and_exports_it(store, tmp_path, monke
     never written."""
     uri, _ = store
     monkeypatch.setenv("DABENCH_CONSTANTS_DIR", str(tmp_path / "sets"))
-    published = constant_set.path_of("published").read_text()
+    published = constants.path_of("published").read_text()
     code, out, _ = _fit_cli("--from-mlflow", "sweep", "--name", "mine", "--tracking-uri", uri, capsys=capsys)
     assert code == 0, out
     assert "4 measured ok (points)" in out and "constants changed (old -> new, bounds)" in out
@@ -182,7 +183,7 @@ def test_cli_fits_from_mlflow_logs_the_set_and_exports_it(store, tmp_path, monke
     assert out.strip().splitlines()[-1].startswith("published_median_abs_error=")
     data = json.loads((tmp_path / "sets" / "mine.json").read_text())
     assert data["source"]["store"] == uri and len(data["source"]["run_ids"]) == 4
-    assert constant_set.path_of("published").read_text() == published  # never overwritten
+    assert constants.path_of("published").read_text() == published  # never overwritten
 
     from mlflow.tracking import MlflowClient
 
@@ -256,7 +257,7 @@ def test_drift_flags_a_set_whose_runs_leave_its_band(store, tmp_path, monkeypatc
 
 def test_the_shipped_set_is_no_fit_from_runs():
     """Test fixtures of measured runs never ship as ``published``: it is built from points.csv."""
-    shipped = json.loads(constant_set.path_of("published").read_text())
+    shipped = json.loads(constants.path_of("published").read_text())
     assert "source" not in shipped
     assert all("host_key" not in e for e in shipped["platforms"].values())
-    assert constant_set.path_of("mine").parent == constant_set.user_dir()
+    assert constants.path_of("mine").parent == constants.user_dir()

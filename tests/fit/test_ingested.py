@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dabench.perfmodel.fit import from_runs
+from dabench.fit import from_runs
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/fixtures (real vendor artifacts) not present")
@@ -96,8 +96,8 @@ def test_compile_reports_with_their_params_become_points_of_the_shipped_configs(
     """Each real compile report in a model folder with its params.yaml: ingested, it is a point
     whose config is points.csv's WSE-L<n> config (the same prediction to the last digit), and
     ``fit --from-mlflow`` fits wse2 from the three."""
-    from dabench.perfmodel.fit.evaluate import predict_point
-    from dabench.perfmodel.fit.points import load_points
+    from dabench.fit.evaluate import predict_point
+    from dabench.fit.points import load_points
 
     monkeypatch.setenv("DABENCH_CONSTANTS_DIR", str(tmp_path / "sets"))
     uri = f"sqlite:///{tmp_path / 'store.db'}"

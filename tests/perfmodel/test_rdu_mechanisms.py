@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from dabench.fit.points import load_points
+from dabench.fit.sources import fitted
 from dabench.perfmodel import rdu
 from dabench.perfmodel.comm import staged_link
 from dabench.perfmodel.findings.registry import RDU_DECODERS
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.sources import fitted
 from dabench.workload.opgraph import build_opgraph
 from tests.perfmodel.helpers import predict, run_config
 

@@ -1,24 +1,24 @@
 """Every number in conf/hardware/*.yaml is sourced (a document and a locator in it), an
 ``uncertain`` estimate with its stated reason, fitted (with its calibration points and bounds) or,
 for options, a stated setting: conf/hardware/sources/<arch>.yaml, convention in
-dabench/perfmodel/fit/sources.py."""
+dabench/fit/sources.py."""
 
 import pytest
 
-from dabench.perfmodel.fit.sources import CONF_HARDWARE, problems
+from dabench.fit.sources import CONF_HARDWARE, problems
 
 ARCHS = sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_hardware_constant_has_a_provenance(arch):
-    from dabench.perfmodel.fit.points import load_points
+    from dabench.fit.points import load_points
 
     assert problems(arch, {p.id for p in load_points()}) == []
 
 
 def test_the_checker_catches_a_missing_and_an_orphan_entry(tmp_path, monkeypatch):
-    import dabench.perfmodel.fit.sources as sources
+    import dabench.fit.sources as sources
 
     (tmp_path / "sources").mkdir()
     (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\noptions: {k: 2, m: 1}\n")
@@ -35,7 +35,7 @@ def test_the_checker_catches_a_missing_and_an_orphan_entry(tmp_path, monkeypatch
 
 
 def _one(tmp_path, monkeypatch, entry: str) -> str:
-    import dabench.perfmodel.fit.sources as sources
+    import dabench.fit.sources as sources
 
     (tmp_path / "sources").mkdir(exist_ok=True)
     (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\n")
@@ -66,7 +66,7 @@ def test_uncertain_needs_a_stated_reason(tmp_path, monkeypatch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_reference_has_the_form(arch):
     """Each ``source`` and ``uncertain`` entry, one by one (the form the convention asks)."""
-    from dabench.perfmodel.fit.sources import LOCATOR, load_sources
+    from dabench.fit.sources import LOCATOR, load_sources
 
     for path, entry in load_sources(arch).items():
         assert entry.kind in ("source", "uncertain", "fitted", "setting"), (arch, path, entry.text)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import sys
 
-from dabench.perfmodel.fit import constant_set
+from dabench.perfmodel import constants
 
 
 def run_export(name: str) -> int:
     try:
-        data = constant_set.resolve(name)
+        data = constants.resolve(name)
     except (OSError, ValueError) as error:
         print(f"dabench fit: {error}", file=sys.stderr)
         return 2

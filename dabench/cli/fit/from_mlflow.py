@@ -4,7 +4,7 @@ set, written to the user folder and logged on an MLflow run of its own.
 Contract: :func:`run_from_mlflow` returns the exit status (0 a set written; 1 nothing to fit or
 predict; 2 a bad --name or selection) and prints the runs left out, each platform's before/after
 report and, last, the summary line. The shipped set ``published`` is never written here.
-The fit itself: dabench/perfmodel/fit/from_runs/ (docs/fitting.md).
+The fit itself: dabench/fit/from_runs/ (docs/fitting.md).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import re
 import sys
 from pathlib import Path
 
-from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.fit import constant_set, from_runs
+from dabench.perfmodel import constants
 from dabench.tracking.lifecycle import recorded_run
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.store import tracking_uri
@@ -45,10 +46,10 @@ def run_from_mlflow(args) -> int:
     from dabench.report.frame import SelectionError, load_frame
 
     name = args.name
-    if name == constant_set.PUBLISHED or constant_set.is_file_ref(name) or not re.fullmatch(r"[\w.-]+", name):
+    if name == constants.PUBLISHED or constants.is_file_ref(name) or not re.fullmatch(r"[\w.-]+", name):
         print(
             f"dabench fit: --name {name!r}: give a plain NAME other than published (the shipped set is never "
-            f"written from runs; sets go to {constant_set.user_dir()})",
+            f"written from runs; sets go to {constants.user_dir()})",
             file=sys.stderr,
         )
         return 2

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from dabench.perfmodel.fit.from_runs.class_times import REFUSED, class_residuals
-from dabench.perfmodel.fit.from_runs.points import RunPoint
-from dabench.perfmodel.fit.from_runs.predict import predict_profile
-from dabench.perfmodel.fit.refit import box_least_squares
-from dabench.perfmodel.fit.sources import fitted
+from dabench.fit.from_runs.class_times import REFUSED, class_residuals
+from dabench.fit.from_runs.points import RunPoint
+from dabench.fit.from_runs.predict import predict_profile
+from dabench.fit.refit import box_least_squares
+from dabench.fit.sources import fitted
 
 #: bounds of the knobs a fit from runs may move, for the models whose shipped values are not
 #: fitted to points.csv (cpu: its own-measurement fit; cuda: estimates). Vendor models: their

@@ -18,10 +18,10 @@ from typing import Any, Mapping
 from dabench.config.build import build_run_config
 from dabench.core.ceilings import Ceilings
 from dabench.core.status import DabenchError
+from dabench.fit.from_runs.points import LeftOut, RunPoint
+from dabench.fit.sources import hardware_yaml
 from dabench.host.ceilings import resolve_ceilings
-from dabench.perfmodel.fit.constant_set import fitted_options
-from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint
-from dabench.perfmodel.fit.sources import hardware_yaml
+from dabench.perfmodel.constants import fitted_options
 from dabench.workload.opgraph import build_opgraph
 
 

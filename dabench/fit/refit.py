@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from dabench.perfmodel.fit.evaluate import predict_point
-from dabench.perfmodel.fit.points import Point, load_points
-from dabench.perfmodel.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
+from dabench.fit.evaluate import predict_point
+from dabench.fit.points import Point, load_points
+from dabench.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
 from dabench.runtime.sinks import write_text
 
 #: residual given to a point the model refuses (NaN) while fitting

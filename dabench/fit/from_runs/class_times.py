@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from dabench.perfmodel.fit.from_runs.points import RunPoint
+from dabench.fit.from_runs.points import RunPoint
 from dabench.workload.opgraph import OP_CLASSES
 
 REFUSED = 10.0  #: residual of a point (or a class) the model refuses while fitting

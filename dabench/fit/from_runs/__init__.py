@@ -19,11 +19,11 @@ This package's namespace is the public surface (the names below). Details: docs/
 
 from __future__ import annotations
 
-from dabench.perfmodel.fit.from_runs.constant_sets import BAND_METHOD, build_set, platform_entry
-from dabench.perfmodel.fit.from_runs.drift import Drift, drift
-from dabench.perfmodel.fit.from_runs.group_fit import GroupFit, fit_group, folds, noise_floor
-from dabench.perfmodel.fit.from_runs.hosts import INGEST_ARCH, host_key, platform_of
-from dabench.perfmodel.fit.from_runs.points import (
+from dabench.fit.from_runs.constant_sets import BAND_METHOD, build_set, platform_entry
+from dabench.fit.from_runs.drift import Drift, drift
+from dabench.fit.from_runs.group_fit import GroupFit, fit_group, folds, noise_floor
+from dabench.fit.from_runs.hosts import INGEST_ARCH, host_key, platform_of
+from dabench.fit.from_runs.points import (
     LeftOut,
     RunPoint,
     config_key,
@@ -31,9 +31,9 @@ from dabench.perfmodel.fit.from_runs.points import (
     points_from_runs,
     unflatten,
 )
-from dabench.perfmodel.fit.from_runs.predict import base_options, predict, predict_profile, prepare, quiet_model
-from dabench.perfmodel.fit.from_runs.report import last_line, report
-from dabench.perfmodel.fit.from_runs.solve import FIT_BOUNDS, fittable, refit, residuals
+from dabench.fit.from_runs.predict import base_options, predict, predict_profile, prepare, quiet_model
+from dabench.fit.from_runs.report import last_line, report
+from dabench.fit.from_runs.solve import FIT_BOUNDS, fittable, refit, residuals
 
 __all__ = [
     "BAND_METHOD",

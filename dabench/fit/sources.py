@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import yaml
 
 from dabench.config.paths import CONF_DIR
-from dabench.perfmodel.fit.points import load_points
+from dabench.fit.points import load_points
 
 CONF_HARDWARE = CONF_DIR / "hardware"
 KINDS = ("source", "uncertain", "fitted", "setting")

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dabench.config.build import build_run_config
-from dabench.perfmodel.fit import reach
-from dabench.perfmodel.fit.evaluate import point_config, predict_point
-from dabench.perfmodel.fit.points import Point, load_points
-from dabench.perfmodel.fit.refit import refit
-from dabench.perfmodel.fit.sources import fitted
+from dabench.fit.evaluate import point_config, predict_point
+from dabench.fit.points import Point, load_points
+from dabench.fit.refit import refit
+from dabench.fit.sources import fitted
+from dabench.perfmodel import reach
 
 THROUGHPUT_METRICS = ("samples_per_s", "tokens_per_s")
 #: each metric's own error measure (see the module docstring)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from dabench.perfmodel.fit.constant_set import band as band_of
-from dabench.perfmodel.fit.cv import NOMINAL
-from dabench.perfmodel.fit.from_runs.points import RunPoint
-from dabench.perfmodel.fit.from_runs.predict import base_options, predict, prepare, quiet_model
+from dabench.fit.cv import NOMINAL
+from dabench.fit.from_runs.points import RunPoint
+from dabench.fit.from_runs.predict import base_options, predict, prepare, quiet_model
+from dabench.perfmodel.constants import band as band_of
 
 
 @dataclass

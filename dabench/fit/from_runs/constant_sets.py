@@ -1,4 +1,4 @@
-"""A fit from runs written in the constant-set format (dabench/perfmodel/fit/constant_set.py), with
+"""A fit from runs written in the constant-set format (dabench/fit/constant_set.py), with
 the fit's own keys (host key, comparison, recommendation, domain, left out).
 
 Contract: :func:`platform_entry` is one platform's entry of a :class:`.GroupFit`; :func:`build_set`
@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from dabench.perfmodel.fit import constant_set
-from dabench.perfmodel.fit.constant_set import _band_record, constant_records
-from dabench.perfmodel.fit.cv import NOMINAL, band_q, clopper_pearson, conformal_rank, summary
-from dabench.perfmodel.fit.from_runs.class_times import measured_classes
-from dabench.perfmodel.fit.from_runs.group_fit import K_FOLD, GroupFit, folds
+from dabench.fit import constant_set
+from dabench.fit.constant_set import _band_record, constant_records
+from dabench.fit.cv import NOMINAL, band_q, clopper_pearson, conformal_rank, summary
+from dabench.fit.from_runs.class_times import measured_classes
+from dabench.fit.from_runs.group_fit import K_FOLD, GroupFit, folds
 
 BAND_METHOD = (
     "split-conformal on |log(predicted / measured)| of the fitted set's out-of-sample predictions "
@@ -30,7 +30,7 @@ def _n(value: float) -> float | None:
 
 def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     """One platform's entry of a constant set (the constant-set format plus this fit's keys)."""
-    from dabench.perfmodel.fit import model_version
+    from dabench.perfmodel.constants import model_version
 
     constants = constant_records(g.arch, "setting")
     for name, value in g.fitted.items():

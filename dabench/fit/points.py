@@ -97,3 +97,18 @@ def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
         if len(p.document) < 8 or not p.locator:
             raise ValueError(f"{path.name} row {p.id}: needs a document and a locator (its source)")
     return tuple(rows)
+
+
+def uncertain_tolerance(point: Point) -> str:
+    """ "" when ``point``'s tolerance is the standard one (throughput 25%, allocation 5 points);
+    else the reason its note states as ``uncertain: <reason>`` (or "NO STATED REASON")."""
+    if point.metric.endswith("_per_s"):
+        standard = point.tolerance_unit == "rel" and point.tolerance <= 0.25
+    elif point.metric == "allocation_pct":
+        standard = point.tolerance_unit == "points" and point.tolerance <= 5
+    else:
+        return ""
+    if standard:
+        return ""
+    match = re.search(r"uncertain:\s*([^;]{20,})", point.note)
+    return match.group(1).strip() if match else "NO STATED REASON"

@@ -12,9 +12,9 @@ import math
 import statistics
 from typing import Any
 
-from dabench.perfmodel.fit.cv import summary
-from dabench.perfmodel.fit.from_runs.class_times import measured_classes
-from dabench.perfmodel.fit.from_runs.group_fit import K_FOLD, GroupFit, folds
+from dabench.fit.cv import summary
+from dabench.fit.from_runs.class_times import measured_classes
+from dabench.fit.from_runs.group_fit import K_FOLD, GroupFit, folds
 
 
 def _fmt(value: Any) -> str:

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from dabench.perfmodel.fit.from_runs.hosts import host_key, platform_of
+from dabench.fit.from_runs.hosts import host_key, platform_of
 
 #: params that do not change what is measured (left out of a config's identity)
 _NOT_IDENTITY = (

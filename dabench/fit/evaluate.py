@@ -1,8 +1,7 @@
-"""Predict a calibration point: its config from the shipped YAML plus the row's overrides, then
-the analytical model, then the metric the row compares.
-
-Configs are composed from conf/ with OmegaConf (no Hydra: a point costs milliseconds, so the
-fitter can evaluate hundreds of candidates). ``options`` replaces hardware knobs for a candidate.
+"""Predict a calibration point: its config composed from conf/ (:func:`dabench.config.compose`,
+the one composition every run uses) with the row's overrides, then the analytical model, then the
+metric the row compares. ``options`` replaces hardware knobs for a candidate of the fitter (the
+row's own ``hardware.options.*`` overrides still win); a point's config is composed once.
 
 Metrics (``Point.metric``):
 
@@ -16,78 +15,43 @@ Metrics (``Point.metric``):
 
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
 from typing import Any, Mapping
 
-import yaml
-
 from dabench.config.build import build_run_config
-from dabench.config.paths import CONF_DIR
+from dabench.config.compose import compose
 from dabench.core.status import CapacityError
+from dabench.fit.points import Point
 from dabench.host.ceilings import resolve_ceilings
 from dabench.metrics.summary import compute_metrics
-from dabench.perfmodel.fit.points import Point
+from dabench.perfmodel import get_predictor
 from dabench.workload.opgraph import build_opgraph
-
-CONF = CONF_DIR
 
 
 @lru_cache(maxsize=None)
-def _load(group: str, name: str) -> dict[str, Any]:
-    from omegaconf import OmegaConf  # its YAML loader reads 7.5e15 as a number (PyYAML: a string)
-
-    data = OmegaConf.to_container(OmegaConf.load(CONF / group / f"{name}.yaml"), resolve=False) or {}
-    defaults = data.pop("defaults", None) or []
-    # a same-group base (conf/hardware/cuda_a100.yaml: ``defaults: [cuda, _self_]``), merged as Hydra
-    # does: mappings key by key, lists replaced
-    bases = [entry for entry in defaults if isinstance(entry, str) and entry != "_self_"]
-    if bases:
-        merged = OmegaConf.create({})
-        for base in bases:
-            merged = OmegaConf.merge(merged, _load(group, base))
-        data = OmegaConf.to_container(OmegaConf.merge(merged, data), resolve=False)
-    return data
-
-
-def _set(cfg: dict[str, Any], dotted: str, raw: str) -> None:
-    keys = dotted.split(".")
-    node = cfg
-    for key in keys[:-1]:
-        node = node.setdefault(key, {})
-    node[keys[-1]] = yaml.safe_load(raw)
+def _composed(point: Point, precision: str) -> dict[str, Any]:
+    groups = {"model": point.model, "hardware": point.platform, "parallel": "none", "precision": precision}
+    dotted = [f"run.batch_size={point.batch}", f"run.grad_accum={point.grad_accum}", "tracking.enabled=false"]
+    for override in point.overrides:
+        key, _, value = override.partition("=")
+        if "." in key:
+            dotted.append(f"++{override}")  # a knob the YAML may not list
+        else:
+            groups[key] = value
+    return compose([f"{group}={name}" for group, name in groups.items()] + dotted)
 
 
 def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
-    """The run config mapping of ``point`` (groups from conf/, then the row's overrides)."""
-    groups = {
-        "model": point.model,
-        "hardware": point.platform,
-        "parallel": "none",
-        "precision": precision or point.precision,
-    }
-    dotted = []
-    for override in point.overrides:
-        key, _, value = override.partition("=")
-        if "." not in key:
-            groups[key] = value
-        else:
-            dotted.append((key, value))
-    import copy
-
-    cfg = {group: copy.deepcopy(_load(group, name)) for group, name in groups.items()}
-    cfg["hardware"]["options"] = dict(cfg["hardware"].get("options") or {})
-    cfg["run"] = {"batch_size": point.batch, "grad_accum": point.grad_accum}
-    cfg["tracking"] = {"enabled": False}
-    if options:  # a candidate's knobs; the row's own overrides still win
-        cfg["hardware"]["options"].update(options)
-    for key, value in dotted:
-        _set(cfg, key, value)
+    """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
+    cfg = copy.deepcopy(_composed(point, precision or point.precision))
+    if options:
+        own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
+        cfg["hardware"]["options"].update({k: v for k, v in options.items() if k not in own})
     return cfg
 
 
 def _predict(cfg: dict) -> tuple[Any, dict[str, float]]:
-    from dabench.perfmodel import get_predictor
-
     rc = build_run_config(cfg)
     graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
@@ -103,7 +67,6 @@ def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
 
 def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
     """The model's value of ``point.metric`` (NaN when the model refuses a throughput point)."""
-
     if point.metric == "scaling_keep_pct":
         cfg = point_config(point, None, options)
         half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}

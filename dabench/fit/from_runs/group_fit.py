@@ -15,10 +15,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from dabench.perfmodel.fit.cv import score, summary
-from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint
-from dabench.perfmodel.fit.from_runs.predict import base_options, predict, prepare, quiet_model
-from dabench.perfmodel.fit.from_runs.solve import fittable, refit
+from dabench.fit.cv import score, summary
+from dabench.fit.from_runs.points import LeftOut, RunPoint
+from dabench.fit.from_runs.predict import base_options, predict, prepare, quiet_model
+from dabench.fit.from_runs.solve import fittable, refit
 
 LOO_MAX = 40  #: configs up to which the out-of-sample score is leave-one-config-out (then 10-fold)
 K_FOLD = 10
