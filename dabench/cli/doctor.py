@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
-from dabench.fit import from_runs
+from dabench.fit.machine import drift
+from dabench.fit.runs import points_from_runs
 from dabench.perfmodel import constants
 from dabench.runtime.readers import read_constant_set
 from dabench.tracking.lifecycle import terminate
@@ -174,10 +175,10 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
         {"run_id": r.info.run_id, "tags": r.data.tags, "params": r.data.params, "metrics": r.data.metrics}
         for r in found
     ]
-    points, _ = from_runs.points_from_runs(runs)
+    points, _ = points_from_runs(runs)
     out = []
     for name, data in banded.items():
-        for d in from_runs.drift(name, data, points):
+        for d in drift(name, data, points):
             out.append(d)
             if not d.n:
                 continue

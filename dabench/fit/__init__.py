@@ -6,7 +6,7 @@
   :mod:`.refit`: the one bounded least-squares solver; :mod:`.cv`: cross-validation by source.
 - :mod:`.constant_set`: the one constant-set writer (published.json from ``fit --cv --write``;
   named sets from ``fit --from-mlflow``); residuals.json from ``fit --write``.
-- :mod:`.from_runs`: measured runs of an MLflow store as points, fitted per machine.
+- :mod:`.runs`: measured runs of an MLflow store as points; :mod:`.machine`: their fit per machine, drift.
 
 Reading a set at run time is :mod:`dabench.perfmodel.constants`. Details: docs/perfmodel.md and
 docs/fitting.md.

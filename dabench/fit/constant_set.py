@@ -1,5 +1,7 @@
-"""Writing constant sets: the published set from the cross-validation (:mod:`.cv`), its format
-check, and the per-constant records every set carries. Reading a set at run time (and the band it
+"""The one constant-set writer: the published set from the cross-validation by source (:func:`build`,
+``fit --cv --write``), a named set from fits to measured runs (:func:`build_set`, ``fit
+--from-mlflow``, with the fit's own keys: host key, comparison, recommendation, domain, left out),
+their format check and the per-constant records every set carries. Reading a set at run time (and the band it
 gives) is :mod:`dabench.perfmodel.constants`; the format is documented in docs/perfmodel.md,
 "Out-of-sample error and bands".
 """
@@ -11,8 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from dabench.fit.cv import MEASURES, NOMINAL, needs, summary, wide_score
+from dabench.fit.cv import MEASURES, NOMINAL, band_q, clopper_pearson, conformal_rank, needs, summary, wide_score
+from dabench.fit.machine import K_FOLD, GroupFit, folds
 from dabench.fit.points import load_points
+from dabench.fit.refit import measured_classes
 from dabench.fit.sources import constant_paths, hardware_yaml, load_sources, read_from_calibration
 from dabench.perfmodel import reach
 from dabench.perfmodel.constants import DIR, FORMAT, FORMAT_VERSION, PUBLISHED, _load, model_version, path_of
@@ -187,6 +191,114 @@ def build(
             "binomial_95": [_num(coverage.interval[0]), _num(coverage.interval[1])],
             "out_of_sample_median_abs_error": _num(med),
             "out_of_sample_max_abs_error": _num(worst) if math.isfinite(worst) else "inf",
+        },
+    }
+
+
+RUNS_BAND_METHOD = (
+    "split-conformal on |log(predicted / measured)| of the fitted set's out-of-sample predictions "
+    "(leave one config out, or 10-fold) of the platform's measured runs; fewer than the conformal rank "
+    "needs: the largest of them ('wide')"
+)
+
+
+def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
+    """One platform's entry of a constant set (the constant-set format plus this fit's keys)."""
+    constants = constant_records(g.arch, "setting")
+    for name, value in g.fitted.items():
+        constants[f"options.{name}"] = {
+            "value": value,
+            "kind": "fitted",
+            "bounds": list(g.bounds[name]),
+            "points": [p.run_id for p in g.points],
+            "before": g.base.get(name),
+        }
+    scores = g.scores()
+    kind, q = band_q(scores, [], nominal)
+    band = _band_record(kind, q, len(scores), conformal_rank(len(scores), nominal), nominal, len(scores))
+    if kind == "wide":
+        band["note"] = band["note"].replace("of every platform", "of this fit")
+    residuals = []
+    covered = 0
+    for p, s in zip(g.points, scores, strict=True):
+        others = [t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id]
+        _, q_other = band_q(others, [], nominal)
+        hit = q_other is not None and s <= q_other
+        covered += hit
+        residuals.append(
+            {
+                "point": p.run_id,
+                "metric": "samples_per_s",
+                "use": "fit",
+                "published": _num(p.published),
+                "measured": _num(p.published),
+                "config": p.describe,
+                "base": _num(g.base_pred.get(p.run_id, math.nan)),
+                "in_sample": _num(g.in_sample.get(p.run_id, math.nan)),
+                "out_of_sample": _num(g.out_of_sample.get(p.run_id, math.nan)),
+                "left_out": bool(g.fitted),
+                "covered": hit,
+                "class_times": p.class_times or None,
+            }
+        )
+    med_in, max_in = summary(g._errors(g.in_sample))
+    med_out, max_out = summary(g._errors(g.out_of_sample))
+    med_pub, max_pub = summary(g._errors(g.base_pred))
+    return {
+        "model_hash": model_version(g.arch),
+        "host_key": g.host_key,
+        "calibration_points": len(g.points),
+        "throughput_points": len(g.points),
+        "class_time_points": sum(1 for p in g.points if measured_classes(p)),
+        "fitted_constants": len(g.fitted),
+        "constants": constants,
+        "residuals": residuals,
+        "summary": {
+            "in_sample_median_abs_error": _num(med_in),
+            "in_sample_max_abs_error": _num(max_in),
+            "out_of_sample_median_abs_error": _num(med_out),
+            "out_of_sample_max_abs_error": _num(max_out),
+        },
+        "band": band,
+        "comparison": {
+            "base": g.base_name,
+            "base_median_abs_error": _num(med_pub),
+            "base_max_abs_error": _num(max_pub),
+            "fitted_out_of_sample_median_abs_error": _num(med_out),
+            "noise_floor": _num(g.noise),
+            "noise_floor_method": g.noise_how,
+            "out_of_sample_method": "leave one config out"
+            if len(folds(g.points)) == len({p.key for p in g.points})
+            else f"{K_FOLD}-fold by config",
+            "improved": g.improved,
+            "covered": covered,
+        },
+        "recommendation": g.recommendation,
+        "domain": g.domain(),
+        "left_out": [{"run_id": u.run_id, "reason": u.reason} for u in g.unusable],
+    }
+
+
+def build_set(name: str, fits: list[GroupFit], source: Mapping[str, Any], nominal: float = NOMINAL) -> dict[str, Any]:
+    """A constant set (the format of :mod:`.constant_set`) from fits of one machine per platform."""
+
+    platforms = {g.arch: platform_entry(g, nominal) for g in fits}
+    rows = [r for e in platforms.values() for r in e["residuals"]]
+    covered = sum(bool(r["covered"]) for r in rows)
+    errors = [abs(r["out_of_sample"] / r["measured"] - 1) if r["out_of_sample"] else math.inf for r in rows]
+    med, worst = summary(errors)
+    lo, hi = clopper_pearson(covered, len(rows)) if rows else (math.nan, math.nan)
+    return {
+        **header(name, nominal, RUNS_BAND_METHOD),
+        "source": dict(source),
+        "platforms": platforms,
+        "cv": {
+            "points": len(rows),
+            "covered": covered,
+            "coverage": _num(covered / len(rows)) if rows else None,
+            "binomial_95": [_num(lo), _num(hi)],
+            "out_of_sample_median_abs_error": _num(med),
+            "out_of_sample_max_abs_error": _num(worst),
         },
     }
 

@@ -8,7 +8,7 @@ where the writer never writes them; YAML without aliases), then checks its schem
 (finite, positive where physical). Damage is :class:`DamagedFile`: one line naming the file and
 what is wrong; the caller reports it and never uses the content as data. A missing file is
 FileNotFoundError, as for ``open``. Metrics read back from the store are checked where they
-become calibration points (fit/from_runs/points.py). docs/reliability.md, section 15.
+become calibration points (fit/runs.py). docs/reliability.md, section 15.
 """
 
 from __future__ import annotations

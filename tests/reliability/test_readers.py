@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dabench.fit.from_runs.points import USED_METRICS
+from dabench.fit.runs import USED_METRICS, points_from_runs
 from dabench.perfmodel import constants
 from dabench.runtime import readers
 from dabench.runtime.readers import DamagedFile
@@ -266,8 +266,6 @@ METRIC_VALUES = st.one_of(
     )
 )
 def test_damaged_store_metrics_never_become_a_point(metrics):
-    from dabench.fit.from_runs.points import points_from_runs
-
     run = {
         "run_id": "r1",
         "tags": {"dabench.mode": "measure", "dabench.arch": "cpu", "dabench.status": "ok"},
@@ -276,7 +274,7 @@ def test_damaged_store_metrics_never_become_a_point(metrics):
     }
     points, left = points_from_runs([run])
     for p in points:
-        assert math.isfinite(p.samples_per_s) and p.samples_per_s > 0
+        assert math.isfinite(p.published) and p.published > 0
         for value in (p.tokens_per_s, p.step_s, p.step_p10, p.step_p90):
             assert math.isnan(value) or (math.isfinite(value) and value > 0)
         assert all(math.isfinite(t) and t >= 0 for t in p.class_times.values())
