@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.cli.fit.cv_text import CV_BLOCK, cv_coverage_line, cv_last_line, error_text, few, goal, pct, signed, value
-from dabench.cli.fit.tables import err, evaluate, fmt, platforms, tol
+from dabench.cli.fit.published import err, evaluate, fmt, platforms, tol
 from dabench.config.fields import ITEMS, REQUIRED, Spec
 from dabench.config.paths import require_checkout
 from dabench.config.schema import fields

@@ -310,39 +310,3 @@ def write(data: Mapping[str, Any], name: str | None = None) -> Path:
     write_json("source_tree", path, data, indent=1, sort_keys=False)
     _load.cache_clear()
     return path
-
-
-def format_problems(data: Mapping[str, Any]) -> list[str]:
-    """Everything that breaks the documented format (empty when the set is well formed)."""
-    found = []
-    for key in (
-        "format",
-        "format_version",
-        "name",
-        "created",
-        "dabench_version",
-        "nominal_coverage",
-        "platforms",
-        "cv",
-    ):
-        if key not in data:
-            found.append(f"missing {key}")
-    if data.get("format") != FORMAT:
-        found.append(f"format is {data.get('format')!r}, not {FORMAT!r}")
-    for arch, entry in (data.get("platforms") or {}).items():
-        for key in ("model_hash", "constants", "band", "calibration_points", "fitted_constants"):
-            if key not in entry:
-                found.append(f"{arch}: missing {key}")
-        for path, c in (entry.get("constants") or {}).items():
-            if c.get("kind") not in ("source", "uncertain", "fitted", "setting"):
-                found.append(f"{arch}: {path}: kind {c.get('kind')!r}")
-            if c.get("kind") == "fitted" and not (c.get("bounds") and c.get("points")):
-                found.append(f"{arch}: {path}: fitted without bounds and points")
-            if c.get("kind") == "source" and not (c.get("document") and c.get("locator")):
-                found.append(f"{arch}: {path}: source without document and locator")
-        kind = (entry.get("band") or {}).get("kind")
-        if kind not in ("near", "conformal", "wide", "uncalibrated", "unbounded"):
-            found.append(f"{arch}: band kind {kind!r}")
-        if kind in ("near", "conformal") and not entry.get("residuals"):
-            found.append(f"{arch}: a {kind} band without residuals")
-    return found

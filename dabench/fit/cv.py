@@ -150,10 +150,6 @@ def summary(values: list[float]) -> tuple[float, float]:
     return (statistics.median(values), max(values)) if values else (math.nan, math.nan)
 
 
-def throughput_points(arch: str) -> list[Point]:
-    return [p for p in load_points() if p.platform == arch and p.metric in THROUGHPUT_METRICS]
-
-
 def point_coords(point: Point) -> dict:
     """The reach coordinates of a calibration point's config."""
 

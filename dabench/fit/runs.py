@@ -44,17 +44,9 @@ def host_key(tags: Mapping[str, Any], params: Mapping[str, Any], arch: str) -> s
 
 #: params that do not change what is measured (left out of a config's identity)
 _NOT_IDENTITY = (
-    "run.seed",
-    "run.warmup_steps",
-    "run.timed_steps",
-    "run.profile_subtasks",
-    "run.plots",
-    "run.lr",
-    "hardware.mode",
-    "hardware.constants",
-    "hardware.python",
-    "run.allow_oversubscribe",
-)
+    "run.seed", "run.warmup_steps", "run.timed_steps", "run.profile_subtasks", "run.plots", "run.lr", "hardware.mode",
+    "hardware.constants", "hardware.python", "run.allow_oversubscribe",
+)  # fmt: skip
 
 
 def _value(raw: Any) -> Any:
@@ -92,14 +84,9 @@ def _num(metrics: Mapping[str, Any], name: str) -> float:
 
 #: the stored metrics a point is made of; each, where present, must be a finite number > 0
 USED_METRICS = (
-    "throughput.samples_per_s",
-    "throughput.tokens_per_s",
-    "step_time.median_s",
-    "step_time.p10_s",
-    "step_time.p90_s",
-    "perf.peak_tflops",
-    "roofline.ridge_intensity",
-)
+    "throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s", "step_time.p10_s", "step_time.p90_s",
+    "perf.peak_tflops", "roofline.ridge_intensity",
+)  # fmt: skip
 
 
 def damaged_metric(metrics: Mapping[str, Any]) -> str:

@@ -17,7 +17,6 @@ import json
 import pytest
 
 from dabench.cli.fit.from_mlflow import report
-from dabench.fit import constant_set
 from dabench.fit.constant_set import build_set
 from dabench.fit.evaluate import prepare
 from dabench.fit.machine import GroupFit, drift, fit_group, folds, noise_floor
@@ -78,7 +77,7 @@ def test_the_fit_lowers_the_out_of_sample_error_and_writes_the_documented_format
     assert g.recommendation == "fitted"
     assert abs(g.fitted["launch_s"] / h.CPU_TRUTH["launch_s"] - 1) < 0.5  # moved towards the truth
     data = build_set("mine", [g], {"kind": "mlflow", "store": "sqlite:///x", "run_ids": [r["run_id"] for r in runs]})
-    assert constant_set.format_problems(data) == []
+    assert h.format_problems(data) == []
     entry = data["platforms"]["cpu"]
     assert entry["band"]["kind"] == "conformal" and entry["band"]["factor"] > 1
     assert entry["host_key"] == h.CPU_HOST and entry["recommendation"] == "fitted"
@@ -126,7 +125,7 @@ def test_the_cuda_path_fits_from_the_recorded_standin_fixture(tmp_path, monkeypa
     assert code == 0, out
     assert f"== cuda [{h.CUDA_HOST}]: 10 points used (10 configs)" in out and "recommendation: the fitted set" in out
     data = json.loads((tmp_path / "sets" / "gpu.json").read_text())
-    assert constant_set.format_problems(data) == [] and data["platforms"]["cuda"]["band"]["kind"] == "conformal"
+    assert h.format_problems(data) == [] and data["platforms"]["cuda"]["band"]["kind"] == "conformal"
     entry = data["platforms"]["cuda"]
     fitted = {k.split(".", 1)[1]: c["value"] for k, c in entry["constants"].items() if c.get("before") is not None}
     assert set(fitted) == {"compute_efficiency", "memory_efficiency", "launch_s"}

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from dabench.fit import constant_set
 from dabench.fit.cv import (
     NOMINAL,
     CvRow,
@@ -20,6 +19,7 @@ from dabench.fit.cv import (
     score,
 )
 from dabench.perfmodel import constants, reach
+from tests.fit.helpers import format_problems
 
 PUBLISHED = constants.load()
 CALIBRATED = ("wse2", "rdu", "ipu", "cuda")
@@ -27,7 +27,7 @@ CALIBRATED = ("wse2", "rdu", "ipu", "cuda")
 
 def test_the_published_constant_set_has_the_documented_form():
     assert PUBLISHED, "run python -m dabench fit --cv --write"
-    assert constant_set.format_problems(PUBLISHED) == []
+    assert format_problems(PUBLISHED) == []
     assert PUBLISHED["name"] == "published" and PUBLISHED["nominal_coverage"] == NOMINAL
     for arch in ("cpu", "cuda_a100"):  # no calibration points of their own: a wide band that says so
         band = PUBLISHED["platforms"][arch]["band"]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dabench.cli.fit.tables import platforms
+from dabench.cli.fit.published import platforms
 from dabench.fit.evaluate import predict_point
 from dabench.fit.points import load_points, uncertain_tolerance
 from dabench.fit.sources import fitted, hardware_yaml

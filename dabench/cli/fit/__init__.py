@@ -9,20 +9,22 @@ calibration points and print point / predicted / published / error.
     python -m dabench fit --from-mlflow [SELECTION] [--name NAME]  # refit from your measured runs (docs/fitting.md)
     python -m dabench fit --export NAME > file.json                 # share a constant set
 
-One module per path: published.py (the public points: refit, --write, --check; tables.py),
-cv_text.py (--cv), from_mlflow.py (--from-mlflow; docs/fitting.md), export.py (--export). The
-docs tables are ``dabench docs`` (dabench/cli/docs.py). Points: dabench/fit/points.csv; method:
-dabench/fit/refit.py and cv.py (docs/perfmodel.md, "Out-of-sample error and bands").
+One module per path: published.py (the public points: refit, --write, --check), cv_text.py
+(--cv), from_mlflow.py (--from-mlflow; docs/fitting.md); --export prints a set here. The docs
+tables are ``dabench docs``. Method: dabench/fit/ (docs/perfmodel.md, "Out-of-sample error and
+bands").
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.cli.fit.cv_text import run_cv
-from dabench.cli.fit.tables import platforms
+from dabench.cli.fit.published import platforms, run_published
 from dabench.config.paths import require_checkout
+from dabench.perfmodel import constants
 
 ARGS = Schema(
     "dabench fit",
@@ -59,10 +61,14 @@ ARGS = Schema(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-    if args.export:
-        from dabench.cli.fit.export import run_export
-
-        return run_export(args.export)
+    if args.export:  # for another team's hardware.constants=path/to/file (docs/fitting.md)
+        try:
+            data = constants.resolve(args.export)
+        except (OSError, ValueError) as error:
+            print(f"dabench fit: {error}", file=sys.stderr)
+            return 2
+        print(json.dumps(data, indent=1))
+        return 0
     if args.from_mlflow is not None:
         from dabench.cli.fit.from_mlflow import run_from_mlflow
 
@@ -72,8 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     archs = args.arch or platforms()
     if args.cv:
         return run_cv(archs, args.write)
-    from dabench.cli.fit.published import run_published
-
     return run_published(args, archs)
 
 

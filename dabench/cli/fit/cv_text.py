@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sys
 
-from dabench.cli.fit.tables import fmt, platforms
+from dabench.cli.fit.published import fmt, platforms
 from dabench.fit import constant_set
 from dabench.fit.cv import FEW_POINTS, GOAL_MAX, GOAL_MEDIAN, cross_validate, nested_coverage
 from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
