@@ -38,10 +38,10 @@ from dabench.workload.opgraph import build_opgraph
 
 
 @lru_cache(maxsize=None)
-def _composed(point: Point, precision: str) -> dict[str, Any]:
-    groups = {"model": point.model, "hardware": point.platform, "parallel": "none", "precision": precision}
-    dotted = [f"run.batch_size={point.batch}", f"run.grad_accum={point.grad_accum}", "tracking.enabled=false"]
-    for override in point.overrides:
+def _composed(platform: str, model: str, precision: str, batch: int, accum: int, overrides: tuple[str, ...]) -> dict:
+    groups = {"model": model, "hardware": platform, "parallel": "none", "precision": precision}
+    dotted = [f"run.batch_size={batch}", f"run.grad_accum={accum}", "tracking.enabled=false"]
+    for override in overrides:
         key, _, value = override.partition("=")
         if "." in key:
             dotted.append(f"++{override}")  # a knob the YAML may not list
@@ -52,7 +52,8 @@ def _composed(point: Point, precision: str) -> dict[str, Any]:
 
 def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
     """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
-    cfg = copy.deepcopy(_composed(point, precision or point.precision))
+    p = point
+    cfg = copy.deepcopy(_composed(p.platform, p.model, precision or p.precision, p.batch, p.grad_accum, p.overrides))
     if options:
         own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
         cfg["hardware"]["options"].update({k: v for k, v in options.items() if k not in own})
