@@ -2,7 +2,7 @@
 document and where in it the number is printed.
 
 Kept here, not in conf/hardware/*.yaml: the hardware files feed every prediction's model version
-hash (``dabench.perfmodel.fit.model_version``) and their schema is owned elsewhere; these numbers
+hash (``dabench.fit.model_version``) and their schema is owned elsewhere; these numbers
 never change a prediction, they only turn a predicted time into an energy ESTIMATE.
 
 What each number is, and what it leaves out, matters more than its precision:

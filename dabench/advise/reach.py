@@ -1,7 +1,7 @@
 """How far each platform's model is calibrated, and whether a deployment lies inside that reach.
 
 - :func:`calibration`: the constant set, the model version, the out-of-sample error (the
-  ``check`` rows of dabench/perfmodel/fit/points.csv: published throughputs the fit never saw),
+  ``check`` rows of dabench/fit/points.csv: published throughputs the fit never saw),
   the in-sample error (``fit`` rows) and the ``excluded`` rows (points the model is known not
   to cover, with their error), from residuals.json.
 - :func:`coverage` / :func:`outside`: the span of the throughput calibration points (model
@@ -20,9 +20,9 @@ from functools import lru_cache
 import yaml
 
 from dabench.config.paths import CONF_DIR
-from dabench.perfmodel.fit import model_version, residuals
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.reach import approx_params, chip_count
+from dabench.fit.points import load_points
+from dabench.perfmodel.constants import model_version, residuals
+from dabench.perfmodel.reach import approx_params, chip_count
 
 THROUGHPUT = ("samples_per_s", "tokens_per_s")
 

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Callable
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
-from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.fit.machine import drift
+from dabench.fit.runs import points_from_runs
+from dabench.perfmodel import constants
 from dabench.runtime.readers import read_constant_set
 from dabench.tracking.lifecycle import terminate
 from dabench.tracking.reaper import reap, running_runs
@@ -133,11 +135,11 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     misses more often than the band's nominal rate (binomial p < 0.05) is flagged with the command
     that refits it. Never fails the doctor (a warning). Returns the :class:`Drift` records."""
 
-    sets = {constant_set.PUBLISHED: dict(constant_set.load())}
-    folder = constant_set.user_dir()
+    sets = {constants.PUBLISHED: dict(constants.load())}
+    folder = constants.user_dir()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:  # a regular file, bounded, checked (runtime/readers.py): a FIFO here must not hang the doctor
-            sets[path.stem] = read_constant_set(path, constant_set.FORMAT, constant_set.FORMAT_VERSION)
+            sets[path.stem] = read_constant_set(path, constants.FORMAT, constants.FORMAT_VERSION)
         except (OSError, ValueError) as error:
             say(f"constant set skipped: {error}")
     banded = {
@@ -173,10 +175,10 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
         {"run_id": r.info.run_id, "tags": r.data.tags, "params": r.data.params, "metrics": r.data.metrics}
         for r in found
     ]
-    points, _ = from_runs.points_from_runs(runs)
+    points, _ = points_from_runs(runs)
     out = []
     for name, data in banded.items():
-        for d in from_runs.drift(name, data, points):
+        for d in drift(name, data, points):
             out.append(d)
             if not d.n:
                 continue
@@ -185,7 +187,7 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
                 say(
                     f"DRIFT: constant set {name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
                     f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
-                    f"--name {name if name != constant_set.PUBLISHED else 'NAME'} (docs/fitting.md)"
+                    f"--name {name if name != constants.PUBLISHED else 'NAME'} (docs/fitting.md)"
                 )
             else:
                 say(f"constant set {name} ({d.arch}): {rate}: within the nominal rate")

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "grid": ("dabench.cli.grid", "a predict grid in one process (the same runs as -m, faster)"),
     "study": ("dabench.cli.study", "an Optuna study's best deployment, as a command line"),
     "fit": ("dabench.cli.fit", "refit the analytical models' fitted constants to published points"),
+    "docs": ("dabench.cli.docs", "regenerate the docs' generated tables (--write), or check them (--check)"),
     "calibrate": ("dabench.cli.calibrate", "measure this machine's CPU ceilings (peak FLOP/s, bandwidth)"),
     "doctor": ("dabench.cli.doctor", "check the run store and studies; close runs left RUNNING"),
     "ingest": ("dabench.cli.ingest", "parse vendor artifacts (compile reports, PopVision, SambaFlow)"),

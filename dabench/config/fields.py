@@ -3,7 +3,7 @@
 The section dataclasses (:mod:`dabench.config.sections`) declare every field with :func:`field_`;
 its :class:`Spec` (the annotation gives the type, the metadata the rest) is the one source that
 validation (:mod:`dabench.config.check`), the schema (:mod:`dabench.config.schema`) and the generated
-reference in docs/config.md (:mod:`dabench.config.docs`) read. :func:`specs` gives a section's specs.
+reference in docs/config.md (`dabench docs`, dabench/cli/docs.py) read. :func:`specs` gives a section's specs.
 """
 
 from __future__ import annotations

@@ -43,9 +43,9 @@ from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_m
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import PREDICTORS, get_predictor
 from dabench.perfmodel.comm_check import comm_prediction_metrics
-from dabench.perfmodel.fit import run_tags as model_tags
-from dabench.perfmodel.fit.constant_set import band_metrics, resolve
-from dabench.perfmodel.fit.reach import coords
+from dabench.perfmodel.constants import band_metrics, resolve
+from dabench.perfmodel.constants import run_tags as model_tags
+from dabench.perfmodel.reach import coords
 from dabench.workload.opgraph import OpGraph, build_opgraph
 
 log = logging.getLogger(__name__)
@@ -380,7 +380,7 @@ def _evaluate(
     )
     if result.mode == "validate":
         result.metrics.update(validate_run(result.metrics, prediction.metrics))
-    if prediction is not None:  # each predicted number's band (dabench/perfmodel/fit/constant_set.py)
+    if prediction is not None:  # each predicted number's band (dabench/perfmodel/constants.py)
         constant_set = resolve(rc.hardware.constants)
         result.metrics.update(band_metrics(rc.hardware.arch, result.metrics, constant_set, coords(rc), rc.band.nominal))
         if result.mode == "validate":

@@ -8,7 +8,7 @@ where the writer never writes them; YAML without aliases), then checks its schem
 (finite, positive where physical). Damage is :class:`DamagedFile`: one line naming the file and
 what is wrong; the caller reports it and never uses the content as data. A missing file is
 FileNotFoundError, as for ``open``. Metrics read back from the store are checked where they
-become calibration points (perfmodel/fit/from_runs/points.py). docs/reliability.md, section 15.
+become calibration points (fit/runs.py). docs/reliability.md, section 15.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _number(value: Any) -> bool:
 
 
 def read_constant_set(path: Path | str, fmt: str, version: int) -> dict:
-    """A constant set (perfmodel/fit/constant_set.py): format ``fmt`` of version <= ``version``;
+    """A constant set (fit/constant_set.py): format ``fmt`` of version <= ``version``;
     per platform, constants whose numbers are finite (fitted ones > 0) and a band whose factor is
     finite and >= 1."""
     data = mapping(path, read_json(path, 16 * 2**20))
@@ -186,7 +186,7 @@ def read_constant_set(path: Path | str, fmt: str, version: int) -> dict:
 
 
 def _band_points(path: Path | str, band: dict, where: str) -> None:
-    """A band's calibration points (perfmodel/fit/reach.py): id, reach coordinates, score >= 0 or null."""
+    """A band's calibration points (perfmodel/reach.py): id, reach coordinates, score >= 0 or null."""
     if "points" not in band:
         return
     if not isinstance(band["points"], list):

@@ -88,7 +88,7 @@ SINKS: dict[str, Sink] = _sinks(
         "source_tree",
         "file",
         "developer outputs in the source tree: fitted constant sets, residuals, generated doc blocks",
-        "dabench fit --write, python -m dabench.config.docs --write",
+        "dabench fit --write, dabench docs --write",
     ),
 )
 
@@ -120,7 +120,6 @@ NOT_SINKS: dict[tuple[str, str], str] = {
     ("dabench/cli/ingest.py", "shutil.copyfile(source, target)"): "scratch copy, then logged as artifacts",
     ("dabench/ingest/safety.py", "target.parent.mkdir"): "the checked copy of an untrusted folder (scratch)",
     ("dabench/ingest/safety.py", "target.write_bytes"): "the checked copy of an untrusted folder (scratch)",
-    ("dabench/config/docs.py", "path.write_text(fresh)"): "below the runtime layer: regenerates docs/config.md",
     ("dabench/report/advice.py", 'fig.savefig(buffer, format="svg")'): "into memory (an in-page SVG)",
     ("dabench/report/html.py", 'fig.savefig(svg, format="svg")'): "into memory, then written through the sink",
     ("dabench/report/html.py", 'fig.savefig(png, format="png", dpi=110)'): "into memory, then through the sink",

@@ -171,6 +171,11 @@ def fit(ctx: Context) -> None:
     ctx.dabench("fit", "fit", "--check", code=None)
 
 
+def docs(ctx: Context) -> None:
+    """Touches no store (compares the docs' generated blocks with their generators)."""
+    ctx.dabench("docs", "docs", "--check", code=None)
+
+
 def calibrate(ctx: Context) -> None:
     """Touches no store (this machine's ceilings, cached: tests/conftest.py's test calibration)."""
     ctx.dabench("calibrate", "calibrate")
@@ -190,6 +195,7 @@ RECIPES: dict[str, Callable[[Context], None]] = {
     "doctor": doctor,
     "ui": ui,
     "fit": fit,
+    "docs": docs,
     "calibrate": calibrate,
 }
 #: the commands that read or write the run store or the study storage

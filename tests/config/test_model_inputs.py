@@ -73,7 +73,7 @@ def test_every_shipped_hardware_config_is_prepared(hardware):
 
 
 def test_a_damaged_constant_set_is_refused_when_the_job_is_prepared(tmp_path):
-    from dabench.perfmodel.fit.constant_set import DIR
+    from dabench.perfmodel.constants import DIR
 
     data = json.loads((DIR / "published.json").read_text())
     arch = next(a for a, e in data["platforms"].items() if "factor" in (e.get("band") or {}))

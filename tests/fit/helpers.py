@@ -14,12 +14,13 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from dabench.config.build import build_run_config, flatten
 from dabench.core.ceilings import Ceilings
+from dabench.fit.sources import hardware_yaml
 from dabench.perfmodel import get_predictor
-from dabench.perfmodel.fit.sources import hardware_yaml
+from dabench.perfmodel.constants import FORMAT as CONSTANT_SET_FORMAT
 from dabench.workload.opgraph import build_opgraph
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -285,3 +286,39 @@ def make_cuda_fixture(path: Path = FIXTURES / "cuda_runs.json") -> Path:
         )
     )
     return path
+
+
+def format_problems(data: Mapping[str, Any]) -> list[str]:
+    """Everything that breaks the documented format (empty when the set is well formed)."""
+    found = []
+    for key in (
+        "format",
+        "format_version",
+        "name",
+        "created",
+        "dabench_version",
+        "nominal_coverage",
+        "platforms",
+        "cv",
+    ):
+        if key not in data:
+            found.append(f"missing {key}")
+    if data.get("format") != CONSTANT_SET_FORMAT:
+        found.append(f"format is {data.get('format')!r}, not {CONSTANT_SET_FORMAT!r}")
+    for arch, entry in (data.get("platforms") or {}).items():
+        for key in ("model_hash", "constants", "band", "calibration_points", "fitted_constants"):
+            if key not in entry:
+                found.append(f"{arch}: missing {key}")
+        for path, c in (entry.get("constants") or {}).items():
+            if c.get("kind") not in ("source", "uncertain", "fitted", "setting"):
+                found.append(f"{arch}: {path}: kind {c.get('kind')!r}")
+            if c.get("kind") == "fitted" and not (c.get("bounds") and c.get("points")):
+                found.append(f"{arch}: {path}: fitted without bounds and points")
+            if c.get("kind") == "source" and not (c.get("document") and c.get("locator")):
+                found.append(f"{arch}: {path}: source without document and locator")
+        kind = (entry.get("band") or {}).get("kind")
+        if kind not in ("near", "conformal", "wide", "uncalibrated", "unbounded"):
+            found.append(f"{arch}: band kind {kind!r}")
+        if kind in ("near", "conformal") and not entry.get("residuals"):
+            found.append(f"{arch}: a {kind} band without residuals")
+    return found

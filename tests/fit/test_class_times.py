@@ -14,15 +14,19 @@ from dataclasses import replace
 
 import pytest
 
+from dabench.cli.fit.from_mlflow import report
 from dabench.core.ceilings import Ceilings
+from dabench.fit.constant_set import build_set
+from dabench.fit.evaluate import base_options, prepare, quiet_model
+from dabench.fit.machine import fit_group
+from dabench.fit.refit import FIT_BOUNDS, class_residuals, measured_classes, refit_runs, run_residuals
+from dabench.fit.runs import points_from_runs
+from dabench.fit.sources import hardware_yaml
 from dabench.perfmodel import get_predictor
-from dabench.perfmodel.fit import from_runs
-from dabench.perfmodel.fit.from_runs.class_times import class_residuals, measured_classes
-from dabench.perfmodel.fit.sources import hardware_yaml
 from tests.fit import helpers as h
 
 TRUTH = {"compute_efficiency": 0.45, "memory_efficiency": 0.25, "launch_s": 4e-5}
-BOUNDS = {k: from_runs.FIT_BOUNDS["cpu"][k] for k in TRUTH}
+BOUNDS = {k: FIT_BOUNDS["cpu"][k] for k in TRUTH}
 GRID = [(2, 128, 1, "fp32"), (8, 256, 4, "fp32"), (4, 128, 4, "fp32"), (2, 256, 1, "fp32")]
 PROFILER_SLOWDOWN = 1.3
 
@@ -60,7 +64,7 @@ def _miss(fitted: dict[str, float]) -> float:
 
 def test_class_times_are_rescaled_to_the_timed_step_and_become_residuals():
     runs = _runs()
-    points, _ = from_runs.points_from_runs(runs)
+    points, _ = points_from_runs(runs)
     p = points[0]
     classes = measured_classes(p)
     logged = {k.split(".", 1)[1]: v for k, v in runs[0]["metrics"].items() if k.startswith("class_time.")}
@@ -79,28 +83,28 @@ def test_class_times_are_rescaled_to_the_timed_step_and_become_residuals():
     assert class_residuals(p, exact) == pytest.approx([0.0] * len(classes))
     doubled = class_residuals(p, {c: 2 * s for c, s in classes.items()})
     assert sum(r * r for r in doubled) == pytest.approx(math.log(2) ** 2)  # together they weigh as one residual
-    assert not from_runs.prepare(points[:1])
-    assert len(from_runs.residuals(points[:1], from_runs.base_options("cpu"))) == 1 + len(classes)
-    assert len(from_runs.residuals(points[:1], from_runs.base_options("cpu"), classes=False)) == 1
+    assert not prepare(points[:1])
+    assert len(run_residuals(points[:1], base_options("cpu"))) == 1 + len(classes)
+    assert len(run_residuals(points[:1], base_options("cpu"), classes=False)) == 1
 
 
 def test_a_fit_with_class_times_recovers_known_efficiencies_better_than_throughput_alone():
-    points, _ = from_runs.points_from_runs(_runs())
-    assert not from_runs.prepare(points)
-    start = from_runs.base_options("cpu")
-    with from_runs.quiet_model():
-        alone = from_runs.refit(points, BOUNDS, start, classes=False)
-        both = from_runs.refit(points, BOUNDS, start, classes=True)
+    points, _ = points_from_runs(_runs())
+    assert not prepare(points)
+    start = base_options("cpu")
+    with quiet_model():
+        alone = refit_runs(points, BOUNDS, start, classes=False)
+        both = refit_runs(points, BOUNDS, start, classes=True)
     print(f"throughput alone: {alone} (miss {_miss(alone):.3f}); with class times: {both} (miss {_miss(both):.3f})")
     assert _miss(both) < 0.1, both  # 0.45 -> 0.455, 0.25 -> 0.242 here; throughput alone: 0.25 -> 0.454
     assert _miss(both) < 0.5 * _miss(alone), (alone, both)
 
 
 def test_the_fit_report_counts_the_class_residuals():
-    points, _ = from_runs.points_from_runs(_runs())
-    g = from_runs.fit_group("cpu", h.CPU_HOST, points)
-    text = from_runs.report(g)
+    points, _ = points_from_runs(_runs())
+    g = fit_group("cpu", h.CPU_HOST, points)
+    text = report(g)
     n = sum(len(measured_classes(p)) for p in points)
     assert f"per-class times: 4 of 4 points profiled their op classes ({n} class residuals beside 4 throughput" in text
-    entry = from_runs.build_set("c", [g], {"kind": "mlflow", "store": "x", "run_ids": []})["platforms"]["cpu"]
+    entry = build_set("c", [g], {"kind": "mlflow", "store": "x", "run_ids": []})["platforms"]["cpu"]
     assert entry["class_time_points"] == 4

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from dabench.perfmodel.fit.evaluate import predict_point
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.sources import fitted
+from dabench.fit.evaluate import predict_point
+from dabench.fit.points import load_points
+from dabench.fit.sources import fitted
 
 POINTS = {p.id: p for p in load_points()}
 
@@ -33,7 +33,7 @@ def test_the_rows_of_one_table_are_one_source():
 def test_a_point_without_a_source_is_refused(tmp_path):
     import csv
 
-    from dabench.perfmodel.fit.points import POINTS_CSV
+    from dabench.fit.points import POINTS_CSV
 
     rows = list(csv.DictReader(line for line in POINTS_CSV.read_text().splitlines() if not line.startswith("#")))
     bad = tmp_path / "points.csv"
@@ -48,16 +48,16 @@ def test_a_point_without_a_source_is_refused(tmp_path):
 def test_no_shipped_rdu_constant_sits_at_its_fitting_bound():
     import yaml
 
-    from dabench.perfmodel.fit.evaluate import CONF
+    from dabench.fit.sources import CONF_HARDWARE
 
-    options = yaml.safe_load((CONF / "hardware" / "rdu.yaml").read_text())["options"]
+    options = yaml.safe_load((CONF_HARDWARE / "rdu.yaml").read_text())["options"]
     for path, entry in fitted("rdu").items():
         value = float(options[path.split(".", 1)[1]])
         assert entry.bounds[0] < value < entry.bounds[1], path
 
 
 def test_a_refit_for_cross_validation_starts_from_the_bounds_middle():
-    from dabench.perfmodel.fit.refit import refit
+    from dabench.fit.refit import refit
 
     everything = {p.id for p in POINTS.values() if p.platform == "ipu"}
     (path, entry), *_ = fitted("ipu").items()
@@ -68,8 +68,8 @@ def test_a_refit_for_cross_validation_starts_from_the_bounds_middle():
 
 
 def test_cross_validation_leaves_out_a_whole_source_and_measures_every_metric():
-    from dabench.perfmodel.fit.cv import MEASURES, cross_validate
-    from dabench.perfmodel.fit.refit import refit
+    from dabench.fit.cv import MEASURES, cross_validate
+    from dabench.fit.refit import refit
 
     cv = cross_validate("ipu")
     rows = {r.point.id: r for r in cv.rows}
@@ -89,9 +89,9 @@ def test_cross_validation_leaves_out_a_whole_source_and_measures_every_metric():
 
 def test_fit_cv_ends_with_the_documented_summary_line():
     from dabench.cli.fit.cv_text import cv_last_line, cv_report
-    from dabench.perfmodel.fit import constant_set
+    from dabench.perfmodel import constants
 
-    data = dict(constant_set.load())
+    data = dict(constants.load())
     last = cv_report(data).splitlines()[-1]
     assert last == cv_last_line(data)
     pattern = (
@@ -104,14 +104,14 @@ def test_fit_cv_ends_with_the_documented_summary_line():
 
 def test_constants_fixed_from_a_calibration_source_are_named():
     """A fixed constant names a document that is no calibration point's, or fit --cv says so."""
-    from dabench.perfmodel.fit.sources import read_from_calibration
+    from dabench.fit.sources import read_from_calibration
 
     for arch in ("ipu", "cuda", "cuda_a100"):
         assert read_from_calibration(arch) == {}, arch
     from dabench.cli.fit.cv_text import cv_report
-    from dabench.perfmodel.fit import constant_set
+    from dabench.perfmodel import constants
 
-    text = cv_report(dict(constant_set.load()))
+    text = cv_report(dict(constants.load()))
     for arch in ("wse2", "rdu"):
         for path in read_from_calibration(arch):
             assert re.search(rf"fixed from a calibration source.*{path.split('.', 1)[1]}", text), path

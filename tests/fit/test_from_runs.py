@@ -16,7 +16,12 @@ import json
 
 import pytest
 
-from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.cli.fit.from_mlflow import report
+from dabench.fit.constant_set import build_set
+from dabench.fit.evaluate import prepare
+from dabench.fit.machine import GroupFit, drift, fit_group, folds, noise_floor
+from dabench.fit.runs import group_points, points_from_runs
+from dabench.perfmodel import constants
 from tests.fit import helpers as h
 
 #: 6 configs, fp32 and bf16 (bf16 is emulated: the emulated-precision factors get fitted)
@@ -34,8 +39,8 @@ GRID = [
 def cpu_fit():
     """One fit of the synthetic CPU runs, shared by the tests below (a fit costs seconds)."""
     runs = h.cpu_runs(GRID)
-    points, left = from_runs.points_from_runs(runs)
-    return runs, from_runs.fit_group("cpu", h.CPU_HOST, points)
+    points, left = points_from_runs(runs)
+    return runs, fit_group("cpu", h.CPU_HOST, points)
 
 
 def test_points_keep_measured_ok_runs_and_say_why_others_are_left_out():
@@ -53,14 +58,14 @@ def test_points_keep_measured_ok_runs_and_say_why_others_are_left_out():
         "params": {"import.format": "cerebras_compile_report", "import.path": "/x"},
         "metrics": {"throughput.samples_per_s": 5000.0},
     }
-    points, left = from_runs.points_from_runs(runs + [predicted, failed, other, ingested])
+    points, left = points_from_runs(runs + [predicted, failed, other, ingested])
     ids = {p.run_id for p in points}
     assert "p" * 32 not in ids and "p" * 32 not in {x.run_id for x in left}  # predicted: never a point
     assert [x.reason for x in left if x.run_id == "f" * 32][0].startswith("the result check failed")
-    groups = from_runs.group_points(points)
+    groups = group_points(points)
     assert set(groups) == {("cpu", h.CPU_HOST), ("cpu", "cpu:Another CPU"), ("wse2", "wse2:cerebras_compile_report")}
     vendor = groups[("wse2", "wse2:cerebras_compile_report")]
-    assert vendor[0].samples_per_s == 5000.0 and "recorded without its config" in from_runs.prepare(vendor)[0].reason
+    assert vendor[0].published == 5000.0 and "recorded without its config" in prepare(vendor)[0].reason
     assert points[0].config["model"]["n_layers"] == 2 and points[0].ceilings[0] == h.CPU_CEILINGS["fp32"][0]
 
 
@@ -68,35 +73,33 @@ def test_the_fit_lowers_the_out_of_sample_error_and_writes_the_documented_format
     runs, g = cpu_fit
     assert set(g.fitted) >= {"launch_s", "memory_efficiency", "emulated_compute_efficiency"}
     assert len(g.fitted) < len({p.key for p in g.points})  # fewer constants than configs
-    assert g.fitted_error < 0.7 * g.published_error, from_runs.report(g)
+    assert g.fitted_error < 0.7 * g.published_error, report(g)
     assert g.recommendation == "fitted"
     assert abs(g.fitted["launch_s"] / h.CPU_TRUTH["launch_s"] - 1) < 0.5  # moved towards the truth
-    data = from_runs.build_set(
-        "mine", [g], {"kind": "mlflow", "store": "sqlite:///x", "run_ids": [r["run_id"] for r in runs]}
-    )
-    assert constant_set.format_problems(data) == []
+    data = build_set("mine", [g], {"kind": "mlflow", "store": "sqlite:///x", "run_ids": [r["run_id"] for r in runs]})
+    assert h.format_problems(data) == []
     entry = data["platforms"]["cpu"]
     assert entry["band"]["kind"] == "conformal" and entry["band"]["factor"] > 1
     assert entry["host_key"] == h.CPU_HOST and entry["recommendation"] == "fitted"
     assert {r["point"] for r in entry["residuals"]} == {r["run_id"] for r in runs}
     fitted = {k: c for k, c in entry["constants"].items() if c["kind"] == "fitted"}
     assert fitted["options.launch_s"]["before"] == 9e-05 and fitted["options.launch_s"]["points"]
-    text = from_runs.report(g)
+    text = report(g)
     assert "launch_s: 9e-05 ->" in text and "noise floor" in text and "recommendation: the fitted set" in text
 
 
 def test_a_fit_that_does_not_help_keeps_the_shipped_constants(cpu_fit):
     _, g = cpu_fit
-    worse = from_runs.GroupFit(**{**g.__dict__, "out_of_sample": {k: v * 3 for k, v in g.out_of_sample.items()}})
+    worse = GroupFit(**{**g.__dict__, "out_of_sample": {k: v * 3 for k, v in g.out_of_sample.items()}})
     assert not worse.improved and worse.recommendation == "published"
-    assert "does NOT lower the out-of-sample error" in from_runs.report(worse)
+    assert "does NOT lower the out-of-sample error" in report(worse)
 
 
 def test_leave_one_config_out_keeps_repeats_together():
     runs = h.cpu_runs(GRID[:3] + GRID[:1])  # the first config measured twice
-    points, _ = from_runs.points_from_runs(runs)
-    assert len(points) == 4 and len(from_runs.folds(points)) == 3
-    floor, how = from_runs.noise_floor(points)
+    points, _ = points_from_runs(runs)
+    assert len(points) == 4 and len(folds(points)) == 3
+    floor, how = noise_floor(points)
     assert how.startswith("repeats: 1 configs") and floor > 0
 
 
@@ -113,7 +116,7 @@ def test_the_cuda_path_fits_from_the_recorded_standin_fixture(tmp_path, monkeypa
     assert {(r["tags"]["dabench.mode"], r["tags"]["dabench.arch"], r["params"]["hardware.backend"]) for r in runs} == {
         ("measure", "cuda", "cuda")
     }
-    points, left = from_runs.points_from_runs(runs)
+    points, left = points_from_runs(runs)
     assert not left and {p.host_key for p in points} == {h.CUDA_HOST}
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     h.record(uri, runs, "cuda_standin")
@@ -122,7 +125,7 @@ def test_the_cuda_path_fits_from_the_recorded_standin_fixture(tmp_path, monkeypa
     assert code == 0, out
     assert f"== cuda [{h.CUDA_HOST}]: 10 points used (10 configs)" in out and "recommendation: the fitted set" in out
     data = json.loads((tmp_path / "sets" / "gpu.json").read_text())
-    assert constant_set.format_problems(data) == [] and data["platforms"]["cuda"]["band"]["kind"] == "conformal"
+    assert h.format_problems(data) == [] and data["platforms"]["cuda"]["band"]["kind"] == "conformal"
     entry = data["platforms"]["cuda"]
     fitted = {k.split(".", 1)[1]: c["value"] for k, c in entry["constants"].items() if c.get("before") is not None}
     assert set(fitted) == {"compute_efficiency", "memory_efficiency", "launch_s"}
@@ -174,7 +177,7 @@ def test_cli_fits_from_mlflow_logs_the_set_and_exports_it(store, tmp_path, monke
     never written."""
     uri, _ = store
     monkeypatch.setenv("DABENCH_CONSTANTS_DIR", str(tmp_path / "sets"))
-    published = constant_set.path_of("published").read_text()
+    published = constants.path_of("published").read_text()
     code, out, _ = _fit_cli("--from-mlflow", "sweep", "--name", "mine", "--tracking-uri", uri, capsys=capsys)
     assert code == 0, out
     assert "4 measured ok (points)" in out and "constants changed (old -> new, bounds)" in out
@@ -182,7 +185,7 @@ def test_cli_fits_from_mlflow_logs_the_set_and_exports_it(store, tmp_path, monke
     assert out.strip().splitlines()[-1].startswith("published_median_abs_error=")
     data = json.loads((tmp_path / "sets" / "mine.json").read_text())
     assert data["source"]["store"] == uri and len(data["source"]["run_ids"]) == 4
-    assert constant_set.path_of("published").read_text() == published  # never overwritten
+    assert constants.path_of("published").read_text() == published  # never overwritten
 
     from mlflow.tracking import MlflowClient
 
@@ -195,7 +198,7 @@ def test_cli_fits_from_mlflow_logs_the_set_and_exports_it(store, tmp_path, monke
     from dabench.report.frame import load_frame
 
     frame, _ = load_frame(uri)
-    points, _ = from_runs.points_from_runs(run_dicts(frame))
+    points, _ = points_from_runs(run_dicts(frame))
     assert len(points) == 4 + len(GRID)
 
     code, exported, _ = _fit_cli("--export", "mine", capsys=capsys)
@@ -232,12 +235,12 @@ def test_drift_flags_a_set_whose_runs_leave_its_band(store, tmp_path, monkeypatc
     """Injected out-of-band runs (the same configs 40% slower) make doctor flag the set and name
     the command that refits it; in-band runs do not."""
     runs, g = cpu_fit
-    data = from_runs.build_set("mine", [g], {"kind": "mlflow", "store": "x", "run_ids": []})
-    points, _ = from_runs.points_from_runs(runs)
-    steady = from_runs.drift("mine", data, points)[0]
+    data = build_set("mine", [g], {"kind": "mlflow", "store": "x", "run_ids": []})
+    points, _ = points_from_runs(runs)
+    steady = drift("mine", data, points)[0]
     assert steady.n == len(runs) and not steady.drifted
-    slow, _ = from_runs.points_from_runs(h.cpu_runs(GRID, start=100, scale=0.6))
-    moved = from_runs.drift("mine", data, slow)[0]
+    slow, _ = points_from_runs(h.cpu_runs(GRID, start=100, scale=0.6))
+    moved = drift("mine", data, slow)[0]
     assert moved.outside == moved.n == len(GRID) and moved.drifted
 
     sets = tmp_path / "sets"
@@ -256,7 +259,7 @@ def test_drift_flags_a_set_whose_runs_leave_its_band(store, tmp_path, monkeypatc
 
 def test_the_shipped_set_is_no_fit_from_runs():
     """Test fixtures of measured runs never ship as ``published``: it is built from points.csv."""
-    shipped = json.loads(constant_set.path_of("published").read_text())
+    shipped = json.loads(constants.path_of("published").read_text())
     assert "source" not in shipped
     assert all("host_key" not in e for e in shipped["platforms"].values())
-    assert constant_set.path_of("mine").parent == constant_set.user_dir()
+    assert constants.path_of("mine").parent == constants.user_dir()

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from dabench.perfmodel.fit import from_runs
+from dabench.fit.evaluate import base_options, predict_point, prepare
+from dabench.fit.runs import points_from_runs
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/fixtures (real vendor artifacts) not present")
@@ -57,7 +58,7 @@ def _points(uri: str, experiment: str):
     from dabench.report.frame import load_frame
 
     frame, _ = load_frame(uri, experiment)
-    return from_runs.points_from_runs(run_dicts(frame))
+    return points_from_runs(run_dicts(frame))
 
 
 @needs_shared
@@ -68,12 +69,12 @@ def test_real_artifacts_are_listed_with_the_config_they_lack(tmp_path, capsys):
     _ingest(SHARED / "sambanova/logreg", uri, "vendor")
     capsys.readouterr()
     points, left = _points(uri, "vendor")
-    assert {(p.arch, p.host_key, p.source) for p in points} == {
+    assert {(p.platform, p.host_key, p.source) for p in points} == {
         ("wse2", "wse2:cerebras_compile_report", "ingest:cerebras_compile_report"),
         ("wse2", "wse2:cer-cs2-01", "ingest:cerebras_appliance_run"),  # the system run_meta.json names
     }
     assert [x.reason for x in left] == ["no measured throughput (metric throughput.samples_per_s)"]  # SambaFlow
-    why = {p.source: u.reason for p in points for u in from_runs.prepare([p])}
+    why = {p.source: u.reason for p in points for u in prepare([p])}
     assert why["ingest:cerebras_compile_report"].startswith(
         "the cerebras_compile_report artifact does not state model.n_layers, model.hidden_size, model.n_heads"
     )
@@ -96,8 +97,8 @@ def test_compile_reports_with_their_params_become_points_of_the_shipped_configs(
     """Each real compile report in a model folder with its params.yaml: ingested, it is a point
     whose config is points.csv's WSE-L<n> config (the same prediction to the last digit), and
     ``fit --from-mlflow`` fits wse2 from the three."""
-    from dabench.perfmodel.fit.evaluate import predict_point
-    from dabench.perfmodel.fit.points import load_points
+    from dabench.fit.evaluate import predict_point
+    from dabench.fit.points import load_points
 
     monkeypatch.setenv("DABENCH_CONSTANTS_DIR", str(tmp_path / "sets"))
     uri = f"sqlite:///{tmp_path / 'store.db'}"
@@ -108,15 +109,15 @@ def test_compile_reports_with_their_params_become_points_of_the_shipped_configs(
         (folder / "params.yaml").write_text(PARAMS_YAML.format(L=layers))
         _ingest(folder, uri, "wse_sweep")
     points, left = _points(uri, "wse_sweep")
-    assert not left and {(p.arch, p.host_key) for p in points} == {("wse2", "wse2:cerebras_compile_report")}
-    assert not from_runs.prepare(points)  # every one predictable
+    assert not left and {(p.platform, p.host_key) for p in points} == {("wse2", "wse2:cerebras_compile_report")}
+    assert not prepare(points)  # every one predictable
     shipped = {p.id: p for p in load_points()}
-    base = from_runs.base_options("wse2")
+    base = base_options("wse2")
     for p in points:
         layers = p.rc.model.n_layers // 2
         assert (p.rc.model.cross_attention_layers, p.rc.run.batch_size, p.precision) == (layers, 128, "mixed")
         assert p.rc.hardware.options["execution_mode"] == "pipelined"
-        assert from_runs.predict(p, base) == pytest.approx(predict_point(shipped[f"WSE-L{layers}"]), rel=1e-9)
+        assert predict_point(p, base) == pytest.approx(predict_point(shipped[f"WSE-L{layers}"]), rel=1e-9)
 
     from dabench.cli.fit import main
 
@@ -145,8 +146,8 @@ def test_an_appliance_run_whose_trainer_params_state_a_decoder_is_a_point(tmp_pa
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     _ingest(folder, uri, "appliance")
     points, left = _points(uri, "appliance")
-    assert not left and [(p.arch, p.host_key) for p in points] == [("wse2", "wse2:cer-cs2-01")]
-    assert not from_runs.prepare(points)
+    assert not left and [(p.platform, p.host_key) for p in points] == [("wse2", "wse2:cer-cs2-01")]
+    assert not prepare(points)
     p = points[0]
     assert (p.rc.model.name, p.rc.model.n_layers, p.rc.model.hidden_size, p.rc.run.batch_size) == ("gpt2", 12, 768, 64)
-    assert p.samples_per_s == pytest.approx(1319.17) and from_runs.predict(p, from_runs.base_options("wse2")) > 0
+    assert p.published == pytest.approx(1319.17) and predict_point(p, base_options("wse2")) > 0

@@ -33,8 +33,8 @@ PACKAGE_DATA = (
     "dabench/_data/conf/hardware/sources/ipu.yaml",
     "dabench/_data/conf/default_sweep/ipu_pp.yaml",
     "dabench/_data/sweeps/ipu_deploy.yaml",
-    "dabench/perfmodel/fit/points.csv",
-    "dabench/perfmodel/fit/residuals.json",
+    "dabench/fit/points.csv",
+    "dabench/fit/residuals.json",
     "dabench/report/templates/report.html.j2",
     "dabench/py.typed",
 )

@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from dabench.perfmodel.fit import constant_set, reach
-from dabench.perfmodel.fit.cv import (
+from dabench.fit.cv import (
     NOMINAL,
     CvRow,
     PlatformCv,
@@ -19,14 +18,16 @@ from dabench.perfmodel.fit.cv import (
     nested_coverage,
     score,
 )
+from dabench.perfmodel import constants, reach
+from tests.fit.helpers import format_problems
 
-PUBLISHED = constant_set.load()
+PUBLISHED = constants.load()
 CALIBRATED = ("wse2", "rdu", "ipu", "cuda")
 
 
 def test_the_published_constant_set_has_the_documented_form():
     assert PUBLISHED, "run python -m dabench fit --cv --write"
-    assert constant_set.format_problems(PUBLISHED) == []
+    assert format_problems(PUBLISHED) == []
     assert PUBLISHED["name"] == "published" and PUBLISHED["nominal_coverage"] == NOMINAL
     for arch in ("cpu", "cuda_a100"):  # no calibration points of their own: a wide band that says so
         band = PUBLISHED["platforms"][arch]["band"]
@@ -46,9 +47,9 @@ def test_no_platform_has_as_many_fitted_constants_as_points():
 
 def test_the_published_set_holds_the_shipped_constants_and_predictions():
     """Its constants are the YAML's and its in-sample predictions today's (else: fit --cv --write)."""
-    from dabench.perfmodel.fit.evaluate import predict_point
-    from dabench.perfmodel.fit.points import load_points
-    from dabench.perfmodel.fit.sources import constant_paths, hardware_yaml
+    from dabench.fit.evaluate import predict_point
+    from dabench.fit.points import load_points
+    from dabench.fit.sources import constant_paths, hardware_yaml
 
     points = {p.id: p for p in load_points()}
     for arch, entry in PUBLISHED["platforms"].items():
@@ -105,17 +106,17 @@ def _coords(size=9.0, chips=0.0, precision="mixed", **extra):
 def test_a_band_widens_with_reach_and_is_never_absent():
     points = [{"id": f"p{i}", "coords": _coords(size=9.0 + i / 10), "score": 0.05 + i / 100} for i in range(5)]
     fake = _fake_set(points)
-    at = constant_set.band("x", 100.0, fake, _coords(9.0))
-    other_precision = constant_set.band("x", 100.0, fake, _coords(9.0, precision="fp32"))
-    bigger = constant_set.band("x", 100.0, fake, _coords(10.4))
+    at = constants.band("x", 100.0, fake, _coords(9.0))
+    other_precision = constants.band("x", 100.0, fake, _coords(9.0, precision="fp32"))
+    bigger = constants.band("x", 100.0, fake, _coords(10.4))
     assert at[0] < 100.0 < at[1]
     assert other_precision[1] > at[1] and bigger[1] > at[1]
-    kind, q, why = constant_set.half_width("x", fake, _coords(14.0))  # five decades away: nothing nearby
+    kind, q, why = constants.half_width("x", fake, _coords(14.0))  # five decades away: nothing nearby
     assert kind == "wide" and "nothing calibrated nearby" in why and q > 1.0
-    kind, q, why = constant_set.half_width("empty", fake, _coords())
+    kind, q, why = constants.half_width("empty", fake, _coords())
     assert kind == "wide" and q == pytest.approx(1.0 + reach.GROWTH_MIN * reach.FAR)
-    assert constant_set.band("empty", 100.0, fake, _coords()) is not None
-    assert constant_set.band("x", float("nan"), fake, _coords()) is None
+    assert constants.band("empty", 100.0, fake, _coords()) is not None
+    assert constants.band("x", float("nan"), fake, _coords()) is None
 
 
 def test_the_band_nominal_param_sizes_the_band():
@@ -124,8 +125,8 @@ def test_the_band_nominal_param_sizes_the_band():
         for i, s in enumerate((0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2))
     ]
     fake = _fake_set(points)
-    narrow = constant_set.band("x", 100.0, fake, _coords(), nominal=0.5)
-    wide = constant_set.band("x", 100.0, fake, _coords(), nominal=0.9)
+    narrow = constants.band("x", 100.0, fake, _coords(), nominal=0.5)
+    wide = constants.band("x", 100.0, fake, _coords(), nominal=0.9)
     assert wide[1] > narrow[1] and wide[0] < narrow[0]
 
 
@@ -133,19 +134,19 @@ def test_a_band_is_at_least_the_nearest_points_own_error():
     points = [{"id": "good", "coords": _coords(9.0), "score": 0.05} for _ in range(9)]
     points.append({"id": "bad", "coords": _coords(9.0, chips=5.0), "score": 0.7})  # the multi-node run it missed
     fake = _fake_set(points)
-    near_bad = constant_set.half_width("x", fake, _coords(9.0, chips=5.0))[1]
-    near_good = constant_set.half_width("x", fake, _coords(9.0))[1]
+    near_bad = constants.half_width("x", fake, _coords(9.0, chips=5.0))[1]
+    near_good = constants.half_width("x", fake, _coords(9.0))[1]
     assert near_bad >= 0.7 > near_good
 
 
 def test_band_metrics_of_a_validate_run_band_only_the_predicted_numbers():
     fake = {"platforms": {"x": {"band": {"kind": "conformal", "factor": 1.25}}}}
     metrics = {"throughput.samples_per_s": 10.0, "step_time.median_s": 2.0}
-    out = constant_set.band_metrics("x", metrics, fake)
+    out = constants.band_metrics("x", metrics, fake)
     assert out["throughput.samples_per_s.lo"] == pytest.approx(8.0)
     assert out["step_time.median_s.hi"] == pytest.approx(2.5)
     validate = {**metrics, "predict.throughput.samples_per_s": 12.0, "predict.step_time.median_s": 1.5}
-    assert set(constant_set.band_metrics("x", validate, fake)) == {
+    assert set(constants.band_metrics("x", validate, fake)) == {
         "predict.throughput.samples_per_s.lo",
         "predict.throughput.samples_per_s.hi",
         "predict.step_time.median_s.lo",
@@ -168,7 +169,7 @@ def test_conformal_arithmetic():
 def test_a_nested_band_is_sized_without_its_own_source():
     from dataclasses import replace
 
-    from dabench.perfmodel.fit.points import load_points
+    from dabench.fit.points import load_points
 
     base = next(p for p in load_points() if p.metric == "samples_per_s")
     rows = []

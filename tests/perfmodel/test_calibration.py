@@ -1,16 +1,16 @@
-"""Calibration against public measurements (dabench/perfmodel/fit): every point within
-its tolerance, the shipped constants are the fit's output, the residuals file and the docs tables
-are current, and every predicted run can name its model version and error band."""
+"""Calibration against public measurements (dabench/fit): every point within
+its tolerance, the shipped constants are the fit's output, the residuals file is current (the docs
+tables: tests/cli/test_docs.py), and every predicted run can name its model version and error band."""
 
 import math
 
 import pytest
 
-from dabench.cli.fit import BEGIN, DOC, END, markdown, platforms
-from dabench.perfmodel.fit import error_band, model_version, residuals, run_tags
-from dabench.perfmodel.fit.evaluate import predict_point
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.sources import fitted, hardware_yaml
+from dabench.cli.fit.published import platforms
+from dabench.fit.evaluate import predict_point
+from dabench.fit.points import load_points, uncertain_tolerance
+from dabench.fit.sources import fitted, hardware_yaml
+from dabench.perfmodel.constants import error_band, model_version, residuals, run_tags
 
 POINTS = [p for p in load_points() if p.use != "excluded"]
 
@@ -23,8 +23,6 @@ def predicted():
 def test_points_have_a_source_and_a_stated_tolerance():
     """Throughput within 25%, allocation within 5 points; wider only with ``uncertain: <reason>``
     (20+ characters) in the note, and then listed in docs/perfmodel.md's generated table."""
-    from dabench.cli.fit import uncertain_tolerance
-
     for point in load_points():
         assert point.source and point.type in "MVD"
         assert uncertain_tolerance(point) != "NO STATED REASON", point.id
@@ -34,8 +32,6 @@ def test_points_have_a_source_and_a_stated_tolerance():
 
 def test_the_tolerance_escape_needs_a_stated_reason():
     from dataclasses import replace
-
-    from dabench.cli.fit import uncertain_tolerance
 
     point = next(p for p in load_points() if p.metric == "samples_per_s")
     assert uncertain_tolerance(replace(point, tolerance=0.4, note="uncertain")) == "NO STATED REASON"
@@ -69,29 +65,12 @@ def test_residuals_file_matches_the_shipped_model(predicted):
 def test_shipped_constants_are_the_fit(arch):
     """Refitting from the shipped values moves nothing beyond the YAML's rounding (bounded,
     deterministic least squares), so the YAML holds the fit's output."""
-    from dabench.perfmodel.fit.refit import refit
+    from dabench.fit.refit import refit
 
     result = refit(arch)
     options = hardware_yaml(arch)["options"]
     for name, value in result.values.items():
         assert value == pytest.approx(float(options[name]), rel=0.02, abs=1e-9), name
-
-
-def test_docs_tables_are_the_generators_output(predicted):
-    from dabench.cli.fit import CV_BLOCK, UNCERTAIN_BLOCK, cv_markdown, uncertain_markdown
-    from dabench.perfmodel.fit import constant_set
-
-    text = DOC.read_text()
-    for name, block in ((CV_BLOCK, cv_markdown(dict(constant_set.load()))), (UNCERTAIN_BLOCK, uncertain_markdown())):
-        begin, end = BEGIN.format(arch=name), END.format(arch=name)
-        assert begin in text and end in text, f"docs/perfmodel.md lacks the {name} markers"
-        assert begin + text.split(begin, 1)[1].split(end, 1)[0] + end == block, "run python -m dabench fit --update-doc"
-    for arch in platforms():
-        rows = [(p, predicted[p.id]) for p in load_points() if p.platform == arch]
-        begin, end = BEGIN.format(arch=arch), END.format(arch=arch)
-        assert begin in text and end in text, f"docs/perfmodel.md lacks the {arch} markers"
-        block = begin + text.split(begin, 1)[1].split(end, 1)[0] + end
-        assert block == markdown(arch, rows), f"run python -m dabench fit --update-doc ({arch})"
 
 
 def test_model_version_and_error_band():

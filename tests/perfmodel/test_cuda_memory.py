@@ -8,9 +8,10 @@ import math
 import pytest
 
 from dabench.api import predict as api_predict
+from dabench.config.compose import compose
 from dabench.core.status import CapacityError
-from dabench.perfmodel.fit.evaluate import point_config, predict_mapping
-from dabench.perfmodel.fit.points import load_points
+from dabench.fit.evaluate import point_config, predict_mapping
+from dabench.fit.points import load_points
 from tests.perfmodel.helpers import predict, run_config
 
 PUBLISHED = [p for p in load_points() if p.platform == "cuda" and p.use != "excluded"]
@@ -92,9 +93,7 @@ def test_fsdp_with_tensor_parallel_counts_its_gpus():
 def test_each_generation_prices_at_its_own_efficiencies():
     _, a100 = _llama(hardware="cuda_a100", parallel="fsdp", degree=8)
     _, h100 = _llama(hardware="cuda_h100", parallel="fsdp", degree=8)
-    from dabench.perfmodel.fit.evaluate import _load
-
-    options = _load("hardware", "cuda")["options"]
+    options = compose(["hardware=cuda"])["hardware"]["options"]
     assert a100["perfmodel.compute_efficiency_term"] == options["ampere_compute_efficiency"]
     assert h100["perfmodel.compute_efficiency_term"] == options["compute_efficiency"]
 

@@ -10,10 +10,11 @@ import re
 
 import pytest
 
+from dabench.config.compose import compose
 from dabench.core.status import UnsupportedError
-from dabench.perfmodel.fit.evaluate import _load, point_config, predict_point
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.sources import fitted
+from dabench.fit.evaluate import point_config, predict_point
+from dabench.fit.points import load_points
+from dabench.fit.sources import fitted
 from tests.perfmodel.helpers import predict, run_config
 
 MEG = [p for p in load_points() if p.id.startswith("MEG-")]
@@ -53,7 +54,7 @@ def test_every_point_is_predicted_without_a_gpu(point, monkeypatch):
 
 
 def test_a100_variant_inherits_the_options_but_its_generation():
-    cuda, a100 = _load("hardware", "cuda"), _load("hardware", "cuda_a100")
+    cuda, a100 = compose(["hardware=cuda"])["hardware"], compose(["hardware=cuda_a100"])["hardware"]
     assert a100["options"]["generation"] == "ampere" and cuda["options"]["generation"] == "hopper"
     same = {k: v for k, v in a100["options"].items() if k != "generation"}
     assert same == {k: v for k, v in cuda["options"].items() if k != "generation"} and a100["arch"] == "cuda"

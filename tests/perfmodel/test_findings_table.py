@@ -7,11 +7,11 @@ import inspect
 import pytest
 import yaml
 
+from dabench.fit.points import load_points
+from dabench.fit.sources import CONF_HARDWARE, Provenance
 from dabench.perfmodel import findings
 from dabench.perfmodel.findings import FITTED, NOT_REPRODUCED, PREDICTED, Finding, Measured, fitted_by, status, table
 from dabench.perfmodel.findings.registry import FINDINGS
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.sources import CONF_HARDWARE, Provenance
 from tests.perfmodel import test_findings
 
 IDS = [f.id for f in FINDINGS]

@@ -4,7 +4,7 @@ unknown names refused with the valid ones listed."""
 import pytest
 
 from dabench.core.status import ConfigError
-from dabench.perfmodel.fit.sources import CONF_HARDWARE, hardware_yaml
+from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
 from dabench.perfmodel.knobs import REGISTRY, build_knobs
 
 ARCHS = [p.stem for p in sorted(CONF_HARDWARE.glob("*.yaml"))]

@@ -1,25 +1,109 @@
 """Every number in conf/hardware/*.yaml is sourced (a document and a locator in it), an
 ``uncertain`` estimate with its stated reason, fitted (with its calibration points and bounds) or,
 for options, a stated setting: conf/hardware/sources/<arch>.yaml, convention in
-dabench/perfmodel/fit/sources.py."""
+dabench/fit/sources.py."""
+
+import re
+from typing import Any
 
 import pytest
 
-from dabench.perfmodel.fit.sources import CONF_HARDWARE, problems
+from dabench.fit import sources
+from dabench.fit.sources import CONF_HARDWARE, Provenance, constant_paths, hardware_yaml, load_sources
+
+#: a locator names a place inside a document: a URL, a section, table, figure, page, sheet, row,
+#: slide, line, or a file path inside a repository or a reference folder
+LOCATOR = re.compile(
+    r"(https?://\S+|§\s*\d|\b(section|table|figure|fig\.|page|pp?\.\s*\d|sheet|row|slide|chapter|line|"
+    r"appendix|column|cell)\b|[\w.-]+/[\w./-]+|\b[\w-]+\.(md|py|yaml|yml|json|txt|numbers|sh|ipynb|csv|cpp|pdf)\b)",
+    re.IGNORECASE,
+)
+MIN_DOCUMENT, MIN_FIGURE, MIN_REASON = 8, 10, 20  #: shortest acceptable texts (characters)
+
+
+def reference_problems(entry: Provenance) -> list[str]:
+    """What is missing from a ``source`` or ``uncertain`` entry's reference (empty when complete)."""
+    found = []
+    if entry.kind == "source":
+        if len(entry.document) < MIN_DOCUMENT or len(entry.document.split()) < 2:
+            found.append(f"source needs a document title (two words or more): {entry.document!r}")
+        if not LOCATOR.search(entry.locator):
+            found.append(f"source needs a locator (section, table, page, file path or URL): {entry.locator!r}")
+        if len(entry.text) < MIN_FIGURE:
+            found.append(f"source needs the figure it gives: {entry.text!r}")
+    elif entry.kind == "uncertain":
+        if len(entry.reason) < MIN_REASON:
+            found.append(f"uncertain needs a stated reason ({MIN_REASON}+ characters): {entry.reason!r}")
+        if len(entry.text) < MIN_FIGURE:
+            found.append(f"uncertain needs the estimate and how it was chosen: {entry.text!r}")
+        if entry.document and not LOCATOR.search(entry.locator):
+            found.append(f"uncertain names a document without a locator: {entry.locator!r}")
+    return found
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    if isinstance(value, str):
+        try:
+            float(value)
+            return True
+        except ValueError:
+            return False
+    return False
+
+
+def problems(arch: str, point_ids: set[str] | None = None) -> list[str]:
+    """Everything wrong with ``arch``'s provenance map (empty when complete and consistent)."""
+    spec = hardware_yaml(arch)
+    sources = load_sources(arch)
+    found = []
+    if not sources:
+        return [f"conf/hardware/sources/{arch}.yaml is missing or empty"]
+    constants = dict(constant_paths(spec))
+    for path, value in constants.items():
+        entry = sources.get(path)
+        if entry is None:
+            found.append(f"{arch}: {path} = {value!r} has no entry in sources/{arch}.yaml")
+            continue
+        if entry.kind == "invalid":
+            found.append(f"{arch}: {path}: {entry.text}")
+        elif entry.kind == "setting" and not path.startswith("options."):
+            found.append(f"{arch}: {path}: only options can be a 'setting'; a constant needs a source or a fit")
+        elif entry.kind == "setting" and len(entry.text) < MIN_FIGURE:
+            found.append(f"{arch}: {path}: setting text too short to say why this default: {entry.text!r}")
+        elif entry.kind in ("source", "uncertain"):
+            found += [f"{arch}: {path}: {problem}" for problem in reference_problems(entry)]
+        elif entry.kind == "fitted":
+            if not entry.points:
+                found.append(f"{arch}: {path}: fitted without the points it was fitted to")
+            if entry.bounds is None or not entry.bounds[0] < entry.bounds[1]:
+                found.append(f"{arch}: {path}: fitted needs bounds [low, high] with low < high")
+            elif _is_number(value) and not entry.bounds[0] <= float(value) <= entry.bounds[1]:
+                found.append(f"{arch}: {path} = {value} lies outside its fitting bounds {entry.bounds}")
+            if point_ids is not None:
+                unknown = [p for p in entry.points if p not in point_ids]
+                if unknown:
+                    found.append(f"{arch}: {path}: fitted to unknown calibration points {unknown}")
+    for path in sources:
+        if path not in constants:
+            found.append(f"{arch}: sources/{arch}.yaml names {path}, which conf/hardware/{arch}.yaml does not have")
+    return found
+
 
 ARCHS = sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_hardware_constant_has_a_provenance(arch):
-    from dabench.perfmodel.fit.points import load_points
+    from dabench.fit.points import load_points
 
     assert problems(arch, {p.id for p in load_points()}) == []
 
 
 def test_the_checker_catches_a_missing_and_an_orphan_entry(tmp_path, monkeypatch):
-    import dabench.perfmodel.fit.sources as sources
-
     (tmp_path / "sources").mkdir()
     (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\noptions: {k: 2, m: 1}\n")
     (tmp_path / "sources" / "x.yaml").write_text(
@@ -35,8 +119,6 @@ def test_the_checker_catches_a_missing_and_an_orphan_entry(tmp_path, monkeypatch
 
 
 def _one(tmp_path, monkeypatch, entry: str) -> str:
-    import dabench.perfmodel.fit.sources as sources
-
     (tmp_path / "sources").mkdir(exist_ok=True)
     (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\n")
     (tmp_path / "sources" / "x.yaml").write_text(f"peak_flops.fp16: {entry}\n")
@@ -66,8 +148,6 @@ def test_uncertain_needs_a_stated_reason(tmp_path, monkeypatch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_reference_has_the_form(arch):
     """Each ``source`` and ``uncertain`` entry, one by one (the form the convention asks)."""
-    from dabench.perfmodel.fit.sources import LOCATOR, load_sources
-
     for path, entry in load_sources(arch).items():
         assert entry.kind in ("source", "uncertain", "fitted", "setting"), (arch, path, entry.text)
         if entry.kind == "source":

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dabench.core.status import CapacityError
-from dabench.perfmodel.fit.sources import load_sources
+from dabench.fit.sources import load_sources
 from tests.conftest import need_shared_fixtures
 from tests.perfmodel.helpers import load, predict, run_config
 
@@ -264,9 +264,9 @@ def test_a_layer_pass_is_its_latency_plus_the_slowest_of_compute_and_streaming()
 def test_llama_7b_is_predicted_without_its_own_point():
     """C10 left out of the fit (C5, C9, C11 remain): the refitted constants predict LLaMA-7B's
     measured 20.45 samples/s within 15%."""
-    from dabench.perfmodel.fit.evaluate import predict_point
-    from dabench.perfmodel.fit.points import load_points
-    from dabench.perfmodel.fit.refit import refit
+    from dabench.fit.evaluate import predict_point
+    from dabench.fit.points import load_points
+    from dabench.fit.refit import refit
 
     values = refit("wse2", leave_out={"C10"}).values
     c10 = next(p for p in load_points() if p.id == "C10")

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from dabench.core.status import ConfigError
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.sources import load_sources
+from dabench.fit.points import load_points
+from dabench.fit.sources import load_sources
 from dabench.perfmodel.knobs.wse2 import RELEASES
 from tests.perfmodel.helpers import load, predict, run_config
 

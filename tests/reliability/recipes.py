@@ -193,7 +193,7 @@ def exports(folder: Path) -> Outcome:
 
 def source_tree(folder: Path) -> Outcome:
     """``dabench fit --write``'s writer of a constant set, pointed at a file in the folder."""
-    from dabench.perfmodel.fit import constant_set
+    from dabench.fit import constant_set
 
     target = folder / "sets" / "matrix.json"
     try:

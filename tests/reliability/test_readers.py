@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dabench.perfmodel.fit import constant_set
-from dabench.perfmodel.fit.from_runs.points import USED_METRICS
+from dabench.fit.runs import USED_METRICS, points_from_runs
+from dabench.perfmodel import constants
 from dabench.runtime import readers
 from dabench.runtime.readers import DamagedFile
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLISHED = (ROOT / "dabench" / "perfmodel" / "fit" / "published.json").read_bytes()
+PUBLISHED = (ROOT / "dabench" / "fit" / "published.json").read_bytes()
 SWEEP = (ROOT / "sweeps" / "ipu_deploy.yaml").read_bytes()
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -143,7 +143,7 @@ def test_a_damaged_constant_set_is_refused_or_every_used_value_checked(tmp_path_
     path = tmp_path_factory.mktemp("cs") / "set.json"
     path.write_bytes(data)
     try:
-        read = readers.read_constant_set(path, constant_set.FORMAT, constant_set.FORMAT_VERSION)
+        read = readers.read_constant_set(path, constants.FORMAT, constants.FORMAT_VERSION)
     except DamagedFile as error:
         refused_in_one_line(error, path)
         return
@@ -154,7 +154,7 @@ def test_a_damaged_constant_set_is_refused_or_every_used_value_checked(tmp_path_
         band = entry.get("band") or {}
         if band.get("kind") in ("conformal", "wide"):
             assert _finite(band["factor"]) and band["factor"] >= 1
-        factor = constant_set.band(arch, 10.0, read)
+        factor = constants.band(arch, 10.0, read)
         assert factor is None or all(math.isfinite(x) and x > 0 for x in factor)
 
 
@@ -266,8 +266,6 @@ METRIC_VALUES = st.one_of(
     )
 )
 def test_damaged_store_metrics_never_become_a_point(metrics):
-    from dabench.perfmodel.fit.from_runs.points import points_from_runs
-
     run = {
         "run_id": "r1",
         "tags": {"dabench.mode": "measure", "dabench.arch": "cpu", "dabench.status": "ok"},
@@ -276,7 +274,7 @@ def test_damaged_store_metrics_never_become_a_point(metrics):
     }
     points, left = points_from_runs([run])
     for p in points:
-        assert math.isfinite(p.samples_per_s) and p.samples_per_s > 0
+        assert math.isfinite(p.published) and p.published > 0
         for value in (p.tokens_per_s, p.step_s, p.step_p10, p.step_p90):
             assert math.isnan(value) or (math.isfinite(value) and value > 0)
         assert all(math.isfinite(t) and t >= 0 for t in p.class_times.values())
@@ -295,7 +293,7 @@ def test_what_is_no_regular_file_is_refused_at_once(tmp_path):
     for path in (fifo, folder, Path("/dev/zero")):
         started = time.monotonic()
         with pytest.raises(DamagedFile, match="not a regular file"):
-            readers.read_constant_set(path, constant_set.FORMAT, constant_set.FORMAT_VERSION)
+            readers.read_constant_set(path, constants.FORMAT, constants.FORMAT_VERSION)
         assert time.monotonic() - started < 5
     with pytest.raises(FileNotFoundError):
         readers.read_journal(tmp_path / "missing.json")

@@ -4,51 +4,27 @@ calibration points and print point / predicted / published / error.
     python -m dabench fit                  # refit every platform, print the tables (YAML unchanged)
     python -m dabench fit --arch wse2 --write   # refit, save to conf/hardware/wse2.yaml + residuals.json
     python -m dabench fit --check          # shipped constants: exit 1 if a point is out of tolerance
-    python -m dabench fit --markdown       # the error tables embedded in docs/perfmodel.md
-    python -m dabench fit --update-doc     # rewrite docs/perfmodel.md between its markers
     python -m dabench fit --cv             # leave-one-source-out: out-of-source error, bands, coverage
-    python -m dabench fit --cv --write     # ... and save the constant set (perfmodel/fit/published.json)
+    python -m dabench fit --cv --write     # ... and save the constant set (fit/published.json)
     python -m dabench fit --from-mlflow [SELECTION] [--name NAME]  # refit from your measured runs (docs/fitting.md)
     python -m dabench fit --export NAME > file.json                 # share a constant set
 
-One module per path: published.py (the public points: refit, --write, --check, --markdown,
---update-doc; tables.py, doc_blocks.py, uncertain.py), cv_text.py (--cv), from_mlflow.py
-(--from-mlflow; docs/fitting.md), export.py (--export). Points: dabench/perfmodel/fit/points.csv;
-method: dabench/perfmodel/fit/refit.py and cv.py (docs/perfmodel.md, "Out-of-sample error and
-bands"). This package's namespace re-exports the names tests and docs tooling read.
+One module per path: published.py (the public points: refit, --write, --check), cv_text.py
+(--cv), from_mlflow.py (--from-mlflow; docs/fitting.md); --export prints a set here. The docs
+tables are ``dabench docs``. Method: dabench/fit/ (docs/perfmodel.md, "Out-of-sample error and
+bands").
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
-from dabench.cli.fit.cv_text import CV_BLOCK, cv_markdown, cv_report, run_cv
-from dabench.cli.fit.doc_blocks import update_doc
-from dabench.cli.fit.tables import BEGIN, DOC, END, evaluate, markdown, platforms, table, write_residuals
-from dabench.cli.fit.uncertain import UNCERTAIN_BLOCK, uncertain_markdown, uncertain_tolerance
+from dabench.cli.fit.cv_text import run_cv
+from dabench.cli.fit.published import platforms, run_published
 from dabench.config.paths import require_checkout
-
-__all__ = [
-    "BEGIN",
-    "CV_BLOCK",
-    "DOC",
-    "END",
-    "UNCERTAIN_BLOCK",
-    "cv_markdown",
-    "cv_report",
-    "evaluate",
-    "main",
-    "markdown",
-    "platforms",
-    "run_cv",
-    "table",
-    "uncertain_markdown",
-    "uncertain_tolerance",
-    "update_doc",
-    "write_residuals",
-]
-
+from dabench.perfmodel import constants
 
 ARGS = Schema(
     "dabench fit",
@@ -57,8 +33,6 @@ ARGS = Schema(
         Arg("--arch", "a platform to refit (default: all with points)", "choice", choices=platforms, repeats=True),
         Arg("--write", "save the refit to conf/hardware/<arch>.yaml and residuals.json", "flag"),
         Arg("--check", "no refit: exit 1 if a shipped prediction is out of tolerance", "flag"),
-        Arg("--markdown", "print the docs/perfmodel.md blocks (no refit)", "flag"),
-        Arg("--update-doc", "rewrite docs/perfmodel.md's blocks (no refit)", "flag"),
         Arg(
             "--cv",
             "leave-one-out refits: out-of-sample error, bands and their nested coverage (YAML unchanged); with "
@@ -87,21 +61,23 @@ ARGS = Schema(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-    if args.export:
-        from dabench.cli.fit.export import run_export
-
-        return run_export(args.export)
+    if args.export:  # for another team's hardware.constants=path/to/file (docs/fitting.md)
+        try:
+            data = constants.resolve(args.export)
+        except (OSError, ValueError) as error:
+            print(f"dabench fit: {error}", file=sys.stderr)
+            return 2
+        print(json.dumps(data, indent=1))
+        return 0
     if args.from_mlflow is not None:
         from dabench.cli.fit.from_mlflow import run_from_mlflow
 
         return run_from_mlflow(args)
-    if args.write or args.update_doc:  # they rewrite shipped files: conf/hardware/, residuals.json, docs/
-        require_checkout("fit --write / --update-doc")
+    if args.write:  # it rewrites shipped files: conf/hardware/, residuals.json, published.json
+        require_checkout("fit --write")
     archs = args.arch or platforms()
     if args.cv:
         return run_cv(archs, args.write)
-    from dabench.cli.fit.published import run_published
-
     return run_published(args, archs)
 
 

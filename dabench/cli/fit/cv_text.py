@@ -1,9 +1,9 @@
-"""``dabench fit --cv``: the leave-one-source-out cross-validation of the public points, its text
-and its docs/perfmodel.md block, and ``--cv --write`` (the published constant set).
+"""``dabench fit --cv``: the leave-one-source-out cross-validation of the public points, its text,
+and ``--cv --write`` (the published constant set).
 
 Contract: :func:`run_cv` cross-validates the platforms, prints :func:`cv_report` (its last line is
-:func:`cv_last_line`) and, with ``write``, saves published.json (every platform needed);
-:func:`cv_markdown` renders a constant set's block. Method: dabench/perfmodel/fit/cv.py
+:func:`cv_last_line`) and, with ``write``, saves published.json (every platform needed); the
+helpers here also render ``dabench docs``' out-of-source block. Method: dabench/fit/cv.py
 (docs/perfmodel.md, "Out-of-sample error and bands").
 """
 
@@ -12,39 +12,39 @@ from __future__ import annotations
 import math
 import sys
 
-from dabench.cli.fit.tables import BEGIN, END, fmt, platforms
-from dabench.perfmodel.fit import constant_set
-from dabench.perfmodel.fit.cv import FEW_POINTS, GOAL_MAX, GOAL_MEDIAN, cross_validate, nested_coverage
-from dabench.perfmodel.fit.sources import CONF_HARDWARE, hardware_yaml
+from dabench.cli.fit.published import fmt, platforms
+from dabench.fit import constant_set
+from dabench.fit.cv import FEW_POINTS, GOAL_MAX, GOAL_MEDIAN, cross_validate, nested_coverage
+from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
 
-CV_BLOCK = "cv"  #: the docs block of the out-of-sample tables (from the published constant set)
+CV_BLOCK = "cv"  #: the docs block of the out-of-sample tables (dabench docs)
 
 
-def _pct(value) -> str:
+def pct(value) -> str:
     return "refused" if value is None else f"{100 * value:.1f}%"
 
 
-def _signed(row: dict, key: str) -> str:
+def signed(row: dict, key: str) -> str:
     value = row[key]
     return "refused" if value is None else f"{100 * (value - row['published']) / row['published']:+.1f}%"
 
 
-def _goal(summary: dict) -> str:
+def goal(summary: dict) -> str:
     med, worst = summary["out_of_sample_median_abs_error"], summary["out_of_sample_max_abs_error"]
     missed = []
     if med is None or med > GOAL_MEDIAN:
-        missed.append(f"median {_pct(med)} > {100 * GOAL_MEDIAN:.0f}%")
+        missed.append(f"median {pct(med)} > {100 * GOAL_MEDIAN:.0f}%")
     if worst is None or worst > GOAL_MAX:
-        missed.append(f"max {_pct(worst)} > {100 * GOAL_MAX:.0f}%")
+        missed.append(f"max {pct(worst)} > {100 * GOAL_MAX:.0f}%")
     return "met" if not missed else "NOT met (" + ", ".join(missed) + ")"
 
 
-def _few(entry: dict) -> str:
+def few(entry: dict) -> str:
     n = entry["throughput_points"]
     return f"only {n} throughput points (fewer than {FEW_POINTS}): every number rests on them" if n < FEW_POINTS else ""
 
 
-def _value(row: dict, key: str) -> str:
+def value(row: dict, key: str) -> str:
     return fmt(math.nan if row[key] is None else row[key])
 
 
@@ -86,12 +86,12 @@ def _platform_coverage(entry: dict, nominal: float) -> str:
     )
 
 
-def _error(row: dict) -> str:
+def error_text(row: dict) -> str:
     """A row's out-of-source error in its metric's own measure."""
     if row["out_of_sample"] is None:
         return "refused"
     if row["measure"] == "|log ratio|":
-        return _signed(row, "out_of_sample")
+        return signed(row, "out_of_sample")
     if row["measure"] == "wrong":
         return "right" if row["error"] == 0 else "WRONG"
     return f"{row['out_of_sample'] - row['published']:+.1f} pts"
@@ -100,7 +100,7 @@ def _error(row: dict) -> str:
 def _source_line(key: str, rows: list[dict]) -> str:
     banded = [r for r in rows if r["measure"] == "|log ratio|"]
     errors = [math.inf if r["out_of_sample"] is None else abs(r["out_of_sample"] / r["published"] - 1) for r in banded]
-    worst = f"max |error| {_pct(max(errors))}" if errors and math.isfinite(max(errors)) else ""
+    worst = f"max |error| {pct(max(errors))}" if errors and math.isfinite(max(errors)) else ""
     covered = sum(1 for r in banded if r["covered"])
     cover = f", band covers {covered}/{len(banded)}" if banded else ""
     refit = "refitted without it" if any(r["left_out"] for r in rows) else "no fit saw it"
@@ -133,8 +133,8 @@ def cv_report(data: dict) -> str:
             out.append(
                 f"VIOLATION: {entry['fitted_constants']} fitted constants for {entry['calibration_points']} points"
             )
-        if _few(entry):
-            out.append(_few(entry))
+        if few(entry):
+            out.append(few(entry))
         out.append(
             f"{'point':<18} {'metric':<16} {'use':<9} {'published':>10} {'in-sample':>10} {'out of src':>10} "
             f"{'error':>9}  nested band"
@@ -147,7 +147,7 @@ def cv_report(data: dict) -> str:
             )
             out.append(
                 f"{row['point']:<18} {row['metric']:<16} {row['use']:<9} {fmt(row['published']):>10} "
-                f"{_value(row, 'in_sample'):>10} {_value(row, 'out_of_sample'):>10} {_error(row):>9}  {band}"
+                f"{value(row, 'in_sample'):>10} {value(row, 'out_of_sample'):>10} {error_text(row):>9}  {band}"
             )
         by_source: dict[str, list[dict]] = {}
         for row in entry["residuals"]:
@@ -155,11 +155,11 @@ def cv_report(data: dict) -> str:
         out += [_source_line(key, rows) for key, rows in by_source.items()]
         sm = entry["summary"]
         out.append(
-            f"throughput |error| in sample: median {_pct(sm['in_sample_median_abs_error'])}, "
-            f"max {_pct(sm['in_sample_max_abs_error'])}; out of source: median "
-            f"{_pct(sm['out_of_sample_median_abs_error'])}, max {_pct(sm['out_of_sample_max_abs_error'])}"
+            f"throughput |error| in sample: median {pct(sm['in_sample_median_abs_error'])}, "
+            f"max {pct(sm['in_sample_max_abs_error'])}; out of source: median "
+            f"{pct(sm['out_of_sample_median_abs_error'])}, max {pct(sm['out_of_sample_max_abs_error'])}"
         )
-        out.append(f"goal (out of source, median <= 15%, max <= 35%): {_goal(sm)}")
+        out.append(f"goal (out of source, median <= 15%, max <= 35%): {goal(sm)}")
         out.append(_platform_coverage(entry, nominal))
         tied: dict[str, list[str]] = {}
         for path, key in (entry.get("read_from_calibration") or {}).items():
@@ -171,56 +171,6 @@ def cv_report(data: dict) -> str:
             )
         out.append(f"band: {entry['band']['note']}")
     out += ["", cv_coverage_line(data), cv_last_line(data)]
-    return "\n".join(out)
-
-
-def cv_markdown(data: dict) -> str:
-    """The docs/perfmodel.md block generated from a constant set (``--markdown`` / ``--update-doc``)."""
-    out = [
-        BEGIN.format(arch=CV_BLOCK),
-        "",
-        f"Generated by `python -m dabench fit --update-doc` from the constant set `{data['name']}` "
-        f"(dabench/perfmodel/fit/{data['name']}.json, written by `python -m dabench fit --cv --write`). "
-        f"Each source left out in turn; throughput points in the error columns, excluded points at their error.",
-        "",
-        "| platform | throughput points | calibration points | fitted constants | in-sample median / max "
-        "abs. error | out-of-source median / max | goal (15% / 35%) | band at a calibration point (80%) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for arch, entry in data["platforms"].items():
-        band = entry["band"]
-        width = (
-            f"x/{band['factor']:.3g} to x{band['factor']:.3g} ({band['kind']}, n={band['n']})"
-            if band.get("factor")
-            else f"{band['kind']}: {band['note']}"
-        )
-        sm = entry.get("summary")
-        if sm:
-            cells = (
-                f"{_pct(sm['in_sample_median_abs_error'])} / {_pct(sm['in_sample_max_abs_error'])}",
-                f"{_pct(sm['out_of_sample_median_abs_error'])} / {_pct(sm['out_of_sample_max_abs_error'])}",
-                _goal(sm) + (f"; {_few(entry)}" if _few(entry) else ""),
-            )
-        else:
-            cells = ("-", "-", "not measurable: no calibration points")
-        out.append(
-            f"| {arch} | {entry['throughput_points']} | {entry['calibration_points']} | "
-            f"{entry['fitted_constants']} | {cells[0]} | {cells[1]} | {cells[2]} | {width} |"
-        )
-    out += [
-        "",
-        "| point | platform | use | published | in-sample | error | out of source | error | nested band |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for arch, entry in data["platforms"].items():
-        for row in entry.get("residuals") or ():
-            out.append(
-                f"| {row['point']} | {arch} | {row['use']} | {fmt(row['published'])} | {_value(row, 'in_sample')} | "
-                f"{_signed(row, 'in_sample') if row['measure'] == '|log ratio|' else '-'} | "
-                f"{_value(row, 'out_of_sample')} | {_error(row)} | "
-                f"{'-' if row['covered'] is None else ('covers' if row['covered'] else 'misses')} |"
-            )
-    out += ["", cv_coverage_line(data) + ".", "", "`" + cv_last_line(data) + "`", "", END.format(arch=CV_BLOCK)]
     return "\n".join(out)
 
 

@@ -4,17 +4,26 @@ set, written to the user folder and logged on an MLflow run of its own.
 Contract: :func:`run_from_mlflow` returns the exit status (0 a set written; 1 nothing to fit or
 predict; 2 a bad --name or selection) and prints the runs left out, each platform's before/after
 report and, last, the summary line. The shipped set ``published`` is never written here.
-The fit itself: dabench/perfmodel/fit/from_runs/ (docs/fitting.md).
+The fit itself: dabench/fit/runs.py and machine.py (docs/fitting.md); :func:`report` and
+:func:`last_line` are the text.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
-from dabench.perfmodel.fit import constant_set, from_runs
+from dabench.fit import constant_set
+from dabench.fit.cv import summary
+from dabench.fit.machine import K_FOLD, GroupFit, fit_group, folds
+from dabench.fit.refit import measured_classes
+from dabench.fit.runs import group_points, points_from_runs
+from dabench.perfmodel import constants
 from dabench.tracking.lifecycle import recorded_run
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.store import tracking_uri
@@ -45,10 +54,10 @@ def run_from_mlflow(args) -> int:
     from dabench.report.frame import SelectionError, load_frame
 
     name = args.name
-    if name == constant_set.PUBLISHED or constant_set.is_file_ref(name) or not re.fullmatch(r"[\w.-]+", name):
+    if name == constants.PUBLISHED or constants.is_file_ref(name) or not re.fullmatch(r"[\w.-]+", name):
         print(
             f"dabench fit: --name {name!r}: give a plain NAME other than published (the shipped set is never "
-            f"written from runs; sets go to {constant_set.user_dir()})",
+            f"written from runs; sets go to {constants.user_dir()})",
             file=sys.stderr,
         )
         return 2
@@ -58,10 +67,10 @@ def run_from_mlflow(args) -> int:
     except SelectionError as error:
         print(f"dabench fit: {error}", file=sys.stderr)
         return 2
-    points, left = from_runs.points_from_runs(run_dicts(frame))
+    points, left = points_from_runs(run_dicts(frame))
     _add_class_times(points, uri)
     arch = args.arch[0] if args.arch else None
-    groups = from_runs.group_points(points, arch, args.host)
+    groups = group_points(points, arch, args.host)
     print(
         f"store {redact_uri(uri)}, {selection.label}: {len(frame)} runs, {len(points)} measured ok "
         f"(points), {len(left)} left out"
@@ -72,10 +81,10 @@ def run_from_mlflow(args) -> int:
         print("no measured runs with status ok in this selection: nothing to fit", file=sys.stderr)
         return 1
     log = lambda m: print(m, file=sys.stderr, flush=True)
-    fits = [from_runs.fit_group(a, h, pts, base=args.base, log=log) for (a, h), pts in groups.items()]
-    chosen: dict[str, from_runs.GroupFit] = {}
+    fits = [fit_group(a, h, pts, base=args.base, log=log) for (a, h), pts in groups.items()]
+    chosen: dict[str, GroupFit] = {}
     for g in fits:
-        print(from_runs.report(g))
+        print(report(g))
         if g.points and (g.arch not in chosen or len(g.points) > len(chosen[g.arch].points)):
             chosen[g.arch] = g
     for g in fits:
@@ -96,7 +105,7 @@ def run_from_mlflow(args) -> int:
         + [{"run_id": u.run_id, "reason": u.reason} for g in chosen.values() for u in g.unusable],
         "base": args.base,
     }
-    data = from_runs.build_set(name, list(chosen.values()), source)
+    data = constant_set.build_set(name, list(chosen.values()), source)
     path = constant_set.write(data, name)
     print(
         f"constant set {name}: {path}; use it: hardware.constants={name}; "
@@ -104,7 +113,7 @@ def run_from_mlflow(args) -> int:
     )
     if not args.no_log:
         print(f"logged on MLflow run {_log_set(data, path, uri, args.experiment)} (experiment {args.experiment})")
-    print(from_runs.last_line(list(chosen.values())))
+    print(last_line(list(chosen.values())))
     return 0
 
 
@@ -159,3 +168,71 @@ def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
         )
         run.log_artifacts(Path(tmp), "constant_set")
     return run.run_id
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{100 * value:.1f}%"
+
+
+def report(g: GroupFit) -> str:
+    """The per-platform text of ``fit --from-mlflow``: points, constants changed (old -> new,
+    bounds), base vs fitted out-of-sample error beside the noise floor, the recommendation."""
+    lines = [
+        f"== {g.arch} [{g.host_key}]: {len(g.points)} points used ({len({p.key for p in g.points})} configs)"
+        + (f", {len(g.unusable)} not predictable" if g.unusable else "")
+    ]
+    for u in g.unusable:
+        lines.append(f"  not used: {u.run_id}: {u.reason}")
+    profiled = [len(measured_classes(p)) for p in g.points if measured_classes(p)]
+    if profiled:
+        lines.append(
+            f"  per-class times: {len(profiled)} of {len(g.points)} points profiled their op classes "
+            f"({sum(profiled)} class residuals beside {len(g.points)} throughput residuals)"
+        )
+    if not g.fitted:
+        lines.append("  constants changed: none (too few configs, or no fittable knob for this platform)")
+    else:
+        lines.append("  constants changed (old -> new, bounds):")
+        for name, value in g.fitted.items():
+            lo, hi = g.bounds[name]
+            edge = (
+                " (at a bound)"
+                if math.isclose(value, lo, rel_tol=1e-3, abs_tol=1e-12) or math.isclose(value, hi, rel_tol=1e-3)
+                else ""
+            )
+            lines.append(f"    {name}: {_fmt(g.base.get(name))} -> {_fmt(value)}  [{lo:g}, {hi:g}]{edge}")
+    method = "leave one config out" if len(folds(g.points)) == len({p.key for p in g.points}) else f"{K_FOLD}-fold"
+    lines.append(
+        f"  median |error| on these points, out of sample ({method}): {g.base_name} {_pct(g.published_error)}, "
+        f"fitted {_pct(g.fitted_error)} (in sample {_pct(g.in_sample_error)}); noise floor "
+        f"{_pct(g.noise)} ({g.noise_how})"
+    )
+    if g.improved:
+        lines.append(
+            f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> "
+            f"{_pct(g.fitted_error)})"
+        )
+    else:
+        lines.append(
+            f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants"
+        )
+    return "\n".join(lines)
+
+
+def last_line(fits: list[GroupFit]) -> str:
+    pts = [p for g in fits for p in g.points]
+    pub = [e for g in fits for e in g._errors(g.base_pred)]
+    fit = [e for g in fits for e in g._errors(g.out_of_sample)]
+    floors = [g.noise for g in fits if math.isfinite(g.noise)]
+    return (
+        f"published_median_abs_error={summary(pub)[0]:.4f} fitted_median_abs_error={summary(fit)[0]:.4f} "
+        f"noise_floor={(statistics.median(floors) if floors else math.nan):.4f} points={len(pts)}"
+    )

@@ -1,29 +1,99 @@
 """``dabench fit`` on the public points (no --cv, --from-mlflow or --export): refit each platform's
 fitted constants to points.csv and print point / predicted / published / error; ``--write``
-saves them (conf/hardware/<arch>.yaml, residuals.json), ``--check`` only checks the shipped ones,
-``--markdown`` / ``--update-doc`` render docs/perfmodel.md's blocks.
+saves them (conf/hardware/<arch>.yaml, residuals.json), ``--check`` only checks the shipped ones.
+:func:`evaluate` is (point, predicted) for each point of a platform (NaN: refused); :func:`table`
+renders them; :func:`write_residuals` rewrites residuals.json's entries of the given platforms.
 
 Contract: :func:`run_published` returns the exit status (1 only with ``--check`` and a point out
-of tolerance). Method: dabench/perfmodel/fit/refit.py (docs/perfmodel.md, "Calibration").
+of tolerance). Method: dabench/fit/refit.py (docs/perfmodel.md, "Calibration").
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 
-from dabench.cli.fit.doc_blocks import blocks, update_doc
-from dabench.cli.fit.tables import evaluate, status, table, write_residuals
-from dabench.perfmodel.fit import model_version, residuals
-from dabench.perfmodel.fit.evaluate import _load
-from dabench.perfmodel.fit.points import Point
-from dabench.perfmodel.fit.refit import refit, write_values
-from dabench.perfmodel.fit.sources import fitted
-from dabench.perfmodel.knobs import _CACHE
+from dabench.fit.evaluate import predict_point
+from dabench.fit.points import Point, load_points
+from dabench.fit.refit import refit, write_values
+from dabench.fit.sources import fitted
+from dabench.perfmodel.constants import RESIDUALS_JSON, model_version, residuals
+from dabench.runtime.sinks import write_json
+
+
+def platforms() -> list[str]:
+    seen: list[str] = []
+    for point in load_points():
+        if point.platform not in seen:
+            seen.append(point.platform)
+    return seen
+
+
+def evaluate(arch: str, options: dict | None = None) -> list[tuple[Point, float]]:
+    return [(p, predict_point(p, options)) for p in load_points() if p.platform == arch]
+
+
+def fmt(value: float) -> str:
+    if math.isnan(value):
+        return "refused"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def err(point: Point, value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    e = point.error(value)
+    return f"{e:+.1f} pt" if point.tolerance_unit == "points" else f"{100 * e:+.1f}%"
+
+
+def tol(point: Point) -> str:
+    return f"{point.tolerance:g} pt" if point.tolerance_unit == "points" else f"{100 * point.tolerance:g}%"
+
+
+def status(point: Point, value: float) -> str:
+    if point.use == "excluded":
+        return "excluded"
+    if math.isnan(value):
+        return "OUT"
+    return "ok" if point.within(value) else "OUT"
+
+
+def table(arch: str, rows: list[tuple[Point, float]]) -> str:
+    lines = [
+        f"{'point':<13} {'metric':<15} {'predicted':>10} {'published':>10} {'error':>9} {'tol':>6}  use      status",
+        "-" * 84,
+    ]
+    for point, value in rows:
+        lines.append(
+            f"{point.id:<13} {point.metric:<15} {fmt(value):>10} {fmt(point.published):>10} "
+            f"{err(point, value):>9} {tol(point):>6}  {point.use:<8} {status(point, value)}"
+        )
+    return "\n".join(lines)
+
+
+def write_residuals(results: dict[str, list[tuple[Point, float]]]) -> None:
+    data = json.loads(RESIDUALS_JSON.read_text()) if RESIDUALS_JSON.exists() else {}
+    for arch, rows in results.items():
+        data[arch] = {
+            p.id: {
+                "metric": p.metric,
+                "use": p.use,
+                "published": p.published,
+                "predicted": None if math.isnan(v) else round(v, 6),
+                "error": None if math.isnan(v) else round(p.error(v), 6),
+            }
+            for p, v in rows
+        }
+
+    write_json("source_tree", RESIDUALS_JSON, data, indent=1, sort_keys=True)
 
 
 def run_published(args: argparse.Namespace, archs: list[str]) -> int:
     """The command's default path for ``archs`` (see the module docstring)."""
-    refit_now = not (args.check or args.markdown or args.update_doc)
+    refit_now = not args.check
     results: dict[str, list[tuple[Point, float]]] = {}
     for arch in archs:
         if refit_now and fitted(arch):
@@ -33,10 +103,7 @@ def run_published(args: argparse.Namespace, archs: list[str]) -> int:
                 print(f"  {name}: {fit.before[name]:.6g} -> {value:.6g}")
             if args.write:
                 write_values(arch, fit.values)
-
-                _CACHE.clear()
-                _load.cache_clear()
-            options = None if args.write else fit.values
+            options = fit.values  # what --write stores (at the YAML's rounding)
         else:
             options = None
         results[arch] = evaluate(arch, options)
@@ -44,13 +111,6 @@ def run_published(args: argparse.Namespace, archs: list[str]) -> int:
         write_residuals(results)
         residuals.cache_clear()
         model_version.cache_clear()
-    if args.markdown or args.update_doc:
-        generated = blocks(results)
-        if args.update_doc:
-            print("docs/perfmodel.md " + ("updated" if update_doc(generated) else "already current"))
-        else:
-            print("\n\n".join(generated.values()))
-        return 0
     failures = 0
     for arch, rows in results.items():
         print(f"\n== {arch} (model version {model_version(arch)})")

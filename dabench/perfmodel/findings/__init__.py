@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from dabench.perfmodel.fit.points import load_points
-from dabench.perfmodel.fit.sources import load_sources
+from dabench.fit.points import load_points
+from dabench.fit.sources import load_sources
 
 FITTED, PREDICTED, NOT_REPRODUCED = "fitted", "predicted", "not reproduced"
 STATUSES = (FITTED, PREDICTED, NOT_REPRODUCED)

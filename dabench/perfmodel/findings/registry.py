@@ -9,10 +9,10 @@ docs/perfmodel.md, "The paper's findings on the models' own outputs".
 from __future__ import annotations
 
 from dabench.core.status import CapacityError
+from dabench.fit.evaluate import predict_point
+from dabench.fit.points import load_points
 from dabench.perfmodel.findings import Finding, Measured
 from dabench.perfmodel.findings.run import config, ipu_sweep_placements, predict, throughput
-from dabench.perfmodel.fit.evaluate import predict_point
-from dabench.perfmodel.fit.points import load_points
 
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"

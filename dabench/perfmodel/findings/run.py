@@ -12,8 +12,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from dabench.perfmodel.fit.evaluate import CONF, point_config, predict_mapping
-from dabench.perfmodel.fit.points import Point
+from dabench.config.paths import CONF_DIR as CONF
+from dabench.fit.evaluate import point_config, predict_mapping
+from dabench.fit.points import Point
 
 
 def config(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 
 from dabench.core.status import ConfigError
-from dabench.perfmodel.fit.constant_set import fitted_options
+from dabench.perfmodel.constants import fitted_options
 
 T = TypeVar("T")
 

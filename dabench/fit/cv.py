@@ -18,14 +18,14 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from dabench.config.build import build_run_config
-from dabench.perfmodel.fit import reach
-from dabench.perfmodel.fit.evaluate import point_config, predict_point
-from dabench.perfmodel.fit.points import Point, load_points
-from dabench.perfmodel.fit.refit import refit
-from dabench.perfmodel.fit.sources import fitted
+from dabench.fit.evaluate import point_config, predict_point
+from dabench.fit.points import Point, load_points
+from dabench.fit.refit import refit
+from dabench.fit.sources import fitted
+from dabench.perfmodel import reach
 
 THROUGHPUT_METRICS = ("samples_per_s", "tokens_per_s")
 #: each metric's own error measure (see the module docstring)
@@ -150,19 +150,30 @@ def summary(values: list[float]) -> tuple[float, float]:
     return (statistics.median(values), max(values)) if values else (math.nan, math.nan)
 
 
-def throughput_points(arch: str) -> list[Point]:
-    return [p for p in load_points() if p.platform == arch and p.metric in THROUGHPUT_METRICS]
-
-
 def point_coords(point: Point) -> dict:
     """The reach coordinates of a calibration point's config."""
 
     return reach.coords(build_run_config(point_config(point)), reach.point_release(point.layout))
 
 
+def out_of_group(
+    points: list[Point], group_of: Callable[[Point], str], fit: Callable[[str], Mapping[str, Any] | None]
+) -> dict[str, float]:
+    """The cross-validation every fit uses: point id -> its value predicted with the knobs
+    ``fit(group)`` returns, fitted without any point of its group (one fit per group; None: the
+    start's knobs, which saw none of the group)."""
+    groups: dict[str, list[Point]] = {}
+    for p in points:
+        groups.setdefault(group_of(p), []).append(p)
+    out = {}
+    for group, members in groups.items():
+        options = fit(group)
+        out.update({p.id: predict_point(p, options) for p in members})
+    return out
+
+
 def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> PlatformCv:
     """Leave-one-source-out predictions of every calibration point of ``arch``."""
-
     entries = fitted(arch)
     fit_ids = {i for e in entries.values() for i in e.points}
     points = [p for p in load_points() if p.platform == arch]
@@ -170,36 +181,27 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
     for p in points:
         sources.setdefault(p.source_key, []).append(p)
     seen = {k for k, ps in sources.items() if any(p.id in fit_ids and p.use != "excluded" for p in ps)}
-    fits: dict[frozenset, dict[str, float] | None] = {}
 
-    def values(leave: frozenset) -> dict[str, float] | None:
-        if not leave & seen:
-            return None  # the shipped constants never saw these sources
-        if leave not in fits:
-            if log:
-                log(f"  {arch}: refit without {' + '.join(sorted(leave))}")
-            ids = {p.id for k in leave for p in sources[k]}
-            fits[leave] = refit(arch, leave_out=ids, start="middle").values
-        return fits[leave]
+    def without(source: str) -> dict[str, float] | None:
+        if source not in seen:
+            return None  # the shipped constants never saw this source
+        if log:
+            log(f"  {arch}: refit without {source}")
+        return refit(arch, leave_out={p.id for p in sources[source]}, start="middle").values
 
-    def predicted(p: Point, leave: frozenset) -> float:
-        options = values(leave)
-        return predict_point(p) if options is None else predict_point(p, options)
-
-    rows = []
-    for p in points:
-        alone = frozenset({p.source_key})
-        rows.append(
-            CvRow(
-                p,
-                predict_point(p),
-                predicted(p, alone),
-                bool(alone & seen),
-                point_coords(p) if p.metric in THROUGHPUT_METRICS else None,
-            )
+    out = out_of_group(points, lambda p: p.source_key, without)
+    rows = [
+        CvRow(
+            p,
+            predict_point(p),
+            out[p.id],
+            p.source_key in seen,
+            point_coords(p) if p.metric in THROUGHPUT_METRICS else None,
         )
+        for p in points
+    ]
     result = PlatformCv(arch, rows, sorted(entries), len(points), {k: [p.id for p in ps] for k, ps in sources.items()})
-    result.refits = len(fits)
+    result.refits = len(seen)
     return result
 
 

@@ -1,11 +1,13 @@
-"""One platform on one machine: the fit, the base and fitted sets' predictions out of sample, and
-the measurements' own noise floor.
+"""One platform on one machine, fitted to its measured runs: the fit, the base and fitted sets'
+predictions out of sample, the measurements' own noise floor, and drift.
 
-Contract: :func:`fit_group` prepares the points, refits (:mod:`.solve`), and predicts every point
-with the base set, the fitted set (in sample) and a set fitted without the point's config (leave
-one config out; :func:`folds`); :class:`GroupFit` holds them and scores them (median |error|,
-whether the fit improved on the base, the recommendation, the configs it saw).
-Details: docs/fitting.md, "The fit".
+Contract: :func:`fit_group` prepares the points, refits (:func:`.refit.refit_runs`), and predicts
+every point with the base set, the fitted set (in sample) and a set fitted without the point's
+config (:func:`.cv.out_of_group` over :func:`folds`: leave one config out, or 10 folds);
+:class:`GroupFit` holds them and scores them (median |error|, whether the fit improved on the base,
+the recommendation, the configs it saw). :func:`drift`: per banded platform of a set, how many
+recent measured runs fall outside its band and the binomial tail probability of that many misses.
+Details: docs/fitting.md, "The fit" and "Drift".
 """
 
 from __future__ import annotations
@@ -15,16 +17,17 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from dabench.perfmodel.fit.cv import score, summary
-from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint
-from dabench.perfmodel.fit.from_runs.predict import base_options, predict, prepare, quiet_model
-from dabench.perfmodel.fit.from_runs.solve import fittable, refit
+from dabench.fit.cv import NOMINAL, out_of_group, score, summary
+from dabench.fit.evaluate import base_options, predict_point, prepare, quiet_model
+from dabench.fit.points import LeftOut, Point
+from dabench.fit.refit import fittable, refit_runs
+from dabench.perfmodel.constants import band as band_of
 
 LOO_MAX = 40  #: configs up to which the out-of-sample score is leave-one-config-out (then 10-fold)
 K_FOLD = 10
 
 
-def folds(points: list[RunPoint]) -> list[set[str]]:
+def folds(points: list[Point]) -> list[set[str]]:
     """Config keys left out together: one config each (leave one config out), or 10 folds."""
     keys = sorted({p.key for p in points})
     if len(keys) <= LOO_MAX:
@@ -32,13 +35,13 @@ def folds(points: list[RunPoint]) -> list[set[str]]:
     return [set(keys[i::K_FOLD]) for i in range(K_FOLD)]
 
 
-def noise_floor(points: list[RunPoint]) -> tuple[float, str]:
+def noise_floor(points: list[Point]) -> tuple[float, str]:
     """(floor, how): the median, over every measurement of a config measured more than once, of
     ``|x / median(its config) - 1|`` (what a model predicting each config's median would still
     miss); without repeats, the median of ``(p90 - p10) / (2 median)`` of the runs' step times."""
     groups: dict[str, list[float]] = {}
     for p in points:
-        groups.setdefault(p.key, []).append(p.samples_per_s)
+        groups.setdefault(p.key, []).append(p.published)
     spreads = [abs(x / statistics.median(v) - 1) for v in groups.values() if len(v) > 1 for x in v]
     if spreads:
         repeated = sum(1 for v in groups.values() if len(v) > 1)
@@ -59,7 +62,7 @@ class GroupFit:
 
     arch: str
     host_key: str
-    points: list[RunPoint]  #: predictable points (the fit's)
+    points: list[Point]  #: predictable points (the fit's)
     unusable: list[LeftOut]
     bounds: dict[str, tuple[float, float]]
     base: dict[str, Any]  #: the base set's knob values (start, and the 'before' column)
@@ -75,12 +78,12 @@ class GroupFit:
         out = []
         for p in self.points:
             v = predictions.get(p.run_id, math.nan)
-            out.append(abs(v / p.samples_per_s - 1) if v > 0 else math.inf)
+            out.append(abs(v / p.published - 1) if v > 0 else math.inf)
         return out
 
     def scores(self, predictions: Mapping[str, float] | None = None) -> list[float]:
         predictions = self.out_of_sample if predictions is None else predictions
-        return [score(predictions.get(p.run_id, math.nan), p.samples_per_s) for p in self.points]
+        return [score(predictions.get(p.run_id, math.nan), p.published) for p in self.points]
 
     @property
     def published_error(self) -> float:
@@ -123,7 +126,7 @@ class GroupFit:
 
 
 def fit_group(
-    arch: str, host: str, points: list[RunPoint], base: str = "published", log: Callable[[str], None] | None = None
+    arch: str, host: str, points: list[Point], base: str = "published", log: Callable[[str], None] | None = None
 ) -> GroupFit:
     """Fit ``arch``'s knobs to the points of one machine, with the out-of-sample predictions of
     both the base set and the fitted one (the module docstring)."""
@@ -131,28 +134,26 @@ def fit_group(
         return _fit_group(arch, host, points, base, log)
 
 
-def _fit_group(arch: str, host: str, points: list[RunPoint], base: str, log: Callable[[str], None] | None) -> GroupFit:
+def _fit_group(arch: str, host: str, points: list[Point], base: str, log: Callable[[str], None] | None) -> GroupFit:
     unusable = prepare(points)
     bad = {u.run_id for u in unusable}
     usable = [p for p in points if p.run_id not in bad]
     start = base_options(arch, base)
     bounds = fittable(arch, usable)
-    fitted = refit(usable, bounds, start)
-    base_pred = {p.run_id: predict(p, start) for p in usable}
-    in_sample = {p.run_id: predict(p, {**start, **fitted}) for p in usable}
-    out: dict[str, float] = {}
-    if fitted:
-        chunks = folds(usable)
-        for i, keys in enumerate(chunks, 1):
-            train = [p for p in usable if p.key not in keys]
-            if log:
-                log(f"  {arch} [{host}]: out-of-sample fit {i}/{len(chunks)} without {len(usable) - len(train)} run(s)")
-            trained = refit(train, fittable(arch, train) if len({p.key for p in train}) > 1 else {}, start)
-            for p in usable:
-                if p.key in keys:
-                    out[p.run_id] = predict(p, {**start, **trained})
-    else:
-        out = dict(base_pred)  # nothing fitted: the base constants, which saw none of these points
+    fitted = refit_runs(usable, bounds, start)
+    base_pred = {p.run_id: predict_point(p, start) for p in usable}
+    in_sample = {p.run_id: predict_point(p, {**start, **fitted}) for p in usable}
+    chunks = folds(usable)
+    fold_of = {key: str(i) for i, keys in enumerate(chunks, 1) for key in keys}
+
+    def without(fold: str) -> dict[str, Any]:
+        train = [p for p in usable if fold_of[p.key] != fold]
+        if log:
+            log(f"  {arch} [{host}]: out-of-sample fit {fold}/{len(chunks)} without {len(usable) - len(train)} run(s)")
+        return {**start, **refit_runs(train, fittable(arch, train) if len({p.key for p in train}) > 1 else {}, start)}
+
+    # nothing fitted: the base constants, which saw none of these points
+    out = out_of_group(usable, lambda p: fold_of[p.key], without) if fitted else dict(base_pred)
     floor, how = noise_floor(usable or points)
     return GroupFit(
         arch,
@@ -169,3 +170,55 @@ def _fit_group(arch: str, host: str, points: list[RunPoint], base: str, log: Cal
         how,
         base,
     )
+
+
+@dataclass
+class Drift:
+    name: str
+    arch: str
+    n: int
+    outside: int
+    nominal: float
+    p_value: float
+
+    @property
+    def drifted(self) -> bool:
+        return self.n > 0 and self.p_value < 0.05 and self.outside / self.n > 1 - self.nominal
+
+
+def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> list[Drift]:
+    """Per platform of ``constant_set`` with a band: how many of ``points`` (recent measured runs
+    of that platform and, where the set names one, machine) fall outside the band around the
+    set's prediction, and the binomial tail probability of that many misses at the band's
+    nominal rate (a set drifted when it misses more often than 1 - nominal, p < 0.05)."""
+    from scipy.stats import binom
+
+    out = []
+    for arch, entry in (constant_set.get("platforms") or {}).items():
+        factor = (entry.get("band") or {}).get("factor")
+        if not factor:
+            continue
+        host = entry.get("host_key")
+        mine = [p for p in points if p.platform == arch and (not host or p.host_key == host)]
+        bad = {u.run_id for u in prepare(mine)}
+        mine = [p for p in mine if p.run_id not in bad]
+        options = base_options(arch)
+        if name != "published":  # the set's own fitted knobs (it may be a FILE not on the search path)
+            options.update(
+                {
+                    k.split(".", 1)[1]: c["value"]
+                    for k, c in (entry.get("constants") or {}).items()
+                    if k.startswith("options.") and c.get("kind") == "fitted"
+                }
+            )
+        outside = 0
+        for p in mine:
+            with quiet_model():
+                value = predict_point(p, options)
+            interval = band_of(arch, value, constant_set) if value > 0 else None
+            if interval is None or not (interval[0] <= p.published <= interval[1]):
+                outside += 1
+        nominal = float(constant_set.get("nominal_coverage") or NOMINAL)
+        p_value = float(binom.sf(outside - 1, len(mine), 1 - nominal)) if mine else 1.0
+        out.append(Drift(name, arch, len(mine), outside, nominal, p_value))
+    return out

@@ -1,4 +1,5 @@
-"""The public calibration points (points.csv: one row per published number, with its source).
+"""Calibration points: :class:`Point`, from points.csv (one row per published number, with its
+source) or from a measured MLflow run (:mod:`.runs`).
 
 Columns: id, platform, model, overrides, batch, grad_accum, precision, mode, layout, metric,
 published, type (M/V/D), tolerance, tolerance_unit (rel/points), use (check/fit/excluded), source
@@ -13,41 +14,67 @@ Details: docs/perfmodel.md, "Knobs, sources and calibration" (calibration points
 from __future__ import annotations
 
 import csv
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 POINTS_CSV = Path(__file__).with_name("points.csv")
 _ROW = re.compile(r"\brow\b", re.IGNORECASE)
 USES = ("fit", "check", "excluded")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Point:
-    id: str
+    """One calibration point: a number measured on one config, and its source: a document and a
+    locator (a points.csv row), or the MLflow run it was measured in (``run_id``, :mod:`.runs`)."""
+
+    id: str  #: the row's id, or the run id
     platform: str
-    model: str
-    overrides: tuple[str, ...]
-    batch: int
-    grad_accum: int
-    precision: str
-    mode: str
-    layout: str
-    metric: str
-    published: float
-    type: str
-    tolerance: float
-    tolerance_unit: str
-    use: str
-    source: str
-    note: str
+    # a points.csv row (in its columns' order): its config as conf/ groups and overrides
+    model: str = ""
+    overrides: tuple[str, ...] = ()
+    batch: int = 1
+    grad_accum: int = 1
+    precision: str = ""
+    mode: str = ""
+    layout: str = ""
+    metric: str = "samples_per_s"  #: what is compared (:mod:`.evaluate`); a run: samples_per_s
+    published: float = math.nan  #: the published or measured value
+    type: str = "M"  #: M measured, V vendor-stated, D derived
+    tolerance: float = 0.25
+    tolerance_unit: str = "rel"  #: rel or points
+    use: str = "fit"  #: fit, check or excluded
+    source: str = ""  #: free text: the row's citation; a run: "dabench" or "ingest:<format>"
+    note: str = ""
     document: str = ""
     locator: str = ""
+    run_id: str = ""
+    # a measured run: the machine, its config mapping and what else it recorded
+    host_key: str = ""
+    hardware: str = ""
+    config: dict[str, Any] | None = None  #: the run's config mapping (None: not recorded)
+    key: str = ""  #: the config's identity (repeats of one config share it)
+    tokens_per_s: float = math.nan
+    step_s: float = math.nan
+    step_p10: float = math.nan
+    step_p90: float = math.nan
+    class_times: dict[str, float] = field(default_factory=dict)
+    native: bool = True  #: the precision ran natively (False: emulated on this CPU)
+    ceilings: tuple[float, float, str] | None = None  #: (peak FLOP/s, bandwidth B/s, memory level) it ran against
+    describe: str = ""
+    no_config: str = ""  #: why no config was recorded: what a prediction would need
+    rc: Any = None  #: a run's built RunConfig, op graph and Ceilings (:func:`.evaluate.prepare`)
+    graph: Any = None
+    roof: Any = None
 
     @property
     def source_key(self) -> str:
-        """The source this point is left out with: ``document | locator`` without its row."""
+        """The source this point is left out with: ``document | locator`` without its row, or its run."""
+        if self.run_id:
+            return f"MLflow run {self.run_id}"
         return f"{self.document} | {_ROW.split(self.locator, maxsplit=1)[0].rstrip(' ,;')}"
 
     def error(self, predicted: float) -> float:
@@ -97,3 +124,26 @@ def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
         if len(p.document) < 8 or not p.locator:
             raise ValueError(f"{path.name} row {p.id}: needs a document and a locator (its source)")
     return tuple(rows)
+
+
+def uncertain_tolerance(point: Point) -> str:
+    """ "" when ``point``'s tolerance is the standard one (throughput 25%, allocation 5 points);
+    else the reason its note states as ``uncertain: <reason>`` (or "NO STATED REASON")."""
+    if point.metric.endswith("_per_s"):
+        standard = point.tolerance_unit == "rel" and point.tolerance <= 0.25
+    elif point.metric == "allocation_pct":
+        standard = point.tolerance_unit == "points" and point.tolerance <= 5
+    else:
+        return ""
+    if standard:
+        return ""
+    match = re.search(r"uncertain:\s*([^;]{20,})", point.note)
+    return match.group(1).strip() if match else "NO STATED REASON"
+
+
+@dataclass
+class LeftOut:
+    """A run that is no point (or cannot be predicted), with the reason."""
+
+    run_id: str
+    reason: str

@@ -1,6 +1,8 @@
-"""Refit the ``fitted`` constants of conf/hardware/<arch>.yaml to their calibration points.
+"""The one solver (:func:`box_least_squares`, bounded least squares) and what it fits: the
+``fitted`` constants of conf/hardware/<arch>.yaml to their points.csv rows (:func:`refit`), and a
+platform's fittable knobs to measured runs (:func:`refit_runs`).
 
-For one architecture:
+Published points, for one architecture:
 
 1. The fitted knobs and their points come from conf/hardware/sources/<arch>.yaml.
 2. Knobs fitted only to ``feasible`` points (a capacity boundary) are solved by bisection inside
@@ -13,6 +15,12 @@ For one architecture:
    cross-validation leaves out every point they list, they fit the platform's remaining
    throughput points instead.
 
+Measured runs: :func:`fittable` gives knob -> bounds for a platform and its points (always fewer
+knobs than distinct configs); :func:`refit_runs` fits them on log(predicted / measured) samples/s,
+plus per-class residuals where runs profiled their op classes (:func:`class_residuals`: the
+profiled step's class mix times the timed step, each class ``log(predicted / measured)``, together
+weighing as much as the throughput residual). Details: docs/fitting.md, "The fit".
+
 Nothing random is involved: the same YAML and points give the same fit.
 """
 
@@ -23,12 +31,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from dabench.perfmodel.fit.evaluate import predict_point
-from dabench.perfmodel.fit.points import Point, load_points
-from dabench.perfmodel.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
+from dabench.fit.evaluate import predict_point, predict_profile
+from dabench.fit.points import Point, load_points
+from dabench.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
 from dabench.runtime.sinks import write_text
+from dabench.workload.opgraph import OP_CLASSES
 
-#: residual given to a point the model refuses (NaN) while fitting
+#: residual given to a point (or an op class) the model refuses (NaN) while fitting
 REFUSED_RESIDUAL = 10.0
 
 
@@ -182,3 +191,93 @@ def write_values(arch: str, values: dict[str, float]) -> None:
         text = pattern.sub(lambda m, value=value: m.group(1) + f"{value:.6g}", text, count=1)
 
     write_text("source_tree", path, text)
+
+
+def measured_classes(p: Point) -> dict[str, float]:
+    """Op class -> seconds per timed step (module docstring); {} when the run profiled none."""
+    times = {c: float(t) for c, t in (p.class_times or {}).items() if isinstance(t, (int, float)) and t > 0}
+    total = sum(times.values())
+    if not total or not (p.step_s > 0):
+        return {}
+    scale = p.step_s / total
+    return {c: times[c] * scale for c in OP_CLASSES if c in times}  # 'other' only rescales
+
+
+def class_residuals(p: Point, predicted: Mapping[str, float] | None) -> list[float]:
+    """One weighted residual per measured class of ``p`` (fixed length for a point: the fit's
+    residual vector keeps its shape when the model refuses, each then :data:`REFUSED_RESIDUAL`)."""
+    measured = measured_classes(p)
+    if not measured:
+        return []
+    weight = 1.0 / math.sqrt(len(measured))
+    out = []
+    for c, seconds in measured.items():
+        value = (predicted or {}).get(c, 0.0)
+        out.append(weight * (math.log(value / seconds) if value > 0 else REFUSED_RESIDUAL))
+    return out
+
+
+#: bounds of the knobs a fit from runs may move, for the models whose shipped values are not
+#: fitted to points.csv (cpu: its own-measurement fit; cuda: estimates). Vendor models: their
+#: ``fitted`` entries of conf/hardware/sources/<arch>.yaml. Order = priority when points are few.
+FIT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {
+    # compute_efficiency is 1.0 by construction on a quiet machine (the calibrated peak is a large
+    # matmul's rate); measured runs of a busy or different machine move it too
+    "cpu": {
+        "launch_s": (1e-6, 1e-3),
+        "memory_efficiency": (0.02, 1.0),
+        "compute_efficiency": (0.02, 1.0),
+        "emulated_compute_efficiency": (0.01, 1.0),
+        "emulated_memory_efficiency": (0.01, 1.0),
+        "matmul_half_flops": (0.0, 2e8),
+    },
+    "cuda": {"compute_efficiency": (0.05, 1.0), "memory_efficiency": (0.05, 1.0), "launch_s": (1e-7, 1e-4)},
+}
+EMULATED = ("emulated_compute_efficiency", "emulated_memory_efficiency")
+
+
+def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
+    """knob -> bounds the fit moves for ``arch`` given ``points`` (fewer knobs than distinct configs)."""
+
+    if arch in FIT_BOUNDS:
+        bounds = dict(FIT_BOUNDS[arch])
+        if arch == "cpu" and all(p.native for p in points):
+            bounds = {k: v for k, v in bounds.items() if k not in EMULATED}  # nothing pins them
+    else:
+        bounds = {
+            path.split(".", 1)[1]: tuple(e.bounds)
+            for path, e in fitted(arch).items()
+            if path.startswith("options.") and e.bounds
+        }
+    configs = len({p.key for p in points})
+    return dict(list(bounds.items())[: max(0, configs - 1)])
+
+
+def run_residuals(points: list[Point], options: Mapping[str, Any], classes: bool = True) -> list[float]:
+    """Per point ``log(predicted / measured)`` samples/s and, with ``classes``, its per-class
+    residuals where the run profiled them (:func:`class_residuals`); :data:`REFUSED_RESIDUAL` where the model
+    refuses."""
+    out = []
+    for p in points:
+        profile = predict_profile(p, options)
+        value = float(profile.samples_per_s) if profile is not None else math.nan
+        out.append(REFUSED_RESIDUAL if not (value > 0) else math.log(value / p.published))
+        if classes:
+            out += class_residuals(p, profile.class_times_s if profile is not None and value > 0 else None)
+    return out
+
+
+def refit_runs(
+    points: list[Point],
+    bounds: Mapping[str, tuple[float, float]],
+    start: Mapping[str, Any],
+    classes: bool = True,
+) -> dict[str, float]:
+    """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on :func:`residuals`:
+    log throughput ratios and, with ``classes``, the per-class ones; from ``start`` clipped into
+    the bounds); {} when there is nothing to fit."""
+
+    if not bounds or not points:
+        return {}
+    fit = box_least_squares(lambda knobs: run_residuals(points, knobs, classes), start, bounds, 1e-5, 1e-6, 60)
+    return {n: _round(v) for n, v in fit.items()}

@@ -1,11 +1,14 @@
-"""Measured runs of a store -> calibration points, each left-out run with its reason.
+"""Measured runs of an MLflow store -> calibration points (:class:`.points.Point` whose source
+is the run), each left-out run with its reason.
 
 Contract: :func:`points_from_runs` takes one mapping per run, ``{"run_id", "tags", "params",
 "metrics"}`` (MLflow's run data), and touches neither MLflow nor a file. Predicted runs, sweep
 parents and non-dabench runs are dropped silently (never points); a measured run that cannot be a
-point is returned as :class:`LeftOut` with the reason. A point keeps the run's config (rebuilt from
-its flattened params), measured throughput and step times, per-class times and the ceilings it ran
-against. Details: docs/fitting.md, "What becomes a point".
+point is returned as :class:`.points.LeftOut` with the reason. A point keeps the run's config
+(rebuilt from its flattened params), measured throughput and step times, per-class times, the
+ceilings it ran against, its platform and its machine (:func:`platform_of`, :func:`host_key`: a
+run's tags and params only); :func:`group_points` keys points by both, so machines of one platform
+are never fitted together. Details: docs/fitting.md, "What becomes a point".
 """
 
 from __future__ import annotations
@@ -13,62 +16,37 @@ from __future__ import annotations
 import ast
 import json
 import math
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from dabench.perfmodel.fit.from_runs.hosts import host_key, platform_of
+from dabench.fit.points import LeftOut, Point
+
+#: an ingested vendor artifact's format -> its platform
+INGEST_ARCH = {
+    "popvision_json": "ipu",
+    "sambaflow_compile": "rdu",
+    "cerebras_compile_report": "wse2",
+    "cerebras_appliance_run": "wse2",
+}
+
+
+def platform_of(tags: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """The run's platform: its ``dabench.arch`` tag, else its ingested format's platform ("" if neither)."""
+    arch = tags.get("dabench.arch") or INGEST_ARCH.get(str(params.get("import.format")), "")
+    return "" if arch == "None" else str(arch)
+
+
+def host_key(tags: Mapping[str, Any], params: Mapping[str, Any], arch: str) -> str:
+    """The machine a run ran on: its ``dabench.host_key`` tag (CPU model, GPU name, vendor system),
+    else ``<arch>:<format>`` for an ingested artifact, else ``host:<host name>`` (older runs)."""
+    fmt = params.get("import.format")
+    return tags.get("dabench.host_key") or (f"{arch}:{fmt}" if fmt else f"host:{tags.get('dabench.host', '?')}")
+
 
 #: params that do not change what is measured (left out of a config's identity)
 _NOT_IDENTITY = (
-    "run.seed",
-    "run.warmup_steps",
-    "run.timed_steps",
-    "run.profile_subtasks",
-    "run.plots",
-    "run.lr",
-    "hardware.mode",
-    "hardware.constants",
-    "hardware.python",
-    "run.allow_oversubscribe",
-)
-
-
-@dataclass
-class RunPoint:
-    """One measured run as a calibration point."""
-
-    run_id: str
-    arch: str
-    host_key: str
-    hardware: str
-    source: str  #: "dabench" (a measured run) or "ingest:<format>"
-    samples_per_s: float
-    tokens_per_s: float
-    step_s: float
-    step_p10: float = math.nan
-    step_p90: float = math.nan
-    class_times: dict[str, float] = field(default_factory=dict)
-    config: dict[str, Any] | None = None  #: the run's config mapping (None: not recorded)
-    key: str = ""  #: the config's identity (repeats of one config share it)
-    precision: str = ""
-    native: bool = True  #: the precision ran natively (False: emulated on this CPU)
-    ceilings: tuple[float, float, str] | None = None  #: (peak FLOP/s, bandwidth B/s, memory level) it ran against
-    describe: str = ""
-    no_config: str = ""  #: why no config was recorded (config None): what a prediction would need
-    # filled by prepare(): the built RunConfig, op graph and Ceilings
-    rc: Any = None
-    graph: Any = None
-    roof: Any = None
-
-    @property
-    def predictable(self) -> bool:
-        return self.rc is not None
-
-
-@dataclass
-class LeftOut:
-    run_id: str
-    reason: str
+    "run.seed", "run.warmup_steps", "run.timed_steps", "run.profile_subtasks", "run.plots", "run.lr", "hardware.mode",
+    "hardware.constants", "hardware.python", "run.allow_oversubscribe",
+)  # fmt: skip
 
 
 def _value(raw: Any) -> Any:
@@ -106,14 +84,9 @@ def _num(metrics: Mapping[str, Any], name: str) -> float:
 
 #: the stored metrics a point is made of; each, where present, must be a finite number > 0
 USED_METRICS = (
-    "throughput.samples_per_s",
-    "throughput.tokens_per_s",
-    "step_time.median_s",
-    "step_time.p10_s",
-    "step_time.p90_s",
-    "perf.peak_tflops",
-    "roofline.ridge_intensity",
-)
+    "throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s", "step_time.p10_s", "step_time.p90_s",
+    "perf.peak_tflops", "roofline.ridge_intensity",
+)  # fmt: skip
 
 
 def damaged_metric(metrics: Mapping[str, Any]) -> str:
@@ -179,7 +152,7 @@ def no_config_reason(params: Mapping[str, Any]) -> str:
     )
 
 
-def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint], list[LeftOut]]:
+def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], list[LeftOut]]:
     """(points, left out with reasons) of ``runs`` (see the module docstring). Predicted runs,
     parent runs and runs that are no dabench run at all are dropped silently (never points);
     measured runs that cannot be points are left out with the reason."""
@@ -232,37 +205,39 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[RunPoint],
         )
         precision = str(((cfg or {}).get("precision") or {}).get("name", ""))
         points.append(
-            RunPoint(
+            Point(
                 rid,
                 arch,
-                host,
-                str(((cfg or {}).get("hardware") or {}).get("name", arch)),
-                f"ingest:{fmt}" if fmt else "dabench",
-                samples,
-                tokens,
-                step,
-                _num(metrics, "step_time.p10_s"),
-                _num(metrics, "step_time.p90_s"),
-                classes,
-                cfg,
-                config_key(params, arch, host),
-                precision,
-                native,
-                ceilings,
-                _describe(cfg, arch),
-                why,
+                precision=precision,
+                published=samples,
+                use="fit",
+                source=f"ingest:{fmt}" if fmt else "dabench",
+                run_id=rid,
+                host_key=host,
+                hardware=str(((cfg or {}).get("hardware") or {}).get("name", arch)),
+                config=cfg,
+                key=config_key(params, arch, host),
+                tokens_per_s=tokens,
+                step_s=step,
+                step_p10=_num(metrics, "step_time.p10_s"),
+                step_p90=_num(metrics, "step_time.p90_s"),
+                class_times=classes,
+                native=native,
+                ceilings=ceilings,
+                describe=_describe(cfg, arch),
+                no_config=why,
             )
         )
     return points, left
 
 
 def group_points(
-    points: list[RunPoint], arch: str | None = None, host: str | None = None
-) -> dict[tuple[str, str], list[RunPoint]]:
+    points: list[Point], arch: str | None = None, host: str | None = None
+) -> dict[tuple[str, str], list[Point]]:
     """(platform, host key) -> its points: machines of one platform are fitted apart."""
-    out: dict[tuple[str, str], list[RunPoint]] = {}
+    out: dict[tuple[str, str], list[Point]] = {}
     for p in points:
-        if (arch and p.arch != arch) or (host and p.host_key != host):
+        if (arch and p.platform != arch) or (host and p.host_key != host):
             continue
-        out.setdefault((p.arch, p.host_key), []).append(p)
+        out.setdefault((p.platform, p.host_key), []).append(p)
     return out

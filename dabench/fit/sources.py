@@ -5,7 +5,7 @@ Each key is a number's path in the hardware YAML; its value has exactly one of `
 dabench/perfmodel/findings, or [] for a figure the paper states), ``uncertain`` (reason, estimate),
 ``fitted`` (points, bounds) or, for options only, ``setting``. Every non-null number has an entry
 and every entry names a number that exists (tests/perfmodel/test_sources.py checks every shipped
-hardware file).
+hardware file, and the form of each reference).
 
 Details: docs/perfmodel.md, "Knobs, sources and calibration" (provenance).
 """
@@ -19,19 +19,10 @@ from typing import Any, Iterator
 import yaml
 
 from dabench.config.paths import CONF_DIR
-from dabench.perfmodel.fit.points import load_points
+from dabench.fit.points import load_points
 
 CONF_HARDWARE = CONF_DIR / "hardware"
 KINDS = ("source", "uncertain", "fitted", "setting")
-
-#: a locator names a place inside a document: a URL, a section, table, figure, page, sheet, row,
-#: slide, line, or a file path inside a repository or a reference folder
-LOCATOR = re.compile(
-    r"(https?://\S+|§\s*\d|\b(section|table|figure|fig\.|page|pp?\.\s*\d|sheet|row|slide|chapter|line|"
-    r"appendix|column|cell)\b|[\w.-]+/[\w./-]+|\b[\w-]+\.(md|py|yaml|yml|json|txt|numbers|sh|ipynb|csv|cpp|pdf)\b)",
-    re.IGNORECASE,
-)
-MIN_DOCUMENT, MIN_FIGURE, MIN_REASON = 8, 10, 20  #: shortest acceptable texts (characters)
 
 
 @dataclass(frozen=True)
@@ -45,40 +36,6 @@ class Provenance:
     locator: str = ""  #: where in the document: section, table, page, file path or URL
     reason: str = ""  #: uncertain: why no document gives the number
     findings: tuple[str, ...] = ()  #: source: the paper's findings (dabench/perfmodel/findings) the value was set from
-
-
-def reference_problems(entry: Provenance) -> list[str]:
-    """What is missing from a ``source`` or ``uncertain`` entry's reference (empty when complete)."""
-    found = []
-    if entry.kind == "source":
-        if len(entry.document) < MIN_DOCUMENT or len(entry.document.split()) < 2:
-            found.append(f"source needs a document title (two words or more): {entry.document!r}")
-        if not LOCATOR.search(entry.locator):
-            found.append(f"source needs a locator (section, table, page, file path or URL): {entry.locator!r}")
-        if len(entry.text) < MIN_FIGURE:
-            found.append(f"source needs the figure it gives: {entry.text!r}")
-    elif entry.kind == "uncertain":
-        if len(entry.reason) < MIN_REASON:
-            found.append(f"uncertain needs a stated reason ({MIN_REASON}+ characters): {entry.reason!r}")
-        if len(entry.text) < MIN_FIGURE:
-            found.append(f"uncertain needs the estimate and how it was chosen: {entry.text!r}")
-        if entry.document and not LOCATOR.search(entry.locator):
-            found.append(f"uncertain names a document without a locator: {entry.locator!r}")
-    return found
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float)):
-        return True
-    if isinstance(value, str):
-        try:
-            float(value)
-            return True
-        except ValueError:
-            return False
-    return False
 
 
 def hardware_yaml(arch: str) -> dict[str, Any]:
@@ -195,41 +152,3 @@ def read_from_calibration(arch: str) -> dict[str, str]:
                 out[path] = p.source_key
                 break
     return out
-
-
-def problems(arch: str, point_ids: set[str] | None = None) -> list[str]:
-    """Everything wrong with ``arch``'s provenance map (empty when complete and consistent)."""
-    spec = hardware_yaml(arch)
-    sources = load_sources(arch)
-    found = []
-    if not sources:
-        return [f"conf/hardware/sources/{arch}.yaml is missing or empty"]
-    constants = dict(constant_paths(spec))
-    for path, value in constants.items():
-        entry = sources.get(path)
-        if entry is None:
-            found.append(f"{arch}: {path} = {value!r} has no entry in sources/{arch}.yaml")
-            continue
-        if entry.kind == "invalid":
-            found.append(f"{arch}: {path}: {entry.text}")
-        elif entry.kind == "setting" and not path.startswith("options."):
-            found.append(f"{arch}: {path}: only options can be a 'setting'; a constant needs a source or a fit")
-        elif entry.kind == "setting" and len(entry.text) < MIN_FIGURE:
-            found.append(f"{arch}: {path}: setting text too short to say why this default: {entry.text!r}")
-        elif entry.kind in ("source", "uncertain"):
-            found += [f"{arch}: {path}: {problem}" for problem in reference_problems(entry)]
-        elif entry.kind == "fitted":
-            if not entry.points:
-                found.append(f"{arch}: {path}: fitted without the points it was fitted to")
-            if entry.bounds is None or not entry.bounds[0] < entry.bounds[1]:
-                found.append(f"{arch}: {path}: fitted needs bounds [low, high] with low < high")
-            elif _is_number(value) and not entry.bounds[0] <= float(value) <= entry.bounds[1]:
-                found.append(f"{arch}: {path} = {value} lies outside its fitting bounds {entry.bounds}")
-            if point_ids is not None:
-                unknown = [p for p in entry.points if p not in point_ids]
-                if unknown:
-                    found.append(f"{arch}: {path}: fitted to unknown calibration points {unknown}")
-    for path in sources:
-        if path not in constants:
-            found.append(f"{arch}: sources/{arch}.yaml names {path}, which conf/hardware/{arch}.yaml does not have")
-    return found

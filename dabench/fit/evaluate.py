@@ -1,0 +1,181 @@
+"""Predict a calibration point: a points.csv row's config composed from conf/
+(:func:`dabench.config.compose`, the one composition every run uses) with the row's overrides, a
+run's its recorded config (built once by :func:`prepare`); then the analytical model, then the
+metric the point compares. ``options`` replaces hardware knobs for a candidate of the fitter (a
+row's own ``hardware.options.*`` overrides still win).
+
+Metrics (``Point.metric``):
+
+- ``samples_per_s``, ``tokens_per_s``: the prediction's throughput.
+- ``allocation_pct``: tier-1 allocation ratio x 100.
+- ``feasible``: 1 when the model predicts the config runs, 0 when it refuses it for capacity.
+- ``mixed_gain_pct``: samples/s at precision=mixed over samples/s at precision=fp16, minus 1, x 100.
+- ``scaling_keep_pct``: samples/s of the row's config over samples/s of the same config at half
+  its ``parallel.degree``, x 100 (how much of the smaller group's throughput the larger one keeps).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from contextlib import contextmanager
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any, Mapping
+
+from dabench.config.build import build_run_config
+from dabench.config.compose import compose
+from dabench.core.ceilings import Ceilings
+from dabench.core.status import CapacityError, DabenchError
+from dabench.fit.points import LeftOut, Point
+from dabench.fit.sources import hardware_yaml
+from dabench.host.ceilings import resolve_ceilings
+from dabench.metrics.summary import compute_metrics
+from dabench.perfmodel import get_predictor
+from dabench.perfmodel.constants import fitted_options
+from dabench.workload.opgraph import build_opgraph
+
+
+@lru_cache(maxsize=None)
+def _composed(platform: str, model: str, precision: str, batch: int, accum: int, overrides: tuple[str, ...]) -> dict:
+    groups = {"model": model, "hardware": platform, "parallel": "none", "precision": precision}
+    dotted = [f"run.batch_size={batch}", f"run.grad_accum={accum}", "tracking.enabled=false"]
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if "." in key:
+            dotted.append(f"++{override}")  # a knob the YAML may not list
+        else:
+            groups[key] = value
+    return compose([f"{group}={name}" for group, name in groups.items()] + dotted)
+
+
+def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
+    """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
+    p = point
+    cfg = copy.deepcopy(_composed(p.platform, p.model, precision or p.precision, p.batch, p.grad_accum, p.overrides))
+    if options:
+        own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
+        cfg["hardware"]["options"].update({k: v for k, v in options.items() if k not in own})
+    return cfg
+
+
+def _predict(cfg: dict) -> tuple[Any, dict[str, float]]:
+    rc = build_run_config(cfg)
+    graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+    ceilings = resolve_ceilings(rc.hardware, rc.precision)
+    profile = get_predictor(rc.hardware.arch)(rc, graph, ceilings)
+    metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
+    return profile, metrics
+
+
+def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
+    """(profile, metrics) of a run config mapping (as :func:`point_config` builds it); CapacityError when refused."""
+    return _predict(cfg)
+
+
+def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
+    """The model's value of ``point.metric`` (NaN when the model refuses a throughput point)."""
+    if point.run_id:  # a measured run, prepared
+        profile = predict_profile(point, options or {})
+        return math.nan if profile is None else float(profile.samples_per_s)
+    if point.metric == "scaling_keep_pct":
+        cfg = point_config(point, None, options)
+        half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}
+        larger = _predict(cfg)[1]["throughput.samples_per_s"]
+        smaller = _predict(half)[1]["throughput.samples_per_s"]
+        return 100.0 * larger / smaller
+    if point.metric == "mixed_gain_pct":
+        mixed = _predict(point_config(point, "mixed", options))[1]["throughput.samples_per_s"]
+        fp16 = _predict(point_config(point, "fp16", options))[1]["throughput.samples_per_s"]
+        return 100.0 * (mixed / fp16 - 1.0)
+    try:
+        _, metrics = _predict(point_config(point, None, options))
+    except CapacityError:
+        if point.metric == "feasible":
+            return 0.0
+        return float("nan")
+    if point.metric == "feasible":
+        return 1.0
+    if point.metric == "samples_per_s":
+        return float(metrics["throughput.samples_per_s"])
+    if point.metric == "tokens_per_s":
+        return float(metrics["throughput.tokens_per_s"])
+    if point.metric == "allocation_pct":
+        return 100.0 * float(metrics["tier1.allocation_ratio"])
+    raise ValueError(f"point {point.id}: unknown metric {point.metric!r}")
+
+
+def prepare(points: list[Point]) -> list[LeftOut]:
+    """Build each point's RunConfig, op graph and ceilings (what a prediction needs); the points
+    that cannot be predicted are returned with the reason (they stay points, but no fit sees them)."""
+
+    unusable = []
+    for p in points:
+        if p.config is None:
+            unusable.append(LeftOut(p.run_id, p.no_config or "no run config recorded: nothing to predict it from"))
+            continue
+        try:
+            cfg = dict(p.config)
+            cfg["tracking"] = {"enabled": False}
+
+            hw = cfg["hardware"]
+            shipped = (
+                hardware_yaml(p.platform).get("options") or {} if (hw.get("arch") or p.platform) == p.platform else {}
+            )
+            # knobs added since the run was recorded take the shipped value (they do not change what it measured)
+            cfg["hardware"] = {
+                **hw,
+                "mode": "predict",
+                "constants": "published",
+                "options": {**shipped, **(hw.get("options") or {})},
+            }
+            rc = build_run_config(cfg)
+            graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+            if p.ceilings is not None:
+                roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
+            elif rc.hardware.arch == "cpu":
+                unusable.append(
+                    LeftOut(
+                        p.run_id,
+                        "no ceilings recorded (the CPU calibration was refused when it "
+                        "ran): a CPU prediction needs them",
+                    )
+                )
+                continue
+            else:
+                roof = resolve_ceilings(rc.hardware, rc.precision)
+        except Exception as error:  # a config this version cannot rebuild: said, not fatal
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            unusable.append(LeftOut(p.run_id, f"its recorded config does not build here: {first[:200]}"))
+            continue
+        p.rc, p.graph, p.roof = rc, graph, roof
+    return unusable
+
+
+def predict_profile(p: Point, options: Mapping[str, Any]) -> Any:
+    """The model's Profile of point ``p`` with ``options`` over its config's (None when refused)."""
+    hw = replace(p.rc.hardware, options={**p.rc.hardware.options, **options})
+    try:
+        return get_predictor(hw.arch)(replace(p.rc, hardware=hw), p.graph, p.roof)
+    except DabenchError:
+        return None
+
+
+def base_options(arch: str, base: str = "published") -> dict[str, Any]:
+    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options, with the set
+    ``base``'s fitted ones over them."""
+
+    return {**(hardware_yaml(arch).get("options") or {}), **fitted_options(base, arch)}
+
+
+@contextmanager
+def quiet_model():
+    """The device model's emulated-precision warning (once per prediction) off while refitting."""
+    quiet = logging.getLogger("dabench.perfmodel.device")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        quiet.setLevel(level)

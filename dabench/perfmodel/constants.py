@@ -1,0 +1,344 @@
+"""Reading a constant set at run time: the constants a prediction uses and the band it gets.
+
+- :func:`model_version`: a hash of the model's code and constants; :func:`run_tags` the tags
+  every predicted run records (model version, in-sample error range, constant set, band).
+- A constant set is one versioned JSON file (``"format": "dabench-constant-set"``,
+  ``format_version``; the shipped one is dabench/fit/published.json, named sets live in
+  :func:`user_dir`); readers ignore unknown keys. :func:`load` reads a set once per process;
+  :func:`fitted_options` is what ``hardware.constants=NAME|FILE`` applies over the YAML's options.
+- :func:`band` / :func:`band_metrics`: ``[value / factor, value * factor]``, the factor from the
+  set's out-of-source errors and the prediction's reach (:mod:`dabench.perfmodel.reach`). Pure.
+
+Writing sets is dabench/fit/ (``dabench fit``). Details: docs/perfmodel.md, "Out-of-sample error
+and bands", and docs/fitting.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from dabench.config.paths import CONF_DIR
+from dabench.core.status import ConfigError
+from dabench.perfmodel import reach
+from dabench.perfmodel.reach import coords
+from dabench.runtime.readers import read_constant_set
+
+PACKAGE = Path(__file__).resolve().parents[1]  # dabench/
+ROOT = PACKAGE.parent
+DIR = PACKAGE / "fit"  #: where the shipped sets (published.json) and residuals.json live
+RESIDUALS_JSON = DIR / "residuals.json"
+FORMAT, FORMAT_VERSION = "dabench-constant-set", 1
+PUBLISHED = "published"
+#: the predicted numbers that get a band (rates and times use the same factor)
+BANDED = ("throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s")
+
+
+#: files whose content decides a prediction (code constants and fitted parameters)
+_COMMON = (
+    "dabench/perfmodel/assemble.py",
+    "dabench/perfmodel/capacity.py",
+    "dabench/perfmodel/comm.py",
+    "dabench/perfmodel/pipeline.py",
+    "dabench/perfmodel/roofline.py",
+    "dabench/perfmodel/knobs/__init__.py",
+    "dabench/workload/opgraph.py",
+    "dabench/metrics/summary.py",
+)
+
+
+def _model_files(arch: str | None) -> list[Path]:
+    if arch is None:
+        files = sorted((PACKAGE / "perfmodel").rglob("*.py")) + sorted((CONF_DIR / "hardware").glob("*.yaml"))
+        files += [ROOT / "dabench/workload/opgraph.py", ROOT / "dabench/metrics/summary.py"]
+        return files
+    files = [ROOT / name for name in _COMMON]
+    files += [
+        PACKAGE / "perfmodel" / f"{arch}.py",
+        PACKAGE / "perfmodel" / "knobs" / f"{arch}.py",
+        CONF_DIR / "hardware" / f"{arch}.yaml",
+    ]
+    if arch in ("cpu", "cuda"):
+        files.append(PACKAGE / "perfmodel" / "device.py")
+    # variants that inherit the arch's options (conf/hardware/cuda_a100.yaml: defaults [cuda])
+    files += sorted((CONF_DIR / "hardware").glob(f"{arch}_*.yaml"))
+    return files
+
+
+@lru_cache(maxsize=None)
+def model_version(arch: str | None = None) -> str:
+    """12 hex digits of a SHA-256 over the model's code and constants: the perfmodel modules of
+    ``arch`` (all of them when None), the op graph, the metrics, and conf/hardware/<arch>.yaml
+    (whose options hold the fitted parameters). Two predictions with the same version come from
+    the same model."""
+    digest = hashlib.sha256()
+    for path in _model_files(arch):
+        if path.exists():
+            # conf/... as in a checkout, also for a wheel's bundled copies (dabench/_data/conf/...)
+            name = ("conf" / path.relative_to(CONF_DIR)) if path.is_relative_to(CONF_DIR) else path.relative_to(ROOT)
+            digest.update(str(name).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@lru_cache(maxsize=1)
+def residuals() -> dict:
+    """{arch: {point id: {"predicted": x, "published": y, "error": e, "metric": m, "use": u}}}."""
+    if not RESIDUALS_JSON.exists():
+        return {}
+    return json.loads(RESIDUALS_JSON.read_text())
+
+
+def error_band(arch: str) -> tuple[float, float] | None:
+    """(lowest, highest) signed relative error of ``arch``'s throughput calibration points
+    (predicted / published - 1, over the rows used to fit or check), e.g. (-0.2, 0.15): a
+    prediction is expected within [published x (1 + lo), published x (1 + hi)]. None when the
+    platform has no throughput points."""
+    rows = residuals().get(arch, {})
+    errors = [
+        r["error"]
+        for r in rows.values()
+        if r.get("metric") in ("samples_per_s", "tokens_per_s")
+        and r.get("use") != "excluded"
+        and r.get("error") is not None
+    ]
+    if not errors:
+        return None
+    return (min(errors), max(errors))
+
+
+def user_dir() -> Path:
+    """Where named sets written by ``dabench fit --from-mlflow`` live: ``$DABENCH_CONSTANTS_DIR``,
+    else ``~/.dabench/constants`` (never beside published.json: docs/fitting.md)."""
+    return Path(os.environ.get("DABENCH_CONSTANTS_DIR") or Path.home() / ".dabench" / "constants").expanduser()
+
+
+def is_file_ref(name: str) -> bool:
+    """``hardware.constants`` names a file (a path, or a name ending in .json) rather than a set."""
+    return name.endswith(".json") or "/" in name or "\\" in name
+
+
+def path_of(name: str) -> Path:
+    """The file of set ``name``: a path as given; ``published`` (and the sets shipped beside it)
+    here; any other NAME in :func:`user_dir`."""
+    if is_file_ref(name):
+        return Path(name).expanduser()
+    shipped = DIR / f"{name}.json"
+    if name == PUBLISHED or (shipped.exists() and not (user_dir() / f"{name}.json").exists()):
+        return shipped
+    return user_dir() / f"{name}.json"
+
+
+def resolve(name: str) -> Mapping[str, Any]:
+    """:func:`load`, but a set other than ``published`` that does not exist is an error (a
+    prediction must not silently fall back on other constants)."""
+    data = load(name)
+    if not data and name != PUBLISHED:
+        raise FileNotFoundError(
+            f"no constant set {name!r} (looked for {path_of(name)}; named sets live in "
+            f"{user_dir()}, written by python -m dabench fit --from-mlflow ... --name NAME)"
+        )
+    return data
+
+
+def fitted_options(name: str, arch: str) -> dict[str, Any]:
+    """``{knob: value}`` of the ``options.*`` constants set ``name`` fitted for ``arch`` (what
+    ``hardware.constants=NAME|FILE`` applies over conf/hardware/<arch>.yaml's options); {} for
+    ``published``, whose values are the YAML's."""
+    if name == PUBLISHED:
+        return {}
+    entry = (resolve(name).get("platforms") or {}).get(arch) or {}
+    return {
+        path.split(".", 1)[1]: c["value"]
+        for path, c in (entry.get("constants") or {}).items()
+        if path.startswith("options.") and c.get("kind") == "fitted" and c.get("value") is not None
+    }
+
+
+def load(name: str = PUBLISHED) -> Mapping[str, Any]:
+    """The constant set ``name`` (a NAME or a FILE, see :func:`path_of`; {} when it does not
+    exist). Read once per process and file."""
+    return _load(str(path_of(name)))
+
+
+@lru_cache(maxsize=None)
+def _load(where: str) -> Mapping[str, Any]:
+    try:
+        return read_constant_set(where, FORMAT, FORMAT_VERSION)  # damage: DamagedFile, one line
+    except FileNotFoundError:
+        return {}
+
+
+def platform_band(platform: str, constant_set: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The platform's band record; ``{"kind": "uncalibrated", ...}`` when the set has none."""
+    entry = (constant_set.get("platforms") or {}).get(platform) or {}
+    return entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
+
+
+_GROWTH: dict[tuple[int, float], tuple[Mapping[str, Any], float]] = {}
+
+
+def half_width(
+    platform: str, constant_set: Mapping[str, Any], x: Mapping[str, Any] | None = None, nominal: float | None = None
+) -> tuple[str, float | None, str]:
+    """(kind, log half-width, why) of the band of a prediction of ``platform`` at reach
+    coordinates ``x`` (:func:`dabench.perfmodel.reach.coords`); without ``x``, at the
+    calibration itself. A set fitted from runs keeps its one factor per platform."""
+
+    record = platform_band(platform, constant_set)
+    if "points" not in record:  # one factor per platform (sets fitted from runs)
+        factor = record.get("factor")
+        if record.get("kind") not in ("conformal", "wide") or not factor:
+            return record.get("kind", "uncalibrated"), None, record.get("note", "")
+        return record["kind"], math.log(factor), record.get("note", "")
+    nominal = float(constant_set.get("nominal_coverage") or 0.8) if nominal is None else nominal
+    bands = constant_set.get("bands") or {}
+    cached = _GROWTH.get((id(bands), nominal))
+    if cached is None or cached[0] is not bands:  # once per set and nominal (the set is held: its id stays its own)
+        cached = (bands, reach.growth([math.inf if n is None else n for n in bands.get("needs") or ()], nominal))
+        _GROWTH[(id(bands), nominal)] = cached
+    rate = cached[1]
+    wide = float(bands.get("wide") or math.log(2.0))
+    points = [p if p["score"] is not None else {**p, "score": math.inf} for p in record["points"]]
+    if x is None:
+        q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
+        base = q if q is not None and math.isfinite(q) else wide + rate * reach.FAR
+        return ("near" if points else "wide"), base, record.get("note", "")
+    return reach.half_width(x, points, wide, rate, nominal)
+
+
+def band(
+    platform: str,
+    value: float,
+    constant_set: Mapping[str, Any],
+    x: Mapping[str, Any] | None = None,
+    nominal: float | None = None,
+) -> tuple[float, float] | None:
+    """(lo, hi) around a predicted positive ``value`` of ``platform`` (see :func:`half_width`);
+    None when the set gives no band or the value is not a positive finite number."""
+    if not math.isfinite(value) or value <= 0:
+        return None
+    _, q, _ = half_width(platform, constant_set, x, nominal)
+    if q is None or not math.isfinite(q):
+        return None
+    return (value / math.exp(q), value * math.exp(q))
+
+
+def band_metrics(
+    platform: str,
+    metrics: Mapping[str, float],
+    constant_set: Mapping[str, Any] | None = None,
+    x: Mapping[str, Any] | None = None,
+    nominal: float | None = None,
+) -> dict[str, float]:
+    """``<name>.lo`` and ``<name>.hi`` for each banded predicted number in ``metrics``: the main
+    names of a predicted run, the ``predict.`` names of a validate run. {} without a band."""
+    constant_set = load() if constant_set is None else constant_set
+    out: dict[str, float] = {}
+    prefix = "predict." if "predict.throughput.samples_per_s" in metrics else ""  # validate: main names are measured
+    _, q, _ = half_width(platform, constant_set, x, nominal)
+    if q is None or not math.isfinite(q):
+        return out
+    for name in BANDED:
+        value = metrics.get(prefix + name)
+        if value is not None and math.isfinite(value) and value > 0:
+            out[f"{prefix}{name}.lo"], out[f"{prefix}{name}.hi"] = value / math.exp(q), value * math.exp(q)
+    return out
+
+
+def band_tags(
+    platform: str,
+    model_hash: str,
+    constant_set: Mapping[str, Any] | None = None,
+    name: str = PUBLISHED,
+    x: Mapping[str, Any] | None = None,
+    nominal: float | None = None,
+) -> dict[str, str]:
+    """``dabench.constants``, ``dabench.band`` (kind and how it is sized, at reach coordinates
+    ``x``), ``dabench.band.nominal_coverage``, and ``dabench.band_note`` when the set was sized on
+    another model version than ``model_hash``."""
+    constant_set = load(name) if constant_set is None else constant_set
+    kind, q, why = half_width(platform, constant_set, x, nominal)
+    width = f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}; " if q is not None and math.isfinite(q) else ""
+    tags = {
+        "dabench.constants": name if constant_set else "none",
+        "dabench.band": f"{kind}: {width}{why}".strip(": "),
+    }
+    if q is not None and math.isfinite(q):
+        level = nominal if nominal is not None else constant_set.get("nominal_coverage")
+        tags["dabench.band.nominal_coverage"] = f"{level}"
+    sized_on = ((constant_set.get("platforms") or {}).get(platform) or {}).get("model_hash")
+    if sized_on and sized_on != model_hash:
+        refit = (
+            "python -m dabench fit --cv --write"
+            if name == PUBLISHED
+            else f"refit it from its runs: python -m dabench fit --from-mlflow SELECTION --name {name}"
+        )
+        tags["dabench.band_note"] = (
+            f"constant set '{name}' was sized on model {sized_on}; this model is {model_hash}: {refit}"
+        )
+    return tags
+
+
+def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> str:
+    """Where ``rc`` lies outside the configs a set fitted from runs saw (its platform's
+    ``domain``: ranges of layers, hidden size, sequence, batch, parameters; precisions and
+    layouts); "" inside, or for a set without a domain. A set is as good as the configs it saw."""
+    domain = ((constant_set.get("platforms") or {}).get(platform) or {}).get("domain") or {}
+    found = []
+    values = {
+        "n_layers": rc.model.n_layers,
+        "hidden_size": rc.model.hidden_size,
+        "seq_len": rc.model.seq_len,
+        "batch_size": rc.run.batch_size,
+    }
+    for key, value in values.items():
+        span = domain.get(key)
+        if span and not (span[0] <= value <= span[1]):
+            found.append(f"{key} {value} outside [{span[0]:g}, {span[1]:g}]")
+    if domain.get("precisions") and rc.precision.name not in domain["precisions"]:
+        found.append(f"precision {rc.precision.name} not in {', '.join(domain['precisions'])}")
+    if domain.get("hardware") and rc.hardware.name not in domain["hardware"]:
+        found.append(f"hardware {rc.hardware.name} not in {', '.join(domain['hardware'])}")
+    if domain.get("strategies") and rc.parallel.strategy not in domain["strategies"]:
+        found.append(f"layout {rc.parallel.strategy} not in {', '.join(domain['strategies'])}")
+    if not found:
+        return ""
+    return (
+        f"outside the configs constant set '{constant_set.get('name')}' was fitted on ({'; '.join(found)}): "
+        f"its band was sized inside them and may not hold here"
+    )
+
+
+def run_tags(arch: str, constants: str = "published", rc=None) -> dict[str, str]:
+    """The tags a predicted run records: ``dabench.model_version``, ``dabench.error_band`` (the
+    in-sample range "-0.12,+0.08", or "uncalibrated"), and the band's
+    (:func:`band_tags`: ``dabench.constants``, ``dabench.band``,
+    ``dabench.band.nominal_coverage``) of the constant set ``constants`` (``hardware.constants``:
+    published, a NAME or a FILE; docs/fitting.md)."""
+    band = error_band(arch)
+    try:
+        constant_set = resolve(constants)
+    except (OSError, ValueError) as error:
+        raise ConfigError("hardware.constants", constants, str(error)) from None
+    name = constant_set.get("name", constants) if constants != "published" else constants
+    x, nominal = None, None
+    if rc is not None:
+        x, nominal = coords(rc), rc.band.nominal
+    tags = {
+        "dabench.model_version": model_version(arch),
+        "dabench.error_band": f"{band[0]:+.3f},{band[1]:+.3f}" if band else "uncalibrated",
+        **band_tags(arch, model_version(arch), constant_set, name, x, nominal),
+    }
+    if constants != "published":
+        tags["dabench.constants_ref"] = constants  # as given: a NAME or a FILE
+        if rc is not None:
+            note = outside_domain(constant_set, arch, rc)
+            if note:
+                tags["dabench.constants_note"] = note
+    return tags
