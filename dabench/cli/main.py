@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("dabench.cli.compare", "runs side by side, one column per run"),
     "grid": ("dabench.cli.grid", "a predict grid in one process (the same runs as -m, faster)"),
     "study": ("dabench.cli.study", "an Optuna study's best deployment, as a command line"),
+    "findings": ("dabench.cli.findings", "the paper's findings: predicted, fitted or not reproduced by the models"),
     "fit": ("dabench.cli.fit", "refit the analytical models' fitted constants to published points"),
     "docs": ("dabench.cli.docs", "regenerate the docs' generated tables (--write), or check them (--check)"),
     "calibrate": ("dabench.cli.calibrate", "measure this machine's CPU ceilings (peak FLOP/s, bandwidth)"),

@@ -2,7 +2,7 @@
 
 Each key is a number's path in the hardware YAML; its value has exactly one of ``source``
 (document, locator, figure; ``finding``: the paper's findings the value was set from, ids of
-dabench/perfmodel/findings, or [] for a figure the paper states), ``uncertain`` (reason, estimate),
+dabench/findings, or [] for a figure the paper states), ``uncertain`` (reason, estimate),
 ``fitted`` (points, bounds) or, for options only, ``setting``. Every non-null number has an entry
 and every entry names a number that exists (tests/perfmodel/test_sources.py checks every shipped
 hardware file, and the form of each reference).
@@ -35,7 +35,7 @@ class Provenance:
     document: str = ""  #: source (and optionally uncertain): the document's title
     locator: str = ""  #: where in the document: section, table, page, file path or URL
     reason: str = ""  #: uncertain: why no document gives the number
-    findings: tuple[str, ...] = ()  #: source: the paper's findings (dabench/perfmodel/findings) the value was set from
+    findings: tuple[str, ...] = ()  #: source: the paper's findings (dabench/findings) the value was set from
 
 
 def hardware_yaml(arch: str) -> dict[str, Any]:

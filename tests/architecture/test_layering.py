@@ -53,9 +53,6 @@ LAYERS: list[tuple[str, list[set[str]]]] = [
 #: fails when one is fixed and still listed, so this list can only shrink.
 KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
-#: sub-packages that are top-level parts of their own (a role above their folder's package)
-OWN_PARTS = {"dabench.perfmodel.findings": "findings"}
-
 
 def _part_of(module: str) -> str:
     parts = module.split(".")
@@ -63,9 +60,6 @@ def _part_of(module: str) -> str:
         return "hydra_plugins"
     if parts[-1] == "__main__" and len(parts) > 2:
         return "__main__"  # a package's command line is an entry point
-    for prefix, part in OWN_PARTS.items():
-        if module == prefix or module.startswith(prefix + "."):
-            return part
     return parts[1] if len(parts) > 1 else "__init__"
 
 

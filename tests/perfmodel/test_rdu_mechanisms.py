@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from dabench.findings import run as findings_run
+from dabench.findings.registry import rdu_mixed_precision_run
 from dabench.fit.points import load_points
 from dabench.fit.sources import fitted
 from dabench.perfmodel import rdu
 from dabench.perfmodel.comm import staged_link
-from dabench.perfmodel.findings import run as findings_run
-from dabench.perfmodel.findings.registry import rdu_mixed_precision_run
 from dabench.workload.opgraph import build_opgraph
 from tests.perfmodel.helpers import predict, run_config
 

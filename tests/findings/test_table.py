@@ -1,4 +1,4 @@
-"""The findings registry (dabench/perfmodel/findings): statuses computed from provenance and the model,
+"""The findings registry (dabench/findings): statuses computed from provenance and the model,
 the generated table in docs/perfmodel.md current, and tests/perfmodel/test_findings.py in agreement."""
 
 import dataclasses
@@ -7,11 +7,11 @@ import inspect
 import pytest
 import yaml
 
+from dabench.findings import FITTED, NOT_REPRODUCED, PREDICTED, Finding, Measured, fitted_by, status, table
+from dabench.findings.registry import FINDINGS
 from dabench.fit.points import load_points
 from dabench.fit.sources import CONF_HARDWARE, Provenance
 from dabench.perfmodel import findings
-from dabench.perfmodel.findings import FITTED, NOT_REPRODUCED, PREDICTED, Finding, Measured, fitted_by, status, table
-from dabench.perfmodel.findings.registry import FINDINGS
 from tests.perfmodel import test_findings
 
 IDS = [f.id for f in FINDINGS]
@@ -24,9 +24,7 @@ def computed():
 
 def test_the_table_in_docs_is_current(computed):
     block = table.markdown(list(computed.values()))
-    assert table.doc_block() == block, (
-        "docs/perfmodel.md's findings table is stale: python -m dabench.perfmodel.findings --write"
-    )
+    assert table.doc_block() == block, "docs/perfmodel.md's findings table is stale: dabench findings --write"
 
 
 @pytest.mark.parametrize("finding_id", IDS)
@@ -103,7 +101,7 @@ def _finding(points=(), met=True) -> Finding:
 
 
 def _sources(monkeypatch, entries):
-    monkeypatch.setattr("dabench.perfmodel.findings.load_sources", lambda arch: {e.path: e for e in entries})
+    monkeypatch.setattr("dabench.findings.load_sources", lambda arch: {e.path: e for e in entries})
 
 
 def test_a_constant_fitted_to_one_of_the_findings_points_makes_it_fitted(monkeypatch):

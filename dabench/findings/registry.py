@@ -2,17 +2,17 @@
 
 A finding's ``measure`` runs the model at the setting its tests in tests/perfmodel/test_findings.py
 use (or, where the setting is fixed by the paper's own scripts, that one) and compares the result
-with the paper's number; the status comes from :func:`dabench.perfmodel.findings.status`.
+with the paper's number; the status comes from :func:`dabench.findings.status`.
 docs/perfmodel.md, "The paper's findings on the models' own outputs".
 """
 
 from __future__ import annotations
 
 from dabench.core.status import CapacityError
+from dabench.findings import Finding, Measured
+from dabench.findings.run import config, ipu_sweep_placements, predict, throughput
 from dabench.fit.evaluate import predict_point
 from dabench.fit.points import load_points
-from dabench.perfmodel.findings import Finding, Measured
-from dabench.perfmodel.findings.run import config, ipu_sweep_placements, predict, throughput
 
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from dabench.core.status import CapacityError
-from dabench.perfmodel.findings import run as findings_run
-from dabench.perfmodel.findings.registry import rdu_mixed_precision_run
+from dabench.findings import run as findings_run
+from dabench.findings.registry import rdu_mixed_precision_run
 from tests.conftest import need_shared_fixtures
 from tests.perfmodel.helpers import load, predict, run_config
 

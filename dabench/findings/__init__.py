@@ -1,13 +1,12 @@
 """The DABench-LLM paper's headline findings, each with a status computed from provenance and the model.
 
-- :data:`~dabench.perfmodel.findings.registry.FINDINGS`: one :class:`Finding` per claim: the paper's
-  number and where it is stated, the calibration points that carry it, the tests that check it, and
-  a function that runs the analytical model at the claim's setting.
+- :data:`~dabench.findings.registry.FINDINGS`: one :class:`Finding` per claim: the paper's
+  number and where it is stated, the calibration points that carry it, a function that runs the
+  analytical model at the claim's setting, and (when the model misses it) the evidence why.
 - :func:`status`: ``fitted`` when a constant's provenance (conf/hardware/sources/<arch>.yaml) names
   the finding (``finding:``) or is fitted to one of its points; otherwise ``predicted`` when the
   model meets the claim, ``not reproduced`` when it does not (the model's number beside the paper's).
-- :mod:`.table`: the generated table in docs/perfmodel.md (``python -m dabench.perfmodel.findings
-  --write`` / ``--check``).
+- :mod:`.table`: the generated table in docs/perfmodel.md (``dabench findings --write`` / ``--check``).
 
 Nothing here declares a status: it is computed each time. docs/perfmodel.md, "The paper's findings".
 """
@@ -45,6 +44,7 @@ class Finding:
     tests: tuple[str, ...]  #: test functions in tests/perfmodel/test_findings.py that check it
     points: tuple[str, ...]  #: calibration points (fit/points.csv) that carry this finding's numbers
     measure: Callable[[], Measured]  #: runs the model
+    evidence: str = ""  #: when the model misses the target: what contradicts the claim or cannot decide it
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def status(finding: Finding) -> FindingStatus:
 
 
 def by_id(finding_id: str) -> Finding:
-    from dabench.perfmodel.findings.registry import FINDINGS
+    from dabench.findings.registry import FINDINGS
 
     for finding in FINDINGS:
         if finding.id == finding_id:

@@ -1,0 +1,50 @@
+"""``dabench findings``: the paper's headline findings, each with the status the models earn now.
+
+    dabench findings            # print the table (docs/perfmodel.md's block) and the counts
+    dabench findings --write    # rewrite the table in docs/perfmodel.md
+    dabench findings --check    # exit 1 when docs/perfmodel.md's table is stale
+
+Exit 0 whatever the counts (a finding not reproduced is a result, not a failure). The last line
+is ``findings predicted=<n> fitted=<n> not_reproduced=<n>``. Statuses are computed each time
+(dabench/findings/); docs/perfmodel.md, "The paper's findings".
+"""
+
+from __future__ import annotations
+
+from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.findings import FITTED, NOT_REPRODUCED, PREDICTED, table
+
+ARGS = Schema(
+    "dabench findings",
+    __doc__.splitlines()[0],
+    (
+        Arg("--write", "rewrite the table in docs/perfmodel.md", "flag"),
+        Arg("--check", "write nothing; exit 1 when docs/perfmodel.md's table is stale", "flag"),
+    ),
+)
+
+
+def counts_line(statuses: list) -> str:
+    """``findings predicted=<n> fitted=<n> not_reproduced=<n>``."""
+    count = {kind: sum(row.status == kind for row in statuses) for kind in (PREDICTED, FITTED, NOT_REPRODUCED)}
+    return "findings " + " ".join(f"{kind.replace(' ', '_')}={n}" for kind, n in count.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_or_exit(ARGS, argv)
+    statuses = table.rows()
+    block = table.markdown(statuses)
+    code = 0
+    if args.write:
+        print("docs/perfmodel.md: findings table " + ("updated" if table.write(block=block) else "already current"))
+    elif args.check:
+        stale = table.doc_block() != block
+        print(
+            "docs/perfmodel.md: the findings table is "
+            + ("stale: run dabench findings --write" if stale else "current")
+        )
+        code = int(stale)
+    else:
+        print(block)
+    print(counts_line(statuses))
+    return code
