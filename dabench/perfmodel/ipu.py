@@ -240,6 +240,15 @@ def _plan(
     return best or fallback
 
 
+def _planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
+    """:func:`_plan`'s per-tile arguments after the shape: tiles, AMP MACs per cycle, AMP efficiency,
+    bytes a tile receives per cycle, load/store bytes per cycle, temporaries budget in bytes."""
+    t = k.tiles
+    budget = k.available_memory_proportion * k.sram_bytes / t
+    macs = k.peak / (t * k.clock_hz * 2.0)
+    return t, macs, k.amp_efficiency, k.exchange_Bps / t / k.clock_hz, k.loadstore_bytes_per_cycle, budget
+
+
 def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: float, partial: float) -> MatmulPlan:
     """The cheapest split of ``groups`` independent [rows, inner] x [inner, cols] products over the
     IPU's tiles that fits the planner's temporary-memory budget (``available_memory_proportion`` of
@@ -249,13 +258,7 @@ def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: f
     arrive twice as fast) and of its partials, and the reduction of partials over the contraction
     split at the load/store width. Phases add (bulk-synchronous). Without a plan that fits, the one
     needing least memory."""
-    t = k.tiles
-    macs = k.peak / (t * k.clock_hz * 2.0)  # AMP MACs per tile per cycle
-    xb = k.exchange_Bps / t / k.clock_hz  # bytes a tile receives per cycle
-    budget = k.available_memory_proportion * k.sram_bytes / t
-    splits, amp, exchange, reduce, temp = _plan(
-        groups, rows, inner, cols, t, macs, k.amp_efficiency, xb, k.loadstore_bytes_per_cycle, budget, e, partial
-    )
+    splits, amp, exchange, reduce, temp = _plan(groups, rows, inner, cols, *_planner_args(k), e, partial)
     used = splits[0] * splits[1] * splits[2] * splits[3]
     return MatmulPlan(splits, amp / k.clock_hz, exchange / k.clock_hz, reduce / k.clock_hz, temp, used)
 
@@ -281,26 +284,14 @@ def matmul_shapes(op: Op, graph: OpGraph) -> list[tuple[int, int, int, int]]:
     return [(1, tokens, cols, inner), (1, inner, tokens, cols)]
 
 
-def op_plans(op: Op, graph: OpGraph, k: IpuKnobs) -> list[MatmulPlan]:
-    """The planner's choice for each product an AMP op runs (:func:`matmul_shapes`)."""
-    e = graph.precision.compute_bytes
-    return [plan_matmul(*shape, k, e, k.partial_bytes) for shape in matmul_shapes(op, graph)]
-
-
 def _amp_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> tuple[float, float, float, int, float]:
-    """(AMP, exchange, reduction seconds, tiles, temporaries over its tiles) summed over an AMP op's
-    products; :func:`op_plans` without building the plans."""
-    e = graph.precision.compute_bytes
-    t = k.tiles
-    macs = k.peak / (t * k.clock_hz * 2.0)
-    xb = k.exchange_Bps / t / k.clock_hz
-    budget = k.available_memory_proportion * k.sram_bytes / t
+    """(AMP, exchange, reduction seconds, tiles, temporaries over its tiles) summed over the products
+    an AMP op runs (:func:`matmul_shapes`), each split as :func:`plan_matmul` splits it."""
+    args = _planner_args(k)
     amp = exchange = reduce = temp = 0.0
     tiles = 0
     for shape in matmul_shapes(op, graph):
-        splits, a, x, r, tb = _plan(
-            *shape, t, macs, k.amp_efficiency, xb, k.loadstore_bytes_per_cycle, budget, e, k.partial_bytes
-        )
+        splits, a, x, r, tb = _plan(*shape, *args, graph.precision.compute_bytes, k.partial_bytes)
         used = splits[0] * splits[1] * splits[2] * splits[3]
         amp, exchange, reduce = amp + a, exchange + x, reduce + r
         tiles, temp = max(tiles, used), max(temp, tb * used)
