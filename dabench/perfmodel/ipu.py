@@ -37,7 +37,6 @@ class IpuKnobs:
     peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (:func:`amp_peak`)
     partial_bytes: float  #: bytes of one matmul partial: 2 with fp16 partials, else 4
     exchange_Bps: float
-    sram_Bps: float
     sram_bytes: float
     streaming_Bps: float
     amp_efficiency: float
@@ -81,7 +80,6 @@ def knobs(rc: RunConfig) -> IpuKnobs:
             f"hardware=ipu has no {rc.precision.name} arithmetic (supports {', '.join(hw.precisions)})"
         )
     o: IpuOptions = knobs_for(hw)
-    sram = hw.memory_level("sram")
     streaming = next((level for level in hw.memory if level.name == "streaming"), None)
     return IpuKnobs(
         tiles=int(hw.units("tiles") or 1472),
@@ -89,7 +87,6 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         peak=amp_peak(rc, o),
         partial_bytes=2.0 if (rc.precision.compute_dtype in ("fp16", "bf16") and o.half_partials) else 4.0,
         exchange_Bps=o.exchange_bandwidth_Bps,
-        sram_Bps=float(sram.bandwidth_Bps or 6.55e13),
         sram_bytes=hw.capacity("sram"),
         streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
         amp_efficiency=o.amp_efficiency,
@@ -132,10 +129,6 @@ class OpCost:
     sync_s: float  #: BSP supersteps: tile sync and exchange start-up, one per compute set
     tiles: int
     temp_bytes: float = 0.0  #: the largest of its matmul plans' temporaries, over all the tiles it uses
-
-    @property
-    def compute_s(self) -> float:
-        return self.amp_s + self.vector_s
 
     @property
     def time_s(self) -> float:
