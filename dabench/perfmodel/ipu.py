@@ -419,13 +419,6 @@ def memory_per_ipu(
 # ----------------------------------------------------------------------------- predict
 
 
-def stage_shares(busy: dict[str, float]) -> dict[str, float]:
-    """A stage's per-micro-batch time by mechanism (amp, vector, exchange, copy, sync, link), as
-    shares of its total."""
-    total = max(1e-30, sum(busy.values()))
-    return {part: seconds / total for part, seconds in busy.items()}
-
-
 def memory_share(shares: dict[str, float]) -> float:
     """Share of a stage's time its tiles spend moving data rather than in AMP arithmetic: vector
     work (bound by the load/store width), exchange, rearrangement copies and IPU-Link transfers,
@@ -502,7 +495,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     subtasks = [Subtask(f"ipu{i}", time_s=m * train[i], units={"tiles": float(tiles[i])}, flops=None) for i in range(p)]
     fractions = [use.total / k.sram_bytes for use in uses]
     bottleneck = timing.bottleneck
-    shares = stage_shares(busy[bottleneck])
+    total = max(1e-30, sum(busy[bottleneck].values()))  # the bottleneck's time by mechanism, as shares
+    shares = {part: seconds / total for part, seconds in busy[bottleneck].items()}
     extra = {
         "ipu.stages": float(p),
         "ipu.replicas": float(r),
