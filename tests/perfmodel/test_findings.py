@@ -541,7 +541,7 @@ def matched_pair(half_partials: bool):
 @pytest.mark.xfail(
     strict=True,
     reason="not reproduced: half partials give x1.69 on the matched pair (329 vs 195 samples/s). poplibs "
-    "doubles the AMP vertex cycles with fp32 partials (8 conv units, not 16; the same 4-cycle core loop), so "
+    "doubles the AMP vertex cycles with fp32 partials (half the conv units, the same 4-cycle core loop), so "
     "the gain is at least 1 + the half stage's AMP share (59%); +22% needs it at most 29%, below the 43% it has "
     "even at the AMP's full peak (+57%); see docs/perfmodel.md",
 )
