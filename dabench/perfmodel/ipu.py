@@ -399,7 +399,7 @@ def memory_per_ipu(
             state = MemoryUse(state.weights, state.gradients, 0.0)
         elif k.rts and r > 1:  # replicated tensor sharding: each replica keeps 1/r of the moments
             state = MemoryUse(state.weights, state.gradients, state.optimizer / r)
-        depth = stash_depth(i, p, rc.run.grad_accum, "interleaved") if p > 1 else 1
+        depth = stash_depth(i, p + 1, rc.run.grad_accum, "interleaved") if p > 1 else 1
         if k.recompute:
             stash = n_blocks * checkpoint * depth
             working = block.saved_bytes if (n_blocks and block) else 0.0

@@ -248,7 +248,7 @@ def ipu_capacity() -> Measured:
     if refused10 is None and fits8 is None:  # what each layer would have to weigh for the probe to hold
         per_layer = (used10 - used8) / 2
         needed = (1 - used10 + 10 * per_layer) / 10
-        text += f"; a layer is {100 * per_layer:.0f}% of the IPU, over {100 * needed:.1f}% needed"
+        text += f"; a layer is {100 * per_layer:.1f}% of the IPU, over {100 * needed:.1f}% needed"
     return Measured(text, refused10 is not None and fits8 is None)
 
 
