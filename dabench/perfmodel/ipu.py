@@ -37,7 +37,6 @@ class IpuKnobs:
     peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (:func:`amp_peak`)
     partial_bytes: float  #: bytes of one matmul partial: 2 with fp16 partials, else 4
     exchange_Bps: float
-    sram_Bps: float
     sram_bytes: float
     streaming_Bps: float
     amp_efficiency: float
@@ -81,7 +80,6 @@ def knobs(rc: RunConfig) -> IpuKnobs:
             f"hardware=ipu has no {rc.precision.name} arithmetic (supports {', '.join(hw.precisions)})"
         )
     o: IpuOptions = knobs_for(hw)
-    sram = hw.memory_level("sram")
     streaming = next((level for level in hw.memory if level.name == "streaming"), None)
     return IpuKnobs(
         tiles=int(hw.units("tiles") or 1472),
@@ -89,7 +87,6 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         peak=amp_peak(rc, o),
         partial_bytes=2.0 if (rc.precision.compute_dtype in ("fp16", "bf16") and o.half_partials) else 4.0,
         exchange_Bps=o.exchange_bandwidth_Bps,
-        sram_Bps=float(sram.bandwidth_Bps or 6.55e13),
         sram_bytes=hw.capacity("sram"),
         streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
         amp_efficiency=o.amp_efficiency,
@@ -132,10 +129,6 @@ class OpCost:
     sync_s: float  #: BSP supersteps: tile sync and exchange start-up, one per compute set
     tiles: int
     temp_bytes: float = 0.0  #: the largest of its matmul plans' temporaries, over all the tiles it uses
-
-    @property
-    def compute_s(self) -> float:
-        return self.amp_s + self.vector_s
 
     @property
     def time_s(self) -> float:
@@ -240,6 +233,15 @@ def _plan(
     return best or fallback
 
 
+def _planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
+    """:func:`_plan`'s per-tile arguments after the shape: tiles, AMP MACs per cycle, AMP efficiency,
+    bytes a tile receives per cycle, load/store bytes per cycle, temporaries budget in bytes."""
+    t = k.tiles
+    budget = k.available_memory_proportion * k.sram_bytes / t
+    macs = k.peak / (t * k.clock_hz * 2.0)
+    return t, macs, k.amp_efficiency, k.exchange_Bps / t / k.clock_hz, k.loadstore_bytes_per_cycle, budget
+
+
 def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: float, partial: float) -> MatmulPlan:
     """The cheapest split of ``groups`` independent [rows, inner] x [inner, cols] products over the
     IPU's tiles that fits the planner's temporary-memory budget (``available_memory_proportion`` of
@@ -249,13 +251,7 @@ def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: f
     arrive twice as fast) and of its partials, and the reduction of partials over the contraction
     split at the load/store width. Phases add (bulk-synchronous). Without a plan that fits, the one
     needing least memory."""
-    t = k.tiles
-    macs = k.peak / (t * k.clock_hz * 2.0)  # AMP MACs per tile per cycle
-    xb = k.exchange_Bps / t / k.clock_hz  # bytes a tile receives per cycle
-    budget = k.available_memory_proportion * k.sram_bytes / t
-    splits, amp, exchange, reduce, temp = _plan(
-        groups, rows, inner, cols, t, macs, k.amp_efficiency, xb, k.loadstore_bytes_per_cycle, budget, e, partial
-    )
+    splits, amp, exchange, reduce, temp = _plan(groups, rows, inner, cols, *_planner_args(k), e, partial)
     used = splits[0] * splits[1] * splits[2] * splits[3]
     return MatmulPlan(splits, amp / k.clock_hz, exchange / k.clock_hz, reduce / k.clock_hz, temp, used)
 
@@ -281,26 +277,14 @@ def matmul_shapes(op: Op, graph: OpGraph) -> list[tuple[int, int, int, int]]:
     return [(1, tokens, cols, inner), (1, inner, tokens, cols)]
 
 
-def op_plans(op: Op, graph: OpGraph, k: IpuKnobs) -> list[MatmulPlan]:
-    """The planner's choice for each product an AMP op runs (:func:`matmul_shapes`)."""
-    e = graph.precision.compute_bytes
-    return [plan_matmul(*shape, k, e, k.partial_bytes) for shape in matmul_shapes(op, graph)]
-
-
 def _amp_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> tuple[float, float, float, int, float]:
-    """(AMP, exchange, reduction seconds, tiles, temporaries over its tiles) summed over an AMP op's
-    products; :func:`op_plans` without building the plans."""
-    e = graph.precision.compute_bytes
-    t = k.tiles
-    macs = k.peak / (t * k.clock_hz * 2.0)
-    xb = k.exchange_Bps / t / k.clock_hz
-    budget = k.available_memory_proportion * k.sram_bytes / t
+    """(AMP, exchange, reduction seconds, tiles, temporaries over its tiles) summed over the products
+    an AMP op runs (:func:`matmul_shapes`), each split as :func:`plan_matmul` splits it."""
+    args = _planner_args(k)
     amp = exchange = reduce = temp = 0.0
     tiles = 0
     for shape in matmul_shapes(op, graph):
-        splits, a, x, r, tb = _plan(
-            *shape, t, macs, k.amp_efficiency, xb, k.loadstore_bytes_per_cycle, budget, e, k.partial_bytes
-        )
+        splits, a, x, r, tb = _plan(*shape, *args, graph.precision.compute_bytes, k.partial_bytes)
         used = splits[0] * splits[1] * splits[2] * splits[3]
         amp, exchange, reduce = amp + a, exchange + x, reduce + r
         tiles, temp = max(tiles, used), max(temp, tb * used)
@@ -415,7 +399,7 @@ def memory_per_ipu(
             state = MemoryUse(state.weights, state.gradients, 0.0)
         elif k.rts and r > 1:  # replicated tensor sharding: each replica keeps 1/r of the moments
             state = MemoryUse(state.weights, state.gradients, state.optimizer / r)
-        depth = stash_depth(i, p, rc.run.grad_accum, "interleaved") if p > 1 else 1
+        depth = stash_depth(i, p + 1, rc.run.grad_accum, "interleaved") if p > 1 else 1
         if k.recompute:
             stash = n_blocks * checkpoint * depth
             working = block.saved_bytes if (n_blocks and block) else 0.0
@@ -433,13 +417,6 @@ def memory_per_ipu(
 
 
 # ----------------------------------------------------------------------------- predict
-
-
-def stage_shares(busy: dict[str, float]) -> dict[str, float]:
-    """A stage's per-micro-batch time by mechanism (amp, vector, exchange, copy, sync, link), as
-    shares of its total."""
-    total = max(1e-30, sum(busy.values()))
-    return {part: seconds / total for part, seconds in busy.items()}
 
 
 def memory_share(shares: dict[str, float]) -> float:
@@ -518,7 +495,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     subtasks = [Subtask(f"ipu{i}", time_s=m * train[i], units={"tiles": float(tiles[i])}, flops=None) for i in range(p)]
     fractions = [use.total / k.sram_bytes for use in uses]
     bottleneck = timing.bottleneck
-    shares = stage_shares(busy[bottleneck])
+    total = max(1e-30, sum(busy[bottleneck].values()))  # the bottleneck's time by mechanism, as shares
+    shares = {part: seconds / total for part, seconds in busy[bottleneck].items()}
     extra = {
         "ipu.stages": float(p),
         "ipu.replicas": float(r),

@@ -164,6 +164,20 @@ def test_ten_layers_on_two_ipus_with_the_scripts_defaults():
         predict(ipu("0 10", optimizer_state_offchip=False))
 
 
+def test_stash_counts_the_heads_stage_back_on_ipu_zero():
+    """The head returns to IPU 0 after the last IPU, one pipeline stage more than the IPUs: PopART
+    stashes a stage's checkpoints for (its backward stage - its forward stage + 1) micro-batches, so
+    IPU 1 of 2 holds each layer's checkpoint 3 times, not once."""
+    rc = ipu("0 10", optimizer_state_offchip=True)
+    graph, k = graph_and_knobs(rc)
+    layers = {"embedding": "embedding", "head": "head", "block": "block.0"}
+    costs = {name: model.layer_cost(graph.layer(layer), graph, k) for name, layer in layers.items()}
+    use = model.memory_per_ipu(rc, graph, k, (0, 10), costs)[1]
+    checkpoint = rc.run.batch_size * rc.model.seq_len * rc.model.hidden_size * graph.precision.compute_bytes
+    working = graph.layer("block.0").saved_bytes
+    assert use.activations == pytest.approx(10 * checkpoint * 3 + working)
+
+
 def test_batch_gain_comes_from_the_streaming_bandwidth():
     """The batch study's gain is the off-chip optimizer update amortised over more micro-batches, so it
     shrinks as streaming memory gets faster (the 20 GB/s there is an uncertain estimate)."""
