@@ -7,12 +7,12 @@ import inspect
 import pytest
 import yaml
 
+from dabench import findings
 from dabench.findings import FITTED, NOT_REPRODUCED, PREDICTED, Finding, Measured, fitted_by, status, table
 from dabench.findings.registry import FINDINGS
 from dabench.fit.points import load_points
 from dabench.fit.sources import CONF_HARDWARE, Provenance
-from dabench.perfmodel import findings
-from tests.perfmodel import test_findings
+from tests.findings import test_findings
 
 IDS = [f.id for f in FINDINGS]
 
