@@ -38,6 +38,9 @@ PE_CLASSES = ("matmul", "attention", "loss", "embedding", "elementwise")
 RATE_CLASS = {"norm": "elementwise"}
 #: the activation op, fused into the fc kernel (the reports have no activation kernel)
 ACTIVATION = "mlp.gelu"
+#: ops whose saved input another op of the block already keeps (k and v read q's input, the output
+#: projection the attention core's saved output, cross-attention k and v the one encoder output)
+SAVED_ELSEWHERE = ("attn.k", "attn.v", "attn.proj", "xattn.k", "xattn.v", "xattn.proj")
 
 
 def _kernel_of(op_name: str) -> str:
@@ -108,7 +111,7 @@ def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]
         flops = op.flops * (bwd_weight if op.phase == "bwd" else 1.0) / batch
         g[0] += flops
         g[2] += op.params
-        g[3] += op.saved_bytes / batch
+        g[3] += 0.0 if op.name in SAVED_ELSEWHERE else op.saved_bytes / batch
         g[4] += flops / (rates["matmul"] if op.name == ACTIVATION else rates[op.op_class])
     if layer.params:
         for g in out.values():

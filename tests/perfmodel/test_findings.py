@@ -115,11 +115,6 @@ def test_wse2_allocates_in_the_90s_with_near_perfect_balance():
         assert predict(encdec(layers))[1]["tier1.allocation_ratio"] <= 0.9339
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not reproduced: the stash mechanism (half a sample per barrier behind a kernel, the op graph's saved "
-    "bytes) fits enc=dec=69 and refuses 70 (72 needs 42.8 GB of the 40 GB); the paper's runs compiled up to 72",
-)
 def test_wse2_pipelined_fails_beyond_the_papers_72_layers_with_the_reason():
     for layers in (6, 24, 48, 72):
         predict(encdec(layers))
