@@ -21,7 +21,7 @@ from dabench.core.status import DabenchError
 from dabench.host.ceilings import resolve_ceilings
 from dabench.perfmodel.fit.constant_set import fitted_options
 from dabench.perfmodel.fit.from_runs.points import LeftOut, RunPoint
-from dabench.perfmodel.fit.sources import hardware_yaml
+from dabench.perfmodel.fit.sources import hardware_yaml, load_sources
 from dabench.workload.opgraph import build_opgraph
 
 
@@ -88,10 +88,11 @@ def predict(p: RunPoint, options: Mapping[str, Any]) -> float:
 
 
 def base_options(arch: str, base: str = "published") -> dict[str, Any]:
-    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options, with the set
-    ``base``'s fitted ones over them."""
-
-    return {**(hardware_yaml(arch).get("options") or {}), **fitted_options(base, arch)}
+    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options less its settings (a
+    user's choices, which a run states for itself), with the set ``base``'s fitted ones over them."""
+    settings = {path[len("options.") :] for path, entry in load_sources(arch).items() if entry.kind == "setting"}
+    options = {k: v for k, v in (hardware_yaml(arch).get("options") or {}).items() if k not in settings}
+    return {**options, **fitted_options(base, arch)}
 
 
 @contextmanager
