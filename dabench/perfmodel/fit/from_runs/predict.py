@@ -88,11 +88,15 @@ def predict(p: RunPoint, options: Mapping[str, Any]) -> float:
 
 
 def base_options(arch: str, base: str = "published") -> dict[str, Any]:
-    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options less its settings (a
-    user's choices, which a run states for itself), with the set ``base``'s fitted ones over them."""
+    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options less its switches and
+    modes (settings that are no number: a run states them for itself, a fit moves none), with the
+    set ``base``'s fitted ones over them."""
     settings = {path[len("options.") :] for path, entry in load_sources(arch).items() if entry.kind == "setting"}
-    options = {k: v for k, v in (hardware_yaml(arch).get("options") or {}).items() if k not in settings}
-    return {**options, **fitted_options(base, arch)}
+    options = hardware_yaml(arch).get("options") or {}
+    keep = {
+        k: v for k, v in options.items() if k not in settings or isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    return {**keep, **fitted_options(base, arch)}
 
 
 @contextmanager
