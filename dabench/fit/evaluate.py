@@ -29,7 +29,7 @@ from dabench.config.compose import compose
 from dabench.core.ceilings import Ceilings
 from dabench.core.status import CapacityError, DabenchError
 from dabench.fit.points import LeftOut, Point
-from dabench.fit.sources import hardware_yaml
+from dabench.fit.sources import hardware_yaml, load_sources
 from dabench.host.ceilings import resolve_ceilings
 from dabench.metrics.summary import compute_metrics
 from dabench.perfmodel import get_predictor
@@ -163,10 +163,15 @@ def predict_profile(p: Point, options: Mapping[str, Any]) -> Any:
 
 
 def base_options(arch: str, base: str = "published") -> dict[str, Any]:
-    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options, with the set
-    ``base``'s fitted ones over them."""
-
-    return {**(hardware_yaml(arch).get("options") or {}), **fitted_options(base, arch)}
+    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options less its switches and
+    modes (settings that are no number: a run states them for itself, a fit moves none), with the
+    set ``base``'s fitted ones over them."""
+    settings = {path[len("options.") :] for path, entry in load_sources(arch).items() if entry.kind == "setting"}
+    options = hardware_yaml(arch).get("options") or {}
+    keep = {
+        k: v for k, v in options.items() if k not in settings or isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    return {**keep, **fitted_options(base, arch)}
 
 
 @contextmanager

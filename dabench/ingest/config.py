@@ -196,8 +196,9 @@ def stated_config(fmt: str, target: Path, root: Path | None, batch: int | None =
 
 def _stated(fmt: str, target: Path, root: Path | None, batch: int | None) -> StatedConfig:
     stated = StatedConfig()
-    if fmt == "cerebras_compile_report":  # the layer-pipelined compiler's report (R1.x)
+    if fmt == "cerebras_compile_report":  # the layer-pipelined compiler's report (R1.x): its steady rate
         stated.values["hardware.options.execution_mode"] = "pipelined"
+        stated.values["hardware.options.compile_estimate"] = True
     if fmt.startswith("cerebras") and root is not None:
         folders = [target if target.is_dir() else target.parent]
         folders += [f for f in (folders[0].parent, root) if f not in folders and f.is_relative_to(root)]

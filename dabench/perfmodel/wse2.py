@@ -38,6 +38,9 @@ PE_CLASSES = ("matmul", "attention", "loss", "embedding", "elementwise")
 RATE_CLASS = {"norm": "elementwise"}
 #: the activation op, fused into the fc kernel (the reports have no activation kernel)
 ACTIVATION = "mlp.gelu"
+#: ops whose saved input another op of the block already keeps (k and v read q's input, the output
+#: projection the attention core's saved output, cross-attention k and v the one encoder output)
+SAVED_ELSEWHERE = ("attn.k", "attn.v", "attn.proj", "xattn.k", "xattn.v", "xattn.proj")
 
 
 def _kernel_of(op_name: str) -> str:
@@ -108,7 +111,7 @@ def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]
         flops = op.flops * (bwd_weight if op.phase == "bwd" else 1.0) / batch
         g[0] += flops
         g[2] += op.params
-        g[3] += op.saved_bytes / batch
+        g[3] += 0.0 if op.name in SAVED_ELSEWHERE else op.saved_bytes / batch
         g[4] += flops / (rates["matmul"] if op.name == ACTIVATION else rates[op.op_class])
     if layer.params:
         for g in out.values():
@@ -158,39 +161,57 @@ class _FabricLink:
     latency_s: float
 
 
-def token_ceiling(p: Wse2Params, seq_len: int) -> float:
-    """Samples/s the compiler sizes every kernel for: one token per ``kernel_cycles_per_token``."""
-    return p.knobs.clock_hz / (seq_len * p.knobs.kernel_cycles_per_token)
+def token_period_cycles(k: Wse2Knobs, model) -> float:
+    """Cycles per token of the pipeline's pace: the widest vector one kernel passes the next per token
+    (the LM head's logits, over the positions that reach the head), at ``fabric_values_per_cycle``."""
+    logits = model.vocab_size * (model.head_tokens / model.seq_len if model.head_tokens else 1.0)
+    widest = max(logits, model.ffn_size or model.ffn_mult * model.hidden_size, model.hidden_size)
+    return widest / k.fabric_values_per_cycle
 
 
-def stash_bytes(kinds: list[KernelKind], seq_len: int, barriers_per_block: float) -> float:
+def token_ceiling(p: Wse2Params, model) -> float:
+    """Samples/s the compiler sizes every kernel for: one token per :func:`token_period_cycles`."""
+    return p.knobs.clock_hz / (model.seq_len * token_period_cycles(p.knobs, model))
+
+
+def barriers_per_block(model) -> float:
+    """Whole samples a block holds a token back, forward and backward: an attention's backward waits
+    for every query's gradient, a bidirectional self-attention's forward (an encoder, a model with an
+    MLM head) for every key, a cross-attention's forward for the encoder's whole output; a causal
+    self-attention's forward (a decoder's) waits for no later token."""
+    xfrac = model.cross_attention_layers / max(model.n_layers, 1)
+    causal = 0.0 if model.head_tokens else (xfrac if model.cross_attention_layers else 1.0)
+    return (1.0 - causal) + 1.0 + 2.0 * xfrac
+
+
+def stash_bytes(kinds: list[KernelKind], seq_len: int, waits: float) -> float:
     """Activations held between each kernel's forward and backward pass, per model copy.
 
     A token's saved activations wait at a kernel until its gradient comes back. Tokens stream one
-    per period, so the wait in tokens is the pipeline's delay behind the kernel: every attention
-    downstream is a barrier over the whole sequence twice (its forward needs every key, its
-    backward every query's gradient): token t of a sample waits for the ``seq_len - 1 - t`` behind
-    it each way, ``seq_len`` tokens per attention on average over the sample. A kernel also holds
-    the sample it works on. Kernels are ordered emb, then per block attention, fc_in, fc_out, then
-    the loss."""
+    per period, so the wait in tokens is the pipeline's delay behind the kernel: each barrier
+    downstream (:func:`barriers_per_block`) holds token t of a sample for the ``seq_len - 1 - t``
+    behind it, half a sample on average: ``waits`` samples per block. A kernel
+    also holds the sample it works on. Kernels are ordered emb, then per block attention, fc_in,
+    fc_out, then the loss."""
     blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
     per_token = {kind.name: kind.saved_bytes / seq_len for kind in kinds}
     block = sum(per_token.get(name, 0.0) for name in ("attention", "fc_in", "fc_out"))
     # block j's kernels (j = 0 .. blocks-1) wait behind the barriers of blocks j+1 .. blocks-1
-    waiting = seq_len * barriers_per_block * (block * blocks * (blocks - 1) / 2 + per_token.get("emb", 0.0) * blocks)
+    waiting = seq_len * waits * (block * blocks * (blocks - 1) / 2 + per_token.get("emb", 0.0) * blocks)
     held = seq_len * (block * blocks + per_token.get("emb", 0.0) + per_token.get("mlm_loss", 0.0))
     return waiting + held
 
 
-def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float, region: int, seq: int):
+def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float, region: int, model):
     """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s) in a region of
     ``region`` PEs: every kernel gets the PEs that carry its work at the common rate, the rate being
-    the kernels' pace unless the region's placeable PEs run out first."""
+    the kernels' pace unless the region's placeable PEs run out first. A step streams its samples and
+    then drains: the last sample's barriers (:func:`barriers_per_block`, whole samples each) follow."""
     k = p.knobs
     work = [kind.pe_s for kind in kinds]
     total = sum(kind.count * w for kind, w in zip(kinds, work, strict=False))
     budget = k.region_fill * region / replicas
-    ceiling = token_ceiling(p, seq)
+    ceiling = token_ceiling(p, model)
     rate = min(ceiling, budget / total)
     pes = [max(1, math.ceil(w * rate)) for w in work]
     used = sum(kind.count * n for kind, n in zip(kinds, pes, strict=False))
@@ -205,15 +226,17 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
     if replicas > 1:
         hop = _FabricLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
         allreduce = ring_allreduce_s(grads, replicas, hop)
-    step = samples / replicas / rate + allreduce
+    blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
+    fill = 0.0 if k.compile_estimate else blocks * barriers_per_block(model)
+    step = (samples / replicas + fill) / rate + allreduce
     return step, used, pes, rate, allreduce
 
 
-def _region(p: Wse2Params, kinds: list[KernelKind], seq: int, per_copy: float) -> int:
+def _region(p: Wse2Params, kinds: list[KernelKind], model, per_copy: float) -> int:
     """The compiled region: the default (the reports' patio) when one copy fits it at the kernels'
     pace, PEs and SRAM; otherwise the whole wafer (ALCF's BERT-Large compile used 93.39% of the
     fabric's cores)."""
-    need = sum(kind.count * max(1, math.ceil(kind.pe_s * token_ceiling(p, seq))) for kind in kinds)
+    need = sum(kind.count * max(1, math.ceil(kind.pe_s * token_ceiling(p, model))) for kind in kinds)
     region = p.region_pes
     fits = need <= p.knobs.region_fill * region and per_copy <= p.sram_bytes * region / p.wafer_pes
     return region if fits else p.wafer_pes
@@ -224,17 +247,17 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     seq = graph.model.seq_len
     grads = graph.params * graph.precision.param_bytes
     state = training_state(graph.params, graph.precision, compute_copy=True)
-    xfrac = graph.model.cross_attention_layers / max(graph.model.n_layers, 1)
-    stash = stash_bytes(kinds, seq, 1.0 + xfrac)
+    model = graph.model
+    stash = stash_bytes(kinds, seq, barriers_per_block(model) / 2)
     per_copy = state.total + stash
-    region = _region(p, kinds, seq, per_copy)
+    region = _region(p, kinds, model, per_copy)
     region_sram = p.sram_bytes * region / p.wafer_pes
     if k.replicas == "auto":
         total = sum(kind.count * kind.pe_s for kind in kinds)
-        most = max(1, min(samples, int(k.region_fill * region / (total * token_ceiling(p, seq)))))
+        most = max(1, min(samples, int(k.region_fill * region / (total * token_ceiling(p, model)))))
         candidates = sorted({most} | {2**i for i in range(most.bit_length()) if 2**i <= most})
         fitting = [r for r in candidates if r * per_copy <= region_sram] or [1]
-        replicas = min(fitting, key=lambda r: _layout(p, kinds, samples, r, grads, region, seq)[0])
+        replicas = min(fitting, key=lambda r: _layout(p, kinds, samples, r, grads, region, model)[0])
     else:
         replicas = int(k.replicas)
     needed = replicas * per_copy
@@ -245,10 +268,10 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
             region_sram,
             f"pipelined, {replicas} replica(s) x ({state.describe()} + activations stashed "
             f"{stash / 2**30:.2f} GiB: each kernel holds its tokens until their gradient returns, "
-            f"{seq} tokens on average per attention behind it) in {region:,} PEs' SRAM; the paper's "
+            f"half a sample per barrier behind it) in {region:,} PEs' SRAM; the paper's "
             f"layer-pipelined runs failed beyond {PAPER_MAX_LAYERS} layers",
         )
-    step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads, region, seq)
+    step, used, pes, rate, allreduce = _layout(p, kinds, samples, replicas, grads, region, model)
     if used * replicas > region:
         raise CapacityError(
             "wse2 compiled-region PEs",
@@ -256,7 +279,7 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
             region,
             f"{replicas} replicas of {used} PEs; every kernel needs at least one PE",
         )
-    ceiling = token_ceiling(p, seq)
+    ceiling = token_ceiling(p, model)
     comm = [CommEvent("dp", "allreduce", grads, allreduce, replicas)] if replicas > 1 else []
     subtasks = []
     for kind, n in zip(kinds, pes, strict=False):

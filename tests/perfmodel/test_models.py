@@ -144,7 +144,7 @@ def test_unmodelled_layouts_are_unsupported_with_a_reason(arch, kwargs, match):
 
 
 def test_wse2_auto_mode_falls_back_to_weight_streaming():
-    big = {"model_over": {"n_layers": 48}, "batch_size": 64}
+    big = {"model_over": {"n_layers": 96}, "batch_size": 64}
     profile, _ = predict(run_config("wse2", options={"execution_mode": "auto"}, **big))
     assert profile.tags["execution_mode"] == "weight_streaming" and "memoryx" in profile.memory_bytes
 

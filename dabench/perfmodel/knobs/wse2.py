@@ -32,8 +32,11 @@ class Wse2Knobs:
         high=1e11,
         doc="PE clock, Hz, at most 100 GHz (the compile reports' per-kernel rates are multiples of it)",
     )
-    kernel_cycles_per_token: float = knob(
-        low=1.0, doc="cycles per token the compiler sizes every kernel to (median of the reports' kernel rows)"
+    fabric_values_per_cycle: float = knob(
+        low=0.0, doc="16-bit values per clock one kernel passes the next (the LM head's logits set the pace)"
+    )
+    compile_estimate: bool = knob(
+        boolean=True, doc="price the steady rate a compile report prints (no per-step pipeline fill and drain)"
     )
     pe_flops_matmul: float = knob(low=0.0, doc="FLOP/s one PE of a matmul kernel sustains at d_model 256")
     pe_flops_attention: float = knob(low=0.0, doc="FLOP/s one PE of an attention core sustains at d_model 256")
