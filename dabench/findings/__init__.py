@@ -41,7 +41,6 @@ class Finding:
     locator: str  #: where the paper states it
     target: str  #: the bound the model's value must meet, in words
     setting: str  #: the configuration the model is run at
-    tests: tuple[str, ...]  #: test functions in tests/perfmodel/test_findings.py that check it
     points: tuple[str, ...]  #: calibration points (fit/points.csv) that carry this finding's numbers
     measure: Callable[[], Measured]  #: runs the model
     evidence: str = ""  #: when the model misses the target: what contradicts the claim or cannot decide it

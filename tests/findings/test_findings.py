@@ -536,3 +536,44 @@ def test_ipu_fp32_against_16_bit_is_far_more_than_the_papers_comparison():
     assert half_partials / fp32 > 2.0
     assert float_partials / fp32 > 1.5
     assert half_partials / fp32 > (half_partials / float_partials) * 1.5
+
+
+#: finding id (dabench/findings/registry.py) -> the tests here that check it (tests/findings/test_table.py
+#: holds them to the finding's computed status)
+CHECKS: dict[str, tuple[str, ...]] = {
+    "wse2-allocation": ("test_wse2_allocates_in_the_90s_with_near_perfect_balance",),
+    "wse2-balance": ("test_wse2_allocates_in_the_90s_with_near_perfect_balance",),
+    "wse2-72-layers": (
+        "test_wse2_pipelined_fails_beyond_the_papers_72_layers_with_the_reason",
+        "test_wse2_fails_on_capacity_as_layers_grow",
+    ),
+    "wse2-compile-reports": ("test_wse2_reproduces_the_fixture_compile_reports",),
+    "wse2-batch-plateau": (
+        "test_wse2_samples_per_s_is_flat_beyond_batch_200",
+        "test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2",
+    ),
+    "wse2-mixed-precision": ("test_wse2_mixed_precision_gain_is_the_papers_size",),
+    "rdu-allocation": ("test_rdu_allocation_stays_at_most_about_60_percent",),
+    "rdu-o3-allocation": ("test_rdu_o3_allocation_at_most_about_60_percent",),
+    "rdu-o3-balance": ("test_rdu_o3_balance_worsens_as_layers_grow",),
+    "rdu-memory-bound": ("test_rdu_is_memory_bound_on_its_ddr",),
+    "rdu-tensor-parallel": (
+        "test_rdu_tensor_parallel_two_to_four_chips_loses_30_to_50_percent",
+        "test_rdu_tensor_parallelism_across_machines_loses_throughput",
+    ),
+    "rdu-batch": ("test_batch_size_near_linear_on_rdu_and_ipu_and_flattening_on_wse2",),
+    "rdu-mixed-precision": (
+        "test_rdu_mixed_precision_gain_is_the_papers_size",
+        "test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2",
+    ),
+    "ipu-compute-efficiency": ("test_ipu_compute_efficiency_is_at_most_about_41_percent",),
+    "ipu-memory-bound": ("test_ipu_is_memory_bound",),
+    "ipu-mixed-precision": ("test_ipu_mixed_precision_gain_is_the_papers_size",),
+    "ipu-capacity": ("test_ipu_capacity_fails_for_ten_layers_on_two_ipus",),
+    "ipu-most-loaded": (
+        "test_ipu_throughput_is_set_by_the_most_loaded_ipu",
+        "test_ipu_minimising_the_maximum_layers_per_ipu_wins",
+    ),
+    "ipu-tile-use": ("test_ipu_over_provisioning_leaves_tiles_idle",),
+    "ipu-batch": ("test_ipu_batch_size_gain_is_near_linear",),
+}

@@ -1,5 +1,5 @@
 """The findings registry (dabench/findings): statuses computed from provenance and the model,
-the generated table in docs/perfmodel.md current, and tests/perfmodel/test_findings.py in agreement."""
+the generated table in docs/perfmodel.md current, and tests/findings/test_findings.py in agreement."""
 
 import dataclasses
 import inspect
@@ -33,13 +33,14 @@ def test_each_findings_computed_status_is_the_tables(finding_id, computed):
     assert table.doc_statuses(table.doc_block()).get(finding_id) == row.status, (row.status, row.measured.value)
 
 
-def test_the_registry_names_real_tests_points_and_platforms():
+def test_every_finding_has_real_tests_points_and_platforms():
     points = {p.id: p.platform for p in load_points()}
     assert len(set(IDS)) == len(IDS)
     for f in FINDINGS:
-        assert f.platform in ("wse2", "rdu", "ipu") and f.tests and f.claim and f.locator and f.target, f.id
+        assert f.platform in ("wse2", "rdu", "ipu") and test_findings.CHECKS.get(f.id), f.id
+        assert f.claim and f.locator and f.target, f.id
         assert all(points.get(p) == f.platform for p in f.points), (f.id, f.points)
-        for name in f.tests:
+        for name in test_findings.CHECKS[f.id]:
             assert inspect.isfunction(getattr(test_findings, name, None)), (f.id, name)
 
 
@@ -74,7 +75,7 @@ def test_the_findings_tests_report_its_status(finding_id, computed):
     """not reproduced: a strict xfail whose reason has the numbers; predicted or fitted: no xfail on a
     test no not-reproduced finding shares; fitted: a test says "fitted" (name, docstring or reason)."""
     row = computed[finding_id]
-    functions = {name: getattr(test_findings, name) for name in row.finding.tests}
+    functions = {name: getattr(test_findings, name) for name in test_findings.CHECKS[finding_id]}
     marks = {name: _marks(fn) for name, fn in functions.items()}
     assert not any(loose for _, loose in marks.values()), f"{finding_id}: xfail without strict=True"
     if row.status == NOT_REPRODUCED:
@@ -82,7 +83,7 @@ def test_the_findings_tests_report_its_status(finding_id, computed):
         assert strict, f"{finding_id} is not reproduced ({row.measured.value}) but none of its tests is a strict xfail"
         assert all(any(c.isdigit() for c in m.kwargs.get("reason", "")) for m in strict), "xfail reason needs numbers"
         return
-    shared = {t for other in computed.values() if other.status == NOT_REPRODUCED for t in other.finding.tests}
+    shared = {t for i, other in computed.items() if other.status == NOT_REPRODUCED for t in test_findings.CHECKS[i]}
     for name, (strict, _) in marks.items():
         assert name in shared or not strict, f"{finding_id} is {row.status} but {name} is a strict xfail"
     if row.status == FITTED:
@@ -95,9 +96,7 @@ def test_the_findings_tests_report_its_status(finding_id, computed):
 
 
 def _finding(points=(), met=True) -> Finding:
-    return Finding(
-        "made-up", "wse2", "claim", "locator", "target", "setting", ("t",), points, lambda: Measured("1", met)
-    )
+    return Finding("made-up", "wse2", "claim", "locator", "target", "setting", points, lambda: Measured("1", met))
 
 
 def _sources(monkeypatch, entries):
@@ -134,3 +133,8 @@ def test_the_doc_statuses_parser_reads_what_markdown_writes():
     ]
     rows = [dataclasses.replace(r, finding=dataclasses.replace(r.finding, id=f"f{i}")) for i, r in enumerate(rows)]
     assert table.doc_statuses(table.markdown(rows)) == {"f0": FITTED, "f1": PREDICTED, "f2": NOT_REPRODUCED}
+
+
+def test_a_finding_not_reproduced_names_its_evidence(computed):
+    missing = [i for i, row in computed.items() if row.status == NOT_REPRODUCED and not row.finding.evidence]
+    assert not missing, f"not reproduced without evidence (Finding.evidence): {missing}"
