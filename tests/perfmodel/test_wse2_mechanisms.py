@@ -133,7 +133,7 @@ def test_per_pe_rates_are_the_compile_reports_kernel_rows():
 def test_no_wse2_pipelined_constant_is_fitted_to_a_point():
     """No fitted constant lists a pipelined point; the old fitted token period is gone."""
     pipelined = {"WSE-L6", "WSE-L12", "WSE-L18", "WSE-D16", "WSE-D512", "WSE-D1024", "C1", "C2", "C3"}
-    pipelined |= {f"{p}-PE" for p in pipelined} | {"WSE-GPT2-PE", "WSE-72L", "WSE-78L"}
+    pipelined |= {f"{p}-PE" for p in pipelined} | {"WSE-PE72", "WSE-72L", "WSE-78L"}
     for path, entry in load_sources("wse2").items():
         assert not pipelined & set(entry.points), path
     options = _options()
