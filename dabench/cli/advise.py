@@ -20,12 +20,11 @@ from typing import Sequence
 
 from dabench.cli.args import Arg, ArgError, Schema, parse, words_help
 from dabench.config.paths import CONF_DIR
+from dabench.core.platforms import accelerators, names
 from dabench.core.status import DabenchError
 from dabench.pipeline.preflight import check_sink, format_problems
 from dabench.runtime.sinks import one_line
 
-PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
-DEFAULT_PLATFORMS = ("cuda", "wse2", "rdu", "ipu")
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 MAX_PRICE = 1e6  #: per chip- or system-hour, in any currency
 
@@ -68,8 +67,8 @@ ARGS = Schema(
             "platforms",
             "platforms to search (cpu only if asked)",
             "list",
-            default=list(DEFAULT_PLATFORMS),
-            choices=PLATFORMS,
+            default=list(accelerators()),
+            choices=names(),
             metavar="A,B",
         ),
         Arg("max_chips", "chips per deployment at most", "int", default=16, low=1, high=1_000_000, metavar="K"),
