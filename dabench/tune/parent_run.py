@@ -25,7 +25,7 @@ from dabench.core.status import Status
 from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import write_text
 from dabench.tracking import outbox
-from dabench.tracking.lifecycle import terminate
+from dabench.tracking.lifecycle import open_parent, terminate
 from dabench.tracking.reaper import owner_tags
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
@@ -108,7 +108,7 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
     so that workers starting together create one. A parent that an earlier invocation closed is
     set RUNNING again."""
 
-    client, experiment_id = client_and_experiment(uri, experiment)
+    client, _ = client_and_experiment(uri, experiment)
     with lock():
         attrs = study._storage.get_study_user_attrs(study._study_id)
         found = attrs.get(PARENT_ATTR) if _same_store(attrs.get(PARENT_URI_ATTR), uri) else None
@@ -125,21 +125,18 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
                 study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
                 return client, found
 
-        run = client.create_run(
-            experiment_id,
+        run_id = open_parent(
+            "study",
+            experiment=experiment,
+            uri=uri,
             run_name=f"study {study.study_name}"[:250],
-            tags={
-                **owner_tags(),
-                "dabench.parent": "true",
-                "optuna.study": study.study_name,
-                "optuna.storage": hide_password(storage),
-                "mlflow.note.content": f"Optuna study {study.study_name}",
-            },
-        )
-        study.set_user_attr(PARENT_ATTR, run.info.run_id)
+            note=f"Optuna study {study.study_name}",
+            tags={"optuna.study": study.study_name, "optuna.storage": hide_password(storage)},
+        ).run_id
+        study.set_user_attr(PARENT_ATTR, run_id)
         study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
         study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-        return client, run.info.run_id
+        return client, run_id
 
 
 def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool = False) -> bool:
