@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import yaml
-
-from dabench.config.paths import CONF_DIR, SWEEPS_DIR
+from dabench.config.compose import compose
+from dabench.config.files import sweep_file
+from dabench.config.schema import group_options
 from dabench.core.platforms import known, load
 from dabench.core.status import ConfigError
-from dabench.runtime.readers import read_sweep
 from dabench.tune.dataflow_spaces import ChoiceTreeSpace, rdu_chips_space, wse2_execution_space
 from dabench.tune.ipu import ipu_pipeline_space
 from dabench.tune.space import distribution_values, override_value, params_to_overrides, parse_overrides
@@ -80,12 +78,6 @@ class PlatformSpace:
                 simple = dict(zip((d.key for d in self.dims), combo, strict=False))
                 for extra in structured:
                     yield precision, {**simple, **extra}
-
-
-def load_sweep(name: str) -> dict:
-    path = SWEEPS_DIR / f"{name}.yaml"
-
-    return yaml.safe_load(read_sweep(path)) if path.exists() else {}
 
 
 def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
@@ -217,7 +209,7 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     shaped by its platform record's ``space`` (core/platforms.py)."""
 
     record = known(platform, "platforms")
-    sweep = load_sweep(record.sweep) if record.sweep else {}
+    sweep = sweep_file(record.sweep) if record.sweep else {}
     groups = _sweep_groups(sweep)
     groups.pop("hardware", None), groups.pop("hydra/sweeper", None), groups.pop("model", None)
     default_precision = groups.pop("precision", None)
@@ -294,9 +286,8 @@ def overrides_of(
 
 
 def precision_section(name: str) -> dict:
-    """conf/precision/<name>.yaml as a mapping (the simple precision files have no defaults)."""
-    path = CONF_DIR / "precision" / f"{name}.yaml"
-    data = yaml.safe_load(Path(path).read_text()) if path.exists() else None
-    if not isinstance(data, dict) or "defaults" in data:
-        raise ConfigError("precision", name, "one of bf16, fp16, fp32, mixed")
-    return data
+    """The composed ``precision`` section of ``precision=<name>``."""
+    try:
+        return compose([f"precision={name}"])["precision"]
+    except Exception:
+        raise ConfigError("precision", name, f"one of {', '.join(group_options('precision'))}") from None
