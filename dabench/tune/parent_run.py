@@ -41,11 +41,6 @@ PARENT_URI_ATTR = "dabench.mlflow_tracking_uri"
 PARENT_OWNER_ATTR = "dabench.mlflow_parent_owner"  #: "host:pid" of the sweep that holds it
 
 
-def hide_password(url: str) -> str:
-    """A storage or tracking URL as it may be shown or stored (dabench.tracking.redact)."""
-    return redact_uri(url)
-
-
 def _same_store(recorded: str | None, uri: str) -> bool:
     """Whether the study's recorded tracking URI (masked; unmasked from older versions) is ``uri``."""
     return recorded is not None and recorded in (uri, redact_uri(uri))
@@ -131,7 +126,7 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
             uri=uri,
             run_name=f"study {study.study_name}"[:250],
             note=f"Optuna study {study.study_name}",
-            tags={"optuna.study": study.study_name, "optuna.storage": hide_password(storage)},
+            tags={"optuna.study": study.study_name, "optuna.storage": redact_uri(storage)},
         ).run_id
         study.set_user_attr(PARENT_ATTR, run_id)
         study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
@@ -216,7 +211,7 @@ def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary
         [],
         [
             RunTag("optuna.study", study.study_name),
-            RunTag("optuna.storage", hide_password(storage)),
+            RunTag("optuna.storage", redact_uri(storage)),
             RunTag("optuna.direction", summary.direction),
         ],
     )

@@ -40,9 +40,9 @@ from dabench.tune.best import format_summary, summarize
 from dabench.tune.driver import Outcome, TrialSpace, run_trials
 from dabench.tune.locking import study_lock
 from dabench.tune.outcome import JobOutcome
-from dabench.tune.parent_run import close_parent, hide_password, log_study, study_parent, write_study_files
+from dabench.tune.parent_run import close_parent, log_study, study_parent, write_study_files
 from dabench.tune.sampling import make_sampler
-from dabench.tune.settings import SPACE_ATTR, check_resume, check_settings, space_fingerprint
+from dabench.tune.settings import SPACE_ATTR, SweepSettings, check_resume, check_settings, space_fingerprint
 from dabench.tune.space import ParsedSpace, override_value, params_to_overrides, parse_overrides
 from dabench.tune.structured import load_space
 from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
@@ -51,27 +51,6 @@ log = logging.getLogger(__name__)
 
 LOCAL_LAUNCHERS = ("LocalLauncher", "JoblibLauncher")  #: launchers that run their jobs on this machine
 REMOTE_LAUNCHERS = ("SlurmLauncher", "RayAWSLauncher")  #: launchers that run them on other machines
-
-
-@dataclass
-class SweepSettings:
-    """The sweeper's settings (``hydra.sweeper.<field>``; documented in the plugin's config.py)."""
-
-    sweep_name: str | None = None
-    study_name: str | None = None
-    storage: str | None = None
-    direction: str = "maximize"
-    n_trials: int = 20
-    n_jobs: int = 1
-    sampler: str = "tpe"
-    seed: int | None = None
-    sampler_options: dict = field(default_factory=dict)
-    failed_as_infeasible: bool = True
-    params: dict = field(default_factory=dict)
-    hook: str | None = None  #: ``space.hook``
-    hook_args: dict = field(default_factory=dict)  #: ``space.args``
-    allow_oversubscribe: bool = False
-    allow_space_change: bool = False
 
 
 @dataclass
@@ -200,21 +179,7 @@ def _checked(settings: SweepSettings, arguments: Sequence[str], task_config: Map
     """(sampler, TrialSpace) of valid settings; otherwise one line naming the field, the value and
     what is valid, and exit 2 before the storage is touched."""
     try:
-        sampler = check_settings(
-            direction=settings.direction,
-            n_trials=settings.n_trials,
-            n_jobs=settings.n_jobs,
-            seed=settings.seed,
-            sampler=settings.sampler,
-            sampler_options=settings.sampler_options,
-            failed_as_infeasible=settings.failed_as_infeasible,
-            allow_oversubscribe=settings.allow_oversubscribe,
-            allow_space_change=settings.allow_space_change,
-            storage=settings.storage,
-            study_name=settings.study_name,
-            sweep_name=settings.sweep_name,
-        )
-        return sampler, search_space(settings, arguments, task_config)
+        return check_settings(settings), search_space(settings, arguments, task_config)
     except ConfigError as error:
         raise _refuse(error) from None
 
@@ -293,7 +258,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
     log.info(
         "study %s in %s: %d of %d trials done, running %d",
         name,
-        hide_password(storage),
+        redact_uri(storage),
         done,
         settings.n_trials,
         max(0, settings.n_trials - done),
@@ -306,7 +271,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         client, parent_id = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
         client.set_tag(parent_id, "dabench.mode", requested_mode((task.get("hardware") or {}).get("mode")))
         extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent_id}"]
-        log.info("study %s: MLflow parent run %s (%s)", name, parent_id, hide_password(uri))
+        log.info("study %s: MLflow parent run %s (%s)", name, parent_id, redact_uri(uri))
     try:
         sweep_dir = jobs.sweep_dir()
     except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
