@@ -15,7 +15,6 @@ each uses its own sweep folder. The Hydra glue is hydra_plugins/dabench_optuna_s
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -26,7 +25,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import optuna
 
-from dabench.config.build import build_run_config
 from dabench.core.status import ConfigError, DabenchError, Status, is_ok
 from dabench.pipeline.preflight import check_store, check_study_storage, format_problems
 from dabench.report.results import record_sweep_results
@@ -127,47 +125,23 @@ def search_space(settings: SweepSettings, arguments: Sequence[str], task_config:
     return TrialSpace(parsed=parsed, structured=structured)
 
 
-def outcome_of(value: Any, job_dir: str | None, config: Callable[[], Mapping[str, Any] | None]) -> Outcome:
-    """A job's returned value -> Outcome: status, reason and mode from a JobOutcome (or mapping);
-    from the run's result.json only for a task function that returns a bare number (``config``:
-    the job's composed config, validated to name the error when there is no result.json)."""
+def outcome_of(value: Any, job_dir: str | None = None) -> Outcome:
+    """A job's returned value -> Outcome: objective, status, reason and mode from a JobOutcome (or
+    mapping); a bare number is ok when finite, else a crash (no status came with it)."""
     returned = JobOutcome.from_value(value)
-    if returned is not None:
-        objective, status = float(returned), returned.status
-        if math.isfinite(objective) and not is_ok(status):
-            objective = float("nan")
-        elif not math.isfinite(objective) and is_ok(status):
-            status = Status.DIVERGED.value
-        return Outcome(objective, status, returned.reason, job_dir, returned.mode)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return Outcome(None, Status.CRASHED.value, f"the task function returned {value!r}, not a number", job_dir)
-    status, reason, mode = _recorded_result(job_dir, config)
-    if math.isfinite(value):
-        status = Status.OK.value
-    elif is_ok(status):
-        status, reason = Status.DIVERGED.value, "the run is ok but the task function returned a non-finite value"
-    return Outcome(value, status, reason, job_dir, mode)
-
-
-def _recorded_result(job_dir: str | None, config: Callable[[], Mapping[str, Any] | None]) -> tuple[str, str, Any]:
-    """(status, reason, mode) from the job's artifacts/result.json; without one (bad input
-    leaves none), the job's composed config is validated to name the error."""
-    result = Path(job_dir or ".") / "artifacts" / "result.json"
-    if job_dir and result.exists():
+    if returned is None:
         try:
-            document = json.loads(result.read_text())
-            return str(document.get("status") or "unknown"), str(document.get("reason") or ""), document.get("mode")
-        except (OSError, ValueError):
-            pass
-    container = config()
-    if container is not None:
-        try:
-            build_run_config(container)
-        except DabenchError as error:
-            return error.status.value, error.reason, None
-    return "unknown", f"no result.json in {job_dir}", None
+            returned = JobOutcome(float(value), Status.OK.value)
+        except (TypeError, ValueError):
+            returned = None
+        if returned is None or not math.isfinite(returned):
+            return Outcome(None, Status.CRASHED.value, f"the task returned {value!r} without a status", job_dir)
+    objective, status = float(returned), returned.status
+    if math.isfinite(objective) and not is_ok(status):
+        objective = float("nan")
+    elif not math.isfinite(objective) and is_ok(status):
+        status = Status.DIVERGED.value
+    return Outcome(objective, status, returned.reason, job_dir, returned.mode)
 
 
 def _refuse(error: ConfigError) -> SystemExit:

@@ -103,13 +103,7 @@ class DabenchOptunaSweeper(Sweeper):
                     job_dir,
                 )
             return Outcome(None, Status.CRASHED.value, f"the job raised {type(error).__name__}: {error}", job_dir)
-
-        def config():
-            if job_return.cfg is None:
-                return None
-            return {k: v for k, v in OmegaConf.to_container(job_return.cfg, resolve=True).items() if k != "hydra"}
-
-        return outcome_of(job_return.return_value, job_dir, config)
+        return outcome_of(job_return.return_value, job_dir)
 
     def _own_sweep_dir(self) -> Path:
         """This worker's sweep folder: ``hydra.sweep.dir``, or ``<dir>-<host>-<pid>`` when another

@@ -92,3 +92,11 @@ def test_remote_launchers_need_a_tracking_server():
         refuse_local_store("sqlite:////home/me/mlruns/mlflow.db", "RayLauncher", "10.0.0.5:6379")
     refuse_local_store("sqlite:////home/me/mlruns/mlflow.db", "RayLauncher", "local")
     refuse_local_store("http://10.0.0.5:5000", "SlurmLauncher")
+
+
+def test_a_bare_number_is_ok_only_when_finite():
+    sweeper = DabenchOptunaSweeper()
+    assert (sweeper._outcome(_returned(2.5)).status, sweeper._outcome(_returned(2.5)).value) == ("ok", 2.5)
+    for value in (math.nan, "fast"):
+        outcome = sweeper._outcome(_returned(value))
+        assert outcome.value is None and outcome.status == "crashed" and "without a status" in outcome.reason
