@@ -2,8 +2,7 @@
 
 :func:`study_parent` finds or creates it under the study store's lock and records its id (with the
 masked tracking URI) in the study's user attributes, so every trial's run is its child whichever
-worker ran it; the worker that ends the study closes it FINISHED. :func:`adopt_previous_parent`
-consolidates a study whose invocations each had a parent. At the end of a sweep the parent gets
+worker ran it; the worker that ends the study closes it FINISHED. At the end of a sweep the parent gets
 the best trial's tags and metrics, the trial counts and the ``study/`` artifacts.
 
 Details: docs/tuning.md, "MLflow".
@@ -53,48 +52,6 @@ def _owner_gone(owner: str | None) -> bool:
     if host != socket.gethostname() or not pid.isdigit():
         return False
     return not pid_alive(int(pid))
-
-
-def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str) -> list[str]:
-    """Move the children of the study's previous parent run under ``parent_id`` and delete the
-    previous parent (see module docstring for when). Records ``parent_id`` as the study's parent.
-    Returns the ids of the moved runs."""
-    previous = study.user_attrs.get(PARENT_ATTR)
-    moved: list[str] = []
-    if previous and previous != parent_id and _same_store(study.user_attrs.get(PARENT_URI_ATTR), uri):
-        try:
-            old = client.get_run(previous)
-        except Exception:
-            old = None
-        if old is not None and old.info.lifecycle_stage == "active":
-            if old.info.status == "RUNNING" and not _owner_gone(study.user_attrs.get(PARENT_OWNER_ATTR)):
-                log.warning(
-                    "study %s: its previous MLflow parent run %s is still running elsewhere; "
-                    "this invocation's trials go under a second parent %s",
-                    study.study_name,
-                    previous,
-                    parent_id,
-                )
-            else:
-                children = client.search_runs(
-                    [old.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{previous}'", max_results=50000
-                )
-                for child in children:
-                    client.set_tag(child.info.run_id, "mlflow.parentRunId", parent_id)
-                    moved.append(child.info.run_id)
-                client.set_tag(previous, "dabench.superseded_by", parent_id)
-                client.delete_run(previous)
-                log.info(
-                    "study %s resumed: moved %d trial runs from parent %s to %s",
-                    study.study_name,
-                    len(moved),
-                    previous,
-                    parent_id,
-                )
-    study.set_user_attr(PARENT_ATTR, parent_id)
-    study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
-    study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-    return moved
 
 
 def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, lock) -> tuple[object, str]:
