@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from dabench.cli.args import Arg, ArgError, Schema, parse, words_help
-from dabench.config.paths import CONF_DIR
+from dabench.config.schema import group_options
 from dabench.core.platforms import accelerators, names
 from dabench.core.status import DabenchError
 from dabench.pipeline.preflight import check_sink, format_problems
@@ -37,10 +37,6 @@ def parse_tokens(text: str) -> float:
     return float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1.0)
 
 
-def _models() -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
-
-
 def _objectives() -> tuple[str, ...]:
     from dabench.advise.run import OBJECTIVES
 
@@ -51,7 +47,14 @@ ARGS = Schema(
     "dabench advise",
     __doc__.split("\n\n")[1],
     (
-        Arg("model", "a model config (conf/model/NAME.yaml)", "choice", choices=_models, required=True, metavar="NAME"),
+        Arg(
+            "model",
+            "a model config (conf/model/NAME.yaml)",
+            "choice",
+            choices=lambda: group_options("model"),
+            required=True,
+            metavar="NAME",
+        ),
         Arg(
             "tokens",
             "tokens to train: 3e11, 300B, 2.5T (K, M, B/G, T suffixes)",

@@ -137,7 +137,8 @@ class DabenchOptunaSweeper(Sweeper):
         return [self._outcome(r) for r in returns]
 
     def sweep(self, arguments: List[str]) -> Any:
-        from dabench.tune.sweep import SweepJobs, SweepSettings, run_study  # optuna: only when a study sweeps
+        from dabench.tune.settings import SweepSettings
+        from dabench.tune.sweep import SweepJobs, run_study  # optuna: only when a study sweeps
 
         assert self.config is not None and self.launcher is not None
         searchpath = OmegaConf.select(self.config, "hydra.overrides.hydra") or []
