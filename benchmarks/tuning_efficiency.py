@@ -51,20 +51,6 @@ def compose_sweep(name: str, overrides: list[str]) -> tuple[dict, dict]:
     return task, OmegaConf.to_container(cfg.hydra.sweeper, resolve=True)
 
 
-def group_loader():
-    cache: dict[tuple[str, str], dict] = {}
-
-    def load(group: str, choice: str) -> dict:
-        if (group, choice) not in cache:
-            with initialize_config_dir(config_dir=str(CONF), version_base=None):
-                cache[(group, choice)] = OmegaConf.to_container(
-                    compose("config", overrides=[f"{group}={choice}"])[group], resolve=True
-                )
-        return cache[(group, choice)]
-
-    return load
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -80,10 +66,11 @@ def main() -> None:
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-    task, sweeper = compose_sweep("ipu_deploy", [f"model.n_layers={args.layers}", *args.override])
+    base = ["+sweeps=ipu_deploy", f"model.n_layers={args.layers}", *args.override]
+    task, sweeper = compose_sweep(base[0].removeprefix("+sweeps="), base[1:])
     parsed = parse_overrides(params_to_overrides(sweeper["params"]))
     structured = load_space(sweeper["space"]["hook"], task, sweeper["space"]["args"])
-    evaluate = DirectEvaluator(task, group_loader())
+    evaluate = DirectEvaluator([o for o in base if not o.startswith("hydra.")])
 
     started = time.perf_counter()
     space = TrialSpace(parsed, structured)

@@ -17,9 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import yaml
-
-from dabench.config.paths import CONF_DIR
+from dabench.config.compose import compose
 from dabench.fit.points import load_points
 from dabench.perfmodel.constants import model_version, residuals
 from dabench.perfmodel.reach import approx_params, chip_count
@@ -27,19 +25,9 @@ from dabench.perfmodel.reach import approx_params, chip_count
 THROUGHPUT = ("samples_per_s", "tokens_per_s")
 
 
-@lru_cache(maxsize=None)
-def _model_yaml(name: str) -> dict:
-    path = CONF_DIR / "model" / f"{name}.yaml"
-    return yaml.safe_load(path.read_text()) if path.exists() else {}
-
-
 def _point_model(point) -> dict:
-    model = dict(_model_yaml(point.model))
-    for text in point.overrides:
-        key, _, value = text.partition("=")
-        if key.startswith("model."):
-            model[key.split(".", 1)[1]] = yaml.safe_load(value)
-    return model
+    """The composed model section of a calibration point (its model and ``model.*`` overrides)."""
+    return compose([f"model={point.model}", *(o for o in point.overrides if o.startswith("model."))])["model"]
 
 
 def _point_chips(point) -> float:

@@ -18,6 +18,7 @@ from dabench.advise.search import Evaluation, Predictor, SearchResult, command_o
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
+from dabench.core.platforms import accelerators
 from dabench.pipeline.execute import execute
 
 OBJECTIVES = ("time", "energy", "cost")
@@ -28,7 +29,7 @@ class Request:
     model: str
     tokens: float
     model_overrides: list[str] = field(default_factory=list)
-    platforms: list[str] = field(default_factory=lambda: ["cuda", "wse2", "rdu", "ipu"])
+    platforms: list[str] = field(default_factory=lambda: list(accelerators()))
     max_chips: int = 16
     objectives: list[str] = field(default_factory=lambda: ["time"])
     price_per_chip_hour: float | None = None

@@ -14,21 +14,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import yaml
-
-from dabench.config.paths import CONF_DIR
+from dabench.config.compose import compose
+from dabench.config.files import sweep_file
+from dabench.config.schema import group_options
+from dabench.core.platforms import known, load
 from dabench.core.status import ConfigError
-from dabench.runtime.readers import read_sweep
 from dabench.tune.dataflow_spaces import ChoiceTreeSpace, rdu_chips_space, wse2_execution_space
 from dabench.tune.ipu import ipu_pipeline_space
 from dabench.tune.space import distribution_values, override_value, params_to_overrides, parse_overrides
-
-SWEEPS_DIR = CONF_DIR.parent / "sweeps"
-PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
-ACCELERATORS = ("cuda", "wse2", "rdu", "ipu")
 
 
 def powers_of_two(limit: int) -> list[int]:
@@ -85,12 +80,6 @@ class PlatformSpace:
                     yield precision, {**simple, **extra}
 
 
-def load_sweep(platform: str) -> dict:
-    path = SWEEPS_DIR / f"{platform}_deploy.yaml"
-
-    return yaml.safe_load(read_sweep(path)) if path.exists() else {}
-
-
 def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
     """``override /group: choice`` entries of a sweep's defaults list (model excepted)."""
     groups = {}
@@ -125,9 +114,9 @@ def _sweep_dims(sweep: Mapping[str, Any]) -> tuple[list[str], list[Dim]]:
     return precisions, dims
 
 
-def _hook_args(sweep: Mapping[str, Any]) -> tuple[str | None, dict]:
+def _hook_args(sweep: Mapping[str, Any]) -> dict:
     space = ((sweep.get("hydra") or {}).get("sweeper") or {}).get("space") or {}
-    return space.get("hook"), dict(space.get("args") or {})
+    return dict(space.get("args") or {})
 
 
 class WeightStreamingSystems:
@@ -216,13 +205,11 @@ def gpu_layout_space(config: Mapping[str, Any], chips: Sequence[int]):
 
 
 def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) -> PlatformSpace:
-    """The deployment space of ``platform`` for the composed ``model`` section."""
+    """The deployment space of ``platform`` for the composed ``model`` section: its shipped sweep's,
+    shaped by its platform record's ``space`` (core/platforms.py)."""
 
-    if platform not in PLATFORMS:
-        raise ConfigError("platforms", platform, f"among {', '.join(PLATFORMS)}")
-    config = {"model": dict(model)}
-    chips = powers_of_two(max_chips)
-    sweep = load_sweep(platform)
+    record = known(platform, "platforms")
+    sweep = sweep_file(record.sweep) if record.sweep else {}
     groups = _sweep_groups(sweep)
     groups.pop("hardware", None), groups.pop("hydra/sweeper", None), groups.pop("model", None)
     default_precision = groups.pop("precision", None)
@@ -233,42 +220,52 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     precisions, dims = _sweep_dims(sweep)
     if not precisions and default_precision:
         precisions = [default_precision]
-    hook, args = _hook_args(sweep)
-    notes = [f"from sweeps/{platform}_deploy.yaml"] if sweep else []
+    notes = [f"from sweeps/{record.sweep}.yaml"] if sweep else []
+    space = PlatformSpace(platform, groups, fixed, precisions or ["fp32"], dims, None, notes)
+    if record.space:
+        space = load(record.space)(space, _hook_args(sweep), {"model": dict(model)}, powers_of_two(max_chips))
+    return space
 
-    if platform == "cuda":
-        groups["parallel"] = "tp"
-        precisions = ["bf16", "fp16", "mixed", "fp32"]
-        dims = [
-            Dim("run.batch_size", [1, 2, 4, 8, 16, 32]),
-            Dim("run.grad_accum", [1, 4, 16]),
-            Dim("hardware.options.recompute", ["none", "full"]),
-        ]
-        structured = gpu_layout_space(config, chips)
-        notes = [
-            "GPUs x tensor x pipeline x data parallel (plain, or fsdp sharding full / grad_op / optimizer), "
-            "pipeline micro-batches, recomputation, micro-batch, precision, gradient accumulation"
-        ]
-    elif platform == "rdu":
-        args["chips"] = chips
-        structured = rdu_chips_space(config, **args)
-    elif platform == "wse2":
-        groups["parallel"] = "dp"
-        structured = WeightStreamingSystems(wse2_execution_space(config, **args), chips)
-        notes.append("CS-2 systems (data parallel) under weight streaming")
-    elif platform == "ipu":
-        args["ipus"] = chips
-        # even placements only (skew 0): throughput is set by the most loaded IPU, so spreading the
-        # layers evenly over IPUs 1..k-1 is what the paper and Graphcore's recipes do; IPU 0 (embedding
-        # and head) gets first_stage_layers in 0..ceil(L/2)
-        args["placement_skew"] = [0.0]
-        args["max_first_stage_layers"] = max(1, -(-int(model.get("n_layers") or 1) // 2))
-        structured = ipu_pipeline_space(config, **args)
-        dims.append(Dim("hardware.options.replicated_tensor_sharding", [False, True]))
-        notes.append("replicated tensor sharding (Graphcore GPT-2 recipes)")
-    else:  # cpu: the measured cpu_deploy sweep's dimensions, predicted here
-        structured = None
-    return PlatformSpace(platform, groups, fixed, precisions or ["fp32"], dims, structured, notes)
+
+def cuda_space(space: PlatformSpace, args: dict, config: Mapping[str, Any], chips: list[int]) -> PlatformSpace:
+    """GPUs (no shipped sweep): data x tensor x pipeline layouts, micro-batches, recomputation."""
+    space.groups["parallel"] = "tp"
+    space.precisions = ["bf16", "fp16", "mixed", "fp32"]
+    space.dims = [
+        Dim("run.batch_size", [1, 2, 4, 8, 16, 32]),
+        Dim("run.grad_accum", [1, 4, 16]),
+        Dim("hardware.options.recompute", ["none", "full"]),
+    ]
+    space.structured = gpu_layout_space(config, chips)
+    space.notes = [
+        "GPUs x tensor x pipeline x data parallel (plain, or fsdp sharding full / grad_op / optimizer), "
+        "pipeline micro-batches, recomputation, micro-batch, precision, gradient accumulation"
+    ]
+    return space
+
+
+def rdu_space(space: PlatformSpace, args: dict, config: Mapping[str, Any], chips: list[int]) -> PlatformSpace:
+    space.structured = rdu_chips_space(config, **{**args, "chips": chips})
+    return space
+
+
+def wse2_space(space: PlatformSpace, args: dict, config: Mapping[str, Any], chips: list[int]) -> PlatformSpace:
+    space.groups["parallel"] = "dp"
+    space.structured = WeightStreamingSystems(wse2_execution_space(config, **args), chips)
+    space.notes.append("CS-2 systems (data parallel) under weight streaming")
+    return space
+
+
+def ipu_space(space: PlatformSpace, args: dict, config: Mapping[str, Any], chips: list[int]) -> PlatformSpace:
+    """Even placements only (skew 0): throughput is set by the most loaded IPU, so spreading the
+    layers evenly over IPUs 1..k-1 is what the paper and Graphcore's recipes do; IPU 0 (embedding
+    and head) gets first_stage_layers in 0..ceil(L/2). Plus replicated tensor sharding."""
+    layers = int(config["model"].get("n_layers") or 1)
+    args = {**args, "ipus": chips, "placement_skew": [0.0], "max_first_stage_layers": max(1, -(-layers // 2))}
+    space.structured = ipu_pipeline_space(config, **args)
+    space.dims.append(Dim("hardware.options.replicated_tensor_sharding", [False, True]))
+    space.notes.append("replicated tensor sharding (Graphcore GPT-2 recipes)")
+    return space
 
 
 def overrides_of(
@@ -289,9 +286,8 @@ def overrides_of(
 
 
 def precision_section(name: str) -> dict:
-    """conf/precision/<name>.yaml as a mapping (the simple precision files have no defaults)."""
-    path = CONF_DIR / "precision" / f"{name}.yaml"
-    data = yaml.safe_load(Path(path).read_text()) if path.exists() else None
-    if not isinstance(data, dict) or "defaults" in data:
-        raise ConfigError("precision", name, "one of bf16, fp16, fp32, mixed")
-    return data
+    """The composed ``precision`` section of ``precision=<name>``."""
+    try:
+        return compose([f"precision={name}"])["precision"]
+    except Exception:
+        raise ConfigError("precision", name, f"one of {', '.join(group_options('precision'))}") from None

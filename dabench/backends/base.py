@@ -32,7 +32,6 @@ class Backend(ABC):
     #: True when the work actually runs on this machine's CPU (e.g. cstorch's CPU backend standing
     #: in for a wafer): efficiencies are then taken against the calibrated CPU ceilings, not the
     #: target hardware's spec sheet
-    runs_on_host_cpu: ClassVar[bool] = False
     #: True when a parallel run (parallel.strategy != none) of this backend is measured on
     #: torch.distributed ranks (dabench.distributed); the runner dispatches it there with
     #: :meth:`parallel_target`, so backends never import dabench.distributed

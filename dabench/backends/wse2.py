@@ -66,7 +66,6 @@ class CstorchBackend(VendorBackend):
 
 class CstorchCpuBackend(CstorchBackend):
     name = "cstorch_cpu"
-    runs_on_host_cpu = True
 
     @classmethod
     def device_availability(cls, rc: RunConfig) -> Availability:

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Sequence
 
 from dabench.cli.args import Arg, ArgError, Schema, parse, words_help
-from dabench.config.paths import CONF_DIR
+from dabench.config.schema import group_options
+from dabench.core.platforms import accelerators, names
 from dabench.core.status import DabenchError
 from dabench.pipeline.preflight import check_sink, format_problems
 from dabench.runtime.sinks import one_line
 
-PLATFORMS = ("cpu", "cuda", "wse2", "rdu", "ipu")
-DEFAULT_PLATFORMS = ("cuda", "wse2", "rdu", "ipu")
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 MAX_PRICE = 1e6  #: per chip- or system-hour, in any currency
 
@@ -38,10 +37,6 @@ def parse_tokens(text: str) -> float:
     return float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1.0)
 
 
-def _models() -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
-
-
 def _objectives() -> tuple[str, ...]:
     from dabench.advise.run import OBJECTIVES
 
@@ -52,7 +47,14 @@ ARGS = Schema(
     "dabench advise",
     __doc__.split("\n\n")[1],
     (
-        Arg("model", "a model config (conf/model/NAME.yaml)", "choice", choices=_models, required=True, metavar="NAME"),
+        Arg(
+            "model",
+            "a model config (conf/model/NAME.yaml)",
+            "choice",
+            choices=lambda: group_options("model"),
+            required=True,
+            metavar="NAME",
+        ),
         Arg(
             "tokens",
             "tokens to train: 3e11, 300B, 2.5T (K, M, B/G, T suffixes)",
@@ -68,8 +70,8 @@ ARGS = Schema(
             "platforms",
             "platforms to search (cpu only if asked)",
             "list",
-            default=list(DEFAULT_PLATFORMS),
-            choices=PLATFORMS,
+            default=list(accelerators()),
+            choices=names(),
             metavar="A,B",
         ),
         Arg("max_chips", "chips per deployment at most", "int", default=16, low=1, high=1_000_000, metavar="K"),

@@ -38,12 +38,6 @@ def is_subcommand_word(word: str) -> bool:
     return bool(word) and "=" not in word and word[0] not in "+~-"
 
 
-def commands_help() -> str:
-    width = max(map(len, COMMANDS))
-    lines = [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
-    return "Commands (dabench <command> --help for each):\n" + "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     command_line = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
     install(command_line)  # third-party noise off unless -v (runtime/quiet.py); takes -v off the line

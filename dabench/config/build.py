@@ -24,6 +24,7 @@ from dabench.config.sections import (
     TrackingConfig,
 )
 from dabench.core.placement import Placement
+from dabench.core.platforms import platform
 from dabench.core.status import ConfigError
 
 
@@ -139,15 +140,15 @@ def build_tracking(section: Mapping[str, Any]) -> TrackingConfig:
 
 def default_grad_accum(cfg: Mapping[str, Any]) -> int:
     """``run.grad_accum`` when the config leaves it null (conf/config.yaml): 1, except on a
-    pipelined IPU (``hardware.arch=ipu``, ``parallel=pp`` over p stages): PopTorch trains a pipeline
-    over p IPUs in 2p - 1 stages (forward and backward) and refuses a gradient accumulation
+    pipelined IPU (its platform record's ``pipeline_grad_accum``; ``parallel=pp`` over p stages):
+    PopTorch trains a pipeline over p IPUs in 2p - 1 stages (forward and backward) and refuses a gradient accumulation
     (``Training.gradientAccumulation``, the pipeline's micro-batches per step) below that, so the
     default is the fewest it accepts, 2p - 1 (dabench.backends.ipu and dabench.perfmodel.ipu check
     the same bound). It follows every depth: ``parallel.degree`` or a placement's length."""
     hardware, parallel = cfg.get("hardware"), cfg.get("parallel")
     if not (
         isinstance(hardware, Mapping)
-        and hardware.get("arch") == "ipu"
+        and platform(hardware.get("arch")).pipeline_grad_accum
         and isinstance(parallel, Mapping)
         and parallel.get("strategy") == "pp"
     ):

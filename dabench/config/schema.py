@@ -22,6 +22,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_section, check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, specs
+from dabench.config.files import config_file, group_file
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
 from dabench.core.status import ConfigError
@@ -246,13 +247,10 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
         return
     else:
         names = [_default_choice("hardware")]
-    import yaml
-
     for name in names:
-        path = GROUPS["hardware"] / f"{name}.yaml"
-        if not name or not path.is_file():
+        if not name or not (GROUPS["hardware"] / f"{name}.yaml").is_file():
             return  # not a plain option (a sweep or an interpolation): Hydra and the build decide
-        options = (yaml.safe_load(path.read_text()) or {}).get("options") or {}
+        options = group_file("hardware", name).get("options") or {}
         for key in keys:
             option = key.split(".", 2)[2]
             if "." not in option and option not in options:
@@ -261,9 +259,7 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
 
 def _default_choice(group: str) -> str:
     """The option conf/config.yaml's defaults list picks for ``group``."""
-    import yaml
-
-    for entry in yaml.safe_load((GROUPS[group].parent / "config.yaml").read_text()).get("defaults") or []:
+    for entry in config_file(CONF_DIR / "config.yaml").get("defaults") or []:
         if isinstance(entry, dict) and group in entry:
             return str(entry[group])
     return ""

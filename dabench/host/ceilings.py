@@ -20,6 +20,7 @@ from typing import Sequence
 
 from dabench.config.sections import HardwareSpec, PrecisionConfig
 from dabench.core.ceilings import Ceilings
+from dabench.core.platforms import platform
 from dabench.core.status import UnsupportedError
 from dabench.host.noise import CeilingBand, ceiling_band
 
@@ -28,10 +29,10 @@ IN_SITU = "in-situ (probed right before and after the timed steps)"  #: Ceilings
 
 
 def tf32_enabled(hw: HardwareSpec, precision: PrecisionConfig) -> bool:
-    """True when the run's fp32 matmuls go to TF32 tensor cores: a CUDA target, fp32 arithmetic
+    """True when the run's fp32 matmuls go to TF32 tensor cores: a platform with ``tf32`` (cuda), fp32 arithmetic
     (not autocast to 16 bits) and ``hardware.options.tf32: true``. The cuda backend sets torch's
     flag from the same knob, so predict prices what measure runs."""
-    return hw.arch == "cuda" and precision.compute_dtype == "fp32" and bool(hw.options.get("tf32", False))
+    return platform(hw.arch).tf32 and precision.compute_dtype == "fp32" and bool(hw.options.get("tf32", False))
 
 
 def is_calibrated(ceilings: Ceilings) -> bool:
@@ -64,7 +65,7 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
             raise UnsupportedError(f"hardware={hw.name}: options.tf32 is true but peak_flops lists no tf32 rate")
         peak, source = hw.peak_flops["tf32"], "spec (tf32)"
     if peak is None or bandwidth is None:
-        if hw.arch != "cpu":
+        if not platform(hw.arch).host_cpu:
             raise UnsupportedError(
                 f"hardware={hw.name} lists no peak FLOP/s for {precision.name} "
                 f"or no bandwidth for {level.name}, and only cpu is calibrated"
@@ -84,8 +85,8 @@ def can_probe(hw: HardwareSpec, strategy: str) -> bool:
     """Whether this machine's CPU ceilings can be probed around a run (:func:`dabench.host.calibrate.probe`):
     single-process runs of the cpu backend whose ceilings are calibrated, not set in the config."""
     return (
-        hw.arch == "cpu"
-        and hw.backend == "cpu"
+        platform(hw.arch).host_cpu
+        and hw.backend in platform(hw.arch).host_backends
         and strategy == "none"
         and not any(hw.peak_flops.values())
         and main_memory(hw).bandwidth_Bps is None
@@ -194,7 +195,7 @@ class WindowProbes:
 
 def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
     """Calibrated ceilings of this machine's CPU, for backends that run here in place of the
-    target (see ``Backend.runs_on_host_cpu``)."""
+    target (a platform record's ``host_backends``)."""
     from dabench.host import calibrate
 
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import sys
 from pathlib import Path
 
 #: /proc/cpuinfo flags (x86) or Features (arm64) that mean native arithmetic at a precision
@@ -25,6 +26,18 @@ def cpu_model() -> str:
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
+
+
+def cuda_device_name() -> str | None:
+    """The name of this process's GPU 0 when torch is already loaded (a measured GPU run), else None;
+    torch is never imported here."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    except Exception:  # a broken driver: the config's name still separates machines
+        pass
+    return None
 
 
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:

@@ -22,15 +22,8 @@ from typing import Any, Mapping
 
 from dabench.config.build import flatten
 from dabench.config.compose import compose
+from dabench.core.platforms import arch_of_format, platform
 
-#: an ingested format -> the platform whose model prices it
-ARCH = {
-    "popvision_json": "ipu",
-    "sambaflow_compile": "rdu",
-    "sambatune_section_report": "rdu",
-    "cerebras_compile_report": "wse2",
-    "cerebras_appliance_run": "wse2",
-}
 #: what a prediction of the run needs stated (dabench config keys)
 REQUIRED = (
     "model.n_layers",
@@ -45,8 +38,6 @@ MAX_CONFIG_CHARS = 1 << 20  #: a config file larger than this is not read
 MAX_ALIASES = 64  #: nor one with more YAML anchors and aliases (no alias expansion bombs)
 #: the run's own config files looked for beside a Cerebras artifact (first found wins)
 CEREBRAS_CONFIG_FILES = ("trainer_params.yaml", "params.yaml")
-#: per platform, the compile-mode keys whose default a prediction takes when the artifact is silent
-MODE_KEYS = {"wse2": ("hardware.options.execution_mode",)}
 _MODEL_KEYS = {  # Model Zoo key -> dabench key (first present wins, in this order)
     "model.n_layers": ("num_hidden_layers", "n_layers", "num_layers"),
     "model.hidden_size": ("hidden_size", "d_model"),
@@ -220,7 +211,7 @@ def _stated(fmt: str, target: Path, root: Path | None, batch: int | None) -> Sta
 def host_key(fmt: str, stated: StatedConfig) -> str:
     """The ingested run's machine: ``<arch>:<system>`` when the artifact names the system, else
     ``<arch>:<format>`` (a compiler's estimate and a measurement are never fitted together)."""
-    return f"{ARCH.get(fmt, fmt)}:{stated.system or fmt}"
+    return f"{arch_of_format(fmt) or fmt}:{stated.system or fmt}"
 
 
 def _override(key: str, value: Any) -> str:
@@ -230,7 +221,7 @@ def _override(key: str, value: Any) -> str:
 
 def run_fields(fmt: str, stated: StatedConfig) -> tuple[dict[str, Any], dict[str, str]]:
     """(params, tags) ``dabench ingest --log`` records for the config (module docstring)."""
-    arch = ARCH.get(fmt)
+    arch = arch_of_format(fmt)
     params: dict[str, Any] = {f"import.config.{k}": v for k, v in stated.values.items()}
     params["import.config.missing"] = ",".join(stated.missing) or "none"
     tags = {"dabench.host_key": host_key(fmt, stated)}
@@ -255,6 +246,6 @@ def run_fields(fmt: str, stated: StatedConfig) -> tuple[dict[str, Any], dict[str
     params.update(flatten(container))
     stated_keys = set(stated.values) | {"model.name", "hardware.mode"}
     assumed = [k for k in flatten(container.get("model") or {}, "model.") if k not in stated_keys]
-    assumed += [k for k in MODE_KEYS.get(arch, ()) if k not in stated_keys]  # dabench's default, not the artifact's
+    assumed += [k for k in platform(arch).mode_keys if k not in stated_keys]  # dabench's default, not the artifact's
     params["import.config.assumed"] = ",".join(assumed) or "none"
     return params, tags

@@ -1,4 +1,4 @@
-"""Analytical performance models: ``hardware.arch`` -> a predictor (a dotted path, imported on first use).
+"""Analytical performance models: ``hardware.arch`` -> its platform record's predictor (imported on first use).
 
 Every predictor is ``predict(rc, graph, ceilings) -> Profile(mode="predict")`` and raises
 CapacityError when the workload cannot fit. The roofline models (cpu, cuda) price the ops at
@@ -7,23 +7,19 @@ CapacityError when the workload cannot fit. The roofline models (cpu, cuda) pric
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
-PREDICTORS: dict[str, str] = {
-    "cpu": "dabench.perfmodel.device:predict",
-    "cuda": "dabench.perfmodel.device:predict",
-    "ipu": "dabench.perfmodel.ipu:predict",
-    "rdu": "dabench.perfmodel.rdu:predict",
-    "wse2": "dabench.perfmodel.wse2:predict",
-}
+from dabench.core.platforms import PLATFORMS, load, platform
+
+
+def has_model(arch: str) -> bool:
+    return bool(platform(arch).predictor)
 
 
 def get_predictor(arch: str) -> Callable:
-    if arch not in PREDICTORS:
+    if not has_model(arch):
         raise KeyError(
             f"no analytical model for hardware.arch={arch!r}; models exist for: "
-            f"{', '.join(sorted(PREDICTORS)) or 'none yet'}"
+            f"{', '.join(sorted(a for a in PLATFORMS if has_model(a))) or 'none yet'}"
         )
-    module, _, attr = PREDICTORS[arch].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return load(platform(arch).predictor)

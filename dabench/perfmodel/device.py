@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
+from dabench.core.platforms import platform
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError, UnsupportedError
 from dabench.host.ceilings import is_calibrated, tf32_enabled
@@ -118,6 +119,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     """Predicted Profile of one optimizer step on a CPU or GPU (per chip, with its parallel layout),
     priced at ``ceilings`` (the resolved ones, or validate mode's in-situ probes)."""
     arch = rc.hardware.arch
+    on_host = platform(arch).host_cpu  # else a GPU
     k = knobs_for(rc.hardware)
     ce, me, launch = k.compute_efficiency, k.memory_efficiency, k.launch_s
     half_flops = getattr(k, "matmul_half_flops", 0.0)
@@ -126,7 +128,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         raise UnsupportedError(f"cannot predict on the CPU without its ceilings: {ceilings.source}")
     peak, bw = ceilings.peak_flops, ceilings.bandwidth_Bps
     tags = {"ceilings": ceilings.source}
-    if arch == "cpu":
+    if on_host:
         native = cpu_native_precision(rc.precision.compute_dtype)
         tags["precision_native"] = "true" if native else "false"
         if not native:  # emulated: its own efficiency factors (1.0 shipped; fitted from runs, docs/fitting.md)
@@ -140,7 +142,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
                 "torch's other emulated kernels are slower, so the prediction is optimistic",
                 rc.precision.compute_dtype,
             )
-    elif arch == "cuda":
+    else:
         tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
         if k.generation == "ampere":
             ce, me = k.ampere_compute_efficiency, k.ampere_memory_efficiency
@@ -153,7 +155,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     e = graph.precision.compute_bytes
     memory = memory_per_chip(rc, graph, layout, float(getattr(k, "allocator_margin", 0.0)))
     level = ceilings.memory_level
-    if arch == "cuda":
+    if not on_host:
         capacity = rc.hardware.memory_level(level).capacity_bytes
         if capacity and memory.total > capacity:
             raise CapacityError(f"{level} (per GPU)", memory.total, capacity, memory.describe())

@@ -22,6 +22,7 @@ from typing import Iterator
 from dabench.backends import Backend, TimedWindowCallback, get_backend
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
+from dabench.core.platforms import on_host_cpu, platform
 from dabench.core.profile import Profile
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Diverged, InvalidResult, Status, UnsupportedError
@@ -41,7 +42,7 @@ from dabench.host.noise import band_metrics as ceiling_band_metrics
 from dabench.host.noise import held_to_band_top, noise_note
 from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
-from dabench.perfmodel import PREDICTORS, get_predictor
+from dabench.perfmodel import get_predictor, has_model
 from dabench.perfmodel.comm_check import comm_prediction_metrics
 from dabench.perfmodel.constants import band_metrics, resolve
 from dabench.perfmodel.constants import run_tags as model_tags
@@ -63,21 +64,21 @@ def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[s
     missing; ``predict`` needs an analytical model for the architecture. ``backend``: the run's
     backend class when the caller already has it (looked up here otherwise, never for predict)."""
     requested = rc.hardware.mode
-    has_model = rc.hardware.arch in PREDICTORS
+    modelled = has_model(rc.hardware.arch)
     if requested == "predict":
-        if not has_model:
+        if not modelled:
             raise UnsupportedError(f"hardware.mode=predict: no analytical model for arch {rc.hardware.arch!r} yet")
         return "predict", ""
     availability = (backend or get_backend(rc.hardware.backend)).availability(rc)
     if requested in ("measure", "validate"):
         if not availability.ok:
             raise UnsupportedError(f"hardware.mode={requested} on hardware={rc.hardware.name}: {availability.reason}")
-        if requested == "validate" and not has_model:
+        if requested == "validate" and not modelled:
             raise UnsupportedError(f"hardware.mode=validate: no analytical model for arch {rc.hardware.arch!r} yet")
         return requested, ""
     if availability.ok:
         return "measure", ""
-    if has_model:
+    if modelled:
         note = f"PREDICTED, not measured: {availability.reason}"
         first = (rc.hardware.name, note) not in _AUTO_WARNED  # once per process: a sweep repeats it per job
         _AUTO_WARNED.add((rc.hardware.name, note))
@@ -92,9 +93,9 @@ def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[s
 def run_ceilings(rc: RunConfig, measured_on: type[Backend] | None, notes: dict[str, str]) -> Ceilings:
     """The run's ceilings, resolved once: the spec's, or this CPU's calibration where the spec
     says null. A run measured on a backend that runs on this machine's CPU in place of the target
-    (``measured_on.runs_on_host_cpu``) is taken against the calibrated CPU, said in ``notes``."""
+    (its platform record's ``host_backends``) is taken against the calibrated CPU, said in ``notes``."""
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
-    if measured_on is None or not measured_on.runs_on_host_cpu or rc.hardware.arch == "cpu":
+    if measured_on is None or not on_host_cpu(measured_on.name) or platform(rc.hardware.arch).host_cpu:
         return ceilings
     notes["dabench.ceilings_note"] = (
         f"backend {measured_on.name} runs on this machine's CPU: "
@@ -317,7 +318,7 @@ def _cpu_threads(rc: RunConfig, mode: str) -> Iterator[None]:
     """A measured CPU run's threads (``run.threads``, default the CPUs this process may use:
     :func:`~dabench.host.conditions.run_threads`), the previous count restored after it (a grid or
     the Python API runs many configurations in one process)."""
-    if rc.hardware.arch != "cpu" or (mode == "predict" and not rc.run.threads):
+    if not platform(rc.hardware.arch).host_cpu or (mode == "predict" and not rc.run.threads):
         yield
         return
     import torch

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dabench.core.paths import launch_dir
+from dabench.core.platforms import on_host_cpu
 from dabench.core.status import ConfigError
 from dabench.host.cache import calibration_cache
 from dabench.perfmodel.knobs import knobs_for
@@ -47,7 +48,6 @@ from dabench.workload.opgraph import build_opgraph
 PROBE_TIMEOUT_S = 3.0  #: the longest one network probe may take
 MIN_FREE_BYTES = 64 * 2**20  #: free space needed beside the artifacts and the store
 RANK_OVERHEAD_BYTES = 300 * 2**20  #: one Python + torch process before any tensor (measured ~250 MiB)
-MEASURED_BACKENDS = ("cpu", "cstorch_cpu")  #: backends that run on this machine's CPU and memory
 #: database drivers a URI scheme needs: (modules any one of which will do, the pip extra)
 DRIVERS = {
     "postgresql": (("psycopg", "psycopg2", "pg8000"), "pip install 'dabench[postgres]'"),
@@ -346,7 +346,7 @@ def cpu_cores() -> int:
 
 def is_measured_on_cpu(rc) -> bool:
     """Does this run execute on this machine's CPU (not predicted, not on a device)?"""
-    return rc.hardware.mode != "predict" and rc.hardware.backend in MEASURED_BACKENDS
+    return rc.hardware.mode != "predict" and on_host_cpu(rc.hardware.backend)
 
 
 def estimated_run_bytes(rc) -> float:

@@ -2,7 +2,8 @@
 
 ``$DABENCH_FAULT`` holds comma-separated ``point[:arg]`` items; :func:`check` is called at each
 point and does nothing unless its point is named. Points: ``artifacts:ERRNO``,
-``log_artifacts:ERRNO``, ``tracking_log``, ``tracking_close``, ``run_body:hold[@N]`` and ``run_body:wait[@N]`` (barriers
+``log_artifacts:ERRNO``, ``tracking_log``, ``tracking_close``, ``run_body:hold[@N]``,
+``run_body:wait[@N]`` and ``trial_batch:hold`` (a tuner worker with its trials asked; barriers
 through ``$DABENCH_FAULT_READY``), ``rank:R@S[=kill|raise|hang]``, and one point per registered
 sink, ``write.<sink>:ERRNO[@N]`` or ``write.<sink>:kill[@N]`` (dabench/runtime/sinks.py: an
 ``OSError`` with that errno, or SIGKILL of this process, half-way through the write; ``@N``: only

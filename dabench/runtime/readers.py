@@ -89,12 +89,6 @@ def read_json(path: Path | str, max_bytes: int = MAX_BYTES, allow_nan: bool = Fa
         raise DamagedFile(path, f"not valid JSON ({error})") from None
 
 
-def read_yaml(path: Path | str, max_bytes: int = MAX_BYTES) -> Any:
-    """The YAML document in ``path`` (safe types only; aliases refused: a few bytes of aliases can
-    stand for gigabytes once expanded)."""
-    return _yaml(path, read_text(path, max_bytes))
-
-
 def _yaml(path: Path | str, text: str) -> Any:
     import yaml
 

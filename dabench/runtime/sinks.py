@@ -13,8 +13,8 @@ a test can make any sink fail with ENOSPC, EACCES, EIO or a SIGKILL.
 Errors are :class:`SinkError` (an ``OSError`` keeping the errno), whose text is one line naming
 the sink, the path and the cause. Pre-flight checks every sink's path before any work
 (dabench/pipeline/preflight.py, ``check_sink``). Writes that are no sink (private scratch folders,
-files handed between processes) are listed in :data:`NOT_SINKS` with the reason;
-tests/reliability/test_sinks.py fails on any other write in dabench/. Guarantees:
+files handed between processes) are listed, with the reason, in tests/reliability/test_write_sites.py,
+which fails on any other write in dabench/. Guarantees:
 docs/reliability.md, "Sinks and the fault matrix".
 """
 
@@ -91,41 +91,6 @@ SINKS: dict[str, Sink] = _sinks(
         "dabench fit --write, dabench docs --write",
     ),
 )
-
-#: writes that are no sink: (file under the repository, text on the line) -> why
-NOT_SINKS: dict[tuple[str, str], str] = {
-    ("dabench/runtime/faults.py", 'open(ready, "a")'): "the test barrier file of the fault hooks",
-    ("dabench/pipeline/preflight.py", 'open(absolute, "ab")'): "pre-flight's probe of a file: appends nothing",
-    ("dabench/runtime/isolation.py", "tempfile.mkdtemp"): "a private scratch folder, removed at exit",
-    ("dabench/tracking/schema.py", "tempfile.mkdtemp"): "MLflow makes its schema in a scratch folder, removed",
-    ("dabench/runtime/isolation.py", "symlink_to(REPO_ROOT"): "a link inside that private scratch folder",
-    ("dabench/runtime/isolation.py", "workdir.mkdir"): "the vendor runner's scratch folder (request file)",
-    ("dabench/runtime/isolation.py", "request_path.write_text"): "the request handed to the vendor runner",
-    ("dabench/runtime/supervisor.py", 'open(log_path, "wb")'): "a child's output, in the caller's scratch folder",
-    ("dabench/vendors/child.py", 'open(tmp, "w")'): "runs under the vendor's interpreter: its reply file",
-    ("dabench/vendors/child.py", "json.dump(data, handle"): "runs under the vendor's interpreter: its reply file",
-    ("dabench/vendors/child.py", "os.replace(tmp, path)"): "runs under the vendor's interpreter: its reply file",
-    ("dabench/vendors/ipu_export.py", 'open(out_json, "w")'): "runs under the vendor's interpreter (PopVision)",
-    ("dabench/vendors/ipu_export.py", "json.dump(summary, handle"): "runs under the vendor's interpreter",
-    ("dabench/distributed/worker.py", "partial.write_text"): "a rank's partial result in the launcher's scratch",
-    ("dabench/distributed/worker.py", "partial.replace(path)"): "a rank's partial result in the launcher's scratch",
-    ("dabench/distributed/launcher.py", "spec_path.write_text"): "the ranks' spec in a private scratch folder",
-    ("dabench/tune/driver.py", 'open(path + ".tmp", "w")'): "a test hook ($DABENCH_TEST_HOLD_TRIAL_FILE)",
-    ("dabench/tune/driver.py", 'os.replace(path + ".tmp", path)'): "a test hook ($DABENCH_TEST_HOLD_TRIAL_FILE)",
-    ("dabench/cli/ui.py", 'open(log, "w")'): "the UI server's log in a private temporary file",
-    ("dabench/cli/ui.py", "tempfile.mkstemp("): "the UI server's log in a private temporary file",
-    ("dabench/cli/fit/from_mlflow.py", "(Path(tmp) / path.name).write_text"): "a scratch copy in a temporary folder",
-    ("dabench/cli/ingest.py", '(folder / "profile.json").write_text'): "scratch copy, then logged (artifacts sink)",
-    ("dabench/cli/ingest.py", "target.parent.mkdir"): "scratch copy, then logged as artifacts",
-    ("dabench/cli/ingest.py", "shutil.copyfile(source, target)"): "scratch copy, then logged as artifacts",
-    ("dabench/ingest/safety.py", "target.parent.mkdir"): "the checked copy of an untrusted folder (scratch)",
-    ("dabench/ingest/safety.py", "target.write_bytes"): "the checked copy of an untrusted folder (scratch)",
-    ("dabench/report/advice.py", 'fig.savefig(buffer, format="svg")'): "into memory (an in-page SVG)",
-    ("dabench/report/html.py", 'fig.savefig(svg, format="svg")'): "into memory, then written through the sink",
-    ("dabench/report/html.py", 'fig.savefig(png, format="png", dpi=110)'): "into memory, then through the sink",
-    ("dabench/tune/plots.py", 'fig.savefig(buffer, format="png", dpi=100)'): "into memory, then through the sink",
-}
-
 
 CACHE_ENV = "DABENCH_CACHE_DIR"  #: the folder of dabench's caches (default ~/.cache/dabench)
 

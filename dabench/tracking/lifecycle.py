@@ -239,18 +239,25 @@ def open_run(
 
 
 def open_parent(
-    kind: str, *, experiment: str, uri: str | None, run_name: str, note: str, mode: str | None = None
+    kind: str,
+    *,
+    experiment: str,
+    uri: str | None,
+    run_name: str,
+    note: str,
+    mode: str | None = None,
+    tags: Mapping[str, Any] | None = None,
 ) -> RecordedRun:
-    """Open a parent run of ``kind`` now (its real start time; :func:`parent_tags`), a top-level
-    run whatever ``$DABENCH_PARENT_RUN_ID`` says; its status tags are set only when a caller
-    turns ``status_tags`` on (a parent's outcome is its children's counts)."""
+    """Open a parent run of ``kind`` now (its real start time; :func:`parent_tags`, plus ``tags``),
+    a top-level run whatever ``$DABENCH_PARENT_RUN_ID`` says; its status tags are set only when a
+    caller turns ``status_tags`` on (a parent's outcome is its children's counts)."""
     run = open_run(
         experiment=experiment,
         uri=uri,
         run_name=run_name,
         parent_id="",
         standard=False,
-        tags=parent_tags(kind, note, mode),
+        tags={**parent_tags(kind, note, mode), **(tags or {})},
     )
     run.status_tags = False
     return run

@@ -15,9 +15,9 @@ from typing import Any, Mapping
 
 from dabench.config.build import flatten
 from dabench.config.sections import RunConfig
+from dabench.core.platforms import device_name
 from dabench.core.result import RunResult
 from dabench.core.status import ConfigError
-from dabench.host.info import cpu_model
 
 # MLflow 3's limits (mlflow/utils/validation.py; tests/reliability/test_names.py compares them)
 MAX_KEY_CHARS = 250  #: MAX_ENTITY_KEY_LENGTH: param, metric and tag keys
@@ -161,21 +161,10 @@ def run_name(container: dict[str, Any]) -> str:
 
 
 def host_key(arch: str, hardware_name: str) -> str:
-    """Which machine of a platform measured a run (``dabench.host_key``; docs/fitting.md): the CPU
-    model for cpu, the GPU's name for cuda (this process's device 0), the hardware config's name
-    (the vendor system) otherwise. Runs of one platform with different keys are fitted apart."""
-    if arch == "cpu":
-        return f"cpu:{cpu_model()}"
-    if arch == "cuda":
-        import sys
-
-        torch = sys.modules.get("torch")  # measured on the GPU: torch is loaded; never import it here
-        try:
-            if torch is not None and torch.cuda.is_available():
-                return f"cuda:{torch.cuda.get_device_name(0)}"
-        except Exception:  # a broken driver: the config's name still separates machines
-            pass
-    return f"{arch}:{hardware_name}"
+    """Which machine of a platform measured a run (``dabench.host_key``; docs/fitting.md): the device
+    its platform record names (the CPU model for cpu, this process's GPU 0 for cuda), else the
+    hardware config's name (the vendor system). Runs of one platform with different keys are fitted apart."""
+    return f"{arch}:{device_name(arch) or hardware_name}"
 
 
 def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str, Any]) -> dict[str, str]:

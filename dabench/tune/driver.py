@@ -22,6 +22,7 @@ import optuna
 from optuna.trial import TrialState
 
 from dabench.core.status import ConfigError, Status
+from dabench.runtime import faults
 from dabench.runtime.sinks import fault_point
 from dabench.tracking.redact import redact_text
 from dabench.tune.dedup import UNENUMERABLE_DRAWS, Params, Proposer, held_keys, walk_params
@@ -185,7 +186,7 @@ def run_trials(
                     break
                 time.sleep(poll_s)  # the rest of the budget (or of the space) is in flight elsewhere
                 continue
-            _test_hold(batch)
+            faults.check("trial_batch")  # a test stops a worker here, its batch asked
             with _Heartbeat(study, batch):
                 outcomes = list(launch(job_overrides, batch[0].number))
             if len(outcomes) != len(batch):
@@ -231,17 +232,3 @@ class _Heartbeat:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join(timeout=5)
-
-
-def _test_hold(batch: Sequence[optuna.Trial]) -> None:
-    """A fault hook for tests: with ``$DABENCH_TEST_HOLD_TRIAL_FILE`` set, write the batch's trial
-    numbers to that file and wait there until killed (a worker killed mid-trial, deterministically)."""
-    import os
-
-    path = os.environ.get("DABENCH_TEST_HOLD_TRIAL_FILE")
-    if path:
-        with open(path + ".tmp", "w") as handle:
-            handle.write(" ".join(str(t.number) for t in batch))
-        os.replace(path + ".tmp", path)
-        while True:
-            time.sleep(3600)

@@ -2,8 +2,7 @@
 
 :func:`study_parent` finds or creates it under the study store's lock and records its id (with the
 masked tracking URI) in the study's user attributes, so every trial's run is its child whichever
-worker ran it; the worker that ends the study closes it FINISHED. :func:`adopt_previous_parent`
-consolidates a study whose invocations each had a parent. At the end of a sweep the parent gets
+worker ran it; the worker that ends the study closes it FINISHED. At the end of a sweep the parent gets
 the best trial's tags and metrics, the trial counts and the ``study/`` artifacts.
 
 Details: docs/tuning.md, "MLflow".
@@ -25,7 +24,7 @@ from dabench.core.status import Status
 from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import write_text
 from dabench.tracking import outbox
-from dabench.tracking.lifecycle import terminate
+from dabench.tracking.lifecycle import open_parent, terminate
 from dabench.tracking.reaper import owner_tags
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
@@ -39,11 +38,6 @@ log = logging.getLogger(__name__)
 PARENT_ATTR = "dabench.mlflow_parent_run_id"
 PARENT_URI_ATTR = "dabench.mlflow_tracking_uri"
 PARENT_OWNER_ATTR = "dabench.mlflow_parent_owner"  #: "host:pid" of the sweep that holds it
-
-
-def hide_password(url: str) -> str:
-    """A storage or tracking URL as it may be shown or stored (dabench.tracking.redact)."""
-    return redact_uri(url)
 
 
 def _same_store(recorded: str | None, uri: str) -> bool:
@@ -60,55 +54,13 @@ def _owner_gone(owner: str | None) -> bool:
     return not pid_alive(int(pid))
 
 
-def adopt_previous_parent(study: optuna.Study, client, uri: str, parent_id: str) -> list[str]:
-    """Move the children of the study's previous parent run under ``parent_id`` and delete the
-    previous parent (see module docstring for when). Records ``parent_id`` as the study's parent.
-    Returns the ids of the moved runs."""
-    previous = study.user_attrs.get(PARENT_ATTR)
-    moved: list[str] = []
-    if previous and previous != parent_id and _same_store(study.user_attrs.get(PARENT_URI_ATTR), uri):
-        try:
-            old = client.get_run(previous)
-        except Exception:
-            old = None
-        if old is not None and old.info.lifecycle_stage == "active":
-            if old.info.status == "RUNNING" and not _owner_gone(study.user_attrs.get(PARENT_OWNER_ATTR)):
-                log.warning(
-                    "study %s: its previous MLflow parent run %s is still running elsewhere; "
-                    "this invocation's trials go under a second parent %s",
-                    study.study_name,
-                    previous,
-                    parent_id,
-                )
-            else:
-                children = client.search_runs(
-                    [old.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{previous}'", max_results=50000
-                )
-                for child in children:
-                    client.set_tag(child.info.run_id, "mlflow.parentRunId", parent_id)
-                    moved.append(child.info.run_id)
-                client.set_tag(previous, "dabench.superseded_by", parent_id)
-                client.delete_run(previous)
-                log.info(
-                    "study %s resumed: moved %d trial runs from parent %s to %s",
-                    study.study_name,
-                    len(moved),
-                    previous,
-                    parent_id,
-                )
-    study.set_user_attr(PARENT_ATTR, parent_id)
-    study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
-    study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-    return moved
-
-
 def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, lock) -> tuple[object, str]:
     """(MlflowClient, run id) of the study's parent run in the tracking store ``uri``: found in
     the study's user attributes, else created, while ``lock()`` (the study store's lock) is held
     so that workers starting together create one. A parent that an earlier invocation closed is
     set RUNNING again."""
 
-    client, experiment_id = client_and_experiment(uri, experiment)
+    client, _ = client_and_experiment(uri, experiment)
     with lock():
         attrs = study._storage.get_study_user_attrs(study._study_id)
         found = attrs.get(PARENT_ATTR) if _same_store(attrs.get(PARENT_URI_ATTR), uri) else None
@@ -125,21 +77,18 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
                 study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
                 return client, found
 
-        run = client.create_run(
-            experiment_id,
+        run_id = open_parent(
+            "study",
+            experiment=experiment,
+            uri=uri,
             run_name=f"study {study.study_name}"[:250],
-            tags={
-                **owner_tags(),
-                "dabench.parent": "true",
-                "optuna.study": study.study_name,
-                "optuna.storage": hide_password(storage),
-                "mlflow.note.content": f"Optuna study {study.study_name}",
-            },
-        )
-        study.set_user_attr(PARENT_ATTR, run.info.run_id)
+            note=f"Optuna study {study.study_name}",
+            tags={"optuna.study": study.study_name, "optuna.storage": redact_uri(storage)},
+        ).run_id
+        study.set_user_attr(PARENT_ATTR, run_id)
         study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
         study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-        return client, run.info.run_id
+        return client, run_id
 
 
 def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool = False) -> bool:
@@ -219,7 +168,7 @@ def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary
         [],
         [
             RunTag("optuna.study", study.study_name),
-            RunTag("optuna.storage", hide_password(storage)),
+            RunTag("optuna.storage", redact_uri(storage)),
             RunTag("optuna.direction", summary.direction),
         ],
     )

@@ -1,4 +1,4 @@
-"""The sweeper's settings, checked before the study or its storage is touched.
+"""The sweeper's settings (:class:`SweepSettings`), checked before the study or its storage is touched.
 
 :func:`check_settings` raises :class:`dabench.core.status.ConfigError` naming the field, the value
 and what is valid; the sweeper prints it as one line and exits 2. :func:`space_fingerprint` and
@@ -9,6 +9,7 @@ created with (``hydra.sweeper.allow_space_change=true`` accepts the new one expl
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import optuna
@@ -59,42 +60,50 @@ def check_storage(storage: Any) -> None:
         raise ConfigError(field, redact_uri(storage), "sqlite:///<path to a file> (workers and resumes need a file)")
 
 
-def check_settings(
-    *,
-    direction: Any,
-    n_trials: Any,
-    n_jobs: Any,
-    seed: Any,
-    sampler: Any,
-    sampler_options: Any,
-    failed_as_infeasible: Any,
-    allow_oversubscribe: Any,
-    allow_space_change: Any,
-    storage: Any,
-    study_name: Any,
-    sweep_name: Any,
-) -> optuna.samplers.BaseSampler:
+@dataclass
+class SweepSettings:
+    """The sweeper's settings (``hydra.sweeper.<field>``; documented in the plugin's config.py)."""
+
+    sweep_name: str | None = None
+    study_name: str | None = None
+    storage: str | None = None
+    direction: str = "maximize"
+    n_trials: int = 20
+    n_jobs: int = 1
+    sampler: str = "tpe"
+    seed: int | None = None
+    sampler_options: dict = field(default_factory=dict)
+    failed_as_infeasible: bool = True
+    params: dict = field(default_factory=dict)
+    hook: str | None = None  #: ``space.hook``
+    hook_args: dict = field(default_factory=dict)  #: ``space.args``
+    allow_oversubscribe: bool = False
+    allow_space_change: bool = False
+
+
+def check_settings(settings: SweepSettings) -> optuna.samplers.BaseSampler:
     """Every scalar setting of the sweeper; returns the sampler they describe."""
 
-    if direction not in ("maximize", "minimize"):
-        raise ConfigError("hydra.sweeper.direction", direction, "maximize or minimize")
-    _positive_int("hydra.sweeper.n_trials", n_trials)
-    _positive_int("hydra.sweeper.n_jobs", n_jobs)
+    if settings.direction not in ("maximize", "minimize"):
+        raise ConfigError("hydra.sweeper.direction", settings.direction, "maximize or minimize")
+    _positive_int("hydra.sweeper.n_trials", settings.n_trials)
+    _positive_int("hydra.sweeper.n_jobs", settings.n_jobs)
+    seed = settings.seed
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32):
         raise ConfigError("hydra.sweeper.seed", seed, "null or an integer in [0, 2**32)")
-    for field, value in (
-        ("failed_as_infeasible", failed_as_infeasible),
-        ("allow_oversubscribe", allow_oversubscribe),
-        ("allow_space_change", allow_space_change),
+    for name, value in (
+        ("failed_as_infeasible", settings.failed_as_infeasible),
+        ("allow_oversubscribe", settings.allow_oversubscribe),
+        ("allow_space_change", settings.allow_space_change),
     ):
         if not isinstance(value, bool):
-            raise ConfigError(f"hydra.sweeper.{field}", value, "true or false")
-    _name("hydra.sweeper.study_name", study_name)
-    _name("hydra.sweeper.sweep_name", sweep_name)
-    check_storage(storage)
-    if not isinstance(sampler_options, dict):
-        raise ConfigError("hydra.sweeper.sampler_options", sampler_options, "a mapping of keyword arguments")
-    return make_sampler(sampler, seed, sampler_options, failed_as_infeasible)
+            raise ConfigError(f"hydra.sweeper.{name}", value, "true or false")
+    _name("hydra.sweeper.study_name", settings.study_name)
+    _name("hydra.sweeper.sweep_name", settings.sweep_name)
+    check_storage(settings.storage)
+    if not isinstance(settings.sampler_options, dict):
+        raise ConfigError("hydra.sweeper.sampler_options", settings.sampler_options, "a mapping of keyword arguments")
+    return make_sampler(settings.sampler, settings.seed, settings.sampler_options, settings.failed_as_infeasible)
 
 
 def _leaves(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -253,7 +253,3 @@ def status_counts(study: optuna.Study) -> dict[str, int]:
 def best_trial(study: optuna.Study) -> FrozenTrial | None:
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     return study.best_trial if complete else None
-
-
-def user_attr(trial: FrozenTrial, name: str, default: Any = None) -> Any:
-    return trial.user_attrs.get(name, default)

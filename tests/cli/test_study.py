@@ -6,8 +6,9 @@ import optuna
 from optuna.trial import TrialState
 
 from dabench.cli.study import main
+from dabench.tracking.redact import redact_uri
 from dabench.tune.best import summarize
-from dabench.tune.parent_run import hide_password, write_study_files
+from dabench.tune.parent_run import write_study_files
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -100,7 +101,7 @@ def test_importance_is_skipped_with_a_note_when_too_few_trials(tmp_path):
 
 def test_passwords_are_hidden():
     assert (
-        hide_password("postgresql://user:secret@db.example:5432/optuna")
+        redact_uri("postgresql://user:secret@db.example:5432/optuna")
         == "postgresql://user:***@db.example:5432/optuna"
     )
-    assert hide_password("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
+    assert redact_uri("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"

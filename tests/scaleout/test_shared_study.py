@@ -108,17 +108,18 @@ def test_a_worker_killed_mid_trial_leaves_a_failed_trial_that_runs_again(stack, 
     command = worker_command("killed-worker", pg.url("optuna"), server.uri, n)
     hold = tmp_path / "held_trial"
     # the victim asks its first trial, then stops there until killed (a fault hook, no timing)
-    victim = start_worker(tmp_path, command, tmp_path / "victim.log", {"DABENCH_TEST_HOLD_TRIAL_FILE": str(hold)})
+    hold_env = {"DABENCH_FAULT": "trial_batch:hold", "DABENCH_FAULT_READY": str(hold)}
+    victim = start_worker(tmp_path, command, tmp_path / "victim.log", hold_env)
     deadline = time.monotonic() + WAIT_S
     while not hold.exists():
         assert victim.poll() is None, (tmp_path / "victim.log").read_text()[-4000:]
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    held = int(hold.read_text().split()[0])
-    logs = [tmp_path / f"worker{i}.log" for i in range(3)]
-    others = [start_worker(tmp_path, command, log) for log in logs]
     storage = optuna.storages.RDBStorage(pg.url("optuna"))
     study = optuna.load_study(study_name="killed-worker", storage=storage)
+    held = min(t.number for t in study.get_trials(states=(TrialState.RUNNING,)))
+    logs = [tmp_path / f"worker{i}.log" for i in range(3)]
+    others = [start_worker(tmp_path, command, log) for log in logs]
     while not study.get_trials(states=(TrialState.COMPLETE,)):  # mid-study: others have results
         assert all(p.poll() in (None, 0) for p in others) and time.monotonic() < deadline
         time.sleep(0.2)

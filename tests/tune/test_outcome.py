@@ -82,16 +82,21 @@ def test_a_preflight_refusal_does_not_count_toward_the_budget():
 
 def test_remote_launchers_need_a_tracking_server():
     import pytest
-    from omegaconf import OmegaConf
 
     from dabench.core.status import ConfigError
+    from dabench.tune.sweep import refuse_local_store
 
-    class SlurmLauncher:  # stands in for submitit's, by name
-        pass
-
-    sweeper = DabenchOptunaSweeper()
-    sweeper.launcher = SlurmLauncher()
-    sweeper.config = OmegaConf.create({"hydra": {"launcher": {}}})
     with pytest.raises(ConfigError, match="tracking server"):
-        sweeper._refuse_local_store_for_remote_jobs("sqlite:////home/me/mlruns/mlflow.db")
-    sweeper._refuse_local_store_for_remote_jobs("http://10.0.0.5:5000")
+        refuse_local_store("sqlite:////home/me/mlruns/mlflow.db", "SlurmLauncher")
+    with pytest.raises(ConfigError, match="RayLauncher"):
+        refuse_local_store("sqlite:////home/me/mlruns/mlflow.db", "RayLauncher", "10.0.0.5:6379")
+    refuse_local_store("sqlite:////home/me/mlruns/mlflow.db", "RayLauncher", "local")
+    refuse_local_store("http://10.0.0.5:5000", "SlurmLauncher")
+
+
+def test_a_bare_number_is_ok_only_when_finite():
+    sweeper = DabenchOptunaSweeper()
+    assert (sweeper._outcome(_returned(2.5)).status, sweeper._outcome(_returned(2.5)).value) == ("ok", 2.5)
+    for value in (math.nan, "fast"):
+        outcome = sweeper._outcome(_returned(value))
+        assert outcome.value is None and outcome.status == "crashed" and "without a status" in outcome.reason

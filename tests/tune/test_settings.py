@@ -6,7 +6,7 @@ import pytest
 from dabench.core.status import ConfigError
 from dabench.tune.driver import TrialSpace
 from dabench.tune.sampling import make_sampler
-from dabench.tune.settings import SPACE_ATTR, check_resume, check_settings, space_fingerprint
+from dabench.tune.settings import SPACE_ATTR, SweepSettings, check_resume, check_settings, space_fingerprint
 from dabench.tune.space import parse_overrides
 from dabench.tune.study import open_study
 from tests.conftest import run_dabench
@@ -44,13 +44,13 @@ GOOD = dict(
 )
 def test_a_bad_setting_names_its_field_value_and_what_is_valid(field, value, says):
     with pytest.raises(ConfigError) as caught:
-        check_settings(**{**GOOD, field: value})
+        check_settings(SweepSettings(**{**GOOD, field: value}))
     text = str(caught.value)
     assert f"hydra.sweeper.{field}=" in text and says in text and "\n" not in text and "CANARY123" not in text
 
 
 def test_good_settings_give_the_sampler():
-    assert isinstance(check_settings(**GOOD), optuna.samplers.BaseSampler)
+    assert isinstance(check_settings(SweepSettings(**GOOD)), optuna.samplers.BaseSampler)
 
 
 def _fingerprint(*params):

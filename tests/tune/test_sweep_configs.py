@@ -1,7 +1,6 @@
 """Every shipped sweep composes, its search space parses, and every deployment its structured
 space proposes is a valid RunConfig (valid by construction)."""
 
-import functools
 from pathlib import Path
 
 import optuna
@@ -10,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from dabench.config.build import build_run_config
-from dabench.tune.direct import apply_overrides
+from dabench.tune.direct import deployment_config
 from dabench.tune.driver import TrialSpace
 from dabench.tune.ipu import IpuPipelineSpace, training_pipeline_stages
 from dabench.tune.space import params_to_overrides, parse_overrides
@@ -27,12 +26,6 @@ def compose_sweep(name, overrides=()):
         cfg = compose("config", overrides=[f"+sweeps={name}", *overrides], return_hydra_config=True)
     task = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in cfg if k != "hydra"}
     return task, OmegaConf.to_container(cfg.hydra.sweeper, resolve=True)
-
-
-@functools.lru_cache(maxsize=None)
-def load_group(group, choice):
-    with initialize_config_dir(config_dir=str(CONF), version_base=None):
-        return OmegaConf.to_container(compose("config", overrides=[f"{group}={choice}"])[group], resolve=True)
 
 
 def test_the_four_targets_are_shipped():
@@ -54,7 +47,7 @@ def test_sweep_composes_and_every_proposal_is_a_valid_run_config(name):
     for _ in range(40):
         trial = study.ask()
         values = trial_space.suggest(trial)
-        rc = build_run_config(apply_overrides(task, values, load_group))  # raises on invalid input
+        rc = build_run_config(deployment_config([f"+sweeps={name}"], values))  # raises on invalid input
         if rc.parallel.strategy == "pp":
             assert sum(rc.parallel.layers_per_stage) == rc.model.n_layers
             assert rc.run.grad_accum >= training_pipeline_stages(rc.parallel.degree)

@@ -55,7 +55,7 @@ def test_ipu_sweep_resumes_into_one_parent_run(tmp_path):
     assert sorted(int(r.data.tags["optuna_trial"]) for r in children) == [0, 1, 2, 3, 4]
     assert {r.data.tags["optuna_study"] for r in children} == {name}
     assert all("tier1.load_imbalance" in r.data.metrics and r.data.tags["dabench.mode"] == "predict" for r in children)
-    assert parent.data.tags["optuna.study"] == name
+    assert parent.data.tags["optuna.study"] == name and parent.data.tags["dabench.parent_kind"] == "study"
     assert math.isclose(parent.data.metrics["best.samples_per_s"], study.best_value)
     assert parent.data.metrics["trials.complete"] == 5
     assert parent.data.tags["best.ipus"] == str(study.best_params["ipus"])

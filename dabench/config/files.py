@@ -1,0 +1,37 @@
+"""conf/ and sweeps/ files read as they are written (not composed): the one place outside Hydra
+that parses their YAML.
+
+:func:`group_file` (``conf/<group>/<option>.yaml``), :func:`sweep_file` (a shipped
+``sweeps/<name>.yaml``) and :func:`config_file` (any of them by path) return the file's mapping,
+``{}`` for a missing file; each file is parsed once per process. What a run uses is the composed
+config (:func:`dabench.config.compose.compose`); a user's sweep file is read by Hydra.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dabench.config.paths import CONF_DIR, SWEEPS_DIR
+
+
+@lru_cache(maxsize=None)
+def _parsed(path: Path) -> dict[str, Any]:
+    import yaml  # only where a file is read: the CLI's --help never is
+
+    data = yaml.safe_load(path.read_text()) if path.is_file() else None
+    return data if isinstance(data, dict) else {}
+
+
+def config_file(path: Path) -> dict[str, Any]:
+    return copy.deepcopy(_parsed(Path(path)))
+
+
+def group_file(group: str, option: str) -> dict[str, Any]:
+    return config_file(CONF_DIR / group / f"{option}.yaml")
+
+
+def sweep_file(name: str) -> dict[str, Any]:
+    return config_file(SWEEPS_DIR / f"{name}.yaml")
