@@ -33,6 +33,8 @@ class Platform:
     pipeline_grad_accum: bool = False  #: a pipeline over p stages needs >= 2p - 1 micro-batches a step
     sweep: str | None = None  #: the shipped Optuna sweep (sweeps/<sweep>.yaml) advise starts from
     space: str | None = None  #: advise's shaping of that space: ``(space, args, model, chips) -> space``
+    tiles_per_chip: int | None = None  #: an instance of ``hardware.options.tiles`` counts as tiles / this chips
+    generations: bool = False  #: presets are chip generations (cuda_a100, ...): the preset name is a reach fact
 
 
 PLATFORMS: dict[str, Platform] = {
@@ -52,6 +54,7 @@ PLATFORMS: dict[str, Platform] = {
             "dabench.perfmodel.device:predict",
             {"cuda": "dabench.backends.cuda:CudaBackend"},
             tf32=True,
+            generations=True,
             device_name="dabench.host.info:cuda_device_name",
             space="dabench.advise.space:cuda_space",
         ),
@@ -74,6 +77,7 @@ PLATFORMS: dict[str, Platform] = {
             {"sambaflow": "dabench.backends.rdu:SambaflowBackend"},
             formats=("sambaflow_compile", "sambatune_section_report"),
             sweep="rdu_deploy",
+            tiles_per_chip=8,
             space="dabench.advise.space:rdu_space",
         ),
         Platform(

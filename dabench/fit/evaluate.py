@@ -27,6 +27,7 @@ from typing import Any, Mapping
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
 from dabench.core.ceilings import Ceilings
+from dabench.core.platforms import platform
 from dabench.core.status import CapacityError, DabenchError
 from dabench.fit.points import LeftOut, Point
 from dabench.fit.sources import hardware_yaml, load_sources
@@ -134,7 +135,7 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
             if p.ceilings is not None:
                 roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
-            elif rc.hardware.arch == "cpu":
+            elif platform(rc.hardware.arch).host_cpu:
                 unusable.append(
                     LeftOut(
                         p.run_id,

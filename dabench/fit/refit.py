@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from dabench.core.platforms import platform
 from dabench.fit.evaluate import predict_point, predict_profile
 from dabench.fit.points import Point, load_points
 from dabench.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
@@ -241,7 +242,7 @@ def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
 
     if arch in FIT_BOUNDS:
         bounds = dict(FIT_BOUNDS[arch])
-        if arch == "cpu" and all(p.native for p in points):
+        if platform(arch).host_cpu and all(p.native for p in points):
             bounds = {k: v for k, v in bounds.items() if k not in EMULATED}  # nothing pins them
     else:
         bounds = {

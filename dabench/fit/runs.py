@@ -18,20 +18,13 @@ import json
 import math
 from typing import Any, Iterable, Mapping
 
+from dabench.core.platforms import arch_of_format
 from dabench.fit.points import LeftOut, Point
-
-#: an ingested vendor artifact's format -> its platform
-INGEST_ARCH = {
-    "popvision_json": "ipu",
-    "sambaflow_compile": "rdu",
-    "cerebras_compile_report": "wse2",
-    "cerebras_appliance_run": "wse2",
-}
 
 
 def platform_of(tags: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     """The run's platform: its ``dabench.arch`` tag, else its ingested format's platform ("" if neither)."""
-    arch = tags.get("dabench.arch") or INGEST_ARCH.get(str(params.get("import.format")), "")
+    arch = tags.get("dabench.arch") or (arch_of_format(str(params.get("import.format"))) or "")
     return "" if arch == "None" else str(arch)
 
 

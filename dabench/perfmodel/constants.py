@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dabench.config.paths import CONF_DIR
+from dabench.core.platforms import platform
 from dabench.core.status import ConfigError
 from dabench.perfmodel import reach
 from dabench.perfmodel.reach import coords
@@ -58,13 +59,9 @@ def _model_files(arch: str | None) -> list[Path]:
         files += [ROOT / "dabench/workload/opgraph.py", ROOT / "dabench/metrics/summary.py"]
         return files
     files = [ROOT / name for name in _COMMON]
-    files += [
-        PACKAGE / "perfmodel" / f"{arch}.py",
-        PACKAGE / "perfmodel" / "knobs" / f"{arch}.py",
-        CONF_DIR / "hardware" / f"{arch}.yaml",
-    ]
-    if arch in ("cpu", "cuda"):
-        files.append(PACKAGE / "perfmodel" / "device.py")
+    stem = platform(arch).predictor.partition(":")[0].rsplit(".", 1)[-1]  # its model and helpers: wse2*.py
+    files += sorted((PACKAGE / "perfmodel").glob(f"{stem}*.py")) if stem else []
+    files += [PACKAGE / "perfmodel" / "knobs" / f"{arch}.py", CONF_DIR / "hardware" / f"{arch}.yaml"]
     # variants that inherit the arch's options (conf/hardware/cuda_a100.yaml: defaults [cuda])
     files += sorted((CONF_DIR / "hardware").glob(f"{arch}_*.yaml"))
     return files

@@ -19,6 +19,8 @@ import re
 from dataclasses import is_dataclass
 from typing import Any, Mapping, Sequence
 
+from dabench.core.platforms import platform
+
 #: distance units: per decade of model size, per doubling of chips, per categorical difference
 WEIGHTS = {
     "size": 1.0,
@@ -49,10 +51,11 @@ def approx_params(model: Mapping[str, Any]) -> float:
 
 def chip_count(arch: str, degree: int, replicas: int, tiles: Any = None) -> float:
     """Chips a deployment spans: degree x replicas, an RDU instance of a few tiles counted as that
-    share of its 8-tile chip."""
+    share of its chip (the record's tiles_per_chip)."""
     chips = float(degree * replicas)
-    if arch == "rdu" and tiles is not None:
-        chips *= int(tiles) / 8
+    per_chip = platform(arch).tiles_per_chip
+    if per_chip and tiles is not None:
+        chips *= int(tiles) / per_chip
     return chips
 
 
@@ -69,7 +72,7 @@ def coords(rc: Any, release: str = "") -> dict[str, Any]:
         "compile": str(options.get("compile_mode", "")),
         "execution": "" if execution == "auto" else execution,
         "release": release,
-        "generation": rc.hardware.name if rc.hardware.arch == "cuda" else "",
+        "generation": rc.hardware.name if platform(rc.hardware.arch).generations else "",
     }
 
 

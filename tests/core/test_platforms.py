@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: an arch name compared in code: ``arch == "cpu"``, ``hardware.get("arch") != 'ipu'``, ``arch in ("cpu", ...)``
 COMPARED = re.compile(r"""(arch|platform)["')\]]*\s*(==|!=|in\s*[(\[{])\s*["'](%s)["']""" % "|".join(P.PLATFORMS))
 #: folders not yet moved onto the registry (the fitting package's own per-platform refits)
-NOT_YET = ("dabench/perfmodel/fit/", "dabench/fit/")
+NOT_YET: tuple[str, ...] = ()
 
 
 @pytest.mark.parametrize("name", list(P.PLATFORMS))
