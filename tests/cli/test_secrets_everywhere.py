@@ -176,6 +176,11 @@ def docs(ctx: Context) -> None:
     ctx.dabench("docs", "docs", "--check", code=None)
 
 
+def findings(ctx: Context) -> None:
+    """Touches no store (runs the models at the findings' settings, compares with the docs' table)."""
+    ctx.dabench("findings", "findings", "--check", code=None)
+
+
 def calibrate(ctx: Context) -> None:
     """Touches no store (this machine's ceilings, cached: tests/conftest.py's test calibration)."""
     ctx.dabench("calibrate", "calibrate")
@@ -196,6 +201,7 @@ RECIPES: dict[str, Callable[[Context], None]] = {
     "ui": ui,
     "fit": fit,
     "docs": docs,
+    "findings": findings,
     "calibrate": calibrate,
 }
 #: the commands that read or write the run store or the study storage

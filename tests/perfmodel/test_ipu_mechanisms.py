@@ -11,7 +11,7 @@ from dabench.core.status import CapacityError
 from dabench.perfmodel import ipu as model
 from dabench.workload.opgraph import build_opgraph
 from tests.perfmodel.helpers import predict, run_config
-from tests.perfmodel.test_findings import PAPER_IPU, ipu, ipu_batch_study, matched_pair
+from tests.findings.test_findings import PAPER_IPU, ipu, ipu_batch_study, matched_pair
 
 MECHANISMS = ("amp", "vector", "exchange", "copy", "sync", "link")
 
