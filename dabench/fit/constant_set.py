@@ -1,9 +1,6 @@
-"""The one constant-set writer: the published set from the cross-validation by source (:func:`build`,
-``fit --cv --write``), a named set from fits to measured runs (:func:`build_set`, ``fit
---from-mlflow``, with the fit's own keys: host key, comparison, recommendation, domain, left out),
-their format check and the per-constant records every set carries. Reading a set at run time (and the band it
-gives) is :mod:`dabench.perfmodel.constants`; the format is documented in docs/perfmodel.md,
-"Out-of-sample error and bands".
+"""The one constant-set writer: the published set (:func:`build`, ``fit --cv --write``) and named
+sets fitted to measured runs (:func:`build_set`, ``fit --from-mlflow``), with their format check.
+Reading is :mod:`dabench.perfmodel.constants`; the format: docs/fitting.md.
 """
 
 from __future__ import annotations

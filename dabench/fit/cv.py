@@ -1,16 +1,8 @@
 """Out-of-source error of the analytical models and the honest coverage of their bands.
 
-A source is a document and locator (points.csv); cross-validation leaves out one whole source at
-a time. Every point of the left-out source, of every metric, is predicted by the constants
-refitted without it from their bounds' middle (a start that saw no calibration data), or by the
-shipped constants when no fit saw the source. Each metric has its own error measure: throughput
-``|log(predicted / published)|``, allocation / gains / scaling the absolute difference in
-percentage points, feasibility right (0) or wrong (1). Throughput bands (:mod:`.reach`) are
-checked nested: a point's band is sized without its source, from the other sources'
-out-of-source errors (whose own fits saw it: one level of nesting, one refit per source).
-Nothing here writes a file; :mod:`.constant_set` stores the result.
-
-Details: docs/perfmodel.md, "Out-of-sample error and bands".
+Leaves out one whole source (points.csv document and locator) at a time, refits without it, and
+scores every point of it; bands are checked nested. Writes nothing (:mod:`.constant_set` does).
+Method: docs/perfmodel.md, "Out-of-sample error and bands".
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""Predict a calibration point: a points.csv row's config composed from conf/
-(:func:`dabench.config.compose`, the one composition every run uses) with the row's overrides, a
-run's its recorded config (built once by :func:`prepare`); then the analytical model, then the
-metric the point compares. ``options`` replaces hardware knobs for a candidate of the fitter (a
-row's own ``hardware.options.*`` overrides still win).
-
-Metrics (``Point.metric``):
-
-- ``samples_per_s``, ``tokens_per_s``: the prediction's throughput.
-- ``allocation_pct``: tier-1 allocation ratio x 100.
-- ``feasible``: 1 when the model predicts the config runs, 0 when it refuses it for capacity.
-- ``mixed_gain_pct``: samples/s at precision=mixed over samples/s at precision=fp16, minus 1, x 100.
-- ``scaling_keep_pct``: samples/s of the row's config over samples/s of the same config at half
-  its ``parallel.degree``, x 100 (how much of the smaller group's throughput the larger one keeps).
+"""Predict a calibration point: its config composed from conf/ (:func:`dabench.config.compose`)
+with the row's overrides, or a run's recorded config (:func:`prepare`); then the analytical model,
+then the metric the point compares (docs/perfmodel.md, "Knobs, sources and calibration").
+``options`` replaces hardware knobs for a candidate of the fitter (a row's own overrides win).
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Calibration points: :class:`Point`, from points.csv (one row per published number, with its
-source) or from a measured MLflow run (:mod:`.runs`).
+source: ``document`` and ``locator``, both required) or from a measured MLflow run (:mod:`.runs`).
 
-Columns: id, platform, model, overrides, batch, grad_accum, precision, mode, layout, metric,
-published, type (M/V/D), tolerance, tolerance_unit (rel/points), use (check/fit/excluded), source
-(free text), note, document, locator. ``document`` and ``locator`` (table, figure, log set, file)
-name the point's source as structured data; the source, the unit cross-validation leaves out
-(:mod:`.cv`), is the document and the locator up to a ``row ...`` part (the rows of one table
-are one source). Every row needs both.
-
-Details: docs/perfmodel.md, "Knobs, sources and calibration" (calibration points).
+Columns and sources: docs/perfmodel.md, "Knobs, sources and calibration".
 """
 
 from __future__ import annotations

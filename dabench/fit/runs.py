@@ -1,14 +1,9 @@
 """Measured runs of an MLflow store -> calibration points (:class:`.points.Point` whose source
 is the run), each left-out run with its reason.
 
-Contract: :func:`points_from_runs` takes one mapping per run, ``{"run_id", "tags", "params",
-"metrics"}`` (MLflow's run data), and touches neither MLflow nor a file. Predicted runs, sweep
-parents and non-dabench runs are dropped silently (never points); a measured run that cannot be a
-point is returned as :class:`.points.LeftOut` with the reason. A point keeps the run's config
-(rebuilt from its flattened params), measured throughput and step times, per-class times, the
-ceilings it ran against, its platform and its machine (:func:`platform_of`, :func:`host_key`: a
-run's tags and params only); :func:`group_points` keys points by both, so machines of one platform
-are never fitted together. Details: docs/fitting.md, "What becomes a point".
+:func:`points_from_runs` takes MLflow's run data (``{"run_id", "tags", "params", "metrics"}``
+per run) and touches neither MLflow nor a file; :func:`group_points` keys points by platform and
+machine. Rules: docs/fitting.md, "What becomes a point".
 """
 
 from __future__ import annotations

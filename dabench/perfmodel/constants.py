@@ -69,10 +69,8 @@ def _model_files(arch: str | None) -> list[Path]:
 
 @lru_cache(maxsize=None)
 def model_version(arch: str | None = None) -> str:
-    """12 hex digits of a SHA-256 over the model's code and constants: the perfmodel modules of
-    ``arch`` (all of them when None), the op graph, the metrics, and conf/hardware/<arch>.yaml
-    (whose options hold the fitted parameters). Two predictions with the same version come from
-    the same model."""
+    """12 hex digits of a SHA-256 over ``arch``'s model code (all when None), the op graph, the
+    metrics and conf/hardware/<arch>.yaml."""
     digest = hashlib.sha256()
     for path in _model_files(arch):
         if path.exists():
@@ -92,10 +90,8 @@ def residuals() -> dict:
 
 
 def error_band(arch: str) -> tuple[float, float] | None:
-    """(lowest, highest) signed relative error of ``arch``'s throughput calibration points
-    (predicted / published - 1, over the rows used to fit or check), e.g. (-0.2, 0.15): a
-    prediction is expected within [published x (1 + lo), published x (1 + hi)]. None when the
-    platform has no throughput points."""
+    """(lowest, highest) signed relative error of ``arch``'s fit and check throughput points; None
+    without any."""
     rows = residuals().get(arch, {})
     errors = [
         r["error"]
@@ -313,11 +309,8 @@ def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> s
 
 
 def run_tags(arch: str, constants: str = "published", rc=None) -> dict[str, str]:
-    """The tags a predicted run records: ``dabench.model_version``, ``dabench.error_band`` (the
-    in-sample range "-0.12,+0.08", or "uncalibrated"), and the band's
-    (:func:`band_tags`: ``dabench.constants``, ``dabench.band``,
-    ``dabench.band.nominal_coverage``) of the constant set ``constants`` (``hardware.constants``:
-    published, a NAME or a FILE; docs/fitting.md)."""
+    """The tags a predicted run records: model version, in-sample error range and the band's
+    (:func:`band_tags`) for constant set ``constants``."""
     band = error_band(arch)
     try:
         constant_set = resolve(constants)

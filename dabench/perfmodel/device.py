@@ -79,13 +79,8 @@ def _layer_time(
     e: int = 2,
     kernels: Kernels = Kernels(),
 ) -> tuple[float, dict[str, float]]:
-    """Seconds for a layer's ops in ``phases`` (work scaled by ``fraction`` of the micro-batch,
-    and divided by ``split`` for tensor-parallel op classes), and the same per op class.
-    ``half_flops``: a matmul/attention op of F FLOPs runs at F / (F + half_flops) of its rate.
-    ``recompute``: every forward op runs twice (again before the backward: full activation
-    recomputation). ``head_dim`` > 0: attention materializes its scores (:data:`SCORE_PASSES`;
-    the score elements of an attention op are its FLOPs / (4 head_dim) forward, / (8 head_dim)
-    backward). ``kernels``: the CPU's attention rate and GELU cost (:class:`Kernels`)."""
+    """Seconds for a layer's ops in ``phases`` and the same per op class (docs/perfmodel.md, "CPU and
+    GPU"): work scaled by ``fraction`` and divided by ``split`` for tensor-parallel classes."""
     total, per_class = 0.0, {}
     for op in layer.ops:
         if op.phase not in phases:
@@ -304,17 +299,8 @@ def _unit_times(
 
 
 def _fsdp_comm(rc: RunConfig, graph: OpGraph, comm: list[CommEvent], link, split: int, units) -> float:
-    """Exposed seconds of sharded data parallel per step (docs/perfmodel.md, "Sharded data parallel").
-
-    Each layer is one FSDP unit of its params / ``split`` (tensor-parallel GPUs), gathered in the
-    compute dtype under autocast (FSDP's mixed precision), reduced in the parameter dtype. full:
-    all-gather before its forward and its backward, reduce-scatter after its backward; grad_op:
-    all-gather before its forward, reduce-scatter after its backward; both every
-    micro-batch. A unit's collective overlaps the compute of the unit next to it (FSDP's
-    prefetch): the first all-gather and the last reduce-scatter are exposed, the others only by
-    what exceeds that compute. optimizer (ZeRO-1): one reduce-scatter of the gradients per step,
-    overlapped layer by layer with the last micro-batch's backward, then an exposed all-gather of
-    the updated weights."""
+    """Exposed seconds of sharded data parallel per step, its events appended to ``comm``
+    (docs/perfmodel.md, "Sharded data parallel")."""
     par, m, w = rc.parallel, rc.run.grad_accum, graph.precision.param_bytes
     n = par.degree
     gathered = graph.precision.compute_bytes if graph.precision.autocast else w
@@ -361,14 +347,8 @@ def _pipeline(
     layout: _Layout = _Layout(),
     kernels: Kernels = Kernels(),
 ):
-    """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``.
-
-    With ``layout.stage_tensor`` = t GPUs per stage (Megatron tensor parallelism inside a stage),
-    each stage's ops are split t ways, each block adds its tensor-parallel all-reduces of the
-    micro-batch's activation (within the node), and a stage sends 1/t of the activation to the next
-    stage (Megatron's scatter/gather) then all-gathers it within its node. With
-    ``layout.chunks`` = v (interleaved 1F1B), every GPU holds v model chunks: the bubble is
-    (sum_i t_i - max_i t_i) / v and every micro-batch crosses v times as many stage boundaries."""
+    """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``, with Megatron's
+    tensor parallelism per stage and interleaved 1F1B (docs/perfmodel.md, "CPU and GPU")."""
     par, m = rc.parallel, rc.run.grad_accum
     mb = par.micro_batches
     fraction = 1.0 / mb

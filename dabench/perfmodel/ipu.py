@@ -60,13 +60,8 @@ class IpuKnobs:
 
 
 def amp_peak(rc: RunConfig, o: IpuOptions) -> float:
-    """FLOP/s per IPU of the AMP units (matmul, attention) at the run's precision and partials type.
-
-    16-bit runs: the datasheet's FP16.16 peak (``peak_flops.fp16`` / ``.mixed``: fp16 inputs, fp16
-    partials) with ``half_partials``, half of it without (FP16.32: the AMP units accumulate in fp32
-    and, per poplibs, run half as many units per tile because the fp32 partials fill the 64-bit
-    store path twice as fast; conf/hardware/sources/ipu.yaml). fp32 runs: ``peak_flops.fp32``
-    (their partials are fp32 anyway, and that peak already is the FP32.32 rate)."""
+    """FLOP/s per IPU of the AMP units at the run's precision and partials type: FP16.16 with
+    ``half_partials``, half of it without (FP16.32); fp32 runs the FP32 peak."""
     peak = peak_flops(rc)
     if rc.precision.compute_dtype in ("fp16", "bf16") and not o.half_partials:
         return peak / 2.0
@@ -243,14 +238,9 @@ def _planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
 
 
 def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: float, partial: float) -> MatmulPlan:
-    """The cheapest split of ``groups`` independent [rows, inner] x [inner, cols] products over the
-    IPU's tiles that fits the planner's temporary-memory budget (``available_memory_proportion`` of
-    a tile), priced per tile as poplibs' planner prices it: AMP cycles of the tile's block (its
-    contraction and column shares rounded up to the AMP's channel group), exchange of the operand
-    copies the tile receives (all but the 1/n already there; input rows shared by a super-tile pair
-    arrive twice as fast) and of its partials, and the reduction of partials over the contraction
-    split at the load/store width. Phases add (bulk-synchronous). Without a plan that fits, the one
-    needing least memory."""
+    """The cheapest split of ``groups`` [rows, inner] x [inner, cols] products over the IPU's tiles
+    within the planner's temporaries budget, else the one needing least memory (docs/perfmodel.md,
+    "Bow IPU")."""
     splits, amp, exchange, reduce, temp = _plan(groups, rows, inner, cols, *_planner_args(k), e, partial)
     used = splits[0] * splits[1] * splits[2] * splits[3]
     return MatmulPlan(splits, amp / k.clock_hz, exchange / k.clock_hz, reduce / k.clock_hz, temp, used)
@@ -363,11 +353,8 @@ def replicas(rc: RunConfig) -> int:
 
 
 def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
-    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0.
-    A tied head (``model.tie_embeddings``: GPT-2's ``lm_head.weight is wte.weight``) owns no
-    parameters in the op graph (the table is the embedding's), so IPU 0, which holds both, stores
-    the table, its gradient and its optimizer state once; the head's matmul still reads it (its
-    op bytes, hence its exchange and temporaries, are the untied head's)."""
+    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0 (a
+    tied head's table counted once)."""
     block = graph.layer("block.0").params if graph.model.n_layers else 0
     extra = graph.layer("embedding").params + graph.layer("head").params
     return [n * block + (extra if i == 0 else 0) for i, n in enumerate(layers)]

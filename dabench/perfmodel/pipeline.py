@@ -33,15 +33,8 @@ def pipeline_time(stage_times: Sequence[float], micro_batches: int) -> PipelineT
 
 
 def stash_depth(stage: int, stages: int, micro_batches: int, schedule: str) -> int:
-    """Micro-batches whose activations stage ``stage`` (0-based) holds at once, between their
-    forward and backward passes:
-
-    - ``gpipe``: all m (every forward runs before the first backward);
-    - ``1f1b``: min(m, p - i) (a stage starts backward once the pipeline is full);
-    - ``interleaved`` (Graphcore's pipelined training, forward and backward stages alternating
-      on each IPU): min(m, 2 (p - 1 - i) + 1), the slots between a micro-batch's forward on
-      stage i and its backward there.
-    """
+    """Micro-batches whose activations stage ``stage`` (0-based) holds at once under ``schedule``
+    (``gpipe``, ``1f1b``, ``interleaved``; docs/perfmodel.md, "Shared primitives")."""
     if not 0 <= stage < stages:
         raise ValueError(f"stage {stage} outside 0..{stages - 1}")
     if schedule == "gpipe":

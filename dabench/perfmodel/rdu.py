@@ -97,10 +97,8 @@ def _work(op: Op, k: RduKnobs) -> float:
 def _stages_of(
     ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int
 ) -> list[Stage]:
-    """Stages of ``ops`` (one layer): weights (and, backward, gradient accumulators) in PMUs, the
-    PCU cap from the op's output width (:func:`~dabench.perfmodel.assemble.op_width`), and
-    ``stage_buffer_pmus`` buffers of one sample's output. The graph's and knobs' fields are read
-    once per layer, not once per op (the hot path of every RDU prediction)."""
+    """Stages of one layer's ``ops`` (docs/perfmodel.md, "SN30 RDU"); fields read once per layer
+    (the hot path of every RDU prediction)."""
     model = graph.model
     w = graph.precision.param_bytes  # weights; gradients in the same dtype
     wg = w + w
@@ -247,10 +245,8 @@ def _pack(stages: list[Stage], k: RduKnobs, count: int) -> list[Section]:
 
 
 def allocate(section: Section, k: RduKnobs) -> list[int]:
-    """PCUs per stage: one each, then the rest of the section's PCUs in proportion to FLOPs, no
-    stage above its cap (water-filling: what a capped stage cannot use goes to the others);
-    then rounded down to a power of two (the compiler's parallelisation factors tile tensor
-    dimensions evenly). Packing guarantees at most one stage per PCU."""
+    """PCUs per stage: water-filling of the section's PCUs by FLOPs under each stage's cap, rounded
+    down to a power of two (docs/perfmodel.md, "SN30 RDU")."""
     total = k.pcus
     stages = section.stages
     if len(stages) == 1:  # the loop below for one stage (o0's every section): the same arithmetic

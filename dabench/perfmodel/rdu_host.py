@@ -28,11 +28,8 @@ def host_time(rc: RunConfig, k: RduKnobs) -> float:
 
 
 def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:
-    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` whose group spans ``span`` chips:
-    over the RDU fabric inside a machine; between machines over the network, straight from RDU
-    memory with ``reduce_on_rdu`` (SambaFlow's collective library), else staged through the hosts
-    (:func:`dabench.perfmodel.comm.staged_link`) plus ``machine_collective_s`` (docs/perfmodel.md,
-    "SN30 RDU", Collectives between machines)."""
+    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` spanning ``span`` chips
+    (docs/perfmodel.md, "SN30 RDU", Collectives between machines)."""
     hw = rc.hardware
     link = group_link(hw.links, hw.chips_per_node, span)
     if ranks <= 1 or link is None:
@@ -43,12 +40,8 @@ def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs
 
 
 def tp_exchange_s(nbytes: float, t: int, rc: RunConfig, k: RduKnobs) -> float:
-    """Seconds of one tensor-parallel split region's transfers: SambaFlow splits a tensor dimension
-    over the ``t`` RDUs and accumulates the partial results with an Add on one of them, which also
-    sends the region's input to the others (p2p, not a ring; docs/perfmodel.md, "SN30 RDU", Tensor
-    parallelism). That RDU sends and receives ``t - 1`` messages of ``nbytes``, one after another on
-    its links: peers in its machine over the fabric, the others staged through the hosts, plus
-    ``machine_collective_s`` per exchange that leaves the machine."""
+    """Seconds of one tensor-parallel split region's p2p transfers over ``t`` RDUs
+    (docs/perfmodel.md, "SN30 RDU", Tensor parallelism)."""
     if t <= 1:
         return 0.0
     hw = rc.hardware

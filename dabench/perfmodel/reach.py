@@ -121,10 +121,8 @@ def growth(needs: Sequence[float], nominal: float) -> float:
 def half_width(
     x: Mapping[str, Any], points: Sequence[Mapping[str, Any]], wide: float, rate: float, nominal: float
 ) -> tuple[str, float, str]:
-    """(kind, log half-width, why) of the band at coordinates ``x``. ``points``: the platform's
-    calibration points as ``{"id", "coords", "score"}`` (score: out-of-source |log error|, inf when
-    refused); ``wide``: the largest finite out-of-source score of any platform; ``rate``: growth
-    per unit. Kind ``near`` or ``wide`` (nothing calibrated within :data:`FAR`)."""
+    """(kind ``near`` or ``wide``, log half-width, why) of the band at coordinates ``x``
+    (docs/perfmodel.md, "Out-of-sample error and bands")."""
     if not points:
         return "wide", wide + rate * FAR, "nothing calibrated on this platform"
     scores = [p["score"] for p in points]

@@ -175,24 +175,15 @@ def token_ceiling(p: Wse2Params, model) -> float:
 
 
 def barriers_per_block(model) -> float:
-    """Whole samples a block holds a token back, forward and backward: an attention's backward waits
-    for every query's gradient, a bidirectional self-attention's forward (an encoder, a model with an
-    MLM head) for every key, a cross-attention's forward for the encoder's whole output; a causal
-    self-attention's forward (a decoder's) waits for no later token."""
+    """Whole samples a block holds a token back, forward and backward (docs/perfmodel.md, "WSE-2")."""
     xfrac = model.cross_attention_layers / max(model.n_layers, 1)
     causal = 0.0 if model.head_tokens else (xfrac if model.cross_attention_layers else 1.0)
     return (1.0 - causal) + 1.0 + 2.0 * xfrac
 
 
 def stash_bytes(kinds: list[KernelKind], seq_len: int, waits: float) -> float:
-    """Activations held between each kernel's forward and backward pass, per model copy.
-
-    A token's saved activations wait at a kernel until its gradient comes back. Tokens stream one
-    per period, so the wait in tokens is the pipeline's delay behind the kernel: each barrier
-    downstream (:func:`barriers_per_block`) holds token t of a sample for the ``seq_len - 1 - t``
-    behind it, half a sample on average: ``waits`` samples per block. A kernel
-    also holds the sample it works on. Kernels are ordered emb, then per block attention, fc_in,
-    fc_out, then the loss."""
+    """Activations held between each kernel's forward and backward pass, per model copy; ``kinds``
+    ordered emb, per block attention, fc_in, fc_out, then the loss (docs/perfmodel.md, "WSE-2")."""
     blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
     per_token = {kind.name: kind.saved_bytes / seq_len for kind in kinds}
     block = sum(per_token.get(name, 0.0) for name in ("attention", "fc_in", "fc_out"))
@@ -203,10 +194,8 @@ def stash_bytes(kinds: list[KernelKind], seq_len: int, waits: float) -> float:
 
 
 def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float, region: int, model):
-    """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s) in a region of
-    ``region`` PEs: every kernel gets the PEs that carry its work at the common rate, the rate being
-    the kernels' pace unless the region's placeable PEs run out first. A step streams its samples and
-    then drains: the last sample's barriers (:func:`barriers_per_block`, whole samples each) follow."""
+    """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s) in a region
+    of ``region`` PEs (docs/perfmodel.md, "WSE-2")."""
     k = p.knobs
     work = [kind.pe_s for kind in kinds]
     total = sum(kind.count * w for kind, w in zip(kinds, work, strict=False))
@@ -233,9 +222,7 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
 
 
 def _region(p: Wse2Params, kinds: list[KernelKind], model, per_copy: float) -> int:
-    """The compiled region: the default (the reports' patio) when one copy fits it at the kernels'
-    pace, PEs and SRAM; otherwise the whole wafer (ALCF's BERT-Large compile used 93.39% of the
-    fabric's cores)."""
+    """The compiled region: the reports' patio when one copy fits it, else the whole wafer."""
     need = sum(kind.count * max(1, math.ceil(kind.pe_s * token_ceiling(p, model))) for kind in kinds)
     region = p.region_pes
     fits = need <= p.knobs.region_fill * region and per_copy <= p.sram_bytes * region / p.wafer_pes
