@@ -1,9 +1,5 @@
-"""Memory capacity accounting for training, per precision, and the hard capacity check.
-
-:func:`training_state` -> :class:`MemoryUse` (weights, gradients, AdamW moments; activations and
-other are the caller's); :func:`require_fits` raises CapacityError (memory, bytes needed, bytes
-available): a run that does not fit is a ``capacity`` result, not a crash.
-
+"""Memory capacity accounting for training (:func:`training_state`) and the hard capacity check
+(:func:`require_fits`: CapacityError, a ``capacity`` result, not a crash).
 Derivation: docs/perfmodel.md, "Shared primitives".
 """
 

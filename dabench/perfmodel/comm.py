@@ -1,10 +1,5 @@
 """Collective and point-to-point seconds over a link (a stable API: validate mode compares the
-distributed backends' measured collectives with these).
-
-A link has ``bandwidth_Bps`` (bytes/s per direction) and ``latency_s`` (per hop); ``nbytes`` is the
-whole buffer each rank holds, as in nccl-tests' PERFORMANCE.md. Ring all-reduce
-``2(n-1)/n S/B + 2(n-1) a``; all-gather and reduce-scatter ``(n-1)/n S/B + (n-1) a``; point-to-point
-``S/B + a``. One rank or zero bytes costs 0; contention and overlap are the callers' to price.
+distributed backends' measured collectives with these); ``nbytes`` is each rank's whole buffer.
 
 Derivation: docs/perfmodel.md, "Shared primitives".
 """

@@ -1,10 +1,5 @@
-"""Validate mode: the link model's price for the very collectives a parallel run measured.
-
-:func:`comm_prediction_metrics` prices each measured CommEvent with :mod:`dabench.perfmodel.comm`
-over the hardware's link and returns ``predict.comm_time_s[.<strategy>.<op>]`` and
-``predict.rel_error.comm_time_s[.<strategy>.<op>]`` against ``tier2.comm_transfer_s.<op>``.
-
-Derivation: docs/distributed.md, "Validate mode".
+"""Validate mode: the link model's price for the very collectives a parallel run measured
+(:func:`comm_prediction_metrics`). Docs: docs/distributed.md, "Validate mode".
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Reading a constant set at run time: the constants a prediction uses and the band it gets.
-
-- :func:`model_version`: a hash of the model's code and constants; :func:`run_tags` the tags
-  every predicted run records (model version, in-sample error range, constant set, band).
-- A constant set is one versioned JSON file (``"format": "dabench-constant-set"``,
-  ``format_version``; the shipped one is dabench/fit/published.json, named sets live in
-  :func:`user_dir`); readers ignore unknown keys. :func:`load` reads a set once per process;
-  :func:`fitted_options` is what ``hardware.constants=NAME|FILE`` applies over the YAML's options.
-- :func:`band` / :func:`band_metrics`: ``[value / factor, value * factor]``, the factor from the
-  set's out-of-source errors and the prediction's reach (:mod:`dabench.perfmodel.reach`). Pure.
-
-Writing sets is dabench/fit/ (``dabench fit``). Details: docs/perfmodel.md, "Out-of-sample error
-and bands", and docs/fitting.md.
+"""Reading a constant set at run time: the constants a prediction uses and the band it gets
+(:func:`model_version`, :func:`run_tags`, :func:`load`, :func:`fitted_options`, :func:`band`).
+Writing sets is dabench/fit/. Format and bands: docs/perfmodel.md, "Out-of-sample error and
+bands", and docs/fitting.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Memory per chip of the CPU/GPU model: what one chip of the run's layout holds at its peak.
 
-``memory_per_chip(rc, graph, layout, margin)`` -> :class:`MemoryUse`: weights (with a 16-bit
-working copy under autocast, except under fsdp full sharding), gradients and AdamW moments of the
-chip's share of the model (split over tensor and pipeline chips, and sharded over fsdp chips as
-``parallel.sharding`` says, plus the gathered layers sharding needs), the activations its stage
-keeps for the micro-batches in flight (block inputs only under full recomputation; the seq x seq
-scores when attention is materialized), communication buffers, and ``margin`` x all of it for the caching allocator.
-
+``memory_per_chip(rc, graph, layout, margin)`` -> :class:`MemoryUse`.
 Derivation: docs/perfmodel.md, "GPU memory per GPU".
 """
 

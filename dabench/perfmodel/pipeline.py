@@ -1,9 +1,5 @@
-"""Pipeline schedule with bubble for m micro-batches over p stages of t_i seconds each.
-
-:func:`pipeline_time`: ``step = sum_i t_i + (m - 1) max_i t_i`` (GPipe and 1F1B alike), bubble =
-``step - m max_i t_i``; :func:`stash_depth`: activations a stage holds per schedule.
-
-Derivation: docs/perfmodel.md, "Shared primitives".
+"""Pipeline schedule with bubble for m micro-batches over p stages (:func:`pipeline_time`,
+:func:`stash_depth`). Derivation: docs/perfmodel.md, "Shared primitives".
 """
 
 from __future__ import annotations

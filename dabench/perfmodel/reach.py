@@ -1,15 +1,7 @@
-"""How far a configuration lies from what was calibrated, and the band that distance gives it.
+"""How far a configuration lies from what was calibrated (:func:`coords`, :func:`distance`), and the
+band that distance gives it (:func:`half_width`). Pure.
 
-- :func:`coords` reads a run config's reach coordinates: model size, chips, precision, compile
-  mode, execution mode, software release, GPU generation.
-- :func:`distance` is one number in "units": a decade of model size, 8x the chips, or one
-  categorical difference (0.5 for a release) each count 1.
-- :func:`half_width` is a prediction's band, in log space: the larger of its platform's
-  split-conformal quantile of out-of-source errors and the nearest calibration point's own error,
-  plus ``growth`` per unit of distance to that point; nothing calibrated within ``FAR`` units: a
-  ``wide`` band that says so. Pure and cheap: the tables come from the constant set.
-
-Details: docs/perfmodel.md, "Out-of-sample error and bands".
+Derivation: docs/perfmodel.md, "Out-of-sample error and bands".
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Cerebras WSE-2 weight streaming (R2.x appliance): one layer at a time owns the whole wafer.
 
 ``weight_streaming(rc, graph, p, samples)`` -> (step s, units, subtasks, memory, comm, extra, "layer")
-of one CS-2, as :mod:`dabench.perfmodel.wse2` assembles it; CapacityError when one sample's layer
-inputs and one layer's working set do not fit the wafer's SRAM. Per layer and micro-batch: its
-16-bit weights stream in from MemoryX (forward, and again for the backward), its fp32 gradients
-stream out to SwarmX, both at the system I/O bandwidth and overlapped with the layer's compute at
-``ws_pe_efficiency`` of peak; mapping the layer onto the wafer costs ``ws_layer_latency_s`` per
-pass that nothing overlaps. A run on an older ``sdk_release`` takes the documented release-to-release
-speed-ups longer (``release_slowdown``).
+of one CS-2, as :mod:`dabench.perfmodel.wse2` assembles it; CapacityError when a layer's working
+set does not fit the wafer's SRAM.
 
 Derivation: docs/perfmodel.md, "WSE-2 (Cerebras CS-2)", weight streaming.
 """

@@ -1,12 +1,9 @@
 """Typed hardware knobs: one frozen dataclass per architecture, built from ``hardware.options``.
 
-``knobs_for(rc.hardware)`` -> the arch's knob dataclass (``@register(arch)`` in
-``knobs/<arch>.py``, imported on first use), validated and cached; the only way a model reads a
-knob. The dataclass declares names, types and bounds (:func:`knob`), never values: every knob
-must be in the YAML, and an unknown, missing or invalid one is a ConfigError naming
-``hardware.options.<name>``. Keys starting with ``runner_`` pass through to the vendor runners.
-
-Derivation: docs/perfmodel.md, "Knobs, sources and calibration".
+``knobs_for(rc.hardware)`` -> the arch's validated, cached knob dataclass (``@register(arch)`` in
+``knobs/<arch>.py``); every knob must be in the YAML, and an unknown, missing or invalid one is a
+ConfigError naming ``hardware.options.<name>``. Keys starting with ``runner_`` go to the vendor
+runners. Docs: docs/perfmodel.md, "Knobs, sources and calibration".
 """
 
 from __future__ import annotations
