@@ -37,7 +37,6 @@ _COMMON = (
     "dabench/perfmodel/capacity.py",
     "dabench/perfmodel/comm.py",
     "dabench/perfmodel/pipeline.py",
-    "dabench/perfmodel/roofline.py",
     "dabench/perfmodel/knobs/__init__.py",
     "dabench/workload/opgraph.py",
     "dabench/metrics/summary.py",

@@ -100,7 +100,7 @@ def pe_class(op) -> str:
 def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]) -> dict[str, list[float]]:
     """kernel -> [train FLOPs per sample, opt FLOPs per step, params, saved bytes per sample, PE-s per
     sample] of a layer's ops (all ops in one kernel unless the layer is a block); the update split by
-    params. ``rates``: FLOP/s per PE by op class of the graph (:func:`op_rates`)."""
+    params. ``rates``: FLOP/s per PE by rate class (:func:`pe_class`)."""
     out: dict[str, list[float]] = {}
     block = layer.kind == "block"
     for op in layer.ops:
@@ -112,16 +112,11 @@ def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]
         g[0] += flops
         g[2] += op.params
         g[3] += 0.0 if op.name in SAVED_ELSEWHERE else op.saved_bytes / batch
-        g[4] += flops / (rates["matmul"] if op.name == ACTIVATION else rates[op.op_class])
+        g[4] += flops / rates[pe_class(op)]
     if layer.params:
         for g in out.values():
             g[1] = layer.totals.flops["opt"] * g[2] / layer.params
     return out
-
-
-def op_rates(rates: dict[str, float]) -> dict[str, float]:
-    """FLOP/s per PE by the op graph's op classes, from the rates by per-PE rate class."""
-    return {**rates, **{op_class: rates[cls] for op_class, cls in RATE_CLASS.items()}}
 
 
 #: kernel kinds by (model, batch, precision, bwd_weight, rates): the op graph is a function of the first three
@@ -134,7 +129,7 @@ def kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float = 1.
     if kinds is None:
         if len(_KINDS) >= 512:
             _KINDS.clear()
-        kinds = _KINDS[key] = _kernel_kinds(graph, op_rates(rates), bwd_weight)
+        kinds = _KINDS[key] = _kernel_kinds(graph, rates, bwd_weight)
     return kinds
 
 

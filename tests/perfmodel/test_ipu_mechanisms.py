@@ -10,8 +10,8 @@ import pytest
 from dabench.core.status import CapacityError
 from dabench.perfmodel import ipu as model
 from dabench.workload.opgraph import build_opgraph
-from tests.perfmodel.helpers import predict, run_config
 from tests.findings.test_findings import PAPER_IPU, ipu, ipu_batch_study, matched_pair
+from tests.perfmodel.helpers import predict, run_config
 
 MECHANISMS = ("amp", "vector", "exchange", "copy", "sync", "link")
 
