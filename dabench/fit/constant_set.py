@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from dabench.fit.cv import MEASURES, NOMINAL, band_q, clopper_pearson, conformal_rank, needs, summary, wide_score
+from dabench.fit.cv import MEASURES, NOMINAL, band_q, clopper_pearson, needs, summary, wide_score
 from dabench.fit.machine import K_FOLD, GroupFit, folds
 from dabench.fit.points import load_points
 from dabench.fit.refit import measured_classes
@@ -212,7 +212,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
         }
     scores = g.scores()
     kind, q = band_q(scores, [], nominal)
-    band = _band_record(kind, q, len(scores), conformal_rank(len(scores), nominal), nominal, len(scores))
+    band = _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal, len(scores))
     if kind == "wide":
         band["note"] = band["note"].replace("of every platform", "of this fit")
     residuals = []

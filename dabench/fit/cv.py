@@ -60,14 +60,6 @@ def rel_error(predicted: float, published: float) -> float:
     return (predicted - published) / published
 
 
-def conformal_rank(n: int, nominal: float = NOMINAL) -> int:
-    return reach.conformal_rank(n, nominal)
-
-
-def conformal_q(scores: list[float], nominal: float = NOMINAL) -> float | None:
-    return reach.conformal_q(scores, nominal)
-
-
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact binomial interval of a proportion k / n."""
     from scipy.stats import beta
@@ -283,7 +275,7 @@ def band_q(own: list[float], pooled: list[float], nominal: float = NOMINAL) -> t
     """(kind, log half-width) of a band from scores alone (sets fitted from runs): ``conformal``
     from the platform's own scores, else ``wide`` (the largest finite pooled score), ``unbounded``
     when none is finite."""
-    q = conformal_q(own, nominal)
+    q = reach.conformal_q(own, nominal)
     if q is not None:
         return ("conformal", q) if math.isfinite(q) else ("unbounded", None)
     finite = [s for s in pooled + own if math.isfinite(s)]

@@ -348,10 +348,6 @@ def placement(rc: RunConfig) -> tuple[int, ...]:
     return (rc.model.n_layers,)
 
 
-def replicas(rc: RunConfig) -> int:
-    return rc.data_copies
-
-
 def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
     """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0 (a
     tied head's table counted once)."""
@@ -372,7 +368,7 @@ def memory_per_ipu(
     e = precision.compute_bytes
     tokens = graph.batch_size * rc.model.seq_len
     checkpoint = tokens * rc.model.hidden_size * e
-    p, r = len(layers), replicas(rc)
+    p, r = len(layers), rc.data_copies
     uses = []
     for i, (n_blocks, params) in enumerate(zip(layers, ipu_params(graph, layers), strict=False)):
         held = [("block", n_blocks)] if n_blocks else []
@@ -419,7 +415,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     In-Processor-Memory cannot hold its stage. ``ceilings`` are unused (the model reads its spec)."""
     k = knobs(rc)
     layers = placement(rc)
-    p, m, r = len(layers), rc.run.grad_accum, replicas(rc)
+    p, m, r = len(layers), rc.run.grad_accum, rc.data_copies
     if p > 1 and m < 2 * p - 1:
         raise CompileError(
             f"pipelined training over {p} IPUs needs run.grad_accum >= {2 * p - 1} (the forward "

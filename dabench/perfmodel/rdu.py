@@ -36,27 +36,16 @@ def knobs(rc: RunConfig) -> RduKnobs:
         raise ConfigError("hardware.options.tiles", o.tiles, f"must be at most the chip's {chip_tiles} tiles")
     share = o.tiles / chip_tiles * o.resources_scaling
     return RduKnobs(
-        mode=o.compile_mode,
+        o=o,
         pcus=max(1, int(chip_pcus * share)),
         pmus=max(1, int(chip_pmus * share)),
         chip_pcus=chip_pcus,
         chip_pmus=chip_pmus,
         pmu_bytes=hw.capacity("sram") / chip_pmus,
         pcu_flops=peak_flops(rc, "bf16") / chip_pcus,
-        pcu_efficiency=o.pcu_efficiency,
-        pcu_lanes=o.pcu_lanes,
-        buffer_pmus=o.stage_buffer_pmus,
         ddr_Bps=hw.bandwidth("ddr"),
-        fp32_logits=o.fp32_logits,
-        fp32_skip_add=o.fp32_skip_add,
         tile32=o.tiling_accum == "fp32",
         wgrad32=o.weight_grad_reduce == "fp32",
-        switch_s=o.section_switch_s,
-        host_s=o.host_overhead_s,
-        host_logit_s=o.host_logit_s,
-        host_Bps=o.host_link_Bps,
-        reduce_on_rdu=o.reduce_on_rdu,
-        machine_collective_s=o.machine_collective_s,
     )
 
 
@@ -82,9 +71,9 @@ def _work(op: Op, k: RduKnobs) -> float:
     its accumulation are (docs/perfmodel.md, SN30 RDU, Precision)."""
     flops, cls = op.flops, op.op_class
     if cls == "loss":
-        return 2 * flops if k.fp32_logits else flops
+        return 2 * flops if k.o.fp32_logits else flops
     if cls == "elementwise" and op.name.startswith("residual"):
-        return 2 * flops if k.fp32_skip_add else flops
+        return 2 * flops if k.o.fp32_skip_add else flops
     if cls not in ("matmul", "attention"):
         return flops
     tile = 2 * flops if k.tile32 else flops
@@ -106,8 +95,8 @@ def _stages_of(
     fp32 = compute_bytes == 4
     scale = 2 if fp32 else 1  # 16-bit operations per FLOP; the AdamW update runs on fp32 masters:
     opt_scale = 2 if fp32 or w == 4 else 1
-    knobbed = not fp32 and (k.fp32_logits or k.fp32_skip_add or k.tile32 or k.wgrad32)
-    pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.pcu_lanes, k.pcus, k.buffer_pmus
+    knobbed = not fp32 and (k.o.fp32_logits or k.o.fp32_skip_add or k.tile32 or k.wgrad32)
+    pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.o.pcu_lanes, k.pcus, k.o.stage_buffer_pmus
     opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
     ceil = math.ceil
     out = []
@@ -205,9 +194,9 @@ def sections(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, list[Section]]:
     out: dict[str, list[Section]] = {}
     for phase in ("fwd", "bwd", "opt"):
         seq = _sequence(graph, stages, phase)
-        if k.mode == "o0":
+        if k.o.compile_mode == "o0":
             out[phase] = [Section((s,), False, count) for layer, count in seq for s in layer]
-        elif k.mode == "o1":
+        elif k.o.compile_mode == "o1":
             out[phase] = [sec for layer, count in seq for sec in _pack(layer, k, count)]
         else:
             flat = [s for layer, count in seq for _ in range(count) for s in layer]
@@ -313,7 +302,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     """Stages pipeline the micro-batch's ``samples`` one sample at a time, so the section's compute
     takes (samples + stages - 1) beats of its slowest stage (fill and drain)."""
     pcus = allocate(section, k)
-    rate = k.pcu_flops * k.pcu_efficiency
+    rate = k.pcu_flops * k.o.pcu_efficiency
     stages = section.stages
     if len(stages) == 1:  # the general case below for one stage (o0's every section): the same arithmetic
         stage, p = stages[0], pcus[0]
@@ -323,7 +312,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
         compute = longest * samples / samples
         ddr = (stage.ddr_fused if section.fused else stage.ddr_alone) * passes / k.ddr_Bps
         return SectionTime(
-            max(compute, ddr) + k.switch_s,
+            max(compute, ddr) + k.o.section_switch_s,
             compute,
             ddr,
             p,
@@ -350,7 +339,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     ddr = ddr_bytes * passes / k.ddr_Bps
     pmus = min(k.pmus, used_pmus)
     li = sum(times) / len(times) / longest if longest else 1.0
-    return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
+    return SectionTime(max(compute, ddr) + k.o.section_switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
 
 
 # ----------------------------------------------------------------------------- predict
@@ -476,5 +465,5 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         comm=comm,
         single_chip_samples_per_s=single,
         extra=extra,
-        tags={"compile_mode": k.mode},
+        tags={"compile_mode": k.o.compile_mode},
     )

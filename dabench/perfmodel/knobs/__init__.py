@@ -179,8 +179,3 @@ def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
         _CACHE.clear()
     _CACHE[key] = (options, built)  # holding the mapping keeps its id from being reused
     return built
-
-
-def as_dict(knobs: Any) -> dict[str, Any]:
-    """The knob values as a plain mapping (for run params and the model version hash)."""
-    return dataclasses.asdict(knobs)
