@@ -51,18 +51,14 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
     return cfg
 
 
-def _predict(cfg: dict) -> tuple[Any, dict[str, float]]:
+def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
+    """(profile, metrics) of a run config mapping (as :func:`point_config` builds it); CapacityError when refused."""
     rc = build_run_config(cfg)
     graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
     profile = get_predictor(rc.hardware.arch)(rc, graph, ceilings)
     metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
     return profile, metrics
-
-
-def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
-    """(profile, metrics) of a run config mapping (as :func:`point_config` builds it); CapacityError when refused."""
-    return _predict(cfg)
 
 
 def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
@@ -73,15 +69,15 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
     if point.metric == "scaling_keep_pct":
         cfg = point_config(point, None, options)
         half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}
-        larger = _predict(cfg)[1]["throughput.samples_per_s"]
-        smaller = _predict(half)[1]["throughput.samples_per_s"]
+        larger = predict_mapping(cfg)[1]["throughput.samples_per_s"]
+        smaller = predict_mapping(half)[1]["throughput.samples_per_s"]
         return 100.0 * larger / smaller
     if point.metric == "mixed_gain_pct":
-        mixed = _predict(point_config(point, "mixed", options))[1]["throughput.samples_per_s"]
-        fp16 = _predict(point_config(point, "fp16", options))[1]["throughput.samples_per_s"]
+        mixed = predict_mapping(point_config(point, "mixed", options))[1]["throughput.samples_per_s"]
+        fp16 = predict_mapping(point_config(point, "fp16", options))[1]["throughput.samples_per_s"]
         return 100.0 * (mixed / fp16 - 1.0)
     try:
-        _, metrics = _predict(point_config(point, None, options))
+        _, metrics = predict_mapping(point_config(point, None, options))
     except CapacityError:
         if point.metric == "feasible":
             return 0.0
@@ -126,13 +122,8 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             if p.ceilings is not None:
                 roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
-                unusable.append(
-                    LeftOut(
-                        p.run_id,
-                        "no ceilings recorded (the CPU calibration was refused when it "
-                        "ran): a CPU prediction needs them",
-                    )
-                )
+                why = "no ceilings recorded (the CPU calibration was refused when it ran): a CPU prediction needs them"
+                unusable.append(LeftOut(p.run_id, why))
                 continue
             else:
                 roof = resolve_ceilings(rc.hardware, rc.precision)

@@ -166,11 +166,7 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
             left.append(LeftOut(rid, f"damaged stored metric {damage}: not used as data"))
             continue
         host = host_key(tags, params, arch)
-        samples, tokens, step = (
-            _num(metrics, "throughput.samples_per_s"),
-            _num(metrics, "throughput.tokens_per_s"),
-            _num(metrics, "step_time.median_s"),
-        )
+        samples = _num(metrics, "throughput.samples_per_s")
         if not (samples > 0):
             left.append(LeftOut(rid, "no measured throughput (metric throughput.samples_per_s)"))
             continue
@@ -205,8 +201,8 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
                 hardware=str(((cfg or {}).get("hardware") or {}).get("name", arch)),
                 config=cfg,
                 key=config_key(params, arch, host),
-                tokens_per_s=tokens,
-                step_s=step,
+                tokens_per_s=_num(metrics, "throughput.tokens_per_s"),
+                step_s=_num(metrics, "step_time.median_s"),
                 step_p10=_num(metrics, "step_time.p10_s"),
                 step_p90=_num(metrics, "step_time.p90_s"),
                 class_times=classes,
