@@ -66,17 +66,5 @@ def status(finding: Finding) -> FindingStatus:
     """The finding's computed status; the model is run even when a constant was fitted to it."""
     constants = fitted_by(finding)
     measured = finding.measure()
-    if constants:
-        kind = FITTED
-    else:
-        kind = PREDICTED if measured.met else NOT_REPRODUCED
+    kind = FITTED if constants else (PREDICTED if measured.met else NOT_REPRODUCED)
     return FindingStatus(finding, kind, constants, measured)
-
-
-def by_id(finding_id: str) -> Finding:
-    from dabench.findings.registry import FINDINGS
-
-    for finding in FINDINGS:
-        if finding.id == finding_id:
-            return finding
-    raise KeyError(finding_id)
