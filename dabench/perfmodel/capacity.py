@@ -5,6 +5,7 @@ Derivation: docs/perfmodel.md, "Shared primitives".
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from dabench.config.sections import PrecisionConfig
@@ -28,25 +29,11 @@ class MemoryUse:
         return self.weights + self.gradients + self.optimizer + self.activations + self.other + self.margin
 
     def plus(self, activations: float = 0.0, other: float = 0.0) -> "MemoryUse":
-        return MemoryUse(
-            self.weights,
-            self.gradients,
-            self.optimizer,
-            self.activations + activations,
-            self.other + other,
-            self.margin,
-        )
+        return dataclasses.replace(self, activations=self.activations + activations, other=self.other + other)
 
     def parts(self) -> dict[str, float]:
         """kind -> bytes, every kind (the metrics memory.part_bytes.<level>.<kind>)."""
-        return {
-            "weights": self.weights,
-            "gradients": self.gradients,
-            "optimizer": self.optimizer,
-            "activations": self.activations,
-            "other": self.other,
-            "margin": self.margin,
-        }
+        return dataclasses.asdict(self)
 
     def describe(self) -> str:
         """'weights 1.2 GiB + gradients ...' for capacity error messages."""

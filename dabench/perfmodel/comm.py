@@ -24,11 +24,7 @@ def _check(nbytes: float, ranks: int) -> None:
 
 def ring_allreduce_s(nbytes: float, ranks: int, link: LinkLike) -> float:
     """Seconds for a ring all-reduce of an ``nbytes`` buffer over ``ranks``: 2(n-1)/n*S/B + 2(n-1)*a."""
-    _check(nbytes, ranks)
-    if ranks == 1 or nbytes == 0:
-        return 0.0
-    n = ranks
-    return 2.0 * (n - 1) / n * nbytes / link.bandwidth_Bps + 2.0 * (n - 1) * link.latency_s
+    return 2.0 * allgather_s(nbytes, ranks, link)
 
 
 def allgather_s(nbytes: float, ranks: int, link: LinkLike) -> float:
@@ -65,17 +61,17 @@ def group_link(links, chips_per_node: int, ranks: int):
 
 
 @dataclass(frozen=True)
-class StagedLink:
-    """A link whose bytes are staged through host memory (see :func:`staged_link`)."""
+class HopLink:
+    """A link derived from others (:func:`staged_link`, a wafer's fabric hop)."""
 
     bandwidth_Bps: float
     latency_s: float
 
 
-def staged_link(link: LinkLike, host_Bps: float, hops: int = 2) -> StagedLink:
+def staged_link(link: LinkLike, host_Bps: float, hops: int = 2) -> HopLink:
     """``link`` with every byte also copied over ``hops`` host links of ``host_Bps`` (device -> host
     before the network, host -> device after it), not overlapped (store and forward): bandwidth
     1 / (1/B + hops/B_host) bytes/s, the link's latency per hop."""
     if host_Bps <= 0 or link.bandwidth_Bps <= 0:
         raise ValueError("bandwidths must be positive")
-    return StagedLink(1.0 / (1.0 / link.bandwidth_Bps + hops / host_Bps), link.latency_s)
+    return HopLink(1.0 / (1.0 / link.bandwidth_Bps + hops / host_Bps), link.latency_s)

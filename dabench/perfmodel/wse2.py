@@ -20,7 +20,7 @@ from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError, UnsupportedError
 from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy
 from dabench.perfmodel.capacity import require_fits, training_state
-from dabench.perfmodel.comm import ring_allreduce_s
+from dabench.perfmodel.comm import HopLink, ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.wse2 import RELEASES, Wse2Knobs, Wse2Params
 from dabench.perfmodel.wse2_streaming import streamed_params as streamed_params  # re-exported
@@ -150,12 +150,6 @@ def _kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float) ->
 # ----------------------------------------------------------------------------- pipelined
 
 
-@dataclass(frozen=True)
-class _FabricLink:
-    bandwidth_Bps: float
-    latency_s: float
-
-
 def token_period_cycles(k: Wse2Knobs, model) -> float:
     """Cycles per token of the pipeline's pace: the widest vector one kernel passes the next per token
     (the LM head's logits, over the positions that reach the head), at ``fabric_values_per_cycle``."""
@@ -208,7 +202,7 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
     rate = min(ceiling, min(n / w for n, w in zip(pes, work, strict=False)))
     allreduce = 0.0
     if replicas > 1:
-        hop = _FabricLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
+        hop = HopLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
         allreduce = ring_allreduce_s(grads, replicas, hop)
     blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
     fill = 0.0 if k.compile_estimate else blocks * barriers_per_block(model)
