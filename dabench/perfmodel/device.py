@@ -113,8 +113,7 @@ def _layer_time(
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on a CPU or GPU (per chip, with its parallel layout),
-    priced at ``ceilings`` (the resolved ones, or validate mode's in-situ probes)."""
+    """Predicted Profile of one optimizer step on a CPU or GPU (module docstring)."""
     arch = rc.hardware.arch
     on_host = platform(arch).host_cpu  # else a GPU
     k = knobs_for(rc.hardware)

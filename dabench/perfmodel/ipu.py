@@ -72,8 +72,6 @@ def knobs(rc: RunConfig) -> IpuKnobs:
     )
 
 
-# ----------------------------------------------------------------------------- per-op cost
-
 #: BSP supersteps (compute sets, each closed by a tile sync) per op class in one pass: a matmul is
 #: poplin's AMP compute set and its partials reduction; attention on PopTorch materialises its
 #: scores (QK^T, scale and mask, softmax as max / exp-sum / normalise, PV); a norm reduces twice and
@@ -305,9 +303,6 @@ def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
     return LayerCost(sum(parts.values()), parts, opt, tiles, operands)
 
 
-# ----------------------------------------------------------------------------- placement
-
-
 def placement(rc: RunConfig) -> tuple[int, ...]:
     """Decoder layers per IPU of one replica (IPU 0 also holds the embedding and the head)."""
     require_strategy(
@@ -372,9 +367,6 @@ def memory_per_ipu(
     return uses
 
 
-# ----------------------------------------------------------------------------- predict
-
-
 def memory_share(shares: dict[str, float]) -> float:
     """Share of a stage's time its tiles spend moving data rather than in AMP arithmetic: vector
     work (bound by the load/store width), exchange, rearrangement copies and IPU-Link transfers,
@@ -384,8 +376,7 @@ def memory_share(shares: dict[str, float]) -> float:
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on Bow IPUs; raises CapacityError when an IPU's
-    In-Processor-Memory cannot hold its stage. ``ceilings`` are unused (the model reads its spec)."""
+    """Predicted Profile of one optimizer step on Bow IPUs (module docstring)."""
     k = knobs(rc)
     layers = placement(rc)
     p, m, r = len(layers), rc.run.grad_accum, rc.data_copies

@@ -175,9 +175,6 @@ def _sequence(graph: OpGraph, stages: dict[str, dict[str, list[Stage]]], phase: 
     ]
 
 
-# ----------------------------------------------------------------------------- sections
-
-
 @dataclass(slots=True)
 class Section:
     stages: tuple[Stage, ...]
@@ -342,9 +339,6 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     return SectionTime(max(compute, ddr) + k.o.section_switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
 
 
-# ----------------------------------------------------------------------------- predict
-
-
 def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
     plan = sections(graph, k, t)
     m = rc.run.grad_accum
@@ -368,8 +362,7 @@ def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on SN30 RDU(s); ``ceilings`` are unused (the model
-    reads its spec)."""
+    """Predicted Profile of one optimizer step on SN30 RDU(s) (module docstring)."""
     require_strategy(
         rc,
         ("none", "dp", "tp"),

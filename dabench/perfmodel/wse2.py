@@ -147,9 +147,6 @@ def _kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float) ->
     return kinds
 
 
-# ----------------------------------------------------------------------------- pipelined
-
-
 def token_period_cycles(k: Wse2Knobs, model) -> float:
     """Cycles per token of the pipeline's pace: the widest vector one kernel passes the next per token
     (the LM head's logits, over the positions that reach the head), at ``fabric_values_per_cycle``."""
@@ -282,9 +279,6 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"
 
 
-# ----------------------------------------------------------------------------- predict
-
-
 def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
     if p.knobs.execution_mode == "weight_streaming":
         return weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
@@ -303,9 +297,7 @@ def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on CS-2 system(s); CapacityError when the
-    pipelined layout cannot fit the wafer (and ``execution_mode`` is not ``auto``). ``ceilings`` are
-    unused (the model reads its spec)."""
+    """Predicted Profile of one optimizer step on CS-2 system(s) (module docstring)."""
     require_strategy(
         rc,
         ("none", "dp"),
