@@ -118,16 +118,12 @@ class GroupFit:
         }
 
 
+@quiet_model()
 def fit_group(
     arch: str, host: str, points: list[Point], base: str = "published", log: Callable[[str], None] | None = None
 ) -> GroupFit:
     """Fit ``arch``'s knobs to the points of one machine, with the out-of-sample predictions of
-    both the base set and the fitted one (the module docstring)."""
-    with quiet_model():
-        return _fit_group(arch, host, points, base, log)
-
-
-def _fit_group(arch: str, host: str, points: list[Point], base: str, log: Callable[[str], None] | None) -> GroupFit:
+    both the base set and the fitted one."""
     unusable = prepare(points)
     bad = {u.run_id for u in unusable}
     usable = [p for p in points if p.run_id not in bad]

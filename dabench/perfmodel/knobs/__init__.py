@@ -106,8 +106,6 @@ def register(arch: str) -> Callable[[type[T]], type[T]]:
     """Class decorator: ``REGISTRY[arch] = cls``."""
 
     def wrap(cls: type[T]) -> type[T]:
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"{cls.__name__} must be a dataclass")
         REGISTRY[arch] = cls
         return cls
 

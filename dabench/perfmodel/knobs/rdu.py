@@ -33,8 +33,8 @@ class RduOptions:
     host_link_Bps: float = knob(low=0.0, doc="host-to-RDU link, bytes/s")
     machine_collective_s: float = knob(
         low=0.0,
-        doc="host-side cost of one collective between machines "
-        "(staged through the hosts, not overlapped with sections), s",
+        doc="host-side cost of one collective between machines (staged through the hosts, not overlapped with "
+        "sections), s",
     )
 
 
