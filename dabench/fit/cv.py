@@ -211,15 +211,13 @@ def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, floa
 
 
 def wide_score(results: list[PlatformCv], leave: str = "") -> float:
-    """The largest finite out-of-source throughput score of any platform (``leave``: a source
-    whose points do not count)."""
+    """The largest finite out-of-source throughput score of any platform, less source ``leave``."""
     finite = [r.score for cv in results for r in cv.banded if r.point.source_key != leave and math.isfinite(r.score)]
     return max(finite) if finite else math.log(2.0)
 
 
 def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:
-    """Set each throughput row's band as if its source were new: from the platform's other
-    sources' out-of-source scores, with the growth and the wide fallback sized without its source."""
+    """Set each throughput row's band as if its source were new (sized without it)."""
     need = needs(results, nominal)
     for cv in results:
         for row in cv.banded:
@@ -272,9 +270,7 @@ def nested_coverage(results: list[PlatformCv], nominal: float = NOMINAL) -> Cove
 
 
 def band_q(own: list[float], pooled: list[float], nominal: float = NOMINAL) -> tuple[str, float | None]:
-    """(kind, log half-width) of a band from scores alone (sets fitted from runs): ``conformal``
-    from the platform's own scores, else ``wide`` (the largest finite pooled score), ``unbounded``
-    when none is finite."""
+    """(kind, log half-width) of a band from scores alone (sets fitted from runs)."""
     q = reach.conformal_q(own, nominal)
     if q is not None:
         return ("conformal", q) if math.isfinite(q) else ("unbounded", None)

@@ -94,8 +94,8 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
 
 
 def prepare(points: list[Point]) -> list[LeftOut]:
-    """Build each point's RunConfig, op graph and ceilings (what a prediction needs); the points
-    that cannot be predicted are returned with the reason (they stay points, but no fit sees them)."""
+    """Build each point's RunConfig, op graph and ceilings; return the points that cannot be
+    predicted, with the reason."""
 
     unusable = []
     for p in points:
@@ -145,9 +145,7 @@ def predict_profile(p: Point, options: Mapping[str, Any]) -> Any:
 
 
 def base_options(arch: str, base: str = "published") -> dict[str, Any]:
-    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options less its switches and
-    modes (settings that are no number: a run states them for itself, a fit moves none), with the
-    set ``base``'s fitted ones over them."""
+    """The knob values a fit starts from: the YAML's numeric options with set ``base``'s fitted ones."""
     settings = {path[len("options.") :] for path, entry in load_sources(arch).items() if entry.kind == "setting"}
     options = hardware_yaml(arch).get("options") or {}
     keep = {

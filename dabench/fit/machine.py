@@ -29,9 +29,7 @@ def folds(points: list[Point]) -> list[set[str]]:
 
 
 def noise_floor(points: list[Point]) -> tuple[float, str]:
-    """(floor, how): the median, over every measurement of a config measured more than once, of
-    ``|x / median(its config) - 1|`` (what a model predicting each config's median would still
-    miss); without repeats, the median of ``(p90 - p10) / (2 median)`` of the runs' step times."""
+    """(floor, how): the measurements' own spread (docs/fitting.md, "The fit", noise floor)."""
     groups: dict[str, list[float]] = {}
     for p in points:
         groups.setdefault(p.key, []).append(p.published)
@@ -122,8 +120,7 @@ class GroupFit:
 def fit_group(
     arch: str, host: str, points: list[Point], base: str = "published", log: Callable[[str], None] | None = None
 ) -> GroupFit:
-    """Fit ``arch``'s knobs to the points of one machine, with the out-of-sample predictions of
-    both the base set and the fitted one."""
+    """Fit ``arch``'s knobs to one machine's points, with in- and out-of-sample predictions."""
     unusable = prepare(points)
     bad = {u.run_id for u in unusable}
     usable = [p for p in points if p.run_id not in bad]

@@ -90,8 +90,8 @@ def box_least_squares(
     ftol: float,
     max_nfev: int,
 ) -> dict[str, float]:
-    """The knobs in ``bounds`` that minimise ``residuals(knobs)`` (bounded least squares, TRF, each knob
-    scaled to [0, 1] of its bounds, from ``start`` clipped into them; ``start``'s other knobs held)."""
+    """The knobs in ``bounds`` that minimise ``residuals(knobs)`` (TRF, each knob scaled to [0, 1]
+    of its bounds, from ``start`` clipped into them; ``start``'s other knobs held)."""
     from scipy.optimize import least_squares
 
     names = list(bounds)
@@ -184,8 +184,7 @@ def measured_classes(p: Point) -> dict[str, float]:
 
 
 def class_residuals(p: Point, predicted: Mapping[str, float] | None) -> list[float]:
-    """One weighted residual per measured class of ``p`` (fixed length for a point: the fit's
-    residual vector keeps its shape when the model refuses, each then :data:`REFUSED_RESIDUAL`)."""
+    """One weighted residual per measured class of ``p`` (:data:`REFUSED_RESIDUAL` when refused)."""
     measured = measured_classes(p)
     if not measured:
         return []
@@ -234,9 +233,7 @@ def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
 
 
 def run_residuals(points: list[Point], options: Mapping[str, Any], classes: bool = True) -> list[float]:
-    """Per point ``log(predicted / measured)`` samples/s and, with ``classes``, its per-class
-    residuals where the run profiled them (:func:`class_residuals`); :data:`REFUSED_RESIDUAL` where the model
-    refuses."""
+    """Per point ``log(predicted / measured)`` samples/s and, with ``classes``, its class residuals."""
     out = []
     for p in points:
         profile = predict_profile(p, options)
@@ -253,9 +250,7 @@ def refit_runs(
     start: Mapping[str, Any],
     classes: bool = True,
 ) -> dict[str, float]:
-    """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on :func:`residuals`:
-    log throughput ratios and, with ``classes``, the per-class ones; from ``start`` clipped into
-    the bounds); {} when there is nothing to fit."""
+    """The knobs in ``bounds`` fitted to ``points`` from ``start``; {} when there is nothing to fit."""
 
     if not bounds or not points:
         return {}

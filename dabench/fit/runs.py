@@ -78,8 +78,7 @@ USED_METRICS = (
 
 
 def damaged_metric(metrics: Mapping[str, Any]) -> str:
-    """The first metric a point would use whose stored value is not a finite positive number
-    (class times: finite and >= 0), as ``name=value``; "" when there is none."""
+    """The first used metric whose stored value is not a finite positive number, as ``name=value``."""
     for name, value in metrics.items():
         used = name in USED_METRICS or name.startswith("class_time.")
         if not used or value is None:
@@ -141,9 +140,7 @@ def no_config_reason(params: Mapping[str, Any]) -> str:
 
 
 def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], list[LeftOut]]:
-    """(points, left out with reasons) of ``runs`` (see the module docstring). Predicted runs,
-    parent runs and runs that are no dabench run at all are dropped silently (never points);
-    measured runs that cannot be points are left out with the reason."""
+    """(points, left out with reasons) of ``runs`` (docs/fitting.md, "What becomes a point")."""
     points, left = [], []
     for run in runs:
         rid, tags = run["run_id"], run.get("tags") or {}

@@ -30,8 +30,7 @@ def require_strategy(rc: RunConfig, allowed: tuple[str, ...], why: str) -> None:
 
 
 def layer_groups(graph: OpGraph) -> Iterator[tuple[Layer, int]]:
-    """(layer, count) with identical decoder blocks folded together: embedding x1, block x L, head x1.
-    Blocks share one op tuple, so a model can price a block once and multiply."""
+    """(layer, count) with identical decoder blocks folded together: embedding, block x L, head."""
     blocks = [layer for layer in graph.layers if layer.kind == "block"]
     for layer in graph.layers:
         if layer.kind != "block":

@@ -48,8 +48,8 @@ def training_state(
     grad_bytes: float | None = None,
     moment_bytes: tuple[float, float] | None = None,
 ) -> MemoryUse:
-    """Weights (plus a 16-bit working copy with ``compute_copy``), gradients (``grad_bytes``
-    each, default the parameter dtype) and AdamW moments (``moment_bytes``) of ``params`` parameters."""
+    """Weights (plus a 16-bit working copy with ``compute_copy``), gradients and AdamW moments of
+    ``params`` parameters."""
     w = precision.param_bytes
     copy = precision.compute_bytes if (compute_copy and precision.autocast) else 0
     g = w if grad_bytes is None else grad_bytes

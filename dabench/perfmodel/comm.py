@@ -50,9 +50,8 @@ def p2p_s(nbytes: float, link: LinkLike) -> float:
 
 
 def group_link(links, chips_per_node: int, ranks: int):
-    """The link that paces a ring over ``ranks`` chips: the ``intra`` link while the group fits in
-    one node (``ranks <= chips_per_node``), else the ``inter`` link (the slowest hop sets a ring's
-    pace). Falls back to whichever link exists; None when the hardware lists none."""
+    """The link that paces a ring over ``ranks`` chips: intra while it fits one node, else inter
+    (whichever exists; None when neither)."""
     intra = next((link for link in links if link.scope == "intra"), None)
     inter = next((link for link in links if link.scope == "inter"), None)
     if ranks <= chips_per_node:
@@ -69,9 +68,7 @@ class HopLink:
 
 
 def staged_link(link: LinkLike, host_Bps: float, hops: int = 2) -> HopLink:
-    """``link`` with every byte also copied over ``hops`` host links of ``host_Bps`` (device -> host
-    before the network, host -> device after it), not overlapped (store and forward): bandwidth
-    1 / (1/B + hops/B_host) bytes/s, the link's latency per hop."""
+    """``link`` with every byte also copied over ``hops`` host links of ``host_Bps``, store and forward."""
     if host_Bps <= 0 or link.bandwidth_Bps <= 0:
         raise ValueError("bandwidths must be positive")
     return HopLink(1.0 / (1.0 / link.bandwidth_Bps + hops / host_Bps), link.latency_s)

@@ -17,9 +17,8 @@ _PRIMITIVES = {
 
 
 def comm_prediction_metrics(rc: RunConfig, events: list[CommEvent], measured: dict[str, float]) -> dict[str, float]:
-    """Predicted seconds per step of each measured event and the relative errors.
-    ``measured`` holds the run's metrics (``tier2.comm_transfer_s.<op>``). Events whose op
-    has no primitive (bubble, alltoall) or no measured transfer time are skipped."""
+    """Predicted seconds per step of each measured event and the relative errors; events without
+    a primitive or a measured transfer time are skipped."""
     out: dict[str, float] = {}
     total_predicted = total_measured = 0.0
     for event in events:

@@ -96,8 +96,7 @@ def error_band(arch: str) -> tuple[float, float] | None:
 
 
 def user_dir() -> Path:
-    """Where named sets written by ``dabench fit --from-mlflow`` live: ``$DABENCH_CONSTANTS_DIR``,
-    else ``~/.dabench/constants`` (never beside published.json: docs/fitting.md)."""
+    """Where named sets live: ``$DABENCH_CONSTANTS_DIR``, else ``~/.dabench/constants``."""
     return Path(os.environ.get("DABENCH_CONSTANTS_DIR") or Path.home() / ".dabench" / "constants").expanduser()
 
 
@@ -107,8 +106,7 @@ def is_file_ref(name: str) -> bool:
 
 
 def path_of(name: str) -> Path:
-    """The file of set ``name``: a path as given; ``published`` (and the sets shipped beside it)
-    here; any other NAME in :func:`user_dir`."""
+    """The file of set ``name``: a path as given, a shipped set here, any other in :func:`user_dir`."""
     if is_file_ref(name):
         return Path(name).expanduser()
     shipped = DIR / f"{name}.json"
@@ -118,8 +116,7 @@ def path_of(name: str) -> Path:
 
 
 def resolve(name: str) -> Mapping[str, Any]:
-    """:func:`load`, but a set other than ``published`` that does not exist is an error (a
-    prediction must not silently fall back on other constants)."""
+    """:func:`load`, but a missing set other than ``published`` is an error."""
     data = load(name)
     if not data and name != PUBLISHED:
         raise FileNotFoundError(
@@ -130,9 +127,7 @@ def resolve(name: str) -> Mapping[str, Any]:
 
 
 def fitted_options(name: str, arch: str) -> dict[str, Any]:
-    """``{knob: value}`` of the ``options.*`` constants set ``name`` fitted for ``arch`` (what
-    ``hardware.constants=NAME|FILE`` applies over conf/hardware/<arch>.yaml's options); {} for
-    ``published``, whose values are the YAML's."""
+    """``{knob: value}`` of the options set ``name`` fitted for ``arch``; {} for ``published``."""
     if name == PUBLISHED:
         return {}
     entry = (resolve(name).get("platforms") or {}).get(arch) or {}
@@ -144,8 +139,7 @@ def fitted_options(name: str, arch: str) -> dict[str, Any]:
 
 
 def load(name: str = PUBLISHED) -> Mapping[str, Any]:
-    """The constant set ``name`` (a NAME or a FILE, see :func:`path_of`; {} when it does not
-    exist). Read once per process and file."""
+    """The constant set ``name`` (a NAME or a FILE; {} when missing), read once per process."""
     return _load(str(path_of(name)))
 
 
@@ -169,9 +163,8 @@ _GROWTH: dict[tuple[int, float], tuple[Mapping[str, Any], float]] = {}
 def half_width(
     platform: str, constant_set: Mapping[str, Any], x: Mapping[str, Any] | None = None, nominal: float | None = None
 ) -> tuple[str, float | None, str]:
-    """(kind, log half-width, why) of the band of a prediction of ``platform`` at reach
-    coordinates ``x`` (:func:`dabench.perfmodel.reach.coords`); without ``x``, at the
-    calibration itself. A set fitted from runs keeps its one factor per platform."""
+    """(kind, log half-width, why) of the band of ``platform`` at reach coordinates ``x`` (None:
+    at the calibration)."""
 
     record = platform_band(platform, constant_set)
     if "points" not in record:  # one factor per platform (sets fitted from runs)
@@ -202,8 +195,7 @@ def band(
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> tuple[float, float] | None:
-    """(lo, hi) around a predicted positive ``value`` of ``platform`` (see :func:`half_width`);
-    None when the set gives no band or the value is not a positive finite number."""
+    """(lo, hi) around a positive predicted ``value``; None without a band or such a value."""
     if not math.isfinite(value) or value <= 0:
         return None
     _, q, _ = half_width(platform, constant_set, x, nominal)
@@ -219,8 +211,7 @@ def band_metrics(
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> dict[str, float]:
-    """``<name>.lo`` and ``<name>.hi`` for each banded predicted number in ``metrics``: the main
-    names of a predicted run, the ``predict.`` names of a validate run. {} without a band."""
+    """``<name>.lo`` / ``<name>.hi`` of each banded number in ``metrics``; {} without a band."""
     constant_set = load() if constant_set is None else constant_set
     out: dict[str, float] = {}
     prefix = "predict." if "predict.throughput.samples_per_s" in metrics else ""  # validate: main names are measured
@@ -242,9 +233,7 @@ def band_tags(
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> dict[str, str]:
-    """``dabench.constants``, ``dabench.band`` (kind and how it is sized, at reach coordinates
-    ``x``), ``dabench.band.nominal_coverage``, and ``dabench.band_note`` when the set was sized on
-    another model version than ``model_hash``."""
+    """The band's tags, with ``dabench.band_note`` when the set was sized on another model version."""
     constant_set = load(name) if constant_set is None else constant_set
     kind, q, why = half_width(platform, constant_set, x, nominal)
     width = f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}; " if q is not None and math.isfinite(q) else ""
@@ -269,9 +258,7 @@ def band_tags(
 
 
 def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> str:
-    """Where ``rc`` lies outside the configs a set fitted from runs saw (its platform's
-    ``domain``: ranges of layers, hidden size, sequence, batch, parameters; precisions and
-    layouts); "" inside, or for a set without a domain. A set is as good as the configs it saw."""
+    """Where ``rc`` lies outside the configs a set fitted from runs saw; "" inside (or no domain)."""
     domain = ((constant_set.get("platforms") or {}).get(platform) or {}).get("domain") or {}
     found = []
     values = {

@@ -237,9 +237,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
 
 @dataclass(frozen=True)
 class _Layout:
-    """What the GPU knobs add to ``parallel``: full recomputation, tensor-parallel GPUs per
-    pipeline stage, interleaved model chunks, and the head width when attention materializes its
-    scores (all off on the CPU)."""
+    """What the GPU knobs add to ``parallel`` (all off on the CPU)."""
 
     recompute: bool = False
     stage_tensor: int = 1

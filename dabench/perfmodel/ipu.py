@@ -199,8 +199,7 @@ def _plan(
 
 
 def _planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
-    """:func:`_plan`'s per-tile arguments after the shape: tiles, AMP MACs per cycle, AMP efficiency,
-    bytes a tile receives per cycle, load/store bytes per cycle, temporaries budget in bytes."""
+    """:func:`_plan`'s per-tile arguments after the shape."""
     t = k.tiles
     budget = k.o.available_memory_proportion * k.sram_bytes / t
     macs = k.peak / (t * k.o.clock_hz * 2.0)
@@ -368,9 +367,7 @@ def memory_per_ipu(
 
 
 def memory_share(shares: dict[str, float]) -> float:
-    """Share of a stage's time its tiles spend moving data rather than in AMP arithmetic: vector
-    work (bound by the load/store width), exchange, rearrangement copies and IPU-Link transfers,
-    out of those plus the AMP time (BSP sync excluded: it is neither)."""
+    """Share of a stage's moving-data time out of that plus its AMP time (BSP sync excluded)."""
     moving = shares["vector"] + shares["exchange"] + shares["copy"] + shares["link"]
     return moving / max(1e-30, moving + shares["amp"])
 

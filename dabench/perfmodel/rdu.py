@@ -272,8 +272,7 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
 
 
 def _floor_pow2(n: int) -> int:
-    """The largest power of two <= ``n`` (1 for 0): a cached table for chip-sized counts, the
-    bit length beyond it (a table the size of the count would be the count's size in memory)."""
+    """The largest power of two <= ``n`` (1 for 0), from a table for chip-sized counts."""
     if n < len(_FLOOR_POW2):
         return _FLOOR_POW2[n]
     return 1 << (n.bit_length() - 1)
@@ -296,8 +295,7 @@ class SectionTime:
 
 
 def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
-    """Stages pipeline the micro-batch's ``samples`` one sample at a time, so the section's compute
-    takes (samples + stages - 1) beats of its slowest stage (fill and drain)."""
+    """The section's time: its samples pipeline through the stages (fill and drain)."""
     pcus = allocate(section, k)
     rate = k.pcu_flops * k.o.pcu_efficiency
     stages = section.stages

@@ -13,16 +13,13 @@ from dabench.perfmodel.knobs.rdu import RduKnobs
 
 
 def sequence_logits(rc: RunConfig) -> float:
-    """Logits of one sequence: the positions that reach the LM head (``model.head_tokens``,
-    0 = every token) x the vocabulary."""
+    """Logits of one sequence: the positions that reach the LM head x the vocabulary."""
     positions = getattr(rc.model, "head_tokens", 0) or rc.model.seq_len
     return float(positions * rc.model.vocab_size)
 
 
 def host_time(rc: RunConfig, k: RduKnobs) -> float:
-    """Host time per step: ``host_overhead_s`` + ``host_logit_s`` x one sequence's logits + the
-    step's input token ids over ``host_link_Bps``. The logit term is a fitted form (why: docs/perfmodel.md,
-    "SN30 RDU", Step)."""
+    """Host time per step (docs/perfmodel.md, "SN30 RDU", Step)."""
     tokens = rc.run.batch_size * rc.run.grad_accum * rc.model.seq_len
     return k.o.host_overhead_s + k.o.host_logit_s * sequence_logits(rc) + tokens * 8 / k.o.host_link_Bps
 

@@ -42,8 +42,7 @@ def approx_params(model: Mapping[str, Any]) -> float:
 
 
 def chip_count(arch: str, degree: int, replicas: int, tiles: Any = None) -> float:
-    """Chips a deployment spans: degree x replicas, an RDU instance of a few tiles counted as that
-    share of its chip (the record's tiles_per_chip)."""
+    """Chips a deployment spans: degree x replicas, an RDU instance counted as its share of a chip."""
     chips = float(degree * replicas)
     per_chip = platform(arch).tiles_per_chip
     if per_chip and tiles is not None:

@@ -71,7 +71,6 @@ def params_of(rc: RunConfig) -> Wse2Params:
     wafer = hw.unit_count("pes")
     return Wse2Params(
         knobs=k,
-        region_pes=k.region_pes,
         wafer_pes=wafer,
         pe_flops=peak_flops(rc) / wafer,
         pe_rates={c: getattr(k, f"pe_flops_{c}") for c in PE_CLASSES},
@@ -84,16 +83,14 @@ def params_of(rc: RunConfig) -> Wse2Params:
 
 @lru_cache(maxsize=64)
 def release_slowdown(k: Wse2Knobs) -> float:
-    """How much longer a weight-streaming step takes on ``sdk_release`` than on the newest release
-    of the calibration: the documented speed-ups of the releases after it (Model Zoo release notes)."""
+    """How much longer a weight-streaming step takes on ``sdk_release`` than on the newest release."""
     speedups = {"2.0.2": k.release_speedup_2_0_2}
     later = RELEASES[RELEASES.index(k.sdk_release) + 1 :]
     return math.prod(speedups.get(release, 1.0) for release in later)
 
 
 def pe_class(op) -> str:
-    """Which per-PE rate an op runs at: its op class, with the activation fused into its fc kernel
-    (the reports have no activation kernel) at the matmul rate and norms with the element-wise ops."""
+    """Which per-PE rate an op runs at: the activation at the matmul rate, norms element-wise."""
     return "matmul" if op.name == ACTIVATION else RATE_CLASS.get(op.op_class, op.op_class)
 
 
@@ -210,7 +207,7 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
 def _region(p: Wse2Params, kinds: list[KernelKind], model, per_copy: float) -> int:
     """The compiled region: the reports' patio when one copy fits it, else the whole wafer."""
     need = sum(kind.count * max(1, math.ceil(kind.pe_s * token_ceiling(p, model))) for kind in kinds)
-    region = p.region_pes
+    region = p.knobs.region_pes
     fits = need <= p.knobs.region_fill * region and per_copy <= p.sram_bytes * region / p.wafer_pes
     return region if fits else p.wafer_pes
 

@@ -21,9 +21,7 @@ from dabench.workload.opgraph import Layer, OpGraph
 
 
 def streamed_params(layer: Layer, model) -> int:
-    """Parameters a layer streams in from MemoryX (and whose gradients it streams out): the weights
-    its forward ops read (:func:`~dabench.perfmodel.assemble.weight_params`). A tied LM head streams
-    the token table again, as the embedding did; MemoryX keeps one copy and one optimizer state."""
+    """Parameters a layer streams in from MemoryX (and whose gradients it streams out)."""
     return sum(weight_params(op, model) for op in layer.ops if op.phase == "fwd")
 
 
@@ -50,8 +48,7 @@ def micro_batch(rc: RunConfig, graph: OpGraph, sram_bytes: float, samples: int) 
 
 
 def layer_pass_s(compute_s: float, weights_in_s: float, grads_out_s: float, latency_s: float) -> float:
-    """One pass of one layer over one micro-batch: the wafer maps the layer (``latency_s``), then
-    computes while its weights stream in and, in the backward, its gradients stream out."""
+    """One pass of one layer over one micro-batch: mapping latency, then compute overlapped with streaming."""
     return latency_s + max(compute_s, weights_in_s, grads_out_s)
 
 

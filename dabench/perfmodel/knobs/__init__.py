@@ -158,8 +158,7 @@ _CACHE: dict[tuple[str, int, str], tuple[Mapping[str, Any], Any]] = {}
 
 
 def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
-    """:func:`build_knobs` for a :class:`~dabench.config.sections.HardwareSpec`, cached by the identity of
-    its options mapping (a HardwareSpec is frozen, so its options do not change under it)."""
+    """:func:`build_knobs` for a HardwareSpec, cached by the identity of its (frozen) options."""
     options = hardware.options
     constants = getattr(hardware, "constants", "published")
     key = (hardware.arch, id(options), constants)
