@@ -24,10 +24,6 @@ def _encdec(layers: int) -> dict:
     )
 
 
-def _wse2_gpt2() -> dict:
-    return config("wse2", batch=112)
-
-
 def wse2_allocation() -> Measured:
     """The sweep's allocation: the compiler scales kernels down once the region's PEs run out."""
     by_depth = {n: predict(_encdec(n))[1]["tier1.allocation_ratio"] for n in range(6, 73, 6)}
@@ -38,7 +34,7 @@ def wse2_allocation() -> Measured:
 
 
 def wse2_balance() -> Measured:
-    li = predict(_wse2_gpt2())[1]["tier1.load_imbalance"]
+    li = predict(config("wse2", batch=112))[1]["tier1.load_imbalance"]
     return Measured(f"LI {li:.2f}", li >= 0.95)
 
 

@@ -1,8 +1,5 @@
-"""The findings table in docs/perfmodel.md: rendered from the registry's computed statuses, written or
+"""The findings table in docs/perfmodel.md, rendered from the computed statuses and written or
 checked between its markers (``dabench findings --write`` / ``--check``).
-
-Contract: :func:`markdown` is the whole block, markers included; :func:`doc_statuses` reads the
-status of each finding back from a rendered block. docs/perfmodel.md, "The paper's findings".
 """
 
 from __future__ import annotations

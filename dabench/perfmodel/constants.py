@@ -151,12 +151,6 @@ def _load(where: str) -> Mapping[str, Any]:
         return {}
 
 
-def platform_band(platform: str, constant_set: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The platform's band record; ``{"kind": "uncalibrated", ...}`` when the set has none."""
-    entry = (constant_set.get("platforms") or {}).get(platform) or {}
-    return entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
-
-
 _GROWTH: dict[tuple[int, float], tuple[Mapping[str, Any], float]] = {}
 
 
@@ -166,7 +160,8 @@ def half_width(
     """(kind, log half-width, why) of the band of ``platform`` at reach coordinates ``x`` (None:
     at the calibration)."""
 
-    record = platform_band(platform, constant_set)
+    entry = (constant_set.get("platforms") or {}).get(platform) or {}
+    record = entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
     if "points" not in record:  # one factor per platform (sets fitted from runs)
         factor = record.get("factor")
         if record.get("kind") not in ("conformal", "wide") or not factor:

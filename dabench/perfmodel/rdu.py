@@ -393,15 +393,11 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             if st.ddr_s >= st.compute_s:
                 ddr_bound += span
             for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus, strict=False):
-                name = stage.name
-                acc = per_stage.get(name)
+                acc = per_stage.setdefault(stage.name, [0.0, 0.0, 0.0])
                 busy = runs * stage_s
-                if acc is None:
-                    per_stage[name] = [busy, runs * stage.flops, busy * p]
-                else:
-                    acc[0] += busy
-                    acc[1] += runs * stage.flops
-                    acc[2] += busy * p
+                acc[0] += busy
+                acc[1] += runs * stage.flops
+                acc[2] += busy * p
     # one subtask per op and phase (every decoder block's share of it summed: blocks are identical),
     # its PCUs time-weighted over the sections that ran it
     subtasks = [

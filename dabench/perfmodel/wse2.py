@@ -45,11 +45,7 @@ SAVED_ELSEWHERE = ("attn.k", "attn.v", "attn.proj", "xattn.k", "xattn.v", "xattn
 
 def _kernel_of(op_name: str) -> str:
     """Which per-block kernel an op belongs to: attention (ln1, attn.*, residual1, xattn.*), fc_in, fc_out."""
-    if op_name in FC_IN_OPS:
-        return "fc_in"
-    if op_name in FC_OUT_OPS:
-        return "fc_out"
-    return "attention"
+    return "fc_in" if op_name in FC_IN_OPS else ("fc_out" if op_name in FC_OUT_OPS else "attention")
 
 
 @dataclass(frozen=True)
