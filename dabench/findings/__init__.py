@@ -1,14 +1,7 @@
-"""The DABench-LLM paper's headline findings, each with a status computed from provenance and the model.
-
-- :data:`~dabench.findings.registry.FINDINGS`: one :class:`Finding` per claim: the paper's
-  number and where it is stated, the calibration points that carry it, a function that runs the
-  analytical model at the claim's setting, and (when the model misses it) the evidence why.
-- :func:`status`: ``fitted`` when a constant's provenance (conf/hardware/sources/<arch>.yaml) names
-  the finding (``finding:``) or is fitted to one of its points; otherwise ``predicted`` when the
-  model meets the claim, ``not reproduced`` when it does not (the model's number beside the paper's).
-- :mod:`.table`: the generated table in docs/perfmodel.md (``dabench findings --write`` / ``--check``).
-
-Nothing here declares a status: it is computed each time. docs/perfmodel.md, "The paper's findings".
+"""The DABench-LLM paper's headline findings, each with a status computed (never declared) from
+provenance and the model: ``fitted``, ``predicted`` or ``not reproduced`` (:func:`status`).
+:data:`~dabench.findings.registry.FINDINGS` holds them; :mod:`.table` the generated docs table.
+Docs: docs/perfmodel.md, "The paper's findings".
 """
 
 from __future__ import annotations
@@ -73,17 +66,5 @@ def status(finding: Finding) -> FindingStatus:
     """The finding's computed status; the model is run even when a constant was fitted to it."""
     constants = fitted_by(finding)
     measured = finding.measure()
-    if constants:
-        kind = FITTED
-    else:
-        kind = PREDICTED if measured.met else NOT_REPRODUCED
+    kind = FITTED if constants else (PREDICTED if measured.met else NOT_REPRODUCED)
     return FindingStatus(finding, kind, constants, measured)
-
-
-def by_id(finding_id: str) -> Finding:
-    from dabench.findings.registry import FINDINGS
-
-    for finding in FINDINGS:
-        if finding.id == finding_id:
-            return finding
-    raise KeyError(finding_id)

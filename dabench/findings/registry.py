@@ -16,18 +16,12 @@ from dabench.fit.points import load_points
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"
 
-# ----------------------------------------------------------------------------- WSE-2
-
 
 def _encdec(layers: int) -> dict:
     """The artifact's Model Zoo encoder-decoder sweep, enc = dec = ``layers``, batch 128."""
     return config(
         "wse2", "cerebras_encdec", batch=128, model_over={"n_layers": 2 * layers, "cross_attention_layers": layers}
     )
-
-
-def _wse2_gpt2() -> dict:
-    return config("wse2", batch=112)
 
 
 def wse2_allocation() -> Measured:
@@ -40,7 +34,7 @@ def wse2_allocation() -> Measured:
 
 
 def wse2_balance() -> Measured:
-    li = predict(_wse2_gpt2())[1]["tier1.load_imbalance"]
+    li = predict(config("wse2", batch=112))[1]["tier1.load_imbalance"]
     return Measured(f"LI {li:.2f}", li >= 0.95)
 
 
@@ -85,9 +79,6 @@ def wse2_mixed_precision() -> Measured:
     kw = {"batch": 112, "options": {"execution_mode": "weight_streaming"}, "model_over": {"seq_len": 2048}}
     gain = throughput(config("wse2", precision="mixed", **kw)) / throughput(config("wse2", precision="fp16", **kw)) - 1
     return Measured(f"{100 * gain:+.1f}%", 0.107 * 2 / 3 <= gain <= 0.107 * 4 / 3)
-
-
-# ----------------------------------------------------------------------------- RDU
 
 
 def _rdu(mode: str, layers: int = 12, **kw) -> dict:
@@ -168,8 +159,6 @@ def rdu_mixed_precision() -> Measured:
         f"{100 * (gain - 1):+.0f}% (LLaMA-7B, Model Zoo settings)", 0.343 * 2 / 3 <= gain - 1 <= 0.343 * 4 / 3
     )
 
-
-# ----------------------------------------------------------------------------- IPU
 
 #: the artifact's layer-scaling script (full_run_benchmark_scalling.sh, paper-notes 4.2)
 PAPER_IPU = {
@@ -309,9 +298,6 @@ def ipu_batch() -> Measured:
         f"x1.5 needs {1e3 * 26 * per_micro:.0f} ms"
     )
     return Measured(text, gain > 1.5)
-
-
-# ----------------------------------------------------------------------------- the registry
 
 
 FINDINGS: tuple[Finding, ...] = (

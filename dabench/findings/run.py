@@ -1,8 +1,5 @@
-"""Run the analytical models at a finding's setting: a config mapping from the shipped conf/ (as a
-calibration point's) with the setting's changes, then (profile, metrics); cached per setting.
-
-Contract: pure of side effects; :func:`predict` raises CapacityError when the model refuses the
-configuration. docs/perfmodel.md, "The paper's findings on the models' own outputs".
+"""Run the analytical models at a finding's setting (a config mapping from the shipped conf/ with
+the setting's changes), cached per setting; :func:`predict` raises CapacityError when refused.
 """
 
 from __future__ import annotations

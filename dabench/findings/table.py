@@ -1,8 +1,5 @@
-"""The findings table in docs/perfmodel.md: rendered from the registry's computed statuses, written or
+"""The findings table in docs/perfmodel.md, rendered from the computed statuses and written or
 checked between its markers (``dabench findings --write`` / ``--check``).
-
-Contract: :func:`markdown` is the whole block, markers included; :func:`doc_statuses` reads the
-status of each finding back from a rendered block. docs/perfmodel.md, "The paper's findings".
 """
 
 from __future__ import annotations
@@ -62,19 +59,8 @@ def markdown(statuses: list[FindingStatus] | None = None) -> str:
     ]
     for row in statuses:
         f = row.finding
-        out.append(
-            "| "
-            + " | ".join(
-                [
-                    f"`{f.id}`",
-                    _cell(f"{f.claim} ({f.locator})"),
-                    _cell(f.target),
-                    _cell(f"{f.setting}: {row.measured.value}"),
-                    _cell(_status_cell(row)),
-                ]
-            )
-            + " |"
-        )
+        cells = [f"`{f.id}`", f"{f.claim} ({f.locator})", f.target, f"{f.setting}: {row.measured.value}"]
+        out.append("| " + " | ".join(_cell(c) for c in [*cells, _status_cell(row)]) + " |")
     counts = ", ".join(f"{kind} {sum(r.status == kind for r in statuses)}" for kind in STATUSES)
     out += ["", f"{len(statuses)} findings: {counts}.", "", END]
     return "\n".join(out)

@@ -1,9 +1,6 @@
-"""The one constant-set writer: the published set from the cross-validation by source (:func:`build`,
-``fit --cv --write``), a named set from fits to measured runs (:func:`build_set`, ``fit
---from-mlflow``, with the fit's own keys: host key, comparison, recommendation, domain, left out),
-their format check and the per-constant records every set carries. Reading a set at run time (and the band it
-gives) is :mod:`dabench.perfmodel.constants`; the format is documented in docs/perfmodel.md,
-"Out-of-sample error and bands".
+"""The one constant-set writer: the published set (:func:`build`, ``fit --cv --write``) and named
+sets fitted to measured runs (:func:`build_set`, ``fit --from-mlflow``), with their format check.
+Reading is :mod:`dabench.perfmodel.constants`; the format: docs/fitting.md.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from dabench.fit.cv import MEASURES, NOMINAL, band_q, clopper_pearson, conformal_rank, needs, summary, wide_score
+from dabench.fit.cv import MEASURES, NOMINAL, band_q, clopper_pearson, needs, summary, wide_score
 from dabench.fit.machine import K_FOLD, GroupFit, folds
 from dabench.fit.points import load_points
 from dabench.fit.refit import measured_classes
@@ -32,8 +29,7 @@ BAND_METHOD = (
 
 
 def header(name: str, nominal: float, band_method: str = BAND_METHOD) -> dict[str, Any]:
-    """The fields every constant set opens with: format, version, name, creation time, dabench
-    version, nominal band coverage and the band method."""
+    """The fields every constant set opens with."""
     import dabench
 
     return {
@@ -70,9 +66,7 @@ def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float, 
 
 
 def constant_records(arch: str, unsourced: str) -> dict[str, dict[str, Any]]:
-    """Each constant of ``arch``'s hardware config, by dotted path: its value and kind from the
-    source registry (``unsourced`` where the registry has no entry); a fitted one's bounds and points,
-    any other's document, locator and reason."""
+    """Each constant of ``arch``'s hardware config by dotted path, with its provenance record."""
 
     sources = load_sources(arch)
     constants = {}
@@ -89,6 +83,16 @@ def constant_records(arch: str, unsourced: str) -> dict[str, dict[str, Any]]:
 
 def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else (round(value, 6) if math.isfinite(value) else None)
+
+
+def _error_summary(in_sample: list[float], out_of_sample: list[float]) -> dict[str, float | None]:
+    (med_in, max_in), (med_out, max_out) = summary(in_sample), summary(out_of_sample)
+    return {
+        "in_sample_median_abs_error": _num(med_in),
+        "in_sample_max_abs_error": _num(max_in),
+        "out_of_sample_median_abs_error": _num(med_out),
+        "out_of_sample_max_abs_error": _num(max_out),
+    }
 
 
 def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
@@ -121,9 +125,8 @@ def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
 def build(
     results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float | None = None
 ) -> dict[str, Any]:
-    """A constant set (the format above) from :func:`dabench.fit.cv.cross_validate`
-    results, their :func:`~dabench.fit.cv.nested_coverage`, and every hardware config
-    in ``archs`` (those without points get a ``wide`` band that says so)."""
+    """A constant set from :func:`dabench.fit.cv.cross_validate` results, their nested coverage,
+    and every hardware config in ``archs``."""
     nominal = NOMINAL if nominal is None else nominal
     by_arch = {r.arch: r for r in results}
     pooled_out = [e for r in results for e in r.abs_errors("out")]
@@ -158,14 +161,9 @@ def build(
                 }
                 for r in cv.rows
             ]
-            med_in, max_in = summary(cv.abs_errors("in"))
-            med_out, max_out = summary(cv.abs_errors("out"))
             k, n, interval = coverage.per_platform.get(arch, (0, 0, (0.0, 1.0)))
             entry_out["summary"] = {
-                "in_sample_median_abs_error": _num(med_in),
-                "in_sample_max_abs_error": _num(max_in),
-                "out_of_sample_median_abs_error": _num(med_out),
-                "out_of_sample_max_abs_error": _num(max_out),
+                **_error_summary(cv.abs_errors("in"), cv.abs_errors("out")),
                 "covered": k,
                 "banded": n,
                 "binomial_95": [_num(interval[0]), _num(interval[1])],
@@ -215,7 +213,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
         }
     scores = g.scores()
     kind, q = band_q(scores, [], nominal)
-    band = _band_record(kind, q, len(scores), conformal_rank(len(scores), nominal), nominal, len(scores))
+    band = _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal, len(scores))
     if kind == "wide":
         band["note"] = band["note"].replace("of every platform", "of this fit")
     residuals = []
@@ -241,8 +239,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
                 "class_times": p.class_times or None,
             }
         )
-    med_in, max_in = summary(g._errors(g.in_sample))
-    med_out, max_out = summary(g._errors(g.out_of_sample))
+    med_out = summary(g._errors(g.out_of_sample))[0]
     med_pub, max_pub = summary(g._errors(g.base_pred))
     return {
         "model_hash": model_version(g.arch),
@@ -253,12 +250,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
         "fitted_constants": len(g.fitted),
         "constants": constants,
         "residuals": residuals,
-        "summary": {
-            "in_sample_median_abs_error": _num(med_in),
-            "in_sample_max_abs_error": _num(max_in),
-            "out_of_sample_median_abs_error": _num(med_out),
-            "out_of_sample_max_abs_error": _num(max_out),
-        },
+        "summary": _error_summary(g._errors(g.in_sample), g._errors(g.out_of_sample)),
         "band": band,
         "comparison": {
             "base": g.base_name,

@@ -1,16 +1,8 @@
 """Out-of-source error of the analytical models and the honest coverage of their bands.
 
-A source is a document and locator (points.csv); cross-validation leaves out one whole source at
-a time. Every point of the left-out source, of every metric, is predicted by the constants
-refitted without it from their bounds' middle (a start that saw no calibration data), or by the
-shipped constants when no fit saw the source. Each metric has its own error measure: throughput
-``|log(predicted / published)|``, allocation / gains / scaling the absolute difference in
-percentage points, feasibility right (0) or wrong (1). Throughput bands (:mod:`.reach`) are
-checked nested: a point's band is sized without its source, from the other sources'
-out-of-source errors (whose own fits saw it: one level of nesting, one refit per source).
-Nothing here writes a file; :mod:`.constant_set` stores the result.
-
-Details: docs/perfmodel.md, "Out-of-sample error and bands".
+Leaves out one whole source (points.csv document and locator) at a time, refits without it, and
+scores every point of it; bands are checked nested. Writes nothing (:mod:`.constant_set` does).
+Method: docs/perfmodel.md, "Out-of-sample error and bands".
 """
 
 from __future__ import annotations
@@ -66,14 +58,6 @@ def rel_error(predicted: float, published: float) -> float:
     if predicted is None or math.isnan(predicted):
         return math.nan
     return (predicted - published) / published
-
-
-def conformal_rank(n: int, nominal: float = NOMINAL) -> int:
-    return reach.conformal_rank(n, nominal)
-
-
-def conformal_q(scores: list[float], nominal: float = NOMINAL) -> float | None:
-    return reach.conformal_q(scores, nominal)
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -227,15 +211,13 @@ def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, floa
 
 
 def wide_score(results: list[PlatformCv], leave: str = "") -> float:
-    """The largest finite out-of-source throughput score of any platform (``leave``: a source
-    whose points do not count)."""
+    """The largest finite out-of-source throughput score of any platform, less source ``leave``."""
     finite = [r.score for cv in results for r in cv.banded if r.point.source_key != leave and math.isfinite(r.score)]
     return max(finite) if finite else math.log(2.0)
 
 
 def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:
-    """Set each throughput row's band as if its source were new: from the platform's other
-    sources' out-of-source scores, with the growth and the wide fallback sized without its source."""
+    """Set each throughput row's band as if its source were new (sized without it)."""
     need = needs(results, nominal)
     for cv in results:
         for row in cv.banded:
@@ -288,10 +270,8 @@ def nested_coverage(results: list[PlatformCv], nominal: float = NOMINAL) -> Cove
 
 
 def band_q(own: list[float], pooled: list[float], nominal: float = NOMINAL) -> tuple[str, float | None]:
-    """(kind, log half-width) of a band from scores alone (sets fitted from runs): ``conformal``
-    from the platform's own scores, else ``wide`` (the largest finite pooled score), ``unbounded``
-    when none is finite."""
-    q = conformal_q(own, nominal)
+    """(kind, log half-width) of a band from scores alone (sets fitted from runs)."""
+    q = reach.conformal_q(own, nominal)
     if q is not None:
         return ("conformal", q) if math.isfinite(q) else ("unbounded", None)
     finite = [s for s in pooled + own if math.isfinite(s)]

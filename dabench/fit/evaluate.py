@@ -1,17 +1,7 @@
-"""Predict a calibration point: a points.csv row's config composed from conf/
-(:func:`dabench.config.compose`, the one composition every run uses) with the row's overrides, a
-run's its recorded config (built once by :func:`prepare`); then the analytical model, then the
-metric the point compares. ``options`` replaces hardware knobs for a candidate of the fitter (a
-row's own ``hardware.options.*`` overrides still win).
-
-Metrics (``Point.metric``):
-
-- ``samples_per_s``, ``tokens_per_s``: the prediction's throughput.
-- ``allocation_pct``: tier-1 allocation ratio x 100.
-- ``feasible``: 1 when the model predicts the config runs, 0 when it refuses it for capacity.
-- ``mixed_gain_pct``: samples/s at precision=mixed over samples/s at precision=fp16, minus 1, x 100.
-- ``scaling_keep_pct``: samples/s of the row's config over samples/s of the same config at half
-  its ``parallel.degree``, x 100 (how much of the smaller group's throughput the larger one keeps).
+"""Predict a calibration point: its config composed from conf/ (:func:`dabench.config.compose`)
+with the row's overrides, or a run's recorded config (:func:`prepare`); then the analytical model,
+then the metric the point compares (docs/perfmodel.md, "Knobs, sources and calibration").
+``options`` replaces hardware knobs for a candidate of the fitter (a row's own overrides win).
 """
 
 from __future__ import annotations
@@ -61,18 +51,14 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
     return cfg
 
 
-def _predict(cfg: dict) -> tuple[Any, dict[str, float]]:
+def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
+    """(profile, metrics) of a run config mapping (as :func:`point_config` builds it); CapacityError when refused."""
     rc = build_run_config(cfg)
     graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
     profile = get_predictor(rc.hardware.arch)(rc, graph, ceilings)
     metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
     return profile, metrics
-
-
-def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
-    """(profile, metrics) of a run config mapping (as :func:`point_config` builds it); CapacityError when refused."""
-    return _predict(cfg)
 
 
 def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
@@ -83,15 +69,15 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
     if point.metric == "scaling_keep_pct":
         cfg = point_config(point, None, options)
         half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}
-        larger = _predict(cfg)[1]["throughput.samples_per_s"]
-        smaller = _predict(half)[1]["throughput.samples_per_s"]
+        larger = predict_mapping(cfg)[1]["throughput.samples_per_s"]
+        smaller = predict_mapping(half)[1]["throughput.samples_per_s"]
         return 100.0 * larger / smaller
     if point.metric == "mixed_gain_pct":
-        mixed = _predict(point_config(point, "mixed", options))[1]["throughput.samples_per_s"]
-        fp16 = _predict(point_config(point, "fp16", options))[1]["throughput.samples_per_s"]
+        mixed = predict_mapping(point_config(point, "mixed", options))[1]["throughput.samples_per_s"]
+        fp16 = predict_mapping(point_config(point, "fp16", options))[1]["throughput.samples_per_s"]
         return 100.0 * (mixed / fp16 - 1.0)
     try:
-        _, metrics = _predict(point_config(point, None, options))
+        _, metrics = predict_mapping(point_config(point, None, options))
     except CapacityError:
         if point.metric == "feasible":
             return 0.0
@@ -108,8 +94,8 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
 
 
 def prepare(points: list[Point]) -> list[LeftOut]:
-    """Build each point's RunConfig, op graph and ceilings (what a prediction needs); the points
-    that cannot be predicted are returned with the reason (they stay points, but no fit sees them)."""
+    """Build each point's RunConfig, op graph and ceilings; return the points that cannot be
+    predicted, with the reason."""
 
     unusable = []
     for p in points:
@@ -136,13 +122,8 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             if p.ceilings is not None:
                 roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
-                unusable.append(
-                    LeftOut(
-                        p.run_id,
-                        "no ceilings recorded (the CPU calibration was refused when it "
-                        "ran): a CPU prediction needs them",
-                    )
-                )
+                why = "no ceilings recorded (the CPU calibration was refused when it ran): a CPU prediction needs them"
+                unusable.append(LeftOut(p.run_id, why))
                 continue
             else:
                 roof = resolve_ceilings(rc.hardware, rc.precision)
@@ -164,9 +145,7 @@ def predict_profile(p: Point, options: Mapping[str, Any]) -> Any:
 
 
 def base_options(arch: str, base: str = "published") -> dict[str, Any]:
-    """The knob values a fit starts from: conf/hardware/<arch>.yaml's options less its switches and
-    modes (settings that are no number: a run states them for itself, a fit moves none), with the
-    set ``base``'s fitted ones over them."""
+    """The knob values a fit starts from: the YAML's numeric options with set ``base``'s fitted ones."""
     settings = {path[len("options.") :] for path, entry in load_sources(arch).items() if entry.kind == "setting"}
     options = hardware_yaml(arch).get("options") or {}
     keep = {

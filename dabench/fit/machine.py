@@ -1,13 +1,6 @@
 """One platform on one machine, fitted to its measured runs: the fit, the base and fitted sets'
-predictions out of sample, the measurements' own noise floor, and drift.
-
-Contract: :func:`fit_group` prepares the points, refits (:func:`.refit.refit_runs`), and predicts
-every point with the base set, the fitted set (in sample) and a set fitted without the point's
-config (:func:`.cv.out_of_group` over :func:`folds`: leave one config out, or 10 folds);
-:class:`GroupFit` holds them and scores them (median |error|, whether the fit improved on the base,
-the recommendation, the configs it saw). :func:`drift`: per banded platform of a set, how many
-recent measured runs fall outside its band and the binomial tail probability of that many misses.
-Details: docs/fitting.md, "The fit" and "Drift".
+predictions out of sample, the measurements' own noise floor, and drift (:func:`fit_group`,
+:class:`GroupFit`, :func:`drift`). Method: docs/fitting.md, "The fit" and "Drift".
 """
 
 from __future__ import annotations
@@ -36,9 +29,7 @@ def folds(points: list[Point]) -> list[set[str]]:
 
 
 def noise_floor(points: list[Point]) -> tuple[float, str]:
-    """(floor, how): the median, over every measurement of a config measured more than once, of
-    ``|x / median(its config) - 1|`` (what a model predicting each config's median would still
-    miss); without repeats, the median of ``(p90 - p10) / (2 median)`` of the runs' step times."""
+    """(floor, how): the measurements' own spread (docs/fitting.md, "The fit", noise floor)."""
     groups: dict[str, list[float]] = {}
     for p in points:
         groups.setdefault(p.key, []).append(p.published)
@@ -125,16 +116,11 @@ class GroupFit:
         }
 
 
+@quiet_model()
 def fit_group(
     arch: str, host: str, points: list[Point], base: str = "published", log: Callable[[str], None] | None = None
 ) -> GroupFit:
-    """Fit ``arch``'s knobs to the points of one machine, with the out-of-sample predictions of
-    both the base set and the fitted one (the module docstring)."""
-    with quiet_model():
-        return _fit_group(arch, host, points, base, log)
-
-
-def _fit_group(arch: str, host: str, points: list[Point], base: str, log: Callable[[str], None] | None) -> GroupFit:
+    """Fit ``arch``'s knobs to one machine's points, with in- and out-of-sample predictions."""
     unusable = prepare(points)
     bad = {u.run_id for u in unusable}
     usable = [p for p in points if p.run_id not in bad]
@@ -187,10 +173,8 @@ class Drift:
 
 
 def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> list[Drift]:
-    """Per platform of ``constant_set`` with a band: how many of ``points`` (recent measured runs
-    of that platform and, where the set names one, machine) fall outside the band around the
-    set's prediction, and the binomial tail probability of that many misses at the band's
-    nominal rate (a set drifted when it misses more often than 1 - nominal, p < 0.05)."""
+    """Per banded platform of ``constant_set``: how many ``points`` fall outside its band and the
+    binomial tail probability of that many misses (docs/fitting.md, "Drift")."""
     from scipy.stats import binom
 
     out = []

@@ -1,14 +1,7 @@
 """Calibration points: :class:`Point`, from points.csv (one row per published number, with its
-source) or from a measured MLflow run (:mod:`.runs`).
+source: ``document`` and ``locator``, both required) or from a measured MLflow run (:mod:`.runs`).
 
-Columns: id, platform, model, overrides, batch, grad_accum, precision, mode, layout, metric,
-published, type (M/V/D), tolerance, tolerance_unit (rel/points), use (check/fit/excluded), source
-(free text), note, document, locator. ``document`` and ``locator`` (table, figure, log set, file)
-name the point's source as structured data; the source, the unit cross-validation leaves out
-(:mod:`.cv`), is the document and the locator up to a ``row ...`` part (the rows of one table
-are one source). Every row needs both.
-
-Details: docs/perfmodel.md, "Knobs, sources and calibration" (calibration points).
+Columns and sources: docs/perfmodel.md, "Knobs, sources and calibration".
 """
 
 from __future__ import annotations
@@ -24,6 +17,17 @@ from typing import Any
 POINTS_CSV = Path(__file__).with_name("points.csv")
 _ROW = re.compile(r"\brow\b", re.IGNORECASE)
 USES = ("fit", "check", "excluded")
+#: points.csv columns that are not text, and how a cell becomes the Point's field
+_CONVERT = {
+    "overrides": lambda v: tuple(v.split()),
+    "batch": int,
+    "grad_accum": lambda v: int(v or 1),
+    "published": float,
+    "tolerance": float,
+    "document": str.strip,
+    "locator": str.strip,
+}
+_TEXT = ("id", "platform", "model", "precision", "mode", "layout", "metric", "type", "tolerance_unit", "use")
 
 
 @dataclass(eq=False)
@@ -92,29 +96,8 @@ def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
     rows = []
     with path.open(newline="") as handle:
         for row in csv.DictReader(line for line in handle if not line.startswith("#")):
-            rows.append(
-                Point(
-                    id=row["id"],
-                    platform=row["platform"],
-                    model=row["model"],
-                    overrides=tuple(row["overrides"].split()),
-                    batch=int(row["batch"]),
-                    grad_accum=int(row["grad_accum"] or 1),
-                    precision=row["precision"],
-                    mode=row["mode"],
-                    layout=row["layout"],
-                    metric=row["metric"],
-                    published=float(row["published"]),
-                    type=row["type"],
-                    tolerance=float(row["tolerance"]),
-                    tolerance_unit=row["tolerance_unit"],
-                    use=row["use"],
-                    source=row["source"],
-                    note=row["note"],
-                    document=(row.get("document") or "").strip(),
-                    locator=(row.get("locator") or "").strip(),
-                )
-            )
+            converted = {c: f(row.get(c) or "") for c, f in _CONVERT.items()}
+            rows.append(Point(**{c: row[c] for c in (*_TEXT, "source", "note")}, **converted))
     ids = [p.id for p in rows]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate point ids in {path.name}")

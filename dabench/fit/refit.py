@@ -1,27 +1,8 @@
 """The one solver (:func:`box_least_squares`, bounded least squares) and what it fits: the
 ``fitted`` constants of conf/hardware/<arch>.yaml to their points.csv rows (:func:`refit`), and a
-platform's fittable knobs to measured runs (:func:`refit_runs`).
+platform's fittable knobs to measured runs (:func:`refit_runs`). Deterministic.
 
-Published points, for one architecture:
-
-1. The fitted knobs and their points come from conf/hardware/sources/<arch>.yaml.
-2. Knobs fitted only to ``feasible`` points (a capacity boundary) are solved by bisection inside
-   their bounds: the interval of values that reproduces every boundary, then its geometric middle.
-3. The other knobs are fitted together by bounded least squares (scipy.optimize.least_squares,
-   trust-region reflective, started from the YAML's values, or for cross-validation from the
-   middle of each knob's bounds, a start that saw no calibration data: deterministic) on the
-   residuals error / tolerance of every point they list (signed relative error for throughput,
-   points for allocation), so each point weighs by how tightly its source pins it. When
-   cross-validation leaves out every point they list, they fit the platform's remaining
-   throughput points instead.
-
-Measured runs: :func:`fittable` gives knob -> bounds for a platform and its points (always fewer
-knobs than distinct configs); :func:`refit_runs` fits them on log(predicted / measured) samples/s,
-plus per-class residuals where runs profiled their op classes (:func:`class_residuals`: the
-profiled step's class mix times the timed step, each class ``log(predicted / measured)``, together
-weighing as much as the throughput residual). Details: docs/fitting.md, "The fit".
-
-Nothing random is involved: the same YAML and points give the same fit.
+Method: docs/perfmodel.md, "Knobs, sources and calibration"; docs/fitting.md, "The fit".
 """
 
 from __future__ import annotations
@@ -109,8 +90,8 @@ def box_least_squares(
     ftol: float,
     max_nfev: int,
 ) -> dict[str, float]:
-    """The knobs in ``bounds`` that minimise ``residuals(knobs)`` (bounded least squares, TRF, each knob
-    scaled to [0, 1] of its bounds, from ``start`` clipped into them; ``start``'s other knobs held)."""
+    """The knobs in ``bounds`` that minimise ``residuals(knobs)`` (TRF, each knob scaled to [0, 1]
+    of its bounds, from ``start`` clipped into them; ``start``'s other knobs held)."""
     from scipy.optimize import least_squares
 
     names = list(bounds)
@@ -134,10 +115,8 @@ def box_least_squares(
 
 
 def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset(), start: str = "shipped") -> FitResult:
-    """Fit every ``fitted`` knob of ``arch``; the YAML is not changed (see :func:`write_values`).
-    ``leave_out``: point ids the fit must not see (cross-validation, :mod:`.cv`); ``start``:
-    ``shipped`` (the YAML's values) or ``middle`` (each knob's bounds' middle, which never saw a
-    calibration point: what cross-validation uses)."""
+    """Fit every ``fitted`` knob of ``arch`` without the points ``leave_out``, from the YAML's values
+    (``shipped``) or the bounds' middle (``middle``); the YAML is not changed."""
     if start not in ("shipped", "middle"):
         raise ValueError(f"start must be shipped or middle, not {start!r}")
     entries = fitted(arch)
@@ -205,8 +184,7 @@ def measured_classes(p: Point) -> dict[str, float]:
 
 
 def class_residuals(p: Point, predicted: Mapping[str, float] | None) -> list[float]:
-    """One weighted residual per measured class of ``p`` (fixed length for a point: the fit's
-    residual vector keeps its shape when the model refuses, each then :data:`REFUSED_RESIDUAL`)."""
+    """One weighted residual per measured class of ``p`` (:data:`REFUSED_RESIDUAL` when refused)."""
     measured = measured_classes(p)
     if not measured:
         return []
@@ -255,9 +233,7 @@ def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
 
 
 def run_residuals(points: list[Point], options: Mapping[str, Any], classes: bool = True) -> list[float]:
-    """Per point ``log(predicted / measured)`` samples/s and, with ``classes``, its per-class
-    residuals where the run profiled them (:func:`class_residuals`); :data:`REFUSED_RESIDUAL` where the model
-    refuses."""
+    """Per point ``log(predicted / measured)`` samples/s and, with ``classes``, its class residuals."""
     out = []
     for p in points:
         profile = predict_profile(p, options)
@@ -274,9 +250,7 @@ def refit_runs(
     start: Mapping[str, Any],
     classes: bool = True,
 ) -> dict[str, float]:
-    """The knobs in ``bounds`` fitted to ``points`` (bounded least squares on :func:`residuals`:
-    log throughput ratios and, with ``classes``, the per-class ones; from ``start`` clipped into
-    the bounds); {} when there is nothing to fit."""
+    """The knobs in ``bounds`` fitted to ``points`` from ``start``; {} when there is nothing to fit."""
 
     if not bounds or not points:
         return {}

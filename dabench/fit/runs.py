@@ -1,14 +1,9 @@
 """Measured runs of an MLflow store -> calibration points (:class:`.points.Point` whose source
 is the run), each left-out run with its reason.
 
-Contract: :func:`points_from_runs` takes one mapping per run, ``{"run_id", "tags", "params",
-"metrics"}`` (MLflow's run data), and touches neither MLflow nor a file. Predicted runs, sweep
-parents and non-dabench runs are dropped silently (never points); a measured run that cannot be a
-point is returned as :class:`.points.LeftOut` with the reason. A point keeps the run's config
-(rebuilt from its flattened params), measured throughput and step times, per-class times, the
-ceilings it ran against, its platform and its machine (:func:`platform_of`, :func:`host_key`: a
-run's tags and params only); :func:`group_points` keys points by both, so machines of one platform
-are never fitted together. Details: docs/fitting.md, "What becomes a point".
+:func:`points_from_runs` takes MLflow's run data (``{"run_id", "tags", "params", "metrics"}``
+per run) and touches neither MLflow nor a file; :func:`group_points` keys points by platform and
+machine. Rules: docs/fitting.md, "What becomes a point".
 """
 
 from __future__ import annotations
@@ -83,8 +78,7 @@ USED_METRICS = (
 
 
 def damaged_metric(metrics: Mapping[str, Any]) -> str:
-    """The first metric a point would use whose stored value is not a finite positive number
-    (class times: finite and >= 0), as ``name=value``; "" when there is none."""
+    """The first used metric whose stored value is not a finite positive number, as ``name=value``."""
     for name, value in metrics.items():
         used = name in USED_METRICS or name.startswith("class_time.")
         if not used or value is None:
@@ -146,9 +140,7 @@ def no_config_reason(params: Mapping[str, Any]) -> str:
 
 
 def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], list[LeftOut]]:
-    """(points, left out with reasons) of ``runs`` (see the module docstring). Predicted runs,
-    parent runs and runs that are no dabench run at all are dropped silently (never points);
-    measured runs that cannot be points are left out with the reason."""
+    """(points, left out with reasons) of ``runs`` (docs/fitting.md, "What becomes a point")."""
     points, left = [], []
     for run in runs:
         rid, tags = run["run_id"], run.get("tags") or {}
@@ -171,11 +163,7 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
             left.append(LeftOut(rid, f"damaged stored metric {damage}: not used as data"))
             continue
         host = host_key(tags, params, arch)
-        samples, tokens, step = (
-            _num(metrics, "throughput.samples_per_s"),
-            _num(metrics, "throughput.tokens_per_s"),
-            _num(metrics, "step_time.median_s"),
-        )
+        samples = _num(metrics, "throughput.samples_per_s")
         if not (samples > 0):
             left.append(LeftOut(rid, "no measured throughput (metric throughput.samples_per_s)"))
             continue
@@ -210,8 +198,8 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
                 hardware=str(((cfg or {}).get("hardware") or {}).get("name", arch)),
                 config=cfg,
                 key=config_key(params, arch, host),
-                tokens_per_s=tokens,
-                step_s=step,
+                tokens_per_s=_num(metrics, "throughput.tokens_per_s"),
+                step_s=_num(metrics, "step_time.median_s"),
                 step_p10=_num(metrics, "step_time.p10_s"),
                 step_p90=_num(metrics, "step_time.p90_s"),
                 class_times=classes,

@@ -1,13 +1,7 @@
-"""Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml.
+"""Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml
+(each entry one of ``source``, ``uncertain``, ``fitted`` or ``setting``).
 
-Each key is a number's path in the hardware YAML; its value has exactly one of ``source``
-(document, locator, figure; ``finding``: the paper's findings the value was set from, ids of
-dabench/findings, or [] for a figure the paper states), ``uncertain`` (reason, estimate),
-``fitted`` (points, bounds) or, for options only, ``setting``. Every non-null number has an entry
-and every entry names a number that exists (tests/perfmodel/test_sources.py checks every shipped
-hardware file, and the form of each reference).
-
-Details: docs/perfmodel.md, "Knobs, sources and calibration" (provenance).
+Format: docs/perfmodel.md, "Knobs, sources and calibration" (provenance).
 """
 
 from __future__ import annotations

@@ -30,8 +30,7 @@ def require_strategy(rc: RunConfig, allowed: tuple[str, ...], why: str) -> None:
 
 
 def layer_groups(graph: OpGraph) -> Iterator[tuple[Layer, int]]:
-    """(layer, count) with identical decoder blocks folded together: embedding x1, block x L, head x1.
-    Blocks share one op tuple, so a model can price a block once and multiply."""
+    """(layer, count) with identical decoder blocks folded together: embedding, block x L, head."""
     blocks = [layer for layer in graph.layers if layer.kind == "block"]
     for layer in graph.layers:
         if layer.kind != "block":
@@ -41,10 +40,8 @@ def layer_groups(graph: OpGraph) -> Iterator[tuple[Layer, int]]:
 
 
 def op_width(op: Op, model: ModelConfig) -> int:
-    """Features per token of an op's output (the dimension a unit can spread the op over):
-    hidden H for attention projections, norms, residuals and the embedding; the FFN width for
-    fc1 and GELU; the vocabulary for the LM head and the loss; 0 for the optimizer update
-    (element-wise over parameters, parallel without limit)."""
+    """Features per token of an op's output (the dimension a unit can spread it over): H, the FFN
+    width, the vocabulary, or 0 for the optimizer update (parallel without limit)."""
     name = op.name
     if name in ("mlp.fc1", "mlp.gelu"):
         return model.ffn_hidden
@@ -56,10 +53,7 @@ def op_width(op: Op, model: ModelConfig) -> int:
 
 
 def weight_params(op: Op, model: ModelConfig) -> int:
-    """Parameters an op reads as weights: its own (``op.params``, forward entries), or, for the LM
-    head of a tied model (``model.tie_embeddings``), the token table it multiplies by: V x H
-    parameters that the op graph gives to the embedding, so that they, their gradient and their
-    optimizer state count once. A unit that runs the head still has to hold or stream the table."""
+    """Parameters an op reads as weights: its own, or for a tied LM head the V x H token table."""
     if op.name == "lm_head" and model.tie_embeddings:
         return model.vocab_size * model.hidden_size
     return op.params

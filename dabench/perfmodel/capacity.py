@@ -1,14 +1,11 @@
-"""Memory capacity accounting for training, per precision, and the hard capacity check.
-
-:func:`training_state` -> :class:`MemoryUse` (weights, gradients, AdamW moments; activations and
-other are the caller's); :func:`require_fits` raises CapacityError (memory, bytes needed, bytes
-available): a run that does not fit is a ``capacity`` result, not a crash.
-
+"""Memory capacity accounting for training (:func:`training_state`) and the hard capacity check
+(:func:`require_fits`: CapacityError, a ``capacity`` result, not a crash).
 Derivation: docs/perfmodel.md, "Shared primitives".
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from dabench.config.sections import PrecisionConfig
@@ -32,25 +29,11 @@ class MemoryUse:
         return self.weights + self.gradients + self.optimizer + self.activations + self.other + self.margin
 
     def plus(self, activations: float = 0.0, other: float = 0.0) -> "MemoryUse":
-        return MemoryUse(
-            self.weights,
-            self.gradients,
-            self.optimizer,
-            self.activations + activations,
-            self.other + other,
-            self.margin,
-        )
+        return dataclasses.replace(self, activations=self.activations + activations, other=self.other + other)
 
     def parts(self) -> dict[str, float]:
         """kind -> bytes, every kind (the metrics memory.part_bytes.<level>.<kind>)."""
-        return {
-            "weights": self.weights,
-            "gradients": self.gradients,
-            "optimizer": self.optimizer,
-            "activations": self.activations,
-            "other": self.other,
-            "margin": self.margin,
-        }
+        return dataclasses.asdict(self)
 
     def describe(self) -> str:
         """'weights 1.2 GiB + gradients ...' for capacity error messages."""
@@ -65,8 +48,8 @@ def training_state(
     grad_bytes: float | None = None,
     moment_bytes: tuple[float, float] | None = None,
 ) -> MemoryUse:
-    """Weights (plus a 16-bit working copy with ``compute_copy``), gradients (``grad_bytes``
-    each, default the parameter dtype) and AdamW moments (``moment_bytes``) of ``params`` parameters."""
+    """Weights (plus a 16-bit working copy with ``compute_copy``), gradients and AdamW moments of
+    ``params`` parameters."""
     w = precision.param_bytes
     copy = precision.compute_bytes if (compute_copy and precision.autocast) else 0
     g = w if grad_bytes is None else grad_bytes

@@ -1,10 +1,5 @@
 """Collective and point-to-point seconds over a link (a stable API: validate mode compares the
-distributed backends' measured collectives with these).
-
-A link has ``bandwidth_Bps`` (bytes/s per direction) and ``latency_s`` (per hop); ``nbytes`` is the
-whole buffer each rank holds, as in nccl-tests' PERFORMANCE.md. Ring all-reduce
-``2(n-1)/n S/B + 2(n-1) a``; all-gather and reduce-scatter ``(n-1)/n S/B + (n-1) a``; point-to-point
-``S/B + a``. One rank or zero bytes costs 0; contention and overlap are the callers' to price.
+distributed backends' measured collectives with these); ``nbytes`` is each rank's whole buffer.
 
 Derivation: docs/perfmodel.md, "Shared primitives".
 """
@@ -29,11 +24,7 @@ def _check(nbytes: float, ranks: int) -> None:
 
 def ring_allreduce_s(nbytes: float, ranks: int, link: LinkLike) -> float:
     """Seconds for a ring all-reduce of an ``nbytes`` buffer over ``ranks``: 2(n-1)/n*S/B + 2(n-1)*a."""
-    _check(nbytes, ranks)
-    if ranks == 1 or nbytes == 0:
-        return 0.0
-    n = ranks
-    return 2.0 * (n - 1) / n * nbytes / link.bandwidth_Bps + 2.0 * (n - 1) * link.latency_s
+    return 2.0 * allgather_s(nbytes, ranks, link)
 
 
 def allgather_s(nbytes: float, ranks: int, link: LinkLike) -> float:
@@ -59,9 +50,8 @@ def p2p_s(nbytes: float, link: LinkLike) -> float:
 
 
 def group_link(links, chips_per_node: int, ranks: int):
-    """The link that paces a ring over ``ranks`` chips: the ``intra`` link while the group fits in
-    one node (``ranks <= chips_per_node``), else the ``inter`` link (the slowest hop sets a ring's
-    pace). Falls back to whichever link exists; None when the hardware lists none."""
+    """The link that paces a ring over ``ranks`` chips: intra while it fits one node, else inter
+    (whichever exists; None when neither)."""
     intra = next((link for link in links if link.scope == "intra"), None)
     inter = next((link for link in links if link.scope == "inter"), None)
     if ranks <= chips_per_node:
@@ -70,17 +60,15 @@ def group_link(links, chips_per_node: int, ranks: int):
 
 
 @dataclass(frozen=True)
-class StagedLink:
-    """A link whose bytes are staged through host memory (see :func:`staged_link`)."""
+class HopLink:
+    """A link derived from others (:func:`staged_link`, a wafer's fabric hop)."""
 
     bandwidth_Bps: float
     latency_s: float
 
 
-def staged_link(link: LinkLike, host_Bps: float, hops: int = 2) -> StagedLink:
-    """``link`` with every byte also copied over ``hops`` host links of ``host_Bps`` (device -> host
-    before the network, host -> device after it), not overlapped (store and forward): bandwidth
-    1 / (1/B + hops/B_host) bytes/s, the link's latency per hop."""
+def staged_link(link: LinkLike, host_Bps: float, hops: int = 2) -> HopLink:
+    """``link`` with every byte also copied over ``hops`` host links of ``host_Bps``, store and forward."""
     if host_Bps <= 0 or link.bandwidth_Bps <= 0:
         raise ValueError("bandwidths must be positive")
-    return StagedLink(1.0 / (1.0 / link.bandwidth_Bps + hops / host_Bps), link.latency_s)
+    return HopLink(1.0 / (1.0 / link.bandwidth_Bps + hops / host_Bps), link.latency_s)

@@ -1,10 +1,5 @@
-"""Validate mode: the link model's price for the very collectives a parallel run measured.
-
-:func:`comm_prediction_metrics` prices each measured CommEvent with :mod:`dabench.perfmodel.comm`
-over the hardware's link and returns ``predict.comm_time_s[.<strategy>.<op>]`` and
-``predict.rel_error.comm_time_s[.<strategy>.<op>]`` against ``tier2.comm_transfer_s.<op>``.
-
-Derivation: docs/distributed.md, "Validate mode".
+"""Validate mode: the link model's price for the very collectives a parallel run measured
+(:func:`comm_prediction_metrics`). Docs: docs/distributed.md, "Validate mode".
 """
 
 from __future__ import annotations
@@ -22,9 +17,8 @@ _PRIMITIVES = {
 
 
 def comm_prediction_metrics(rc: RunConfig, events: list[CommEvent], measured: dict[str, float]) -> dict[str, float]:
-    """Predicted seconds per step of each measured event and the relative errors.
-    ``measured`` holds the run's metrics (``tier2.comm_transfer_s.<op>``). Events whose op
-    has no primitive (bubble, alltoall) or no measured transfer time are skipped."""
+    """Predicted seconds per step of each measured event and the relative errors; events without
+    a primitive or a measured transfer time are skipped."""
     out: dict[str, float] = {}
     total_predicted = total_measured = 0.0
     for event in events:

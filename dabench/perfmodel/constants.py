@@ -1,16 +1,7 @@
-"""Reading a constant set at run time: the constants a prediction uses and the band it gets.
-
-- :func:`model_version`: a hash of the model's code and constants; :func:`run_tags` the tags
-  every predicted run records (model version, in-sample error range, constant set, band).
-- A constant set is one versioned JSON file (``"format": "dabench-constant-set"``,
-  ``format_version``; the shipped one is dabench/fit/published.json, named sets live in
-  :func:`user_dir`); readers ignore unknown keys. :func:`load` reads a set once per process;
-  :func:`fitted_options` is what ``hardware.constants=NAME|FILE`` applies over the YAML's options.
-- :func:`band` / :func:`band_metrics`: ``[value / factor, value * factor]``, the factor from the
-  set's out-of-source errors and the prediction's reach (:mod:`dabench.perfmodel.reach`). Pure.
-
-Writing sets is dabench/fit/ (``dabench fit``). Details: docs/perfmodel.md, "Out-of-sample error
-and bands", and docs/fitting.md.
+"""Reading a constant set at run time: the constants a prediction uses and the band it gets
+(:func:`model_version`, :func:`run_tags`, :func:`load`, :func:`fitted_options`, :func:`band`).
+Writing sets is dabench/fit/. Format and bands: docs/perfmodel.md, "Out-of-sample error and
+bands", and docs/fitting.md.
 """
 
 from __future__ import annotations
@@ -46,7 +37,6 @@ _COMMON = (
     "dabench/perfmodel/capacity.py",
     "dabench/perfmodel/comm.py",
     "dabench/perfmodel/pipeline.py",
-    "dabench/perfmodel/roofline.py",
     "dabench/perfmodel/knobs/__init__.py",
     "dabench/workload/opgraph.py",
     "dabench/metrics/summary.py",
@@ -69,10 +59,8 @@ def _model_files(arch: str | None) -> list[Path]:
 
 @lru_cache(maxsize=None)
 def model_version(arch: str | None = None) -> str:
-    """12 hex digits of a SHA-256 over the model's code and constants: the perfmodel modules of
-    ``arch`` (all of them when None), the op graph, the metrics, and conf/hardware/<arch>.yaml
-    (whose options hold the fitted parameters). Two predictions with the same version come from
-    the same model."""
+    """12 hex digits of a SHA-256 over ``arch``'s model code (all when None), the op graph, the
+    metrics and conf/hardware/<arch>.yaml."""
     digest = hashlib.sha256()
     for path in _model_files(arch):
         if path.exists():
@@ -92,10 +80,8 @@ def residuals() -> dict:
 
 
 def error_band(arch: str) -> tuple[float, float] | None:
-    """(lowest, highest) signed relative error of ``arch``'s throughput calibration points
-    (predicted / published - 1, over the rows used to fit or check), e.g. (-0.2, 0.15): a
-    prediction is expected within [published x (1 + lo), published x (1 + hi)]. None when the
-    platform has no throughput points."""
+    """(lowest, highest) signed relative error of ``arch``'s fit and check throughput points; None
+    without any."""
     rows = residuals().get(arch, {})
     errors = [
         r["error"]
@@ -110,8 +96,7 @@ def error_band(arch: str) -> tuple[float, float] | None:
 
 
 def user_dir() -> Path:
-    """Where named sets written by ``dabench fit --from-mlflow`` live: ``$DABENCH_CONSTANTS_DIR``,
-    else ``~/.dabench/constants`` (never beside published.json: docs/fitting.md)."""
+    """Where named sets live: ``$DABENCH_CONSTANTS_DIR``, else ``~/.dabench/constants``."""
     return Path(os.environ.get("DABENCH_CONSTANTS_DIR") or Path.home() / ".dabench" / "constants").expanduser()
 
 
@@ -121,8 +106,7 @@ def is_file_ref(name: str) -> bool:
 
 
 def path_of(name: str) -> Path:
-    """The file of set ``name``: a path as given; ``published`` (and the sets shipped beside it)
-    here; any other NAME in :func:`user_dir`."""
+    """The file of set ``name``: a path as given, a shipped set here, any other in :func:`user_dir`."""
     if is_file_ref(name):
         return Path(name).expanduser()
     shipped = DIR / f"{name}.json"
@@ -132,8 +116,7 @@ def path_of(name: str) -> Path:
 
 
 def resolve(name: str) -> Mapping[str, Any]:
-    """:func:`load`, but a set other than ``published`` that does not exist is an error (a
-    prediction must not silently fall back on other constants)."""
+    """:func:`load`, but a missing set other than ``published`` is an error."""
     data = load(name)
     if not data and name != PUBLISHED:
         raise FileNotFoundError(
@@ -144,9 +127,7 @@ def resolve(name: str) -> Mapping[str, Any]:
 
 
 def fitted_options(name: str, arch: str) -> dict[str, Any]:
-    """``{knob: value}`` of the ``options.*`` constants set ``name`` fitted for ``arch`` (what
-    ``hardware.constants=NAME|FILE`` applies over conf/hardware/<arch>.yaml's options); {} for
-    ``published``, whose values are the YAML's."""
+    """``{knob: value}`` of the options set ``name`` fitted for ``arch``; {} for ``published``."""
     if name == PUBLISHED:
         return {}
     entry = (resolve(name).get("platforms") or {}).get(arch) or {}
@@ -158,8 +139,7 @@ def fitted_options(name: str, arch: str) -> dict[str, Any]:
 
 
 def load(name: str = PUBLISHED) -> Mapping[str, Any]:
-    """The constant set ``name`` (a NAME or a FILE, see :func:`path_of`; {} when it does not
-    exist). Read once per process and file."""
+    """The constant set ``name`` (a NAME or a FILE; {} when missing), read once per process."""
     return _load(str(path_of(name)))
 
 
@@ -171,23 +151,17 @@ def _load(where: str) -> Mapping[str, Any]:
         return {}
 
 
-def platform_band(platform: str, constant_set: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The platform's band record; ``{"kind": "uncalibrated", ...}`` when the set has none."""
-    entry = (constant_set.get("platforms") or {}).get(platform) or {}
-    return entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
-
-
 _GROWTH: dict[tuple[int, float], tuple[Mapping[str, Any], float]] = {}
 
 
 def half_width(
     platform: str, constant_set: Mapping[str, Any], x: Mapping[str, Any] | None = None, nominal: float | None = None
 ) -> tuple[str, float | None, str]:
-    """(kind, log half-width, why) of the band of a prediction of ``platform`` at reach
-    coordinates ``x`` (:func:`dabench.perfmodel.reach.coords`); without ``x``, at the
-    calibration itself. A set fitted from runs keeps its one factor per platform."""
+    """(kind, log half-width, why) of the band of ``platform`` at reach coordinates ``x`` (None:
+    at the calibration)."""
 
-    record = platform_band(platform, constant_set)
+    entry = (constant_set.get("platforms") or {}).get(platform) or {}
+    record = entry.get("band") or {"kind": "uncalibrated", "note": f"no calibration points for {platform}"}
     if "points" not in record:  # one factor per platform (sets fitted from runs)
         factor = record.get("factor")
         if record.get("kind") not in ("conformal", "wide") or not factor:
@@ -216,8 +190,7 @@ def band(
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> tuple[float, float] | None:
-    """(lo, hi) around a predicted positive ``value`` of ``platform`` (see :func:`half_width`);
-    None when the set gives no band or the value is not a positive finite number."""
+    """(lo, hi) around a positive predicted ``value``; None without a band or such a value."""
     if not math.isfinite(value) or value <= 0:
         return None
     _, q, _ = half_width(platform, constant_set, x, nominal)
@@ -233,8 +206,7 @@ def band_metrics(
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> dict[str, float]:
-    """``<name>.lo`` and ``<name>.hi`` for each banded predicted number in ``metrics``: the main
-    names of a predicted run, the ``predict.`` names of a validate run. {} without a band."""
+    """``<name>.lo`` / ``<name>.hi`` of each banded number in ``metrics``; {} without a band."""
     constant_set = load() if constant_set is None else constant_set
     out: dict[str, float] = {}
     prefix = "predict." if "predict.throughput.samples_per_s" in metrics else ""  # validate: main names are measured
@@ -256,9 +228,7 @@ def band_tags(
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> dict[str, str]:
-    """``dabench.constants``, ``dabench.band`` (kind and how it is sized, at reach coordinates
-    ``x``), ``dabench.band.nominal_coverage``, and ``dabench.band_note`` when the set was sized on
-    another model version than ``model_hash``."""
+    """The band's tags, with ``dabench.band_note`` when the set was sized on another model version."""
     constant_set = load(name) if constant_set is None else constant_set
     kind, q, why = half_width(platform, constant_set, x, nominal)
     width = f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}; " if q is not None and math.isfinite(q) else ""
@@ -283,9 +253,7 @@ def band_tags(
 
 
 def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> str:
-    """Where ``rc`` lies outside the configs a set fitted from runs saw (its platform's
-    ``domain``: ranges of layers, hidden size, sequence, batch, parameters; precisions and
-    layouts); "" inside, or for a set without a domain. A set is as good as the configs it saw."""
+    """Where ``rc`` lies outside the configs a set fitted from runs saw; "" inside (or no domain)."""
     domain = ((constant_set.get("platforms") or {}).get(platform) or {}).get("domain") or {}
     found = []
     values = {
@@ -313,11 +281,8 @@ def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> s
 
 
 def run_tags(arch: str, constants: str = "published", rc=None) -> dict[str, str]:
-    """The tags a predicted run records: ``dabench.model_version``, ``dabench.error_band`` (the
-    in-sample range "-0.12,+0.08", or "uncalibrated"), and the band's
-    (:func:`band_tags`: ``dabench.constants``, ``dabench.band``,
-    ``dabench.band.nominal_coverage``) of the constant set ``constants`` (``hardware.constants``:
-    published, a NAME or a FILE; docs/fitting.md)."""
+    """The tags a predicted run records: model version, in-sample error range and the band's
+    (:func:`band_tags`) for constant set ``constants``."""
     band = error_band(arch)
     try:
         constant_set = resolve(constants)

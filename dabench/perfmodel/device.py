@@ -1,14 +1,8 @@
 """CPU and GPU: roofline models of the targets dabench also measures (for ``hardware.mode=validate``).
 
-``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, the sum over
-ops of ``max(F / (P e_c), Q / (B e_m)) + launch`` priced at ``ceilings`` (the resolved ones, or
-validate mode's in-situ probes), with the dp / tp / pp / fsdp layouts of the distributed backends
-(fsdp: per-layer all-gathers and reduce-scatters overlapped with the neighbouring layer's compute).
-Memory per chip: perfmodel/device_memory.py, logged by part; a GPU run above its HBM raises
-CapacityError with the breakdown. UnsupportedError for a CPU without a calibration. Knobs:
-perfmodel/knobs/cpu.py, cuda.py (efficiencies per GPU generation); the GPU's also price Megatron-LM's
-layouts (full recomputation, materialized attention, tensor parallelism inside pipeline stages or
-fsdp groups, the interleaved 1F1B schedule), off by default.
+``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step priced at
+``ceilings``, with the dp / tp / pp / fsdp layouts; CapacityError above a GPU's HBM,
+UnsupportedError for a CPU without a calibration. Knobs: perfmodel/knobs/cpu.py, cuda.py.
 
 Derivation: docs/perfmodel.md, "CPU and GPU (`device.py`)".
 """
@@ -63,30 +57,33 @@ def kernels_for(k) -> Kernels:
     return Kernels(getattr(k, "attention_efficiency", None), float(getattr(k, "gelu_element_flops", 0.0)))
 
 
+@dataclass(frozen=True)
+class Rates:
+    """What prices an op: ceilings, efficiencies, launch seconds, the small-matmul knee, the compute
+    dtype's bytes and the CPU's kernel rates."""
+
+    peak: float
+    bw: float
+    ce: float
+    me: float
+    launch: float
+    half_flops: float = 0.0
+    e: int = 2
+    kernels: Kernels = Kernels()
+
+
 def _layer_time(
     layer: Layer,
     phases: tuple[str, ...],
-    peak: float,
-    bw: float,
-    ce: float,
-    me: float,
-    launch: float,
+    r: Rates,
     split: int = 1,
     fraction: float = 1.0,
-    half_flops: float = 0.0,
     recompute: bool = False,
     head_dim: int = 0,
-    e: int = 2,
-    kernels: Kernels = Kernels(),
 ) -> tuple[float, dict[str, float]]:
-    """Seconds for a layer's ops in ``phases`` (work scaled by ``fraction`` of the micro-batch,
-    and divided by ``split`` for tensor-parallel op classes), and the same per op class.
-    ``half_flops``: a matmul/attention op of F FLOPs runs at F / (F + half_flops) of its rate.
-    ``recompute``: every forward op runs twice (again before the backward: full activation
-    recomputation). ``head_dim`` > 0: attention materializes its scores (:data:`SCORE_PASSES`;
-    the score elements of an attention op are its FLOPs / (4 head_dim) forward, / (8 head_dim)
-    backward). ``kernels``: the CPU's attention rate and GELU cost (:class:`Kernels`)."""
-    total, per_class = 0.0, {}
+    """Seconds for a layer's ops in ``phases`` and the same per op class (docs/perfmodel.md, "CPU and
+    GPU"): work scaled by ``fraction`` and divided by ``split`` for tensor-parallel classes."""
+    total, per_class, kernels, half_flops = 0.0, {}, r.kernels, r.half_flops
     for op in layer.ops:
         if op.phase not in phases:
             continue
@@ -94,7 +91,7 @@ def _layer_time(
         scale = (fraction if op.phase != "opt" else 1.0) / divide
         compute_eff, flops = 1.0, op.flops
         if op.op_class in ("matmul", "attention"):
-            rate = kernels.attention_eff if op.op_class == "attention" and kernels.attention_eff else ce
+            rate = kernels.attention_eff if op.op_class == "attention" and kernels.attention_eff else r.ce
             work = op.flops * scale
             compute_eff = rate * (work / (work + half_flops) if work > 0 and half_flops > 0 else 1.0)
         elif kernels.gelu_flops and op.name in GELU_OPS:
@@ -104,10 +101,10 @@ def _layer_time(
         if head_dim and op.op_class == "attention" and op.phase in SCORE_PASSES:
             elements = op.flops / ((4 if op.phase == "fwd" else 8) * head_dim)
             per_e, per_mask = SCORE_PASSES[op.phase]
-            nbytes += elements * (per_e * e + per_mask)
+            nbytes += elements * (per_e * r.e + per_mask)
         # the optimizer steps each parameter tensor on its own (weight and bias: ~2 per owning op)
         launches = 2 * sum(1 for o in layer.ops if o.phase == "fwd" and o.params) if op.phase == "opt" else 1
-        t = max(flops * scale / (peak * compute_eff), nbytes * scale / (bw * me)) + launches * launch
+        t = max(flops * scale / (r.peak * compute_eff), nbytes * scale / (r.bw * r.me)) + launches * r.launch
         if recompute and op.phase == "fwd":
             t *= 2
         total += t
@@ -116,8 +113,7 @@ def _layer_time(
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on a CPU or GPU (per chip, with its parallel layout),
-    priced at ``ceilings`` (the resolved ones, or validate mode's in-situ probes)."""
+    """Predicted Profile of one optimizer step on a CPU or GPU (module docstring)."""
     arch = rc.hardware.arch
     on_host = platform(arch).host_cpu  # else a GPU
     k = knobs_for(rc.hardware)
@@ -161,27 +157,14 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             raise CapacityError(f"{level} (per GPU)", memory.total, capacity, memory.describe())
     groups = list(layer_groups(graph))
     train = ("fwd", "bwd")
+    rates = Rates(peak, bw, ce, me, launch, half_flops, e, kernels)
 
     def one_chip_step(split_: int, shards: int = 1) -> tuple[float, dict[str, float], list[Subtask]]:
         step, classes, subtasks = 0.0, {}, []
         for layer, count in groups:
             again = layout.recompute and layer.kind == "block"
-            t_train, c_train = _layer_time(
-                layer,
-                train,
-                peak,
-                bw,
-                ce,
-                me,
-                launch,
-                split_,
-                half_flops=half_flops,
-                recompute=again,
-                head_dim=layout.score_head_dim,
-                e=e,
-                kernels=kernels,
-            )
-            t_opt, c_opt = _layer_time(layer, ("opt",), peak, bw, ce, me, launch, split_, half_flops=half_flops)
+            t_train, c_train = _layer_time(layer, train, rates, split_, recompute=again, head_dim=layout.score_head_dim)
+            t_opt, c_opt = _layer_time(layer, ("opt",), rates, split_)
             t_opt /= shards  # per-class times keep the whole update's: the op graph counts its FLOPs in full
             per_layer = m * t_train + t_opt
             step += count * per_layer
@@ -199,7 +182,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     activation = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
     extra: dict[str, float] = {}
     if strategy == "pp":
-        step, classes, subtasks = _pipeline(rc, graph, peak, bw, ce, me, launch, comm, half_flops, layout, kernels)
+        step, classes, subtasks = _pipeline(rc, graph, rates, comm, layout)
         kind = "stage"
     else:
         # each fsdp chip steps its 1/degree of the weights
@@ -213,7 +196,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             comm.append(CommEvent("tp", "allreduce", activation, tp, split, count=calls))
             step += tp
     if strategy == "fsdp" and par.degree > 1:
-        times = _unit_times(graph, layout, (peak, bw, ce, me, launch), split, half_flops, e, kernels)
+        times = _unit_times(graph, layout, rates, split)
         step += _fsdp_comm(rc, graph, comm, group_link(links, per_node, chips), split, times)
     elif rc.data_copies > 1:
         grads = graph.params * graph.precision.param_bytes / split / layout.stage_tensor
@@ -254,9 +237,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
 
 @dataclass(frozen=True)
 class _Layout:
-    """What the GPU knobs add to ``parallel``: full recomputation, tensor-parallel GPUs per
-    pipeline stage, interleaved model chunks, and the head width when attention materializes its
-    scores (all off on the CPU)."""
+    """What the GPU knobs add to ``parallel`` (all off on the CPU)."""
 
     recompute: bool = False
     stage_tensor: int = 1
@@ -287,16 +268,14 @@ def _layout(rc: RunConfig, k) -> _Layout:
     return _Layout(recompute, stage_tensor, chunks, head_dim)
 
 
-def _unit_times(
-    graph: OpGraph, layout: _Layout, rates, split: int, half_flops, e, kernels
-) -> list[tuple[int, float, float]]:
+def _unit_times(graph: OpGraph, layout: _Layout, rates: Rates, split: int) -> list[tuple[int, float, float]]:
     """(params, forward s, backward s) of each layer in forward order, per micro-batch on one chip."""
     out = []
     for layer in graph.layers:
         again = layout.recompute and layer.kind == "block"
         head_dim = layout.score_head_dim if layer.kind == "block" else 0
-        fwd, _ = _layer_time(layer, ("fwd",), *rates, split, 1.0, half_flops, False, head_dim, e, kernels)
-        bwd, _ = _layer_time(layer, ("bwd",), *rates, split, 1.0, half_flops, False, head_dim, e, kernels)
+        fwd, _ = _layer_time(layer, ("fwd",), rates, split, head_dim=head_dim)
+        bwd, _ = _layer_time(layer, ("bwd",), rates, split, head_dim=head_dim)
         if again:  # the recomputed forward runs before the backward
             bwd += fwd
         out.append((layer.params, fwd, bwd))
@@ -304,17 +283,8 @@ def _unit_times(
 
 
 def _fsdp_comm(rc: RunConfig, graph: OpGraph, comm: list[CommEvent], link, split: int, units) -> float:
-    """Exposed seconds of sharded data parallel per step (docs/perfmodel.md, "Sharded data parallel").
-
-    Each layer is one FSDP unit of its params / ``split`` (tensor-parallel GPUs), gathered in the
-    compute dtype under autocast (FSDP's mixed precision), reduced in the parameter dtype. full:
-    all-gather before its forward and its backward, reduce-scatter after its backward; grad_op:
-    all-gather before its forward, reduce-scatter after its backward; both every
-    micro-batch. A unit's collective overlaps the compute of the unit next to it (FSDP's
-    prefetch): the first all-gather and the last reduce-scatter are exposed, the others only by
-    what exceeds that compute. optimizer (ZeRO-1): one reduce-scatter of the gradients per step,
-    overlapped layer by layer with the last micro-batch's backward, then an exposed all-gather of
-    the updated weights."""
+    """Exposed seconds of sharded data parallel per step, its events appended to ``comm``
+    (docs/perfmodel.md, "Sharded data parallel")."""
     par, m, w = rc.parallel, rc.run.grad_accum, graph.precision.param_bytes
     n = par.degree
     gathered = graph.precision.compute_bytes if graph.precision.autocast else w
@@ -348,27 +318,9 @@ def _fsdp_comm(rc: RunConfig, graph: OpGraph, comm: list[CommEvent], link, split
     return m * (ag_fwd + back)
 
 
-def _pipeline(
-    rc: RunConfig,
-    graph: OpGraph,
-    peak,
-    bw,
-    ce,
-    me,
-    launch,
-    comm,
-    half_flops=0.0,
-    layout: _Layout = _Layout(),
-    kernels: Kernels = Kernels(),
-):
-    """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``.
-
-    With ``layout.stage_tensor`` = t GPUs per stage (Megatron tensor parallelism inside a stage),
-    each stage's ops are split t ways, each block adds its tensor-parallel all-reduces of the
-    micro-batch's activation (within the node), and a stage sends 1/t of the activation to the next
-    stage (Megatron's scatter/gather) then all-gathers it within its node. With
-    ``layout.chunks`` = v (interleaved 1F1B), every GPU holds v model chunks: the bubble is
-    (sum_i t_i - max_i t_i) / v and every micro-batch crosses v times as many stage boundaries."""
+def _pipeline(rc: RunConfig, graph: OpGraph, rates: Rates, comm: list[CommEvent], layout: _Layout):
+    """Stage times per micro-batch, then the pipeline over ``parallel.micro_batches``, with Megatron's
+    tensor parallelism per stage and interleaved 1F1B (docs/perfmodel.md, "CPU and GPU")."""
     par, m = rc.parallel, rc.run.grad_accum
     mb = par.micro_batches
     fraction = 1.0 / mb
@@ -378,38 +330,16 @@ def _pipeline(
     links, per_node = rc.hardware.links, rc.hardware.chips_per_node
     block = graph.layer("block.0") if rc.model.n_layers else None
     e = graph.precision.compute_bytes
-    t_block, c_block = (
-        _layer_time(
-            block,
-            ("fwd", "bwd"),
-            peak,
-            bw,
-            ce,
-            me,
-            launch,
-            t,
-            fraction,
-            half_flops,
-            layout.recompute,
-            layout.score_head_dim,
-            e,
-            kernels,
-        )
-        if block
-        else (0.0, {})
-    )
-    o_block, _ = (
-        _layer_time(block, ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops) if block else (0.0, {})
-    )
     train = ("fwd", "bwd")
-    t_emb, _ = _layer_time(
-        graph.layer("embedding"), train, peak, bw, ce, me, launch, t, fraction, half_flops, kernels=kernels
-    )
-    t_head, _ = _layer_time(
-        graph.layer("head"), train, peak, bw, ce, me, launch, t, fraction, half_flops, kernels=kernels
-    )
-    o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops)
-    o_head, _ = _layer_time(graph.layer("head"), ("opt",), peak, bw, ce, me, launch, t, half_flops=half_flops)
+    t_block, c_block = (0.0, {})
+    o_block = 0.0
+    if block:
+        t_block, c_block = _layer_time(block, train, rates, t, fraction, layout.recompute, layout.score_head_dim)
+        o_block, _ = _layer_time(block, ("opt",), rates, t)
+    t_emb, _ = _layer_time(graph.layer("embedding"), train, rates, t, fraction)
+    t_head, _ = _layer_time(graph.layer("head"), train, rates, t, fraction)
+    o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), rates, t)
+    o_head, _ = _layer_time(graph.layer("head"), ("opt",), rates, t)
     message = graph.batch_size * fraction * rc.model.seq_len * rc.model.hidden_size * e
     hop_link = group_link(links, per_node, p * t)  # neighbouring stages on other nodes once the pipeline spans nodes
     hop = p2p_s(message / t, hop_link) if hop_link is not None else 0.0

@@ -1,12 +1,6 @@
 """Memory per chip of the CPU/GPU model: what one chip of the run's layout holds at its peak.
 
-``memory_per_chip(rc, graph, layout, margin)`` -> :class:`MemoryUse`: weights (with a 16-bit
-working copy under autocast, except under fsdp full sharding), gradients and AdamW moments of the
-chip's share of the model (split over tensor and pipeline chips, and sharded over fsdp chips as
-``parallel.sharding`` says, plus the gathered layers sharding needs), the activations its stage
-keeps for the micro-batches in flight (block inputs only under full recomputation; the seq x seq
-scores when attention is materialized), communication buffers, and ``margin`` x all of it for the caching allocator.
-
+``memory_per_chip(rc, graph, layout, margin)`` -> :class:`MemoryUse`.
 Derivation: docs/perfmodel.md, "GPU memory per GPU".
 """
 
@@ -14,6 +8,7 @@ from __future__ import annotations
 
 from dabench.config.sections import RunConfig
 from dabench.perfmodel.capacity import MemoryUse
+from dabench.perfmodel.pipeline import stash_depth
 from dabench.workload.opgraph import OpGraph
 
 #: DistributedDataParallel's gradient bucket (torch's bucket_cap_mb default, 25 MiB); two in flight
@@ -29,15 +24,6 @@ def stage_layers(rc: RunConfig) -> tuple[int, ...]:
         return tuple(par.layers_per_stage)
     base, extra = divmod(rc.model.n_layers, par.degree)
     return tuple(base + (1 if i < extra else 0) for i in range(par.degree))
-
-
-def in_flight(rc: RunConfig, stage: int, stages: int) -> int:
-    """Micro-batches whose activations stage ``stage`` keeps at once: all of them under GPipe, at
-    most ``stages - stage`` under 1F1B (a stage starts backwards after that many forwards)."""
-    mb = rc.parallel.micro_batches if rc.parallel.strategy == "pp" else 1
-    if rc.parallel.schedule == "1f1b":
-        return min(mb, stages - stage)
-    return mb
 
 
 def score_bytes(rc: RunConfig, batch: float, e: int) -> float:
@@ -78,11 +64,8 @@ def memory_per_chip(rc: RunConfig, graph: OpGraph, layout, margin: float = 0.0) 
                 grads = grads / n_shards + unit * gathered  # a layer's full gradient before its reduce-scatter
             if par.sharding == "full":
                 weights = params * w / n_shards + 2 * unit * gathered  # the gathered layer and the prefetched one
-        depth = in_flight(rc, i, p)
-        if layout.recompute:
-            acts = n * kept * depth + (saved if n else 0.0)
-        else:
-            acts = n * saved * depth
+        depth = stash_depth(i, p, mb, par.schedule)
+        acts = n * kept * depth + (saved if n else 0.0) if layout.recompute else n * saved * depth
         acts += (emb.saved_bytes * fraction * depth if i == 0 else 0.0) + (
             head.saved_bytes * fraction if i == head_stage else 0.0
         )

@@ -32,41 +32,22 @@ AMP_CLASSES = ("matmul", "attention")
 
 @dataclass(frozen=True)
 class IpuKnobs:
+    o: IpuOptions
     tiles: int
-    clock_hz: float
     peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (:func:`amp_peak`)
     partial_bytes: float  #: bytes of one matmul partial: 2 with fp16 partials, else 4
-    exchange_Bps: float
     sram_bytes: float
     streaming_Bps: float
-    amp_efficiency: float
-    vector_flops_per_cycle: float
-    loadstore_bytes_per_cycle: float
-    superstep_s: float
-    available_memory_proportion: float
-    program_memory_fraction: float
-    recompute: bool
-    optimizer_offchip: bool
-    device_iterations: int
-    host_call_overhead_s: float
-    link_domain: int  #: IPUs joined by IPU-Links (a Pod rack)
-    embedding_serialization: int
-    rts: bool
 
     @property
     def grain(self) -> float:
         """Output elements one tile's AMP unit produces per cycle (MACs per cycle per tile)."""
-        return max(1.0, self.peak / (self.tiles * self.clock_hz * 2.0))
+        return max(1.0, self.peak / (self.tiles * self.o.clock_hz * 2.0))
 
 
 def amp_peak(rc: RunConfig, o: IpuOptions) -> float:
-    """FLOP/s per IPU of the AMP units (matmul, attention) at the run's precision and partials type.
-
-    16-bit runs: the datasheet's FP16.16 peak (``peak_flops.fp16`` / ``.mixed``: fp16 inputs, fp16
-    partials) with ``half_partials``, half of it without (FP16.32: the AMP units accumulate in fp32
-    and, per poplibs, run half as many units per tile because the fp32 partials fill the 64-bit
-    store path twice as fast; conf/hardware/sources/ipu.yaml). fp32 runs: ``peak_flops.fp32``
-    (their partials are fp32 anyway, and that peak already is the FP32.32 rate)."""
+    """FLOP/s per IPU of the AMP units at the run's precision and partials type: FP16.16 with
+    ``half_partials``, half of it without (FP16.32); fp32 runs the FP32 peak."""
     peak = peak_flops(rc)
     if rc.precision.compute_dtype in ("fp16", "bf16") and not o.half_partials:
         return peak / 2.0
@@ -82,30 +63,14 @@ def knobs(rc: RunConfig) -> IpuKnobs:
     o: IpuOptions = knobs_for(hw)
     streaming = next((level for level in hw.memory if level.name == "streaming"), None)
     return IpuKnobs(
+        o=o,
         tiles=int(hw.units("tiles") or 1472),
-        clock_hz=o.clock_hz,
         peak=amp_peak(rc, o),
         partial_bytes=2.0 if (rc.precision.compute_dtype in ("fp16", "bf16") and o.half_partials) else 4.0,
-        exchange_Bps=o.exchange_bandwidth_Bps,
         sram_bytes=hw.capacity("sram"),
         streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
-        amp_efficiency=o.amp_efficiency,
-        vector_flops_per_cycle=o.vector_flops_per_cycle,
-        loadstore_bytes_per_cycle=o.loadstore_bytes_per_cycle,
-        superstep_s=o.superstep_s,
-        available_memory_proportion=o.available_memory_proportion,
-        program_memory_fraction=o.program_memory_fraction,
-        recompute=o.recompute,
-        optimizer_offchip=o.optimizer_state_offchip,
-        device_iterations=o.device_iterations,
-        host_call_overhead_s=o.host_call_overhead_s,
-        link_domain=o.ipu_link_domain,
-        embedding_serialization=o.embedding_serialization_factor,
-        rts=o.replicated_tensor_sharding,
     )
 
-
-# ----------------------------------------------------------------------------- per-op cost
 
 #: BSP supersteps (compute sets, each closed by a tile sync) per op class in one pass: a matmul is
 #: poplin's AMP compute set and its partials reduction; attention on PopTorch materialises its
@@ -234,26 +199,21 @@ def _plan(
 
 
 def _planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
-    """:func:`_plan`'s per-tile arguments after the shape: tiles, AMP MACs per cycle, AMP efficiency,
-    bytes a tile receives per cycle, load/store bytes per cycle, temporaries budget in bytes."""
+    """:func:`_plan`'s per-tile arguments after the shape."""
     t = k.tiles
-    budget = k.available_memory_proportion * k.sram_bytes / t
-    macs = k.peak / (t * k.clock_hz * 2.0)
-    return t, macs, k.amp_efficiency, k.exchange_Bps / t / k.clock_hz, k.loadstore_bytes_per_cycle, budget
+    budget = k.o.available_memory_proportion * k.sram_bytes / t
+    macs = k.peak / (t * k.o.clock_hz * 2.0)
+    o = k.o
+    return t, macs, o.amp_efficiency, o.exchange_bandwidth_Bps / t / o.clock_hz, o.loadstore_bytes_per_cycle, budget
 
 
 def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: float, partial: float) -> MatmulPlan:
-    """The cheapest split of ``groups`` independent [rows, inner] x [inner, cols] products over the
-    IPU's tiles that fits the planner's temporary-memory budget (``available_memory_proportion`` of
-    a tile), priced per tile as poplibs' planner prices it: AMP cycles of the tile's block (its
-    contraction and column shares rounded up to the AMP's channel group), exchange of the operand
-    copies the tile receives (all but the 1/n already there; input rows shared by a super-tile pair
-    arrive twice as fast) and of its partials, and the reduction of partials over the contraction
-    split at the load/store width. Phases add (bulk-synchronous). Without a plan that fits, the one
-    needing least memory."""
+    """The cheapest split of ``groups`` [rows, inner] x [inner, cols] products over the IPU's tiles
+    within the planner's temporaries budget, else the one needing least memory (docs/perfmodel.md,
+    "Bow IPU")."""
     splits, amp, exchange, reduce, temp = _plan(groups, rows, inner, cols, *_planner_args(k), e, partial)
     used = splits[0] * splits[1] * splits[2] * splits[3]
-    return MatmulPlan(splits, amp / k.clock_hz, exchange / k.clock_hz, reduce / k.clock_hz, temp, used)
+    return MatmulPlan(splits, amp / k.o.clock_hz, exchange / k.o.clock_hz, reduce / k.o.clock_hz, temp, used)
 
 
 def matmul_shapes(op: Op, graph: OpGraph) -> list[tuple[int, int, int, int]]:
@@ -288,23 +248,23 @@ def _amp_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> tuple[float, float, float,
         used = splits[0] * splits[1] * splits[2] * splits[3]
         amp, exchange, reduce = amp + a, exchange + x, reduce + r
         tiles, temp = max(tiles, used), max(temp, tb * used)
-    return amp / k.clock_hz, exchange / k.clock_hz, reduce / k.clock_hz, tiles, temp
+    return amp / k.o.clock_hz, exchange / k.o.clock_hz, reduce / k.o.clock_hz, tiles, temp
 
 
 def op_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> OpCost:
     steps = SUPERSTEPS.get(op.op_class, 1) * (2 if op.phase == "bwd" else 1)
-    sync = steps * k.superstep_s if op.phase != "opt" else k.superstep_s
+    sync = steps * k.o.superstep_s if op.phase != "opt" else k.o.superstep_s
     if op.op_class in AMP_CLASSES:
         amp, exchange, vector, tiles, temp = _amp_cost(op, graph, k)
         if op.op_class == "attention":
-            vector += score_bytes(op, graph) / (k.tiles * k.loadstore_bytes_per_cycle * k.clock_hz)
-        copy = op.bytes / 2.0 / k.exchange_Bps if op.phase == "bwd" else 0.0
+            vector += score_bytes(op, graph) / (k.tiles * k.o.loadstore_bytes_per_cycle * k.o.clock_hz)
+        copy = op.bytes / 2.0 / k.o.exchange_bandwidth_Bps if op.phase == "bwd" else 0.0
         return OpCost(amp, vector, exchange, copy, sync, tiles, temp)
     tiles = op_tiles(op, graph, k)
-    store_Bps = tiles * k.loadstore_bytes_per_cycle * k.clock_hz
-    lanes = op.flops / (tiles * k.vector_flops_per_cycle * k.clock_hz)
+    store_Bps = tiles * k.o.loadstore_bytes_per_cycle * k.o.clock_hz
+    lanes = op.flops / (tiles * k.o.vector_flops_per_cycle * k.o.clock_hz)
     vector = max(lanes, op.bytes / store_Bps)
-    exchange = op.bytes / k.exchange_Bps if op.op_class == "embedding" else 0.0
+    exchange = op.bytes / k.o.exchange_bandwidth_Bps if op.op_class == "embedding" else 0.0
     return OpCost(0.0, vector, exchange, 0.0, sync, tiles)
 
 
@@ -331,18 +291,15 @@ def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
         if op.phase == "opt":
             opt += cost.time_s
             continue
-        repeat = 2 if (op.phase == "fwd" and k.recompute and layer.kind == "block") else 1
+        repeat = 2 if (op.phase == "fwd" and k.o.recompute and layer.kind == "block") else 1
         tiles = max(tiles, cost.tiles)
         for name in MECHANISMS:
             parts[name] += repeat * getattr(cost, f"{name}_s")
         if op.op_class in AMP_CLASSES:
             # the vocabulary-sized LM head runs in embedding_serialization_factor serial pieces
-            pieces = k.embedding_serialization if layer.kind == "head" else 1
+            pieces = k.o.embedding_serialization_factor if layer.kind == "head" else 1
             operands = max(operands, cost.temp_bytes / pieces)
     return LayerCost(sum(parts.values()), parts, opt, tiles, operands)
-
-
-# ----------------------------------------------------------------------------- placement
 
 
 def placement(rc: RunConfig) -> tuple[int, ...]:
@@ -358,16 +315,9 @@ def placement(rc: RunConfig) -> tuple[int, ...]:
     return (rc.model.n_layers,)
 
 
-def replicas(rc: RunConfig) -> int:
-    return rc.data_copies
-
-
 def ipu_params(graph: OpGraph, layers: tuple[int, ...]) -> list[int]:
-    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0.
-    A tied head (``model.tie_embeddings``: GPT-2's ``lm_head.weight is wte.weight``) owns no
-    parameters in the op graph (the table is the embedding's), so IPU 0, which holds both, stores
-    the table, its gradient and its optimizer state once; the head's matmul still reads it (its
-    op bytes, hence its exchange and temporaries, are the untied head's)."""
+    """Parameters each IPU holds: its decoder blocks, plus the embedding and the head on IPU 0 (a
+    tied head's table counted once)."""
     block = graph.layer("block.0").params if graph.model.n_layers else 0
     extra = graph.layer("embedding").params + graph.layer("head").params
     return [n * block + (extra if i == 0 else 0) for i, n in enumerate(layers)]
@@ -385,7 +335,7 @@ def memory_per_ipu(
     e = precision.compute_bytes
     tokens = graph.batch_size * rc.model.seq_len
     checkpoint = tokens * rc.model.hidden_size * e
-    p, r = len(layers), replicas(rc)
+    p, r = len(layers), rc.data_copies
     uses = []
     for i, (n_blocks, params) in enumerate(zip(layers, ipu_params(graph, layers), strict=False)):
         held = [("block", n_blocks)] if n_blocks else []
@@ -395,44 +345,38 @@ def memory_per_ipu(
             uses.append(MemoryUse())
             continue
         state = training_state(params, precision, compute_copy=True, grad_bytes=grad_bytes, moment_bytes=moments)
-        if k.optimizer_offchip:
+        if k.o.optimizer_state_offchip:
             state = MemoryUse(state.weights, state.gradients, 0.0)
-        elif k.rts and r > 1:  # replicated tensor sharding: each replica keeps 1/r of the moments
+        elif k.o.replicated_tensor_sharding and r > 1:  # each replica keeps 1/r of the moments
             state = MemoryUse(state.weights, state.gradients, state.optimizer / r)
         depth = stash_depth(i, p + 1, rc.run.grad_accum, "interleaved") if p > 1 else 1
-        if k.recompute:
+        if k.o.recompute:
             stash = n_blocks * checkpoint * depth
             working = block.saved_bytes if (n_blocks and block) else 0.0
         else:
             stash = n_blocks * (block.saved_bytes if block else 0.0) * depth
             working = 0.0
         if i == 0:  # the serialised head computes (and consumes) its logits in that many vocabulary slices
-            head = graph.layer("head").saved_bytes / k.embedding_serialization
+            head = graph.layer("head").saved_bytes / k.o.embedding_serialization_factor
             working = max(working, head + graph.layer("embedding").saved_bytes)
         wanted = max(costs[name].largest_operands for name, _ in held)
-        temporaries = min(k.available_memory_proportion * k.sram_bytes, wanted)
-        program = k.program_memory_fraction * k.sram_bytes
+        temporaries = min(k.o.available_memory_proportion * k.sram_bytes, wanted)
+        program = k.o.program_memory_fraction * k.sram_bytes
         uses.append(state.plus(activations=stash + working, other=temporaries + program))
     return uses
 
 
-# ----------------------------------------------------------------------------- predict
-
-
 def memory_share(shares: dict[str, float]) -> float:
-    """Share of a stage's time its tiles spend moving data rather than in AMP arithmetic: vector
-    work (bound by the load/store width), exchange, rearrangement copies and IPU-Link transfers,
-    out of those plus the AMP time (BSP sync excluded: it is neither)."""
+    """Share of a stage's moving-data time out of that plus its AMP time (BSP sync excluded)."""
     moving = shares["vector"] + shares["exchange"] + shares["copy"] + shares["link"]
     return moving / max(1e-30, moving + shares["amp"])
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on Bow IPUs; raises CapacityError when an IPU's
-    In-Processor-Memory cannot hold its stage. ``ceilings`` are unused (the model reads its spec)."""
+    """Predicted Profile of one optimizer step on Bow IPUs (module docstring)."""
     k = knobs(rc)
     layers = placement(rc)
-    p, m, r = len(layers), rc.run.grad_accum, replicas(rc)
+    p, m, r = len(layers), rc.run.grad_accum, rc.data_copies
     if p > 1 and m < 2 * p - 1:
         raise CompileError(
             f"pipelined training over {p} IPUs needs run.grad_accum >= {2 * p - 1} (the forward "
@@ -455,7 +399,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     e = graph.precision.compute_bytes
     message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
     # IPU-Links join every IPU of a Pod rack, across its machines; GW-Links only join racks
-    link = group_link(rc.hardware.links, k.link_domain, max(p, 1))
+    link = group_link(rc.hardware.links, k.o.ipu_link_domain, max(p, 1))
     transfer = 2.0 * p2p_s(message, link) if (p > 1 and link is not None) else 0.0
     train, busy, opt, tiles = [], [], [], []
     for i, n_blocks in enumerate(layers):
@@ -469,15 +413,15 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
 
     timing = pipeline_time(train, m)
     offchip = 0.0
-    if k.optimizer_offchip:  # read and write both moments of the IPU's parameters every step
+    if k.o.optimizer_state_offchip:  # read and write both moments of the IPU's parameters every step
         moment_bytes = 6.0 if graph.precision.param_dtype in ("fp16", "bf16") else 8.0
-        shards = r if k.rts else 1  # RTS: each replica streams its 1/r slice of the moments
+        shards = r if k.o.replicated_tensor_sharding else 1  # RTS: each replica streams its 1/r slice of the moments
         offchip = max(2.0 * n * moment_bytes for n in ipu_params(graph, layers)) / shards / k.streaming_Bps
     update = max(opt) + offchip
     grads = [use.gradients for use in uses]
-    dp_link = group_link(rc.hardware.links, k.link_domain, rc.parallel.n_chips)
+    dp_link = group_link(rc.hardware.links, k.o.ipu_link_domain, rc.parallel.n_chips)
     allreduce = max(ring_allreduce_s(g, r, dp_link) for g in grads) if (r > 1 and dp_link) else 0.0
-    host = k.host_call_overhead_s / k.device_iterations
+    host = k.o.host_call_overhead_s / k.o.device_iterations
     step = timing.step_s + update + allreduce + host
 
     comm: list[CommEvent] = []
@@ -514,7 +458,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     extra.update({f"ipu.share.{part}": share for part, share in shares.items()})
     units = {"tiles": UnitUse(float(sum(tiles) * r), float(k.tiles * p * r))}
     memory = {"sram": max(use.total for use in uses)}
-    if k.optimizer_offchip:
+    if k.o.optimizer_state_offchip:
         memory["streaming"] = offchip * k.streaming_Bps / 2.0
     return make_profile(
         rc,

@@ -1,9 +1,5 @@
-"""Pipeline schedule with bubble for m micro-batches over p stages of t_i seconds each.
-
-:func:`pipeline_time`: ``step = sum_i t_i + (m - 1) max_i t_i`` (GPipe and 1F1B alike), bubble =
-``step - m max_i t_i``; :func:`stash_depth`: activations a stage holds per schedule.
-
-Derivation: docs/perfmodel.md, "Shared primitives".
+"""Pipeline schedule with bubble for m micro-batches over p stages (:func:`pipeline_time`,
+:func:`stash_depth`). Derivation: docs/perfmodel.md, "Shared primitives".
 """
 
 from __future__ import annotations
@@ -33,15 +29,8 @@ def pipeline_time(stage_times: Sequence[float], micro_batches: int) -> PipelineT
 
 
 def stash_depth(stage: int, stages: int, micro_batches: int, schedule: str) -> int:
-    """Micro-batches whose activations stage ``stage`` (0-based) holds at once, between their
-    forward and backward passes:
-
-    - ``gpipe``: all m (every forward runs before the first backward);
-    - ``1f1b``: min(m, p - i) (a stage starts backward once the pipeline is full);
-    - ``interleaved`` (Graphcore's pipelined training, forward and backward stages alternating
-      on each IPU): min(m, 2 (p - 1 - i) + 1), the slots between a micro-batch's forward on
-      stage i and its backward there.
-    """
+    """Micro-batches whose activations stage ``stage`` (0-based) holds at once under ``schedule``
+    (``gpipe``, ``1f1b``, ``interleaved``; docs/perfmodel.md, "Shared primitives")."""
     if not 0 <= stage < stages:
         raise ValueError(f"stage {stage} outside 0..{stages - 1}")
     if schedule == "gpipe":

@@ -36,27 +36,16 @@ def knobs(rc: RunConfig) -> RduKnobs:
         raise ConfigError("hardware.options.tiles", o.tiles, f"must be at most the chip's {chip_tiles} tiles")
     share = o.tiles / chip_tiles * o.resources_scaling
     return RduKnobs(
-        mode=o.compile_mode,
+        o=o,
         pcus=max(1, int(chip_pcus * share)),
         pmus=max(1, int(chip_pmus * share)),
         chip_pcus=chip_pcus,
         chip_pmus=chip_pmus,
         pmu_bytes=hw.capacity("sram") / chip_pmus,
         pcu_flops=peak_flops(rc, "bf16") / chip_pcus,
-        pcu_efficiency=o.pcu_efficiency,
-        pcu_lanes=o.pcu_lanes,
-        buffer_pmus=o.stage_buffer_pmus,
         ddr_Bps=hw.bandwidth("ddr"),
-        fp32_logits=o.fp32_logits,
-        fp32_skip_add=o.fp32_skip_add,
         tile32=o.tiling_accum == "fp32",
         wgrad32=o.weight_grad_reduce == "fp32",
-        switch_s=o.section_switch_s,
-        host_s=o.host_overhead_s,
-        host_logit_s=o.host_logit_s,
-        host_Bps=o.host_link_Bps,
-        reduce_on_rdu=o.reduce_on_rdu,
-        machine_collective_s=o.machine_collective_s,
     )
 
 
@@ -82,9 +71,9 @@ def _work(op: Op, k: RduKnobs) -> float:
     its accumulation are (docs/perfmodel.md, SN30 RDU, Precision)."""
     flops, cls = op.flops, op.op_class
     if cls == "loss":
-        return 2 * flops if k.fp32_logits else flops
+        return 2 * flops if k.o.fp32_logits else flops
     if cls == "elementwise" and op.name.startswith("residual"):
-        return 2 * flops if k.fp32_skip_add else flops
+        return 2 * flops if k.o.fp32_skip_add else flops
     if cls not in ("matmul", "attention"):
         return flops
     tile = 2 * flops if k.tile32 else flops
@@ -97,10 +86,8 @@ def _work(op: Op, k: RduKnobs) -> float:
 def _stages_of(
     ops: tuple[Op, ...], layer_name: str, saved: dict[str, float], graph: OpGraph, k: RduKnobs, t: int
 ) -> list[Stage]:
-    """Stages of ``ops`` (one layer): weights (and, backward, gradient accumulators) in PMUs, the
-    PCU cap from the op's output width (:func:`~dabench.perfmodel.assemble.op_width`), and
-    ``stage_buffer_pmus`` buffers of one sample's output. The graph's and knobs' fields are read
-    once per layer, not once per op (the hot path of every RDU prediction)."""
+    """Stages of one layer's ``ops`` (docs/perfmodel.md, "SN30 RDU"); fields read once per layer
+    (the hot path of every RDU prediction)."""
     model = graph.model
     w = graph.precision.param_bytes  # weights; gradients in the same dtype
     wg = w + w
@@ -108,8 +95,8 @@ def _stages_of(
     fp32 = compute_bytes == 4
     scale = 2 if fp32 else 1  # 16-bit operations per FLOP; the AdamW update runs on fp32 masters:
     opt_scale = 2 if fp32 or w == 4 else 1
-    knobbed = not fp32 and (k.fp32_logits or k.fp32_skip_add or k.tile32 or k.wgrad32)
-    pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.pcu_lanes, k.pcus, k.buffer_pmus
+    knobbed = not fp32 and (k.o.fp32_logits or k.o.fp32_skip_add or k.tile32 or k.wgrad32)
+    pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.o.pcu_lanes, k.pcus, k.o.stage_buffer_pmus
     opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
     ceil = math.ceil
     out = []
@@ -188,9 +175,6 @@ def _sequence(graph: OpGraph, stages: dict[str, dict[str, list[Stage]]], phase: 
     ]
 
 
-# ----------------------------------------------------------------------------- sections
-
-
 @dataclass(slots=True)
 class Section:
     stages: tuple[Stage, ...]
@@ -207,9 +191,9 @@ def sections(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, list[Section]]:
     out: dict[str, list[Section]] = {}
     for phase in ("fwd", "bwd", "opt"):
         seq = _sequence(graph, stages, phase)
-        if k.mode == "o0":
+        if k.o.compile_mode == "o0":
             out[phase] = [Section((s,), False, count) for layer, count in seq for s in layer]
-        elif k.mode == "o1":
+        elif k.o.compile_mode == "o1":
             out[phase] = [sec for layer, count in seq for sec in _pack(layer, k, count)]
         else:
             flat = [s for layer, count in seq for _ in range(count) for s in layer]
@@ -247,10 +231,8 @@ def _pack(stages: list[Stage], k: RduKnobs, count: int) -> list[Section]:
 
 
 def allocate(section: Section, k: RduKnobs) -> list[int]:
-    """PCUs per stage: one each, then the rest of the section's PCUs in proportion to FLOPs, no
-    stage above its cap (water-filling: what a capped stage cannot use goes to the others);
-    then rounded down to a power of two (the compiler's parallelisation factors tile tensor
-    dimensions evenly). Packing guarantees at most one stage per PCU."""
+    """PCUs per stage: water-filling of the section's PCUs by FLOPs under each stage's cap, rounded
+    down to a power of two (docs/perfmodel.md, "SN30 RDU")."""
     total = k.pcus
     stages = section.stages
     if len(stages) == 1:  # the loop below for one stage (o0's every section): the same arithmetic
@@ -290,8 +272,7 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
 
 
 def _floor_pow2(n: int) -> int:
-    """The largest power of two <= ``n`` (1 for 0): a cached table for chip-sized counts, the
-    bit length beyond it (a table the size of the count would be the count's size in memory)."""
+    """The largest power of two <= ``n`` (1 for 0), from a table for chip-sized counts."""
     if n < len(_FLOOR_POW2):
         return _FLOOR_POW2[n]
     return 1 << (n.bit_length() - 1)
@@ -314,10 +295,9 @@ class SectionTime:
 
 
 def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
-    """Stages pipeline the micro-batch's ``samples`` one sample at a time, so the section's compute
-    takes (samples + stages - 1) beats of its slowest stage (fill and drain)."""
+    """The section's time: its samples pipeline through the stages (fill and drain)."""
     pcus = allocate(section, k)
-    rate = k.pcu_flops * k.pcu_efficiency
+    rate = k.pcu_flops * k.o.pcu_efficiency
     stages = section.stages
     if len(stages) == 1:  # the general case below for one stage (o0's every section): the same arithmetic
         stage, p = stages[0], pcus[0]
@@ -327,7 +307,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
         compute = longest * samples / samples
         ddr = (stage.ddr_fused if section.fused else stage.ddr_alone) * passes / k.ddr_Bps
         return SectionTime(
-            max(compute, ddr) + k.switch_s,
+            max(compute, ddr) + k.o.section_switch_s,
             compute,
             ddr,
             p,
@@ -354,10 +334,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     ddr = ddr_bytes * passes / k.ddr_Bps
     pmus = min(k.pmus, used_pmus)
     li = sum(times) / len(times) / longest if longest else 1.0
-    return SectionTime(max(compute, ddr) + k.switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
-
-
-# ----------------------------------------------------------------------------- predict
+    return SectionTime(max(compute, ddr) + k.o.section_switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
 
 
 def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
@@ -383,8 +360,7 @@ def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on SN30 RDU(s); ``ceilings`` are unused (the model
-    reads its spec)."""
+    """Predicted Profile of one optimizer step on SN30 RDU(s) (module docstring)."""
     require_strategy(
         rc,
         ("none", "dp", "tp"),
@@ -417,15 +393,11 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             if st.ddr_s >= st.compute_s:
                 ddr_bound += span
             for stage, stage_s, p in zip(sec.stages, st.stage_times, st.stage_pcus, strict=False):
-                name = stage.name
-                acc = per_stage.get(name)
+                acc = per_stage.setdefault(stage.name, [0.0, 0.0, 0.0])
                 busy = runs * stage_s
-                if acc is None:
-                    per_stage[name] = [busy, runs * stage.flops, busy * p]
-                else:
-                    acc[0] += busy
-                    acc[1] += runs * stage.flops
-                    acc[2] += busy * p
+                acc[0] += busy
+                acc[1] += runs * stage.flops
+                acc[2] += busy * p
     # one subtask per op and phase (every decoder block's share of it summed: blocks are identical),
     # its PCUs time-weighted over the sections that ran it
     subtasks = [
@@ -480,5 +452,5 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         comm=comm,
         single_chip_samples_per_s=single,
         extra=extra,
-        tags={"compile_mode": k.mode},
+        tags={"compile_mode": k.o.compile_mode},
     )

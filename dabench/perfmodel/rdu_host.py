@@ -13,42 +13,32 @@ from dabench.perfmodel.knobs.rdu import RduKnobs
 
 
 def sequence_logits(rc: RunConfig) -> float:
-    """Logits of one sequence: the positions that reach the LM head (``model.head_tokens``,
-    0 = every token) x the vocabulary."""
+    """Logits of one sequence: the positions that reach the LM head x the vocabulary."""
     positions = getattr(rc.model, "head_tokens", 0) or rc.model.seq_len
     return float(positions * rc.model.vocab_size)
 
 
 def host_time(rc: RunConfig, k: RduKnobs) -> float:
-    """Host time per step: ``host_overhead_s`` + ``host_logit_s`` x one sequence's logits + the
-    step's input token ids over ``host_link_Bps``. The logit term is a fitted form (why: docs/perfmodel.md,
-    "SN30 RDU", Step)."""
+    """Host time per step (docs/perfmodel.md, "SN30 RDU", Step)."""
     tokens = rc.run.batch_size * rc.run.grad_accum * rc.model.seq_len
-    return k.host_s + k.host_logit_s * sequence_logits(rc) + tokens * 8 / k.host_Bps
+    return k.o.host_overhead_s + k.o.host_logit_s * sequence_logits(rc) + tokens * 8 / k.o.host_link_Bps
 
 
 def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:
-    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` whose group spans ``span`` chips:
-    over the RDU fabric inside a machine; between machines over the network, straight from RDU
-    memory with ``reduce_on_rdu`` (SambaFlow's collective library), else staged through the hosts
-    (:func:`dabench.perfmodel.comm.staged_link`) plus ``machine_collective_s`` (docs/perfmodel.md,
-    "SN30 RDU", Collectives between machines)."""
+    """Seconds for one ring all-reduce of ``nbytes`` over ``ranks`` spanning ``span`` chips
+    (docs/perfmodel.md, "SN30 RDU", Collectives between machines)."""
     hw = rc.hardware
     link = group_link(hw.links, hw.chips_per_node, span)
     if ranks <= 1 or link is None:
         return 0.0
-    if span <= hw.chips_per_node or k.reduce_on_rdu:
+    if span <= hw.chips_per_node or k.o.reduce_on_rdu:
         return ring_allreduce_s(nbytes, ranks, link)
-    return ring_allreduce_s(nbytes, ranks, staged_link(link, k.host_Bps)) + k.machine_collective_s
+    return ring_allreduce_s(nbytes, ranks, staged_link(link, k.o.host_link_Bps)) + k.o.machine_collective_s
 
 
 def tp_exchange_s(nbytes: float, t: int, rc: RunConfig, k: RduKnobs) -> float:
-    """Seconds of one tensor-parallel split region's transfers: SambaFlow splits a tensor dimension
-    over the ``t`` RDUs and accumulates the partial results with an Add on one of them, which also
-    sends the region's input to the others (p2p, not a ring; docs/perfmodel.md, "SN30 RDU", Tensor
-    parallelism). That RDU sends and receives ``t - 1`` messages of ``nbytes``, one after another on
-    its links: peers in its machine over the fabric, the others staged through the hosts, plus
-    ``machine_collective_s`` per exchange that leaves the machine."""
+    """Seconds of one tensor-parallel split region's p2p transfers over ``t`` RDUs
+    (docs/perfmodel.md, "SN30 RDU", Tensor parallelism)."""
     if t <= 1:
         return 0.0
     hw = rc.hardware
@@ -60,6 +50,6 @@ def tp_exchange_s(nbytes: float, t: int, rc: RunConfig, k: RduKnobs) -> float:
         seconds = 2 * local * p2p_s(nbytes, intra)
     inter = group_link(hw.links, hw.chips_per_node, t)
     if remote and inter is not None:
-        staged = 2 * remote * p2p_s(nbytes, staged_link(inter, k.host_Bps)) + 2 * k.machine_collective_s
+        staged = 2 * remote * p2p_s(nbytes, staged_link(inter, k.o.host_link_Bps)) + 2 * k.o.machine_collective_s
         seconds = max(seconds, staged)  # the fabric and the host path run side by side
     return seconds

@@ -1,15 +1,7 @@
-"""How far a configuration lies from what was calibrated, and the band that distance gives it.
+"""How far a configuration lies from what was calibrated (:func:`coords`, :func:`distance`), and the
+band that distance gives it (:func:`half_width`). Pure.
 
-- :func:`coords` reads a run config's reach coordinates: model size, chips, precision, compile
-  mode, execution mode, software release, GPU generation.
-- :func:`distance` is one number in "units": a decade of model size, 8x the chips, or one
-  categorical difference (0.5 for a release) each count 1.
-- :func:`half_width` is a prediction's band, in log space: the larger of its platform's
-  split-conformal quantile of out-of-source errors and the nearest calibration point's own error,
-  plus ``growth`` per unit of distance to that point; nothing calibrated within ``FAR`` units: a
-  ``wide`` band that says so. Pure and cheap: the tables come from the constant set.
-
-Details: docs/perfmodel.md, "Out-of-sample error and bands".
+Derivation: docs/perfmodel.md, "Out-of-sample error and bands".
 """
 
 from __future__ import annotations
@@ -50,8 +42,7 @@ def approx_params(model: Mapping[str, Any]) -> float:
 
 
 def chip_count(arch: str, degree: int, replicas: int, tiles: Any = None) -> float:
-    """Chips a deployment spans: degree x replicas, an RDU instance of a few tiles counted as that
-    share of its chip (the record's tiles_per_chip)."""
+    """Chips a deployment spans: degree x replicas, an RDU instance counted as its share of a chip."""
     chips = float(degree * replicas)
     per_chip = platform(arch).tiles_per_chip
     if per_chip and tiles is not None:
@@ -121,10 +112,8 @@ def growth(needs: Sequence[float], nominal: float) -> float:
 def half_width(
     x: Mapping[str, Any], points: Sequence[Mapping[str, Any]], wide: float, rate: float, nominal: float
 ) -> tuple[str, float, str]:
-    """(kind, log half-width, why) of the band at coordinates ``x``. ``points``: the platform's
-    calibration points as ``{"id", "coords", "score"}`` (score: out-of-source |log error|, inf when
-    refused); ``wide``: the largest finite out-of-source score of any platform; ``rate``: growth
-    per unit. Kind ``near`` or ``wide`` (nothing calibrated within :data:`FAR`)."""
+    """(kind ``near`` or ``wide``, log half-width, why) of the band at coordinates ``x``
+    (docs/perfmodel.md, "Out-of-sample error and bands")."""
     if not points:
         return "wide", wide + rate * FAR, "nothing calibrated on this platform"
     scores = [p["score"] for p in points]

@@ -20,7 +20,7 @@ from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError, UnsupportedError
 from dabench.perfmodel.assemble import make_profile, peak_flops, require_strategy
 from dabench.perfmodel.capacity import require_fits, training_state
-from dabench.perfmodel.comm import ring_allreduce_s
+from dabench.perfmodel.comm import HopLink, ring_allreduce_s
 from dabench.perfmodel.knobs import knobs_for
 from dabench.perfmodel.knobs.wse2 import RELEASES, Wse2Knobs, Wse2Params
 from dabench.perfmodel.wse2_streaming import streamed_params as streamed_params  # re-exported
@@ -45,11 +45,7 @@ SAVED_ELSEWHERE = ("attn.k", "attn.v", "attn.proj", "xattn.k", "xattn.v", "xattn
 
 def _kernel_of(op_name: str) -> str:
     """Which per-block kernel an op belongs to: attention (ln1, attn.*, residual1, xattn.*), fc_in, fc_out."""
-    if op_name in FC_IN_OPS:
-        return "fc_in"
-    if op_name in FC_OUT_OPS:
-        return "fc_out"
-    return "attention"
+    return "fc_in" if op_name in FC_IN_OPS else ("fc_out" if op_name in FC_OUT_OPS else "attention")
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,6 @@ def params_of(rc: RunConfig) -> Wse2Params:
     wafer = hw.unit_count("pes")
     return Wse2Params(
         knobs=k,
-        region_pes=k.region_pes,
         wafer_pes=wafer,
         pe_flops=peak_flops(rc) / wafer,
         pe_rates={c: getattr(k, f"pe_flops_{c}") for c in PE_CLASSES},
@@ -84,23 +79,21 @@ def params_of(rc: RunConfig) -> Wse2Params:
 
 @lru_cache(maxsize=64)
 def release_slowdown(k: Wse2Knobs) -> float:
-    """How much longer a weight-streaming step takes on ``sdk_release`` than on the newest release
-    of the calibration: the documented speed-ups of the releases after it (Model Zoo release notes)."""
+    """How much longer a weight-streaming step takes on ``sdk_release`` than on the newest release."""
     speedups = {"2.0.2": k.release_speedup_2_0_2}
     later = RELEASES[RELEASES.index(k.sdk_release) + 1 :]
     return math.prod(speedups.get(release, 1.0) for release in later)
 
 
 def pe_class(op) -> str:
-    """Which per-PE rate an op runs at: its op class, with the activation fused into its fc kernel
-    (the reports have no activation kernel) at the matmul rate and norms with the element-wise ops."""
+    """Which per-PE rate an op runs at: the activation at the matmul rate, norms element-wise."""
     return "matmul" if op.name == ACTIVATION else RATE_CLASS.get(op.op_class, op.op_class)
 
 
 def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]) -> dict[str, list[float]]:
     """kernel -> [train FLOPs per sample, opt FLOPs per step, params, saved bytes per sample, PE-s per
     sample] of a layer's ops (all ops in one kernel unless the layer is a block); the update split by
-    params. ``rates``: FLOP/s per PE by op class of the graph (:func:`op_rates`)."""
+    params. ``rates``: FLOP/s per PE by rate class (:func:`pe_class`)."""
     out: dict[str, list[float]] = {}
     block = layer.kind == "block"
     for op in layer.ops:
@@ -112,16 +105,11 @@ def _groups(layer: Layer, batch: int, bwd_weight: float, rates: dict[str, float]
         g[0] += flops
         g[2] += op.params
         g[3] += 0.0 if op.name in SAVED_ELSEWHERE else op.saved_bytes / batch
-        g[4] += flops / (rates["matmul"] if op.name == ACTIVATION else rates[op.op_class])
+        g[4] += flops / rates[pe_class(op)]
     if layer.params:
         for g in out.values():
             g[1] = layer.totals.flops["opt"] * g[2] / layer.params
     return out
-
-
-def op_rates(rates: dict[str, float]) -> dict[str, float]:
-    """FLOP/s per PE by the op graph's op classes, from the rates by per-PE rate class."""
-    return {**rates, **{op_class: rates[cls] for op_class, cls in RATE_CLASS.items()}}
 
 
 #: kernel kinds by (model, batch, precision, bwd_weight, rates): the op graph is a function of the first three
@@ -134,7 +122,7 @@ def kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float = 1.
     if kinds is None:
         if len(_KINDS) >= 512:
             _KINDS.clear()
-        kinds = _KINDS[key] = _kernel_kinds(graph, op_rates(rates), bwd_weight)
+        kinds = _KINDS[key] = _kernel_kinds(graph, rates, bwd_weight)
     return kinds
 
 
@@ -152,15 +140,6 @@ def _kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float) ->
     return kinds
 
 
-# ----------------------------------------------------------------------------- pipelined
-
-
-@dataclass(frozen=True)
-class _FabricLink:
-    bandwidth_Bps: float
-    latency_s: float
-
-
 def token_period_cycles(k: Wse2Knobs, model) -> float:
     """Cycles per token of the pipeline's pace: the widest vector one kernel passes the next per token
     (the LM head's logits, over the positions that reach the head), at ``fabric_values_per_cycle``."""
@@ -175,24 +154,15 @@ def token_ceiling(p: Wse2Params, model) -> float:
 
 
 def barriers_per_block(model) -> float:
-    """Whole samples a block holds a token back, forward and backward: an attention's backward waits
-    for every query's gradient, a bidirectional self-attention's forward (an encoder, a model with an
-    MLM head) for every key, a cross-attention's forward for the encoder's whole output; a causal
-    self-attention's forward (a decoder's) waits for no later token."""
+    """Whole samples a block holds a token back, forward and backward (docs/perfmodel.md, "WSE-2")."""
     xfrac = model.cross_attention_layers / max(model.n_layers, 1)
     causal = 0.0 if model.head_tokens else (xfrac if model.cross_attention_layers else 1.0)
     return (1.0 - causal) + 1.0 + 2.0 * xfrac
 
 
 def stash_bytes(kinds: list[KernelKind], seq_len: int, waits: float) -> float:
-    """Activations held between each kernel's forward and backward pass, per model copy.
-
-    A token's saved activations wait at a kernel until its gradient comes back. Tokens stream one
-    per period, so the wait in tokens is the pipeline's delay behind the kernel: each barrier
-    downstream (:func:`barriers_per_block`) holds token t of a sample for the ``seq_len - 1 - t``
-    behind it, half a sample on average: ``waits`` samples per block. A kernel
-    also holds the sample it works on. Kernels are ordered emb, then per block attention, fc_in,
-    fc_out, then the loss."""
+    """Activations held between each kernel's forward and backward pass, per model copy; ``kinds``
+    ordered emb, per block attention, fc_in, fc_out, then the loss (docs/perfmodel.md, "WSE-2")."""
     blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
     per_token = {kind.name: kind.saved_bytes / seq_len for kind in kinds}
     block = sum(per_token.get(name, 0.0) for name in ("attention", "fc_in", "fc_out"))
@@ -203,10 +173,8 @@ def stash_bytes(kinds: list[KernelKind], seq_len: int, waits: float) -> float:
 
 
 def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int, grads: float, region: int, model):
-    """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s) in a region of
-    ``region`` PEs: every kernel gets the PEs that carry its work at the common rate, the rate being
-    the kernels' pace unless the region's placeable PEs run out first. A step streams its samples and
-    then drains: the last sample's barriers (:func:`barriers_per_block`, whole samples each) follow."""
+    """(step s, per-replica PEs, PEs per kind, pipeline rate per replica, all-reduce s) in a region
+    of ``region`` PEs (docs/perfmodel.md, "WSE-2")."""
     k = p.knobs
     work = [kind.pe_s for kind in kinds]
     total = sum(kind.count * w for kind, w in zip(kinds, work, strict=False))
@@ -224,7 +192,7 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
     rate = min(ceiling, min(n / w for n, w in zip(pes, work, strict=False)))
     allreduce = 0.0
     if replicas > 1:
-        hop = _FabricLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
+        hop = HopLink(k.fabric_bandwidth_Bps / p.wafer_pes * math.sqrt(used), k.fabric_hop_latency_s)
         allreduce = ring_allreduce_s(grads, replicas, hop)
     blocks = next((kind.count for kind in kinds if kind.name == "attention"), 0)
     fill = 0.0 if k.compile_estimate else blocks * barriers_per_block(model)
@@ -233,11 +201,9 @@ def _layout(p: Wse2Params, kinds: list[KernelKind], samples: int, replicas: int,
 
 
 def _region(p: Wse2Params, kinds: list[KernelKind], model, per_copy: float) -> int:
-    """The compiled region: the default (the reports' patio) when one copy fits it at the kernels'
-    pace, PEs and SRAM; otherwise the whole wafer (ALCF's BERT-Large compile used 93.39% of the
-    fabric's cores)."""
+    """The compiled region: the reports' patio when one copy fits it, else the whole wafer."""
     need = sum(kind.count * max(1, math.ceil(kind.pe_s * token_ceiling(p, model))) for kind in kinds)
-    region = p.region_pes
+    region = p.knobs.region_pes
     fits = need <= p.knobs.region_fill * region and per_copy <= p.sram_bytes * region / p.wafer_pes
     return region if fits else p.wafer_pes
 
@@ -306,9 +272,6 @@ def _pipelined(rc: RunConfig, graph: OpGraph, p: Wse2Params, kinds: list[KernelK
     return step, units, subtasks, {"sram": needed}, comm, extra, "kernel"
 
 
-# ----------------------------------------------------------------------------- predict
-
-
 def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
     if p.knobs.execution_mode == "weight_streaming":
         return weight_streaming(rc, graph, p, samples) + ("weight_streaming",)
@@ -327,9 +290,7 @@ def _one_system(rc: RunConfig, graph: OpGraph, p: Wse2Params, samples: int):
 
 
 def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
-    """Predicted Profile of one optimizer step on CS-2 system(s); CapacityError when the
-    pipelined layout cannot fit the wafer (and ``execution_mode`` is not ``auto``). ``ceilings`` are
-    unused (the model reads its spec)."""
+    """Predicted Profile of one optimizer step on CS-2 system(s) (module docstring)."""
     require_strategy(
         rc,
         ("none", "dp"),

@@ -1,13 +1,8 @@
 """Cerebras WSE-2 weight streaming (R2.x appliance): one layer at a time owns the whole wafer.
 
 ``weight_streaming(rc, graph, p, samples)`` -> (step s, units, subtasks, memory, comm, extra, "layer")
-of one CS-2, as :mod:`dabench.perfmodel.wse2` assembles it; CapacityError when one sample's layer
-inputs and one layer's working set do not fit the wafer's SRAM. Per layer and micro-batch: its
-16-bit weights stream in from MemoryX (forward, and again for the backward), its fp32 gradients
-stream out to SwarmX, both at the system I/O bandwidth and overlapped with the layer's compute at
-``ws_pe_efficiency`` of peak; mapping the layer onto the wafer costs ``ws_layer_latency_s`` per
-pass that nothing overlaps. A run on an older ``sdk_release`` takes the documented release-to-release
-speed-ups longer (``release_slowdown``).
+of one CS-2, as :mod:`dabench.perfmodel.wse2` assembles it; CapacityError when a layer's working
+set does not fit the wafer's SRAM.
 
 Derivation: docs/perfmodel.md, "WSE-2 (Cerebras CS-2)", weight streaming.
 """
@@ -26,9 +21,7 @@ from dabench.workload.opgraph import Layer, OpGraph
 
 
 def streamed_params(layer: Layer, model) -> int:
-    """Parameters a layer streams in from MemoryX (and whose gradients it streams out): the weights
-    its forward ops read (:func:`~dabench.perfmodel.assemble.weight_params`). A tied LM head streams
-    the token table again, as the embedding did; MemoryX keeps one copy and one optimizer state."""
+    """Parameters a layer streams in from MemoryX (and whose gradients it streams out)."""
     return sum(weight_params(op, model) for op in layer.ops if op.phase == "fwd")
 
 
@@ -55,8 +48,7 @@ def micro_batch(rc: RunConfig, graph: OpGraph, sram_bytes: float, samples: int) 
 
 
 def layer_pass_s(compute_s: float, weights_in_s: float, grads_out_s: float, latency_s: float) -> float:
-    """One pass of one layer over one micro-batch: the wafer maps the layer (``latency_s``), then
-    computes while its weights stream in and, in the backward, its gradients stream out."""
+    """One pass of one layer over one micro-batch: mapping latency, then compute overlapped with streaming."""
     return latency_s + max(compute_s, weights_in_s, grads_out_s)
 
 

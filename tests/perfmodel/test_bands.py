@@ -13,8 +13,6 @@ from dabench.fit.cv import (
     PlatformCv,
     band_q,
     clopper_pearson,
-    conformal_q,
-    conformal_rank,
     nested_coverage,
     score,
 )
@@ -155,9 +153,10 @@ def test_band_metrics_of_a_validate_run_band_only_the_predicted_numbers():
 
 
 def test_conformal_arithmetic():
-    assert conformal_rank(15) == 13 and conformal_rank(3) == 4 and conformal_rank(4) == 4
-    assert conformal_q([0.3, 0.1, 0.2]) is None  # too few for 80%
-    assert conformal_q([0.4, 0.1, 0.3, 0.2]) == 0.4
+    rank = reach.conformal_rank
+    assert rank(15, NOMINAL) == 13 and rank(3, NOMINAL) == 4 and rank(4, NOMINAL) == 4
+    assert reach.conformal_q([0.3, 0.1, 0.2], NOMINAL) is None  # too few for 80%
+    assert reach.conformal_q([0.4, 0.1, 0.3, 0.2], NOMINAL) == 0.4
     assert band_q([0.1, 0.2], [0.5, 0.9]) == ("wide", 0.9)
     assert score(float("nan"), 1.0) == math.inf and score(2.0, 1.0) == pytest.approx(math.log(2))
     lo, hi = clopper_pearson(8, 10)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dabench.core.ceilings import Ceilings
-from dabench.perfmodel.device import GELU_OPS, Kernels, _layer_time, kernels_for, predict
+from dabench.perfmodel.device import GELU_OPS, Kernels, Rates, _layer_time, kernels_for, predict
 from dabench.perfmodel.knobs import knobs_for
 from dabench.workload.opgraph import GELU_FLOPS_PER_ELEMENT, build_opgraph
 from tests.perfmodel.helpers import run_config
@@ -26,7 +26,7 @@ def _gelu_time(block, phase, kernels, launch=0.0):
     gelu = [op for op in block.ops if op.name in GELU_OPS and op.phase == phase]
     assert len(gelu) == 1
     layer = type(block)(block.name, block.kind, tuple(gelu), block.totals)
-    return _layer_time(layer, (phase,), PEAK, BW, 1.0, 0.5, launch, kernels=kernels)[0], gelu[0]
+    return _layer_time(layer, (phase,), Rates(PEAK, BW, 1.0, 0.5, launch, kernels=kernels))[0], gelu[0]
 
 
 @pytest.mark.parametrize("phase", ["fwd", "bwd"])

@@ -1,4 +1,4 @@
-"""The shared primitives: roofline op time, collectives, pipeline schedule, capacity accounting."""
+"""The shared primitives: collectives, pipeline schedule, capacity accounting."""
 
 import math
 
@@ -10,19 +10,8 @@ from dabench.metrics.tier2 import pipeline_bubble_fraction
 from dabench.perfmodel.capacity import MemoryUse, require_fits, training_state
 from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
 from dabench.perfmodel.pipeline import pipeline_time, stash_depth
-from dabench.perfmodel.roofline import op_time_s
 
 LINK = Link("test", bandwidth_Bps=1e9, latency_s=1e-5)
-
-
-def test_op_time_is_the_slower_roof():
-    # 1 GFLOP at 1 TFLOP/s = 1 ms; 1 MB at 1 GB/s = 1 ms; each roof alone, then with efficiencies
-    assert op_time_s(1e9, 0.0, 1e12, 1e9) == pytest.approx(1e-3)
-    assert op_time_s(0.0, 1e6, 1e12, 1e9) == pytest.approx(1e-3)
-    assert op_time_s(1e9, 1e6, 1e12, 1e9, compute_efficiency=0.5) == pytest.approx(2e-3)
-    assert op_time_s(1e9, 4e6, 1e12, 1e9, memory_efficiency=0.8) == pytest.approx(5e-3)
-    with pytest.raises(ValueError):
-        op_time_s(1.0, 1.0, 1e12, 1e9, compute_efficiency=0.0)
 
 
 def test_collectives_match_the_ring_formulas():

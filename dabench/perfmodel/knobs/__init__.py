@@ -1,12 +1,9 @@
 """Typed hardware knobs: one frozen dataclass per architecture, built from ``hardware.options``.
 
-``knobs_for(rc.hardware)`` -> the arch's knob dataclass (``@register(arch)`` in
-``knobs/<arch>.py``, imported on first use), validated and cached; the only way a model reads a
-knob. The dataclass declares names, types and bounds (:func:`knob`), never values: every knob
-must be in the YAML, and an unknown, missing or invalid one is a ConfigError naming
-``hardware.options.<name>``. Keys starting with ``runner_`` pass through to the vendor runners.
-
-Derivation: docs/perfmodel.md, "Knobs, sources and calibration".
+``knobs_for(rc.hardware)`` -> the arch's validated, cached knob dataclass (``@register(arch)`` in
+``knobs/<arch>.py``); every knob must be in the YAML, and an unknown, missing or invalid one is a
+ConfigError naming ``hardware.options.<name>``. Keys starting with ``runner_`` go to the vendor
+runners. Docs: docs/perfmodel.md, "Knobs, sources and calibration".
 """
 
 from __future__ import annotations
@@ -109,8 +106,6 @@ def register(arch: str) -> Callable[[type[T]], type[T]]:
     """Class decorator: ``REGISTRY[arch] = cls``."""
 
     def wrap(cls: type[T]) -> type[T]:
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"{cls.__name__} must be a dataclass")
         REGISTRY[arch] = cls
         return cls
 
@@ -163,8 +158,7 @@ _CACHE: dict[tuple[str, int, str], tuple[Mapping[str, Any], Any]] = {}
 
 
 def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
-    """:func:`build_knobs` for a :class:`~dabench.config.sections.HardwareSpec`, cached by the identity of
-    its options mapping (a HardwareSpec is frozen, so its options do not change under it)."""
+    """:func:`build_knobs` for a HardwareSpec, cached by the identity of its (frozen) options."""
     options = hardware.options
     constants = getattr(hardware, "constants", "published")
     key = (hardware.arch, id(options), constants)
@@ -182,8 +176,3 @@ def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
         _CACHE.clear()
     _CACHE[key] = (options, built)  # holding the mapping keeps its id from being reused
     return built
-
-
-def as_dict(knobs: Any) -> dict[str, Any]:
-    """The knob values as a plain mapping (for run params and the model version hash)."""
-    return dataclasses.asdict(knobs)

@@ -14,13 +14,13 @@ from dabench.perfmodel.knobs import knob, register
 class CudaKnobs:
     tf32: bool = knob(
         boolean=True,
-        doc="fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32); "
-        "measure sets it, predict prices it (peak_flops.tf32 instead of fp32)",
+        doc="fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32); measure sets it, predict "
+        "prices it (peak_flops.tf32 instead of fp32)",
     )
     generation: str = knob(
         choices=("hopper", "ampere"),
-        doc="the GPU generation: hopper (H100, H200) prices at compute_efficiency and memory_efficiency, "
-        "ampere (A100) at ampere_compute_efficiency and ampere_memory_efficiency",
+        doc="the GPU generation: hopper (H100, H200) prices at compute_efficiency and memory_efficiency, ampere (A100)"
+        " at ampere_compute_efficiency and ampere_memory_efficiency",
     )
     compute_efficiency: float = knob(low=0.0, high=1.0, doc="hopper: share of the datasheet peak large GEMMs reach")
     memory_efficiency: float = knob(
@@ -35,44 +35,37 @@ class CudaKnobs:
     allocator_margin: float = knob(
         low=0.0,
         high=1.0,
-        doc="share of the predicted bytes per GPU added for the caching allocator (fragmentation, "
-        "reserved but unallocated blocks); the capacity check counts it",
+        doc="share of the predicted bytes per GPU added for the caching allocator (fragmentation, reserved but "
+        "unallocated blocks); the capacity check counts it",
     )
     launch_s: float = knob(low=-1e-30, doc="seconds per kernel launch, per op and phase")
     matmul_half_flops: float = knob(
         low=-1e-30,
-        doc="FLOPs at which a matmul op reaches half its large-GEMM rate "
-        "(rate = peak * e_c * F / (F + this); 0 = every GEMM at e_c)",
+        doc="FLOPs at which a matmul op reaches half its large-GEMM rate (rate = peak * e_c * F / (F + this); 0 = "
+        "every GEMM at e_c)",
     )
     recompute: str = knob(
         choices=("none", "full"),
-        doc="activation recomputation (Megatron's full recompute, "
-        "--recompute-method uniform): each decoder block's forward "
-        "runs again before its backward, with its tensor-parallel "
-        "all-reduces; predict prices it, the cuda backend does not run it",
+        doc="activation recomputation (Megatron's full recompute, --recompute-method uniform): each decoder block's "
+        "forward runs again before its backward, with its tensor-parallel all-reduces; predict prices it, the cuda"
+        " backend does not run it",
     )
     attention: str = knob(
         choices=("flash", "materialized"),
-        doc="flash: fused attention that never writes the "
-        "seq x seq scores (torch SDPA, the cuda backend); "
-        "materialized: the scores, probabilities and their "
-        "gradients go through HBM (Megatron-LM 2021: fused "
-        "scale-mask-softmax, attention dropout, no "
-        "FlashAttention); predict prices it",
+        doc="flash: fused attention that never writes the seq x seq scores (torch SDPA, the cuda backend); "
+        "materialized: the scores, probabilities and their gradients go through HBM (Megatron-LM 2021: fused "
+        "scale-mask-softmax, attention dropout, no FlashAttention); predict prices it",
     )
     stage_tensor_degree: int = knob(
         integer=True,
         low=0,
-        doc="parallel=pp or fsdp: Megatron tensor-parallel GPUs per "
-        "pipeline stage or fsdp shard (chips = this x parallel.degree x "
-        "parallel.replicas); 1 = none; predict only",
+        doc="parallel=pp or fsdp: Megatron tensor-parallel GPUs per pipeline stage or fsdp shard (chips = this x "
+        "parallel.degree x parallel.replicas); 1 = none; predict only",
     )
     pipeline_chunks: int = knob(
         integer=True,
         low=0,
-        doc="parallel=pp only: model chunks per GPU of Megatron's "
-        "interleaved 1F1B schedule (layers per stage / "
-        "--num-layers-per-virtual-pipeline-stage): the bubble "
-        "shrinks and the stage-to-stage sends grow by this factor; "
-        "1 = no interleaving; predict only",
+        doc="parallel=pp only: model chunks per GPU of Megatron's interleaved 1F1B schedule (layers per stage / "
+        "--num-layers-per-virtual-pipeline-stage): the bubble shrinks and the stage-to-stage sends grow by this "
+        "factor; 1 = no interleaving; predict only",
     )

@@ -32,6 +32,6 @@ class IpuOptions:
     embedding_serialization_factor: int = knob(integer=True, doc="LM head computed in this many vocabulary slices")
     half_partials: bool = knob(
         boolean=True,
-        doc="fp16 matmul partials (FP16.16, --enable-half-partials); false: "
-        "fp32 partials (FP16.32), the AMP at half the FP16.16 rate; 16-bit runs only",
+        doc="fp16 matmul partials (FP16.16, --enable-half-partials); false: fp32 partials (FP16.32), the AMP at half "
+        "the FP16.16 rate; 16-bit runs only",
     )

@@ -33,8 +33,8 @@ class RduOptions:
     host_link_Bps: float = knob(low=0.0, doc="host-to-RDU link, bytes/s")
     machine_collective_s: float = knob(
         low=0.0,
-        doc="host-side cost of one collective between machines "
-        "(staged through the hosts, not overlapped with sections), s",
+        doc="host-side cost of one collective between machines (staged through the hosts, not overlapped with "
+        "sections), s",
     )
 
 
@@ -42,24 +42,13 @@ class RduOptions:
 class RduKnobs:
     """The options resolved against the hardware spec, as perfmodel/rdu.py and rdu_host.py use them."""
 
-    mode: str
+    o: RduOptions
     pcus: int  #: per section (tiles and resources scaling applied)
     pmus: int
     chip_pcus: int
     chip_pmus: int
     pmu_bytes: float
     pcu_flops: float  #: 16-bit FLOP/s of one PCU (a 32-bit operation takes two)
-    pcu_efficiency: float
-    pcu_lanes: int
-    buffer_pmus: int
     ddr_Bps: float
-    fp32_logits: bool
-    fp32_skip_add: bool
     tile32: bool  #: forward and data-gradient GEMMs accumulate in fp32
     wgrad32: bool  #: weight gradients accumulate in fp32
-    switch_s: float
-    host_s: float
-    host_logit_s: float
-    host_Bps: float
-    reduce_on_rdu: bool
-    machine_collective_s: float

@@ -68,7 +68,6 @@ class Wse2Params:
     """The model's inputs: the typed knobs plus the hardware spec's numbers."""
 
     knobs: Wse2Knobs
-    region_pes: int
     wafer_pes: int
     pe_flops: float  #: peak FLOP/s per PE
     pe_rates: dict[str, float]  #: pipelined FLOP/s per PE by op class
