@@ -1,6 +1,5 @@
-"""What a study found, as data: the best deployment, trial counts, and the command line that
-runs the best deployment again (or measures it on the device). Overrides and commands leave
-here with secrets masked (dabench.tracking.redact.redact_overrides)."""
+"""What a study found, as data: the best deployment, trial counts, and the command line that runs
+it again (or measures it on the device), secrets masked."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The sweeper's settings (:class:`SweepSettings`), checked before the study or its storage is touched.
-
-:func:`check_settings` raises :class:`dabench.core.status.ConfigError` naming the field, the value
-and what is valid; the sweeper prints it as one line and exits 2. :func:`space_fingerprint` and
-:func:`check_resume` refuse to resume a study under a search space other than the one it was
-created with (``hydra.sweeper.allow_space_change=true`` accepts the new one explicitly).
+"""The sweeper's settings (:class:`SweepSettings`), checked before the study or its storage is
+touched (:func:`check_settings`: ConfigError naming the field, the value and what is valid), and
+the recorded search space a resumed study must keep (:func:`check_resume`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
-"""Search spaces written in Hydra's override grammar, turned into Optuna distributions.
-
-A sweep config lists ``hydra.sweeper.params`` as ``key: <override value>``; command-line sweep
-overrides (``run.batch_size=1,2,4``) join them. Translation:
-
-===============================================  ==============================================
-``choice(a, b, ...)`` or ``a,b,...``              ``CategoricalDistribution([a, b, ...])``
-``range(lo, hi, step)`` (hi excluded, as Hydra)   ``IntDistribution`` / ``FloatDistribution`` with
-                                                  that step (``shuffle(range(...))``: categorical)
-``interval(lo, hi)`` (both ends included)         ``FloatDistribution(lo, hi)``
-``int(interval(lo, hi))``                         ``IntDistribution(lo, hi)``
-``tag(log, interval(...))`` / ``tag(log, range)``  the same with ``log=True`` (range: step 1 only)
-anything else                                     a fixed override passed to every trial
-===============================================  ==============================================
-
-Categorical choices that are lists or dicts (``choice([0,4],[1,3])``) are stored in Optuna as
-their override text and passed on as such.
+"""Search spaces written in Hydra's override grammar (``hydra.sweeper.params`` and command-line
+sweeps), turned into Optuna distributions; list or dict choices are stored as their override text.
+The translation table: docs/tuning.md, "Search space syntax".
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""Structured search spaces: a Python hook for spaces the override grammar cannot express.
-
-A hook is named in the sweep config as ``hydra.sweeper.space.hook: "module.path:factory"`` with
-keyword arguments in ``hydra.sweeper.space.args``. The sweeper calls
-``factory(config=<the composed task config as a dict>, **args)`` once and gets back an object
-with
-
-- ``suggest(trial) -> {override key: value}``: samples its own Optuna parameters on the trial
-  and returns the overrides of one valid deployment (valid by construction: the hook, not the
-  run, enforces the structure), and
-- ``grid() -> iterable of {override key: value}`` (optional): every deployment of the space,
-  for exhaustive enumeration (benchmarks/tuning_efficiency.py uses it), and
-- ``params_of(deployment) -> {Optuna parameter: value}`` (optional, with ``grid()``): the
-  parameters ``suggest`` turns into that deployment (None when none does), so that a study can
-  enumerate a space whose hook samples continuous parameters (dabench.tune.dedup).
-
-Keys it returns are override keys (``run.batch_size``, ``parallel.layers_per_stage``,
-``+hardware.options.x``); values are Python values, written out with
-:func:`dabench.tune.space.override_value`.
+"""Structured search spaces: ``hydra.sweeper.space.hook: "module.path:factory"``, called once as
+``factory(config=<composed task config>, **hydra.sweeper.space.args)``, returns an object with
+``suggest(trial) -> {override key: value}`` and optionally ``grid()`` and ``params_of(deployment)``
+(the protocol: docs/tuning.md, "IPU placements, valid by construction").
 """
 
 from __future__ import annotations
