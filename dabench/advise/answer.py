@@ -16,7 +16,8 @@ from typing import Any
 from dabench.advise import energy as E
 from dabench.advise.power import power_figure
 from dabench.advise.reach import approx_params, calibration, outside
-from dabench.advise.run import Advice, PlatformOutcome, reproduce_overrides
+from dabench.advise.run import Advice, PlatformOutcome
+from dabench.advise.space import overrides_of
 from dabench.runtime.sinks import write_text
 
 TIER1 = (
@@ -69,7 +70,10 @@ CSV_COLUMNS = [
 ]
 
 
-def _command(overrides: list[str]) -> str:
+def _command(advice: Advice, outcome: PlatformOutcome, mode: str) -> str:
+    """The ``python -m dabench`` command line of the platform's best deployment in ``mode``."""
+    best = outcome.best
+    overrides = overrides_of(outcome.space, advice.request.model_args(), best.precision, best.values, mode)
     return " ".join(["python -m dabench", *(shlex.quote(o) for o in overrides)])
 
 
@@ -77,14 +81,13 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     req = advice.request
     figure = power_figure(outcome.platform)
     cal = calibration(outcome.platform)
-    trials = sum(s.trials for s in outcome.searches)
     infeasible = sum(n for s, n in outcome.statuses.items() if s != "ok")
     row: dict[str, Any] = {c: None for c in CSV_COLUMNS}
     row.update(
         platform=outcome.platform,
         label="PREDICTED",
         evaluations=len(outcome.evaluations),
-        trials=trials,
+        trials=outcome.trials,
         infeasible=infeasible,
         space_size=outcome.space.size(),
         power_source=figure.label(),
@@ -145,8 +148,8 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
         error_band=notes.get("dabench.error_band", ""),
         model_version=notes.get("dabench.model_version", cal.model_version),
         reach="inside calibration" if not why else "OUTSIDE calibration: " + "; ".join(why),
-        command=_command(reproduce_overrides(req, outcome, "predict")),
-        measure_command=_command(reproduce_overrides(req, outcome, "measure")),
+        command=_command(advice, outcome, "predict"),
+        measure_command=_command(advice, outcome, "measure"),
     )
     row.update({k: m.get(k) for k in TIER1})
     return row
@@ -167,9 +170,6 @@ def rows(advice: Advice) -> list[dict[str, Any]]:
     for i, r in enumerate(out, 1):
         r["rank"] = i
     return out
-
-
-# ----------------------------------------------------------------------------- Pareto
 
 
 def search_rows(advice: Advice) -> list[dict[str, Any]]:
@@ -208,9 +208,6 @@ def search_rows(advice: Advice) -> list[dict[str, Any]]:
     for i in E.pareto_front(points):
         out[i]["pareto"] = True
     return out
-
-
-# ----------------------------------------------------------------------------- output
 
 
 def _num(v, fmt="{:,.3g}") -> str:
@@ -267,23 +264,7 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
     lines = []
     for r in ranked:
         if r["status"] != "ok":
-            lines.append(
-                [
-                    str(r["rank"]),
-                    r["platform"],
-                    "none fits",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    r["out_of_sample_error"],
-                    "-",
-                ]
-            )
+            lines.append([str(r["rank"]), r["platform"], "none fits", *["-"] * 8, r["out_of_sample_error"], "-"])
             continue
         tps = f"{_num(r['tokens_per_s'])} [{_band(r['tokens_per_s_lo'], r['tokens_per_s_hi'], _num)}]"
         ttt = f"{E.human_time(r['time_to_train_s'])} [{_band(r['time_lo_s'], r['time_hi_s'], E.human_time)}]"
@@ -348,26 +329,15 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
     return "\n".join(out)
 
 
-def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase) -> None:
-    """The ranked rows as CSV into ``path`` (an export, written whole) or an open stream."""
+def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase, columns: list[str] = CSV_COLUMNS) -> None:
+    """Rows as CSV (``columns``, None as empty) into ``path`` (an export, written whole) or an open stream."""
     handle = io.StringIO(newline="") if isinstance(path, (str, Path)) else path
-    writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     for r in ranked:
-        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
+        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
     if isinstance(path, (str, Path)):
         write_text("exports", path, handle.getvalue())
-
-
-def write_search_csv(search: list[dict[str, Any]], path: Path) -> None:
-    columns = list(search[0]) if search else ["platform", "status"]
-
-    handle = io.StringIO(newline="")
-    writer = csv.DictWriter(handle, fieldnames=columns)
-    writer.writeheader()
-    for r in search:
-        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
-    write_text("exports", path, handle.getvalue())
 
 
 def advice_json(advice: Advice, ranked: list[dict[str, Any]]) -> dict[str, Any]:

@@ -29,10 +29,8 @@ class DirectEvaluator:
     def __init__(self, base: Sequence[str]):
         self.base = list(base)
         self._graphs: dict[tuple, Any] = {}
-        self.evaluations = 0
 
     def __call__(self, values: Mapping[str, Any]) -> Outcome:
-        self.evaluations += 1
         try:
             rc = build_run_config(deployment_config(self.base, values))
             key = (rc.model, rc.run.batch_size, rc.precision)
