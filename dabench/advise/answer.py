@@ -10,6 +10,7 @@ import io
 import json
 import math
 import shlex
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -341,19 +342,10 @@ def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase, columns:
 
 
 def advice_json(advice: Advice, ranked: list[dict[str, Any]]) -> dict[str, Any]:
-    req = advice.request
+    """The request, the search's size and time, and the ranked rows."""
     return {
         "label": "PREDICTED",
-        "model": req.model,
-        "model_overrides": req.model_overrides,
-        "tokens": req.tokens,
-        "platforms": req.platforms,
-        "max_chips": req.max_chips,
-        "objectives": req.objectives,
-        "price_per_chip_hour": req.price_per_chip_hour,
-        "price_per_system_hour": req.price_per_system_hour,
-        "trials": req.trials,
-        "seed": req.seed,
+        **asdict(advice.request),
         "seconds": advice.seconds,
         "evaluations": advice.evaluations,
         "rows": ranked,

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
+from dabench.config.build import flatten
 from dabench.config.compose import compose
 from dabench.config.files import sweep_file
 from dabench.config.schema import group_options
@@ -79,14 +80,6 @@ def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
                 if key.startswith("override /") and "@" not in key and value is not None:
                     groups[key.split("/", 1)[1]] = str(value)
     return groups
-
-
-def _flatten(prefix: str, node: Any, out: dict[str, Any]) -> None:
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            _flatten(f"{prefix}.{key}", value, out)
-    else:
-        out[prefix] = node
 
 
 def _sweep_dims(sweep: Mapping[str, Any]) -> tuple[list[str], list[Dim]]:
@@ -195,9 +188,7 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     groups = _sweep_groups(sweep)
     groups.pop("hardware", None), groups.pop("hydra/sweeper", None), groups.pop("model", None)
     default_precision = groups.pop("precision", None)
-    fixed: dict[str, Any] = {}
-    for section in ("hardware", "parallel"):
-        _flatten(section, sweep.get(section) or {}, fixed)
+    fixed = flatten({section: sweep.get(section) or {} for section in ("hardware", "parallel")})
     fixed.pop("hardware.mode", None)
     precisions, dims = _sweep_dims(sweep)
     if not precisions and default_precision:

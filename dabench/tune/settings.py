@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 import optuna
 
+from dabench.config.build import flatten
 from dabench.core.status import ConfigError
 from dabench.tracking.redact import redact_uri
 from dabench.tune.sampling import make_sampler
@@ -103,16 +104,6 @@ def check_settings(settings: SweepSettings) -> optuna.samplers.BaseSampler:
     return make_sampler(settings.sampler, settings.seed, settings.sampler_options, settings.failed_as_infeasible)
 
 
-def _leaves(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping):
-            out.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def space_fingerprint(
     space: Any, hook: str | None, args: dict[str, Any], config: Mapping[str, Any] | None = None
 ) -> str:
@@ -128,7 +119,7 @@ def space_fingerprint(
         "args": args,
     }
     if config is not None:
-        document["config"] = {k: v for k, v in _leaves(config).items() if not k.startswith("tracking.")}
+        document["config"] = {k: v for k, v in flatten(config).items() if not k.startswith("tracking.")}
     return json.dumps(document, sort_keys=True, default=str)
 
 

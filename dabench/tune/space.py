@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -173,19 +174,14 @@ def parse_overrides(overrides: Sequence[str]) -> ParsedSpace:
         else:  # pragma: no cover - the grammar has no other sweep kinds
             raise ConfigError(key, text, "choice(...), range(...) or interval(...)")
         dims.append(SearchDimension(key=key, name=name, distribution=dist, originals=originals))
-    names = [d.name for d in dims]
-    for name in names:
-        if names.count(name) > 1:
-            raise ConfigError("hydra.sweeper.params", name, "each key may be searched once (it is listed twice)")
+    twice = [name for name, n in Counter(d.name for d in dims).items() if n > 1]
+    if twice:
+        raise ConfigError("hydra.sweeper.params", twice[0], "each key may be searched once (it is listed twice)")
     return ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed))
 
 
 def params_to_overrides(params: Mapping[str, Any] | None) -> list[str]:
     """``hydra.sweeper.params`` ({key: override value text}) -> override strings."""
-    out = []
-    for key, value in (params or {}).items():
-        if isinstance(value, str):
-            out.append(f"{key}={value}")
-        else:
-            out.append(f"{key}={override_value(value)}")
-    return out
+    return [
+        f"{key}={value if isinstance(value, str) else override_value(value)}" for key, value in (params or {}).items()
+    ]
