@@ -95,13 +95,6 @@ class TrialSpace:
                 yield {**simple, **params}
 
 
-def trial_tags(trial_number: int, study_name: str) -> list[str]:
-    return [
-        f"++tracking.tags.optuna_trial={trial_number}",
-        f"++tracking.tags.optuna_study={override_value(study_name)}",
-    ]
-
-
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialState:
     """Record ``outcome`` for ``trial`` (COMPLETE when its value is finite, else FAIL)."""
     fault_point("study_storage")  # tests: the study storage fails here (dabench/runtime/sinks.py)
@@ -173,7 +166,12 @@ def run_trials(
                         break
                     trial, overrides = asked
                     batch.append(trial)
-                    job_overrides.append(overrides + (trial_tags(trial.number, study.study_name) if tag_trials else []))
+                    if tag_trials:
+                        overrides = overrides + [
+                            f"++tracking.tags.optuna_trial={trial.number}",
+                            f"++tracking.tags.optuna_study={override_value(study.study_name)}",
+                        ]
+                    job_overrides.append(overrides)
             if not batch:
                 if none_left and not in_flight:
                     log.warning(_end_early_line(study, proposer, done))

@@ -17,26 +17,22 @@ class StructuredSpace(Protocol):
     def suggest(self, trial) -> dict[str, Any]: ...
 
 
-def resolve_target(target: str, field: str = "hydra.sweeper.space.hook") -> Any:
-    """Import ``module.path:attribute`` (or ``module.path.attribute``)."""
-    module_name, sep, attribute = target.partition(":")
+def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> StructuredSpace:
+    """Build the structured space named by ``hook`` (``module.path:factory`` or ``module.path.factory``)
+    for the composed task ``config``."""
+    field = "hydra.sweeper.space.hook"
+    module_name, sep, attribute = hook.partition(":")
     if not sep:
-        module_name, _, attribute = target.rpartition(".")
+        module_name, _, attribute = hook.rpartition(".")
     if not module_name or not attribute:
-        raise ConfigError(field, target, "a dotted path 'package.module:callable'")
+        raise ConfigError(field, hook, "a dotted path 'package.module:callable'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(field, target, f"an importable module ({error})") from error
-    try:
-        return getattr(module, attribute)
-    except AttributeError as error:
-        raise ConfigError(field, target, f"a name defined in {module_name}") from error
-
-
-def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> StructuredSpace:
-    """Build the structured space named by ``hook`` for the composed task ``config``."""
-    factory = resolve_target(hook)
+        raise ConfigError(field, hook, f"an importable module ({error})") from error
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        raise ConfigError(field, hook, f"a name defined in {module_name}")
     try:
         space = factory(config=config, **dict(args or {}))
     except TypeError as error:

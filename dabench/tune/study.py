@@ -98,21 +98,16 @@ def fresh_trials(study: optuna.Study) -> list[FrozenTrial]:
     return backend.get_all_trials(study._study_id, deepcopy=False)
 
 
-def trials_done(study: optuna.Study, fresh: bool = False) -> int:
-    trials = fresh_trials(study) if fresh else study.get_trials(deepcopy=False)
-    return sum(counts_toward_budget(t) for t in trials)
-
-
-def owner() -> dict[str, Any]:
-    """This process as a trial owner: host, pid and process start time (so a reused pid is not
-    taken for the owner)."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "start": start_ticks(os.getpid())}
+def trials_done(study: optuna.Study) -> int:
+    return sum(counts_toward_budget(t) for t in study.get_trials(deepcopy=False))
 
 
 def mark_owner(trial: optuna.Trial) -> None:
-    """Record which process runs the trial, in one storage write, so a later run can tell a
-    stale one; and its first heartbeat when the storage keeps them."""
-    trial.set_user_attr(OWNER_ATTR, owner())
+    """Record which process runs the trial (host, pid and start time, so a reused pid is not taken
+    for it) in one storage write, so a later run can tell a stale one; and its first heartbeat."""
+    trial.set_user_attr(
+        OWNER_ATTR, {"host": socket.gethostname(), "pid": os.getpid(), "start": start_ticks(os.getpid())}
+    )
     beat(trial.study, [trial])
 
 
