@@ -70,6 +70,13 @@ CSV_COLUMNS = [
     "reason",
 ]
 
+#: the band columns of each ranking objective
+_BANDS = {
+    "time": ("time_lo_s", "time_hi_s"),
+    "energy": ("energy_lo_kwh", "energy_hi_kwh"),
+    "cost": ("cost_lo", "cost_hi"),
+}
+
 
 def _command(advice: Advice, outcome: PlatformOutcome, mode: str) -> str:
     """The ``python -m dabench`` command line of the platform's best deployment in ``mode``."""
@@ -111,16 +118,10 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     tb = E.time_band(req.tokens, tps, ratios)
     tb_ratio = None if tb is None else (tb[0] / t, tb[1] / t)
     joules = E.energy_j(figure.watts_per_chip, chips, t)
-    chips_per_system = int(((outcome.config or {}).get("hardware") or {}).get("chips_per_node") or 1)
-    money = E.cost(
-        t,
-        chips,
-        per_chip_hour=req.price_per_chip_hour,
-        per_system_hour=req.price_per_system_hour,
-        chips_per_system=chips_per_system,
-    )
-    eb = E.scale_band(E.kwh(joules), tb_ratio)
-    cb = E.scale_band(money, tb_ratio)
+    per_system = int(((outcome.config or {}).get("hardware") or {}).get("chips_per_node") or 1)
+    prices = {"per_chip_hour": req.price_per_chip_hour, "per_system_hour": req.price_per_system_hour}
+    money = E.cost(t, chips, **prices, chips_per_system=per_system)
+    bands = {"time": tb, "energy": E.scale_band(E.kwh(joules), tb_ratio), "cost": E.scale_band(money, tb_ratio)}
     precision = outcome.best.precision
     why = outside(cal, approx_params(outcome.config["model"]), chips, precision)
     row.update(
@@ -133,15 +134,9 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
         tokens_per_s_hi=tps * ratios[1] if ratios else None,
         band=(f"{notes.get('dabench.constants', cal.constants)}" if ratios else "no band"),
         time_to_train_s=t,
-        time_lo_s=tb[0] if tb else None,
-        time_hi_s=tb[1] if tb else None,
         chips=chips,
         energy_kwh=E.kwh(joules),
-        energy_lo_kwh=eb[0] if eb else None,
-        energy_hi_kwh=eb[1] if eb else None,
         cost=money,
-        cost_lo=cb[0] if cb else None,
-        cost_hi=cb[1] if cb else None,
         diagnosis=result.diagnosis[0] if result.diagnosis else "",
         diagnosis_reason=result.diagnosis[1] if result.diagnosis else "",
         bandwidth_efficiency=next((v for k, v in m.items() if k.startswith("tier1.bandwidth_efficiency.")), None),
@@ -153,6 +148,8 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
         measure_command=_command(advice, outcome, "measure"),
     )
     row.update({k: m.get(k) for k in TIER1})
+    for objective, band in bands.items():
+        row.update(zip(_BANDS[objective], band or (None, None), strict=True))
     return row
 
 
@@ -217,14 +214,6 @@ def _num(v, fmt="{:,.3g}") -> str:
 
 def _band(lo, hi, fmt) -> str:
     return "no band" if lo is None or hi is None else f"{fmt(lo)}..{fmt(hi)}"
-
-
-#: the band columns of each ranking objective
-_BANDS = {
-    "time": ("time_lo_s", "time_hi_s"),
-    "energy": ("energy_lo_kwh", "energy_hi_kwh"),
-    "cost": ("cost_lo", "cost_hi"),
-}
 
 
 def overlaps(ranked: list[dict[str, Any]], objective: str) -> list[str]:
