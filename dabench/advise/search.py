@@ -1,11 +1,7 @@
-"""Search one platform's deployment space on predictions: Optuna (seeded TPE, failures seen as
-infeasible by the tuner's sampler) over in-process predictions
-(:func:`dabench.pipeline.execute.predict_config`), no Hydra job and no MLflow run per deployment.
-
-Every proposal is an :class:`Evaluation`: feasible with its metrics, or infeasible with the
-model's status and reason (capacity: every model checks its own memory, the GPU's per GPU;
-unsupported, invalid config, over ``max_chips``). A repeated proposal is answered from the cache
-and is not a new evaluation.
+"""Search one platform's deployment space on predictions: seeded Optuna TPE (failures seen as
+infeasible) over in-process, cached predictions (``predict_config``), no Hydra job or MLflow run per
+deployment. Each proposal is an :class:`Evaluation`: feasible with its metrics, or the model's
+status and reason (capacity, unsupported, invalid config, over ``max_chips``).
 """
 
 from __future__ import annotations
@@ -97,7 +93,8 @@ class Predictor:
                 ceilings = self._ceilings[ckey] = resolve_ceilings(rc.hardware, rc.precision)
             metrics = predict_config(rc, graph, ceilings).metrics
             out.metrics = metrics
-            out.chips = chips_used(rc.hardware.arch, metrics)
+            # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
+            out.chips = float(metrics.get(f"{rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
             if out.chips > self.max_chips:
                 out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
         except DabenchError as error:
@@ -106,12 +103,6 @@ class Predictor:
             out.status, out.reason = "crashed", f"{type(error).__name__}: {error}"
         self.cache[key] = out
         return out
-
-
-def chips_used(arch: str, metrics: Mapping[str, float]) -> float:
-    """Physical chips: the model's own count where it has one (``rdu.chips``: instances of a few
-    tiles share an RDU), else the ``chips`` metric."""
-    return float(metrics.get(f"{arch}.chips", metrics.get("chips", 1.0)))
 
 
 # ----------------------------------------------------------------------------- objectives

@@ -58,7 +58,6 @@ class CachingConfigLoader:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    # ------------------------------------------------------------------ helpers
     def _parse(self, lines: Sequence[str]) -> list:
         if self._parser is None:
             from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -94,7 +93,6 @@ class CachingConfigLoader:
         self.full_compositions += 1
         return self._inner.load_sweep_config(master_config, sweep_overrides)
 
-    # ------------------------------------------------------------------ the hook
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: List[str]) -> DictConfig:
         self._masters[id(master_config)] = master_config  # held: its id stays its own while cached
         key = (id(master_config), *shape(sweep_overrides))  # a multirun has one master config
