@@ -172,7 +172,6 @@ class Proposer:
         self.rng = rng or random.Random()
         self._catalog: list[tuple[Key, Params]] | None = None
         self.enumerable: bool | None = None
-        self.skipped = 0
 
     def key_of(self, values: dict[str, Any]) -> Key:
         return deployment_key(self.space.overrides(values))
@@ -198,10 +197,6 @@ class Proposer:
             return len({key for key, _ in self._deployments()})
         except NotEnumerable:
             return None
-
-    def exhausted(self, held: set[Key]) -> bool:
-        """True when the space is enumerable (already walked) and every deployment is held."""
-        return self._catalog is not None and all(key in held for key, _ in self._catalog)
 
     def _unheld(self, held: set[Key]) -> Params | None:
         """Parameters of a deployment not held, chosen uniformly among all of them; None when
@@ -239,17 +234,18 @@ class Proposer:
         """A new trial (owner recorded, overrides recorded in ``dabench.overrides`` with secrets
         masked) and its overrides as launched, its key added to ``held``; None when the space
         has no deployment left that the study does not hold."""
-        if self.exhausted(held):
+        if self._catalog is not None and all(key in held for key, _ in self._catalog):  # walked, all held
             return None
         trial, overrides = self._ask_with(None)
-        key = deployment_key(overrides)
-        while key in held:
-            self._skip(trial, overrides)
+        while (key := deployment_key(overrides)) in held:  # a repeat: FAILED, skipped (not counted, never launched)
+            trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
+            trial.set_user_attr(STATUS_ATTR, Status.SKIPPED.value)
+            trial.set_user_attr(REASON_ATTR, "a deployment the study already evaluated or is evaluating")
+            self.study.tell(trial, state=TrialState.FAIL)
             params = self.fresh(held)
             if params is None:
                 return None
             trial, overrides = self._ask_with(params)
-            key = deployment_key(overrides)
         trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
         held.add(key)
         return trial, overrides
@@ -265,11 +261,3 @@ class Proposer:
             return trial, self.space.overrides(self.space.suggest(trial))
         finally:
             self.study.sampler = sampler
-
-    def _skip(self, trial: optuna.Trial, overrides: list[str]) -> None:
-        """Close a repeat: FAILED, status ``skipped`` (not counted, never launched)."""
-        trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
-        trial.set_user_attr(STATUS_ATTR, Status.SKIPPED.value)
-        trial.set_user_attr(REASON_ATTR, "a deployment the study already evaluated or is evaluating")
-        self.study.tell(trial, state=TrialState.FAIL)
-        self.skipped += 1
