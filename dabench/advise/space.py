@@ -5,6 +5,7 @@ counts widened to ``max_chips``) and shaped per platform (cuda: its own layouts)
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
@@ -61,8 +62,6 @@ class PlatformSpace:
         return n
 
     def grid(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        import itertools
-
         structured = list(self.structured.grid()) if self.structured is not None else [{}]
         for precision in self.precisions:
             for combo in itertools.product(*(d.values for d in self.dims)):

@@ -7,6 +7,7 @@ outcome comes back as a JobOutcome. The Hydra glue is hydra_plugins/dabench_optu
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -195,10 +196,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             settings.sampler, settings.seed + existing, settings.sampler_options, settings.failed_as_infeasible
         )
     study.set_user_attr("dabench.command_overrides", redact_overrides([*jobs.searchpath, *arguments]))
-
-    def lock():
-        return study_lock(storage, f"dabench-study:{name}")
-
+    lock = functools.partial(study_lock, storage, f"dabench-study:{name}")
     with lock():
         stale = fail_stale_trials(study, locked=True)
     if stale:
@@ -206,15 +204,11 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             "study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale
         )
     done = trials_done(study)
+    left = max(0, settings.n_trials - done)
     if sweep_progress() is not None:  # the progress line counts the trials this sweep runs
-        sweep_progress().set_total(max(0, settings.n_trials - done))
+        sweep_progress().set_total(left)
     log.info(
-        "study %s in %s: %d of %d trials done, running %d",
-        name,
-        redact_uri(storage),
-        done,
-        settings.n_trials,
-        max(0, settings.n_trials - done),
+        "study %s in %s: %d of %d trials done, running %d", name, redact_uri(storage), done, settings.n_trials, left
     )
 
     client, parent_id, extra = None, None, []
