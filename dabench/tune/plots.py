@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-import math
+import itertools
 import warnings
 from pathlib import Path
 
@@ -24,10 +24,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     if done:
         xs, ys = zip(*done, strict=False)
         ax.scatter(xs, ys, s=18, label="complete trials")
-        best, best_line = -math.inf if maximize else math.inf, []
-        for y in ys:
-            best = max(best, y) if maximize else min(best, y)
-            best_line.append(best)
+        best_line = list(itertools.accumulate(ys, max if maximize else min))
         ax.step(xs, best_line, where="post", color="tab:orange", label="best so far")
     if failed:
         ax.scatter(failed, [0] * len(failed), marker="x", color="tab:red", label="failed (capacity, oom, ...)")
