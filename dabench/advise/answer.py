@@ -10,13 +10,15 @@ import io
 import json
 import math
 import shlex
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from dabench.advise import energy as E
 from dabench.advise.power import power_figure
 from dabench.advise.reach import approx_params, calibration, outside
-from dabench.advise.run import Advice, PlatformOutcome, reproduce_overrides
+from dabench.advise.run import Advice, PlatformOutcome
+from dabench.advise.space import overrides_of
 from dabench.runtime.sinks import write_text
 
 TIER1 = (
@@ -68,8 +70,18 @@ CSV_COLUMNS = [
     "reason",
 ]
 
+#: the band columns of each ranking objective
+_BANDS = {
+    "time": ("time_lo_s", "time_hi_s"),
+    "energy": ("energy_lo_kwh", "energy_hi_kwh"),
+    "cost": ("cost_lo", "cost_hi"),
+}
 
-def _command(overrides: list[str]) -> str:
+
+def _command(advice: Advice, outcome: PlatformOutcome, mode: str) -> str:
+    """The ``python -m dabench`` command line of the platform's best deployment in ``mode``."""
+    best = outcome.best
+    overrides = overrides_of(outcome.space, advice.request.model_args(), best.precision, best.values, mode)
     return " ".join(["python -m dabench", *(shlex.quote(o) for o in overrides)])
 
 
@@ -77,14 +89,13 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     req = advice.request
     figure = power_figure(outcome.platform)
     cal = calibration(outcome.platform)
-    trials = sum(s.trials for s in outcome.searches)
     infeasible = sum(n for s, n in outcome.statuses.items() if s != "ok")
     row: dict[str, Any] = {c: None for c in CSV_COLUMNS}
     row.update(
         platform=outcome.platform,
         label="PREDICTED",
         evaluations=len(outcome.evaluations),
-        trials=trials,
+        trials=outcome.trials,
         infeasible=infeasible,
         space_size=outcome.space.size(),
         power_source=figure.label(),
@@ -107,16 +118,10 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     tb = E.time_band(req.tokens, tps, ratios)
     tb_ratio = None if tb is None else (tb[0] / t, tb[1] / t)
     joules = E.energy_j(figure.watts_per_chip, chips, t)
-    chips_per_system = int(((outcome.config or {}).get("hardware") or {}).get("chips_per_node") or 1)
-    money = E.cost(
-        t,
-        chips,
-        per_chip_hour=req.price_per_chip_hour,
-        per_system_hour=req.price_per_system_hour,
-        chips_per_system=chips_per_system,
-    )
-    eb = E.scale_band(E.kwh(joules), tb_ratio)
-    cb = E.scale_band(money, tb_ratio)
+    per_system = int(((outcome.config or {}).get("hardware") or {}).get("chips_per_node") or 1)
+    prices = {"per_chip_hour": req.price_per_chip_hour, "per_system_hour": req.price_per_system_hour}
+    money = E.cost(t, chips, **prices, chips_per_system=per_system)
+    bands = {"time": tb, "energy": E.scale_band(E.kwh(joules), tb_ratio), "cost": E.scale_band(money, tb_ratio)}
     precision = outcome.best.precision
     why = outside(cal, approx_params(outcome.config["model"]), chips, precision)
     row.update(
@@ -129,15 +134,9 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
         tokens_per_s_hi=tps * ratios[1] if ratios else None,
         band=(f"{notes.get('dabench.constants', cal.constants)}" if ratios else "no band"),
         time_to_train_s=t,
-        time_lo_s=tb[0] if tb else None,
-        time_hi_s=tb[1] if tb else None,
         chips=chips,
         energy_kwh=E.kwh(joules),
-        energy_lo_kwh=eb[0] if eb else None,
-        energy_hi_kwh=eb[1] if eb else None,
         cost=money,
-        cost_lo=cb[0] if cb else None,
-        cost_hi=cb[1] if cb else None,
         diagnosis=result.diagnosis[0] if result.diagnosis else "",
         diagnosis_reason=result.diagnosis[1] if result.diagnosis else "",
         bandwidth_efficiency=next((v for k, v in m.items() if k.startswith("tier1.bandwidth_efficiency.")), None),
@@ -145,10 +144,12 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
         error_band=notes.get("dabench.error_band", ""),
         model_version=notes.get("dabench.model_version", cal.model_version),
         reach="inside calibration" if not why else "OUTSIDE calibration: " + "; ".join(why),
-        command=_command(reproduce_overrides(req, outcome, "predict")),
-        measure_command=_command(reproduce_overrides(req, outcome, "measure")),
+        command=_command(advice, outcome, "predict"),
+        measure_command=_command(advice, outcome, "measure"),
     )
     row.update({k: m.get(k) for k in TIER1})
+    for objective, band in bands.items():
+        row.update(zip(_BANDS[objective], band or (None, None), strict=True))
     return row
 
 
@@ -167,9 +168,6 @@ def rows(advice: Advice) -> list[dict[str, Any]]:
     for i, r in enumerate(out, 1):
         r["rank"] = i
     return out
-
-
-# ----------------------------------------------------------------------------- Pareto
 
 
 def search_rows(advice: Advice) -> list[dict[str, Any]]:
@@ -210,23 +208,12 @@ def search_rows(advice: Advice) -> list[dict[str, Any]]:
     return out
 
 
-# ----------------------------------------------------------------------------- output
-
-
 def _num(v, fmt="{:,.3g}") -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else fmt.format(v)
 
 
 def _band(lo, hi, fmt) -> str:
     return "no band" if lo is None or hi is None else f"{fmt(lo)}..{fmt(hi)}"
-
-
-#: the band columns of each ranking objective
-_BANDS = {
-    "time": ("time_lo_s", "time_hi_s"),
-    "energy": ("energy_lo_kwh", "energy_hi_kwh"),
-    "cost": ("cost_lo", "cost_hi"),
-}
 
 
 def overlaps(ranked: list[dict[str, Any]], objective: str) -> list[str]:
@@ -267,23 +254,7 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
     lines = []
     for r in ranked:
         if r["status"] != "ok":
-            lines.append(
-                [
-                    str(r["rank"]),
-                    r["platform"],
-                    "none fits",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    r["out_of_sample_error"],
-                    "-",
-                ]
-            )
+            lines.append([str(r["rank"]), r["platform"], "none fits", *["-"] * 8, r["out_of_sample_error"], "-"])
             continue
         tps = f"{_num(r['tokens_per_s'])} [{_band(r['tokens_per_s_lo'], r['tokens_per_s_hi'], _num)}]"
         ttt = f"{E.human_time(r['time_to_train_s'])} [{_band(r['time_lo_s'], r['time_hi_s'], E.human_time)}]"
@@ -348,42 +319,22 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
     return "\n".join(out)
 
 
-def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase) -> None:
-    """The ranked rows as CSV into ``path`` (an export, written whole) or an open stream."""
+def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase, columns: list[str] = CSV_COLUMNS) -> None:
+    """Rows as CSV (``columns``, None as empty) into ``path`` (an export, written whole) or an open stream."""
     handle = io.StringIO(newline="") if isinstance(path, (str, Path)) else path
-    writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     for r in ranked:
-        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
+        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
     if isinstance(path, (str, Path)):
         write_text("exports", path, handle.getvalue())
 
 
-def write_search_csv(search: list[dict[str, Any]], path: Path) -> None:
-    columns = list(search[0]) if search else ["platform", "status"]
-
-    handle = io.StringIO(newline="")
-    writer = csv.DictWriter(handle, fieldnames=columns)
-    writer.writeheader()
-    for r in search:
-        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
-    write_text("exports", path, handle.getvalue())
-
-
 def advice_json(advice: Advice, ranked: list[dict[str, Any]]) -> dict[str, Any]:
-    req = advice.request
+    """The request, the search's size and time, and the ranked rows."""
     return {
         "label": "PREDICTED",
-        "model": req.model,
-        "model_overrides": req.model_overrides,
-        "tokens": req.tokens,
-        "platforms": req.platforms,
-        "max_chips": req.max_chips,
-        "objectives": req.objectives,
-        "price_per_chip_hour": req.price_per_chip_hour,
-        "price_per_system_hour": req.price_per_system_hour,
-        "trials": req.trials,
-        "seed": req.seed,
+        **asdict(advice.request),
         "seconds": advice.seconds,
         "evaluations": advice.evaluations,
         "rows": ranked,

@@ -1,9 +1,6 @@
-"""Pure functions of ``dabench advise``: time, energy and cost to train N tokens, their bands,
-and the Pareto set. Every input is a PREDICTED throughput; every output is an estimate.
-
-A band is ``(lo, hi)`` of samples/s (``throughput.samples_per_s.lo`` / ``.hi`` when the run
-carries them); the same ratios apply to tokens/s. A higher throughput gives a shorter time, so
-the time band is ``(N / tokens_hi, N / tokens_lo)``.
+"""Pure functions of ``dabench advise``: time, energy and cost to train N tokens, their bands
+(a samples/s band's ratios apply to tokens/s; a higher throughput is a shorter time) and the
+Pareto set. Every input is a PREDICTED throughput; every output is an estimate.
 """
 
 from __future__ import annotations

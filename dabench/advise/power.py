@@ -1,20 +1,6 @@
-"""Power figures for the energy estimate of ``dabench advise``, one per platform, each with its
-document and where in it the number is printed.
-
-Kept here, not in conf/hardware/*.yaml: the hardware files feed every prediction's model version
-hash (``dabench.fit.model_version``) and their schema is owned elsewhere; these numbers
-never change a prediction, they only turn a predicted time into an energy ESTIMATE.
-
-What each number is, and what it leaves out, matters more than its precision:
-
-- ``per``: what one figure powers: ``chip`` (one GPU board), ``ipu`` (a quarter of a 4-IPU
-  Bow-2000 machine's figure) or ``system`` (one CS-2, the whole 15U system).
-- ``kind``: ``tdp`` (the maximum the part is rated for: an upper bound on its draw), ``max``
-  (the system's maximum input power) or ``average`` (a vendor's typical draw while training).
-- Host servers, switches, storage, MemoryX/SwarmX nodes and cooling plant are never included.
-
-A platform without a sourced figure has ``None``: its energy column says "unsourced", never a
-guess.
+"""Power figures for the energy ESTIMATE of ``dabench advise``, one per platform, each with its
+document and locator; ``None`` where no figure is sourced (energy then says "unsourced", never a
+guess). Why here and what each kind means: docs/advise.md, "Energy and cost".
 """
 
 from __future__ import annotations

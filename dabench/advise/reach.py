@@ -1,15 +1,7 @@
-"""How far each platform's model is calibrated, and whether a deployment lies inside that reach.
-
-- :func:`calibration`: the constant set, the model version, the out-of-sample error (the
-  ``check`` rows of dabench/fit/points.csv: published throughputs the fit never saw),
-  the in-sample error (``fit`` rows) and the ``excluded`` rows (points the model is known not
-  to cover, with their error), from residuals.json.
-- :func:`coverage` / :func:`outside`: the span of the throughput calibration points (model
-  size, chips, precision); a deployment outside it is extrapolated, and the advice says so.
-
-Model size is an approximate parameter count from the model config (``approx_params``: the
-decoder blocks and the embedding/head; positions, norms and biases left out, about 1%), used for
-the points and for the deployment alike.
+"""How far each platform's model is calibrated (:func:`calibration`: constants, model version,
+out-of-sample, in-sample and excluded errors from residuals.json, and the span of the throughput
+points in model size, chips and precision) and why a deployment lies outside it (:func:`outside`).
+Model size is ``approx_params`` (decoder blocks and embedding/head, about 1% low) for both.
 """
 
 from __future__ import annotations
@@ -69,10 +61,6 @@ class Calibration:
         return ", ".join(f"{i} {e:+.0%}" for i, e in self.excluded)
 
 
-def _points():
-    return load_points()
-
-
 @lru_cache(maxsize=None)
 def calibration(platform: str, constants: str = "published") -> Calibration:
     rows = residuals().get(platform, {})
@@ -83,7 +71,7 @@ def calibration(platform: str, constants: str = "published") -> Calibration:
         target = {"check": cal.out_of_sample, "fit": cal.in_sample, "excluded": cal.excluded}.get(r.get("use"))
         if target is not None:
             target.append((pid, float(r["error"])))
-    used = [p for p in _points() if p.platform == platform and p.metric in THROUGHPUT and p.use in ("fit", "check")]
+    used = [p for p in load_points() if p.platform == platform and p.metric in THROUGHPUT and p.use in ("fit", "check")]
     if used:
         sizes = [approx_params(_point_model(p)) for p in used]
         chips = [_point_chips(p) for p in used]

@@ -1,10 +1,6 @@
-"""MLflow record of one advice: a parent run (tags ``dabench.advise=parent``, ``dabench.parent=true``,
-``dabench.mode=predict``) holding the whole search as artifacts (``advice/advice.json``,
-``advice/advice.csv``: the ranked rows; ``advice/search.csv``: every evaluated deployment with
-its status and reason), and one child run per platform: the winner, recorded as dabench records
-any predicted run (flattened config as params, metrics, tags) plus ``advise.*`` metrics (rank,
-time to train and its band, energy estimate, cost) and ``dabench.advise=best``; a platform where
-nothing fits gets a child with the status and reason instead. No run per evaluated deployment.
+"""MLflow record of one advice: a parent run with the whole search as artifacts (``advice/``) and one
+child run per platform (its winner, or the status and reason when nothing fits). What each holds:
+docs/advise.md, "Where it is recorded".
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dabench.advise.answer import advice_json, search_rows, write_csv, write_search_csv
+from dabench.advise.answer import advice_json, search_rows, write_csv
 from dabench.advise.run import Advice
 from dabench.pipeline.record import run_record
 from dabench.runtime.sinks import write_text
@@ -45,13 +41,11 @@ def _finite(v: Any) -> bool:
 
 
 def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> Path:
-    write_text(
-        "exports",
-        folder / "advice.json",
-        json.dumps({**advice_json(advice, ranked), "search": search_rows(advice)}, indent=1, default=str),
-    )
+    search = search_rows(advice)
+    document = {**advice_json(advice, ranked), "search": search}
+    write_text("exports", folder / "advice.json", json.dumps(document, indent=1, default=str))
     write_csv(ranked, folder / "advice.csv")
-    write_search_csv(search_rows(advice), folder / "search.csv")
+    write_csv(search, folder / "search.csv", list(search[0]) if search else ["platform", "status"])
     return folder
 
 

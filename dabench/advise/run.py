@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from dabench.advise.power import power_figure
-from dabench.advise.search import Evaluation, Predictor, SearchResult, command_overrides, score, search
+from dabench.advise.search import Evaluation, Predictor, score, search
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
@@ -45,7 +45,7 @@ class Request:
 class PlatformOutcome:
     platform: str
     space: PlatformSpace
-    searches: list[SearchResult]
+    trials: int  #: Optuna trials over all objectives
     evaluations: list[Evaluation]
     best: Evaluation | None
     result: Any = None  #: the winner's RunResult (execute), or None
@@ -116,21 +116,10 @@ def advise_platform(
     elif request.price_per_system_hour is not None:
         chips_per_system = int(base["hardware"].get("chips_per_node") or 1)
         price_s = request.price_per_system_hour / 3600.0 / chips_per_system
-    searches = []
     for i, objective in enumerate(request.objectives):
         usable = objective == "time" or (objective == "energy" and figure.sourced) or (objective == "cost" and price_s)
-        searches.append(
-            search(
-                space,
-                predictor,
-                objective if usable else "time",
-                request.trials,
-                request.seed + i,
-                figure.watts_per_chip,
-                price_s,
-                on_trial,
-            )
-        )
+        objective = objective if usable else "time"
+        search(space, predictor, objective, request.trials, request.seed + i, figure.watts_per_chip, price_s, on_trial)
     evaluations = list(predictor.cache.values())
     primary = request.objectives[0]
 
@@ -140,7 +129,12 @@ def advise_platform(
         scored = [(score(e, "time", None, None), e) for e in evaluations if e.ok]
     best = max(scored, key=lambda se: se[0])[1] if scored else None
     outcome = PlatformOutcome(
-        platform, space, searches, evaluations, best, statuses=dict(Counter(e.status for e in evaluations))
+        platform,
+        space,
+        request.trials * len(request.objectives),
+        evaluations,
+        best,
+        statuses=dict(Counter(e.status for e in evaluations)),
     )
     if best is None:
         outcome.none_reason = none_fits_reason(evaluations, request.max_chips)
@@ -161,7 +155,3 @@ def advise(request: Request, on_platform: Callable[[PlatformOutcome], None] | No
         if on_platform is not None:
             on_platform(outcome)
     return Advice(request, outcomes, time.perf_counter() - started)
-
-
-def reproduce_overrides(request: Request, outcome: PlatformOutcome, mode: str = "predict") -> list[str]:
-    return command_overrides(outcome.space, request.model_args(), outcome.best, mode)

@@ -1,11 +1,7 @@
-"""Search one platform's deployment space on predictions: Optuna (seeded TPE, failures seen as
-infeasible by the tuner's sampler) over in-process predictions
-(:func:`dabench.pipeline.execute.predict_config`), no Hydra job and no MLflow run per deployment.
-
-Every proposal is an :class:`Evaluation`: feasible with its metrics, or infeasible with the
-model's status and reason (capacity: every model checks its own memory, the GPU's per GPU;
-unsupported, invalid config, over ``max_chips``). A repeated proposal is answered from the cache
-and is not a new evaluation.
+"""Search one platform's deployment space on predictions: seeded Optuna TPE (failures seen as
+infeasible) over in-process, cached predictions (``predict_config``), no Hydra job or MLflow run per
+deployment. Each proposal is an :class:`Evaluation`: feasible with its metrics, or the model's
+status and reason (capacity, unsupported, invalid config, over ``max_chips``).
 """
 
 from __future__ import annotations
@@ -13,11 +9,10 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
-from dabench.advise.space import PlatformSpace, overrides_of, precision_section
+from dabench.advise.space import PlatformSpace, precision_section
 from dabench.config.build import build_run_config
 from dabench.core.status import DabenchError
 from dabench.host.ceilings import resolve_ceilings
@@ -37,7 +32,6 @@ class Evaluation:
     reason: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
     chips: float = math.nan
-    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -46,9 +40,6 @@ class Evaluation:
     @property
     def tokens_per_s(self) -> float:
         return self.metrics.get("throughput.tokens_per_s", math.nan)
-
-    def key(self) -> tuple:
-        return (self.precision, _freeze(self.values))
 
 
 def _freeze(values: Mapping[str, Any]) -> tuple:
@@ -72,8 +63,7 @@ class Predictor:
         self._precisions: dict[str, dict] = {}
         self._graphs: dict[tuple, Any] = {}
         self._ceilings: dict[tuple, Any] = {}
-        self.cache: dict[tuple, Evaluation] = {}
-        self.evaluations = 0
+        self.cache: dict[tuple, Evaluation] = {}  #: every deployment evaluated, by (precision, values)
 
     def config(self, precision: str, values: Mapping[str, Any]) -> dict:
         config = copy.deepcopy(self.base)
@@ -90,8 +80,6 @@ class Predictor:
         if hit is not None:
             return hit
 
-        started = time.perf_counter()
-        self.evaluations += 1
         out = Evaluation(self.space.platform, precision, dict(values), "ok")
         try:
             rc = build_run_config(self.config(precision, values))
@@ -105,22 +93,16 @@ class Predictor:
                 ceilings = self._ceilings[ckey] = resolve_ceilings(rc.hardware, rc.precision)
             metrics = predict_config(rc, graph, ceilings).metrics
             out.metrics = metrics
-            out.chips = chips_used(rc.hardware.arch, metrics)
+            # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
+            out.chips = float(metrics.get(f"{rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
             if out.chips > self.max_chips:
                 out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
         except DabenchError as error:
             out.status, out.reason = error.status.value, error.reason
         except Exception as error:  # a model bug on one deployment must not end the advice
             out.status, out.reason = "crashed", f"{type(error).__name__}: {error}"
-        out.seconds = time.perf_counter() - started
         self.cache[key] = out
         return out
-
-
-def chips_used(arch: str, metrics: Mapping[str, float]) -> float:
-    """Physical chips: the model's own count where it has one (``rdu.chips``: instances of a few
-    tiles share an RDU), else the ``chips`` metric."""
-    return float(metrics.get(f"{arch}.chips", metrics.get("chips", 1.0)))
 
 
 # ----------------------------------------------------------------------------- objectives
@@ -167,21 +149,6 @@ def _enqueue_neighbours(study, params: Mapping[str, Any]) -> None:
                 study.enqueue_trial({**params, name: choice}, skip_if_exists=True)
 
 
-#: TPE options (independent sampling: multivariate TPE with groups costs ~0.2 s per ask here)
-SAMPLER_OPTIONS: dict[str, Any] = {}
-
-
-@dataclass
-class SearchResult:
-    platform: str
-    objective: str
-    trials: int
-    evaluations: list[Evaluation]
-    best: Evaluation | None
-    seconds: float
-    space_size: int
-
-
 def search(
     space: PlatformSpace,
     predict: Predictor,
@@ -191,14 +158,13 @@ def search(
     watts_per_chip: float | None = None,
     price_per_chip_s: float | None = None,
     on_trial: Callable[[Evaluation], None] | None = None,
-) -> SearchResult:
-    """Optuna over ``space``: ``n_trials`` asks (repeats answered from the cache), seeded TPE
-    wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
+) -> Evaluation | None:
+    """The best of ``n_trials`` Optuna asks over ``space`` (repeats answered from the cache),
+    seeded TPE wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    started = time.perf_counter()
-    sampler = make_sampler("tpe", seed, {"n_startup_trials": min(20, max(5, n_trials // 5)), **SAMPLER_OPTIONS})
+    sampler = make_sampler("tpe", seed, {"n_startup_trials": min(20, max(5, n_trials // 5))})
     study = optuna.create_study(direction="maximize", sampler=sampler)
     best, best_score = None, -math.inf
     explore = max(1, int(n_trials * EXPLORE_SHARE))
@@ -228,10 +194,7 @@ def search(
         scored.append((value, dict(trial.params)))
         if value > best_score:
             best, best_score = ev, value
-    evaluations = list(predict.cache.values())
-    return SearchResult(
-        space.platform, objective, n_trials, evaluations, best, time.perf_counter() - started, space.size()
-    )
+    return best
 
 
 def exhaustive(
@@ -240,22 +203,12 @@ def exhaustive(
     objective: str = "time",
     watts_per_chip: float | None = None,
     price_per_chip_s: float | None = None,
-) -> SearchResult:
-    """Every deployment of an enumerable space (for tests and benchmarks)."""
-    started = time.perf_counter()
-    best, best_score, n = None, -math.inf, 0
+) -> Evaluation | None:
+    """The best of every deployment of an enumerable space (for tests and benchmarks)."""
+    best, best_score = None, -math.inf
     for precision, values in space.grid():
-        n += 1
         ev = predict(precision, values)
         value = score(ev, objective, watts_per_chip, price_per_chip_s)
         if value is not None and value > best_score:
             best, best_score = ev, value
-    return SearchResult(
-        space.platform, objective, n, list(predict.cache.values()), best, time.perf_counter() - started, space.size()
-    )
-
-
-def command_overrides(
-    space: PlatformSpace, model_overrides: Sequence[str], ev: Evaluation, mode: str = "predict"
-) -> list[str]:
-    return overrides_of(space, model_overrides, ev.precision, ev.values, mode)
+    return best

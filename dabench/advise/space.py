@@ -1,21 +1,16 @@
-"""Per-platform deployment spaces of ``dabench advise``, built from what the tuner already has.
-
-An accelerator's space starts from its shipped Optuna sweep (sweeps/P_deploy.yaml: fixed settings,
-``hydra.sweeper.params`` as categorical dimensions, the structured hook) with chip counts widened to
-``max_chips``; cuda (no shipped sweep) gets its own (data x tensor x pipeline layouts, fsdp in place
-of plain data parallel, micro-batches and recomputation), wse2 adds CS-2 systems under weight streaming,
-ipu adds ``replicated_tensor_sharding``. A deployment is ``(precision, {override key: value})``;
-``grid()`` enumerates the space when every part can, ``size()`` counts it.
-
-Details: docs/advise.md, "What is searched".
+"""Per-platform deployment spaces of ``dabench advise``, built from the shipped Optuna sweeps (chip
+counts widened to ``max_chips``) and shaped per platform (cuda: its own layouts). A deployment is
+``(precision, {override key: value})``. Details: docs/advise.md, "What is searched".
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
+from dabench.config.build import flatten
 from dabench.config.compose import compose
 from dabench.config.files import sweep_file
 from dabench.config.schema import group_options
@@ -66,12 +61,7 @@ class PlatformSpace:
             n *= self.structured.size()
         return n
 
-    def enumerable(self, limit: int = 200_000) -> bool:
-        return self.structured is None or hasattr(self.structured, "grid") and self.size() <= limit
-
     def grid(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        import itertools
-
         structured = list(self.structured.grid()) if self.structured is not None else [{}]
         for precision in self.precisions:
             for combo in itertools.product(*(d.values for d in self.dims)):
@@ -91,14 +81,6 @@ def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
     return groups
 
 
-def _flatten(prefix: str, node: Any, out: dict[str, Any]) -> None:
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            _flatten(f"{prefix}.{key}", value, out)
-    else:
-        out[prefix] = node
-
-
 def _sweep_dims(sweep: Mapping[str, Any]) -> tuple[list[str], list[Dim]]:
     """(precision choices, the other categorical dimensions) of ``hydra.sweeper.params``."""
     params = ((sweep.get("hydra") or {}).get("sweeper") or {}).get("params") or {}
@@ -114,11 +96,6 @@ def _sweep_dims(sweep: Mapping[str, Any]) -> tuple[list[str], list[Dim]]:
     return precisions, dims
 
 
-def _hook_args(sweep: Mapping[str, Any]) -> dict:
-    space = ((sweep.get("hydra") or {}).get("sweeper") or {}).get("space") or {}
-    return dict(space.get("args") or {})
-
-
 class WeightStreamingSystems:
     """The WSE-2 execution-mode hook (``wse2_execution_space``) plus the number of CS-2 systems,
     sampled only under weight streaming (``systems.weight_streaming``)."""
@@ -126,15 +103,12 @@ class WeightStreamingSystems:
     def __init__(self, inner, systems: Sequence[int]):
         self.inner, self.systems = inner, list(systems)
 
-    def _with(self, values: dict, systems: int) -> dict:
-        return {**values, "parallel.degree": systems}
-
     def suggest(self, trial) -> dict[str, Any]:
         values = self.inner.suggest(trial)
         systems = 1
         if values["hardware.options.execution_mode"] == "weight_streaming" and len(self.systems) > 1:
             systems = trial.suggest_categorical("systems.weight_streaming", self.systems)
-        return self._with(values, systems)
+        return {**values, "parallel.degree": systems}
 
     def size(self) -> int:
         return sum(len(self.systems) if m == "weight_streaming" else len(r) for m, r in self.inner.branches.items())
@@ -143,7 +117,7 @@ class WeightStreamingSystems:
         for values in self.inner.grid():
             streaming = values["hardware.options.execution_mode"] == "weight_streaming"
             for systems in self.systems if streaming else [1]:
-                yield self._with(values, systems)
+                yield {**values, "parallel.degree": systems}
 
 
 #: pipeline micro-batches per step, as multiples of the stage count
@@ -213,9 +187,7 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     groups = _sweep_groups(sweep)
     groups.pop("hardware", None), groups.pop("hydra/sweeper", None), groups.pop("model", None)
     default_precision = groups.pop("precision", None)
-    fixed: dict[str, Any] = {}
-    for section in ("hardware", "parallel"):
-        _flatten(section, sweep.get(section) or {}, fixed)
+    fixed = flatten({section: sweep.get(section) or {} for section in ("hardware", "parallel")})
     fixed.pop("hardware.mode", None)
     precisions, dims = _sweep_dims(sweep)
     if not precisions and default_precision:
@@ -223,7 +195,9 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     notes = [f"from sweeps/{record.sweep}.yaml"] if sweep else []
     space = PlatformSpace(platform, groups, fixed, precisions or ["fp32"], dims, None, notes)
     if record.space:
-        space = load(record.space)(space, _hook_args(sweep), {"model": dict(model)}, powers_of_two(max_chips))
+        sweeper = (sweep.get("hydra") or {}).get("sweeper") or {}
+        hook_args = dict((sweeper.get("space") or {}).get("args") or {})
+        space = load(record.space)(space, hook_args, {"model": dict(model)}, powers_of_two(max_chips))
     return space
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.core.status import is_ok
 from dabench.tracking.redact import redact_overrides, redact_text, redact_uri, redact_value
+from dabench.tracking.store import sqlite_path
 from dabench.tune.best import format_summary, summarize
-from dabench.tune.locking import sqlite_path
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
 ARGS = Schema(

@@ -1,6 +1,5 @@
-"""What a study found, as data: the best deployment, trial counts, and the command line that
-runs the best deployment again (or measures it on the device). Overrides and commands leave
-here with secrets masked (dabench.tracking.redact.redact_overrides)."""
+"""What a study found, as data: the best deployment, trial counts, and the command line that runs
+it again (or measures it on the device), secrets masked."""
 
 from __future__ import annotations
 
@@ -91,10 +90,8 @@ def format_summary(summary: StudySummary) -> str:
         lines.append("no trial completed: no best deployment yet")
         return redact_text("\n".join(lines))
     kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
-    lines.append(f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip())
-    lines.append("run it again:")
-    lines.append("  " + summary.command())
+    lines += [f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip()]
+    lines += ["run it again:", "  " + summary.command()]
     if summary.best_mode == "predict":
-        lines.append("measure it on the device (needs the hardware and its SDK):")
-        lines.append("  " + summary.command(measure=True))
+        lines += ["measure it on the device (needs the hardware and its SDK):", "  " + summary.command(measure=True)]
     return redact_text("\n".join(lines))

@@ -1,15 +1,5 @@
-"""Structured-space hooks for the SambaNova RDU and Cerebras WSE-2 deployment sweeps.
-
-- :func:`rdu_chips_space`: ``chips`` (default 1, 2, 4, 8) and a tensor-parallel degree t that
-  divides both the chip count and ``model.n_heads`` (sampled as ``tensor_parallel.chips<n>``, one
-  categorical per chip count, so every pair is valid); the rest of the chips are data-parallel
-  copies: ``parallel.degree=t``, ``parallel.replicas=chips/t`` (with ``parallel=tp``).
-- :func:`wse2_execution_space`: ``execution_mode`` pipelined or weight_streaming; on-wafer
-  ``replicas`` (``hardware.options.replicas``) only exist in pipelined mode (weight streaming
-  runs one copy per CS-2), so they are sampled only there (``replicas.pipelined``).
-
-Both return :class:`ChoiceTreeSpace` objects with ``suggest`` and ``grid``.
-"""
+"""Structured-space hooks of the SambaNova RDU and Cerebras WSE-2 deployment sweeps: a first
+categorical, then one dependent categorical per its value (docs/tuning.md, "The sweeps")."""
 
 from __future__ import annotations
 

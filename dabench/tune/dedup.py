@@ -1,29 +1,13 @@
-"""A study evaluates each deployment once: identity, what the study holds, and fresh re-draws.
-
-- A deployment is its full override set after the structured hook (:func:`deployment_key`):
-  two Optuna parameter sets that give the same overrides are the same deployment.
-- The study *holds* a deployment when a trial with it is COMPLETE, FAILED with a status that
-  counts (the run was refused: capacity, oom, ...) or RUNNING (here or on another worker);
-  interrupted and skipped trials hold nothing (:func:`held_keys`).
-- :class:`Proposer` asks the study's sampler once per trial. When the study holds that
-  deployment, the proposal is closed FAILED with status ``skipped`` (never launched, not
-  counted) and replaced by a fresh deployment, never the same proposal again: drawn at random
-  from the space in memory (``RANDOM_DRAWS`` draws, no trial created), else picked at random
-  among the deployments the study does not hold when the space can be enumerated
-  (:func:`walk_params`, or a hook's ``grid()`` and ``params_of()``). The trial is then created
-  with exactly those parameters. It returns None only when the space is exhausted: every
-  deployment held, or, for a space that cannot be enumerated, none new in ``UNENUMERABLE_DRAWS``
-  random draws.
-
-The caller holds the study's lock (dabench.tune.locking) while it asks, so two workers never
-take the same deployment.
-"""
+"""A study evaluates each deployment once: a deployment is its override set (:func:`deployment_key`);
+the study holds it while a trial with it is COMPLETE, counted FAILED or RUNNING (:func:`held_keys`);
+:class:`Proposer` replaces a held proposal by a fresh deployment, None once the space is exhausted.
+The caller holds the study's lock while it asks. Rules: docs/tuning.md, "What a trial is"."""
 
 from __future__ import annotations
 
 import math
 import random
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import optuna
 from optuna.samplers import BaseSampler
@@ -64,27 +48,14 @@ def trial_key(trial: FrozenTrial, overrides_of: Callable[[Params], list[str]] | 
     return None
 
 
-def holds(trial: FrozenTrial) -> bool:
-    """Whether the trial's deployment counts as evaluated or being evaluated."""
-    return trial.state == TrialState.RUNNING or counts_toward_budget(trial)
-
-
 def held_keys(trials: Sequence[FrozenTrial], overrides_of: Callable[[Params], list[str]] | None = None) -> set[Key]:
-    """The deployments ``trials`` hold (see the module docstring)."""
-    keys = (trial_key(t, overrides_of) for t in trials if holds(t))
+    """The deployments ``trials`` hold: evaluated (counted) or being evaluated (RUNNING)."""
+    keys = (trial_key(t, overrides_of) for t in trials if t.state == TrialState.RUNNING or counts_toward_budget(t))
     return {k for k in keys if k is not None}
 
 
 class NotEnumerable(Exception):
     """The space has a continuous dimension that no hook enumerates."""
-
-
-class Space(Protocol):
-    """What the proposer needs of a study's space (dabench.tune.driver.TrialSpace)."""
-
-    def suggest(self, trial: Any) -> dict[str, Any]: ...
-    def overrides(self, values: dict[str, Any]) -> list[str]: ...
-    def each_params(self) -> Iterator[Params]: ...
 
 
 class _PathTrial:
@@ -196,12 +167,11 @@ def walk_params(suggest: Callable[[Any], dict[str, Any]]) -> Iterator[Params]:
 class Proposer:
     """Asks trials whose deployment the study does not hold (see the module docstring)."""
 
-    def __init__(self, study: optuna.Study, space: Space, rng: random.Random | None = None):
+    def __init__(self, study: optuna.Study, space: Any, rng: random.Random | None = None):
         self.study, self.space = study, space
         self.rng = rng or random.Random()
         self._catalog: list[tuple[Key, Params]] | None = None
         self.enumerable: bool | None = None
-        self.skipped = 0
 
     def key_of(self, values: dict[str, Any]) -> Key:
         return deployment_key(self.space.overrides(values))
@@ -228,10 +198,6 @@ class Proposer:
         except NotEnumerable:
             return None
 
-    def exhausted(self, held: set[Key]) -> bool:
-        """True when the space is enumerable (already walked) and every deployment is held."""
-        return self._catalog is not None and all(key in held for key, _ in self._catalog)
-
     def _unheld(self, held: set[Key]) -> Params | None:
         """Parameters of a deployment not held, chosen uniformly among all of them; None when
         there is none; NotEnumerable when the space cannot be enumerated."""
@@ -251,7 +217,8 @@ class Proposer:
         return None
 
     def fresh(self, held: set[Key]) -> Params | None:
-        """Parameters of a deployment the study does not hold (see the module docstring)."""
+        """Parameters of a deployment the study does not hold: random draws, else one picked
+        uniformly among the enumerated deployments not held."""
         found = self._draw(held, RANDOM_DRAWS if self.enumerable is not False else UNENUMERABLE_DRAWS)
         if found is not None or self.enumerable is False:
             return found
@@ -267,17 +234,18 @@ class Proposer:
         """A new trial (owner recorded, overrides recorded in ``dabench.overrides`` with secrets
         masked) and its overrides as launched, its key added to ``held``; None when the space
         has no deployment left that the study does not hold."""
-        if self.exhausted(held):
+        if self._catalog is not None and all(key in held for key, _ in self._catalog):  # walked, all held
             return None
         trial, overrides = self._ask_with(None)
-        key = deployment_key(overrides)
-        while key in held:
-            self._skip(trial, overrides)
+        while (key := deployment_key(overrides)) in held:  # a repeat: FAILED, skipped (not counted, never launched)
+            trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
+            trial.set_user_attr(STATUS_ATTR, Status.SKIPPED.value)
+            trial.set_user_attr(REASON_ATTR, "a deployment the study already evaluated or is evaluating")
+            self.study.tell(trial, state=TrialState.FAIL)
             params = self.fresh(held)
             if params is None:
                 return None
             trial, overrides = self._ask_with(params)
-            key = deployment_key(overrides)
         trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
         held.add(key)
         return trial, overrides
@@ -293,11 +261,3 @@ class Proposer:
             return trial, self.space.overrides(self.space.suggest(trial))
         finally:
             self.study.sampler = sampler
-
-    def _skip(self, trial: optuna.Trial, overrides: list[str]) -> None:
-        """Close a repeat: FAILED, status ``skipped`` (not counted, never launched)."""
-        trial.set_user_attr(OVERRIDES_ATTR, redact_overrides(overrides))
-        trial.set_user_attr(STATUS_ATTR, Status.SKIPPED.value)
-        trial.set_user_attr(REASON_ATTR, "a deployment the study already evaluated or is evaluating")
-        self.study.tell(trial, state=TrialState.FAIL)
-        self.skipped += 1

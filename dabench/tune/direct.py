@@ -1,14 +1,6 @@
-"""Evaluate deployments in-process with an analytical model: no Hydra job, no MLflow, no files.
-
-For benchmarks (benchmarks/tuning_efficiency.py) and tests that need thousands of evaluations.
-This is not a multirun path: recorded sweeps, in-process ones included, go through
-:func:`dabench.pipeline.grid.run_grid` (``python -m dabench grid`` and
-``hydra/launcher=dabench_inprocess``). A deployment is a dict of override values, as the search
-spaces produce; its config is :func:`dabench.config.compose.compose` of the base overrides and
-the deployment's. The objective is the same one the task function returns:
-``throughput.samples_per_s`` from the pipeline's predict-only core
-(:func:`dabench.pipeline.execute.predict_config`), or failure with the run's status when the
-model refuses (capacity, unsupported, invalid config).
+"""Evaluate deployments in-process with an analytical model, for benchmarks and tests that need
+thousands of evaluations: no Hydra job, no MLflow, no files (not a multirun path: recorded sweeps go
+through dabench.pipeline.grid). The objective is the task function's, from ``predict_config``.
 """
 
 from __future__ import annotations
@@ -37,10 +29,8 @@ class DirectEvaluator:
     def __init__(self, base: Sequence[str]):
         self.base = list(base)
         self._graphs: dict[tuple, Any] = {}
-        self.evaluations = 0
 
     def __call__(self, values: Mapping[str, Any]) -> Outcome:
-        self.evaluations += 1
         try:
             rc = build_run_config(deployment_config(self.base, values))
             key = (rc.model, rc.run.batch_size, rc.precision)

@@ -1,12 +1,7 @@
-"""The ask/tell loop of a deployment study, independent of how trials are launched.
-
-Each round asks ``n_jobs`` trials, turns each into override strings, hands the batch to ``launch``
-and tells Optuna each outcome: a finite objective is COMPLETE, anything else FAIL with the run's
-status and reason. An interrupt or error marks the batch ``interrupted``, enqueues its settings
-again and re-raises. With ``lock``, several workers share one study, which ends with exactly
-``n_trials`` counted trials; no deployment is evaluated twice (dabench.tune.dedup).
-
-Details: docs/tuning.md, "What a trial is, and what a failed one does" and "Storage, names, resuming".
+"""The ask/launch/tell loop of a deployment study, whatever launches its trials: a finite objective
+is COMPLETE, anything else FAIL with the run's status and reason; an interrupted batch is marked
+``interrupted`` and enqueued again. Details: docs/tuning.md, "What a trial is, and what a failed
+one does" and "Storage, names, resuming".
 """
 
 from __future__ import annotations
@@ -14,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterator, Sequence
@@ -99,16 +95,8 @@ class TrialSpace:
                 yield {**simple, **params}
 
 
-def trial_tags(trial_number: int, study_name: str) -> list[str]:
-    return [
-        f"++tracking.tags.optuna_trial={trial_number}",
-        f"++tracking.tags.optuna_study={override_value(study_name)}",
-    ]
-
-
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialState:
-    """Record ``outcome`` for ``trial``; see the module docstring for the rule."""
-
+    """Record ``outcome`` for ``trial`` (COMPLETE when its value is finite, else FAIL)."""
     fault_point("study_storage")  # tests: the study storage fails here (dabench/runtime/sinks.py)
     value = outcome.value
     finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -152,11 +140,10 @@ def run_trials(
     lock: Callable[[], ContextManager[Any]] | None = None,
     poll_s: float = 1.0,
 ) -> int:
-    """Ask/launch/tell until the study holds ``n_trials`` counted trials, its space has no
-    deployment left that it has not evaluated, or ``stop(study)`` says so after a batch; returns
-    how many trials this call ran. ``launch(job_overrides,
-    first_job_index)`` must return one Outcome per job. ``lock()``: the study store's lock,
-    held while trials are counted and created (see the module docstring)."""
+    """Ask/launch/tell until the study holds ``n_trials`` counted trials, its space is exhausted,
+    or ``stop(study)`` says so after a batch; returns how many trials this call ran. ``launch``
+    returns one Outcome per job; ``lock()``, the study store's lock, is held while trials are
+    counted and created."""
     ran = 0
     proposer = Proposer(study, space)
     while not (stop is not None and stop(study)):
@@ -179,7 +166,12 @@ def run_trials(
                         break
                     trial, overrides = asked
                     batch.append(trial)
-                    job_overrides.append(overrides + (trial_tags(trial.number, study.study_name) if tag_trials else []))
+                    if tag_trials:
+                        overrides = overrides + [
+                            f"++tracking.tags.optuna_trial={trial.number}",
+                            f"++tracking.tags.optuna_study={override_value(study.study_name)}",
+                        ]
+                    job_overrides.append(overrides)
             if not batch:
                 if none_left and not in_flight:
                     log.warning(_end_early_line(study, proposer, done))
@@ -187,7 +179,7 @@ def run_trials(
                 time.sleep(poll_s)  # the rest of the budget (or of the space) is in flight elsewhere
                 continue
             faults.check("trial_batch")  # a test stops a worker here, its batch asked
-            with _Heartbeat(study, batch):
+            with _heartbeat(study, batch):
                 outcomes = list(launch(job_overrides, batch[0].number))
             if len(outcomes) != len(batch):
                 raise RuntimeError(f"launcher returned {len(outcomes)} results for {len(batch)} jobs")
@@ -208,27 +200,23 @@ def run_trials(
     return ran
 
 
-class _Heartbeat:
-    """Records a heartbeat of the batch's trials every HEARTBEAT_S seconds while it runs, so that
-    workers on other machines can tell a trial whose worker vanished (see dabench.tune.study)."""
+@contextlib.contextmanager
+def _heartbeat(study: optuna.Study, batch: Sequence[optuna.Trial]) -> Iterator[None]:
+    """Record a heartbeat of the batch's trials every HEARTBEAT_S seconds while it runs, so that
+    workers on other machines can tell a trial whose worker vanished (dabench.tune.study)."""
+    stop = threading.Event()
 
-    def __init__(self, study: optuna.Study, batch: Sequence[optuna.Trial]):
-        import threading
-
-        self.study, self.batch, self.stop = study, list(batch), threading.Event()
-        self.thread = threading.Thread(target=self._run, name="dabench-heartbeat", daemon=True)
-
-    def _run(self) -> None:
-        while not self.stop.wait(HEARTBEAT_S):
+    def run() -> None:
+        while not stop.wait(HEARTBEAT_S):
             try:
-                beat(self.study, self.batch)
+                beat(study, batch)
             except Exception as error:  # a missed beat is retried; the trial goes on
                 log.warning("could not record a heartbeat: %s", error)
 
-    def __enter__(self) -> "_Heartbeat":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
+    thread = threading.Thread(target=run, name="dabench-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)

@@ -1,13 +1,7 @@
-"""The IPU deployment space as a structured-space hook: IPUs, replication, gradient
-accumulation and the layers-per-IPU placement, valid by construction.
-
-Every trial is a deployment PopTorch would accept: a replication factor dividing the IPU count,
-gradient accumulation = ``pipeline_fill`` x (2k - 1) for k pipeline stages, and a placement whose
-layers sum to ``model.n_layers`` (:func:`dabench.tune.placement.placement_from_params`). ``grid()``
-enumerates the same deployments exactly, ``size()`` counts them and ``params_of()`` gives the
-parameters of each (a study enumerates its space with it, dabench.tune.dedup).
-
-Details: docs/tuning.md, "IPU placements, valid by construction".
+"""The IPU deployment space as a structured-space hook: IPUs, replication, gradient accumulation
+(``pipeline_fill`` x (2k - 1) for k stages) and the layers-per-IPU placement, valid by construction;
+``grid()``, ``size()`` and ``params_of()`` enumerate the same deployments. Details: docs/tuning.md,
+"IPU placements, valid by construction".
 """
 
 from __future__ import annotations
@@ -23,12 +17,9 @@ def training_pipeline_stages(ipus_per_replica: int) -> int:
     return 2 * ipus_per_replica - 1
 
 
-def _positive_ints(name: str, values: Sequence[Any], allow_zero: bool = False) -> tuple[int, ...]:
-    low = 0 if allow_zero else 1
-    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < low for v in values):
-        raise ConfigError(
-            f"hydra.sweeper.space.args.{name}", list(values or []), f"a non-empty list of integers >= {low}"
-        )
+def _positive_ints(name: str, values: Sequence[Any]) -> tuple[int, ...]:
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+        raise ConfigError(f"hydra.sweeper.space.args.{name}", list(values or []), "a non-empty list of integers >= 1")
     return tuple(sorted(set(values)))
 
 
@@ -134,6 +125,4 @@ class IpuPipelineSpace:
                         yield self.deployment(n // r, r, fill, placement)
 
 
-def ipu_pipeline_space(config: Mapping[str, Any], **args: Any) -> IpuPipelineSpace:
-    """The hook named in sweeps/ipu_deploy.yaml."""
-    return IpuPipelineSpace(config, **args)
+ipu_pipeline_space = IpuPipelineSpace  #: the hook named in sweeps/ipu_deploy.yaml

@@ -1,15 +1,7 @@
 """One lock per study storage, held while a worker creates the schema or the study and while it
-asks for trials, so that N workers started at the same moment on one store cooperate.
-
-- PostgreSQL: a session-level advisory lock (``pg_advisory_lock``) on its own connection; the
-  key is derived from the lock name, so different studies do not wait on each other.
-- MySQL: ``GET_LOCK(name, timeout)``.
-- SQLite: an exclusive ``flock`` on ``<database>.lock`` next to the database file.
-- Any other URL (in-memory SQLite, unknown dialects): no lock, and :func:`study_lock` says so
-  once in the log; the trial-accounting rules still hold for one worker.
-
-The lock is a database (or file system) guarantee: it is released when its connection closes or
-its process dies, so a SIGKILL never leaves a study locked.
+asks for trials: PostgreSQL ``pg_advisory_lock`` (key from the lock name), MySQL ``GET_LOCK``,
+SQLite ``flock`` on ``<database>.lock``; any other URL has none (said once in the log). A lock is
+released when its connection closes or its process dies, so a SIGKILL never leaves a study locked.
 """
 
 from __future__ import annotations
@@ -19,10 +11,10 @@ import fcntl
 import hashlib
 import logging
 import time
-from pathlib import Path
 from typing import Iterator
 
 from dabench.runtime.sinks import make_dir, open_stream
+from dabench.tracking.store import sqlite_path
 
 log = logging.getLogger(__name__)
 
@@ -30,19 +22,6 @@ log = logging.getLogger(__name__)
 LOCK_TIMEOUT_S = 120.0
 _engines: dict[str, object] = {}
 _warned: set[str] = set()
-
-
-def _lock_key(name: str) -> int:
-    """A signed 64-bit integer for pg_advisory_lock from ``name``."""
-    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The database file of an ``sqlite:///`` URL, or None (in-memory or not SQLite)."""
-    if not url.startswith("sqlite:///"):
-        return None
-    path = url[len("sqlite:///") :].split("?", 1)[0]
-    return Path(path) if path and path != ":memory:" else None
 
 
 def _engine(url: str):
@@ -96,7 +75,7 @@ def study_lock(storage: str, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> It
             finally:
                 connection.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": name[:64]})
             return
-        key = _lock_key(name)
+        key = int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)  # pg's signed 64 bits
         connection.execute(text(f"SET lock_timeout = {int(timeout_s * 1000)}"))
         connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
         connection.commit()

@@ -1,10 +1,7 @@
-"""What a trial job hands back to the sweeper through Hydra's JobReturn.
-
-:class:`JobOutcome` is a float (the objective: samples/s, NaN when the run was not ok) that also
-carries the run's ``status``, ``reason``, ``mode`` and the few figures a sweep's results table
-shows (``figures``: metric name -> number, plus ``diagnosis``). Being a float, it is what the task
-function always returned to any caller that wants a number; being picklable by value, it crosses
-process and machine boundaries (submitit, Ray) intact, so the sweeper never reads a job's files.
+"""What a trial job hands back to the sweeper through Hydra's JobReturn: :class:`JobOutcome`, a
+float (the objective: samples/s, NaN when the run was not ok) carrying the run's status, reason,
+mode and the figures a sweep's results table shows; picklable by value, so it crosses process and
+machine boundaries (submitit, Ray) and the sweeper never reads a job's files.
 """
 
 from __future__ import annotations
@@ -35,12 +32,6 @@ class JobOutcome(float):
 
     def __reduce__(self):
         return (JobOutcome, (float(self), self.status, self.reason, self.mode, self.figures))
-
-    def __repr__(self) -> str:
-        return f"JobOutcome({float(self)!r}, status={self.status!r}, mode={self.mode!r})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"objective": float(self), "status": self.status, "reason": self.reason, "mode": self.mode}
 
     @classmethod
     def from_value(cls, value: Any) -> "JobOutcome | None":

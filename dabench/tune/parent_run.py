@@ -1,10 +1,6 @@
-"""The study's MLflow parent run: one per study and tracking store, holding the study's result.
-
-:func:`study_parent` finds or creates it under the study store's lock and records its id (with the
-masked tracking URI) in the study's user attributes, so every trial's run is its child whichever
-worker ran it; the worker that ends the study closes it FINISHED. At the end of a sweep the parent gets
-the best trial's tags and metrics, the trial counts and the ``study/`` artifacts.
-
+"""The study's MLflow parent run: one per study and tracking store, found or created under the
+study store's lock (its id in the study's user attributes), closed by the worker that ends the
+study, holding the best trial's tags and metrics, the trial counts and the ``study/`` artifacts.
 Details: docs/tuning.md, "MLflow".
 """
 
@@ -98,8 +94,12 @@ def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool 
 
     if any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
         return False
-    if interrupted:
-        mark_killed(client, parent_id)
+    if interrupted:  # KILLED with dabench.status=interrupted, so a re-run may adopt it
+        try:
+            client.set_tag(parent_id, "dabench.status", Status.INTERRUPTED.value)
+            terminate(client, parent_id, Status.INTERRUPTED)
+        except Exception as error:  # best effort while unwinding
+            log.warning("could not mark MLflow run %s killed: %s", parent_id, error)
     else:
         try:  # an earlier interrupted invocation's tag no longer holds
             client.delete_tag(parent_id, "dabench.status")
@@ -135,16 +135,6 @@ def _close_later(client, parent_id: str, error: BaseException) -> bool:
     return True
 
 
-def mark_killed(client, parent_id: str) -> None:
-    """An interrupted sweep: the parent run ends KILLED with ``dabench.status=interrupted`` (so a
-    re-run may adopt it)."""
-    try:
-        client.set_tag(parent_id, "dabench.status", Status.INTERRUPTED.value)
-        terminate(client, parent_id, Status.INTERRUPTED)  # KILLED, real end time
-    except Exception as error:  # best effort while unwinding
-        log.warning("could not mark MLflow run %s killed: %s", parent_id, error)
-
-
 def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) -> list[str]:
     """optimization_results.yaml, trials.csv and the plots into ``folder``; returns notes."""
 
@@ -157,21 +147,18 @@ def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) 
 
 
 def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary, storage: str) -> None:
-    """Log the study's result to its parent run (see module docstring)."""
+    """Log the study's result to its parent run: counts, best trial, ``study/`` artifacts."""
     from mlflow.entities import Metric, RunTag
 
     now = int(time.time() * 1000)
     metrics = [Metric(f"trials.{state}", float(n), now, 0) for state, n in summary.states.items()]
     metrics += [Metric(f"trials.status.{status}", float(n), now, 0) for status, n in summary.statuses.items()]
     metrics.append(Metric("trials.total", float(summary.n_trials), now, 0))
-    params, tags = (
-        [],
-        [
-            RunTag("optuna.study", study.study_name),
-            RunTag("optuna.storage", redact_uri(storage)),
-            RunTag("optuna.direction", summary.direction),
-        ],
-    )
+    tags = [
+        RunTag("optuna.study", study.study_name),
+        RunTag("optuna.storage", redact_uri(storage)),
+        RunTag("optuna.direction", summary.direction),
+    ]
     if summary.best_number is not None:
         metrics += [
             Metric("best.samples_per_s", float(summary.best_value), now, 0),
@@ -181,7 +168,7 @@ def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary
         tags.append(RunTag("best.overrides", " ".join(summary.best_overrides)[:5000]))
         tags.append(RunTag("dabench.best_command", summary.command()[:5000]))
     tags = [RunTag(tag.key, redact_pair(tag.key, tag.value)) for tag in tags]
-    client.log_batch(parent_id, metrics=metrics, params=params, tags=tags)
+    client.log_batch(parent_id, metrics=metrics, tags=tags)
     with tempfile.TemporaryDirectory() as tmp:
         notes = write_study_files(study, summary, Path(tmp))
         client.log_artifacts(parent_id, tmp, artifact_path="study")

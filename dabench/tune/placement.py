@@ -1,21 +1,7 @@
-"""Pipeline placements: how ``n_layers`` decoder layers are split over ``stages`` pipeline stages.
-
-A placement is a composition of ``n_layers`` into ``stages`` parts, first stage first, e.g.
-``(0, 4, 4, 4)`` for 12 layers on 4 IPUs. Stage 0 has its own bounds (``min_first`` ..
-``max_first`` layers) because it also holds the embedding (and, on Graphcore's GPT-2 layout, the
-LM head): Graphcore's scripts always put 0 layers on IPU 0 (DABench-LLM artifact, paper-notes
-section 5.1). Every other stage holds at least ``min_other`` layers.
-
-Counting (stars and bars): with f layers on stage 0, the other k - 1 stages share
-``R = n_layers - f - min_other * (k - 1)`` free layers in ``C(R + k - 2, k - 2)`` ways; the
-placements number the sum of that over the allowed f.
-
-A searchable form (:func:`placement_from_params`): stage 0's layer count f, a ``skew`` in
-[0, 1] and one value z_i in [0, 1] per other stage. The free layers of stages 1..k-1 are
-apportioned by weights ``w_i = exp(SKEW_RANGE * skew * (z_i - 0.5))``: skew 0 splits them as evenly
-as possible (what minimises the most loaded IPU); larger skews reach uneven placements up to a
-weight ratio of ``exp(SKEW_RANGE)`` (about 400:1), so every placement of up to ~400 layers is
-reachable; :func:`stage_values` gives the z values of a wanted placement. All functions are pure.
+"""Pipeline placements: compositions of ``n_layers`` decoder layers over ``stages`` stages, first
+stage first (``(0, 4, 4, 4)``), stage 0 within ``min_first`` .. ``max_first``, every other stage at
+least ``min_other``; their count, enumeration and a searchable form (stage-0 layers, a skew and one
+value per other stage). Pure functions. Derivation: docs/tuning.md, "IPU placements".
 """
 
 from __future__ import annotations
@@ -23,8 +9,6 @@ from __future__ import annotations
 import math
 from itertools import combinations
 from typing import Iterator, Sequence
-
-from dabench.core.placement import Placement
 
 SKEW_RANGE = 6.0  #: log of the largest stage-weight ratio a skew of 1 allows
 
@@ -92,11 +76,6 @@ def apportion(total: int, weights: Sequence[float]) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def skew_weights(skew: float, z: Sequence[float]) -> list[float]:
-    """``exp(SKEW_RANGE * skew * (z_i - 0.5))``: all equal at skew 0."""
-    return [math.exp(SKEW_RANGE * skew * (zi - 0.5)) for zi in z]
-
-
 def placement_from_params(
     n_layers: int,
     stages: int,
@@ -108,7 +87,7 @@ def placement_from_params(
     max_first: int | None = None,
 ) -> tuple[int, ...]:
     """The placement with ``first`` layers on stage 0 (clamped into its allowed range) and the
-    rest spread over stages 1..k-1 by :func:`skew_weights` (``z`` needs k - 1 values when
+    rest spread over stages 1..k-1 by weights ``exp(SKEW_RANGE * skew * (z_i - 0.5))`` (``z`` needs k - 1 values when
     ``skew`` > 0). Always a valid placement; ValueError when none exists."""
     allowed = _first_range(n_layers, stages, min_first, min_other, max_first)
     if not allowed:
@@ -120,22 +99,17 @@ def placement_from_params(
     if stages == 1:
         return (first,)
     free = n_layers - first - min_other * (stages - 1)
-    weights = skew_weights(skew, z) if skew > 0 else [1.0] * (stages - 1)
+    weights = [math.exp(SKEW_RANGE * skew * (zi - 0.5)) for zi in z] if skew > 0 else [1.0] * (stages - 1)
     if len(weights) != stages - 1:
         raise ValueError(f"skewed placement needs {stages - 1} stage values, got {len(weights)}")
     return (first, *(min_other + extra for extra in apportion(free, weights)))
 
 
 def stage_values(free: Sequence[int], skew: float) -> list[float]:
-    """The inverse of :func:`skew_weights`: z values (clipped to [0, 1]) whose weights at
+    """The inverse of the skew weights: z values (clipped to [0, 1]) whose weights at
     ``skew`` > 0 are proportional to each stage's ``free`` layers (a stage with none gets
     z = 0). The caller checks the placement they give; a ratio beyond ``exp(SKEW_RANGE * skew)``
     is out of reach."""
     logs = [math.log(f) for f in free if f > 0]
     top = max(logs) if logs else 0.0
     return [0.0 if f <= 0 else min(1.0, max(0.0, 1.0 + (math.log(f) - top) / (SKEW_RANGE * skew))) for f in free]
-
-
-def format_placement(placement: Sequence[int]) -> str:
-    """'0 4 4 4': the form Graphcore's ``--layers-per-ipu`` takes (str of the Placement type)."""
-    return str(Placement(placement))

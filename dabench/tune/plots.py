@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import math
+import io
+import itertools
 import warnings
 from pathlib import Path
 
@@ -14,11 +15,7 @@ from dabench.runtime.sinks import write_bytes
 
 def plot_history(study: optuna.Study, path: Path) -> Path:
     """Objective per trial (dots), best so far (line), failed trials (red x on the x-axis)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     trials = study.get_trials(deepcopy=False)
     maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
     done = [(t.number, t.value) for t in trials if t.state == TrialState.COMPLETE]
@@ -27,10 +24,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     if done:
         xs, ys = zip(*done, strict=False)
         ax.scatter(xs, ys, s=18, label="complete trials")
-        best, best_line = -math.inf if maximize else math.inf, []
-        for y in ys:
-            best = max(best, y) if maximize else min(best, y)
-            best_line.append(best)
+        best_line = list(itertools.accumulate(ys, max if maximize else min))
         ax.step(xs, best_line, where="post", color="tab:orange", label="best so far")
     if failed:
         ax.scatter(failed, [0] * len(failed), marker="x", color="tab:red", label="failed (capacity, oom, ...)")
@@ -40,7 +34,6 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     _save(fig, path)
-    plt.close(fig)
     return path
 
 
@@ -64,11 +57,7 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
         return None, f"parameter importance skipped: {error}"
     if not importances:
         return None, "parameter importance skipped: no parameter shared by all completed trials"
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     names = list(importances)[::-1]
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(names) + 1.8))
     ax.barh(names, [importances[n] for n in names])
@@ -76,14 +65,21 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
     ax.set_title(f"Parameter importance, {len(complete)} completed trials\n{study.study_name}", fontsize=10)
     fig.tight_layout()
     _save(fig, path)
-    plt.close(fig)
     return path, f"parameter importance from {len(complete)} completed trials"
 
 
-def _save(fig, path: Path) -> None:
-    """The figure as PNG into the sweep folder (runtime/sinks.py: written whole)."""
-    import io
+def _pyplot():
+    import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    """The figure as PNG into the sweep folder (runtime/sinks.py: written whole), then closed."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
+    _pyplot().close(fig)
     write_bytes("run_dir", path, buffer.getvalue())

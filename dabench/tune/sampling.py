@@ -1,12 +1,6 @@
-"""Samplers for deployment studies, and how failed trials steer TPE away.
-
-A trial whose run ends in a status other than ok (capacity, oom, invalid_config, ...) is told to
-Optuna as FAILED with no value: the study never stores a made-up score. Optuna's TPE ignores
-failed trials, though, and would keep proposing deployments that cannot run. So the TPE sampler
-is wrapped: when it samples, it sees each failed trial (one with a run status) as a *constraint
-violation*, TPE's own notion of an infeasible observation, which its ``_split_trials`` puts in
-the "bad" group regardless of value. That view exists only inside the sampler, in memory; the
-stored trial stays FAILED.
+"""Optuna samplers by name (:func:`make_sampler`); TPE is wrapped so that it sees each failed trial
+with a run status as a constraint violation (an infeasible point, in memory only; the stored trial
+stays FAILED). Why: docs/tuning.md, "What a trial is, and what a failed one does".
 """
 
 from __future__ import annotations
@@ -91,9 +85,6 @@ class FailureAwareSampler(BaseSampler):
 
     def __init__(self, inner: BaseSampler):
         self.inner = inner
-
-    def __str__(self) -> str:
-        return f"FailureAware({self.inner})"
 
     def infer_relative_search_space(self, study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         return self.inner.infer_relative_search_space(_FailedAsInfeasibleView(study), trial)

@@ -1,9 +1,6 @@
-"""The sweeper's settings (:class:`SweepSettings`), checked before the study or its storage is touched.
-
-:func:`check_settings` raises :class:`dabench.core.status.ConfigError` naming the field, the value
-and what is valid; the sweeper prints it as one line and exits 2. :func:`space_fingerprint` and
-:func:`check_resume` refuse to resume a study under a search space other than the one it was
-created with (``hydra.sweeper.allow_space_change=true`` accepts the new one explicitly).
+"""The sweeper's settings (:class:`SweepSettings`), checked before the study or its storage is
+touched (:func:`check_settings`: ConfigError naming the field, the value and what is valid), and
+the recorded search space a resumed study must keep (:func:`check_resume`).
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ from typing import Any, Mapping
 
 import optuna
 
+from dabench.config.build import flatten
 from dabench.core.status import ConfigError
 from dabench.tracking.redact import redact_uri
 from dabench.tune.sampling import make_sampler
@@ -106,16 +104,6 @@ def check_settings(settings: SweepSettings) -> optuna.samplers.BaseSampler:
     return make_sampler(settings.sampler, settings.seed, settings.sampler_options, settings.failed_as_infeasible)
 
 
-def _leaves(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping):
-            out.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def space_fingerprint(
     space: Any, hook: str | None, args: dict[str, Any], config: Mapping[str, Any] | None = None
 ) -> str:
@@ -131,7 +119,7 @@ def space_fingerprint(
         "args": args,
     }
     if config is not None:
-        document["config"] = {k: v for k, v in _leaves(config).items() if not k.startswith("tracking.")}
+        document["config"] = {k: v for k, v in flatten(config).items() if not k.startswith("tracking.")}
     return json.dumps(document, sort_keys=True, default=str)
 
 

@@ -1,26 +1,13 @@
-"""Search spaces written in Hydra's override grammar, turned into Optuna distributions.
-
-A sweep config lists ``hydra.sweeper.params`` as ``key: <override value>``; command-line sweep
-overrides (``run.batch_size=1,2,4``) join them. Translation:
-
-===============================================  ==============================================
-``choice(a, b, ...)`` or ``a,b,...``              ``CategoricalDistribution([a, b, ...])``
-``range(lo, hi, step)`` (hi excluded, as Hydra)   ``IntDistribution`` / ``FloatDistribution`` with
-                                                  that step (``shuffle(range(...))``: categorical)
-``interval(lo, hi)`` (both ends included)         ``FloatDistribution(lo, hi)``
-``int(interval(lo, hi))``                         ``IntDistribution(lo, hi)``
-``tag(log, interval(...))`` / ``tag(log, range)``  the same with ``log=True`` (range: step 1 only)
-anything else                                     a fixed override passed to every trial
-===============================================  ==============================================
-
-Categorical choices that are lists or dicts (``choice([0,4],[1,3])``) are stored in Optuna as
-their override text and passed on as such.
+"""Search spaces written in Hydra's override grammar (``hydra.sweeper.params`` and command-line
+sweeps), turned into Optuna distributions; list or dict choices are stored as their override text.
+The translation table: docs/tuning.md, "Search space syntax".
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -187,19 +174,14 @@ def parse_overrides(overrides: Sequence[str]) -> ParsedSpace:
         else:  # pragma: no cover - the grammar has no other sweep kinds
             raise ConfigError(key, text, "choice(...), range(...) or interval(...)")
         dims.append(SearchDimension(key=key, name=name, distribution=dist, originals=originals))
-    names = [d.name for d in dims]
-    for name in names:
-        if names.count(name) > 1:
-            raise ConfigError("hydra.sweeper.params", name, "each key may be searched once (it is listed twice)")
+    twice = [name for name, n in Counter(d.name for d in dims).items() if n > 1]
+    if twice:
+        raise ConfigError("hydra.sweeper.params", twice[0], "each key may be searched once (it is listed twice)")
     return ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed))
 
 
 def params_to_overrides(params: Mapping[str, Any] | None) -> list[str]:
     """``hydra.sweeper.params`` ({key: override value text}) -> override strings."""
-    out = []
-    for key, value in (params or {}).items():
-        if isinstance(value, str):
-            out.append(f"{key}={value}")
-        else:
-            out.append(f"{key}={override_value(value)}")
-    return out
+    return [
+        f"{key}={value if isinstance(value, str) else override_value(value)}" for key, value in (params or {}).items()
+    ]

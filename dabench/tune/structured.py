@@ -1,22 +1,7 @@
-"""Structured search spaces: a Python hook for spaces the override grammar cannot express.
-
-A hook is named in the sweep config as ``hydra.sweeper.space.hook: "module.path:factory"`` with
-keyword arguments in ``hydra.sweeper.space.args``. The sweeper calls
-``factory(config=<the composed task config as a dict>, **args)`` once and gets back an object
-with
-
-- ``suggest(trial) -> {override key: value}``: samples its own Optuna parameters on the trial
-  and returns the overrides of one valid deployment (valid by construction: the hook, not the
-  run, enforces the structure), and
-- ``grid() -> iterable of {override key: value}`` (optional): every deployment of the space,
-  for exhaustive enumeration (benchmarks/tuning_efficiency.py uses it), and
-- ``params_of(deployment) -> {Optuna parameter: value}`` (optional, with ``grid()``): the
-  parameters ``suggest`` turns into that deployment (None when none does), so that a study can
-  enumerate a space whose hook samples continuous parameters (dabench.tune.dedup).
-
-Keys it returns are override keys (``run.batch_size``, ``parallel.layers_per_stage``,
-``+hardware.options.x``); values are Python values, written out with
-:func:`dabench.tune.space.override_value`.
+"""Structured search spaces: ``hydra.sweeper.space.hook: "module.path:factory"``, called once as
+``factory(config=<composed task config>, **hydra.sweeper.space.args)``, returns an object with
+``suggest(trial) -> {override key: value}`` and optionally ``grid()`` and ``params_of(deployment)``
+(the protocol: docs/tuning.md, "IPU placements, valid by construction").
 """
 
 from __future__ import annotations
@@ -32,26 +17,22 @@ class StructuredSpace(Protocol):
     def suggest(self, trial) -> dict[str, Any]: ...
 
 
-def resolve_target(target: str, field: str = "hydra.sweeper.space.hook") -> Any:
-    """Import ``module.path:attribute`` (or ``module.path.attribute``)."""
-    module_name, sep, attribute = target.partition(":")
+def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> StructuredSpace:
+    """Build the structured space named by ``hook`` (``module.path:factory`` or ``module.path.factory``)
+    for the composed task ``config``."""
+    field = "hydra.sweeper.space.hook"
+    module_name, sep, attribute = hook.partition(":")
     if not sep:
-        module_name, _, attribute = target.rpartition(".")
+        module_name, _, attribute = hook.rpartition(".")
     if not module_name or not attribute:
-        raise ConfigError(field, target, "a dotted path 'package.module:callable'")
+        raise ConfigError(field, hook, "a dotted path 'package.module:callable'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(field, target, f"an importable module ({error})") from error
-    try:
-        return getattr(module, attribute)
-    except AttributeError as error:
-        raise ConfigError(field, target, f"a name defined in {module_name}") from error
-
-
-def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> StructuredSpace:
-    """Build the structured space named by ``hook`` for the composed task ``config``."""
-    factory = resolve_target(hook)
+        raise ConfigError(field, hook, f"an importable module ({error})") from error
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        raise ConfigError(field, hook, f"a name defined in {module_name}")
     try:
         space = factory(config=config, **dict(args or {}))
     except TypeError as error:

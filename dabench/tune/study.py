@@ -1,14 +1,6 @@
-"""Persistent, resumable Optuna studies: storage, names, trial bookkeeping.
-
-- Storage: ``hydra.sweeper.storage`` (any SQLAlchemy URL, e.g. ``postgresql://...`` for a study
-  shared by several machines), else ``sqlite:///<launch dir>/mlruns/optuna.db`` (absolute: Hydra
-  changes the working directory per job; a separate file from MLflow's ``mlflow.db``).
-- Name: ``hydra.sweeper.study_name``, else ``<sweep>-<model>`` plus, when the command has other
-  task overrides, ``-<8 hex digits>`` of a hash of them: the same command resumes the same study,
-  a different space or model starts a different one.
-- Budget: ``n_trials`` is the study's total. A trial counts once it has an outcome (complete, or
-  failed with a run status); trials cut short by an interrupt are marked failed with status
-  ``interrupted`` and do not count, so re-running the command runs only the missing ones.
+"""Persistent, resumable Optuna studies: storage, names, trial bookkeeping (owners, heartbeats,
+stale and interrupted trials, counts). ``n_trials`` is the study's total: a trial counts once it
+has an outcome; interrupted ones do not. Rules: docs/tuning.md, "Storage, names, resuming".
 """
 
 from __future__ import annotations
@@ -19,10 +11,12 @@ import os
 import socket
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
 import optuna
+from optuna.storages._heartbeat import is_heartbeat_enabled
 from optuna.trial import FrozenTrial, TrialState
 
 from dabench.core import status as run_status
@@ -104,35 +98,24 @@ def fresh_trials(study: optuna.Study) -> list[FrozenTrial]:
     return backend.get_all_trials(study._study_id, deepcopy=False)
 
 
-def trials_done(study: optuna.Study, fresh: bool = False) -> int:
-    trials = fresh_trials(study) if fresh else study.get_trials(deepcopy=False)
-    return sum(counts_toward_budget(t) for t in trials)
-
-
-def owner() -> dict[str, Any]:
-    """This process as a trial owner: host, pid and process start time (so a reused pid is not
-    taken for the owner)."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "start": start_ticks(os.getpid())}
+def trials_done(study: optuna.Study) -> int:
+    return sum(counts_toward_budget(t) for t in study.get_trials(deepcopy=False))
 
 
 def mark_owner(trial: optuna.Trial) -> None:
-    """Record which process runs the trial, in one storage write, so a later run can tell a
-    stale one; and its first heartbeat when the storage keeps them."""
-    trial.set_user_attr(OWNER_ATTR, owner())
+    """Record which process runs the trial (host, pid and start time, so a reused pid is not taken
+    for it) in one storage write, so a later run can tell a stale one; and its first heartbeat."""
+    trial.set_user_attr(
+        OWNER_ATTR, {"host": socket.gethostname(), "pid": os.getpid(), "start": start_ticks(os.getpid())}
+    )
     beat(trial.study, [trial])
 
 
 def beat(study: optuna.Study, trials: Sequence[Any]) -> None:
     """Record a heartbeat for each of ``trials`` (nothing when the storage keeps none)."""
-    from optuna.storages._heartbeat import is_heartbeat_enabled
-
     if is_heartbeat_enabled(study._storage):
         for trial in trials:
             study._storage.record_heartbeat(trial._trial_id)
-
-
-def _alive(pid: int, start: int | None = None) -> bool:
-    return pid_alive(pid) and (start is None or start_ticks(pid) in (None, start))
 
 
 def trial_owner(trial: FrozenTrial) -> dict[str, Any] | None:
@@ -149,8 +132,10 @@ def owner_gone(found: dict[str, Any] | None) -> bool:
     """True when ``found`` names a process of this host that no longer runs."""
     if not found or found.get("host") != socket.gethostname():
         return False
-    pid = found.get("pid")
-    return isinstance(pid, int) and pid != os.getpid() and not _alive(pid, found.get("start"))
+    pid, start = found.get("pid"), found.get("start")
+    if not isinstance(pid, int) or pid == os.getpid():
+        return False
+    return not (pid_alive(pid) and (start is None or start_ticks(pid) in (None, start)))
 
 
 def retry_settings(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -169,16 +154,6 @@ GRACE_S = 180
 warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
 
 
-def stale_by_heartbeat(study: optuna.Study) -> set[int]:
-    """Trial ids whose heartbeat stopped (Optuna's RDB heartbeat table; empty without one)."""
-    from optuna.storages._heartbeat import is_heartbeat_enabled
-
-    storage = study._storage
-    if not is_heartbeat_enabled(storage):
-        return set()
-    return set(storage._get_stale_trial_ids(study._study_id))
-
-
 def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
     """Mark failed (status ``interrupted``, not counted) the RUNNING trials whose launching
     process, on this host, is gone (a killed sweep), and those a sweep was interrupted while
@@ -188,7 +163,8 @@ def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
     Returns their numbers."""
     stale = []
     now = datetime.datetime.now()
-    silent = stale_by_heartbeat(study)
+    storage = study._storage  # trials whose heartbeat stopped (Optuna's RDB heartbeat table)
+    silent = set(storage._get_stale_trial_ids(study._study_id)) if is_heartbeat_enabled(storage) else set()
     for trial in [t for t in fresh_trials(study) if t.state == TrialState.RUNNING]:
         found = trial_owner(trial)
         orphan = (
@@ -230,24 +206,18 @@ def fail_interrupted(study: optuna.Study, trials: Sequence[optuna.Trial], why: s
 
 def state_counts(study: optuna.Study) -> dict[str, int]:
     """Trials by Optuna state (complete, fail, pruned, running, waiting)."""
-    counts: dict[str, int] = {}
-    for trial in study.get_trials(deepcopy=False):
-        counts[trial.state.name.lower()] = counts.get(trial.state.name.lower(), 0) + 1
-    return counts
+    return dict(Counter(trial.state.name.lower() for trial in study.get_trials(deepcopy=False)))
 
 
 def status_counts(study: optuna.Study) -> dict[str, int]:
     """Finished trials by dabench run status (ok, capacity, oom, invalid_config, ...)."""
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for trial in study.get_trials(deepcopy=False):
         if trial.state == TrialState.COMPLETE:
-            status = Status.OK.value
+            counts[Status.OK.value] += 1
         elif trial.state == TrialState.FAIL:
-            status = trial.user_attrs.get(STATUS_ATTR, "unknown")
-        else:
-            continue
-        counts[status] = counts.get(status, 0) + 1
-    return counts
+            counts[trial.user_attrs.get(STATUS_ATTR, "unknown")] += 1
+    return dict(counts)
 
 
 def best_trial(study: optuna.Study) -> FrozenTrial | None:

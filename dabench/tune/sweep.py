@@ -1,20 +1,13 @@
-"""A study's sweep, whatever launches its jobs: :func:`run_study`.
-
-It checks the settings (:class:`SweepSettings`, the ``hydra.sweeper`` fields) and the stores
-(one line, exit 2, before anything is created), opens or resumes the study (a changed search
-space is refused, :mod:`dabench.tune.settings`), finds or creates the study's MLflow parent run,
-runs the trials in batches through the caller's ``launch`` (:class:`SweepJobs`), then writes the
-study's result into the sweep folder and its parent run and returns the summary.
-
-Nothing travels through a shared disk or the environment: each job's overrides carry the study's
-MLflow parent run id (``tracking.parent_run_id``) and the tracking URI (``tracking.uri``); each
-job's whole outcome comes back as a :class:`~dabench.tune.outcome.JobOutcome`
-(:func:`outcome_of`). Several workers may run the same study at once (:mod:`dabench.tune.driver`);
-each uses its own sweep folder. The Hydra glue is hydra_plugins/dabench_optuna_sweeper/.
+"""A study's sweep, whatever launches its jobs: :func:`run_study` checks the settings and stores
+(one line, exit 2, before anything is created), opens or resumes the study, finds or creates its
+MLflow parent run, runs the trials in batches through the caller's ``launch`` (:class:`SweepJobs`)
+and writes the study's result. Each job's overrides carry the parent run id and tracking URI; its
+outcome comes back as a JobOutcome. The Hydra glue is hydra_plugins/dabench_optuna_sweeper/.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -149,15 +142,6 @@ def _refuse(error: ConfigError) -> SystemExit:
     return SystemExit(2)
 
 
-def _checked(settings: SweepSettings, arguments: Sequence[str], task_config: Mapping[str, Any]):
-    """(sampler, TrialSpace) of valid settings; otherwise one line naming the field, the value and
-    what is valid, and exit 2 before the storage is touched."""
-    try:
-        return check_settings(settings), search_space(settings, arguments, task_config)
-    except ConfigError as error:
-        raise _refuse(error) from None
-
-
 def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
     """The study storage and (when tracking is on) the tracking store open: a corrupt database, a
     missing driver or an unreachable server is one line and exit 2 before the study or its
@@ -169,18 +153,6 @@ def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
     if problems:
         print(format_problems(problems), file=sys.stderr, flush=True)
         raise SystemExit(2)
-
-
-def _check_resume(study, space: TrialSpace, settings: SweepSettings, task_config: Mapping[str, Any]) -> None:
-    """A resumed study keeps its search space: a changed one is one line and exit 2, nothing
-    written, unless ``allow_space_change``."""
-    fingerprint = space_fingerprint(space, settings.hook, settings.hook_args, task_config)
-    try:
-        record = check_resume(study, fingerprint, settings.allow_space_change)
-    except ConfigError as error:
-        raise _refuse(error) from None
-    if record:
-        study.set_user_attr(SPACE_ATTR, fingerprint)
 
 
 def _close_interrupted(client, parent_id: str | None, study) -> None:
@@ -197,7 +169,10 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
     interrupts.mask_with(redact_text)  # the resume line after Ctrl-C shows the command line
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     task = jobs.task_config
-    sampler, space = _checked(settings, arguments, task)  # one line, exit 2, before anything is created
+    try:  # one line naming the field, the value and what is valid, exit 2, before anything is created
+        sampler, space = check_settings(settings), search_space(settings, arguments, task)
+    except ConfigError as error:
+        raise _refuse(error) from None
     name = settings.study_name or derive_study_name(
         settings.sweep_name, (task.get("model") or {}).get("name"), arguments
     )
@@ -209,17 +184,19 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
     except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
         print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
-    _check_resume(study, space, settings, task)
+    fingerprint = space_fingerprint(space, settings.hook, settings.hook_args, task)
+    try:  # a resumed study keeps its search space unless allow_space_change
+        if check_resume(study, fingerprint, settings.allow_space_change):
+            study.set_user_attr(SPACE_ATTR, fingerprint)
+    except ConfigError as error:
+        raise _refuse(error) from None
     existing = len(study.get_trials(deepcopy=False))
     if existing and settings.seed is not None:  # a resumed study must not replay the first run's draws
         study.sampler = make_sampler(
             settings.sampler, settings.seed + existing, settings.sampler_options, settings.failed_as_infeasible
         )
     study.set_user_attr("dabench.command_overrides", redact_overrides([*jobs.searchpath, *arguments]))
-
-    def lock():
-        return study_lock(storage, f"dabench-study:{name}")
-
+    lock = functools.partial(study_lock, storage, f"dabench-study:{name}")
     with lock():
         stale = fail_stale_trials(study, locked=True)
     if stale:
@@ -227,15 +204,11 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             "study %s: trials %s were left running by a sweep that ended; marked failed (interrupted)", name, stale
         )
     done = trials_done(study)
+    left = max(0, settings.n_trials - done)
     if sweep_progress() is not None:  # the progress line counts the trials this sweep runs
-        sweep_progress().set_total(max(0, settings.n_trials - done))
+        sweep_progress().set_total(left)
     log.info(
-        "study %s in %s: %d of %d trials done, running %d",
-        name,
-        redact_uri(storage),
-        done,
-        settings.n_trials,
-        max(0, settings.n_trials - done),
+        "study %s in %s: %d of %d trials done, running %d", name, redact_uri(storage), done, settings.n_trials, left
     )
 
     client, parent_id, extra = None, None, []

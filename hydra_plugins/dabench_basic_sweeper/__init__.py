@@ -1,16 +1,6 @@
-"""dabench's default ``-m`` sweeper: Hydra's BasicSweeper, composing each job's config once.
-
-Hydra's BasicSweeper checks every batch before launching it (``Sweeper.validate_batch_is_legal``
-composes *each* job's config), and the launcher then composes each one again to run it: every
-configuration of a multirun was composed twice, about half of a predicted job's time once the
-per-run plot is gone (issue 15). :class:`~.sweeper.BasicSweeper` keeps the early check but
-composes one job per *shape* (:func:`~.sweeper.shape`).
-
-Hydra imports every module under the ``hydra_plugins`` namespace package when it scans for
-plugins, after its core plugins; this package then stores its sweeper config under Hydra's own
-name ``hydra/sweeper/basic`` (replacing Hydra's entry), so the default ``-m`` uses it while a
-config that picks another sweeper (``override /hydra/sweeper: dabench_optuna``) keeps working.
-Same parameters as Hydra's (``params``, ``max_batch_size``).
+"""dabench's default ``-m`` sweeper: Hydra's BasicSweeper (same ``params``, ``max_batch_size``),
+composing one job per *shape* where Hydra composed every job twice; stored under Hydra's own name
+``hydra/sweeper/basic``, so a config that picks another sweeper is unaffected (docs/architecture.md).
 """
 
 from dataclasses import dataclass

@@ -1,26 +1,9 @@
-"""A config loader that composes each *shape* of a multirun's jobs once.
-
-Hydra's basic launcher calls ``config_loader.load_sweep_config(master, overrides)`` for every
-job, and each call re-reads and merges every YAML of the defaults list. Jobs that choose the
-same config-group options and differ only in the values of existing keys (``run.batch_size=2``
-vs ``run.batch_size=4``) share everything but those values,
-so :class:`CachingConfigLoader` composes the first job of each :func:`shape` in full
-(Hydra's own ``load_sweep_config``) and builds the others from a deep copy of that result:
-
-- the job's ``key=value`` and ``++key=value`` overrides applied by Hydra's own ``_apply_overrides_to_config``
-  (the same ``OmegaConf.update(..., merge=True)`` a fresh composition does);
-- the per-job fields Hydra's ``load_configuration`` sets: ``hydra.overrides.task`` (the job's
-  non-hydra override lines, in order), ``hydra.job.override_dirname`` (Hydra's
-  ``get_overrides_dirname`` with the config's own separators and excluded keys),
-  ``hydra.runtime.cwd``, ``hydra.job.env_set`` from ``hydra.job.env_copy``;
-- ``OmegaConf.copy_cache`` from the master config, as Hydra does.
-
-``hydra.runtime.choices`` cannot differ: a value override changes no group choice. Anything
-else is composed by Hydra in full: ``+``/``++``/``~`` overrides, ``hydra.*`` keys, keys without a
-dot or naming a config group, a key given twice, a key that is not a leaf of the composed
-config, and values that are mappings, lists or hold an interpolation.
-tests/hydra_plugins/test_cached_composition.py checks every job of the shipped sweeps against Hydra's fresh
-composition.
+"""A config loader that composes each *shape* of a multirun's jobs once: the first job of a shape
+by Hydra in full, every other one from a deep copy of it with its ``key=value`` / ``++key=value``
+overrides applied and the per-job ``hydra.*`` fields set as Hydra's ``load_configuration`` sets
+them; anything else (``+``/``~``, ``hydra.*`` keys, group options, mapping, list or interpolated
+values, a key given twice, a key that is not a leaf) is composed by Hydra in full
+(docs/architecture.md; tests/hydra_plugins/test_cached_composition.py checks the shipped sweeps).
 """
 
 from __future__ import annotations
@@ -75,7 +58,6 @@ class CachingConfigLoader:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    # ------------------------------------------------------------------ helpers
     def _parse(self, lines: Sequence[str]) -> list:
         if self._parser is None:
             from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -111,7 +93,6 @@ class CachingConfigLoader:
         self.full_compositions += 1
         return self._inner.load_sweep_config(master_config, sweep_overrides)
 
-    # ------------------------------------------------------------------ the hook
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: List[str]) -> DictConfig:
         self._masters[id(master_config)] = master_config  # held: its id stays its own while cached
         key = (id(master_config), *shape(sweep_overrides))  # a multirun has one master config

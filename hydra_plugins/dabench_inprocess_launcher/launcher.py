@@ -27,22 +27,15 @@ class InProcessLauncher(Launcher):
         ``$DABENCH_PARENT_RUN_ID``, set by the multirun callback, or from the sweeper's
         ``tracking.parent_run_id``); one JobReturn per job whose value is the task function's
         (:func:`dabench.tune.outcome.job_outcome`: samples/s carrying status, reason and mode)."""
-
-        def show(run) -> None:
-            print(summary(run), flush=True)
-
         log.info("Launching %d jobs in this process (dabench_inprocess)", len(job_overrides))
-        runs = run_grid([list(o) for o in job_overrides], flush_every=self.flush_every, on_run=show)
+        runs = run_grid(
+            [list(o) for o in job_overrides],
+            flush_every=self.flush_every,
+            on_run=lambda run: print(summary(run), flush=True),
+        )
         returns = []
         for index, run in enumerate(runs):
-            ret = JobReturn(
-                overrides=list(run.overrides),
-                cfg=None,
-                hydra_cfg=None,
-                working_dir=None,
-                task_name="dabench",
-                status=JobStatus.COMPLETED,
-            )
+            ret = JobReturn(overrides=list(run.overrides), task_name="dabench", status=JobStatus.COMPLETED)
             ret.return_value = job_outcome(run.result)
             returns.append(ret)
             log.debug("job #%d: %s", initial_job_idx + index, run.result.status.value)

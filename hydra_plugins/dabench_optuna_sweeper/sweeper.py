@@ -1,9 +1,6 @@
-"""The Sweeper: Hydra glue around :func:`dabench.tune.sweep.run_study`.
-
-``setup`` keeps the composed config and creates the configured launcher (basic, joblib,
-submitit, ray, ...); ``sweep`` hands the study loop the task config, this worker's sweep folder
-and a launch function: Hydra's launcher, each JobReturn turned into an Outcome. See
-docs/tuning.md and docs/scale-out.md.
+"""The Sweeper: Hydra glue around :func:`dabench.tune.sweep.run_study`, handing it the task config,
+this worker's sweep folder and a launch function (the configured Hydra launcher, each JobReturn
+turned into an Outcome). See docs/tuning.md and docs/scale-out.md.
 """
 
 from __future__ import annotations
@@ -24,41 +21,12 @@ from hydra_plugins.dabench_optuna_sweeper import config as _config  # noqa: F401
 
 
 class DabenchOptunaSweeper(Sweeper):
-    def __init__(
-        self,
-        sweep_name: Optional[str] = None,
-        study_name: Optional[str] = None,
-        storage: Optional[str] = None,
-        direction: str = "maximize",
-        n_trials: int = 20,
-        n_jobs: int = 1,
-        sampler: str = "tpe",
-        seed: Optional[int] = None,
-        sampler_options: Optional[dict] = None,
-        failed_as_infeasible: bool = True,
-        params: Optional[dict] = None,
-        space: Optional[dict] = None,
-        allow_oversubscribe: bool = False,
-        allow_space_change: bool = False,
-    ) -> None:
+    def __init__(self, space: Optional[dict] = None, **settings: Any) -> None:
+        """``settings``: the other fields of DabenchOptunaSweeperConf (config.py)."""
         space = dict(space or {})
-        self.settings = dict(
-            sweep_name=sweep_name,
-            study_name=study_name,
-            storage=storage,
-            direction=direction,
-            n_trials=n_trials,
-            n_jobs=n_jobs,
-            sampler=sampler,
-            seed=seed,
-            sampler_options=dict(sampler_options or {}),
-            failed_as_infeasible=failed_as_infeasible,
-            params=dict(params or {}),
-            hook=space.get("hook"),
-            hook_args=dict(space.get("args") or {}),
-            allow_oversubscribe=allow_oversubscribe,
-            allow_space_change=allow_space_change,
-        )
+        for key in ("sampler_options", "params"):
+            settings[key] = dict(settings.get(key) or {})
+        self.settings = {**settings, "hook": space.get("hook"), "hook_args": dict(space.get("args") or {})}
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.launcher = None

@@ -1,16 +1,7 @@
-"""Makes the repository's top-level ``sweeps/`` folder the Hydra config group ``sweeps``, so
-``python -m dabench +sweeps=ipu_deploy -m`` works from any directory.
-
-- :class:`SweepsConfigSource` (scheme ``dabench-sweeps://<folder>``) shows exactly one group,
-  ``sweeps``, whose options are the folder's ``*.yaml`` files, and nothing else of the
-  repository (so ``--help`` lists only real config groups).
-- :class:`DabenchSweepsSearchPathPlugin` appends ``dabench-sweeps://<dir>/sweeps`` to the search
-  path for every config source ``<dir>/conf`` (a plain path or ``file://`` URL) whose ``<dir>``
-  also holds a ``sweeps/`` folder: dabench's layout; and, before it, ``sweeps/`` of the launch
-  directory when there is one (a user's own sweeps). Other Hydra applications are untouched.
-  A ``hydra.searchpath=[file://<dir>]`` entry is Hydra's own: its ``<dir>/sweeps/`` is found
-  first. dabench/config/paths.py (``sweep_folders``) lists the same folders for the check
-  that runs before Hydra.
+"""Makes the top-level ``sweeps/`` folder the Hydra config group ``sweeps`` (``+sweeps=ipu_deploy``
+from any directory): a config source (``dabench-sweeps://<folder>``) showing only that group, added
+for every ``<dir>/conf`` search-path entry whose ``<dir>`` holds ``sweeps/``, after the launch
+directory's own ``sweeps/``. dabench/config/paths.py (``sweep_folders``) lists the same folders.
 """
 
 import io

@@ -5,11 +5,11 @@ import random
 
 import pytest
 
+from dabench.core.placement import Placement
 from dabench.tune.placement import (
     apportion,
     compositions,
     count_placements,
-    format_placement,
     placement_from_params,
     placements,
     stage_values,
@@ -93,4 +93,4 @@ def test_random_parameters_always_give_valid_placements():
 
 
 def test_format():
-    assert format_placement((0, 4, 4, 4)) == "0 4 4 4"
+    assert str(Placement((0, 4, 4, 4))) == "0 4 4 4"  # Graphcore's --layers-per-ipu form
