@@ -21,18 +21,8 @@ class _Required:
 REQUIRED: Any = _Required()
 
 #: kinds of value a field holds
-INT, NUMBER, BOOL, TEXT, CHOICE, LIST, ITEMS, MAP, PLACEMENT, ANY = (
-    "integer",
-    "number",
-    "boolean",
-    "text",
-    "choice",
-    "list",
-    "items",
-    "map",
-    "placement",
-    "any",
-)
+INT, NUMBER, BOOL, TEXT, CHOICE = "integer", "number", "boolean", "text", "choice"
+LIST, ITEMS, MAP, PLACEMENT, ANY = "list", "items", "map", "placement", "any"
 
 
 @dataclass(frozen=True)
@@ -85,13 +75,9 @@ class Spec:
         return text + (" or null" if self.nullable else "")
 
     def a_list(self) -> str:
-        return (
-            "a non-empty list"
-            if self.min_items == 1
-            else f"a list of at least {self.min_items}"
-            if self.min_items
-            else "a list"
-        )
+        if self.min_items > 1:
+            return f"a list of at least {self.min_items}"
+        return "a non-empty list" if self.min_items else "a list"
 
     def plural(self) -> str:
         """How list items or map values are described: ``integers >= 0``, ``fp32, fp16 ...``."""

@@ -17,13 +17,7 @@ from dabench.core.status import ConfigError
 
 SECTIONS = tuple(SECTION_TYPES)
 #: config groups chosen on the command line (``group=option``) and where their options live
-GROUPS = {
-    "model": CONF_DIR / "model",
-    "hardware": CONF_DIR / "hardware",
-    "parallel": CONF_DIR / "parallel",
-    "precision": CONF_DIR / "precision",
-    "sweeps": SWEEPS_DIR,
-}
+GROUPS = {**{group: CONF_DIR / group for group in ("model", "hardware", "parallel", "precision")}, "sweeps": SWEEPS_DIR}
 
 
 def _fields(prefix: str, cls: type) -> Iterator[tuple[str, Spec]]:
@@ -171,20 +165,9 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
 
 
 #: Hydra flags that take a value (the next argument is not an override)
-_VALUE_FLAGS = {
-    "-cn",
-    "--config-name",
-    "-cp",
-    "--config-path",
-    "-cd",
-    "--config-dir",
-    "-c",
-    "--cfg",
-    "-p",
-    "--package",
-    "--info",
-    "--experimental-rerun",
-}
+_VALUE_FLAGS = set(
+    "-cn --config-name -cp --config-path -cd --config-dir -c --cfg -p --package --info --experimental-rerun".split()
+)
 
 
 def check_command_line(argv: list[str]) -> None:

@@ -3,6 +3,7 @@ its type, range, choices and one-line doc (:func:`~dabench.config.fields.field_`
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Mapping
 
@@ -333,12 +334,4 @@ class RunConfig:
 
 
 #: config section -> its typed class (the schema's sections, in order)
-SECTION_TYPES: dict[str, type] = {
-    "model": ModelConfig,
-    "hardware": HardwareSpec,
-    "parallel": ParallelConfig,
-    "precision": PrecisionConfig,
-    "run": RunSettings,
-    "tracking": TrackingConfig,
-    "band": BandConfig,
-}
+SECTION_TYPES: dict[str, type] = typing.get_type_hints(RunConfig)
