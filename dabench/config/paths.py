@@ -8,21 +8,12 @@ from pathlib import Path
 from typing import Sequence
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-
-
-def _data_root() -> Path:
-    bundled = _PACKAGE / "_data"
-    if (bundled / "conf" / "config.yaml").is_file():
-        return bundled
-    return _PACKAGE.parent
-
-
-#: the Hydra config folder (groups model/, hardware/, parallel/, precision/, ...)
-CONF_DIR: Path = _data_root() / "conf"
-#: the shipped Optuna sweeps (the ``+sweeps=NAME`` group)
-SWEEPS_DIR: Path = _data_root() / "sweeps"
 #: True for an installed wheel (the configs are its bundled copies)
-BUNDLED: bool = CONF_DIR.parent == _PACKAGE / "_data"
+BUNDLED: bool = (_PACKAGE / "_data" / "conf" / "config.yaml").is_file()
+#: the Hydra config folder (groups model/, hardware/, parallel/, precision/, ...)
+CONF_DIR: Path = (_PACKAGE / "_data" if BUNDLED else _PACKAGE.parent) / "conf"
+#: the shipped Optuna sweeps (the ``+sweeps=NAME`` group)
+SWEEPS_DIR: Path = CONF_DIR.parent / "sweeps"
 #: the source checkout's root, or None for an installed wheel
 CHECKOUT_ROOT: Path | None = None if BUNDLED else _PACKAGE.parent
 
