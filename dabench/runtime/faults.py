@@ -63,11 +63,6 @@ def _nth(arg: str, count: int) -> bool:
     return not at or count == int(nth)
 
 
-def armed(point: str) -> bool:
-    """Whether ``$DABENCH_FAULT`` names ``point`` (cheap; no call is counted)."""
-    return ENV in os.environ and bool(_items(point))
-
-
 RANK_FAULT_KINDS = ("kill", "raise", "hang")
 
 

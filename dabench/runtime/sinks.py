@@ -113,11 +113,8 @@ def sink(name: str) -> Sink:
 
 def fault_point(name: str, path: Path | str | None = None) -> None:
     """The fault point of a sink a library writes, called just before dabench calls the library."""
-    point = sink(name).point
-    if not faults.armed(point):
-        return
     try:
-        faults.check(point, path)
+        faults.check(sink(name).point, path)
     except OSError as error:
         raise SinkError(name, path or sink(name).setting, error) from error
 
