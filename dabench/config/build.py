@@ -1,10 +1,6 @@
 """Build a :class:`~dabench.config.sections.RunConfig` from a composed config mapping, or raise
-:class:`~dabench.core.status.ConfigError` naming the field, the value and what would be valid.
-Nothing downstream reads raw Hydra config.
-
-Each field is checked by its spec (:mod:`dabench.config.check`); the builders here add the rules
-across fields (divisibility, sums, placement) listed in docs/config.md.
-"""
+:class:`~dabench.core.status.ConfigError`; each field is checked by its spec, the builders here add
+the rules across fields (divisibility, sums, placement; docs/config.md)."""
 
 from __future__ import annotations
 
@@ -50,19 +46,8 @@ def build_model(section: Mapping[str, Any]) -> ModelConfig:
     return model
 
 
-def build_hardware(section: Mapping[str, Any]) -> HardwareSpec:
-    return HardwareSpec(**check_section(HardwareSpec, section, "hardware"))
-
-
-def parse_placement(value: Any) -> Placement:
-    """Decoder layers per pipeline stage from ``parallel.placement`` (see
-    :meth:`dabench.core.placement.Placement.parse`): "0 4 4 4" -> (0, 4, 4, 4)."""
-    return Placement.parse(value)
-
-
 def _placed_section(section: Mapping[str, Any]) -> tuple[Mapping[str, Any], Placement | None]:
-    """(section with ``layers_per_stage`` and ``degree`` filled in from ``placement``, the parsed
-    placement); the one place a pp placement is turned into what it implies."""
+    """(section with ``layers_per_stage`` and ``degree`` filled in from ``placement``, the placement)."""
     value = section.get("placement")
     if value is None or section.get("strategy", "none") != "pp":
         return section, None
@@ -81,8 +66,6 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
     placement = values.pop("placement")
     strategy, degree, replicas = values["strategy"], values["degree"], values["replicas"]
     if placement is not None:
-        # the placement defines the stages (parallel.degree = its length) and, through
-        # build_run_config, the layer count (model.n_layers = its sum)
         if strategy != "pp":
             raise ConfigError(f"{p}.placement", section.get("placement"), "only applies to parallel=pp")
         section, placed = _placed_section(section)
@@ -130,21 +113,9 @@ def build_precision(section: Mapping[str, Any]) -> PrecisionConfig:
     return precision
 
 
-def build_run(section: Mapping[str, Any]) -> RunSettings:
-    return RunSettings(**check_section(RunSettings, section, "run"))
-
-
-def build_tracking(section: Mapping[str, Any]) -> TrackingConfig:
-    return TrackingConfig(**check_section(TrackingConfig, section, "tracking"))
-
-
 def default_grad_accum(cfg: Mapping[str, Any]) -> int:
-    """``run.grad_accum`` when the config leaves it null (conf/config.yaml): 1, except on a
-    pipelined IPU (its platform record's ``pipeline_grad_accum``; ``parallel=pp`` over p stages):
-    PopTorch trains a pipeline over p IPUs in 2p - 1 stages (forward and backward) and refuses a gradient accumulation
-    (``Training.gradientAccumulation``, the pipeline's micro-batches per step) below that, so the
-    default is the fewest it accepts, 2p - 1 (dabench.backends.ipu and dabench.perfmodel.ipu check
-    the same bound). It follows every depth: ``parallel.degree`` or a placement's length."""
+    """A null ``run.grad_accum``'s value: 1, or 2p - 1 on a platform with ``pipeline_grad_accum``
+    pipelined over p stages (PopTorch's minimum; docs/config.md)."""
     hardware, parallel = cfg.get("hardware"), cfg.get("parallel")
     if not (
         isinstance(hardware, Mapping)
@@ -158,19 +129,15 @@ def default_grad_accum(cfg: Mapping[str, Any]) -> int:
 
 
 def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a composed config in which ``parallel.placement`` (when set) has filled in what it
-    implies: ``parallel.layers_per_stage`` (the parsed list), ``parallel.degree`` (its length) and
-    ``model.n_layers`` (its sum); and a null ``run.grad_accum`` its default
-    (:func:`default_grad_accum`, after the placement has set the depth). Call it before naming or
-    logging a run so that the recorded parameters are the ones that ran; :func:`build_run_config`
-    applies it too."""
+    """A copy of ``cfg`` with ``parallel.placement`` applied (``layers_per_stage``, ``degree``,
+    ``model.n_layers``) and a null ``run.grad_accum`` defaulted: the parameters that run."""
     out = dict(cfg)
     parallel = out.get("parallel")
     if (
         isinstance(parallel, Mapping)
         and parallel.get("placement") is not None
         and parallel.get("strategy", "none") == "pp"
-    ):  # (other strategies: build_parallel refuses it)
+    ):
         out["parallel"], layers = _placed_section(parallel)
         if isinstance(out.get("model"), Mapping):
             out["model"] = {**out["model"], "n_layers": layers.n_layers}
@@ -181,15 +148,14 @@ def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
-    """Validate a composed config mapping (a plain dict, or an OmegaConf container converted with
-    ``OmegaConf.to_container(cfg, resolve=True)``) into a :class:`RunConfig`."""
+    """Validate a composed config mapping (a resolved plain dict) into a :class:`RunConfig`."""
     for group in ("model", "hardware", "precision"):
         if not isinstance(cfg.get(group), Mapping):
             raise ConfigError(group, cfg.get(group), f"the config group {group}/ must be selected")
     check_keys(cfg)
     cfg = apply_placement(cfg)
     model = build_model(cfg["model"])
-    hardware = build_hardware(cfg["hardware"])
+    hardware = HardwareSpec(**check_section(HardwareSpec, cfg["hardware"], "hardware"))
     precision = build_precision(cfg["precision"])
     if precision.name not in hardware.precisions:
         raise ConfigError(
@@ -200,9 +166,9 @@ def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
         hardware=hardware,
         parallel=build_parallel(_section(cfg, "parallel"), model),
         precision=precision,
-        run=build_run(_section(cfg, "run")),
-        tracking=build_tracking(_section(cfg, "tracking")),
-        band=BandConfig(**check_section(BandConfig, _section(cfg, "band"), "band")),
+        run=_optional(RunSettings, cfg, "run"),
+        tracking=_optional(TrackingConfig, cfg, "tracking"),
+        band=_optional(BandConfig, cfg, "band"),
     )
 
 
@@ -210,6 +176,10 @@ def _section(cfg: Mapping[str, Any], name: str) -> Any:
     """A section that may be left out (null or absent: all defaults)."""
     value = cfg.get(name)
     return {} if value is None else value
+
+
+def _optional(cls: type, cfg: Mapping[str, Any], name: str) -> Any:
+    return cls(**check_section(cls, _section(cfg, name), name))
 
 
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

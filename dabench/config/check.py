@@ -1,12 +1,6 @@
-"""Check one config section against its field specs, recursing into list items and open maps.
-
-:func:`check_section` takes the raw mapping of a section (or of one list item, such as
-``hardware.memory[1]``) and returns its values checked and converted (defaults filled in, list
-items built into their dataclasses), or raises :class:`~dabench.core.status.ConfigError` naming
-the field by its full path (``hardware.memory[1].bandwidth_Bps``), the value and what is valid.
-Unknown keys are refused with a did-you-mean. Rules across fields are the builders' job
-(:mod:`dabench.config.build`); the rules per field are in docs/config.md (generated).
-"""
+"""Check one config section (or list item) against its field specs: :func:`check_section` returns
+the checked, converted values or raises ConfigError naming the full path, the value and what is
+valid (unknown keys with a did-you-mean). Rules across fields: :mod:`dabench.config.build`."""
 
 from __future__ import annotations
 
@@ -38,8 +32,7 @@ MAX_STAGES, MAX_LAYERS = 4096, 10_000
 
 
 def shown(value: Any) -> Any:
-    """``value`` as an error message shows it: an integer too long to print, or a long text, is
-    abbreviated (the message stays one short line)."""
+    """``value`` abbreviated where it would make an error message long."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
     if isinstance(value, str) and len(value) > 120:
@@ -151,23 +144,17 @@ def _choice(spec: Spec, value: Any, path: str) -> str:
 
 
 def _list(spec: Spec, value: Any, path: str) -> tuple[Any, ...]:
+    """A LIST (each item by ``spec.item``) or ITEMS (each a ``spec.item_type`` section)."""
     if not isinstance(value, (list, tuple)) or len(value) < spec.min_items:
         raise refuse(path, value, f"must be {spec.describe()}")
-    assert spec.item is not None
+    if spec.kind == ITEMS:
+        return tuple(spec.item_type(**check_section(spec.item_type, v, f"{path}[{i}]")) for i, v in enumerate(value))
     return tuple(_item(spec.item, v, f"{path}[{i}]") for i, v in enumerate(value))
-
-
-def _items(spec: Spec, value: Any, path: str) -> tuple[Any, ...]:
-    if not isinstance(value, (list, tuple)) or len(value) < spec.min_items:
-        raise refuse(path, value, f"must be {spec.describe()}")
-    assert spec.item_type is not None
-    return tuple(spec.item_type(**check_section(spec.item_type, v, f"{path}[{i}]")) for i, v in enumerate(value))
 
 
 def _map(spec: Spec, value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise refuse(path, value, f"must be {spec.describe()}")
-    assert spec.item is not None
     out = {}
     for key, inner in value.items():
         name = str(key)
@@ -186,7 +173,7 @@ def _map(spec: Spec, value: Any, path: str) -> dict[str, Any]:
 
 
 def _finite(spec: Spec, value: Any, path: str) -> Any:
-    """An open value (``hardware.options.*``: typed by its owner): numbers in it are finite."""
+    """An open value (``hardware.options.*``, typed by its owner) whose numbers are finite."""
     if (isinstance(value, float) and not math.isfinite(value)) or (
         isinstance(value, int) and not isinstance(value, bool) and abs(value) > _LARGEST_FLOAT
     ):
@@ -201,8 +188,7 @@ def _finite(spec: Spec, value: Any, path: str) -> Any:
 
 
 def _placement(spec: Spec, value: Any, path: str) -> Placement:
-    """A pipeline placement (:class:`~dabench.core.placement.Placement`), bounded before it is
-    expanded: at most :data:`MAX_STAGES` stages of at most :data:`MAX_LAYERS` layers."""
+    """A pipeline placement, bounded before it is expanded."""
     valid = f"{spec.describe()} (at most {MAX_STAGES} stages of at most {MAX_LAYERS} layers)"
     if isinstance(value, str):
         stages = 0
@@ -239,7 +225,7 @@ _CHECKS = {
     TEXT: _text,
     CHOICE: _choice,
     LIST: _list,
-    ITEMS: _items,
+    ITEMS: _list,
     MAP: _map,
     PLACEMENT: _placement,
     ANY: _finite,

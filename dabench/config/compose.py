@@ -1,13 +1,8 @@
-"""The one way dabench composes a config from conf/: :func:`compose` (cached) and
-:func:`sweeper_params`.
+"""The one way dabench composes a config from conf/: :func:`compose` (cached) and :func:`sweeper_params`.
 
-Overrides are Hydra's command-line overrides (the strings ``python -m dabench`` takes). Hydra's
-composition machinery for conf/ is built once per process; each composition installs it in
-GlobalHydra and leaves GlobalHydra as it found it (a Hydra app or a test's own
-``initialize_config_dir`` is not disturbed). A :class:`Composer` composes each distinct set of
-group choices once and sets plain ``a.b=value`` overrides on a copy of that base (the same result
-as Hydra's full composition: tests/pipeline/test_grid.py); anything else is composed in full.
-"""
+Each Hydra composition leaves GlobalHydra as it found it. A :class:`Composer` composes each distinct
+set of group choices once and sets plain ``a.b=value`` overrides on a copy of that base (the same
+result as Hydra's full composition: tests/pipeline/test_grid.py); anything else is composed in full."""
 
 from __future__ import annotations
 
@@ -23,8 +18,7 @@ MAX_BASES = 256  #: group-choice bases a Composer keeps (the oldest go first)
 
 
 def _hydra_compose(overrides: Sequence[str], with_hydra: bool = False):
-    """Hydra's own composition of ``overrides`` (an OmegaConf node, with the ``hydra`` node when
-    ``with_hydra``)."""
+    """Hydra's own composition of ``overrides`` (with the ``hydra`` node when ``with_hydra``)."""
     global _hydra
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
@@ -57,22 +51,14 @@ def compose_full(overrides: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:
-    """``hydra.sweeper.params`` of the config composed from ``overrides`` (``+sweeps=NAME`` and
-    ``conf/default_sweep`` put a sweep's space there)."""
+    """``hydra.sweeper.params`` of the config composed from ``overrides``."""
     cfg = _hydra_compose(overrides, with_hydra=True)
     params = cfg.hydra.sweeper.get("params") if "params" in cfg.hydra.sweeper else None
     return {str(k): str(v) for k, v in (params or {}).items()}
 
 
-def _parser():
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create()
-
-
 class Composer:
-    """``compose(job)`` == :func:`compose_full` (the resolved config mapping), composing each
-    distinct set of group choices only once (see the module docstring)."""
+    """``compose(job)`` == :func:`compose_full`, composing each set of group choices once."""
 
     def __init__(self) -> None:
         self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -82,9 +68,8 @@ class Composer:
 
     @staticmethod
     def _settable(override, base: dict[str, Any]) -> bool:
-        """A ``a.b=value`` on a key ``base`` has, a ``+a.b=value`` on one it lacks, or a
-        ``++a.b=value`` (either), under an existing mapping, with a value that is not a mapping
-        and holds no interpolation (what Hydra would do is then a plain set)."""
+        """Whether Hydra's effect of ``override`` on ``base`` is a plain set: ``a.b=``/``+a.b=``/``++a.b=``
+        as Hydra allows them, under an existing mapping, of a value without mapping or interpolation."""
         if override.is_delete() or override.is_sweep_override():
             return False
         key = override.key_or_group
@@ -92,7 +77,7 @@ class Composer:
             return False
         value = override.value()
         if isinstance(value, dict) or "${" in override.get_value_element_as_str() or "${" in str(value):
-            return False  # an interpolation (also one the sweeper escaped, $\{...\}): Hydra resolves it
+            return False
         node: Any = base
         *parents, leaf = key.split(".")
         for part in parents:
@@ -106,9 +91,11 @@ class Composer:
         return (leaf not in node) if override.is_add() else (leaf in node)
 
     def _parse(self, job: Sequence[str]) -> list:
-        """Hydra's parse of each override string, once per distinct string (a grid repeats them)."""
+        """Hydra's parse of each override string, once per distinct string."""
         if self._parser is None:
-            self._parser = _parser()
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            self._parser = OverridesParser.create()
         out = []
         for line in job:
             parsed = self._parsed.get(line)
@@ -121,7 +108,7 @@ class Composer:
 
     def compose(self, job: Sequence[str]) -> dict[str, Any]:
         parsed = self._parse(job)
-        if any(o.key_or_group.startswith("hydra.") for o in parsed):  # a search path or a Hydra setting
+        if any(o.key_or_group.startswith("hydra.") for o in parsed):
             self.full_compositions += 1
             return compose_full(list(job))
         groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
@@ -150,7 +137,6 @@ _composer_lock = threading.Lock()
 
 
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The resolved config (a plain dict, without the ``hydra`` node) for ``overrides``, through
-    the process's one :class:`Composer`; the caller owns the returned mapping."""
+    """:func:`compose_full` of ``overrides`` through the process's one :class:`Composer` (a fresh dict)."""
     with _composer_lock:
         return _composer.compose(list(overrides))

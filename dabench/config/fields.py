@@ -1,10 +1,5 @@
-"""Field metadata: each config field is declared once, with its type, range, choices and doc line.
-
-The section dataclasses (:mod:`dabench.config.sections`) declare every field with :func:`field_`;
-its :class:`Spec` (the annotation gives the type, the metadata the rest) is the one source that
-validation (:mod:`dabench.config.check`), the schema (:mod:`dabench.config.schema`) and the generated
-reference in docs/config.md (`dabench docs`, dabench/cli/docs.py) read. :func:`specs` gives a section's specs.
-"""
+"""Field metadata: each config field declared once (:func:`field_`) with its type, range, choices and
+doc line; its :class:`Spec` is what validation, the schema and docs/config.md's reference read."""
 
 from __future__ import annotations
 
@@ -26,18 +21,8 @@ class _Required:
 REQUIRED: Any = _Required()
 
 #: kinds of value a field holds
-INT, NUMBER, BOOL, TEXT, CHOICE, LIST, ITEMS, MAP, PLACEMENT, ANY = (
-    "integer",
-    "number",
-    "boolean",
-    "text",
-    "choice",
-    "list",
-    "items",
-    "map",
-    "placement",
-    "any",
-)
+INT, NUMBER, BOOL, TEXT, CHOICE = "integer", "number", "boolean", "text", "choice"
+LIST, ITEMS, MAP, PLACEMENT, ANY = "list", "items", "map", "placement", "any"
 
 
 @dataclass(frozen=True)
@@ -90,13 +75,9 @@ class Spec:
         return text + (" or null" if self.nullable else "")
 
     def a_list(self) -> str:
-        return (
-            "a non-empty list"
-            if self.min_items == 1
-            else f"a list of at least {self.min_items}"
-            if self.min_items
-            else "a list"
-        )
+        if self.min_items > 1:
+            return f"a list of at least {self.min_items}"
+        return "a non-empty list" if self.min_items else "a list"
 
     def plural(self) -> str:
         """How list items or map values are described: ``integers >= 0``, ``fp32, fp16 ...``."""
@@ -121,42 +102,10 @@ class Spec:
         return str(int(value)) if self.kind == INT else f"{value:g}"
 
 
-def field_(
-    default: Any = REQUIRED,
-    *,
-    doc: str,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    choices: tuple[str, ...] = (),
-    item: Spec | None = None,
-    min_items: int = 0,
-    max_len: int = 250,
-    same_as: str | None = None,
-    empty_is_null: bool = False,
-    kind: str | None = None,
-    init_default: bool = True,
-) -> Any:
-    """A dataclass field carrying its :class:`Spec` (the kind comes from the annotation unless
-    ``kind`` says; ``default`` REQUIRED: the config must set it). A mutable default (a dict) is
-    given to the dataclass as a factory; ``init_default`` False: the default applies to configs
-    only and the dataclass constructor still takes the value (a field before required ones)."""
-    meta = {
-        "spec": dict(
-            doc=doc,
-            default=default,
-            low=low,
-            high=high,
-            low_open=low_open,
-            choices=tuple(choices),
-            item=item,
-            min_items=min_items,
-            max_len=max_len,
-            same_as=same_as,
-            empty_is_null=empty_is_null,
-            kind=kind,
-        )
-    }
+def field_(default: Any = REQUIRED, *, doc: str, init_default: bool = True, **spec: Any) -> Any:
+    """A dataclass field carrying its :class:`Spec` keywords (``kind`` defaults to the annotation's).
+    A dict default becomes a factory; ``init_default`` False: the default applies to configs only."""
+    meta = {"spec": dict(doc=doc, default=default, **spec)}
     if default is REQUIRED or not init_default:
         return dataclasses.field(metadata=meta)
     if isinstance(default, (dict, list)):
@@ -164,28 +113,9 @@ def field_(
     return dataclasses.field(default=default, metadata=meta)
 
 
-def item(
-    kind: str,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    choices: tuple[str, ...] = (),
-    nullable: bool = False,
-    min_len: int = 1,
-    max_len: int = 250,
-) -> Spec:
+def item(kind: str, **spec: Any) -> Spec:
     """The spec of each item of a list field or each value of a map field."""
-    return Spec(
-        kind,
-        low=low,
-        high=high,
-        low_open=low_open,
-        choices=tuple(choices),
-        nullable=nullable,
-        min_len=min_len,
-        max_len=max_len,
-    )
+    return Spec(kind, **spec)
 
 
 def _kind(hint: Any) -> tuple[str, bool, type | None]:

@@ -1,11 +1,5 @@
-"""conf/ and sweeps/ files read as they are written (not composed): the one place outside Hydra
-that parses their YAML.
-
-:func:`group_file` (``conf/<group>/<option>.yaml``), :func:`sweep_file` (a shipped
-``sweeps/<name>.yaml``) and :func:`config_file` (any of them by path) return the file's mapping,
-``{}`` for a missing file; each file is parsed once per process. What a run uses is the composed
-config (:func:`dabench.config.compose.compose`); a user's sweep file is read by Hydra.
-"""
+"""conf/ and sweeps/ files read as written (not composed), each parsed once per process; a missing
+file is ``{}``. A run uses the composed config (:func:`dabench.config.compose.compose`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Where the config folders are: the one place that finds conf/ and sweeps/.
-
-In a source checkout (or an editable install) they are the repository's top-level folders; a
-built wheel carries copies as package data under ``dabench/_data/`` (setup.py copies them).
-"""
+"""Where conf/ and sweeps/ are: the repository's top-level folders in a checkout, copies under
+``dabench/_data/`` in a built wheel."""
 
 from __future__ import annotations
 
@@ -11,30 +8,18 @@ from pathlib import Path
 from typing import Sequence
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-
-
-def _data_root() -> Path:
-    bundled = _PACKAGE / "_data"
-    if (bundled / "conf" / "config.yaml").is_file():
-        return bundled
-    return _PACKAGE.parent
-
-
+#: True for an installed wheel (the configs are its bundled copies)
+BUNDLED: bool = (_PACKAGE / "_data" / "conf" / "config.yaml").is_file()
 #: the Hydra config folder (groups model/, hardware/, parallel/, precision/, ...)
-CONF_DIR: Path = _data_root() / "conf"
+CONF_DIR: Path = (_PACKAGE / "_data" if BUNDLED else _PACKAGE.parent) / "conf"
 #: the shipped Optuna sweeps (the ``+sweeps=NAME`` group)
-SWEEPS_DIR: Path = _data_root() / "sweeps"
-#: True for an installed wheel (the configs are its bundled copies), False in a source checkout
-#: or an editable install
-BUNDLED: bool = CONF_DIR.parent == _PACKAGE / "_data"
-#: the source checkout's root (docs/, scripts/, benchmarks/), or None for an installed wheel:
-#: what only makes sense in a checkout (rewriting docs or shipped configs) refuses without it
+SWEEPS_DIR: Path = CONF_DIR.parent / "sweeps"
+#: the source checkout's root, or None for an installed wheel
 CHECKOUT_ROOT: Path | None = None if BUNDLED else _PACKAGE.parent
 
 
 def searchpath_dirs(argv: Sequence[str]) -> list[Path]:
-    """The folders of ``hydra.searchpath=[...]`` on a command line (``file://`` URLs and plain
-    paths; ``pkg://`` entries are packages, not folders)."""
+    """The folders of ``hydra.searchpath=[...]`` on a command line (``pkg://`` entries are not)."""
     folders: list[Path] = []
     for arg in argv:
         key, _, value = arg.partition("=")
@@ -48,9 +33,8 @@ def searchpath_dirs(argv: Sequence[str]) -> list[Path]:
 
 
 def sweep_folders(argv: Sequence[str] = (), launch: Path | None = None) -> list[Path]:
-    """Where ``+sweeps=<name>`` is looked up, in Hydra's order (the first holding
-    ``<name>.yaml`` wins): ``sweeps/`` of each ``hydra.searchpath`` folder of ``argv``, of the
-    launch directory, then the shipped :data:`SWEEPS_DIR`."""
+    """Where ``+sweeps=<name>`` is looked up, in Hydra's order: ``sweeps/`` of each searchpath
+    folder of ``argv``, of the launch directory, then :data:`SWEEPS_DIR`."""
     found: list[Path] = []
     for folder in [*(d / "sweeps" for d in searchpath_dirs(argv)), Path(launch or os.getcwd()) / "sweeps", SWEEPS_DIR]:
         if folder.resolve() not in [f.resolve() for f in found]:

@@ -1,18 +1,6 @@
-"""The schema of the whole config, derived from the section dataclasses' field specs.
-
-Which keys exist, and each value's type, range and choices, are declared once, on the fields of
-:mod:`dabench.config.sections` (:mod:`dabench.config.fields`); this module derives from them
-
-- :data:`SECTIONS`, :data:`ITEM_KEYS` (keys of list items such as ``hardware.memory[i]``) and
-  :data:`OPEN_MAPS` (maps whose keys are free: ``tracking.tags``, ``hardware.options`` whose
-  knobs are typed by :mod:`dabench.perfmodel`, ``hardware.peak_flops``);
-- :func:`validate`: a composed config's keys and values, every list item included, with
-  :class:`~dabench.core.status.ConfigError` (one line: field path, value, what is valid, a
-  did-you-mean for an unknown key);
-- :func:`leaves`: every leaf of the schema (docs/config.md's generated reference lists them);
-- :func:`check_group_choice` and :func:`check_override`: the same answers for command-line
-  overrides before Hydra composes anything (``hardware=tpu`` lists the valid options).
-"""
+"""The schema of the whole config, derived from the section dataclasses' field specs: the known
+keys, :func:`validate` of a composed config, :func:`leaves` (docs/config.md's reference), and the
+same checks on command-line overrides before Hydra composes anything (:func:`check_override`)."""
 
 from __future__ import annotations
 
@@ -29,18 +17,11 @@ from dabench.core.status import ConfigError
 
 SECTIONS = tuple(SECTION_TYPES)
 #: config groups chosen on the command line (``group=option``) and where their options live
-GROUPS = {
-    "model": CONF_DIR / "model",
-    "hardware": CONF_DIR / "hardware",
-    "parallel": CONF_DIR / "parallel",
-    "precision": CONF_DIR / "precision",
-    "sweeps": SWEEPS_DIR,
-}
+GROUPS = {**{group: CONF_DIR / group for group in ("model", "hardware", "parallel", "precision")}, "sweeps": SWEEPS_DIR}
 
 
 def _fields(prefix: str, cls: type) -> Iterator[tuple[str, Spec]]:
-    """(path, spec) of every field of ``cls`` and, below list-of-items fields, of their items'
-    fields (``hardware.memory[].name``)."""
+    """(path, spec) of every field of ``cls``, list items' fields included (``hardware.memory[].name``)."""
     for name, spec in specs(cls).items():
         path = f"{prefix}.{name}"
         yield path, spec
@@ -54,8 +35,7 @@ def fields() -> dict[str, Spec]:
 
 
 def leaves() -> dict[str, Spec]:
-    """Path -> spec of every leaf: a scalar field, a list's items (``hardware.precisions[]``) or an
-    open map's values (``hardware.options.*``)."""
+    """Path -> spec of every scalar field, list's items (``x[]``) and open map's values (``x.*``)."""
     out = {}
     for path, spec in fields().items():
         if spec.kind == LIST:
@@ -75,11 +55,6 @@ ITEM_KEYS: dict[str, tuple[str, ...]] = {
 OPEN_MAPS: tuple[str, ...] = tuple(path for path, spec in fields().items() if spec.kind == MAP)
 
 
-def known_keys(section: str) -> frozenset[str]:
-    """The keys a config section may have: its dataclass's fields and the inputs it reads."""
-    return frozenset(specs(SECTION_TYPES[section]))
-
-
 def check_keys(cfg: Mapping[str, Any]) -> None:
     """Refuse a top-level key that is not a section (with a did-you-mean)."""
     for key in cfg:
@@ -88,20 +63,15 @@ def check_keys(cfg: Mapping[str, Any]) -> None:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """Keys and values of a composed config mapping, every section present, every list item;
-    ConfigError on the first problem. Rules across fields: :func:`dabench.config.build.build_run_config`."""
+    """Keys and values of a composed config mapping; ConfigError on the first problem."""
     check_keys(cfg)
     for section, cls in SECTION_TYPES.items():
         if cfg.get(section) is not None:
             check_section(cls, cfg[section], section)
 
 
-# ----------------------------------------------------------------------------- command line
-
-
 def group_folders(group: str, argv: Sequence[str] = ()) -> list[Path]:
-    """Where the options of ``group`` are looked up (sweeps: also the user's, see
-    :func:`dabench.config.paths.sweep_folders`)."""
+    """Where the options of ``group`` are looked up (sweeps: also the user's)."""
     return sweep_folders(argv) if group == "sweeps" else [GROUPS[group]]
 
 
@@ -111,8 +81,7 @@ def group_options(group: str, argv: Sequence[str] = ()) -> list[str]:
 
 
 def check_group_choice(group: str, option: str, argv: Sequence[str] = ()) -> None:
-    """``group=option`` names a file of the group; else ConfigError listing the valid options
-    (and, for sweeps, where it looked)."""
+    """ConfigError listing the valid options unless ``group=option`` names a file of the group."""
     options = group_options(group, argv)
     if option not in options:
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
@@ -121,21 +90,19 @@ def check_group_choice(group: str, option: str, argv: Sequence[str] = ()) -> Non
         raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}{where}")
 
 
-#: the longest name one part of an override key may have: MLflow's key limit (250), below the
-#: 255-byte file names Hydra looks config groups up by
+#: the longest part of an override key: MLflow's key limit, below 255-byte file names
 MAX_KEY_PART = 250
 
 
 def check_override(override: str, values: bool = False, argv: Sequence[str] = ()) -> None:
-    """One command-line override (before Hydra): a group choice must exist, and a ``section.key``
-    must be a known key (``+``/``++`` additions included; open maps excepted). With ``values``, a
-    plain value (not a sweep, not an interpolation) must also be valid for its field."""
+    """One command-line override: a group choice must exist, a ``section.key`` be known (open maps
+    excepted) and, with ``values``, a plain value be valid for its field."""
     if override.startswith("hydra") or override.startswith("~") or "=" not in override:
         return
     key, _, value = override.partition("=")
     key = key.lstrip("+")
     longest = max(key.split("."), key=len)
-    if len(longest) > MAX_KEY_PART:  # Hydra would look it up as a file name and crash on the OS's limit
+    if len(longest) > MAX_KEY_PART:
         raise ConfigError(
             key[:60] + "...", value, f"a key part of at most {MAX_KEY_PART} characters (this one has {len(longest)})"
         )
@@ -156,8 +123,8 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
 
 
 def _check_literal(override: str, path: str, spec: Spec) -> None:
-    """The value of ``override``, parsed as Hydra parses it, against the spec of its field (a
-    sweep, an interpolation or what Hydra cannot parse is left to Hydra and the build)."""
+    """The value of ``override`` as Hydra parses it, against its field's spec (sweeps, interpolations
+    and what Hydra cannot parse are left to Hydra)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -170,9 +137,8 @@ def _check_literal(override: str, path: str, spec: Spec) -> None:
 
 
 def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) -> tuple[str, Spec] | None:
-    """The dotted ``parts`` below ``prefix`` name a field of ``cls`` (through list indices into
-    items, ``hardware.memory.1.capacity_bytes``; anything below an open map passes). Returns the
-    field's (path, spec) when ``parts`` name one field exactly."""
+    """The dotted ``parts`` below ``prefix`` name a field of ``cls`` (list indices into items; below
+    an open map anything); the field's (path, spec) when they name one exactly."""
     if not parts:
         return None
     known = specs(cls)
@@ -199,25 +165,13 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
 
 
 #: Hydra flags that take a value (the next argument is not an override)
-_VALUE_FLAGS = {
-    "-cn",
-    "--config-name",
-    "-cp",
-    "--config-path",
-    "-cd",
-    "--config-dir",
-    "-c",
-    "--cfg",
-    "-p",
-    "--package",
-    "--info",
-    "--experimental-rerun",
-}
+_VALUE_FLAGS = set(
+    "-cn --config-name -cp --config-path -cd --config-dir -c --cfg -p --package --info --experimental-rerun".split()
+)
 
 
 def check_command_line(argv: list[str]) -> None:
-    """Every override of a ``python -m dabench`` command line (see :func:`check_override`); the
-    values too for a single run (in a ``-m`` multirun a bad value is that job's invalid_config)."""
+    """Every override of a command line; the values too for a single run (not ``-m``)."""
     values = not any(arg in ("-m", "--multirun") for arg in argv)
     skip = False
     overrides = []
@@ -234,9 +188,8 @@ def check_command_line(argv: list[str]) -> None:
 
 
 def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
-    """``hardware.options.KEY=V`` (no ``+``) must name an option of the chosen hardware's YAML
-    (Hydra would refuse it in several lines after composing); checked where the hardware choice
-    is known from the command line (a sweep file or another config may pick it otherwise)."""
+    """``hardware.options.KEY=V`` (no ``+``) must name an option of the chosen hardware's YAML,
+    where the command line makes that choice known."""
     keys = [o.partition("=")[0] for o in overrides if o.startswith("hardware.options.") and "=" in o]
     if not keys:
         return
@@ -266,8 +219,7 @@ def _default_choice(group: str) -> str:
 
 
 def refuse_bad_command_line(argv: list[str] | None = None) -> None:
-    """:func:`check_command_line` on ``sys.argv``; a problem is printed as one line and the
-    process exits with status 2 (nothing has run)."""
+    """:func:`check_command_line` on ``sys.argv``; a problem: one line and exit status 2."""
     import sys
 
     try:

@@ -1,15 +1,9 @@
-"""The typed run configuration: one frozen dataclass per config section (docs/config.md).
-
-Hydra composes the YAML groups under ``conf/`` into one mapping; :func:`build_run_config` turns
-that mapping into a frozen :class:`RunConfig` or raises :class:`~dabench.core.status.ConfigError`
-naming the field, the value and what would be valid. Nothing downstream reads raw Hydra config.
-
-Every field carries its type, range, choices and a one-line doc (:func:`~dabench.config.fields.field_`):
-validation, the schema and docs/config.md's reference are generated from these declarations.
-"""
+"""The typed run configuration: one frozen dataclass per config section, each field declared with
+its type, range, choices and one-line doc (:func:`~dabench.config.fields.field_`); docs/config.md."""
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Mapping
 
@@ -38,16 +32,7 @@ HUGE = 1e18
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A GPT-2 style decoder stack. ``ffn_hidden = ffn_size or ffn_mult * hidden_size``.
-
-    Variants the op graph prices (dabench/workload/opgraph.py), all off by default (GPT-2):
-    ``ffn_type`` gelu (two matrices) or swiglu (gate, up, down: LLaMA); ``position`` learned (a
-    table of seq_len x hidden) or rotary (no table; GPT-J, LLaMA); ``tie_embeddings`` (the LM head
-    reuses the token table: GPT-2, BERT); ``cross_attention_layers`` of the ``n_layers`` blocks
-    also attend to an encoder output (an encoder-decoder of L + L layers is n_layers = 2L with L
-    cross-attention layers); ``head_tokens`` positions per sequence reach the LM head (0 = all;
-    BERT's MLM head sees its masked positions only).
-    """
+    """A GPT-2 style decoder stack and the variants the op graph prices (docs/config.md)."""
 
     name: str = field_(doc="the model's name (run names, reports)")
     n_layers: int = field_(low=1, high=10_000, doc="decoder blocks")
@@ -78,8 +63,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class MemoryLevel:
-    """One level of the memory hierarchy. Capacity in bytes, bandwidth in bytes/s (None = unknown
-    or calibrated at run time). ``scope`` is ``chip`` (per chip) or ``system``."""
+    """One level of the memory hierarchy."""
 
     name: str = field_(doc="level name (e.g. hbm, sram), as the performance models ask for it")
     capacity_bytes: float | None = field_(low=0, low_open=True, high=HUGE, doc="bytes per chip (null = detected)")
@@ -89,7 +73,7 @@ class MemoryLevel:
 
 @dataclass(frozen=True)
 class ComputeUnits:
-    """A kind of compute unit and how many one chip has (None = detected at run time)."""
+    """A kind of compute unit and how many one chip has."""
 
     kind: str = field_(doc="unit kind (e.g. cores, sms, tiles, pes)")
     count: int | None = field_(low=1, high=1 << 30, doc="units per chip (null = detected)")
@@ -97,8 +81,7 @@ class ComputeUnits:
 
 @dataclass(frozen=True)
 class Link:
-    """A chip-to-chip link. Bandwidth in bytes/s per direction, latency in seconds. ``scope`` is
-    ``intra`` (within a node/machine) or ``inter`` (between machines)."""
+    """A chip-to-chip link."""
 
     name: str = field_(doc="link name")
     bandwidth_Bps: float = field_(low=0, low_open=True, high=HUGE, doc="bytes/s per direction")
@@ -108,8 +91,7 @@ class Link:
 
 @dataclass(frozen=True)
 class HardwareSpec:
-    """A target system as data: ``peak_flops`` maps precision -> FLOP/s per chip (None = calibrate),
-    ``options`` holds architecture-specific knobs (device iterations, compile mode, ...)."""
+    """A target system as data."""
 
     name: str = field_(doc="the target's name (run names, reports)")
     arch: str = field_(doc="architecture: picks the analytical model and its knobs (cpu, cuda, ipu, rdu, wse2)")
@@ -163,25 +145,19 @@ class HardwareSpec:
         )
 
     def capacity(self, level: str) -> float:
-        """``memory_level(level).capacity_bytes`` where the caller needs a number (not null)."""
         return float(self._needed("memory", level, "capacity_bytes"))
 
     def bandwidth(self, level: str) -> float:
-        """``memory_level(level).bandwidth_Bps`` where the caller needs a number (not null)."""
         return float(self._needed("memory", level, "bandwidth_Bps"))
 
     def unit_count(self, kind: str) -> int:
-        """``units(kind)`` where the caller needs a number (not null)."""
         return int(self._needed("compute_units", kind, "count"))
 
     def _needed(self, where: str, name: str, attr: str) -> Any:
-        """The ``attr`` of the ``hardware.<where>`` item called ``name``; MissingHardwareData
-        naming the item's field when there is no such item or the value is null."""
+        """``attr`` of the ``hardware.<where>`` item ``name``; MissingHardwareData when absent or null."""
+        (self.memory_level if where == "memory" else self.units)(name)  # raises, naming the valid ones
         items = self.memory if where == "memory" else self.compute_units
-        names = [item.name if isinstance(item, MemoryLevel) else item.kind for item in items]
-        if name not in names:
-            self.memory_level(name) if where == "memory" else self.units(name)  # raises, naming the valid ones
-        index = names.index(name)
+        index = [getattr(item, "name", None) or getattr(item, "kind", None) for item in items].index(name)
         value = getattr(items[index], attr)
         if value is None:
             raise MissingHardwareData(
@@ -201,14 +177,7 @@ class HardwareSpec:
 
 @dataclass(frozen=True)
 class ParallelConfig:
-    """How the work is spread over chips.
-
-    ``strategy`` is none, dp, tp or pp with ``degree`` chips; ``replicas`` data-parallel copies of
-    a tp/pp group (IPU replication factor), so chips = degree * replicas. ``layers_per_stage``
-    (pp only) lists decoder layers per stage; stage 0 also holds the embedding and, unless
-    ``head_on_last``, the LM head. ``micro_batches`` is the pipeline's micro-batch count.
-    ``fsdp`` is sharded data parallel over ``degree`` chips, sharding what ``sharding`` names.
-    """
+    """How the work is spread over chips: ``degree * replicas`` of them."""
 
     #: keys read from the config but not kept: what they imply is (see dabench.config.build)
     INPUTS: ClassVar[dict[str, Spec]] = {
@@ -226,7 +195,6 @@ class ParallelConfig:
     )
     degree: int = field_(1, low=1, high=4096, doc="chips in the tp/pp group or dp copies")
     replicas: int = field_(1, low=1, high=4096, doc="copies of a tp/pp group")
-    #: parsed once, see dabench.core.placement
     layers_per_stage: Placement | None = field_(
         None,
         kind="list",
@@ -255,8 +223,7 @@ class ParallelConfig:
 
 @dataclass(frozen=True)
 class PrecisionConfig:
-    """Numerical precision. ``param_dtype`` is the stored weight dtype, ``compute_dtype`` the
-    arithmetic dtype; ``mixed`` is autocast to ``compute_dtype`` over fp32 master weights."""
+    """Numerical precision."""
 
     name: str = field_(choices=PRECISIONS, doc="the precision's name")
     param_dtype: str = field_("fp32", choices=tuple(DTYPE_BYTES), doc="stored weight dtype")
@@ -276,8 +243,7 @@ class PrecisionConfig:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Batch (micro-batch per chip and step), step counts, seed and CPU threads (None = torch's
-    default). ``grad_accum`` micro-batches make one optimizer step."""
+    """Batch, step counts, seed, threads and the limits of a measured run."""
 
     batch_size: int = field_(4, low=1, high=1 << 20, doc="micro-batch per chip per step")
     grad_accum: int = field_(
@@ -311,7 +277,7 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class TrackingConfig:
-    """MLflow: ``uri`` None = $MLFLOW_TRACKING_URI or SQLite under <launch dir>/mlruns/."""
+    """Where and how the run is recorded in MLflow."""
 
     enabled: bool = field_(True, doc="record the run in MLflow")
     uri: str | None = field_(
@@ -356,8 +322,7 @@ class RunConfig:
 
     @property
     def samples_per_step(self) -> int:
-        """Samples consumed by one optimizer step over all chips:
-        micro-batch * grad_accum * data copies."""
+        """Samples one optimizer step consumes over all chips."""
         return self.run.batch_size * self.run.grad_accum * self.data_copies
 
     @property
@@ -369,12 +334,4 @@ class RunConfig:
 
 
 #: config section -> its typed class (the schema's sections, in order)
-SECTION_TYPES: dict[str, type] = {
-    "model": ModelConfig,
-    "hardware": HardwareSpec,
-    "parallel": ParallelConfig,
-    "precision": PrecisionConfig,
-    "run": RunSettings,
-    "tracking": TrackingConfig,
-    "band": BandConfig,
-}
+SECTION_TYPES: dict[str, type] = typing.get_type_hints(RunConfig)

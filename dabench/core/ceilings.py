@@ -1,5 +1,4 @@
-"""The hardware ceilings a run's efficiencies are taken against (config level: hardware.py builds
-them, metrics/ uses them)."""
+"""The hardware ceilings a run's efficiencies are taken against."""
 
 from __future__ import annotations
 
@@ -8,8 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Ceilings:
-    """Per-chip limits at the run's precision: peak FLOP/s and the main memory level's bandwidth
-    (bytes/s). ``source`` says where they came from (spec sheet or calibration)."""
+    """Per-chip peak FLOP/s at the run's precision and main-memory bytes/s, and where they came from."""
 
     peak_flops: float
     bandwidth_Bps: float

@@ -1,4 +1,4 @@
-"""Where dabench was started from (config level: every layer may use it)."""
+"""Where dabench was started from."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The pipeline placement type: decoder layers per pipeline stage, parsed once.
-
-``parallel.placement`` (a list, or a Graphcore-style string where ``NxK`` repeats N K times) and
-``parallel.layers_per_stage`` become a :class:`Placement` in
-:func:`dabench.config.build.build_run_config`; everything downstream reads that value and never
-parses again. Imports only dabench.core.status (the config level of the layering).
-"""
+"""The pipeline placement type: decoder layers per pipeline stage, parsed once (in the config build)
+from a list or a Graphcore-style string where ``NxK`` repeats N K times."""
 
 from __future__ import annotations
 
@@ -17,17 +12,14 @@ _VALID = 'a list of layer counts or a string like "0 4 4 4" or "0 1x8 0x7"'
 
 
 class Placement(tuple):
-    """Decoder layers per pipeline stage, first stage first, e.g. ``(0, 4, 4, 4)``: a tuple of
-    non-negative ints (so it compares equal to a plain tuple); ``str()`` gives "0 4 4 4", the form
+    """Decoder layers per pipeline stage, e.g. ``(0, 4, 4, 4)``; ``str()`` gives "0 4 4 4", the form
     Graphcore's ``--layers-per-ipu`` takes."""
 
     __slots__ = ()
 
     @classmethod
     def parse(cls, value: Any, field: str = FIELD) -> "Placement":
-        """ "0 4 4 4" -> (0, 4, 4, 4); "0 1x8 0x7" -> (0, 1 x 8, 0 x 7); a list or tuple of
-        non-negative ints as is. ConfigError naming ``field`` for anything else, or when no
-        decoder layer is placed."""
+        """ "0 1x8 0x7" -> (0, 1 x 8, 0 x 7); a list of non-negative ints as is; else ConfigError."""
         if isinstance(value, Placement):
             return value
         if isinstance(value, str):

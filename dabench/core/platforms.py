@@ -1,12 +1,7 @@
-"""The platform registry: what dabench does differently per platform (``hardware.arch``), in one record.
-
-Contract: :data:`PLATFORMS` maps an arch name to its :class:`Platform`; the rest of dabench asks
-:func:`platform` (or :func:`names`, :func:`accelerators`, :func:`backend_path`, :func:`arch_of_format`)
-and never compares an arch name itself. Code is named by a dotted path (``module:attr``) and
-imported on first use (:func:`load`), so asking the registry imports nothing. A platform's preset
-is ``conf/hardware/<name>.yaml``. Adding a platform: its modules, and one entry here
-(docs/architecture.md, "Platforms").
-"""
+"""The platform registry: what dabench does differently per platform (``hardware.arch``), one
+record each. The rest of dabench asks :func:`platform` and the helpers below and never compares an
+arch name itself; code is named ``module:attr`` and imported on first use (:func:`load`).
+Adding a platform: docs/architecture.md, "Platforms"."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The Profile: what one run saw (measured) or would see (predicted), before any metric.
-
-Backends, analytical models and vendor-artifact parsers all produce a :class:`Profile`; the
-pure functions in :mod:`dabench.metrics` turn it, with the op graph and the hardware ceilings,
-into Tier-1 and Tier-2 metrics. A Profile never knows about MLflow.
-"""
+"""The Profile: what one run saw (measured) or would see (predicted), before any metric; backends,
+models and artifact parsers produce it, :mod:`dabench.metrics` turns it into metrics."""
 
 from __future__ import annotations
 
@@ -22,9 +18,8 @@ class UnitUse:
 
 @dataclass
 class Subtask:
-    """The unit whose balance is judged: a layer (CPU/GPU), pipeline stage (IPU), kernel (WSE) or
-    section (RDU). ``time_s`` per optimizer step, or ``rate`` in samples/s where that is what the
-    source reports; ``units`` it was allocated per kind; ``flops`` of work per step."""
+    """The unit whose balance is judged (layer, stage, kernel or section): ``time_s`` per step or
+    ``rate`` in samples/s, ``units`` allocated per kind, ``flops`` per step."""
 
     name: str
     time_s: float | None = None
@@ -35,8 +30,7 @@ class Subtask:
 
 @dataclass
 class CommEvent:
-    """Communication per optimizer step: ``strategy`` dp/tp/pp, ``op`` allreduce, allgather,
-    reduce_scatter, p2p or bubble; ``bytes`` per call, ``count`` calls, ``time_s`` in total."""
+    """Communication per optimizer step: ``bytes`` per call, ``count`` calls, ``time_s`` in total."""
 
     strategy: str
     op: str

@@ -1,5 +1,4 @@
-"""The result of one run: status, reason, mode, metrics, profiles, diagnosis and the config that
-ran. What the pipeline returns, the tracker records and :func:`dabench.predict` hands back."""
+"""The result of one run: what the pipeline returns, the tracker records and the API hands back."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The one status vocabulary: every run dabench records ends with one ``dabench.status`` tag.
-
-Each status has its meaning, its MLflow run state and whether a trial ending with it counts toward
-a study's budget (the configuration's own answer counts; an infrastructure cut does not, so a
-resumed study re-tries it). New statuses are added here only; callers use :func:`mlflow_state`,
-:func:`counts_toward_budget` and :func:`is_ok`. The exceptions below carry a status and a reason up
-to the tracker, which records the run instead of losing it.
-
-Table: docs/metrics.md, "Run statuses" (:func:`markdown_table`, kept in sync by a test).
-"""
+"""The one status vocabulary: every recorded run ends with one ``dabench.status`` tag; each status
+has its meaning, MLflow run state and whether a trial ending with it counts toward a study's
+budget. The exceptions carry a status and a reason up to the tracker. docs/metrics.md, "Run statuses"."""
 
 from __future__ import annotations
 
@@ -111,8 +104,8 @@ def mlflow_state(status: "Status | str") -> str:
 
 
 def counts_toward_budget(status: "Status | str | None") -> bool:
-    """Whether a trial ending with this status uses up one of a study's trials. ``None`` (a trial
-    with no recorded status) and unknown values count, as Optuna's own failures do."""
+    """Whether a trial ending with this status uses up one of a study's trials (None and unknown
+    values count, as Optuna's own failures do)."""
     if status is None:
         return True
     try:
@@ -136,16 +129,12 @@ def markdown_table() -> str:
 
 
 class DabenchError(Exception):
-    """Base class: an outcome other than ``ok``, with the reason to record.
-
-    A subclass names the status it carries in its class line,
-    ``class DiskFull(DabenchError, status=Status.DISK_FULL)``; one that names none keeps its
-    parent's (``crashed`` for this base)."""
+    """An outcome other than ``ok``, with the reason to record; a subclass names its status in its
+    class line (``class DiskFull(DabenchError, status=Status.DISK_FULL)``) or keeps its parent's."""
 
     status: Status = Status.CRASHED
 
     def __init_subclass__(cls, status: Status | None = None, **kwargs: object) -> None:
-        """Set ``cls.status`` from the ``status=`` class keyword, when given."""
         super().__init_subclass__(**kwargs)
         if status is not None:
             cls.status = status
@@ -205,10 +194,6 @@ class Diverged(DabenchError, status=Status.DIVERGED):
 
 class InvalidResult(DabenchError, status=Status.INVALID_RESULT):
     """A metric breaks a physical bound (efficiency > 1, roofline point above its roof)."""
-
-
-class Unsteady(DabenchError, status=Status.UNSTEADY):
-    """A measured run's conditions broke the steady-state thresholds (dabench/host/conditions.py)."""
 
 
 class IncompleteArtifact(DabenchError, status=Status.INCOMPLETE_ARTIFACT):

@@ -1,8 +1,6 @@
-"""Where the calibration cache lies: ``$DABENCH_CACHE_DIR/calibration.json`` (default under
-~/.cache/dabench), or, where that folder cannot be written (a read-only or missing HOME: an HPC
-compute node, a locked-down container), a file in this user's temporary folder, said once per
-process. The cache is optional: a run never stops for it. torch-free.
-"""
+"""Where the calibration cache lies: ``$DABENCH_CACHE_DIR/calibration.json``, or, where that folder
+cannot be written (a read-only or missing HOME), a file in this user's temporary folder, said once
+per process. The cache is optional: a run never stops for it."""
 
 from __future__ import annotations
 

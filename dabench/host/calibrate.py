@@ -1,22 +1,11 @@
-"""CPU ceilings by calibration: CPUs differ, so their peak FLOP/s and DRAM bandwidth are measured.
-
-A calibration (peak FLOP/s per precision by a matrix product, bandwidth by a copy) keeps at least
-:data:`MIN_REPEATS` timed repeats: their median and their fastest (the roof, see
-:mod:`dabench.host.noise`). It is refused (:class:`CalibrationRefused`) only when the 1-minute load
-per core exceeds :func:`max_load_per_core` (1.0, or ``DABENCH_MAX_LOAD_PER_CORE``); repeats that
-spread more than :data:`NOISY_SPREAD` make it *noisy*: accepted, with a wider band. Load and
-repeats can be injected (``load=``, ``measure=``). A calibration whose repeats ran while other
-processes took its CPUs (:mod:`dabench.host.conditions`) is refused too, never cached: the run
-then records no efficiency rather than a wrong one. Calibrations are cached under
-:func:`calibration_key`; a noisy cached one is measured again once per process and the steadier
-kept; ``recalibrate=True`` replaces an entry whenever accepted. :func:`probe` measures the same
-ceilings in situ for validate mode and is never cached.
-
-Details: docs/metrics.md, "Tier 1" (compute efficiency) and "Validation".
-"""
+"""CPU ceilings by calibration: peak FLOP/s per precision (a matrix product) and DRAM bandwidth (a
+copy), measured in timed repeats, refused (:class:`CalibrationRefused`) on a busy or disturbed
+machine, marked noisy when the repeats spread, and cached per :func:`calibration_key`;
+:func:`probe` measures the same ceilings in situ, never cached. docs/metrics.md, "Tier 1"."""
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 import time
@@ -34,6 +23,7 @@ from dabench.runtime.interrupts import in_worker
 from dabench.runtime.readers import DamagedFile, read_calibration_cache
 from dabench.runtime.sinks import write_json
 
+log = logging.getLogger(__name__)
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MIN_REPEATS = 5  #: timed repeats per calibration (the median is kept)
 MAX_LOAD_PER_CORE = 1.0  #: default 1-minute load average per core above which calibration is refused
@@ -62,7 +52,6 @@ class Calibration:
 
     @property
     def noisy(self) -> bool:
-        """Repeats spread more than :data:`NOISY_SPREAD`: the machine was disturbed."""
         return self.spread > NOISY_SPREAD
 
     @property
@@ -72,8 +61,7 @@ class Calibration:
 
 
 def cache_path() -> Path:
-    """The calibration cache (:func:`dabench.host.cache.calibration_cache`: a temporary one when
-    the configured folder cannot be written)."""
+    """The calibration cache (:func:`dabench.host.cache.calibration_cache`)."""
     return calibration_cache()
 
 
@@ -83,13 +71,11 @@ def calibration_key(kind: str, threads: int | None = None) -> str:
 
 
 def load_per_core() -> float:
-    """The 1-minute load average divided by the number of logical CPUs."""
     return os.getloadavg()[0] / (os.cpu_count() or 1)
 
 
 def max_load_per_core() -> float:
-    """The load limit: ``DABENCH_MAX_LOAD_PER_CORE`` when set (a number in (0, 64]), else
-    :data:`MAX_LOAD_PER_CORE`."""
+    """``DABENCH_MAX_LOAD_PER_CORE`` when set (a number in (0, 64]), else :data:`MAX_LOAD_PER_CORE`."""
     text = os.environ.get(LOAD_ENV, "").strip()
     if not text:
         return MAX_LOAD_PER_CORE
@@ -102,15 +88,9 @@ def max_load_per_core() -> float:
     return limit
 
 
-def spread(samples: Sequence[float]) -> float:
-    """(max - min) / median of the repeats: 0 on an undisturbed machine."""
-    return (max(samples) - min(samples)) / statistics.median(samples)
-
-
 def accept(key: str, samples: Sequence[float], load: float, limit: float = MAX_LOAD_PER_CORE) -> Calibration:
-    """The Calibration of rate ``samples`` (one per repeat) taken at ``load`` per core, or
-    CalibrationRefused naming the rule that failed (load above ``limit``, too few repeats).
-    Widely spread repeats are accepted, marked noisy by their spread. Pure: no measurement, no I/O."""
+    """The Calibration of rate ``samples`` taken at ``load`` per core, or CalibrationRefused naming
+    the rule that failed (load above ``limit``, too few repeats). Pure."""
     if load > limit:
         raise CalibrationRefused(
             key,
@@ -119,20 +99,13 @@ def accept(key: str, samples: Sequence[float], load: float, limit: float = MAX_L
         )
     if len(samples) < MIN_REPEATS:
         raise CalibrationRefused(key, f"{len(samples)} repeats, at least {MIN_REPEATS} are needed")
-    s = spread(samples)
-    return Calibration(
-        key,
-        float(statistics.median(samples)),
-        tuple(float(x) for x in samples),
-        s,
-        load,
-        time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    )
+    values = tuple(float(x) for x in samples)
+    median = float(statistics.median(values))
+    return Calibration(key, median, values, conditions.spread(values), load, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
 def measured_steadily(key: str, measure: Callable[[], Sequence[float]]) -> list[float]:
-    """``measure()``'s repeats, or CalibrationRefused when other processes took the CPUs while it
-    ran (:func:`dabench.host.conditions.judge`): a ceiling probed while disturbed is never cached."""
+    """``measure()``'s repeats, or CalibrationRefused when the window was disturbed (conditions.judge)."""
     before = conditions.sample()
     samples = list(measure())
     window = conditions.window(before, conditions.sample(), torch.get_num_threads(), conditions.allowed_cpus(), ())
@@ -154,13 +127,8 @@ def _rates(fn: Callable[[], object], work: float, repeats: int) -> list[float]:
 
 
 def matmul_samples(dtype: str, repeats: int = MIN_REPEATS + 2) -> list[float]:
-    """FLOP/s of repeated n x n matrix products at ``dtype`` with the current thread count, by the
-    faster of torch's two CPU GEMM paths: ``torch.mm`` and ``F.linear`` (nn.Linear's, the
-    model's weight matmuls). They differ by 20x on a CPU without native 16-bit arithmetic: on an
-    AVX2-only AMD EPYC with torch 2.13, 1024^3 in bf16 ran at 0.9 GFLOP/s through ``torch.mm``
-    and 19 through ``F.linear`` (oneDNN), and a roof from the slow path put the model's own
-    matmuls 5x above it. The faster path is picked by one timed call of each (after a warm-up),
-    then timed ``repeats`` times."""
+    """FLOP/s of repeated n x n matrix products at ``dtype`` by the faster of ``torch.mm`` and
+    ``F.linear`` (picked by one timed call of each; docs/metrics.md, "Tier 1")."""
     n = 2048 if dtype == "fp32" else 1024
     a = torch.randn(n, n).to(TORCH_DTYPES[dtype])
     b = torch.randn(n, n).to(TORCH_DTYPES[dtype])
@@ -178,7 +146,6 @@ def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
 
 def _read_cache() -> dict:
     """The cache's calibrations; a damaged file or entry is named in one warning line and not used."""
-
     try:
         entries, problems = read_calibration_cache(cache_path())
     except FileNotFoundError:
@@ -186,9 +153,7 @@ def _read_cache() -> dict:
     except DamagedFile as error:
         entries, problems = {}, [str(error)]
     for problem in set(problems) - _REPORTED:
-        import logging
-
-        logging.getLogger(__name__).warning("calibration cache entry not used: %s (measured again)", problem)
+        log.warning("calibration cache entry not used: %s (measured again)", problem)
         _REPORTED.add(problem)
     return entries
 
@@ -216,24 +181,18 @@ def _from_entry(key: str, entry: dict) -> Calibration:
     )
 
 
-def recalibrate_requested() -> bool:
-    return os.environ.get("DABENCH_RECALIBRATE", "").lower() in ("1", "true", "yes")
-
-
 def calibrate(
     kind: str, measure: Callable[[], Sequence[float]], *, recalibrate: bool | None = None, load: float | None = None
 ) -> Calibration:
-    """The calibration for ``kind`` on this machine: this process's, else the cached one for the
-    exact key, else (or with ``recalibrate``) measured now, accepted or refused, and cached. A
-    noisy cached calibration is measured again (once per process, when the load allows) and the
-    one whose repeats spread less is kept and cached. ``load`` injects the load reading (default:
-    :func:`load_per_core`)."""
+    """The calibration for ``kind``: this process's, else the cached one, else (or with
+    ``recalibrate``) measured now and cached; a noisy cached one is measured again once and the
+    steadier kept. ``load`` injects the load reading."""
     key = calibration_key(kind)
-    held = (str(cache_path()), key)  # a calibration belongs to the cache it was read from or written to
+    held = (str(cache_path()), key)
     if held in _PROCESS and not recalibrate:
         return _PROCESS[held]
-    if recalibrate is None:  # DABENCH_RECALIBRATE: once per process, not at every call of a run or sweep
-        recalibrate = recalibrate_requested()
+    if recalibrate is None:
+        recalibrate = os.environ.get("DABENCH_RECALIBRATE", "").lower() in ("1", "true", "yes")
     entry = _read_cache().get(key)
     cached = None if entry is None else _from_entry(key, entry)
     if cached is not None and not recalibrate and not cached.noisy:
@@ -242,40 +201,36 @@ def calibrate(
     reading = load_per_core() if load is None else load
     limit = max_load_per_core()
     try:
-        if reading > limit:  # refuse before spending the time
+        if reading > limit:
             accept(key, [], reading, limit)
-        # in a worker thread as the measured steps are: torch's OpenMP pools then have one owner
         cal = accept(key, in_worker(lambda: measured_steadily(key, measure), "dabench-calibrate"), reading, limit)
     except CalibrationRefused:
         if cached is None or recalibrate:
             raise
-        cal = cached  # a noisy cached calibration, not measured again on a busy machine
+        cal = cached
     if cached is not None and cached.spread <= cal.spread and (not recalibrate or (cal.noisy and not cached.noisy)):
-        cal = cached  # the steadier of the two (a recalibration replaces a steady entry only by a steady one)
+        cal = cached
     _PROCESS[held] = cal
     if cal is not cached:
         try:
             _write_cache(cal)
-        except OSError as error:  # the calibration holds for this process; only the cache is not kept
-            import logging
-
-            logging.getLogger(__name__).warning("calibration not cached: %s", error)
+        except OSError as error:
+            log.warning("calibration not cached: %s", error)
     return cal
 
 
 def calibration(kind: str) -> Calibration | None:
-    """This process's calibration for ``kind`` ('gemm_<dtype>' or 'copy') if one was made or read."""
+    """This process's calibration for ``kind`` ('gemm_<dtype>' or 'copy'), if any."""
     return _PROCESS.get((str(cache_path()), calibration_key(kind)))
 
 
 def peak_flops(precision_compute_dtype: str, **kwargs) -> float:
-    """Calibrated peak FLOP/s for arithmetic in ``precision_compute_dtype`` (raises
-    CalibrationRefused when it cannot be calibrated now and none is cached)."""
+    """Calibrated peak FLOP/s at ``precision_compute_dtype`` (or CalibrationRefused)."""
     return calibrate(f"gemm_{precision_compute_dtype}", lambda: matmul_samples(precision_compute_dtype), **kwargs).value
 
 
 def dram_bandwidth(**kwargs) -> float:
-    """Calibrated DRAM bandwidth in bytes/s (raises CalibrationRefused like :func:`peak_flops`)."""
+    """Calibrated DRAM bandwidth in bytes/s (or CalibrationRefused)."""
     return calibrate("copy", copy_samples, **kwargs).value
 
 
@@ -290,16 +245,14 @@ class Probe:
 
 
 def probe(dtype: str, repeats: int = PROBE_REPEATS) -> Probe:
-    """Measure the two CPU ceilings now, with the current thread count (never cached, never
-    refused: a probe describes the machine as it is, busy or not)."""
+    """Measure the two CPU ceilings now (never cached, never refused)."""
     peak = tuple(float(x) for x in matmul_samples(dtype, repeats))
     bandwidth = tuple(float(x) for x in copy_samples(repeats))
     return Probe(float(statistics.median(peak)), float(statistics.median(bandwidth)), peak, bandwidth)
 
 
 def combine_probes(before: Probe, after: Probe) -> tuple[Probe, float]:
-    """The ceilings during a run bracketed by two probes: their means; and the drift of the peak,
-    (after - before) / mean, a measure of how steady the machine was during the run."""
+    """The two probes' mean, and the drift of the peak, (after - before) / mean."""
     peak = (before.peak_flops + after.peak_flops) / 2
     bandwidth = (before.bandwidth_Bps + after.bandwidth_Bps) / 2
     return Probe(peak, bandwidth), (after.peak_flops - before.peak_flops) / peak

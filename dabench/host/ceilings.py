@@ -1,16 +1,7 @@
-"""Hardware ceilings for a run: peak FLOP/s at the run's precision and the main memory level's
-bandwidth, from the spec (conf/hardware/*.yaml) or, where the spec says null, calibrated; and
-what this machine's CPU is (model name, native arithmetic per precision). torch-free.
-
-When a CPU calibration is refused (1-minute load above the limit, see
-:mod:`dabench.host.calibrate`) and none is cached for the run's key, the ceilings come back
-*uncalibrated*: NaN peak and bandwidth and a ``source`` starting with ``uncalibrated:`` that holds
-the reason. A measured run then records no metric relative to a ceiling (efficiencies, roofline;
-see :func:`dabench.metrics.checks.ceiling_metric_names`); a CPU prediction needs the ceilings and
-is refused (unsupported) with that reason. A measured run's calibrated ceilings are held as bands
-(:func:`measured_roof`, :mod:`dabench.host.noise`): the roof is the fastest rate the machine has
-shown, and a noisy machine widens the band rather than losing the numbers. docs/metrics.md.
-"""
+"""Hardware ceilings for a run: peak FLOP/s at its precision and main-memory bandwidth, from the
+spec or, where it says null, calibrated on this CPU. A refused calibration with none cached gives
+*uncalibrated* ceilings (NaN, the reason in ``source``); a measured run's calibrated ceilings are
+held as bands (:func:`measured_roof`, :mod:`dabench.host.noise`). docs/metrics.md."""
 
 from __future__ import annotations
 
@@ -29,9 +20,8 @@ IN_SITU = "in-situ (probed right before and after the timed steps)"  #: Ceilings
 
 
 def tf32_enabled(hw: HardwareSpec, precision: PrecisionConfig) -> bool:
-    """True when the run's fp32 matmuls go to TF32 tensor cores: a platform with ``tf32`` (cuda), fp32 arithmetic
-    (not autocast to 16 bits) and ``hardware.options.tf32: true``. The cuda backend sets torch's
-    flag from the same knob, so predict prices what measure runs."""
+    """Whether the run's fp32 matmuls go to TF32 units: a ``tf32`` platform, fp32 arithmetic and
+    ``hardware.options.tf32: true`` (the knob the cuda backend sets torch's flag from)."""
     return platform(hw.arch).tf32 and precision.compute_dtype == "fp32" and bool(hw.options.get("tf32", False))
 
 
@@ -41,17 +31,12 @@ def is_calibrated(ceilings: Ceilings) -> bool:
 
 def main_memory(hw: HardwareSpec):
     """The first memory level listed with a bandwidth, or the first level when none has one."""
-    for level in hw.memory:
-        if level.bandwidth_Bps:
-            return level
-    return hw.memory[0]
+    return next((level for level in hw.memory if level.bandwidth_Bps), hw.memory[0])
 
 
 def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
-    """Peak FLOP/s (per chip, at ``precision.name``; at ``peak_flops.tf32`` for fp32 with TF32 on,
-    see :func:`tf32_enabled`) and main-memory bandwidth. Null entries are calibrated on this
-    machine (CPU only; uncalibrated when refused, see the module doc); a precision the hardware
-    lacks is unsupported."""
+    """Peak FLOP/s per chip at the run's precision (``tf32`` where :func:`tf32_enabled`) and
+    main-memory bandwidth; null entries calibrated (CPU only); a missing precision unsupported."""
     if precision.name not in hw.precisions:
         raise UnsupportedError(
             f"hardware={hw.name} has no {precision.name} arithmetic (supports {', '.join(hw.precisions)})"
@@ -70,7 +55,7 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
                 f"hardware={hw.name} lists no peak FLOP/s for {precision.name} "
                 f"or no bandwidth for {level.name}, and only cpu is calibrated"
             )
-        from dabench.host import calibrate  # imports torch: only when calibration is needed
+        from dabench.host import calibrate  # imports torch
 
         try:
             peak = peak if peak is not None else calibrate.peak_flops(precision.compute_dtype)
@@ -82,8 +67,8 @@ def resolve_ceilings(hw: HardwareSpec, precision: PrecisionConfig) -> Ceilings:
 
 
 def can_probe(hw: HardwareSpec, strategy: str) -> bool:
-    """Whether this machine's CPU ceilings can be probed around a run (:func:`dabench.host.calibrate.probe`):
-    single-process runs of the cpu backend whose ceilings are calibrated, not set in the config."""
+    """Whether this CPU's ceilings can be probed around a run: a single process on a host backend,
+    its ceilings calibrated rather than set in the config."""
     return (
         platform(hw.arch).host_cpu
         and hw.backend in platform(hw.arch).host_backends
@@ -94,19 +79,13 @@ def can_probe(hw: HardwareSpec, strategy: str) -> bool:
 
 
 def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
-    """Whether a run compares itself with ceilings probed around it (:func:`in_situ_ceilings`):
-    validate runs that :func:`can_probe` (the caller also requires the calibration to have been
-    accepted)."""
+    """Whether a run is priced at ceilings probed around it: validate runs that :func:`can_probe`."""
     return mode == "validate" and can_probe(hw, strategy)
 
 
 def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, dict[str, float]]:
-    """What a validate run is priced at, from two :class:`dabench.host.calibrate.Probe` readings
-    that bracket it: ``(model, metrics)``. ``model`` is the probes' mean (the machine as the run
-    met it); ``metrics`` are ``validate.ceilings_drift`` ((after - before) / mean of the peak),
-    ``validate.probed_peak_flops``, ``validate.probed_bandwidth_Bps`` and
-    ``validate.peak_vs_calibrated`` (probed / calibrated peak - 1). The roof the run is taken
-    against is :func:`measured_roof` with both probes. ``ceilings`` must be calibrated."""
+    """``(ceilings, validate.* metrics)`` of a validate run from the two probes that bracket it:
+    the probes' mean, their peak's drift and the probed peak against the calibrated one."""
     from dabench.host.calibrate import combine_probes
 
     mean, drift = combine_probes(before, after)
@@ -138,9 +117,8 @@ class MeasuredRoof:
 
 
 def roof_of(ceilings: Ceilings, calibrations: Sequence, probes: Sequence = ()) -> MeasuredRoof:
-    """:class:`MeasuredRoof` of ``ceilings`` from the calibrations that made them (``(gemm, copy)``,
-    :class:`dabench.host.calibrate.Calibration` or None) and the in-situ ``probes``. A calibration
-    whose median is not the ceiling's value (the spec set it) gives that ceiling no band. Pure."""
+    """:class:`MeasuredRoof` of ``ceilings`` from the ``(gemm, copy)`` calibrations that made them
+    and the in-situ ``probes``; a ceiling the spec set gets no band. Pure."""
     gemm, copy = calibrations
     peak = bandwidth = None
     if gemm is not None and gemm.value == ceilings.peak_flops:
@@ -160,8 +138,7 @@ def roof_of(ceilings: Ceilings, calibrations: Sequence, probes: Sequence = ()) -
 
 
 def measured_roof(ceilings: Ceilings, dtype: str, probes: Sequence = ()) -> MeasuredRoof:
-    """:func:`roof_of` with this process's calibrations at compute dtype ``dtype`` (no band for
-    ceilings that are uncalibrated or from the spec)."""
+    """:func:`roof_of` with this process's calibrations at compute dtype ``dtype``."""
     if not is_calibrated(ceilings) or "calibrated" not in ceilings.source:
         return MeasuredRoof(ceilings, None, None)
     from dabench.host import calibrate
@@ -170,9 +147,7 @@ def measured_roof(ceilings: Ceilings, dtype: str, probes: Sequence = ()) -> Meas
 
 
 class WindowProbes:
-    """The ``on_timed_window`` callback of an in-situ run (:func:`uses_in_situ_ceilings`): each
-    call probes this CPU's ceilings (:func:`dabench.host.calibrate.probe` at ``dtype``); a window
-    timed again starts its readings afresh."""
+    """The ``on_timed_window`` callback of an in-situ run: probes before and after each window."""
 
     def __init__(self, dtype: str):
         self.dtype = dtype
@@ -186,16 +161,14 @@ class WindowProbes:
         self.readings.append(probe(self.dtype))
 
     def ceilings(self, calibrated: Ceilings) -> tuple[Ceilings, dict[str, float]] | None:
-        """:func:`in_situ_ceilings` of the two readings, or None when the backend timed no window
-        in this process (the cached calibration then stays)."""
+        """:func:`in_situ_ceilings` of the two readings, or None when no window was timed here."""
         if len(self.readings) != 2:
             return None
         return in_situ_ceilings(calibrated, *self.readings)
 
 
 def host_cpu_ceilings(precision: PrecisionConfig) -> Ceilings:
-    """Calibrated ceilings of this machine's CPU, for backends that run here in place of the
-    target (a platform record's ``host_backends``)."""
+    """Calibrated ceilings of this CPU, for backends that run here in place of the target."""
     from dabench.host import calibrate
 
     try:

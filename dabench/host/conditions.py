@@ -1,14 +1,7 @@
-"""The conditions a timed window ran under, and whether they make its numbers unsteady.
-
-:func:`sample` reads this process's CPU time, the wall clock and the CPUs it may use from
-/proc/stat (busy and steal time, runnable tasks): a few reads, taken before and after a window,
-never per step. :func:`window` turns two samples and the step times into :class:`Conditions`;
-:func:`judge` returns the reason a window is unsteady (the cause and what to do) or None.
-:func:`allowed_cpus` is what the process may use: its affinity, capped by a cgroup CPU quota.
-``DABENCH_STEADY_CHECK=off`` keeps the metrics but judges nothing (a shared CI box).
-
-Thresholds and their rationale: docs/reliability.md, "Disturbed measurements".
-"""
+"""The conditions a timed window ran under (:func:`sample` before and after it, :func:`window`),
+and whether they make its numbers unsteady (:func:`judge`: the cause and what to do, or None).
+``DABENCH_STEADY_CHECK=off`` keeps the metrics but judges nothing. Thresholds and their
+rationale: docs/reliability.md, "Disturbed measurements"."""
 
 from __future__ import annotations
 
@@ -42,7 +35,7 @@ def parse_cpu_max(text: str) -> float | None:
 
 
 def cgroup_quota(root: Path = Path("/sys/fs/cgroup"), self_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
-    """CPUs this process's cgroup may use (its own ``cpu.max`` or a parent's, v1's cfs quota), or None."""
+    """CPUs this process's cgroup (or a parent) may use, v2 or v1, or None."""
     try:
         lines = self_cgroup.read_text().splitlines()
     except OSError:
@@ -79,7 +72,7 @@ def affinity() -> set[int]:
 
 
 def allowed_cpus() -> int:
-    """CPUs this process may use: its affinity, capped by the cgroup quota (rounded down, at least 1)."""
+    """CPUs this process may use: its affinity, capped by the cgroup quota (at least 1)."""
     count = len(affinity())
     quota = cgroup_quota()
     if quota is not None:
@@ -173,7 +166,7 @@ class Conditions:
 
 
 def spread(step_times: Sequence[float]) -> float:
-    """(max - min) / median: 0 when every step took the same time."""
+    """(max - min) / median."""
     if not step_times:
         return 0.0
     median = statistics.median(step_times)
@@ -181,7 +174,6 @@ def spread(step_times: Sequence[float]) -> float:
 
 
 def window(before: Sample, after: Sample, threads: int, cpus: int, step_times: Sequence[float]) -> Conditions:
-    """The conditions between two samples. Pure."""
     wall = max(after.wall_s - before.wall_s, 1e-9)
     used = max(1, min(threads, cpus))
     own = max(0.0, after.cpu_s - before.cpu_s)
@@ -207,16 +199,14 @@ def check_enabled() -> bool:
 
 
 def others_wanted(c: Conditions) -> bool:
-    """Whether other tasks competed for the run's CPUs: runnable tasks waited (PSI), or, where the
-    kernel exposes no PSI, other processes' CPU time on them (10 ms ticks: long windows only)."""
+    """Whether other tasks competed for the run's CPUs: by PSI, else by their CPU time (long windows)."""
     if c.wait is not None:
         return c.wait > MAX_WAIT
     return c.readable and c.wall_s >= MIN_TICK_WINDOW_S and c.contention > MAX_CONTENTION
 
 
 def judge(c: Conditions) -> str | None:
-    """Why the window is unsteady (cause, then what to do), or None when its numbers stand.
-    Nothing is judged when ``DABENCH_STEADY_CHECK=off``."""
+    """Why the window is unsteady (cause, then what to do), or None when its numbers stand."""
     if not check_enabled():
         return None
     advice = "run it again when the machine is quiet, or give it CPUs of its own (taskset, fewer run.threads)"
@@ -245,8 +235,7 @@ _WARNED_THREADS: set[tuple[int, int]] = set()
 
 
 def run_threads(requested: int | None) -> int:
-    """A measured CPU run's threads: ``requested``, or the CPUs this process may use. A request
-    above them is said once per process (its threads would wait for each other)."""
+    """A measured CPU run's threads: ``requested`` (more than the CPUs: said once), else the CPUs."""
     cpus = allowed_cpus()
     if requested is None:
         return cpus

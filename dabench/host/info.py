@@ -1,6 +1,5 @@
-"""What this machine's CPU is: model name, feature flags, native arithmetic per precision, and
-the CPU calibration's cache key (config level, torch-free; used by dabench.host.ceilings and
-dabench.host.calibrate)."""
+"""What this machine's CPU is: model name, feature flags, native arithmetic per precision, and the
+calibration's cache key. torch-free."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ def cpu_model() -> str:
 
 
 def cuda_device_name() -> str | None:
-    """The name of this process's GPU 0 when torch is already loaded (a measured GPU run), else None;
-    torch is never imported here."""
+    """The name of GPU 0 when torch is already loaded, else None (torch is never imported here)."""
     torch = sys.modules.get("torch")
     try:
         if torch is not None and torch.cuda.is_available():
@@ -49,9 +47,7 @@ def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
 
 
 def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> bool:
-    """True when the CPU has native arithmetic for ``dtype`` (fp32 always; bf16 needs AVX512-BF16 or
-    AMX-BF16 (arm: BF16); fp16 AVX512-FP16 or AMX-FP16 (arm: FPHP)). Otherwise torch converts to
-    fp32 around each op: the precision is emulated and its calibrated rate is the emulated one."""
+    """Whether the CPU has native arithmetic for ``dtype`` (else torch emulates it through fp32)."""
     if dtype == "fp32":
         return True
     flags = cpu_flags() if flags is None else flags
@@ -59,8 +55,7 @@ def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> boo
 
 
 def cpu_calibration_key(kind: str, threads: int, torch_version: str | None = None) -> str:
-    """The calibration cache key: '<cpu model>|threads=<n>|torch=<version>|<kind>', kind
-    'gemm_<precision>' or 'copy'. ``torch_version`` defaults to the installed distribution's."""
+    """'<cpu model>|threads=<n>|torch=<version>|<kind>', kind 'gemm_<precision>' or 'copy'."""
     if torch_version is None:
         from importlib.metadata import version
 

@@ -1,19 +1,6 @@
-"""A measured ceiling as a band, so that a noisy machine widens its numbers instead of losing them.
-
-From the timed repeats of one ceiling (a calibration's, and in validate mode also the in-situ
-probes'), all pure functions:
-
-- the roof R = the fastest repeat, the fastest rate this machine has shown: efficiencies and
-  roofline points are taken against it;
-- the band's width w = R / median(repeats) - 1 (about 0 on a steady machine), and the band
-  [R / (1 + w), R * (1 + w)] = [median, R^2 / median] on the ceiling;
-- an efficiency e = achieved / R carries [e / (1 + w), e * (1 + w)];
-- a measured roofline point, or a measured efficiency, is a physics violation only above the
-  band's top R * (1 + w) (:func:`held_to_band_top`).
-
-The machine is called *noisy* when a ceiling's repeats spread ((max - min) / median) more than
-:data:`dabench.host.calibrate.NOISY_SPREAD`. Details: docs/metrics.md, "Noisy machines".
-"""
+"""A measured ceiling as a band, so that a noisy machine widens its numbers instead of losing them:
+the roof R is the fastest repeat, the band's width w = R / median - 1, an efficiency e carries
+[e / (1 + w), e (1 + w)]. Pure functions; docs/metrics.md, "Noisy machines"."""
 
 from __future__ import annotations
 
@@ -34,7 +21,6 @@ class CeilingBand:
 
     @property
     def width(self) -> float:
-        """Relative half-width of the band, R / median - 1."""
         return self.roof / self.median - 1.0
 
     @property
@@ -67,20 +53,14 @@ def efficiency_band(efficiency: float, width: float) -> tuple[float, float]:
 def band_metrics(
     metrics: Mapping[str, float], peak: CeilingBand | None, bandwidth: CeilingBand | None, memory_level: str
 ) -> dict[str, float]:
-    """The band metrics of a measured run: ``ceilings.peak_flops`` / ``ceilings.bandwidth_Bps``
-    with ``.lo``/``.hi``, ``ceilings.spread`` and ``ceilings.band_width`` (the larger of the two),
-    ``ceilings.noisy`` (0/1), and ``.lo``/``.hi`` of ``tier1.compute_efficiency`` and
-    ``tier1.bandwidth_efficiency.<memory_level>`` where ``metrics`` has them. A ceiling that was
-    not measured here (set in the spec) is None and contributes nothing."""
+    """The ``ceilings.*`` band metrics of a measured run and the ``.lo``/``.hi`` of its efficiencies
+    (docs/metrics.md); a ceiling set in the spec (None) contributes nothing."""
     out: dict[str, float] = {}
     bands = {"peak_flops": peak, "bandwidth_Bps": bandwidth}
     for name, band in bands.items():
         if band is not None:
-            out[f"ceilings.{name}"], out[f"ceilings.{name}.lo"], out[f"ceilings.{name}.hi"] = (
-                band.roof,
-                band.lo,
-                band.hi,
-            )
+            for suffix, value in (("", band.roof), (".lo", band.lo), (".hi", band.hi)):
+                out[f"ceilings.{name}{suffix}"] = value
     present = [b for b in bands.values() if b is not None]
     if not present:
         return out
@@ -97,8 +77,7 @@ def band_metrics(
 
 
 def noise_note(peak: CeilingBand | None, bandwidth: CeilingBand | None, load_per_core: float | None) -> str:
-    """One line for the run's ``dabench.ceilings_noise`` tag: steady or noisy, by how much, and
-    the band it put on the ceilings and efficiencies."""
+    """The ``dabench.ceilings_noise`` tag: steady or noisy, by how much, and the band."""
     present = [b for b in (peak, bandwidth) if b is not None]
     if not present:
         return ""
@@ -119,11 +98,8 @@ def noise_note(peak: CeilingBand | None, bandwidth: CeilingBand | None, load_per
 def held_to_band_top(
     metrics: Mapping[str, float], peak: CeilingBand | None, bandwidth: CeilingBand | None, memory_level: str
 ) -> dict[str, float]:
-    """``metrics`` with the measured efficiencies taken against the top of their ceiling's band
-    (divided by 1 + w), as the result check must judge a measurement: above 1.0 there is a
-    violation beyond the band, not noise. ``tier1.compute_efficiency`` by the peak's band,
-    ``tier1.bandwidth_efficiency.<memory_level>`` by the bandwidth's, ``roofline.step.roof_share``
-    by the wider. A new dict; the recorded metrics stay as computed."""
+    """A copy of ``metrics`` with the measured efficiencies divided by 1 + w of their ceiling's band
+    (the roof share by the wider), as the result check judges a measurement."""
     widths = {
         "tier1.compute_efficiency": peak.width if peak else 0.0,
         f"tier1.bandwidth_efficiency.{memory_level}": bandwidth.width if bandwidth else 0.0,

@@ -1,22 +1,13 @@
-"""Fault injection for tests: named points where a test makes dabench fail on purpose.
-
-``$DABENCH_FAULT`` holds comma-separated ``point[:arg]`` items; :func:`check` is called at each
-point and does nothing unless its point is named. Points: ``artifacts:ERRNO``,
-``log_artifacts:ERRNO``, ``tracking_log``, ``tracking_close``, ``run_body:hold[@N]``,
-``run_body:wait[@N]`` and ``trial_batch:hold`` (a tuner worker with its trials asked; barriers
-through ``$DABENCH_FAULT_READY``), ``rank:R@S[=kill|raise|hang]``, and one point per registered
-sink, ``write.<sink>:ERRNO[@N]`` or ``write.<sink>:kill[@N]`` (dabench/runtime/sinks.py: an
-``OSError`` with that errno, or SIGKILL of this process, half-way through the write; ``@N``: only
-at the N-th write to that sink, else at every one); ``point:count`` only counts the calls
-(:func:`counts`: the writes a command makes, for the fault matrix). Never set in normal use.
-
-Derivation: docs/reliability.md, section 2 (fault hooks); docs/distributed.md, "Failure is a result".
-"""
+"""Fault injection for tests: ``$DABENCH_FAULT`` holds comma-separated ``point[:arg]`` items and
+:func:`check` fails (or holds, waits, kills, only counts) at a point it names; never set in normal
+use. The points and their arguments: docs/reliability.md, section 2 (fault hooks)."""
 
 from __future__ import annotations
 
 import errno as _errno
 import os
+import signal
+import time
 
 ENV = "DABENCH_FAULT"
 READY_ENV = "DABENCH_FAULT_READY"
@@ -45,15 +36,13 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
     _calls[point] = _calls.get(point, 0) + 1
     for arg in args:
         if arg == "count":
-            continue  # only counted (``_calls``): which writes a command makes, and how many
+            continue
         if arg.startswith("hold") or arg.startswith("wait"):
             _, _, nth = arg.partition("@")
             if _calls[point] == int(nth or 1):
-                _hold(point) if arg.startswith("hold") else _wait(point)
+                _arrive(point, hold=arg.startswith("hold"))
         elif arg.partition("@")[0] == "kill":
             if _nth(arg, _calls[point]):
-                import signal
-
                 os.kill(os.getpid(), signal.SIGKILL)
         elif arg.startswith("E") and hasattr(_errno, arg.partition("@")[0]):
             if _nth(arg, _calls[point]):
@@ -64,7 +53,7 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
 
 
 def counts() -> dict[str, int]:
-    """Calls of each armed point so far in this process (``point:count`` arms one without a fault)."""
+    """Calls of each armed point so far in this process."""
     return dict(_calls)
 
 
@@ -72,11 +61,6 @@ def _nth(arg: str, count: int) -> bool:
     """``arg`` (``KIND`` or ``KIND@N``) fires at this call (the ``count``-th at its point)."""
     _, at, nth = arg.partition("@")
     return not at or count == int(nth)
-
-
-def armed(point: str) -> bool:
-    """Whether ``$DABENCH_FAULT`` names ``point`` (cheap; no call is counted)."""
-    return ENV in os.environ and bool(_items(point))
 
 
 RANK_FAULT_KINDS = ("kill", "raise", "hang")
@@ -93,40 +77,23 @@ def rank_fault(rank: int, step: int) -> None:
             continue
         kind = kind or "kill"
         if kind == "kill":
-            import signal
-
             os.kill(os.getpid(), signal.SIGKILL)
         elif kind == "raise":
             raise RuntimeError(f"injected fault: rank {rank} raised at step {step} ({ENV}=rank:{arg})")
         elif kind == "hang":
-            import time
-
             while True:
                 time.sleep(60)
         else:
             raise ValueError(f"{ENV}=rank:{arg}: the fault kind must be one of {', '.join(RANK_FAULT_KINDS)}")
 
 
-def _wait(point: str) -> None:
-    """Tell the test we are here, then go on once the file ``$DABENCH_FAULT_READY.go`` exists."""
-    import time
-
-    ready = os.environ.get(READY_ENV)
-    if not ready:
-        return
-    with open(ready, "a") as handle:
-        handle.write(f"{os.getpid()} {_calls[point]}\n")
-    while not os.path.exists(ready + ".go"):
-        time.sleep(0.05)
-
-
-def _hold(point: str) -> None:
-    """Tell the test we are here, then wait for a signal (its handler raises, or it kills us)."""
-    import signal
-
+def _arrive(point: str, hold: bool) -> None:
+    """Tell the test we are here; then wait for a signal (``hold``) or for ``$DABENCH_FAULT_READY.go``."""
     ready = os.environ.get(READY_ENV)
     if ready:
         with open(ready, "a") as handle:
             handle.write(f"{os.getpid()} {_calls[point]}\n")
-    while True:
+    while hold:
         signal.pause()
+    while ready and not os.path.exists(ready + ".go"):
+        time.sleep(0.05)

@@ -1,16 +1,9 @@
-"""Ctrl-C and SIGTERM: one line, an exit status, and every open record closed.
+"""Ctrl-C and SIGTERM: one line, exit status 128 + signal, and every open record closed.
 
-:func:`install` makes SIGTERM raise :class:`Terminated` (a KeyboardInterrupt), so it unwinds like
-Ctrl-C; :func:`on_interrupt` registers closers for records held beyond one run, :func:`progress`
-says how far a sweep got; :func:`guard` runs the closers, prints one line (no traceback) and exits
-``128 + signal`` (130 SIGINT, 143 SIGTERM). The first signal arms the second: it ends the
-process at once (the hooks of :func:`at_exit_now` kill child process groups first).
-:func:`in_worker` runs long work (a measured run's steps) in a daemon thread while the main thread
-waits, so a signal is acted on within :data:`POLL_S` even while the work sits in a C++ call; the
-guard then exits with ``os._exit`` once its closers ran, not waiting for that call.
-
-Derivation: docs/reliability.md, section 3.
-"""
+:func:`install` makes SIGTERM unwind like Ctrl-C; :func:`guard` runs the closers registered by
+:func:`on_interrupt` and prints the line; a second signal exits at once (after the
+:func:`at_exit_now` hooks). :func:`in_worker` runs long work in a daemon thread so a signal is
+acted on within :data:`POLL_S`. docs/reliability.md, section 3."""
 
 from __future__ import annotations
 
@@ -61,7 +54,7 @@ def at_exit_now(hook: Callable[[], None]) -> None:
 
 
 def _exit_now(signum: int, frame) -> None:
-    """A second signal: kill what the hooks kill and end the process, closing nothing more."""
+    """A second signal: run the hooks and end the process, closing nothing more."""
     for hook in list(_exit_now_hooks):
         try:
             hook()
@@ -77,29 +70,23 @@ def _arm_second(signum: int) -> None:
             signal.signal(sig, _exit_now)
 
 
-def _raise_terminated(signum: int, frame) -> None:
+def _raise(signum: int, frame) -> None:
     _arm_second(signum)
-    raise Terminated(signum)
-
-
-def _raise_interrupt(signum: int, frame) -> None:
-    _arm_second(signum)
-    raise KeyboardInterrupt
+    raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt
 
 
 def install() -> None:
-    """SIGTERM raises :class:`Terminated` in the main thread, SIGINT KeyboardInterrupt (an ignored
-    SIGINT, e.g. under nohup, stays ignored); either arms the next signal to exit at once."""
+    """SIGTERM raises :class:`Terminated` in the main thread, SIGINT KeyboardInterrupt (unless
+    ignored); either arms the next signal to exit at once."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        signal.signal(signal.SIGTERM, _raise)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, _raise_interrupt)
+            signal.signal(signal.SIGINT, _raise)
 
 
 def in_worker(fn: Callable[[], T], name: str = "dabench-work") -> T:
-    """``fn()`` run in a daemon thread while this (main) thread waits, polling every
-    :data:`POLL_S`: a signal raises here at once, wherever ``fn`` is. The worker is then abandoned
-    (it ends with the process). Off the main thread, ``fn()`` is called directly."""
+    """``fn()`` in a daemon thread while the main thread waits (a signal raises here at once and
+    the worker is abandoned); off the main thread, ``fn()`` directly."""
     if threading.current_thread() is not threading.main_thread():
         return fn()
     box: dict[str, object] = {}
@@ -126,8 +113,7 @@ def in_worker(fn: Callable[[], T], name: str = "dabench-work") -> T:
 
 
 def on_interrupt(closer: Callable[[], str | None]) -> Callable[[], None]:
-    """Run ``closer`` if the process is interrupted (it may return a note for the line); returns
-    a function that unregisters it (call it when the record was closed normally)."""
+    """Run ``closer`` (which may return a note) if the process is interrupted; returns its remover."""
     _closers.append(closer)
 
     def remove() -> None:
@@ -137,22 +123,14 @@ def on_interrupt(closer: Callable[[], str | None]) -> Callable[[], None]:
     return remove
 
 
-def progress(
-    done: int | None = None, total: int | None = None, unit: str | None = None, resume: str | None = None
-) -> Progress:
-    """Update (the given fields of) how far the current work got; returns it."""
-    if done is not None:
-        _progress.done = done
-    if total is not None:
-        _progress.total = total
-    if unit is not None:
-        _progress.unit = unit
-    if resume is not None:
-        _progress.resume = resume
+def progress(**fields: int | str | None) -> Progress:
+    """Update the given fields (done, total, unit, resume) of how far the work got; returns it."""
+    for name, value in fields.items():
+        if value is not None:
+            setattr(_progress, name, value)
     return _progress
 
 
-#: masks secrets in the command line shown to resume (set by a higher layer: mask_with)
 _mask: Callable[[str], str] = str
 
 
@@ -163,8 +141,7 @@ def mask_with(mask: Callable[[str], str]) -> None:
 
 
 def command_line() -> str:
-    """This process's command line as the user would type it again (``python -m dabench ...``),
-    through the mask set by :func:`mask_with`."""
+    """This process's command line as the user would type it again, masked."""
     args = sys.argv[1:]
     head = (
         "python -m dabench"
@@ -201,7 +178,7 @@ def run_closers() -> list[str]:
         closer = _closers.pop()
         try:
             note = closer()
-        except BaseException as error:  # noqa: BLE001 - a second Ctrl-C or a dead store: say so, go on
+        except BaseException as error:  # noqa: BLE001
             note = f"could not close a record ({type(error).__name__}: {error})"
         if note:
             notes.append(note)
@@ -218,7 +195,7 @@ def guard() -> Iterator[None]:
     except KeyboardInterrupt as error:
         notes = run_closers()
         print(message(error, notes), file=sys.stderr, flush=True)
-        if not all(done.is_set() for done in _abandoned):  # a worker is inside a long call: do not wait for it
+        if not all(done.is_set() for done in _abandoned):
             sys.stdout.flush()
             os._exit(exit_code(error))
         raise SystemExit(exit_code(error)) from None

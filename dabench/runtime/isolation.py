@@ -1,13 +1,7 @@
-"""Run the execution side in a child process, possibly under another interpreter.
-
-Protocol :data:`PROTOCOL`: the orchestrator writes ``request.json`` in a per-run work folder and
-starts ``python -m <module> request.json result.json`` through :mod:`dabench.runtime.supervisor`;
-the child writes ``result.json`` (a :class:`~dabench.core.status.Status` and, for ok, step times and
-vendor artifacts). Out-of-memory becomes OutOfMemory; a non-zero exit, a signal, a timeout or no
-readable result becomes CrashedError with the tail of ``runner.log``.
-
-Derivation: docs/vendors.md, "Runner isolation".
-"""
+"""Run the execution side in a child process, possibly under another interpreter: ``python -m
+<module> request.json result.json`` through :mod:`dabench.runtime.supervisor`; a non-ok status,
+an out-of-memory, a timeout or no readable result becomes the matching DabenchError with the tail
+of ``runner.log``. docs/vendors.md, "Runner isolation"."""
 
 from __future__ import annotations
 
@@ -41,11 +35,8 @@ TAIL_CHARS = 4000
 
 @functools.lru_cache(maxsize=1)
 def package_path() -> str:
-    """A folder whose only import is this ``dabench`` package, for a child's PYTHONPATH. In a
-    checkout (or an editable install) it is the repository root. For an installed wheel the folder
-    that holds the package is site-packages, whose torch and numpy would shadow a vendor
-    interpreter's own, so it is a private folder with a link to the package (removed at exit)."""
-
+    """A folder whose only import is this ``dabench`` package, for a child's PYTHONPATH (for a
+    wheel a private link, not site-packages, whose torch would shadow a vendor interpreter's)."""
     if not BUNDLED:
         return str(REPO_ROOT)
     folder = Path(tempfile.mkdtemp(prefix="dabench-path-"))
@@ -55,8 +46,7 @@ def package_path() -> str:
 
 
 def child_env(python: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: the parent's, plus the dabench package (:func:`package_path`) on
-    PYTHONPATH and the interpreter's bin folder first on PATH."""
+    """The parent's environment, dabench on PYTHONPATH, the interpreter's bin folder first on PATH."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_path(), env.get("PYTHONPATH", "")) if p)
     if python:
@@ -69,17 +59,12 @@ def child_env(python: str | None, extra: dict[str, str] | None = None) -> dict[s
 
 def error_for(status: str, reason: str) -> DabenchError:
     """The exception that carries a child-reported non-ok status."""
-    classes = {
-        Status.COMPILE_ERROR.value: CompileError,
-        Status.OOM.value: OutOfMemory,
-        Status.UNSUPPORTED.value: UnsupportedError,
-        Status.CRASHED.value: CrashedError,
-    }
-    if status in classes:
-        return classes[status](reason)
+    for cls in (CompileError, OutOfMemory, UnsupportedError, CrashedError):
+        if cls.status.value == status:
+            return cls(reason)
     error = DabenchError(reason)
     try:
-        error.status = Status(status)  # capacity, invalid_config: no byte counts / field from the child
+        error.status = Status(status)
     except ValueError:
         error = CrashedError(f"runner reported unknown status {status!r}: {reason}")
     return error
@@ -93,8 +78,7 @@ def run_child(
     timeout_s: float = 3600.0,
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run ``python -m module request.json result.json`` in ``workdir``; return the result dict
-    of an ok run, raise the matching DabenchError otherwise (see module doc)."""
+    """The result dict of ``python -m module request.json result.json`` run in ``workdir``."""
     workdir = Path(workdir).absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     request_path, result_path, log_path = workdir / "request.json", workdir / "result.json", workdir / "runner.log"

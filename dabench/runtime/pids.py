@@ -1,9 +1,5 @@
-"""Whether a process id still names a running process, and when that process started.
-
-:func:`pid_alive` is ``os.kill(pid, 0)``: a pid that exists under another user counts as alive.
-:func:`start_ticks` reads Linux /proc, so a reused pid can be told apart; None where /proc is absent.
-Standard library only. docs/reliability.md, section 2.
-"""
+"""Whether a process id still names a running process (another user's counts), and when it started
+(Linux /proc, so a reused pid can be told apart). docs/reliability.md, section 2."""
 
 from __future__ import annotations
 
@@ -11,7 +7,6 @@ import os
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

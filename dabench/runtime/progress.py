@@ -1,13 +1,7 @@
-"""Progress lines on stderr: how far a sweep or a measured run got, and how long it will take.
-
-:class:`SweepProgress`: jobs of a multirun, study or grid (done/total, ok/failed, ETA).
-:class:`StepProgress`: the steps of a measured run; says once at the start when the estimated run
-exceeds :data:`LONG_RUN_S`, and stops it (:class:`~dabench.core.status.RunTimeout`, one line: the
-estimate, why and a cheaper command) when the estimate exceeds its limit (``run.max_minutes``).
-A tqdm bar on a TTY, else plain lines at most every :data:`LINE_INTERVAL_S`;
-``$DABENCH_PROGRESS``: ``auto``, ``bar``, ``lines`` or ``off``.
-:meth:`StepProgress.step` runs between timed steps, never inside the clock marks.
-"""
+"""Progress lines on stderr: :class:`SweepProgress` (jobs of a multirun, study or grid) and
+:class:`StepProgress` (the steps of a measured run: announced when long, stopped with RunTimeout
+past ``run.max_minutes``). A tqdm bar on a TTY, else throttled plain lines; ``$DABENCH_PROGRESS``:
+``auto``, ``bar``, ``lines`` or ``off``."""
 
 from __future__ import annotations
 
@@ -28,7 +22,7 @@ BAR_INTERVAL_S = 0.5  #: bar mode: redraw at most this often
 
 
 def style(stream: TextIO | None = None) -> str:
-    """``bar``, ``lines`` or ``off``: ``$DABENCH_PROGRESS``, else ``bar`` on a TTY, ``lines`` otherwise."""
+    """``bar``, ``lines`` or ``off``: ``$DABENCH_PROGRESS``, else by whether ``stream`` is a TTY."""
     chosen = os.environ.get("DABENCH_PROGRESS", "auto").strip().lower()
     if chosen in ("bar", "lines", "off"):
         return chosen
@@ -50,7 +44,7 @@ def duration(seconds: float) -> str:
 
 
 def eta_seconds(elapsed_s: float, done: int, total: int) -> float | None:
-    """Seconds left: ``elapsed / done * (total - done)``; None before the first job is done."""
+    """Seconds left at the pace so far; None before the first is done."""
     if done <= 0 or total <= 0:
         return None
     return elapsed_s / done * max(0, total - done)
@@ -80,15 +74,15 @@ class _Line:
                 leave=False,
                 dynamic_ncols=width > 0,
                 ncols=None if width > 0 else 100,
-                nrows=None if width > 0 else 24,  # tqdm draws no bar in 0 rows
+                nrows=None if width > 0 else 24,
                 mininterval=BAR_INTERVAL_S,
                 smoothing=0,
-                position=0,  # one line: a sweep's bar is cleared while its job's step bar shows
+                position=0,
                 delay=BAR_INTERVAL_S,
-            )  # not drawn at creation (the sweep's first log lines follow)
+            )
 
     def show(self, done: int, postfix: str, text: Callable[[], str], force: bool = False) -> None:
-        """Draw ``done`` (bar) or print ``text()`` (plain line) when due; ``text`` is only built then."""
+        """Draw ``done`` (bar) or print ``text()`` (plain line) when due."""
         if self.mode == "off":
             return
         if self.bar is not None:
@@ -104,6 +98,11 @@ class _Line:
             self.last_line = now
             print(text(), file=self.stream, flush=True)
 
+    def set_total(self, total: int) -> None:
+        self.total = total
+        if self.bar is not None:
+            self.bar.total = total
+
     def clear(self) -> None:
         if self.bar is not None:
             self.bar.clear()
@@ -115,8 +114,7 @@ class _Line:
 
 
 class SweepProgress:
-    """done/total jobs, ok/failed, ETA. ``finished(ok)`` after each job; ``close()`` at the end
-    (plain-line mode prints the last line then)."""
+    """done/total jobs, ok/failed, ETA: ``finished(ok)`` after each job, ``close()`` at the end."""
 
     def __init__(
         self,
@@ -126,9 +124,7 @@ class SweepProgress:
         stream: TextIO | None = None,
         mode: str | None = None,
     ):
-        self.total = int(total)
-        self.unit = unit
-        self.desc = desc
+        self.total, self.unit, self.desc = int(total), unit, desc
         self.done = self.ok = self.failed = 0
         self.line = _Line(self.total, desc, unit, stream, mode)
 
@@ -142,9 +138,8 @@ class SweepProgress:
         )
 
     def set_total(self, total: int) -> None:
-        self.total = self.line.total = int(total)
-        if self.line.bar is not None:
-            self.line.bar.total = self.total
+        self.total = int(total)
+        self.line.set_total(self.total)
 
     def before_job(self) -> None:
         """Clear a bar before a job writes its own lines (it is redrawn when the job ends)."""
@@ -170,14 +165,12 @@ def cheaper_command(argv: list[str] | None = None) -> str:
     return "python -m dabench " + " ".join([*map(shlex.quote, args), "hardware.mode=predict"])
 
 
-#: a run stops before its estimate's warm-up steps are done when one step already puts it at
-#: this many times its limit (the first step's one-off costs cannot explain that much)
+#: one step putting a run at this many times its limit stops it before its estimate is due
 EARLY_STOP = 2.0
 
 
 class StepProgress:
-    """The steps of one measured run: ``phase`` names what runs now (warm-up, timed,
-    instrumented); ``step()`` after each step, outside any timed interval."""
+    """The steps of one measured run: ``step()`` after each step, outside any timed interval."""
 
     def __init__(
         self,
@@ -198,10 +191,10 @@ class StepProgress:
         self.stream = stream or sys.stderr
         self.mode = mode or style(self.stream)
         self.started = time.monotonic()
-        self.line = _Line(self.steps, label, "steps", self.stream, self.mode) if self.mode != "off" else None
+        self.line = _Line(self.steps, label, "steps", self.stream, self.mode)
 
     def estimate(self) -> float | None:
-        """Seconds the whole run takes, from the steps so far: elapsed / done * steps."""
+        """Seconds the whole run takes at the pace so far."""
         if self.done <= 0:
             return None
         return (time.monotonic() - self.started) / self.done * self.steps
@@ -212,20 +205,16 @@ class StepProgress:
     def add_steps(self, steps: int) -> None:
         """``steps`` more to take (a timed window measured again)."""
         self.steps += int(steps)
-        if self.line is not None:
-            self.line.total = self.steps
-            if self.line.bar is not None:
-                self.line.bar.total = self.steps
+        self.line.set_total(self.steps)
 
     def step(self) -> None:
         self.done += 1
         early = self.done < self.estimate_after and self.limit_s is not None
         if early and (self.estimate() or 0.0) > EARLY_STOP * self.limit_s:
-            self._announce()  # one step already says more than twice the limit: stop without the second
+            self._announce()
         if self.done == self.estimate_after and self.estimated_s is None:
             self._announce()
-        if self.line is not None:
-            self.line.show(self.done, self.phase, self.text)
+        self.line.show(self.done, self.phase, self.text)
 
     def text(self) -> str:
         left = eta_seconds(time.monotonic() - self.started, self.done, self.steps)
@@ -237,8 +226,8 @@ class StepProgress:
         self.estimated_s = self.estimate()
         if self.estimated_s is None:
             return
+        why = f" ({self.reason})" if self.reason else ""
         if self.limit_s is not None and self.estimated_s > self.limit_s:
-            why = f" ({self.reason})" if self.reason else ""
             raise RunTimeout(
                 f"{self.label}: stopped after {self.done} of {self.steps} steps: it would take about "
                 f"{duration(self.estimated_s)}{why}, more than run.max_minutes={self.limit_s / 60:g}; "
@@ -246,16 +235,13 @@ class StepProgress:
                 "or a larger run.max_minutes)"
             )
         if self.estimated_s > LONG_RUN_S:
-            why = f" ({self.reason})" if self.reason else ""
             message = (
                 f"{self.label}: this measured run will take about {duration(self.estimated_s)}{why}, "
                 f"estimated from its first {self.done} step(s) of {self.steps}; fewer run.timed_steps / "
                 "run.warmup_steps, a smaller model or hardware.mode=predict are quicker"
             )
-            if self.line is not None:
-                self.line.clear()
+            self.line.clear()
             log.warning("%s", message)
 
     def close(self) -> None:
-        if self.line is not None:
-            self.line.close()
+        self.line.close()

@@ -1,10 +1,6 @@
-"""Quiet by default: third-party noise silenced at its source, brought back by ``-v``.
-
-:func:`install` (before torch or mlflow is imported) sets the environment defaults below and
-filters setuptools' deprecation warnings, unless ``-v`` / ``--verbose`` (taken off the command
-line before Hydra sees it) or ``hydra.verbose=...`` asks for everything. A variable the user set
-is never overridden; child processes inherit the settings.
-"""
+"""Quiet by default: :func:`install` (before torch or mlflow is imported) sets the environment
+defaults below and filters setuptools' deprecation warnings, unless ``-v``/``--verbose`` (taken off
+the command line) or ``hydra.verbose`` asks for everything; a variable the user set is kept."""
 
 from __future__ import annotations
 
@@ -32,9 +28,8 @@ def verbose_requested(argv: list[str]) -> bool:
 
 
 def install(argv: list[str] | None = None) -> bool:
-    """Silence the known third-party noise unless verbose; removes ``-v``/``--verbose`` from
-    ``argv`` (default ``sys.argv``). Returns whether the run is verbose. Call before torch or
-    mlflow is imported."""
+    """Silence the known third-party noise unless verbose (returned); removes ``-v``/``--verbose``
+    from ``argv`` (default ``sys.argv``)."""
     argv = sys.argv if argv is None else argv
     verbose = verbose_requested(argv[1:]) or is_verbose()  # a second call, or a child of a -v process
     argv[:] = [a for i, a in enumerate(argv) if i == 0 or a not in VERBOSE_FLAGS]

@@ -1,15 +1,7 @@
-"""Guarded reads of the files dabench takes as data, one reader per kind: constant sets
-(:func:`read_constant_set`), the calibration cache (:func:`read_calibration_cache`), outbox
-journals (:func:`read_journal`) and sweep files (:func:`read_sweep`).
-
-Each reads a regular file only (no folder, FIFO, device or socket; opened without blocking), of
-at most a bounded size (a bound on time too), decoded strictly (UTF-8; JSON without NaN/Infinity
-where the writer never writes them; YAML without aliases), then checks its schema and values
-(finite, positive where physical). Damage is :class:`DamagedFile`: one line naming the file and
-what is wrong; the caller reports it and never uses the content as data. A missing file is
-FileNotFoundError, as for ``open``. Metrics read back from the store are checked where they
-become calibration points (fit/runs.py). docs/reliability.md, section 15.
-"""
+"""Guarded reads of the files dabench takes as data, one reader per kind (constant sets, the
+calibration cache, outbox journals, sweep files): a regular file of bounded size, decoded strictly,
+then its schema and values checked. Damage is :class:`DamagedFile` (one line: the file and what is
+wrong); a missing file is FileNotFoundError. docs/reliability.md, section 15."""
 
 from __future__ import annotations
 
@@ -34,8 +26,7 @@ class DamagedFile(ValueError):
 
 
 def read_bytes(path: Path | str, max_bytes: int = MAX_BYTES) -> bytes:
-    """The bytes of regular file ``path``; FileNotFoundError when it does not exist, DamagedFile
-    when it is not a regular file, is larger than ``max_bytes`` or cannot be read."""
+    """The bytes of regular file ``path`` of at most ``max_bytes``, or DamagedFile."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)  # a FIFO opens at once, to be refused
     except FileNotFoundError:
@@ -119,8 +110,7 @@ def finite(
     low: float | None = None,
     high: float | None = None,
 ) -> float:
-    """``value`` as a finite float (``positive``: > 0; ``low``: >= low; ``high``: <= high);
-    DamagedFile naming ``where``."""
+    """``value`` as a finite float within the bounds given; DamagedFile naming ``where``."""
     if isinstance(value, bool):
         raise DamagedFile(path, f"{where}={value!r}: not a number")
     try:
@@ -143,9 +133,7 @@ def _number(value: Any) -> bool:
 
 
 def read_constant_set(path: Path | str, fmt: str, version: int) -> dict:
-    """A constant set (fit/constant_set.py): format ``fmt`` of version <= ``version``;
-    per platform, constants whose numbers are finite (fitted ones > 0) and a band whose factor is
-    finite and >= 1."""
+    """A constant set (fit/constant_set.py) of format ``fmt``, version <= ``version``."""
     data = mapping(path, read_json(path, 16 * 2**20))
     if data.get("format") != fmt or not isinstance(data.get("format_version"), int):
         raise DamagedFile(path, f"not a {fmt} (format {str(data.get('format'))[:40]!r})")
@@ -200,9 +188,8 @@ def _band_points(path: Path | str, band: dict, where: str) -> None:
 
 
 def read_calibration_cache(path: Path | str) -> tuple[dict[str, dict], list[str]]:
-    """The calibration cache (host/calibrate.py): ``(entries, problems)``; an entry whose value or
-    samples are not finite and > 0, or whose spread or load is negative, is left out and named in
-    ``problems`` (one line each). Entries of the older format (a bare float) are dropped silently."""
+    """The calibration cache (host/calibrate.py): ``(entries, problems)``; a damaged entry is left
+    out and named in ``problems``, one of the older format (a bare float) dropped silently."""
     data = mapping(path, read_json(path, 2**20))
     good, problems = {}, []
     for key, entry in data.items():
@@ -228,21 +215,14 @@ def read_calibration_cache(path: Path | str) -> tuple[dict[str, dict], list[str]
 
 #: an outbox journal's fields and their types (tracking/outbox.py writes them)
 _JOURNAL = {
-    "id": str,
-    "experiment": str,
-    "run_name": str,
-    "tags": dict,
-    "params": dict,
-    "metrics": dict,
-    "logged_tags": dict,
+    **dict.fromkeys(("id", "experiment", "run_name"), str),
+    **dict.fromkeys(("tags", "params", "metrics", "logged_tags", "acked"), dict),
     "artifacts": list,
-    "acked": dict,
 }
 
 
 def read_journal(path: Path | str) -> dict:
-    """An outbox journal (tracking/outbox.py): version 1, its fields of their types, numeric
-    metrics (NaN kept: MLflow stores it), integer times."""
+    """An outbox journal (tracking/outbox.py), version 1 (NaN metrics kept: MLflow stores them)."""
     data = mapping(path, read_json(path, 64 * 2**20, allow_nan=True))
     if data.get("version") != 1:
         raise DamagedFile(path, f"version={str(data.get('version'))[:20]!r}: this dabench reads version 1")
@@ -264,9 +244,7 @@ def read_journal(path: Path | str) -> dict:
 
 
 def read_sweep(path: Path | str) -> str:
-    """A sweep file's text (sweeps/*.yaml, a Hydra config): a YAML mapping without aliases; its
-    ``hydra.sweeper`` a mapping whose ``n_trials``/``n_jobs``, where given, are integers >= 1
-    and whose ``params`` map names to values."""
+    """A sweep file's text: a YAML mapping without aliases, its ``hydra.sweeper`` checked."""
     text = read_text(path, 2**20)
     document = _yaml(path, text)
     if document is None:
@@ -276,7 +254,7 @@ def read_sweep(path: Path | str) -> str:
     for field in ("n_trials", "n_jobs"):
         value = sweeper.get(field)
         if isinstance(value, str) and value.startswith("${"):
-            continue  # an interpolation: Hydra resolves it, the sweeper checks the value
+            continue
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise DamagedFile(path, f"hydra.sweeper.{field}={str(value)[:40]!r}: must be an integer >= 1")
     mapping(path, sweeper.get("params") or {}, "hydra.sweeper.params")

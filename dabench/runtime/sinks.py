@@ -1,22 +1,9 @@
-"""Every place dabench writes, in one registry, and the one set of functions that write there.
+"""Every place dabench writes (:data:`SINKS`), and the one set of functions that write there.
 
-:data:`SINKS` names each sink: what it holds, where it lies and which setting chooses it. Files are
-written by :func:`write_bytes` / :func:`write_text` / :func:`write_json` / :func:`write_csv`
-(a temporary file beside the target, then ``os.replace``: a reader sees the old file or the new
-one, never half of one), folders made by :func:`make_dir`, copies by :func:`copy_file` /
-:func:`copy_tree`, streams (lock files, logs) opened by :func:`open_stream`. Sinks that a library
-writes (the MLflow store and artifact root, Optuna's study storage) are guarded where dabench
-calls the library, by :func:`fault_point`. Each function passes the fault point
-``write.<sink>`` (``$DABENCH_FAULT``, dabench/runtime/faults.py), half-way through the write, so
-a test can make any sink fail with ENOSPC, EACCES, EIO or a SIGKILL.
-
-Errors are :class:`SinkError` (an ``OSError`` keeping the errno), whose text is one line naming
-the sink, the path and the cause. Pre-flight checks every sink's path before any work
-(dabench/pipeline/preflight.py, ``check_sink``). Writes that are no sink (private scratch folders,
-files handed between processes) are listed, with the reason, in tests/reliability/test_write_sites.py,
-which fails on any other write in dabench/. Guarantees:
-docs/reliability.md, "Sinks and the fault matrix".
-"""
+Files are replaced whole (a temporary file, then ``os.replace``); each write passes the fault point
+``write.<sink>`` half-way (dabench/runtime/faults.py); errors are :class:`SinkError`, one line
+naming the sink, the path and the cause. Writes that are no sink are listed in
+tests/reliability/test_write_sites.py. docs/reliability.md, "Sinks and the fault matrix"."""
 
 from __future__ import annotations
 
@@ -35,8 +22,7 @@ TMP_MARK = ".dabench-tmp"  #: in the name of a file being written (``.<name>.<pi
 
 @dataclass(frozen=True)
 class Sink:
-    """One place dabench writes: ``kind`` is ``folder`` (files under it), ``file`` (one file) or
-    ``store`` (a database or server a library writes; a local one is a file too)."""
+    """One place dabench writes: ``kind`` is ``folder``, ``file`` or ``store`` (a library writes it)."""
 
     name: str
     kind: str
@@ -45,63 +31,61 @@ class Sink:
 
     @property
     def point(self) -> str:
-        """This sink's fault point (``$DABENCH_FAULT=write.<name>:ENOSPC``)."""
         return f"write.{self.name}"
 
 
-def _sinks(*sinks: Sink) -> dict[str, Sink]:
-    return {s.name: s for s in sinks}
-
-
 #: every sink, by name (a new sink is one entry here; the fault matrix picks it up)
-SINKS: dict[str, Sink] = _sinks(
-    Sink("store", "store", "the MLflow tracking store: runs, params, metrics, tags", "tracking.uri"),
-    Sink("artifacts", "folder", "the MLflow artifact root: each run's files", "tracking.uri (its artifact root)"),
-    Sink(
-        "run_dir",
-        "folder",
-        "a run's or sweep's folder: config.yaml, result.json, subtasks.csv, roofline.svg, .hydra/, study files",
-        "hydra.run.dir, hydra.sweep.dir",
-    ),
-    Sink("results_csv", "file", "a sweep's or grid's results.csv", "hydra.sweep.dir; ./multirun/<date>/<time>-grid"),
-    Sink("calibration_cache", "file", "this CPU's measured ceilings", "$DABENCH_CACHE_DIR/calibration.json"),
-    Sink(
-        "schema_cache",
-        "file",
-        "the empty MLflow schema a new local store is copied from",
-        "$DABENCH_CACHE_DIR/mlflow-schema/",
-    ),
-    Sink("outbox", "folder", "run records kept while the tracking server is unreachable", "$DABENCH_OUTBOX"),
-    Sink(
-        "study_storage",
-        "store",
-        "Optuna study storage (the default SQLite file's folder, its lock files)",
-        "hydra.sweeper.storage",
-    ),
-    Sink(
-        "exports",
-        "file",
-        "tables and pages a command writes on request: advice.csv, compare --csv, report --out, study plots",
-        "the command's path option",
-    ),
-    Sink(
-        "source_tree",
-        "file",
-        "developer outputs in the source tree: fitted constant sets, residuals, generated doc blocks",
-        "dabench fit --write, dabench docs --write",
-    ),
-)
+SINKS: dict[str, Sink] = {
+    s.name: s
+    for s in (
+        Sink("store", "store", "the MLflow tracking store: runs, params, metrics, tags", "tracking.uri"),
+        Sink("artifacts", "folder", "the MLflow artifact root: each run's files", "tracking.uri (its artifact root)"),
+        Sink(
+            "run_dir",
+            "folder",
+            "a run's or sweep's folder: config.yaml, result.json, subtasks.csv, roofline.svg, .hydra/, study files",
+            "hydra.run.dir, hydra.sweep.dir",
+        ),
+        Sink(
+            "results_csv", "file", "a sweep's or grid's results.csv", "hydra.sweep.dir; ./multirun/<date>/<time>-grid"
+        ),
+        Sink("calibration_cache", "file", "this CPU's measured ceilings", "$DABENCH_CACHE_DIR/calibration.json"),
+        Sink(
+            "schema_cache",
+            "file",
+            "the empty MLflow schema a new local store is copied from",
+            "$DABENCH_CACHE_DIR/mlflow-schema/",
+        ),
+        Sink("outbox", "folder", "run records kept while the tracking server is unreachable", "$DABENCH_OUTBOX"),
+        Sink(
+            "study_storage",
+            "store",
+            "Optuna study storage (the default SQLite file's folder, its lock files)",
+            "hydra.sweeper.storage",
+        ),
+        Sink(
+            "exports",
+            "file",
+            "tables and pages a command writes on request: advice.csv, compare --csv, report --out, study plots",
+            "the command's path option",
+        ),
+        Sink(
+            "source_tree",
+            "file",
+            "developer outputs in the source tree: fitted constant sets, residuals, generated doc blocks",
+            "dabench fit --write, dabench docs --write",
+        ),
+    )
+}
 
 CACHE_ENV = "DABENCH_CACHE_DIR"  #: the folder of dabench's caches (default ~/.cache/dabench)
 
 
 def cache_dir() -> Path:
-    """The folder of dabench's caches: ``$DABENCH_CACHE_DIR``, else ``~/.cache/dabench``."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "dabench")
 
 
 def calibration_cache_path() -> Path:
-    """Where the calibration cache lies: ``$DABENCH_CACHE_DIR/calibration.json``."""
     return cache_dir() / "calibration.json"
 
 
@@ -128,13 +112,9 @@ def sink(name: str) -> Sink:
 
 
 def fault_point(name: str, path: Path | str | None = None) -> None:
-    """The fault point of a sink a library writes (call it just before dabench calls the
-    library); raises :class:`SinkError` when ``$DABENCH_FAULT`` injects an errno there."""
-    point = sink(name).point
-    if not faults.armed(point):
-        return
+    """The fault point of a sink a library writes, called just before dabench calls the library."""
     try:
-        faults.check(point, path)
+        faults.check(sink(name).point, path)
     except OSError as error:
         raise SinkError(name, path or sink(name).setting, error) from error
 
@@ -161,9 +141,8 @@ def _remove_stale(folder: Path) -> None:
 
 
 def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> Path:
-    """Write ``data`` to ``path`` (a file of the sink ``name``) atomically: a temporary file in
-    the same folder, flushed to disk, then renamed over the target. On any error the target is
-    unchanged and the temporary file removed; raises :class:`SinkError`."""
+    """Write ``data`` to ``path`` of the sink ``name`` atomically; on any error the target is
+    unchanged and :class:`SinkError` raised."""
     point = sink(name).point
     path = Path(path)
     tmp = _tmp_path(path)
@@ -176,7 +155,7 @@ def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> 
                 half = len(data) // 2
                 handle.write(data[:half])
                 handle.flush()
-                faults.check(point, path)  # tests: the disk fills, or the process dies, half-way
+                faults.check(point, path)
                 handle.write(data[half:])
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -199,12 +178,11 @@ def _unlink(path: Path) -> None:
 
 
 def write_text(name: str, path: Path | str, text: str, encoding: str = "utf-8") -> Path:
-    """:func:`write_bytes` of ``text``."""
     return write_bytes(name, path, text.encode(encoding))
 
 
 def write_json(name: str, path: Path | str, data: Any, **dumps: Any) -> Path:
-    """:func:`write_text` of ``json.dumps(data, **dumps)`` (a trailing newline)."""
+    """:func:`write_text` of ``json.dumps(data, **dumps)`` and a newline."""
     return write_text(name, path, json.dumps(data, **dumps) + "\n")
 
 
@@ -227,15 +205,13 @@ def make_dir(name: str, path: Path | str, exist_ok: bool = True) -> Path:
 
 
 def copy_file(name: str, source: Path | str, target: Path | str) -> Path:
-    """Copy one file into the sink ``name`` atomically (:func:`write_bytes` of its bytes; the
-    source's permission bits are kept)."""
+    """Copy one file into the sink ``name`` atomically, its permission bits kept."""
     source = Path(source)
     return write_bytes(name, target, source.read_bytes(), mode=source.stat().st_mode & 0o777)
 
 
 def copy_tree(name: str, source: Path | str, target: Path | str) -> Path:
-    """Copy the folder ``source`` into ``target`` (existing files replaced), each file through
-    :func:`copy_file`; links are copied as the files they point to."""
+    """Copy the folder ``source`` into ``target``, each file through :func:`copy_file`."""
     source, target = Path(source), Path(target)
     make_dir(name, target)
     for folder, dirs, files in os.walk(source):
@@ -248,8 +224,7 @@ def copy_tree(name: str, source: Path | str, target: Path | str) -> Path:
 
 
 def open_stream(name: str, path: Path | str, mode: str = "a") -> IO:
-    """Open ``path`` of the sink ``name`` for appending or as a lock file (the one kind of write
-    that is not replaced whole); raises :class:`SinkError`."""
+    """Open ``path`` of the sink ``name`` for appending or as a lock file (not replaced whole)."""
     path = Path(path)
     try:
         faults.check(sink(name).point, path)

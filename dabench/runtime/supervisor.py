@@ -1,14 +1,7 @@
-"""One supervisor for every child process dabench starts (vendor runners, distributed ranks).
-
-Starts each child in its own session (process group) with its output in a log file, waits with a
-deadline, kills the whole group whatever ends the wait, and classifies the exit as ok, oom (an
-out-of-memory marker, or SIGKILL while the cgroup's OOM-kill counter rose), interrupted (SIGINT or
-SIGTERM it did not send), timeout or crashed. Children still running are killed by a second
-Ctrl-C / SIGTERM before the process exits (:func:`dabench.runtime.interrupts.at_exit_now`).
-Standard library only (plus the status names and the interrupt hooks).
-
-Derivation: docs/reliability.md, section 11.
-"""
+"""One supervisor for every child process dabench starts (vendor runners, distributed ranks): each
+in its own process group, output to a log file, waited for with a deadline, the whole group killed
+whatever ends the wait, and the exit classified (ok, oom, interrupted, timeout, crashed).
+docs/reliability.md, section 11."""
 
 from __future__ import annotations
 
@@ -24,14 +17,8 @@ from typing import Mapping, Sequence
 from dabench.core.status import Status
 from dabench.runtime import interrupts
 
-#: exit classes, in the one status vocabulary (dabench/core/status.py)
-OK, OOM, INTERRUPTED, TIMEOUT, CRASHED = (
-    Status.OK.value,
-    Status.OOM.value,
-    Status.INTERRUPTED.value,
-    Status.TIMEOUT.value,
-    Status.CRASHED.value,
-)
+OK, OOM, INTERRUPTED = Status.OK.value, Status.OOM.value, Status.INTERRUPTED.value
+TIMEOUT, CRASHED = Status.TIMEOUT.value, Status.CRASHED.value
 TAIL_CHARS = 4000
 POLL_S = 0.05
 #: output lines that mean the child ran out of memory (Python, torch CPU/CUDA, the C allocator)
@@ -45,7 +32,7 @@ OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oo
 
 
 def tail(path: Path | str, chars: int = TAIL_CHARS) -> str:
-    """The last ``chars`` characters of a text file ('' when absent)."""
+    """The last ``chars`` characters of a text file ('' when unreadable)."""
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -98,8 +85,7 @@ def classify(
     killed_by_supervisor: bool = False,
     oom_killed: bool = False,
 ) -> tuple[str, str]:
-    """(status, description) for a child's end; see the module table. ``oom_killed``: the
-    cgroup's OOM-kill counter went up while the child ran."""
+    """(status, description) of a child's end; ``oom_killed``: the cgroup counted an OOM kill meanwhile."""
     if timed_out:
         return TIMEOUT, "still running at its time limit; its process group was killed"
     if returncode == 0:
@@ -125,13 +111,19 @@ def classify(
 _LIVE: dict[int, "Child"] = {}  #: started children not yet killed or reaped, by pid
 
 
+def _killpg(pid: int) -> bool:
+    """SIGKILL process group ``pid``; whether there was one to signal."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def kill_live() -> None:
     """SIGKILL the process group of every child still held (a second signal's last act)."""
     for pid in list(_LIVE):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _killpg(pid)
 
 
 interrupts.at_exit_now(kill_live)
@@ -154,8 +146,7 @@ class Child:
 def start(
     command: Sequence[str], log_path: Path | str, *, cwd: Path | str | None = None, env: Mapping[str, str] | None = None
 ) -> Child:
-    """Start ``command`` in a new session, stdout and stderr to ``log_path``, stdin closed.
-    OSError when it cannot start."""
+    """Start ``command`` in a new session, its output to ``log_path`` (OSError when it cannot)."""
     log_path = Path(log_path)
     counter = oom_kill_count()
     with open(log_path, "wb") as log:
@@ -174,14 +165,10 @@ def start(
 
 
 def kill_group(child: Child) -> bool:
-    """SIGKILL the child's process group (grandchildren too) and reap the child. True when the
-    child itself was still running (the supervisor ended it)."""
+    """SIGKILL the child's process group and reap the child; whether it was still running."""
     running = child.proc.poll() is None
-    try:
-        os.killpg(child.proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        if running:
-            child.proc.kill()
+    if not _killpg(child.proc.pid) and running:
+        child.proc.kill()
     try:
         child.proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
@@ -212,8 +199,7 @@ def run(
     env: Mapping[str, str] | None = None,
     tail_chars: int = TAIL_CHARS,
 ) -> Exit:
-    """Start, wait at most ``timeout_s``, kill the group (always: no grandchild outlives the
-    call), classify. KeyboardInterrupt and other exceptions kill the group and propagate."""
+    """Start, wait at most ``timeout_s``, kill the group whatever happens, classify."""
     child = start(command, log_path, cwd=cwd, env=env)
     timed_out = False
     try:
@@ -223,25 +209,15 @@ def run(
     except BaseException:
         kill_group(child)
         raise
-    _kill_leftovers(child)
+    if child.proc.poll() is not None:
+        _killpg(child.proc.pid)  # grandchildren an exited child left behind
     if timed_out:
         kill_group(child)
     return outcome(child, timed_out=timed_out, tail_chars=tail_chars)
 
 
-def _kill_leftovers(child: Child) -> None:
-    """SIGKILL what is left of an exited child's group (grandchildren it left behind)."""
-    if child.proc.poll() is None:
-        return
-    try:
-        os.killpg(child.proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def wait_all(children: Sequence[Child], timeout_s: float, grace_s: float = 2.0) -> str:
-    """Wait until all children exit 0 ("ok"), one fails ("failed", after ``grace_s`` for the
-    others to finish on their own) or ``timeout_s`` passes ("timeout"). Kills nothing."""
+    """ "ok" once all exit 0, "failed" ``grace_s`` after one fails, "timeout"; kills nothing."""
     deadline = time.monotonic() + timeout_s
     while True:
         codes = [child.proc.poll() for child in children]

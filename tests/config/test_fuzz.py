@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from dabench.config import schema
 from dabench.config.build import build_run_config
-from dabench.config.fields import BOOL, CHOICE, INT, NUMBER, TEXT, Spec
+from dabench.config.fields import BOOL, CHOICE, INT, NUMBER, TEXT, Spec, specs
 from dabench.core.status import ConfigError, Status
 from tests.conftest import ROOT
 
@@ -155,7 +155,7 @@ def targets() -> tuple[tuple[str, Path], ...]:
         if name == "hardware=cpu":  # the sections no group chooses (run, tracking, band, ...)
             sections += tuple(s for s in schema.SECTIONS if s not in GROUPS and s not in sections)
         for section in sections:
-            for key in schema.known_keys(section):
+            for key in specs(schema.SECTION_TYPES[section]):
                 out += [(name, p) for p in _walk(cfg[section].get(key), (section, key), fields[f"{section}.{key}"])]
     return tuple(dict.fromkeys(out))
 

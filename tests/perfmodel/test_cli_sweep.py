@@ -10,7 +10,7 @@ def test_default_ipu_sweep_covers_the_paper_study():
     """`hardware=ipu parallel=pp -m` sweeps >= 20 placements on 2, 4, 8 and 16 IPUs."""
     from hydra import compose, initialize_config_dir
 
-    from dabench.config.build import parse_placement
+    from dabench.core.placement import Placement
     from tests.conftest import CONF
 
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
@@ -18,7 +18,7 @@ def test_default_ipu_sweep_covers_the_paper_study():
     params = cfg.hydra.sweeper.params
     placements = [p.strip().strip('"') for p in params["parallel.placement"].split('",')]
     assert len(placements) >= 20
-    assert {len(parse_placement(p)) for p in placements} == {2, 4, 8, 16}
+    assert {len(Placement.parse(p)) for p in placements} == {2, 4, 8, 16}
     assert params["model"] == "gpt2_test" and params["precision"] == "fp16"
     # a single run keeps config.yaml's own values; the sweep only applies under -m
     single = composed(["hardware=ipu", "parallel=pp"])
