@@ -56,18 +56,12 @@ def integrity(path: Path) -> str:
     return "ok" if rows == ["ok"] else "; ".join(rows[:5])
 
 
-def _default_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
-
-
-def _default_storage() -> str | None:
-    path = Path.cwd() / "mlruns" / "optuna.db"
-    return f"sqlite:///{path}" if path.exists() else None
+def _why(error: Exception) -> str:
+    return f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
 
 
 def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
     """True: a healthy SQLite file; False: unusable; None: not a SQLite URL (or no file)."""
-
     path = sqlite_path(url)
     if path is None:
         return None
@@ -87,23 +81,16 @@ def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
 
 def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> bool:
     """The MLflow store (integrity, MLflow opens it) and its runs left RUNNING. False: unusable."""
-
     healthy = check_sqlite_file(uri, "tracking store", say)
-    if healthy is False:
-        return False
-
-    if healthy is None and sqlite_path(uri) is not None:
-        return True
+    if healthy is False or (healthy is None and sqlite_path(uri) is not None):
+        return healthy is None
     try:
         from mlflow.tracking import MlflowClient
 
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         experiments = client.search_experiments()
     except Exception as error:
-        say(
-            f"tracking store {redact_uri(uri)}: MLflow cannot open it ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''})"
-        )
+        say(f"tracking store {redact_uri(uri)}: MLflow cannot open it {_why(error)}")
         return False
 
     running = running_runs(client, None)
@@ -129,12 +116,8 @@ RECENT_RUNS = 200  #: measured runs of the store the drift check reads (most rec
 
 
 def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
-    """Drift (docs/fitting.md): for each constant set with a band (the named sets of
-    ``$DABENCH_CONSTANTS_DIR`` / ``~/.dabench/constants``, and ``published``), how many of the
-    platform's recent measured runs fall outside the band around the set's prediction; a set that
-    misses more often than the band's nominal rate (binomial p < 0.05) is flagged with the command
-    that refits it. Never fails the doctor (a warning). Returns the :class:`Drift` records."""
-
+    """Drift of each banded constant set against the recent measured runs (docs/fitting.md,
+    "Drift"): one line per set and platform, a warning only. Returns the :class:`Drift` records."""
     sets = {constants.PUBLISHED: dict(constants.load())}
     folder = constants.user_dir()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
@@ -197,7 +180,6 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
 def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None) -> bool:
     """Every study of the Optuna storage: stale RUNNING trials failed and re-queued, parents
     left RUNNING by a gone sweep ended. False: unusable."""
-
     if check_sqlite_file(storage, "study storage", say) is False:
         return False
     import warnings
@@ -216,10 +198,7 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
             )
             names = optuna.get_all_study_names(storage=store)
     except Exception as error:
-        say(
-            f"study storage {redact_uri(storage)}: Optuna cannot open it ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''})"
-        )
+        say(f"study storage {redact_uri(storage)}: Optuna cannot open it {_why(error)}")
         return False
     say(f"study storage {redact_uri(storage)}: Optuna opens it ({len(names)} studies)")
     for name in names:
@@ -273,11 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     def say(line: str) -> None:
         print(f"doctor: {line}", flush=True)
 
-    uri = args.uri or _default_uri()
+    uri = args.uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
     ok = check_tracking(uri, all_hosts=args.all_hosts, dry_run=args.dry_run, say=say)
     if ok:
         check_constants(uri, say)
-    storage = args.storage or _default_storage()
+    path = Path.cwd() / "mlruns" / "optuna.db"
+    storage = args.storage or (f"sqlite:///{path}" if path.exists() else None)
     if storage:
         ok = check_studies(storage, dry_run=args.dry_run, say=say, tracking=uri) and ok
     else:
