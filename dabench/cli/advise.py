@@ -191,7 +191,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print(f"advise: {advice.evaluations} deployments evaluated, {time.perf_counter() - started:.1f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

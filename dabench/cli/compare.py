@@ -101,7 +101,3 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"dabench compare: {len(table)} rows x {len(table.columns)} runs -> {args.csv}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

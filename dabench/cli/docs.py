@@ -1,20 +1,12 @@
 """``dabench docs``: every generated block of docs/, each from its generator.
 
-    python -m dabench docs            # name the stale blocks (nothing written)
-    python -m dabench docs --write    # rewrite the stale blocks between their markers
-    python -m dabench docs --check    # exit 1 when a block is stale
-
-The blocks: docs/config.md's reference (one row per config field, from its spec); in
-docs/perfmodel.md each platform's calibration table (points.csv predicted with the shipped
-constants), the out-of-source block (from the published constant set) and the 'uncertain' block
-(conf/hardware/sources/*.yaml, wide tolerances). Contract: :data:`GENERATORS` is doc -> its
-blocks, each framed by its markers; :func:`render` puts them into a doc's text (markers missing:
-SystemExit naming them).
+Names the stale blocks; ``--write`` rewrites them, ``--check`` exits 1 when one is stale. The
+blocks: docs/config.md's field reference; docs/perfmodel.md's calibration tables, out-of-source
+block and 'uncertain' block. :data:`GENERATORS` is doc -> its blocks, each framed by its markers.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -220,7 +212,3 @@ def main(argv: list[str] | None = None) -> int:
     if not stale:
         print("every generated docs block is current")
     return 1 if (args.check and stale) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

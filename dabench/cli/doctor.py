@@ -1,12 +1,8 @@
 """``python -m dabench doctor``: check the run store and the studies, fix what was left hanging.
 
-Checks the integrity of the tracking store and the study storage, ends runs and study trials left
-RUNNING by processes that are gone (this host's; every host's with ``--all-hosts``; trials'
-settings are enqueued again) and flags constant sets whose band recent measured runs miss
-(``DRIFT``). Prints one line per check and per fix; exit 0 when the stores are healthy after the
-fixes, 1 when a store is unusable, 2 for bad arguments. ``--dry-run`` fixes nothing.
-
-Details: docs/reliability.md, "2. No run left RUNNING"; docs/fitting.md, "Drift".
+Prints one line per check and per fix; exit 0 when the stores are healthy after the fixes, 1 when
+a store is unusable, 2 for bad arguments. Details: docs/reliability.md, "2. No run left RUNNING";
+docs/fitting.md, "Drift".
 """
 
 from __future__ import annotations
@@ -14,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -264,7 +259,3 @@ def main(argv: list[str] | None = None) -> int:
         say("no study storage (./mlruns/optuna.db absent, --storage not given)")
     say("healthy" if ok else "problems found (see above)")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -127,7 +127,3 @@ def main(argv: list[str] | None = None) -> int:
         document["mlflow_run_id"] = run_id
     print(json.dumps(document, indent=1))
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

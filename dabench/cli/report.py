@@ -83,7 +83,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  logged under parent run {selection.sweep_parent} as report/")
     print(f"  took {time.perf_counter() - started:.1f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,13 +1,7 @@
 """``python -m dabench study``: the best deployment a study found, as a ready-to-run command.
 
-    python -m dabench study                      # the only study in ./mlruns/optuna.db
-    python -m dabench study --list               # every study, with trial counts and best value
-    python -m dabench study --study ipu_deploy-gpt2_test --top 5
-    python -m dabench study --storage postgresql://user@host/optuna --study NAME --json
-
 Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input (a SQLite
-storage that does not exist included: it reads, never creates). Commands and overrides are
-printed with secrets masked (dabench/tracking/redact.py).
+storage that does not exist included: it reads, never creates). Secrets are masked.
 """
 
 from __future__ import annotations
@@ -107,7 +101,3 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {redact_text(reason)}")
     return 0 if summary.best_number is not None else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -290,7 +290,3 @@ def main(argv: list[str] | None = None) -> int:
     except UiError as error:
         print(f"dabench ui: {error}", file=sys.stderr)
         return error.code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,10 +9,8 @@ calibration points and print point / predicted / published / error.
     python -m dabench fit --from-mlflow [SELECTION] [--name NAME]  # refit from your measured runs (docs/fitting.md)
     python -m dabench fit --export NAME > file.json                 # share a constant set
 
-One module per path: published.py (the public points: refit, --write, --check), cv_text.py
-(--cv), from_mlflow.py (--from-mlflow; docs/fitting.md); --export prints a set here. The docs
-tables are ``dabench docs``. Method: dabench/fit/ (docs/perfmodel.md, "Out-of-sample error and
-bands").
+Each path has its module (published.py, cv_text.py, from_mlflow.py); --export is here. Method:
+docs/perfmodel.md, "Out-of-sample error and bands"; docs/fitting.md.
 """
 
 from __future__ import annotations
@@ -79,7 +77,3 @@ def main(argv: list[str] | None = None) -> int:
     if args.cv:
         return run_cv(archs, args.write)
     return run_published(args, archs)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

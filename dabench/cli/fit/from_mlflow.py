@@ -1,11 +1,7 @@
 """``dabench fit --from-mlflow [SELECTION]``: measured runs of a store -> points -> a named constant
-set, written to the user folder and logged on an MLflow run of its own.
-
-Contract: :func:`run_from_mlflow` returns the exit status (0 a set written; 1 nothing to fit or
-predict; 2 a bad --name or selection) and prints the runs left out, each platform's before/after
-report and, last, the summary line. The shipped set ``published`` is never written here.
-The fit itself: dabench/fit/runs.py and machine.py (docs/fitting.md); :func:`report` and
-:func:`last_line` are the text.
+set (never ``published``), written to the user folder and logged on an MLflow run of its own.
+:func:`run_from_mlflow` returns the exit status (0 a set written; 1 nothing to fit or predict; 2 a
+bad --name or selection). Method: docs/fitting.md.
 """
 
 from __future__ import annotations
@@ -31,22 +27,18 @@ from dabench.tracking.store import tracking_uri
 
 def run_dicts(frame) -> list[dict]:
     """The rows of a report frame (dabench/report/frame.py) as ``{run_id, tags, params, metrics}``."""
-    import pandas as pd
+    return [
+        {"run_id": row["run_id"], **{key: _part(row, key + ".") for key in ("tags", "params", "metrics")}}
+        for row in frame.to_dict("records")
+    ]
 
-    runs = []
-    for row in frame.to_dict("records"):
 
-        def part(prefix: str, row: dict = row) -> dict:
-            return {
-                k[len(prefix) :]: v
-                for k, v in row.items()
-                if k.startswith(prefix) and v is not None and not (isinstance(v, float) and pd.isna(v))
-            }
-
-        runs.append(
-            {"run_id": row["run_id"], "tags": part("tags."), "params": part("params."), "metrics": part("metrics.")}
-        )
-    return runs
+def _part(row: dict, prefix: str) -> dict:
+    return {
+        k[len(prefix) :]: v
+        for k, v in row.items()
+        if k.startswith(prefix) and v is not None and not (isinstance(v, float) and math.isnan(v))
+    }
 
 
 def run_from_mlflow(args) -> int:
@@ -148,11 +140,12 @@ def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
             f"{a}:{e['recommendation']}" for a, e in data["platforms"].items()
         ),
     }
-    metrics = {}
-    for arch, entry in data["platforms"].items():
-        for key, value in entry["comparison"].items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
-                metrics[f"{arch}.{key}"] = float(value)
+    metrics = {
+        f"{arch}.{key}": float(value)
+        for arch, entry in data["platforms"].items()
+        for key, value in entry["comparison"].items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
     with (
         recorded_run(experiment=experiment, uri=uri, run_name=f"constant set {data['name']}", tags=tags) as run,
         tempfile.TemporaryDirectory() as tmp,
@@ -171,11 +164,7 @@ def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
 
 
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else str(value))
 
 
 def _pct(value: float | None) -> str:
@@ -215,15 +204,11 @@ def report(g: GroupFit) -> str:
         f"fitted {_pct(g.fitted_error)} (in sample {_pct(g.in_sample_error)}); noise floor "
         f"{_pct(g.noise)} ({g.noise_how})"
     )
-    if g.improved:
-        lines.append(
-            f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> "
-            f"{_pct(g.fitted_error)})"
-        )
-    else:
-        lines.append(
-            f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants"
-        )
+    lines.append(
+        f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> {_pct(g.fitted_error)})"
+        if g.improved
+        else f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants"
+    )
     return "\n".join(lines)
 
 
