@@ -232,13 +232,8 @@ def _words(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
 
 
 def parse(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
-    """The checked values of ``argv`` (``--help`` prints the page and exits 0), or ArgError."""
-    if schema.words:
-        if any(a in ("-h", "--help") for a in argv):
-            print(words_help(schema))
-            raise SystemExit(0)
-        return _words(schema, argv)
-    return _options(schema, argv)
+    """The checked values of ``argv`` (``--help`` of an options schema prints the page and exits 0), or ArgError."""
+    return _words(schema, argv) if schema.words else _options(schema, argv)
 
 
 def parse_or_exit(schema: Schema, argv: Sequence[str] | None) -> argparse.Namespace:

@@ -81,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             print(format_problems(problems), file=sys.stderr)
             return 2
-
     try:
         frame = load_runs(args.tracking_uri, args.runs)
     except SelectionError as error:

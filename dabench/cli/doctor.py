@@ -87,7 +87,6 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
     except Exception as error:
         say(f"tracking store {redact_uri(uri)}: MLflow cannot open it {_why(error)}")
         return False
-
     running = running_runs(client, None)
     say(
         f"tracking store {redact_uri(uri)}: MLflow opens it ({len(experiments)} experiments, "
@@ -110,7 +109,7 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
 RECENT_RUNS = 200  #: measured runs of the store the drift check reads (most recent first)
 
 
-def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
+def check_constants(uri: str, say: Say) -> list:
     """Drift of each banded constant set against the recent measured runs (docs/fitting.md,
     "Drift"): one line per set and platform, a warning only. Returns the :class:`Drift` records."""
     sets = {constants.PUBLISHED: dict(constants.load())}
@@ -127,7 +126,6 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     }
     if not banded:
         return []
-
     store = sqlite_path(uri)
     if store is not None and not store.exists():  # no store, no measured runs (and MLflow would make one)
         return []
@@ -140,7 +138,7 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
             client.search_runs(
                 ids,
                 "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
-                max_results=recent,
+                max_results=RECENT_RUNS,
                 order_by=["attributes.start_time DESC"],
             )
             if ids
@@ -154,21 +152,17 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
         for r in found
     ]
     points, _ = points_from_runs(runs)
-    out = []
-    for name, data in banded.items():
-        for d in drift(name, data, points):
-            out.append(d)
-            if not d.n:
-                continue
-            rate = f"{d.outside}/{d.n} recent measured {d.arch} runs outside its {100 * d.nominal:.0f}% band"
-            if d.drifted:
-                say(
-                    f"DRIFT: constant set {name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
-                    f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
-                    f"--name {name if name != constants.PUBLISHED else 'NAME'} (docs/fitting.md)"
-                )
-            else:
-                say(f"constant set {name} ({d.arch}): {rate}: within the nominal rate")
+    out = [d for name, data in banded.items() for d in drift(name, data, points)]
+    for d in (d for d in out if d.n):
+        rate = f"{d.outside}/{d.n} recent measured {d.arch} runs outside its {100 * d.nominal:.0f}% band"
+        if d.drifted:
+            say(
+                f"DRIFT: constant set {d.name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
+                f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
+                f"--name {d.name if d.name != constants.PUBLISHED else 'NAME'} (docs/fitting.md)"
+            )
+        else:
+            say(f"constant set {d.name} ({d.arch}): {rate}: within the nominal rate")
     return out
 
 

@@ -20,12 +20,6 @@ ARGS = Schema(
 )
 
 
-def counts_line(statuses: list) -> str:
-    """``findings predicted=<n> fitted=<n> not_reproduced=<n>``."""
-    count = {kind: sum(row.status == kind for row in statuses) for kind in (PREDICTED, FITTED, NOT_REPRODUCED)}
-    return "findings " + " ".join(f"{kind.replace(' ', '_')}={n}" for kind, n in count.items())
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
     statuses = table.rows()
@@ -42,5 +36,6 @@ def main(argv: list[str] | None = None) -> int:
         code = int(stale)
     else:
         print(block)
-    print(counts_line(statuses))
+    count = {kind: sum(row.status == kind for row in statuses) for kind in (PREDICTED, FITTED, NOT_REPRODUCED)}
+    print("findings " + " ".join(f"{kind.replace(' ', '_')}={n}" for kind, n in count.items()))
     return code

@@ -45,10 +45,7 @@ ARGS = Schema(
 
 
 def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
-    """Record ``report`` as one MLflow run (see module doc); returns the run id. The run is open
-    while the sources are gathered and logged (dabench.tracking.lifecycle.recorded_run): an
-    error or Ctrl-C on the way ends it crashed or interrupted instead of losing it."""
-
+    """Record ``report`` as one MLflow run (see module doc); returns the run id."""
     tags = {
         "dabench.mode": "measure",
         "dabench.source": report.source,
@@ -56,13 +53,8 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         "dabench.profile.subtask_kind": report.subtask_kind,
         **report.info,
     }
-    if report.throughput_basis:
-        tags["dabench.throughput_basis"] = report.throughput_basis
-    if report.bottleneck:
-        tags["dabench.bottleneck"] = report.bottleneck
-    if report.load_imbalance_basis:
-        tags["dabench.load_imbalance_basis"] = report.load_imbalance_basis
-
+    optional = ("throughput_basis", "bottleneck", "load_imbalance_basis")
+    tags.update({f"dabench.{key}": getattr(report, key) for key in optional if getattr(report, key)})
     config_params, config_tags = run_fields(report.source, report.stated)  # docs/fitting.md, "Ingested runs"
     tags.update(config_tags)
     name = run_name or f"import {report.source} {path.name}"
@@ -89,9 +81,7 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
 
 
 def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | None, int]:
-    """(run id, exit status) of recording ``report`` (see the module docstring); a failure to
-    record is one line on stderr with its status, not a traceback."""
-
+    """(run id, exit status) of recording ``report``; a failure is one line on stderr, not a traceback."""
     try:
         run_id = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
     except Exception as error:

@@ -96,8 +96,6 @@ def main(argv: list[str] | None = None) -> int:
         if failed and args.top:
             print(f"failed trials ({len(failed)}):")
             for t in failed[: args.top]:
-                reason = (
-                    (t.user_attrs.get(REASON_ATTR) or "").splitlines()[0][:120] if t.user_attrs.get(REASON_ATTR) else ""
-                )
+                reason = (t.user_attrs.get(REASON_ATTR) or "\n").splitlines()[0][:120]
                 print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {redact_text(reason)}")
     return 0 if summary.best_number is not None else 1
