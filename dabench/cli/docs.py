@@ -52,13 +52,13 @@ def _default(spec: Spec) -> str:
     if isinstance(v, bool):
         return f"`{str(v).lower()}`"
     if isinstance(v, tuple):
-        return "`[" + ", ".join(str(x) for x in v) + "]`" if v else "`[]`"
+        return "`[" + ", ".join(str(x) for x in v) + "]`"
     return "`{}`" if isinstance(v, dict) else f"`{v}`"
 
 
 def config_reference() -> str:
     """docs/config.md's reference: a table per section, a row per field (valid values, default, doc)."""
-    cell = lambda text: text.replace("|", "\\|")  # noqa: E731
+    cell = lambda text: text.replace("|", "\\|")
     lines = [CONFIG_BEGIN, ""]
     every = fields()
     for section in SECTION_TYPES:

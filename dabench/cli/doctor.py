@@ -237,10 +237,7 @@ def _close_gone_parent(study, tracking: str | None) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-
-    def say(line: str) -> None:
-        print(f"doctor: {line}", flush=True)
-
+    say: Say = lambda line: print(f"doctor: {line}", flush=True)
     uri = args.uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
     ok = check_tracking(uri, all_hosts=args.all_hosts, dry_run=args.dry_run, say=say)
     if ok:

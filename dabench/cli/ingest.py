@@ -15,7 +15,6 @@ artifact.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -80,23 +79,6 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
     return run.run_id
 
 
-def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | None, int]:
-    """(run id, exit status) of recording ``report``; a failure is one line on stderr, not a traceback."""
-    try:
-        run_id = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
-    except Exception as error:
-        status = write_error_status(error).value
-        print(
-            redact_text(f"dabench ingest: {status}: the run could not be recorded: {type(error).__name__}: {error}"),
-            file=sys.stderr,
-        )
-        return None, 1
-    if report.status != Status.OK.value:
-        print(f"dabench ingest: recorded run {run_id} as {report.status}", file=sys.stderr)
-        return run_id, 1
-    return run_id, 0
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
     try:
@@ -111,9 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dabench ingest: incomplete artifact: {problem}", file=sys.stderr)
     code = 0
     if args.log:
-        run_id, code = _record(report, args)
-        if run_id is None:
-            return code
-        document["mlflow_run_id"] = run_id
+        try:  # a failure to record is one line on stderr, not a traceback
+            document["mlflow_run_id"] = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
+        except Exception as error:
+            status = write_error_status(error).value
+            why = f"{status}: the run could not be recorded: {type(error).__name__}: {error}"
+            print(redact_text(f"dabench ingest: {why}"), file=sys.stderr)
+            return 1
+        if report.status != Status.OK.value:
+            print(f"dabench ingest: recorded run {document['mlflow_run_id']} as {report.status}", file=sys.stderr)
+            code = 1
     print(json.dumps(document, indent=1))
     return code

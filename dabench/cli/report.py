@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print(format_problems(problems), file=sys.stderr)
         return 2
+    from dabench.report.advice import write_advice_pages  # the advice page of `dabench advise` runs (docs/advise.md)
     from dabench.report.frame import SelectionError, client_for, load_frame
     from dabench.report.html import write_report
 
@@ -62,8 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  figures: {len(report.figures) // 2} in {args.out / 'figures'} (PNG and SVG); runs: {report.csv}")
     for key, note in report.notes.items():
         print(f"  {key}: {note}")
-    from dabench.report.advice import write_advice_pages  # the advice page of `dabench advise` runs (docs/advise.md)
-
     for page in write_advice_pages(frame, args.out, client):
         print(f"  advice page (PREDICTED): {page}")
     if selection.sweep_parent and args.log and not args.no_log:

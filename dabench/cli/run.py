@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from dabench.config.paths import CONF_DIR
@@ -26,20 +28,13 @@ from dabench.tune.outcome import job_outcome
 log = logging.getLogger("dabench")
 
 
-def _is_multirun() -> bool:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-
-
 def run_job(cfg: DictConfig) -> float:
     """The task function: returns samples/s for an ok run, NaN otherwise."""
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
     job = prepare(OmegaConf.to_container(cfg, resolve=True))
     name = job.name
-    multirun = _is_multirun()
+    multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     if job.error is not None:
         if not multirun:
             print(f"dabench: {job.error}", file=sys.stderr)

@@ -55,15 +55,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"{s.study_name}: {s.n_trials} trials, {best}")
         return 0
-    name = args.study
+    name = args.study if args.study is not None or len(names) != 1 else names[0]
     if name is None:
-        if len(names) != 1:
-            print(
-                f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}",
-                file=sys.stderr,
-            )
-            return 2
-        name = names[0]
+        print(
+            f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}",
+            file=sys.stderr,
+        )
+        return 2
     if name not in names:
         print(
             f"dabench study: invalid --study={name!r}: must be one of {', '.join(names) or '(no studies)'}",

@@ -103,7 +103,7 @@ def remote_warning(host: str, port: int, addresses: list[str]) -> str | None:
     remote = _remote(addresses)
     if not remote:
         return None
-    named = ["every interface" if ipaddress.ip_address(a.split("%")[0]).is_unspecified else a for a in remote]
+    named = ("every interface" if ipaddress.ip_address(a.split("%")[0]).is_unspecified else a for a in remote)
     where = ", ".join(f"{a} port {port}" for a in named)
     return (
         f"dabench ui: WARNING: --host={host} serves on {where}: anyone who can reach this machine can read, "
@@ -225,13 +225,9 @@ def serve(args: argparse.Namespace, uri: str) -> int:
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
     out = None if log is None else open(log, "w")
     previous = signal.signal(signal.SIGTERM, _interrupt)
+    command = server_command(uri, args.host, port)
     process = subprocess.Popen(
-        server_command(uri, args.host, port),
-        env=env,
-        stdout=out,
-        stderr=out,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
+        command, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
     )
     try:
         wait_until_up(process, base, args.timeout_s, log)
@@ -268,8 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     uri = tracking_uri(args.tracking_uri)
     try:
         if uri.startswith(("http://", "https://")):  # a tracking server: its UI is already there
+            base = ui_base_url(uri, environ={})
             try:
-                url = view_url(uri, ui_base_url(uri, environ={}), args.experiment)
+                url = view_url(uri, base, args.experiment)
             except UiError:
                 raise
             except Exception as error:  # the server does not answer, or refuses the request
@@ -280,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 ) from None
             print(url, flush=True)
             print(
-                f"dabench ui: the store is the tracking server {ui_base_url(uri, environ={})}; nothing to start",
+                f"dabench ui: the store is the tracking server {base}; nothing to start",
                 file=sys.stderr,
             )
             if not args.no_browser:

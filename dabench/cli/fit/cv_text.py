@@ -132,7 +132,7 @@ def cv_report(data: dict) -> str:
             band = (
                 ""
                 if row["band"] is None
-                else f"x/{math.exp(row['band']):.3g} " + ("covers" if row["covered"] else "MISSES")
+                else f"x/{math.exp(row['band']):.3g} {'covers' if row['covered'] else 'MISSES'}"
             )
             out.append(
                 f"{row['point']:<18} {row['metric']:<16} {row['use']:<9} {fmt(row['published']):>10} "

@@ -61,8 +61,7 @@ def run_from_mlflow(args) -> int:
         return 2
     points, left = points_from_runs(run_dicts(frame))
     _add_class_times(points, uri)
-    arch = args.arch[0] if args.arch else None
-    groups = group_points(points, arch, args.host)
+    groups = group_points(points, args.arch[0] if args.arch else None, args.host)
     print(
         f"store {redact_uri(uri)}, {selection.label}: {len(frame)} runs, {len(points)} measured ok "
         f"(points), {len(left)} left out"

@@ -30,9 +30,7 @@ def evaluate(arch: str, options: dict | None = None) -> list[tuple[Point, float]
 def fmt(value: float) -> str:
     if math.isnan(value):
         return "refused"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def err(point: Point, value: float) -> str:
@@ -49,9 +47,7 @@ def tol(point: Point) -> str:
 def status(point: Point, value: float) -> str:
     if point.use == "excluded":
         return "excluded"
-    if math.isnan(value):
-        return "OUT"
-    return "ok" if point.within(value) else "OUT"
+    return "ok" if not math.isnan(value) and point.within(value) else "OUT"
 
 
 def table(rows: list[tuple[Point, float]]) -> str:
