@@ -162,9 +162,7 @@ def build_parser(schema: Schema) -> argparse.ArgumentParser:
         if arg.kind == "flag":
             kwargs: dict[str, Any] = {"action": "append_const", "const": True}
         elif arg.option:
-            kwargs = {"action": "append", "nargs": arg.nargs, "metavar": arg.metavar}
-            if arg.nargs == "?":
-                kwargs["const"] = arg.const
+            kwargs = {"action": "append", "nargs": arg.nargs, "metavar": arg.metavar, "const": arg.const}
         else:  # "required" is checked with the values, in the same words as every other argument
             kwargs = {"nargs": "*" if arg.nargs == "+" else arg.nargs or "?", "metavar": arg.metavar}
         flags = [arg.short, arg.name] if arg.short else [arg.name]
@@ -177,8 +175,7 @@ def _options(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
     parse = parser.parse_known_intermixed_args if schema.intermixed else parser.parse_known_args
     found, extra = parse(list(argv))
     if extra:
-        word = extra[0]
-        key = word.split("=", 1)[0]
+        key = extra[0].split("=", 1)[0]
         close = difflib.get_close_matches(key, [a.name for a in schema.args if a.option], n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         raise ArgError(key, None, f"unknown argument; {hint}see {schema.prog} --help")

@@ -11,6 +11,7 @@ import math
 import re
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,6 @@ def run_from_mlflow(args) -> int:
 def _add_class_times(points: list, uri: str) -> None:
     """Each point's per-class times where its run profiled them (result.json's
     ``profile.class_times_s``; a run without the artifact keeps none)."""
-    import tempfile
-
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -130,8 +129,6 @@ def _add_class_times(points: list, uri: str) -> None:
 
 def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
     """The constant set on an MLflow run of its own (never a point: no dabench.mode tag)."""
-    import tempfile
-
     tags = {
         "dabench.kind": "constant_set",
         "dabench.constants": data["name"],
@@ -177,8 +174,7 @@ def report(g: GroupFit) -> str:
         f"== {g.arch} [{g.host_key}]: {len(g.points)} points used ({len({p.key for p in g.points})} configs)"
         + (f", {len(g.unusable)} not predictable" if g.unusable else "")
     ]
-    for u in g.unusable:
-        lines.append(f"  not used: {u.run_id}: {u.reason}")
+    lines += [f"  not used: {u.run_id}: {u.reason}" for u in g.unusable]
     profiled = [len(measured_classes(p)) for p in g.points if measured_classes(p)]
     if profiled:
         lines.append(
