@@ -134,16 +134,11 @@ def check_constants(uri: str, say: Say) -> list:
 
         client = MlflowClient(tracking_uri=uri)
         ids = [e.experiment_id for e in client.search_experiments()]
-        found = (
-            client.search_runs(
-                ids,
-                "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
-                max_results=RECENT_RUNS,
-                order_by=["attributes.start_time DESC"],
-            )
-            if ids
-            else []
+        query, order = (
+            "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
+            ["attributes.start_time DESC"],
         )
+        found = client.search_runs(ids, query, max_results=RECENT_RUNS, order_by=order) if ids else []
     except Exception as error:
         say(f"constant sets: could not read the recent measured runs ({type(error).__name__}): drift not checked")
         return []
