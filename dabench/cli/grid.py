@@ -57,7 +57,6 @@ def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit 0 when the grid ran (failed configurations are results), 2 for overrides that cannot be expanded."""
-
     install()  # third-party noise off unless -v (dabench/runtime/quiet.py)
     parsed = parse_or_exit(ARGS, argv)
     quiet, args = parsed.quiet, list(parsed.overrides or [])
