@@ -28,11 +28,8 @@ def signed(row: dict, key: str) -> str:
 
 def goal(summary: dict) -> str:
     med, worst = summary["out_of_sample_median_abs_error"], summary["out_of_sample_max_abs_error"]
-    missed = []
-    if med is None or med > GOAL_MEDIAN:
-        missed.append(f"median {pct(med)} > {100 * GOAL_MEDIAN:.0f}%")
-    if worst is None or worst > GOAL_MAX:
-        missed.append(f"max {pct(worst)} > {100 * GOAL_MAX:.0f}%")
+    missed = [f"median {pct(med)} > {100 * GOAL_MEDIAN:.0f}%"] if med is None or med > GOAL_MEDIAN else []
+    missed += [f"max {pct(worst)} > {100 * GOAL_MAX:.0f}%"] if worst is None or worst > GOAL_MAX else []
     return "met" if not missed else "NOT met (" + ", ".join(missed) + ")"
 
 

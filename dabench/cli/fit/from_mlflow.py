@@ -187,12 +187,9 @@ def report(g: GroupFit) -> str:
         lines.append("  constants changed (old -> new, bounds):")
         for name, value in g.fitted.items():
             lo, hi = g.bounds[name]
-            edge = (
-                " (at a bound)"
-                if math.isclose(value, lo, rel_tol=1e-3, abs_tol=1e-12) or math.isclose(value, hi, rel_tol=1e-3)
-                else ""
-            )
-            lines.append(f"    {name}: {_fmt(g.base.get(name))} -> {_fmt(value)}  [{lo:g}, {hi:g}]{edge}")
+            edge = math.isclose(value, lo, rel_tol=1e-3, abs_tol=1e-12) or math.isclose(value, hi, rel_tol=1e-3)
+            bounds = f"[{lo:g}, {hi:g}]" + (" (at a bound)" if edge else "")
+            lines.append(f"    {name}: {_fmt(g.base.get(name))} -> {_fmt(value)}  {bounds}")
     method = "leave one config out" if len(folds(g.points)) == len({p.key for p in g.points}) else f"{K_FOLD}-fold"
     lines.append(
         f"  median |error| on these points, out of sample ({method}): {g.base_name} {_pct(g.published_error)}, "
