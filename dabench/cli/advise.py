@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
 
@@ -23,7 +24,6 @@ from dabench.config.schema import group_options
 from dabench.core.platforms import accelerators, names
 from dabench.core.status import DabenchError
 from dabench.pipeline.preflight import check_sink, format_problems
-from dabench.runtime.sinks import one_line
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 MAX_PRICE = 1e6  #: per chip- or system-hour, in any currency
@@ -112,18 +112,8 @@ def parse_args(argv: Sequence[str]):
         raise ArgError(
             "objective", ",".join(args.objective), "cost needs price_per_chip_hour=P or price_per_system_hour=P"
         )
-    request = Request(
-        model=args.model,
-        tokens=args.tokens,
-        model_overrides=args.passthrough,
-        platforms=args.platforms,
-        max_chips=args.max_chips,
-        objectives=args.objective,
-        price_per_chip_hour=args.price_per_chip_hour,
-        price_per_system_hour=args.price_per_system_hour,
-        trials=args.trials,
-        seed=args.seed,
-    )
+    same = {f.name: getattr(args, f.name) for f in fields(Request) if hasattr(args, f.name)}
+    request = Request(**same, model_overrides=args.passthrough, objectives=args.objective)
     return request, {
         "csv": args.csv,
         "record": args.record == "true",
@@ -142,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArgError as error:
         print(f"dabench advise: {error}", file=sys.stderr)
         return 2
-    if options["csv"] not in ("-",) and options["csv"].lower() != "none":  # before any work
+    if options["csv"] != "-" and options["csv"].lower() != "none":  # before any work
         problems = check_sink("exports", Path(options["csv"]), "csv")
         if problems:
             print(format_problems(problems), file=sys.stderr)
@@ -175,11 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options["csv"] == "-":
         write_csv(ranked, sys.stdout)
     elif options["csv"].lower() != "none":
-        try:
-            write_csv(ranked, Path(options["csv"]))
-        except OSError as error:
-            print(f"dabench advise: {one_line(error)}", file=sys.stderr)
-            return 1
+        write_csv(ranked, Path(options["csv"]))
         print(f"\ntable (CSV, PREDICTED): {options['csv']}")
     if options["record"]:
         from dabench.advise.record import record
@@ -191,7 +177,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print(f"advise: {advice.evaluations} deployments evaluated, {time.perf_counter() - started:.1f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

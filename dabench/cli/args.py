@@ -1,14 +1,10 @@
 """Every subcommand's arguments, declared once: a :class:`Schema` of :class:`Arg` (type, range,
-one-line doc, whether it repeats), checked before any work.
+one-line doc, whether it repeats), checked before any work and shown by ``--help``.
 
 ``parse(schema, argv)`` returns the values (an ``argparse.Namespace``) or raises :class:`ArgError`,
-whose text is one line naming the argument, the value and what is valid; ``parse_or_exit`` prints
-it as ``dabench <command>: ...`` and exits 2. ``--help`` is argparse's page, built from the same
-schema. Two styles: ``--name value`` options and positionals (argparse), or ``key=value`` words
-(``Schema(words=True)``, dabench advise). Numbers must be finite and in range; text must be
-non-empty (unless ``empty_ok``), printable and at most :data:`MAX_TEXT` characters; an argument
-that does not repeat may be given once. tests/cli/test_args.py checks every command in
-``cli/main.py: COMMANDS`` against its schema.
+one line naming the argument, the value and what is valid; ``parse_or_exit`` prints it as
+``dabench <command>: ...`` and exits 2. Options and positionals (argparse), or ``key=value`` words
+(``Schema(words=True)``).
 """
 
 from __future__ import annotations
@@ -19,10 +15,9 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 MAX_TEXT = 4096  #: characters of one text argument (a path, a URI, a name)
-KINDS = ("flag", "int", "float", "str", "path", "choice", "list")
 
 
 class ArgError(ValueError):
@@ -53,7 +48,7 @@ class Arg:
 
     name: str
     doc: str
-    kind: str = "str"
+    kind: Literal["flag", "int", "float", "str", "path", "choice", "list"] = "str"
     default: Any = None
     low: float | None = None
     high: float | None = None
@@ -67,10 +62,6 @@ class Arg:
     metavar: str | None = None
     convert: Callable[[str], Any] | None = None
     short: str = ""
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"{self.name}: kind {self.kind!r} not in {KINDS}")
 
     @property
     def option(self) -> bool:
@@ -153,9 +144,6 @@ class Schema:
     epilog: str | None = None
     intermixed: bool = False
 
-    def names(self) -> list[str]:
-        return [a.name for a in self.args]
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own complaints, as one line
@@ -174,9 +162,7 @@ def build_parser(schema: Schema) -> argparse.ArgumentParser:
         if arg.kind == "flag":
             kwargs: dict[str, Any] = {"action": "append_const", "const": True}
         elif arg.option:
-            kwargs = {"action": "append", "nargs": arg.nargs, "metavar": arg.metavar}
-            if arg.nargs == "?":
-                kwargs["const"] = arg.const
+            kwargs = {"action": "append", "nargs": arg.nargs, "metavar": arg.metavar, "const": arg.const}
         else:  # "required" is checked with the values, in the same words as every other argument
             kwargs = {"nargs": "*" if arg.nargs == "+" else arg.nargs or "?", "metavar": arg.metavar}
         flags = [arg.short, arg.name] if arg.short else [arg.name]
@@ -189,8 +175,7 @@ def _options(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
     parse = parser.parse_known_intermixed_args if schema.intermixed else parser.parse_known_args
     found, extra = parse(list(argv))
     if extra:
-        word = extra[0]
-        key = word.split("=", 1)[0]
+        key = extra[0].split("=", 1)[0]
         close = difflib.get_close_matches(key, [a.name for a in schema.args if a.option], n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         raise ArgError(key, None, f"unknown argument; {hint}see {schema.prog} --help")
@@ -208,15 +193,9 @@ def _options(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
             setattr(values, arg.dest, arg.default)
             continue
         items = given if arg.option else [given]
-        checked = [_check_many(arg, item) for item in items]
+        checked = [[arg.check(x) for x in item] if isinstance(item, list) else arg.check(item) for item in items]
         setattr(values, arg.dest, checked if arg.repeats else checked[0])
     return values
-
-
-def _check_many(arg: Arg, item: Any) -> Any:
-    if isinstance(item, list):
-        return [arg.check(x) for x in item]
-    return arg.check(item)
 
 
 def _words(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
@@ -250,13 +229,8 @@ def _words(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
 
 
 def parse(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
-    """The checked values of ``argv`` (``--help`` prints the page and exits 0), or ArgError."""
-    if schema.words:
-        if any(a in ("-h", "--help") for a in argv):
-            print(words_help(schema))
-            raise SystemExit(0)
-        return _words(schema, argv)
-    return _options(schema, argv)
+    """The checked values of ``argv`` (``--help`` of an options schema prints the page and exits 0), or ArgError."""
+    return _words(schema, argv) if schema.words else _options(schema, argv)
 
 
 def parse_or_exit(schema: Schema, argv: Sequence[str] | None) -> argparse.Namespace:

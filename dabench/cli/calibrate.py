@@ -1,18 +1,10 @@
 """Calibrate this machine's CPU ceilings: ``python -m dabench calibrate [--recalibrate]``.
 
-Prints, per precision and for the copy bandwidth, the calibration key, the median, the repeats'
-spread (NOISY above 10%: kept, with a wider band) and the load, or the reason it was refused (load
-above the limit, ``DABENCH_MAX_LOAD_PER_CORE``, default 1.0 per core). Without ``--recalibrate`` a
-cached steady calibration for the exact key is shown as is; with it every key is measured again
-and the cache entry replaced when the new calibration is accepted (a steady one only by a steady
-one). Exit 0 when every requested calibration is available, 3 when any was refused. Runs
-calibrate on demand the same way (``DABENCH_RECALIBRATE=1`` forces it there); see
-dabench/host/calibrate.py.
+Prints each calibration (key, median, spread, load) or why it was refused; exit 0 when every
+requested calibration is available, 3 when any was refused. Method: docs/metrics.md.
 """
 
 from __future__ import annotations
-
-import sys
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.host.info import cpu_native_precision
@@ -33,7 +25,6 @@ ARGS = Schema(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-
     import torch
 
     from dabench.host import calibrate
@@ -62,7 +53,3 @@ def main(argv: list[str] | None = None) -> int:
             f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}"
         )
     return 3 if refused else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

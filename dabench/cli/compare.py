@@ -56,7 +56,7 @@ def comparison(frame: pd.DataFrame, all_params: bool = False) -> pd.DataFrame:
     rows = [c for c in HEAD if c in frame.columns] + metrics + params
     table = frame.set_index("run_id")[rows].T
     table.columns = [str(c)[:8] for c in table.columns]
-    table.index = [i.replace("metrics.", "", 1) if i.startswith("metrics.") else i for i in table.index]
+    table.index = [i.removeprefix("metrics.") for i in table.index]
     return table
 
 
@@ -81,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             print(format_problems(problems), file=sys.stderr)
             return 2
-
     try:
         frame = load_runs(args.tracking_uri, args.runs)
     except SelectionError as error:
@@ -89,7 +88,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     table = comparison(frame, args.all_params)
     print(render(table))
-
     links = run_urls(tracking_uri(args.tracking_uri), zip(frame["run_id"], frame["experiment"], strict=True))
     print("MLflow pages (`dabench ui` serves a local store):")
     print("\n".join(f"  {run_id[:8]}  {url}" for run_id, url in links.items()))
@@ -101,7 +99,3 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"dabench compare: {len(table)} rows x {len(table.columns)} runs -> {args.csv}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,12 +1,8 @@
 """``python -m dabench doctor``: check the run store and the studies, fix what was left hanging.
 
-Checks the integrity of the tracking store and the study storage, ends runs and study trials left
-RUNNING by processes that are gone (this host's; every host's with ``--all-hosts``; trials'
-settings are enqueued again) and flags constant sets whose band recent measured runs miss
-(``DRIFT``). Prints one line per check and per fix; exit 0 when the stores are healthy after the
-fixes, 1 when a store is unusable, 2 for bad arguments. ``--dry-run`` fixes nothing.
-
-Details: docs/reliability.md, "2. No run left RUNNING"; docs/fitting.md, "Drift".
+Prints one line per check and per fix; exit 0 when the stores are healthy after the fixes, 1 when
+a store is unusable, 2 for bad arguments. Details: docs/reliability.md, "2. No run left RUNNING";
+docs/fitting.md, "Drift".
 """
 
 from __future__ import annotations
@@ -14,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -56,18 +51,12 @@ def integrity(path: Path) -> str:
     return "ok" if rows == ["ok"] else "; ".join(rows[:5])
 
 
-def _default_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
-
-
-def _default_storage() -> str | None:
-    path = Path.cwd() / "mlruns" / "optuna.db"
-    return f"sqlite:///{path}" if path.exists() else None
+def _why(error: Exception) -> str:
+    return f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
 
 
 def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
     """True: a healthy SQLite file; False: unusable; None: not a SQLite URL (or no file)."""
-
     path = sqlite_path(url)
     if path is None:
         return None
@@ -87,25 +76,17 @@ def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
 
 def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> bool:
     """The MLflow store (integrity, MLflow opens it) and its runs left RUNNING. False: unusable."""
-
     healthy = check_sqlite_file(uri, "tracking store", say)
-    if healthy is False:
-        return False
-
-    if healthy is None and sqlite_path(uri) is not None:
-        return True
+    if healthy is False or (healthy is None and sqlite_path(uri) is not None):
+        return healthy is None
     try:
         from mlflow.tracking import MlflowClient
 
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         experiments = client.search_experiments()
     except Exception as error:
-        say(
-            f"tracking store {redact_uri(uri)}: MLflow cannot open it ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''})"
-        )
+        say(f"tracking store {redact_uri(uri)}: MLflow cannot open it {_why(error)}")
         return False
-
     running = running_runs(client, None)
     say(
         f"tracking store {redact_uri(uri)}: MLflow opens it ({len(experiments)} experiments, "
@@ -128,13 +109,9 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
 RECENT_RUNS = 200  #: measured runs of the store the drift check reads (most recent first)
 
 
-def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
-    """Drift (docs/fitting.md): for each constant set with a band (the named sets of
-    ``$DABENCH_CONSTANTS_DIR`` / ``~/.dabench/constants``, and ``published``), how many of the
-    platform's recent measured runs fall outside the band around the set's prediction; a set that
-    misses more often than the band's nominal rate (binomial p < 0.05) is flagged with the command
-    that refits it. Never fails the doctor (a warning). Returns the :class:`Drift` records."""
-
+def check_constants(uri: str, say: Say) -> list:
+    """Drift of each banded constant set against the recent measured runs (docs/fitting.md,
+    "Drift"): one line per set and platform, a warning only. Returns the :class:`Drift` records."""
     sets = {constants.PUBLISHED: dict(constants.load())}
     folder = constants.user_dir()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
@@ -149,7 +126,6 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
     }
     if not banded:
         return []
-
     store = sqlite_path(uri)
     if store is not None and not store.exists():  # no store, no measured runs (and MLflow would make one)
         return []
@@ -158,16 +134,11 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
 
         client = MlflowClient(tracking_uri=uri)
         ids = [e.experiment_id for e in client.search_experiments()]
-        found = (
-            client.search_runs(
-                ids,
-                "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
-                max_results=recent,
-                order_by=["attributes.start_time DESC"],
-            )
-            if ids
-            else []
+        query, order = (
+            "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
+            ["attributes.start_time DESC"],
         )
+        found = client.search_runs(ids, query, max_results=RECENT_RUNS, order_by=order) if ids else []
     except Exception as error:
         say(f"constant sets: could not read the recent measured runs ({type(error).__name__}): drift not checked")
         return []
@@ -176,28 +147,23 @@ def check_constants(uri: str, say: Say, recent: int = RECENT_RUNS) -> list:
         for r in found
     ]
     points, _ = points_from_runs(runs)
-    out = []
-    for name, data in banded.items():
-        for d in drift(name, data, points):
-            out.append(d)
-            if not d.n:
-                continue
-            rate = f"{d.outside}/{d.n} recent measured {d.arch} runs outside its {100 * d.nominal:.0f}% band"
-            if d.drifted:
-                say(
-                    f"DRIFT: constant set {name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
-                    f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
-                    f"--name {name if name != constants.PUBLISHED else 'NAME'} (docs/fitting.md)"
-                )
-            else:
-                say(f"constant set {name} ({d.arch}): {rate}: within the nominal rate")
+    out = [d for name, data in banded.items() for d in drift(name, data, points)]
+    for d in (d for d in out if d.n):
+        rate = f"{d.outside}/{d.n} recent measured {d.arch} runs outside its {100 * d.nominal:.0f}% band"
+        if d.drifted:
+            say(
+                f"DRIFT: constant set {d.name} ({d.arch}): {rate} (expected at most {100 * (1 - d.nominal):.0f}%, "
+                f"binomial p = {d.p_value:.2g}); refit it: python -m dabench fit --from-mlflow SELECTION "
+                f"--name {d.name if d.name != constants.PUBLISHED else 'NAME'} (docs/fitting.md)"
+            )
+        else:
+            say(f"constant set {d.name} ({d.arch}): {rate}: within the nominal rate")
     return out
 
 
 def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None) -> bool:
     """Every study of the Optuna storage: stale RUNNING trials failed and re-queued, parents
     left RUNNING by a gone sweep ended. False: unusable."""
-
     if check_sqlite_file(storage, "study storage", say) is False:
         return False
     import warnings
@@ -216,10 +182,7 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
             )
             names = optuna.get_all_study_names(storage=store)
     except Exception as error:
-        say(
-            f"study storage {redact_uri(storage)}: Optuna cannot open it ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''})"
-        )
+        say(f"study storage {redact_uri(storage)}: Optuna cannot open it {_why(error)}")
         return False
     say(f"study storage {redact_uri(storage)}: Optuna opens it ({len(names)} studies)")
     for name in names:
@@ -269,22 +232,16 @@ def _close_gone_parent(study, tracking: str | None) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-
-    def say(line: str) -> None:
-        print(f"doctor: {line}", flush=True)
-
-    uri = args.uri or _default_uri()
+    say: Say = lambda line: print(f"doctor: {line}", flush=True)
+    uri = args.uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
     ok = check_tracking(uri, all_hosts=args.all_hosts, dry_run=args.dry_run, say=say)
     if ok:
         check_constants(uri, say)
-    storage = args.storage or _default_storage()
+    path = Path.cwd() / "mlruns" / "optuna.db"
+    storage = args.storage or (f"sqlite:///{path}" if path.exists() else None)
     if storage:
         ok = check_studies(storage, dry_run=args.dry_run, say=say, tracking=uri) and ok
     else:
         say("no study storage (./mlruns/optuna.db absent, --storage not given)")
     say("healthy" if ok else "problems found (see above)")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

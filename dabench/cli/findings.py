@@ -1,12 +1,8 @@
 """``dabench findings``: the paper's headline findings, each with the status the models earn now.
 
-    dabench findings            # print the table (docs/perfmodel.md's block) and the counts
-    dabench findings --write    # rewrite the table in docs/perfmodel.md
-    dabench findings --check    # exit 1 when docs/perfmodel.md's table is stale
-
-Exit 0 whatever the counts (a finding not reproduced is a result, not a failure). The last line
-is ``findings predicted=<n> fitted=<n> not_reproduced=<n>``. Statuses are computed each time
-(dabench/findings/); docs/perfmodel.md, "The paper's findings".
+Prints the table (``--write`` rewrites it in docs/perfmodel.md, ``--check`` exits 1 when it is
+stale), then ``findings predicted=<n> fitted=<n> not_reproduced=<n>``; exit 0 whatever the counts.
+Details: docs/perfmodel.md, "The paper's findings".
 """
 
 from __future__ import annotations
@@ -22,12 +18,6 @@ ARGS = Schema(
         Arg("--check", "write nothing; exit 1 when docs/perfmodel.md's table is stale", "flag"),
     ),
 )
-
-
-def counts_line(statuses: list) -> str:
-    """``findings predicted=<n> fitted=<n> not_reproduced=<n>``."""
-    count = {kind: sum(row.status == kind for row in statuses) for kind in (PREDICTED, FITTED, NOT_REPRODUCED)}
-    return "findings " + " ".join(f"{kind.replace(' ', '_')}={n}" for kind, n in count.items())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,5 +36,6 @@ def main(argv: list[str] | None = None) -> int:
         code = int(stale)
     else:
         print(block)
-    print(counts_line(statuses))
+    count = {kind: sum(row.status == kind for row in statuses) for kind in (PREDICTED, FITTED, NOT_REPRODUCED)}
+    print("findings " + " ".join(f"{kind.replace(' ', '_')}={n}" for kind, n in count.items()))
     return code

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -40,14 +41,12 @@ ARGS = Schema(
 def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
     """Before any work: the first job's names, keys and values (every job shares the user's
     tracking settings), the store, run folder and results.csv of the grid; one line per problem."""
-
     if not jobs:
         return None
     try:
         job = prepare(compose(jobs[0]))
     except Exception:  # an unknown option: each such job is recorded invalid_config by the grid
         return None
-
     if isinstance(job.error, StoreLimitError):  # the store would refuse every run's record
         return f"dabench grid: {job.error}"
     problems = check_sink("results_csv", folder / "results.csv", "results.csv")
@@ -57,9 +56,7 @@ def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dabench grid [--quiet] [overrides]``: exit 0 when the grid ran (failed
-    configurations are results), 2 for overrides that cannot be expanded."""
-
+    """Exit 0 when the grid ran (failed configurations are results), 2 for overrides that cannot be expanded."""
     install()  # third-party noise off unless -v (dabench/runtime/quiet.py)
     parsed = parse_or_exit(ARGS, argv)
     quiet, args = parsed.quiet, list(parsed.overrides or [])
@@ -75,7 +72,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(refused, file=sys.stderr)
         return 2
     start = time.perf_counter()
-
     progress = SweepProgress(len(jobs), "grid", "runs")  # done/total, ok/failed, ETA on stderr
 
     def on_run(r: GridRun) -> None:
@@ -87,9 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = run_grid(jobs, parent_name="grid " + " ".join(args), on_run=on_run)
     progress.close()
     elapsed = time.perf_counter() - start
-    counts: dict[str, int] = {}
-    for r in runs:
-        counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
+    counts = dict(Counter(r.result.status.value for r in runs))
     print(f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) {counts}", flush=True)
     try:  # the results table, results.csv under multirun/<date>/<time>-grid and on the grid's parent run
         uri = ((runs[0].result.config or {}).get("tracking") or {}).get("uri") if runs else None

@@ -15,7 +15,6 @@ artifact.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -45,10 +44,7 @@ ARGS = Schema(
 
 
 def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
-    """Record ``report`` as one MLflow run (see module doc); returns the run id. The run is open
-    while the sources are gathered and logged (dabench.tracking.lifecycle.recorded_run): an
-    error or Ctrl-C on the way ends it crashed or interrupted instead of losing it."""
-
+    """Record ``report`` as one MLflow run (see module doc); returns the run id."""
     tags = {
         "dabench.mode": "measure",
         "dabench.source": report.source,
@@ -56,13 +52,8 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         "dabench.profile.subtask_kind": report.subtask_kind,
         **report.info,
     }
-    if report.throughput_basis:
-        tags["dabench.throughput_basis"] = report.throughput_basis
-    if report.bottleneck:
-        tags["dabench.bottleneck"] = report.bottleneck
-    if report.load_imbalance_basis:
-        tags["dabench.load_imbalance_basis"] = report.load_imbalance_basis
-
+    optional = ("throughput_basis", "bottleneck", "load_imbalance_basis")
+    tags.update({f"dabench.{key}": getattr(report, key) for key in optional if getattr(report, key)})
     config_params, config_tags = run_fields(report.source, report.stated)  # docs/fitting.md, "Ingested runs"
     tags.update(config_tags)
     name = run_name or f"import {report.source} {path.name}"
@@ -88,25 +79,6 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
     return run.run_id
 
 
-def _record(report: ArtifactReport, args: argparse.Namespace) -> tuple[str | None, int]:
-    """(run id, exit status) of recording ``report`` (see the module docstring); a failure to
-    record is one line on stderr with its status, not a traceback."""
-
-    try:
-        run_id = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
-    except Exception as error:
-        status = write_error_status(error).value
-        print(
-            redact_text(f"dabench ingest: {status}: the run could not be recorded: {type(error).__name__}: {error}"),
-            file=sys.stderr,
-        )
-        return None, 1
-    if report.status != Status.OK.value:
-        print(f"dabench ingest: recorded run {run_id} as {report.status}", file=sys.stderr)
-        return run_id, 1
-    return run_id, 0
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
     try:
@@ -121,13 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dabench ingest: incomplete artifact: {problem}", file=sys.stderr)
     code = 0
     if args.log:
-        run_id, code = _record(report, args)
-        if run_id is None:
-            return code
-        document["mlflow_run_id"] = run_id
+        try:  # a failure to record is one line on stderr, not a traceback
+            document["mlflow_run_id"] = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
+        except Exception as error:
+            status = write_error_status(error).value
+            why = f"{status}: the run could not be recorded: {type(error).__name__}: {error}"
+            print(redact_text(f"dabench ingest: {why}"), file=sys.stderr)
+            return 1
+        if report.status != Status.OK.value:
+            print(f"dabench ingest: recorded run {document['mlflow_run_id']} as {report.status}", file=sys.stderr)
+            code = 1
     print(json.dumps(document, indent=1))
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

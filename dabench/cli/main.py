@@ -33,18 +33,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def is_subcommand_word(word: str) -> bool:
-    """A bare word (no ``=``, no leading ``+``/``~``/``-``): a subcommand, not an override."""
-    return bool(word) and "=" not in word and word[0] not in "+~-"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     command_line = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
     install(command_line)  # third-party noise off unless -v (runtime/quiet.py); takes -v off the line
-
     install_log_redaction()  # every log record of every command is masked when created (tracking/redact.py)
     args = command_line[1:]
-    if args and is_subcommand_word(args[0]):
+    if args and args[0] and "=" not in args[0] and args[0][0] not in "+~-":  # a bare word: a subcommand
         name = args[0]
         if name not in COMMANDS:
             close = difflib.get_close_matches(name, COMMANDS, n=1)

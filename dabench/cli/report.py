@@ -10,14 +10,12 @@ Exit status: 0 written, 2 a selection or store that names nothing (one line sayi
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.pipeline.preflight import check_sink, format_problems
-from dabench.runtime.sinks import one_line
 
 ARGS = Schema(
     "dabench report",
@@ -43,18 +41,14 @@ ARGS = Schema(
 )
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parse_or_exit(ARGS, argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_or_exit(ARGS, argv)
     started = time.perf_counter()
-
     problems = check_sink("exports", args.out / "report.html", "--out")  # before any work
     if problems:
         print(format_problems(problems), file=sys.stderr)
         return 2
+    from dabench.report.advice import write_advice_pages  # the advice page of `dabench advise` runs (docs/advise.md)
     from dabench.report.frame import SelectionError, client_for, load_frame
     from dabench.report.html import write_report
 
@@ -64,18 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     except SelectionError as error:
         print(f"dabench report: {error}", file=sys.stderr)
         return 2
-
-    try:
-        report = write_report(frame, args.out, selection.label, client.tracking_uri)
-    except OSError as error:
-        print(f"dabench report: {one_line(error)}", file=sys.stderr)
-        return 1
+    report = write_report(frame, args.out, selection.label, client.tracking_uri)  # OSError: cli/main.py
     print(f"dabench report: {len(frame)} runs ({selection.label}) -> {report.html}")
     print(f"  figures: {len(report.figures) // 2} in {args.out / 'figures'} (PNG and SVG); runs: {report.csv}")
     for key, note in report.notes.items():
         print(f"  {key}: {note}")
-    from dabench.report.advice import write_advice_pages  # the advice page of `dabench advise` runs (docs/advise.md)
-
     for page in write_advice_pages(frame, args.out, client):
         print(f"  advice page (PREDICTED): {page}")
     if selection.sweep_parent and args.log and not args.no_log:
@@ -83,7 +70,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  logged under parent run {selection.sweep_parent} as report/")
     print(f"  took {time.perf_counter() - started:.1f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

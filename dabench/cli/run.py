@@ -1,13 +1,7 @@
 """The Hydra task: ``dabench [overrides] [-m]`` composes conf/, validates, runs (measure or
-predict), records, and returns samples/s to Hydra (and its sweeper).
-
-The composed config is prepared once (:func:`dabench.pipeline.job.prepare`: placement applied,
-RunConfig built) and recorded through :func:`dabench.pipeline.record.record_run`: the MLflow run
-is opened before the work and closed on every exit path (dabench/tracking/lifecycle.py).
-
-A single run with bad input exits with status 2 before any work and records nothing; inside a
-``-m`` multirun, the same input is recorded as an ``invalid_config`` run and the sweep goes on.
-A single run that ends in any status other than ok is recorded and exits with status 1.
+predict), records, and returns samples/s to Hydra (and its sweeper). A single run with bad input
+exits 2 before any work (inside ``-m``: recorded ``invalid_config``, the sweep goes on); one that
+ends other than ok is recorded and exits 1.
 """
 
 from __future__ import annotations
@@ -17,6 +11,8 @@ import sys
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from dabench.config.paths import CONF_DIR
@@ -32,21 +28,13 @@ from dabench.tune.outcome import job_outcome
 log = logging.getLogger("dabench")
 
 
-def _is_multirun() -> bool:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-
-
 def run_job(cfg: DictConfig) -> float:
     """The task function: returns samples/s for an ok run, NaN otherwise."""
-
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
     job = prepare(OmegaConf.to_container(cfg, resolve=True))
     name = job.name
-    multirun = _is_multirun()
+    multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     if job.error is not None:
         if not multirun:
             print(f"dabench: {job.error}", file=sys.stderr)
@@ -73,16 +61,11 @@ def hydra_main(cfg: DictConfig) -> float:
 
 
 def main(argv: list[str]) -> int:
-    """``dabench [overrides] [-m]``: Hydra's entry under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or
-    SIGTERM ends the process
-    with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
-
+    """``dabench [overrides] [-m]`` under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or SIGTERM
+    ends it with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
     sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv (-v taken off by cli/main.py)
 
-    # unknown group options and keys: one line, exit 2, before Hydra (`python -m dabench` and the
-    # `dabench` console script alike)
-    refuse_bad_command_line()
-
+    refuse_bad_command_line()  # unknown group options and keys: one line, exit 2, before Hydra
     bad_dirs = command_line_dirs(sys.argv[1:])  # a run or sweep folder Hydra could not create: one line, exit 2
     if bad_dirs:
         print(format_problems(bad_dirs), file=sys.stderr)

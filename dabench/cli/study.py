@@ -1,13 +1,7 @@
 """``python -m dabench study``: the best deployment a study found, as a ready-to-run command.
 
-    python -m dabench study                      # the only study in ./mlruns/optuna.db
-    python -m dabench study --list               # every study, with trial counts and best value
-    python -m dabench study --study ipu_deploy-gpt2_test --top 5
-    python -m dabench study --storage postgresql://user@host/optuna --study NAME --json
-
 Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input (a SQLite
-storage that does not exist included: it reads, never creates). Commands and overrides are
-printed with secrets masked (dabench/tracking/redact.py).
+storage that does not exist included: it reads, never creates). Secrets are masked.
 """
 
 from __future__ import annotations
@@ -61,15 +55,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"{s.study_name}: {s.n_trials} trials, {best}")
         return 0
-    name = args.study
+    name = args.study if args.study is not None or len(names) != 1 else names[0]
     if name is None:
-        if len(names) != 1:
-            print(
-                f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}",
-                file=sys.stderr,
-            )
-            return 2
-        name = names[0]
+        print(
+            f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}",
+            file=sys.stderr,
+        )
+        return 2
     if name not in names:
         print(
             f"dabench study: invalid --study={name!r}: must be one of {', '.join(names) or '(no studies)'}",
@@ -102,12 +94,6 @@ def main(argv: list[str] | None = None) -> int:
         if failed and args.top:
             print(f"failed trials ({len(failed)}):")
             for t in failed[: args.top]:
-                reason = (
-                    (t.user_attrs.get(REASON_ATTR) or "").splitlines()[0][:120] if t.user_attrs.get(REASON_ATTR) else ""
-                )
+                reason = (t.user_attrs.get(REASON_ATTR) or "\n").splitlines()[0][:120]
                 print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {redact_text(reason)}")
     return 0 if summary.best_number is not None else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

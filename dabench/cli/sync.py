@@ -29,7 +29,6 @@ ARGS = Schema(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-
     if args.outbox is not None:
         if args.outbox.exists() and not args.outbox.is_dir():
             print(f"dabench sync: --outbox={args.outbox}: is a file; give the outbox folder", file=sys.stderr)

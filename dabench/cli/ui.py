@@ -13,6 +13,7 @@ prints that server's URL and starts nothing. Exit status: 0 served or printed, 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
 import signal
@@ -58,11 +59,7 @@ ARGS = Schema(
     (
         Arg("--port", "port to serve on (0 picks a free one)", "int", default=DEFAULT_PORT, low=0, high=65535),
         Arg("--host", f"address to serve on ({DEFAULT_HOST}: this machine only)", default=DEFAULT_HOST),
-        Arg(
-            "--allow-remote",
-            "serve on a --host other machines can reach; MLflow's UI has no authentication",
-            "flag",
-        ),
+        Arg("--allow-remote", "serve on a --host other machines can reach; MLflow's UI has no authentication", "flag"),
         Arg("--no-browser", "print the URL, do not open a browser", "flag"),
         Arg("--tracking-uri", "MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
         Arg("--experiment", "experiment to open", default="dabench"),
@@ -80,25 +77,19 @@ ARGS = Schema(
 )
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parse_or_exit(ARGS, argv)
+def _remote(addresses: list[str]) -> list[str]:
+    return [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback]
 
 
-def served_addresses(host: str) -> list[str]:
-    """The addresses a server bound to ``host`` listens on (``host`` resolved; UiError when it
-    names no address)."""
+def check_host(host: str, allow_remote: bool) -> list[str]:
+    """The addresses ``host`` serves on; UiError (exit 2) when it names none, or one is not a
+    loopback address and ``--allow-remote`` was not given."""
     try:
         found = socket.getaddrinfo(host or None, None, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError) as error:
         raise UiError(f"--host={host}: not an address this machine can serve on ({error})") from None
-    return sorted({str(info[4][0]) for info in found})
-
-
-def check_host(host: str, allow_remote: bool) -> list[str]:
-    """The addresses ``host`` serves on; UiError (exit 2) when one is not a loopback address and
-    ``--allow-remote`` was not given."""
-    addresses = served_addresses(host)
-    remote = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback]
+    addresses = sorted({str(info[4][0]) for info in found})
+    remote = _remote(addresses)
     if remote and not allow_remote:
         raise UiError(
             f"--host={host}: serves on {', '.join(remote)}, reachable from other machines, and MLflow's UI has no "
@@ -109,10 +100,10 @@ def check_host(host: str, allow_remote: bool) -> list[str]:
 
 def remote_warning(host: str, port: int, addresses: list[str]) -> str | None:
     """The warning printed when the UI is served beyond this machine (None when it is not)."""
-    remote = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback]
+    remote = _remote(addresses)
     if not remote:
         return None
-    named = ["every interface" if ipaddress.ip_address(a.split("%")[0]).is_unspecified else a for a in remote]
+    named = ("every interface" if ipaddress.ip_address(a.split("%")[0]).is_unspecified else a for a in remote)
     where = ", ".join(f"{a} port {port}" for a in named)
     return (
         f"dabench ui: WARNING: --host={host} serves on {where}: anyone who can reach this machine can read, "
@@ -168,21 +159,8 @@ def view_url(uri: str, base: str, experiment: str) -> str:
 
 def server_command(uri: str, host: str, port: int) -> list[str]:
     """``mlflow server`` for ``uri`` with one worker; local artifacts where dabench writes them."""
-
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--backend-store-uri",
-        uri,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-    ]
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", host]
+    command += ["--port", str(port), "--workers", "1"]
     artifacts = artifact_root(uri)
     return command + (["--artifacts-destination", artifacts] if artifacts else [])
 
@@ -212,18 +190,12 @@ def _tail(log: Path | None) -> str:
 
 def stop(process: subprocess.Popen) -> None:
     """SIGTERM to the server's process group, SIGKILL after :data:`STOP_GRACE_S`."""
-    if process.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if process.poll() is not None:
             return
-        try:
-            process.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+        with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(process.pid, sig)
+            process.wait(timeout=STOP_GRACE_S)
 
 
 def open_browser(url: str) -> bool:
@@ -253,13 +225,9 @@ def serve(args: argparse.Namespace, uri: str) -> int:
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
     out = None if log is None else open(log, "w")
     previous = signal.signal(signal.SIGTERM, _interrupt)
+    command = server_command(uri, args.host, port)
     process = subprocess.Popen(
-        server_command(uri, args.host, port),
-        env=env,
-        stdout=out,
-        stderr=out,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
+        command, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
     )
     try:
         wait_until_up(process, base, args.timeout_s, log)
@@ -292,13 +260,13 @@ def serve(args: argparse.Namespace, uri: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-
+    args = parse_or_exit(ARGS, argv)
     uri = tracking_uri(args.tracking_uri)
     try:
         if uri.startswith(("http://", "https://")):  # a tracking server: its UI is already there
+            base = ui_base_url(uri, environ={})
             try:
-                url = view_url(uri, ui_base_url(uri, environ={}), args.experiment)
+                url = view_url(uri, base, args.experiment)
             except UiError:
                 raise
             except Exception as error:  # the server does not answer, or refuses the request
@@ -309,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 ) from None
             print(url, flush=True)
             print(
-                f"dabench ui: the store is the tracking server {ui_base_url(uri, environ={})}; nothing to start",
+                f"dabench ui: the store is the tracking server {base}; nothing to start",
                 file=sys.stderr,
             )
             if not args.no_browser:
@@ -319,7 +287,3 @@ def main(argv: list[str] | None = None) -> int:
     except UiError as error:
         print(f"dabench ui: {error}", file=sys.stderr)
         return error.code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

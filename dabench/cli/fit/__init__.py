@@ -1,18 +1,8 @@
 """``python -m dabench fit``: refit the analytical models' fitted constants to the public
 calibration points and print point / predicted / published / error.
 
-    python -m dabench fit                  # refit every platform, print the tables (YAML unchanged)
-    python -m dabench fit --arch wse2 --write   # refit, save to conf/hardware/wse2.yaml + residuals.json
-    python -m dabench fit --check          # shipped constants: exit 1 if a point is out of tolerance
-    python -m dabench fit --cv             # leave-one-source-out: out-of-source error, bands, coverage
-    python -m dabench fit --cv --write     # ... and save the constant set (fit/published.json)
-    python -m dabench fit --from-mlflow [SELECTION] [--name NAME]  # refit from your measured runs (docs/fitting.md)
-    python -m dabench fit --export NAME > file.json                 # share a constant set
-
-One module per path: published.py (the public points: refit, --write, --check), cv_text.py
-(--cv), from_mlflow.py (--from-mlflow; docs/fitting.md); --export prints a set here. The docs
-tables are ``dabench docs``. Method: dabench/fit/ (docs/perfmodel.md, "Out-of-sample error and
-bands").
+Each path has its module (published.py, cv_text.py, from_mlflow.py); --export is here. Method:
+docs/perfmodel.md, "Out-of-sample error and bands"; docs/fitting.md.
 """
 
 from __future__ import annotations
@@ -79,7 +69,3 @@ def main(argv: list[str] | None = None) -> int:
     if args.cv:
         return run_cv(archs, args.write)
     return run_published(args, archs)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,7 @@
-"""``dabench fit --cv``: the leave-one-source-out cross-validation of the public points, its text,
-and ``--cv --write`` (the published constant set).
-
-Contract: :func:`run_cv` cross-validates the platforms, prints :func:`cv_report` (its last line is
-:func:`cv_last_line`) and, with ``write``, saves published.json (every platform needed); the
-helpers here also render ``dabench docs``' out-of-source block. Method: dabench/fit/cv.py
-(docs/perfmodel.md, "Out-of-sample error and bands").
+"""``dabench fit --cv``: :func:`run_cv` cross-validates the public points leaving one source out,
+prints :func:`cv_report` (last line :func:`cv_last_line`) and, with ``write``, saves published.json.
+The helpers also render ``dabench docs``' out-of-source block. Method: docs/perfmodel.md,
+"Out-of-sample error and bands".
 """
 
 from __future__ import annotations
@@ -31,11 +28,8 @@ def signed(row: dict, key: str) -> str:
 
 def goal(summary: dict) -> str:
     med, worst = summary["out_of_sample_median_abs_error"], summary["out_of_sample_max_abs_error"]
-    missed = []
-    if med is None or med > GOAL_MEDIAN:
-        missed.append(f"median {pct(med)} > {100 * GOAL_MEDIAN:.0f}%")
-    if worst is None or worst > GOAL_MAX:
-        missed.append(f"max {pct(worst)} > {100 * GOAL_MAX:.0f}%")
+    missed = [f"median {pct(med)} > {100 * GOAL_MEDIAN:.0f}%"] if med is None or med > GOAL_MEDIAN else []
+    missed += [f"max {pct(worst)} > {100 * GOAL_MAX:.0f}%"] if worst is None or worst > GOAL_MAX else []
     return "met" if not missed else "NOT met (" + ", ".join(missed) + ")"
 
 
@@ -63,26 +57,18 @@ def cv_last_line(data: dict) -> str:
     )
 
 
-def cv_coverage_line(data: dict) -> str:
-    cv, nominal = data["cv"], data["nominal_coverage"]
-    lo, hi = cv["binomial_95"]
+def _coverage(covered: int, banded: int, rate: float, interval: list, nominal: float) -> str:
+    lo, hi = interval
     inside = "contains" if lo <= nominal <= hi else "does NOT contain"
     return (
-        f"band coverage (nested: each throughput point's band sized without its source; pooled): "
-        f"{cv['covered']}/{cv['banded']} = {cv['coverage']:.3f}, Clopper-Pearson 95% [{lo:.3f}, {hi:.3f}] "
-        f"{inside} the nominal {nominal:.2f}"
+        f"{covered}/{banded} = {rate:.3f}, Clopper-Pearson 95% [{lo:.3f}, {hi:.3f}] {inside} the nominal {nominal:.2f}"
     )
 
 
-def _platform_coverage(entry: dict, nominal: float) -> str:
-    sm = entry["summary"]
-    if not sm["banded"]:
-        return "band coverage: no throughput points"
-    lo, hi = sm["binomial_95"]
-    inside = "contains" if lo <= nominal <= hi else "does NOT contain"
-    return (
-        f"band coverage: {sm['covered']}/{sm['banded']} = {sm['covered'] / sm['banded']:.3f}, "
-        f"Clopper-Pearson 95% [{lo:.3f}, {hi:.3f}] {inside} the nominal {nominal:.2f}"
+def cv_coverage_line(data: dict) -> str:
+    cv = data["cv"]
+    return "band coverage (nested: each throughput point's band sized without its source; pooled): " + _coverage(
+        cv["covered"], cv["banded"], cv["coverage"], cv["binomial_95"], data["nominal_coverage"]
     )
 
 
@@ -143,7 +129,7 @@ def cv_report(data: dict) -> str:
             band = (
                 ""
                 if row["band"] is None
-                else f"x/{math.exp(row['band']):.3g} " + ("covers" if row["covered"] else "MISSES")
+                else f"x/{math.exp(row['band']):.3g} {'covers' if row['covered'] else 'MISSES'}"
             )
             out.append(
                 f"{row['point']:<18} {row['metric']:<16} {row['use']:<9} {fmt(row['published']):>10} "
@@ -160,7 +146,12 @@ def cv_report(data: dict) -> str:
             f"{pct(sm['out_of_sample_median_abs_error'])}, max {pct(sm['out_of_sample_max_abs_error'])}"
         )
         out.append(f"goal (out of source, median <= 15%, max <= 35%): {goal(sm)}")
-        out.append(_platform_coverage(entry, nominal))
+        out.append(
+            "band coverage: "
+            + _coverage(sm["covered"], sm["banded"], sm["covered"] / sm["banded"], sm["binomial_95"], nominal)
+            if sm["banded"]
+            else "band coverage: no throughput points"
+        )
         tied: dict[str, list[str]] = {}
         for path, key in (entry.get("read_from_calibration") or {}).items():
             tied.setdefault(key, []).append(path.split(".", 1)[1])

@@ -1,11 +1,7 @@
 """``dabench fit --from-mlflow [SELECTION]``: measured runs of a store -> points -> a named constant
-set, written to the user folder and logged on an MLflow run of its own.
-
-Contract: :func:`run_from_mlflow` returns the exit status (0 a set written; 1 nothing to fit or
-predict; 2 a bad --name or selection) and prints the runs left out, each platform's before/after
-report and, last, the summary line. The shipped set ``published`` is never written here.
-The fit itself: dabench/fit/runs.py and machine.py (docs/fitting.md); :func:`report` and
-:func:`last_line` are the text.
+set (never ``published``), written to the user folder and logged on an MLflow run of its own.
+:func:`run_from_mlflow` returns the exit status (0 a set written; 1 nothing to fit or predict; 2 a
+bad --name or selection). Method: docs/fitting.md.
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ import math
 import re
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +28,18 @@ from dabench.tracking.store import tracking_uri
 
 def run_dicts(frame) -> list[dict]:
     """The rows of a report frame (dabench/report/frame.py) as ``{run_id, tags, params, metrics}``."""
-    import pandas as pd
+    return [
+        {"run_id": row["run_id"], **{key: _part(row, key + ".") for key in ("tags", "params", "metrics")}}
+        for row in frame.to_dict("records")
+    ]
 
-    runs = []
-    for row in frame.to_dict("records"):
 
-        def part(prefix: str, row: dict = row) -> dict:
-            return {
-                k[len(prefix) :]: v
-                for k, v in row.items()
-                if k.startswith(prefix) and v is not None and not (isinstance(v, float) and pd.isna(v))
-            }
-
-        runs.append(
-            {"run_id": row["run_id"], "tags": part("tags."), "params": part("params."), "metrics": part("metrics.")}
-        )
-    return runs
+def _part(row: dict, prefix: str) -> dict:
+    return {
+        k[len(prefix) :]: v
+        for k, v in row.items()
+        if k.startswith(prefix) and v is not None and not (isinstance(v, float) and math.isnan(v))
+    }
 
 
 def run_from_mlflow(args) -> int:
@@ -69,8 +62,7 @@ def run_from_mlflow(args) -> int:
         return 2
     points, left = points_from_runs(run_dicts(frame))
     _add_class_times(points, uri)
-    arch = args.arch[0] if args.arch else None
-    groups = group_points(points, arch, args.host)
+    groups = group_points(points, args.arch[0] if args.arch else None, args.host)
     print(
         f"store {redact_uri(uri)}, {selection.label}: {len(frame)} runs, {len(points)} measured ok "
         f"(points), {len(left)} left out"
@@ -120,8 +112,6 @@ def run_from_mlflow(args) -> int:
 def _add_class_times(points: list, uri: str) -> None:
     """Each point's per-class times where its run profiled them (result.json's
     ``profile.class_times_s``; a run without the artifact keeps none)."""
-    import tempfile
-
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -139,8 +129,6 @@ def _add_class_times(points: list, uri: str) -> None:
 
 def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
     """The constant set on an MLflow run of its own (never a point: no dabench.mode tag)."""
-    import tempfile
-
     tags = {
         "dabench.kind": "constant_set",
         "dabench.constants": data["name"],
@@ -148,11 +136,12 @@ def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
             f"{a}:{e['recommendation']}" for a, e in data["platforms"].items()
         ),
     }
-    metrics = {}
-    for arch, entry in data["platforms"].items():
-        for key, value in entry["comparison"].items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
-                metrics[f"{arch}.{key}"] = float(value)
+    metrics = {
+        f"{arch}.{key}": float(value)
+        for arch, entry in data["platforms"].items()
+        for key, value in entry["comparison"].items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
     with (
         recorded_run(experiment=experiment, uri=uri, run_name=f"constant set {data['name']}", tags=tags) as run,
         tempfile.TemporaryDirectory() as tmp,
@@ -171,11 +160,7 @@ def _log_set(data: dict, path: Path, uri: str, experiment: str) -> str:
 
 
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else str(value))
 
 
 def _pct(value: float | None) -> str:
@@ -189,8 +174,7 @@ def report(g: GroupFit) -> str:
         f"== {g.arch} [{g.host_key}]: {len(g.points)} points used ({len({p.key for p in g.points})} configs)"
         + (f", {len(g.unusable)} not predictable" if g.unusable else "")
     ]
-    for u in g.unusable:
-        lines.append(f"  not used: {u.run_id}: {u.reason}")
+    lines += [f"  not used: {u.run_id}: {u.reason}" for u in g.unusable]
     profiled = [len(measured_classes(p)) for p in g.points if measured_classes(p)]
     if profiled:
         lines.append(
@@ -203,27 +187,20 @@ def report(g: GroupFit) -> str:
         lines.append("  constants changed (old -> new, bounds):")
         for name, value in g.fitted.items():
             lo, hi = g.bounds[name]
-            edge = (
-                " (at a bound)"
-                if math.isclose(value, lo, rel_tol=1e-3, abs_tol=1e-12) or math.isclose(value, hi, rel_tol=1e-3)
-                else ""
-            )
-            lines.append(f"    {name}: {_fmt(g.base.get(name))} -> {_fmt(value)}  [{lo:g}, {hi:g}]{edge}")
+            edge = math.isclose(value, lo, rel_tol=1e-3, abs_tol=1e-12) or math.isclose(value, hi, rel_tol=1e-3)
+            bounds = f"[{lo:g}, {hi:g}]" + (" (at a bound)" if edge else "")
+            lines.append(f"    {name}: {_fmt(g.base.get(name))} -> {_fmt(value)}  {bounds}")
     method = "leave one config out" if len(folds(g.points)) == len({p.key for p in g.points}) else f"{K_FOLD}-fold"
     lines.append(
         f"  median |error| on these points, out of sample ({method}): {g.base_name} {_pct(g.published_error)}, "
         f"fitted {_pct(g.fitted_error)} (in sample {_pct(g.in_sample_error)}); noise floor "
         f"{_pct(g.noise)} ({g.noise_how})"
     )
-    if g.improved:
-        lines.append(
-            f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> "
-            f"{_pct(g.fitted_error)})"
-        )
-    else:
-        lines.append(
-            f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants"
-        )
+    lines.append(
+        f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> {_pct(g.fitted_error)})"
+        if g.improved
+        else f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants"
+    )
     return "\n".join(lines)
 
 

@@ -1,11 +1,7 @@
-"""``dabench fit`` on the public points (no --cv, --from-mlflow or --export): refit each platform's
-fitted constants to points.csv and print point / predicted / published / error; ``--write``
-saves them (conf/hardware/<arch>.yaml, residuals.json), ``--check`` only checks the shipped ones.
-:func:`evaluate` is (point, predicted) for each point of a platform (NaN: refused); :func:`table`
-renders them; :func:`write_residuals` rewrites residuals.json's entries of the given platforms.
-
-Contract: :func:`run_published` returns the exit status (1 only with ``--check`` and a point out
-of tolerance). Method: dabench/fit/refit.py (docs/perfmodel.md, "Calibration").
+"""``dabench fit`` on the public points: refit each platform's fitted constants to points.csv and
+print point / predicted / published / error; ``--write`` saves them (conf/hardware/<arch>.yaml,
+residuals.json), ``--check`` only checks the shipped ones. :func:`run_published` returns the exit
+status (1 only with ``--check`` and a point out of tolerance). Method: docs/perfmodel.md, "Calibration".
 """
 
 from __future__ import annotations
@@ -23,23 +19,18 @@ from dabench.runtime.sinks import write_json
 
 
 def platforms() -> list[str]:
-    seen: list[str] = []
-    for point in load_points():
-        if point.platform not in seen:
-            seen.append(point.platform)
-    return seen
+    return list(dict.fromkeys(p.platform for p in load_points()))
 
 
 def evaluate(arch: str, options: dict | None = None) -> list[tuple[Point, float]]:
+    """(point, predicted) for each point of ``arch`` (NaN: refused)."""
     return [(p, predict_point(p, options)) for p in load_points() if p.platform == arch]
 
 
 def fmt(value: float) -> str:
     if math.isnan(value):
         return "refused"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def err(point: Point, value: float) -> str:
@@ -56,12 +47,10 @@ def tol(point: Point) -> str:
 def status(point: Point, value: float) -> str:
     if point.use == "excluded":
         return "excluded"
-    if math.isnan(value):
-        return "OUT"
-    return "ok" if point.within(value) else "OUT"
+    return "ok" if not math.isnan(value) and point.within(value) else "OUT"
 
 
-def table(arch: str, rows: list[tuple[Point, float]]) -> str:
+def table(rows: list[tuple[Point, float]]) -> str:
     lines = [
         f"{'point':<13} {'metric':<15} {'predicted':>10} {'published':>10} {'error':>9} {'tol':>6}  use      status",
         "-" * 84,
@@ -87,16 +76,14 @@ def write_residuals(results: dict[str, list[tuple[Point, float]]]) -> None:
             }
             for p, v in rows
         }
-
     write_json("source_tree", RESIDUALS_JSON, data, indent=1, sort_keys=True)
 
 
 def run_published(args: argparse.Namespace, archs: list[str]) -> int:
     """The command's default path for ``archs`` (see the module docstring)."""
-    refit_now = not args.check
     results: dict[str, list[tuple[Point, float]]] = {}
     for arch in archs:
-        if refit_now and fitted(arch):
+        if not args.check and fitted(arch):
             fit = refit(arch)
             print(f"== {arch}: refit (sum of squared error/tolerance {fit.cost:.3f})")
             for name, value in fit.values.items():
@@ -114,7 +101,7 @@ def run_published(args: argparse.Namespace, archs: list[str]) -> int:
     failures = 0
     for arch, rows in results.items():
         print(f"\n== {arch} (model version {model_version(arch)})")
-        print(table(arch, rows))
+        print(table(rows))
         failures += sum(status(p, v) == "OUT" for p, v in rows)
     print(f"\n{failures} point(s) out of tolerance")
     return 1 if (args.check and failures) else 0
