@@ -169,9 +169,6 @@ def compile_report_problems(
     return problems
 
 
-# ----------------------------------------------------------------------------- appliance runs
-
-
 def flatten_track(track: dict[str, Any], prefix: str = "") -> dict[str, float]:
     """track.json ``{name: [seconds, {children}]}`` -> ``{"parent/child": seconds}``."""
     out: dict[str, float] = {}

@@ -63,9 +63,6 @@ class Problem:
         return f"pre-flight: {self.field}={self.value!r}: {self.fix}"
 
 
-# ----------------------------------------------------------------------------- paths and disk
-
-
 def _existing_ancestor(path: Path) -> Path:
     path = path.absolute()
     while not path.exists() and path != path.parent:
@@ -168,9 +165,6 @@ def command_line_dirs(argv: list[str]) -> list[Problem]:
     return problems
 
 
-# ----------------------------------------------------------------------------- stores
-
-
 def _scheme(uri: str) -> str:
     return uri.split(":", 1)[0].split("+", 1)[0].lower() if ":" in uri else "file"
 
@@ -267,9 +261,6 @@ def check_study_storage(
     return [] if not url else check_store(url, field, timeout_s)
 
 
-# ----------------------------------------------------------------------------- the machine
-
-
 def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     """``MemAvailable`` from /proc/meminfo, in bytes (None when unknown)."""
     try:
@@ -340,9 +331,6 @@ def check_ranks(rc, cores: int | None = None, allow_oversubscribe: bool | None =
     fix = f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, "
     fix += "or run.allow_oversubscribe=true to run them anyway"
     return [Problem("parallel.degree", rc.parallel.degree, fix, kind="job")]
-
-
-# ----------------------------------------------------------------------------- everything
 
 
 def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str | None = None) -> list[Problem]:

@@ -174,9 +174,6 @@ class OpGraph:
         return 4 * self.weight_bytes
 
 
-# ----------------------------------------------------------------------------- builders
-
-
 def _linear(name: str, tokens: int, fan_in: int, fan_out: int, e: int, w: int, g: int, bias: bool = True) -> list[Op]:
     weight = fan_in * fan_out
     params = weight + (fan_out if bias else 0)
