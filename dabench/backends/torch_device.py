@@ -1,12 +1,9 @@
 """A measured run on a torch device: the body shared by the cpu and cuda backends.
 
-The model's build, warm-up, timed and per-layer steps run in a worker thread
-(:func:`dabench.runtime.interrupts.in_worker`): Ctrl-C or SIGTERM ends the run within a second
-even inside a long torch call; the op profile runs on the main thread (torch.profiler's). On the
-CPU each timed window's conditions are read (:class:`dabench.backends.measure.WindowWatch`) and
-an unsteady window is timed again up to ``run.remeasure`` times; a last window still unsteady
-puts its reason in the Profile's ``unsteady`` tag (the pipeline's status). The run stops after
-warm-up when its estimate exceeds ``run.max_minutes`` (:class:`dabench.runtime.progress.StepProgress`).
+The model's build, warm-up, timed and per-layer steps run in one worker thread
+(:func:`dabench.runtime.interrupts.in_worker`: Ctrl-C or SIGTERM ends the run within a second);
+the op profile runs on the main thread. A last window still unsteady puts its reason in the
+Profile's ``unsteady`` tag; the run stops after warm-up when its estimate exceeds ``run.max_minutes``.
 """
 
 from __future__ import annotations

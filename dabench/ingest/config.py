@@ -1,15 +1,9 @@
 """What an ingested vendor artifact states about the run's configuration, in dabench's config keys.
 
-Contract: :func:`stated_config` reads only what the artifact (and, in a checked copy of an
-artifact folder, the run's own config file beside it) says: a Cerebras ``trainer_params.yaml``
-(cstorch 2.x) or ``params.yaml`` (Model Zoo 1.x) gives the model's shape, the batch, mixed
-precision and the number of CS systems; the format gives the compile mode where it implies one
-(a layer-pipelined compile report); ``run_meta.json`` names the system. Nothing is guessed: a key
-the artifact does not state is listed in :attr:`StatedConfig.missing`. :func:`run_fields` turns
-that into what ``dabench ingest --log`` records: the stated keys (``import.config.*``), the missing
-ones, and, when every key a prediction needs is stated, the full config (dabench's defaults for the
-rest, named in ``import.config.assumed``) under the same param names a measured run logs, so that
-``dabench fit --from-mlflow`` turns the run into a point. Details: docs/fitting.md, "Ingested runs".
+:func:`stated_config` reads only what the artifact (and the run's own config file beside it)
+says; nothing is guessed: a key it does not state is listed in :attr:`StatedConfig.missing`.
+:func:`run_fields` turns that into what ``dabench ingest --log`` records (``import.config.*``, and
+the full config when every key a prediction needs is stated). Details: docs/fitting.md, "Ingested runs".
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Vendor artifact parsers: detect what a path is and parse it into an
 :class:`~dabench.ingest.artifact.ArtifactReport` (then, with step times, a Profile).
 
-Formats (see docs/vendors.md):
-
-=========================  ==================================================================
-``cerebras_compile_report`` a Cerebras R1.x ``compile_report.txt`` (or a folder holding one)
-``cerebras_appliance_run``  a cstorch 2.x run folder (``executors/<n>/performance.json``,
-                            ``track.json``, ``run.log``) or an ``executors/<n>`` folder
-``sambaflow_compile``       a SambaFlow compile folder (``*.s<N>.utilization_report.json``,
-                            ``stage_buffers/``), with SambaTune ``section_report.csv`` if present
-``sambatune_section_report`` a SambaTune ``section_report.csv`` on its own
-``popvision_json``          the JSON :mod:`dabench.vendors.ipu_export` writes from a
-                            ``profile.pop``
-=========================  ==================================================================
+Formats (``cerebras_compile_report``, ``cerebras_appliance_run``, ``sambaflow_compile``,
+``sambatune_section_report``, ``popvision_json``): docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations

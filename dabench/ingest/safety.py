@@ -1,12 +1,8 @@
 """An artifact folder is untrusted input: read only regular files inside it, within limits.
 
-:func:`scan` walks a folder without following symbolic links and sorts every entry into the
-files that may be read (regular files, at most :data:`MAX_DEPTH` folders deep, each at most
-:data:`MAX_FILE_BYTES`, at most :data:`MAX_FILES` files and :data:`MAX_TOTAL_BYTES` in all) and
-the entries it skipped, each with the reason (a symbolic link, a fifo, a device, a socket, too
-large, too deep, too many). :func:`checked_copy` copies the readable files into a private folder,
-opening each with ``O_NOFOLLOW`` and checking it again after opening, so that what the parsers
-then read is exactly what was checked (a file swapped for a link in between is skipped).
+:func:`scan` sorts a folder's entries, without following links, into regular files within the
+limits below and skipped entries with their reason; :func:`checked_copy` copies the readable ones
+into a private folder, opened with ``O_NOFOLLOW`` and checked again (docs/reliability.md).
 """
 
 from __future__ import annotations
