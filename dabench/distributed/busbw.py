@@ -1,11 +1,6 @@
 """Collective micro-benchmarks on the job's process group backend (gloo on CPU): all-reduce and
 send/recv bus bandwidth per message size. The rank side of ``benchmarks/collectives.py``.
-
-Method (as NCCL-tests): per size, one untimed call, a barrier, then ``reps`` back-to-back calls
-timed together; time per call = elapsed / reps, the slowest rank's. Send/recv: ranks pair up
-(0<->1, 2<->3, ...) and ping-pong; one-way time = round trip / 2. Bus bandwidth by
-:func:`dabench.metrics.tier2.bus_bandwidth` (all-reduce: size / time * 2(n-1)/n; p2p: size /
-time).
+Method (as NCCL-tests): docs/distributed.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """What every strategy's trainer shares: the rank context, the seeded model, the optimizer, the
 global batch and the Trainer interface.
-
-Every rank builds the whole stack from the run's seed, as
-:func:`dabench.backends.torch_train.build_train_state` does, then keeps, shards or wraps its part;
-the global batch is ``run.batch_size * data_copies`` samples, a data-parallel copy taking its
-contiguous slice.
+Every rank builds the whole stack from the run's seed, then keeps, shards or wraps its part.
 """
 
 from __future__ import annotations

@@ -3,9 +3,7 @@ block and on the whole stack, ``reshard_after_forward`` for ``parallel.sharding=
 (FULL_SHARD) and not for ``grad_op`` (SHARD_GRAD_OP); under autocast FSDP's mixed precision
 gathers the weights in the compute dtype and reduces in the weight dtype. ``optimizer`` (ZeRO-1):
 DistributedDataParallel with torch's ZeroRedundancyOptimizer over AdamW.
-
-FSDP's collectives run inside FSDP and are not timed here: an fsdp run reports its step time,
-memory and losses, and no comm events (full / grad_op); ZeRO-1's all-reduce is timed as dp's.
+FSDP's own collectives are not timed (no comm events); ZeRO-1's all-reduce is timed as dp's.
 Derivation: docs/distributed.md, "The strategies".
 """
 

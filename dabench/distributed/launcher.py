@@ -1,11 +1,6 @@
 """Start N ranks as subprocesses, wait for them, and fail the whole job cleanly.
-
-Each rank is ``python -m dabench.distributed.worker <spec.json>`` with torchrun's environment;
-ranks write JSON figures into a private folder, which :func:`launch` reads back (ranks never touch
-MLflow). Any rank failure or ``timeout_s`` kills every rank (process groups, via
-:mod:`dabench.runtime.supervisor`) and raises :class:`RankFailure` naming the root-cause rank.
-
-Derivation: docs/distributed.md, "How a run is launched" and "Failure is a result".
+Any rank failure or ``timeout_s`` kills every rank and raises :class:`RankFailure` naming the
+root-cause rank. Derivation: docs/distributed.md, "How a run is launched" and "Failure is a result".
 """
 
 from __future__ import annotations

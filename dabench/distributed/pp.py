@@ -1,11 +1,4 @@
 """Pipeline parallelism through ``torch.distributed.pipelining``.
-
-The stack is cut by ``parallel.layers_per_stage`` (embedding on stage 0, head on the last); each
-rank runs one ``PipelineStage`` under ``ScheduleGPipe`` or ``Schedule1F1B`` over
-``parallel.micro_batches``, wrapped in DDP over its data-parallel group when
-``parallel.replicas > 1``. Per step it reports compute (stage chunks, loss, optimizer) and, after
-the timed window, the one-way p2p time of each stage boundary; bubble = step - compute - p2p.
-
 Derivation: docs/distributed.md, "The strategies" and "Where the APIs fall short".
 """
 

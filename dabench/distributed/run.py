@@ -1,12 +1,7 @@
 """``run_parallel``: a measured data/tensor/pipeline-parallel run on torch.distributed.
-
-Called by the cpu and cuda backends (:mod:`dabench.backends.torch_device`) when
-``parallel.strategy`` is not ``none``. It checks what this machine and torch can run, starts
-``parallel.degree * parallel.replicas`` ranks through :mod:`dabench.distributed.launcher`
-(gloo on CPU, NCCL on GPUs), gathers their figures and returns ONE Profile; the caller (the
-runner and the tracker, in this process) logs it, so ranks never write to MLflow. A failed,
-killed or hung rank becomes :class:`~dabench.core.status.CrashedError` (an out-of-memory on a rank:
-:class:`~dabench.core.status.OutOfMemory`) naming the rank and its error.
+It checks what this machine and torch can run, starts the ranks, and returns ONE Profile (ranks
+never write to MLflow). A failed, killed or hung rank becomes
+:class:`~dabench.core.status.CrashedError` (or :class:`~dabench.core.status.OutOfMemory`) naming it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
 """Tensor parallelism (Megatron-style) through ``torch.distributed.tensor.parallel``.
-
-Each block is sharded on a 1-D DeviceMesh: q, k, v and ``fc1`` column-wise, the attention output
-projection and ``fc2`` row-wise (2 all-reduces forward, 2 backward per block); embedding,
-LayerNorms and the LM head stay replicated. Collectives are timed in extra passes after the timed
-window (:class:`~dabench.distributed.commtime.CollectiveTimer`); compute = step - comm time.
-
 Derivation: docs/distributed.md, "The strategies".
 """
 

@@ -1,10 +1,6 @@
 """The rank side of a measured parallel run: set up, warm up, time, measure, report.
-
-``train_rank(payload, env)`` (started by the launcher on every rank) pins ``threads_per_rank``,
-joins the process group (NCCL on GPUs, gloo on CPU; ``parallel.timeout_s``), builds the strategy's
-trainer, runs warm-up, a barrier and the timed steps, then the trainer's after-window measurements,
-and returns its figures and every step's loss as a JSON-able dict; rank 0 then runs the one-rank
-baseline (:mod:`dabench.distributed.baseline`).
+``train_rank(payload, env)`` returns the rank's figures and every step's loss as a JSON-able dict;
+rank 0 then runs the one-rank baseline (:mod:`dabench.distributed.baseline`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """One rank: ``python -m dabench.distributed.worker <spec.json>``.
-
-The spec (written by :mod:`dabench.distributed.launcher`) names a target ``module:function``, its
-JSON payload and a result folder. The rank's identity comes from the environment torchrun sets
-(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``), so ``torchrun --nproc-per-node N -m
-dabench.distributed.worker spec.json`` runs the same ranks. The rank writes
-``result.<rank>.json`` on success or ``error.<rank>.json`` (error, traceback, time) on failure,
-and never talks to MLflow.
+The spec names a target ``module:function``, its JSON payload and a result folder; the rank's
+identity comes from torchrun's environment. It writes ``result.<rank>.json`` or
+``error.<rank>.json`` (docs/distributed.md, "How a run is launched").
 """
 
 from __future__ import annotations

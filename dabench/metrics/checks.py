@@ -1,12 +1,7 @@
 """The result check run before a run is recorded: pure functions of the metric dict (and the
 roofline points), no I/O.
-
-:func:`check_result` -> ``None`` or a :class:`CheckFailure`: ``diverged`` for a non-finite metric,
-``invalid_result`` for one above its physical bound of 1.0 (efficiencies, roof shares, allocation
-ratios, load imbalance; ``predict.`` ones too), a negative one, or a roofline point above its roof.
-Bounds allow ``RELATIVE_TOLERANCE``; nothing is clamped.
-
-Derivation: docs/metrics.md, "Tier 1" (Result check).
+:func:`check_result` -> ``None`` or a :class:`CheckFailure` (``diverged``, ``invalid_result``);
+nothing is clamped. Derivation: docs/metrics.md, "Tier 1" (Result check).
 """
 
 from __future__ import annotations

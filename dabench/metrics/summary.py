@@ -1,9 +1,5 @@
 """Profile + op graph + hardware ceilings -> the flat metric dict that MLflow records.
-
-Work per optimizer step (over all chips):
-  FLOPs = (forward + backward FLOPs per sample) * samples per step + AdamW FLOPs * data copies
-  bytes = (forward + backward bytes per sample) * samples per step + AdamW bytes * data copies
-Achieved FLOP/s per chip = FLOPs per step / (median step time * chips).
+Definitions: docs/metrics.md.
 """
 
 from __future__ import annotations

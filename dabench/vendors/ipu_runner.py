@@ -1,12 +1,5 @@
 """PopTorch runner (Graphcore IPU): the decoder stack as a PopTorch training model.
-
-Builds ``poptorch.trainingModel`` with ``BeginBlock`` placement (embedding and head on IPU 0,
-``parallel.layers_per_stage`` decoder layers per IPU) and ``poptorch.Options`` from the config,
-times ``compile`` separately, then warm-up and timed host calls (fetch + call, as Graphcore's
-examples time ``throughput``). With ``runner_profile`` it writes a PopVision profile for
-:mod:`dabench.vendors.ipu_export`. Follows the PopTorch user guide (vendor-integrations.md section 1).
-
-Derivation: docs/vendors.md, "Graphcore IPU".
+Follows the PopTorch user guide (vendor-integrations.md section 1). Derivation: docs/vendors.md, "Graphcore IPU".
 """
 
 from __future__ import annotations

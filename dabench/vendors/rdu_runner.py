@@ -1,11 +1,6 @@
 """SambaFlow runner (SambaNova SN30 RDU), following the SambaFlow "bare-metal" app shape
 (vendor-integrations.md section 3.1).
-
-Two phases, one process each: ``compile`` (app CLI arguments from the config, then
-``samba.session.compile`` writes the PEF and the compile reports) and ``run`` (``trace_graph``,
-then per step ``samba.session.run`` and ``samba.to_torch(loss)``; a step time is their host wall time).
-
-Derivation: docs/vendors.md, "SambaNova".
+Two phases, one process each: ``compile`` and ``run``. Derivation: docs/vendors.md, "SambaNova".
 """
 
 from __future__ import annotations

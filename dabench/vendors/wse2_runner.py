@@ -1,11 +1,6 @@
 """cerebras.pytorch (cstorch 2.x) runner: weight-streaming training on CSX, or the same code on
 cstorch's CPU backend (``backend`` ``cstorch_cpu`` in the request).
-
-cstorch's documented flow (vendor-integrations.md section 2.1): backend, model under its device,
-``cstorch.compile``, AdamW and ``cstorch.amp`` precision, a ``@cstorch.trace`` step fed by a
-``DataExecutor``. Step times are the gaps between ``@cstorch.step_closure`` clock marks over the
-last ``run.timed_steps`` steps (compile stays before them); RateTracker files come back as artifacts.
-
+Follows cstorch's documented flow (vendor-integrations.md section 2.1).
 Derivation: docs/vendors.md, "Cerebras" and the ``hardware.options`` table.
 """
 

@@ -1,12 +1,6 @@
 """The op graph: the work of one training step, per op and per layer, as numbers.
-
-:func:`build_opgraph` (model, micro-batch, precision) -> :class:`OpGraph`: layers ``embedding``,
-``block.<i>``, ``head``, each a tuple of :class:`Op` with phase ``fwd`` / ``bwd`` / ``opt``, FLOPs
-(as ``torch.utils.flop_counter`` counts them), minimum main-memory bytes, owned params and saved
-activation bytes (forward entries). Decoder blocks share one op tuple, so building costs the same
-for any depth.
-
-Derivation: docs/metrics.md, "Work of one step".
+:func:`build_opgraph` (model, micro-batch, precision) -> :class:`OpGraph`, FLOPs as
+``torch.utils.flop_counter`` counts them. Derivation: docs/metrics.md, "Work of one step".
 """
 
 from __future__ import annotations
