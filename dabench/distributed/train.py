@@ -19,8 +19,8 @@ from dabench.config.build import build_run_config
 from dabench.distributed.baseline import run_baseline
 from dabench.distributed.commtime import IntervalLog
 from dabench.distributed.context import RankContext, Trainer
-from dabench.distributed.dp import DataParallelTrainer
-from dabench.distributed.fsdp import ShardedTrainer
+from dabench.distributed.dp import build_dp
+from dabench.distributed.fsdp import build_fsdp
 from dabench.distributed.pp import PipelineTrainer
 from dabench.distributed.tp import TensorParallelTrainer
 from dabench.distributed.worker import RankEnv
@@ -33,13 +33,14 @@ def build_trainer(ctx: RankContext) -> Trainer:
 
     par = ctx.rc.parallel
     if par.strategy == "dp":
-        return DataParallelTrainer.build(ctx)
+        return build_dp(ctx)
     if par.strategy == "fsdp":
-        return ShardedTrainer.build(ctx)
+        return build_fsdp(ctx)
     if par.strategy == "tp":
         return TensorParallelTrainer.build(
             ctx, init_device_mesh(ctx.device.type, (par.degree,), mesh_dim_names=("tp",))
         )
+
     if par.strategy == "pp":
         mesh = init_device_mesh(ctx.device.type, (par.replicas, par.degree), mesh_dim_names=("dp", "pp"))
         return PipelineTrainer.build(ctx, mesh)
