@@ -87,8 +87,6 @@ class ArtifactReport:
     def reason(self) -> str:
         return "; ".join(self.problems)
 
-    # ------------------------------------------------------------------ metrics
-
     def subtask_load_imbalance(self) -> float | None:
         """LI over subtasks that report a cost, or the parser's own value."""
         if self.load_imbalance is not None:
@@ -114,8 +112,6 @@ class ArtifactReport:
             out[f"memory.peak_bytes.{level}"] = float(used)
         out.update({k: float(v) for k, v in self.extra.items()})
         return out
-
-    # ------------------------------------------------------------------ output
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``python -m dabench ingest`` prints."""
