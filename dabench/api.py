@@ -54,19 +54,13 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
         return run_container(container)
 
     job = prepare(container)
-    name = job.name
     command = reproduce_command(list(overrides))
+    note = lambda r: run_note(summary_line(r, job.name), command)
     with tempfile.TemporaryDirectory(prefix="dabench-run-") as tmp:
-        return record_run(
-            job,
-            artifacts_dir=Path(tmp) / "artifacts",
-            name=name,
-            note=lambda r: run_note(summary_line(r, name), command),
-        )[0]
+        return record_run(job, artifacts_dir=Path(tmp) / "artifacts", note=note)[0]
 
 
 def parse_artifact(path: str | Path):
     """A vendor artifact (compile report, run folder, SambaFlow compile folder, PopVision JSON) ->
     :class:`~dabench.ingest.artifact.ArtifactReport`; what ``dabench ingest PATH`` parses."""
-
     return parse(path)
