@@ -27,18 +27,13 @@ class Scan:
     skipped: list[str] = field(default_factory=list)
 
 
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"))
+_KINDS += ((stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
 def kind_of(mode: int) -> str | None:
     """What a non-regular, non-folder entry is (None for a regular file or a folder)."""
-    for test, name in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a fifo"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return None
+    return next((name for test, name in _KINDS if test(mode)), None)
 
 
 def shown(relative: Path | str) -> str:
