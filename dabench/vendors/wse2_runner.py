@@ -62,22 +62,17 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         backend = cstorch.backend("CPU", artifact_dir=artifact_dir)
     else:
         repo_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        mounts = {"mount_dirs": [repo_root, workdir], "python_paths": [repo_root]}
         cluster = cstorch.distributed.ClusterConfig(
-            num_csx=systems,
-            mgmt_address=option(rc, "runner_mgmt_address"),
-            mount_dirs=[repo_root, workdir],
-            python_paths=[repo_root],
+            num_csx=systems, mgmt_address=option(rc, "runner_mgmt_address"), **mounts
         )
+        compile_dir = option(rc, "runner_compile_dir", "dabench")
+        compile_only = bool(option(rc, "runner_compile_only", False))
         backend = cstorch.backend(
-            "CSX",
-            artifact_dir=artifact_dir,
-            compile_dir=option(rc, "runner_compile_dir", "dabench"),
-            compile_only=bool(option(rc, "runner_compile_only", False)),
-            cluster_config=cluster,
+            "CSX", artifact_dir=artifact_dir, compile_dir=compile_dir, compile_only=compile_only, cluster_config=cluster
         )
-        cstorch.backends.csx.performance.micro_batch_size = option(
-            rc, "runner_micro_batch_size", settings["batch_size"]
-        )
+        micro_batch = option(rc, "runner_micro_batch_size", settings["batch_size"])
+        cstorch.backends.csx.performance.micro_batch_size = micro_batch
 
     precision = rc["precision"]["name"]
     dtype_name = half_dtype(rc) if precision != "fp32" else None
