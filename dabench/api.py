@@ -4,19 +4,10 @@
     >>> r = predict(["hardware=ipu", "parallel=pp"])
     >>> r.status, r.metrics["throughput.samples_per_s"]
 
-Overrides are Hydra's command-line overrides (the same strings ``python -m dabench`` takes);
-they are composed with Hydra's compose API against the repository's conf/ (the composition
-machinery is initialised once per process and reused). A composed config then goes through the
-one pipeline (:func:`dabench.pipeline.job.prepare`, then :func:`dabench.pipeline.execute.execute`),
-the same the Hydra task (dabench/cli/run.py) uses.
-
-- :func:`predict` forces ``hardware.mode=predict``: no device, no torch import.
-- :func:`run` honours ``hardware.mode`` (measure, validate, auto or predict; the default config
-  says auto). ``record=True`` records the run in MLflow through the same run lifecycle as the
-  Hydra task (:func:`dabench.tracking.lifecycle.recorded_run`).
-
-Neither raises for a failed run: bad input comes back as status ``invalid_config``, a workload
-that does not fit as ``capacity``, and so on (dabench/core/status.py).
+Overrides are ``python -m dabench``'s, composed against conf/ and run through the same pipeline
+as the Hydra task. :func:`predict` forces ``hardware.mode=predict`` (no torch import); :func:`run`
+honours ``hardware.mode`` and with ``record=True`` records the run in MLflow. Neither raises for
+a failed run: the status says it (``invalid_config``, ``capacity``, ...).
 """
 
 from __future__ import annotations
@@ -63,19 +54,13 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
         return run_container(container)
 
     job = prepare(container)
-    name = job.name
     command = reproduce_command(list(overrides))
+    note = lambda r: run_note(summary_line(r, job.name), command)
     with tempfile.TemporaryDirectory(prefix="dabench-run-") as tmp:
-        return record_run(
-            job,
-            artifacts_dir=Path(tmp) / "artifacts",
-            name=name,
-            note=lambda r: run_note(summary_line(r, name), command),
-        )[0]
+        return record_run(job, artifacts_dir=Path(tmp) / "artifacts", note=note)[0]
 
 
 def parse_artifact(path: str | Path):
     """A vendor artifact (compile report, run folder, SambaFlow compile folder, PopVision JSON) ->
     :class:`~dabench.ingest.artifact.ArtifactReport`; what ``dabench ingest PATH`` parses."""
-
     return parse(path)

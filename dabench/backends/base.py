@@ -29,9 +29,6 @@ class Backend(ABC):
     """A measured execution target (cpu, cuda, poptorch, cstorch, sambaflow)."""
 
     name: ClassVar[str]
-    #: True when the work actually runs on this machine's CPU (e.g. cstorch's CPU backend standing
-    #: in for a wafer): efficiencies are then taken against the calibrated CPU ceilings, not the
-    #: target hardware's spec sheet
     #: True when a parallel run (parallel.strategy != none) of this backend is measured on
     #: torch.distributed ranks (dabench.distributed); the runner dispatches it there with
     #: :meth:`parallel_target`, so backends never import dabench.distributed
@@ -48,7 +45,5 @@ class Backend(ABC):
 
     @abstractmethod
     def run(self, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None) -> Profile:
-        """Warm up, time ``rc.run.timed_steps`` optimizer steps, collect subtask times and memory.
-        ``on_timed_window`` is called around the timed window by a backend that times one in this
-        process (see :data:`TimedWindowCallback`); others never call it. Raise a
-        :class:`~dabench.core.status.DabenchError` subclass for outcomes other than ok."""
+        """Warm up, time ``rc.run.timed_steps`` optimizer steps, collect subtask times and memory
+        (``on_timed_window`` only where timed in this process). Raises a DabenchError but for ok."""

@@ -53,14 +53,6 @@ class CpuBackend(Backend):
             )
         allowed = allowed_cpus()  # more threads than that still occupy only the cores the process may use
         units = {"cores": UnitUse(min(torch.get_num_threads(), allowed), allowed)}
-        return run_on_device(
-            rc,
-            torch.device("cpu"),
-            HostClock(),
-            units,
-            "cpu",
-            "dram",
-            peak_rss_bytes,
-            tags={"precision_native": "true" if native else "false"},
-            on_timed_window=on_timed_window,
-        )
+        tags = {"precision_native": "true" if native else "false"}
+        cpu = torch.device("cpu")
+        return run_on_device(rc, cpu, HostClock(), units, "cpu", "dram", peak_rss_bytes, tags, on_timed_window)

@@ -45,14 +45,8 @@ class CudaBackend(Backend):
         spec_sms = rc.hardware.units("sms") or props.multi_processor_count
         units = {"sms": UnitUse(props.multi_processor_count, max(spec_sms, props.multi_processor_count))}
         torch.cuda.reset_peak_memory_stats(device)
+        peak = lambda: torch.cuda.max_memory_allocated(device)
+        tags = {"tf32": "true" if tf32 else "false"}
         return run_on_device(
-            rc,
-            device,
-            CudaClock(device),
-            units,
-            f"cuda:{props.name}",
-            "hbm",
-            lambda: torch.cuda.max_memory_allocated(device),
-            tags={"tf32": "true" if tf32 else "false"},
-            on_timed_window=on_timed_window,
+            rc, device, CudaClock(device), units, f"cuda:{props.name}", "hbm", peak, tags, on_timed_window
         )

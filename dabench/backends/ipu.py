@@ -1,14 +1,9 @@
 """Graphcore IPU through PopTorch, run in the Poplar SDK's interpreter (``hardware.python``).
-
-Execution side: :mod:`dabench.vendors.ipu_runner`. Profile: step = one host call
-(micro-batch x device iterations x gradient accumulation x replicas samples, as Graphcore
-counts); with ``hardware.options.runner_profile=true`` units (tiles, IPU memory), per-IPU stage
-subtasks and memory come from the PopVision export.
+Execution side: :mod:`dabench.vendors.ipu_runner`; what a step is: docs/vendors.md (backends table).
 """
 
 from __future__ import annotations
 
-from dabench.backends.base import Availability
 from dabench.backends.vendor import VendorBackend
 from dabench.config.sections import RunConfig
 from dabench.core.status import ConfigError, UnsupportedError
@@ -50,12 +45,6 @@ class PoptorchBackend(VendorBackend):
         if rc.parallel.strategy == "pp":
             stages = 2 * rc.parallel.degree - 1
             if rc.run.grad_accum < stages:
-                raise ConfigError(
-                    "run.grad_accum",
-                    rc.run.grad_accum,
-                    f"must be at least the {stages} training pipeline stages of "
-                    f"{rc.parallel.degree} IPUs (2 x IPUs - 1)",
-                )
-
-
-__all__ = ["Availability", "PoptorchBackend"]
+                fix = f"must be at least the {stages} training pipeline stages of {rc.parallel.degree} IPUs"
+                fix += " (2 x IPUs - 1)"
+                raise ConfigError("run.grad_accum", rc.run.grad_accum, fix)

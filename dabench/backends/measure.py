@@ -1,23 +1,7 @@
-"""Timing on a torch device: clocks, the timed window, per-layer (subtask) times and per-op-class
-times. Shared by the cpu and cuda backends.
-
-- Step times: warm-up steps, then ``timed_steps`` steps each bracketed by clock marks (host
-  ``perf_counter`` on CPU, where work is synchronous; CUDA events on a GPU, read after one
-  synchronize at the end, never a host clock around asynchronous work).
-- Subtask times (after the timed window, so hooks never touch it): per layer, forward time
-  between marks at the layer's boundaries, backward time between the moments the gradients of
-  the layer's output and input are ready (tensor hooks); the embedding's backward ends when
-  ``backward()`` returns, the head's starts when it is called.
-- Op-class times: self time per aten op under ``torch.profiler`` for one forward + backward,
-  summed per op class (matmul, attention, norm, ...).
-- ``on_timed_window`` (:func:`time_steps`): a callback the pipeline passes down through
-  ``Backend.run``; it is called with ``"before"`` right after the warm-up and ``"after"`` right
-  after the timed window, outside the clock marks (validate mode probes the CPU's ceilings there,
-  so the prediction meets the machine as the timed steps met it).
-- Conditions (:class:`WindowWatch`, CPU runs): /proc and the process clock read right before and
-  after each timed window (:mod:`dabench.host.conditions`); a disturbed window is timed again up to
-  ``run.remeasure`` times, and the last one's conditions, its steps' band and the attempts become
-  ``measure.*`` metrics (:func:`window_metrics`).
+"""Timing on a torch device, shared by the cpu and cuda backends: step times between clock marks
+(``perf_counter`` on CPU, CUDA events on a GPU), per-layer (subtask) and per-op-class times after
+the timed window, and the window's conditions on CPU (:class:`WindowWatch`, ``measure.*``
+metrics). Methods: docs/metrics.md, "Throughput and step time"; docs/reliability.md, 3b.
 """
 
 from __future__ import annotations
@@ -114,13 +98,9 @@ def time_steps(
     watch: WindowWatch | None = None,
     remeasure: int = 0,
 ) -> list[float]:
-    """Seconds per optimizer step over the timed window. ``losses``, when given, receives the
-    last timed step's loss (read after the window, so no extra synchronisation inside it).
-    ``progress`` (a :class:`dabench.runtime.progress.StepProgress`) is told of each step between the
-    clock marks, never inside them. ``on_timed_window``, when given, is called with ``"before"``
-    and ``"after"`` around the window, outside its clock marks. ``watch`` reads the conditions
-    right around the window; a window it finds unsteady is timed again, at most ``remeasure``
-    more times (the last window's times are returned)."""
+    """Seconds per optimizer step over the timed window (the last of at most ``remeasure`` + 1,
+    timed again while ``watch`` finds it unsteady). ``losses`` receives the last step's loss;
+    ``progress`` and ``on_timed_window`` are called outside the clock marks."""
     if progress is not None:
         progress.set_phase("warm-up")
     for _ in range(warmup):

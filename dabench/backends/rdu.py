@@ -1,9 +1,6 @@
 """SambaNova RDU through SambaFlow, run in the SambaFlow interpreter (``hardware.python``).
-
-Execution side: :mod:`dabench.vendors.rdu_runner`, called twice (compile, then run), as
-SambaFlow apps are. Profile: step = one ``samba.session.run`` of ``run.batch_size`` samples;
-units (PCUs, PMUs), per-section-stage subtasks and the bottleneck stage come from the parsed
-compile folder (:mod:`dabench.ingest.rdu`).
+Execution side: :mod:`dabench.vendors.rdu_runner`, called for compile, then run; units, stages and
+the bottleneck come from the parsed compile folder (docs/vendors.md, "SambaNova").
 """
 
 from __future__ import annotations
@@ -48,7 +45,5 @@ class SambaflowBackend(VendorBackend):
         result["artifact_paths"] = [compiled["compile_folder"]]
         result.setdefault("info", {})["sambaflow.compile_argv"] = " ".join(compiled.get("argv", []))
         profile = self.to_profile(rc, result, workdir / "run")
-        profile.artifacts[:0] = [
-            str(workdir / "compile" / name) for name in ("request.json", "result.json", "runner.log")
-        ]
+        profile.artifacts[:0] = [str(workdir / "compile" / n) for n in ("request.json", "result.json", "runner.log")]
         return profile

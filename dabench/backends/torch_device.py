@@ -1,12 +1,9 @@
 """A measured run on a torch device: the body shared by the cpu and cuda backends.
 
-The model's build, warm-up, timed and per-layer steps run in a worker thread
-(:func:`dabench.runtime.interrupts.in_worker`): Ctrl-C or SIGTERM ends the run within a second
-even inside a long torch call; the op profile runs on the main thread (torch.profiler's). On the
-CPU each timed window's conditions are read (:class:`dabench.backends.measure.WindowWatch`) and
-an unsteady window is timed again up to ``run.remeasure`` times; a last window still unsteady
-puts its reason in the Profile's ``unsteady`` tag (the pipeline's status). The run stops after
-warm-up when its estimate exceeds ``run.max_minutes`` (:class:`dabench.runtime.progress.StepProgress`).
+The model's build, warm-up, timed and per-layer steps run in one worker thread
+(:func:`dabench.runtime.interrupts.in_worker`: Ctrl-C or SIGTERM ends the run within a second);
+the op profile runs on the main thread. A last window still unsteady puts its reason in the
+Profile's ``unsteady`` tag; the run stops after warm-up when its estimate exceeds ``run.max_minutes``.
 """
 
 from __future__ import annotations
@@ -44,22 +41,15 @@ SUBTASK_STEPS = 3  #: instrumented steps whose median gives per-layer times
 
 
 def _progress(rc: RunConfig, device: torch.device, tags: dict[str, str] | None):
-    """The run's step progress (dabench/runtime/progress.py): every step it will take, and why it may be
-    slow (precision emulated by this CPU)."""
-
+    """The run's step progress: every step it will take, and why it may be slow (emulated precision)."""
     steps = rc.run.warmup_steps + rc.run.timed_steps + (SUBTASK_STEPS + 1 if rc.run.profile_subtasks else 0)
     reason = ""
     if (tags or {}).get("precision_native") == "false":
         dtype = rc.precision.compute_dtype
         reason = f"{dtype} is emulated on this CPU: it has no native {dtype} arithmetic"
     label = f"measure {rc.model.name} L{rc.model.n_layers} {rc.precision.name} b{rc.run.batch_size} on {device.type}"
-    return StepProgress(
-        label,
-        steps,
-        reason,
-        estimate_after=2 if rc.run.warmup_steps >= 2 else 1,
-        limit_s=rc.run.max_minutes * 60 if rc.run.max_minutes else None,
-    )
+    limit_s = rc.run.max_minutes * 60 if rc.run.max_minutes else None
+    return StepProgress(label, steps, reason, estimate_after=2 if rc.run.warmup_steps >= 2 else 1, limit_s=limit_s)
 
 
 def run_on_device(
@@ -73,14 +63,8 @@ def run_on_device(
     tags: dict[str, str] | None = None,
     on_timed_window: TimedWindowCallback | None = None,
 ) -> Profile:
-    """Build, warm up, time, then instrument. ``peak_memory()`` returns peak bytes after the run;
-    ``tags`` go onto the Profile (math mode, native precision); ``on_timed_window`` is called
-    around the timed window (:func:`dabench.backends.measure.time_steps`)."""
-    if rc.parallel.strategy != "none":  # the runner sends these to dabench.distributed
-        raise ValueError(
-            f"run_on_device measures one device; parallel={rc.parallel.strategy} runs go "
-            "through dabench.distributed.run_parallel (see Backend.torch_distributed)"
-        )
+    """Build, warm up, time, then instrument one device (parallel runs go to dabench.distributed).
+    ``peak_memory()`` returns peak bytes after the run; ``tags`` go onto the Profile."""
     losses: list[float] = []
     progress = None
     watch = None
@@ -93,17 +77,8 @@ def run_on_device(
 
         def timed() -> tuple:
             state = build_train_state(rc, device)
-            steps = measure.time_steps(
-                state,
-                clock,
-                rc.run.warmup_steps,
-                rc.run.timed_steps,
-                losses,
-                progress,
-                on_timed_window,
-                watch,
-                rc.run.remeasure,
-            )
+            window = (losses, progress, on_timed_window, watch, rc.run.remeasure)
+            steps = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, *window)
             layers, classes = None, {}
             if rc.run.profile_subtasks:
                 layers = measure.layer_times(state, clock, state.model.layer_names(), SUBTASK_STEPS, progress)

@@ -1,9 +1,6 @@
-"""The training step on a torch device, shared by the cpu and cuda backends.
-
-One optimizer step = ``grad_accum`` micro-batches of forward + backward (loss scaled by
-1/grad_accum), then AdamW and zero_grad. Precision: ``fp32``/``fp16``/``bf16`` store the weights,
-activations and optimizer state in that dtype; ``mixed`` keeps fp32 weights and autocasts the
-arithmetic to ``precision.compute_dtype``.
+"""The training step on a torch device, shared by the cpu and cuda backends: ``grad_accum``
+micro-batches of forward + backward (loss / grad_accum), then AdamW and zero_grad; ``mixed``
+keeps the weights in fp32 and autocasts to ``precision.compute_dtype``.
 """
 
 from __future__ import annotations
@@ -75,6 +72,8 @@ def build_train_state(rc: RunConfig, device: torch.device) -> TrainState:
     return TrainState(model, optimizer, ids, targets, device, autocast_dtype, rc.run.grad_accum)
 
 
+_ELEMENTWISE_OPS = ("gelu", "aten::add", "aten::mul", "aten::div", "aten::sub", "aten::copy_", "aten::to")
+_ELEMENTWISE_OPS += ("aten::_to_copy", "aten::fill_", "aten::zero_", "aten::sum", "aten::neg")
 # aten op name -> op class, for per-class times from torch.profiler (self time of each op); the
 # first match wins, so loss comes before attention: its "softmax" would claim aten::_log_softmax
 # and its backward, whose FLOPs the op graph counts under loss (the loss point then sat above its roof)
@@ -84,23 +83,7 @@ _CLASS_PATTERNS = (
     ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")),
     ("norm", ("layer_norm",)),
     ("embedding", ("embedding", "index_select")),
-    (
-        "elementwise",
-        (
-            "gelu",
-            "aten::add",
-            "aten::mul",
-            "aten::div",
-            "aten::sub",
-            "aten::copy_",
-            "aten::to",
-            "aten::_to_copy",
-            "aten::fill_",
-            "aten::zero_",
-            "aten::sum",
-            "aten::neg",
-        ),
-    ),
+    ("elementwise", _ELEMENTWISE_OPS),
 )
 
 

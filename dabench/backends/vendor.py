@@ -1,7 +1,6 @@
 """The orchestrator side of a vendor backend: SDK availability, the isolated runner call, and
-the runner's result plus the vendor's artifacts turned into a measured Profile.
-
-Knobs read from ``hardware.options`` (only ``runner_*`` keys belong to this layer):
+the runner's result plus the vendor's artifacts turned into a measured Profile. Knobs
+ read from ``hardware.options`` (only ``runner_*`` keys belong to this layer):
 ``runner_timeout_s`` (default :attr:`VendorBackend.default_timeout_s`), ``runner_workdir``
 (default ``<cwd>/vendor_runs/<backend>-<time>-<pid>``; Hydra's cwd is the job folder).
 """
@@ -26,7 +25,6 @@ from dabench.core.profile import Profile, Subtask, UnitUse
 from dabench.core.status import IncompleteArtifact
 from dabench.ingest.parse import parse
 from dabench.runtime.isolation import child_env, run_child
-from dabench.runtime.supervisor import tail
 from dabench.workload.opgraph import OpGraph
 
 log = logging.getLogger(__name__)
@@ -73,8 +71,6 @@ class VendorBackend(Backend):
     runner_module: ClassVar[str]  #: e.g. "dabench.vendors.ipu_runner"
     default_timeout_s: ClassVar[float] = 3600.0
 
-    # ------------------------------------------------------------------ availability
-
     @classmethod
     def interpreter(cls, rc: RunConfig) -> str | None:
         """The interpreter the runner uses: ``hardware.python`` (None = this one)."""
@@ -92,10 +88,9 @@ class VendorBackend(Backend):
             return cls.device_availability(rc)
         where = python or sys.executable
         if "not importable" in reason:
+            reason = f"{cls.sdk_label} is not importable in {where} (module {cls.sdk_module}); "
             return Availability(
-                False,
-                f"{cls.sdk_label} is not importable in {where} (module {cls.sdk_module}); "
-                f"{cls.install_hint}, then set hardware.python=/path/to/that/venv/bin/python",
+                False, reason + f"{cls.install_hint}, then set hardware.python=/path/to/that/venv/bin/python"
             )
         return Availability(False, f"{cls.sdk_label} in {where}: {reason}")
 
@@ -103,8 +98,6 @@ class VendorBackend(Backend):
     def device_availability(cls, rc: RunConfig) -> Availability:
         """Beyond the SDK: is there a device (or cluster) to run on? Default: yes."""
         return Availability(True)
-
-    # ------------------------------------------------------------------ running
 
     def check(self, rc: RunConfig) -> None:
         """Refuse what this vendor cannot run (UnsupportedError / ConfigError) before starting."""
@@ -189,6 +182,3 @@ class VendorBackend(Backend):
         except (ValueError, OSError, KeyError) as error:
             log.warning("could not parse vendor artifact %s: %s", path, error)
             return None
-
-
-__all__ = ["VendorBackend", "probe_sdk", "tail"]

@@ -1,12 +1,8 @@
 """Cerebras through cerebras.pytorch 2.x (weight streaming on CSX), run in a cerebras-pytorch
 venv (``hardware.python``; default ``<repo>/.venv-cerebras/bin/python`` when it exists, as
 scripts/setup_cerebras_venv.sh creates it).
-
-- ``cstorch``: the CSX backend; needs a Wafer-Scale Cluster (the usernode's csconfig file, or
-  ``hardware.options.runner_mgmt_address``).
-- ``cstorch_cpu``: the same runner code on cstorch's CPU backend (runs anywhere the venv exists).
-
-Execution side: :mod:`dabench.vendors.wse2_runner`. Profile: step = one global batch; the
+``cstorch`` needs a Wafer-Scale Cluster; ``cstorch_cpu`` runs the same runner on cstorch's CPU
+backend. Execution side: :mod:`dabench.vendors.wse2_runner`. Profile: step = one global batch; the
 executor's performance.json / track.json are parsed as an appliance run.
 """
 

@@ -1,11 +1,6 @@
 """Measured Tier 2: data, tensor and pipeline parallelism on torch.distributed (gloo on CPU,
-NCCL on GPUs). See docs/distributed.md.
-
-- :mod:`.run`: ``run_parallel(rc, device, source) -> Profile``, the entry the backends call;
-- :mod:`.launcher` / :mod:`.worker`: start N ranks, fail the whole job cleanly;
-- :mod:`.train`: the rank side; :mod:`.dp`, :mod:`.tp`, :mod:`.pp`: the three strategies;
-- :mod:`.commtime`: comm timing; :mod:`.assemble`: all ranks' figures -> one Profile;
-- :mod:`.baseline`: the one-rank run with the same global batch.
+NCCL on GPUs). The entry is ``run_parallel(rc, device, source) -> Profile``; the modules are
+listed in docs/distributed.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
 """All ranks' figures -> one :class:`~dabench.core.profile.Profile` (pure functions, no torch).
-
-Step time = the slowest rank's per step; per-rank (dp, tp) or per-stage (pp) compute as the
-subtasks; comm events per step (median over steps, mean over ranks) with exposed dp all-reduce,
-tp collective and pp p2p times and the pp bubble; bus bandwidth per collective; and
-``single_chip_samples_per_s`` from the one-rank baseline.
-
 Derivation: docs/distributed.md, "What is measured".
 """
 

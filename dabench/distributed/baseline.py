@@ -1,11 +1,6 @@
 """The one-rank baseline: the same global batch on one rank, for Tier-2 scaling efficiency and
 for the loss-equivalence check.
-
-It is the single-process training step of :mod:`dabench.backends.torch_train` with micro-batch
-``run.batch_size * data_copies`` (the global micro-batch of the parallel run), the same
-``grad_accum``, seed and precision, and the same threads as one rank. Rank 0 runs it after the
-parallel job has finished and the other ranks have left, so it has the machine to itself as
-one rank of the job had its share.
+Rank 0 runs it after the parallel job, with one rank's threads (docs/distributed.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Collective micro-benchmarks on the job's process group backend (gloo on CPU): all-reduce and
 send/recv bus bandwidth per message size. The rank side of ``benchmarks/collectives.py``.
-
-Method (as NCCL-tests): per size, one untimed call, a barrier, then ``reps`` back-to-back calls
-timed together; time per call = elapsed / reps, the slowest rank's. Send/recv: ranks pair up
-(0<->1, 2<->3, ...) and ping-pong; one-way time = round trip / 2. Bus bandwidth by
-:func:`dabench.metrics.tier2.bus_bandwidth` (all-reduce: size / time * 2(n-1)/n; p2p: size /
-time).
+Method (as NCCL-tests): docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -61,12 +56,9 @@ def _time_sendrecv(buf: torch.Tensor, reps: int, rank: int, world: int) -> float
 def measure_collectives(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
     """Rank target: {"allreduce": {size: seconds}, "sendrecv": {size: seconds}} for this rank."""
     torch.set_num_threads(int(payload.get("threads", 1)))
+    timeout = timedelta(seconds=env.timeout_s)
     dist.init_process_group(
-        "gloo",
-        init_method=env.init_method,
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=env.timeout_s),
+        "gloo", init_method=env.init_method, rank=env.rank, world_size=env.world_size, timeout=timeout
     )
     out: dict[str, dict[str, float | None]] = {"allreduce": {}, "sendrecv": {}}
     try:
@@ -85,17 +77,8 @@ def summarize(per_rank: list[dict[str, Any]], ranks: int) -> list[dict[str, floa
     rows = []
     for op, tier2_op in (("allreduce", "allreduce"), ("sendrecv", "p2p")):
         for size in per_rank[0][op]:
-            times = [r[op][size] for r in per_rank if r[op][size] is not None]
-            seconds = max(times)
-            bus_ranks = ranks if op == "allreduce" else 2
-            rows.append(
-                {
-                    "op": op,
-                    "ranks": ranks,
-                    "bytes": int(size),
-                    "time_us": seconds * 1e6,
-                    "algbw_GBps": int(size) / seconds / 1e9,
-                    "busbw_GBps": bus_bandwidth(tier2_op, int(size), seconds, bus_ranks) / 1e9,
-                }
-            )
+            seconds = max(r[op][size] for r in per_rank if r[op][size] is not None)
+            busbw = bus_bandwidth(tier2_op, int(size), seconds, ranks if op == "allreduce" else 2) / 1e9
+            row = {"op": op, "ranks": ranks, "bytes": int(size), "time_us": seconds * 1e6}
+            rows.append({**row, "algbw_GBps": int(size) / seconds / 1e9, "busbw_GBps": busbw})
     return rows

@@ -45,10 +45,8 @@ class IntervalLog:
 
     def resolve(self) -> list[Interval]:
         """All intervals in seconds (call after ``clock.synchronize()``)."""
-        return [
-            Interval(step, kind, op, nbytes, self.clock.elapsed(start, end))
-            for step, kind, op, nbytes, start, end in self._pending
-        ]
+        elapsed = self.clock.elapsed
+        return [Interval(step, kind, op, b, elapsed(start, end)) for step, kind, op, b, start, end in self._pending]
 
     def clear(self) -> None:
         self._pending.clear()
@@ -79,15 +77,10 @@ def timed_allreduce_hook(log: IntervalLog, group: dist.ProcessGroup | None, worl
 
 def _functional_collectives() -> dict[Any, str]:
     ops = torch.ops._c10d_functional
-    table = {
-        ops.all_reduce: "allreduce",
-        ops.all_gather_into_tensor: "allgather",
-        ops.reduce_scatter_tensor: "reduce_scatter",
-    }
-    if hasattr(ops, "all_to_all_single"):
-        table[ops.all_to_all_single] = "alltoall"
-    if hasattr(ops, "broadcast"):
-        table[ops.broadcast] = "broadcast"
+    table = {ops.all_reduce: "allreduce", ops.all_gather_into_tensor: "allgather"}
+    table[ops.reduce_scatter_tensor] = "reduce_scatter"
+    optional = {"all_to_all_single": "alltoall", "broadcast": "broadcast"}
+    table.update({getattr(ops, name): op for name, op in optional.items() if hasattr(ops, name)})
     return table
 
 

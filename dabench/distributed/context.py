@@ -1,10 +1,6 @@
 """What every strategy's trainer shares: the rank context, the seeded model, the optimizer, the
 global batch and the Trainer interface.
-
-Every rank builds the whole stack from the run's seed, as
-:func:`dabench.backends.torch_train.build_train_state` does, then keeps, shards or wraps its part;
-the global batch is ``run.batch_size * data_copies`` samples, a data-parallel copy taking its
-contiguous slice.
+Every rank builds the whole stack from the run's seed, then keeps, shards or wraps its part.
 """
 
 from __future__ import annotations
@@ -90,3 +86,35 @@ class Trainer(ABC):
     def after_timed(self) -> dict[str, Any]:
         """Extra measurements after the timed window (instrumented steps, p2p ping-pong)."""
         return {}
+
+
+@dataclass
+class WholeModelTrainer(Trainer):
+    """A rank that runs the whole (maybe sharded or wrapped) model on its batch (dp, fsdp, tp)."""
+
+    model: Any = None
+    optimizer: torch.optim.Optimizer | None = None
+    ids: torch.Tensor | None = None
+    targets: torch.Tensor | None = None
+    sync_last_only: bool = False  #: DDP's ``no_sync()`` for all but the last micro-batch
+
+    def forward_backward(self) -> torch.Tensor:
+        """``run.grad_accum`` micro-batches of forward + backward (loss / grad_accum); the last loss."""
+        accum = self.ctx.rc.run.grad_accum
+        for micro in range(accum):
+            skip_sync = self.sync_last_only and micro < accum - 1
+            with self.model.no_sync() if skip_sync else contextlib.nullcontext():
+                with self.ctx.autocast():
+                    loss = self.model(self.ids, self.targets)
+                (loss / accum).backward()
+        return loss.detach()
+
+    def step(self) -> torch.Tensor:
+        log = self.ctx.log
+        log.last_issue = None
+        loss = self.forward_backward()
+        if log.last_issue is not None:  # DDP's timed all-reduce: exposed from the last bucket's issue
+            log.add("exposed", "allreduce", 0, log.last_issue, self.ctx.clock.mark())
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss

@@ -8,15 +8,12 @@ Derivation: docs/distributed.md, "The strategies" and "What is measured".
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
-
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from dabench.distributed.commtime import timed_allreduce_hook
-from dabench.distributed.context import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.distributed.context import RankContext, WholeModelTrainer, adamw, replica_batch, seeded_model
 
 
 def wrap_ddp(module: torch.nn.Module, ctx: RankContext, group: dist.ProcessGroup | None, replicas: int):
@@ -27,32 +24,9 @@ def wrap_ddp(module: torch.nn.Module, ctx: RankContext, group: dist.ProcessGroup
     return ddp
 
 
-@dataclass
-class DataParallelTrainer(Trainer):
-    model: DistributedDataParallel | None = None
-    optimizer: torch.optim.Optimizer | None = None
-    ids: torch.Tensor | None = None
-    targets: torch.Tensor | None = None
-
-    @classmethod
-    def build(cls, ctx: RankContext) -> "DataParallelTrainer":
-        replicas = ctx.world_size
-        model = wrap_ddp(seeded_model(ctx.rc, ctx.device), ctx, None, replicas)
-        ids, targets = replica_batch(ctx.rc, ctx.device, ctx.rank, replicas)
-        return cls(ctx, "dp", {"replica": ctx.rank}, model, adamw(model.parameters(), ctx.rc), ids, targets)
-
-    def step(self) -> torch.Tensor:
-        log, clock, accum = self.ctx.log, self.ctx.clock, self.ctx.rc.run.grad_accum
-        log.last_issue = None
-        loss = None
-        for micro in range(accum):
-            sync = contextlib.nullcontext() if micro == accum - 1 else self.model.no_sync()
-            with sync:
-                with self.ctx.autocast():
-                    loss = self.model(self.ids, self.targets)
-                (loss / accum).backward()
-        if log.last_issue is not None:
-            log.add("exposed", "allreduce", 0, log.last_issue, clock.mark())
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return loss.detach()
+def build_dp(ctx: RankContext) -> WholeModelTrainer:
+    replicas = ctx.world_size
+    model = wrap_ddp(seeded_model(ctx.rc, ctx.device), ctx, None, replicas)
+    ids, targets = replica_batch(ctx.rc, ctx.device, ctx.rank, replicas)
+    optimizer = adamw(model.parameters(), ctx.rc)
+    return WholeModelTrainer(ctx, "dp", {"replica": ctx.rank}, model, optimizer, ids, targets, sync_last_only=True)

@@ -3,20 +3,16 @@ block and on the whole stack, ``reshard_after_forward`` for ``parallel.sharding=
 (FULL_SHARD) and not for ``grad_op`` (SHARD_GRAD_OP); under autocast FSDP's mixed precision
 gathers the weights in the compute dtype and reduces in the weight dtype. ``optimizer`` (ZeRO-1):
 DistributedDataParallel with torch's ZeroRedundancyOptimizer over AdamW.
-
-FSDP's collectives run inside FSDP and are not timed here: an fsdp run reports its step time,
-memory and losses, and no comm events (full / grad_op); ZeRO-1's all-reduce is timed as dp's.
+FSDP's own collectives are not timed (no comm events); ZeRO-1's all-reduce is timed as dp's.
 Derivation: docs/distributed.md, "The strategies".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from dabench.backends.torch_train import TORCH_DTYPES, adamw_eps
-from dabench.distributed.context import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.distributed.context import RankContext, WholeModelTrainer, adamw, replica_batch, seeded_model
 from dabench.distributed.dp import wrap_ddp
 
 
@@ -38,39 +34,17 @@ def shard_model(ctx: RankContext) -> torch.nn.Module:
     return model
 
 
-@dataclass
-class ShardedTrainer(Trainer):
-    model: torch.nn.Module | None = None
-    optimizer: torch.optim.Optimizer | None = None
-    ids: torch.Tensor | None = None
-    targets: torch.Tensor | None = None
+def build_fsdp(ctx: RankContext) -> WholeModelTrainer:
+    """ZeRO-1 (DDP, its all-reduce timed, every micro-batch synced) or FSDP2 (collectives untimed)."""
+    rc, replicas = ctx.rc, ctx.world_size
+    ids, targets = replica_batch(rc, ctx.device, ctx.rank, replicas)
+    if rc.parallel.sharding == "optimizer":
+        from torch.distributed.optim import ZeroRedundancyOptimizer
 
-    @classmethod
-    def build(cls, ctx: RankContext) -> "ShardedTrainer":
-        rc, replicas = ctx.rc, ctx.world_size
-        ids, targets = replica_batch(rc, ctx.device, ctx.rank, replicas)
-        role = {"replica": ctx.rank}
-        if rc.parallel.sharding == "optimizer":
-            from torch.distributed.optim import ZeroRedundancyOptimizer
-
-            model = wrap_ddp(seeded_model(rc, ctx.device), ctx, None, replicas)
-            optimizer = ZeroRedundancyOptimizer(
-                model.parameters(), torch.optim.AdamW, lr=rc.run.lr, eps=adamw_eps(rc.precision.param_dtype)
-            )
-            return cls(ctx, "fsdp", role, model, optimizer, ids, targets)
+        model = wrap_ddp(seeded_model(rc, ctx.device), ctx, None, replicas)
+        eps = adamw_eps(rc.precision.param_dtype)
+        optimizer = ZeroRedundancyOptimizer(model.parameters(), torch.optim.AdamW, lr=rc.run.lr, eps=eps)
+    else:
         model = shard_model(ctx)
-        return cls(ctx, "fsdp", role, model, adamw(model.parameters(), rc), ids, targets)
-
-    def step(self) -> torch.Tensor:
-        log, clock, accum = self.ctx.log, self.ctx.clock, self.ctx.rc.run.grad_accum
-        log.last_issue = None
-        loss = None
-        for _ in range(accum):
-            with self.ctx.autocast():
-                loss = self.model(self.ids, self.targets)
-            (loss / accum).backward()
-        if log.last_issue is not None:  # ZeRO-1: DDP's timed all-reduce
-            log.add("exposed", "allreduce", 0, log.last_issue, clock.mark())
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return loss.detach()
+        optimizer = adamw(model.parameters(), rc)
+    return WholeModelTrainer(ctx, "fsdp", {"replica": ctx.rank}, model, optimizer, ids, targets)

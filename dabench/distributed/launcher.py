@@ -1,11 +1,6 @@
 """Start N ranks as subprocesses, wait for them, and fail the whole job cleanly.
-
-Each rank is ``python -m dabench.distributed.worker <spec.json>`` with torchrun's environment;
-ranks write JSON figures into a private folder, which :func:`launch` reads back (ranks never touch
-MLflow). Any rank failure or ``timeout_s`` kills every rank (process groups, via
-:mod:`dabench.runtime.supervisor`) and raises :class:`RankFailure` naming the root-cause rank.
-
-Derivation: docs/distributed.md, "How a run is launched" and "Failure is a result".
+Any rank failure or ``timeout_s`` kills every rank and raises :class:`RankFailure` naming the
+root-cause rank. Derivation: docs/distributed.md, "How a run is launched" and "Failure is a result".
 """
 
 from __future__ import annotations
@@ -57,6 +52,11 @@ class RankExit:
         tail = self.log_tail.strip()
         return how + (f"; output tail:\n{tail}" if tail else "")
 
+    def brief(self) -> str:
+        if self.killed_by_launcher:
+            return "killed by the launcher"
+        return (self.error or {}).get("error", f"exit code {self.returncode}")
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free a moment ago (the OS picks it; a race with another process
@@ -67,27 +67,22 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _package_root() -> str:
-    """The folder that holds the dabench package (ranks import it from there)."""
-    return str(Path(__file__).resolve().parents[2])
+    return str(Path(__file__).resolve().parents[2])  # ranks import dabench from there
 
 
-def _rank_env(rank: int, world_size: int, port: int, extra: dict[str, str] | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "RANK": str(rank),
-            "WORLD_SIZE": str(world_size),
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": str(world_size),
-            "GROUP_RANK": "0",
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-            "DABENCH_LAUNCHER_PID": str(os.getpid()),
-            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
-        }
-    )
-    env.update(extra or {})
-    return env
+def _rank_env(rank: int, world_size: int, port: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "RANK": str(rank),
+        "WORLD_SIZE": str(world_size),
+        "LOCAL_RANK": str(rank),
+        "LOCAL_WORLD_SIZE": str(world_size),
+        "GROUP_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "DABENCH_LAUNCHER_PID": str(os.getpid()),
+        "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
+    }
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -116,7 +111,6 @@ def launch(
     timeout_s: float,
     *,
     init_method: str | None = None,
-    extra_env: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``target`` ("module:function", called as ``function(payload, rank_env)``) on
     ``world_size`` ranks and return their results in rank order. Raises :class:`RankFailure`."""
@@ -134,16 +128,10 @@ def launch(
         port = free_port()
         procs: list[supervisor.Child] = []
         logs = [folder / f"log.{rank}.txt" for rank in range(world_size)]
-        killed: set[int] = set()
+        command = [sys.executable, "-m", "dabench.distributed.worker", str(spec_path)]
         try:
             for rank in range(world_size):
-                procs.append(
-                    supervisor.start(
-                        [sys.executable, "-m", "dabench.distributed.worker", str(spec_path)],
-                        logs[rank],
-                        env=_rank_env(rank, world_size, port, extra_env),
-                    )
-                )
+                procs.append(supervisor.start(command, logs[rank], env=_rank_env(rank, world_size, port)))
             failure = supervisor.wait_all(procs, timeout_s, GRACE_S)
         finally:
             killed = supervisor.kill_all(procs)
@@ -167,16 +155,8 @@ def launch(
             )
         if failure == "failed":
             root = _root_cause(exits)
-            others = "; ".join(
-                f"rank {e.rank}: "
-                + (
-                    "killed by the launcher"
-                    if e.killed_by_launcher
-                    else (e.error or {}).get("error", f"exit code {e.returncode}")
-                )
-                for e in exits
-                if e.rank != root.rank
-            )
+            others = "; ".join(f"rank {e.rank}: {e.brief()}" for e in exits if e.rank != root.rank)
+
             raise RankFailure(
                 f"rank {root.rank} of {world_size} failed: {root.describe()}\n(other ranks: {others})", root.rank
             )

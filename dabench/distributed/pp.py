@@ -1,11 +1,4 @@
 """Pipeline parallelism through ``torch.distributed.pipelining``.
-
-The stack is cut by ``parallel.layers_per_stage`` (embedding on stage 0, head on the last); each
-rank runs one ``PipelineStage`` under ``ScheduleGPipe`` or ``Schedule1F1B`` over
-``parallel.micro_batches``, wrapped in DDP over its data-parallel group when
-``parallel.replicas > 1``. Per step it reports compute (stage chunks, loss, optimizer) and, after
-the timed window, the one-way p2p time of each stage boundary; bubble = step - compute - p2p.
-
 Derivation: docs/distributed.md, "The strategies" and "Where the APIs fall short".
 """
 
@@ -30,8 +23,7 @@ P2P_REPS = 5  #: timed ping-pong round trips per stage boundary (after one untim
 
 
 class StageModule(nn.Module):
-    """A contiguous slice of the stack: optional embedding, some blocks, optional head
-    (returning logits)."""
+    """A contiguous slice of the stack: optional embedding, some blocks, optional head (logits)."""
 
     def __init__(self, model: DecoderStack, first: int, last: int, with_embedding: bool, with_head: bool):
         super().__init__()
@@ -72,25 +64,19 @@ def stage_layers(layers_per_stage: tuple[int, ...], stage: int) -> tuple[int, in
 
 
 def stage_io_examples(ctx: RankContext, stage: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Meta tensors with the shape and dtype of one micro-batch's stage input and output.
-
-    Given to PipelineStage, they make its metadata static: no shape-inference forward runs, which a
-    DDP-wrapped stage does not survive (docs/distributed.md, "Where the APIs fall short")."""
+    """Meta tensors with the shape and dtype of one micro-batch's stage input and output: static
+    metadata, so no shape-inference forward runs (docs/distributed.md, "Where the APIs fall short")."""
     par, model = ctx.rc.parallel, ctx.rc.model
     micro = ctx.rc.run.batch_size // par.micro_batches
-    hidden = (micro, model.seq_len, model.hidden_size)
     float_meta = {"device": "meta", "requires_grad": True}  # activations carry gradients back
-    first = (
-        torch.empty(micro, model.seq_len, dtype=torch.long, device="meta")
-        if stage == 0
-        else torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
-    )
-    last = (
-        torch.empty(micro, model.seq_len, model.vocab_size, dtype=ctx.logits_dtype, **float_meta)
-        if stage == par.degree - 1
-        else torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
-    )
-    return first, last
+    hidden = (micro, model.seq_len, model.hidden_size)
+    if stage == 0:
+        first = torch.empty(micro, model.seq_len, dtype=torch.long, device="meta")
+    else:
+        first = torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
+    if stage < par.degree - 1:
+        return first, torch.empty(hidden, dtype=ctx.activation_dtype, **float_meta)
+    return first, torch.empty(micro, model.seq_len, model.vocab_size, dtype=ctx.logits_dtype, **float_meta)
 
 
 @dataclass
@@ -111,13 +97,8 @@ class PipelineTrainer(Trainer):
         stage_index = mesh.get_local_rank("pp")
         replica = mesh.get_local_rank("dp")
         first, last = stage_layers(par.layers_per_stage, stage_index)
-        module: nn.Module = StageModule(
-            seeded_model(ctx.rc, ctx.device),
-            first,
-            last,
-            with_embedding=stage_index == 0,
-            with_head=stage_index == par.degree - 1,
-        )
+        is_last = stage_index == par.degree - 1
+        module: nn.Module = StageModule(seeded_model(ctx.rc, ctx.device), first, last, stage_index == 0, is_last)
         if par.replicas > 1:
             module = wrap_ddp(module, ctx, mesh.get_group("dp"), par.replicas)
         pp_group = mesh.get_group("pp")
@@ -126,19 +107,9 @@ class PipelineTrainer(Trainer):
             module, stage_index, par.degree, ctx.device, input_args=inputs, output_args=outputs, group=pp_group
         )
         ids, targets = replica_batch(ctx.rc, ctx.device, replica, par.replicas)
-        trainer = cls(
-            ctx,
-            "pp",
-            {"stage": stage_index, "replica": replica, "layers": [first, last]},
-            stage,
-            None,
-            module,
-            adamw(module.parameters(), ctx.rc),
-            ids,
-            targets,
-            pp_group,
-            tied_table_group(ctx, mesh, replica, stage_index),
-        )
+        role = {"stage": stage_index, "replica": replica, "layers": [first, last]}
+        optimizer, tied = adamw(module.parameters(), ctx.rc), tied_table_group(ctx, mesh, replica, stage_index)
+        trainer = cls(ctx, "pp", role, stage, None, module, optimizer, ids, targets, pp_group, tied)
         trainer.schedule = SCHEDULES[par.schedule](
             stage, n_microbatches=par.micro_batches, loss_fn=trainer.loss_fn, scale_grads=False
         )

@@ -1,12 +1,7 @@
 """``run_parallel``: a measured data/tensor/pipeline-parallel run on torch.distributed.
-
-Called by the cpu and cuda backends (:mod:`dabench.backends.torch_device`) when
-``parallel.strategy`` is not ``none``. It checks what this machine and torch can run, starts
-``parallel.degree * parallel.replicas`` ranks through :mod:`dabench.distributed.launcher`
-(gloo on CPU, NCCL on GPUs), gathers their figures and returns ONE Profile; the caller (the
-runner and the tracker, in this process) logs it, so ranks never write to MLflow. A failed,
-killed or hung rank becomes :class:`~dabench.core.status.CrashedError` (an out-of-memory on a rank:
-:class:`~dabench.core.status.OutOfMemory`) naming the rank and its error.
+It checks what this machine and torch can run, starts the ranks, and returns ONE Profile (ranks
+never write to MLflow). A failed, killed or hung rank becomes
+:class:`~dabench.core.status.CrashedError` (or :class:`~dabench.core.status.OutOfMemory`) naming it.
 """
 
 from __future__ import annotations
@@ -82,8 +77,9 @@ def check_supported(rc: RunConfig, device: torch.device) -> None:
 
 
 def threads_per_rank(rc: RunConfig, device: torch.device) -> int:
-    """``run.threads`` if set, else on a CPU the cores shared evenly by the ranks (at least 1,
-    so ranks never oversubscribe the cores), else 1 (a GPU rank's host thread)."""
+    """``run.threads`` if set, else on a CPU the cores shared evenly by the ranks (at least 1),
+    else 1 (a GPU rank's host thread)."""
+
     if rc.run.threads:
         return rc.run.threads
     if device.type == "cpu":
@@ -121,14 +117,7 @@ def run_ranks(rc: RunConfig, device: torch.device, baseline: bool = True) -> lis
 def run_parallel(rc: RunConfig, device: torch.device, source: str) -> Profile:
     """Measure ``rc`` on ``parallel.degree * parallel.replicas`` ranks; one Profile for all."""
     results = run_ranks(rc, device)
-    threads = results[0]["threads"]
     backend = "nccl" if device.type == "cuda" else "gloo"
-    profile = assemble_profile(
-        rc,
-        results,
-        f"{source} ({backend}, {rc.parallel.n_chips} ranks)",
-        rc.hardware.memory[0].name,
-        rank_units(rc, device, threads),
-        backend,
-    )
-    return profile  # in validate mode the runner adds the link model's comm predictions
+    source = f"{source} ({backend}, {rc.parallel.n_chips} ranks)"
+    units = rank_units(rc, device, results[0]["threads"])
+    return assemble_profile(rc, results, source, rc.hardware.memory[0].name, units, backend)

@@ -1,10 +1,4 @@
 """Tensor parallelism (Megatron-style) through ``torch.distributed.tensor.parallel``.
-
-Each block is sharded on a 1-D DeviceMesh: q, k, v and ``fc1`` column-wise, the attention output
-projection and ``fc2`` row-wise (2 all-reduces forward, 2 backward per block); embedding,
-LayerNorms and the LM head stay replicated. Collectives are timed in extra passes after the timed
-window (:class:`~dabench.distributed.commtime.CollectiveTimer`); compute = step - comm time.
-
 Derivation: docs/distributed.md, "The strategies".
 """
 
@@ -13,12 +7,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import torch
 from torch.distributed.tensor import Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInput, RowwiseParallel, parallelize_module
 
 from dabench.distributed.commtime import CollectiveTimer, IntervalLog
-from dabench.distributed.context import RankContext, Trainer, adamw, replica_batch, seeded_model
+from dabench.distributed.context import RankContext, WholeModelTrainer, adamw, replica_batch, seeded_model
 from dabench.workload.model import DecoderStack
 
 INSTRUMENTED_STEPS = 2  #: forward + backward passes under the collective timer, after timing
@@ -43,12 +36,7 @@ def shard_decoder_blocks(model: DecoderStack, mesh) -> DecoderStack:
 
 
 @dataclass
-class TensorParallelTrainer(Trainer):
-    model: DecoderStack | None = None
-    optimizer: torch.optim.Optimizer | None = None
-    ids: torch.Tensor | None = None
-    targets: torch.Tensor | None = None
-
+class TensorParallelTrainer(WholeModelTrainer):
     @classmethod
     def build(cls, ctx: RankContext, mesh) -> "TensorParallelTrainer":
         model = shard_decoder_blocks(seeded_model(ctx.rc, ctx.device), mesh)
@@ -56,21 +44,6 @@ class TensorParallelTrainer(Trainer):
         return cls(
             ctx, "tp", {"tp_rank": mesh.get_local_rank()}, model, adamw(model.parameters(), ctx.rc), ids, targets
         )
-
-    def forward_backward(self) -> torch.Tensor:
-        accum = self.ctx.rc.run.grad_accum
-        loss = None
-        for _ in range(accum):
-            with self.ctx.autocast():
-                loss = self.model(self.ids, self.targets)
-            (loss / accum).backward()
-        return loss.detach()
-
-    def step(self) -> torch.Tensor:
-        loss = self.forward_backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return loss
 
     def after_timed(self) -> dict[str, Any]:
         log = IntervalLog(self.ctx.clock)

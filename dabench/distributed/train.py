@@ -1,10 +1,6 @@
 """The rank side of a measured parallel run: set up, warm up, time, measure, report.
-
-``train_rank(payload, env)`` (started by the launcher on every rank) pins ``threads_per_rank``,
-joins the process group (NCCL on GPUs, gloo on CPU; ``parallel.timeout_s``), builds the strategy's
-trainer, runs warm-up, a barrier and the timed steps, then the trainer's after-window measurements,
-and returns its figures and every step's loss as a JSON-able dict; rank 0 then runs the one-rank
-baseline (:mod:`dabench.distributed.baseline`).
+``train_rank(payload, env)`` returns the rank's figures and every step's loss as a JSON-able dict;
+rank 0 then runs the one-rank baseline (:mod:`dabench.distributed.baseline`).
 """
 
 from __future__ import annotations
@@ -23,8 +19,8 @@ from dabench.config.build import build_run_config
 from dabench.distributed.baseline import run_baseline
 from dabench.distributed.commtime import IntervalLog
 from dabench.distributed.context import RankContext, Trainer
-from dabench.distributed.dp import DataParallelTrainer
-from dabench.distributed.fsdp import ShardedTrainer
+from dabench.distributed.dp import build_dp
+from dabench.distributed.fsdp import build_fsdp
 from dabench.distributed.pp import PipelineTrainer
 from dabench.distributed.tp import TensorParallelTrainer
 from dabench.distributed.worker import RankEnv
@@ -37,13 +33,14 @@ def build_trainer(ctx: RankContext) -> Trainer:
 
     par = ctx.rc.parallel
     if par.strategy == "dp":
-        return DataParallelTrainer.build(ctx)
+        return build_dp(ctx)
     if par.strategy == "fsdp":
-        return ShardedTrainer.build(ctx)
+        return build_fsdp(ctx)
     if par.strategy == "tp":
         return TensorParallelTrainer.build(
             ctx, init_device_mesh(ctx.device.type, (par.degree,), mesh_dim_names=("tp",))
         )
+
     if par.strategy == "pp":
         mesh = init_device_mesh(ctx.device.type, (par.replicas, par.degree), mesh_dim_names=("dp", "pp"))
         return PipelineTrainer.build(ctx, mesh)

@@ -1,11 +1,7 @@
 """One rank: ``python -m dabench.distributed.worker <spec.json>``.
-
-The spec (written by :mod:`dabench.distributed.launcher`) names a target ``module:function``, its
-JSON payload and a result folder. The rank's identity comes from the environment torchrun sets
-(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``), so ``torchrun --nproc-per-node N -m
-dabench.distributed.worker spec.json`` runs the same ranks. The rank writes
-``result.<rank>.json`` on success or ``error.<rank>.json`` (error, traceback, time) on failure,
-and never talks to MLflow.
+The spec names a target ``module:function``, its JSON payload and a result folder; the rank's
+identity comes from torchrun's environment. It writes ``result.<rank>.json`` or
+``error.<rank>.json`` (docs/distributed.md, "How a run is launched").
 """
 
 from __future__ import annotations
@@ -37,13 +33,8 @@ class RankEnv:
 
     @classmethod
     def from_environ(cls, init_method: str = "env://", timeout_s: float = 300.0) -> "RankEnv":
-        return cls(
-            int(os.environ["RANK"]),
-            int(os.environ["WORLD_SIZE"]),
-            int(os.environ.get("LOCAL_RANK", os.environ["RANK"])),
-            init_method,
-            timeout_s,
-        )
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        return cls(rank, world, int(os.environ.get("LOCAL_RANK", rank)), init_method, timeout_s)
 
 
 def die_with_launcher() -> None:
@@ -78,14 +69,8 @@ def main(argv: list[str]) -> int:
         module, _, name = spec["target"].partition(":")
         result = getattr(importlib.import_module(module), name)(spec["payload"], env)
     except BaseException as error:  # record whatever ended this rank, for the launcher's reason
-        _write_json(
-            out / f"error.{env.rank}.json",
-            {
-                "error": f"{type(error).__name__}: {error}".strip(),
-                "traceback": traceback.format_exc(),
-                "time": time.time(),
-            },
-        )
+        record = {"error": f"{type(error).__name__}: {error}".strip(), "time": time.time()}
+        _write_json(out / f"error.{env.rank}.json", {**record, "traceback": traceback.format_exc()})
         traceback.print_exc()
         sys.stderr.flush()
         return 1

@@ -1,11 +1,8 @@
 """What a vendor artifact says, before it becomes a :class:`~dabench.core.profile.Profile`.
 
-Vendor tools report different things: a Cerebras compile report gives per-kernel samples/s and
-PEs (an estimate, no step times), a SambaFlow compile folder gives per-stage cycles and PCU/PMU
-counts, a PopVision export gives per-IPU memory and cycles, an appliance run gives measured
-rates. :class:`ArtifactReport` holds all of these without inventing what is missing, computes
-the Tier-1 metrics the source supports (MLflow names) and converts to a Profile when the run's
-step times are known.
+:class:`ArtifactReport` holds what any vendor format reports without inventing what is missing,
+computes the Tier-1 metrics the source supports (MLflow names) and converts to a Profile when the
+run's step times are known. Formats and metrics: docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations
@@ -50,15 +47,9 @@ class ArtifactSubtask:
 
 @dataclass
 class ArtifactReport:
-    """Parsed vendor artifacts. ``source`` names the detected format; ``files`` the files read.
-
-    ``load_imbalance`` is set by a parser whose source needs its own formula (RDU sections run one
-    after another); otherwise :meth:`metrics` computes LI = mean(c_i) / max(c_i) over the subtask
-    costs (:meth:`ArtifactSubtask.cost`), which is scale-free, so cycles and 1/rate serve as well
-    as seconds. ``extra`` holds vendor figures under dotted metric names; ``info`` string facts
-    (software versions, job ids) for tags; ``details`` tables too large for metrics (printed in
-    the JSON only).
-    """
+    """Parsed vendor artifacts: ``source`` the detected format, ``files`` those read,
+    ``load_imbalance`` where the source needs its own formula (else mean/max of subtask costs),
+    ``extra`` vendor metrics, ``info`` string facts for tags, ``details`` JSON-only tables."""
 
     source: str
     files: list[str] = field(default_factory=list)
@@ -96,8 +87,6 @@ class ArtifactReport:
     def reason(self) -> str:
         return "; ".join(self.problems)
 
-    # ------------------------------------------------------------------ metrics
-
     def subtask_load_imbalance(self) -> float | None:
         """LI over subtasks that report a cost, or the parser's own value."""
         if self.load_imbalance is not None:
@@ -106,14 +95,8 @@ class ArtifactReport:
         return tier1.load_imbalance(costs) if costs else None
 
     def metrics(self) -> dict[str, float]:
-        """Tier-1 metrics this source supports, with the MLflow names of
-        :func:`dabench.metrics.summary.compute_metrics`, plus the vendor figures in ``extra``.
-
-        - ``throughput.samples_per_s``: the source's samples/s (see ``throughput_basis``).
-        - ``tier1.allocation_ratio.<kind>`` = allocated / available per unit kind;
-          ``tier1.allocation_ratio`` is the first kind's.
-        - ``tier1.load_imbalance`` = mean(c_i) / max(c_i) (see :meth:`subtask_load_imbalance`).
-        """
+        """Tier-1 metrics this source supports (throughput, allocation ratio per unit kind and
+        the first kind's, load imbalance; MLflow names), plus the vendor figures in ``extra``."""
         out: dict[str, float] = {}
         if self.samples_per_s is not None:
             out["throughput.samples_per_s"] = float(self.samples_per_s)
@@ -129,8 +112,6 @@ class ArtifactReport:
             out[f"memory.peak_bytes.{level}"] = float(used)
         out.update({k: float(v) for k, v in self.extra.items()})
         return out
-
-    # ------------------------------------------------------------------ output
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``python -m dabench ingest`` prints."""

@@ -1,15 +1,9 @@
 """What an ingested vendor artifact states about the run's configuration, in dabench's config keys.
 
-Contract: :func:`stated_config` reads only what the artifact (and, in a checked copy of an
-artifact folder, the run's own config file beside it) says: a Cerebras ``trainer_params.yaml``
-(cstorch 2.x) or ``params.yaml`` (Model Zoo 1.x) gives the model's shape, the batch, mixed
-precision and the number of CS systems; the format gives the compile mode where it implies one
-(a layer-pipelined compile report); ``run_meta.json`` names the system. Nothing is guessed: a key
-the artifact does not state is listed in :attr:`StatedConfig.missing`. :func:`run_fields` turns
-that into what ``dabench ingest --log`` records: the stated keys (``import.config.*``), the missing
-ones, and, when every key a prediction needs is stated, the full config (dabench's defaults for the
-rest, named in ``import.config.assumed``) under the same param names a measured run logs, so that
-``dabench fit --from-mlflow`` turns the run into a point. Details: docs/fitting.md, "Ingested runs".
+:func:`stated_config` reads only what the artifact (and the run's own config file beside it)
+says; nothing is guessed: a key it does not state is listed in :attr:`StatedConfig.missing`.
+:func:`run_fields` turns that into what ``dabench ingest --log`` records (``import.config.*``, and
+the full config when every key a prediction needs is stated). Details: docs/fitting.md, "Ingested runs".
 """
 
 from __future__ import annotations
@@ -87,9 +81,8 @@ def _get(data: Any, *path: str) -> Any:
     return data
 
 
-def _model_values(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _model_values(model: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    notes: list[str] = []
     encoder, decoder = _count(model.get("encoder_num_hidden_layers")), _count(model.get("decoder_num_hidden_layers"))
     if encoder and decoder:  # an encoder-decoder of L + L layers: 2L blocks, L with cross-attention
         values["model.n_layers"] = encoder + decoder
@@ -106,7 +99,7 @@ def _model_values(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     name = model.get("name")
     if isinstance(name, str) and re.fullmatch(r"[\w.-]{1,64}", name):
         values["model.name"] = name
-    return values, notes
+    return values
 
 
 def _precision(model: Mapping[str, Any], root: Mapping[str, Any]) -> str | None:
@@ -118,12 +111,11 @@ def _precision(model: Mapping[str, Any], root: Mapping[str, Any]) -> str | None:
     return None
 
 
-def cerebras_params(data: Any) -> tuple[dict[str, Any], list[str]]:
-    """(dabench key -> value, notes) of a Cerebras run config: cstorch 2.x ``trainer_params.yaml``
-    (``trainer.init.model``, ``trainer.fit.train_dataloader.batch_size``, ``num_csx``) or Model Zoo
-    1.x ``params.yaml`` (``model``, ``train_input.batch_size``, ``runconfig.num_csx``)."""
+def cerebras_params(data: Any) -> dict[str, Any]:
+    """dabench key -> value of a Cerebras run config: cstorch 2.x ``trainer_params.yaml`` or Model
+    Zoo 1.x ``params.yaml`` (keys read: docs/fitting.md, "Ingested runs")."""
     if not isinstance(data, Mapping):
-        return {}, []
+        return {}
     if isinstance(data.get("trainer"), Mapping):
         model = _get(data, "trainer", "init", "model")
         batch = _get(data, "trainer", "fit", "train_dataloader", "batch_size")
@@ -133,7 +125,7 @@ def cerebras_params(data: Any) -> tuple[dict[str, Any], list[str]]:
         batch = _get(data, "train_input", "batch_size")
         systems = _get(data, "runconfig", "num_csx")
     model = model if isinstance(model, Mapping) else {}
-    values, notes = _model_values(model)
+    values = _model_values(model)
     if _count(batch):
         values["run.batch_size"] = _count(batch)
     precision = _precision(model, data)
@@ -143,7 +135,7 @@ def cerebras_params(data: Any) -> tuple[dict[str, Any], list[str]]:
         values["parallel.strategy"], values["parallel.degree"] = "dp", _count(systems)
     elif _count(systems) == 1:
         values["parallel.strategy"] = "none"
-    return values, notes
+    return values
 
 
 def _read_cerebras(path: Path) -> tuple[dict[str, Any], str]:
@@ -154,7 +146,8 @@ def _read_cerebras(path: Path) -> tuple[dict[str, Any], str]:
     if len(text) > MAX_CONFIG_CHARS or len(re.findall(r"[*&][\w-]", text)) > MAX_ALIASES:
         return {}, f"{path.name} not read (over {MAX_CONFIG_CHARS} characters or {MAX_ALIASES} YAML aliases)"
     try:
-        return cerebras_params(yaml.safe_load(text))[0], ""
+        return cerebras_params(yaml.safe_load(text)), ""
+
     except (yaml.YAMLError, RecursionError, ValueError, TypeError, AttributeError) as error:
         return {}, f"{path.name} unreadable ({type(error).__name__})"
 

@@ -1,12 +1,6 @@
 """PopVision (Graphcore) profiles, as the ``dabench.popvision/1`` JSON that
-:mod:`dabench.vendors.ipu_export` writes from a ``profile.pop`` (reading ``profile.pop`` needs libpva,
-which only ships in the Poplar SDK).
-
-Metrics: allocation ratios ``tiles`` and ``ipu_memory``; one subtask (pipeline stage) per IPU, with
-LI over per-IPU cycles, else over per-IPU memory (the DABench-LLM artifact's IPU balance basis);
-tile balance per IPU = 1 - std / sqrt(m (B - m)) (1 even, 0 maximally lopsided).
-
-Details: docs/vendors.md, "Artifact parsers" (format and metrics).
+:mod:`dabench.vendors.ipu_export` writes from a ``profile.pop``.
+Format and metrics: docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ FORMAT = "dabench.popvision/1"
 
 
 def tile_balance(mean_bytes: float, std_bytes: float, bytes_per_tile: float) -> float:
-    """1 - std / sqrt(m (B - m)) (module doc); 1.0 when the bound is zero (all empty or full)."""
+    """1 - std / sqrt(m (B - m)): 1 even, 0 maximally lopsided; 1.0 when all tiles are empty or full."""
     bound = math.sqrt(max(0.0, mean_bytes * (bytes_per_tile - mean_bytes)))
     return 1.0 if bound == 0 else max(0.0, 1.0 - std_bytes / bound)
 
@@ -79,9 +73,8 @@ def parse_popvision(data: dict[str, Any], path: str | None = None) -> ArtifactRe
         prefix = f"ipu.{ipu['ipu']}"
         report.extra[f"{prefix}.memory_fraction"] = float(ipu["memory_bytes"]) / bytes_per_ipu
         if "tile_memory_mean" in ipu and "tile_memory_std" in ipu:
-            report.extra[f"{prefix}.tile_balance"] = tile_balance(
-                ipu["tile_memory_mean"], ipu["tile_memory_std"], bytes_per_tile
-            )
+            balance = tile_balance(ipu["tile_memory_mean"], ipu["tile_memory_std"], bytes_per_tile)
+            report.extra[f"{prefix}.tile_balance"] = balance
     if ipus:
         report.memory_bytes["sram"] = max(float(i["memory_bytes"]) for i in ipus)
     if report.subtasks and all(s.cost() is not None for s in report.subtasks):

@@ -1,18 +1,8 @@
 """Vendor artifact parsers: detect what a path is and parse it into an
 :class:`~dabench.ingest.artifact.ArtifactReport` (then, with step times, a Profile).
 
-Formats (see docs/vendors.md):
-
-=========================  ==================================================================
-``cerebras_compile_report`` a Cerebras R1.x ``compile_report.txt`` (or a folder holding one)
-``cerebras_appliance_run``  a cstorch 2.x run folder (``executors/<n>/performance.json``,
-                            ``track.json``, ``run.log``) or an ``executors/<n>`` folder
-``sambaflow_compile``       a SambaFlow compile folder (``*.s<N>.utilization_report.json``,
-                            ``stage_buffers/``), with SambaTune ``section_report.csv`` if present
-``sambatune_section_report`` a SambaTune ``section_report.csv`` on its own
-``popvision_json``          the JSON :mod:`dabench.vendors.ipu_export` writes from a
-                            ``profile.pop``
-=========================  ==================================================================
+Formats (``cerebras_compile_report``, ``cerebras_appliance_run``, ``sambaflow_compile``,
+``sambatune_section_report``, ``popvision_json``): docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations
@@ -20,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dabench.ingest.artifact import ArtifactReport, ArtifactSubtask
+from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.config import stated_config
 from dabench.ingest.ipu import is_popvision_json, parse_popvision_file
 from dabench.ingest.rdu import apply_sambatune, is_compile_folder, parse_compile_folder
@@ -49,7 +39,6 @@ def _json_format(path: Path) -> str | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
         return None
-
     return "popvision_json" if is_popvision_json(data) else None
 
 
@@ -125,7 +114,6 @@ def parse(path: str | Path) -> ArtifactReport:
 def _parse(path: Path) -> ArtifactReport:
     if path.is_dir():
         return _parse_checked_folder(path)
-
     problem = check_file(path) if path.exists() else None
     if problem:
         raise ValueError(f"{path}: {problem}")
@@ -161,11 +149,9 @@ def _parse_checked_folder(folder: Path) -> ArtifactReport:
 def _parse_detected(fmt: str, target: Path) -> ArtifactReport:
     try:
         return _parse_format(fmt, target)
-    except ValueError as error:
-        if str(target) in str(error):  # a parser's own refusal, which names what it read
-            raise
-        raise ValueError(f"{target}: not a readable {fmt} artifact ({type(error).__name__}: {error})") from None
     except _BAD_INPUT as error:
+        if isinstance(error, ValueError) and str(target) in str(error):  # a parser's own refusal
+            raise
         raise ValueError(f"{target}: not a readable {fmt} artifact ({type(error).__name__}: {error})") from None
 
 
@@ -180,8 +166,4 @@ def _parse_format(fmt: str, target: Path) -> ArtifactReport:
         report = ArtifactReport(source=fmt, subtask_kind="section")
         apply_sambatune(report, target)
         return report
-
     return parse_popvision_file(target)
-
-
-__all__ = ["ArtifactReport", "ArtifactSubtask", "FORMATS", "detect", "parse"]

@@ -1,12 +1,5 @@
 """SambaFlow compile folders and SambaTune reports.
-
-Reads a compile folder's per-section utilisation reports, stage infos and bandwidth reports (and
-SambaTune's ``reports/section_report.csv`` when present). Metrics: allocation ratio per unit kind
-(mean over sections; ``rdu.allocation_ratio_max.*`` the busiest), LI = sum_s mean_s / sum_s max_s
-of stage latencies, bottleneck = the longest stage; with SambaTune, the measured throughput
-1 / sum_s(1 / rate_s).
-
-Details: docs/vendors.md, "Artifact parsers" (formats and metrics).
+Formats and metrics: docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations
@@ -40,14 +33,12 @@ def _section_usage(report: dict[str, Any], fallback_id: int) -> tuple[int, dict[
     return int(section), {"pcus": float(used.get("pcus", 0)), "pmus": float(used.get("pmus", 0))}, per_kind
 
 
-def _stages(folder: Path, report: ArtifactReport | None = None) -> list[dict[str, Any]]:
+def _stages(folder: Path, report: ArtifactReport) -> list[dict[str, Any]]:
     stages: list[dict[str, Any]] = []
     for path in sorted((folder / "stage_buffers").glob("stage_info_*.json")):
         try:
             data = json.loads(path.read_text() or "[]")
         except ValueError as error:
-            if report is None:
-                raise
             report.problems.append(f"stage_buffers/{path.name} is not valid JSON (truncated? {error})")
             continue
         stages.extend(s for s in data if isinstance(s, dict))
@@ -55,7 +46,7 @@ def _stages(folder: Path, report: ArtifactReport | None = None) -> list[dict[str
 
 
 def stage_load_imbalance(latencies_by_section: dict[int, list[float]]) -> float | None:
-    """LI = sum_s mean_s / sum_s max_s over sections with a positive stage latency (module doc)."""
+    """LI = sum_s mean_s / sum_s max_s over sections with a positive stage latency."""
     means = maxes = 0.0
     for latencies in latencies_by_section.values():
         positive = [x for x in latencies if x > 0]
@@ -105,22 +96,20 @@ def _column(row: dict[str, str], *needles: str) -> float | None:
 
 
 def apply_sambatune(report: ArtifactReport, path: Path) -> None:
-    """Add a SambaTune section_report.csv's measured figures to ``report`` (module doc)."""
-    rows = parse_section_report_csv(path)
+    """Add a SambaTune section_report.csv's measured figures (throughput 1 / sum_s(1 / rate_s))."""
     report.files.append(str(path))
-    sections = []
-    for row in rows:
-        sections.append(
-            {
-                "section_id": row.get("section_id"),
-                "type": row.get("section type"),
-                "samples_per_s": _column(row, "throughput"),
-                "latency_s": _column(row, "latency", "sec"),
-                "pcus": _column(row, "pcu count"),
-                "pmus": _column(row, "pmu count"),
-                "ddr_total_GBps": _column(row, "ddr", "total"),
-            }
-        )
+    sections = [
+        {
+            "section_id": row.get("section_id"),
+            "type": row.get("section type"),
+            "samples_per_s": _column(row, "throughput"),
+            "latency_s": _column(row, "latency", "sec"),
+            "pcus": _column(row, "pcu count"),
+            "pmus": _column(row, "pmu count"),
+            "ddr_total_GBps": _column(row, "ddr", "total"),
+        }
+        for row in parse_section_report_csv(path)
+    ]
     report.details["sambatune_sections"] = sections
     if not report.subtasks:  # a section_report.csv on its own: the sections are the subtasks
         for s in sections:
@@ -179,20 +168,17 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
     for stage in _stages(folder, report):
         section, latency = int(stage.get("section_id", -1)), float(stage.get("prism_stage_latency", 0) or 0)
         templates = stage.get("template_info", [])
-        units = {
-            "pcus": float(sum(t.get("pcu_count", 0) for t in templates)),
-            "pmus": float(sum(t.get("pmu_count", 0) for t in templates)),
-        }
+        units = {kind: float(sum(t.get(f"{kind[:3]}_count", 0) for t in templates)) for kind in ("pcus", "pmus")}
         chip = stage.get("chip_id", 0)
         name = f"section{section}.stage{stage.get('stage_id')}" + (f".chip{chip}" if chip else "")
         report.subtasks.append(
             ArtifactSubtask(name=name, cycles=latency if latency > 0 else None, units=units, group=f"section{section}")
         )
         latencies.setdefault(section, []).append(latency)
-    if sections and latencies and set(latencies) - set(sections):
-        report.problems.append(
-            f"stages of section(s) {sorted(set(latencies) - set(sections))} have no utilization report"
-        )
+    orphans = sorted(set(latencies) - set(sections))
+    if sections and orphans:
+        report.problems.append(f"stages of section(s) {orphans} have no utilization report")
+
     report.files.extend(str(p) for p in sorted((folder / "stage_buffers").glob("stage_info_*.json")))
     report.load_imbalance = stage_load_imbalance(latencies)
     if report.load_imbalance is not None:

@@ -1,12 +1,8 @@
 """An artifact folder is untrusted input: read only regular files inside it, within limits.
 
-:func:`scan` walks a folder without following symbolic links and sorts every entry into the
-files that may be read (regular files, at most :data:`MAX_DEPTH` folders deep, each at most
-:data:`MAX_FILE_BYTES`, at most :data:`MAX_FILES` files and :data:`MAX_TOTAL_BYTES` in all) and
-the entries it skipped, each with the reason (a symbolic link, a fifo, a device, a socket, too
-large, too deep, too many). :func:`checked_copy` copies the readable files into a private folder,
-opening each with ``O_NOFOLLOW`` and checking it again after opening, so that what the parsers
-then read is exactly what was checked (a file swapped for a link in between is skipped).
+:func:`scan` sorts a folder's entries, without following links, into regular files within the
+limits below and skipped entries with their reason; :func:`checked_copy` copies the readable ones
+into a private folder, opened with ``O_NOFOLLOW`` and checked again (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -31,18 +27,13 @@ class Scan:
     skipped: list[str] = field(default_factory=list)
 
 
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"))
+_KINDS += ((stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
 def kind_of(mode: int) -> str | None:
     """What a non-regular, non-folder entry is (None for a regular file or a folder)."""
-    for test, name in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a fifo"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return None
+    return next((name for test, name in _KINDS if test(mode)), None)
 
 
 def shown(relative: Path | str) -> str:

@@ -1,12 +1,5 @@
 """Cerebras artifacts: R1.x layer-pipelined ``compile_report.txt`` and R2.x appliance run folders.
-
-Compile report: allocation ratio = top-level kernel PEs (``patio`` excluded) / ``patio`` PEs,
-bottleneck = the slowest top-level kernel, LI = mean(1/r_i) / max(1/r_i) over kernels with a rate,
-PE share per class of :data:`KERNEL_CLASSES`, and the same LI over attention and fc kernels only
-(``cerebras.load_imbalance.compute_kernels``). Appliance run: measured rates and phase timings; 2.x
-has no per-kernel PE table, so no allocation ratio.
-
-Details: docs/vendors.md, "Artifact parsers" (formats and metrics).
+Formats and metrics: docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations
@@ -130,14 +123,9 @@ ACTIVE_PES_TOLERANCE = 0.006
 def compile_report_problems(
     text: str, header: dict[str, float], rows: list, kernels: list, budget: float | None, allocated: float
 ) -> list[str]:
-    """Why a compile report is truncated or inconsistent ([] when complete):
-
-    - the kernel table is not closed by its ``+---`` border (the file was cut);
-    - a header line or the ``patio`` row (the PE budget) is missing;
-    - a sub-kernel row of a known kernel class (``fc3.compute_core``) has no top-level row (``fc3``);
-    - totals do not add up: the header's Samples/s is not the slowest top-level kernel's rate
-      (the pipeline runs at its pace), or the header's Active PEs % is not the table's
-      allocated PEs / patio PEs (within rounding)."""
+    """Why a compile report is truncated or inconsistent ([] when complete): an unclosed kernel
+    table, a missing header line or ``patio`` row, a sub-kernel without its kernel's row, or
+    header totals (Samples/s, Active PEs %) that the table does not reproduce."""
     problems: list[str] = []
     table = [line.rstrip() for line in text.splitlines() if line.startswith(("|", "+"))]
     if table and not table[-1].startswith("+"):
@@ -167,9 +155,6 @@ def compile_report_problems(
             f"{allocated:,.0f} / {budget:,.0f} = {allocated / budget:.1%}"
         )
     return problems
-
-
-# ----------------------------------------------------------------------------- appliance runs
 
 
 def flatten_track(track: dict[str, Any], prefix: str = "") -> dict[str, float]:
@@ -243,18 +228,16 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
             report.files.append(str(track_path))
             report.phases_s = flatten_track(_json_or_problem(track_path, report, {}))
             for name, seconds in report.phases_s.items():
+                key = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_").lower()
                 if "/" not in name:
-                    report.extra[f"cerebras.phase_s.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_').lower()}"] = (
-                        seconds
-                    )
+                    report.extra[f"cerebras.phase_s.{key}"] = seconds
         tasks: dict[str, int] = {}
         for details in sorted(executor.glob("*-cluster-details.json")):
             report.files.append(str(details))
             counts: dict[str, int] = {}
             for task in json.loads(details.read_text()).get("tasks", []):
-                counts[task.get("taskType", "?")] = counts.get(task.get("taskType", "?"), 0) + len(
-                    task.get("taskMap", [])
-                )
+                kind = task.get("taskType", "?")
+                counts[kind] = counts.get(kind, 0) + len(task.get("taskMap", []))
             if len(counts) > len(tasks):  # the execute job lists the most task types
                 tasks = counts
         for kind, count in tasks.items():
@@ -266,9 +249,9 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
             for job in meta.get("execute_jobs", []) + meta.get("compile_jobs", []):
                 for name, version in (job.get("software_versions") or {}).items():
                     report.info[f"cerebras.version.{name}"] = str(version)
-            report.chips = max(
-                1, max((len(job.get("system_versions") or {}) for job in meta.get("execute_jobs", [])), default=1)
-            )
+            systems = [len(job.get("system_versions") or {}) for job in meta.get("execute_jobs", [])]
+            report.chips = max([1, *systems])
+
     if run_log is not None:
         report.files.append(str(run_log))
         rates, batch = parse_rate_lines(run_log.read_text(errors="replace"))

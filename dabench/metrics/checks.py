@@ -1,12 +1,7 @@
 """The result check run before a run is recorded: pure functions of the metric dict (and the
 roofline points), no I/O.
-
-:func:`check_result` -> ``None`` or a :class:`CheckFailure`: ``diverged`` for a non-finite metric,
-``invalid_result`` for one above its physical bound of 1.0 (efficiencies, roof shares, allocation
-ratios, load imbalance; ``predict.`` ones too), a negative one, or a roofline point above its roof.
-Bounds allow ``RELATIVE_TOLERANCE``; nothing is clamped.
-
-Derivation: docs/metrics.md, "Tier 1" (Result check).
+:func:`check_result` -> ``None`` or a :class:`CheckFailure` (``diverged``, ``invalid_result``);
+nothing is clamped. Derivation: docs/metrics.md, "Tier 1" (Result check).
 """
 
 from __future__ import annotations
@@ -96,10 +91,8 @@ def roofline_violations(points: Iterable) -> list[str]:
     :class:`dabench.metrics.roofline.RooflinePoint` (any object with name, achieved, attainable)."""
     out = []
     for p in points:
-        if p.achieved is None:
-            continue
-        if not (math.isfinite(p.achieved) and math.isfinite(p.attainable)):
-            continue  # reported as non-finite by the metric check
+        if p.achieved is None or not (math.isfinite(p.achieved) and math.isfinite(p.attainable)):
+            continue  # a non-finite one is reported by the metric check
         if p.achieved > p.attainable * (1.0 + RELATIVE_TOLERANCE):
             out.append(
                 f"roofline point {p.name}: achieved {p.achieved / 1e12:.4g} TFLOP/s above its roof "
@@ -123,7 +116,6 @@ def check_result(
     violations = bound_violations(metrics) + roofline_violations(roofline_points)
     if violations:
         more = f" (+{len(violations) - 8} more)" if len(violations) > 8 else ""
-        return CheckFailure(
-            Status.INVALID_RESULT, "result breaks a physical bound: " + "; ".join(violations[:8]) + more
-        )
+        reason = "result breaks a physical bound: " + "; ".join(violations[:8]) + more
+        return CheckFailure(Status.INVALID_RESULT, reason)
     return None

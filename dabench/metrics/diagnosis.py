@@ -18,13 +18,8 @@ def diagnose(
     ridge: float,
     roof_share: float | None = None,
 ) -> tuple[str, str]:
-    """Return (label, reason). Checks, in order: host share > 0.5 -> ``host-bound``; comm share
-    > 0.3 -> ``communication-bound``; concurrent subtasks (pipeline stages, kernels) with LI < 0.6
-    -> ``imbalance-bound``; achieved below 10% of the roofline's attainable FLOP/s (``roof_share``)
-    -> ``latency-bound`` (small ops, launch and framework overhead: neither roof explains it);
-    step intensity below the ridge point -> ``memory-bandwidth-bound``; else ``compute-bound``. Sequential subtasks
-    (layers on a CPU/GPU) never make a run
-    imbalance-bound: their times add up rather than wait on the slowest."""
+    """Return (label, reason): host-, communication-, imbalance- (concurrent subtasks only),
+    latency-, memory-bandwidth- or compute-bound, checked in that order (docs/metrics.md)."""
     if host_fraction is not None and host_fraction > HOST_BOUND_FRACTION:
         return "host-bound", f"host time is {host_fraction:.0%} of the step"
     if comm_fraction is not None and comm_fraction > COMM_BOUND_FRACTION:
@@ -32,10 +27,8 @@ def diagnose(
     if subtasks_concurrent and load_imbalance is not None and load_imbalance < IMBALANCE_BOUND_LI:
         return "imbalance-bound", f"load imbalance LI={load_imbalance:.2f} < {IMBALANCE_BOUND_LI}"
     if roof_share is not None and roof_share < LATENCY_BOUND_SHARE:
-        return (
-            "latency-bound",
-            f"achieved {roof_share:.1%} of the attainable FLOP/s at intensity {intensity:.1f} FLOP/B",
-        )
+        reason = f"achieved {roof_share:.1%} of the attainable FLOP/s at intensity {intensity:.1f} FLOP/B"
+        return "latency-bound", reason
     if intensity < ridge:
         return "memory-bandwidth-bound", f"step intensity {intensity:.1f} FLOP/B < ridge {ridge:.1f} FLOP/B"
     return "compute-bound", f"step intensity {intensity:.1f} FLOP/B >= ridge {ridge:.1f} FLOP/B"

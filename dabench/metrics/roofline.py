@@ -40,12 +40,5 @@ def point(
     """A roofline point for work of ``flops`` moving ``moved_bytes`` that took ``seconds``."""
     intensity = flops / moved_bytes if moved_bytes else 0.0
     achieved = flops / seconds if seconds else None
-    return RooflinePoint(
-        name,
-        intensity,
-        achieved,
-        attainable_flops(intensity, peak_flops, bandwidth),
-        flops,
-        moved_bytes,
-        ridge_point(peak_flops, bandwidth),
-    )
+    attainable = attainable_flops(intensity, peak_flops, bandwidth)
+    return RooflinePoint(name, intensity, achieved, attainable, flops, moved_bytes, ridge_point(peak_flops, bandwidth))

@@ -1,9 +1,5 @@
 """Profile + op graph + hardware ceilings -> the flat metric dict that MLflow records.
-
-Work per optimizer step (over all chips):
-  FLOPs = (forward + backward FLOPs per sample) * samples per step + AdamW FLOPs * data copies
-  bytes = (forward + backward bytes per sample) * samples per step + AdamW bytes * data copies
-Achieved FLOP/s per chip = FLOPs per step / (median step time * chips).
+Definitions: docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -29,38 +25,17 @@ def step_work(graph: OpGraph, samples_per_step: int, data_copies: int) -> tuple[
 def roofline_points(graph: OpGraph, profile: Profile, ceilings: Ceilings, data_copies: int) -> list[RooflinePoint]:
     """One point per op class (achieved only when the profile timed that class) and one for the
     whole step (achieved from the median step time). Work is per chip."""
-    scale = profile.samples_per_step / graph.batch_size / profile.chips
-    points = []
-    for op_class, (flops, moved) in graph.by_class(("fwd", "bwd")).items():
-        seconds = profile.class_times_s.get(op_class)
-        points.append(
-            point(op_class, flops * scale, moved * scale, seconds, ceilings.peak_flops, ceilings.bandwidth_Bps)
-        )
-    opt_flops, opt_bytes = (
-        graph.flops("opt") * data_copies / profile.chips,
-        graph.bytes("opt") * data_copies / profile.chips,
-    )
-    points.append(
-        point(
-            "optimizer",
-            opt_flops,
-            opt_bytes,
-            profile.class_times_s.get("optimizer"),
-            ceilings.peak_flops,
-            ceilings.bandwidth_Bps,
-        )
-    )
+    chips, roofs = profile.chips, (ceilings.peak_flops, ceilings.bandwidth_Bps)
+    scale = profile.samples_per_step / graph.batch_size / chips
+    times = profile.class_times_s
+    points = [
+        point(op_class, flops * scale, moved * scale, times.get(op_class), *roofs)
+        for op_class, (flops, moved) in graph.by_class(("fwd", "bwd")).items()
+    ]
+    opt_flops, opt_bytes = graph.flops("opt") * data_copies / chips, graph.bytes("opt") * data_copies / chips
+    points.append(point("optimizer", opt_flops, opt_bytes, times.get("optimizer"), *roofs))
     flops, moved = step_work(graph, profile.samples_per_step, data_copies)
-    points.append(
-        point(
-            "step",
-            flops / profile.chips,
-            moved / profile.chips,
-            profile.median_step_s,
-            ceilings.peak_flops,
-            ceilings.bandwidth_Bps,
-        )
-    )
+    points.append(point("step", flops / chips, moved / chips, profile.median_step_s, *roofs))
     return points
 
 

@@ -1,14 +1,10 @@
 """The one pipeline: RunConfig -> op graph -> backend and/or analytical model -> metrics.
 
-:func:`execute` runs one configuration start to end, without MLflow, in one straight line:
-:func:`resolve_mode` (the backend looked up once), the op graph, :func:`run_ceilings` (resolved
-once), then :func:`measure_run`, :func:`predict_run` and :func:`validate_run` as the mode asks,
-the metrics and the diagnosis, and :func:`check_run` (the result check, once). Every outcome
-becomes a :class:`RunResult` with a status; nothing there raises for a failed run.
-:func:`predict_config` is the predict-only core for callers that evaluate thousands of
-configurations in-process (the tuner's direct evaluator, the tests, benchmarks/perfmodel_speed.py);
-it raises :class:`~dabench.core.status.DabenchError` for a refused configuration. torch is
-imported only when a backend measures.
+:func:`execute` runs one configuration start to end, without MLflow, in one straight line
+(docs/architecture.md); every outcome becomes a :class:`RunResult` with a status, nothing raises
+for a failed run. :func:`predict_config` is the predict-only core for in-process callers; it
+raises :class:`~dabench.core.status.DabenchError` for a refused configuration. torch is imported
+only when a backend measures.
 """
 
 from __future__ import annotations
@@ -60,9 +56,8 @@ _AUTO_WARNED: set[tuple[str, str]] = set()  #: (hardware, note) already warned i
 
 def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[str, str]:
     """(mode, note). ``auto`` measures when the backend is available and otherwise predicts,
-    saying so; ``measure``/``validate`` without the device raise UnsupportedError naming what is
-    missing; ``predict`` needs an analytical model for the architecture. ``backend``: the run's
-    backend class when the caller already has it (looked up here otherwise, never for predict)."""
+    saying so; ``measure``/``validate`` without the device, or ``predict`` without a model, raise
+    UnsupportedError. ``backend``: the run's backend class when the caller already has it."""
     requested = rc.hardware.mode
     modelled = has_model(rc.hardware.arch)
     if requested == "predict":
@@ -91,9 +86,8 @@ def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[s
 
 
 def run_ceilings(rc: RunConfig, measured_on: type[Backend] | None, notes: dict[str, str]) -> Ceilings:
-    """The run's ceilings, resolved once: the spec's, or this CPU's calibration where the spec
-    says null. A run measured on a backend that runs on this machine's CPU in place of the target
-    (its platform record's ``host_backends``) is taken against the calibrated CPU, said in ``notes``."""
+    """The run's ceilings: the spec's, or this CPU's calibration where the spec says null, or
+    the calibrated CPU's for a host backend standing in for the target (said in ``notes``)."""
     ceilings = resolve_ceilings(rc.hardware, rc.precision)
     if measured_on is None or not on_host_cpu(measured_on.name) or platform(rc.hardware.arch).host_cpu:
         return ceilings
@@ -102,9 +96,6 @@ def run_ceilings(rc: RunConfig, measured_on: type[Backend] | None, notes: dict[s
         f"efficiencies are against the calibrated CPU, not {rc.hardware.name}"
     )
     return host_cpu_ceilings(rc.precision)
-
-
-# ----------------------------------------------------------------------------- measure
 
 
 @dataclass
@@ -122,10 +113,8 @@ class Measurement:
 def measure(
     backend: Backend, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None
 ) -> Profile:
-    """Measure on ``backend``; a parallel run of a torch backend goes to torch.distributed ranks
-    (dabench.distributed; ``on_timed_window`` is not called there). In validate mode, a parallel
-    run's measured collectives are priced with the link model too
-    (:mod:`dabench.perfmodel.comm_check`)."""
+    """Measure on ``backend``; a torch backend's parallel run goes to torch.distributed ranks
+    (``on_timed_window`` not called there), its collectives priced too in validate mode."""
     if rc.parallel.strategy != "none" and backend.torch_distributed:
         device, source = backend.parallel_target(rc)
         profile = run_parallel(rc, device, source)
@@ -136,13 +125,8 @@ def measure(
 
 
 def measure_run(backend: Backend, rc: RunConfig, graph: OpGraph, ceilings: Ceilings) -> Measurement:
-    """Measure on ``backend``. Calibrated ceilings become bands
-    (:func:`~dabench.host.ceilings.measured_roof`): the run's metrics are taken against the fastest
-    rates the machine has shown. A CPU validate run with calibrated ceilings
-    (:func:`~dabench.host.ceilings.uses_in_situ_ceilings`) also probes the CPU right before and
-    after its timed window (the backend's ``on_timed_window`` callback): the prediction is then
-    priced at the probes' mean, the probes' repeats join the bands, and their ``validate.*``
-    metrics go onto the profile (:func:`~dabench.host.ceilings.in_situ_ceilings`)."""
+    """Measure on ``backend``; calibrated ceilings become bands and a CPU validate run probes
+    the CPU around its timed window (docs/metrics.md, in-situ ceilings)."""
     probes = None
     if uses_in_situ_ceilings(rc.hardware, rc.hardware.mode, rc.parallel.strategy) and is_calibrated(ceilings):
         probes = WindowProbes(rc.precision.compute_dtype)
@@ -159,9 +143,7 @@ def measure_run(backend: Backend, rc: RunConfig, graph: OpGraph, ceilings: Ceili
 
 def probe_again(rc: RunConfig, measurement: Measurement) -> Measurement | None:
     """``measurement`` with one more in-situ probe, taken now, in its roof and band; None when this
-    run's ceilings cannot be probed (:func:`~dabench.host.ceilings.can_probe`, calibrated). For a
-    measurement that broke a bound against its calibration: the machine may have been faster during
-    the timed steps than when it was calibrated (the roof is the fastest rate it has shown)."""
+    run's ceilings cannot be probed. For a measurement that broke a bound (docs/metrics.md)."""
     if not (can_probe(rc.hardware, rc.parallel.strategy) and measurement.roof.peak is not None):
         return None
     from dabench.host.calibrate import probe
@@ -180,9 +162,6 @@ def band_ceilings(result: RunResult, roof: MeasuredRoof) -> None:
 
     result.metrics.update(ceiling_band_metrics(result.metrics, roof.peak, roof.bandwidth, roof.roof.memory_level))
     result.notes["dabench.ceilings_noise"] = noise_note(roof.peak, roof.bandwidth, load_per_core())
-
-
-# ----------------------------------------------------------------------------- predict
 
 
 @dataclass
@@ -206,10 +185,9 @@ def predict_run(
 
 
 def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilings | None = None) -> Prediction:
-    """The predict-only core: :func:`predict_run` and the metric part of the result check.
-    ``graph`` and ``ceilings`` may be passed when the caller caches them (they depend only on
-    model, micro-batch, precision and hardware). Raises DabenchError when the model refuses, and
-    Diverged / InvalidResult for a prediction that breaks a bound (a model bug, never a result)."""
+    """The predict-only core: :func:`predict_run` and the metric part of the result check
+    (``graph`` and ``ceilings`` passed when cached). Raises DabenchError when the model refuses,
+    and Diverged / InvalidResult for a prediction that breaks a bound (a model bug)."""
     if graph is None:
         graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     if ceilings is None:
@@ -221,14 +199,6 @@ def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilin
     return prediction
 
 
-# ----------------------------------------------------------------------------- validate and check
-
-
-def _rel_error(predicted: float, measured: float) -> float:
-    """(predicted - measured) / measured."""
-    return (predicted - measured) / measured if measured else float("nan")
-
-
 def validate_run(measured: dict[str, float], predicted: dict[str, float]) -> dict[str, float]:
     """The prediction beside the measurement: ``predict.<metric>`` and
     ``predict.rel_error.<metric>`` for each of :data:`VALIDATED_METRICS` both have."""
@@ -237,7 +207,8 @@ def validate_run(measured: dict[str, float], predicted: dict[str, float]) -> dic
         if name in predicted and name in measured:
             out[f"predict.{name}"] = predicted[name]
             short = name.split(".", 1)[1] if name.startswith("throughput.") else name.replace(".", "_")
-            out[f"predict.rel_error.{short}"] = _rel_error(predicted[name], measured[name])
+            m = measured[name]
+            out[f"predict.rel_error.{short}"] = (predicted[name] - m) / m if m else float("nan")
     return out
 
 
@@ -254,13 +225,8 @@ def within_band(metrics: dict[str, float]) -> dict[str, float]:
 def measured_points_bound(
     points: list, ceilings: Ceilings, notes: dict[str, str], peak_limit: float | None = None
 ) -> list:
-    """A measured op class's roofline points as the result check must judge them. Its memory
-    roof is the main memory's (DRAM on a CPU), but a class whose working set stays in cache can
-    run above it for real (the token + position gather of a small model, the loss over a small
-    vocabulary): only the compute roof bounds a measurement, ``peak_limit`` (default the peak;
-    a calibrated peak's band top, :class:`~dabench.host.ceilings.MeasuredRoof`). Classes above the
-    memory roof are named in ``notes['dabench.roofline_note']``, never hidden; a predicted point
-    is still held to its full roof (a model above its own roof is a bug)."""
+    """Measured roofline points bounded by the compute roof only (``peak_limit``, default the
+    peak); classes above the memory roof are named in ``notes`` (docs/metrics.md)."""
     above = [p.name for p in points if p.achieved is not None and p.achieved > p.attainable * 1.0001]
     if above:
         notes["dabench.roofline_note"] = (
@@ -274,12 +240,9 @@ def measured_points_bound(
 def check_run(
     result: RunResult, predicted: dict[str, float] | None, roof: MeasuredRoof | None = None
 ) -> CheckFailure | None:
-    """The result check before anything is recorded (dabench/metrics/checks.py), one call: the
-    run's metrics, in validate mode the prediction's too (as ``predict.<metric>``), and every
-    roofline point of the prediction and of the measurement (:func:`measured_points_bound`) when
-    the ceilings are calibrated. A measurement whose ceilings carry a band (``roof``) is held to
-    the band's top: its roofline points and its efficiencies
-    (:func:`~dabench.host.noise.held_to_band_top`). Never clamps."""
+    """The result check before anything is recorded (dabench/metrics/checks.py): the run's
+    metrics, a validate run's prediction, the roofline points when calibrated; a banded
+    measurement is held to the band's top. Never clamps."""
     rc, graph, ceilings = result.run_config, result.graph, result.ceilings
     calibrated = is_calibrated(ceilings)
     points = (
@@ -300,9 +263,6 @@ def check_run(
     return check_result(metrics, points)
 
 
-# ----------------------------------------------------------------------------- the run
-
-
 def _run(rc: RunConfig, result: RunResult) -> None:
     """Fill ``result`` in: mode, graph, ceilings, profile(s), metrics, diagnosis, status."""
     backend = None if rc.hardware.mode == "predict" else get_backend(rc.hardware.backend)
@@ -315,9 +275,7 @@ def _run(rc: RunConfig, result: RunResult) -> None:
 
 @contextmanager
 def _cpu_threads(rc: RunConfig, mode: str) -> Iterator[None]:
-    """A measured CPU run's threads (``run.threads``, default the CPUs this process may use:
-    :func:`~dabench.host.conditions.run_threads`), the previous count restored after it (a grid or
-    the Python API runs many configurations in one process)."""
+    """A measured CPU run's threads (``run.threads``), the previous count restored after it."""
     if not platform(rc.hardware.arch).host_cpu or (mode == "predict" and not rc.run.threads):
         yield
         return

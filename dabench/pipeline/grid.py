@@ -40,9 +40,6 @@ log = logging.getLogger("dabench")
 FLUSH_EVERY = 100
 
 
-# ----------------------------------------------------------------------------- the sweep
-
-
 def expand(overrides: Sequence[str]) -> list[list[str]]:
     """The job override lists ``python -m dabench [overrides] -m`` launches, in its order:
     ``hydra.sweeper.params`` of the config composed from the non-sweep overrides, then
@@ -57,13 +54,9 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
     return BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(arguments), None)[0]
 
 
-# ----------------------------------------------------------------------------- running
-
-
 @dataclass
 class GridRun:
-    """One configuration of a grid: its overrides, result and MLflow run id (None when not
-    recorded: tracking off)."""
+    """One configuration of a grid: its overrides, result and MLflow run id (None: not recorded)."""
 
     overrides: list[str]
     result: RunResult
@@ -72,9 +65,7 @@ class GridRun:
 
 
 def _batched(job: Job) -> bool:
-    """True when the job predicts (or is refused) and wants no per-run plot: the runs the grid
-    records in batches."""
-
+    """True when the job predicts (or is refused) and wants no per-run plot: recorded in batches."""
     if job.rc is None:
         return True
     quiet = logging.getLogger("dabench.pipeline.execute")
@@ -106,16 +97,11 @@ def run_grid(
     on_run: Callable[[GridRun], None] | None = None,
     composer: Composer | None = None,
 ) -> list[GridRun]:
-    """Run every job (a list of overrides) in this process and record each as its own MLflow run
-    (see the module docstring); returns one :class:`GridRun` per job, in order.
-
-    ``parent_run_id``: the runs' parent (else ``$DABENCH_PARENT_RUN_ID``, else a parent run
-    opened here, named ``parent_name``, closed with the children's counts as ``jobs.*`` metrics
-    like a ``-m`` multirun's). ``on_run`` is called with each finished run (its ``run_id`` is set
-    once its batch is written). Never raises for a failed configuration; bad overrides become
-    ``invalid_config`` results (not recorded: a ``-m`` multirun refuses such a sweep before it
-    starts)."""
-
+    """Run every job (a list of overrides) in this process, each its own MLflow run; one
+    :class:`GridRun` per job, in order. ``parent_run_id``: the runs' parent (else
+    ``$DABENCH_PARENT_RUN_ID``, else one opened here, named ``parent_name``, closed with ``jobs.*``
+    counts). ``on_run``: called with each finished run (``run_id`` set once its batch is written).
+    Never raises for a failed configuration; bad overrides become unrecorded ``invalid_config``."""
     composer = composer or Composer()
     parent_id = parent_run_id or os.environ.get(PARENT_ENV) or None
     own_parent = None
@@ -151,23 +137,23 @@ def run_grid(
             if on_run is not None:
                 on_run(run)
 
+    def finished(run: GridRun) -> None:
+        runs.append(run)
+        if on_run is not None:
+            on_run(run)
+
     try:
         for job in jobs:
             job = list(job)
             try:
                 composed = composer.compose(job)
             except Exception as error:  # an unknown group option or key: bad input, a result
-                result = RunResult(Status.INVALID_CONFIG, f"invalid overrides {job}: {error}", "none")
-                runs.append(GridRun(job, result, None))
-                if on_run is not None:
-                    on_run(runs[-1])
+                finished(GridRun(job, RunResult(Status.INVALID_CONFIG, f"invalid overrides {job}: {error}", "none")))
                 continue
             prepared = prepare(composed)
             tracking = prepared.container.get("tracking") or {}
             if not tracking.get("enabled", True):
-                runs.append(GridRun(job, execute_job(prepared), None))
-                if on_run is not None:
-                    on_run(runs[-1])
+                finished(GridRun(job, execute_job(prepared), None))
                 continue
             name = prepared.name
             note = lambda r, name=name, job=job: run_note(summary_line(r, name), reproduce_command(job))
@@ -180,9 +166,7 @@ def run_grid(
                     )
                 with tempfile.TemporaryDirectory(prefix="dabench-grid-") as tmp:
                     result, run_id = record_run(prepared, artifacts_dir=Path(tmp) / "artifacts", name=name, note=note)
-                runs.append(GridRun(job, result, run_id, batched=False))
-                if on_run is not None:
-                    on_run(runs[-1])
+                finished(GridRun(job, result, run_id, batched=False))
                 continue
             w = writer_for(tracking)
             w.waiting.append(len(runs))
@@ -221,9 +205,6 @@ def _close_parent(parent, runs: list[GridRun]) -> None:
     parent.log(metrics=metrics)
     interrupted = len(recorded) < len(runs) and sys.exc_info()[0] is not None
     parent.close(Status.INTERRUPTED if interrupted else Status.OK)
-
-
-# ----------------------------------------------------------------------------- the results table
 
 
 def _run_like(run: GridRun) -> Any:
@@ -267,10 +248,6 @@ def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title:
     return render_results(frame, title) + f"\nresults.csv: {path} (the runs wait in the outbox: dabench sync)"
 
 
-# ----------------------------------------------------------------------------- command line
-
-
 def summary(run: GridRun) -> str:
     """The one-line summary a run prints (tracking/describe.py), with its run name."""
-
     return summary_line(run.result, run_name(run.result.config) if run.result.config else " ".join(run.overrides))

@@ -32,13 +32,11 @@ class Job:
     @property
     def name(self) -> str:
         """``tracking.run_name``, else the name :func:`dabench.tracking.naming.run_name` gives."""
-
         return (self.container.get("tracking") or {}).get("run_name") or run_name(self.container)
 
     @cached_property
     def unfit(self) -> list:
-        """What keeps this machine from running the job (pre-flight
-        :func:`~dabench.pipeline.preflight.job_problems`), checked once per job."""
+        """What keeps this machine from running the job (pre-flight), checked once per job."""
         return job_problems(self.rc) if self.rc is not None else []
 
 
@@ -53,7 +51,6 @@ def prepare(container: Mapping[str, Any]) -> Job:
         rc = build_run_config(placed)
     except ConfigError as error:
         return Job(placed, None, error)
-
     refused = check_names(placed) or model_inputs_error(rc)  # options and constant set: before a run opens
     return Job(placed, None, refused) if refused is not None else Job(placed, rc)
 
@@ -64,7 +61,6 @@ def execute_job(job: Job) -> RunResult:
     :func:`~dabench.pipeline.preflight.job_problems`); ``result.config`` is ``job.container``."""
     if job.rc is None:
         return RunResult(Status.INVALID_CONFIG, str(job.error), "none", config=job.container)
-
     if job.unfit:
         return RunResult(Status.INVALID_CONFIG, str(job.unfit[0]), "none", config=job.container)
     result = execute(job.rc)
@@ -73,6 +69,5 @@ def execute_job(job: Job) -> RunResult:
 
 
 def run_container(container: Mapping[str, Any]) -> RunResult:
-    """One composed config (a plain mapping) prepared and run: :func:`execute_job` of
-    :func:`prepare`."""
+    """One composed config (a plain mapping) prepared and run."""
     return execute_job(prepare(container))

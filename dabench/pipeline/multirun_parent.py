@@ -1,14 +1,8 @@
 """The Hydra callback that turns a ``-m`` multirun into one MLflow parent run with children.
 
-At multirun start it creates the parent run and exports its id in ``$DABENCH_PARENT_RUN_ID``;
-every job's run (in-process or in a launcher's worker process, which inherits the environment)
-tags itself ``mlflow.parentRunId``. At the end it counts the children by ``dabench.status`` and
-logs the best throughput among the ok ones. With ``tracking.enabled=false`` it does nothing.
-
-Before creating the parent, the tracking store is checked (dabench/pipeline/preflight.py): a
-store that cannot be used (e.g. a corrupt mlflow.db) is one line and exit 2 before any job.
-Ctrl-C or SIGTERM (dabench/runtime/interrupts.py): the parent is closed KILLED with
-``dabench.status=interrupted`` and the counts of the runs so far.
+The parent's id goes to the jobs in ``$DABENCH_PARENT_RUN_ID``; at the end it logs the children's
+counts by status and the best ok throughput; interrupted, it closes KILLED with the counts so far.
+The store is pre-flighted first. Nothing with ``tracking.enabled=false`` (docs/tuning.md).
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Pre-flight: everything a run needs from its surroundings, checked before any work.
 
-Each check is a small function returning a list of :class:`Problem` (empty when fine); a problem
-names the field, the value and the fix, on one line. :func:`run_preflight` runs them all for one
-run. Checks are bounded: network probes use ``tracking.timeout_s`` capped at
-:data:`PROBE_TIMEOUT_S`, so the whole pre-flight ends within a few seconds.
-
-- tracking store: SQLite folder writable and the file (if any) a readable database; a server
-  (http, postgresql, mysql) reachable by TCP; the database driver importable, with the install hint
-- every sink's path (:func:`check_sink`; dabench/runtime/sinks.py): not a file where a folder is
-  needed (or the reverse), not the file-system root, no dangling link on the way, no link that
-  leads out of the launch folder, writable, with at least :data:`MIN_FREE_BYTES` free; a relative
-  path or URI is taken from the launch folder (``core/paths.launch_dir``)
-- study storage (:func:`check_study_storage`, for the tuner): the same, for an Optuna storage URL
-- a measured run on this machine's CPU: the estimated memory (op graph: weights, gradients,
-  optimizer state and saved activations, per data copy, plus a per-process overhead) against
-  ``MemAvailable``, and the ranks of a parallel run against the CPU cores
-  (``run.allow_oversubscribe=true`` lets a user who knows better go on)
-
+Each check returns a list of :class:`Problem` (empty when fine), each one line naming the field,
+the value and the fix; :func:`run_preflight` runs them all for one run. Network probes are bounded
+by ``tracking.timeout_s`` capped at :data:`PROBE_TIMEOUT_S`. What is checked (store, sinks, study
+storage, memory and ranks of a run measured on this CPU): docs/reliability.md sections 4 and 5.
 No mlflow, optuna or torch import here: pre-flight costs milliseconds.
 """
 
@@ -76,9 +63,6 @@ class Problem:
         return f"pre-flight: {self.field}={self.value!r}: {self.fix}"
 
 
-# ----------------------------------------------------------------------------- paths and disk
-
-
 def _existing_ancestor(path: Path) -> Path:
     path = path.absolute()
     while not path.exists() and path != path.parent:
@@ -97,46 +81,26 @@ def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int 
         with tempfile.TemporaryFile(dir=base, prefix=".dabench-preflight-"):
             pass
     except OSError as error:
-        return [
-            Problem(
-                field,
-                shown,
-                f"{base} is not writable ({error.strerror or error}); make it writable or point {field} elsewhere",
-            )
-        ]
+        fix = f"{base} is not writable ({error.strerror or error}); make it writable or point {field} elsewhere"
+        return [Problem(field, shown, fix)]
     free = shutil.disk_usage(base).free
     if free < min_free:
-        return [
-            Problem(
-                field,
-                shown,
-                f"only {free / 2**20:.1f} MiB free on {base} (need {min_free / 2**20:.0f} "
-                f"MiB); free space or point {field} elsewhere",
-            )
-        ]
+        fix = f"only {free / 2**20:.1f} MiB free on {base} (need {min_free / 2**20:.0f} MiB); "
+        fix += f"free space or point {field} elsewhere"
+        return [Problem(field, shown, fix)]
     return []
 
 
 def resolve_launch(path: Path | str) -> Path:
     """``path`` made absolute against the launch folder (not the Hydra job's working folder)."""
-
     path = Path(path).expanduser()
     return path if path.is_absolute() else launch_dir() / path
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.relative_to(folder)
-        return True
-    except ValueError:
-        return False
 
 
 def check_path_shape(path: Path, field: str, shown: Any, want: str) -> list[Problem]:
     """``path`` (absolute) can be a ``want`` ("folder" or "file"): no existing part of it is a
     file where a folder is needed, no link on the way is dangling or (below the launch folder)
     leads out of it, a folder is not the file-system root, and what exists is of the right kind."""
-
     home = launch_dir().absolute()
     real_home = home.resolve()
     if want == "folder" and path.resolve() == Path(path.anchor or "/"):
@@ -149,14 +113,9 @@ def check_path_shape(path: Path, field: str, shown: Any, want: str) -> list[Prob
             target = Path(os.path.realpath(part))
             if not part.exists():
                 return [Problem(field, shown, f"{part} is a link to {os.readlink(part)}, which does not exist; fix it")]
-            if _inside(part, home) and part != home and not _inside(target, real_home):
-                return [
-                    Problem(
-                        field,
-                        shown,
-                        f"{part} is a link out of the launch folder (to {target}); give that path to write there",
-                    )
-                ]
+            if part.is_relative_to(home) and part != home and not target.is_relative_to(real_home):
+                fix = f"{part} is a link out of the launch folder (to {target}); give that path to write there"
+                return [Problem(field, shown, fix)]
         if part != path and not part.is_dir():
             return [Problem(field, shown, f"{part} is not a folder (a file); move it or point {field} elsewhere")]
     if path.exists():
@@ -173,7 +132,6 @@ def check_sink(name: str, path: Path | str, field: str, shown: Any = None) -> li
     """The path of the sink ``name`` (dabench/runtime/sinks.py: a folder, or a file for ``file``
     and local ``store`` sinks) before any work: its shape (:func:`check_path_shape`), then its
     folder writable with space (:func:`check_writable_dir`), then an existing file writable."""
-
     want = "folder" if sink(name).kind == "folder" else "file"
     absolute = resolve_launch(path)
     shown = str(path) if shown is None else shown
@@ -205,9 +163,6 @@ def command_line_dirs(argv: list[str]) -> list[Problem]:
         if eq and key in OUTPUT_DIR_KEYS and value and "${" not in value:
             problems += check_sink(OUTPUT_DIR_KEYS[key], value.strip("'\""), key)
     return problems
-
-
-# ----------------------------------------------------------------------------- stores
 
 
 def _scheme(uri: str) -> str:
@@ -242,15 +197,9 @@ def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[
         with socket.create_connection((host, port), timeout=timeout_s):
             return []
     except OSError as error:
-        return [
-            Problem(
-                field,
-                shown,
-                f"{host}:{port} is not reachable ({error.strerror or error}); start the "
-                f"server, fix the address, or unset it to use the local SQLite store",
-                kind=UNREACHABLE,
-            )
-        ]
+        fix = f"{host}:{port} is not reachable ({error.strerror or error}); "
+        fix += "start the server, fix the address, or unset it to use the local SQLite store"
+        return [Problem(field, shown, fix, kind=UNREACHABLE)]
 
 
 def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[Problem]:
@@ -264,20 +213,14 @@ def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[P
     except sqlite3.DatabaseError as error:
         if "locked" in str(error):
             return []  # busy, not broken: writers retry
-        return [
-            Problem(
-                field,
-                shown,
-                f"{path} is not a usable database ({error}); move it aside "
-                f"(python -m dabench doctor can check it) or use another store",
-            )
-        ]
+        fix = f"{path} is not a usable database ({error}); "
+        fix += "move it aside (python -m dabench doctor can check it) or use another store"
+        return [Problem(field, shown, fix)]
     return []
 
 
 def check_store(uri: str, field: str, timeout_s: float) -> list[Problem]:
     """Any store URI dabench accepts (MLflow tracking or Optuna storage)."""
-
     shown = redact_uri(uri)
     timeout = min(timeout_s, PROBE_TIMEOUT_S)
     scheme = _scheme(uri)
@@ -300,18 +243,14 @@ def check_parent_store(rc, uri: str) -> list[Problem]:
     recording it would create a new store nobody reads (an orphan). Refused, with the fix."""
     if not getattr(rc.tracking, "parent_run_id", None) or _scheme(uri) != "sqlite":
         return []
-
     path = sqlite_path(uri)
     if path is None or path.exists():
         return []
-    return [
-        Problem(
-            "tracking.uri",
-            redact_uri(uri),
-            f"this study's store {path} is not on this machine ({os.uname().nodename}); a trial on "
-            f"another machine needs a tracking server: tracking.uri=http://<host>:5000 (docs/scale-out.md)",
-        )
-    ]
+    fix = (
+        f"this study's store {path} is not on this machine ({os.uname().nodename}); a trial on "
+        f"another machine needs a tracking server: tracking.uri=http://<host>:5000 (docs/scale-out.md)"
+    )
+    return [Problem("tracking.uri", redact_uri(uri), fix)]
 
 
 def check_study_storage(
@@ -320,9 +259,6 @@ def check_study_storage(
     """An Optuna storage URL opens (for the tuner, before it touches the study): SQLite folder
     writable and file readable, driver installed, server reachable. None = in-memory: fine."""
     return [] if not url else check_store(url, field, timeout_s)
-
-
-# ----------------------------------------------------------------------------- the machine
 
 
 def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
@@ -350,11 +286,7 @@ def is_measured_on_cpu(rc) -> bool:
 
 
 def estimated_run_bytes(rc) -> float:
-    """Host memory a measured training run needs, in bytes: per data copy the training state
-    (weights, gradients, two AdamW moments: 4 x weight bytes) plus the activations saved for
-    backward for one micro-batch (op graph), plus :data:`RANK_OVERHEAD_BYTES` per process.
-    Tensor/pipeline parallel ranks split one copy between them, so the sum is one copy."""
-
+    """Host memory a measured training run needs, in bytes (derivation: docs/reliability.md section 4)."""
     graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
     ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
     state = graph.training_state_bytes
@@ -374,26 +306,17 @@ def check_memory(rc, available: int | None = None) -> list[Problem]:
         return []
     ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
     if ranks * RANK_OVERHEAD_BYTES > needed / 2:  # mostly processes, not the model: fewer ranks
-        return [
-            Problem(
-                "parallel.degree",
-                rc.parallel.degree,
-                f"{ranks} rank processes need ~{needed / 2**30:,.1f} GiB ({RANK_OVERHEAD_BYTES / 2**20:.0f} MiB "
-                f"each before any tensor), {available / 2**30:,.1f} GiB is available; use fewer ranks",
-                kind="job",
-            )
-        ]
-    return [
-        Problem(
-            "model.hidden_size",
-            rc.model.hidden_size,
-            f"a measured CPU run needs ~{needed / 2**30:,.1f} GiB (weights, gradients, AdamW state and "
-            f"activations of model={rc.model.name} at run.batch_size={rc.run.batch_size}), "
-            f"{available / 2**30:,.1f} GiB is available; use a smaller model or batch, or "
-            f"hardware.mode=predict",
-            kind="job",
+        fix = (
+            f"{ranks} rank processes need ~{needed / 2**30:,.1f} GiB ({RANK_OVERHEAD_BYTES / 2**20:.0f} MiB "
+            f"each before any tensor), {available / 2**30:,.1f} GiB is available; use fewer ranks"
         )
-    ]
+        return [Problem("parallel.degree", rc.parallel.degree, fix, kind="job")]
+    fix = (
+        f"a measured CPU run needs ~{needed / 2**30:,.1f} GiB (weights, gradients, AdamW state and "
+        f"activations of model={rc.model.name} at run.batch_size={rc.run.batch_size}), "
+        f"{available / 2**30:,.1f} GiB is available; use a smaller model or batch, or hardware.mode=predict"
+    )
+    return [Problem("model.hidden_size", rc.model.hidden_size, fix, kind="job")]
 
 
 def check_ranks(rc, cores: int | None = None, allow_oversubscribe: bool | None = None) -> list[Problem]:
@@ -405,18 +328,9 @@ def check_ranks(rc, cores: int | None = None, allow_oversubscribe: bool | None =
     ranks = rc.parallel.n_chips
     if ranks <= cores or allow:
         return []
-    return [
-        Problem(
-            "parallel.degree",
-            rc.parallel.degree,
-            f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, or "
-            f"run.allow_oversubscribe=true to run them anyway",
-            kind="job",
-        )
-    ]
-
-
-# ----------------------------------------------------------------------------- everything
+    fix = f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, "
+    fix += "or run.allow_oversubscribe=true to run them anyway"
+    return [Problem("parallel.degree", rc.parallel.degree, fix, kind="job")]
 
 
 def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str | None = None) -> list[Problem]:
@@ -430,7 +344,6 @@ def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str |
         root = artifact_root(uri)
         if not problems and root and root.startswith("file:"):
             problems += check_sink("artifacts", Path(urlsplit(root).path), "tracking.uri", shown=f"artifacts at {root}")
-
         if not problems and is_remote(uri):  # where its records wait if the server goes away
             problems += check_sink("outbox", outbox_dir(), "$DABENCH_OUTBOX")
     problems += check_sink("run_dir", Path.cwd() if run_dir is None else run_dir, "hydra.run.dir")
@@ -475,7 +388,6 @@ def _resolve_without_creating(configured: str | None, resolve) -> str:
     creating the default store folder (pre-flight writes nothing)."""
     if configured or os.environ.get("MLFLOW_TRACKING_URI"):
         return resolve(configured)
-
     return f"sqlite:///{launch_dir() / 'mlruns' / 'mlflow.db'}"
 
 
@@ -484,13 +396,12 @@ def model_inputs_error(rc) -> Any:
     ``hardware.options`` (each knob's type and range, perfmodel/knobs/) and the constant set
     ``hardware.constants`` (read and checked, runtime/readers.py). Checked when a job is prepared,
     before a run opens."""
-
     try:
         knobs_for(rc.hardware)
     except ConfigError as error:  # an arch without knobs has no model to feed: the predictor says so if asked
         return None if error.field == "hardware.arch" else error
     except ImportError:  # an arch name that is no module name (the same: no model for it)
-        return None
+        pass
     return None
 
 

@@ -71,9 +71,6 @@ def main(run: Callable[[Dict[str, Any]], Dict[str, Any]], argv: List[str] = None
     return 0
 
 
-# ----------------------------------------------------------------------------- the workload
-
-
 def build_model(model_cfg: Dict[str, Any], seed: int):
     """The seeded DecoderStack of a ``run_config["model"]`` dict."""
     import torch

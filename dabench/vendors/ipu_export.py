@@ -1,10 +1,7 @@
 """Export a PopVision ``profile.pop`` to the JSON dabench parses (:mod:`dabench.ingest.ipu`).
 
 ``python -m dabench.vendors.ipu_export profile.pop out.json``, where the Poplar SDK's ``pva`` is
-importable (standard library only besides it): the compilation target, per-tile memory, and with
-an execution profile each IPU's compute and exchange cycles.
-
-Derivation: docs/vendors.md, "Artifact parsers" (``popvision_json``).
+importable (standard library only besides it). Fields: docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations
@@ -16,20 +13,21 @@ from typing import Any, Dict
 
 FORMAT = "dabench.popvision/1"
 SKIPPED_PROGRAM_TYPES = ("Sync", "StreamCopy", "GlobalExchange")
+TARGET_KEYS = (
+    "numIPUs",
+    "tilesPerIpu",
+    "bytesPerTile",
+    "bytesPerIPU",
+    "clockFrequency",
+    "numReplicas",
+    "ipusPerReplica",
+)
 
 
 def _target(report) -> Dict[str, Any]:
     target = report.compilation.target
     out = {}
-    for key in (
-        "numIPUs",
-        "tilesPerIpu",
-        "bytesPerTile",
-        "bytesPerIPU",
-        "clockFrequency",
-        "numReplicas",
-        "ipusPerReplica",
-    ):
+    for key in TARGET_KEYS:
         value = getattr(target, key, None)
         if value is not None:
             out[key] = float(value) if key == "clockFrequency" else int(value)

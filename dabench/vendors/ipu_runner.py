@@ -1,12 +1,5 @@
 """PopTorch runner (Graphcore IPU): the decoder stack as a PopTorch training model.
-
-Builds ``poptorch.trainingModel`` with ``BeginBlock`` placement (embedding and head on IPU 0,
-``parallel.layers_per_stage`` decoder layers per IPU) and ``poptorch.Options`` from the config,
-times ``compile`` separately, then warm-up and timed host calls (fetch + call, as Graphcore's
-examples time ``throughput``). With ``runner_profile`` it writes a PopVision profile for
-:mod:`dabench.vendors.ipu_export`. Follows the PopTorch user guide (vendor-integrations.md section 1).
-
-Derivation: docs/vendors.md, "Graphcore IPU".
+Follows the PopTorch user guide (vendor-integrations.md section 1). Derivation: docs/vendors.md, "Graphcore IPU".
 """
 
 from __future__ import annotations
@@ -69,22 +62,19 @@ def profiling_env(run_config: Dict[str, Any], workdir: str) -> str:
     )
 
 
-class _TrainingWrapper(object):
-    """Builds the nn.Module whose forward returns the loss through poptorch.identity_loss."""
+def _training_model(poptorch, stack):
+    """The nn.Module whose forward returns the loss through poptorch.identity_loss."""
+    import torch
 
-    @staticmethod
-    def make(poptorch, stack):
-        import torch
+    class DecoderTraining(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stack = stack
 
-        class DecoderTraining(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.stack = stack
+        def forward(self, ids, targets):
+            return poptorch.identity_loss(self.stack(ids, targets), reduction="none")
 
-            def forward(self, ids, targets):
-                return poptorch.identity_loss(self.stack(ids, targets), reduction="none")
-
-        return DecoderTraining()
+    return DecoderTraining()
 
 
 def _place(poptorch, stack, run_config: Dict[str, Any]) -> None:
@@ -129,19 +119,13 @@ def _options(poptorch, torch, run_config: Dict[str, Any], ipus_per_replica: int,
 def _optimizer(poptorch, torch, params, run_config: Dict[str, Any]):
     precision = run_config["precision"]["name"]
     kwargs = {"lr": run_config["run"]["lr"]}
+    half, full = torch.half, torch.float
     if precision == "fp16":
         kwargs.update(
-            eps=1e-4,
-            accum_type=torch.half,
-            first_order_momentum_accum_type=torch.half,
-            second_order_momentum_accum_type=torch.float,
+            eps=1e-4, accum_type=half, first_order_momentum_accum_type=half, second_order_momentum_accum_type=full
         )
     elif precision == "mixed":
-        kwargs.update(
-            accum_type=torch.float,
-            first_order_momentum_accum_type=torch.float,
-            second_order_momentum_accum_type=torch.float,
-        )
+        kwargs.update(accum_type=full, first_order_momentum_accum_type=full, second_order_momentum_accum_type=full)
     if option(run_config, "runner_loss_scaling") is not None:
         kwargs["loss_scaling"] = float(option(run_config, "runner_loss_scaling"))
     return poptorch.optim.AdamW(params, **kwargs)
@@ -176,7 +160,7 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
     if rc["precision"]["name"] in ("fp16", "mixed"):
         stack.half()
     _place(poptorch, stack, rc)
-    model = _TrainingWrapper.make(poptorch, stack)
+    model = _training_model(poptorch, stack)
     opts = _options(poptorch, torch, rc, ipus_per_replica, replicas, accumulation)
     optimizer = _optimizer(poptorch, torch, model.parameters(), rc)
     calls = settings["warmup_steps"] + settings["timed_steps"]

@@ -1,11 +1,6 @@
 """SambaFlow runner (SambaNova SN30 RDU), following the SambaFlow "bare-metal" app shape
 (vendor-integrations.md section 3.1).
-
-Two phases, one process each: ``compile`` (app CLI arguments from the config, then
-``samba.session.compile`` writes the PEF and the compile reports) and ``run`` (``trace_graph``,
-then per step ``samba.session.run`` and ``samba.to_torch(loss)``; a step time is their host wall time).
-
-Derivation: docs/vendors.md, "SambaNova".
+Two phases, one process each: ``compile`` and ``run``. Derivation: docs/vendors.md, "SambaNova".
 """
 
 from __future__ import annotations
@@ -27,25 +22,11 @@ def compile_args(run_config: Dict[str, Any], output_folder: str, pef_name: str) 
         raise RunnerError(
             "invalid_config", "hardware.options.compile_mode=%r: must be one of %s" % (mode, ", ".join(COMPILE_MODES))
         )
-    args = [
-        "compile",
-        "-b",
-        str(settings["batch_size"]),
-        "--pef-name",
-        pef_name,
-        "--output-folder",
-        output_folder,
-        "--num-tiles",
-        str(option(run_config, "tiles", 4)),
-        "-" + mode,
-    ]
+    args = ["compile", "-b", str(settings["batch_size"]), "--pef-name", pef_name, "--output-folder", output_folder]
+    args += ["--num-tiles", str(option(run_config, "tiles", 4)), "-" + mode]
     if parallel.get("strategy") == "tp":
-        args += [
-            "--n-chips",
-            str(parallel["degree"]),
-            "--tensor-parallel",
-            str(option(run_config, "runner_tensor_parallel", "weight")),
-        ]
+        tp_mode = str(option(run_config, "runner_tensor_parallel", "weight"))
+        args += ["--n-chips", str(parallel["degree"]), "--tensor-parallel", tp_mode]
     if run_config["precision"]["name"] == "mixed":
         args += ["--enable-mixed-precision-ops", "gemm", "softmax"]
     return args
@@ -101,23 +82,16 @@ def compile_phase(request: Dict[str, Any]) -> Dict[str, Any]:
     _, samba, model, optimizer, inputs = _setup(rc)
     started = time.perf_counter()
     try:
+        meta = get_pefmeta(args, model)
         samba.session.compile(
-            model,
-            inputs,
-            optimizer,
-            name=pef_name,
-            app_dir=workdir,
-            config_dict=vars(args),
-            pef_metadata=get_pefmeta(args, model),
+            model, inputs, optimizer, name=pef_name, app_dir=workdir, config_dict=vars(args), pef_metadata=meta
         )
     except Exception as error:
         text = "%s: %s" % (type(error).__name__, error)
-        status = (
-            "capacity"
-            if any(w in text.lower() for w in ("memory", "does not fit", "out of resources"))
-            else "compile_error"
-        )
-        raise RunnerError(status, "SambaFlow compile failed: " + text[:2000]) from None
+        capacity = any(w in text.lower() for w in ("memory", "does not fit", "out of resources"))
+        raise RunnerError(
+            "capacity" if capacity else "compile_error", "SambaFlow compile failed: " + text[:2000]
+        ) from None
     folder = os.path.join(output_folder, pef_name)
     return {
         "compile_time_s": time.perf_counter() - started,

@@ -1,11 +1,6 @@
 """cerebras.pytorch (cstorch 2.x) runner: weight-streaming training on CSX, or the same code on
 cstorch's CPU backend (``backend`` ``cstorch_cpu`` in the request).
-
-cstorch's documented flow (vendor-integrations.md section 2.1): backend, model under its device,
-``cstorch.compile``, AdamW and ``cstorch.amp`` precision, a ``@cstorch.trace`` step fed by a
-``DataExecutor``. Step times are the gaps between ``@cstorch.step_closure`` clock marks over the
-last ``run.timed_steps`` steps (compile stays before them); RateTracker files come back as artifacts.
-
+Follows cstorch's documented flow (vendor-integrations.md section 2.1).
 Derivation: docs/vendors.md, "Cerebras" and the ``hardware.options`` table.
 """
 
@@ -67,22 +62,17 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         backend = cstorch.backend("CPU", artifact_dir=artifact_dir)
     else:
         repo_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        mounts = {"mount_dirs": [repo_root, workdir], "python_paths": [repo_root]}
         cluster = cstorch.distributed.ClusterConfig(
-            num_csx=systems,
-            mgmt_address=option(rc, "runner_mgmt_address"),
-            mount_dirs=[repo_root, workdir],
-            python_paths=[repo_root],
+            num_csx=systems, mgmt_address=option(rc, "runner_mgmt_address"), **mounts
         )
+        compile_dir = option(rc, "runner_compile_dir", "dabench")
+        compile_only = bool(option(rc, "runner_compile_only", False))
         backend = cstorch.backend(
-            "CSX",
-            artifact_dir=artifact_dir,
-            compile_dir=option(rc, "runner_compile_dir", "dabench"),
-            compile_only=bool(option(rc, "runner_compile_only", False)),
-            cluster_config=cluster,
+            "CSX", artifact_dir=artifact_dir, compile_dir=compile_dir, compile_only=compile_only, cluster_config=cluster
         )
-        cstorch.backends.csx.performance.micro_batch_size = option(
-            rc, "runner_micro_batch_size", settings["batch_size"]
-        )
+        micro_batch = option(rc, "runner_micro_batch_size", settings["batch_size"])
+        cstorch.backends.csx.performance.micro_batch_size = micro_batch
 
     precision = rc["precision"]["name"]
     dtype_name = half_dtype(rc) if precision != "fp32" else None

@@ -1,10 +1,5 @@
-"""The workload: a GPT-2 style decoder stack in plain PyTorch, and its training step.
-
-Token + position embeddings, ``n_layers`` pre-LN decoder blocks (SDPA causal self-attention, a
-GELU MLP), a final LayerNorm, an LM head (with ``tie_embeddings``, the token table itself) and the
-cross-entropy loss, split so that a pipeline can cut between blocks (:class:`Embedding`,
-:class:`DecoderBlock`, :class:`Head`). Imports only torch and the standard library: vendor runners
-load it in their own (older) environments.
+"""The workload: a GPT-2 style decoder stack in plain PyTorch (docs/architecture.md).
+Vendor runners load it in their own (older) environments: torch and the standard library only.
 """
 
 from __future__ import annotations
@@ -33,12 +28,8 @@ class Embedding(nn.Module):
 
 
 class CausalSelfAttention(nn.Module):
-    """Multi-head causal self-attention: Q, K and V projections, SDPA, output projection.
-
-    Q, K and V are separate Linear layers (not one fused QKV) so that column-wise tensor
-    parallelism shards each by whole heads; the local head count is derived from the projected
-    width, so the same code runs on a tensor-parallel shard.
-    """
+    """Multi-head causal self-attention: separate Q, K, V projections, SDPA, output projection;
+    the head count follows the projected width, so the same code runs on a tensor-parallel shard."""
 
     def __init__(self, hidden: int, n_heads: int):
         super().__init__()
@@ -99,18 +90,12 @@ class Head(nn.Module):
         return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-# A timer receives (event, layer name, tensor) at the layer boundaries of an instrumented pass;
-# see dabench.backends.subtasks.
 LayerTimer = Callable[[str, str, torch.Tensor], None]
 
 
 class DecoderStack(nn.Module):
-    """The whole stack. ``forward(ids, targets)`` returns the scalar loss.
-
-    With ``timer`` set, it is called at each layer boundary ("fwd_start"/"fwd_end" with the
-    layer's input/output) so that per-layer forward and backward times can be taken without
-    touching the timed steps, which run with ``timer=None``.
-    """
+    """The whole stack. ``forward(ids, targets, timer=None)`` returns the scalar loss; a ``timer``
+    is called with ("fwd_start"/"fwd_end", layer, input/output) at each layer boundary."""
 
     def __init__(
         self,
@@ -136,10 +121,8 @@ class DecoderStack(nn.Module):
 
     @classmethod
     def from_config(cls, model) -> "DecoderStack":
-        """Build from a :class:`dabench.config.sections.ModelConfig` (or any object with its fields). Model
-        variants that only the op graph prices (SwiGLU, rotary, cross-attention, an MLM head) are
-        refused as unsupported rather than measured as a plain GPT-2 stack; ``tie_embeddings`` is
-        built (GPT-2's tied head)."""
+        """Build from a :class:`dabench.config.sections.ModelConfig`; variants only the op graph
+        prices raise UnsupportedError."""
         variants = {"ffn_type": "gelu", "position": "learned", "cross_attention_layers": 0, "head_tokens": 0}
         used = [f"{k}={getattr(model, k)}" for k, plain in variants.items() if getattr(model, k, plain) != plain]
         if getattr(model, "ffn_size", 0) and model.ffn_size != model.ffn_mult * model.hidden_size:

@@ -1,12 +1,6 @@
 """The op graph: the work of one training step, per op and per layer, as numbers.
-
-:func:`build_opgraph` (model, micro-batch, precision) -> :class:`OpGraph`: layers ``embedding``,
-``block.<i>``, ``head``, each a tuple of :class:`Op` with phase ``fwd`` / ``bwd`` / ``opt``, FLOPs
-(as ``torch.utils.flop_counter`` counts them), minimum main-memory bytes, owned params and saved
-activation bytes (forward entries). Decoder blocks share one op tuple, so building costs the same
-for any depth.
-
-Derivation: docs/metrics.md, "Work of one step".
+:func:`build_opgraph` (model, micro-batch, precision) -> :class:`OpGraph`, FLOPs as
+``torch.utils.flop_counter`` counts them. Derivation: docs/metrics.md, "Work of one step".
 """
 
 from __future__ import annotations
@@ -172,9 +166,6 @@ class OpGraph:
     def training_state_bytes(self) -> float:
         """Weights + gradients + AdamW moments (all in the parameter dtype; fp32 under mixed)."""
         return 4 * self.weight_bytes
-
-
-# ----------------------------------------------------------------------------- builders
 
 
 def _linear(name: str, tokens: int, fan_in: int, fan_out: int, e: int, w: int, g: int, bias: bool = True) -> list[Op]:
