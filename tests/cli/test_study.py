@@ -101,7 +101,6 @@ def test_importance_is_skipped_with_a_note_when_too_few_trials(tmp_path):
 
 def test_passwords_are_hidden():
     assert (
-        redact_uri("postgresql://user:secret@db.example:5432/optuna")
-        == "postgresql://user:***@db.example:5432/optuna"
+        redact_uri("postgresql://user:secret@db.example:5432/optuna") == "postgresql://user:***@db.example:5432/optuna"
     )
     assert redact_uri("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
