@@ -19,20 +19,7 @@ from matplotlib.figure import Figure
 from dabench.report.ticks import log_axis
 
 STRATEGIES = ("dp", "tp", "pp")
-_PALETTE = (
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#7f7f7f",
-    "#bcbd22",
-)
-
-
+_PALETTE = "#1f77b4 #d62728 #2ca02c #ff7f0e #9467bd #8c564b #e377c2 #17becf #7f7f7f #bcbd22".split()
 BAND = ("metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi")  #: the throughput band
 
 
@@ -55,10 +42,7 @@ def platform_colors(frame: pd.DataFrame) -> dict[str, str]:
 
 
 def figure_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with the columns the figures read, and no others: the normalized ones (no
-    ``metrics.``, ``params.`` or ``tags.`` prefix; dabench.report.frame) and :data:`BAND`. The
-    figures draw the same from it as from the whole frame; each row filter in them copies fewer
-    columns."""
+    """``frame`` with only the columns the figures read: the normalized ones and :data:`BAND`."""
     keep = [c for c in frame.columns if not c.startswith(("metrics.", "params.", "tags.")) or c in BAND]
     return frame[keep]
 
@@ -83,6 +67,15 @@ def _style(mode: str) -> dict:
     return {"ls": "--", "mfc": "white"} if mode == "predict" else {"ls": "-"}
 
 
+def _label(mode: str) -> str:
+    return "PREDICTED" if mode == "predict" else mode
+
+
+def _note(ax, text: str) -> None:
+    """``text`` in the middle of an empty axes."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8)
+
+
 def _new(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 
@@ -90,9 +83,7 @@ def _new(width: float, height: float) -> Figure:
 def _finish_axes(
     ax, x_label: str, y_label: str, *, x_base: int = 10, y_log: bool = True, legend_loc: str = "best"
 ) -> None:
-    """The common end of a single-axes figure: log x (base ``x_base``), log y unless ``y_log`` is
-    False (plain tick labels: dabench.report.ticks), both axis labels, a dotted grid on major and
-    minor ticks and a small legend."""
+    """Log x (and y unless ``y_log`` is False), axis labels, a dotted grid and a small legend."""
     log_axis(ax, "x", x_base)
     if y_log:
         log_axis(ax, "y")
@@ -103,8 +94,7 @@ def _finish_axes(
 
 
 def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
-    """``rows`` of the platforms that have two or more distinct values of ``column`` (a study
-    needs at least two points per platform)."""
+    """``rows`` of the platforms with two or more distinct values of ``column``."""
     if rows.empty:
         return rows
     counts = rows.groupby("platform")[column].nunique()
@@ -112,8 +102,7 @@ def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> None:
-    """Error bars of the predicted throughput's band (``throughput.samples_per_s.lo`` / ``.hi``,
-    docs/perfmodel.md "Out-of-sample error and bands") where the runs have one."""
+    """Error bars of the throughput band (docs/perfmodel.md) where the runs have one."""
     lo, hi = BAND
     if lo not in best.columns or hi not in best.columns:
         return
@@ -160,7 +149,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
                     marker="o",
                     color=colors[name],
                     alpha=alpha,
-                    label=f"{label} {'PREDICTED' if mode == 'predict' else mode}",
+                    label=f"{label} {_label(mode)}",
                     **_style(mode),
                 )
                 _band(top, best, "layers", colors[name], alpha)
@@ -177,9 +166,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
         bottom.set_xlabel("decoder layers")
         top.legend(fontsize=6, loc="best")
         if mine["li"].isna().all():
-            bottom.text(
-                0.5, 0.5, f"no runs with LI on {name}", ha="center", va="center", transform=bottom.transAxes, fontsize=8
-            )
+            _note(bottom, f"no runs with LI on {name}")
     axes[0][0].set_ylabel("throughput (samples/s)")
     axes[1][0].set_ylabel("load imbalance LI\n(mean/max subtask time)")
     return fig
@@ -209,7 +196,7 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
             median.values,
             marker="o",
             color=colors[name],
-            label=f"{name} ({'PREDICTED' if mode == 'predict' else mode}), median",
+            label=f"{name} ({_label(mode)}), median",
             **_style(mode),
         )
     _finish_axes(ax, "hidden size", "allocation ratio (units allocated / available)", x_base=2, y_log=False)
@@ -262,7 +249,7 @@ def roofline(frame: pd.DataFrame) -> Figure:
             facecolors="none" if predicted else colors[name],
             edgecolors=colors[name],
             zorder=3,
-            label=f"{name} {'PREDICTED' if predicted else mode} ({len(part)})",
+            label=f"{name} {_label(mode)} ({len(part)})",
         )
     _finish_axes(
         ax,
@@ -293,15 +280,7 @@ def scaling(frame: pd.DataFrame) -> Figure:
         ):
             part = mine[mine[column].notna()]
             if part.empty:
-                ax.text(
-                    0.5,
-                    0.5,
-                    f"no {strategy.upper()} runs\nwith {what}",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                    fontsize=8,
-                )
+                _note(ax, f"no {strategy.upper()} runs\nwith {what}")
             for (name, mode), series in part.groupby(["platform", "mode"]):
                 best = _best(series, ["chips"])
                 ax.plot(
@@ -309,7 +288,7 @@ def scaling(frame: pd.DataFrame) -> Figure:
                     best[column],
                     marker="o",
                     color=colors[name],
-                    label=f"{name} {'PREDICTED' if mode == 'predict' else mode}",
+                    label=f"{name} {_label(mode)}",
                     **_style(mode),
                 )
             ax.set_ylim(0, 1.05)
@@ -338,7 +317,7 @@ def batch_study(frame: pd.DataFrame) -> Figure:
             best["throughput"],
             marker="o",
             color=colors[name],
-            label=f"{name} {precision} {'PREDICTED' if mode == 'predict' else mode}",
+            label=f"{name} {precision} {_label(mode)}",
             **_style(mode),
         )
         _band(ax, best, "batch", colors[name])

@@ -1,12 +1,7 @@
-"""The one reader of runs: MLflow -> a pandas frame, one row per run.
+"""The one reader of runs: MLflow -> a pandas frame, one row per run, by paginated ``search_runs``.
 
-:func:`load_frame` (a selection: experiment, parent run, study, filter, or every run; see
-:func:`resolve_selection`) and :func:`load_runs` (exact run ids) read with paginated
-``search_runs`` only. Columns: ``run_id``, ``experiment``, ``run_name``, ``mlflow_status``,
-``start``, ``end``, ``parent_run_id``, ``metrics.*``, ``params.*``, ``tags.*`` and the normalized
-columns of :func:`normalize` (NaN or ``"unknown"`` where a run lacks the source).
-
-Derivation: docs/report.md, "What a report holds" and "Structure".
+Columns: the run's attributes, ``metrics.*``, ``params.*``, ``tags.*`` and the normalized columns
+of :func:`normalize`. Derivation: docs/report.md, "What a report holds" and "Structure".
 """
 
 from __future__ import annotations
@@ -17,6 +12,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from dabench.tracking.describe import NOTE_TAG
 from dabench.tracking.store import sqlite_path, tracking_uri
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -45,8 +41,8 @@ class Selection:
 
 
 def client_for(uri: str | None):
-    """An MlflowClient on ``uri`` (default: dabench's store resolution, see tracking/store.py);
-    :class:`SelectionError` for a SQLite store whose file does not exist (MLflow would create it)."""
+    """An MlflowClient on ``uri`` (default: dabench's store); :class:`SelectionError` for a SQLite
+    store whose file does not exist (MLflow would create it)."""
     from mlflow.tracking import MlflowClient
 
     resolved = tracking_uri(uri)
@@ -78,9 +74,8 @@ def _what_exists(client, experiment_ids: list[str]) -> str:
 
 
 def resolve_selection(client, selection: str | None, kind: str = "auto") -> Selection:
-    """The :class:`Selection` ``selection`` names. ``kind`` auto tries, in order: a run id, an
-    experiment name, a study name, then a filter (when it holds a comparison). Raises
-    :class:`SelectionError` naming what exists when nothing matches."""
+    """The :class:`Selection` ``selection`` names; ``kind`` auto tries a run id, an experiment, a
+    study, then a filter. :class:`SelectionError` naming what exists when nothing matches."""
     experiment_ids = [e.experiment_id for e in _experiments(client)]
     if not selection:
         return Selection("all", "all runs", tuple(experiment_ids))
@@ -90,18 +85,10 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         except Exception:
             run = None
         if run is not None:
-            children = _search(client, [run.info.experiment_id], f"tags.mlflow.parentRunId = '{selection}'", limit=1)
-            if children:
-                return Selection(
-                    "run",
-                    f"sweep {selection}",
-                    (run.info.experiment_id,),
-                    (f"tags.mlflow.parentRunId = '{selection}'",),
-                    (selection,),
-                )
-            return Selection(
-                "run", f"run {selection}", (run.info.experiment_id,), (f"attributes.run_id = '{selection}'",)
-            )
+            where, children = (run.info.experiment_id,), f"tags.mlflow.parentRunId = '{selection}'"
+            if _search(client, where, children, limit=1):
+                return Selection("run", f"sweep {selection}", where, (children,), (selection,))
+            return Selection("run", f"run {selection}", where, (f"attributes.run_id = '{selection}'",))
         if kind == "run":
             raise SelectionError(f"no run {selection} in this store ({_what_exists(client, experiment_ids)})")
     if kind in ("auto", "experiment"):
@@ -110,8 +97,7 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
             return Selection("experiment", f"experiment {selection}", (found.experiment_id,))
         if kind == "experiment":
             raise SelectionError(f"no experiment {selection!r} ({_what_exists(client, experiment_ids)})")
-    if kind == "study" or (kind == "auto" and "'" not in selection):  # a study name has no quote; a filter may
-        # a study's trials carry tag optuna_study; its parent run(s) carry optuna.study
+    if kind == "study" or (kind == "auto" and "'" not in selection):  # trials: optuna_study; parents: optuna.study
         parents = _search(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
         trials = _search(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
         if parents or trials:
@@ -170,7 +156,7 @@ _STATE_STATUS = {
 
 
 def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per MLflow run (see the module docstring for the columns). Pure: no store access."""
+    """One row per MLflow run (see the module docstring). Pure: no store access."""
     rows = []
     names = experiment_names or {}
     for run in runs:
@@ -186,12 +172,9 @@ def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None
         }
         row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
         row.update({f"params.{k}": v for k, v in run.data.params.items()})
-        row.update(
-            {f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == "mlflow.note.content"}
-        )
+        row.update({f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG})
         rows.append(row)
-    frame = pd.DataFrame(rows)
-    return normalize(frame)
+    return normalize(pd.DataFrame(rows))
 
 
 def normalize(frame: pd.DataFrame) -> pd.DataFrame:
