@@ -20,6 +20,7 @@ import pandas as pd
 from dabench.runtime.sinks import write_text
 
 PREDICTED = "PREDICTED"
+NO_DATA = "<p>no data (no feasible deployment with a sourced power figure)</p>"
 HEAD = (
     "#|platform|tokens/s|tokens/s band|time to train (h)|time band (h)|chips|energy kWh (ESTIMATE)|cost (ESTIMATE)|"
     "diagnosis|compute eff.|allocation|LI|calibration|reach|command"
@@ -144,14 +145,15 @@ def render(advice: dict, parent_id: str) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
-    rows = advice.get("rows") or []
-    figures = [
-        (title, _svg(fig) if fig is not None else None)
-        for title, fig in (
-            ("Time to train, with bands", bar_figure(rows)),
-            ("Time vs energy", pareto_figure(advice.get("search") or [])),
+    rows, search = advice.get("rows") or [], advice.get("search") or []
+    figs = ""
+    for name, fig in (("Time to train, with bands", bar_figure(rows)), ("Time vs energy", pareto_figure(search))):
+        image = (
+            f"<img alt='{html.escape(name)}' src='data:image/svg+xml;base64,{_svg(fig)}'>"
+            if fig is not None
+            else NO_DATA
         )
-    ]
+        figs += f"<h2>{html.escape(name)}</h2>{image}"
     body = []
     for r in rows:
         if r.get("status") != "ok":
@@ -188,15 +190,6 @@ def render(advice: dict, parent_id: str) -> str:
         f"<br>power: {html.escape(str(r.get('power_source') or ''))}</li>"
         for r in rows
         if r.get("status") == "ok"
-    )
-    figs = "".join(
-        f"<h2>{html.escape(t)}</h2>"
-        + (
-            f"<img alt='{html.escape(t)}' src='data:image/svg+xml;base64,{img}'>"
-            if img
-            else "<p>no data (no feasible deployment with a sourced power figure)</p>"
-        )
-        for t, img in figures
     )
     overrides = " ".join(advice.get("model_overrides") or [])
     title = f"Advice: {advice.get('model')} {overrides}, {advice.get('tokens'):.4g} tokens"

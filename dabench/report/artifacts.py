@@ -64,6 +64,7 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
     make_dir("run_dir", folder)
     write_text("run_dir", folder / "config.yaml", yaml.safe_dump(redact_mapping(dict(config)), sort_keys=False))
     profile = result.profile if result.profile is not None else result.predicted
+    validate = result.predicted is not None and result.profile is not None
     document = {
         "status": result.status.value,
         "reason": result.reason,
@@ -73,9 +74,7 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
         "metrics": result.metrics,
         "ceilings": vars(result.ceilings) if result.ceilings else None,
         "profile": profile.to_dict() if profile is not None else None,
-        "predicted_profile": result.predicted.to_dict()
-        if result.predicted is not None and result.profile is not None
-        else None,
+        "predicted_profile": result.predicted.to_dict() if validate else None,
     }
     if profile is not None and profile.artifacts:
         document["sources_skipped"] = copy_sources(profile.artifacts, folder / "sources")
@@ -85,7 +84,6 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
         peak, bandwidth, level = ceilings.peak_flops, ceilings.bandwidth_Bps, ceilings.memory_level
         if wants_plot(config, result.mode) and math.isfinite(peak) and math.isfinite(bandwidth):
             points = roofline_points(result.graph, profile, ceilings, data_copies)
-            validate = result.predicted is not None and result.profile is not None
             also = roofline_points(result.graph, result.predicted, ceilings, data_copies) if validate else None
             svg = roofline_svg(points, peak, bandwidth, title, profile.mode == "predict", level, also)
             write_text("run_dir", folder / "roofline.svg", svg)

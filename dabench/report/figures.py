@@ -71,6 +71,11 @@ def _label(mode: str) -> str:
     return "PREDICTED" if mode == "predict" else mode
 
 
+def _line(ax, x, y, color: str, mode: str, label: str, **extra) -> None:
+    """A line with round markers, dashed and hollow for predicted runs."""
+    ax.plot(x, y, marker="o", color=color, label=label, **_style(mode), **extra)
+
+
 def _note(ax, text: str) -> None:
     """``text`` in the middle of an empty axes."""
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8)
@@ -111,16 +116,8 @@ def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> Non
         return
     y = banded["throughput"].astype(float)
     low, high = pd.to_numeric(banded[lo]).astype(float), pd.to_numeric(banded[hi]).astype(float)
-    ax.errorbar(
-        banded[x],
-        y,
-        yerr=[(y - low).clip(lower=0), (high - y).clip(lower=0)],
-        fmt="none",
-        ecolor=color,
-        alpha=0.5 * alpha,
-        capsize=2,
-        lw=0.8,
-    )
+    errors = [(y - low).clip(lower=0), (high - y).clip(lower=0)]
+    ax.errorbar(banded[x], y, yerr=errors, fmt="none", ecolor=color, alpha=0.5 * alpha, capsize=2, lw=0.8)
 
 
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
@@ -143,14 +140,8 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
                 best = _best(part, ["layers"])
                 label = f"H{int(hidden)}" if not math.isnan(hidden) else "H ?"
                 alpha = 1.0 - 0.6 * k / max(len(hiddens), 1)
-                top.plot(
-                    best["layers"],
-                    best["throughput"],
-                    marker="o",
-                    color=colors[name],
-                    alpha=alpha,
-                    label=f"{label} {_label(mode)}",
-                    **_style(mode),
+                _line(
+                    top, best["layers"], best["throughput"], colors[name], mode, f"{label} {_label(mode)}", alpha=alpha
                 )
                 _band(top, best, "layers", colors[name], alpha)
                 with_li = best[best["li"].notna()]
@@ -182,23 +173,10 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
     ax = fig.subplots()
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
-        ax.scatter(
-            part["hidden"],
-            part["allocation"],
-            color=colors[name],
-            alpha=0.35,
-            s=14,
-            facecolors="none" if mode == "predict" else colors[name],
-        )
+        face = "none" if mode == "predict" else colors[name]
+        ax.scatter(part["hidden"], part["allocation"], color=colors[name], alpha=0.35, s=14, facecolors=face)
         median = part.groupby("hidden")["allocation"].median()
-        ax.plot(
-            median.index,
-            median.values,
-            marker="o",
-            color=colors[name],
-            label=f"{name} ({_label(mode)}), median",
-            **_style(mode),
-        )
+        _line(ax, median.index, median.values, colors[name], mode, f"{name} ({_label(mode)}), median")
     _finish_axes(ax, "hidden size", "allocation ratio (units allocated / available)", x_base=2, y_log=False)
     ax.set_ylim(0, 1.05)
     return fig
@@ -224,32 +202,22 @@ def roofline(frame: pd.DataFrame) -> Figure:
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     roofs = rows.drop_duplicates(["platform", "peak_flops", "bandwidth"])
     for _, roof in roofs.iterrows():
-        ax.plot(
-            xs,
-            [min(roof["peak_flops"], x * roof["bandwidth"]) for x in xs],
-            color=colors[roof["platform"]],
-            lw=1.2,
-            alpha=0.8,
-        )
-        ax.annotate(
-            f"{roof['platform']} {roof['precision']} roof",
-            (hi / 1.1, roof["peak_flops"]),
-            fontsize=6,
-            ha="right",
-            va="bottom",
-            color=colors[roof["platform"]],
-        )
+        color, peak = colors[roof["platform"]], roof["peak_flops"]
+        ax.plot(xs, [min(peak, x * roof["bandwidth"]) for x in xs], color=color, lw=1.2, alpha=0.8)
+        label = f"{roof['platform']} {roof['precision']} roof"
+        ax.annotate(label, (hi / 1.1, peak), fontsize=6, ha="right", va="bottom", color=color)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
-        predicted = mode == "predict"
+        predicted, label = mode == "predict", f"{name} {_label(mode)} ({len(part)})"
+        marker, face = ("D", "none") if predicted else ("o", colors[name])
         ax.scatter(
             part["intensity"],
             part["achieved_flops"],
             s=28,
-            marker="D" if predicted else "o",
-            facecolors="none" if predicted else colors[name],
+            marker=marker,
+            facecolors=face,
             edgecolors=colors[name],
             zorder=3,
-            label=f"{name} {_label(mode)} ({len(part)})",
+            label=label,
         )
     _finish_axes(
         ax,
@@ -283,14 +251,7 @@ def scaling(frame: pd.DataFrame) -> Figure:
                 _note(ax, f"no {strategy.upper()} runs\nwith {what}")
             for (name, mode), series in part.groupby(["platform", "mode"]):
                 best = _best(series, ["chips"])
-                ax.plot(
-                    best["chips"],
-                    best[column],
-                    marker="o",
-                    color=colors[name],
-                    label=f"{name} {_label(mode)}",
-                    **_style(mode),
-                )
+                _line(ax, best["chips"], best[column], colors[name], mode, f"{name} {_label(mode)}")
             ax.set_ylim(0, 1.05)
             ax.grid(True, ls=":", lw=0.5)
             if not part.empty:
@@ -312,14 +273,7 @@ def batch_study(frame: pd.DataFrame) -> Figure:
     colors = platform_colors(frame)
     for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
         best = _best(part, ["batch"])
-        ax.plot(
-            best["batch"],
-            best["throughput"],
-            marker="o",
-            color=colors[name],
-            label=f"{name} {precision} {_label(mode)}",
-            **_style(mode),
-        )
+        _line(ax, best["batch"], best["throughput"], colors[name], mode, f"{name} {precision} {_label(mode)}")
         _band(ax, best, "batch", colors[name])
     _finish_axes(ax, "batch size (samples per chip per micro-batch)", "throughput (samples/s)", x_base=2)
     return fig

@@ -180,20 +180,13 @@ class LogLogChart:
             f"<clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
             f"height='{_f(self.height)}'/></clipPath>"
         )
-        return (
-            "\n".join(
-                [
-                    f"<svg xmlns='http://www.w3.org/2000/svg' width='{_f(total_w)}' height='{_f(total_h)}' "
-                    f"viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
-                    f"<defs>{clip}</defs>",
-                    f"<rect width='{_f(total_w)}' height='{_f(total_h)}' fill='white'/>",
-                    *self._axes(),
-                    "<g clip-path='url(#axes)'>",
-                    *self._body,
-                    "</g>",
-                    *self._legend,
-                    "</svg>",
-                ]
-            )
-            + "\n"
-        )
+        size = f"width='{_f(total_w)}' height='{_f(total_h)}'"
+        head = f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>"
+        lines = [
+            head,
+            f"<defs>{clip}</defs>",
+            f"<rect {size} fill='white'/>",
+            *self._axes(),
+            "<g clip-path='url(#axes)'>",
+        ]
+        return "\n".join([*lines, *self._body, "</g>", *self._legend, "</svg>"]) + "\n"

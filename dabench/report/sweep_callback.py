@@ -117,11 +117,8 @@ class SweepResultsCallback(Callback):
 
             frame = normalize(pd.DataFrame(self.untracked))
             path = write_results_csv(frame, folder / "results.csv")
-            print(
-                render_results(frame, "multirun results (not recorded: tracking.enabled=false)")
-                + f"\nresults.csv: {path}",
-                flush=True,
-            )
+            title = "multirun results (not recorded: tracking.enabled=false)"
+            print(render_results(frame, title) + f"\nresults.csv: {path}", flush=True)
             self.untracked = []
             return
         if not parent or not tracking.get("enabled", True):

@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 PARENT_ENV = "DABENCH_PARENT_RUN_ID"
 #: runs this process could not close (run id -> the error): a command ends non-zero naming them
 UNCLOSED: dict[str, str] = {}
-PARENT_KINDS = ("multirun", "grid", "study", "advise")  #: what a parent run groups (``dabench.parent_kind``)
 
 
 @lru_cache(maxsize=None)
@@ -69,8 +68,6 @@ def standard_tags(parent_id: str | None) -> dict[str, str]:
 
 def parent_tags(kind: str, note: str, mode: str | None = None) -> dict[str, str]:
     """A parent run's tags: ``dabench.parent``, ``dabench.parent_kind``, git commit, note, mode."""
-    if kind not in PARENT_KINDS:
-        raise ValueError(f"parent kind {kind!r}: one of {', '.join(PARENT_KINDS)}")
     tags = {
         "dabench.parent": "true",
         "dabench.parent_kind": kind,
@@ -110,15 +107,8 @@ class RecordedRun:
             return True
         if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
             return False
-        self.offline = outbox.Journal.new(
-            uri=self.uri,
-            experiment=self.experiment,
-            run_name=self.run_name,
-            start_ms=self.start_ms,
-            tags={},
-            parent=None,
-            server_run_id=self.run_id,
-        )
+        where = {"uri": self.uri, "experiment": self.experiment, "run_name": self.run_name}
+        self.offline = outbox.Journal.new(**where, start_ms=self.start_ms, server_run_id=self.run_id)
         outbox.announce(self.uri, self.offline)
         return True
 
@@ -185,17 +175,16 @@ def open_run(
     run_name: str,
     tags: Mapping[str, Any] | None = None,
     parent_id: str | None = None,
-    start_ms: int | None = None,
     standard: bool = True,
 ) -> RecordedRun:
-    """Create the run now (or at ``start_ms``), a child of ``parent_id`` or of
+    """Create the run now, a child of ``parent_id`` or of
     ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
     resolved = tracking_uri(uri)
     parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
     all_tags = {**(standard_tags(parent) if standard else owner_tags()), **(tags or {})}
     if parent and not standard:
         all_tags["mlflow.parentRunId"] = parent
-    start = start_ms if start_ms is not None else now_ms()
+    start = now_ms()
     where = {"uri": resolved, "experiment": experiment, "run_name": run_name}
     if not (parent or "").startswith(outbox.PREFIX):  # a child of an outbox parent waits with it
         try:
@@ -346,12 +335,10 @@ class BatchRecorder:
         experiment: str,
         uri: str | None = None,
         parent_id: str | None = None,
-        tags: Mapping[str, Any] | None = None,
         flush_every: int = 100,
     ):
         self.experiment, self.uri, self.flush_every = experiment, uri, flush_every
         self.parent_id = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
-        self.common_tags = dict(tags or {})
         self.pending: list[PendingRun] = []
         self.run_ids: list[str] = []
         self._client = None
@@ -404,7 +391,7 @@ class BatchRecorder:
         written: list[str] = []
         pending, self.pending = self.pending, []
         for p in pending:
-            tags = {**self._standard, **self.common_tags, **p.tags, **status_tags(p.status.value, p.reason)}
+            tags = {**self._standard, **p.tags, **status_tags(p.status.value, p.reason)}
             end = p.end_ms if p.end_ms is not None else now_ms()
             created = None
             if not offline:
@@ -426,7 +413,6 @@ class BatchRecorder:
                 experiment=self.experiment,
                 run_name=p.run_name,
                 start_ms=p.start_ms,
-                tags={},
                 parent=self.parent_id,
                 server_run_id=created,
             )

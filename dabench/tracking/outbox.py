@@ -29,18 +29,9 @@ PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
 ID_TAG = "dabench.outbox_id"  #: set on every replayed run: a second sync finds it and adds nothing
 REMOTE_SCHEMES = ("http", "https", "postgresql", "postgres", "mysql")
 _UNREACHABLE = (
-    "connection refused",
-    "max retries exceeded",
-    "failed to establish",
-    "could not connect",
-    "connection aborted",
-    "remotedisconnected",
-    "connection reset",
-    "timed out",
-    "name or service not known",
-    "server closed the connection",
-    "connection to server",
-    "temporary failure in name resolution",
+    ("connection refused", "max retries exceeded", "failed to establish", "could not connect", "connection aborted")
+    + ("remotedisconnected", "connection reset", "timed out", "name or service not known", "connection to server")
+    + ("server closed the connection", "temporary failure in name resolution")
 )
 
 
