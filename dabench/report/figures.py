@@ -299,15 +299,10 @@ def precision_study(frame: pd.DataFrame) -> Figure:
             if value.empty:
                 continue
             relative = float(value.iloc[0]) / float(mine["throughput"].min())
-            bar = ax.bar(
-                i + (k - (len(precisions) - 1) / 2) * width,
-                relative,
-                width,
-                color=platform_colors(frame)[name],
-                hatch=hatches[k % len(hatches)],
-                edgecolor="black",
-                label=precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None,
-            )
+            x, hatch = i + (k - (len(precisions) - 1) / 2) * width, hatches[k % len(hatches)]
+            label = precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None
+            color = platform_colors(frame)[name]
+            bar = ax.bar(x, relative, width, color=color, hatch=hatch, edgecolor="black", label=label)
             ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
     ax.set_xticks(range(len(platforms)), platforms)
     ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")

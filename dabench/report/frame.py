@@ -13,10 +13,9 @@ from typing import Any, Iterable
 import pandas as pd
 
 from dabench.tracking.describe import NOTE_TAG
-from dabench.tracking.store import sqlite_path, tracking_uri
+from dabench.tracking.store import search_all, sqlite_path, tracking_uri
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-PAGE = 1000  #: runs per search_runs page
 _FILTER_SIGN = re.compile(r"(=|<|>|\bLIKE\b|\bILIKE\b|\bIN\b)", re.IGNORECASE)
 
 
@@ -58,9 +57,9 @@ def _experiments(client) -> list:
 
 def _studies(client, experiment_ids: list[str]) -> list[str]:
     """Study names: on parent runs (tag optuna.study) and on trial runs (tag optuna_study)."""
-    runs = _search(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
+    runs = search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
     names = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
-    names |= {r.data.tags["optuna_study"] for r in _search(client, experiment_ids, "tags.optuna_study LIKE '%'")}
+    names |= {r.data.tags["optuna_study"] for r in search_all(client, experiment_ids, "tags.optuna_study LIKE '%'")}
     return sorted(names)
 
 
@@ -86,7 +85,7 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
             run = None
         if run is not None:
             where, children = (run.info.experiment_id,), f"tags.mlflow.parentRunId = '{selection}'"
-            if _search(client, where, children, limit=1):
+            if search_all(client, where, children, limit=1):
                 return Selection("run", f"sweep {selection}", where, (children,), (selection,))
             return Selection("run", f"run {selection}", where, (f"attributes.run_id = '{selection}'",))
         if kind == "run":
@@ -98,21 +97,18 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         if kind == "experiment":
             raise SelectionError(f"no experiment {selection!r} ({_what_exists(client, experiment_ids)})")
     if kind == "study" or (kind == "auto" and "'" not in selection):  # trials: optuna_study; parents: optuna.study
-        parents = _search(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
-        trials = _search(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
+        parents = search_all(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
+        trials = search_all(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
         if parents or trials:
             ids = tuple(r.info.run_id for r in parents)
-            filters = (
-                (f"tags.optuna_study = '{selection}'",)
-                if trials
-                else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
-            )
+            by_trials = (f"tags.optuna_study = '{selection}'",)
+            filters = by_trials if trials else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
             return Selection("study", f"study {selection}", tuple(experiment_ids), filters, ids)
         if kind == "study":
             raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
     if kind == "filter" or (kind == "auto" and _FILTER_SIGN.search(selection)):
         try:
-            _search(client, experiment_ids, selection, limit=1)
+            search_all(client, experiment_ids, selection, limit=1)
         except Exception as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise SelectionError(f"invalid MLflow filter {selection!r}: {first}") from None
@@ -121,22 +117,6 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         f"{selection!r} is no run id, experiment, study or filter in this store "
         f"({_what_exists(client, experiment_ids)})"
     )
-
-
-def _search(client, experiment_ids: Iterable[str], filter_string: str = "", limit: int | None = None) -> list:
-    """All runs matching, page by page (one search_runs call per :data:`PAGE` runs)."""
-    ids = list(experiment_ids)
-    if not ids:
-        return []
-    runs: list = []
-    token = None
-    while True:
-        size = PAGE if limit is None else min(PAGE, limit - len(runs))
-        page = client.search_runs(ids, filter_string=filter_string, max_results=size, page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token or (limit is not None and len(runs) >= limit):
-            return runs
 
 
 def _number(value: Any) -> float:
@@ -241,7 +221,7 @@ def load_frame(
     client = client or client_for(uri)
     chosen = resolve_selection(client, selection, kind)
     names = {e.experiment_id: e.name for e in _experiments(client)}
-    runs = [run for f in chosen.filters for run in _search(client, chosen.experiment_ids, f)]
+    runs = [run for f in chosen.filters for run in search_all(client, chosen.experiment_ids, f)]
     frame = runs_to_frame(runs, names)
     if not include_parents and not frame.empty:
         frame = frame[~frame["is_parent"]].reset_index(drop=True)
@@ -259,7 +239,7 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
     found = []
     if len(bad) < len(wanted):
         quoted = ", ".join(f"'{i}'" for i in wanted if RUN_ID.match(i))
-        found = _search(client, list(names), f"attributes.run_id IN ({quoted})")
+        found = search_all(client, list(names), f"attributes.run_id IN ({quoted})")
     missing = [i for i in wanted if i not in {r.info.run_id for r in found}]
     if missing:
         raise SelectionError(

@@ -32,11 +32,8 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=list(COLUMNS))
     table = frame.copy()
-    table["step_ms"] = (
-        pd.to_numeric(table.get("metrics.step_time.median_s"), errors="coerce") * 1e3
-        if "metrics.step_time.median_s" in table.columns
-        else float("nan")
-    )
+    step = table["metrics.step_time.median_s"] if "metrics.step_time.median_s" in table.columns else float("nan")
+    table["step_ms"] = pd.to_numeric(step, errors="coerce") * 1e3
     table["band"] = _bands(table)
     table["_ok"] = (table["status"] == "ok").astype(int)
     table = table.sort_values(

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from dabench.core.result import RunResult
 from dabench.core.status import is_ok
-from dabench.tracking.redact import redact_pair, redact_text
+from dabench.tracking.redact import redact_override, redact_text
 
 NOTE_TAG = "mlflow.note.content"
 
@@ -59,14 +59,9 @@ def _sig3(value: float) -> str:
     return f"{rounded:,.0f}" if abs(rounded) >= 100 else f"{rounded:.3g}"
 
 
-def _override(text: str) -> str:
-    key, sep, value = text.partition("=")
-    return shlex.quote(key + sep + redact_pair(key, value)) if sep else shlex.quote(redact_text(text))
-
-
 def reproduce_command(overrides: Sequence[str], module: str = "dabench", multirun: bool = False) -> str:
     """``<sys.executable> -m <module> <overrides> [-m]``, shell-quoted, credentials masked."""
-    words = [shlex.quote(sys.executable), "-m", module, *(_override(str(o)) for o in overrides)]
+    words = [shlex.quote(sys.executable), "-m", module, *(shlex.quote(redact_override(str(o))) for o in overrides)]
     return " ".join(words + (["-m"] if multirun else []))
 
 

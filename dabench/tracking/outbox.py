@@ -192,11 +192,6 @@ def scan(folder: Path | None = None) -> tuple[list[Journal], list[str]]:
     return journals, damaged
 
 
-def pending(folder: Path | None = None) -> list[Journal]:
-    """The readable journals waiting in ``folder`` (:func:`scan` names the others)."""
-    return scan(folder)[0]
-
-
 def describe(journal: Journal) -> str:
     """One line of ``dabench sync --list``: id, run name, state, store, parent, counts."""
     data = journal.data
@@ -219,7 +214,7 @@ def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
     from types import SimpleNamespace
 
     runs = []
-    for journal in pending(folder):
+    for journal in scan(folder)[0]:
         data = journal.data
         if data.get("parent") != parent_id:
             continue

@@ -16,6 +16,7 @@ from typing import Any
 
 from dabench.core.status import Status, mlflow_state
 from dabench.runtime.pids import pid_alive, start_ticks
+from dabench.tracking.store import search_all
 from dabench.tracking.writes import status_tags
 
 log = logging.getLogger(__name__)
@@ -105,19 +106,10 @@ def _gone_reason(tags: dict[str, str], all_hosts: bool) -> str | None:
 
 def running_runs(client: Any, host: str | None) -> list[Any]:
     """RUNNING runs in every experiment of the store, only ``host``'s when given."""
-    experiments = [e.experiment_id for e in client.search_experiments()]
-    if not experiments:
-        return []
     query = "attributes.status = 'RUNNING'"
     if host is not None:
         query += f" and tags.`{HOST_TAG}` = '{host}'"
-    runs, token = [], None
-    while True:
-        page = client.search_runs(experiments, filter_string=query, max_results=1000, page_token=token)
-        runs += list(page)
-        token = getattr(page, "token", None)
-        if not token:
-            return runs
+    return search_all(client, [e.experiment_id for e in client.search_experiments()], query)
 
 
 def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list[Reaped]:

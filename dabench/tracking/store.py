@@ -13,7 +13,7 @@ import random
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
@@ -61,6 +61,19 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(path) if path not in ("", ":memory:") else None
 
 
+def search_all(client: Any, experiment_ids: Iterable[str], filter_string: str = "", limit: int | None = None) -> list:
+    """Every run matching ``filter_string`` (at most ``limit``), one ``search_runs`` call per 1,000."""
+    ids, runs, token = list(experiment_ids), [], None
+    while ids:
+        size = 1000 if limit is None else min(1000, limit - len(runs))
+        page = client.search_runs(ids, filter_string=filter_string, max_results=size, page_token=token)
+        runs += list(page)
+        token = getattr(page, "token", None)
+        if not token or (limit is not None and len(runs) >= limit):
+            break
+    return runs
+
+
 def artifact_root(uri: str) -> str | None:
     """An absolute file artifact location for local stores; None lets a tracking server decide."""
     if uri.startswith(("http://", "https://", "databricks")):
@@ -72,11 +85,12 @@ def artifact_root(uri: str) -> str | None:
 
 
 #: client settings the user chose in the environment before dabench started (never overridden)
-_USER_SET = frozenset(
-    k
-    for k in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR")
-    if k in os.environ
+_HTTP_SETTINGS = (
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
 )
+_USER_SET = frozenset(k for k in _HTTP_SETTINGS if k in os.environ)
 _timeout_s = DEFAULT_TIMEOUT_S
 
 
@@ -87,12 +101,7 @@ def apply_client_timeouts(timeout_s: float | None = None) -> float:
     global _timeout_s
     if timeout_s:
         _timeout_s = float(timeout_s)
-    settings = {
-        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(max(1, round(_timeout_s)))),
-        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
-        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    }
-    for key, value in settings.items():
+    for key, value in zip(_HTTP_SETTINGS, (str(int(max(1, round(_timeout_s)))), "2", "1"), strict=True):
         if key not in _USER_SET:
             os.environ[key] = value
     return _timeout_s

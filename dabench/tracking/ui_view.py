@@ -73,11 +73,7 @@ def ui_base_url(tracking_uri: str | None, port: int = DEFAULT_PORT, environ: Map
         return environ["DABENCH_UI_URL"].rstrip("/")
     if tracking_uri and tracking_uri.startswith(("http://", "https://")):
         parts = urlsplit(tracking_uri)
-        netloc = parts.hostname or ""
-        if ":" in netloc:  # IPv6
-            netloc = f"[{netloc}]"
-        if parts.port:
-            netloc += f":{parts.port}"
+        netloc = parts.netloc.rpartition("@")[2]  # credentials dropped
         return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
     return f"http://{DEFAULT_HOST}:{port}"
 

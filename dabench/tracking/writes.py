@@ -22,11 +22,6 @@ def status_tags(status: str, reason: str = "") -> dict[str, str]:
     return {STATUS_TAG: status, REASON_TAG: reason} if reason else {STATUS_TAG: status}
 
 
-def _chunks(items: list, size: int):
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
 def write_batch(
     client,
     run_id: str,
@@ -55,10 +50,10 @@ def write_batch(
     if not (metric_list or param_list or tag_list):
         return
     client.log_batch(run_id, metrics=metric_list[:1000], params=param_list[:100], tags=tag_list)
-    for batch in _chunks(param_list[100:], 100):
-        client.log_batch(run_id, params=batch)
-    for batch in _chunks(metric_list[1000:], 1000):
-        client.log_batch(run_id, metrics=batch)
+    for i in range(100, len(param_list), 100):
+        client.log_batch(run_id, params=param_list[i : i + 100])
+    for i in range(1000, len(metric_list), 1000):
+        client.log_batch(run_id, metrics=metric_list[i : i + 1000])
 
 
 def log_child_counts(client, run_id: str, waiting: Sequence[Any] = ()) -> dict[str, int]:
