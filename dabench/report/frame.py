@@ -55,19 +55,14 @@ def _experiments(client) -> list:
     return list(client.search_experiments(max_results=50000))
 
 
-def _studies(client, experiment_ids: list[str]) -> list[str]:
-    """Study names: on parent runs (tag optuna.study) and on trial runs (tag optuna_study)."""
-    runs = search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
-    names = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
-    names |= {r.data.tags["optuna_study"] for r in search_all(client, experiment_ids, "tags.optuna_study LIKE '%'")}
-    return sorted(names)
-
-
 def _what_exists(client, experiment_ids: list[str]) -> str:
+    """The experiments and studies (parents tag optuna.study, trials optuna_study) in the store."""
     names = [e.name for e in _experiments(client)]
-    studies = _studies(client, experiment_ids)
+    runs = search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
+    studies = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
+    studies |= {r.data.tags["optuna_study"] for r in search_all(client, experiment_ids, "tags.optuna_study LIKE '%'")}
     return (
-        f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(studies) or '(none)'}; "
+        f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(sorted(studies)) or '(none)'}; "
         "or a run id, or an MLflow filter such as \"params.hardware.name = 'ipu'\""
     )
 

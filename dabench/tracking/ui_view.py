@@ -93,9 +93,6 @@ def run_url(base: str, run_id: str, experiment_id: str | None = None) -> str:
 def run_urls(tracking_uri: str, runs: Iterable[tuple[str, str]], client: Any = None) -> dict[str, str]:
     """run id -> :func:`run_url` for ``runs`` as (run id, experiment name), the experiments' ids
     from one search of the store (none when it cannot be read)."""
-    base = ui_base_url(tracking_uri)
-    pairs = list(runs)
-    ids: dict[str, str] = {}
     try:
         db = sqlite_path(tracking_uri)
         if client is None and db is not None and not db.exists():
@@ -107,4 +104,5 @@ def run_urls(tracking_uri: str, runs: Iterable[tuple[str, str]], client: Any = N
         ids = {e.name: e.experiment_id for e in client.search_experiments(max_results=50000)}
     except Exception:  # a link without the experiment still opens the run
         ids = {}
-    return {run_id: run_url(base, run_id, ids.get(str(name))) for run_id, name in pairs}
+    base = ui_base_url(tracking_uri)
+    return {run_id: run_url(base, run_id, ids.get(str(name))) for run_id, name in runs}
