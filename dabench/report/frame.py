@@ -227,14 +227,10 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
     """The frame of exactly ``run_ids`` (in that order), from one search over every experiment.
     Raises :class:`SelectionError` naming the ids the store does not hold."""
     client = client_for(uri)
-    experiments = _experiments(client)
-    names = {e.experiment_id: e.name for e in experiments}
+    names = {e.experiment_id: e.name for e in _experiments(client)}
     wanted = list(dict.fromkeys(run_ids))
-    bad = [i for i in wanted if not RUN_ID.match(i)]
-    found = []
-    if len(bad) < len(wanted):
-        quoted = ", ".join(f"'{i}'" for i in wanted if RUN_ID.match(i))
-        found = search_all(client, list(names), f"attributes.run_id IN ({quoted})")
+    quoted = ", ".join(f"'{i}'" for i in wanted if RUN_ID.match(i))
+    found = search_all(client, list(names), f"attributes.run_id IN ({quoted})") if quoted else []
     missing = [i for i in wanted if i not in {r.info.run_id for r in found}]
     if missing:
         raise SelectionError(

@@ -107,8 +107,7 @@ class SweepResultsCallback(Callback):
             return  # the study sweeper prints and records its own (it holds the parent run)
         parent = os.environ.get(PARENT_ENV)
         tracking = config.get("tracking") or {}
-        folder = Path(str(config.hydra.sweep.dir))
-        folder = folder if folder.is_absolute() else Path(str(config.hydra.runtime.cwd)) / folder
+        folder = Path(str(config.hydra.runtime.cwd)) / str(config.hydra.sweep.dir)  # an absolute one stays
         if not tracking.get("enabled", True) and self.untracked:
             import pandas as pd
 

@@ -408,14 +408,8 @@ class BatchRecorder:
                     if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                         raise
                     offline = True
-            journal = outbox.Journal.new(
-                uri=resolved,
-                experiment=self.experiment,
-                run_name=p.run_name,
-                start_ms=p.start_ms,
-                parent=self.parent_id,
-                server_run_id=created,
-            )
+            where = {"uri": resolved, "experiment": self.experiment, "run_name": p.run_name, "start_ms": p.start_ms}
+            journal = outbox.Journal.new(**where, parent=self.parent_id, server_run_id=created)
             journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
             journal.close(p.status, "", end, status_tags=False)
             outbox.announce(resolved, journal)

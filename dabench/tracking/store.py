@@ -205,7 +205,6 @@ def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
     if db is None:
         yield
         return
-
     make_dir("store", db.parent)
     lock_path = db.with_name(db.name + ".lock")
     with open_stream("store", lock_path, "a") as handle:
