@@ -40,7 +40,7 @@ def main() -> None:
     from dabench.config.build import build_run_config
     from dabench.metrics.summary import roofline_points
     from dabench.pipeline.execute import execute
-    from dabench.report.roofline_plot import plot_roofline
+    from dabench.report.roofline_plot import roofline_svg
 
     rc = build_run_config(
         composed(["hardware=cpu", "hardware.mode=measure", "run.warmup_steps=1", "run.timed_steps=2"])
@@ -53,15 +53,15 @@ def main() -> None:
         assert result.status.value == "ok", result.reason
         start = time.perf_counter()
         points = roofline_points(result.graph, result.profile, result.ceilings, rc.data_copies)
-        plot_roofline(
+        svg = roofline_svg(
             points,
             result.ceilings.peak_flops,
             result.ceilings.bandwidth_Bps,
             "tiny cpu measure",
-            cache / "roofline.svg",
             predicted=False,
             memory_level=result.ceilings.memory_level,
         )
+        (cache / "roofline.svg").write_text(svg)
         plot_ms.append((time.perf_counter() - start) * 1e3)
         print(
             f"round {round_ + 1}: run {run_s[-1]:.2f} s, plot {plot_ms[-1]:.2f} ms "

@@ -1,10 +1,7 @@
-"""The "advice" page of ``dabench report``: for every ``dabench advise`` parent run among the
-selected runs (children tagged ``dabench.advise=best``), ``advice.html`` (``advice-<id>.html``
-when there are several) with the ranked table (every number labelled PREDICTED; energy and cost
-ESTIMATES), a bar of time to train per platform with its band (no band drawn where the run has
-none, and said), the time vs energy Pareto plot of the whole search, and each winner's
-diagnosis. Reads the parent's ``advice/advice.json`` artifact; imports nothing from
-dabench.advise (the report sits below it).
+"""The "advice" page of ``dabench report``: for every ``dabench advise`` parent among the selected
+runs, ``advice.html`` (``advice-<id>.html`` when there are several) from its ``advice/advice.json``
+artifact: the ranked table (PREDICTED; energy and cost ESTIMATES), time to train per platform with
+its band, the time vs energy Pareto plot and each winner's diagnosis (docs/report.md).
 """
 
 from __future__ import annotations
@@ -23,6 +20,11 @@ import pandas as pd
 from dabench.runtime.sinks import write_text
 
 PREDICTED = "PREDICTED"
+NO_DATA = "<p>no data (no feasible deployment with a sourced power figure)</p>"
+HEAD = (
+    "#|platform|tokens/s|tokens/s band|time to train (h)|time band (h)|chips|energy kWh (ESTIMATE)|cost (ESTIMATE)|"
+    "diagnosis|compute eff.|allocation|LI|calibration|reach|command"
+).split("|")
 
 
 def advice_parents(frame: pd.DataFrame) -> list[str]:
@@ -37,7 +39,7 @@ def advice_parents(frame: pd.DataFrame) -> list[str]:
 def load_advice(client, parent_id: str) -> dict | None:
     import os
 
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no progress bar in the report's output
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path = client.download_artifacts(parent_id, "advice/advice.json", tmp)
@@ -54,6 +56,10 @@ def _svg(fig) -> str:
 
 def _hours(s: float | None) -> float | None:
     return None if s is None or not math.isfinite(s) else s / 3600.0
+
+
+def _given(value: Any) -> bool:
+    return value not in (None, "")
 
 
 def bar_figure(rows: list[dict]):
@@ -91,9 +97,7 @@ def pareto_figure(search: list[dict]):
     points = [
         s
         for s in search
-        if s.get("status") == "ok"
-        and s.get("energy_kwh") not in (None, "")
-        and s.get("time_to_train_s") not in (None, "")
+        if s.get("status") == "ok" and _given(s.get("energy_kwh")) and _given(s.get("time_to_train_s"))
     ]
     if not points:
         return None
@@ -141,41 +145,25 @@ def render(advice: dict, parent_id: str) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
-    rows = advice.get("rows") or []
-    figures = []
-    for title, fig in (
-        ("Time to train, with bands", bar_figure(rows)),
-        ("Time vs energy", pareto_figure(advice.get("search") or [])),
-    ):
-        figures.append((title, _svg(fig) if fig is not None else None))
-    head = (
-        "#",
-        "platform",
-        "tokens/s",
-        "tokens/s band",
-        "time to train (h)",
-        "time band (h)",
-        "chips",
-        "energy kWh (ESTIMATE)",
-        "cost (ESTIMATE)",
-        "diagnosis",
-        "compute eff.",
-        "allocation",
-        "LI",
-        "calibration",
-        "reach",
-        "command",
-    )
+    rows, search = advice.get("rows") or [], advice.get("search") or []
+    figs = ""
+    for name, fig in (("Time to train, with bands", bar_figure(rows)), ("Time vs energy", pareto_figure(search))):
+        image = (
+            f"<img alt='{html.escape(name)}' src='data:image/svg+xml;base64,{_svg(fig)}'>"
+            if fig is not None
+            else NO_DATA
+        )
+        figs += f"<h2>{html.escape(name)}</h2>{image}"
     body = []
     for r in rows:
         if r.get("status") != "ok":
             body.append(
                 f"<tr><td>{r.get('rank')}</td><td>{html.escape(str(r.get('platform')))}</td>"
-                f"<td colspan='{len(head) - 2}'>none fits: {html.escape(str(r.get('reason') or ''))}</td></tr>"
+                f"<td colspan='{len(HEAD) - 2}'>none fits: {html.escape(str(r.get('reason') or ''))}</td></tr>"
             )
             continue
         band = lambda lo, hi, scale=1.0: (
-            "no band" if lo in (None, "") or hi in (None, "") else f"{lo * scale:,.3g}..{hi * scale:,.3g} {PREDICTED}"
+            f"{lo * scale:,.3g}..{hi * scale:,.3g} {PREDICTED}" if _given(lo) and _given(hi) else "no band"
         )
         cells = [
             str(r.get("rank")),
@@ -185,7 +173,7 @@ def render(advice: dict, parent_id: str) -> str:
             _cell(_hours(r.get("time_to_train_s"))),
             html.escape(band(r.get("time_lo_s"), r.get("time_hi_s"), 1 / 3600)),
             html.escape(_fmt(r.get("chips"), "{:g}")),
-            "unsourced" if r.get("energy_kwh") in (None, "") else _cell(r.get("energy_kwh")),
+            _cell(r.get("energy_kwh")) if _given(r.get("energy_kwh")) else "unsourced",
             _cell(r.get("cost")),
             html.escape(str(r.get("diagnosis") or "")),
             _cell(r.get("tier1.compute_efficiency"), "{:.1%}"),
@@ -203,15 +191,6 @@ def render(advice: dict, parent_id: str) -> str:
         for r in rows
         if r.get("status") == "ok"
     )
-    figs = "".join(
-        f"<h2>{html.escape(t)}</h2>"
-        + (
-            f"<img alt='{html.escape(t)}' src='data:image/svg+xml;base64,{img}'>"
-            if img
-            else "<p>no data (no feasible deployment with a sourced power figure)</p>"
-        )
-        for t, img in figures
-    )
     overrides = " ".join(advice.get("model_overrides") or [])
     title = f"Advice: {advice.get('model')} {overrides}, {advice.get('tokens'):.4g} tokens"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -224,7 +203,7 @@ energy (chip power x chips x predicted time) and cost are ESTIMATES on top. A ba
 throughput band where the run carries one; "no band" where it does not.
 Objective: {html.escape(",".join(advice.get("objectives") or []))}; max_chips={advice.get("max_chips")};
 {advice.get("evaluations")} deployments evaluated; parent run {html.escape(parent_id)}.</p>
-<table><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in head)}</tr>{"".join(body)}</table>
+<table><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in HEAD)}</tr>{"".join(body)}</table>
 <h2>Why each winner is bound where it is</h2><ul>{diagnoses}</ul>
 {figs}
 </body></html>"""
@@ -238,7 +217,6 @@ def write_advice_pages(frame: pd.DataFrame, out: Path, client) -> list[Path]:
         advice = load_advice(client, parent)
         if advice is None:
             continue
-
         page = out / ("advice.html" if len(parents) == 1 else f"advice-{parent[:8]}.html")
         write_text("exports", page, render(advice, parent))
         pages.append(page)

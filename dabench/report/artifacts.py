@@ -1,8 +1,5 @@
-"""The files each run leaves (and MLflow stores as artifacts): the resolved config, a result
-JSON, a roofline SVG and a per-subtask CSV.
-
-``roofline.svg`` follows ``run.plots`` (conf/config.yaml): ``auto`` (default) for measured and
-validated runs, ``always`` for every run with a profile, ``never``.
+"""The files each run leaves (and MLflow stores as artifacts): config.yaml, result.json,
+roofline.svg (as ``run.plots`` says: ``auto`` for measured runs, ``always``, ``never``) and subtasks.csv.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from typing import Any, Mapping
 import yaml
 
 from dabench.metrics.summary import roofline_points
-from dabench.report.roofline_plot import plot_roofline
+from dabench.report.roofline_plot import roofline_svg
 from dabench.runtime.sinks import copy_file, copy_tree, make_dir, write_text
 from dabench.tracking.redact import redact_mapping, redact_value
 
@@ -36,8 +33,7 @@ MAX_SOURCE_FILE_BYTES = 256 * 2**20  #: larger vendor files stay where they are 
 
 
 def copy_sources(paths: list[str], folder: Path) -> list[str]:
-    """Copy the files a backend or parser names in ``Profile.artifacts`` (vendor logs, compile
-    reports, profiles) into ``folder``; returns what was skipped and why."""
+    """Copy the files a profile names (vendor logs, compile reports) into ``folder``; returns what was skipped."""
     skipped = []
     for name in paths:
         source = Path(name)
@@ -56,8 +52,7 @@ PLOT_CHOICES = ("auto", "always", "never")
 
 
 def wants_plot(config: Mapping[str, Any], mode: str) -> bool:
-    """Whether a run of ``mode`` (measure, validate, predict) draws its roofline SVG under
-    ``run.plots`` (see the module docstring); an unknown value is refused (ValueError)."""
+    """Whether a run of ``mode`` draws its roofline SVG under ``run.plots``; ValueError for an unknown value."""
     choice = str(((config.get("run") or {}).get("plots")) or "auto")
     if choice not in PLOT_CHOICES:
         raise ValueError(f"run.plots={choice!r}: expected one of {', '.join(PLOT_CHOICES)}")
@@ -65,13 +60,11 @@ def wants_plot(config: Mapping[str, Any], mode: str) -> bool:
 
 
 def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str, data_copies: int) -> Path:
-    """Write config.yaml, result.json and, for runs with a profile, subtasks.csv and (when
-    :func:`wants_plot`) roofline.svg into ``folder``, with the profile's source files (vendor artifacts) under
-    ``sources/``."""
+    """Write the run's files (see the module docstring) into ``folder``; vendor sources under ``sources/``."""
     make_dir("run_dir", folder)
-
     write_text("run_dir", folder / "config.yaml", yaml.safe_dump(redact_mapping(dict(config)), sort_keys=False))
     profile = result.profile if result.profile is not None else result.predicted
+    validate = result.predicted is not None and result.profile is not None
     document = {
         "status": result.status.value,
         "reason": result.reason,
@@ -81,34 +74,19 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
         "metrics": result.metrics,
         "ceilings": vars(result.ceilings) if result.ceilings else None,
         "profile": profile.to_dict() if profile is not None else None,
-        "predicted_profile": result.predicted.to_dict()
-        if result.predicted is not None and result.profile is not None
-        else None,
+        "predicted_profile": result.predicted.to_dict() if validate else None,
     }
     if profile is not None and profile.artifacts:
         document["sources_skipped"] = copy_sources(profile.artifacts, folder / "sources")
     write_text("run_dir", folder / "result.json", json.dumps(_finite(redact_value(document)), indent=1, default=str))
-    if profile is not None and result.graph is not None and result.ceilings is not None:
-        if (
-            wants_plot(config, result.mode)
-            and math.isfinite(result.ceilings.peak_flops)
-            and math.isfinite(result.ceilings.bandwidth_Bps)
-        ):
-            points = roofline_points(result.graph, profile, result.ceilings, data_copies)
-            also_predicted = None
-            if result.predicted is not None and result.profile is not None:  # validate: the prediction beside it
-                also_predicted = roofline_points(result.graph, result.predicted, result.ceilings, data_copies)
-            plot_roofline(
-                points,
-                result.ceilings.peak_flops,
-                result.ceilings.bandwidth_Bps,
-                title,
-                folder / "roofline.svg",
-                predicted=profile.mode == "predict",
-                memory_level=result.ceilings.memory_level,
-                predicted_points=also_predicted,
-            )
-        # uncalibrated ceilings (NaN): no roof to draw; the run's metrics say so
+    ceilings = result.ceilings
+    if profile is not None and result.graph is not None and ceilings is not None:
+        peak, bandwidth, level = ceilings.peak_flops, ceilings.bandwidth_Bps, ceilings.memory_level
+        if wants_plot(config, result.mode) and math.isfinite(peak) and math.isfinite(bandwidth):
+            points = roofline_points(result.graph, profile, ceilings, data_copies)
+            also = roofline_points(result.graph, result.predicted, ceilings, data_copies) if validate else None
+            svg = roofline_svg(points, peak, bandwidth, title, profile.mode == "predict", level, also)
+            write_text("run_dir", folder / "roofline.svg", svg)
         handle = io.StringIO(newline="")
         kinds = sorted({k for s in profile.subtasks for k in s.units})
         writer = csv.writer(handle)

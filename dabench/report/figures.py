@@ -19,20 +19,7 @@ from matplotlib.figure import Figure
 from dabench.report.ticks import log_axis
 
 STRATEGIES = ("dp", "tp", "pp")
-_PALETTE = (
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#7f7f7f",
-    "#bcbd22",
-)
-
-
+_PALETTE = "#1f77b4 #d62728 #2ca02c #ff7f0e #9467bd #8c564b #e377c2 #17becf #7f7f7f #bcbd22".split()
 BAND = ("metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi")  #: the throughput band
 
 
@@ -55,10 +42,7 @@ def platform_colors(frame: pd.DataFrame) -> dict[str, str]:
 
 
 def figure_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with the columns the figures read, and no others: the normalized ones (no
-    ``metrics.``, ``params.`` or ``tags.`` prefix; dabench.report.frame) and :data:`BAND`. The
-    figures draw the same from it as from the whole frame; each row filter in them copies fewer
-    columns."""
+    """``frame`` with only the columns the figures read: the normalized ones and :data:`BAND`."""
     keep = [c for c in frame.columns if not c.startswith(("metrics.", "params.", "tags.")) or c in BAND]
     return frame[keep]
 
@@ -83,6 +67,20 @@ def _style(mode: str) -> dict:
     return {"ls": "--", "mfc": "white"} if mode == "predict" else {"ls": "-"}
 
 
+def _label(mode: str) -> str:
+    return "PREDICTED" if mode == "predict" else mode
+
+
+def _line(ax, x, y, color: str, mode: str, label: str, **extra) -> None:
+    """A line with round markers, dashed and hollow for predicted runs."""
+    ax.plot(x, y, marker="o", color=color, label=label, **_style(mode), **extra)
+
+
+def _note(ax, text: str) -> None:
+    """``text`` in the middle of an empty axes."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8)
+
+
 def _new(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 
@@ -90,9 +88,7 @@ def _new(width: float, height: float) -> Figure:
 def _finish_axes(
     ax, x_label: str, y_label: str, *, x_base: int = 10, y_log: bool = True, legend_loc: str = "best"
 ) -> None:
-    """The common end of a single-axes figure: log x (base ``x_base``), log y unless ``y_log`` is
-    False (plain tick labels: dabench.report.ticks), both axis labels, a dotted grid on major and
-    minor ticks and a small legend."""
+    """Log x (and y unless ``y_log`` is False), axis labels, a dotted grid and a small legend."""
     log_axis(ax, "x", x_base)
     if y_log:
         log_axis(ax, "y")
@@ -103,8 +99,7 @@ def _finish_axes(
 
 
 def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
-    """``rows`` of the platforms that have two or more distinct values of ``column`` (a study
-    needs at least two points per platform)."""
+    """``rows`` of the platforms with two or more distinct values of ``column``."""
     if rows.empty:
         return rows
     counts = rows.groupby("platform")[column].nunique()
@@ -112,8 +107,7 @@ def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> None:
-    """Error bars of the predicted throughput's band (``throughput.samples_per_s.lo`` / ``.hi``,
-    docs/perfmodel.md "Out-of-sample error and bands") where the runs have one."""
+    """Error bars of the throughput band (docs/perfmodel.md) where the runs have one."""
     lo, hi = BAND
     if lo not in best.columns or hi not in best.columns:
         return
@@ -122,16 +116,8 @@ def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> Non
         return
     y = banded["throughput"].astype(float)
     low, high = pd.to_numeric(banded[lo]).astype(float), pd.to_numeric(banded[hi]).astype(float)
-    ax.errorbar(
-        banded[x],
-        y,
-        yerr=[(y - low).clip(lower=0), (high - y).clip(lower=0)],
-        fmt="none",
-        ecolor=color,
-        alpha=0.5 * alpha,
-        capsize=2,
-        lw=0.8,
-    )
+    errors = [(y - low).clip(lower=0), (high - y).clip(lower=0)]
+    ax.errorbar(banded[x], y, yerr=errors, fmt="none", ecolor=color, alpha=0.5 * alpha, capsize=2, lw=0.8)
 
 
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
@@ -154,14 +140,8 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
                 best = _best(part, ["layers"])
                 label = f"H{int(hidden)}" if not math.isnan(hidden) else "H ?"
                 alpha = 1.0 - 0.6 * k / max(len(hiddens), 1)
-                top.plot(
-                    best["layers"],
-                    best["throughput"],
-                    marker="o",
-                    color=colors[name],
-                    alpha=alpha,
-                    label=f"{label} {'PREDICTED' if mode == 'predict' else mode}",
-                    **_style(mode),
+                _line(
+                    top, best["layers"], best["throughput"], colors[name], mode, f"{label} {_label(mode)}", alpha=alpha
                 )
                 _band(top, best, "layers", colors[name], alpha)
                 with_li = best[best["li"].notna()]
@@ -177,9 +157,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
         bottom.set_xlabel("decoder layers")
         top.legend(fontsize=6, loc="best")
         if mine["li"].isna().all():
-            bottom.text(
-                0.5, 0.5, f"no runs with LI on {name}", ha="center", va="center", transform=bottom.transAxes, fontsize=8
-            )
+            _note(bottom, f"no runs with LI on {name}")
     axes[0][0].set_ylabel("throughput (samples/s)")
     axes[1][0].set_ylabel("load imbalance LI\n(mean/max subtask time)")
     return fig
@@ -195,23 +173,10 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
     ax = fig.subplots()
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
-        ax.scatter(
-            part["hidden"],
-            part["allocation"],
-            color=colors[name],
-            alpha=0.35,
-            s=14,
-            facecolors="none" if mode == "predict" else colors[name],
-        )
+        face = "none" if mode == "predict" else colors[name]
+        ax.scatter(part["hidden"], part["allocation"], color=colors[name], alpha=0.35, s=14, facecolors=face)
         median = part.groupby("hidden")["allocation"].median()
-        ax.plot(
-            median.index,
-            median.values,
-            marker="o",
-            color=colors[name],
-            label=f"{name} ({'PREDICTED' if mode == 'predict' else mode}), median",
-            **_style(mode),
-        )
+        _line(ax, median.index, median.values, colors[name], mode, f"{name} ({_label(mode)}), median")
     _finish_axes(ax, "hidden size", "allocation ratio (units allocated / available)", x_base=2, y_log=False)
     ax.set_ylim(0, 1.05)
     return fig
@@ -237,32 +202,22 @@ def roofline(frame: pd.DataFrame) -> Figure:
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     roofs = rows.drop_duplicates(["platform", "peak_flops", "bandwidth"])
     for _, roof in roofs.iterrows():
-        ax.plot(
-            xs,
-            [min(roof["peak_flops"], x * roof["bandwidth"]) for x in xs],
-            color=colors[roof["platform"]],
-            lw=1.2,
-            alpha=0.8,
-        )
-        ax.annotate(
-            f"{roof['platform']} {roof['precision']} roof",
-            (hi / 1.1, roof["peak_flops"]),
-            fontsize=6,
-            ha="right",
-            va="bottom",
-            color=colors[roof["platform"]],
-        )
+        color, peak = colors[roof["platform"]], roof["peak_flops"]
+        ax.plot(xs, [min(peak, x * roof["bandwidth"]) for x in xs], color=color, lw=1.2, alpha=0.8)
+        label = f"{roof['platform']} {roof['precision']} roof"
+        ax.annotate(label, (hi / 1.1, peak), fontsize=6, ha="right", va="bottom", color=color)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
-        predicted = mode == "predict"
+        predicted, label = mode == "predict", f"{name} {_label(mode)} ({len(part)})"
+        marker, face = ("D", "none") if predicted else ("o", colors[name])
         ax.scatter(
             part["intensity"],
             part["achieved_flops"],
             s=28,
-            marker="D" if predicted else "o",
-            facecolors="none" if predicted else colors[name],
+            marker=marker,
+            facecolors=face,
             edgecolors=colors[name],
             zorder=3,
-            label=f"{name} {'PREDICTED' if predicted else mode} ({len(part)})",
+            label=label,
         )
     _finish_axes(
         ax,
@@ -293,25 +248,10 @@ def scaling(frame: pd.DataFrame) -> Figure:
         ):
             part = mine[mine[column].notna()]
             if part.empty:
-                ax.text(
-                    0.5,
-                    0.5,
-                    f"no {strategy.upper()} runs\nwith {what}",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                    fontsize=8,
-                )
+                _note(ax, f"no {strategy.upper()} runs\nwith {what}")
             for (name, mode), series in part.groupby(["platform", "mode"]):
                 best = _best(series, ["chips"])
-                ax.plot(
-                    best["chips"],
-                    best[column],
-                    marker="o",
-                    color=colors[name],
-                    label=f"{name} {'PREDICTED' if mode == 'predict' else mode}",
-                    **_style(mode),
-                )
+                _line(ax, best["chips"], best[column], colors[name], mode, f"{name} {_label(mode)}")
             ax.set_ylim(0, 1.05)
             ax.grid(True, ls=":", lw=0.5)
             if not part.empty:
@@ -333,14 +273,7 @@ def batch_study(frame: pd.DataFrame) -> Figure:
     colors = platform_colors(frame)
     for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
         best = _best(part, ["batch"])
-        ax.plot(
-            best["batch"],
-            best["throughput"],
-            marker="o",
-            color=colors[name],
-            label=f"{name} {precision} {'PREDICTED' if mode == 'predict' else mode}",
-            **_style(mode),
-        )
+        _line(ax, best["batch"], best["throughput"], colors[name], mode, f"{name} {precision} {_label(mode)}")
         _band(ax, best, "batch", colors[name])
     _finish_axes(ax, "batch size (samples per chip per micro-batch)", "throughput (samples/s)", x_base=2)
     return fig
@@ -366,15 +299,10 @@ def precision_study(frame: pd.DataFrame) -> Figure:
             if value.empty:
                 continue
             relative = float(value.iloc[0]) / float(mine["throughput"].min())
-            bar = ax.bar(
-                i + (k - (len(precisions) - 1) / 2) * width,
-                relative,
-                width,
-                color=platform_colors(frame)[name],
-                hatch=hatches[k % len(hatches)],
-                edgecolor="black",
-                label=precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None,
-            )
+            x, hatch = i + (k - (len(precisions) - 1) / 2) * width, hatches[k % len(hatches)]
+            label = precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None
+            color = platform_colors(frame)[name]
+            bar = ax.bar(x, relative, width, color=color, hatch=hatch, edgecolor="black", label=label)
             ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
     ax.set_xticks(range(len(platforms)), platforms)
     ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")

@@ -1,12 +1,7 @@
-"""The one reader of runs: MLflow -> a pandas frame, one row per run.
+"""The one reader of runs: MLflow -> a pandas frame, one row per run, by paginated ``search_runs``.
 
-:func:`load_frame` (a selection: experiment, parent run, study, filter, or every run; see
-:func:`resolve_selection`) and :func:`load_runs` (exact run ids) read with paginated
-``search_runs`` only. Columns: ``run_id``, ``experiment``, ``run_name``, ``mlflow_status``,
-``start``, ``end``, ``parent_run_id``, ``metrics.*``, ``params.*``, ``tags.*`` and the normalized
-columns of :func:`normalize` (NaN or ``"unknown"`` where a run lacks the source).
-
-Derivation: docs/report.md, "What a report holds" and "Structure".
+Columns: the run's attributes, ``metrics.*``, ``params.*``, ``tags.*`` and the normalized columns
+of :func:`normalize`. Derivation: docs/report.md, "What a report holds" and "Structure".
 """
 
 from __future__ import annotations
@@ -17,10 +12,10 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from dabench.tracking.store import sqlite_path, tracking_uri
+from dabench.tracking.describe import NOTE_TAG
+from dabench.tracking.store import search_all, sqlite_path, tracking_uri
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-PAGE = 1000  #: runs per search_runs page
 _FILTER_SIGN = re.compile(r"(=|<|>|\bLIKE\b|\bILIKE\b|\bIN\b)", re.IGNORECASE)
 
 
@@ -45,8 +40,8 @@ class Selection:
 
 
 def client_for(uri: str | None):
-    """An MlflowClient on ``uri`` (default: dabench's store resolution, see tracking/store.py);
-    :class:`SelectionError` for a SQLite store whose file does not exist (MLflow would create it)."""
+    """An MlflowClient on ``uri`` (default: dabench's store); :class:`SelectionError` for a SQLite
+    store whose file does not exist (MLflow would create it)."""
     from mlflow.tracking import MlflowClient
 
     resolved = tracking_uri(uri)
@@ -60,27 +55,21 @@ def _experiments(client) -> list:
     return list(client.search_experiments(max_results=50000))
 
 
-def _studies(client, experiment_ids: list[str]) -> list[str]:
-    """Study names: on parent runs (tag optuna.study) and on trial runs (tag optuna_study)."""
-    runs = _search(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
-    names = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
-    names |= {r.data.tags["optuna_study"] for r in _search(client, experiment_ids, "tags.optuna_study LIKE '%'")}
-    return sorted(names)
-
-
 def _what_exists(client, experiment_ids: list[str]) -> str:
+    """The experiments and studies (parents tag optuna.study, trials optuna_study) in the store."""
     names = [e.name for e in _experiments(client)]
-    studies = _studies(client, experiment_ids)
+    runs = search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
+    studies = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
+    studies |= {r.data.tags["optuna_study"] for r in search_all(client, experiment_ids, "tags.optuna_study LIKE '%'")}
     return (
-        f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(studies) or '(none)'}; "
+        f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(sorted(studies)) or '(none)'}; "
         "or a run id, or an MLflow filter such as \"params.hardware.name = 'ipu'\""
     )
 
 
 def resolve_selection(client, selection: str | None, kind: str = "auto") -> Selection:
-    """The :class:`Selection` ``selection`` names. ``kind`` auto tries, in order: a run id, an
-    experiment name, a study name, then a filter (when it holds a comparison). Raises
-    :class:`SelectionError` naming what exists when nothing matches."""
+    """The :class:`Selection` ``selection`` names; ``kind`` auto tries a run id, an experiment, a
+    study, then a filter. :class:`SelectionError` naming what exists when nothing matches."""
     experiment_ids = [e.experiment_id for e in _experiments(client)]
     if not selection:
         return Selection("all", "all runs", tuple(experiment_ids))
@@ -90,18 +79,10 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         except Exception:
             run = None
         if run is not None:
-            children = _search(client, [run.info.experiment_id], f"tags.mlflow.parentRunId = '{selection}'", limit=1)
-            if children:
-                return Selection(
-                    "run",
-                    f"sweep {selection}",
-                    (run.info.experiment_id,),
-                    (f"tags.mlflow.parentRunId = '{selection}'",),
-                    (selection,),
-                )
-            return Selection(
-                "run", f"run {selection}", (run.info.experiment_id,), (f"attributes.run_id = '{selection}'",)
-            )
+            where, children = (run.info.experiment_id,), f"tags.mlflow.parentRunId = '{selection}'"
+            if search_all(client, where, children, limit=1):
+                return Selection("run", f"sweep {selection}", where, (children,), (selection,))
+            return Selection("run", f"run {selection}", where, (f"attributes.run_id = '{selection}'",))
         if kind == "run":
             raise SelectionError(f"no run {selection} in this store ({_what_exists(client, experiment_ids)})")
     if kind in ("auto", "experiment"):
@@ -110,23 +91,19 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
             return Selection("experiment", f"experiment {selection}", (found.experiment_id,))
         if kind == "experiment":
             raise SelectionError(f"no experiment {selection!r} ({_what_exists(client, experiment_ids)})")
-    if kind == "study" or (kind == "auto" and "'" not in selection):  # a study name has no quote; a filter may
-        # a study's trials carry tag optuna_study; its parent run(s) carry optuna.study
-        parents = _search(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
-        trials = _search(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
+    if kind == "study" or (kind == "auto" and "'" not in selection):  # trials: optuna_study; parents: optuna.study
+        parents = search_all(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
+        trials = search_all(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
         if parents or trials:
             ids = tuple(r.info.run_id for r in parents)
-            filters = (
-                (f"tags.optuna_study = '{selection}'",)
-                if trials
-                else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
-            )
+            by_trials = (f"tags.optuna_study = '{selection}'",)
+            filters = by_trials if trials else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
             return Selection("study", f"study {selection}", tuple(experiment_ids), filters, ids)
         if kind == "study":
             raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
     if kind == "filter" or (kind == "auto" and _FILTER_SIGN.search(selection)):
         try:
-            _search(client, experiment_ids, selection, limit=1)
+            search_all(client, experiment_ids, selection, limit=1)
         except Exception as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise SelectionError(f"invalid MLflow filter {selection!r}: {first}") from None
@@ -135,22 +112,6 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         f"{selection!r} is no run id, experiment, study or filter in this store "
         f"({_what_exists(client, experiment_ids)})"
     )
-
-
-def _search(client, experiment_ids: Iterable[str], filter_string: str = "", limit: int | None = None) -> list:
-    """All runs matching, page by page (one search_runs call per :data:`PAGE` runs)."""
-    ids = list(experiment_ids)
-    if not ids:
-        return []
-    runs: list = []
-    token = None
-    while True:
-        size = PAGE if limit is None else min(PAGE, limit - len(runs))
-        page = client.search_runs(ids, filter_string=filter_string, max_results=size, page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token or (limit is not None and len(runs) >= limit):
-            return runs
 
 
 def _number(value: Any) -> float:
@@ -170,7 +131,7 @@ _STATE_STATUS = {
 
 
 def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per MLflow run (see the module docstring for the columns). Pure: no store access."""
+    """One row per MLflow run (see the module docstring). Pure: no store access."""
     rows = []
     names = experiment_names or {}
     for run in runs:
@@ -186,12 +147,9 @@ def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None
         }
         row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
         row.update({f"params.{k}": v for k, v in run.data.params.items()})
-        row.update(
-            {f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == "mlflow.note.content"}
-        )
+        row.update({f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG})
         rows.append(row)
-    frame = pd.DataFrame(rows)
-    return normalize(frame)
+    return normalize(pd.DataFrame(rows))
 
 
 def normalize(frame: pd.DataFrame) -> pd.DataFrame:
@@ -258,7 +216,7 @@ def load_frame(
     client = client or client_for(uri)
     chosen = resolve_selection(client, selection, kind)
     names = {e.experiment_id: e.name for e in _experiments(client)}
-    runs = [run for f in chosen.filters for run in _search(client, chosen.experiment_ids, f)]
+    runs = [run for f in chosen.filters for run in search_all(client, chosen.experiment_ids, f)]
     frame = runs_to_frame(runs, names)
     if not include_parents and not frame.empty:
         frame = frame[~frame["is_parent"]].reset_index(drop=True)
@@ -269,14 +227,10 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
     """The frame of exactly ``run_ids`` (in that order), from one search over every experiment.
     Raises :class:`SelectionError` naming the ids the store does not hold."""
     client = client_for(uri)
-    experiments = _experiments(client)
-    names = {e.experiment_id: e.name for e in experiments}
+    names = {e.experiment_id: e.name for e in _experiments(client)}
     wanted = list(dict.fromkeys(run_ids))
-    bad = [i for i in wanted if not RUN_ID.match(i)]
-    found = []
-    if len(bad) < len(wanted):
-        quoted = ", ".join(f"'{i}'" for i in wanted if RUN_ID.match(i))
-        found = _search(client, list(names), f"attributes.run_id IN ({quoted})")
+    quoted = ", ".join(f"'{i}'" for i in wanted if RUN_ID.match(i))
+    found = search_all(client, list(names), f"attributes.run_id IN ({quoted})") if quoted else []
     missing = [i for i in wanted if i not in {r.info.run_id for r in found}]
     if missing:
         raise SelectionError(

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from dabench import __version__
 from dabench.report.figures import FIGURES, NoData, figure_columns
 from dabench.runtime.sinks import make_dir, write_bytes, write_csv, write_text
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.ui_view import run_urls, ui_base_url
 
 MAX_TABLE_ROWS = 500  #: rows of the per-run tables in the HTML (all runs are in runs.csv)
-TEMPLATE = "report.html.j2"
 
 
 @dataclass
@@ -48,10 +48,7 @@ def _rows(frame: pd.DataFrame, columns: list[str], links: dict[str, str] | None 
 
 
 def render(fig) -> tuple[io.BytesIO, io.BytesIO]:
-    """(SVG, PNG at 110 dpi) of ``fig``: three draws, the constrained layout's, the SVG's and the PNG's.
-
-    The layout computed for the SVG holds for the PNG, so the figure's layout engine is removed
-    before it (a "none" engine would still cost savefig a draw for layout)."""
+    """(SVG, PNG at 110 dpi) of ``fig``; the PNG reuses the SVG's layout (its engine removed)."""
     import matplotlib
 
     svg, png = io.BytesIO(), io.BytesIO()
@@ -69,13 +66,6 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     import matplotlib
 
     matplotlib.use("Agg")
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        __version__ = version("dabench")
-    except PackageNotFoundError:  # a source tree that is not installed
-        __version__ = "(not installed)"
-
     make_dir("exports", out)
     figures_dir = make_dir("exports", out / "figures")
     csv_path = write_csv("exports", out / "runs.csv", frame, index=False)
@@ -83,27 +73,18 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     shown = []
     drawn = figure_columns(frame)
     for spec in FIGURES:
+        image = note = None
         try:
             fig = spec.draw(drawn)
         except NoData as missing:
-            report.notes[spec.key] = str(missing)
-            shown.append(
-                {"key": spec.key, "title": spec.title, "caption": spec.caption, "image": None, "note": str(missing)}
-            )
-            continue
-        svg, png = render(fig)
-        write_bytes("exports", figures_dir / f"{spec.key}.svg", svg.getvalue())
-        write_bytes("exports", figures_dir / f"{spec.key}.png", png.getvalue())
-        report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
-        shown.append(
-            {
-                "key": spec.key,
-                "title": spec.title,
-                "caption": spec.caption,
-                "image": base64.b64encode(svg.getvalue()).decode("ascii"),
-                "note": None,
-            }
-        )
+            note = report.notes[spec.key] = str(missing)
+        else:
+            svg, png = render(fig)
+            write_bytes("exports", figures_dir / f"{spec.key}.svg", svg.getvalue())
+            write_bytes("exports", figures_dir / f"{spec.key}.png", png.getvalue())
+            report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
+            image = base64.b64encode(svg.getvalue()).decode("ascii")
+        shown.append({"key": spec.key, "title": spec.title, "caption": spec.caption, "image": image, "note": note})
     ok = frame[frame["status"] == "ok"] if not frame.empty else frame
     diagnosed = ok[ok["diagnosis"] != ""].sort_values(["platform", "run_name"]) if not ok.empty else ok
     failed = frame[frame["status"] != "ok"].sort_values(["platform", "run_name"]) if not frame.empty else frame
@@ -116,7 +97,7 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("dabench.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    html = environment.get_template(TEMPLATE).render(
+    html = environment.get_template("report.html.j2").render(
         selection=selection,
         uri=redact_uri(uri),
         version=__version__,

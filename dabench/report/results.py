@@ -1,11 +1,5 @@
-"""The results table a sweep ends with: a multirun, a study or a grid.
-
-Rows come from the report's frame (dabench/report/frame.py, one row per run). The table lists
-the ok runs first, best throughput first, then every other run with its status and reason; a
-line under it counts the runs per status. :func:`results_table` and :func:`render_results` are
-pure; :func:`record_sweep_results` reads a parent run's children, prints nothing, writes
-``results.csv`` into the sweep folder, logs it as an artifact of the parent run and tags the
-parent with the mode of its runs (``dabench.mode``: predict, measure, or mixed).
+"""The results table a sweep (multirun, study, grid) ends with: ok runs first, best throughput
+first, then every other run with its status and reason, and the runs per status under it.
 """
 
 from __future__ import annotations
@@ -21,19 +15,7 @@ from dabench.runtime.sinks import write_csv
 from dabench.tracking.outbox import PREFIX, is_unreachable, outbox_dir, waiting_runs
 
 #: the table's columns (normalized frame columns), in order; the CSV adds every param and metric
-COLUMNS = (
-    "run_name",
-    "status",
-    "mode",
-    "throughput",
-    "band",
-    "step_ms",
-    "li",
-    "allocation",
-    "diagnosis",
-    "reason",
-    "run_id",
-)
+COLUMNS = tuple("run_name status mode throughput band step_ms li allocation diagnosis reason run_id".split())
 HEADERS = {
     "run_name": "run",
     "throughput": "samples/s",
@@ -50,11 +32,8 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=list(COLUMNS))
     table = frame.copy()
-    table["step_ms"] = (
-        pd.to_numeric(table.get("metrics.step_time.median_s"), errors="coerce") * 1e3
-        if "metrics.step_time.median_s" in table.columns
-        else float("nan")
-    )
+    step = table["metrics.step_time.median_s"] if "metrics.step_time.median_s" in table.columns else float("nan")
+    table["step_ms"] = pd.to_numeric(step, errors="coerce") * 1e3
     table["band"] = _bands(table)
     table["_ok"] = (table["status"] == "ok").astype(int)
     table = table.sort_values(
@@ -68,8 +47,7 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _bands(table: pd.DataFrame) -> pd.Series:
-    """ "lo-hi" of each run's predicted samples/s band (docs/perfmodel.md, "Out-of-sample error and
-    bands"), None where the run has none (measured, or an uncalibrated platform)."""
+    """ "lo-hi" of each run's samples/s band (docs/perfmodel.md), None where the run has none."""
     lo, hi = "metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi"
     if lo not in table.columns or hi not in table.columns:
         return pd.Series([None] * len(table), index=table.index, dtype=object)
@@ -136,7 +114,6 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
 
 def write_results_csv(frame: pd.DataFrame, path: Path) -> Path:
     """``results.csv``: :func:`results_table` with every param and metric column."""
-
     return write_csv("results_csv", Path(path), results_table(frame), index=False)
 
 
@@ -148,12 +125,9 @@ def sweep_mode(frame: pd.DataFrame) -> str:
 
 
 def record_sweep_results(client, parent_run_id: str, folder: Path | None, title: str = "results") -> str:
-    """Read ``parent_run_id``'s child runs through ``client``, write ``folder/results.csv``, log it
-    on the parent (artifact ``results.csv``), tag the parent's ``dabench.mode``; returns the text
-    table (the caller prints it). Children waiting in the outbox are rows too; when the parent
-    itself waits there (or the store cannot be reached), the table is theirs alone and
-    results.csv stays in ``folder`` (dabench.tracking.outbox)."""
-
+    """The text table of ``parent_run_id``'s children (those in the outbox too), also written to
+    ``folder/results.csv`` and logged on the parent, whose ``dabench.mode`` is tagged; a parent in
+    the outbox (or an unreachable store) gets neither."""
     offline = parent_run_id.startswith(PREFIX)
     frame = normalize(pd.DataFrame())
     if not offline:
@@ -184,9 +158,7 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
 
 
 def record_grid_results(uri: str | None, run_ids: list[str], folder: Path | None, title: str = "grid results") -> str:
-    """The results of a grid's recorded runs (``python -m dabench grid``): under their common
-    parent run as :func:`record_sweep_results` does, or, without a parent, the table alone."""
-
+    """A grid's results: as :func:`record_sweep_results` under their parent, else the table alone."""
     if not run_ids:
         return f"{title}: no recorded runs"
     client = client_for(uri)

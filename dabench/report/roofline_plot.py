@@ -1,18 +1,14 @@
 """The roofline figure of one run (SVG): the roof, one point per op class, one for the step.
 
-Written as SVG text by :mod:`dabench.report.svg_plot`, without matplotlib (whose import and layout
-would dominate a small measured run); MLflow's UI previews ``.svg`` artifacts like ``.png`` ones.
-The cross-run figures (``python -m dabench report``) keep matplotlib.
+Written by :mod:`dabench.report.svg_plot`, without matplotlib (its import would dominate a small run).
 """
 
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 
 from dabench.metrics.roofline import RooflinePoint
 from dabench.report.svg_plot import LogLogChart
-from dabench.runtime.sinks import write_text
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 STEP_COLOR = "#d62728"
@@ -35,15 +31,11 @@ def roofline_svg(
     memory_level: str = "main memory",
     predicted_points: list[RooflinePoint] | None = None,
 ) -> str:
-    """The SVG text of a log-log roofline: attainable FLOP/s = min(peak, I * bandwidth), with the
-    run's own ceilings (peak at the run's precision, ``bandwidth`` of ``memory_level``).
+    """The SVG text of a log-log roofline, min(peak, I * bandwidth), with the run's own ceilings.
 
-    ``points`` are measured (filled circles, the step a filled star) unless ``predicted``, then
-    they are drawn as predicted (hollow diamonds, the step a hollow star); ``predicted_points``
-    (validate mode) adds the prediction beside the measurement. A class whose own time is unknown
-    has no achieved FLOP/s: it is marked with an 'x' on the roof, at its intensity only. Each
-    marker carries ``data-point`` (class), ``data-kind`` (measured, predicted, on-roof),
-    ``data-intensity`` (FLOP/B) and ``data-flops`` (FLOP/s) attributes."""
+    ``points`` are measured (filled) unless ``predicted`` (hollow); ``predicted_points`` (validate)
+    adds the prediction beside them; a class without its own time is an 'x' on the roof. Each
+    marker carries ``data-point``, ``data-kind``, ``data-intensity`` and ``data-flops``."""
     groups = [(points, predicted)] + ([(predicted_points, True)] if predicted_points else [])
     drawn = [(p, is_predicted) for group, is_predicted in groups for p in group if p.intensity > 0]
     ridge = peak_flops / bandwidth
@@ -87,19 +79,3 @@ def roofline_svg(
         chart.marker(shape, p.intensity, y, size, color, filled=kind != "predicted", attributes=attributes)
         chart.legend_entry(label, shape, color, filled=kind != "predicted", size=min(size, 7.0))
     return chart.svg()
-
-
-def plot_roofline(
-    points: list[RooflinePoint],
-    peak_flops: float,
-    bandwidth: float,
-    title: str,
-    path: Path,
-    predicted: bool,
-    memory_level: str = "main memory",
-    predicted_points: list[RooflinePoint] | None = None,
-) -> Path:
-    """Write :func:`roofline_svg` to ``path`` (an ``.svg`` file); returns ``path``."""
-
-    svg = roofline_svg(points, peak_flops, bandwidth, title, predicted, memory_level, predicted_points)
-    return write_text("run_dir", path, svg)

@@ -1,9 +1,5 @@
-"""A small log-log chart written as SVG text, with no plotting library (no matplotlib import).
-
-Only what the per-run roofline (``roofline_plot.py``) needs: polylines, markers (circle, diamond,
-star, cross; filled or hollow), decade ticks with labels, a vertical reference line, a title and a
-legend beside the axes. Data (x, y) > 0 map to pixels as
-``px = left + (log10 x - log10 x_lo) / (log10 x_hi - log10 x_lo) * width``, y upwards.
+"""A small log-log chart written as SVG text, with no plotting library: only what the per-run
+roofline (``roofline_plot.py``) needs (a line, markers, decade ticks, a reference line, a legend).
 """
 
 from __future__ import annotations
@@ -20,8 +16,7 @@ def _f(value: float) -> str:
 
 
 def decade_label(value: float, unit: str = "") -> str:
-    """A decade tick's text: with a ``unit``, an SI prefix (``10 GFLOP/s``, ``1 TFLOP/s``);
-    without, plain numbers for 0.001..10000 (``0.01``, ``100``); else ``1e-5``."""
+    """A decade tick's text: with a ``unit``, SI-prefixed (``10 GFLOP/s``); else plain (``0.01``) or ``1e-5``."""
     exponent = round(math.log10(value))
     if unit:
         prefixes = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
@@ -35,8 +30,7 @@ def decade_label(value: float, unit: str = "") -> str:
 
 
 def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = "") -> str:
-    """One marker centred at pixel (x, y): ``circle``, ``diamond``, ``star`` or ``cross``;
-    ``size`` is its radius in pixels; hollow markers have a white fill and a coloured edge."""
+    """One ``circle``, ``diamond``, ``star`` or ``cross`` of radius ``size`` centred at pixel (x, y)."""
     fill = color if filled else "white"
     style = f"fill='{fill}' stroke='{color}' stroke-width='1.6' {attributes}".rstrip()
     if shape == "circle":
@@ -64,8 +58,7 @@ def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: 
 def _grid_line(
     x1: float, y1: float, x2: float, y2: float, label: tuple[float, float, str, str] | None = None
 ) -> list[str]:
-    """A light dotted grid line from pixel (x1, y1) to (x2, y2) and, when ``label`` is given as
-    (x, y, text-anchor, text), its tick label at pixel (x, y)."""
+    """A dotted grid line and, when given as (x, y, text-anchor, text), its tick label."""
     out = [f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' stroke='#ccc' stroke-dasharray='1,2'/>"]
     if label is not None:
         x, y, anchor, text = label
@@ -75,8 +68,7 @@ def _grid_line(
 
 @dataclass
 class LogLogChart:
-    """A log-log axes box of ``width`` x ``height`` pixels (plot area) inside a canvas with the
-    given margins; x and y limits are data values > 0, rounded out to whole decades."""
+    """A log-log plot area of ``width`` x ``height`` pixels within margins; limits rounded out to decades."""
 
     x_lo: float
     x_hi: float
@@ -109,22 +101,12 @@ class LogLogChart:
         span = math.log10(self.y_hi) - math.log10(self.y_lo)
         return self.top + self.height - (math.log10(y) - math.log10(self.y_lo)) / span * self.height
 
-    def polyline(
-        self,
-        xs: list[float],
-        ys: list[float],
-        color: str = "black",
-        width: float = 2.0,
-        dash: str = "",
-        attributes: str = "",
-    ) -> None:
+    def polyline(self, xs: list[float], ys: list[float], attributes: str = "") -> None:
         points = " ".join(f"{_f(self.px(x))},{_f(self.py(y))}" for x, y in zip(xs, ys, strict=False))
-        dashing = f" stroke-dasharray='{dash}'" if dash else ""
-        self._body.append(
-            f"<polyline points='{points}' fill='none' stroke='{color}' stroke-width='{width}'{dashing} {attributes}/>"
-        )
+        self._body.append(f"<polyline points='{points}' fill='none' stroke='black' stroke-width='2.0' {attributes}/>")
 
-    def vline(self, x: float, text: str, color: str = "grey") -> None:
+    def vline(self, x: float, text: str) -> None:
+        color = "grey"
         """A dotted vertical line at data x with ``text`` written along it."""
         column = self.px(x)
         self._body.append(
@@ -198,20 +180,13 @@ class LogLogChart:
             f"<clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
             f"height='{_f(self.height)}'/></clipPath>"
         )
-        return (
-            "\n".join(
-                [
-                    f"<svg xmlns='http://www.w3.org/2000/svg' width='{_f(total_w)}' height='{_f(total_h)}' "
-                    f"viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
-                    f"<defs>{clip}</defs>",
-                    f"<rect width='{_f(total_w)}' height='{_f(total_h)}' fill='white'/>",
-                    *self._axes(),
-                    "<g clip-path='url(#axes)'>",
-                    *self._body,
-                    "</g>",
-                    *self._legend,
-                    "</svg>",
-                ]
-            )
-            + "\n"
-        )
+        size = f"width='{_f(total_w)}' height='{_f(total_h)}'"
+        head = f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>"
+        lines = [
+            head,
+            f"<defs>{clip}</defs>",
+            f"<rect {size} fill='white'/>",
+            *self._axes(),
+            "<g clip-path='url(#axes)'>",
+        ]
+        return "\n".join([*lines, *self._body, "</g>", *self._legend, "</svg>"]) + "\n"

@@ -1,10 +1,6 @@
-"""The Hydra callback that shows a sweep's progress and ends it with its results table.
-
-Progress (done/total, ok/failed, ETA on stderr; the total is the basic sweeper's job count or the
-Optuna sweeper's trials left, see :func:`current`) for jobs run in this process; at the end of a
-``-m`` multirun, the table of the parent run's children printed, written to
-``<sweep dir>/results.csv`` and logged on the parent run. Registered after ``mlflow_parent`` in
-conf/config.yaml: Hydra calls ``on_multirun_end`` in reverse order, so the parent run is still open.
+"""The Hydra callback that shows a sweep's progress (stderr) and ends a ``-m`` multirun with its
+results table (printed, ``<sweep dir>/results.csv``, an artifact of the parent run). Registered
+after ``mlflow_parent`` (conf/config.yaml): Hydra ends callbacks in reverse, the parent is still open.
 """
 
 from __future__ import annotations
@@ -27,8 +23,7 @@ _current: SweepProgress | None = None
 
 
 def current() -> SweepProgress | None:
-    """The progress line of the sweep running in this process, if any (the study sweeper sets its
-    total to the trials it will run)."""
+    """The progress line of the sweep running in this process, if any."""
     return _current
 
 
@@ -37,8 +32,7 @@ def _is_study(config: DictConfig) -> bool:
 
 
 def job_count(config: DictConfig) -> int | None:
-    """Jobs of a basic-sweeper multirun: the product of each swept key's choices (Hydra's
-    override grammar over ``hydra.sweeper.params`` then the command line); None if unparsable."""
+    """Jobs of a basic-sweeper multirun (``hydra.sweeper.params`` then the command line); None if unparsable."""
     try:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -61,9 +55,7 @@ def _job_ok(job_return: Any) -> bool:
 
 
 def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
-    """A frame row (dabench/report/frame.py column names) from a job's return: its overrides as
-    the name, status, mode, reason, samples/s and the table's figures (the JobOutcome the task
-    returns)."""
+    """A frame row from a job's return (the task's JobOutcome), named by its overrides."""
     outcome = getattr(job_return, "_return_value", None)
     status = getattr(outcome, "status", None) or ("ok" if _job_ok(job_return) else "crashed")
     value = float(outcome) if isinstance(outcome, float) else float("nan")
@@ -115,8 +107,7 @@ class SweepResultsCallback(Callback):
             return  # the study sweeper prints and records its own (it holds the parent run)
         parent = os.environ.get(PARENT_ENV)
         tracking = config.get("tracking") or {}
-        folder = Path(str(config.hydra.sweep.dir))
-        folder = folder if folder.is_absolute() else Path(str(config.hydra.runtime.cwd)) / folder
+        folder = Path(str(config.hydra.runtime.cwd)) / str(config.hydra.sweep.dir)  # an absolute one stays
         if not tracking.get("enabled", True) and self.untracked:
             import pandas as pd
 
@@ -125,11 +116,8 @@ class SweepResultsCallback(Callback):
 
             frame = normalize(pd.DataFrame(self.untracked))
             path = write_results_csv(frame, folder / "results.csv")
-            print(
-                render_results(frame, "multirun results (not recorded: tracking.enabled=false)")
-                + f"\nresults.csv: {path}",
-                flush=True,
-            )
+            title = "multirun results (not recorded: tracking.enabled=false)"
+            print(render_results(frame, title) + f"\nresults.csv: {path}", flush=True)
             self.untracked = []
             return
         if not parent or not tracking.get("enabled", True):

@@ -1,10 +1,6 @@
-"""What a run says about itself: the one-line summary (printed after a run and kept as the MLflow
-run's description) and the exact command that reproduces it.
-
-The description (tag ``mlflow.note.content``, shown as the run's "Description" in the MLflow UI)
-is the summary line, then ``Reproduce:`` and the command: the interpreter that ran
-(``sys.executable``), ``-m dabench`` and the overrides, each shell-quoted, with credentials
-masked (dabench/tracking/redact.py).
+"""What a run says about itself: the one-line summary (printed after a run) and, in its MLflow
+description (``mlflow.note.content``), that line and the shell-quoted, redacted command that
+reproduces it.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ from typing import Sequence
 
 from dabench.core.result import RunResult
 from dabench.core.status import is_ok
-from dabench.tracking.redact import redact_pair, redact_text
+from dabench.tracking.redact import redact_override, redact_text
 
 NOTE_TAG = "mlflow.note.content"
 
@@ -29,7 +25,6 @@ def summary_line(result: RunResult, name: str) -> str:
     kind = "PREDICTED" if result.mode == "predict" else result.mode
     rate = f"{m['throughput.samples_per_s']:,.1f} samples/s"
     if "throughput.samples_per_s.lo" in m and "throughput.samples_per_s.hi" in m:
-        # a prediction's band, or a measurement's own range (its fastest and slowest timed step)
         band = f"[{_sig3(m['throughput.samples_per_s.lo'])}-{_sig3(m['throughput.samples_per_s.hi'])}]"
         rate += f" {band} PREDICTED" if result.mode == "predict" else f" {band} measured"
     parts = [
@@ -38,7 +33,7 @@ def summary_line(result: RunResult, name: str) -> str:
         f"{m['throughput.tokens_per_s']:,.0f} tokens/s",
         f"step {m['step_time.median_s'] * 1e3:,.2f} ms",
     ]
-    if "tier1.compute_efficiency" in m:  # absent when the CPU could not be calibrated (busy machine)
+    if "tier1.compute_efficiency" in m:
         parts.append(f"compute eff {m['tier1.compute_efficiency']:.1%}")
     if "tier1.allocation_ratio" in m:
         parts.append(f"alloc {m['tier1.allocation_ratio']:.1%}")
@@ -64,14 +59,9 @@ def _sig3(value: float) -> str:
     return f"{rounded:,.0f}" if abs(rounded) >= 100 else f"{rounded:.3g}"
 
 
-def _override(text: str) -> str:
-    key, sep, value = text.partition("=")
-    return shlex.quote(key + sep + redact_pair(key, value)) if sep else shlex.quote(redact_text(text))
-
-
 def reproduce_command(overrides: Sequence[str], module: str = "dabench", multirun: bool = False) -> str:
     """``<sys.executable> -m <module> <overrides> [-m]``, shell-quoted, credentials masked."""
-    words = [shlex.quote(sys.executable), "-m", module, *(_override(str(o)) for o in overrides)]
+    words = [shlex.quote(sys.executable), "-m", module, *(shlex.quote(redact_override(str(o))) for o in overrides)]
     return " ".join(words + (["-m"] if multirun else []))
 
 
@@ -91,7 +81,6 @@ def run_note(summary: str, command: str) -> str:
 
 
 def requested_mode(hardware_mode: str | None) -> str:
-    """A sweep parent's ``dabench.mode`` before its runs end (then it becomes its runs' mode, or
-    ``mixed``): ``predict`` or ``measure`` as requested, ``auto`` while undecided."""
+    """A sweep parent's ``dabench.mode`` before its runs end: ``predict``, ``measure`` or ``auto``."""
     mode = str(hardware_mode or "auto")
     return {"predict": "predict", "measure": "measure", "validate": "measure"}.get(mode, "auto")

@@ -1,12 +1,8 @@
 """One run lifecycle: open the MLflow run when the work starts, close it on every exit path.
 
-:func:`recorded_run` (a context manager), :func:`open_run` / :meth:`RecordedRun.close` (start and
-end in different calls) and :class:`BatchRecorder` (many in-process runs written in batches) give
-every run its real start and end times and an MLflow state from its status: ``ok`` -> FINISHED,
-an exception -> FAILED ``crashed`` (re-raised), an interrupt -> KILLED ``interrupted`` (re-raised).
-mlflow is imported only when a run is opened.
-
-Derivation: docs/architecture.md, "Run lifecycle"; docs/reliability.md, section 2.
+Every run gets its real start and end times and an MLflow state from its status: ``ok`` ->
+FINISHED, an exception -> FAILED ``crashed``, an interrupt -> KILLED ``interrupted`` (both
+re-raised). Contract: docs/architecture.md, "Run lifecycle"; docs/reliability.md, section 2.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status, mlflow_state, parse
@@ -27,20 +23,18 @@ from dabench.tracking import outbox
 from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.reaper import owner_tags, reap_once
 from dabench.tracking.store import client_and_experiment, tracking_uri
-from dabench.tracking.writes import MAX_TAG_CHARS, REASON_TAG, STATUS_TAG, now_ms, write_batch
+from dabench.tracking.writes import MAX_TAG_CHARS, now_ms, status_tags, write_batch
 
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "DABENCH_PARENT_RUN_ID"
 #: runs this process could not close (run id -> the error): a command ends non-zero naming them
 UNCLOSED: dict[str, str] = {}
-PARENT_KINDS = ("multirun", "grid", "study", "advise")  #: what a parent run groups (``dabench.parent_kind``)
 
 
 @lru_cache(maxsize=None)
 def git_commit(path: Path) -> str:
-    """HEAD of the repository at ``path``, once per process (the code that runs is the code
-    imported at start; a multirun's jobs paid a git subprocess each)."""
+    """HEAD of the repository at ``path``, once per process."""
     import subprocess
 
     try:
@@ -61,23 +55,19 @@ def package_version(name: str) -> str:
 
 
 def standard_tags(parent_id: str | None) -> dict[str, str]:
-    """Tags every dabench run carries: torch version, git commit, and the parent when any."""
-
+    """Tags every dabench run carries: torch version, git commit, owner, and the parent when any."""
     tags = {
         "dabench.torch_version": package_version("torch"),
         "dabench.git_commit": git_commit(launch_dir()),
         **owner_tags(),
-    }  # host, pid, process start: a run whose process is gone is reaped
+    }
     if parent_id:
         tags["mlflow.parentRunId"] = parent_id
     return tags
 
 
 def parent_tags(kind: str, note: str, mode: str | None = None) -> dict[str, str]:
-    """The tags of every parent run: ``dabench.parent=true``, its ``dabench.parent_kind`` (one of
-    :data:`PARENT_KINDS`), the git commit, the MLflow note and, when given, ``dabench.mode``."""
-    if kind not in PARENT_KINDS:
-        raise ValueError(f"parent kind {kind!r}: one of {', '.join(PARENT_KINDS)}")
+    """A parent run's tags: ``dabench.parent``, ``dabench.parent_kind``, git commit, note, mode."""
     tags = {
         "dabench.parent": "true",
         "dabench.parent_kind": kind,
@@ -91,8 +81,7 @@ def parent_tags(kind: str, note: str, mode: str | None = None) -> dict[str, str]
 
 @dataclass
 class RecordedRun:
-    """An open MLflow run. Set :attr:`status` (and :attr:`reason`) before the run is closed; log
-    with :meth:`log` and :meth:`log_artifacts`."""
+    """An open MLflow run; its record goes to the outbox once the remote store cannot be reached."""
 
     client: Any
     run_id: str
@@ -112,60 +101,53 @@ class RecordedRun:
     run_name: str = ""
 
     def go_offline(self, error: BaseException) -> bool:
-        """Keep this run's record in the outbox from now on, when ``error`` says a remote store
+        """Keep this run's record in the outbox from now on when ``error`` says a remote store
         cannot be reached; False otherwise (the caller re-raises)."""
-
         if self.offline is not None:
             return True
         if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
             return False
-        self.offline = outbox.Journal.new(
-            uri=self.uri,
-            experiment=self.experiment,
-            run_name=self.run_name,
-            start_ms=self.start_ms,
-            tags={},
-            parent=None,
-            server_run_id=self.run_id,
-        )
+        where = {"uri": self.uri, "experiment": self.experiment, "run_name": self.run_name}
+        self.offline = outbox.Journal.new(**where, start_ms=self.start_ms, server_run_id=self.run_id)
         outbox.announce(self.uri, self.offline)
         return True
 
-    def log(
-        self,
-        params: Mapping[str, Any] | None = None,
-        metrics: Mapping[str, float] | None = None,
-        tags: Mapping[str, Any] | None = None,
-    ) -> None:
+    def _online(self, write: Callable[[], None]) -> bool:
+        """``write()`` into the store; False when the record goes to the outbox instead."""
         if self.offline is None:
             try:
-                faults.check("tracking_log")
-                write_batch(self.client, self.run_id, params, metrics, tags)
-                return
+                write()
+                return True
             except Exception as error:
                 if not self.go_offline(error):
                     raise
-        self.offline.log(params, metrics, tags)
+        return False
+
+    def log(self, params: Mapping | None = None, metrics: Mapping | None = None, tags: Mapping | None = None) -> None:
+        def write() -> None:
+            faults.check("tracking_log")
+            write_batch(self.client, self.run_id, params, metrics, tags)
+
+        if not self._online(write):
+            self.offline.log(params, metrics, tags)
 
     def log_artifacts(self, folder: Path | None, artifact_path: str | None = None) -> None:
         if folder is None or not Path(folder).exists():
             return
-        if self.offline is None:
-            try:
-                faults.check("log_artifacts", folder)
-                self.client.log_artifacts(self.run_id, str(folder), artifact_path=artifact_path)
-                return
-            except Exception as error:
-                if not self.go_offline(error):
-                    raise
-        self.offline.add_artifacts(Path(folder), artifact_path)
+
+        def write() -> None:
+            faults.check("log_artifacts", folder)
+            self.client.log_artifacts(self.run_id, str(folder), artifact_path=artifact_path)
+
+        if not self._online(write):
+            self.offline.add_artifacts(Path(folder), artifact_path)
 
     def set_status(self, status: Status | str, reason: str = "") -> None:
         self.status, self.reason = parse(status), reason
 
     def close(self, status: Status | str | None = None, reason: str | None = None) -> None:
-        """End the run now: state ``mlflow_state(status)``; the status tags are written when the
-        run carries them. Closing twice does nothing."""
+        """End the run now in ``mlflow_state(status)``, with the status tags when the run carries
+        them. Closing twice does nothing."""
         if self.closed:
             return
         faults.check("tracking_close")
@@ -173,22 +155,16 @@ class RecordedRun:
             self.status = parse(status)
         if reason is not None:
             self.reason = reason
-        status = self.status or Status.OK
+        status, tagged = self.status or Status.OK, self.status_tags and self.status is not None
         self.end_ms = now_ms()
-        if self.offline is None:
-            try:
-                if self.status_tags and self.status is not None:
-                    tags = {STATUS_TAG: status.value}
-                    if self.reason:
-                        tags[REASON_TAG] = self.reason
-                    write_batch(self.client, self.run_id, tags=tags)
-                self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=self.end_ms)
-                self.closed = True
-                return
-            except Exception as error:
-                if not self.go_offline(error):
-                    raise
-        self.offline.close(status, self.reason, self.end_ms, self.status_tags and self.status is not None)
+
+        def write() -> None:
+            if tagged:
+                write_batch(self.client, self.run_id, tags=status_tags(status.value, self.reason))
+            self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=self.end_ms)
+
+        if not self._online(write):
+            self.offline.close(status, self.reason, self.end_ms, tagged)
         self.closed = True
 
 
@@ -199,20 +175,16 @@ def open_run(
     run_name: str,
     tags: Mapping[str, Any] | None = None,
     parent_id: str | None = None,
-    start_ms: int | None = None,
     standard: bool = True,
 ) -> RecordedRun:
-    """Create the run now (start time = now unless ``start_ms``), a child of ``parent_id`` or of
+    """Create the run now, a child of ``parent_id`` or of
     ``$DABENCH_PARENT_RUN_ID``, with :func:`standard_tags` (when ``standard``) and ``tags``."""
-
     resolved = tracking_uri(uri)
     parent = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
-    all_tags = {
-        **(standard_tags(parent) if standard else ({"mlflow.parentRunId": parent} if parent else {})),
-        **owner_tags(),
-        **(tags or {}),
-    }
-    start = start_ms if start_ms is not None else now_ms()
+    all_tags = {**(standard_tags(parent) if standard else owner_tags()), **(tags or {})}
+    if parent and not standard:
+        all_tags["mlflow.parentRunId"] = parent
+    start = now_ms()
     where = {"uri": resolved, "experiment": experiment, "run_name": run_name}
     if not (parent or "").startswith(outbox.PREFIX):  # a child of an outbox parent waits with it
         try:
@@ -248,9 +220,8 @@ def open_parent(
     mode: str | None = None,
     tags: Mapping[str, Any] | None = None,
 ) -> RecordedRun:
-    """Open a parent run of ``kind`` now (its real start time; :func:`parent_tags`, plus ``tags``),
-    a top-level run whatever ``$DABENCH_PARENT_RUN_ID`` says; its status tags are set only when a
-    caller turns ``status_tags`` on (a parent's outcome is its children's counts)."""
+    """Open a top-level parent run of ``kind`` now, with :func:`parent_tags` and ``tags``; no
+    status tags unless a caller turns ``status_tags`` on (its outcome is its children's counts)."""
     run = open_run(
         experiment=experiment,
         uri=uri,
@@ -297,8 +268,7 @@ def recorded_run(
 
 
 def error_status(error: BaseException) -> Status:
-    """The status an exception ends a run with: a DabenchError's own; a full disk (ENOSPC,
-    EDQUOT, or SQLite's "database or disk is full" wrapped by MLflow) is ``disk_full``; anything
+    """A DabenchError's own status; ``disk_full`` for a full disk (errno or SQLite's message);
     else ``crashed``."""
     import errno
 
@@ -307,15 +277,13 @@ def error_status(error: BaseException) -> Status:
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
         return Status.DISK_FULL
     text = str(error).lower()
-    if "database or disk is full" in text or "no space left on device" in text:  # SQLite's, as MLflow wraps it
+    if "database or disk is full" in text or "no space left on device" in text:
         return Status.DISK_FULL
     return Status.CRASHED
 
 
 def write_error_status(error: BaseException) -> Status:
-    """The status of a run whose record (metrics, params, artifacts) could not be written:
-    ``disk_full`` for ENOSPC/EDQUOT, else ``tracking_error`` (a store that cannot be reached, a
-    read-only or unwritable artifact folder)."""
+    """The status of a run whose record could not be written: ``disk_full`` or ``tracking_error``."""
     status = error_status(error)
     return status if status is Status.DISK_FULL else Status.TRACKING_ERROR
 
@@ -326,8 +294,7 @@ def interrupt_reason(error: BaseException) -> str:
 
 
 def _close_quietly(run: RecordedRun, status: Status, reason: str) -> None:
-    """Close while unwinding: a failure to record must not hide the error being raised. The
-    status tags are written (the body did not get to log its own)."""
+    """Close while unwinding, with the status tags; a failure to record must not hide the error."""
     run.status_tags = True
     try:
         run.close(status, reason)
@@ -336,7 +303,7 @@ def _close_quietly(run: RecordedRun, status: Status, reason: str) -> None:
 
 
 def terminate(client, run_id: str, status: Status | str, end_ms: int | None = None) -> None:
-    """End an already-open run found by id (no tags written): state ``mlflow_state(status)``."""
+    """End an open run found by id in ``mlflow_state(status)`` (no tags written)."""
     client.set_terminated(run_id, status=mlflow_state(status), end_time=end_ms if end_ms is not None else now_ms())
 
 
@@ -358,18 +325,9 @@ class PendingRun:
 
 
 class BatchRecorder:
-    """Record many in-process runs, written in batches; each keeps its real start and end times.
-
-        with BatchRecorder(experiment="grid", uri=None) as batch:
-            for cfg in grid:
-                with batch.run("name") as r:      # start time taken here
-                    r.metrics = ...; r.params = ...; r.set_status("capacity", why)
-                                                    # end time taken at exit; an exception ->
-                                                    # crashed (re-raised), Ctrl-C -> interrupted
-        # leaving the block writes what is left (also on Ctrl-C)
-
-    ``flush_every`` pending runs are written at once; :meth:`add` takes a finished run with
-    explicit times. :attr:`run_ids` lists the ids written, in order."""
+    """Many in-process runs written ``flush_every`` at a time, each with its real start and end
+    times (``with batch.run(name) as r:``, or :meth:`add` with explicit times); leaving the block
+    writes the rest. :attr:`run_ids`: the ids written, in order."""
 
     def __init__(
         self,
@@ -377,12 +335,10 @@ class BatchRecorder:
         experiment: str,
         uri: str | None = None,
         parent_id: str | None = None,
-        tags: Mapping[str, Any] | None = None,
         flush_every: int = 100,
     ):
         self.experiment, self.uri, self.flush_every = experiment, uri, flush_every
         self.parent_id = parent_id if parent_id is not None else os.environ.get(PARENT_ENV)
-        self.common_tags = dict(tags or {})
         self.pending: list[PendingRun] = []
         self.run_ids: list[str] = []
         self._client = None
@@ -408,9 +364,7 @@ class BatchRecorder:
             raise
         finally:
             pending.end_ms = now_ms()
-            self.pending.append(pending)
-            if len(self.pending) >= self.flush_every:
-                self.flush()
+            self.add(pending)
 
     def add(self, pending: PendingRun) -> None:
         """A finished run with its own ``start_ms`` and ``end_ms``."""
@@ -419,11 +373,9 @@ class BatchRecorder:
             self.flush()
 
     def flush(self) -> list[str]:
-        """Write every pending run: create it at its start time, log params/metrics/tags (status
-        tags included), end it at its end time in ``mlflow_state(status)``."""
+        """Write every pending run: created at its start time, logged, ended at its end time."""
         if not self.pending:
             return []
-
         resolved = tracking_uri(self.uri)
         offline = (self.parent_id or "").startswith(outbox.PREFIX)
         if self._client is None and not offline:
@@ -439,9 +391,7 @@ class BatchRecorder:
         written: list[str] = []
         pending, self.pending = self.pending, []
         for p in pending:
-            tags = {**self._standard, **self.common_tags, **p.tags, STATUS_TAG: p.status.value}
-            if p.reason:
-                tags[REASON_TAG] = p.reason
+            tags = {**self._standard, **p.tags, **status_tags(p.status.value, p.reason)}
             end = p.end_ms if p.end_ms is not None else now_ms()
             created = None
             if not offline:
@@ -458,15 +408,8 @@ class BatchRecorder:
                     if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                         raise
                     offline = True
-            journal = outbox.Journal.new(
-                uri=resolved,
-                experiment=self.experiment,
-                run_name=p.run_name,
-                start_ms=p.start_ms,
-                tags={},
-                parent=self.parent_id,
-                server_run_id=created,
-            )
+            where = {"uri": resolved, "experiment": self.experiment, "run_name": p.run_name, "start_ms": p.start_ms}
+            journal = outbox.Journal.new(**where, parent=self.parent_id, server_run_id=created)
             journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
             journal.close(p.status, "", end, status_tags=False)
             outbox.announce(resolved, journal)

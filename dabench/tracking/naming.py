@@ -1,10 +1,8 @@
-"""What a dabench run is called and tagged in MLflow (the Hydra task and dabench.api share it), and
-the tracking store's limits on names, keys and values.
+"""What a dabench run is called and tagged in MLflow, and the store's limits on names and values.
 
-:func:`check_names` refuses, before any work, a name, key or value the user chose that the store
-would refuse (one :class:`~dabench.core.status.ConfigError`: field, value shortened, what is
-valid); :func:`fit_name` and :func:`fit_value` shorten what dabench generated, and
-:func:`truncation_note` says so in a tag. Limits: docs/reliability.md, "Sinks and the fault matrix".
+A name, key or value the user chose that the store would refuse is refused before any work
+(:func:`check_names`); what dabench generated is shortened and named in ``dabench.truncated``.
+Limits: docs/reliability.md, "Sinks and the fault matrix".
 """
 
 from __future__ import annotations
@@ -101,10 +99,8 @@ def check_params(params: Mapping[str, Any]) -> ConfigError | None:
 
 
 def check_names(container: Mapping[str, Any]) -> ConfigError | None:
-    """The first name, key or value of ``container`` (a composed config) that the user chose and
-    the tracking store would refuse, as a ConfigError; None when all fit. Nothing when tracking
-    is off."""
-
+    """The first user-chosen name, key or value of a composed config the store would refuse, as a
+    ConfigError; None when all fit or tracking is off."""
     tracking = container.get("tracking") or {}
     if not tracking.get("enabled", True):
         return None
@@ -118,9 +114,7 @@ def check_names(container: Mapping[str, Any]) -> ConfigError | None:
 
 def fit_name(name: str, limit: int = MAX_RUN_NAME_CHARS) -> tuple[str, str | None]:
     """A generated name cut to ``limit`` characters: (name, note or None when it fitted)."""
-    if len(name) <= limit:
-        return name, None
-    return name[: limit - 3] + "...", f"run name ({len(name)} chars -> {limit})"
+    return fit_value("run name", name, limit)
 
 
 def fit_value(key: str, value: str, limit: int) -> tuple[str, str | None]:
@@ -161,9 +155,8 @@ def run_name(container: dict[str, Any]) -> str:
 
 
 def host_key(arch: str, hardware_name: str) -> str:
-    """Which machine of a platform measured a run (``dabench.host_key``; docs/fitting.md): the device
-    its platform record names (the CPU model for cpu, this process's GPU 0 for cuda), else the
-    hardware config's name (the vendor system). Runs of one platform with different keys are fitted apart."""
+    """Which machine of a platform measured a run (``dabench.host_key``; docs/fitting.md): the
+    platform's device name, else the hardware config's name."""
     return f"{arch}:{device_name(arch) or hardware_name}"
 
 
@@ -176,12 +169,11 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
         "dabench.model": str((container.get("model") or {}).get("name")),
     }
     if result is not None:
-        # validate runs carry measured numbers in the main names and predictions under predict.*
         tags["dabench.mode"] = "predict" if result.mode == "predict" else "measure"
         tags["dabench.status"] = result.status.value
         if result.mode == "validate":
             tags["dabench.validate"] = "true"
-        if result.mode != "predict":  # measured: which machine (fit --from-mlflow keeps machines apart)
+        if result.mode != "predict":
             tags["dabench.host_key"] = host_key(str(hardware.get("arch")), str(hardware.get("name")))
         if result.reason:
             tags["dabench.reason"] = result.reason

@@ -1,25 +1,14 @@
-"""The outbox: a run's full record kept on local disk while the tracking server cannot be reached,
-replayed into the store exactly once by ``dabench sync`` (and at the next start once the server
-answers). Guarantees and their tests: docs/reliability.md, "Tracking outages".
+"""The outbox: a run's full record kept on local disk while a remote tracking store cannot be
+reached, replayed into it exactly once by ``dabench sync`` (and at the next start once it answers).
 
-One journal per run, ``<outbox>/<id>.json`` (written atomically at every change): the run's
-experiment, name, start and end times, tags, parent, params, metrics, artifact copies, status and
-reason, the server's run id once it has one, and which parts the server has acknowledged. The
-folder is ``$DABENCH_OUTBOX`` or ``<launch dir>/mlruns-outbox``. Only remote stores (http(s),
-PostgreSQL, MySQL) use it: a local SQLite store has no outage to wait out.
-
-A journal that cannot be read is kept where it is and named in one line by every command that
-reads the outbox (:func:`scan`); it is never replayed nor skipped in silence. One replay at a
-time per outbox (an exclusive lock on ``<outbox>/sync.lock``), so two ``dabench sync`` at once
-replay each run once. Runs that wait count in their sweep's results table and parent counts
-(:func:`waiting_runs`).
+One journal per run, ``<outbox>/<id>.json``, written atomically at every change; a damaged one is
+kept and named, never replayed; one replay per outbox at a time (``<outbox>/sync.lock``).
+Guarantees and their tests: docs/reliability.md, "Tracking outages".
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,26 +21,17 @@ from dabench.runtime.readers import DamagedFile, read_journal
 from dabench.runtime.sinks import copy_tree, make_dir, move, open_stream, write_json
 from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri
-from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment
-from dabench.tracking.writes import log_child_counts, now_ms, write_batch
+from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment, flock_wait
+from dabench.tracking.writes import log_child_counts, now_ms, status_tags, write_batch
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
 PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
 ID_TAG = "dabench.outbox_id"  #: set on every replayed run: a second sync finds it and adds nothing
 REMOTE_SCHEMES = ("http", "https", "postgresql", "postgres", "mysql")
 _UNREACHABLE = (
-    "connection refused",
-    "max retries exceeded",
-    "failed to establish",
-    "could not connect",
-    "connection aborted",
-    "remotedisconnected",
-    "connection reset",
-    "timed out",
-    "name or service not known",
-    "server closed the connection",
-    "connection to server",
-    "temporary failure in name resolution",
+    ("connection refused", "max retries exceeded", "failed to establish", "could not connect", "connection aborted")
+    + ("remotedisconnected", "connection reset", "timed out", "name or service not known", "connection to server")
+    + ("server closed the connection", "temporary failure in name resolution")
 )
 
 
@@ -100,12 +80,11 @@ class Journal:
         experiment: str,
         run_name: str,
         start_ms: int,
-        tags: Mapping[str, Any],
-        parent: str | None,
+        tags: Mapping[str, Any] | None = None,
+        parent: str | None = None,
         server_run_id: str | None = None,
         folder: Path | None = None,
     ) -> "Journal":
-
         folder = make_dir("outbox", folder or outbox_dir())
         ident = uuid.uuid4().hex
         journal = cls(
@@ -117,7 +96,7 @@ class Journal:
                 "experiment": experiment,
                 "run_name": redact_text(run_name),
                 "start_ms": start_ms,
-                "tags": {k: redact_pair(k, v) for k, v in tags.items()},
+                "tags": {k: redact_pair(k, v) for k, v in (tags or {}).items()},
                 "parent": parent or None,
                 "server_run_id": server_run_id,
                 "params": {},
@@ -137,12 +116,10 @@ class Journal:
 
     @classmethod
     def load(cls, path: Path) -> "Journal":
-
-        return cls(path, read_journal(path))  # damage: DamagedFile (a ValueError), one line naming it
+        return cls(path, read_journal(path))
 
     def save(self) -> None:
         """The journal, replaced whole (a crash mid-write leaves the previous version)."""
-
         write_json("outbox", self.path, self.data, indent=1, sort_keys=True)
 
     def log(
@@ -151,7 +128,6 @@ class Journal:
         metrics: Mapping[str, float] | None = None,
         tags: Mapping[str, Any] | None = None,
     ) -> None:
-
         self.data["params"].update({k: redact_pair(k, v) for k, v in (params or {}).items()})
         self.data["metrics"].update({k: float(v) for k, v in (metrics or {}).items() if v is not None})
         self.data["logged_tags"].update({k: redact_pair(k, v) for k, v in (tags or {}).items()})
@@ -159,7 +135,6 @@ class Journal:
         self.save()
 
     def add_artifacts(self, folder: Path, artifact_path: str | None = None) -> None:
-
         target = self.path.parent / self.id / f"artifacts{len(self.data['artifacts'])}"
         copy_tree("outbox", folder, target)
         self.data["artifacts"].append({"folder": str(target.relative_to(self.path.parent)), "path": artifact_path})
@@ -187,8 +162,7 @@ _synced_once: set[str] = set()
 
 
 def sync_once(uri: str) -> None:
-    """At a process's first run: replay an earlier outage's journals into ``uri`` (once; not
-    while another process replays this outbox)."""
+    """At a process's first run: replay an earlier outage's journals into ``uri`` (once)."""
     if uri in _synced_once or not is_remote(uri):
         return
     _synced_once.add(uri)
@@ -203,9 +177,7 @@ def sync_once(uri: str) -> None:
 
 
 def scan(folder: Path | None = None) -> tuple[list[Journal], list[str]]:
-    """(the journals waiting in ``folder``, one line per journal that cannot be read: kept where
-    it is, never used). Reads only."""
-
+    """(the journals waiting in ``folder``, one line per journal that cannot be read). Reads only."""
     folder = folder or outbox_dir()
     if not folder.is_dir():
         return [], []
@@ -218,11 +190,6 @@ def scan(folder: Path | None = None) -> tuple[list[Journal], list[str]]:
         except OSError as error:
             damaged.append(f"damaged journal kept, not replayed: {path}: {error.strerror or error}")
     return journals, damaged
-
-
-def pending(folder: Path | None = None) -> list[Journal]:
-    """The readable journals waiting in ``folder`` (:func:`scan` names the others)."""
-    return scan(folder)[0]
 
 
 def describe(journal: Journal) -> str:
@@ -243,12 +210,11 @@ def describe(journal: Journal) -> str:
 
 
 def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
-    """The runs waiting in the outbox whose parent is ``parent_id``, shaped as MLflow runs (info,
-    data) from their journals, as the store will hold them once replayed."""
+    """The outbox's runs whose parent is ``parent_id``, shaped as the MLflow runs they will become."""
     from types import SimpleNamespace
 
     runs = []
-    for journal in pending(folder):
+    for journal in scan(folder)[0]:
         data = journal.data
         if data.get("parent") != parent_id:
             continue
@@ -259,9 +225,7 @@ def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
             "mlflow.parentRunId": parent_id,
         }
         if data.get("closed") and data.get("status_tags", True) and data.get("status"):
-            tags["dabench.status"] = data["status"]
-            if data.get("reason"):
-                tags["dabench.reason"] = data["reason"]
+            tags.update(status_tags(data["status"], data.get("reason") or ""))
         info = SimpleNamespace(
             run_id=journal.run_id,
             experiment_id=data["experiment"],
@@ -302,8 +266,8 @@ class SyncReport:
     already: int = 0
     left: int = 0
     errors: list[str] = field(default_factory=list)
-    other_stores: set[str] = field(default_factory=set)  #: stores of journals left for another sync
-    damaged: list[str] = field(default_factory=list)  #: one line per journal that cannot be read
+    other_stores: set[str] = field(default_factory=set)
+    damaged: list[str] = field(default_factory=list)
 
     def line(self, folder: Path) -> str:
         if self.other_stores:
@@ -321,46 +285,22 @@ class SyncReport:
 LOCK_WAIT_S = 600.0
 
 
-def _locked(folder: Path, wait_s: float):
-    """An open lock file holding ``<folder>/sync.lock`` exclusively, or None when another
-    process still holds it after ``wait_s`` seconds (said once on stderr while it waits)."""
+def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) -> SyncReport | None:
+    """Replay every closed journal (and every journal whose process is gone) kept for the store
+    ``uri``, each exactly once, then move it to ``<outbox>/synced/``; journals of another store
+    are left and named. None when another sync held the outbox's lock for ``wait_s`` seconds."""
     import sys
 
-    make_dir("outbox", folder)
-    handle = open_stream("outbox", folder / "sync.lock", "a+")
-    deadline, told = time.monotonic() + wait_s, False
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return handle
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                handle.close()
-                return None
-            if not told:
-                print(
-                    f"dabench sync: another dabench sync replays {folder}; waiting for it", file=sys.stderr, flush=True
-                )
-                told = True
-            time.sleep(0.05)
-
-
-def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) -> SyncReport | None:
-    """Replay every closed journal (and every journal whose process is gone) that was kept for the
-    store ``uri`` into it, each exactly once; a replayed journal moves to ``<outbox>/synced/``.
-    Journals of another store are left, named in the report (never written to the wrong store);
-    damaged ones are kept and named. Holds the outbox's lock; None when another process held it
-    for ``wait_s`` seconds."""
     folder = folder or outbox_dir()
-    handle = _locked(folder, wait_s)
-    if handle is None:
-        return None
-    with handle:  # closing the file releases the lock, also when the process dies
+    make_dir("outbox", folder)
+    with open_stream("outbox", folder / "sync.lock", "a+") as handle:  # closing it releases the lock
+        told = f"dabench sync: another dabench sync replays {folder}; waiting for it"
+        if not flock_wait(handle, wait_s, lambda: print(told, file=sys.stderr, flush=True)):
+            return None
         return _replay_locked(uri, folder)
 
 
 def _replay_locked(uri: str, folder: Path) -> SyncReport:
-
     report = SyncReport()
     waiting, report.damaged = scan(folder)
     report.left += len(report.damaged)
@@ -385,7 +325,7 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
                     client_and_experiment(uri, data["experiment"]) if data["experiment"] else (_client(uri), "")
                 )
             client, experiment_id = clients[data["experiment"]]
-            already = _replay_one(client, experiment_id, journal, resolved, now_ms, write_batch)
+            already = _replay_one(client, experiment_id, journal, resolved)
         except Exception as error:  # the server went away again: keep the rest for the next sync
             report.left += 1
             report.errors.append(f"{type(error).__name__}: {str(error)[:200]}")
@@ -398,7 +338,6 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
             recount.append((client, data["server_run_id"]))
         report.already += already
         report.synced += not already
-
         done = make_dir("outbox", folder / "synced")
         move("outbox", journal.path, done / journal.path.name)
 
@@ -417,7 +356,7 @@ def _client(uri: str):
     return RetryingClient(MlflowClient(tracking_uri=uri))
 
 
-def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, now_ms, write_batch) -> bool:
+def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict) -> bool:
     """Bring one run's record into the store; True when nothing was left to add."""
     data, acked = journal.data, journal.data["acked"]
     untouched = acked["created"] and acked["logged"] and acked["artifacts"] and acked["closed"]
@@ -430,7 +369,6 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
             parent = data.get("parent")
             if parent:
                 tags["mlflow.parentRunId"] = resolved.get(parent, parent)
-
             name, note = fit_name(data["run_name"])
             tags.update(truncation_note([note]))
             run = client.create_run(experiment_id, start_time=data["start_ms"], run_name=name, tags=tags)
@@ -449,17 +387,9 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict, no
                 reason="the process ended before its run was closed (replayed from the outbox)",
             )
         if data.get("status_tags", True) and data.get("status"):
-            tags["dabench.status"] = data["status"]
-            if data.get("reason"):
-                tags["dabench.reason"] = data["reason"]
-        write_batch(
-            client,
-            run_id,
-            data["params"],
-            data["metrics"],
-            {**tags, ID_TAG: journal.id},
-            timestamp_ms=data.get("end_ms"),
-        )
+            tags.update(status_tags(data["status"], data.get("reason") or ""))
+        tags[ID_TAG] = journal.id
+        write_batch(client, run_id, data["params"], data["metrics"], tags, timestamp_ms=data.get("end_ms"))
         acked["logged"] = True
         journal.save()
     if not acked["artifacts"]:

@@ -1,11 +1,7 @@
 """Runs whose process is gone: found by their owner tags and ended KILLED (status ``killed``).
 
-:func:`owner_tags` marks every run with its host, pid and process key (boot id and start ticks, so
-a reused pid or a reboot is told apart); :func:`reap` ends this host's RUNNING runs whose owner is
-gone (``all_hosts``: every host's, and runs without owner tags); :func:`reap_once` does it once
-per process and store when a run is first opened. Takes a client; mlflow is not imported here.
-
-Derivation: docs/reliability.md, section 2.
+Every run carries its host, pid and process key (boot id and start ticks: a reused pid or a reboot
+is told apart). Derivation: docs/reliability.md, section 2.
 """
 
 from __future__ import annotations
@@ -20,12 +16,13 @@ from typing import Any
 
 from dabench.core.status import Status, mlflow_state
 from dabench.runtime.pids import pid_alive, start_ticks
+from dabench.tracking.store import search_all
+from dabench.tracking.writes import status_tags
 
 log = logging.getLogger(__name__)
 
 HOST_TAG, PID_TAG = "dabench.host", "dabench.pid"
 START_TAG, KEY_TAG = "dabench.process_start", "dabench.process_key"
-STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
 
 _reaped: set[str] = set()
 
@@ -60,9 +57,8 @@ def _start_iso(ticks: int | None) -> str:
 
 @lru_cache(maxsize=4)
 def _owner_tags(pid: int) -> tuple[tuple[str, str], ...]:
-    ticks = start_ticks(pid)
-    key = "unknown" if ticks is None else f"{boot_id()}:{ticks}"
-    return ((HOST_TAG, hostname()), (PID_TAG, str(pid)), (START_TAG, _start_iso(ticks)), (KEY_TAG, key))
+    key = process_key(pid) or "unknown"
+    return ((HOST_TAG, hostname()), (PID_TAG, str(pid)), (START_TAG, _start_iso(start_ticks(pid))), (KEY_TAG, key))
 
 
 def owner_tags() -> dict[str, str]:
@@ -94,22 +90,15 @@ class Reaped:
 def _gone_reason(tags: dict[str, str], all_hosts: bool) -> str | None:
     """Why the run's owner is gone, or None when it may still run (or is not ours to judge)."""
     host, pid = tags.get(HOST_TAG), tags.get(PID_TAG)
-    if host is None or pid is None or not pid.isdigit():
-        return (
-            "no owner recorded (run by an older dabench or another tool); ended on request (--all-hosts)"
-            if all_hosts
-            else None
-        )
     started = tags.get(START_TAG, "unknown")
-    if host != hostname():
-        return (
-            (
-                f"process {pid} on {host} (started {started}) not checked from {hostname()}; ended on request "
-                f"(--all-hosts)"
-            )
-            if all_hosts
-            else None
-        )
+    if host is None or pid is None or not pid.isdigit():
+        why = "no owner recorded (run by an older dabench or another tool)"
+    elif host != hostname():
+        why = f"process {pid} on {host} (started {started}) not checked from {hostname()}"
+    else:
+        why = None
+    if why is not None:
+        return f"{why}; ended on request (--all-hosts)" if all_hosts else None
     if process_alive(int(pid), tags.get(KEY_TAG)):
         return None
     return f"process {pid} on {host} (started {started}) ended without closing the run (killed or lost power)"
@@ -117,25 +106,15 @@ def _gone_reason(tags: dict[str, str], all_hosts: bool) -> str | None:
 
 def running_runs(client: Any, host: str | None) -> list[Any]:
     """RUNNING runs in every experiment of the store, only ``host``'s when given."""
-    experiments = [e.experiment_id for e in client.search_experiments()]
-    if not experiments:
-        return []
     query = "attributes.status = 'RUNNING'"
     if host is not None:
         query += f" and tags.`{HOST_TAG}` = '{host}'"
-    runs, token = [], None
-    while True:
-        page = client.search_runs(experiments, filter_string=query, max_results=1000, page_token=token)
-        runs += list(page)
-        token = getattr(page, "token", None)
-        if not token:
-            return runs
+    return search_all(client, [e.experiment_id for e in client.search_experiments()], query)
 
 
 def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list[Reaped]:
-    """End KILLED (status ``killed``, reason naming the process) every RUNNING run of this host
-    whose process is gone; with ``all_hosts``, also other hosts' runs and runs without owner.
-    Returns what was (with ``dry_run``: would be) ended."""
+    """End KILLED every RUNNING run of this host whose process is gone (``all_hosts``: also other
+    hosts' runs and runs without owner); returns what was (``dry_run``: would be) ended."""
     import time
 
     from mlflow.entities import RunTag
@@ -146,17 +125,15 @@ def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list
         if reason is None:
             continue
         if not dry_run:
-            client.log_batch(
-                run.info.run_id, tags=[RunTag(STATUS_TAG, Status.KILLED.value), RunTag(REASON_TAG, reason)]
-            )
+            tags = status_tags(Status.KILLED.value, reason)
+            client.log_batch(run.info.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
             client.set_terminated(run.info.run_id, status=mlflow_state(Status.KILLED), end_time=int(time.time() * 1000))
         done.append(Reaped(run.info.run_id, run.info.experiment_id, run.info.run_name or "", reason))
     return done
 
 
 def reap_once(client: Any, uri: str) -> list[Reaped]:
-    """:func:`reap` for this host, the first time this process opens a run in the store ``uri``
-    (later calls return at once). Never raises: a failed search is a warning."""
+    """:func:`reap` for this host, once per process and store ``uri``; a failure is a warning."""
     if uri in _reaped or os.environ.get("DABENCH_NO_REAPER"):
         return []
     _reaped.add(uri)

@@ -1,21 +1,9 @@
 """Keep secrets out of the record: params, tags, config.yaml, result.json and log lines.
 
-- :func:`redact_uri`: ``scheme://user:password@host`` -> ``scheme://user:***@host``; a token in
-  the query (``?password=``, ``token=``, ``access_key=``...) -> ``***``.
-- :func:`redact_text`: the same for every URI inside free text, ``name=value`` where the name
-  says it is a secret (``tracking.tags.api_token=...``), plus the value of any secret
-  environment variable (:func:`secret_env_values`: names containing TOKEN, SECRET, PASSWORD,
-  PASSWD, API_KEY, ACCESS_KEY, CREDENTIAL or AUTH) wherever it appears.
-- :func:`redact_overrides`: Hydra override strings (``key=value``), each as :func:`redact_pair`:
-  command lines, stored overrides and best commands go through it.
-- :func:`redact_mapping`: a nested mapping (a config) with every string value redacted, and the
-  value of any key that names a secret (``password``, ``token``, ...) replaced outright.
-- :func:`redact_client_call`: the arguments of an MLflow client write (run names, tags and
-  descriptions at creation, params, tags, text and dict artifacts), applied by
-  ``dabench.tracking.store.RetryingClient`` to every call: whatever a caller forgot to redact, the
-  store never sees (tests/cli/test_secrets_everywhere.py).
-
-Pure functions of their input (and of ``os.environ`` when ``env`` is not given).
+URI passwords and query tokens, ``name=value`` where the name says secret, and the values of
+secret environment variables become ``***``; every MLflow client write goes through
+:func:`redact_client_call`. Pure functions of their input (and of ``os.environ`` when ``env`` is
+not given). What is masked where: docs/reliability.md, section 10.
 """
 
 from __future__ import annotations
@@ -55,9 +43,8 @@ _ENV_SECRETS: dict[tuple, list[str]] = {}  #: os.environ's raw items -> its secr
 
 
 def secret_env_values(env: Mapping[str, str] | None = None) -> list[str]:
-    """Values of environment variables whose names say they are secrets (longest first). For
-    ``os.environ`` the answer is kept until the environment changes (this runs for every param,
-    tag and log line: scanning the environment each time cost ~0.1 ms a value)."""
+    """Values of environment variables whose names say they are secrets (longest first); for
+    ``os.environ``, kept until the environment changes."""
     raw = getattr(os.environ, "_data", None) if env is None else None
     if isinstance(raw, dict):
         key = tuple(raw.items())
@@ -156,8 +143,7 @@ _CLIENT_WRITES: dict[str, dict[str, Any]] = {
 
 
 def redact_client_call(method: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """``(args, kwargs)`` of a call to the MLflow client ``method`` with every secret-bearing
-    argument redacted (:data:`_CLIENT_WRITES`); other methods' arguments unchanged."""
+    """``(args, kwargs)`` of a call to the MLflow client ``method``, secret-bearing arguments redacted."""
     rules = _CLIENT_WRITES.get(getattr(method, "__name__", ""))
     if not rules:
         return args, kwargs
@@ -199,36 +185,26 @@ class RedactingFilter:
 
 
 def install_log_redaction(logger_names: tuple[str, ...] = ("", "dabench")) -> None:
-    """Mask secrets in every log record of this process from now on: at record creation (a
-    record factory, which survives the logging reconfiguration a Hydra launcher does before it
-    logs each job's overrides), and with :class:`RedactingFilter` on every handler of the given
-    loggers. Idempotent."""
+    """Mask secrets in every log record of this process from now on: a record factory (it survives
+    Hydra's logging reconfiguration) and :class:`RedactingFilter` on the loggers' handlers. Idempotent."""
     import logging
 
-    _install_record_factory()
+    current = logging.getLogRecordFactory()
+    if not getattr(current, "dabench_redacting", False):
+
+        def factory(*args: Any, **kwargs: Any) -> Any:
+            return redact_record(current(*args, **kwargs))
+
+        factory.dabench_redacting = True  # type: ignore[attr-defined]
+        logging.setLogRecordFactory(factory)
     for name in logger_names:
         for handler in logging.getLogger(name).handlers:
             if not any(isinstance(f, RedactingFilter) for f in handler.filters):
                 handler.addFilter(RedactingFilter())
 
 
-def _install_record_factory() -> None:
-    import logging
-
-    current = logging.getLogRecordFactory()
-    if getattr(current, "dabench_redacting", False):
-        return
-
-    def factory(*args: Any, **kwargs: Any) -> Any:
-        return redact_record(current(*args, **kwargs))
-
-    factory.dabench_redacting = True  # type: ignore[attr-defined]
-    logging.setLogRecordFactory(factory)
-
-
 def redact_hydra_output(folder) -> None:
-    """Rewrite the YAML files Hydra saved for a job (``.hydra/config.yaml``, ``overrides.yaml``,
-    ``hydra.yaml``) with secrets masked; files without secrets are left untouched."""
+    """Rewrite the YAML files Hydra saved for a job (``.hydra/*.yaml``) with secrets masked."""
     from pathlib import Path
 
     folder = Path(folder)

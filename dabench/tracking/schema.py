@@ -1,12 +1,8 @@
 """A new local SQLite store starts as a copy of an empty, migrated MLflow schema.
 
-MLflow makes a new SQLite store by running every schema migration, seconds of work each time;
-:func:`seed` copies instead a template made once per MLflow and SQLAlchemy version, kept in
-``$DABENCH_CACHE_DIR/mlflow-schema/`` (the ``schema_cache`` sink). The template is MLflow's own
-creation with its one row that names a path (the Default experiment) removed, so MLflow adds that
-row when it first opens the copy, as it does for a store it made. A template that cannot be
-made or kept costs only the time: MLflow then creates the schema itself. Tested against a store
-MLflow made (tests/tracking/test_schema.py); docs/reliability.md, "Sinks and the fault matrix".
+The template is MLflow's own new store without its Default experiment (MLflow adds it when it
+first opens the copy), made once per MLflow and SQLAlchemy version in
+``$DABENCH_CACHE_DIR/mlflow-schema/``; when it cannot be kept, MLflow creates the schema itself.
 """
 
 from __future__ import annotations
@@ -74,9 +70,8 @@ def template() -> Path | None:
 
 
 def seed(db: Path | None) -> bool:
-    """Copy the empty schema to ``db`` when it is a SQLite store that does not exist yet (call it
-    under :func:`dabench.tracking.store.store_lock`); True when copied. A failed copy into the
-    store raises :class:`~dabench.runtime.sinks.SinkError` like any write to the store."""
+    """Copy the empty schema to ``db`` when it is a SQLite store that does not exist yet (under
+    :func:`dabench.tracking.store.store_lock`); True when copied."""
     if db is None or (db.exists() and db.stat().st_size > 0):
         return False
     source = template()

@@ -1,12 +1,8 @@
 """Where runs are recorded: the MLflow tracking URI and artifact root, and safe access to it.
 
-``tracking.uri``, else ``$MLFLOW_TRACKING_URI``, else a SQLite store at
-``<launch dir>/mlruns/mlflow.db`` (absolute: Hydra changes the working directory per job).
-:func:`client_and_experiment` creates the schema under an exclusive ``fcntl`` lock;
-:class:`RetryingClient` retries "database is locked" writes with bounded backoff; every call is
-bounded by ``tracking.timeout_s`` (:func:`apply_client_timeouts`).
-
-Derivation: docs/reliability.md, section 1.
+``tracking.uri``, else ``$MLFLOW_TRACKING_URI``, else ``<launch dir>/mlruns/mlflow.db``. The store
+is created under a ``flock``; writes retry "database is locked"; every call is bounded by
+``tracking.timeout_s``. Derivation: docs/reliability.md, section 1.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import random
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
@@ -36,20 +32,15 @@ _LOCKED_MARKERS = ("database is locked", "database table is locked", "database s
 
 
 def tracking_uri(configured: str | None = None) -> str:
-    """The MLflow tracking URI for this run (see module docstring for the order); a relative local
-    one is taken from the launch folder (:func:`absolute_uri`)."""
-    if configured:
-        return absolute_uri(configured)
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return absolute_uri(os.environ["MLFLOW_TRACKING_URI"])
-
+    """The MLflow tracking URI for this run (see module docstring for the order), made absolute."""
+    if configured or os.environ.get("MLFLOW_TRACKING_URI"):
+        return absolute_uri(configured or os.environ["MLFLOW_TRACKING_URI"])
     store = make_dir("store", launch_dir() / "mlruns")
     return f"sqlite:///{store / 'mlflow.db'}"
 
 
 def absolute_uri(uri: str) -> str:
-    """A local store URI with a relative path (``sqlite:///runs.db``, ``file:mlruns``, ``mlruns``)
-    made absolute against the launch folder, not the Hydra job's working folder; others unchanged."""
+    """A local store URI with a relative path made absolute against the launch folder."""
     if uri.startswith("sqlite:///"):
         rest = uri[len("sqlite:///") :]
         if rest and not rest.startswith(("/", ":memory:", "?")):
@@ -70,6 +61,19 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(path) if path not in ("", ":memory:") else None
 
 
+def search_all(client: Any, experiment_ids: Iterable[str], filter_string: str = "", limit: int | None = None) -> list:
+    """Every run matching ``filter_string`` (at most ``limit``), one ``search_runs`` call per 1,000."""
+    ids, runs, token = list(experiment_ids), [], None
+    while ids:
+        size = 1000 if limit is None else min(1000, limit - len(runs))
+        page = client.search_runs(ids, filter_string=filter_string, max_results=size, page_token=token)
+        runs += list(page)
+        token = getattr(page, "token", None)
+        if not token or (limit is not None and len(runs) >= limit):
+            break
+    return runs
+
+
 def artifact_root(uri: str) -> str | None:
     """An absolute file artifact location for local stores; None lets a tracking server decide."""
     if uri.startswith(("http://", "https://", "databricks")):
@@ -80,42 +84,31 @@ def artifact_root(uri: str) -> str | None:
     return (launch_dir() / "mlruns" / "artifacts").as_uri()
 
 
-# ----------------------------------------------------------------------------- timeouts
-
-
 #: client settings the user chose in the environment before dabench started (never overridden)
-_USER_SET = frozenset(
-    k
-    for k in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR")
-    if k in os.environ
+_HTTP_SETTINGS = (
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
 )
+_USER_SET = frozenset(k for k in _HTTP_SETTINGS if k in os.environ)
 _timeout_s = DEFAULT_TIMEOUT_S
 
 
 def apply_client_timeouts(timeout_s: float | None = None) -> float:
-    """Bound every later call to a tracking server or database by ``timeout_s`` (default: the
-    last value given, initially :data:`DEFAULT_TIMEOUT_S`): the MLflow HTTP client's request
-    timeout with at most 2 retries (environment variables MLflow reads at every request; values
-    the user set before dabench started win), and the driver connect timeout that
-    :func:`with_connect_timeout` adds. Returns the bound in effect."""
+    """Bound every later call to a tracking server or database by ``timeout_s`` (default: the last
+    value given): MLflow's HTTP settings (the user's own win) and :func:`with_connect_timeout`.
+    Returns the bound in effect."""
     global _timeout_s
     if timeout_s:
         _timeout_s = float(timeout_s)
-    settings = {
-        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(max(1, round(_timeout_s)))),
-        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
-        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    }
-    for key, value in settings.items():
+    for key, value in zip(_HTTP_SETTINGS, (str(int(max(1, round(_timeout_s)))), "2", "1"), strict=True):
         if key not in _USER_SET:
             os.environ[key] = value
     return _timeout_s
 
 
 def with_connect_timeout(uri: str, timeout_s: float | None = None) -> str:
-    """A database URI whose driver gives up connecting after ``timeout_s`` (default: the bound
-    of :func:`apply_client_timeouts`): ``connect_timeout`` for PostgreSQL (libpq) and MySQL;
-    other URIs are returned unchanged. An explicit value in the URI wins."""
+    """A PostgreSQL or MySQL URI with ``connect_timeout`` (unless it sets one); others unchanged."""
     scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
     if scheme not in ("postgresql", "postgres", "mysql"):
         return uri
@@ -123,9 +116,6 @@ def with_connect_timeout(uri: str, timeout_s: float | None = None) -> str:
     query = dict(parse_qsl(parts.query))
     query.setdefault("connect_timeout", str(int(max(1, round(timeout_s or _timeout_s)))))
     return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-# ----------------------------------------------------------------------------- locking and retries
 
 
 def is_locked_error(error: BaseException) -> bool:
@@ -141,9 +131,8 @@ def retry_locked(
     backoff: tuple[float, float] = LOCK_BACKOFF_S,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """``call()``, repeated while it fails with "database is locked": at most ``retries`` more
-    times, waiting ``min(backoff[1], backoff[0] * 2**i)`` times a random factor in [0.5, 1.5]
-    before try ``i + 1``. Any other error, or the last locked one, is raised."""
+    """``call()``, retried at most ``retries`` times on "database is locked", with jittered
+    exponential backoff; any other error, or the last locked one, is raised."""
     for attempt in range(retries + 1):
         try:
             return call()
@@ -163,9 +152,8 @@ _ARTIFACT_WRITES = frozenset(("log_artifact", "log_artifacts", "log_text", "log_
 
 
 class RetryingClient:
-    """An ``MlflowClient`` whose method calls are retried on "database is locked"
-    (:func:`retry_locked`) and whose writes are redacted
-    (:func:`dabench.tracking.redact.redact_client_call`); everything else passes through unchanged."""
+    """An ``MlflowClient`` whose calls are retried on "database is locked" and whose writes are
+    redacted (:func:`dabench.tracking.redact.redact_client_call`)."""
 
     def __init__(self, client: Any):
         self._client = client
@@ -182,39 +170,46 @@ class RetryingClient:
         sink = "artifacts" if name in _ARTIFACT_WRITES else "store" if name in _STORE_WRITES else None
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            args, kwargs = redact_client_call(attr, args, kwargs)  # no secret reaches the store
+            args, kwargs = redact_client_call(attr, args, kwargs)
             if sink is not None:
-                fault_point(sink)  # tests: this write meets a full disk, a denied folder, an I/O error
+                fault_point(sink)
             return retry_locked(lambda: attr(*args, **kwargs))
 
         call.__name__ = name
         return call
 
 
+def flock_wait(handle: Any, wait_s: float, on_wait: Callable[[], None] | None = None) -> bool:
+    """Take an exclusive ``flock`` on ``handle`` within ``wait_s`` seconds (``on_wait()`` once if
+    it has to wait); False when another process still holds it then."""
+    deadline, delay = time.monotonic() + wait_s, 0.01
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            if on_wait is not None:
+                on_wait()
+                on_wait = None
+            time.sleep(delay)
+            delay = min(0.2, delay * 2)
+
+
 @contextmanager
 def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on ``<db>.lock`` beside a SQLite store (no-op for other stores).
-    Waits at most ``timeout_s`` (default 120 s: a schema migration takes a few seconds) and then
-    raises TimeoutError naming the lock file."""
+    """Hold an exclusive lock on ``<db>.lock`` beside a SQLite store (no-op for other stores);
+    TimeoutError after ``timeout_s`` (default 120 s)."""
     db = sqlite_path(uri)
     if db is None:
         yield
         return
-
     make_dir("store", db.parent)
     lock_path = db.with_name(db.name + ".lock")
-    deadline = time.monotonic() + (timeout_s or 120.0)
     with open_stream("store", lock_path, "a") as handle:
-        delay = 0.01
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"waited {timeout_s or 120.0:g} s for the store lock {lock_path}") from None
-                time.sleep(delay)
-                delay = min(0.2, delay * 2)
+        if not flock_wait(handle, timeout_s or 120.0):
+            raise TimeoutError(f"waited {timeout_s or 120.0:g} s for the store lock {lock_path}")
         try:
             yield
         finally:
@@ -229,17 +224,15 @@ EXPERIMENT_KIND = "custom_model_development"
 
 def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = None):
     """(client, experiment id): a :class:`RetryingClient` on ``uri`` and the experiment, created
-    with a local artifact root when missing. Opening the store (a new SQLite one is seeded with the
-    empty schema, :mod:`dabench.tracking.schema`; MLflow migrates an old one) and creating the
-    experiment happen under :func:`store_lock`."""
+    when missing; the store is opened (a new one seeded) and the experiment made under :func:`store_lock`."""
     from mlflow.tracking import MlflowClient
 
     apply_client_timeouts(timeout_s)
     uri = with_connect_timeout(uri, timeout_s)
     with store_lock(uri):
-        seed(sqlite_path(uri))  # a new local store: a copy of the empty schema, not MLflow's migrations
+        seed(sqlite_path(uri))
         client = RetryingClient(MlflowClient(tracking_uri=uri))
-        found = client.get_experiment_by_name(experiment)  # opens the store: schema created here
+        found = client.get_experiment_by_name(experiment)
         if found is not None:
             if found.tags.get(EXPERIMENT_KIND_TAG) is None:  # made by an older dabench: the classic view too
                 client.set_experiment_tag(found.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)

@@ -1,7 +1,5 @@
-"""System metrics of a measured run: MLflow's own sampler (CPU, memory, disk, network; GPU when
-present), started when the work starts and stopped when it ends, logged as ``system/*`` metrics
-of the run (the MLflow UI's "System metrics" tab). Predicted runs get none (nothing ran on a
-device). Interval: ``tracking.system_metrics_interval_s`` (seconds; 0 turns it off)."""
+"""System metrics (``system/*``, MLflow's own sampler) of a measured run while its work runs;
+none for predicted runs. Interval: ``tracking.system_metrics_interval_s`` (0 turns it off)."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ log = logging.getLogger(__name__)
 
 
 def is_measured(rc: RunConfig | None) -> bool:
-    """True when ``rc`` will run on a device: mode measure/validate, or auto with the backend
-    available (the same test dabench.pipeline.execute.resolve_mode makes, without its messages)."""
+    """True when ``rc`` will run on a device: mode measure/validate, or auto with the backend available."""
     if rc is None or rc.hardware.mode == "predict":
         return False
     if rc.hardware.mode in ("measure", "validate"):
@@ -30,8 +27,7 @@ def is_measured(rc: RunConfig | None) -> bool:
 
 @contextmanager
 def system_metrics(run, rc: RunConfig | None) -> Iterator[None]:
-    """Sample system metrics onto ``run`` (a :class:`~dabench.tracking.lifecycle.RecordedRun`, or
-    None) while the body runs, when ``rc`` is measured and the interval is positive."""
+    """Sample system metrics onto ``run`` (or nothing: None) while the body runs, for measured runs."""
     interval = float(getattr(rc.tracking, "system_metrics_interval_s", 0) or 0) if rc is not None else 0.0
     monitor = None
     if run is not None and interval > 0 and is_measured(rc):
@@ -49,8 +45,6 @@ def system_metrics(run, rc: RunConfig | None) -> Iterator[None]:
         if monitor is not None:
             try:
                 monitor.finish()
-                # MLflow's loop publishes once per full interval; the samples of the last (or only,
-                # for a run shorter than one interval) partial interval are published here
                 last = monitor.aggregate_metrics()
                 if last:
                     monitor.publish_metrics(last)

@@ -1,19 +1,8 @@
-"""What MLflow's UI shows of dabench's runs, and the links into it (docs/ui.md).
+"""What MLflow's UI shows of dabench's runs, and the links into it.
 
-- The saved view ``dabench`` (:func:`saved_view_tag`, :func:`ensure_saved_view`): the experiment
-  tag ``mlflow.sharedViewState.dabench`` holding the UI's saved-view envelope. Its state selects,
-  orders and sizes :data:`KEY_COLUMNS` (mode, status, samples/s, tokens/s, compute efficiency,
-  allocation, LI, diagnosis, reason, the description line that says ``PREDICTED``).
-- :func:`runs_view_url`: an experiment's runs table in the model-training view with that saved view
-  (``#/experiments/<id>/runs?workflowType=machine_learning&viewStateShareKey=dabench``); the URL
-  parameter wins over the browser's stored GenAI / Model training switch.
-- :func:`run_url`: one run's page in the model-training view; :func:`run_urls` for many runs.
-- :func:`ui_base_url`: ``$DABENCH_UI_URL`` when set; else an ``http(s)`` tracking URI (credentials
-  dropped); else the address ``dabench ui`` serves by default, ``http://127.0.0.1:5000``.
-
-The hash routes, ``workflowType`` and the saved-view envelope are MLflow UI internals, read from
-MLflow 3.17.2's UI bundle and tested there in headless Chromium (tests/cli/test_ui.py); older
-MLflow 3 UIs ignore the parameters they do not know and show their default runs table.
+The saved view ``dabench`` (an experiment tag holding the UI's saved-view envelope) shows
+:data:`KEY_COLUMNS`; links open the model-training view with it. These are MLflow UI internals
+(MLflow 3.17.2's bundle, tested in headless Chromium by tests/cli/test_ui.py); docs/ui.md.
 """
 
 from __future__ import annotations
@@ -51,16 +40,14 @@ _ML_VIEW = "workflowType=machine_learning"
 
 
 def view_state() -> dict[str, Any]:
-    """The saved view's state: MLflow's UI-state keys ``selectedColumns``, ``columnOrder``,
-    ``columnWidths`` (created date, duration and the run name stay; sweeps stay nested)."""
+    """The saved view's state: ``selectedColumns``, ``columnOrder`` and ``columnWidths``."""
     columns = [name for name, _ in KEY_COLUMNS]
     order = [RUN_NAME_COLUMN[0], "runDateAndNestInfo", *columns, "duration"]
     return {"selectedColumns": columns, "columnOrder": order, "columnWidths": dict([RUN_NAME_COLUMN, *KEY_COLUMNS])}
 
 
 def saved_view_tag(now_ms: int | None = None) -> tuple[str, str]:
-    """(tag key, tag value) of the saved view: ``{"name", "createdAt", "updatedAt", "state"}`` with
-    ``state`` the JSON text of :func:`view_state`."""
+    """(tag key, tag value) of the saved view: its envelope with :func:`view_state` as JSON text."""
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     envelope = {"name": VIEW_NAME, "createdAt": now, "updatedAt": now, "state": json.dumps(view_state())}
     return VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(envelope)
@@ -80,16 +67,13 @@ def ensure_saved_view(client: Any, experiment_id: str, tags: Mapping[str, str]) 
 
 
 def ui_base_url(tracking_uri: str | None, port: int = DEFAULT_PORT, environ: Mapping[str, str] = os.environ) -> str:
-    """The MLflow UI's address for runs in ``tracking_uri`` (see module docstring), no trailing /."""
+    """The MLflow UI's address: ``$DABENCH_UI_URL``, else an http(s) tracking URI without
+    credentials, else ``dabench ui``'s default address; no trailing /."""
     if environ.get("DABENCH_UI_URL"):
         return environ["DABENCH_UI_URL"].rstrip("/")
     if tracking_uri and tracking_uri.startswith(("http://", "https://")):
         parts = urlsplit(tracking_uri)
-        netloc = parts.hostname or ""
-        if ":" in netloc:  # IPv6
-            netloc = f"[{netloc}]"
-        if parts.port:
-            netloc += f":{parts.port}"
+        netloc = parts.netloc.rpartition("@")[2]  # credentials dropped
         return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
     return f"http://{DEFAULT_HOST}:{port}"
 
@@ -100,19 +84,15 @@ def runs_view_url(base: str, experiment_id: str) -> str:
 
 
 def run_url(base: str, run_id: str, experiment_id: str | None = None) -> str:
-    """One run's page: in the model-training view when the experiment is known, else MLflow's
-    ``#/runs/<id>`` route (it finds the experiment itself)."""
+    """One run's page: in the model-training view when the experiment is known, else ``#/runs/<id>``."""
     if experiment_id:
         return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?{_ML_VIEW}"
     return f"{base}/#/runs/{run_id}"
 
 
 def run_urls(tracking_uri: str, runs: Iterable[tuple[str, str]], client: Any = None) -> dict[str, str]:
-    """run id -> :func:`run_url` for ``runs`` as (run id, experiment name). The experiments' ids
-    come from one search of the store; when it cannot be read, the links use ``#/runs/<id>``."""
-    base = ui_base_url(tracking_uri)
-    pairs = list(runs)
-    ids: dict[str, str] = {}
+    """run id -> :func:`run_url` for ``runs`` as (run id, experiment name), the experiments' ids
+    from one search of the store (none when it cannot be read)."""
     try:
         db = sqlite_path(tracking_uri)
         if client is None and db is not None and not db.exists():
@@ -124,4 +104,5 @@ def run_urls(tracking_uri: str, runs: Iterable[tuple[str, str]], client: Any = N
         ids = {e.name: e.experiment_id for e in client.search_experiments(max_results=50000)}
     except Exception:  # a link without the experiment still opens the run
         ids = {}
-    return {run_id: run_url(base, run_id, ids.get(str(name))) for run_id, name in pairs}
+    base = ui_base_url(tracking_uri)
+    return {run_id: run_url(base, run_id, ids.get(str(name))) for run_id, name in runs}

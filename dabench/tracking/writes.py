@@ -17,9 +17,9 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _chunks(items: list, size: int):
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def status_tags(status: str, reason: str = "") -> dict[str, str]:
+    """``dabench.status`` and, when there is one, ``dabench.reason``."""
+    return {STATUS_TAG: status, REASON_TAG: reason} if reason else {STATUS_TAG: status}
 
 
 def write_batch(
@@ -30,10 +30,8 @@ def write_batch(
     tags: Mapping[str, Any] | None = None,
     timestamp_ms: int | None = None,
 ) -> None:
-    """Params, metrics and tags in as few calls as MLflow allows (1,000 metrics, 100 params per
-    call); values longer than MLflow's limits are shortened and named in the ``dabench.truncated``
-    tag (a user's own values were refused before the run: tracking/naming.check_names); ``None``
-    metrics are left out."""
+    """Params, metrics and tags in as few calls as MLflow allows; values over MLflow's limits
+    shortened and named in ``dabench.truncated``; ``None`` metrics left out."""
     from mlflow.entities import Metric, Param, RunTag
 
     stamp = timestamp_ms if timestamp_ms is not None else now_ms()
@@ -52,17 +50,15 @@ def write_batch(
     if not (metric_list or param_list or tag_list):
         return
     client.log_batch(run_id, metrics=metric_list[:1000], params=param_list[:100], tags=tag_list)
-    for batch in _chunks(param_list[100:], 100):
-        client.log_batch(run_id, params=batch)
-    for batch in _chunks(metric_list[1000:], 1000):
-        client.log_batch(run_id, metrics=batch)
+    for i in range(100, len(param_list), 100):
+        client.log_batch(run_id, params=param_list[i : i + 100])
+    for i in range(1000, len(metric_list), 1000):
+        client.log_batch(run_id, metrics=metric_list[i : i + 1000])
 
 
 def log_child_counts(client, run_id: str, waiting: Sequence[Any] = ()) -> dict[str, int]:
-    """Count a parent's children by ``dabench.status`` and log ``jobs.total``, ``jobs.<status>``
-    and ``jobs.best_samples_per_s`` (the best ok throughput) on the parent; returns the counts.
-    ``waiting``: its children kept in the outbox, shaped as runs (dabench.tracking.outbox:
-    waiting_runs); each counts in place of the stored run of the same id."""
+    """Log ``jobs.total``, ``jobs.<status>`` and ``jobs.best_samples_per_s`` on a parent; returns the
+    counts. ``waiting``: its children in the outbox, each in place of the stored run of its id."""
     from mlflow.entities import Metric
 
     newer = {run.info.run_id for run in waiting}

@@ -35,7 +35,7 @@ def test_a_journal_keeps_no_secret_and_replays_once(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
     from dabench.core.status import Status
-    from dabench.tracking.outbox import Journal, pending, replay
+    from dabench.tracking.outbox import Journal, replay, scan
 
     monkeypatch.setenv("DABENCH_OUTBOX", str(tmp_path / "outbox"))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"  # the store the run was kept for (a local one, for the test)
@@ -54,7 +54,7 @@ def test_a_journal_keeps_no_secret_and_replays_once(tmp_path, monkeypatch):
     journal.close(Status.OK, "", 1_000_500, status_tags=True)
     assert "CANARY42" not in journal.path.read_text()
     done = run_dabench("sync", "--tracking-uri", uri, "--outbox", str(tmp_path / "outbox"), cwd=tmp_path)
-    assert "1 runs replayed" in done.stdout and " 0 left" in done.stdout and not pending(tmp_path / "outbox")
+    assert "1 runs replayed" in done.stdout and " 0 left" in done.stdout and not scan(tmp_path / "outbox")[0]
     assert replay(uri, tmp_path / "outbox").synced == 0
     client = MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name("dabench").experiment_id])
@@ -131,7 +131,7 @@ def test_a_server_killed_mid_sweep_and_restarted_loses_nothing(tmp_path):
 def test_a_journal_is_replayed_only_into_the_store_it_was_kept_for(tmp_path, monkeypatch):
     """A sync (or the next start) on another store leaves the journal and says for which store."""
     from dabench.core.status import Status
-    from dabench.tracking.outbox import Journal, pending, replay
+    from dabench.tracking.outbox import Journal, replay, scan
 
     outbox = tmp_path / "outbox"
     journal = Journal.new(
@@ -139,7 +139,7 @@ def test_a_journal_is_replayed_only_into_the_store_it_was_kept_for(tmp_path, mon
     )
     journal.close(Status.OK, "", 2, status_tags=True)
     report = replay(f"sqlite:///{tmp_path / 'other.db'}", outbox)
-    assert (report.synced, report.left) == (0, 1) and len(pending(outbox)) == 1
+    assert (report.synced, report.left) == (0, 1) and len(scan(outbox)[0]) == 1
     assert "kept for another store: http://127.0.0.1:1" in report.line(outbox)
     assert not (tmp_path / "other.db").exists()
     secret = Journal.new(
@@ -209,7 +209,7 @@ def test_two_syncs_at_once_replay_each_run_once(tmp_path):
     then waits for it, writing nothing, and finds nothing left to add."""
     from mlflow.tracking import MlflowClient
 
-    from dabench.tracking.outbox import ID_TAG, pending
+    from dabench.tracking.outbox import ID_TAG, scan
 
     outbox, uri = tmp_path / "outbox", f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
@@ -241,7 +241,7 @@ def test_two_syncs_at_once_replay_each_run_once(tmp_path):
     assert "12 runs replayed" in outputs and "0 runs replayed, 0 already in the store, 0 left" in outputs
     runs = client.search_runs([experiment], max_results=100)
     assert sorted(r.data.tags[ID_TAG] for r in runs) == ids, outputs
-    assert not pending(outbox)
+    assert not scan(outbox)[0]
 
 
 def test_a_sweeps_counts_and_results_table_include_the_runs_that_wait(tmp_path, monkeypatch):
