@@ -11,12 +11,15 @@ from typing import Any
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR
 
 
-@lru_cache(maxsize=None)
-def _parsed(path: Path) -> dict[str, Any]:
+def fresh_file(path: Path) -> dict[str, Any]:
+    """``path`` parsed now, not cached (for a file this process may rewrite, e.g. by ``fit --write``)."""
     import yaml  # only where a file is read: the CLI's --help never is
 
-    data = yaml.safe_load(path.read_text()) if path.is_file() else None
+    data = yaml.safe_load(Path(path).read_text()) if Path(path).is_file() else None
     return data if isinstance(data, dict) else {}
+
+
+_parsed = lru_cache(maxsize=None)(fresh_file)
 
 
 def config_file(path: Path) -> dict[str, Any]:

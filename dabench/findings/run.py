@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from dabench.config.paths import CONF_DIR as CONF
+from dabench.config.files import group_file
 from dabench.fit.evaluate import point_config, predict_mapping
 from dabench.fit.points import Point
 
@@ -56,7 +56,5 @@ def throughput(cfg: dict[str, Any]) -> float:
 @lru_cache(maxsize=1)
 def ipu_sweep_placements() -> tuple[str, ...]:
     """The layers-per-IPU placements of the default IPU sweep (conf/default_sweep/ipu_pp.yaml)."""
-    import yaml
-
-    data = yaml.safe_load((CONF / "default_sweep" / "ipu_pp.yaml").read_text())
+    data = group_file("default_sweep", "ipu_pp")
     return tuple(re.findall(r'"([^"]+)"', data["hydra"]["sweeper"]["params"]["parallel.placement"]))

@@ -10,8 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import yaml
-
+from dabench.config.files import fresh_file
 from dabench.config.paths import CONF_DIR
 from dabench.fit.points import load_points
 
@@ -33,7 +32,7 @@ class Provenance:
 
 
 def hardware_yaml(arch: str) -> dict[str, Any]:
-    return yaml.safe_load((CONF_HARDWARE / f"{arch}.yaml").read_text()) or {}
+    return fresh_file(CONF_HARDWARE / f"{arch}.yaml")
 
 
 def constant_paths(spec: dict[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -65,10 +64,7 @@ def _ids(value: Any) -> tuple[str, ...]:
 
 def load_sources(arch: str) -> dict[str, Provenance]:
     """path -> Provenance from conf/hardware/sources/<arch>.yaml ({} when the file is missing)."""
-    path = CONF_HARDWARE / "sources" / f"{arch}.yaml"
-    if not path.exists():
-        return {}
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = fresh_file(CONF_HARDWARE / "sources" / f"{arch}.yaml")
     out = {}
     for key, entry in raw.items():
         entry = entry or {}
