@@ -30,3 +30,10 @@ def test_help_page_is_hydras(tmp_path):
         hydras = _page([sys.executable, "-c", HYDRAS_OWN, *extra, "--help"], tmp_path)
         assert "== Configuration groups ==" in ours and f"hardware: {', '.join(HARDWARE)}" in ours
         assert ours == hydras
+
+
+def test_help_page_lists_every_command(tmp_path):
+    from dabench.cli.main import COMMANDS
+
+    page = _page([sys.executable, "-m", "dabench", "--help"], tmp_path)
+    assert f"Commands (python -m dabench <command> --help): {', '.join(COMMANDS)}" in page
