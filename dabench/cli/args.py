@@ -143,6 +143,7 @@ class Schema:
     passthrough: str = ""
     epilog: str | None = None
     intermixed: bool = False
+    exclusive: tuple[str, ...] = ()  #: flags of which at most one may be given
 
 
 class _Parser(argparse.ArgumentParser):
@@ -230,7 +231,11 @@ def _words(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
 
 def parse(schema: Schema, argv: Sequence[str]) -> argparse.Namespace:
     """The checked values of ``argv`` (``--help`` of an options schema prints the page and exits 0), or ArgError."""
-    return _words(schema, argv) if schema.words else _options(schema, argv)
+    args = _words(schema, argv) if schema.words else _options(schema, argv)
+    given = [flag for flag in schema.exclusive if getattr(args, flag.lstrip("-").replace("-", "_"), None)]
+    if len(given) > 1:
+        raise ArgError(" and ".join(given), None, "they exclude each other: give one")
+    return args
 
 
 def parse_or_exit(schema: Schema, argv: Sequence[str] | None) -> argparse.Namespace:

@@ -38,6 +38,7 @@ ARGS = Schema(
         Arg("--write", "rewrite the stale blocks", "flag"),
         Arg("--check", "write nothing; exit 1 when a block is stale", "flag"),
     ),
+    exclusive=("--write", "--check"),
 )
 
 
@@ -196,7 +197,6 @@ def render(text: str, blocks: list[str], doc: str = "") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_or_exit(ARGS, argv)
-    write = args.write and not args.check
     folder = require_checkout("dabench docs") / "docs"
     stale: list[Path] = []
     for name, generate in GENERATORS.items():
@@ -205,10 +205,10 @@ def main(argv: list[str] | None = None) -> int:
         fresh = render(text, generate(), str(path))
         if fresh != text:
             stale.append(path)
-            if write:
+            if args.write:
                 write_text("source_tree", path, fresh)
     for path in stale:
-        print(f"rewrote: {path}" if write else f"stale: {path} (python -m dabench docs --write)")
+        print(f"rewrote: {path}" if args.write else f"stale: {path} (python -m dabench docs --write)")
     if not stale:
         print("every generated docs block is current")
     return 1 if (args.check and stale) else 0

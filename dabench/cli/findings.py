@@ -17,6 +17,7 @@ ARGS = Schema(
         Arg("--write", "rewrite the table in docs/perfmodel.md", "flag"),
         Arg("--check", "write nothing; exit 1 when docs/perfmodel.md's table is stale", "flag"),
     ),
+    exclusive=("--write", "--check"),
 )
 
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Mapping
 
 from dabench.config.fields import PLACEMENT, Spec, field_, item
 from dabench.core.placement import Placement
+from dabench.core.platforms import names
 from dabench.core.status import ConfigError
 
 
@@ -94,7 +95,7 @@ class HardwareSpec:
     """A target system as data."""
 
     name: str = field_(doc="the target's name (run names, reports)")
-    arch: str = field_(doc="architecture: picks the analytical model and its knobs (cpu, cuda, ipu, rdu, wse2)")
+    arch: str = field_(choices=names(), doc="architecture: picks the analytical model, its knobs and backends")
     mode: str = field_("auto", init_default=False, choices=MODES, doc="auto, measure, predict or validate")
     backend: str = field_(doc="the backend that measures (dabench/backends)")
     peak_flops: Mapping[str, float | None] = field_(

@@ -26,3 +26,9 @@ def test_check_exits_1_on_a_stale_table_and_write_repairs_it(tmp_path, monkeypat
     assert (tmp_path / "docs" / "perfmodel.md").read_text() == stale
     assert findings.main(["--write"]) == 0 and findings.main(["--check"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("findings predicted=")
+
+
+def test_write_and_check_together_are_refused_with_exit_2(run_cli):
+    for command in ("findings", "docs"):
+        done = run_cli(command, "--write", "--check", code=2)
+        assert "--write and --check" in done.stderr and "exclude each other" in done.stderr

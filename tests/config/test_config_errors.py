@@ -141,3 +141,9 @@ def test_an_overlong_key_is_refused_before_hydra_looks_it_up_as_a_file(key):
 
     with pytest.raises(ConfigError, match="a key part of at most 250 characters"):
         check_command_line([f"{key}=v"])
+
+
+def test_an_unknown_arch_is_refused_naming_the_platforms(run_cli):
+    for arch in ("foo", "tpu"):
+        done = run_cli(f"hardware.arch={arch}", "hardware.mode=predict", code=2)
+        assert f"hardware.arch='{arch}'" in done.stderr and "cpu, cuda, wse2, rdu, ipu" in done.stderr
