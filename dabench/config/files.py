@@ -19,6 +19,21 @@ def fresh_file(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def yaml_problem(path: Path) -> str:
+    """Why ``path`` is no YAML mapping ("" when it is one)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, UnicodeDecodeError) as error:
+        return f"cannot be read ({type(error).__name__})"
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        return f"not valid YAML{where} ({getattr(error, 'problem', None) or type(error).__name__})"
+    return "" if data is None or isinstance(data, dict) else "not a YAML mapping"
+
+
 _parsed = lru_cache(maxsize=None)(fresh_file)
 
 

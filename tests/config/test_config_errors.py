@@ -147,3 +147,15 @@ def test_an_unknown_arch_is_refused_naming_the_platforms(run_cli):
     for arch in ("foo", "tpu"):
         done = run_cli(f"hardware.arch={arch}", "hardware.mode=predict", code=2)
         assert f"hardware.arch='{arch}'" in done.stderr and "cpu, cuda, wse2, rdu, ipu" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text,problem",
+    [("a: [1,\n", "not valid YAML at line 2"), ("- a\n- b\n", "not a YAML mapping"), ("`x`\n", "not valid YAML")],
+)
+def test_a_broken_user_sweep_is_one_line_and_exit_2(run_cli, tmp_path, text, problem):
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "sweeps" / "mine.yaml").write_text(text)
+    done = run_cli("+sweeps=mine", "-m", code=2)
+    assert f"sweeps='mine': {tmp_path / 'sweeps' / 'mine.yaml'}: {problem}" in done.stderr
+    assert "Traceback" not in done.stderr
