@@ -156,6 +156,11 @@ def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
     cfg = apply_placement(cfg)
     model = build_model(cfg["model"])
     hardware = HardwareSpec(**check_section(HardwareSpec, cfg["hardware"], "hardware"))
+    backends = platform(hardware.arch).backends
+    if hardware.backend not in backends:
+        raise ConfigError(
+            "hardware.backend", hardware.backend, f"for arch {hardware.arch}: one of {', '.join(backends)}"
+        )
     precision = build_precision(cfg["precision"])
     if precision.name not in hardware.precisions:
         raise ConfigError(

@@ -159,3 +159,9 @@ def test_a_broken_user_sweep_is_one_line_and_exit_2(run_cli, tmp_path, text, pro
     done = run_cli("+sweeps=mine", "-m", code=2)
     assert f"sweeps='mine': {tmp_path / 'sweeps' / 'mine.yaml'}: {problem}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("over", [["hardware.backend=bogus"], ["hardware=rdu", "hardware.backend=poptorch"]])
+def test_a_backend_of_another_platform_is_refused(run_cli, over):
+    done = run_cli(*over, "hardware.mode=predict", code=2)
+    assert "hardware.backend=" in done.stderr and "one of" in done.stderr
