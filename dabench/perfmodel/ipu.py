@@ -32,7 +32,7 @@ AMP_CLASSES = ("matmul", "attention")
 
 @dataclass(frozen=True)
 class IpuKnobs:
-    o: IpuOptions
+    options: IpuOptions  #: the resolved hardware.options
     tiles: int
     peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (:func:`amp_peak`)
     partial_bytes: float  #: bytes of one matmul partial: 2 with fp16 partials, else 4
@@ -42,7 +42,7 @@ class IpuKnobs:
     @property
     def grain(self) -> float:
         """Output elements one tile's AMP unit produces per cycle (MACs per cycle per tile)."""
-        return max(1.0, self.peak / (self.tiles * self.o.clock_hz * 2.0))
+        return max(1.0, self.peak / (self.tiles * self.options.clock_hz * 2.0))
 
 
 def amp_peak(rc: RunConfig, o: IpuOptions) -> float:
@@ -63,7 +63,7 @@ def knobs(rc: RunConfig) -> IpuKnobs:
     o: IpuOptions = knobs_for(hw)
     streaming = next((level for level in hw.memory if level.name == "streaming"), None)
     return IpuKnobs(
-        o=o,
+        options=o,
         tiles=int(hw.units("tiles") or 1472),
         peak=amp_peak(rc, o),
         partial_bytes=2.0 if (rc.precision.compute_dtype in ("fp16", "bf16") and o.half_partials) else 4.0,
@@ -201,9 +201,9 @@ def _plan(
 def _planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
     """:func:`_plan`'s per-tile arguments after the shape."""
     t = k.tiles
-    budget = k.o.available_memory_proportion * k.sram_bytes / t
-    macs = k.peak / (t * k.o.clock_hz * 2.0)
-    o = k.o
+    budget = k.options.available_memory_proportion * k.sram_bytes / t
+    macs = k.peak / (t * k.options.clock_hz * 2.0)
+    o = k.options
     return t, macs, o.amp_efficiency, o.exchange_bandwidth_Bps / t / o.clock_hz, o.loadstore_bytes_per_cycle, budget
 
 
@@ -213,7 +213,8 @@ def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: f
     "Bow IPU")."""
     splits, amp, exchange, reduce, temp = _plan(groups, rows, inner, cols, *_planner_args(k), e, partial)
     used = splits[0] * splits[1] * splits[2] * splits[3]
-    return MatmulPlan(splits, amp / k.o.clock_hz, exchange / k.o.clock_hz, reduce / k.o.clock_hz, temp, used)
+    hz = k.options.clock_hz
+    return MatmulPlan(splits, amp / hz, exchange / hz, reduce / hz, temp, used)
 
 
 def matmul_shapes(op: Op, graph: OpGraph) -> list[tuple[int, int, int, int]]:
@@ -248,23 +249,23 @@ def _amp_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> tuple[float, float, float,
         used = splits[0] * splits[1] * splits[2] * splits[3]
         amp, exchange, reduce = amp + a, exchange + x, reduce + r
         tiles, temp = max(tiles, used), max(temp, tb * used)
-    return amp / k.o.clock_hz, exchange / k.o.clock_hz, reduce / k.o.clock_hz, tiles, temp
+    return amp / k.options.clock_hz, exchange / k.options.clock_hz, reduce / k.options.clock_hz, tiles, temp
 
 
 def op_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> OpCost:
     steps = SUPERSTEPS.get(op.op_class, 1) * (2 if op.phase == "bwd" else 1)
-    sync = steps * k.o.superstep_s if op.phase != "opt" else k.o.superstep_s
+    sync = steps * k.options.superstep_s if op.phase != "opt" else k.options.superstep_s
     if op.op_class in AMP_CLASSES:
         amp, exchange, vector, tiles, temp = _amp_cost(op, graph, k)
         if op.op_class == "attention":
-            vector += score_bytes(op, graph) / (k.tiles * k.o.loadstore_bytes_per_cycle * k.o.clock_hz)
-        copy = op.bytes / 2.0 / k.o.exchange_bandwidth_Bps if op.phase == "bwd" else 0.0
+            vector += score_bytes(op, graph) / (k.tiles * k.options.loadstore_bytes_per_cycle * k.options.clock_hz)
+        copy = op.bytes / 2.0 / k.options.exchange_bandwidth_Bps if op.phase == "bwd" else 0.0
         return OpCost(amp, vector, exchange, copy, sync, tiles, temp)
     tiles = op_tiles(op, graph, k)
-    store_Bps = tiles * k.o.loadstore_bytes_per_cycle * k.o.clock_hz
-    lanes = op.flops / (tiles * k.o.vector_flops_per_cycle * k.o.clock_hz)
+    store_Bps = tiles * k.options.loadstore_bytes_per_cycle * k.options.clock_hz
+    lanes = op.flops / (tiles * k.options.vector_flops_per_cycle * k.options.clock_hz)
     vector = max(lanes, op.bytes / store_Bps)
-    exchange = op.bytes / k.o.exchange_bandwidth_Bps if op.op_class == "embedding" else 0.0
+    exchange = op.bytes / k.options.exchange_bandwidth_Bps if op.op_class == "embedding" else 0.0
     return OpCost(0.0, vector, exchange, 0.0, sync, tiles)
 
 
@@ -291,13 +292,13 @@ def layer_cost(layer: Layer, graph: OpGraph, k: IpuKnobs) -> LayerCost:
         if op.phase == "opt":
             opt += cost.time_s
             continue
-        repeat = 2 if (op.phase == "fwd" and k.o.recompute and layer.kind == "block") else 1
+        repeat = 2 if (op.phase == "fwd" and k.options.recompute and layer.kind == "block") else 1
         tiles = max(tiles, cost.tiles)
         for name in MECHANISMS:
             parts[name] += repeat * getattr(cost, f"{name}_s")
         if op.op_class in AMP_CLASSES:
             # the vocabulary-sized LM head runs in embedding_serialization_factor serial pieces
-            pieces = k.o.embedding_serialization_factor if layer.kind == "head" else 1
+            pieces = k.options.embedding_serialization_factor if layer.kind == "head" else 1
             operands = max(operands, cost.temp_bytes / pieces)
     return LayerCost(sum(parts.values()), parts, opt, tiles, operands)
 
@@ -345,23 +346,23 @@ def memory_per_ipu(
             uses.append(MemoryUse())
             continue
         state = training_state(params, precision, compute_copy=True, grad_bytes=grad_bytes, moment_bytes=moments)
-        if k.o.optimizer_state_offchip:
+        if k.options.optimizer_state_offchip:
             state = MemoryUse(state.weights, state.gradients, 0.0)
-        elif k.o.replicated_tensor_sharding and r > 1:  # each replica keeps 1/r of the moments
+        elif k.options.replicated_tensor_sharding and r > 1:  # each replica keeps 1/r of the moments
             state = MemoryUse(state.weights, state.gradients, state.optimizer / r)
         depth = stash_depth(i, p + 1, rc.run.grad_accum, "interleaved") if p > 1 else 1
-        if k.o.recompute:
+        if k.options.recompute:
             stash = n_blocks * checkpoint * depth
             working = block.saved_bytes if (n_blocks and block) else 0.0
         else:
             stash = n_blocks * (block.saved_bytes if block else 0.0) * depth
             working = 0.0
         if i == 0:  # the serialised head computes (and consumes) its logits in that many vocabulary slices
-            head = graph.layer("head").saved_bytes / k.o.embedding_serialization_factor
+            head = graph.layer("head").saved_bytes / k.options.embedding_serialization_factor
             working = max(working, head + graph.layer("embedding").saved_bytes)
         wanted = max(costs[name].largest_operands for name, _ in held)
-        temporaries = min(k.o.available_memory_proportion * k.sram_bytes, wanted)
-        program = k.o.program_memory_fraction * k.sram_bytes
+        temporaries = min(k.options.available_memory_proportion * k.sram_bytes, wanted)
+        program = k.options.program_memory_fraction * k.sram_bytes
         uses.append(state.plus(activations=stash + working, other=temporaries + program))
     return uses
 
@@ -399,7 +400,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     e = graph.precision.compute_bytes
     message = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
     # IPU-Links join every IPU of a Pod rack, across its machines; GW-Links only join racks
-    link = group_link(rc.hardware.links, k.o.ipu_link_domain, max(p, 1))
+    link = group_link(rc.hardware.links, k.options.ipu_link_domain, max(p, 1))
     transfer = 2.0 * p2p_s(message, link) if (p > 1 and link is not None) else 0.0
     train, busy, opt, tiles = [], [], [], []
     for i, n_blocks in enumerate(layers):
@@ -413,15 +414,16 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
 
     timing = pipeline_time(train, m)
     offchip = 0.0
-    if k.o.optimizer_state_offchip:  # read and write both moments of the IPU's parameters every step
+    if k.options.optimizer_state_offchip:  # read and write both moments of the IPU's parameters every step
         moment_bytes = 6.0 if graph.precision.param_dtype in ("fp16", "bf16") else 8.0
-        shards = r if k.o.replicated_tensor_sharding else 1  # RTS: each replica streams its 1/r slice of the moments
+        # RTS: each replica streams its 1/r slice of the moments
+        shards = r if k.options.replicated_tensor_sharding else 1
         offchip = max(2.0 * n * moment_bytes for n in ipu_params(graph, layers)) / shards / k.streaming_Bps
     update = max(opt) + offchip
     grads = [use.gradients for use in uses]
-    dp_link = group_link(rc.hardware.links, k.o.ipu_link_domain, rc.parallel.n_chips)
+    dp_link = group_link(rc.hardware.links, k.options.ipu_link_domain, rc.parallel.n_chips)
     allreduce = max(ring_allreduce_s(g, r, dp_link) for g in grads) if (r > 1 and dp_link) else 0.0
-    host = k.o.host_call_overhead_s / k.o.device_iterations
+    host = k.options.host_call_overhead_s / k.options.device_iterations
     step = timing.step_s + update + allreduce + host
 
     comm: list[CommEvent] = []
@@ -458,7 +460,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     extra.update({f"ipu.share.{part}": share for part, share in shares.items()})
     units = {"tiles": UnitUse(float(sum(tiles) * r), float(k.tiles * p * r))}
     memory = {"sram": max(use.total for use in uses)}
-    if k.o.optimizer_state_offchip:
+    if k.options.optimizer_state_offchip:
         memory["streaming"] = offchip * k.streaming_Bps / 2.0
     return make_profile(
         rc,

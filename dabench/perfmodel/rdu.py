@@ -36,7 +36,7 @@ def knobs(rc: RunConfig) -> RduKnobs:
         raise ConfigError("hardware.options.tiles", o.tiles, f"must be at most the chip's {chip_tiles} tiles")
     share = o.tiles / chip_tiles * o.resources_scaling
     return RduKnobs(
-        o=o,
+        options=o,
         pcus=max(1, int(chip_pcus * share)),
         pmus=max(1, int(chip_pmus * share)),
         chip_pcus=chip_pcus,
@@ -71,9 +71,9 @@ def _work(op: Op, k: RduKnobs) -> float:
     its accumulation are (docs/perfmodel.md, SN30 RDU, Precision)."""
     flops, cls = op.flops, op.op_class
     if cls == "loss":
-        return 2 * flops if k.o.fp32_logits else flops
+        return 2 * flops if k.options.fp32_logits else flops
     if cls == "elementwise" and op.name.startswith("residual"):
-        return 2 * flops if k.o.fp32_skip_add else flops
+        return 2 * flops if k.options.fp32_skip_add else flops
     if cls not in ("matmul", "attention"):
         return flops
     tile = 2 * flops if k.tile32 else flops
@@ -95,8 +95,8 @@ def _stages_of(
     fp32 = compute_bytes == 4
     scale = 2 if fp32 else 1  # 16-bit operations per FLOP; the AdamW update runs on fp32 masters:
     opt_scale = 2 if fp32 or w == 4 else 1
-    knobbed = not fp32 and (k.o.fp32_logits or k.o.fp32_skip_add or k.tile32 or k.wgrad32)
-    pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.o.pcu_lanes, k.pcus, k.o.stage_buffer_pmus
+    knobbed = not fp32 and (k.options.fp32_logits or k.options.fp32_skip_add or k.tile32 or k.wgrad32)
+    pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.options.pcu_lanes, k.pcus, k.options.stage_buffer_pmus
     opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
     ceil = math.ceil
     out = []
@@ -191,9 +191,9 @@ def sections(graph: OpGraph, k: RduKnobs, t: int) -> dict[str, list[Section]]:
     out: dict[str, list[Section]] = {}
     for phase in ("fwd", "bwd", "opt"):
         seq = _sequence(graph, stages, phase)
-        if k.o.compile_mode == "o0":
+        if k.options.compile_mode == "o0":
             out[phase] = [Section((s,), False, count) for layer, count in seq for s in layer]
-        elif k.o.compile_mode == "o1":
+        elif k.options.compile_mode == "o1":
             out[phase] = [sec for layer, count in seq for sec in _pack(layer, k, count)]
         else:
             flat = [s for layer, count in seq for _ in range(count) for s in layer]
@@ -297,7 +297,7 @@ class SectionTime:
 def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     """The section's time: its samples pipeline through the stages (fill and drain)."""
     pcus = allocate(section, k)
-    rate = k.pcu_flops * k.o.pcu_efficiency
+    rate = k.pcu_flops * k.options.pcu_efficiency
     stages = section.stages
     if len(stages) == 1:  # the general case below for one stage (o0's every section): the same arithmetic
         stage, p = stages[0], pcus[0]
@@ -307,7 +307,7 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
         compute = longest * samples / samples
         ddr = (stage.ddr_fused if section.fused else stage.ddr_alone) * passes / k.ddr_Bps
         return SectionTime(
-            max(compute, ddr) + k.o.section_switch_s,
+            max(compute, ddr) + k.options.section_switch_s,
             compute,
             ddr,
             p,
@@ -334,7 +334,8 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     ddr = ddr_bytes * passes / k.ddr_Bps
     pmus = min(k.pmus, used_pmus)
     li = sum(times) / len(times) / longest if longest else 1.0
-    return SectionTime(max(compute, ddr) + k.o.section_switch_s, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
+    step = max(compute, ddr) + k.options.section_switch_s
+    return SectionTime(step, compute, ddr, sum(pcus), pmus, times, tuple(pcus), li)
 
 
 def _step(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int, data_copies: int):
@@ -452,5 +453,5 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         comm=comm,
         single_chip_samples_per_s=single,
         extra=extra,
-        tags={"compile_mode": k.o.compile_mode},
+        tags={"compile_mode": k.options.compile_mode},
     )

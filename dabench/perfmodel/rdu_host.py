@@ -21,7 +21,8 @@ def sequence_logits(rc: RunConfig) -> float:
 def host_time(rc: RunConfig, k: RduKnobs) -> float:
     """Host time per step (docs/perfmodel.md, "SN30 RDU", Step)."""
     tokens = rc.run.batch_size * rc.run.grad_accum * rc.model.seq_len
-    return k.o.host_overhead_s + k.o.host_logit_s * sequence_logits(rc) + tokens * 8 / k.o.host_link_Bps
+    o = k.options
+    return o.host_overhead_s + o.host_logit_s * sequence_logits(rc) + tokens * 8 / o.host_link_Bps
 
 
 def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:
@@ -31,9 +32,9 @@ def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs
     link = group_link(hw.links, hw.chips_per_node, span)
     if ranks <= 1 or link is None:
         return 0.0
-    if span <= hw.chips_per_node or k.o.reduce_on_rdu:
+    if span <= hw.chips_per_node or k.options.reduce_on_rdu:
         return ring_allreduce_s(nbytes, ranks, link)
-    return ring_allreduce_s(nbytes, ranks, staged_link(link, k.o.host_link_Bps)) + k.o.machine_collective_s
+    return ring_allreduce_s(nbytes, ranks, staged_link(link, k.options.host_link_Bps)) + k.options.machine_collective_s
 
 
 def tp_exchange_s(nbytes: float, t: int, rc: RunConfig, k: RduKnobs) -> float:
@@ -50,6 +51,7 @@ def tp_exchange_s(nbytes: float, t: int, rc: RunConfig, k: RduKnobs) -> float:
         seconds = 2 * local * p2p_s(nbytes, intra)
     inter = group_link(hw.links, hw.chips_per_node, t)
     if remote and inter is not None:
-        staged = 2 * remote * p2p_s(nbytes, staged_link(inter, k.o.host_link_Bps)) + 2 * k.o.machine_collective_s
+        hop = staged_link(inter, k.options.host_link_Bps)
+        staged = 2 * remote * p2p_s(nbytes, hop) + 2 * k.options.machine_collective_s
         seconds = max(seconds, staged)  # the fabric and the host path run side by side
     return seconds

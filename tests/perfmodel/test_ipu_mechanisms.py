@@ -18,7 +18,7 @@ MECHANISMS = ("amp", "vector", "exchange", "copy", "sync", "link")
 
 def _with(k, **options):
     """The knobs ``k`` with ``options`` changed."""
-    return dataclasses.replace(k, o=dataclasses.replace(k.o, **options))
+    return dataclasses.replace(k, options=dataclasses.replace(k.options, **options))
 
 
 def graph_and_knobs(rc):
@@ -78,7 +78,7 @@ def test_planner_splits_skinny_products_along_the_weights():
     _, rows, _, cols = plan.splits
     assert rows <= 8 and cols >= 64
     operands = (384 * 1024 + 1024 * 4096) * 2.0
-    square_grid_s = (k.tiles**0.5) * operands / 2.0 / k.o.exchange_bandwidth_Bps
+    square_grid_s = (k.tiles**0.5) * operands / 2.0 / k.options.exchange_bandwidth_Bps
     assert plan.exchange_s < 0.5 * square_grid_s
 
 
@@ -96,7 +96,7 @@ def test_exchange_is_priced_per_tile_at_the_exchange_bandwidth():
     graph, k = graph_and_knobs(matched_pair(True))
     shape = (1, 1024, 768, 3072)
     base = model.plan_matmul(*shape, k, 2, 2.0)
-    fast = model.plan_matmul(*shape, _with(k, exchange_bandwidth_Bps=2.0 * k.o.exchange_bandwidth_Bps), 2, 2.0)
+    fast = model.plan_matmul(*shape, _with(k, exchange_bandwidth_Bps=2.0 * k.options.exchange_bandwidth_Bps), 2, 2.0)
     assert fast.time_s <= base.time_s
     if fast.splits == base.splits:
         assert fast.exchange_s == pytest.approx(base.exchange_s / 2.0)
@@ -129,7 +129,7 @@ def test_vector_work_is_bound_by_the_load_store_width():
     graph, k = graph_and_knobs(rc)
     add = op(graph, "block.0", "residual1", "fwd")  # one FLOP per element, three operands moved
     cost = model.op_cost(add, graph, k)
-    width = cost.tiles * k.o.loadstore_bytes_per_cycle * k.o.clock_hz
+    width = cost.tiles * k.options.loadstore_bytes_per_cycle * k.options.clock_hz
     assert cost.vector_s == pytest.approx(add.bytes / width)
     narrow = model.op_cost(add, graph, _with(k, loadstore_bytes_per_cycle=4.0))
     assert narrow.vector_s == pytest.approx(2.0 * cost.vector_s)
@@ -149,7 +149,7 @@ def test_supersteps_are_counted_per_compute_set_and_doubled_backward():
     graph, k = graph_and_knobs(rc)
     fwd = model.op_cost(op(graph, "block.0", "ln1", "fwd"), graph, k)
     bwd = model.op_cost(op(graph, "block.0", "ln1", "bwd"), graph, k)
-    assert fwd.sync_s == pytest.approx(model.SUPERSTEPS["norm"] * k.o.superstep_s)
+    assert fwd.sync_s == pytest.approx(model.SUPERSTEPS["norm"] * k.options.superstep_s)
     assert bwd.sync_s == pytest.approx(2.0 * fwd.sync_s)
 
 

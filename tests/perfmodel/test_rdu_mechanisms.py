@@ -233,8 +233,8 @@ def test_tensor_parallel_exchanges_go_through_one_rdu_and_the_hosts():
     k = rdu.knobs(rc)
     inter = next(link for link in rc.hardware.links if link.scope == "inter")
     message = 16 * rc.model.seq_len * rc.model.hidden_size * 2
-    link = staged_link(inter, k.o.host_link_Bps)
-    per_exchange = 2 * 2 * (message / link.bandwidth_Bps + link.latency_s) + 2 * k.o.machine_collective_s
+    link = staged_link(inter, k.options.host_link_Bps)
+    per_exchange = 2 * 2 * (message / link.bandwidth_Bps + link.latency_s) + 2 * k.options.machine_collective_s
     profile, _ = _tp(4, 2)
     (event,) = [e for e in profile.comm if e.strategy == "tp"]
     assert event.count == 4 * rc.model.n_layers
@@ -283,6 +283,6 @@ def test_data_parallel_gradients_between_machines_follow_reduce_on_rdu(on_rdu):
     profile, _ = predict(rc)
     (event,) = [e for e in profile.comm if e.strategy == "dp"]
     inter = next(link for link in rc.hardware.links if link.scope == "inter")
-    link = inter if on_rdu else staged_link(inter, k.o.host_link_Bps)
+    link = inter if on_rdu else staged_link(inter, k.options.host_link_Bps)
     ring = 2 * 3 / 4 * event.bytes / link.bandwidth_Bps + 2 * 3 * link.latency_s
-    assert event.time_s == pytest.approx(ring + (0 if on_rdu else k.o.machine_collective_s), rel=1e-9)
+    assert event.time_s == pytest.approx(ring + (0 if on_rdu else k.options.machine_collective_s), rel=1e-9)

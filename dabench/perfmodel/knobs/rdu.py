@@ -42,7 +42,7 @@ class RduOptions:
 class RduKnobs:
     """The options resolved against the hardware spec, as perfmodel/rdu.py and rdu_host.py use them."""
 
-    o: RduOptions
+    options: RduOptions  #: the resolved hardware.options
     pcus: int  #: per section (tiles and resources scaling applied)
     pmus: int
     chip_pcus: int
