@@ -170,6 +170,7 @@ def build(
             }
             entry_out["sources"] = {key: ids for key, ids in cv.sources.items()}
             entry_out["read_from_calibration"] = read_from_calibration(arch)
+            entry_out["refitted_from_prior"] = cv.freed
         platforms[arch] = entry_out
     med, worst = summary(pooled_out)
     return {

@@ -1,7 +1,8 @@
 """Out-of-source error of the analytical models and the honest coverage of their bands.
 
-Leaves out one whole source (points.csv document and locator) at a time, refits without it, and
-scores every point of it; bands are checked nested. Writes nothing (:mod:`.constant_set` does).
+Leaves out one whole source (points.csv document and locator) at a time, refits without it (the
+``fitted`` constants and, from their priors, those read from it), and scores every point of it;
+bands are checked nested. Writes nothing (:mod:`.constant_set` does).
 Method: docs/perfmodel.md, "Out-of-sample error and bands".
 """
 
@@ -16,7 +17,7 @@ from dabench.config.build import build_run_config
 from dabench.fit.evaluate import point_config, predict_point
 from dabench.fit.points import Point, load_points
 from dabench.fit.refit import refit
-from dabench.fit.sources import fitted
+from dabench.fit.sources import fitted, load_sources, read_from_calibration
 from dabench.perfmodel import reach
 
 THROUGHPUT_METRICS = ("samples_per_s", "tokens_per_s")
@@ -111,6 +112,7 @@ class PlatformCv:
     calibration_points: int
     sources: dict[str, list[str]] = field(default_factory=dict)  #: source -> point ids
     refits: int = 0
+    freed: dict[str, list[str]] = field(default_factory=dict)  #: source -> paths refitted from their prior without it
 
     @property
     def banded(self) -> list[CvRow]:
@@ -164,14 +166,20 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
     sources: dict[str, list[Point]] = {}
     for p in points:
         sources.setdefault(p.source_key, []).append(p)
-    seen = {k for k, ps in sources.items() if any(p.id in fit_ids and p.use != "excluded" for p in ps)}
+    freed: dict[str, dict[str, tuple[float, float]]] = {}
+    for path, key in read_from_calibration(arch).items():
+        prior = load_sources(arch)[path].prior
+        if prior is not None:
+            freed.setdefault(key, {})[path] = prior.bounds
+    seen = {k for k, ps in sources.items() if any(p.id in fit_ids and p.use != "excluded" for p in ps)} | set(freed)
 
     def without(source: str) -> dict[str, float] | None:
         if source not in seen:
             return None  # the shipped constants never saw this source
         if log:
             log(f"  {arch}: refit without {source}")
-        return refit(arch, leave_out={p.id for p in sources[source]}, start="middle").values
+        ids = {p.id for p in sources[source]}
+        return refit(arch, leave_out=ids, start="middle", free=freed.get(source)).values
 
     out = out_of_group(points, lambda p: p.source_key, without)
     rows = [
@@ -186,6 +194,7 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
     ]
     result = PlatformCv(arch, rows, sorted(entries), len(points), {k: [p.id for p in ps] for k, ps in sources.items()})
     result.refits = len(seen)
+    result.freed = {key: sorted(paths) for key, paths in freed.items()}
     return result
 
 

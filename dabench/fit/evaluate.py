@@ -1,7 +1,8 @@
 """Predict a calibration point: its config composed from conf/ (:func:`dabench.config.compose`)
 with the row's overrides, or a run's recorded config (:func:`prepare`); then the analytical model,
 then the metric the point compares (docs/perfmodel.md, "Knobs, sources and calibration").
-``options`` replaces hardware knobs for a candidate of the fitter (a row's own overrides win).
+``options`` replaces hardware knobs for a candidate of the fitter (a row's own overrides win), and
+hardware fields given as ``memory.<name>.<field>`` (links, compute_units alike).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from dabench.perfmodel import get_predictor
 from dabench.perfmodel.constants import fitted_options
 from dabench.workload.opgraph import build_opgraph
 
+#: hardware lists whose fields a candidate may set as ``<group>.<name>.<field>`` (not options)
+FIELD_GROUPS = ("memory", "links", "compute_units")
+
 
 @lru_cache(maxsize=None)
 def _composed(platform: str, model: str, precision: str, batch: int, accum: int, overrides: tuple[str, ...]) -> dict:
@@ -47,7 +51,14 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
     cfg = copy.deepcopy(_composed(p.platform, p.model, precision or p.precision, p.batch, p.grad_accum, p.overrides))
     if options:
         own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
-        cfg["hardware"]["options"].update({k: v for k, v in options.items() if k not in own})
+        hw = cfg["hardware"]
+        for key, value in options.items():
+            group, _, rest = key.partition(".")
+            if group in FIELD_GROUPS:  # a hardware field: <group>.<name or kind>.<field>
+                name, _, leaf = rest.partition(".")
+                next(e for e in hw[group] if name in (e.get("name"), e.get("kind")))[leaf] = value
+            elif key not in own:
+                hw["options"][key] = value
     return cfg
 
 

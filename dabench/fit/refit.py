@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from dabench.core.platforms import platform
 from dabench.fit.evaluate import predict_point, predict_profile
 from dabench.fit.points import Point, load_points
-from dabench.fit.sources import CONF_HARDWARE, fitted, hardware_yaml
+from dabench.fit.sources import CONF_HARDWARE, constant_paths, fitted, hardware_yaml
 from dabench.runtime.sinks import write_text
 from dabench.workload.opgraph import OP_CLASSES
 
@@ -89,18 +89,25 @@ def box_least_squares(
     xtol: float,
     ftol: float,
     max_nfev: int,
+    log: Collection[str] = (),
 ) -> dict[str, float]:
     """The knobs in ``bounds`` that minimise ``residuals(knobs)`` (TRF, each knob scaled to [0, 1]
-    of its bounds, from ``start`` clipped into them; ``start``'s other knobs held)."""
+    of its bounds, of their logarithms for the knobs in ``log``, from ``start`` clipped into them;
+    ``start``'s other knobs held)."""
     from scipy.optimize import least_squares
 
     names = list(bounds)
-    lows, highs = [bounds[n][0] for n in names], [bounds[n][1] for n in names]
+    scale = {n: math.log if n in log else float for n in names}
+    lows, highs = [scale[n](bounds[n][0]) for n in names], [scale[n](bounds[n][1]) for n in names]
 
     def from_x(x) -> dict[str, float]:
-        return {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs, strict=True)}
+        out = {n: lo + float(xi) * (hi - lo) for n, xi, lo, hi in zip(names, x, lows, highs, strict=True)}
+        return {n: math.exp(v) if n in log else v for n, v in out.items()}
 
-    x0 = [min(1.0, max(0.0, (float(start[n]) - lo) / (hi - lo))) for n, lo, hi in zip(names, lows, highs, strict=True)]
+    x0 = [
+        min(1.0, max(0.0, (scale[n](float(start[n])) - lo) / (hi - lo)))
+        for n, lo, hi in zip(names, lows, highs, strict=True)
+    ]
     result = least_squares(
         lambda x: residuals({**start, **from_x(x)}),
         x0,
@@ -114,9 +121,16 @@ def box_least_squares(
     return from_x(result.x)
 
 
-def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset(), start: str = "shipped") -> FitResult:
+def refit(
+    arch: str,
+    leave_out: frozenset[str] | set[str] = frozenset(),
+    start: str = "shipped",
+    free: Mapping[str, tuple[float, float]] | None = None,
+) -> FitResult:
     """Fit every ``fitted`` knob of ``arch`` without the points ``leave_out``, from the YAML's values
-    (``shipped``) or the bounds' middle (``middle``); the YAML is not changed."""
+    (``shipped``) or the bounds' middle (``middle``); the YAML is not changed. ``free`` (path ->
+    bounds) adds constants fitted from their bounds' middle (geometric beyond a decade) to every
+    remaining throughput and allocation point of ``arch``."""
     if start not in ("shipped", "middle"):
         raise ValueError(f"start must be shipped or middle, not {start!r}")
     entries = fitted(arch)
@@ -129,19 +143,40 @@ def refit(arch: str, leave_out: frozenset[str] | set[str] = frozenset(), start: 
         values.update({_knob(path): (e.bounds[0] + e.bounds[1]) / 2 for path, e in entries.items()})
     feasibility = {path: e for path, e in entries.items() if all(every[i].metric == "feasible" for i in e.points)}
     continuous = {path: e for path, e in entries.items() if path not in feasibility}
+    bounds = {_knob(path): tuple(e.bounds) for path, e in continuous.items()}
+    free = {path.removeprefix("options."): b for path, b in (free or {}).items()}
+    log = {n for n, (lo, hi) in free.items() if lo > 0 and hi / lo > 10}
+    shipped = {path.removeprefix("options."): v for path, v in constant_paths(hardware_yaml(arch))}
+    integer = {n for n in free if isinstance(shipped[n], int)}
+    before.update({n: shipped[n] for n in free})
+    values.update({n: math.sqrt(lo * hi) if n in log else (lo + hi) / 2 for n, (lo, hi) in free.items()})
 
-    if continuous:
-        bounds = {_knob(path): tuple(e.bounds) for path, e in continuous.items()}
+    if bounds or free:
         remaining = [
             p.id for p in by_id.values() if p.platform == arch and p.metric in ("samples_per_s", "tokens_per_s")
         ]
         ids = set()
         for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
             ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
+        if free:
+            ids |= {i for i in remaining if by_id[i].use != "excluded"}
+            ids |= {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
         points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
+
+        def whole(knobs: dict[str, Any]) -> dict[str, Any]:
+            return {**knobs, **{n: round(knobs[n]) for n in integer}}
+
         if points:  # none left: the knobs keep their start
-            fit = box_least_squares(lambda knobs: _residuals(points, knobs), values, bounds, 1e-6, 1e-8, 200)
-            values.update({n: _round(v) for n, v in fit.items()})
+            fit = box_least_squares(
+                lambda knobs: _residuals(points, whole(knobs)),
+                values,
+                {**bounds, **free},
+                1e-6,
+                1e-8,
+                200,
+                log,
+            )
+            values.update({n: _round(v) for n, v in whole(fit).items()})
     for path, entry in feasibility.items():
         name = _knob(path)
         lo, hi = entry.bounds

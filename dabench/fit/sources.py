@@ -6,6 +6,7 @@ Format: docs/perfmodel.md, "Knobs, sources and calibration" (provenance).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -19,6 +20,17 @@ KINDS = ("source", "uncertain", "fitted", "setting")
 
 
 @dataclass(frozen=True)
+class Prior:
+    """Bounds a ``source`` or ``uncertain`` constant read from a calibration document takes when
+    cross-validation leaves that document out, from a document that is no calibration point's."""
+
+    bounds: tuple[float, float]  #: [low, high] the fold refits it within
+    document: str  #: the document that bounds it
+    locator: str  #: where in it
+    figure: str  #: what it says (or the assumption and its reason)
+
+
+@dataclass(frozen=True)
 class Provenance:
     path: str  #: e.g. "options.region_fill"
     kind: str  #: source | uncertain | fitted | setting (| invalid)
@@ -29,6 +41,7 @@ class Provenance:
     locator: str = ""  #: where in the document: section, table, page, file path or URL
     reason: str = ""  #: uncertain: why no document gives the number
     findings: tuple[str, ...] = ()  #: source: the paper's findings (dabench/findings) the value was set from
+    prior: Prior | None = None  #: source / uncertain: bounds for a fold that leaves its document out
 
 
 def hardware_yaml(arch: str) -> dict[str, Any]:
@@ -60,6 +73,15 @@ def _ids(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value)
+
+
+def _prior(body: Any) -> Prior | None:
+    """A ``prior: {bounds: [lo, hi], document, locator, figure}`` mapping as a Prior."""
+    if not isinstance(body, dict):
+        return None
+    low, high = body.get("bounds") or (math.nan, math.nan)
+    text = {k: str(body.get(k) or "").strip() for k in ("document", "locator", "figure")}
+    return Prior((float(low), float(high)), **text)
 
 
 def load_sources(arch: str) -> dict[str, Provenance]:
@@ -100,6 +122,7 @@ def load_sources(arch: str) -> dict[str, Provenance]:
                 locator=str(body.get("locator") or "").strip(),
                 reason=str(body.get("reason") or "").strip(),
                 findings=_ids(body.get("finding")),
+                prior=_prior(body.get("prior")),
             )
     return out
 
@@ -126,19 +149,25 @@ def _files(text: str) -> set[str]:
     return found
 
 
+def calibration_source(arch: str, document: str, locator: str) -> str | None:
+    """The source of the first calibration point of ``arch`` with this document (or a file its
+    locator names), else None."""
+    files = _files(locator)
+    for p in load_points():
+        if p.platform == arch and (document == p.document or files & _files(p.locator)):
+            return p.source_key
+    return None
+
+
 def read_from_calibration(arch: str) -> dict[str, str]:
     """path -> calibration source of every ``source`` or ``uncertain`` constant of ``arch`` whose
     document is a calibration point's (the same document, or a file a point's locator names):
-    a number fixed from the data it is checked against, which cross-validation cannot leave out."""
-
-    points = [p for p in load_points() if p.platform == arch]
+    a number fixed from the data it is checked against, refitted from its prior in the fold
+    that leaves that source out."""
     out = {}
     for path, entry in load_sources(arch).items():
-        if entry.kind not in ("source", "uncertain") or not (entry.document or entry.locator):
-            continue
-        files = _files(entry.locator)
-        for p in points:
-            if entry.document == p.document or files & _files(p.locator):
-                out[path] = p.source_key
-                break
+        if entry.kind in ("source", "uncertain") and (entry.document or entry.locator):
+            key = calibration_source(arch, entry.document, entry.locator)
+            if key is not None:
+                out[path] = key
     return out

@@ -102,9 +102,10 @@ def test_fit_cv_ends_with_the_documented_summary_line():
     assert found and int(found.group(2)) >= 12 and int(found.group(3)) == len(POINTS)
 
 
-def test_constants_fixed_from_a_calibration_source_are_named():
-    """A fixed constant names a document that is no calibration point's, or fit --cv says so."""
-    from dabench.fit.sources import read_from_calibration
+def test_constants_read_from_a_calibration_source_have_a_prior_from_another_document():
+    """A constant whose document is a calibration point's has a prior (bounds) whose document is not,
+    and fit --cv names the fold that refits it from that prior."""
+    from dabench.fit.sources import calibration_source, load_sources, read_from_calibration
 
     for arch in ("ipu", "cuda", "cuda_a100"):
         assert read_from_calibration(arch) == {}, arch
@@ -112,6 +113,54 @@ def test_constants_fixed_from_a_calibration_source_are_named():
     from dabench.perfmodel import constants
 
     text = cv_report(dict(constants.load()))
+    assert "fixed from a calibration source" not in text
     for arch in ("wse2", "rdu"):
-        for path in read_from_calibration(arch):
-            assert re.search(rf"fixed from a calibration source.*{path.split('.', 1)[1]}", text), path
+        tied = read_from_calibration(arch)
+        assert tied, arch
+        for path, key in tied.items():
+            prior = load_sources(arch)[path].prior
+            assert prior is not None, path
+            assert calibration_source(arch, prior.document, prior.locator) is None, (path, prior.document)
+            assert re.search(rf"refitted from its prior without {re.escape(key)}: .*{path.split('.', 1)[1]}", text)
+
+
+def test_the_fold_without_a_source_refits_what_was_read_from_it_from_its_prior():
+    from dabench.fit.cv import cross_validate
+    from dabench.fit.refit import refit
+    from dabench.fit.sources import load_sources, read_from_calibration
+
+    tied = read_from_calibration("wse2")
+    key = tied["options.pe_flops_matmul"]
+    free = {p: load_sources("wse2")[p].prior.bounds for p, k in tied.items() if k == key}
+    everything = {p.id for p in POINTS.values() if p.platform == "wse2"}
+    start = refit("wse2", leave_out=everything, start="middle", free=free).values  # nothing to fit: the start
+    lo, hi = free["options.pe_flops_matmul"]
+    assert start["pe_flops_matmul"] == pytest.approx(math.sqrt(lo * hi))  # a span of decades: the geometric middle
+    lo, hi = free["options.clock_hz"]
+    assert start["clock_hz"] == pytest.approx((lo + hi) / 2)
+    assert isinstance(start["region_pes"], int) or start["region_pes"] == round(start["region_pes"])
+
+    cv = cross_validate("wse2")
+    assert sorted(cv.freed[key]) == sorted(free)
+    alone = {p.id for p in POINTS.values() if p.source_key == key}
+    fold = refit("wse2", leave_out=alone, start="middle", free=free).values
+    rows = {r.point.id: r for r in cv.rows}
+    assert all(rows[i].left_out for i in alone)
+    assert rows["WSE-L18"].out_of_sample == pytest.approx(predict_point(POINTS["WSE-L18"], fold))
+    assert rows["WSE-L18"].out_of_sample != rows["WSE-L18"].in_sample  # the fold no longer sees the reports
+
+
+def test_the_solver_fits_a_knob_across_decades_in_log_space():
+    from dabench.fit.refit import box_least_squares
+
+    def residuals(knobs):
+        return [math.log(knobs["x"] / 3e5)]
+
+    found = box_least_squares(residuals, {"x": 1e7}, {"x": (1e4, 1e10)}, 1e-10, 1e-12, 100, log={"x"})
+    assert found["x"] == pytest.approx(3e5, rel=1e-3)
+
+
+def test_a_refit_candidate_may_set_a_hardware_field():
+    point = POINTS["SN30-1600x1"]
+    slow, fast = (predict_point(point, {"memory.ddr.bandwidth_Bps": v}) for v in (1.3e11, 3.0e11))
+    assert slow < predict_point(point) < fast

@@ -41,6 +41,19 @@ def reference_problems(entry: Provenance) -> list[str]:
     return found
 
 
+def prior_problems(prior: sources.Prior | None, value: Any) -> list[str]:
+    """What is wrong with a ``prior`` (empty when absent or complete)."""
+    if prior is None:
+        return []
+    found = reference_problems(Provenance("", "source", prior.figure, document=prior.document, locator=prior.locator))
+    low, high = prior.bounds
+    if not low < high:
+        found.append(f"needs bounds [low, high] with low < high: {prior.bounds}")
+    elif _is_number(value) and not low <= float(value) <= high:
+        found.append(f"the shipped {value} lies outside its bounds {prior.bounds}")
+    return found
+
+
 def _is_number(value: Any) -> bool:
     if isinstance(value, bool):
         return False
@@ -76,6 +89,7 @@ def problems(arch: str, point_ids: set[str] | None = None) -> list[str]:
             found.append(f"{arch}: {path}: setting text too short to say why this default: {entry.text!r}")
         elif entry.kind in ("source", "uncertain"):
             found += [f"{arch}: {path}: {problem}" for problem in reference_problems(entry)]
+            found += [f"{arch}: {path}: prior: {problem}" for problem in prior_problems(entry.prior, value)]
         elif entry.kind == "fitted":
             if not entry.points:
                 found.append(f"{arch}: {path}: fitted without the points it was fitted to")
@@ -136,6 +150,17 @@ def test_a_source_names_a_document_a_locator_and_the_figure(tmp_path, monkeypatc
     assert "document title" in found and "locator" in found and "figure" in found
     url = "{source: {document: 'Some paper (2024)', locator: 'https://example.org/p', figure: '1 TFLOP/s peak'}}"
     assert _one(tmp_path, monkeypatch, url) == ""
+
+
+def test_a_prior_names_its_document_and_holds_the_value(tmp_path, monkeypatch):
+    base = "{source: {document: 'Vendor X datasheet', locator: 'specifications table', figure: '1 TFLOP/s FP16'"
+    ok = ", prior: {bounds: [1.0e11, 1.0e13], document: 'Vendor Y brief', locator: 'table 2', figure: '10 TFLOP/s max'}"
+    assert _one(tmp_path, monkeypatch, base + ok + "}}") == ""
+    outside = ok.replace("1.0e11, 1.0e13", "2.0e12, 1.0e13")
+    assert "outside its bounds" in _one(tmp_path, monkeypatch, base + outside + "}}")
+    bare = ", prior: {bounds: [1.0e11, 1.0e13], document: 'Y', locator: 'there', figure: ''}"
+    found = _one(tmp_path, monkeypatch, base + bare + "}}")
+    assert "prior: source needs a document title" in found and "prior: source needs a locator" in found
 
 
 def test_uncertain_needs_a_stated_reason(tmp_path, monkeypatch):

@@ -152,9 +152,13 @@ def cv_report(data: dict) -> str:
             if sm["banded"]
             else "band coverage: no throughput points"
         )
+        freed = entry.get("refitted_from_prior") or {}
+        for key, paths in freed.items():
+            out.append(f"refitted from its prior without {key}: {', '.join(p.split('.', 1)[1] for p in paths)}")
         tied: dict[str, list[str]] = {}
         for path, key in (entry.get("read_from_calibration") or {}).items():
-            tied.setdefault(key, []).append(path.split(".", 1)[1])
+            if path not in freed.get(key, ()):
+                tied.setdefault(key, []).append(path.split(".", 1)[1])
         for key, names in tied.items():
             out.append(
                 f"fixed from a calibration source, not refitted (that source's out-of-source error is optimistic): "
