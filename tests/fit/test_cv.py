@@ -45,17 +45,6 @@ def test_a_point_without_a_source_is_refused(tmp_path):
         load_points(bad)
 
 
-def test_no_shipped_rdu_constant_sits_at_its_fitting_bound():
-    import yaml
-
-    from dabench.fit.sources import CONF_HARDWARE
-
-    options = yaml.safe_load((CONF_HARDWARE / "rdu.yaml").read_text())["options"]
-    for path, entry in fitted("rdu").items():
-        value = float(options[path.split(".", 1)[1]])
-        assert entry.bounds[0] < value < entry.bounds[1], path
-
-
 def test_a_refit_for_cross_validation_starts_from_the_bounds_middle():
     from dabench.fit.refit import refit
 
