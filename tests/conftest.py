@@ -230,52 +230,6 @@ def steady_check_off():
 SPREAD_MODULES = {"tests/docs/test_examples.py", "tests/golden/test_golden.py"}
 
 
-#: the groups that take longest (a Ray cluster, servers, several processes, disturbed runs),
-#: longest first: handed out before every other group, so that neither worker is still in one of
-#: them while the other has run out of work
-LONG_FIRST = (
-    "tests/backends/test_measured_conditions.py",
-    "tests/scaleout/test_ray.py",
-    "tests/report/test_report_cli.py",
-    "tests/cli/test_secrets_everywhere.py",
-    "tests/distributed/test_parallel_training.py",
-    "tests/scaleout/test_shared_study.py",
-    "tests/scaleout/test_soak.py",
-    "tests/tracking/test_concurrent_store.py",
-    "tests/reliability/test_fault_matrix.py",
-    "tests/tune/test_sweeper_e2e.py",
-    "tests/cli/test_ui.py",
-    "tests/config/test_fuzz.py",
-)
-
-
-class _LongFirst:
-    """On a pytest-xdist worker (whose collection order the scheduler follows): the groups in the
-    order of :data:`LONG_FIRST`, then the larger (more tests) first, as pytest-xdist would."""
-
-    @staticmethod
-    def scope(nodeid: str) -> str:
-        """The work unit pytest-xdist's loadgroup makes of a test (``<nodeid>@<group>``)."""
-        return nodeid.split("@")[-1] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
-
-    @pytest.hookimpl(trylast=True)  # after the groups are named and -m has deselected
-    def pytest_collection_modifyitems(self, items):
-        scopes = [self.scope(item.nodeid) for item in items]
-        sizes = {s: scopes.count(s) for s in set(scopes)}
-        rank = {s: LONG_FIRST.index(s) if s in LONG_FIRST else len(LONG_FIRST) for s in sizes}
-        order = sorted(range(len(items)), key=lambda i: (rank[scopes[i]], -sizes[scopes[i]]))
-        items[:] = [items[i] for i in order]
-
-
-def pytest_configure(config):
-    """pytest-xdist hands out the groups largest first by their number of tests, which puts a long
-    single-test module last: :class:`_LongFirst` orders them instead."""
-    if hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False  # the controller hands them out in the workers' order
-    if hasattr(config, "workerinput"):
-        config.pluginmanager.register(_LongFirst(), "dabench-long-first")
-
-
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under ``pytest -n N --dist loadgroup`` (the README's test command, .ci/run), keep each module's tests on
