@@ -103,8 +103,8 @@ def test_unknown_selection_is_one_line_listing_what_exists(report_store, tmp_pat
     assert "no run 000" in done.stderr
 
 
-def test_compare_side_by_side(report_store, tmp_path):
-    rows = read_csv(_rows_path(report_store, tmp_path))
+def test_compare_side_by_side(report_store, full_report, tmp_path):
+    rows = read_csv(full_report[0] / "runs.csv")
     rdu = sorted((r for r in rows if r["platform"] == "rdu"), key=lambda r: r["run_id"])[:2]
     ids = [r["run_id"] for r in rdu]
     done = cli("compare", *ids, "--csv", str(tmp_path / "c.csv"), folder=report_store.folder)
@@ -116,11 +116,6 @@ def test_compare_side_by_side(report_store, tmp_path):
     assert "params.model.n_layers" not in table  # the same in both
     done = cli("compare", ids[0], "f" * 32, folder=report_store.folder, code=2)
     assert "unknown run id(s): " + "f" * 32 in done.stderr
-
-
-def _rows_path(report_store, tmp_path) -> Path:
-    cli("report", "dabench", "--out", str(tmp_path / "all"), "--no-log", folder=report_store.folder)
-    return tmp_path / "all" / "runs.csv"
 
 
 # --- the report in a browser -------------------------------------------------------------------

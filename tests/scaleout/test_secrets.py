@@ -15,7 +15,8 @@ from mlflow.tracking import MlflowClient
 
 from tests.scaleout.workers import start_worker, worker_command, worker_env
 
-pytestmark = pytest.mark.slow
+#: one xdist group for the modules that use the session's ``stack``: one worker builds it for both
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scaleout_stack")]
 CANARY = "CANARYpw4711"
 
 

@@ -19,7 +19,8 @@ from dabench.tune.dedup import deployment_key
 from dabench.tune.study import OVERRIDES_ATTR, RETRY_OF_ATTR, STATUS_ATTR, counts_toward_budget
 from tests.scaleout.workers import RDU_STRUCTURED, start_worker, worker_command
 
-pytestmark = pytest.mark.slow
+#: one xdist group for the modules that use the session's ``stack``: one worker builds it for both
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scaleout_stack")]
 WAIT_S = 1500
 
 

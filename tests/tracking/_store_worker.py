@@ -1,5 +1,6 @@
-"""Child-process bodies for tests/tracking/test_concurrent_store.py (spawned, so each child is
-a fresh interpreter that opens the store itself, as separate `python -m dabench` processes do)."""
+"""Child-process bodies for tests/tracking/test_concurrent_store.py (forks of multiprocessing's
+fork server, which imported only third-party libraries: each child imports dabench and opens the
+store itself, as separate `python -m dabench` processes do)."""
 
 from __future__ import annotations
 

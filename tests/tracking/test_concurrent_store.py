@@ -12,16 +12,19 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from dabench.tracking.store import is_locked_error, retry_locked, sqlite_path, store_lock
+from tests import forkserver
 from tests.tracking import _store_worker
 
 WRITERS = 8
 
 
 def _released_together(worker, jobs: list[tuple], timeout: float) -> list:
-    """``worker(*job, barrier)`` for each job, each in its own spawned process, all released at
-    once by one multiprocessing.Barrier (the worker waits on it after its imports); the results
-    in job order."""
-    ctx = mp.get_context("spawn")
+    """``worker(*job, barrier)`` for each job, each in its own process, all released at once by one
+    multiprocessing.Barrier (the worker waits on it after its imports); the results in job order.
+    The processes are forks of multiprocessing's fork server, which imported the third-party
+    libraries once (tests/forkserver.py's list); each opens the store itself after the fork."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(forkserver.PRELOAD))
     with ProcessPoolExecutor(max_workers=len(jobs), mp_context=ctx) as pool, ctx.Manager() as manager:
         barrier = manager.Barrier(len(jobs))
         futures = [pool.submit(worker, *job, barrier) for job in jobs]
