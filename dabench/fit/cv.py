@@ -166,9 +166,13 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
     sources: dict[str, list[Point]] = {}
     for p in points:
         sources.setdefault(p.source_key, []).append(p)
+    provenance = load_sources(arch)
+    broken = [f"{p.path}: {p.text}" for p in provenance.values() if p.kind == "invalid"]
+    if broken:
+        raise ValueError(f"conf/hardware/sources/{arch}.yaml: {broken[0]}")
     freed: dict[str, dict[str, tuple[float, float]]] = {}
     for path, key in read_from_calibration(arch).items():
-        prior = load_sources(arch)[path].prior
+        prior = provenance[path].prior
         if prior is not None:
             freed.setdefault(key, {})[path] = prior.bounds
     seen = {k for k, ps in sources.items() if any(p.id in fit_ids and p.use != "excluded" for p in ps)} | set(freed)

@@ -56,7 +56,10 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
             group, _, rest = key.partition(".")
             if group in FIELD_GROUPS:  # a hardware field: <group>.<name or kind>.<field>
                 name, _, leaf = rest.partition(".")
-                next(e for e in hw[group] if name in (e.get("name"), e.get("kind")))[leaf] = value
+                found = [e for e in hw[group] if name in (e.get("name"), e.get("kind"))]
+                if not found or leaf not in found[0]:
+                    raise ValueError(f"{key}: no such hardware field of {p.platform}")
+                found[0][leaf] = value
             elif key not in own:
                 hw["options"][key] = value
     return cfg

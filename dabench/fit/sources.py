@@ -75,13 +75,20 @@ def _ids(value: Any) -> tuple[str, ...]:
     return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value)
 
 
-def _prior(body: Any) -> Prior | None:
-    """A ``prior: {bounds: [lo, hi], document, locator, figure}`` mapping as a Prior."""
-    if not isinstance(body, dict):
+def _prior(body: Any) -> Prior | str | None:
+    """A ``prior: {bounds: [lo, hi], document, locator, figure}`` mapping as a Prior; a string
+    saying what is wrong when it is malformed."""
+    if body is None:
         return None
-    low, high = body.get("bounds") or (math.nan, math.nan)
+    bounds = body.get("bounds") if isinstance(body, dict) else None
+    try:
+        low, high = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        return f"prior.bounds must be [low, high] numbers, not {bounds!r}"
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        return f"prior.bounds must be finite with low < high, not {bounds!r}"
     text = {k: str(body.get(k) or "").strip() for k in ("document", "locator", "figure")}
-    return Prior((float(low), float(high)), **text)
+    return Prior((low, high), **text)
 
 
 def load_sources(arch: str) -> dict[str, Provenance]:
@@ -114,6 +121,10 @@ def load_sources(arch: str) -> dict[str, Provenance]:
             )
         else:
             text = body.get("figure") if kind == "source" else body.get("estimate")
+            prior = _prior(body.get("prior"))
+            if isinstance(prior, str):
+                out[key] = Provenance(key, "invalid", prior)
+                continue
             out[key] = Provenance(
                 key,
                 kind,
@@ -122,7 +133,7 @@ def load_sources(arch: str) -> dict[str, Provenance]:
                 locator=str(body.get("locator") or "").strip(),
                 reason=str(body.get("reason") or "").strip(),
                 findings=_ids(body.get("finding")),
-                prior=_prior(body.get("prior")),
+                prior=prior,
             )
     return out
 

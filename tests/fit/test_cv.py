@@ -153,3 +153,30 @@ def test_a_refit_candidate_may_set_a_hardware_field():
     point = POINTS["SN30-1600x1"]
     slow, fast = (predict_point(point, {"memory.ddr.bandwidth_Bps": v}) for v in (1.3e11, 3.0e11))
     assert slow < predict_point(point) < fast
+
+
+@pytest.mark.parametrize("bounds", [[3.07e11, 1.28e11], [1.28e11], "wide", None])
+def test_a_malformed_prior_is_named_not_used(bounds):
+    from dabench.fit.sources import _prior
+
+    problem = _prior({"bounds": bounds, "document": "d", "locator": "l"})
+    assert isinstance(problem, str) and "prior.bounds" in problem and repr(bounds) in problem
+
+
+def test_fit_cv_refuses_a_broken_sources_entry_in_one_line(monkeypatch, capsys):
+    from dabench.cli.fit import cv_text
+    from dabench.fit import cv
+    from dabench.fit.sources import Provenance
+
+    broken = Provenance("options.x", "invalid", "prior.bounds must be finite with low < high, not [2, 1]")
+    monkeypatch.setattr(cv, "load_sources", lambda arch: {"options.x": broken})
+    assert cv_text.run_cv(["rdu"], write=False) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["dabench fit: conf/hardware/sources/rdu.yaml: options.x: " + broken.text]
+
+
+def test_a_fit_candidate_naming_an_unknown_hardware_field_is_refused():
+    point = next(p for p in POINTS.values() if p.platform == "rdu" and p.metric == "samples_per_s")
+    for key in ("memory.hbm.bandwidth_Bps", "memory.ddr.speed"):
+        with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+            predict_point(point, {key: 1.0})

@@ -172,7 +172,11 @@ def cv_report(data: dict) -> str:
 def run_cv(archs: list[str], write: bool) -> int:
     if write and sorted(archs) != sorted(platforms()):
         raise SystemExit("--cv --write needs every platform with points (each band's fallback pools all of them)")
-    results = [cross_validate(arch, log=lambda m: print(m, file=sys.stderr, flush=True)) for arch in archs]
+    try:
+        results = [cross_validate(arch, log=lambda m: print(m, file=sys.stderr, flush=True)) for arch in archs]
+    except ValueError as error:
+        print(f"dabench fit: {error}", file=sys.stderr)
+        return 2
     results = [r for r in results if r.rows]
     hardware = list(archs) + sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml") if p.stem not in archs)
     data = constant_set.build(results, nested_coverage(results), hardware)
