@@ -4,7 +4,8 @@ Varied configurations (every predicted architecture, model sizes, layer counts, 
 precisions, compile modes, placements and parallel layouts; a capacity failure counts as a
 prediction too, since it is a result). Prints one line per architecture, then the total as
 ``configs_per_s=<N>`` on the last line. Target: at least 2,000 (issue 10). Every prediction goes
-through :func:`dabench.pipeline.execute.predict_config`, the pipeline every other caller uses.
+through :func:`dabench.predictor.predict`, the one predictor every caller uses (op graphs cached
+there, as for every caller).
 
     python benchmarks/perfmodel_speed.py [--seconds 3]
 """
@@ -27,7 +28,7 @@ from dabench.config.build import build_run_config  # noqa: E402
 from dabench.core.placement import Placement  # noqa: E402
 from dabench.core.status import DabenchError, Status  # noqa: E402
 from dabench.host.ceilings import resolve_ceilings  # noqa: E402
-from dabench.pipeline.execute import predict_config  # noqa: E402
+from dabench.predictor import predict  # noqa: E402
 
 
 def load(group: str, name: str) -> dict:
@@ -90,9 +91,9 @@ def main() -> None:
     ceilings = {id(rc): resolve_ceilings(rc.hardware, rc.precision) for rc in rcs}
 
     def predict_one(rc) -> str:
-        """The one pipeline (op graph -> model -> metrics); only the ceilings are cached."""
+        """The one predictor (op graph -> model -> checked metrics); the ceilings cached."""
         try:
-            predict_config(rc, ceilings=ceilings[id(rc)])
+            predict(rc, ceilings=ceilings[id(rc)])
         except DabenchError as error:
             return error.status.value
         return Status.OK.value

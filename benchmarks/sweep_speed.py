@@ -4,7 +4,7 @@ Prints, on this machine and under its current load (``/proc/loadavg`` is printed
 measurement):
 
 1. ``model``: full predictions per second of the analytical models in-process
-   (:func:`dabench.pipeline.execute.predict_config` over benchmarks/perfmodel_speed.py's varied
+   (:func:`dabench.predictor.predict` over benchmarks/perfmodel_speed.py's varied
    configurations): the floor of any predict sweep.
 2. ``mlflow floor``: MLflow's own speed: a loop that only creates, logs and closes runs through
    the public ``MlflowClient`` API (``create_run``, one ``log_batch`` with the params, metrics
@@ -135,14 +135,14 @@ def model_speed(seconds: float) -> tuple[float, str]:
     """Predictions/s of the analytical models (ceilings cached, as perfmodel_speed.py does)."""
     from dabench.core.status import DabenchError
     from dabench.host.ceilings import resolve_ceilings
-    from dabench.pipeline.execute import predict_config
+    from dabench.predictor import predict
 
     rcs, which = model_configs()
     ceilings = {id(rc): resolve_ceilings(rc.hardware, rc.precision) for rc in rcs}
 
     def one(rc) -> None:
         try:
-            predict_config(rc, ceilings=ceilings[id(rc)])
+            predict(rc, ceilings=ceilings[id(rc)])
         except DabenchError:
             pass
 

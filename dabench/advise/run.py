@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from dabench.advise.power import power_figure
-from dabench.advise.search import Evaluation, Predictor, score, search
+from dabench.advise.search import Evaluation, Evaluator, score, search
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
@@ -66,16 +66,9 @@ class Advice:
         return sum(len(o.evaluations) for o in self.outcomes)
 
 
-_BASES: dict[tuple, dict] = {}  #: (platform, groups) -> composed config without the model, per process
-
-
 def _platform_base(platform: str, groups: dict[str, str]) -> dict:
-    key = (platform, tuple(sorted(groups.items())))
-    if key not in _BASES:
-        _BASES[key] = compose(
-            [f"hardware={platform}", "hardware.mode=predict", *[f"{g}={c}" for g, c in groups.items()]]
-        )
-    return _BASES[key]
+    """The composed config of ``platform`` with ``groups`` (config.compose composes each set of groups once)."""
+    return compose([f"hardware={platform}", "hardware.mode=predict", *[f"{g}={c}" for g, c in groups.items()]])
 
 
 def model_section(request: Request) -> dict:
@@ -106,9 +99,9 @@ def advise_platform(
 ) -> PlatformOutcome:
     started = time.perf_counter()
     space = build_space(platform, model, request.max_chips)
-    base = copy.deepcopy(_platform_base(platform, space.groups))
+    base = _platform_base(platform, space.groups)
     base["model"] = copy.deepcopy(model)
-    predictor = Predictor(space, base, request.max_chips)
+    predictor = Evaluator(space, base, request.max_chips)
     figure = power_figure(platform)
     price_s = None
     if request.price_per_chip_hour is not None:

@@ -1,5 +1,5 @@
 """Search one platform's deployment space on predictions: seeded Optuna TPE (failures seen as
-infeasible) over in-process, cached predictions (``predict_config``), no Hydra job or MLflow run per
+infeasible) over in-process predictions (:mod:`dabench.predictor`), no Hydra job or MLflow run per
 deployment. Each proposal is an :class:`Evaluation`: feasible with its metrics, or the model's
 status and reason (capacity, unsupported, invalid config, over ``max_chips``).
 """
@@ -13,12 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from dabench.advise.space import PlatformSpace, precision_section
-from dabench.config.build import build_run_config
 from dabench.core.status import DabenchError
-from dabench.host.ceilings import resolve_ceilings
-from dabench.pipeline.execute import predict_config
+from dabench.predictor import predict
 from dabench.tune.sampling import make_sampler
-from dabench.workload.opgraph import build_opgraph
 
 log = logging.getLogger(__name__)
 
@@ -54,22 +51,17 @@ def _set(config: dict, key: str, value: Any) -> None:
     node[leaf] = copy.deepcopy(value)
 
 
-class Predictor:
-    """Predicts deployments of one platform for one model. ``base`` is the composed config (a
-    dict) of the platform's groups; precision sections, op graphs and ceilings are cached."""
+class Evaluator:
+    """Evaluates deployments of one platform for one model through the one predictor. ``base`` is
+    the composed config (a dict) of the platform's groups; ``cache`` keeps every evaluation."""
 
     def __init__(self, space: PlatformSpace, base: dict, max_chips: int):
         self.space, self.base, self.max_chips = space, base, max_chips
-        self._precisions: dict[str, dict] = {}
-        self._graphs: dict[tuple, Any] = {}
-        self._ceilings: dict[tuple, Any] = {}
         self.cache: dict[tuple, Evaluation] = {}  #: every deployment evaluated, by (precision, values)
 
     def config(self, precision: str, values: Mapping[str, Any]) -> dict:
         config = copy.deepcopy(self.base)
-        if precision not in self._precisions:
-            self._precisions[precision] = precision_section(precision)
-        config["precision"] = copy.deepcopy(self._precisions[precision])
+        config["precision"] = precision_section(precision)
         for key, value in {**self.space.fixed, **values}.items():
             _set(config, key, value)
         return config
@@ -80,28 +72,20 @@ class Predictor:
         if hit is not None:
             return hit
 
-        out = Evaluation(self.space.platform, precision, dict(values), "ok")
+        out = self.cache[key] = Evaluation(self.space.platform, precision, dict(values), "ok")
         try:
-            rc = build_run_config(self.config(precision, values))
-            gkey = (rc.model, rc.run.batch_size, rc.precision)
-            graph = self._graphs.get(gkey)
-            if graph is None:
-                graph = self._graphs[gkey] = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
-            ckey = (rc.hardware.name, rc.precision)
-            ceilings = self._ceilings.get(ckey)
-            if ceilings is None:
-                ceilings = self._ceilings[ckey] = resolve_ceilings(rc.hardware, rc.precision)
-            metrics = predict_config(rc, graph, ceilings).metrics
-            out.metrics = metrics
-            # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
-            out.chips = float(metrics.get(f"{rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
-            if out.chips > self.max_chips:
-                out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
+            prediction = predict(self.config(precision, values))
         except DabenchError as error:
             out.status, out.reason = error.status.value, error.reason
+            return out
         except Exception as error:  # a model bug on one deployment must not end the advice
             out.status, out.reason = "crashed", f"{type(error).__name__}: {error}"
-        self.cache[key] = out
+            return out
+        out.metrics = metrics = prediction.metrics
+        # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
+        out.chips = float(metrics.get(f"{prediction.rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
+        if out.chips > self.max_chips:
+            out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
         return out
 
 
@@ -151,7 +135,7 @@ def _enqueue_neighbours(study, params: Mapping[str, Any]) -> None:
 
 def search(
     space: PlatformSpace,
-    predict: Predictor,
+    predict: Evaluator,
     objective: str = "time",
     n_trials: int = 120,
     seed: int = 0,
@@ -199,7 +183,7 @@ def search(
 
 def exhaustive(
     space: PlatformSpace,
-    predict: Predictor,
+    predict: Evaluator,
     objective: str = "time",
     watts_per_chip: float | None = None,
     price_per_chip_s: float | None = None,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dabench.core.status import CapacityError
 from dabench.findings import Finding, Measured
-from dabench.findings.run import config, ipu_sweep_placements, predict, throughput
+from dabench.findings.run import config, ipu_sweep_placements, throughput
 from dabench.fit.evaluate import predict_point
 from dabench.fit.points import load_points
+from dabench.predictor import predict
 
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"
@@ -26,7 +27,7 @@ def _encdec(layers: int) -> dict:
 
 def wse2_allocation() -> Measured:
     """The sweep's allocation: the compiler scales kernels down once the region's PEs run out."""
-    by_depth = {n: predict(_encdec(n))[1]["tier1.allocation_ratio"] for n in range(6, 73, 6)}
+    by_depth = {n: predict(_encdec(n)).metrics["tier1.allocation_ratio"] for n in range(6, 73, 6)}
     deepest, top = max(by_depth.items(), key=lambda item: item[1])
     shallow = ", ".join(f"{100 * by_depth[n]:.0f}" for n in (6, 12, 18))
     text = f"highest {100 * top:.1f}% (enc = dec = {deepest}); {shallow}% at 6, 12, 18"
@@ -34,7 +35,7 @@ def wse2_allocation() -> Measured:
 
 
 def wse2_balance() -> Measured:
-    li = predict(config("wse2", batch=112))[1]["tier1.load_imbalance"]
+    li = predict(config("wse2", batch=112)).metrics["tier1.load_imbalance"]
     return Measured(f"LI {li:.2f}", li >= 0.95)
 
 
@@ -88,25 +89,25 @@ def _rdu(mode: str, layers: int = 12, **kw) -> dict:
 
 
 def rdu_allocation() -> Measured:
-    values = {m: [predict(_rdu(m, n))[1]["tier1.allocation_ratio"] for n in (1, 6, 12, 24)] for m in ("o0", "o1")}
+    values = {m: [predict(_rdu(m, n)).metrics["tier1.allocation_ratio"] for n in (1, 6, 12, 24)] for m in ("o0", "o1")}
     top = max(max(v) for v in values.values())
     text = "; ".join(f"{m} at most {100 * max(v):.1f}%" for m, v in values.items())
     return Measured(text, top <= 0.60)
 
 
 def rdu_o3_allocation() -> Measured:
-    values = [predict(_rdu("o3", n))[1]["tier1.allocation_ratio"] for n in (1, 6, 12, 24, 36)]
+    values = [predict(_rdu("o3", n)).metrics["tier1.allocation_ratio"] for n in (1, 6, 12, 24, 36)]
     return Measured("1-36 layers: " + ", ".join(f"{100 * v:.1f}" for v in values) + "%", max(values) <= 0.60)
 
 
 def rdu_o3_balance() -> Measured:
-    values = [predict(_rdu("o3", n))[1]["tier1.load_imbalance"] for n in (1, 6, 12, 24, 36)]
+    values = [predict(_rdu("o3", n)).metrics["tier1.load_imbalance"] for n in (1, 6, 12, 24, 36)]
     falling = all(b < a for a, b in zip(values, values[1:], strict=False))
     return Measured("LI at 1-36 layers: " + ", ".join(f"{v:.2f}" for v in values), falling)
 
 
 def rdu_memory_bound() -> Measured:
-    metrics = predict(config("rdu", batch=16))[1]
+    metrics = predict(config("rdu", batch=16)).metrics
     bound = metrics["diagnosis.memory_bound"] == 1.0
     ratio = metrics["roofline.step.intensity"] / metrics["roofline.ridge_intensity"]
     return Measured(f"{'memory' if bound else 'compute'}-bound, step intensity {ratio:.2g} x the ridge", bound)
@@ -180,7 +181,8 @@ def _ipu_sweep(**options) -> dict[str, tuple]:
     out = {}
     for placement in ipu_sweep_placements():
         try:
-            out[placement] = predict(_ipu(placement, **options))
+            prediction = predict(_ipu(placement, **options))
+            out[placement] = prediction.profile, prediction.metrics
         except CapacityError:
             pass
     return out
@@ -212,7 +214,7 @@ def _matched_pair(half_partials: bool) -> dict:
 
 
 def ipu_memory_bound() -> Measured:
-    runs = {h: predict(_matched_pair(h))[1] for h in (False, True)}
+    runs = {h: predict(_matched_pair(h)).metrics for h in (False, True)}
     bound = [runs[h]["diagnosis.memory_bound"] == 1.0 for h in (False, True)]
     ratio = {h: runs[h]["roofline.step.intensity"] / runs[h]["roofline.ridge_intensity"] for h in (False, True)}
     moving = {h: 100 * runs[h]["ipu.memory_share"] for h in (False, True)}
@@ -225,7 +227,7 @@ def ipu_memory_bound() -> Measured:
 
 def ipu_mixed_precision() -> Measured:
     gain = throughput(_matched_pair(True)) / throughput(_matched_pair(False))
-    amp = predict(_matched_pair(True))[1]["ipu.share.amp"]
+    amp = predict(_matched_pair(True)).metrics["ipu.share.amp"]
     text = f"{100 * (gain - 1):+.0f}% (half vs fp32 partials): at least + the half stage's AMP share ({100 * amp:.0f}%)"
     return Measured(text, 1.147 <= gain <= 1.293)
 
@@ -235,11 +237,11 @@ def ipu_capacity() -> Measured:
     kw = {"optimizer_state_offchip": True}
     refused10, fits8 = _fits(_ipu("0 10", **kw)), None
     try:
-        used8 = predict(_ipu("0 8", **kw))[1]["ipu.max_memory_fraction"]
+        used8 = predict(_ipu("0 8", **kw)).metrics["ipu.max_memory_fraction"]
     except CapacityError as error:
         fits8, used8 = error, float("nan")
     if refused10 is None:
-        used10 = predict(_ipu("0 10", **kw))[1]["ipu.max_memory_fraction"]
+        used10 = predict(_ipu("0 10", **kw)).metrics["ipu.max_memory_fraction"]
         text = f'"0 10" fits ({100 * used10:.0f}% of the fullest IPU)'
     else:
         text = f'"0 10" refused ({refused10.needed_bytes / 2**20:,.0f} of {refused10.available_bytes / 2**20:,.0f} MiB)'

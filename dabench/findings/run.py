@@ -1,17 +1,17 @@
-"""Run the analytical models at a finding's setting (a config mapping from the shipped conf/ with
-the setting's changes), cached per setting; :func:`predict` raises CapacityError when refused.
+"""A finding's setting as a config mapping (the shipped conf/ with the setting's changes), for the
+one predictor (:func:`dabench.predictor.predict`: CapacityError when the model refuses it).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from typing import Any
 
 from dabench.config.files import group_file
-from dabench.fit.evaluate import point_config, predict_mapping
+from dabench.fit.evaluate import point_config
 from dabench.fit.points import Point
+from dabench.predictor import predict
 
 
 def config(
@@ -39,18 +39,8 @@ def config(
     return cfg
 
 
-@lru_cache(maxsize=512)
-def _predict(key: str) -> tuple[Any, dict[str, float]]:
-    return predict_mapping(json.loads(key))
-
-
-def predict(cfg: dict[str, Any]) -> tuple[Any, dict[str, float]]:
-    """(profile, metrics) of ``cfg``; CapacityError when the model refuses it."""
-    return _predict(json.dumps(cfg, sort_keys=True, default=str))
-
-
 def throughput(cfg: dict[str, Any]) -> float:
-    return float(predict(cfg)[1]["throughput.samples_per_s"])
+    return float(predict(cfg).metrics["throughput.samples_per_s"])
 
 
 @lru_cache(maxsize=1)

@@ -1,38 +1,34 @@
 """Predict a calibration point: its config composed from conf/ (:func:`dabench.config.compose`)
-with the row's overrides, or a run's recorded config (:func:`prepare`); then the analytical model,
-then the metric the point compares (docs/perfmodel.md, "Knobs, sources and calibration").
+with the row's overrides, or a run's recorded config (:func:`prepare`); then the one predictor
+(:mod:`dabench.predictor`: the model and the result check), then the metric the point compares
+(docs/perfmodel.md, "Knobs, sources and calibration").
 ``options`` replaces hardware knobs for a candidate of the fitter (a row's own overrides win), and
 hardware fields given as ``memory.<name>.<field>`` (links, compute_units alike).
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any, Mapping
 
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
 from dabench.core.ceilings import Ceilings
 from dabench.core.platforms import platform
-from dabench.core.status import CapacityError, DabenchError
+from dabench.core.status import CapacityError, DabenchError, Diverged, InvalidResult
 from dabench.fit.points import LeftOut, Point
 from dabench.fit.sources import hardware_yaml, load_sources
 from dabench.host.ceilings import resolve_ceilings
-from dabench.metrics.summary import compute_metrics
-from dabench.perfmodel import get_predictor
 from dabench.perfmodel.constants import fitted_options
-from dabench.workload.opgraph import build_opgraph
+from dabench.predictor import predict
 
 #: hardware lists whose fields a candidate may set as ``<group>.<name>.<field>`` (not options)
 FIELD_GROUPS = ("memory", "links", "compute_units")
 
 
-@lru_cache(maxsize=None)
 def _composed(platform: str, model: str, precision: str, batch: int, accum: int, overrides: tuple[str, ...]) -> dict:
     groups = {"model": model, "hardware": platform, "parallel": "none", "precision": precision}
     dotted = [f"run.batch_size={batch}", f"run.grad_accum={accum}", "tracking.enabled=false"]
@@ -48,7 +44,7 @@ def _composed(platform: str, model: str, precision: str, batch: int, accum: int,
 def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
     """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
     p = point
-    cfg = copy.deepcopy(_composed(p.platform, p.model, precision or p.precision, p.batch, p.grad_accum, p.overrides))
+    cfg = _composed(p.platform, p.model, precision or p.precision, p.batch, p.grad_accum, p.overrides)
     if options:
         own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
         hw = cfg["hardware"]
@@ -65,16 +61,6 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
     return cfg
 
 
-def predict_mapping(cfg: dict) -> tuple[Any, dict[str, float]]:
-    """(profile, metrics) of a run config mapping (as :func:`point_config` builds it); CapacityError when refused."""
-    rc = build_run_config(cfg)
-    graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
-    ceilings = resolve_ceilings(rc.hardware, rc.precision)
-    profile = get_predictor(rc.hardware.arch)(rc, graph, ceilings)
-    metrics = compute_metrics(profile, graph, ceilings, rc.data_copies)
-    return profile, metrics
-
-
 def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
     """The model's value of ``point.metric`` (NaN when the model refuses a throughput point)."""
     if point.run_id:  # a measured run, prepared
@@ -83,19 +69,19 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
     if point.metric == "scaling_keep_pct":
         cfg = point_config(point, None, options)
         half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}
-        larger = predict_mapping(cfg)[1]["throughput.samples_per_s"]
-        smaller = predict_mapping(half)[1]["throughput.samples_per_s"]
+        larger = predict(cfg).metrics["throughput.samples_per_s"]
+        smaller = predict(half).metrics["throughput.samples_per_s"]
         return 100.0 * larger / smaller
     if point.metric == "mixed_gain_pct":
-        mixed = predict_mapping(point_config(point, "mixed", options))[1]["throughput.samples_per_s"]
-        fp16 = predict_mapping(point_config(point, "fp16", options))[1]["throughput.samples_per_s"]
+        mixed = predict(point_config(point, "mixed", options)).metrics["throughput.samples_per_s"]
+        fp16 = predict(point_config(point, "fp16", options)).metrics["throughput.samples_per_s"]
         return 100.0 * (mixed / fp16 - 1.0)
     try:
-        _, metrics = predict_mapping(point_config(point, None, options))
+        metrics = predict(point_config(point, None, options)).metrics
     except CapacityError:
-        if point.metric == "feasible":
-            return 0.0
-        return float("nan")
+        return 0.0 if point.metric == "feasible" else math.nan
+    except (Diverged, InvalidResult):  # a prediction that breaks a bound is refused too
+        return math.nan
     if point.metric == "feasible":
         return 1.0
     if point.metric == "samples_per_s":
@@ -108,7 +94,7 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
 
 
 def prepare(points: list[Point]) -> list[LeftOut]:
-    """Build each point's RunConfig, op graph and ceilings; return the points that cannot be
+    """Build each point's RunConfig and ceilings; return the points that cannot be
     predicted, with the reason."""
 
     unusable = []
@@ -132,7 +118,6 @@ def prepare(points: list[Point]) -> list[LeftOut]:
                 "options": {**shipped, **(hw.get("options") or {})},
             }
             rc = build_run_config(cfg)
-            graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
             if p.ceilings is not None:
                 roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
@@ -145,7 +130,7 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             unusable.append(LeftOut(p.run_id, f"its recorded config does not build here: {first[:200]}"))
             continue
-        p.rc, p.graph, p.roof = rc, graph, roof
+        p.rc, p.roof = rc, roof
     return unusable
 
 
@@ -153,7 +138,7 @@ def predict_profile(p: Point, options: Mapping[str, Any]) -> Any:
     """The model's Profile of point ``p`` with ``options`` over its config's (None when refused)."""
     hw = replace(p.rc.hardware, options={**p.rc.hardware.options, **options})
     try:
-        return get_predictor(hw.arch)(replace(p.rc, hardware=hw), p.graph, p.roof)
+        return predict(replace(p.rc, hardware=hw), p.roof).profile
     except DabenchError:
         return None
 

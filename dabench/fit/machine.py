@@ -15,6 +15,7 @@ from dabench.fit.evaluate import base_options, predict_point, prepare, quiet_mod
 from dabench.fit.points import LeftOut, Point
 from dabench.fit.refit import fittable, refit_runs
 from dabench.perfmodel.constants import band as band_of
+from dabench.predictor import opgraph
 
 LOO_MAX = 40  #: configs up to which the out-of-sample score is leave-one-config-out (then 10-fold)
 K_FOLD = 10
@@ -109,7 +110,7 @@ class GroupFit:
             "hidden_size": span(lambda p: p.rc.model.hidden_size),
             "seq_len": span(lambda p: p.rc.model.seq_len),
             "batch_size": span(lambda p: p.rc.run.batch_size),
-            "params": span(lambda p: p.graph.params),
+            "params": span(lambda p: opgraph(p.rc).params),
             "precisions": sorted({p.rc.precision.name for p in self.points}),
             "hardware": sorted({p.rc.hardware.name for p in self.points}),
             "strategies": sorted({p.rc.parallel.strategy for p in self.points}),

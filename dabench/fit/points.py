@@ -70,8 +70,7 @@ class Point:
     ceilings: tuple[float, float, str] | None = None  #: (peak FLOP/s, bandwidth B/s, memory level) it ran against
     describe: str = ""
     no_config: str = ""  #: why no config was recorded: what a prediction would need
-    rc: Any = None  #: a run's built RunConfig, op graph and Ceilings (:func:`.evaluate.prepare`)
-    graph: Any = None
+    rc: Any = None  #: a run's built RunConfig and Ceilings (:func:`.evaluate.prepare`)
     roof: Any = None
 
     @property

@@ -2,9 +2,8 @@
 
 :func:`execute` runs one configuration start to end, without MLflow, in one straight line
 (docs/architecture.md); every outcome becomes a :class:`RunResult` with a status, nothing raises
-for a failed run. :func:`predict_config` is the predict-only core for in-process callers; it
-raises :class:`~dabench.core.status.DabenchError` for a refused configuration. torch is imported
-only when a backend measures.
+for a failed run. Predictions come from the one predictor (:mod:`dabench.predictor`), whose
+op graph the measured path shares. torch is imported only when a backend measures.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from dabench.core.ceilings import Ceilings
 from dabench.core.platforms import on_host_cpu, platform
 from dabench.core.profile import Profile
 from dabench.core.result import RunResult
-from dabench.core.status import DabenchError, Diverged, InvalidResult, Status, UnsupportedError
+from dabench.core.status import DabenchError, Status, UnsupportedError
 from dabench.distributed import run_parallel
 from dabench.host.ceilings import (
     MeasuredRoof,
@@ -38,12 +37,11 @@ from dabench.host.noise import band_metrics as ceiling_band_metrics
 from dabench.host.noise import held_to_band_top, noise_note
 from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_metrics
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
-from dabench.perfmodel import get_predictor, has_model
+from dabench.perfmodel import has_model
 from dabench.perfmodel.comm_check import comm_prediction_metrics
-from dabench.perfmodel.constants import band_metrics, resolve
 from dabench.perfmodel.constants import run_tags as model_tags
-from dabench.perfmodel.reach import coords
-from dabench.workload.opgraph import OpGraph, build_opgraph
+from dabench.predictor import band, opgraph, predict
+from dabench.workload.opgraph import OpGraph
 
 log = logging.getLogger(__name__)
 
@@ -164,41 +162,6 @@ def band_ceilings(result: RunResult, roof: MeasuredRoof) -> None:
     result.notes["dabench.ceilings_noise"] = noise_note(roof.peak, roof.bandwidth, load_per_core())
 
 
-@dataclass
-class Prediction:
-    """What :func:`predict_run` and :func:`predict_config` hand on."""
-
-    profile: Profile
-    graph: OpGraph
-    ceilings: Ceilings
-    metrics: dict[str, float]
-
-
-def predict_run(
-    rc: RunConfig, graph: OpGraph, ceilings: Ceilings, model_ceilings: Ceilings | None = None
-) -> Prediction:
-    """op graph -> analytical model -> Tier-1/2 metrics against ``ceilings``; the model prices the
-    ops at ``model_ceilings`` (default ``ceilings``). Unchecked; raises DabenchError (capacity,
-    unsupported, ...) when the model refuses."""
-    profile = get_predictor(rc.hardware.arch)(rc, graph, ceilings if model_ceilings is None else model_ceilings)
-    return Prediction(profile, graph, ceilings, compute_metrics(profile, graph, ceilings, rc.data_copies))
-
-
-def predict_config(rc: RunConfig, graph: OpGraph | None = None, ceilings: Ceilings | None = None) -> Prediction:
-    """The predict-only core: :func:`predict_run` and the metric part of the result check
-    (``graph`` and ``ceilings`` passed when cached). Raises DabenchError when the model refuses,
-    and Diverged / InvalidResult for a prediction that breaks a bound (a model bug)."""
-    if graph is None:
-        graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
-    if ceilings is None:
-        ceilings = resolve_ceilings(rc.hardware, rc.precision)
-    prediction = predict_run(rc, graph, ceilings)
-    failure = check_result(prediction.metrics)
-    if failure is not None:
-        raise (Diverged if failure.status is Status.DIVERGED else InvalidResult)(failure.reason)
-    return prediction
-
-
 def validate_run(measured: dict[str, float], predicted: dict[str, float]) -> dict[str, float]:
     """The prediction beside the measurement: ``predict.<metric>`` and
     ``predict.rel_error.<metric>`` for each of :data:`VALIDATED_METRICS` both have."""
@@ -290,7 +253,7 @@ def _cpu_threads(rc: RunConfig, mode: str) -> Iterator[None]:
 
 
 def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
-    result.graph = graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+    result.graph = graph = opgraph(rc)
     measured = result.mode in ("measure", "validate")
     result.ceilings = ceilings = run_ceilings(rc, backend if measured else None, result.notes)
     measurement = measure_run(backend(), rc, graph, ceilings) if measured else None
@@ -323,7 +286,7 @@ def _evaluate(
     prediction = None
     if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss
         result.notes.update(model_tags(rc.hardware.arch, rc.hardware.constants, rc))
-        prediction = predict_run(rc, graph, ceilings, model_ceilings)
+        prediction = predict(rc, ceilings, model_ceilings, check=False)  # checked with the whole result below
         result.predicted = prediction.profile
     if result.profile is None:
         result.metrics = prediction.metrics
@@ -339,9 +302,8 @@ def _evaluate(
     )
     if result.mode == "validate":
         result.metrics.update(validate_run(result.metrics, prediction.metrics))
-    if prediction is not None:  # each predicted number's band (dabench/perfmodel/constants.py)
-        constant_set = resolve(rc.hardware.constants)
-        result.metrics.update(band_metrics(rc.hardware.arch, result.metrics, constant_set, coords(rc), rc.band.nominal))
+    if prediction is not None:  # each predicted number's band
+        result.metrics.update(band(rc, result.metrics))
         if result.mode == "validate":
             result.metrics.update(within_band(result.metrics))
     if not calibrated:  # record no number relative to a ceiling rather than a guessed one

@@ -25,12 +25,12 @@ from dabench.core.platforms import on_host_cpu
 from dabench.core.status import ConfigError
 from dabench.host.cache import calibration_cache
 from dabench.perfmodel.knobs import knobs_for
+from dabench.predictor import opgraph
 from dabench.runtime.sinks import CACHE_ENV, sink
 from dabench.tracking.outbox import is_remote, outbox_dir
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.store import apply_client_timeouts, artifact_root, sqlite_path
 from dabench.tracking.store import tracking_uri as resolve
-from dabench.workload.opgraph import build_opgraph
 
 PROBE_TIMEOUT_S = 3.0  #: the longest one network probe may take
 MIN_FREE_BYTES = 64 * 2**20  #: free space needed beside the artifacts and the store
@@ -287,7 +287,7 @@ def is_measured_on_cpu(rc) -> bool:
 
 def estimated_run_bytes(rc) -> float:
     """Host memory a measured training run needs, in bytes (derivation: docs/reliability.md section 4)."""
-    graph = build_opgraph(rc.model, rc.run.batch_size, rc.precision)
+    graph = opgraph(rc)  # the run's own, cached
     ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
     state = graph.training_state_bytes
     state = state() if callable(state) else state

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from dabench.advise.run import Request, _platform_base, model_section
-from dabench.advise.search import Predictor
+from dabench.advise.search import Evaluator
 from dabench.advise.space import build_space, gpu_layout_overrides, gpu_layouts
 
 
@@ -25,7 +25,7 @@ def predictor():
     space = build_space("cuda", model, 16)
     base = copy.deepcopy(_platform_base("cuda", space.groups))
     base["model"] = model
-    return space, Predictor(space, base, 16)
+    return space, Evaluator(space, base, 16)
 
 
 @pytest.mark.parametrize("label", ["t1p1dp", "t2p1dp", "t1p1fsdp-grad_op", "t2p1fsdp-full", "t2p4dpm2", "t1p8dpm1"])

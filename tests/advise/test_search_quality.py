@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from dabench.advise.run import Request, _platform_base, model_section
-from dabench.advise.search import Predictor, exhaustive, search
+from dabench.advise.search import Evaluator, exhaustive, search
 from dabench.advise.space import build_space
 
 CHIPS = 4  #: up to 4 GPUs: every layout kind (tp, pp, dp, fsdp, micro-batches, recompute) in ~3,900 deployments
@@ -18,7 +18,7 @@ def cuda_llama():
     space = build_space("cuda", model, CHIPS)
     base = copy.deepcopy(_platform_base("cuda", space.groups))
     base["model"] = model
-    full = Predictor(space, base, CHIPS)
+    full = Evaluator(space, base, CHIPS)
     return space, base, full, exhaustive(space, full, "time")
 
 
@@ -33,7 +33,7 @@ def test_space_is_enumerable_and_large_enough(cuda_llama):
 def test_search_within_2pct_evaluating_at_most_20pct(cuda_llama, seed):
     space, base, _, full_best = cuda_llama
     budget = int(0.2 * space.size())
-    predictor = Predictor(space, base, CHIPS)
+    predictor = Evaluator(space, base, CHIPS)
     found = search(space, predictor, "time", budget, seed)
     evaluated = len(predictor.cache)
     assert evaluated <= 0.2 * space.size()

@@ -24,10 +24,10 @@ def test_bad_input_is_a_result():
 
 def test_predict_matches_the_pipeline():
     from dabench.config.build import build_run_config
-    from dabench.pipeline.execute import predict_config
+    from dabench.predictor import predict
 
     r = api.predict(["hardware=rdu", "model=gpt2_test"])
-    direct = predict_config(build_run_config(r.config))
+    direct = predict(build_run_config(r.config))
     bands = {k for k in r.metrics if k.endswith((".lo", ".hi"))}  # the run's band (fit/constant_set.py)
     assert {k: v for k, v in r.metrics.items() if k not in bands} == direct.metrics
     assert {"throughput.samples_per_s.lo", "throughput.samples_per_s.hi"} <= bands

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, list[set[str]]]] = [
     ("ingest", [{"ingest"}]),
     ("engines", [{"vendors"}]),
     ("execution", [{"backends"}, {"perfmodel"}]),
+    ("prediction", [{"predictor"}]),
     ("fitting", [{"fit"}]),
     ("findings", [{"findings"}]),
     ("parallel", [{"distributed"}]),

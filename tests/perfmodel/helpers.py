@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
+from dabench import predictor
 from dabench.config.build import build_run_config
 from dabench.findings.run import config
-from dabench.pipeline.execute import predict_config
 from tests.conftest import CONF
 
 
@@ -32,6 +32,6 @@ def run_config(
 
 
 def predict(rc):
-    """(profile, metrics) of a full prediction, through the one pipeline (dabench.pipeline.execute)."""
-    prediction = predict_config(rc)
+    """(profile, metrics) of a full prediction, through the one predictor (dabench.predictor)."""
+    prediction = predictor.predict(rc)
     return prediction.profile, prediction.metrics

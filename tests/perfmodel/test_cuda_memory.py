@@ -7,10 +7,11 @@ import math
 
 import pytest
 
+from dabench import predictor
 from dabench.api import predict as api_predict
 from dabench.config.compose import compose
 from dabench.core.status import CapacityError
-from dabench.fit.evaluate import point_config, predict_mapping
+from dabench.fit.evaluate import point_config
 from dabench.fit.points import load_points
 from tests.perfmodel.helpers import predict, run_config
 
@@ -33,7 +34,7 @@ def test_a_model_above_the_gpu_memory_is_a_capacity_result_with_its_breakdown():
 
 @pytest.mark.parametrize("point", PUBLISHED, ids=[p.id for p in PUBLISHED])
 def test_a_configuration_a_published_run_trained_is_not_refused(point):
-    _, metrics = predict_mapping(point_config(point))  # CapacityError would fail the test
+    metrics = predictor.predict(point_config(point)).metrics  # CapacityError would fail the test
     capacity = metrics["memory.peak_bytes.hbm"]
     assert 0 < capacity
 
