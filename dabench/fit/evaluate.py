@@ -61,36 +61,48 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
     return cfg
 
 
+#: a point's metric -> (the prediction's metric, scale)
+POINT_METRICS = {
+    "samples_per_s": ("throughput.samples_per_s", 1.0),
+    "tokens_per_s": ("throughput.tokens_per_s", 1.0),
+    "allocation_pct": ("tier1.allocation_ratio", 100.0),
+}
+
+
 def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> float:
-    """The model's value of ``point.metric`` (NaN when the model refuses a throughput point)."""
+    """The model's value of ``point.metric`` (NaN when the model refuses a throughput point, or
+    when a prediction breaks a bound)."""
     if point.run_id:  # a measured run, prepared
         profile = predict_profile(point, options or {})
         return math.nan if profile is None else float(profile.samples_per_s)
+    try:
+        return _predict_point(point, options)
+    except (Diverged, InvalidResult):
+        return math.nan
+
+
+def _samples_per_s(cfg: dict) -> float:
+    return predict(cfg).metrics["throughput.samples_per_s"]
+
+
+def _predict_point(point: Point, options: Mapping[str, Any] | None) -> float:
     if point.metric == "scaling_keep_pct":
         cfg = point_config(point, None, options)
         half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}
-        larger = predict(cfg).metrics["throughput.samples_per_s"]
-        smaller = predict(half).metrics["throughput.samples_per_s"]
-        return 100.0 * larger / smaller
+        return 100.0 * _samples_per_s(cfg) / _samples_per_s(half)
     if point.metric == "mixed_gain_pct":
-        mixed = predict(point_config(point, "mixed", options)).metrics["throughput.samples_per_s"]
-        fp16 = predict(point_config(point, "fp16", options)).metrics["throughput.samples_per_s"]
+        mixed, fp16 = (_samples_per_s(point_config(point, p, options)) for p in ("mixed", "fp16"))
         return 100.0 * (mixed / fp16 - 1.0)
     try:
         metrics = predict(point_config(point, None, options)).metrics
     except CapacityError:
         return 0.0 if point.metric == "feasible" else math.nan
-    except (Diverged, InvalidResult):  # a prediction that breaks a bound is refused too
-        return math.nan
     if point.metric == "feasible":
         return 1.0
-    if point.metric == "samples_per_s":
-        return float(metrics["throughput.samples_per_s"])
-    if point.metric == "tokens_per_s":
-        return float(metrics["throughput.tokens_per_s"])
-    if point.metric == "allocation_pct":
-        return 100.0 * float(metrics["tier1.allocation_ratio"])
-    raise ValueError(f"point {point.id}: unknown metric {point.metric!r}")
+    if point.metric not in POINT_METRICS:
+        raise ValueError(f"point {point.id}: unknown metric {point.metric!r}")
+    name, scale = POINT_METRICS[point.metric]
+    return scale * float(metrics[name])
 
 
 def prepare(points: list[Point]) -> list[LeftOut]:
