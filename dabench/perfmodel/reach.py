@@ -66,6 +66,8 @@ def coords(rc: Any, release: str = "") -> dict[str, Any]:
         "execution": "" if execution == "auto" else execution,
         "release": release,
         "generation": rc.hardware.name if platform(rc.hardware.arch).generations else "",
+        # the chip generation the preset's efficiencies belong to (not a distance: see constants.half_width)
+        "silicon": str(options.get("generation", "")) if platform(rc.hardware.arch).generations else "",
     }
 
 
