@@ -268,9 +268,10 @@ def _layout(rc: RunConfig, k) -> _Layout:
             "hardware.options.stage_tensor_degree applies to parallel=pp and fsdp only, pipeline_chunks to pp "
             f"(parallel={rc.parallel.strategy}: use parallel=tp parallel.degree for tensor parallelism)"
         )
-    if stage_tensor > 1 and rc.model.n_heads % stage_tensor:
+    if stage_tensor > 1 and rc.model.kv_heads % stage_tensor:  # whole K/V heads per GPU (kv_heads divides n_heads)
         raise UnsupportedError(
-            f"hardware.options.stage_tensor_degree={stage_tensor} does not divide model.n_heads={rc.model.n_heads}"
+            f"hardware.options.stage_tensor_degree={stage_tensor} does not divide the model's K/V heads "
+            f"(model.n_kv_heads, else n_heads)={rc.model.kv_heads}"
         )
     head_dim = rc.model.hidden_size // rc.model.n_heads if getattr(k, "attention", "flash") == "materialized" else 0
     return _Layout(recompute, stage_tensor, chunks, head_dim)
