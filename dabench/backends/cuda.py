@@ -1,4 +1,5 @@
-"""The CUDA backend: real torch execution on an NVIDIA GPU, timed with CUDA events."""
+"""The CUDA backend: real torch execution on an NVIDIA GPU, or an AMD one under a ROCm build of torch
+(the same torch.cuda API), timed with CUDA events; the run records the vendor, runtime and device."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dabench.backends.base import Availability, Backend, TimedWindowCallback
 from dabench.config.sections import RunConfig
 from dabench.core.profile import Profile, UnitUse
 from dabench.host.ceilings import tf32_enabled
+from dabench.host.info import gpu_identity
 from dabench.workload.opgraph import OpGraph
 
 
@@ -46,7 +48,7 @@ class CudaBackend(Backend):
         units = {"sms": UnitUse(props.multi_processor_count, max(spec_sms, props.multi_processor_count))}
         torch.cuda.reset_peak_memory_stats(device)
         peak = lambda: torch.cuda.max_memory_allocated(device)
-        tags = {"tf32": "true" if tf32 else "false"}
+        tags = {"tf32": "true" if tf32 else "false", **gpu_identity(torch)}  # a ROCm build runs here unchanged
         return run_on_device(
             rc, device, CudaClock(device), units, f"cuda:{props.name}", "hbm", peak, tags, on_timed_window
         )

@@ -43,6 +43,10 @@ def build_model(section: Mapping[str, Any]) -> ModelConfig:
             f"must be divisible by model.n_heads={model.n_heads} "
             f"(e.g. {model.n_heads * max(1, round(model.hidden_size / model.n_heads))})",
         )
+    if model.n_heads % model.kv_heads:
+        raise ConfigError(
+            "model.n_kv_heads", model.n_kv_heads, f"must be 1 to model.n_heads={model.n_heads} and divide it"
+        )
     return model
 
 
@@ -74,8 +78,9 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
         raise ConfigError(f"{p}.degree", degree, "must be 1 when parallel.strategy=none (pick parallel=dp|tp|pp)")
     if strategy in ("dp", "fsdp") and replicas != 1:
         raise ConfigError(f"{p}.replicas", replicas, f"must be 1 for parallel={strategy} (use parallel.degree)")
-    if strategy == "tp" and model.n_heads % degree:
-        raise ConfigError(f"{p}.degree", degree, f"must divide model.n_heads={model.n_heads} for tensor parallelism")
+    if strategy == "tp" and model.kv_heads % degree:  # whole heads per rank (kv_heads divides n_heads)
+        heads = f"model.{'n_kv_heads' if model.n_kv_heads else 'n_heads'}={model.kv_heads}"
+        raise ConfigError(f"{p}.degree", degree, f"must divide {heads} for tensor parallelism")
     layers = values["layers_per_stage"]
     layers_per_stage: Placement | None = None
     if strategy == "pp":

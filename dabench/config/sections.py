@@ -52,10 +52,21 @@ class ModelConfig:
     head_tokens: int = field_(
         0, low=0, high=1 << 22, doc="positions per sequence reaching the LM head: 0 = all; at most seq_len"
     )
+    n_kv_heads: int | None = field_(
+        None,
+        low=1,
+        high=65_536,
+        doc="key/value heads (grouped-query attention): 1 to n_heads, dividing it; null = n_heads",
+    )
 
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: ``n_kv_heads``, or ``n_heads`` (plain multi-head attention) when null."""
+        return self.n_kv_heads or self.n_heads
 
     @property
     def ffn_hidden(self) -> int:

@@ -38,6 +38,21 @@ def cuda_device_name() -> str | None:
     return None
 
 
+def gpu_identity(torch) -> dict[str, str]:
+    """The GPU side of a torch build, as run tags: ``gpu_vendor`` (AMD for a ROCm build, which keeps
+    the torch.cuda API, else NVIDIA), ``gpu_runtime`` (``rocm <torch.version.hip>`` or ``cuda
+    <torch.version.cuda>``) and, when a device is visible, device 0's ``gpu_name``. Reads only the
+    module it is given (torch, or a stand-in)."""
+    hip = getattr(torch.version, "hip", None)
+    tags = {
+        "gpu_vendor": "AMD" if hip else "NVIDIA",
+        "gpu_runtime": f"rocm {hip}" if hip else f"cuda {torch.version.cuda}",
+    }
+    if torch.cuda.is_available():
+        tags["gpu_name"] = torch.cuda.get_device_name(0)
+    return tags
+
+
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
     """The CPU's feature flags (first processor's ``flags`` or ``Features`` line)."""
     for line in (_cpuinfo() if cpuinfo is None else cpuinfo).splitlines():

@@ -180,7 +180,27 @@ def half_width(
         q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
         base = q if q is not None and math.isfinite(q) else wide + rate * reach.FAR
         return ("near" if points else "wide"), base, record.get("note", "")
-    return reach.half_width(x, points, wide, rate, nominal)
+    kind, q, why = reach.half_width(x, points, wide, rate, nominal)
+    if x.get("silicon") and x["silicon"] not in _point_generations(constant_set, platform, points):
+        # a chip generation with no calibration point: whatever its distance, nothing calibrated is near
+        why = f"nothing calibrated nearby: no calibration point of generation {x['silicon']}; {why}"
+        return "wide", max(q, wide + rate * reach.FAR), why
+    return kind, q, why
+
+
+def _point_generations(constant_set: Mapping[str, Any], platform: str, points: list) -> set[str]:
+    """The chip generations (``options.generation`` of each point's preset, else of ``platform``'s
+    own preset, as the set recorded them) of a band's calibration points."""
+    entries = constant_set.get("platforms") or {}
+
+    def generation(preset: str) -> str:
+        for name in (preset, platform):
+            setting = ((entries.get(name) or {}).get("constants") or {}).get("options.generation") or {}
+            if setting.get("value"):
+                return str(setting["value"])
+        return ""
+
+    return {generation(p["coords"].get("generation", "")) for p in points}
 
 
 def band(

@@ -39,6 +39,11 @@ SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")
 #: dV reads P' (9e + 1).
 SCORE_PASSES = {"fwd": (6, 1), "bwd": (9, 1)}
 
+#: a GPU generation no calibration point fitted (blackwell, cdna3) is priced at the middle of the
+#: efficiencies' fit bounds [0.2, 1.0] (conf/hardware/sources/cuda.yaml), as cross-validation prices
+#: a generation whose points it left out (fit/refit.py, start="middle"); never another generation's fit
+UNFITTED_EFFICIENCY = 0.6
+
 #: op names whose element-wise kernel evaluates a transcendental per element (GELU's tanh)
 GELU_OPS = ("mlp.gelu", "head.gelu")
 
@@ -142,6 +147,9 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
         if k.generation == "ampere":
             ce, me = k.ampere_compute_efficiency, k.ampere_memory_efficiency
+        elif k.generation != "hopper":
+            ce = me = UNFITTED_EFFICIENCY
+            tags["efficiency"] = f"unfitted: no calibration point of generation {k.generation}"
     par, m = rc.parallel, rc.run.grad_accum
     strategy = par.strategy
     layout = _layout(rc, k)
@@ -260,9 +268,10 @@ def _layout(rc: RunConfig, k) -> _Layout:
             "hardware.options.stage_tensor_degree applies to parallel=pp and fsdp only, pipeline_chunks to pp "
             f"(parallel={rc.parallel.strategy}: use parallel=tp parallel.degree for tensor parallelism)"
         )
-    if stage_tensor > 1 and rc.model.n_heads % stage_tensor:
+    if stage_tensor > 1 and rc.model.kv_heads % stage_tensor:  # whole K/V heads per GPU (kv_heads divides n_heads)
         raise UnsupportedError(
-            f"hardware.options.stage_tensor_degree={stage_tensor} does not divide model.n_heads={rc.model.n_heads}"
+            f"hardware.options.stage_tensor_degree={stage_tensor} does not divide the model's K/V heads "
+            f"(model.n_kv_heads, else n_heads)={rc.model.kv_heads}"
         )
     head_dim = rc.model.hidden_size // rc.model.n_heads if getattr(k, "attention", "flash") == "materialized" else 0
     return _Layout(recompute, stage_tensor, chunks, head_dim)

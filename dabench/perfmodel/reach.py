@@ -36,9 +36,11 @@ def approx_params(model: Mapping[str, Any]) -> float:
     vocab = int(model.get("vocab_size") or 0)
     ffn = int(model.get("ffn_size") or 0) or int(float(model.get("ffn_mult") or 4) * h)
     mlp = (3 if str(model.get("ffn_type", "")) == "swiglu" else 2) * h * ffn
+    heads = int(model.get("n_heads") or 1)
+    attention = 2 * h * h + 2 * h * (h * int(model.get("n_kv_heads") or heads) // heads)  # q, out; k, v (GQA)
     cross = int(model.get("cross_attention_layers") or 0) * 4 * h * h
     embed = vocab * h * (1 if model.get("tie_embeddings", False) else 2)
-    return float(int(model.get("n_layers") or 0) * (4 * h * h + mlp) + cross + embed)
+    return float(int(model.get("n_layers") or 0) * (attention + mlp) + cross + embed)
 
 
 def chip_count(arch: str, degree: int, replicas: int, tiles: Any = None) -> float:
@@ -64,6 +66,8 @@ def coords(rc: Any, release: str = "") -> dict[str, Any]:
         "execution": "" if execution == "auto" else execution,
         "release": release,
         "generation": rc.hardware.name if platform(rc.hardware.arch).generations else "",
+        # the chip generation the preset's efficiencies belong to (not a distance: see constants.half_width)
+        "silicon": str(options.get("generation", "")) if platform(rc.hardware.arch).generations else "",
     }
 
 

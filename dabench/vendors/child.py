@@ -86,6 +86,7 @@ def build_model(model_cfg: Dict[str, Any], seed: int):
         model_cfg["vocab_size"],
         model_cfg.get("ffn_mult", 4),
         tie_embeddings=bool(model_cfg.get("tie_embeddings", False)),
+        n_kv_heads=model_cfg.get("n_kv_heads"),
     )
 
 

@@ -5,7 +5,7 @@ Vendor runners load it in their own (older) environments: torch and the standard
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -29,19 +29,25 @@ class Embedding(nn.Module):
 
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention: separate Q, K, V projections, SDPA, output projection;
-    the head count follows the projected width, so the same code runs on a tensor-parallel shard."""
+    with ``n_kv_heads`` < ``n_heads`` (grouped-query attention) K and V are ``n_kv_heads`` heads
+    wide, each repeated for its group of query heads. Head counts follow the projected widths, so
+    the same code runs on a tensor-parallel shard (whole heads per shard)."""
 
-    def __init__(self, hidden: int, n_heads: int):
+    def __init__(self, hidden: int, n_heads: int, n_kv_heads: Optional[int] = None):
         super().__init__()
         self.head_dim = hidden // n_heads
+        kv = (n_kv_heads or n_heads) * self.head_dim
         self.q = nn.Linear(hidden, hidden)
-        self.k = nn.Linear(hidden, hidden)
-        self.v = nn.Linear(hidden, hidden)
+        self.k = nn.Linear(hidden, kv)
+        self.v = nn.Linear(hidden, kv)
         self.proj = nn.Linear(hidden, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, _ = x.shape
         q, k, v = (t.reshape(batch, seq, -1, self.head_dim).transpose(1, 2) for t in (self.q(x), self.k(x), self.v(x)))
+        if k.shape[1] != q.shape[1]:  # grouped-query attention: each K/V head serves q_heads / kv_heads queries
+            group = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(batch, seq, -1))
 
@@ -61,10 +67,10 @@ class MLP(nn.Module):
 class DecoderBlock(nn.Module):
     """Pre-LN block: x + attn(ln1(x)), then x + mlp(ln2(x))."""
 
-    def __init__(self, hidden: int, n_heads: int, ffn_hidden: int):
+    def __init__(self, hidden: int, n_heads: int, ffn_hidden: int, n_kv_heads: Optional[int] = None):
         super().__init__()
         self.ln1 = nn.LayerNorm(hidden)
-        self.attn = CausalSelfAttention(hidden, n_heads)
+        self.attn = CausalSelfAttention(hidden, n_heads, n_kv_heads)
         self.ln2 = nn.LayerNorm(hidden)
         self.mlp = MLP(hidden, ffn_hidden)
 
@@ -106,10 +112,13 @@ class DecoderStack(nn.Module):
         vocab_size: int,
         ffn_mult: int = 4,
         tie_embeddings: bool = False,
+        n_kv_heads: Optional[int] = None,
     ):
         super().__init__()
         self.embedding = Embedding(vocab_size, seq_len, hidden)
-        self.blocks = nn.ModuleList(DecoderBlock(hidden, n_heads, ffn_mult * hidden) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(
+            DecoderBlock(hidden, n_heads, ffn_mult * hidden, n_kv_heads) for _ in range(n_layers)
+        )
         self.head = Head(hidden, vocab_size)
         if tie_embeddings:  # GPT-2: lm_head.weight is wte.weight (vocab x hidden, the same shape)
             self.head.lm_head.weight = self.embedding.tok.weight
@@ -140,6 +149,7 @@ class DecoderStack(nn.Module):
             model.vocab_size,
             model.ffn_mult,
             tie_embeddings=bool(getattr(model, "tie_embeddings", False)),
+            n_kv_heads=getattr(model, "n_kv_heads", None),
         )
 
     def layer_names(self) -> list[str]:

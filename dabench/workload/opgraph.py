@@ -244,20 +244,32 @@ def _scaled(ops: list[Op], fraction: float) -> list[Op]:
 
 
 def _attention_ops(prefix: str, batch: int, model: ModelConfig, e: int, w: int, s: int, rotary: bool) -> list[Op]:
-    """q, k, v projections, the score/softmax/value core and the out-projection of one attention."""
+    """q, k, v projections, the score/softmax/value core and the out-projection of one attention;
+    with grouped-query attention k and v are ``kv_heads`` heads wide, each shared by a group of query
+    heads (the score and value FLOPs are the same)."""
     tokens = batch * model.seq_len
     h = model.hidden_size
-    act = tokens * h
-    ops: list[Op] = []
-    for name in ("q", "k", "v"):
-        ops += _linear(f"{prefix}.{name}", tokens, h, h, e, w, s)
-    if rotary:
-        ops += _elementwise(f"{prefix}.rotary", "elementwise", 2 * act, ROTARY_FLOPS_PER_ELEMENT, e, 0.0)
+    kv = model.kv_heads * model.head_dim
+    act, kv_act = tokens * h, tokens * kv
+    ops: list[Op] = _linear(f"{prefix}.q", tokens, h, h, e, w, s)
+    for name in ("k", "v"):
+        ops += _linear(f"{prefix}.{name}", tokens, h, kv, e, w, s)
+    if rotary:  # on q and k
+        ops += _elementwise(f"{prefix}.rotary", "elementwise", act + kv_act, ROTARY_FLOPS_PER_ELEMENT, e, 0.0)
     score = 4.0 * batch * model.seq_len * model.seq_len * h
     lse = batch * model.n_heads * model.seq_len * 4
+    # forward reads q, k, v and writes out (all saved); backward reads q, k, v, out, d_out, writes dq, dk, dv
     ops += [
-        Op(f"{prefix}.sdpa", "attention", "fwd", score, float(4 * act * e), 0, float(4 * act * e + lse)),
-        Op(f"{prefix}.sdpa", "attention", "bwd", 2.0 * score, float(8 * act * e)),
+        Op(
+            f"{prefix}.sdpa",
+            "attention",
+            "fwd",
+            score,
+            float((2 * act + 2 * kv_act) * e),
+            0,
+            float((2 * act + 2 * kv_act) * e + lse),
+        ),
+        Op(f"{prefix}.sdpa", "attention", "bwd", 2.0 * score, float((4 * act + 4 * kv_act) * e)),
     ]
     ops += _linear(f"{prefix}.proj", tokens, h, h, e, w, s)
     return ops

@@ -50,6 +50,32 @@ def test_tf32_is_a_recorded_param():
     assert flatten(composed(["hardware=cuda", "hardware.options.tf32=true"]))["hardware.options.tf32"] is True
 
 
+def _torch_standin(hip, cuda, devices):
+    """A stand-in for the torch module: version strings and a torch.cuda with ``devices`` names."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        version=SimpleNamespace(hip=hip, cuda=cuda),
+        cuda=SimpleNamespace(is_available=lambda: bool(devices), get_device_name=lambda i: devices[i]),
+    )
+
+
+@pytest.mark.parametrize(
+    "hip, cuda, devices, want",
+    [
+        ("6.2.41133", None, ["AMD Instinct MI300X"], ("AMD", "rocm 6.2.41133", "AMD Instinct MI300X")),
+        (None, "12.4", ["NVIDIA H100 80GB HBM3"], ("NVIDIA", "cuda 12.4", "NVIDIA H100 80GB HBM3")),
+        (None, "12.4", [], ("NVIDIA", "cuda 12.4", None)),  # a CUDA build on a machine without a GPU
+        ("6.2", None, [], ("AMD", "rocm 6.2", None)),
+    ],
+)
+def test_gpu_identity_reads_vendor_runtime_and_device_from_the_torch_module(hip, cuda, devices, want):
+    from dabench.host.info import gpu_identity
+
+    tags = gpu_identity(_torch_standin(hip, cuda, devices))
+    assert (tags["gpu_vendor"], tags["gpu_runtime"], tags.get("gpu_name")) == want
+
+
 torch = pytest.importorskip("torch")
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible")
 
@@ -82,6 +108,8 @@ def test_cuda_measured_run_uses_events_and_the_priced_math_mode(tf32):
     assert result.metrics["memory.peak_bytes.hbm"] > 0
     assert result.metrics["tier1.allocation_ratio.sms"] > 0
     assert result.profile.source.startswith("cuda:")
+    assert result.profile.tags["gpu_name"] == torch.cuda.get_device_name(0)
+    assert result.profile.tags["gpu_vendor"] == ("AMD" if torch.version.hip else "NVIDIA")
     assert 0 < result.metrics["tier1.compute_efficiency"] < 1
 
 

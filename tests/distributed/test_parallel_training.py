@@ -24,6 +24,8 @@ SHORT = ["run.warmup_steps=1", "run.timed_steps=2", "run.lr=0.01"]
 JOBS = {
     "dp": ["parallel=dp", "parallel.degree=2"],
     "tp": ["parallel=tp", "parallel.degree=2"],
+    # grouped-query attention: each rank holds 2 of the 4 query heads and 1 of the 2 K/V heads
+    "tp_gqa": ["parallel=tp", "parallel.degree=2", "++model.n_kv_heads=2"],
     "pp": ["parallel=pp", "parallel.degree=2", "parallel.micro_batches=2"],
     "pp_1f1b_x_dp": [
         "parallel=pp",
@@ -88,6 +90,7 @@ def test_profile_has_tier2_metrics_from_all_ranks(jobs, name):
     expected = {
         "dp": {("dp", "allreduce")},
         "tp": {("tp", "allreduce")},
+        "tp_gqa": {("tp", "allreduce")},
         "pp": {("pp", "p2p"), ("pp", "bubble")},
         "pp_1f1b_x_dp": {("dp", "allreduce"), ("pp", "p2p"), ("pp", "bubble")},
         "pp_tied": {("pp", "p2p"), ("pp", "bubble")},

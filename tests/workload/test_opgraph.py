@@ -32,6 +32,7 @@ def torch_counted_flops(model_cfg: ModelConfig, batch: int) -> tuple[int, int]:
         (ModelConfig("a", 2, 64, 4, 32, 256), 2),
         (ModelConfig("b", 3, 96, 3, 48, 500, ffn_mult=2), 3),
         (ModelConfig("c", 1, 128, 8, 128, 1024), 1),
+        (ModelConfig("gqa", 2, 64, 8, 32, 256, n_kv_heads=2), 2),
     ],
 )
 def test_matmul_and_attention_flops_match_torch_counter_within_2pct(model_cfg, batch):
@@ -109,7 +110,14 @@ def _variant(name, **over):
 def test_calibration_workloads_have_their_published_parameter_counts():
     from dabench.workload.opgraph import build_opgraph
 
-    expected = {"llama_7b": 6.74e9, "gptj_6b": 6.05e9, "bert_large": 3.35e8, "gpt_13b": 1.285e10}
+    # llama_70b: the released Llama-2-70b-hf's 68,976,648,192 (RMSNorm weights, no biases)
+    expected = {
+        "llama_7b": 6.74e9,
+        "gptj_6b": 6.05e9,
+        "bert_large": 3.35e8,
+        "gpt_13b": 1.285e10,
+        "llama_70b": 6.8977e10,
+    }
     for name, params in expected.items():
         model, precision = _variant(name)
         assert build_opgraph(model, 1, precision).params == pytest.approx(params, rel=0.01), name
@@ -138,3 +146,96 @@ def test_the_measured_workload_refuses_variants_it_does_not_build():
 
     with pytest.raises(UnsupportedError, match="swiglu"):
         DecoderStack.from_config(_variant("llama_7b")[0])
+
+
+GQA = ModelConfig("g", 1, 64, 8, 16, 100, n_kv_heads=2)  # head_dim 8: K and V are 2 x 8 = 16 wide
+
+
+def test_grouped_query_attention_by_hand():
+    """batch 2 x seq 16 = 32 tokens, hidden 64, K/V width 16, fp32 (4 bytes everywhere)."""
+    graph = build_opgraph(GQA, 2, FP32)
+    ops = {(op.name, op.phase): op for op in graph.layer("block.0").ops}
+    assert ops["attn.q", "fwd"].params == 64 * 64 + 64
+    for name in ("attn.k", "attn.v"):
+        assert ops[name, "fwd"].params == 64 * 16 + 16
+        assert ops[name, "fwd"].flops == 2 * 32 * 64 * 16
+        assert ops[name, "bwd"].flops == 4 * 32 * 64 * 16
+        assert ops[name, "fwd"].bytes == (32 * 64 + 1040 + 32 * 16) * 4
+    act, kv = 32 * 64, 32 * 16
+    sdpa_fwd, sdpa_bwd = ops["attn.sdpa", "fwd"], ops["attn.sdpa", "bwd"]
+    assert sdpa_fwd.flops == 4 * 2 * 16 * 16 * 64 and sdpa_bwd.flops == 2 * sdpa_fwd.flops  # as with 8 K/V heads
+    assert sdpa_fwd.bytes == (2 * act + 2 * kv) * 4  # reads q, k, v; writes out
+    assert sdpa_fwd.saved_bytes == (2 * act + 2 * kv) * 4 + 2 * 8 * 16 * 4  # q, k, v, out and the fp32 lse
+    assert sdpa_bwd.bytes == (4 * act + 4 * kv) * 4
+    mha = build_opgraph(ModelConfig("g", 1, 64, 8, 16, 100), 2, FP32)
+    assert mha.params - graph.params == 2 * (64 * 64 + 64 - 1040)
+    assert mha.layer("block.0").saved_bytes - graph.layer("block.0").saved_bytes == 2 * (act - kv) * 4
+
+
+def test_n_kv_heads_equal_to_n_heads_is_plain_multi_head_attention():
+    for model in (ModelConfig("g", 2, 64, 8, 16, 100), _variant("llama_7b")[0]):
+        same = ModelConfig(**{**vars(model), "n_kv_heads": model.n_heads})
+        for batch in (1, 3):
+            assert build_opgraph(same, batch, FP32).layers == build_opgraph(model, batch, FP32).layers
+
+
+def test_a_measured_gqa_step_trains_the_op_graphs_parameters():
+    """The measured torch model (K and V n_kv_heads wide, repeated for SDPA) has the op graph's
+    parameter count and trains: one measured CPU run of a tiny GQA stack."""
+    from dabench import run
+
+    cfg = ModelConfig("g", 2, 64, 8, 16, 100, n_kv_heads=2)
+    torch.manual_seed(0)
+    model = DecoderStack.from_config(cfg)
+    assert model.blocks[0].attn.k.weight.shape == (16, 64)
+    assert sum(p.numel() for p in model.parameters()) == build_opgraph(cfg, 1, FP32).params
+    result = run(
+        [
+            "model=tiny",
+            "+model.n_kv_heads=2",
+            "hardware=cpu",
+            "hardware.mode=measure",
+            "run.timed_steps=2",
+            "run.warmup_steps=1",
+            "run.profile_subtasks=false",
+            "tracking.enabled=false",
+        ]
+    )
+    assert result.status.value == "ok", result.reason
+    assert result.run_config.model.kv_heads == 2
+    assert result.metrics["work.params"] == build_opgraph(result.run_config.model, 1, FP32).params
+
+
+@pytest.mark.parametrize(
+    "override,field",
+    [
+        ("+model.n_kv_heads=3", "model.n_kv_heads"),
+        ("+model.n_kv_heads=8", "model.n_kv_heads"),
+        ("+model.n_kv_heads=0", "model.n_kv_heads"),
+    ],
+)
+def test_bad_n_kv_heads_is_refused(override, field):
+    from dabench import predict
+
+    r = predict(["model=tiny", override])  # tiny: 4 heads
+    assert r.status.value == "invalid_config" and field in r.reason
+
+
+def test_tensor_parallel_degree_must_divide_the_kv_heads():
+    from dabench import predict
+
+    r = predict(["model=tiny", "+model.n_kv_heads=2", "parallel=tp", "parallel.degree=4", "hardware=cuda"])
+    assert r.status.value == "invalid_config" and "parallel.degree" in r.reason and "n_kv_heads=2" in r.reason
+    assert (
+        predict(
+            [
+                "model=tiny",
+                "+model.n_kv_heads=2",
+                "parallel=tp",
+                "parallel.degree=2",
+                "hardware=cuda",
+                "hardware.mode=predict",
+            ]
+        ).status.value
+        == "ok"
+    )

@@ -18,9 +18,10 @@ class CudaKnobs:
         "prices it (peak_flops.tf32 instead of fp32)",
     )
     generation: str = knob(
-        choices=("hopper", "ampere"),
+        choices=("hopper", "ampere", "blackwell", "cdna3"),
         doc="the GPU generation: hopper (H100, H200) prices at compute_efficiency and memory_efficiency, ampere (A100)"
-        " at ampere_compute_efficiency and ampere_memory_efficiency",
+        " at ampere_compute_efficiency and ampere_memory_efficiency; blackwell (B200) and cdna3 (MI300X), with no "
+        "calibration point, at the middle of those efficiencies' fit bounds (perfmodel/device.py)",
     )
     compute_efficiency: float = knob(low=0.0, high=1.0, doc="hopper: share of the datasheet peak large GEMMs reach")
     memory_efficiency: float = knob(
