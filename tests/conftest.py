@@ -225,6 +225,15 @@ def steady_check_off():
         os.environ["DABENCH_STEADY_CHECK"] = previous
 
 
+@pytest.fixture(autouse=True)
+def own_validation_record(tmp_path, monkeypatch):
+    """Each test its own record of this machine's validate errors (dabench/host/validation.py): one
+    test's CPU validate runs never size another's CPU band."""
+    from dabench.host import validation
+
+    monkeypatch.setattr(validation, "path", lambda: tmp_path / "validation.json")
+
+
 #: modules whose tests are independent of each other (no module- or session-scoped fixture they
 #: share): pytest-xdist spreads them test by test; every other module runs on one worker
 SPREAD_MODULES = {"tests/docs/test_examples.py", "tests/golden/test_golden.py"}

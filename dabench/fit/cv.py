@@ -34,6 +34,7 @@ NOMINAL = 0.8  #: the bands' default nominal coverage (run param ``band.nominal`
 GOAL_MEDIAN, GOAL_MAX = 0.15, 0.35  #: out-of-sample median and max |error| per platform
 FEW_POINTS = 8  #: below this many throughput points a platform says its numbers rest on few points
 MIN_PLATFORM_POINTS = 10  #: platforms with at least this many banded points count for the lowest coverage
+AT_BOUND = 0.02  #: a fitted constant this share of its prior's range (or less) from a bound sits at it
 
 
 def score(predicted: float, published: float) -> float:
@@ -59,6 +60,44 @@ def rel_error(predicted: float, published: float) -> float:
     if predicted is None or math.isnan(predicted):
         return math.nan
     return (predicted - published) / published
+
+
+@dataclass(frozen=True)
+class BoundDistance:
+    """Where a fitted constant sits in its prior: its distance from each bound as a share of the
+    range, on a log scale where the range spans more than a decade (negative: outside it)."""
+
+    path: str
+    value: float
+    bounds: tuple[float, float]
+    log: bool
+    low: float
+    high: float
+
+    @property
+    def at_bound(self) -> bool:
+        return min(self.low, self.high) <= AT_BOUND
+
+
+def bound_distance(path: str, value: float, bounds: tuple[float, float]) -> BoundDistance:
+    """``value``'s :class:`BoundDistance` within ``bounds`` (low < high)."""
+    lo, hi = bounds
+    log = lo > 0 and hi > 10 * lo
+    if log and value <= 0:
+        return BoundDistance(path, value, (lo, hi), log, -math.inf, math.inf)
+    at = math.log10 if log else float
+    span = at(hi) - at(lo)
+    return BoundDistance(path, value, (lo, hi), log, (at(value) - at(lo)) / span, (at(hi) - at(value)) / span)
+
+
+def bound_distances(constants: Mapping[str, Mapping[str, Any]]) -> list[BoundDistance]:
+    """The :class:`BoundDistance` of every fitted constant with bounds in a constant set's
+    ``constants`` records (path -> {value, kind, bounds})."""
+    return [
+        bound_distance(path, float(c["value"]), tuple(c["bounds"]))
+        for path, c in constants.items()
+        if c.get("kind") == "fitted" and c.get("bounds") and c.get("value") is not None
+    ]
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

@@ -176,11 +176,19 @@ def half_width(
     rate = cached[1]
     wide = float(bands.get("wide") or math.log(2.0))
     points = [p if p["score"] is not None else {**p, "score": math.inf} for p in record["points"]]
+    evidence = "out-of-source errors"
+    if not points and _host_cpu(platform):  # priced at this machine's calibration: its own validate errors
+        from dabench.host import validation
+
+        mine = validation.points(model_version(platform))
+        if reach.conformal_q([p["score"] for p in mine], nominal) is not None:
+            points, evidence = mine, f"errors of {validation.SOURCE} ({validation.path()})"
+            record = {**record, "note": f"{100 * nominal:.0f}% band from {len(mine)} {evidence}"}
     if x is None:
         q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
         base = q if q is not None and math.isfinite(q) else wide + rate * reach.FAR
         return ("near" if points else "wide"), base, record.get("note", "")
-    kind, q, why = reach.half_width(x, points, wide, rate, nominal)
+    kind, q, why = reach.half_width(x, points, wide, rate, nominal, evidence)
     if x.get("silicon") and x["silicon"] not in _point_generations(constant_set, platform, points):
         # a chip generation with no calibration point: whatever its distance, nothing calibrated is near
         why = f"nothing calibrated nearby: no calibration point of generation {x['silicon']}; {why}"
@@ -201,6 +209,10 @@ def _point_generations(constant_set: Mapping[str, Any], platform: str, points: l
         return ""
 
     return {generation(p["coords"].get("generation", "")) for p in points}
+
+
+def _host_cpu(arch: str) -> bool:
+    return platform(arch).host_cpu
 
 
 def band(

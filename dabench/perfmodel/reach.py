@@ -114,10 +114,15 @@ def growth(needs: Sequence[float], nominal: float) -> float:
 
 
 def half_width(
-    x: Mapping[str, Any], points: Sequence[Mapping[str, Any]], wide: float, rate: float, nominal: float
+    x: Mapping[str, Any],
+    points: Sequence[Mapping[str, Any]],
+    wide: float,
+    rate: float,
+    nominal: float,
+    evidence: str = "out-of-source errors",
 ) -> tuple[str, float, str]:
-    """(kind ``near`` or ``wide``, log half-width, why) of the band at coordinates ``x``
-    (docs/perfmodel.md, "Out-of-sample error and bands")."""
+    """(kind ``near`` or ``wide``, log half-width, why) of the band at coordinates ``x`` from
+    ``points``' scores (what they are: ``evidence``; docs/perfmodel.md, "Out-of-sample error and bands")."""
     if not points:
         return "wide", wide + rate * FAR, "nothing calibrated on this platform"
     scores = [p["score"] for p in points]
@@ -130,7 +135,7 @@ def half_width(
     parts = differences(x, nearest["coords"])
     away = ", ".join(f"{k} {v:.2g}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])) or "none"
     why = (
-        f"{100 * nominal:.0f}% band from {len(points)} out-of-source errors; nearest calibration "
+        f"{100 * nominal:.0f}% band from {len(points)} {evidence}; nearest calibration "
         f"{nearest['id']} (out of source: off by x{math.exp(own):.3g}) at distance {d:.2g} ({away}), "
         f"+{rate:.3g}/unit"
     )

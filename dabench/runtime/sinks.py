@@ -49,7 +49,12 @@ SINKS: dict[str, Sink] = {
         Sink(
             "results_csv", "file", "a sweep's or grid's results.csv", "hydra.sweep.dir; ./multirun/<date>/<time>-grid"
         ),
-        Sink("calibration_cache", "file", "this CPU's measured ceilings", "$DABENCH_CACHE_DIR/calibration.json"),
+        Sink(
+            "calibration_cache",
+            "file",
+            "this CPU's measured ceilings and its validate runs' errors",
+            "$DABENCH_CACHE_DIR/calibration.json, validation.json",
+        ),
         Sink(
             "schema_cache",
             "file",

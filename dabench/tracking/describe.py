@@ -11,6 +11,7 @@ from typing import Sequence
 
 from dabench.core.result import RunResult
 from dabench.core.status import is_ok
+from dabench.host.validation import SOURCE
 from dabench.tracking.redact import redact_override, redact_text
 
 NOTE_TAG = "mlflow.note.content"
@@ -46,7 +47,8 @@ def summary_line(result: RunResult, name: str) -> str:
                 f"[{_sig3(m['predict.throughput.samples_per_s.lo'])}-{_sig3(m['predict.throughput.samples_per_s.hi'])}]"
             )
             inside = m.get("predict.within_band") == 1
-            error += f" ({'inside' if inside else 'OUTSIDE'} its band {band})"
+            origin = f", from {SOURCE}" if SOURCE in result.notes.get("dabench.band", "") else ""
+            error += f" ({'inside' if inside else 'OUTSIDE'} its band {band}{origin})"
         parts.append(error)
     if result.diagnosis:
         parts.append(result.diagnosis[0])

@@ -85,10 +85,63 @@ def test_fit_cv_ends_with_the_documented_summary_line():
     assert last == cv_last_line(data)
     pattern = (
         r"out_of_sample_median_abs_error=[\d.]+ out_of_sample_max_abs_error=([\d.]+|inf) band_coverage=[\d.]+ "
-        r"band_coverage_min_platform=[\d.]+ sources=(\d+) points=(\d+)"
+        r"band_coverage_min_platform=[\d.]+ sources=(\d+) points=(\d+) constants_at_bound=(\d+)"
     )
     found = re.fullmatch(pattern, last)
     assert found and int(found.group(2)) >= 12 and int(found.group(3)) == len(POINTS)
+    assert int(found.group(4)) == cv_report(data).count("AT BOUND")  # each one listed in its platform's block
+
+
+def test_fit_cv_prints_one_line_per_cross_validated_platform():
+    from dabench.cli.fit.cv_text import cv_platform_line, cv_report
+    from dabench.perfmodel import constants
+
+    data = dict(constants.load())
+    lines = [line for line in cv_report(data).splitlines() if line.startswith("cv platform=")]
+    assert [line.split()[1] for line in lines] == [
+        f"platform={a}" for a, e in data["platforms"].items() if e.get("residuals")
+    ]
+    rows = [
+        {"measure": "|log ratio|", "published": 100.0, "out_of_sample": 110.0, "band": math.log(1.2), "covered": True},
+        {"measure": "|log ratio|", "published": 100.0, "out_of_sample": 70.0, "band": math.log(1.3), "covered": False},
+        {"measure": "|log ratio|", "published": 100.0, "out_of_sample": 95.0, "band": math.log(1.1), "covered": True},
+        {"measure": "wrong", "published": 1.0, "out_of_sample": 0.0, "band": None, "covered": None},
+    ]
+    assert cv_platform_line("x", {"residuals": rows}) == (
+        "cv platform=x n=3 median=0.1000 max=0.3000 coverage=0.6667 width=1.4400"
+    )
+
+
+def test_a_fitted_constant_within_two_percent_of_its_priors_range_from_a_bound_is_at_it():
+    from dabench.cli.fit.cv_text import bound_line, constants_at_bound
+    from dabench.fit.cv import bound_distances
+
+    constants = {
+        "options.at_low": {"kind": "fitted", "value": 0.2, "bounds": [0.2, 1.0]},
+        "options.near_high": {"kind": "fitted", "value": 0.985, "bounds": [0.2, 1.0]},  # 1.9% of 0.8 from 1
+        "options.clear": {"kind": "fitted", "value": 0.97, "bounds": [0.2, 1.0]},  # 3.75%
+        "options.middle": {"kind": "fitted", "value": 0.6, "bounds": [0.2, 1.0]},
+        "options.log_low": {"kind": "fitted", "value": 1.1e-6, "bounds": [1e-6, 1e-3]},  # 1.4% of 3 decades
+        "options.log_clear": {"kind": "fitted", "value": 2e-6, "bounds": [1e-6, 1e-3]},  # 10% on log, 0.1% linear
+        "options.outside": {"kind": "fitted", "value": 1.2, "bounds": [0.2, 1.0]},
+        "options.sourced": {"kind": "source", "value": 0.2},
+    }
+    found = {d.path.split(".")[1]: d for d in bound_distances(constants)}
+    assert sorted(found) == sorted(k.split(".")[1] for k in constants if k != "options.sourced")
+    assert {k for k, d in found.items() if d.at_bound} == {"at_low", "near_high", "log_low", "outside"}
+    assert found["log_clear"].log and not found["middle"].log
+    assert found["log_clear"].low == pytest.approx(math.log10(2) / 3)
+    assert found["middle"].low == pytest.approx(0.5) and found["middle"].high == pytest.approx(0.5)
+    assert found["outside"].high == pytest.approx(-0.25)
+    other = {"options.y": constants["options.at_low"]}
+    data = {"platforms": {"a": {"constants": constants}, "b": {"constants": other}}}
+    assert constants_at_bound(data) == 5
+    assert bound_line(found["at_low"]) == (
+        "  prior of at_low=0.2 in [0.2, 1] (linear): 0.0% of the range from the low bound, 100.0% from the high"
+        "  AT BOUND (within 2% of the range)"
+    )
+    clear = "(log10): 10.0% of the range from the low bound, 90.0% from the high"
+    assert bound_line(found["log_clear"]).endswith(clear)
 
 
 def test_constants_read_from_a_calibration_source_have_a_prior_from_another_document():

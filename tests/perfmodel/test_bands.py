@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from dabench.core.status import Status
 from dabench.fit.cv import (
     NOMINAL,
     CvRow,
@@ -16,6 +17,7 @@ from dabench.fit.cv import (
     nested_coverage,
     score,
 )
+from dabench.host import validation
 from dabench.perfmodel import constants, reach
 from tests.fit.helpers import format_problems
 
@@ -283,3 +285,50 @@ def test_a_validate_run_records_whether_its_measurement_is_inside_the_band(tmp_p
     assert lo < m["predict.throughput.samples_per_s"] < hi
     assert m["predict.within_band"] == float(lo <= m["throughput.samples_per_s"] <= hi)
     assert result.notes["dabench.band"].startswith("wide:") and "nothing calibrated" in result.notes["dabench.band"]
+    rows = validation.points(constants.model_version("cpu"))  # an ok run is this machine's evidence
+    expected = [abs(math.log1p(m["predict.rel_error.samples_per_s"]))] if result.status is Status.OK else []
+    assert [r["score"] for r in rows] == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_cpu_band_comes_from_this_machines_validate_errors_once_they_give_a_quantile(tmp_path, monkeypatch):
+    """The CPU is priced at this machine's calibration, so its band comes from this machine's own
+    validate errors (dabench/host/validation.py) when they give an 80% quantile; before that, and
+    for another model version's errors, it stays the wide band of a platform nothing is known about."""
+    from dabench.config.build import build_run_config
+    from dabench.core.result import RunResult
+    from dabench.core.status import Status
+    from dabench.tracking.describe import summary_line
+    from tests.conftest import composed, fresh_calibration
+
+    fresh_calibration(monkeypatch, tmp_path)
+    x = reach.coords(build_run_config(composed(["hardware=cpu"])))
+    version = constants.model_version("cpu")
+    kind, wide, why = constants.half_width("cpu", PUBLISHED, x)
+    assert kind == "wide" and "nothing calibrated" in why
+    for error in (0.05, 0.02, 0.08):
+        validation.record(version, "here", x, error)
+    validation.record("another-model", "there", x, 0.01)
+    assert constants.half_width("cpu", PUBLISHED, x) == (kind, wide, why)  # 3 errors: no 80% quantile yet
+    validation.record(version, "here", x, 0.1)
+    kind, q, why = constants.half_width("cpu", PUBLISHED, x)
+    assert kind == "near" and q == pytest.approx(0.1)  # the 4th smallest of 4 (rank ceil(0.8 x 5))
+    assert f"from 4 errors of {validation.SOURCE}" in why
+    assert constants.half_width("wse2", PUBLISHED, None)[2] == PUBLISHED["platforms"]["wse2"]["band"]["note"]
+    far = {**x, "size": x["size"] + 1.0}  # a decade larger: wider
+    assert constants.half_width("cpu", PUBLISHED, far)[1] > q
+    lo, hi = constants.band("cpu", 100.0, PUBLISHED, x)
+    assert (lo, hi) == pytest.approx((100.0 / math.exp(0.1), 100.0 * math.exp(0.1)))
+    tags = constants.band_tags("cpu", version, PUBLISHED, x=x)
+    metrics = {
+        "throughput.samples_per_s": 105.0,
+        "throughput.tokens_per_s": 1e4,
+        "step_time.median_s": 0.1,
+        "predict.rel_error.samples_per_s": -0.05,
+        "predict.throughput.samples_per_s.lo": lo,
+        "predict.throughput.samples_per_s.hi": hi,
+        "predict.within_band": 1.0,
+    }
+    line = summary_line(RunResult(Status.OK, "", "validate", metrics, notes=tags), "run")
+    assert f"(inside its band [90.5-111], from {validation.SOURCE})" in line
+    validation.path().write_text("{not json")  # damaged: named in a warning, not used
+    assert constants.half_width("cpu", PUBLISHED, x)[:2] == ("wide", wide)

@@ -1,5 +1,7 @@
 """``dabench fit --cv``: :func:`run_cv` cross-validates the public points leaving one source out,
-prints :func:`cv_report` (last line :func:`cv_last_line`) and, with ``write``, saves published.json.
+prints :func:`cv_report` (each fitted constant's distance from its prior's bounds, one
+:func:`cv_platform_line` per platform, last line :func:`cv_last_line`) and, with ``write``, saves
+published.json.
 The helpers also render ``dabench docs``' out-of-source block. Method: docs/perfmodel.md,
 "Out-of-sample error and bands".
 """
@@ -7,11 +9,21 @@ The helpers also render ``dabench docs``' out-of-source block. Method: docs/perf
 from __future__ import annotations
 
 import math
+import statistics
 import sys
 
 from dabench.cli.fit.published import fmt, platforms
 from dabench.fit import constant_set
-from dabench.fit.cv import FEW_POINTS, GOAL_MAX, GOAL_MEDIAN, cross_validate, nested_coverage
+from dabench.fit.cv import (
+    AT_BOUND,
+    FEW_POINTS,
+    GOAL_MAX,
+    GOAL_MEDIAN,
+    BoundDistance,
+    bound_distances,
+    cross_validate,
+    nested_coverage,
+)
 from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
 
 CV_BLOCK = "cv"  #: the docs block of the out-of-sample tables (dabench docs)
@@ -42,6 +54,35 @@ def value(row: dict, key: str) -> str:
     return fmt(math.nan if row[key] is None else row[key])
 
 
+def constants_at_bound(data: dict) -> int:
+    """How many fitted constants of the set sit at a bound of their prior (:data:`AT_BOUND`)."""
+    return sum(d.at_bound for e in data["platforms"].values() for d in bound_distances(e["constants"]))
+
+
+def bound_line(d: BoundDistance) -> str:
+    """One fitted constant's place in its prior: ``options.x=0.2 in [0.2, 1] (linear): ...``."""
+    mark = f"  AT BOUND (within {100 * AT_BOUND:.0f}% of the range)" if d.at_bound else ""
+    return (
+        f"  prior of {d.path.split('.', 1)[1]}={d.value:.4g} in [{d.bounds[0]:.4g}, {d.bounds[1]:.4g}] "
+        f"({'log10' if d.log else 'linear'}): {100 * d.low:.1f}% of the range from the low bound, "
+        f"{100 * d.high:.1f}% from the high{mark}"
+    )
+
+
+def cv_platform_line(arch: str, entry: dict) -> str:
+    """``cv platform=<arch> n= median= max= coverage= width=``: the out-of-source median and max
+    |relative error| of its throughput points, their nested bands' coverage and median hi/lo."""
+    rows = [r for r in entry.get("residuals") or () if r["measure"] == "|log ratio|"]
+    errors = [math.inf if r["out_of_sample"] is None else abs(r["out_of_sample"] / r["published"] - 1) for r in rows]
+    banded = [r for r in rows if r["band"] is not None]
+    coverage = sum(bool(r["covered"]) for r in banded) / len(banded) if banded else math.nan
+    width = statistics.median(math.exp(2 * r["band"]) for r in banded) if banded else math.nan
+    med, worst = (statistics.median(errors), max(errors)) if errors else (math.nan, math.nan)
+    return (
+        f"cv platform={arch} n={len(rows)} median={med:.4f} max={worst:.4f} coverage={coverage:.4f} width={width:.4f}"
+    )
+
+
 def cv_last_line(data: dict) -> str:
     cv = data["cv"]
 
@@ -53,7 +94,7 @@ def cv_last_line(data: dict) -> str:
         f"out_of_sample_median_abs_error={num('out_of_sample_median_abs_error')} "
         f"out_of_sample_max_abs_error={num('out_of_sample_max_abs_error')} "
         f"band_coverage={num('coverage')} band_coverage_min_platform={num('coverage_min_platform')} "
-        f"sources={cv['sources']} points={cv['points']}"
+        f"sources={cv['sources']} points={cv['points']} constants_at_bound={constants_at_bound(data)}"
     )
 
 
@@ -115,6 +156,7 @@ def cv_report(data: dict) -> str:
             continue
         names = [p.split(".", 1)[1] for p, c in entry["constants"].items() if c["kind"] == "fitted"]
         out.append("fitted: " + (", ".join(names) or "none"))
+        out += [bound_line(d) for d in bound_distances(entry["constants"])]
         if entry["fitted_constants"] >= entry["calibration_points"]:
             out.append(
                 f"VIOLATION: {entry['fitted_constants']} fitted constants for {entry['calibration_points']} points"
@@ -165,7 +207,8 @@ def cv_report(data: dict) -> str:
                 f"{', '.join(names)} <- {key}"
             )
         out.append(f"band: {entry['band']['note']}")
-    out += ["", cv_coverage_line(data), cv_last_line(data)]
+    out += [""] + [cv_platform_line(a, e) for a, e in data["platforms"].items() if e.get("residuals")]
+    out += [cv_coverage_line(data), cv_last_line(data)]
     return "\n".join(out)
 
 

@@ -1,0 +1,74 @@
+"""This machine's own prediction error: an ok validate run of a platform priced at this machine's
+calibrated ceilings (``host_cpu``) records ``|log(predicted / measured)|`` of its samples/s with
+its reach coordinates (:func:`record`) in ``$DABENCH_CACHE_DIR/validation.json``, under the
+calibration key (CPU model, threads, torch) and the model version; :func:`points` gives them back
+as the platform's band points. The file is optional: a
+damaged one is named in one warning and not used. docs/perfmodel.md, "Out-of-sample error and bands".
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from dabench.host.cache import calibration_cache
+from dabench.runtime.readers import DamagedFile, mapping, read_json
+from dabench.runtime.sinks import write_json
+
+log = logging.getLogger("dabench")
+KEEP = 200  #: the newest validate errors kept per calibration key and model version
+SOURCE = "this machine's validate runs"  #: what a band from these errors says it came from
+
+
+def path() -> Path:
+    """``validation.json`` beside the calibration cache."""
+    return calibration_cache().parent / "validation.json"
+
+
+def key(model_hash: str) -> str:
+    """The calibration key of this process's threads, with ``model_hash`` (errors of another model or
+    machine are not this one's)."""
+    from dabench.host.calibrate import calibration_key
+
+    return f"{calibration_key('validate')}|model={model_hash}"
+
+
+def _read() -> dict[str, Any]:
+    try:
+        return mapping(path(), read_json(path(), 2**22))
+    except FileNotFoundError:
+        return {}
+    except DamagedFile as error:
+        log.warning("validation record not used: %s", error)
+        return {}
+
+
+def _usable(row: Any) -> bool:
+    if not isinstance(row, dict) or not isinstance(row.get("coords"), dict):
+        return False
+    values = [row.get("score"), row["coords"].get("size"), row["coords"].get("chips")]
+    return all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in values)
+
+
+def points(model_hash: str) -> list[dict[str, Any]]:
+    """This machine's recorded errors of model ``model_hash`` as band points (``id``, ``coords``,
+    ``score``)."""
+    rows = _read().get(key(model_hash))
+    return [r for r in rows if _usable(r)] if isinstance(rows, list) else []
+
+
+def record(model_hash: str, label: str, coords: Mapping[str, Any], score: float) -> None:
+    """Keep one validate run's score (a failed write is a warning: the run goes on)."""
+    if not math.isfinite(score):
+        return
+    data = _read()
+    here = key(model_hash)
+    row = {"id": label, "coords": dict(coords), "score": round(score, 6), "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    data[here] = [r for r in (data.get(here) or []) if _usable(r)][-(KEEP - 1) :] + [row]
+    try:
+        write_json("calibration_cache", path(), data, indent=1, sort_keys=True)
+    except OSError as error:
+        log.warning("validate error not recorded: %s", error)
