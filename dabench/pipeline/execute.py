@@ -41,8 +41,8 @@ from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import has_model
 from dabench.perfmodel.comm_check import comm_prediction_metrics
 from dabench.perfmodel.constants import model_version
-from dabench.perfmodel.reach import coords
 from dabench.perfmodel.constants import run_tags as model_tags
+from dabench.perfmodel.reach import coords
 from dabench.predictor import band, opgraph, predict
 from dabench.workload.opgraph import OpGraph
 
