@@ -4,12 +4,11 @@ same checks on command-line overrides before Hydra composes anything (:func:`che
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_section, check_value, refuse, suggest
-from dabench.config.fields import ITEMS, LIST, MAP, Spec, specs
+from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
 from dabench.config.files import config_file, group_file, yaml_problem
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
@@ -84,8 +83,7 @@ def check_group_choice(group: str, option: str, argv: Sequence[str] = ()) -> Non
     """ConfigError listing the valid options unless ``group=option`` names a file of the group."""
     options = group_options(group, argv)
     if option not in options:
-        close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}? " if close else ""
+        hint = did_you_mean(option, options)
         where = f" (looked in {', '.join(map(str, group_folders(group, argv)))})" if group == "sweeps" else ""
         raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}{where}")
     if group == "sweeps":  # the user's own file: one line on a broken one, not Hydra's traceback
@@ -128,8 +126,8 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
 
 
 def _check_literal(override: str, path: str, spec: Spec) -> None:
-    """The value of ``override`` as Hydra parses it, against its field's spec (sweeps, interpolations
-    and what Hydra cannot parse are left to Hydra)."""
+    """The value of ``override`` as Hydra parses it (each item of a comma list), against its field's
+    spec (ranges, interpolations and what Hydra cannot parse are left to Hydra)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -137,8 +135,10 @@ def _check_literal(override: str, path: str, spec: Spec) -> None:
     except Exception:  # Hydra's own parse error says it better, a moment later
         return
     value = parsed.value()
-    if not parsed.is_sweep_override() and "${" not in str(value):
-        check_value(spec, value, path)
+    sweep = parsed.is_sweep_override()
+    for item in getattr(value, "list", None) or [] if sweep else [value]:  # a comma list: each item
+        if "${" not in str(item):
+            check_value(spec, item, path)
 
 
 def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) -> tuple[str, Spec] | None:
