@@ -88,7 +88,11 @@ def request_of(args) -> Request:
     },
     words=True,
     overrides="model.",
-    writes={"exports": lambda args: args.csv.lower() != "none", "store": lambda args: args.record},
+    writes={
+        "exports": lambda args: args.csv.lower() != "none",
+        "store": lambda args: args.record,
+        "artifacts": lambda args: args.record,
+    },
 )
 def main(args) -> int:
     request = request_of(args)

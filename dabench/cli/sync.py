@@ -28,7 +28,7 @@ from dabench.tracking.store import tracking_uri
         "--outbox": arg(TEXT, "the outbox folder (default: $DABENCH_OUTBOX or ./mlruns-outbox)"),
         "--list": flag("list the runs that wait in the outbox (and damaged journals); replay nothing"),
     },
-    writes={"store": lambda args: not args.list, "artifacts": lambda args: not args.list, "outbox": True},
+    writes={sink: (lambda args: not args.list) for sink in ("store", "artifacts", "outbox")},
 )
 def main(args) -> int:
     if args.outbox is not None:
