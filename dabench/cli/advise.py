@@ -24,7 +24,6 @@ from dabench.config.fields import BOOL, CHOICE, INT, LIST, NUMBER, REQUIRED, TEX
 from dabench.config.schema import group_options
 from dabench.core.platforms import accelerators, names
 from dabench.core.status import ConfigError
-from dabench.pipeline.preflight import check_sink, format_problems
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -88,6 +87,7 @@ def request_of(args) -> Request:
     },
     words=True,
     overrides="model.",
+    export="csv",
     writes={
         "exports": lambda args: args.csv.lower() != "none",
         "store": lambda args: args.record,
@@ -97,11 +97,6 @@ def request_of(args) -> Request:
 def main(args) -> int:
     request = request_of(args)
     csv = None if args.csv.lower() == "none" else args.csv
-    if csv not in (None, "-"):  # before any work
-        problems = check_sink("exports", Path(csv), "csv")
-        if problems:
-            print(format_problems(problems), file=sys.stderr)
-            return 2
     from dabench.advise.answer import rows, table, write_csv
     from dabench.advise.run import advise, model_section
 

@@ -10,14 +10,12 @@ ids when a run id is not in the store.
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import LIST, REQUIRED, TEXT
-from dabench.pipeline.preflight import check_sink, format_problems
 from dabench.report.frame import load_runs
 from dabench.runtime.sinks import write_csv
 from dabench.tracking.store import tracking_uri
@@ -74,13 +72,9 @@ def render(table: pd.DataFrame) -> str:
         "--tracking-uri": arg(TEXT, "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)"),
     },
     writes={"exports": lambda args: args.csv is not None},
+    export="--csv",
 )
 def main(args) -> int:
-    if args.csv is not None:  # before any work: the file can be written (docs/reliability.md)
-        problems = check_sink("exports", Path(args.csv), "--csv")
-        if problems:
-            print(format_problems(problems), file=sys.stderr)
-            return 2
     frame = load_runs(args.tracking_uri, list(args.runs))
     table = comparison(frame, args.all_params)
     print(render(table))

@@ -14,6 +14,7 @@ import argparse
 import functools
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from dabench.config.check import check_value, shown
@@ -52,6 +53,7 @@ class Command:
     overrides: str = ""  #: key prefix of the config overrides it takes (``*``: any, as positional ``overrides``)
     writes: Mapping[str, Callable[[argparse.Namespace], bool] | bool] = field(default_factory=dict)
     exclusive: tuple[str, ...] = ()  #: flags of which at most one may be given
+    export: str = ""  #: the argument naming the file it exports (``--out/report.html``: that file in its folder)
     epilog: str | None = None
 
     @property
@@ -95,6 +97,15 @@ class Command:
 
         try:
             args = self.parse(argv)
+            key, _, name = self.export.partition("/")
+            target = getattr(args, dest(key), None) if key else None
+            if target is not None and target != "-" and target.lower() != "none":  # before any work
+                from dabench.pipeline.preflight import check_sink, format_problems
+
+                problems = check_sink("exports", Path(target, name), key)
+                if problems:
+                    print(format_problems(problems), file=sys.stderr)
+                    return 2
             with read_only(not set(STORES) & set(self.written(args))):
                 return int(self.body(args) or 0)
         except KeyboardInterrupt:

@@ -10,13 +10,11 @@ Exit status: 0 written, 2 a selection or store that names nothing (one line sayi
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import CHOICE, TEXT
-from dabench.pipeline.preflight import check_sink, format_problems
 
 
 @command(
@@ -37,13 +35,10 @@ from dabench.pipeline.preflight import check_sink, format_problems
     },
     writes={"exports": True, "artifacts": lambda args: args.log, "store": lambda args: args.log},
     exclusive=("--log", "--no-log"),
+    export="--out/report.html",
 )
 def main(args) -> int:
     started, out = time.perf_counter(), Path(args.out)
-    problems = check_sink("exports", out / "report.html", "--out")  # before any work
-    if problems:
-        print(format_problems(problems), file=sys.stderr)
-        return 2
     from dabench.report.advice import write_advice_pages  # the advice page of `dabench advise` runs (docs/advise.md)
     from dabench.report.frame import client_for, load_frame
     from dabench.report.html import write_report
