@@ -137,6 +137,7 @@ def _check_literal(override: str, path: str, spec: Spec) -> None:
     value = parsed.value()
     sweep = parsed.is_sweep_override()
     for item in getattr(value, "list", None) or [] if sweep else [value]:  # a comma list: each item
+        item = getattr(item, "text", item)  # a quoted item of a list: its text
         if "${" not in str(item):
             check_value(spec, item, path)
 

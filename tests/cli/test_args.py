@@ -218,3 +218,11 @@ def test_cli_runs_exit_2_with_one_line(run_cli):
         done = run_cli(*argv, code=None)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and words_ in lines[0], (argv, done.stderr[-2000:])
+
+
+def test_a_comma_list_override_checks_each_item():
+    grid = DECLARED["grid"]
+    assert len(grid.parse(['parallel.placement="0 4","0 2 1 1"', "model.n_layers=1,2"]).overrides) == 2
+    with pytest.raises(ConfigError) as refused:
+        grid.parse(["model.n_layers=2,abc"])
+    assert failure(refused.value).startswith("model.n_layers=abc: must be an integer")
