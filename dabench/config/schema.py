@@ -99,7 +99,7 @@ MAX_KEY_PART = 250
 
 def check_override(override: str, values: bool = False, argv: Sequence[str] = ()) -> None:
     """One command-line override: a group choice must exist, a ``section.key`` be known (open maps
-    excepted) and, with ``values``, a plain value be valid for its field."""
+    excepted), a plain value be valid for its field and, with ``values``, each item of a comma list."""
     if override.startswith("hydra") or override.startswith("~") or "=" not in override:
         return
     key, _, value = override.partition("=")
@@ -111,9 +111,8 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
         )
     if key.startswith("hydra") or "/" in key or "@" in key:
         return
-    values = [v.strip() for v in value.split(",")] if "," in value and "(" not in value else [value.strip()]
     if key in GROUPS:
-        for option in values:
+        for option in [v.strip() for v in value.split(",")] if "," in value and "(" not in value else [value.strip()]:
             if option and not option.startswith(("${", "choice(", "range(", "interval(", "glob(")):
                 check_group_choice(key, option, argv)
         return
@@ -121,13 +120,13 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
     if parts[0] not in SECTIONS:
         raise ConfigError(key, value, suggest(parts[0], set(SECTIONS) | set(GROUPS)))
     leaf = _check_path(key, parts[1:], SECTION_TYPES[parts[0]], parts[0], value)
-    if values and leaf is not None:
-        _check_literal(override, *leaf)
+    if leaf is not None:
+        _check_literal(override, *leaf, items=values)
 
 
-def _check_literal(override: str, path: str, spec: Spec) -> None:
-    """The value of ``override`` as Hydra parses it (each item of a comma list), against its field's
-    spec (ranges, interpolations and what Hydra cannot parse are left to Hydra)."""
+def _check_literal(override: str, path: str, spec: Spec, items: bool) -> None:
+    """The value of ``override`` as Hydra parses it (with ``items``, each item of a comma list),
+    against its field's spec (ranges, interpolations and what Hydra cannot parse are left to Hydra)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -136,7 +135,7 @@ def _check_literal(override: str, path: str, spec: Spec) -> None:
         return
     value = parsed.value()
     sweep = parsed.is_sweep_override()
-    for item in getattr(value, "list", None) or [] if sweep else [value]:  # a comma list: each item
+    for item in (getattr(value, "list", None) or [] if items else []) if sweep else [value]:  # a comma list: each item
         item = getattr(item, "text", item)  # a quoted item of a list: its text
         if "${" not in str(item):
             check_value(spec, item, path)
@@ -177,7 +176,8 @@ _VALUE_FLAGS = set(
 
 
 def check_command_line(argv: list[str]) -> None:
-    """Every override of a command line; the values too for a single run (not ``-m``)."""
+    """Every override of a command line; each item of a comma list too for a single run (not ``-m``:
+    there a bad item is its job's ``invalid_config``)."""
     values = not any(arg in ("-m", "--multirun") for arg in argv)
     skip = False
     overrides = []
