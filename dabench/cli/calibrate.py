@@ -6,25 +6,24 @@ requested calibration is available, 3 when any was refused. Method: docs/metrics
 
 from __future__ import annotations
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import CHOICE, INT, LIST, Spec
 from dabench.host.info import cpu_native_precision
 
 PRECISIONS = ("fp32", "bf16", "fp16")
-ARGS = Schema(
-    "dabench calibrate",
+
+
+@command(
+    "calibrate",
     __doc__.splitlines()[0],
-    (
-        Arg("--recalibrate", "measure again even where a calibration is cached", "flag"),
-        Arg(
-            "--precision", "precisions to calibrate", "choice", default=list(PRECISIONS), choices=PRECISIONS, nargs="*"
-        ),
-        Arg("--threads", "torch threads (default: torch's)", "int", low=1, high=4096),
-    ),
+    {
+        "--recalibrate": flag("measure again even where a calibration is cached"),
+        "--precision": arg(LIST, "precisions to calibrate", PRECISIONS, item=Spec(CHOICE, choices=PRECISIONS)),
+        "--threads": arg(INT, "torch threads (default: torch's)", low=1, high=4096),
+    },
+    writes={"calibration_cache": True},
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+def main(args) -> int:
     import torch
 
     from dabench.host import calibrate

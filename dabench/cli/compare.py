@@ -10,14 +10,14 @@ ids when a run id is not in the store.
 from __future__ import annotations
 
 import math
-import sys
+from pathlib import Path
 
 import pandas as pd
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
-from dabench.pipeline.preflight import check_sink, format_problems
-from dabench.report.frame import SelectionError, load_runs
-from dabench.runtime.sinks import one_line, write_csv
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import LIST, REQUIRED, TEXT
+from dabench.report.frame import load_runs
+from dabench.runtime.sinks import write_csv
 from dabench.tracking.store import tracking_uri
 from dabench.tracking.ui_view import run_urls
 
@@ -32,18 +32,6 @@ HEAD = (
     "tags.dabench.constants",
     "tags.dabench.band",
 )  # the band's own rows: metrics <name>.lo / .hi
-
-
-ARGS = Schema(
-    "dabench compare",
-    __doc__.split("\n\n")[1],
-    (
-        Arg("runs", "MLflow run ids", nargs="+", metavar="RUN", required=True),
-        Arg("--csv", "also write the table to this CSV file", "path"),
-        Arg("--all-params", "show every param, not only those that differ", "flag"),
-        Arg("--tracking-uri", "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
-    ),
-)
 
 
 def comparison(frame: pd.DataFrame, all_params: bool = False) -> pd.DataFrame:
@@ -74,28 +62,26 @@ def render(table: pd.DataFrame) -> str:
     return table.map(_cell).to_string()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
-    if args.csv is not None:  # before any work: the file can be written (docs/reliability.md)
-        problems = check_sink("exports", args.csv, "--csv")
-        if problems:
-            print(format_problems(problems), file=sys.stderr)
-            return 2
-    try:
-        frame = load_runs(args.tracking_uri, args.runs)
-    except SelectionError as error:
-        print(f"dabench compare: {error}", file=sys.stderr)
-        return 2
+@command(
+    "compare",
+    __doc__.split("\n\n")[1],
+    {
+        "runs": arg(LIST, "MLflow run ids", REQUIRED, item=arg(TEXT, "a run id", max_len=64), min_items=1),
+        "--csv": arg(TEXT, "also write the table to this CSV file"),
+        "--all-params": flag("show every param, not only those that differ"),
+        "--tracking-uri": arg(TEXT, "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)"),
+    },
+    writes={"exports": lambda args: args.csv is not None},
+    export="--csv",
+)
+def main(args) -> int:
+    frame = load_runs(args.tracking_uri, list(args.runs))
     table = comparison(frame, args.all_params)
     print(render(table))
     links = run_urls(tracking_uri(args.tracking_uri), zip(frame["run_id"], frame["experiment"], strict=True))
     print("MLflow pages (`dabench ui` serves a local store):")
     print("\n".join(f"  {run_id[:8]}  {url}" for run_id, url in links.items()))
     if args.csv:
-        try:
-            write_csv("exports", args.csv, table, index_label="row")
-        except OSError as error:
-            print(f"dabench compare: {one_line(error)}", file=sys.stderr)
-            return 1
+        write_csv("exports", Path(args.csv), table, index_label="row")
         print(f"dabench compare: {len(table)} rows x {len(table.columns)} runs -> {args.csv}")
     return 0

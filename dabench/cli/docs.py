@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.cli.fit.cv_text import CV_BLOCK, cv_coverage_line, cv_last_line, error_text, few, goal, pct, signed, value
 from dabench.cli.fit.published import err, evaluate, fmt, platforms, tol
+from dabench.cli.frame import command, flag
 from dabench.config.fields import ITEMS, REQUIRED, Spec
 from dabench.config.paths import require_checkout
 from dabench.config.schema import fields
@@ -30,16 +30,6 @@ CONFIG_END = "<!-- END generated -->"
 BEGIN = "<!-- BEGIN calibrate --markdown {arch} -->"
 END = "<!-- END calibrate --markdown {arch} -->"
 UNCERTAIN_BLOCK = "uncertain"
-
-ARGS = Schema(
-    "dabench docs",
-    __doc__.split("\n\n")[0],
-    (
-        Arg("--write", "rewrite the stale blocks", "flag"),
-        Arg("--check", "write nothing; exit 1 when a block is stale", "flag"),
-    ),
-    exclusive=("--write", "--check"),
-)
 
 
 def _default(spec: Spec) -> str:
@@ -195,8 +185,14 @@ def render(text: str, blocks: list[str], doc: str = "") -> str:
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+@command(
+    "docs",
+    __doc__.split("\n\n")[0],
+    {"--write": flag("rewrite the stale blocks"), "--check": flag("write nothing; exit 1 when a block is stale")},
+    writes={"source_tree": lambda args: args.write},
+    exclusive=("--write", "--check"),
+)
+def main(args) -> int:
     folder = require_checkout("dabench docs") / "docs"
     stale: list[Path] = []
     for name, generate in GENERATORS.items():

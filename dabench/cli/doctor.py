@@ -13,7 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import TEXT
 from dabench.fit.machine import drift
 from dabench.fit.runs import points_from_runs
 from dabench.perfmodel import constants
@@ -21,24 +22,10 @@ from dabench.runtime.readers import read_constant_set
 from dabench.tracking.lifecycle import terminate
 from dabench.tracking.reaper import reap, running_runs
 from dabench.tracking.redact import redact_uri
-from dabench.tracking.store import RetryingClient, sqlite_path
+from dabench.tracking.store import open_client, open_study_storage, sqlite_path
 from dabench.tune.locking import study_lock
 
 Say = Callable[[str], None]
-ARGS = Schema(
-    "dabench doctor",
-    __doc__.split("\n\n")[0],
-    (
-        Arg("--uri", "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)"),
-        Arg("--storage", "Optuna storage URL (default: ./mlruns/optuna.db when it exists)"),
-        Arg(
-            "--all-hosts",
-            "also end RUNNING runs of other hosts and runs without owner (you know they are gone)",
-            "flag",
-        ),
-        Arg("--dry-run", "report, fix nothing", "flag"),
-    ),
-)
 
 
 def integrity(path: Path) -> str:
@@ -79,10 +66,8 @@ def check_tracking(uri: str, *, all_hosts: bool, dry_run: bool, say: Say) -> boo
     healthy = check_sqlite_file(uri, "tracking store", say)
     if healthy is False or (healthy is None and sqlite_path(uri) is not None):
         return healthy is None
-    try:
-        from mlflow.tracking import MlflowClient
-
-        client = RetryingClient(MlflowClient(tracking_uri=uri))
+    try:  # read-only under --dry-run: a store of another kind is said so, never given MLflow's schema
+        client = open_client(uri)
         experiments = client.search_experiments()
     except Exception as error:
         say(f"tracking store {redact_uri(uri)}: MLflow cannot open it {_why(error)}")
@@ -130,9 +115,7 @@ def check_constants(uri: str, say: Say) -> list:
     if store is not None and not store.exists():  # no store, no measured runs (and MLflow would make one)
         return []
     try:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=uri)
+        client = open_client(uri)
         ids = [e.experiment_id for e in client.search_experiments()]
         query, order = (
             "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
@@ -177,7 +160,7 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            store = optuna.storages.RDBStorage(
+            store = open_study_storage(
                 storage, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S, skip_table_creation=True
             )
             names = optuna.get_all_study_names(storage=store)
@@ -219,9 +202,7 @@ def _close_gone_parent(study, tracking: str | None) -> str | None:
     if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) or not _owner_gone(attrs.get(PARENT_OWNER_ATTR)):
         return None
     try:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=uri)
+        client = open_client(uri)
         if client.get_run(parent).info.status != "RUNNING":
             return None
         terminate(client, parent, "interrupted")
@@ -230,8 +211,18 @@ def _close_gone_parent(study, tracking: str | None) -> str | None:
     return f"parent run {parent} RUNNING with its sweep ({attrs.get(PARENT_OWNER_ATTR)}) gone -> KILLED"
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+@command(
+    "doctor",
+    __doc__.split("\n\n")[0],
+    {
+        "--uri": arg(TEXT, "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)"),
+        "--storage": arg(TEXT, "Optuna storage URL (default: ./mlruns/optuna.db when it exists)"),
+        "--all-hosts": flag("also end RUNNING runs of other hosts and runs without owner (you know they are gone)"),
+        "--dry-run": flag("report, fix nothing"),
+    },
+    writes={"store": lambda args: not args.dry_run, "study_storage": lambda args: not args.dry_run},
+)
+def main(args) -> int:
     say: Say = lambda line: print(f"doctor: {line}", flush=True)
     uri = args.uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
     ok = check_tracking(uri, all_hosts=args.all_hosts, dry_run=args.dry_run, say=say)

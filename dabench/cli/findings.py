@@ -7,22 +7,21 @@ Details: docs/perfmodel.md, "The paper's findings".
 
 from __future__ import annotations
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.cli.frame import command, flag
 from dabench.findings import FITTED, NOT_REPRODUCED, PREDICTED, table
 
-ARGS = Schema(
-    "dabench findings",
+
+@command(
+    "findings",
     __doc__.splitlines()[0],
-    (
-        Arg("--write", "rewrite the table in docs/perfmodel.md", "flag"),
-        Arg("--check", "write nothing; exit 1 when docs/perfmodel.md's table is stale", "flag"),
-    ),
+    {
+        "--write": flag("rewrite the table in docs/perfmodel.md"),
+        "--check": flag("write nothing; exit 1 when docs/perfmodel.md's table is stale"),
+    },
+    writes={"source_tree": lambda args: args.write},
     exclusive=("--write", "--check"),
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+def main(args) -> int:
     statuses = table.rows()
     block = table.markdown(statuses)
     code = 0

@@ -9,10 +9,10 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.cli.frame import MAX_TEXT, arg, command, flag
 from dabench.config.compose import compose
+from dabench.config.fields import LIST, TEXT
 from dabench.core.status import is_ok
 from dabench.pipeline.grid import GridRun, expand, run_grid, summary, write_results
 from dabench.pipeline.job import prepare
@@ -21,21 +21,6 @@ from dabench.runtime.progress import SweepProgress
 from dabench.runtime.quiet import install
 from dabench.runtime.sinks import one_line
 from dabench.tracking.naming import StoreLimitError
-
-ARGS = Schema(
-    "dabench grid",
-    __doc__,
-    (
-        Arg("--quiet", "no line per configuration (progress and the results table only)", "flag"),
-        Arg(
-            "overrides",
-            "group=option or key=value overrides; comma lists (key=v1,v2) span the grid, as with -m",
-            nargs="*",
-            metavar="OVERRIDE",
-        ),
-    ),
-    intermixed=True,
-)
 
 
 def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
@@ -55,11 +40,25 @@ def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
     return format_problems(problems) if problems else None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+@command(
+    "grid",
+    __doc__,
+    {
+        "--quiet": flag("no line per configuration (progress and the results table only)"),
+        "overrides": arg(
+            LIST,
+            "group=option or key=value overrides; comma lists (key=v1,v2) span the grid, as with -m",
+            (),
+            item=arg(TEXT, "an override", max_len=4 * MAX_TEXT),  # each field bounds its value
+        ),
+    },
+    overrides="*",
+    writes={"results_csv": True, "run_dir": True, "store": True, "artifacts": True, "outbox": True},
+)
+def main(parsed) -> int:
     """Exit 0 when the grid ran (failed configurations are results), 2 for overrides that cannot be expanded."""
     install()  # third-party noise off unless -v (dabench/runtime/quiet.py)
-    parsed = parse_or_exit(ARGS, argv)
-    quiet, args = parsed.quiet, list(parsed.overrides or [])
+    quiet, args = parsed.quiet, list(parsed.overrides)
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     try:
         jobs = expand(args)

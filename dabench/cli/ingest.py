@@ -21,26 +21,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import REQUIRED, TEXT
 from dabench.core.status import Status
 from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.config import run_fields
 from dabench.ingest.parse import parse
 from dabench.tracking.lifecycle import recorded_run, write_error_status
+from dabench.tracking.naming import MAX_EXPERIMENT_CHARS, MAX_RUN_NAME_CHARS
 from dabench.tracking.redact import redact_text
-
-ARGS = Schema(
-    "dabench ingest",
-    __doc__.split("\n\n")[1],
-    (
-        Arg("path", "an artifact file or folder", "path", required=True),
-        Arg("--log", "record the result as an MLflow run", "flag"),
-        Arg("--experiment", "MLflow experiment", default="dabench"),
-        Arg("--tracking-uri", "MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlruns/mlflow.db)"),
-        Arg("--run-name", "the MLflow run's name"),
-    ),
-    epilog=__doc__.split("\n\n")[2],
-)
 
 
 def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
@@ -79,10 +68,25 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
     return run.run_id
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+@command(
+    "ingest",
+    __doc__.split("\n\n")[1],
+    {
+        "path": arg(TEXT, "an artifact file or folder", REQUIRED),
+        "--log": flag("record the result as an MLflow run"),
+        "--experiment": arg(TEXT, "MLflow experiment", "dabench", max_len=MAX_EXPERIMENT_CHARS),
+        "--tracking-uri": arg(
+            TEXT, "MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlruns/mlflow.db)"
+        ),
+        "--run-name": arg(TEXT, "the MLflow run's name", max_len=MAX_RUN_NAME_CHARS),
+    },
+    writes={"store": lambda args: args.log, "artifacts": lambda args: args.log},
+    epilog=__doc__.split("\n\n")[2],
+)
+def main(args) -> int:
+    path = Path(args.path)
     try:
-        report = parse(args.path)
+        report = parse(path)
     except ValueError as error:
         print(f"dabench ingest: {error}", file=sys.stderr)
         return 2
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     if args.log:
         try:  # a failure to record is one line on stderr, not a traceback
-            document["mlflow_run_id"] = log_report(report, args.path, args.experiment, args.tracking_uri, args.run_name)
+            document["mlflow_run_id"] = log_report(report, path, args.experiment, args.tracking_uri, args.run_name)
         except Exception as error:
             status = write_error_status(error).value
             why = f"{status}: the run could not be recorded: {type(error).__name__}: {error}"

@@ -1,20 +1,20 @@
 """The one command line: ``dabench [overrides] [-m]`` runs the Hydra task; ``dabench <command>``
-runs a subcommand. A subcommand is a bare word; an override has ``=`` or starts with ``+``, ``~``
-or ``-``. ``python -m dabench`` and the ``dabench`` console script are the same entry.
+runs a subcommand (its module's ``main``, declared on the command frame, cli/frame.py). A
+subcommand is a bare word; an override has ``=`` or starts with ``+``, ``~`` or ``-``.
+``python -m dabench`` and the ``dabench`` console script are the same entry.
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 from typing import Sequence
 
+from dabench.config.fields import did_you_mean
 from dabench.runtime.quiet import install
-from dabench.runtime.sinks import one_line
 from dabench.tracking.redact import install_log_redaction
 
-#: subcommand -> (module with ``main(argv) -> int``, one line of help). One registry: a later
+#: subcommand -> (module whose ``main`` is its frame Command, one line of help). One registry: a later
 #: command joins by adding its line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("dabench.cli.report", "runs from MLflow -> one HTML report with figures, CSV"),
@@ -41,22 +41,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] and "=" not in args[0] and args[0][0] not in "+~-":  # a bare word: a subcommand
         name = args[0]
         if name not in COMMANDS:
-            close = difflib.get_close_matches(name, COMMANDS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             print(
-                f"dabench: unknown command {name!r}{hint} Commands: {', '.join(COMMANDS)}; an override has "
-                "'=' (key=value, group=option)",
+                f"dabench: unknown command {name!r}; {did_you_mean(name, COMMANDS)}Commands: {', '.join(COMMANDS)}; "
+                "an override has '=' (key=value, group=option)",
                 file=sys.stderr,
             )
             return 2
         module = importlib.import_module(COMMANDS[name][0])
         if "dabench.tracking.lifecycle" in sys.modules:  # only this command's runs count below
             sys.modules["dabench.tracking.lifecycle"].UNCLOSED.clear()
-        try:
-            code = int(module.main(args[1:]) or 0)
-        except OSError as error:  # a write failed (full disk, denied, I/O): one line, what was written is whole
-            print(f"dabench {name}: {one_line(error)}", file=sys.stderr)
-            return 1
+        code = module.main(args[1:])
         lifecycle = sys.modules.get("dabench.tracking.lifecycle")
         if lifecycle is not None and lifecycle.UNCLOSED:  # a run's end could not be written
             run_id, error = next(iter(lifecycle.UNCLOSED.items()))

@@ -10,63 +10,50 @@ Exit status: 0 written, 2 a selection or store that names nothing (one line sayi
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
-from dabench.pipeline.preflight import check_sink, format_problems
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import CHOICE, TEXT
 
-ARGS = Schema(
-    "dabench report",
+
+@command(
+    "report",
     __doc__.split("\n\n")[1],
-    (
-        Arg(
-            "selection",
-            "experiment name, parent run id, study name or MLflow filter (default: every run)",
-            nargs="?",
-        ),
-        Arg("--out", "output folder", "path", default=Path("report")),
-        Arg("--tracking-uri", "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
-        Arg(
-            "--kind",
+    {
+        "selection": arg(TEXT, "experiment name, parent run id, study name or MLflow filter (default: every run)"),
+        "--out": arg(TEXT, "output folder", "report"),
+        "--tracking-uri": arg(TEXT, "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)"),
+        "--kind": arg(
+            CHOICE,
             "how to read SELECTION (auto: run id, experiment, study, then filter)",
-            "choice",
-            default="auto",
+            "auto",
             choices=("auto", "experiment", "run", "study", "filter"),
         ),
-        Arg("--log", "also log the report under the sweep's parent run as report/", "flag"),
-        Arg("--no-log", "do not log the report under the sweep's parent run (the default)", "flag"),
-    ),
+        "--log": flag("also log the report under the sweep's parent run as report/"),
+        "--no-log": flag("do not log the report under the sweep's parent run (the default)"),
+    },
+    writes={"exports": True, "artifacts": lambda args: args.log, "store": lambda args: args.log},
+    exclusive=("--log", "--no-log"),
+    export="--out/report.html",
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
-    started = time.perf_counter()
-    problems = check_sink("exports", args.out / "report.html", "--out")  # before any work
-    if problems:
-        print(format_problems(problems), file=sys.stderr)
-        return 2
+def main(args) -> int:
+    started, out = time.perf_counter(), Path(args.out)
     from dabench.report.advice import write_advice_pages  # the advice page of `dabench advise` runs (docs/advise.md)
-    from dabench.report.frame import SelectionError, client_for, load_frame
+    from dabench.report.frame import client_for, load_frame
     from dabench.report.html import write_report
 
-    try:
-        client = client_for(args.tracking_uri)
-        frame, selection = load_frame(selection=args.selection, kind=args.kind, client=client)
-    except SelectionError as error:
-        print(f"dabench report: {error}", file=sys.stderr)
-        return 2
-    report = write_report(frame, args.out, selection.label, client.tracking_uri)  # OSError: cli/main.py
+    client = client_for(args.tracking_uri)
+    frame, selection = load_frame(selection=args.selection, kind=args.kind, client=client)
+    report = write_report(frame, out, selection.label, client.tracking_uri)
     print(f"dabench report: {len(frame)} runs ({selection.label}) -> {report.html}")
-    print(f"  figures: {len(report.figures) // 2} in {args.out / 'figures'} (PNG and SVG); runs: {report.csv}")
+    print(f"  figures: {len(report.figures) // 2} in {out / 'figures'} (PNG and SVG); runs: {report.csv}")
     for key, note in report.notes.items():
         print(f"  {key}: {note}")
-    for page in write_advice_pages(frame, args.out, client):
+    for page in write_advice_pages(frame, out, client):
         print(f"  advice page (PREDICTED): {page}")
-    if selection.sweep_parent and args.log and not args.no_log:
-        client.log_artifacts(selection.sweep_parent, str(args.out), artifact_path="report")
+    if selection.sweep_parent and args.log:
+        client.log_artifacts(selection.sweep_parent, str(out), artifact_path="report")
         print(f"  logged under parent run {selection.sweep_parent} as report/")
     print(f"  took {time.perf_counter() - started:.1f} s")
     return 0

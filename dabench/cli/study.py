@@ -1,50 +1,43 @@
 """``python -m dabench study``: the best deployment a study found, as a ready-to-run command.
 
 Exit status: 0 with a best deployment, 1 when no trial completed, 2 for bad input (a SQLite
-storage that does not exist included: it reads, never creates). Secrets are masked.
+storage that does not exist or holds no study tables included: it reads, never creates). Secrets
+are masked.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
-from dabench.core.status import is_ok
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import INT, TEXT
+from dabench.core.status import ConfigError, is_ok
 from dabench.tracking.redact import redact_overrides, redact_text, redact_uri, redact_value
-from dabench.tracking.store import sqlite_path
+from dabench.tracking.store import open_study_storage
 from dabench.tune.best import format_summary, summarize
 from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, REASON_ATTR, STATUS_ATTR
 
-ARGS = Schema(
-    "dabench study",
+
+@command(
+    "study",
     __doc__.split("\n\n")[0],
-    (
-        Arg("--storage", "Optuna storage URL (default: sqlite:///./mlruns/optuna.db)"),
-        Arg("--study", "study name (default: the only study in the storage)"),
-        Arg("--list", "list the studies in the storage", "flag"),
-        Arg("--top", "also show the N best trials", "int", default=0, low=0, high=100_000, metavar="N"),
-        Arg("--json", "print the study summary as JSON", "flag"),
-    ),
+    {
+        "--storage": arg(TEXT, "Optuna storage URL (default: sqlite:///./mlruns/optuna.db)"),
+        "--study": arg(TEXT, "study name (default: the only study in the storage)"),
+        "--list": flag("list the studies in the storage"),
+        "--top": arg(INT, "also show the N best trials", 0, low=0, high=100_000),
+        "--json": flag("print the study summary as JSON"),
+    },
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+def main(args) -> int:
     storage = args.storage or f"sqlite:///{Path.cwd() / 'mlruns' / 'optuna.db'}"
-    db = sqlite_path(storage)
-    if db is not None and not db.is_file():  # reading must not create it
-        print(
-            f"dabench study: no study storage at {db} (run a sweep from this folder first, or pass --storage URL)",
-            file=sys.stderr,
-        )
-        return 2
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    studies = optuna.get_all_study_summaries(storage, include_best_trial=True)
+    store = open_study_storage(storage)  # read-only: a missing file, or another kind of store, is one line
+    studies = optuna.get_all_study_summaries(store, include_best_trial=True)
     names = [s.study_name for s in studies]
     if args.list:
         for s in studies:
@@ -57,18 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name = args.study if args.study is not None or len(names) != 1 else names[0]
     if name is None:
-        print(
-            f"dabench study: --study is needed; studies in {redact_uri(storage)}: {', '.join(names) or 'none'}",
-            file=sys.stderr,
-        )
-        return 2
+        raise ConfigError("--study", None, f"needed; studies in {redact_uri(storage)}: {', '.join(names)}")
     if name not in names:
-        print(
-            f"dabench study: invalid --study={name!r}: must be one of {', '.join(names) or '(no studies)'}",
-            file=sys.stderr,
-        )
-        return 2
-    study = optuna.load_study(study_name=name, storage=storage)
+        raise ConfigError("--study", name, f"must be one of {', '.join(names) or '(no studies)'}")
+    study = optuna.load_study(study_name=name, storage=store)
     summary = summarize(study)
     if args.json:
         print(redact_text(json.dumps(redact_value(summary.to_dict()), indent=1, default=str)))

@@ -11,28 +11,29 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import TEXT
+from dabench.core.status import ConfigError
 from dabench.tracking.outbox import OUTBOX_ENV, describe, outbox_dir, replay, scan
 from dabench.tracking.store import tracking_uri
 
-ARGS = Schema(
-    "dabench sync",
+
+@command(
+    "sync",
     __doc__.split("\n\n")[0],
-    (
-        Arg("--tracking-uri", "the store to replay into (default: the one dabench would use)"),
-        Arg("--outbox", "the outbox folder (default: $DABENCH_OUTBOX or ./mlruns-outbox)", "path"),
-        Arg("--list", "list the runs that wait in the outbox (and damaged journals); replay nothing", "flag"),
-    ),
+    {
+        "--tracking-uri": arg(TEXT, "the store to replay into (default: the one dabench would use)"),
+        "--outbox": arg(TEXT, "the outbox folder (default: $DABENCH_OUTBOX or ./mlruns-outbox)"),
+        "--list": flag("list the runs that wait in the outbox (and damaged journals); replay nothing"),
+    },
+    writes={sink: (lambda args: not args.list) for sink in ("store", "artifacts", "outbox")},
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+def main(args) -> int:
     if args.outbox is not None:
-        if args.outbox.exists() and not args.outbox.is_dir():
-            print(f"dabench sync: --outbox={args.outbox}: is a file; give the outbox folder", file=sys.stderr)
-            return 2
+        if Path(args.outbox).exists() and not Path(args.outbox).is_dir():
+            raise ConfigError("--outbox", args.outbox, "is a file; give the outbox folder")
         os.environ[OUTBOX_ENV] = str(args.outbox)
     folder = outbox_dir()
     journals, damaged = scan(folder)

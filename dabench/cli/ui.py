@@ -26,8 +26,11 @@ import urllib.request
 from pathlib import Path
 from types import FrameType
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import INT, NUMBER, TEXT
+from dabench.core.status import DabenchError, Status
 from dabench.runtime.quiet import is_verbose
+from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.schema import seed
 from dabench.tracking.store import (
@@ -45,36 +48,12 @@ START_TIMEOUT_S = 180.0  #: mlflow server takes ~10 s on a quiet machine, a minu
 STOP_GRACE_S = 10.0
 
 
-class UiError(Exception):
-    """One line for the user; ``code`` the exit status."""
+class UiError(DabenchError, status=Status.INVALID_CONFIG):
+    """One line for the user: bad input (exit 2), or with ``code`` 1 the server failed."""
 
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
-        self.code = code
-
-
-ARGS = Schema(
-    "dabench ui",
-    __doc__.split("\n\n")[1],
-    (
-        Arg("--port", "port to serve on (0 picks a free one)", "int", default=DEFAULT_PORT, low=0, high=65535),
-        Arg("--host", f"address to serve on ({DEFAULT_HOST}: this machine only)", default=DEFAULT_HOST),
-        Arg("--allow-remote", "serve on a --host other machines can reach; MLflow's UI has no authentication", "flag"),
-        Arg("--no-browser", "print the URL, do not open a browser", "flag"),
-        Arg("--tracking-uri", "MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
-        Arg("--experiment", "experiment to open", default="dabench"),
-        Arg(
-            "--timeout-s",
-            "seconds to wait for the server to answer",
-            "float",
-            default=START_TIMEOUT_S,
-            low=0,
-            above=True,
-            high=86400,
-        ),
-        Arg("--verbose", "show the MLflow server's own log (also `dabench -v ui`)", "flag", short="-v"),
-    ),
-)
+        self.status = Status.INVALID_CONFIG if code == 2 else Status.CRASHED
 
 
 def _remote(addresses: list[str]) -> list[str]:
@@ -221,7 +200,7 @@ def serve(args: argparse.Namespace, uri: str) -> int:
     base = f"http://{browse_host(args.host)}:{port}"
     url = view_url(uri, base, args.experiment)
 
-    log = None if args.verbose or is_verbose() else Path(tempfile.mkstemp(prefix="dabench-ui-", suffix=".log")[1])
+    log = None if is_verbose() else Path(tempfile.mkstemp(prefix="dabench-ui-", suffix=".log")[1])
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
     out = None if log is None else open(log, "w")
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -259,31 +238,40 @@ def serve(args: argparse.Namespace, uri: str) -> int:
             out.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+@command(
+    "ui",
+    __doc__.split("\n\n")[1],
+    {
+        "--port": arg(INT, "port to serve on (0 picks a free one)", DEFAULT_PORT, low=0, high=65535),
+        "--host": arg(TEXT, f"address to serve on ({DEFAULT_HOST}: this machine only)", DEFAULT_HOST),
+        "--allow-remote": flag("serve on a --host other machines can reach; MLflow's UI has no authentication"),
+        "--no-browser": flag("print the URL, do not open a browser"),
+        "--tracking-uri": arg(TEXT, "MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlruns/mlflow.db)"),
+        "--experiment": arg(TEXT, "experiment to open", "dabench", max_len=MAX_EXPERIMENT_CHARS),
+        "--timeout-s": arg(
+            NUMBER, "seconds to wait for the server to answer", START_TIMEOUT_S, low=0, low_open=True, high=86400
+        ),
+    },
+    writes={"store": True},  # the saved view (tracking/ui_view.py)
+    epilog="-v (dabench -v ui) shows the MLflow server's own log",
+)
+def main(args) -> int:
     uri = tracking_uri(args.tracking_uri)
-    try:
-        if uri.startswith(("http://", "https://")):  # a tracking server: its UI is already there
-            base = ui_base_url(uri, environ={})
-            try:
-                url = view_url(uri, base, args.experiment)
-            except UiError:
-                raise
-            except Exception as error:  # the server does not answer, or refuses the request
-                raise UiError(
-                    f"--tracking-uri={redact_uri(uri)}: the tracking server does not answer "
-                    f"({type(error).__name__}); start it, or unset it to serve the local store",
-                    code=1,
-                ) from None
-            print(url, flush=True)
-            print(
-                f"dabench ui: the store is the tracking server {base}; nothing to start",
-                file=sys.stderr,
-            )
-            if not args.no_browser:
-                open_browser(url)
-            return 0
+    if not uri.startswith(("http://", "https://")):
         return serve(args, uri)
-    except UiError as error:
-        print(f"dabench ui: {error}", file=sys.stderr)
-        return error.code
+    base = ui_base_url(uri, environ={})  # a tracking server: its UI is already there
+    try:
+        url = view_url(uri, base, args.experiment)
+    except UiError:
+        raise
+    except Exception as error:  # the server does not answer, or refuses the request
+        raise UiError(
+            f"--tracking-uri={redact_uri(uri)}: the tracking server does not answer "
+            f"({type(error).__name__}); start it, or unset it to serve the local store",
+            code=1,
+        ) from None
+    print(url, flush=True)
+    print(f"dabench ui: the store is the tracking server {base}; nothing to start", file=sys.stderr)
+    if not args.no_browser:
+        open_browser(url)
+    return 0

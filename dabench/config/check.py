@@ -4,7 +4,6 @@ valid (unknown keys with a did-you-mean). Rules across fields: :mod:`dabench.con
 
 from __future__ import annotations
 
-import difflib
 import math
 from typing import Any, Mapping
 
@@ -21,6 +20,7 @@ from dabench.config.fields import (
     REQUIRED,
     TEXT,
     Spec,
+    did_you_mean,
     specs,
 )
 from dabench.core.placement import Placement
@@ -49,11 +49,8 @@ def refuse(path: str, value: Any, valid: str) -> ConfigError:
 def suggest(word: str, choices: Any, prefix: str = "") -> str:
     """``unknown key; did you mean <prefix><closest>? (valid: ...)``."""
     names = sorted(str(c) for c in choices)
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    valid = ", ".join(names)
-    return (
-        f"unknown key; did you mean {prefix}{close[0]}? (valid: {valid})" if close else f"unknown key (valid: {valid})"
-    )
+    hint = did_you_mean(word, names, prefix).strip()
+    return f"unknown key; {hint} (valid: {', '.join(names)})" if hint else f"unknown key (valid: {', '.join(names)})"
 
 
 def check_section(cls: type, raw: Any, path: str) -> dict[str, Any]:

@@ -1,10 +1,13 @@
-"""Field metadata: each config field declared once (:func:`field_`) with its type, range, choices and
-doc line; its :class:`Spec` is what validation, the schema and docs/config.md's reference read."""
+"""Field metadata: each config field and each command-line argument declared once (:func:`field_`,
+or a :class:`Spec` in a command's declaration, dabench/cli/frame.py) with its type, range, choices
+and doc line; its :class:`Spec` is what validation, the schema, ``--help`` and docs/config.md's
+reference read. :func:`did_you_mean` is the one near-miss suggestion."""
 
 from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import difflib
 import types
 import typing
 from dataclasses import dataclass
@@ -44,6 +47,7 @@ class Spec:
     max_len: int = 250  #: TEXT: longest text
     same_as: str | None = None  #: absent: the value of this sibling field
     empty_is_null: bool = False  #: TEXT: "" means null
+    read: Any = None  #: a command-line argument: its text -> value (default: by kind); ValueError refuses
 
     @property
     def required(self) -> bool:
@@ -100,6 +104,12 @@ class Spec:
 
     def bound(self, value: float) -> str:
         return str(int(value)) if self.kind == INT else f"{value:g}"
+
+
+def did_you_mean(word: str, names: Any, prefix: str = "") -> str:
+    """``did you mean <prefix><closest>? `` when one of ``names`` is close to ``word``, else ``""``."""
+    close = difflib.get_close_matches(str(word), [str(n) for n in names], n=1, cutoff=0.6)
+    return f"did you mean {prefix}{close[0]}? " if close else ""
 
 
 def field_(default: Any = REQUIRED, *, doc: str, init_default: bool = True, **spec: Any) -> Any:

@@ -4,12 +4,11 @@ same checks on command-line overrides before Hydra composes anything (:func:`che
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_section, check_value, refuse, suggest
-from dabench.config.fields import ITEMS, LIST, MAP, Spec, specs
+from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
 from dabench.config.files import config_file, group_file, yaml_problem
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
@@ -84,8 +83,7 @@ def check_group_choice(group: str, option: str, argv: Sequence[str] = ()) -> Non
     """ConfigError listing the valid options unless ``group=option`` names a file of the group."""
     options = group_options(group, argv)
     if option not in options:
-        close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}? " if close else ""
+        hint = did_you_mean(option, options)
         where = f" (looked in {', '.join(map(str, group_folders(group, argv)))})" if group == "sweeps" else ""
         raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}{where}")
     if group == "sweeps":  # the user's own file: one line on a broken one, not Hydra's traceback
@@ -101,7 +99,7 @@ MAX_KEY_PART = 250
 
 def check_override(override: str, values: bool = False, argv: Sequence[str] = ()) -> None:
     """One command-line override: a group choice must exist, a ``section.key`` be known (open maps
-    excepted) and, with ``values``, a plain value be valid for its field."""
+    excepted), a plain value be valid for its field and, with ``values``, each item of a comma list."""
     if override.startswith("hydra") or override.startswith("~") or "=" not in override:
         return
     key, _, value = override.partition("=")
@@ -113,9 +111,8 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
         )
     if key.startswith("hydra") or "/" in key or "@" in key:
         return
-    values = [v.strip() for v in value.split(",")] if "," in value and "(" not in value else [value.strip()]
     if key in GROUPS:
-        for option in values:
+        for option in [v.strip() for v in value.split(",")] if "," in value and "(" not in value else [value.strip()]:
             if option and not option.startswith(("${", "choice(", "range(", "interval(", "glob(")):
                 check_group_choice(key, option, argv)
         return
@@ -123,13 +120,13 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
     if parts[0] not in SECTIONS:
         raise ConfigError(key, value, suggest(parts[0], set(SECTIONS) | set(GROUPS)))
     leaf = _check_path(key, parts[1:], SECTION_TYPES[parts[0]], parts[0], value)
-    if values and leaf is not None:
-        _check_literal(override, *leaf)
+    if leaf is not None:
+        _check_literal(override, *leaf, items=values)
 
 
-def _check_literal(override: str, path: str, spec: Spec) -> None:
-    """The value of ``override`` as Hydra parses it, against its field's spec (sweeps, interpolations
-    and what Hydra cannot parse are left to Hydra)."""
+def _check_literal(override: str, path: str, spec: Spec, items: bool) -> None:
+    """The value of ``override`` as Hydra parses it (with ``items``, each item of a comma list),
+    against its field's spec (ranges, interpolations and what Hydra cannot parse are left to Hydra)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -137,8 +134,11 @@ def _check_literal(override: str, path: str, spec: Spec) -> None:
     except Exception:  # Hydra's own parse error says it better, a moment later
         return
     value = parsed.value()
-    if not parsed.is_sweep_override() and "${" not in str(value):
-        check_value(spec, value, path)
+    sweep = parsed.is_sweep_override()
+    for item in (getattr(value, "list", None) or [] if items else []) if sweep else [value]:  # a comma list: each item
+        item = getattr(item, "text", item)  # a quoted item of a list: its text
+        if "${" not in str(item):
+            check_value(spec, item, path)
 
 
 def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) -> tuple[str, Spec] | None:
@@ -176,7 +176,8 @@ _VALUE_FLAGS = set(
 
 
 def check_command_line(argv: list[str]) -> None:
-    """Every override of a command line; the values too for a single run (not ``-m``)."""
+    """Every override of a command line; each item of a comma list too for a single run (not ``-m``:
+    there a bad item is its job's ``invalid_config``)."""
     values = not any(arg in ("-m", "--multirun") for arg in argv)
     skip = False
     overrides = []

@@ -12,14 +12,16 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from dabench.core.status import DabenchError, Status
 from dabench.tracking.describe import NOTE_TAG
-from dabench.tracking.store import search_all, sqlite_path, tracking_uri
+from dabench.tracking.redact import redact_uri
+from dabench.tracking.store import open_client, search_all, sqlite_path, tracking_uri
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _FILTER_SIGN = re.compile(r"(=|<|>|\bLIKE\b|\bILIKE\b|\bIN\b)", re.IGNORECASE)
 
 
-class SelectionError(ValueError):
+class SelectionError(DabenchError, ValueError, status=Status.INVALID_CONFIG):
     """A selection that names nothing in the store; the message lists what exists."""
 
 
@@ -40,15 +42,13 @@ class Selection:
 
 
 def client_for(uri: str | None):
-    """An MlflowClient on ``uri`` (default: dabench's store); :class:`SelectionError` for a SQLite
-    store whose file does not exist (MLflow would create it)."""
-    from mlflow.tracking import MlflowClient
-
+    """A client on ``uri`` (default: dabench's store; read-only while the command writes no store,
+    tracking/store.py); :class:`SelectionError` for a SQLite store whose file does not exist."""
     resolved = tracking_uri(uri)
     path = sqlite_path(resolved)
     if path is not None and not path.exists():
         raise SelectionError(f"no MLflow store at {path} (run dabench here first, or pass --tracking-uri URI)")
-    return MlflowClient(tracking_uri=resolved)
+    return open_client(resolved)
 
 
 def _experiments(client) -> list:
@@ -234,7 +234,7 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
     missing = [i for i in wanted if i not in {r.info.run_id for r in found}]
     if missing:
         raise SelectionError(
-            f"unknown run id(s): {', '.join(missing)} (store {client.tracking_uri}, experiments: "
+            f"unknown run id(s): {', '.join(missing)} (store {redact_uri(client.tracking_uri)}, experiments: "
             f"{', '.join(names.values()) or '(none)'}; the run ids are in the runs.csv of "
             "python -m dabench report --out DIR)"
         )

@@ -2,7 +2,10 @@
 
 ``tracking.uri``, else ``$MLFLOW_TRACKING_URI``, else ``<launch dir>/mlruns/mlflow.db``. The store
 is created under a ``flock``; writes retry "database is locked"; every call is bounded by
-``tracking.timeout_s``. Derivation: docs/reliability.md, section 1.
+``tracking.timeout_s``. Under :func:`read_only` (a command that writes no store, cli/frame.py)
+:func:`open_client` and :func:`open_study_storage` open a SQLite store with ``mode=ro`` once it
+holds the right tables, create nothing, and raise :class:`WrongStore` (one line) otherwise.
+Derivation: docs/reliability.md, section 1.
 """
 
 from __future__ import annotations
@@ -10,13 +13,15 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
+from dabench.core.status import DabenchError, Status
 from dabench.runtime.sinks import fault_point, make_dir, open_stream
 from dabench.tracking.redact import redact_client_call
 from dabench.tracking.schema import seed
@@ -35,7 +40,7 @@ def tracking_uri(configured: str | None = None) -> str:
     """The MLflow tracking URI for this run (see module docstring for the order), made absolute."""
     if configured or os.environ.get("MLFLOW_TRACKING_URI"):
         return absolute_uri(configured or os.environ["MLFLOW_TRACKING_URI"])
-    store = make_dir("store", launch_dir() / "mlruns")
+    store = launch_dir() / "mlruns" if _read_only else make_dir("store", launch_dir() / "mlruns")
     return f"sqlite:///{store / 'mlflow.db'}"
 
 
@@ -59,6 +64,66 @@ def sqlite_path(uri: str) -> Path | None:
         return None
     path = uri[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path not in ("", ":memory:") else None
+
+
+_read_only = False
+#: the tables that make a SQLite file an MLflow store, an Optuna storage
+KINDS = {"an MLflow store": {"experiments", "runs"}, "an Optuna study storage": {"studies", "trials"}}
+
+
+class WrongStore(DabenchError, status=Status.INVALID_CONFIG):
+    """A store to read that is missing or holds something else: one line naming it."""
+
+
+@contextmanager
+def read_only(on: bool = True) -> Iterator[None]:
+    """While ``on``: stores are opened for reading only (see the module doc)."""
+    global _read_only
+    before, _read_only = _read_only, on
+    try:
+        yield
+    finally:
+        _read_only = before
+
+
+def _reading(uri: str, kind: str, redacted: str) -> str:
+    """``uri`` to open: a SQLite file, while read-only, as ``mode=ro`` once it is ``kind``; WrongStore otherwise."""
+    path = sqlite_path(uri)
+    if path is None or not _read_only:
+        return uri
+    if not path.is_file():
+        raise WrongStore(f"no {kind.split(' ', 1)[1]} at {redacted} (nothing is created by a command that reads)")
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error as error:
+        raise WrongStore(f"{redacted}: not a SQLite database ({error}), so not {kind}") from None
+    if not KINDS[kind] <= tables:
+        found = next((k for k, need in KINDS.items() if need <= tables), "empty" if not tables else "other tables")
+        raise WrongStore(f"{redacted}: holds {found}, not {kind}; give the right store")
+    return f"sqlite:///file:{quote(str(path), safe='')}?mode=ro&uri=true"  # quoted: MLflow makes no folder
+
+
+def open_client(uri: str | None = None, timeout_s: float | None = None) -> "RetryingClient":
+    """A :class:`RetryingClient` on ``uri`` (default: dabench's store), read-only under :func:`read_only`."""
+    from mlflow.tracking import MlflowClient
+
+    from dabench.tracking.redact import redact_uri
+
+    apply_client_timeouts(timeout_s)
+    resolved = tracking_uri(uri)
+    opened = _reading(with_connect_timeout(resolved, timeout_s), "an MLflow store", redact_uri(resolved))
+    return RetryingClient(MlflowClient(tracking_uri=opened), shown=resolved)
+
+
+def open_study_storage(url: str, **options: Any) -> Any:
+    """An Optuna ``RDBStorage`` on ``url``; under :func:`read_only` one that exists, opened with ``mode=ro``."""
+    import optuna
+
+    from dabench.tracking.redact import redact_uri
+
+    opened = _reading(url, "an Optuna study storage", redact_uri(url))
+    return optuna.storages.RDBStorage(opened, **{"skip_table_creation": _read_only, **options})
 
 
 def search_all(client: Any, experiment_ids: Iterable[str], filter_string: str = "", limit: int | None = None) -> list:
@@ -155,12 +220,12 @@ class RetryingClient:
     """An ``MlflowClient`` whose calls are retried on "database is locked" and whose writes are
     redacted (:func:`dabench.tracking.redact.redact_client_call`)."""
 
-    def __init__(self, client: Any):
-        self._client = client
+    def __init__(self, client: Any, shown: str | None = None):
+        self._client, self._shown = client, shown
 
     @property
     def tracking_uri(self) -> str:
-        return self._client.tracking_uri
+        return self._shown or self._client.tracking_uri
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)

@@ -18,14 +18,16 @@ def test_help(capsys):
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["tokens=1e9"], "model="),
+        (["tokens=1e9"], "model: required"),
         (["model=nope", "tokens=1e9"], "model=nope: must be one of "),
-        (["model=gpt2_xl"], "tokens="),
+        (["model=gpt2_xl"], "tokens: required"),
         (["model=gpt2_xl", "tokens=lots"], "tokens=lots"),
-        (["model=gpt2_xl", "tokens=1e9", "platforms=cuda,tpu"], "platforms=cuda,tpu: unknown 'tpu'"),
-        (["model=gpt2_xl", "tokens=1e9", "objective=speed"], "objective=speed: unknown 'speed'"),
+        (["model=gpt2_xl", "tokens=1e9", "platforms=cuda,tpu"], "platforms[1]=tpu: must be one of"),
+        (["model=gpt2_xl", "tokens=1e9", "objective=speed"], "objective[0]=speed: must be one of"),
+        (["model=gpt2_xl", "tokens=1e9", "model.n_layers=abc"], "model.n_layers=abc: must be an integer"),
+        (["model=gpt2_xl", "tokens=1e9", "model.n_layers=0"], "model.n_layers=0: must be >= 1"),
         (["model=gpt2_xl", "tokens=1e9", "objective=cost"], "cost needs price_per_chip_hour"),
-        (["model=gpt2_xl", "tokens=1e9", "max_chips=0"], "max_chips=0: must be an integer in 1.."),
+        (["model=gpt2_xl", "tokens=1e9", "max_chips=0"], "max_chips=0: must be >= 1"),
         (["model=gpt2_xl", "tokens=1e9", "max_chip=4"], "did you mean max_chips"),
         (["model=gpt2_xl", "tokens=1e9", "oops"], "key=value"),
     ],
@@ -43,7 +45,7 @@ def test_tokens_suffixes():
 
 
 def test_parse_collects_model_overrides():
-    request, options = cli.parse_args(
+    args = cli.main.parse(
         [
             "model=gpt2_xl",
             "model.n_layers=12",
@@ -54,5 +56,6 @@ def test_parse_collects_model_overrides():
             "record=false",
         ]
     )
-    assert request.model_overrides == ["model.n_layers=12"] and request.platforms == ["rdu"]
-    assert request.objectives == ["time", "energy"] and request.price_per_chip_hour == 2.0 and not options["record"]
+    request = cli.request_of(args)
+    assert not args.record and request.model_overrides == ["model.n_layers=12"] and request.platforms == ["rdu"]
+    assert request.objectives == ["time", "energy"] and request.price_per_chip_hour == 2.0

@@ -1,172 +1,217 @@
-"""Every subcommand in ``cli/main.py: COMMANDS`` declares its arguments once (``ARGS``, a
-cli/args.py Schema) and refuses a bad one before any work: exit 2 and one line naming the
-argument and the value. Driven by the registry: a new command is covered without a new test."""
+"""Every subcommand of ``cli/main.py: COMMANDS`` is declared once on the command frame
+(cli/frame.py) and refuses a bad argument or config override before any work: exit 2 and one line
+naming the argument, the value and what is valid. Driven by the declarations: a new command, or a
+new argument, is covered without a new test."""
 
 from __future__ import annotations
 
 import importlib
 import math
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dabench.cli.args import MAX_TEXT, Arg, ArgError, Schema, parse
+from dabench.cli.frame import Command, dest, failure
 from dabench.cli.main import COMMANDS
+from dabench.config.fields import BOOL, CHOICE, INT, LIST, NUMBER, TEXT, Spec
+from dabench.config.schema import leaves
+from dabench.core.status import ConfigError
 
-SCHEMAS: dict[str, Schema] = {name: importlib.import_module(module).ARGS for name, (module, _) in COMMANDS.items()}
-CASES = [(name, arg) for name, schema in SCHEMAS.items() for arg in schema.args]
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def good(arg: Arg) -> str:
-    """A value the argument accepts."""
-    if arg.kind in ("choice", "list"):
-        return arg.allowed()[0]
-    if arg.kind in ("int", "float"):
-        low = 0 if arg.low is None else arg.low
-        value = low + 1 if arg.above or arg.low is None else low
-        return str(int(value)) if arg.kind == "int" else str(float(value))
-    return "x"
+DECLARED: dict[str, Command] = {name: importlib.import_module(module).main for name, (module, _) in COMMANDS.items()}
+CASES = [(name, key, spec) for name, cmd in DECLARED.items() for key, spec in cmd.args.items()]
+IDS = [f"{n}:{k}" for n, k, _ in CASES]
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def words(schema: Schema, arg: Arg, text: str | None) -> list[str]:
-    """argv giving ``arg`` the value ``text`` (a flag: itself) and every other required argument a good one."""
-    argv: list[str] = []
-    for other in schema.args:
-        if other is arg or not other.required:
-            continue
-        argv.append(f"{other.name}={good(other)}" if schema.words else good(other))
-    if schema.words:
-        return [*argv, f"{arg.name}={text}"]
-    if arg.kind == "flag":
-        return [*argv, arg.name]
-    return [*argv, f"{arg.name}={text}"] if arg.option else [*argv, text]
+def good(spec: Spec) -> str:
+    """A value the argument accepts, as text."""
+    if spec.kind == LIST:
+        return good(spec.item)
+    if spec.kind == CHOICE:
+        return spec.choices[0]
+    if spec.kind in (INT, NUMBER):
+        low = 0 if spec.low is None else spec.low
+        value = low + 1 if spec.low_open or spec.low is None else low
+        return str(int(value)) if spec.kind == INT else str(float(value))
+    return "true" if spec.kind == BOOL else "x"
 
 
-def bad_values(arg: Arg) -> st.SearchStrategy[str]:
-    """Values no argument of this kind may accept: out of range, wrong type, empty, huge, control
-    characters, inf/nan."""
-    text_junk = st.sampled_from(["\x00", "a\nb", "\t", "x" * (MAX_TEXT + 1)])
-    junk = text_junk if arg.empty_ok else st.one_of(text_junk, st.just(""))
-    if arg.kind == "int":
-        out = []
-        if arg.low is not None:
-            out.append(st.integers(max_value=int(arg.low) - (0 if arg.above else 1)))
-        if arg.high is not None:
-            out.append(st.integers(min_value=int(arg.high) + 1))
-        nonint = st.sampled_from(["1.5", "nan", "inf", "-inf", "1e3", "abc", "0x10"])
-        return st.one_of(junk, nonint, *(s.map(str) for s in out))
-    if arg.kind == "float":
-        out = [st.sampled_from(["nan", "inf", "-inf", "NaN", "1e999", "abc"])]
-        if arg.low is not None:
-            bound = st.floats(max_value=arg.low, exclude_max=not arg.above, allow_nan=False, allow_infinity=False)
-            out.append(bound.map(repr))
-        if arg.high is not None:
-            out.append(st.floats(min_value=arg.high, exclude_min=True, allow_nan=False).map(repr))
-        return st.one_of(junk, *out)
-    if arg.kind in ("choice", "list"):
-        allowed = set(arg.allowed())
+def argv_for(cmd: Command, key: str | None, text: str | None) -> list[str]:
+    """argv giving ``key`` the value ``text`` (a flag: itself) and every other required argument a good one."""
+    argv = [f"{k}={good(s)}" if cmd.words else good(s) for k, s in cmd.args.items() if s.required and k != key]
+    if key is None:
+        return argv
+    spec = cmd.args[key]
+    if cmd.words:
+        return [*argv, f"{key}={text}"]
+    if spec.kind == BOOL:
+        return [*argv, key]
+    return [*argv, f"{key}={text}"] if key.startswith("-") else [*argv, text]
+
+
+def bad_values(spec: Spec) -> st.SearchStrategy[str]:
+    """Text no argument of this kind accepts: out of range, wrong type, control characters, too long, inf/nan."""
+    junk = st.sampled_from(["\x00", "a\nb", "\t", "x" * ((spec.item or spec).max_len + 1)])
+    junk = junk if spec.kind == TEXT and not spec.min_len else st.one_of(junk, st.just(""))
+    if spec.kind == INT:
+        edges = [st.sampled_from(["1.5", "nan", "inf", "-inf", "1e3", "abc", "0x10", "9" * 5000])]
+        if spec.low is not None:
+            edges.append(st.integers(max_value=int(spec.low) - (0 if spec.low_open else 1)).map(str))
+        if spec.high is not None:
+            edges.append(st.integers(min_value=int(spec.high) + 1).map(str))
+        return st.one_of(junk, *edges)
+    if spec.kind == NUMBER:
+        edges = [st.sampled_from(["nan", "inf", "-inf", "NaN", "1e999", "abc"])]
+        if spec.low is not None:
+            below = st.floats(max_value=spec.low, exclude_max=not spec.low_open, allow_nan=False, allow_infinity=False)
+            edges.append(below.map(repr))
+        if spec.high is not None:
+            edges.append(st.floats(min_value=spec.high, exclude_min=True, allow_nan=False).map(repr))
+        return st.one_of(junk, *edges)
+    if spec.kind in (CHOICE, LIST):
+        allowed = set((spec.item or spec).choices)
+        if not allowed:  # a list of free text: its items are checked as text
+            return junk.filter(lambda t: t != "" and "," not in t)
         other = st.text(min_size=1, max_size=12).filter(lambda t: t not in allowed and "," not in t)
-        if arg.kind == "list":
-            first = sorted(allowed)[0]
-            return st.one_of(junk, other, st.just(f"{first},{first}"), st.just(f"{first},"))
-        return st.one_of(junk, other)
+        first = sorted(allowed)[0]
+        return st.one_of(junk, other, st.just(f"{first},{first}"), st.just(f"{first},")) if spec.kind == LIST else other
+    if spec.kind == BOOL:  # a key=value word; an option flag takes no value
+        return st.sampled_from(["yes", "1", "", "True "])
     return junk
 
 
-VALUED = [(name, arg) for name, arg in CASES if arg.kind != "flag"]
+VALUED = [(n, k, s) for n, k, s in CASES if not (s.kind == BOOL and k.startswith("-"))]
 
 
-@pytest.mark.parametrize("name, arg", VALUED, ids=[f"{n}:{a.name}" for n, a in VALUED])
+@pytest.mark.parametrize("name, key, spec", VALUED, ids=[f"{n}:{k}" for n, k, _ in VALUED])
 @SETTINGS
 @given(data=st.data())
-def test_a_bad_value_is_one_line_naming_the_argument(name, arg, data):
-    schema = SCHEMAS[name]
-    text = data.draw(bad_values(arg))
-    argv = words(schema, arg, text)
-    if not schema.words and not arg.option and text.startswith("-"):
+def test_a_bad_value_is_one_line_naming_the_argument(name, key, spec, data):
+    cmd = DECLARED[name]
+    text = data.draw(bad_values(spec))
+    if not cmd.words and not key.startswith("-") and text.startswith("-"):
         return  # a positional that looks like an option is refused as an unknown option (below)
-    with pytest.raises(ArgError) as refused:
-        parse(schema, argv)
-    message = str(refused.value)
-    assert "\n" not in message and message.startswith(arg.name), message
-    assert len(message) < 2 * MAX_TEXT // 8, message
+    with pytest.raises(ConfigError) as refused:
+        cmd.parse(argv_for(cmd, key, text))
+    line = failure(refused.value)
+    assert "\n" not in line and line.startswith(key), line
+    assert len(line) < 1200, line
 
 
-@pytest.mark.parametrize("name, arg", CASES, ids=[f"{n}:{a.name}" for n, a in CASES])
-def test_a_good_value_is_taken_and_typed(name, arg):
-    schema = SCHEMAS[name]
-    values = parse(schema, words(schema, arg, good(arg)))
-    got = getattr(values, arg.dest)
-    if arg.kind == "flag":
+@pytest.mark.parametrize("name, key, spec", CASES, ids=IDS)
+def test_a_good_value_is_taken_and_typed(name, key, spec):
+    cmd = DECLARED[name]
+    got = getattr(cmd.parse(argv_for(cmd, key, good(spec))), dest(key))
+    if spec.kind == BOOL:
         assert got is True
-    elif arg.kind in ("int", "float"):
-        got = got[0] if isinstance(got, list) else got
-        assert isinstance(got, (int, float)) and math.isfinite(got) and float(got) == float(good(arg))
-    elif arg.kind != "path":
-        flat = got if isinstance(got, list) else [got]
-        while flat and isinstance(flat[0], list):
-            flat = flat[0]
-        assert str(flat[0]) == good(arg)
+    elif spec.kind in (INT, NUMBER):
+        assert isinstance(got, (int, float)) and math.isfinite(got) and float(got) == float(good(spec))
+    else:
+        assert str(got[0] if spec.kind == LIST else got) == good(spec)
 
 
-REPEATABLE = [(n, a) for n, a in CASES if (a.option or SCHEMAS[n].words) and not a.repeats]
+ONCE = [(n, k, s) for n, k, s in CASES if (k.startswith("-") or DECLARED[n].words) and s.kind != LIST]
 
 
-@pytest.mark.parametrize("name, arg", REPEATABLE, ids=[f"{n}:{a.name}" for n, a in REPEATABLE])
-def test_an_argument_that_does_not_repeat_is_refused_twice(name, arg):
-    schema = SCHEMAS[name]
-    once = words(schema, arg, good(arg))
-    with pytest.raises(ArgError, match=rf"^{arg.name}.*give it once"):
-        parse(schema, [*once, once[-1]])
+@pytest.mark.parametrize("name, key, spec", ONCE, ids=[f"{n}:{k}" for n, k, _ in ONCE])
+def test_an_argument_given_twice_is_refused(name, key, spec):
+    cmd = DECLARED[name]
+    once = argv_for(cmd, key, good(spec))
+    with pytest.raises(ConfigError, match="give it once") as refused:
+        cmd.parse([*once, once[-1]])
+    assert failure(refused.value).startswith(key)
 
 
-@pytest.mark.parametrize("name", SCHEMAS)
+@pytest.mark.parametrize("name", DECLARED)
 def test_an_unknown_argument_is_refused_with_its_name(name):
-    schema = SCHEMAS[name]
-    required = [a for a in schema.args if a.required]
-    argv = [f"{a.name}={good(a)}" if schema.words else good(a) for a in required]
-    with pytest.raises(ArgError, match=r"^--no-such-flag.*unknown"):
-        parse(schema, [*argv, "--no-such-flag=1"])
+    cmd = DECLARED[name]
+    with pytest.raises(ConfigError, match="unknown argument") as refused:
+        cmd.parse([*argv_for(cmd, None, None), "--no-such-flag=1"])
+    assert failure(refused.value).startswith("--no-such-flag")
 
 
-@pytest.mark.parametrize("name", SCHEMAS)
+#: config fields an override reaches, each with one value it accepts (the composed run's schema)
+FIELDS = {path: spec for path, spec in leaves().items() if "[" not in path and "*" not in path}
+OVERRIDES = [(n, path) for n, cmd in DECLARED.items() if cmd.overrides for path in FIELDS]
+OVERRIDES = [(n, p) for n, p in OVERRIDES if DECLARED[n].overrides == "*" or p.startswith(DECLARED[n].overrides)]
+
+
+def bad_override(spec: Spec) -> st.SearchStrategy[str]:
+    """Values the run's schema refuses for a field of this kind (as Hydra reads them)."""
+    if spec.kind == INT:
+        edges = [st.sampled_from(["abc", "1.5", "nan", "true"])]
+        if spec.low is not None:
+            edges.append(st.integers(max_value=int(spec.low) - (0 if spec.low_open else 1)).map(str))
+        if spec.high is not None:
+            edges.append(st.integers(min_value=int(spec.high) + 1).map(str))
+        return st.one_of(*edges)
+    if spec.kind == NUMBER:
+        return st.sampled_from(["abc", "nan", "inf", "-inf", "true"])
+    if spec.kind == BOOL:
+        return st.sampled_from(["abc", "2", "nan"])
+    if spec.kind == CHOICE:
+        return st.text(alphabet="abcxyz_", min_size=1, max_size=8).filter(lambda t: t not in spec.choices)
+    return st.just("x" * (spec.max_len + 1)) if spec.kind == TEXT else st.nothing()
+
+
+CHECKED = [(n, p) for n, p in OVERRIDES if FIELDS[p].kind in (INT, NUMBER, BOOL, CHOICE, TEXT)]
+
+
+@pytest.mark.parametrize("name, path", CHECKED, ids=[f"{n}:{p}" for n, p in CHECKED])
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_a_bad_override_is_refused_by_the_runs_schema(name, path, data):
+    cmd = DECLARED[name]
+    value = data.draw(bad_override(FIELDS[path]))
+    with pytest.raises(ConfigError) as refused:
+        cmd.parse([*argv_for(cmd, None, None), f"{path}={value}"])
+    line = failure(refused.value)
+    assert line.startswith(path) and "\n" not in line, line
+
+
+@pytest.mark.parametrize("name", [n for n, cmd in DECLARED.items() if cmd.overrides])
+def test_a_good_override_and_an_unknown_key(name):
+    cmd = DECLARED[name]
+    prefix = "model." if cmd.overrides == "*" else cmd.overrides
+    assert cmd.parse([*argv_for(cmd, None, None), f"{prefix}n_layers=2"]).overrides[-1] == f"{prefix}n_layers=2"
+    with pytest.raises(ConfigError, match="did you mean"):
+        cmd.parse([*argv_for(cmd, None, None), f"{prefix}n_layer=2"])
+
+
+@pytest.mark.parametrize("name", DECLARED)
 def test_main_refuses_before_any_work(name, capsys, tmp_path, monkeypatch):
     """The command itself: a bad argument ends it with exit 2, one line on stderr, no file written."""
     monkeypatch.chdir(tmp_path)
-    schema = SCHEMAS[name]
-    module = importlib.import_module(COMMANDS[name][0])
-    argv = [*words(schema, schema.args[0], good(schema.args[0])), "--no-such-flag=\x00"]
-    try:
-        code = module.main(argv)
-    except SystemExit as done:
-        code = done.code
+    code = DECLARED[name]([*argv_for(DECLARED[name], None, None), "--no-such-flag=\x00"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith(f"dabench {name}:") and "\n" not in err, err
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("name", SCHEMAS)
+@pytest.mark.parametrize("name", DECLARED)
 def test_help_lists_every_argument(name, capsys):
-    module = importlib.import_module(COMMANDS[name][0])
-    try:
-        code = module.main(["--help"])
-    except SystemExit as done:
-        code = done.code
+    assert DECLARED[name](["--help"]) == 0
     out = capsys.readouterr().out
-    assert code == 0
-    for arg in SCHEMAS[name].args:
-        assert arg.name in out or (arg.metavar or "") in out, (name, arg.name)
+    for key in DECLARED[name].args:
+        assert key in out, (name, key)
 
 
-def test_cli_runs_exit_2_with_one_line(run_cli, tmp_path):
+def test_a_secret_in_a_refused_value_is_masked():
+    cmd = DECLARED["compare"]
+    with pytest.raises(ConfigError) as refused:
+        cmd.parse(["abc", "--tracking-uri", "http://u:hunter2@example.com/\x01"])
+    assert "hunter2" not in failure(refused.value)
+
+
+def test_cli_runs_exit_2_with_one_line(run_cli):
     """Through the entry point, as a user types them."""
     cases = [
         (["ui", "--port", "-1"], "--port=-1"),
         (["study", "--top", "nan"], "--top=nan"),
         (["advise", "model=tiny", "tokens=inf"], "tokens=inf"),
+        (["advise", "model=tiny", "tokens=1e9", "model.n_layers=abc"], "model.n_layers=abc"),
+        (["advise", "model=tiny", "tokens=1e9", "experiment=" + "x" * 600], "experiment="),
         (["calibrate", "--threads", "0"], "--threads=0"),
     ]
     for argv, words_ in cases:
@@ -175,5 +220,9 @@ def test_cli_runs_exit_2_with_one_line(run_cli, tmp_path):
         assert done.returncode == 2 and len(lines) == 1 and words_ in lines[0], (argv, done.stderr[-2000:])
 
 
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
+def test_a_comma_list_override_checks_each_item():
+    grid = DECLARED["grid"]
+    assert len(grid.parse(['parallel.placement="0 4","0 2 1 1"', "model.n_layers=1,2"]).overrides) == 2
+    with pytest.raises(ConfigError) as refused:
+        grid.parse(["model.n_layers=2,abc"])
+    assert failure(refused.value).startswith("model.n_layers=abc: must be an integer")

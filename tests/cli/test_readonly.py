@@ -1,13 +1,16 @@
-"""Read-only commands create and change nothing: the working folder, the MLflow store, the study
-storage, the calibration cache and HOME are compared file by file (bytes and modification time)
-before and after each of ``doctor --dry-run``, ``study --list``, ``study --top``, ``report``
-(its ``--out`` folder aside), ``compare`` and ``fit --cv``, run in a fresh process; and in a
-folder that holds no store at all, none of them makes one. HOME is one where matplotlib has
-already built its font list (as any user's who has drawn a figure): a first import writes it."""
+"""Read-only commands create and change nothing. Driven by the frame's declarations
+(cli/frame.py): every subcommand that can run writing no sink but its own ``--out`` or ``--csv``
+has a case here whose arguments its declaration calls read-only. Each case runs in a fresh process
+while the working folder, the MLflow store, the study storage, the calibration cache and HOME are
+compared file by file (bytes and modification time); in a folder that holds no store, none makes
+one; pointed at the wrong kind of store (an empty file, MLflow's for Optuna's and the other way)
+it says so in one line and changes nothing. HOME is one where matplotlib has already built its
+font list (as any user's who has drawn a figure): a first import writes it."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import subprocess
 import sys
@@ -17,9 +20,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from dabench.cli.main import COMMANDS
 from tests.conftest import run_dabench, write_test_calibration
 
-pytestmark = pytest.mark.slow
 PREDICT = ["hardware=ipu", "hardware.mode=predict", "run.plots=never"]
 
 
@@ -101,15 +104,34 @@ def commands(place) -> dict[str, list[str]]:
         "report (every run)": ["report", "--out", out],
         "compare": ["compare", *place["runs"][:2]],
         "fit --cv": ["fit", "--cv"],
+        "findings": ["findings"],
+        "docs --check": ["docs", "--check"],
+        "sync --list": ["sync", "--list"],
+        "ingest": ["ingest", str(Path(__file__).parents[1] / "vendors" / "fixtures" / "compile_report_small.txt")],
+        "advise (no record, no CSV)": ["advise", "model=tiny", "tokens=1e9", "platforms=ipu", "trials=2"]
+        + ["record=false", "csv=none"],
     }
 
 
-NAMES = list(
-    commands({"env": {"MLFLOW_TRACKING_URI": ""}, "work": Path("."), "root": Path("."), "parent": "", "runs": []})
-)
+PLACE = {"env": {"MLFLOW_TRACKING_URI": "sqlite:///s.db"}, "work": Path("w"), "root": Path("r"), "parent": "p"}
+CASES = commands({**PLACE, "runs": ["a" * 32, "b" * 32]})
+DECLARED = {name: importlib.import_module(module).main for name, (module, _) in COMMANDS.items()}
 
 
-@pytest.mark.parametrize("name", NAMES)
+def may_only_read(name: str) -> bool:
+    """The declaration says some arguments write nothing (its own --out or --csv aside)."""
+    return all(when is not True for sink, when in DECLARED[name].writes.items() if sink != "exports")
+
+
+def test_every_command_that_may_only_read_has_a_case_its_declaration_calls_read_only():
+    assert {argv[0] for argv in CASES.values()} == {name for name in DECLARED if may_only_read(name)}
+    for case, argv in CASES.items():
+        cmd = DECLARED[argv[0]]
+        assert set(cmd.written(cmd.parse(argv[1:]))) <= {"exports"}, case
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
 def test_a_read_only_command_changes_nothing(place, name):
     roots = (place["work"], place["home"], place["cache"])
     before = snapshot(*roots)
@@ -134,6 +156,7 @@ EMPTY = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EMPTY))
 def test_a_read_only_command_makes_no_store_where_there_is_none(tmp_path, warm_home, name):
     work, home = tmp_path / "work", warm_home
@@ -145,3 +168,40 @@ def test_a_read_only_command_makes_no_store_where_there_is_none(tmp_path, warm_h
     assert done.returncode in (0, 1, 2), done.stderr[-2000:]
     found = changes(before, snapshot(work, home))
     assert not found, "\n".join([name, *found, done.stdout[-1500:], done.stderr[-1500:]])
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """An MLflow store, an Optuna storage and an empty file, side by side."""
+    from mlflow.tracking import MlflowClient
+
+    folder = tmp_path_factory.mktemp("kinds")
+    MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()
+    optuna.create_study(study_name="s", storage=f"sqlite:///{folder / 'optuna.db'}")
+    (folder / "empty.db").touch()
+    return folder
+
+
+WRONG = {
+    "doctor --dry-run, an empty file": ["doctor", "--dry-run", "--uri", "sqlite:///{f}/empty.db"],
+    "doctor --dry-run, Optuna's": ["doctor", "--dry-run", "--uri", "sqlite:///{f}/optuna.db"],
+    "doctor --dry-run, MLflow's as Optuna's": ["doctor", "--dry-run", "--storage", "sqlite:///{f}/mlflow.db"],
+    "study --list, MLflow's": ["study", "--list", "--storage", "sqlite:///{f}/mlflow.db"],
+    "study --list, an empty file": ["study", "--list", "--storage", "sqlite:///{f}/empty.db"],
+    "report, Optuna's": ["report", "--out", "{f}/out", "--tracking-uri", "sqlite:///{f}/optuna.db"],
+    "compare, an empty file": ["compare", "0" * 32, "--tracking-uri", "sqlite:///{f}/empty.db"],
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG))
+def test_the_wrong_kind_of_store_is_one_line_and_changes_nothing(stores, case, capsys, monkeypatch):
+    monkeypatch.chdir(stores)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{stores / 'mlflow.db'}")
+    argv = [a.format(f=stores) for a in WRONG[case]]
+    before = snapshot(stores)
+    code = DECLARED[argv[0]](argv[1:])
+    said = capsys.readouterr()
+    assert code in (1, 2) and "Traceback" not in said.err, (case, said)
+    assert changes(before, snapshot(stores)) == [], case
+    named = [line for line in (said.err + said.out).splitlines() if "holds" in line or "not a SQLite" in line]
+    assert len(named) == 1, (case, said)

@@ -66,7 +66,7 @@ def test_best_command_is_ready_to_run(tmp_path, monkeypatch, capsys):
 def test_cli_errors_name_what_is_valid(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main([]) == 2
-    assert "no study storage" in capsys.readouterr().err
+    assert "no Optuna study storage" in capsys.readouterr().err
     storage = f"sqlite:///{tmp_path / 'o.db'}"
     _make_study(storage, "a")
     _make_study(storage, "b")

@@ -130,9 +130,7 @@ def test_run_links_find_the_experiment_and_never_create_a_store(store, tmp_path)
 
 def test_ui_is_a_command_with_help(capsys):
     assert COMMANDS["ui"][0] == "dabench.cli.ui"
-    with pytest.raises(SystemExit) as done:
-        ui.main(["--help"])
-    assert done.value.code == 0
+    assert ui.main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "--port" in out and "--no-browser" in out and "--tracking-uri" in out and "127.0.0.1" in out
 
@@ -140,14 +138,12 @@ def test_ui_is_a_command_with_help(capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--port", "70000"], "--port=70000: must be an integer in 0..65535"),
-        (["--timeout-s", "0"], "--timeout-s=0: must be a finite number > 0"),
+        (["--port", "70000"], "--port=70000: must be >= 0 and <= 65535"),
+        (["--timeout-s", "0"], "--timeout-s=0: must be > 0 and <= 86400"),
     ],
 )
 def test_bad_arguments_are_one_line(argv, message, capsys):
-    with pytest.raises(SystemExit) as done:
-        ui.main(argv)
-    assert done.value.code == 2 and message in capsys.readouterr().err
+    assert ui.main(argv) == 2 and message in capsys.readouterr().err
 
 
 def test_a_port_in_use_is_one_line_naming_the_flag():

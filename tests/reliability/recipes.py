@@ -32,6 +32,7 @@ class Outcome:
     databases: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  #: must be whole (parse) or absent
     run_ids: list[str] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)  #: the sinks the command's declaration says it writes
 
 
 def prepare_folder(folder: Path, template: Path | None) -> None:
@@ -230,9 +231,12 @@ def _command(folder: Path, module: str, argv: list[str], fault: str | None) -> O
     """``dabench <command> argv`` (dabench/cli/main.py) in process, with ``$DABENCH_FAULT=fault``
     armed for the command alone (the recipe's own setup writes are not counted): its exit status,
     its last line on stderr, the store, and every JSON/CSV/YAML file under the folder."""
+    import importlib
+
     from dabench.cli.main import main
     from dabench.runtime import faults
 
+    declared = importlib.import_module(module).main
     err, out = io.StringIO(), io.StringIO()
     faults._calls.clear()
     if fault:
@@ -247,7 +251,8 @@ def _command(folder: Path, module: str, argv: list[str], fault: str | None) -> O
     lines = [line for line in err.getvalue().splitlines() if line.strip() and not line.startswith("[")]
     lines = lines or [line for line in out.getvalue().splitlines() if line.startswith("dabench")]  # a report line
     files = [p for p in folder.rglob("*") if p.suffix in (".json", ".csv", ".yaml") and p.is_file()]
-    return Outcome(f"exit {code}", lines[-1] if lines else "", [folder / "mlruns" / "mlflow.db"], files)
+    db, written = folder / "mlruns" / "mlflow.db", declared.written(declared.parse(argv))
+    return Outcome(f"exit {code}", lines[-1] if lines else "", [db], files, declared=written)
 
 
 def _name(module: str) -> str:
@@ -336,6 +341,26 @@ def cmd_fit(folder: Path, fault: str | None = None) -> Outcome:
     return _command(folder, "dabench.cli.fit", argv, fault)
 
 
+def cmd_compare(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench compare --csv`` of the template's first two runs."""
+    with sqlite3.connect(folder / "mlruns" / "mlflow.db") as db:
+        ids = [row[0] for row in db.execute("select run_uuid from runs order by start_time limit 2")]
+    argv = [*ids, "--csv", str(folder / "compare.csv"), "--tracking-uri", store_uri(folder)]
+    return _command(folder, "dabench.cli.compare", argv, fault)
+
+
+def cmd_ingest(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench ingest --log`` of a small Cerebras compile report: its run and its artifacts."""
+    report = Path(__file__).resolve().parents[1] / "vendors" / "fixtures" / "compile_report_small.txt"
+    return _command(folder, "dabench.cli.ingest", [str(report), "--log", "--tracking-uri", store_uri(folder)], fault)
+
+
+def cmd_report(folder: Path, fault: str | None = None) -> Outcome:
+    """``dabench report --out`` of the template's runs: the page, its figures and runs.csv."""
+    argv = ["--out", str(folder / "report"), "--tracking-uri", store_uri(folder)]
+    return _command(folder, "dabench.cli.report", argv, fault)
+
+
 #: what a recipe sets up before its command (done by the recipe too, once per folder)
 COMMAND_SETUP: dict[str, Callable[[Path], None]] = {"doctor": setup_doctor, "sync": setup_sync}
 #: command -> its recipe: every subcommand that writes (the matrix finds which sinks each writes)
@@ -346,6 +371,15 @@ COMMAND_RECIPES: dict[str, Callable[[Path, str | None], Outcome]] = {
     "doctor": cmd_doctor,
     "sync": cmd_sync,
     "fit": cmd_fit,
+    "compare": cmd_compare,
+    "ingest": cmd_ingest,
+    "report": cmd_report,
+}
+#: commands that write with no recipe here, and why
+EXEMPT = {
+    "ui": "serves until stopped; its one write, the saved view, is the store's (the store recipe)",
+    "findings": "its one write (--write) is docs/perfmodel.md of the checkout: the source_tree recipe",
+    "docs": "its one write (--write) is docs/ of the checkout: the source_tree recipe",
 }
 
 

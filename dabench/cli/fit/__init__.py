@@ -10,47 +10,55 @@ from __future__ import annotations
 import json
 import sys
 
-from dabench.cli.args import Arg, Schema, parse_or_exit
 from dabench.cli.fit.cv_text import run_cv
 from dabench.cli.fit.published import platforms, run_published
+from dabench.cli.frame import arg, command, flag
+from dabench.config.fields import CHOICE, LIST, TEXT, Spec
 from dabench.config.paths import require_checkout
 from dabench.perfmodel import constants
+from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 
-ARGS = Schema(
-    "dabench fit",
+
+def _logs(args) -> bool:
+    return args.from_mlflow is not None and not args.no_log
+
+
+@command(
+    "fit",
     __doc__.split("\n\n")[0],
-    (
-        Arg("--arch", "a platform to refit (default: all with points)", "choice", choices=platforms, repeats=True),
-        Arg("--write", "save the refit to conf/hardware/<arch>.yaml and residuals.json", "flag"),
-        Arg("--check", "no refit: exit 1 if a shipped prediction is out of tolerance", "flag"),
-        Arg(
-            "--cv",
-            "leave-one-out refits: out-of-sample error, bands and their nested coverage (YAML unchanged); with "
-            "--write, save the constant set published.json",
-            "flag",
+    {
+        "--arch": arg(
+            LIST, "platforms to refit (default: all with points)", item=Spec(CHOICE, choices=tuple(platforms()))
         ),
-        Arg(
-            "--from-mlflow",
+        "--write": flag("save the refit to conf/hardware/<arch>.yaml and residuals.json"),
+        "--check": flag("no refit: exit 1 if a shipped prediction is out of tolerance"),
+        "--cv": flag(
+            "leave-one-out refits: out-of-sample error, bands and their nested coverage (YAML unchanged); with "
+            "--write, save the constant set published.json"
+        ),
+        "--from-mlflow": arg(
+            TEXT,
             "fit from measured runs in MLflow (SELECTION as dabench report takes it: experiment, parent run, study "
             "or filter; none: every run); writes the named set --name",
-            nargs="?",
-            const="",
-            empty_ok=True,
-            metavar="SELECTION",
+            min_len=0,
         ),
-        Arg("--name", "the constant set --from-mlflow writes", default="fitted"),
-        Arg("--base", "the set a fit starts from and is compared with", default="published"),
-        Arg("--host", "--from-mlflow: only this machine (a dabench.host_key tag)"),
-        Arg("--tracking-uri", "--from-mlflow: the store (default: dabench's resolution)"),
-        Arg("--experiment", "--from-mlflow: experiment of the set's own run", default="dabench-fit"),
-        Arg("--no-log", "--from-mlflow: do not log the set on an MLflow run", "flag"),
-        Arg("--export", "print constant set NAME (or FILE) as JSON, for another team", metavar="NAME"),
-    ),
+        "--name": arg(TEXT, "the constant set --from-mlflow writes", "fitted"),
+        "--base": arg(TEXT, "the set a fit starts from and is compared with", "published"),
+        "--host": arg(TEXT, "--from-mlflow: only this machine (a dabench.host_key tag)"),
+        "--tracking-uri": arg(TEXT, "--from-mlflow: the store (default: dabench's resolution)"),
+        "--experiment": arg(
+            TEXT, "--from-mlflow: experiment of the set's own run", "dabench-fit", max_len=MAX_EXPERIMENT_CHARS
+        ),
+        "--no-log": flag("--from-mlflow: do not log the set on an MLflow run"),
+        "--export": arg(TEXT, "print constant set NAME (or FILE) as JSON, for another team"),
+    },
+    writes={
+        "source_tree": lambda args: args.write or args.from_mlflow is not None,
+        "store": _logs,
+        "artifacts": _logs,
+    },
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_or_exit(ARGS, argv)
+def main(args) -> int:
     if args.export:  # for another team's hardware.constants=path/to/file (docs/fitting.md)
         try:
             data = constants.resolve(args.export)
@@ -65,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_from_mlflow(args)
     if args.write:  # it rewrites shipped files: conf/hardware/, residuals.json, published.json
         require_checkout("fit --write")
-    archs = args.arch or platforms()
+    archs = list(args.arch or platforms())
     if args.cv:
         return run_cv(archs, args.write)
     return run_published(args, archs)
