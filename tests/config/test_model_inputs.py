@@ -1,7 +1,7 @@
 """Every hardware option of every shipped hardware config, and the constant set, are checked when
 a job is prepared (pipeline/job.prepare -> pipeline/preflight.model_inputs_error), before a run
 opens: a bad value is a one-line ConfigError naming ``hardware.options.<knob>`` (or
-``hardware.constants``). Driven by the knob registry (perfmodel/knobs/): a new knob is covered
+``hardware.constants``). Driven by the knob registry (platforms/<family>/knobs.py): a new knob is covered
 without a new test."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from dabench.config import schema
 from dabench.config.compose import compose
-from dabench.perfmodel.knobs import REGISTRY, build_knobs, knob_specs
+from dabench.core.platforms import platform
+from dabench.perfmodel.knobs import knob_specs
 from dabench.pipeline.job import prepare
 
 
@@ -27,8 +28,7 @@ def _container(hardware: str) -> dict:
 
 def _knobs(hardware: str) -> dict:
     arch = _container(hardware)["hardware"]["arch"]
-    build_knobs(arch, _container(hardware)["hardware"]["options"])  # imports the arch's knobs
-    return knob_specs(REGISTRY[arch])
+    return knob_specs(platform(arch).options())
 
 
 CASES = [(hw, name) for hw in schema.group_options("hardware") for name in _knobs(hw)]

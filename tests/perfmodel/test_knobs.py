@@ -1,29 +1,20 @@
-"""Typed hardware knobs (dabench/perfmodel/knobs): built from conf/hardware/<arch>.yaml's options,
-unknown names refused with the valid ones listed."""
+"""Typed hardware knobs (dabench/perfmodel/knobs.py, each platform's knobs.py): built from
+conf/hardware/<arch>.yaml's options, unknown names refused with the valid ones listed."""
 
 import pytest
 
+from dabench.core.platforms import names, platform
 from dabench.core.status import ConfigError
-from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
-from dabench.perfmodel.knobs import REGISTRY, build_knobs
+from dabench.fit.sources import hardware_yaml
+from dabench.perfmodel.knobs import build_knobs
 
-ARCHS = [p.stem for p in sorted(CONF_HARDWARE.glob("*.yaml"))]
-
-
-def _registered(arch):
-    try:
-        build_knobs(arch, {})
-    except ConfigError:
-        pass
-    return arch in REGISTRY
+ARCHS = names()
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_shipped_options_build_the_typed_knobs(arch):
-    if not _registered(arch):
-        pytest.skip(f"{arch} has no knob dataclass in dabench/perfmodel/knobs/")
     knobs = build_knobs(arch, hardware_yaml(arch).get("options") or {})
-    assert type(knobs) is REGISTRY[arch]
+    assert type(knobs) is platform(arch).options()
 
 
 def test_unknown_knob_lists_the_valid_ones_and_suggests_the_closest():
