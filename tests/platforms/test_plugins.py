@@ -55,7 +55,7 @@ def test_an_installed_platform_runs_shows_and_checks_its_options(installed, tmp_
     assert done.returncode == 0 and "dabench: ok | PREDICTED |" in done.stdout + done.stderr, done.stderr[-2000:]
     assert "efficiency: 0.5" in dabench(tmp_path, toy, "hardware=toy", "--cfg", "job").stdout
     bad = dabench(tmp_path, toy, "hardware=toy", "hardware.mode=predict", "hardware.options.efficiency=3")
-    assert bad.returncode == 2 and "hardware.options.efficiency=3: must be a number above 0 and at most 1" in bad.stderr
+    assert bad.returncode == 2 and "hardware.options.efficiency=3: must be > 0 and <= 1 (share of" in bad.stderr
     typo = dabench(tmp_path, toy, "hardware=toy", "hardware.mode=predict", "hardware.options.eficiency=0.5")
     assert typo.returncode == 2 and "did you mean hardware.options.efficiency?" in typo.stderr
     unknown = dabench(tmp_path, toy, "hardware=toyy")

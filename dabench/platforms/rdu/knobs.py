@@ -19,21 +19,22 @@ class RduOptions:
     pcu_lanes: int = knob(integer=True, doc="output features one PCU vectorises over")
     pcu_efficiency: float = knob(low=0.0, high=1.0, doc="share of a PCU's peak a pipelined stage sustains")
     stage_buffer_pmus: int = knob(integer=True, doc="buffers per stage, each one sample's output")
-    section_switch_s: float = knob(low=0.0, doc="loading one section, s")
+    section_switch_s: float = knob(low=0.0, unit="s", doc="loading one section")
     fp32_logits: bool = knob(boolean=True, doc="mixed precision: the loss reads fp32 logits (Model Zoo fp32_logits)")
     fp32_skip_add: bool = knob(boolean=True, doc="mixed precision: residual adds in fp32 (Model Zoo fp32_skip_add)")
     tiling_accum: str = knob(choices=ACCUMULATIONS, doc="accumulation of forward and data-gradient GEMM tiles")
     weight_grad_reduce: str = knob(choices=ACCUMULATIONS, doc="accumulation of weight gradients")
     reduce_on_rdu: bool = knob(boolean=True, doc="data-parallel gradients reduced RDU to RDU (--reduce-on-rdu)")
-    host_overhead_s: float = knob(low=0.0, doc="host time per optimizer step, s")
+    host_overhead_s: float = knob(low=0.0, unit="s", doc="host time per optimizer step")
     host_logit_s: float = knob(
-        low=0.0, doc="host time per step per logit of one sequence (positions at the head x vocabulary), s"
+        low=0.0, unit="s", doc="host time per step per logit of one sequence (positions at the head x vocabulary)"
     )
-    host_link_Bps: float = knob(low=0.0, doc="host-to-RDU link, bytes/s")
+    host_link_Bps: float = knob(low=0.0, unit="B/s", doc="host-to-RDU link")
     machine_collective_s: float = knob(
         low=0.0,
         doc="host-side cost of one collective between machines (staged through the hosts, not overlapped with "
-        "sections), s",
+        "sections)",
+        unit="s",
     )
 
 

@@ -42,14 +42,16 @@ class Wse2Knobs:
     pe_flops_loss: float = knob(low=0.0, doc="FLOP/s one PE of the loss kernel sustains")
     pe_flops_embedding: float = knob(low=0.0, doc="FLOP/s one PE of an embedding kernel sustains")
     pe_flops_elementwise: float = knob(low=0.0, doc="FLOP/s one PE of a norm, add or dropout kernel sustains")
-    fabric_bandwidth_Bps: float = knob(low=0.0, doc="on-wafer fabric bandwidth, bytes/s")
-    fabric_hop_latency_s: float = knob(low=0.0, doc="latency of one replica-to-replica hop of the gradient ring, s")
+    fabric_bandwidth_Bps: float = knob(low=0.0, unit="B/s", doc="on-wafer fabric bandwidth")
+    fabric_hop_latency_s: float = knob(
+        low=0.0, unit="s", doc="latency of one replica-to-replica hop of the gradient ring"
+    )
     # weight streaming
     ws_pe_efficiency: float = knob(
         low=0.0, high=1.0, doc="share of peak a streamed layer's compute sustains on the whole wafer"
     )
     ws_layer_latency_s: float = knob(
-        low=0.0, doc="time per layer and pass (forward or backward) that compute and streaming do not hide, s"
+        low=0.0, unit="s", doc="time per layer and pass (forward or backward) that compute and streaming do not hide"
     )
     # software release
     sdk_release: str = knob(choices=RELEASES, doc="Cerebras release the run uses (default: the calibration's newest)")
