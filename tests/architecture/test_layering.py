@@ -236,3 +236,17 @@ def test_the_checker_sees_lazy_imports(tmp_path):
     graph = _resolve(imports(fake), fake)
     assert graph["dabench.a"] == {"dabench.b"} and graph["dabench.b"] == {"dabench.a"}
     assert _cycles(graph) == [["dabench.a", "dabench.b"]]
+
+
+def test_nothing_but_a_platform_folder_imports_one():
+    """Above the platforms layer too (cli/, hydra_plugins/): a platform is asked for through the registry."""
+    modules = _modules()
+    graph = _resolve(imports(modules), modules)
+    found = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if _part_of(module) != "platforms"
+        for target in targets
+        if _part_of(target) == "platforms"
+    )
+    assert not found, "ask dabench.core.platforms instead:\n" + "\n".join(found)
