@@ -114,14 +114,10 @@ def accelerators() -> tuple[str, ...]:
 
 def backend_class(backend: str) -> type:
     """The Backend class of ``hardware.backend`` = ``backend``; KeyError names the known ones."""
-    for p in registry().values():
-        if backend in p.backends:
-            return p.backends[backend]()
-    raise KeyError(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
-
-
-def backend_names() -> list[str]:
-    return sorted(b for p in registry().values() for b in p.backends)
+    found = {name: get for p in registry().values() for name, get in p.backends.items()}
+    if backend not in found:
+        raise KeyError(f"unknown backend {backend!r}; known: {', '.join(sorted(found))}")
+    return found[backend]()
 
 
 def on_host_cpu(backend: str) -> bool:
