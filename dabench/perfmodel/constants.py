@@ -40,7 +40,7 @@ _COMMON = (
     "dabench/perfmodel/device.py",  # the roofline device model of cpu and cuda
     "dabench/perfmodel/device_memory.py",
     "dabench/perfmodel/pipeline.py",
-    "dabench/perfmodel/knobs.py",
+    "dabench/perfmodel/knobs/__init__.py",
     "dabench/workload/opgraph.py",
     "dabench/metrics/summary.py",
 )

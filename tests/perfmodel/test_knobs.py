@@ -1,4 +1,4 @@
-"""Typed hardware knobs (dabench/perfmodel/knobs.py, each platform's knobs.py): built from
+"""Typed hardware knobs (dabench/perfmodel/knobs, each platform's knobs.py): built from
 conf/hardware/<arch>.yaml's options, unknown names refused with the valid ones listed."""
 
 import pytest
