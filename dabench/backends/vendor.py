@@ -68,7 +68,7 @@ class VendorBackend(Backend):
     sdk_module: ClassVar[str]  #: the importable SDK module, e.g. "poptorch"
     sdk_label: ClassVar[str]  #: how people call it, e.g. "PopTorch (Poplar SDK)"
     install_hint: ClassVar[str]  #: how to get it
-    runner_module: ClassVar[str]  #: e.g. "dabench.vendors.ipu_runner"
+    runner_module: ClassVar[str]  #: e.g. "dabench.platforms.ipu.runner"
     default_timeout_s: ClassVar[float] = 3600.0
 
     @classmethod

@@ -48,6 +48,7 @@ class Spec:
     same_as: str | None = None  #: absent: the value of this sibling field
     empty_is_null: bool = False  #: TEXT: "" means null
     read: Any = None  #: a command-line argument: its text -> value (default: by kind); ValueError refuses
+    unit: str = ""  #: the value's unit (platform options: s, B/s, FLOP/s, ...)
 
     @property
     def required(self) -> bool:
@@ -100,7 +101,7 @@ class Spec:
             parts.append(f"{'>' if self.low_open else '>='} {self.bound(self.low)}")
         if self.high is not None:
             parts.append(f"<= {self.bound(self.high)}")
-        return " and ".join(parts)
+        return " and ".join(parts) + (f" {self.unit}" if self.unit and parts else "")
 
     def bound(self, value: float) -> str:
         return str(int(value)) if self.kind == INT else f"{value:g}"

@@ -9,9 +9,10 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_section, check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
-from dabench.config.files import config_file, group_file, yaml_problem
+from dabench.config.files import config_file, yaml_problem
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
+from dabench.core.platforms import registry
 from dabench.core.status import ConfigError
 
 SECTIONS = tuple(SECTION_TYPES)
@@ -71,7 +72,9 @@ def validate(cfg: Mapping[str, Any]) -> None:
 
 def group_folders(group: str, argv: Sequence[str] = ()) -> list[Path]:
     """Where the options of ``group`` are looked up (sweeps: also the user's)."""
-    return sweep_folders(argv) if group == "sweeps" else [GROUPS[group]]
+    if group == "sweeps":
+        return sweep_folders(argv)
+    return [GROUPS[group], *(Path(p.conf) / group for p in registry().values() if p.conf)]  # installed platforms
 
 
 def group_options(group: str, argv: Sequence[str] = ()) -> list[str]:
@@ -207,9 +210,10 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
     else:
         names = [_default_choice("hardware")]
     for name in names:
-        if not name or not (GROUPS["hardware"] / f"{name}.yaml").is_file():
+        path = next((f / f"{name}.yaml" for f in group_folders("hardware") if (f / f"{name}.yaml").is_file()), None)
+        if not name or path is None:
             return  # not a plain option (a sweep or an interpolation): Hydra and the build decide
-        options = group_file("hardware", name).get("options") or {}
+        options = config_file(path).get("options") or {}
         for key in keys:
             option = key.split(".", 2)[2]
             if "." not in option and option not in options:

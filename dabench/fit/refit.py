@@ -231,30 +231,14 @@ def class_residuals(p: Point, predicted: Mapping[str, float] | None) -> list[flo
     return out
 
 
-#: bounds of the knobs a fit from runs may move, for the models whose shipped values are not
-#: fitted to points.csv (cpu: its own-measurement fit; cuda: estimates). Vendor models: their
-#: ``fitted`` entries of conf/hardware/sources/<arch>.yaml. Order = priority when points are few.
-FIT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {
-    # compute_efficiency is 1.0 by construction on a quiet machine (the calibrated peak is a large
-    # matmul's rate); measured runs of a busy or different machine move it too
-    "cpu": {
-        "launch_s": (1e-6, 1e-3),
-        "memory_efficiency": (0.02, 1.0),
-        "compute_efficiency": (0.02, 1.0),
-        "emulated_compute_efficiency": (0.01, 1.0),
-        "emulated_memory_efficiency": (0.01, 1.0),
-        "matmul_half_flops": (0.0, 2e8),
-    },
-    "cuda": {"compute_efficiency": (0.05, 1.0), "memory_efficiency": (0.05, 1.0), "launch_s": (1e-7, 1e-4)},
-}
 EMULATED = ("emulated_compute_efficiency", "emulated_memory_efficiency")
 
 
 def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
     """knob -> bounds the fit moves for ``arch`` given ``points`` (fewer knobs than distinct configs)."""
 
-    if arch in FIT_BOUNDS:
-        bounds = dict(FIT_BOUNDS[arch])
+    if platform(arch).fit_bounds:  # models whose shipped values are not fitted to points.csv (cpu, cuda)
+        bounds = dict(platform(arch).fit_bounds)
         if platform(arch).host_cpu and all(p.native for p in points):
             bounds = {k: v for k, v in bounds.items() if k not in EMULATED}  # nothing pins them
     else:

@@ -1,92 +1,37 @@
 """Vendor artifact parsers: detect what a path is and parse it into an
 :class:`~dabench.ingest.artifact.ArtifactReport` (then, with step times, a Profile).
 
-Formats (``cerebras_compile_report``, ``cerebras_appliance_run``, ``sambaflow_compile``,
-``sambatune_section_report``, ``popvision_json``): docs/vendors.md, "Artifact parsers".
+Each platform's parser (its record's ``ingest``: ``detect``, ``parse``, ``LOOKS_FOR``) knows its
+formats (its record's ``formats``); formats: docs/vendors.md, "Artifact parsers".
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from dabench.core.platforms import registry
 from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.config import stated_config
-from dabench.ingest.ipu import is_popvision_json, parse_popvision_file
-from dabench.ingest.rdu import apply_sambatune, is_compile_folder, parse_compile_folder
 from dabench.ingest.safety import check_file, checked_copy
-from dabench.ingest.wse2 import parse_appliance_run, parse_compile_report
-
-FORMATS = (
-    "cerebras_compile_report",
-    "cerebras_appliance_run",
-    "sambaflow_compile",
-    "sambatune_section_report",
-    "popvision_json",
-)
 
 
-def _is_compile_report(path: Path) -> bool:
-    try:
-        head = path.read_text(errors="replace")[:4000]
-    except (OSError, UnicodeDecodeError):
-        return False
-    return "Samples/s:" in head and "Kernel Name" in head
-
-
-def _json_format(path: Path) -> str | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
-        return None
-    return "popvision_json" if is_popvision_json(data) else None
+def _parsers() -> list:
+    return [p.ingest() for p in registry().values() if p.ingest]
 
 
 def detect(path: str | Path) -> tuple[str, Path]:
-    """(format, the path to parse) for a file or folder; ValueError names what was looked for."""
+    """(format, the path to parse) for a file or folder, as the first platform's parser that knows
+    it says; ValueError names what was looked for."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{path}: no such file or folder")
-    if path.is_file():
-        name = path.name
-        if name.endswith(".utilization_report.json"):
-            return "sambaflow_compile", path.parent
-        if name in ("performance.json", "track.json") or name.endswith("-cluster-details.json"):
-            return "cerebras_appliance_run", path.parent
-        if name == "section_report.csv":
-            return "sambatune_section_report", path
-        if name.endswith(".json") and _json_format(path):
-            return "popvision_json", path
-        if _is_compile_report(path):
-            return "cerebras_compile_report", path
-        if name == "run.log" and "GlobalRate=" in path.read_text(errors="replace"):
-            return "cerebras_appliance_run", path.parent
-        raise ValueError(
-            f"{path}: unknown artifact file; expected one of: a Cerebras compile_report.txt, "
-            "performance.json/track.json/run.log of a cstorch run, a SambaFlow "
-            "*.utilization_report.json, a SambaTune section_report.csv, a dabench PopVision JSON"
-        )
-
-    reports = sorted(path.glob("compile_report*.txt")) + sorted(path.glob("cs_*/compile_report.txt"))
-    if len(reports) == 1:
-        return "cerebras_compile_report", reports[0]
-    if len(reports) > 1:
-        raise ValueError(
-            f"{path}: holds {len(reports)} compile reports; pass one of them: {', '.join(map(str, reports))}"
-        )
-    if (path / "executors").is_dir() or (path / "performance.json").exists() or (path / "track.json").exists():
-        return "cerebras_appliance_run", path
-    if is_compile_folder(path):
-        return "sambaflow_compile", path
-    for candidate in sorted(path.glob("*.json")):
-        if _json_format(candidate):
-            return "popvision_json", candidate
-    if (path / "run.log").exists() and "GlobalRate=" in (path / "run.log").read_text(errors="replace"):
-        return "cerebras_appliance_run", path
-    raise ValueError(
-        f"{path}: no known vendor artifacts found (looked for compile_report*.txt, executors/, "
-        "*.utilization_report.json, stage_buffers/, a dabench PopVision JSON, run.log with GlobalRate=)"
-    )
+    for parser in _parsers():
+        found = parser.detect(path)
+        if found:
+            return found
+    looked = "; ".join(parser.LOOKS_FOR for parser in _parsers())
+    kind = "unknown artifact file" if path.is_file() else "no known vendor artifacts found"
+    raise ValueError(f"{path}: {kind}; looked for: {looked}")
 
 
 #: what a parser may raise on well-formed-looking but hostile input (a JSON list where an object
@@ -156,14 +101,4 @@ def _parse_detected(fmt: str, target: Path) -> ArtifactReport:
 
 
 def _parse_format(fmt: str, target: Path) -> ArtifactReport:
-    if fmt == "cerebras_compile_report":
-        return parse_compile_report(target.read_text(errors="replace"), str(target))
-    if fmt == "cerebras_appliance_run":
-        return parse_appliance_run(target)
-    if fmt == "sambaflow_compile":
-        return parse_compile_folder(target)
-    if fmt == "sambatune_section_report":
-        report = ArtifactReport(source=fmt, subtask_kind="section")
-        apply_sambatune(report, target)
-        return report
-    return parse_popvision_file(target)
+    return next(p.ingest() for p in registry().values() if fmt in p.formats).parse(fmt, target)

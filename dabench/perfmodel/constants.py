@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -36,6 +37,8 @@ _COMMON = (
     "dabench/perfmodel/assemble.py",
     "dabench/perfmodel/capacity.py",
     "dabench/perfmodel/comm.py",
+    "dabench/perfmodel/device.py",  # the roofline device model of cpu and cuda
+    "dabench/perfmodel/device_memory.py",
     "dabench/perfmodel/pipeline.py",
     "dabench/perfmodel/knobs/__init__.py",
     "dabench/workload/opgraph.py",
@@ -45,13 +48,15 @@ _COMMON = (
 
 def _model_files(arch: str | None) -> list[Path]:
     if arch is None:
-        files = sorted((PACKAGE / "perfmodel").rglob("*.py")) + sorted((CONF_DIR / "hardware").glob("*.yaml"))
+        files = sorted((PACKAGE / "perfmodel").rglob("*.py")) + sorted((PACKAGE / "platforms").rglob("*.py"))
+        files += sorted((CONF_DIR / "hardware").glob("*.yaml"))
         files += [ROOT / "dabench/workload/opgraph.py", ROOT / "dabench/metrics/summary.py"]
         return files
     files = [ROOT / name for name in _COMMON]
-    stem = platform(arch).predictor.partition(":")[0].rsplit(".", 1)[-1]  # its model and helpers: wse2*.py
-    files += sorted((PACKAGE / "perfmodel").glob(f"{stem}*.py")) if stem else []
-    files += [PACKAGE / "perfmodel" / "knobs" / f"{arch}.py", CONF_DIR / "hardware" / f"{arch}.yaml"]
+    predict = platform(arch).predict
+    if predict is not None:  # its platform folder: model, knobs (dabench/platforms/<family>/)
+        files += sorted(Path(sys.modules[predict.__module__].__file__ or "").parent.glob("*.py"))
+    files += [CONF_DIR / "hardware" / f"{arch}.yaml"]
     # variants that inherit the arch's options (conf/hardware/cuda_a100.yaml: defaults [cuda])
     files += sorted((CONF_DIR / "hardware").glob(f"{arch}_*.yaml"))
     return files
@@ -65,7 +70,12 @@ def model_version(arch: str | None = None) -> str:
     for path in _model_files(arch):
         if path.exists():
             # conf/... as in a checkout, also for a wheel's bundled copies (dabench/_data/conf/...)
-            name = ("conf" / path.relative_to(CONF_DIR)) if path.is_relative_to(CONF_DIR) else path.relative_to(ROOT)
+            # (an installed platform's files: its folder and file names)
+            name = (
+                ("conf" / path.relative_to(CONF_DIR))
+                if path.is_relative_to(CONF_DIR)
+                else path.relative_to(ROOT if path.is_relative_to(ROOT) else path.parent.parent)
+            )
             digest.update(str(name).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]

@@ -2,7 +2,7 @@
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step priced at
 ``ceilings``, with the dp / tp / pp / fsdp layouts; CapacityError above a GPU's HBM,
-UnsupportedError for a CPU without a calibration. Knobs: perfmodel/knobs/cpu.py, cuda.py.
+UnsupportedError for a CPU without a calibration. Knobs: platforms/cpu/knobs.py, cuda.py.
 
 Derivation: docs/perfmodel.md, "CPU and GPU (`device.py`)".
 """
@@ -50,7 +50,7 @@ GELU_OPS = ("mlp.gelu", "head.gelu")
 
 @dataclass(frozen=True)
 class Kernels:
-    """Kernel rates the CPU prices apart from the roofline (knobs/cpu.py; off on the GPU):
+    """Kernel rates the CPU prices apart from the roofline (platforms/cpu/knobs.py; off on the GPU):
     ``attention_eff`` replaces ``compute_efficiency`` for attention ops when set; ``gelu_flops``
     > 0 prices a GELU element (forward or backward) at that many matmul FLOPs of the peak."""
 

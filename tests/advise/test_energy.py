@@ -5,7 +5,7 @@ import math
 import pytest
 
 from dabench.advise import energy as E
-from dabench.advise.power import POWER, power_figure
+from dabench.core.platforms import platform, registry
 
 
 def test_time_to_train():
@@ -43,13 +43,13 @@ def test_pareto_front():
 
 
 def test_power_figures_are_sourced_or_say_unsourced():
-    for platform, figure in POWER.items():
+    for name, figure in ((name, p.power) for name, p in registry().items()):
         if figure.sourced:
-            assert figure.document and figure.locator and figure.kind in ("tdp", "max", "average"), platform
+            assert figure.document and figure.locator and figure.kind in ("tdp", "max", "average"), name
             assert figure.watts_per_chip > 0
         else:
             assert figure.kind == "unsourced" and figure.label().startswith("unsourced")
-    assert power_figure("nonexistent").watts_per_chip is None
+    assert platform("nonexistent").power.watts_per_chip is None
 
 
 def test_human_time():

@@ -1,7 +1,7 @@
 """Every hardware option of every shipped hardware config, and the constant set, are checked when
 a job is prepared (pipeline/job.prepare -> pipeline/preflight.model_inputs_error), before a run
 opens: a bad value is a one-line ConfigError naming ``hardware.options.<knob>`` (or
-``hardware.constants``). Driven by the knob registry (perfmodel/knobs/): a new knob is covered
+``hardware.constants``). Driven by the knob registry (platforms/<family>/knobs.py): a new knob is covered
 without a new test."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from dabench.config import schema
 from dabench.config.compose import compose
-from dabench.perfmodel.knobs import REGISTRY, build_knobs, knob_specs
+from dabench.config.fields import BOOL, CHOICE, INT, specs
+from dabench.core.platforms import platform
 from dabench.pipeline.job import prepare
 
 
@@ -27,8 +28,7 @@ def _container(hardware: str) -> dict:
 
 def _knobs(hardware: str) -> dict:
     arch = _container(hardware)["hardware"]["arch"]
-    build_knobs(arch, _container(hardware)["hardware"]["options"])  # imports the arch's knobs
-    return knob_specs(REGISTRY[arch])
+    return specs(platform(arch).options())
 
 
 CASES = [(hw, name) for hw in schema.group_options("hardware") for name in _knobs(hw)]
@@ -36,16 +36,16 @@ CASES = [(hw, name) for hw in schema.group_options("hardware") for name in _knob
 
 def bad_values(spec) -> st.SearchStrategy:
     junk = st.sampled_from([float("nan"), float("inf"), float("-inf"), "", "zzz", [], {}])
-    if spec.boolean:
+    if spec.kind == BOOL:
         return st.one_of(junk, st.sampled_from(["maybe", 2, 0.5, "yes please"]))
     out = [junk]
-    if spec.numeric:
+    if spec.kind != CHOICE:
         if spec.low is not None:
             out.append(st.floats(max_value=spec.low, allow_nan=False, allow_infinity=False))
-        out.append(st.floats(min_value=spec.top, exclude_min=True, allow_nan=False))
-        if spec.integer:
+        out.append(st.floats(min_value=spec.high, exclude_min=True, allow_nan=False))
+        if spec.kind == INT:
             out.append(st.floats(min_value=1.1, max_value=1e6).filter(lambda x: not float(x).is_integer()))
-    if spec.choices and not spec.numeric:
+    if spec.kind == CHOICE:
         out.append(st.text(min_size=1, max_size=8).filter(lambda t: t not in spec.choices))
     return st.one_of(*out)
 

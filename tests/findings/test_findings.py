@@ -297,7 +297,7 @@ def test_rdu_tensor_parallelism_across_machines_loses_throughput():
 def test_rdu_tensor_parallel_two_to_four_chips_loses_30_to_50_percent():
     """Paper: ~40% lost from 2 to 4 chips "because inter-machine communication is expensive"; with 2
     RDUs per machine the 4-chip group's 48 tensor-parallel exchanges per step are staged through the
-    hosts (PCIe out, network, PCIe in); tests/perfmodel/test_rdu_mechanisms.py checks the mechanism."""
+    hosts (PCIe out, network, PCIe in); tests/platforms/rdu/test_mechanisms.py checks the mechanism."""
     across = {
         t: throughput(run_config("rdu", parallel="tp", degree=t, batch_size=16, hw={"chips_per_node": 2}))
         for t in (2, 4)

@@ -16,17 +16,18 @@ import pytest
 
 from dabench.cli.fit.from_mlflow import report
 from dabench.core.ceilings import Ceilings
+from dabench.core.platforms import platform
 from dabench.fit.constant_set import build_set
 from dabench.fit.evaluate import base_options, prepare, quiet_model
 from dabench.fit.machine import fit_group
-from dabench.fit.refit import FIT_BOUNDS, class_residuals, measured_classes, refit_runs, run_residuals
+from dabench.fit.refit import class_residuals, measured_classes, refit_runs, run_residuals
 from dabench.fit.runs import points_from_runs
 from dabench.fit.sources import hardware_yaml
 from dabench.perfmodel import get_predictor
 from tests.fit import helpers as h
 
 TRUTH = {"compute_efficiency": 0.45, "memory_efficiency": 0.25, "launch_s": 4e-5}
-BOUNDS = {k: FIT_BOUNDS["cpu"][k] for k in TRUTH}
+BOUNDS = {k: platform("cpu").fit_bounds[k] for k in TRUTH}
 GRID = [(2, 128, 1, "fp32"), (8, 256, 4, "fp32"), (4, 128, 4, "fp32"), (2, 256, 1, "fp32")]
 PROFILER_SLOWDOWN = 1.3
 

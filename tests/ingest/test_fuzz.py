@@ -52,10 +52,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import dabench.ingest.ipu  # noqa: F401  (imported before any parse runs as nobody: see module doc)
-import dabench.ingest.rdu  # noqa: F401
 import dabench.ingest.safety  # noqa: F401
-import dabench.ingest.wse2  # noqa: F401
+import dabench.platforms.ipu.ingest  # noqa: F401  (imported before any parse runs as nobody: see module doc)
+import dabench.platforms.rdu.ingest  # noqa: F401
+import dabench.platforms.wse.ingest  # noqa: F401
 from dabench.api import parse_artifact
 from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.safety import MAX_DEPTH, MAX_FILE_BYTES, shown

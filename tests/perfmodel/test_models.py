@@ -209,7 +209,7 @@ def test_rdu_tied_head_section_still_holds_the_table():
     """A tied head owns no parameters (the embedding does), but the section that runs it still holds
     the table in its PMUs (backward: and the gradient accumulator) and moves it over DDR: forward and
     backward sections are the untied model's. Only the update is shared: one AdamW over the table."""
-    from dabench.perfmodel import rdu
+    from dabench.platforms.rdu import model as rdu
 
     plans = []
     for rc, graph in _tied_and_untied("rdu", batch_size=16, options={"compile_mode": "o3"}):
@@ -235,7 +235,7 @@ def test_wse2_weight_streaming_streams_a_tied_table_for_the_head():
     kw = {"batch_size": 2, "options": {"execution_mode": "weight_streaming"}}
     times = [{s.name: s.time_s for s in predict(rc)[0].subtasks} for rc, _ in _tied_and_untied("wse2", **kw)]
     assert times[0] == pytest.approx(times[1])
-    from dabench.perfmodel.wse2 import streamed_params
+    from dabench.platforms.wse.model import streamed_params
 
     (_, tied), _ = _tied_and_untied("wse2")
     assert tied.layer("head").params < 50257 * 768 <= streamed_params(tied.layer("head"), tied.model)
@@ -244,7 +244,7 @@ def test_wse2_weight_streaming_streams_a_tied_table_for_the_head():
 def test_ipu_zero_stores_a_tied_table_once():
     """IPU 0 holds the embedding and the head: a tied table (its weights, gradient and optimizer
     state) counts once there."""
-    from dabench.perfmodel.ipu import ipu_params
+    from dabench.platforms.ipu.model import ipu_params
 
     kw = {
         "model": "gpt2_test",

@@ -4,9 +4,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from dabench.platforms.ipu.space import IpuPipelineSpace
 from dabench.tune.dedup import UNENUMERABLE_DRAWS, NotEnumerable, deployment_key, walk_params
 from dabench.tune.driver import Outcome, TrialSpace, run_trials
-from dabench.tune.ipu import IpuPipelineSpace
 from dabench.tune.sampling import make_sampler
 from dabench.tune.space import parse_overrides
 from dabench.tune.study import OVERRIDES_ATTR, STATUS_ATTR, counts_toward_budget, mark_owner, open_study

@@ -9,9 +9,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from dabench.config.build import build_run_config
+from dabench.platforms.ipu.space import IpuPipelineSpace, training_pipeline_stages
 from dabench.tune.direct import deployment_config
 from dabench.tune.driver import TrialSpace
-from dabench.tune.ipu import IpuPipelineSpace, training_pipeline_stages
 from dabench.tune.space import params_to_overrides, parse_overrides
 from dabench.tune.structured import grid_of, load_space
 

@@ -8,10 +8,10 @@ import pytest
 from vendor_helpers import run_config
 
 from dabench.backends import get_backend
-from dabench.backends.wse2 import DEFAULT_VENV_PYTHON, CstorchBackend, CstorchCpuBackend
 from dabench.core.status import Status, UnsupportedError
 from dabench.pipeline.execute import execute
-from dabench.vendors.wse2_runner import half_dtype, num_csx
+from dabench.platforms.wse.backend import DEFAULT_VENV_PYTHON, CstorchBackend, CstorchCpuBackend
+from dabench.platforms.wse.runner import half_dtype, num_csx
 
 requires_venv = pytest.mark.skipif(
     not DEFAULT_VENV_PYTHON.exists(),

@@ -134,10 +134,10 @@ def test_runner_side_imports_under_python_3_8():
     modules = [
         "dabench.vendors.child",
         "dabench.vendors.probe",
-        "dabench.vendors.ipu_runner",
-        "dabench.vendors.wse2_runner",
-        "dabench.vendors.rdu_runner",
-        "dabench.vendors.ipu_export",
+        "dabench.platforms.ipu.runner",
+        "dabench.platforms.wse.runner",
+        "dabench.platforms.rdu.runner",
+        "dabench.platforms.ipu.export",
     ]
     done = subprocess.run(
         [python, "-c", "import " + ", ".join(modules)],

@@ -9,10 +9,10 @@ import math
 import pytest
 from vendor_helpers import FIXTURES, SHARED, requires_shared
 
-from dabench.ingest.ipu import tile_balance
 from dabench.ingest.parse import detect, parse
-from dabench.ingest.rdu import stage_load_imbalance
-from dabench.ingest.wse2 import kernel_class, parse_compile_report
+from dabench.platforms.ipu.ingest import tile_balance
+from dabench.platforms.rdu.ingest import stage_load_imbalance
+from dabench.platforms.wse.ingest import kernel_class, parse_compile_report
 
 approx = pytest.approx
 
@@ -233,8 +233,8 @@ def test_popvision_exporter_on_a_pva_like_report():
     try:
         import pva  # the fake
 
-        from dabench.ingest.ipu import parse_popvision
-        from dabench.vendors.ipu_export import summarise
+        from dabench.platforms.ipu.export import summarise
+        from dabench.platforms.ipu.ingest import parse_popvision
 
         summary = summarise(pva.openReport("profile.pop"))
     finally:

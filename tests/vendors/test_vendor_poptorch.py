@@ -8,11 +8,11 @@ import pytest
 from vendor_helpers import run_config
 
 from dabench.backends import get_backend
-from dabench.backends.ipu import PoptorchBackend
 from dabench.backends.vendor import probe_sdk
 from dabench.core.status import ConfigError, Status, UnsupportedError
 from dabench.pipeline.execute import execute
-from dabench.vendors.ipu_runner import _classify_compile_error, begin_blocks
+from dabench.platforms.ipu.backend import PoptorchBackend
+from dabench.platforms.ipu.runner import _classify_compile_error, begin_blocks
 
 PIPELINE = {"strategy": "pp", "degree": 2, "layers_per_stage": [0, 2]}
 

@@ -10,11 +10,11 @@ import pytest
 from vendor_helpers import run_config
 
 from dabench.backends import get_backend
-from dabench.backends.rdu import SambaflowBackend
 from dabench.core.status import Status, UnsupportedError
 from dabench.pipeline.execute import execute
+from dabench.platforms.rdu.backend import SambaflowBackend
+from dabench.platforms.rdu.runner import compile_args
 from dabench.vendors.child import RunnerError
-from dabench.vendors.rdu_runner import compile_args
 
 
 def test_registered_and_unavailable_without_sdk(monkeypatch, tmp_path):

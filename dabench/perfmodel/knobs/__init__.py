@@ -1,90 +1,31 @@
-"""Typed hardware knobs: one frozen dataclass per architecture, built from ``hardware.options``.
+"""Typed hardware knobs: one frozen dataclass per architecture, built from ``hardware.options``;
+each knob a field with its :class:`~dabench.config.fields.Spec` (:func:`knob`), checked as config
+fields are.
 
-``knobs_for(rc.hardware)`` -> the arch's validated, cached knob dataclass (``@register(arch)`` in
-``knobs/<arch>.py``); every knob must be in the YAML, and an unknown, missing or invalid one is a
-ConfigError naming ``hardware.options.<name>``. Keys starting with ``runner_`` go to the vendor
-runners. Docs: docs/perfmodel.md, "Knobs, sources and calibration".
+``knobs_for(rc.hardware)`` -> the arch's validated, cached knob dataclass (its platform record's
+``options``: dabench/platforms/<family>/knobs.py); every knob must be in the YAML, and an unknown,
+missing or invalid one is a ConfigError naming ``hardware.options.<name>``. Keys starting with
+``runner_`` go to the vendor runners. Docs: docs/perfmodel.md, "Knobs, sources and calibration".
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import importlib
-import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, TypeVar
+import contextlib
+from typing import Any, Mapping, TypeVar
 
+from dabench.config.check import check_value, refuse, suggest
+from dabench.config.fields import BOOL, CHOICE, INT, NUMBER, Spec, field_, specs
+from dabench.core.platforms import platform
 from dabench.core.status import ConfigError
 from dabench.perfmodel.constants import fitted_options
 
 T = TypeVar("T")
-
-#: arch -> knob dataclass (filled by :func:`register` when a model module is imported)
-REGISTRY: dict[str, type] = {}
 
 #: option keys with this prefix belong to the vendor runners, not to the analytical models
 RUNNER_PREFIX = "runner_"
 #: the upper bound of a numeric knob that declares none: no quantity these models take (FLOP/s,
 #: bytes, B/s, seconds, counts) comes near it, and sums and products of such values stay finite
 MAX_KNOB = 1e21
-
-
-@dataclass(frozen=True)
-class KnobSpec:
-    """Validation rules of one knob (stored in the dataclass field's metadata)."""
-
-    low: float | None = None  #: exclusive lower bound for numbers
-    high: float | None = None  #: inclusive upper bound for numbers
-    integer: bool = False
-    boolean: bool = False
-    choices: tuple[str, ...] = ()  #: allowed strings (alone: a string knob; with low/high: number or string)
-    doc: str = ""
-
-    @property
-    def numeric(self) -> bool:
-        return self.low is not None or self.high is not None or self.integer
-
-    @property
-    def top(self) -> float:
-        """The inclusive upper bound in force: ``high``, else :data:`MAX_KNOB`."""
-        return self.high if self.high is not None else MAX_KNOB
-
-    def describe(self) -> str:
-        parts = []
-        if self.boolean:
-            return "true or false"
-        if self.numeric:
-            kind = "an integer" if self.integer else "a number"
-            bounds = (f" above {self.low:g} and" if self.low is not None else "") + f" at most {self.top:g}"
-            parts.append(kind + bounds)
-        if self.choices:
-            parts.append("one of " + ", ".join(self.choices))
-        return " or ".join(parts) or "any value"
-
-    def check(self, name: str, value: Any) -> Any:
-        """``value`` converted to the knob's type, or ConfigError naming ``hardware.options.<name>``."""
-        if self.boolean:
-            if isinstance(value, bool):
-                return value
-            raise ConfigError(f"hardware.options.{name}", value, self.describe())
-        if self.choices and isinstance(value, str) and value in self.choices:
-            return value
-        if self.numeric and isinstance(value, str):  # "2.75e16": YAML 1.1 reads it as a string
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        if self.numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
-            ok = (
-                math.isfinite(value)
-                and (self.low is None or value > self.low)
-                and value <= self.top
-                and (not self.integer or int(value) == value)
-            )
-            if ok:
-                return int(value) if self.integer else float(value)
-        raise ConfigError(f"hardware.options.{name}", value, f"must be {self.describe()}")
 
 
 def knob(
@@ -94,64 +35,51 @@ def knob(
     integer: bool = False,
     boolean: bool = False,
     choices: tuple[str, ...] = (),
-    doc: str = "",
+    doc: str,
+    unit: str = "",
 ) -> Any:
-    """A required dataclass field carrying its :class:`KnobSpec` (no default: the YAML holds it)."""
-    if integer and low is None:
-        low = 0
-    return field(metadata={"knob": KnobSpec(low, high, integer, boolean, tuple(choices), doc)})
+    """A required field (no default: the YAML holds it) with its :class:`~dabench.config.fields.Spec`:
+    numbers in ``(low, high]`` (``high`` unset: :data:`MAX_KNOB`), integers above 0 unless ``low``
+    says otherwise, ``choices`` the strings allowed (beside a number, where bounds are given too)."""
+    kind = BOOL if boolean else INT if integer else NUMBER if low is not None or high is not None else CHOICE
+    numeric = kind in (INT, NUMBER)
+    low = 0 if integer and low is None else low
+    high = MAX_KNOB if numeric and high is None else high
+    return field_(kind=kind, low=low, low_open=low is not None, high=high, choices=tuple(choices), doc=doc, unit=unit)
 
 
-def register(arch: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator: ``REGISTRY[arch] = cls``."""
-
-    def wrap(cls: type[T]) -> type[T]:
-        REGISTRY[arch] = cls
-        return cls
-
-    return wrap
-
-
-def knob_specs(cls: type) -> dict[str, KnobSpec]:
-    """name -> KnobSpec of a knob dataclass, in declaration order."""
-    return {f.name: f.metadata.get("knob", KnobSpec()) for f in dataclasses.fields(cls)}
-
-
-def _unknown(arch: str, key: str, valid: list[str]) -> ConfigError:
-    close = difflib.get_close_matches(key, valid, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return ConfigError(
-        f"hardware.options.{key}",
-        key,
-        f"unknown knob for {arch}; {hint}valid knobs: {', '.join(valid)} "
-        f"(keys starting with {RUNNER_PREFIX!r} go to the vendor runner)",
-    )
+def _checked(spec: Spec, name: str, value: Any) -> Any:
+    """``value`` of knob ``name`` converted to its type, or ConfigError naming ``hardware.options.<name>``."""
+    if spec.kind != CHOICE and isinstance(value, str) and value in spec.choices:
+        return value  # a number-or-string knob's string (replicas: auto)
+    if spec.kind in (INT, NUMBER) and isinstance(value, str):  # "2.75e16": YAML 1.1 reads it as a string
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if spec.kind == INT and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return check_value(spec, value, f"hardware.options.{name}")
 
 
 def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = None) -> T:
     """The knob dataclass of ``arch`` from a ``hardware.options`` mapping; ConfigError on an
     unknown, missing or invalid knob."""
-    if cls is None and arch not in REGISTRY and str(arch).isidentifier():  # a module name, nothing else
-        try:
-            importlib.import_module(f"{__name__}.{arch}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{arch}":
-                raise
-    cls = cls or REGISTRY.get(arch)
+    options_of = platform(arch).options
+    cls = cls or (options_of() if options_of else None)
     if cls is None:
-        raise ConfigError("hardware.arch", arch, f"has no registered knobs (registered: {', '.join(sorted(REGISTRY))})")
-    specs = knob_specs(cls)
+        raise ConfigError("hardware.arch", arch, "a platform with knobs (dabench/platforms/, docs/platforms.md)")
+    known = specs(cls)
     for key in options:
-        if key not in specs and not str(key).startswith(RUNNER_PREFIX):
-            raise _unknown(arch, str(key), list(specs))
-    missing = [name for name in specs if name not in options]
+        if key not in known and not str(key).startswith(RUNNER_PREFIX):
+            hint = f"; keys starting with {RUNNER_PREFIX!r} go to the vendor runner"
+            raise refuse(f"hardware.options.{key}", options[key], suggest(str(key), known, "hardware.options.") + hint)
+    missing = [name for name in known if name not in options]
     if missing:
         raise ConfigError(
             f"hardware.options.{missing[0]}",
             None,
             f"required knob of {arch} is missing (set it in conf/hardware/{arch}.yaml's options)",
         )
-    return cls(**{name: spec.check(name, options[name]) for name, spec in specs.items()})
+    return cls(**{name: _checked(spec, name, options[name]) for name, spec in known.items()})
 
 
 _CACHE: dict[tuple[str, int, str], tuple[Mapping[str, Any], Any]] = {}

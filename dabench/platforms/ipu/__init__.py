@@ -1,0 +1,59 @@
+"""Graphcore Bow IPU: pipeline model (model.py), PopTorch runner and PopVision export (runner.py,
+export.py, backend.py), PopVision parser (ingest.py), placement space (space.py), knobs
+(knobs.py)."""
+
+from __future__ import annotations
+
+from dabench.core.platforms import Platform, PowerFigure
+
+
+def predict(rc, graph, ceilings):
+    from dabench.platforms.ipu.model import predict
+
+    return predict(rc, graph, ceilings)
+
+
+def poptorch():
+    from dabench.platforms.ipu.backend import PoptorchBackend
+
+    return PoptorchBackend
+
+
+def options():
+    from dabench.platforms.ipu.knobs import IpuOptions
+
+    return IpuOptions
+
+
+def parser():
+    from dabench.platforms.ipu import ingest
+
+    return ingest
+
+
+def shape_space(space, args, config, chips):
+    from dabench.platforms.ipu.space import advise_space
+
+    return advise_space(space, args, config, chips)
+
+
+PLATFORM = Platform(
+    "ipu",
+    predict,
+    {"poptorch": poptorch},
+    options,
+    ingest=parser,
+    formats=("popvision_json",),
+    pipeline_grad_accum=True,
+    sweep="ipu_deploy",
+    space=shape_space,
+    # Bow-2000: 4 Bow IPUs in a 1U machine, 1.25 kW average (Graphcore's figure, reported by eeNews
+    # Europe); 1,250 W / 4 = 312.5 W per IPU
+    power=PowerFigure(
+        1250.0 / 4,
+        "average",
+        "a quarter of one Bow-2000 machine (4 IPUs, streaming memory, gateway); no host server",
+        "eeNews Europe, N. Flaherty, 'Graphcore details power for Bow AI unit' (2022), quoting Graphcore",
+        "'The 1U unit integrated four of the new Bow processors ... with an average power of 1.25kW'",
+    ),
+)

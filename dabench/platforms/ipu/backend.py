@@ -1,0 +1,50 @@
+"""Graphcore IPU through PopTorch, run in the Poplar SDK's interpreter (``hardware.python``).
+Execution side: :mod:`dabench.platforms.ipu.runner`; what a step is: docs/vendors.md (backends table).
+"""
+
+from __future__ import annotations
+
+from dabench.backends.vendor import VendorBackend
+from dabench.config.sections import RunConfig
+from dabench.core.status import ConfigError, UnsupportedError
+
+
+def ipus(rc: RunConfig) -> tuple[int, int]:
+    """(IPUs per replica, replicas) for the run's parallel layout."""
+    p = rc.parallel
+    if p.strategy == "pp":
+        return p.degree, p.replicas
+    if p.strategy == "dp":
+        return 1, p.degree
+    return 1, 1
+
+
+class PoptorchBackend(VendorBackend):
+    name = "poptorch"
+    sdk_module = "poptorch"
+    sdk_label = "PopTorch (Graphcore Poplar SDK)"
+    install_hint = (
+        "install the Poplar SDK and its poptorch wheel (not on PyPI: "
+        "pip install <poplar-sdk>/poptorch-*.whl into a venv, source the SDK's enable.sh)"
+    )
+    runner_module = "dabench.platforms.ipu.runner"
+    default_timeout_s = 4 * 3600.0  # large pipelines compile for a long time
+
+    @classmethod
+    def probe_ipus(cls, rc: RunConfig) -> int:
+        if rc.hardware.options.get("runner_ipu_model"):
+            return 0
+        per_replica, replicas = ipus(rc)
+        return per_replica * replicas
+
+    def check(self, rc: RunConfig) -> None:
+        if rc.parallel.strategy == "tp":
+            raise UnsupportedError("PopTorch has no tensor-parallel mode in dabench; use parallel=pp or parallel=dp")
+        if rc.precision.name == "bf16":
+            raise UnsupportedError("IPUs have no bf16 arithmetic; use precision=fp16, mixed or fp32")
+        if rc.parallel.strategy == "pp":
+            stages = 2 * rc.parallel.degree - 1
+            if rc.run.grad_accum < stages:
+                fix = f"must be at least the {stages} training pipeline stages of {rc.parallel.degree} IPUs"
+                fix += " (2 x IPUs - 1)"
+                raise ConfigError("run.grad_accum", rc.run.grad_accum, fix)

@@ -1,0 +1,53 @@
+"""SambaNova SN30 RDU: section/stage model (model.py, host.py), SambaFlow runner (runner.py,
+backend.py), compile-folder and SambaTune parser (ingest.py), deployment space (space.py), knobs
+(knobs.py)."""
+
+from __future__ import annotations
+
+from dabench.core.platforms import Platform, PowerFigure
+
+
+def predict(rc, graph, ceilings):
+    from dabench.platforms.rdu.model import predict
+
+    return predict(rc, graph, ceilings)
+
+
+def sambaflow():
+    from dabench.platforms.rdu.backend import SambaflowBackend
+
+    return SambaflowBackend
+
+
+def options():
+    from dabench.platforms.rdu.knobs import RduOptions
+
+    return RduOptions
+
+
+def parser():
+    from dabench.platforms.rdu import ingest
+
+    return ingest
+
+
+def shape_space(space, args, config, chips):
+    from dabench.platforms.rdu.space import advise_space
+
+    return advise_space(space, args, config, chips)
+
+
+PLATFORM = Platform(
+    "rdu",
+    predict,
+    {"sambaflow": sambaflow},
+    options,
+    ingest=parser,
+    formats=("sambaflow_compile", "sambatune_section_report"),
+    sweep="rdu_deploy",
+    tiles_per_chip=8,
+    space=shape_space,
+    # no public power figure found (SambaNova's site-preparation pages say power is discussed per
+    # site with a representative)
+    power=PowerFigure(None, "unsourced", "no public SN30 / DataScale SN30-8 power figure found"),
+)

@@ -1,0 +1,54 @@
+"""Knobs of the SambaNova SN30 RDU model (platforms/rdu/model.py); values in conf/hardware/rdu.yaml,
+their provenance in conf/hardware/sources/rdu.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dabench.perfmodel.knobs import knob
+
+COMPILE_MODES = ("o0", "o1", "o3")
+ACCUMULATIONS = ("bf16sr", "fp32")  #: SambaFlow accumulation modes: bf16 with stochastic rounding, or fp32
+
+
+@dataclass(frozen=True)
+class RduOptions:
+    compile_mode: str = knob(choices=COMPILE_MODES, doc="o0 op per section | o1 fused layers | o3 whole graph")
+    tiles: int = knob(integer=True, high=8, doc="tiles per model copy (--num-tiles)")
+    resources_scaling: float = knob(low=0.0, high=1.0, doc="--resources-scaling-factors")
+    pcu_lanes: int = knob(integer=True, doc="output features one PCU vectorises over")
+    pcu_efficiency: float = knob(low=0.0, high=1.0, doc="share of a PCU's peak a pipelined stage sustains")
+    stage_buffer_pmus: int = knob(integer=True, doc="buffers per stage, each one sample's output")
+    section_switch_s: float = knob(low=0.0, unit="s", doc="loading one section")
+    fp32_logits: bool = knob(boolean=True, doc="mixed precision: the loss reads fp32 logits (Model Zoo fp32_logits)")
+    fp32_skip_add: bool = knob(boolean=True, doc="mixed precision: residual adds in fp32 (Model Zoo fp32_skip_add)")
+    tiling_accum: str = knob(choices=ACCUMULATIONS, doc="accumulation of forward and data-gradient GEMM tiles")
+    weight_grad_reduce: str = knob(choices=ACCUMULATIONS, doc="accumulation of weight gradients")
+    reduce_on_rdu: bool = knob(boolean=True, doc="data-parallel gradients reduced RDU to RDU (--reduce-on-rdu)")
+    host_overhead_s: float = knob(low=0.0, unit="s", doc="host time per optimizer step")
+    host_logit_s: float = knob(
+        low=0.0, unit="s", doc="host time per step per logit of one sequence (positions at the head x vocabulary)"
+    )
+    host_link_Bps: float = knob(low=0.0, unit="B/s", doc="host-to-RDU link")
+    machine_collective_s: float = knob(
+        low=0.0,
+        doc="host-side cost of one collective between machines (staged through the hosts, not overlapped with "
+        "sections)",
+        unit="s",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RduKnobs:
+    """The options resolved against the hardware spec, as platforms/rdu/model.py and rdu_host.py use them."""
+
+    options: RduOptions  #: the resolved hardware.options
+    pcus: int  #: per section (tiles and resources scaling applied)
+    pmus: int
+    chip_pcus: int
+    chip_pmus: int
+    pmu_bytes: float
+    pcu_flops: float  #: 16-bit FLOP/s of one PCU (a 32-bit operation takes two)
+    ddr_Bps: float
+    tile32: bool  #: forward and data-gradient GEMMs accumulate in fp32
+    wgrad32: bool  #: weight gradients accumulate in fp32

@@ -1,0 +1,60 @@
+"""Cerebras CS-2 (WSE-2, ``hardware.arch=wse2``): layer-pipelined and weight-streaming model
+(model.py, streaming.py), cerebras.pytorch runner (runner.py, backend.py), compile-report and
+appliance-run parser (ingest.py), deployment space (space.py), knobs (knobs.py)."""
+
+from __future__ import annotations
+
+from dabench.core.platforms import Platform, PowerFigure
+
+
+def predict(rc, graph, ceilings):
+    from dabench.platforms.wse.model import predict
+
+    return predict(rc, graph, ceilings)
+
+
+def cstorch():
+    from dabench.platforms.wse import backend
+
+    return backend
+
+
+def options():
+    from dabench.platforms.wse.knobs import Wse2Knobs
+
+    return Wse2Knobs
+
+
+def parser():
+    from dabench.platforms.wse import ingest
+
+    return ingest
+
+
+def shape_space(space, args, config, chips):
+    from dabench.platforms.wse.space import advise_space
+
+    return advise_space(space, args, config, chips)
+
+
+PLATFORM = Platform(
+    "wse2",
+    predict,
+    {"cstorch": lambda: cstorch().CstorchBackend, "cstorch_cpu": lambda: cstorch().CstorchCpuBackend},
+    options,
+    host_backends=("cstorch_cpu",),
+    ingest=parser,
+    formats=("cerebras_compile_report", "cerebras_appliance_run"),
+    mode_keys=("hardware.options.execution_mode",),
+    sweep="wse2_deploy",
+    space=shape_space,
+    # one WSE-2 per 15U CS-2; dabench counts one chip per CS-2 (chips_per_node: 1). Cerebras' figure
+    # as reported by Golem.de; the CS-1 of the same form factor was 20 kW peak (AnandTech, 2020).
+    power=PowerFigure(
+        23000.0,
+        "max",
+        "one CS-2 system (wafer, power supplies, fans, pumps); no MemoryX, SwarmX or CPU cluster",
+        "Golem.de, 'Cerebras WSE2: Dieser AI-Prozessor braucht ueber 20 Kilowatt' (April 2021), quoting Cerebras",
+        "paragraph on the CS-2 15U systems: 'maximale Leistungsaufnahme eines solchen Systems bei 23 Kilowatt'",
+    ),
+)
