@@ -6,7 +6,9 @@ bands", and docs/fitting.md.
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -43,31 +45,56 @@ _COMMON = (
 )
 
 
+def _predictor_files(arch: str) -> list[Path]:
+    """The files of ``arch``'s model: its platform folder (dabench/platforms/<family>/), else the
+    predictor's module and its helpers beside it (perfmodel/wse2*.py)."""
+    target = platform(arch).predictor
+    module = target.partition(":")[0] if isinstance(target, str) else getattr(target, "__module__", "")
+    spec = importlib.util.find_spec(module) if module else None
+    if spec is None or not spec.origin:
+        return []
+    path = Path(spec.origin)
+    if path.parent.parent == PACKAGE / "platforms":
+        return sorted(path.parent.rglob("*.py"))
+    return sorted(path.parent.glob(f"{path.stem}*.py"))
+
+
 def _model_files(arch: str | None) -> list[Path]:
     if arch is None:
-        files = sorted((PACKAGE / "perfmodel").rglob("*.py")) + sorted((CONF_DIR / "hardware").glob("*.yaml"))
-        files += [ROOT / "dabench/workload/opgraph.py", ROOT / "dabench/metrics/summary.py"]
-        return files
-    files = [ROOT / name for name in _COMMON]
-    stem = platform(arch).predictor.partition(":")[0].rsplit(".", 1)[-1]  # its model and helpers: wse2*.py
-    files += sorted((PACKAGE / "perfmodel").glob(f"{stem}*.py")) if stem else []
+        files = sorted((PACKAGE / "perfmodel").rglob("*.py")) + sorted((PACKAGE / "platforms").rglob("*.py"))
+        files += sorted((CONF_DIR / "hardware").glob("*.yaml"))
+        return files + [ROOT / "dabench/workload/opgraph.py", ROOT / "dabench/metrics/summary.py"]
+    files = [ROOT / name for name in _COMMON] + _predictor_files(arch)
     files += [PACKAGE / "perfmodel" / "knobs" / f"{arch}.py", CONF_DIR / "hardware" / f"{arch}.yaml"]
     # variants that inherit the arch's options (conf/hardware/cuda_a100.yaml: defaults [cuda])
     files += sorted((CONF_DIR / "hardware").glob(f"{arch}_*.yaml"))
     return files
 
 
+class _NoDocstrings(ast.NodeTransformer):
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:  # a bare string: a docstring, never code
+        return None if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) else node
+
+
+def _meaning(path: Path) -> bytes:
+    """What in ``path`` can change a prediction: Python as its syntax tree without docstrings
+    (comments, layout and line numbers are not in it), YAML as its parsed values."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        return ast.dump(_NoDocstrings().visit(ast.parse(text))).encode()
+    import yaml
+
+    return json.dumps(yaml.safe_load(text), sort_keys=True, default=str).encode()
+
+
 @lru_cache(maxsize=None)
 def model_version(arch: str | None = None) -> str:
-    """12 hex digits of a SHA-256 over ``arch``'s model code (all when None), the op graph, the
-    metrics and conf/hardware/<arch>.yaml."""
-    digest = hashlib.sha256()
-    for path in _model_files(arch):
-        if path.exists():
-            # conf/... as in a checkout, also for a wheel's bundled copies (dabench/_data/conf/...)
-            name = ("conf" / path.relative_to(CONF_DIR)) if path.is_relative_to(CONF_DIR) else path.relative_to(ROOT)
-            digest.update(str(name).encode())
-            digest.update(path.read_bytes())
+    """12 hex digits of a SHA-256 over the meaning (:func:`_meaning`) of ``arch``'s model code
+    (all when None), the op graph, the metrics and conf/hardware/<arch>.yaml: editing prose or
+    moving a file leaves it as it is."""
+    # by content, not by name or place: moving a file leaves it as it is
+    parts = sorted(hashlib.sha256(_meaning(path)).digest() for path in set(_model_files(arch)) if path.exists())
+    digest = hashlib.sha256(b"".join(parts))
     return digest.hexdigest()[:12]
 
 

@@ -230,9 +230,9 @@ def _run_like(run: GridRun) -> Any:
 
 def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title: str = "grid results") -> str:
     """The grid's results table, and ``folder/results.csv``: read back from the store (and
-    logged on the grid's parent run) when every run is there; when the runs wait in the outbox
-    (the server cannot be reached) built from the runs in memory, results.csv still written here.
-    Returns the text to print."""
+    logged on the grid's parent run) when every run is there; otherwise (the runs wait in the
+    outbox, or ``tracking.enabled=false``) built from the runs in memory, results.csv still
+    written here. Returns the text to print."""
     from dabench.report.frame import runs_to_frame
     from dabench.report.results import record_grid_results, render_results, write_results_csv
 
@@ -243,9 +243,10 @@ def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title:
         except Exception as error:
             if not is_unreachable(error):
                 raise
-    frame = runs_to_frame([_run_like(r) for r in runs if r.run_id])
+    where = "the runs wait in the outbox: dabench sync" if recorded else "not recorded: tracking.enabled=false"
+    frame = runs_to_frame([_run_like(r) for r in runs if r.run_id or not recorded])
     path = write_results_csv(frame, folder / "results.csv")
-    return render_results(frame, title) + f"\nresults.csv: {path} (the runs wait in the outbox: dabench sync)"
+    return render_results(frame, title) + f"\nresults.csv: {path} ({where})"
 
 
 def summary(run: GridRun) -> str:

@@ -36,7 +36,17 @@ from dabench.tune.sampling import make_sampler
 from dabench.tune.settings import SPACE_ATTR, SweepSettings, check_resume, check_settings, space_fingerprint
 from dabench.tune.space import ParsedSpace, override_value, params_to_overrides, parse_overrides
 from dabench.tune.structured import load_space
-from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
+from dabench.tune.study import (
+    MODE_ATTR,
+    OVERRIDES_ATTR,
+    REASON_ATTR,
+    STATUS_ATTR,
+    default_storage,
+    derive_study_name,
+    fail_stale_trials,
+    open_study,
+    trials_done,
+)
 
 log = logging.getLogger(__name__)
 
@@ -257,5 +267,36 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         except Exception as error:  # the trials are recorded; only the table is missing
             log.warning("could not write the study's results table: %s", error)
         close_parent(client, parent_id, study)
+    else:
+        try:  # not recorded: the table and results.csv from the study's own trials
+            print(_untracked_results(study, sweep_dir, f"study {name} results"), flush=True)
+        except OSError as error:
+            log.warning("could not write the study's results table: %s", one_line(error))
     print(format_summary(summary), flush=True)
     return summary.to_dict()
+
+
+def _untracked_results(study, folder: Path, title: str) -> str:
+    """The results table of a study run with ``tracking.enabled=false``: one row per trial from
+    its recorded overrides, status, reason, mode and objective; also ``folder/results.csv``."""
+    import pandas as pd
+
+    from dabench.report.frame import normalize
+    from dabench.report.results import render_results, write_results_csv
+
+    rows = []
+    for trial in study.get_trials(deepcopy=False):
+        attrs, ok = trial.user_attrs, trial.user_attrs.get(STATUS_ATTR) == Status.OK.value
+        rows.append(
+            {
+                "run_id": "",
+                "run_name": " ".join(attrs.get(OVERRIDES_ATTR) or []) or f"trial {trial.number}",
+                "tags.dabench.status": attrs.get(STATUS_ATTR) or trial.state.name.lower(),
+                "tags.dabench.mode": attrs.get(MODE_ATTR),
+                "tags.dabench.reason": attrs.get(REASON_ATTR) or "",
+                "metrics.throughput.samples_per_s": trial.value if ok and trial.value is not None else math.nan,
+            }
+        )
+    frame = normalize(pd.DataFrame(rows))
+    path = write_results_csv(frame, folder / "results.csv")
+    return render_results(frame, f"{title} (not recorded: tracking.enabled=false)") + f"\nresults.csv: {path}"
