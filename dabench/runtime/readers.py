@@ -187,32 +187,6 @@ def _band_points(path: Path | str, band: dict, where: str) -> None:
             finite(path, point.get("score"), f"{where}.points[{i}].score", low=0.0, high=50.0)
 
 
-def read_calibration_cache(path: Path | str) -> tuple[dict[str, dict], list[str]]:
-    """The calibration cache (host/calibrate.py): ``(entries, problems)``; a damaged entry is left
-    out and named in ``problems``, one of the older format (a bare float) dropped silently."""
-    data = mapping(path, read_json(path, 2**20))
-    good, problems = {}, []
-    for key, entry in data.items():
-        if not isinstance(entry, dict) or "value" not in entry:
-            continue
-        try:
-            finite(path, entry["value"], f"{key}.value", positive=True, high=MAX_RATE)
-            samples = entry.get("samples", [])
-            if not isinstance(samples, list):
-                raise DamagedFile(path, f"{key}.samples is not a list")
-            for i, x in enumerate(samples):
-                finite(path, x, f"{key}.samples[{i}]", positive=True, high=MAX_RATE)
-            finite(path, entry.get("spread", 0.0), f"{key}.spread", low=0.0)
-            finite(path, entry.get("load_per_core", 0.0), f"{key}.load_per_core", low=0.0)
-            if not isinstance(entry.get("measured_at", ""), str):
-                raise DamagedFile(path, f"{key}.measured_at is not text")
-        except DamagedFile as error:
-            problems.append(str(error))
-            continue
-        good[key] = entry
-    return good, problems
-
-
 #: an outbox journal's fields and their types (tracking/outbox.py writes them)
 _JOURNAL = {
     **dict.fromkeys(("id", "experiment", "run_name"), str),

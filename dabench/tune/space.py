@@ -41,7 +41,8 @@ def override_value(value: Any) -> str:
     if isinstance(value, str):
         if _BARE.match(value) and value.lower() not in _KEYWORDS:
             return value
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        # Hydra reads a backslash literally unless it runs up to a quote: only those are doubled
+        return "'" + re.sub(r"(\\+)(?='|$)", r"\1\1", value).replace("'", "\\'") + "'"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_value(v) for v in value) + "]"
     if isinstance(value, Mapping):

@@ -165,10 +165,10 @@ def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
         raise SystemExit(2)
 
 
-def _close_interrupted(client, parent_id: str | None, study) -> None:
-    if client is not None:
+def _close_interrupted(parent, study) -> None:
+    if parent is not None:
         try:
-            close_parent(client, parent_id, study, interrupted=True)
+            close_parent(parent, study, interrupted=True)
         except Exception as error:  # best effort while unwinding: the reaper ends it otherwise
             log.warning("could not close the study's MLflow parent run: %s", error)
 
@@ -221,18 +221,19 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         "study %s in %s: %d of %d trials done, running %d", name, redact_uri(storage), done, settings.n_trials, left
     )
 
-    client, parent_id, extra = None, None, []
+    parent, client, parent_id, extra = None, None, None, []
     if tracking.get("enabled", True):
         uri = tracking_uri(tracking.get("uri"))
         refuse_local_store(uri, jobs.launcher, jobs.ray_address)
-        client, parent_id = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
+        parent = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
+        client, parent_id = parent.client, parent.run_id
         client.set_tag(parent_id, "dabench.mode", requested_mode((task.get("hardware") or {}).get("mode")))
         extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent_id}"]
         log.info("study %s: MLflow parent run %s (%s)", name, parent_id, redact_uri(uri))
     try:
         sweep_dir = jobs.sweep_dir()
     except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
-        _close_interrupted(client, parent_id, study)
+        _close_interrupted(parent, study)
         print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
 
@@ -248,7 +249,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             except Exception:
                 done = None
             interrupts.progress(done=done, total=settings.n_trials, unit="trials", resume=interrupts.command_line())
-        _close_interrupted(client, parent_id, study)
+        _close_interrupted(parent, study)
         raise
     summary = summarize(study)
     try:
@@ -266,7 +267,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             print(record_sweep_results(client, parent_id, sweep_dir, f"study {name} results"), flush=True)
         except Exception as error:  # the trials are recorded; only the table is missing
             log.warning("could not write the study's results table: %s", error)
-        close_parent(client, parent_id, study)
+        close_parent(parent, study)
     else:
         try:  # not recorded: the table and results.csv from the study's own trials
             print(_untracked_results(study, sweep_dir, f"study {name} results"), flush=True)

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dabench.fit.runs import USED_METRICS, points_from_runs
+from dabench.host.cache import CalibrationCache
 from dabench.perfmodel import constants
 from dabench.runtime import readers
 from dabench.runtime.readers import DamagedFile
@@ -178,7 +179,7 @@ def test_a_damaged_calibration_cache_is_never_used_as_data(tmp_path_factory, dat
     path = tmp_path_factory.mktemp("cal") / "calibration.json"
     path.write_bytes(data)
     try:
-        entries, problems = readers.read_calibration_cache(path)
+        entries, problems = CalibrationCache(path).read()
     except DamagedFile as error:
         refused_in_one_line(error, path)
         return
@@ -304,7 +305,7 @@ def test_a_file_too_large_is_refused_without_reading_it(tmp_path):
     with open(big, "wb") as handle:  # sparse: costs no disk
         handle.truncate(2**31)
     with pytest.raises(DamagedFile, match="more than"):
-        readers.read_calibration_cache(big)
+        CalibrationCache(big).read()
 
 
 def test_doctor_names_a_damaged_or_blocking_constant_set_and_goes_on(tmp_path, monkeypatch):
