@@ -10,10 +10,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from dabench.runtime.readers import MAX_RATE, DamagedFile, finite, mapping, read_json
+from dabench.core.readers import DamagedFile, finite, mapping, read_json
 from dabench.runtime.sinks import calibration_cache_path, locked, write_json
 
 log = logging.getLogger("dabench")
+MAX_RATE = 1e18  #: FLOP/s or bytes/s no one machine reaches (a calibration above it is damage)
 _CHOSEN: dict[str, Path] = {}  #: configured path (or why none) -> the path used
 
 

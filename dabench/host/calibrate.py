@@ -15,12 +15,12 @@ from typing import Callable, Sequence
 
 import torch
 
+from dabench.core.readers import DamagedFile
 from dabench.host import conditions
 from dabench.host.cache import CalibrationCache, calibration_cache
 from dabench.host.info import cpu_calibration_key
 from dabench.host.noise import NOISY_SPREAD
 from dabench.runtime.interrupts import in_worker
-from dabench.runtime.readers import DamagedFile
 
 log = logging.getLogger(__name__)
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}

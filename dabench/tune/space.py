@@ -139,6 +139,8 @@ def _range_distribution(key: str, sweep) -> BaseDistribution:
 
 
 def _interval_distribution(key: str, sweep) -> BaseDistribution:
+    if sweep.start > sweep.end:
+        raise ConfigError(key, f"interval({sweep.start}, {sweep.end})", "an interval with low <= high")
     log = "log" in sweep.tags
     if log and sweep.start <= 0:
         raise ConfigError(key, f"interval({sweep.start}, {sweep.end})", "log scale needs a positive lower bound")
