@@ -9,7 +9,7 @@ import copy
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR
 from dabench.core.readers import DamagedFile, mapping, read_text, read_yaml
@@ -86,6 +86,29 @@ def dimension_problem(key: str, value: Any) -> str:
         if sweep.start > sweep.end:
             return f"low {sweep.start:g} > high {sweep.end:g}: write interval(low, high) with low <= high"
     return ""
+
+
+def with_values(path: Path, values: Mapping[str, str]) -> str:
+    """The text of YAML file ``path`` with the scalar at each dotted key of ``values``
+    (``options.pcu_efficiency``) replaced by its YAML text, where the parser found it: comments,
+    order and layout stay. KeyError naming a key that is no scalar of the file."""
+    import yaml
+
+    text = Path(path).read_text(encoding="utf-8")
+    root, edits = yaml.compose(text), []
+    for dotted, new in values.items():
+        node = root
+        for part in dotted.split("."):
+            found = [v for k, v in node.value if k.value == part] if isinstance(node, yaml.MappingNode) else []
+            node = found[0] if found else None
+            if node is None:
+                break
+        if not isinstance(node, yaml.ScalarNode):
+            raise KeyError(f"{Path(path).name}: no value {dotted}")
+        edits.append((node.start_mark.index, node.end_mark.index, str(new)))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
 
 
 _parsed = lru_cache(maxsize=None)(fresh_file)
