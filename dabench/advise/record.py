@@ -84,7 +84,7 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
             },
         )
         with tempfile.TemporaryDirectory() as tmp:
-            parent.run.log_artifacts(write_files(advice, ranked, Path(tmp) / ARTIFACT_DIR), ARTIFACT_DIR)
+            parent.log_artifacts(write_files(advice, ranked, Path(tmp) / ARTIFACT_DIR), ARTIFACT_DIR)
         with BatchRecorder(experiment=experiment, uri=uri, parent_id=parent.run_id) as batch:
             for row in ranked:
                 outcome = by_platform[row["platform"]]

@@ -236,33 +236,33 @@ def copy_tree(name: str, source: Path | str, target: Path | str) -> Path:
 
 
 @contextmanager
-def locked(name: str, path: Path | str, timeout_s: float = 120.0) -> Iterator[None]:
-    """Hold ``<path>.lock`` exclusively (``flock``) while ``path`` of the sink ``name`` is read,
-    changed and replaced: writers that meet take turns instead of losing each other's entries.
-    :class:`SinkError` when the lock cannot be made or is held past ``timeout_s``."""
+def locked(name: str, path: Path | str, timeout_s: float = 120.0, on_wait: Any = None) -> Iterator[None]:
+    """Hold ``<path>.lock`` of the sink ``name`` exclusively (``flock``) for the block: writers of
+    ``path`` that meet take turns instead of losing each other's changes, and a killed holder
+    releases it. ``on_wait()`` once if it has to wait; TimeoutError naming the lock when another
+    process holds it past ``timeout_s``; SinkError when it cannot be made."""
     import fcntl
 
     lock = Path(path).with_name(Path(path).name + ".lock")
-    try:
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        handle = open_stream(name, lock)
-    except OSError as error:
-        raise error if isinstance(error, SinkError) else SinkError(name, lock, error) from error
-    with handle:
-        deadline = time.monotonic() + timeout_s
+    make_dir(name, lock.parent)
+    with open_stream(name, lock) as handle:
+        deadline, delay = time.monotonic() + timeout_s, 0.01
         while True:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() > deadline:
-                    held = OSError(_errno.ETIMEDOUT, f"held by another process for {timeout_s:g} s")
-                    raise SinkError(name, lock, held) from None
-                time.sleep(0.05)
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{lock} is held by another process after {timeout_s:g} s") from None
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
+                time.sleep(delay)
+                delay = min(0.2, delay * 2)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def open_stream(name: str, path: Path | str, mode: str = "a") -> IO:

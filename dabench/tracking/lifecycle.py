@@ -204,24 +204,16 @@ def open_run(
     return RecordedRun(None, journal.run_id, "", start, offline=journal, **where)
 
 
-class ParentRun:
+@dataclass
+class ParentRun(RecordedRun):
     """The one parent run of a multirun, grid, study or advice: opened (:meth:`open`) or adopted
     from an earlier invocation (:meth:`adopt`), closed once by :meth:`finish` with its children's
     counts (``jobs.total``, ``jobs.<status>``, ``jobs.best_samples_per_s``); a context manager
     that finishes it on every exit path. While a remote store cannot be reached its record waits
     in the outbox, and ``dabench sync`` counts its children."""
 
-    def __init__(self, run: RecordedRun, kind: str, adopted: bool = False):
-        self.run, self.kind, self.adopted = run, kind, adopted
-        run.status_tags = False  # its outcome is its children's counts, unless it ends early
-
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
-
-    @property
-    def client(self) -> Any:
-        return self.run.client
+    kind: str = "parent"
+    adopted: bool = False
 
     @classmethod
     def open(
@@ -241,15 +233,9 @@ class ParentRun:
         marks["dabench.git_commit"] = git_commit(launch_dir())
         if mode:
             marks["dabench.mode"] = mode
-        run = open_run(
-            experiment=experiment,
-            uri=uri,
-            run_name=run_name,
-            parent_id="",
-            standard=False,
-            tags={**marks, **(tags or {})},
-        )
-        return cls(run, kind)
+        where = {"experiment": experiment, "uri": uri, "run_name": run_name}
+        run = open_run(**where, parent_id="", standard=False, tags={**marks, **(tags or {})})
+        return cls(**{**vars(run), "status_tags": False}, kind=kind)  # its outcome: its children's counts
 
     @classmethod
     def adopt(cls, client: Any, run_id: str, uri: str, experiment: str = "") -> "ParentRun | None":
@@ -265,11 +251,8 @@ class ParentRun:
             client.update_run(run_id, status="RUNNING")
         write_batch(client, run_id, tags=owner_tags())  # this process now holds it (the reaper checks it)
         where = {"uri": uri, "experiment": experiment, "run_name": found.info.run_name or ""}
-        run = RecordedRun(client, run_id, found.info.experiment_id, found.info.start_time or now_ms(), **where)
-        return cls(run, found.data.tags.get("dabench.parent_kind", "parent"), adopted=True)
-
-    def log(self, params: Mapping | None = None, metrics: Mapping | None = None, tags: Mapping | None = None) -> None:
-        self.run.log(params, metrics, tags)
+        start, kind = found.info.start_time or now_ms(), found.data.tags.get("dabench.parent_kind", "parent")
+        return cls(client, run_id, found.info.experiment_id, start, status_tags=False, kind=kind, adopted=True, **where)
 
     def finish(
         self, status: Status | str = Status.OK, reason: str = "", outcomes: Iterable[tuple[str, Any]] | None = None
@@ -277,10 +260,10 @@ class ParentRun:
         """Log the children's counts (from ``outcomes``, (status, samples/s) of each, else from the
         store and the outbox), then close in ``status``; returns the counts. Finishing twice does
         nothing."""
-        if self.run.closed:
+        if self.closed:
             return {}
         status, counts = parse(status), {}
-        if self.run.offline is None:
+        if self.offline is None:
             try:
                 if outcomes is None:
                     counts = log_child_counts(self.client, self.run_id, outbox.waiting_runs(self.run_id))
@@ -288,20 +271,20 @@ class ParentRun:
                     counts, metrics = child_metrics(outcomes)
                     write_batch(self.client, self.run_id, metrics=metrics)
             except Exception as error:
-                if not self.run.go_offline(error):
+                if not self.go_offline(error):
                     raise
-        if self.run.offline is not None:
-            self.run.offline.data["recount_children"] = True
+        if self.offline is not None:
+            self.offline.data["recount_children"] = True
         if status is not Status.OK:  # the parent names why it ended early
-            self.run.status_tags = True
+            self.status_tags = True
             reason = reason or f"the {self.kind} was interrupted (Ctrl-C or SIGTERM) after {sum(counts.values())} runs"
-        elif self.adopted and self.run.offline is None:  # an earlier invocation's interrupted tags no longer hold
+        elif self.adopted and self.offline is None:  # an earlier invocation's interrupted tags no longer hold
             for key in ("dabench.status", "dabench.reason"):
                 try:
                     self.client.delete_tag(self.run_id, key)
                 except Exception:
                     pass
-        self.run.close(status, reason)
+        self.close(status, reason)
         return counts
 
     def __enter__(self) -> "ParentRun":

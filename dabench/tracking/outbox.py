@@ -18,10 +18,10 @@ from dabench.core.paths import launch_dir
 from dabench.core.readers import DamagedFile, is_number, mapping, read_json
 from dabench.core.status import Status, mlflow_state, parse
 from dabench.runtime.pids import pid_alive
-from dabench.runtime.sinks import copy_tree, make_dir, move, open_stream, write_json
+from dabench.runtime.sinks import copy_tree, locked, make_dir, move, write_json
 from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri
-from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment, flock_wait
+from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment
 from dabench.tracking.writes import log_child_counts, now_ms, status_tags, write_batch
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
@@ -320,11 +320,12 @@ def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) ->
 
     folder = folder or outbox_dir()
     make_dir("outbox", folder)
-    with open_stream("outbox", folder / "sync.lock", "a+") as handle:  # closing it releases the lock
-        told = f"dabench sync: another dabench sync replays {folder}; waiting for it"
-        if not flock_wait(handle, wait_s, lambda: print(told, file=sys.stderr, flush=True)):
-            return None
-        return _replay_locked(uri, folder)
+    told = f"dabench sync: another dabench sync replays {folder}; waiting for it"
+    try:
+        with locked("outbox", folder / "sync", wait_s, lambda: print(told, file=sys.stderr, flush=True)):
+            return _replay_locked(uri, folder)
+    except TimeoutError:
+        return None
 
 
 def _replay_locked(uri: str, folder: Path) -> SyncReport:

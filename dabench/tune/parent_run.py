@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 import tempfile
-import time
 from pathlib import Path
 
 import optuna
@@ -20,7 +19,7 @@ from dabench.core.status import Status
 from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import write_text
 from dabench.tracking.lifecycle import ParentRun
-from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
+from dabench.tracking.redact import redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
 from dabench.tune.best import StudySummary
 from dabench.tune.plots import plot_history, plot_importance
@@ -98,30 +97,18 @@ def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) 
     return [note]
 
 
-def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary, storage: str) -> None:
+def log_study(parent: ParentRun, study: optuna.Study, summary: StudySummary, storage: str) -> None:
     """Log the study's result to its parent run: counts, best trial, ``study/`` artifacts."""
-    from mlflow.entities import Metric, RunTag
-
-    now = int(time.time() * 1000)
-    metrics = [Metric(f"trials.{state}", float(n), now, 0) for state, n in summary.states.items()]
-    metrics += [Metric(f"trials.status.{status}", float(n), now, 0) for status, n in summary.statuses.items()]
-    metrics.append(Metric("trials.total", float(summary.n_trials), now, 0))
-    tags = [
-        RunTag("optuna.study", study.study_name),
-        RunTag("optuna.storage", redact_uri(storage)),
-        RunTag("optuna.direction", summary.direction),
-    ]
+    metrics = {f"trials.{state}": n for state, n in summary.states.items()}
+    metrics.update({f"trials.status.{status}": n for status, n in summary.statuses.items()})
+    metrics["trials.total"] = summary.n_trials
+    tags = {"optuna.study": study.study_name, "optuna.storage": redact_uri(storage)}
+    tags["optuna.direction"] = summary.direction
     if summary.best_number is not None:
-        metrics += [
-            Metric("best.samples_per_s", float(summary.best_value), now, 0),
-            Metric("best.trial", float(summary.best_number), now, 0),
-        ]
-        tags += [RunTag(f"best.{name}", str(value)[:5000]) for name, value in summary.best_params.items()]
-        tags.append(RunTag("best.overrides", " ".join(summary.best_overrides)[:5000]))
-        tags.append(RunTag("dabench.best_command", summary.command()[:5000]))
-    tags = [RunTag(tag.key, redact_pair(tag.key, tag.value)) for tag in tags]
-    client.log_batch(parent_id, metrics=metrics, tags=tags)
+        metrics.update({"best.samples_per_s": summary.best_value, "best.trial": summary.best_number})
+        tags.update({f"best.{name}": str(value) for name, value in summary.best_params.items()})
+        tags.update({"best.overrides": " ".join(summary.best_overrides), "dabench.best_command": summary.command()})
     with tempfile.TemporaryDirectory() as tmp:
         notes = write_study_files(study, summary, Path(tmp))
-        client.log_artifacts(parent_id, tmp, artifact_path="study")
-    client.set_tag(parent_id, "dabench.study_notes", "; ".join(notes))
+        parent.log(metrics=metrics, tags={**tags, "dabench.study_notes": "; ".join(notes)})
+        parent.log_artifacts(Path(tmp), "study")

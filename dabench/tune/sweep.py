@@ -221,15 +221,14 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         "study %s in %s: %d of %d trials done, running %d", name, redact_uri(storage), done, settings.n_trials, left
     )
 
-    parent, client, parent_id, extra = None, None, None, []
+    parent, extra = None, []
     if tracking.get("enabled", True):
         uri = tracking_uri(tracking.get("uri"))
         refuse_local_store(uri, jobs.launcher, jobs.ray_address)
         parent = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
-        client, parent_id = parent.client, parent.run_id
-        client.set_tag(parent_id, "dabench.mode", requested_mode((task.get("hardware") or {}).get("mode")))
-        extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent_id}"]
-        log.info("study %s: MLflow parent run %s (%s)", name, parent_id, redact_uri(uri))
+        parent.log(tags={"dabench.mode": requested_mode((task.get("hardware") or {}).get("mode"))})
+        extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent.run_id}"]
+        log.info("study %s: MLflow parent run %s (%s)", name, parent.run_id, redact_uri(uri))
     try:
         sweep_dir = jobs.sweep_dir()
     except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
@@ -257,14 +256,14 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             log.info(note)
     except OSError as error:  # the trials are recorded; only the summary files are missing
         log.warning("could not write the study's files: %s", error)
-    if client is not None:
+    if parent is not None:
         with lock():  # workers ending together write the one parent in turn (MLflow tag writes race)
             try:
-                log_study(client, parent_id, study, summary, storage)
+                log_study(parent, study, summary, storage)
             except Exception as error:  # the trials are recorded; only the parent's summary is missing
                 log.warning("could not log the study's result to its MLflow parent run: %s", error)
         try:  # the results table: printed, results.csv in the sweep folder and on the parent run
-            print(record_sweep_results(client, parent_id, sweep_dir, f"study {name} results"), flush=True)
+            print(record_sweep_results(parent.client, parent.run_id, sweep_dir, f"study {name} results"), flush=True)
         except Exception as error:  # the trials are recorded; only the table is missing
             log.warning("could not write the study's results table: %s", error)
         close_parent(parent, study)
