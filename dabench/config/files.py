@@ -47,6 +47,8 @@ def _read_sweep(path: str, mtime_ns: int, size: int) -> tuple[str, dict[str, Any
     document = read_yaml(path, text)
     if document is None:
         return text, {}
+    if not isinstance(document, dict):
+        raise DamagedFile(path, "not a YAML mapping")
     data = mapping(path, document)
     sweeper = mapping(path, mapping(path, data.get("hydra") or {}, "hydra").get("sweeper") or {}, "hydra.sweeper")
     for name in ("n_trials", "n_jobs"):

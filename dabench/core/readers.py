@@ -91,7 +91,9 @@ def read_yaml(path: Path | str, text: str) -> Any:
                 raise DamagedFile(path, "uses a YAML alias (*name); write the values out")
         return yaml.load(text, Loader=get_yaml_loader())
     except yaml.YAMLError as error:
-        raise DamagedFile(path, f"not valid YAML ({str(error).splitlines()[0]})") from None
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise DamagedFile(path, f"not valid YAML{where} ({str(error).splitlines()[0]})") from None
     except RecursionError:
         raise DamagedFile(path, "nested too deeply") from None
 
