@@ -63,7 +63,7 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
     by_platform = {o.platform: o for o in advice.outcomes}
     note = f"Advice: python -m dabench advise model={req.model} tokens={req.tokens:.3g}"
     where = {"experiment": experiment, "uri": uri, "run_name": name}
-    with ParentRun.open("advise", **where, note=note, mode="predict", tags=tags) as parent:
+    with ParentRun.start("advise", **where, note=note, mode="predict", tags=tags) as parent:
         parent.log(
             params={
                 "advise.model": req.model,

@@ -113,7 +113,7 @@ def run_grid(
         parent = tracking.get("parent_run_id") or parent_id
         experiment = tracking.get("experiment") or "dabench"
         if parent is None:  # one parent for the grid, opened before its first run
-            own_parent = ParentRun.open(
+            own_parent = ParentRun.start(
                 "grid",
                 experiment=experiment,
                 uri=tracking.get("uri"),

@@ -50,7 +50,7 @@ class MlflowParentRunCallback(Callback):
 
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
         # opened now (real start time), closed in on_multirun_end (real end time)
-        self.run = ParentRun.open(
+        self.run = ParentRun.start(
             "multirun",
             experiment=tracking.get("experiment") or "dabench",
             uri=uri,

@@ -206,7 +206,7 @@ def open_run(
 
 @dataclass
 class ParentRun(RecordedRun):
-    """The one parent run of a multirun, grid, study or advice: opened (:meth:`open`) or adopted
+    """The one parent run of a multirun, grid, study or advice: opened (:meth:`start`) or adopted
     from an earlier invocation (:meth:`adopt`), closed once by :meth:`finish` with its children's
     counts (``jobs.total``, ``jobs.<status>``, ``jobs.best_samples_per_s``); a context manager
     that finishes it on every exit path. While a remote store cannot be reached its record waits
@@ -216,7 +216,7 @@ class ParentRun(RecordedRun):
     adopted: bool = False
 
     @classmethod
-    def open(
+    def start(
         cls,
         kind: str,
         *,

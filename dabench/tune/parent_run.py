@@ -57,7 +57,7 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
         found = attrs.get(PARENT_ATTR) if _same_store(attrs.get(PARENT_URI_ATTR), uri) else None
         parent = ParentRun.adopt(client, found, uri, experiment) if found else None
         if parent is None:
-            parent = ParentRun.open(
+            parent = ParentRun.start(
                 "study",
                 experiment=experiment,
                 uri=uri,

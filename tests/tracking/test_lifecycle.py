@@ -93,7 +93,7 @@ def test_parent_run_counts_its_children_and_an_adopted_one_counts_them_all(uri, 
             run.set_status(status)
 
     with pytest.raises(KeyboardInterrupt):
-        with ParentRun.open("study", experiment="t", uri=uri, run_name="s", note="n") as first:
+        with ParentRun.start("study", experiment="t", uri=uri, run_name="s", note="n") as first:
             child(first, "ok", 5.0)
             raise KeyboardInterrupt
     got = _run(uri, first.run_id)
