@@ -15,7 +15,7 @@ from dabench.advise.answer import advice_json, search_rows, write_csv
 from dabench.advise.run import Advice
 from dabench.pipeline.record import run_record
 from dabench.runtime.sinks import write_text
-from dabench.tracking.lifecycle import BatchRecorder, PendingRun, now_ms, parent_tags, recorded_run
+from dabench.tracking.lifecycle import BatchRecorder, ParentRun, PendingRun, now_ms
 
 ADVISE_TAG = "dabench.advise"
 PARENT_TAG = "dabench.advise_parent"
@@ -55,16 +55,15 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
     req = advice.request
     name = f"advise {req.model} {req.tokens:.3g} tokens"
     tags = {
-        **parent_tags(
-            "advise", f"Advice: python -m dabench advise model={req.model} tokens={req.tokens:.3g}", "predict"
-        ),
         ADVISE_TAG: "parent",
         "dabench.label": "PREDICTED",
         "dabench.model": req.model,
         "advise.objective": ",".join(req.objectives),
     }
     by_platform = {o.platform: o for o in advice.outcomes}
-    with recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags, status_tags=True) as parent:
+    note = f"Advice: python -m dabench advise model={req.model} tokens={req.tokens:.3g}"
+    where = {"experiment": experiment, "uri": uri, "run_name": name}
+    with ParentRun.start("advise", **where, note=note, mode="predict", tags=tags) as parent:
         parent.log(
             params={
                 "advise.model": req.model,

@@ -18,7 +18,6 @@ from dabench.config.fields import TEXT
 from dabench.fit.machine import drift
 from dabench.fit.runs import points_from_runs
 from dabench.perfmodel import constants
-from dabench.runtime.readers import read_constant_set
 from dabench.tracking.lifecycle import terminate
 from dabench.tracking.reaper import reap, running_runs
 from dabench.tracking.redact import redact_uri
@@ -100,8 +99,8 @@ def check_constants(uri: str, say: Say) -> list:
     sets = {constants.PUBLISHED: dict(constants.load())}
     folder = constants.user_dir()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        try:  # a regular file, bounded, checked (runtime/readers.py): a FIFO here must not hang the doctor
-            sets[path.stem] = read_constant_set(path, constants.FORMAT, constants.FORMAT_VERSION)
+        try:  # a regular file, bounded, checked (core/readers.py): a FIFO here must not hang the doctor
+            sets[path.stem] = constants.ConstantSet.read(path)
         except (OSError, ValueError) as error:
             say(f"constant set skipped: {error}")
     banded = {

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_section, check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
-from dabench.config.files import config_file, yaml_problem
+from dabench.config.files import config_file, sweep_problem
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
 from dabench.core.platforms import registry
@@ -91,7 +91,7 @@ def check_group_choice(group: str, option: str, argv: Sequence[str] = ()) -> Non
         raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}{where}")
     if group == "sweeps":  # the user's own file: one line on a broken one, not Hydra's traceback
         path = next(f / f"{option}.yaml" for f in group_folders(group, argv) if (f / f"{option}.yaml").is_file())
-        problem = yaml_problem(path)
+        problem = sweep_problem(path)
         if problem:
             raise ConfigError(group, option, f"{path}: {problem}")
 

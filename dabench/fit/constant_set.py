@@ -1,6 +1,6 @@
-"""The one constant-set writer: the published set (:func:`build`, ``fit --cv --write``) and named
-sets fitted to measured runs (:func:`build_set`, ``fit --from-mlflow``), with their format check.
-Reading is :mod:`dabench.perfmodel.constants`; the format: docs/fitting.md.
+"""Building constant sets: the published set (:func:`build`, ``fit --cv --write``) and named sets
+fitted to measured runs (:func:`build_set`, ``fit --from-mlflow``). The format's reader and writer
+is :class:`dabench.perfmodel.constants.ConstantSet`; the format: docs/fitting.md.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from dabench.fit.points import load_points
 from dabench.fit.refit import measured_classes
 from dabench.fit.sources import constant_paths, hardware_yaml, load_sources, read_from_calibration
 from dabench.perfmodel import reach
-from dabench.perfmodel.constants import DIR, FORMAT, FORMAT_VERSION, PUBLISHED, _load, model_version, path_of
-from dabench.runtime.sinks import write_json
+from dabench.perfmodel.constants import DIR, FORMAT, FORMAT_VERSION, PUBLISHED, ConstantSet, model_version, path_of
 
 BAND_METHOD = (
     "leave-one-source-out: a platform's throughput points, each predicted by constants refitted without "
@@ -298,8 +297,4 @@ def build_set(name: str, fits: list[GroupFit], source: Mapping[str, Any], nomina
 
 def write(data: Mapping[str, Any], name: str | None = None) -> Path:
     name = name or data["name"]
-    path = DIR / f"{name}.json" if name == PUBLISHED else path_of(name)
-
-    write_json("source_tree", path, data, indent=1, sort_keys=False)
-    _load.cache_clear()
-    return path
+    return ConstantSet.write(data, DIR / f"{name}.json" if name == PUBLISHED else path_of(name))

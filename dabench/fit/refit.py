@@ -8,15 +8,13 @@ Method: docs/perfmodel.md, "Knobs, sources and calibration"; docs/fitting.md, "T
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from dabench.core.platforms import platform
 from dabench.fit.evaluate import predict_point, predict_profile
 from dabench.fit.points import Point, load_points
-from dabench.fit.sources import CONF_HARDWARE, constant_paths, fitted, hardware_yaml
-from dabench.runtime.sinks import write_text
+from dabench.fit.sources import constant_paths, fitted, hardware_yaml
 from dabench.workload.opgraph import OP_CLASSES
 
 #: residual given to a point (or an op class) the model refuses (NaN) while fitting
@@ -193,19 +191,6 @@ def _round(value: float) -> float:
     if value == 0:
         return 0.0
     return float(f"{value:.4g}")
-
-
-def write_values(arch: str, values: dict[str, float]) -> None:
-    """Replace ``  <knob>: <number>`` lines of conf/hardware/<arch>.yaml's options (comments kept)."""
-    path = CONF_HARDWARE / f"{arch}.yaml"
-    text = path.read_text()
-    for name, value in values.items():
-        pattern = re.compile(rf"^(\s+{re.escape(name)}:\s*)([^\s#]+)", re.MULTILINE)
-        if not pattern.search(text):
-            raise ValueError(f"{path.name}: no line for option {name}")
-        text = pattern.sub(lambda m, value=value: m.group(1) + f"{value:.6g}", text, count=1)
-
-    write_text("source_tree", path, text)
 
 
 def measured_classes(p: Point) -> dict[str, float]:

@@ -15,13 +15,12 @@ from typing import Callable, Sequence
 
 import torch
 
+from dabench.core.readers import DamagedFile
 from dabench.host import conditions
-from dabench.host.cache import calibration_cache
+from dabench.host.cache import CalibrationCache, calibration_cache
 from dabench.host.info import cpu_calibration_key
 from dabench.host.noise import NOISY_SPREAD
 from dabench.runtime.interrupts import in_worker
-from dabench.runtime.readers import DamagedFile, read_calibration_cache
-from dabench.runtime.sinks import write_json
 
 log = logging.getLogger(__name__)
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -147,7 +146,7 @@ def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
 def _read_cache() -> dict:
     """The cache's calibrations; a damaged file or entry is named in one warning line and not used."""
     try:
-        entries, problems = read_calibration_cache(cache_path())
+        entries, problems = CalibrationCache(cache_path()).read()
     except FileNotFoundError:
         return {}
     except DamagedFile as error:
@@ -162,9 +161,7 @@ _REPORTED: set[str] = set()  #: damage already reported by this process
 
 
 def _write_cache(cal: Calibration) -> None:
-    cache = _read_cache()
-    cache[cal.key] = asdict(cal)
-    write_json("calibration_cache", cache_path(), cache, indent=1, sort_keys=True)  # replaced whole
+    CalibrationCache(cache_path()).update(cal.key, asdict(cal))
 
 
 _PROCESS: dict[tuple[str, str], Calibration] = {}  #: this process's calibrations, by (cache file, key)

@@ -1,11 +1,12 @@
-"""Reading a constant set at run time: the constants a prediction uses and the band it gets
-(:func:`model_version`, :func:`run_tags`, :func:`load`, :func:`fitted_options`, :func:`band`).
-Writing sets is dabench/fit/. Format and bands: docs/perfmodel.md, "Out-of-sample error and
-bands", and docs/fitting.md.
+"""Constant sets at run time: the format's one reader and writer (:class:`ConstantSet`), the
+constants a prediction uses and the band it gets (:func:`model_version`, :func:`run_tags`,
+:func:`load`, :func:`fitted_options`, :func:`band`). Building sets is dabench/fit/. Format and
+bands: docs/perfmodel.md, "Out-of-sample error and bands", and docs/fitting.md.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
@@ -17,10 +18,11 @@ from typing import Any, Mapping
 
 from dabench.config.paths import CONF_DIR
 from dabench.core.platforms import platform
+from dabench.core.readers import DamagedFile, finite, is_number, mapping, read_json
 from dabench.core.status import ConfigError
 from dabench.perfmodel import reach
 from dabench.perfmodel.reach import coords
-from dabench.runtime.readers import read_constant_set
+from dabench.runtime.sinks import locked, write_json
 
 PACKAGE = Path(__file__).resolve().parents[1]  # dabench/
 ROOT = PACKAGE.parent
@@ -29,6 +31,7 @@ RESIDUALS_JSON = DIR / "residuals.json"
 FORMAT, FORMAT_VERSION = "dabench-constant-set", 1
 PUBLISHED = "published"
 #: the predicted numbers that get a band (rates and times use the same factor)
+MAX_BAND_FACTOR = 1e3  #: a band wider than x1000 either way says nothing (and overflows products)
 BANDED = ("throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s")
 
 
@@ -56,28 +59,40 @@ def _model_files(arch: str | None) -> list[Path]:
     predict = platform(arch).predict
     if predict is not None:  # its platform folder: model, knobs (dabench/platforms/<family>/)
         files += sorted(Path(sys.modules[predict.__module__].__file__ or "").parent.glob("*.py"))
-    files += [CONF_DIR / "hardware" / f"{arch}.yaml"]
-    # variants that inherit the arch's options (conf/hardware/cuda_a100.yaml: defaults [cuda])
-    files += sorted((CONF_DIR / "hardware").glob(f"{arch}_*.yaml"))
-    return files
+    # its preset and the presets that inherit its options (conf/hardware/b200.yaml: defaults [cuda])
+    return files + [path for path in sorted((CONF_DIR / "hardware").glob("*.yaml")) if _presets_of(path, arch)]
+
+
+def _presets_of(path: Path, arch: str) -> bool:
+    import yaml
+
+    return path.stem == arch or arch in ((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("defaults") or ())
+
+
+class _NoDocstrings(ast.NodeTransformer):
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:  # a bare string: a docstring, never code
+        return None if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) else node
+
+
+def _meaning(path: Path) -> bytes:
+    """What in ``path`` can change a prediction: Python as its syntax tree without docstrings
+    (comments, layout and line numbers are not in it), YAML as its parsed values."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        return ast.dump(_NoDocstrings().visit(ast.parse(text))).encode()
+    import yaml
+
+    return json.dumps(yaml.safe_load(text), sort_keys=True, default=str).encode()
 
 
 @lru_cache(maxsize=None)
 def model_version(arch: str | None = None) -> str:
-    """12 hex digits of a SHA-256 over ``arch``'s model code (all when None), the op graph, the
-    metrics and conf/hardware/<arch>.yaml."""
-    digest = hashlib.sha256()
-    for path in _model_files(arch):
-        if path.exists():
-            # conf/... as in a checkout, also for a wheel's bundled copies (dabench/_data/conf/...)
-            # (an installed platform's files: its folder and file names)
-            name = (
-                ("conf" / path.relative_to(CONF_DIR))
-                if path.is_relative_to(CONF_DIR)
-                else path.relative_to(ROOT if path.is_relative_to(ROOT) else path.parent.parent)
-            )
-            digest.update(str(name).encode())
-            digest.update(path.read_bytes())
+    """12 hex digits of a SHA-256 over the meaning (:func:`_meaning`) of ``arch``'s model code
+    (all when None), the op graph, the metrics and conf/hardware/<arch>.yaml: editing prose or
+    moving a file leaves it as it is."""
+    # by content, not by name or place: moving a file leaves it as it is
+    parts = sorted(hashlib.sha256(_meaning(path)).digest() for path in set(_model_files(arch)) if path.exists())
+    digest = hashlib.sha256(b"".join(parts))
     return digest.hexdigest()[:12]
 
 
@@ -156,9 +171,79 @@ def load(name: str = PUBLISHED) -> Mapping[str, Any]:
 @lru_cache(maxsize=None)
 def _load(where: str) -> Mapping[str, Any]:
     try:
-        return read_constant_set(where, FORMAT, FORMAT_VERSION)  # damage: DamagedFile, one line
+        return ConstantSet.read(where)  # damage: DamagedFile, one line
     except FileNotFoundError:
         return {}
+
+
+class ConstantSet:
+    """The constant-set format (docs/fitting.md), read and written here only: :meth:`read` is the
+    guarded reader (DamagedFile: one line), :meth:`write` replaces a set whole under its lock;
+    dabench/fit/constant_set.py builds the sets."""
+
+    @staticmethod
+    def read(path: Path | str) -> dict:
+        """The set in ``path``: format and version known, every number finite and in range."""
+        fmt, version = FORMAT, FORMAT_VERSION  # the newest this dabench reads
+        data = mapping(path, read_json(path, 16 * 2**20))
+        if data.get("format") != fmt or not isinstance(data.get("format_version"), int):
+            raise DamagedFile(path, f"not a {fmt} (format {str(data.get('format'))[:40]!r})")
+        if not 1 <= data["format_version"] <= version:
+            raise DamagedFile(path, f"format_version={data['format_version']}: this dabench reads 1..{version}")
+        if "nominal_coverage" in data:
+            coverage = finite(path, data["nominal_coverage"], "nominal_coverage", positive=True)
+            if coverage > 1:
+                raise DamagedFile(path, f"nominal_coverage={coverage:g}: must be <= 1")
+        for arch, entry in mapping(path, data.get("platforms") or {}, "platforms").items():
+            entry = mapping(path, entry, f"platforms.{arch}")
+            for name, constant in mapping(path, entry.get("constants") or {}, f"platforms.{arch}.constants").items():
+                where = f"platforms.{arch}.constants.{name}"
+                constant = mapping(path, constant, where)
+                value = constant.get("value")
+                if constant.get("kind") == "fitted" and value is not None:
+                    finite(path, value, f"{where}.value", positive=True)
+                elif is_number(value):
+                    finite(path, value, f"{where}.value")
+            band = mapping(path, entry.get("band") or {}, f"platforms.{arch}.band")
+            if band.get("kind") in ("conformal", "wide", "near"):
+                finite(path, band.get("factor"), f"platforms.{arch}.band.factor", low=1.0, high=MAX_BAND_FACTOR)
+            ConstantSet._band_points(path, band, f"platforms.{arch}.band")
+        bands = mapping(path, data.get("bands") or {}, "bands")
+        finite(path, bands.get("wide", 0.0), "bands.wide", low=0.0, high=math.log(MAX_BAND_FACTOR))
+        if not isinstance(bands.get("needs", []), list):
+            raise DamagedFile(path, "bands.needs is not a list")
+        for i, need in enumerate(bands.get("needs", [])):
+            if need is not None:
+                finite(path, need, f"bands.needs[{i}]", low=0.0, high=10.0)
+        return data
+
+    @staticmethod
+    def _band_points(path: Path | str, band: dict, where: str) -> None:
+        """A band's calibration points (perfmodel/reach.py): id, reach coordinates, score >= 0 or null."""
+        if "points" not in band:
+            return
+        if not isinstance(band["points"], list):
+            raise DamagedFile(path, f"{where}.points is not a list")
+        for i, point in enumerate(band["points"]):
+            point = mapping(path, point, f"{where}.points[{i}]")
+            coords = mapping(path, point.get("coords"), f"{where}.points[{i}].coords")
+            for key, high in (("size", 20.0), ("chips", 30.0)):  # log10 parameters, log2 chips
+                finite(path, coords.get(key), f"{where}.points[{i}].coords.{key}", low=0.0, high=high)
+            for key in ("precision", "compile", "execution", "release", "generation"):
+                if not isinstance(coords.get(key), str):
+                    raise DamagedFile(path, f"{where}.points[{i}].coords.{key} is not text")
+            if not isinstance(point.get("id"), str):
+                raise DamagedFile(path, f"{where}.points[{i}].id is not text")
+            if point.get("score", 0.0) is not None or "score" not in point:
+                finite(path, point.get("score"), f"{where}.points[{i}].score", low=0.0, high=50.0)
+
+    @staticmethod
+    def write(data: Mapping[str, Any], path: Path) -> Path:
+        """``data`` into ``path``, replaced whole under its lock (two fits that meet take turns)."""
+        with locked("source_tree", path):
+            write_json("source_tree", path, data, indent=1, sort_keys=False)
+        _load.cache_clear()
+        return path
 
 
 _GROWTH: dict[tuple[int, float], tuple[Mapping[str, Any], float]] = {}

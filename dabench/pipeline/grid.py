@@ -22,14 +22,14 @@ from typing import Any, Callable, Sequence
 
 from dabench.config.compose import Composer, sweeper_params
 from dabench.core.result import RunResult
-from dabench.core.status import DabenchError, Status, is_ok, mlflow_state
+from dabench.core.status import DabenchError, Status, mlflow_state
 from dabench.pipeline.execute import resolve_mode
 from dabench.pipeline.job import Job, execute_job, prepare
 from dabench.pipeline.record import record_run, run_record
 from dabench.report.artifacts import wants_plot
 from dabench.runtime.hydra_compat import BasicSweeper
 from dabench.tracking.describe import reproduce_command, run_note, summary_line
-from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder, open_parent
+from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder, ParentRun
 from dabench.tracking.naming import run_name
 from dabench.tracking.outbox import PREFIX, is_unreachable
 from dabench.tracking.redact import redact_pair
@@ -113,7 +113,7 @@ def run_grid(
         parent = tracking.get("parent_run_id") or parent_id
         experiment = tracking.get("experiment") or "dabench"
         if parent is None:  # one parent for the grid, opened before its first run
-            own_parent = open_parent(
+            own_parent = ParentRun.start(
                 "grid",
                 experiment=experiment,
                 uri=tracking.get("uri"),
@@ -187,24 +187,12 @@ def run_grid(
     return runs
 
 
-def _close_parent(parent, runs: list[GridRun]) -> None:
-    """End the grid's own parent run with the children's counts (``jobs.total``, ``jobs.<status>``)
-    and the best ok throughput (``jobs.best_samples_per_s``), as a ``-m`` multirun's parent."""
+def _close_parent(parent: ParentRun, runs: list[GridRun]) -> None:
+    """End the grid's own parent run with its recorded children's counts, as a ``-m`` multirun's."""
     recorded = [r for r in runs if r.run_id is not None]
-    counts: dict[str, int] = {}
-    for r in recorded:
-        counts[r.result.status.value] = counts.get(r.result.status.value, 0) + 1
-    metrics = {"jobs.total": float(len(recorded)), **{f"jobs.{k}": float(v) for k, v in counts.items()}}
-    best = [
-        r.result.metrics["throughput.samples_per_s"]
-        for r in recorded
-        if is_ok(r.result.status) and "throughput.samples_per_s" in r.result.metrics
-    ]
-    if best:
-        metrics["jobs.best_samples_per_s"] = max(best)
-    parent.log(metrics=metrics)
     interrupted = len(recorded) < len(runs) and sys.exc_info()[0] is not None
-    parent.close(Status.INTERRUPTED if interrupted else Status.OK)
+    outcomes = [(r.result.status.value, r.result.metrics.get("throughput.samples_per_s")) for r in recorded]
+    parent.finish(Status.INTERRUPTED if interrupted else Status.OK, outcomes=outcomes)
 
 
 def _run_like(run: GridRun) -> Any:
@@ -230,9 +218,9 @@ def _run_like(run: GridRun) -> Any:
 
 def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title: str = "grid results") -> str:
     """The grid's results table, and ``folder/results.csv``: read back from the store (and
-    logged on the grid's parent run) when every run is there; when the runs wait in the outbox
-    (the server cannot be reached) built from the runs in memory, results.csv still written here.
-    Returns the text to print."""
+    logged on the grid's parent run) when every run is there; otherwise (the runs wait in the
+    outbox, or ``tracking.enabled=false``) built from the runs in memory, results.csv still
+    written here. Returns the text to print."""
     from dabench.report.frame import runs_to_frame
     from dabench.report.results import record_grid_results, render_results, write_results_csv
 
@@ -243,9 +231,10 @@ def write_results(runs: Sequence[GridRun], folder: Path, uri: str | None, title:
         except Exception as error:
             if not is_unreachable(error):
                 raise
-    frame = runs_to_frame([_run_like(r) for r in runs if r.run_id])
+    where = "the runs wait in the outbox: dabench sync" if recorded else "not recorded: tracking.enabled=false"
+    frame = runs_to_frame([_run_like(r) for r in runs if r.run_id or not recorded])
     path = write_results_csv(frame, folder / "results.csv")
-    return render_results(frame, title) + f"\nresults.csv: {path} (the runs wait in the outbox: dabench sync)"
+    return render_results(frame, title) + f"\nresults.csv: {path} ({where})"
 
 
 def summary(run: GridRun) -> str:

@@ -18,10 +18,8 @@ from dabench.core.status import Status
 from dabench.pipeline.preflight import UNREACHABLE, check_store, format_problems
 from dabench.runtime import interrupts
 from dabench.tracking.describe import reproduce_command, requested_mode
-from dabench.tracking.lifecycle import PARENT_ENV, open_parent
-from dabench.tracking.outbox import waiting_runs
+from dabench.tracking.lifecycle import PARENT_ENV, ParentRun
 from dabench.tracking.store import tracking_uri
-from dabench.tracking.writes import log_child_counts
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +27,7 @@ log = logging.getLogger(__name__)
 class MlflowParentRunCallback(Callback):
     def __init__(self) -> None:
         self.run_id: str | None = None
-        self.run = None
-        self.client = None
+        self.run: ParentRun | None = None
         self.previous_env: str | None = None
         self._unregister = lambda: None
 
@@ -53,7 +50,7 @@ class MlflowParentRunCallback(Callback):
 
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
         # opened now (real start time), closed in on_multirun_end (real end time)
-        self.run = open_parent(
+        self.run = ParentRun.start(
             "multirun",
             experiment=tracking.get("experiment") or "dabench",
             uri=uri,
@@ -61,7 +58,7 @@ class MlflowParentRunCallback(Callback):
             note=f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}",
             mode=requested_mode(OmegaConf.select(config, "hardware.mode")),
         )
-        self.client, self.run_id = self.run.client, self.run.run_id
+        self.run_id = self.run.run_id
         self.run.log(
             params={"multirun.overrides": " ".join(overrides), "multirun.sweep_dir": str(config.hydra.sweep.dir)}
         )
@@ -91,24 +88,9 @@ class MlflowParentRunCallback(Callback):
         log.info("multirun recorded: %d jobs %s under parent run %s", sum(counts.values()), counts, self.run_id)
 
     def _finish(self, end_status: Status) -> dict[str, int]:
-        """Count the children by status, log the counts and the best ok throughput, close the
-        parent (``end_status``: ok -> FINISHED, interrupted -> KILLED); returns the counts. A
-        parent kept in the outbox is counted when ``dabench sync`` replays it."""
-
-        counts: dict[str, int] = {}
-        if self.run.offline is None:
-            try:
-                counts = log_child_counts(self.client, self.run_id, waiting_runs(self.run_id))
-            except Exception as error:
-                if not self.run.go_offline(error):
-                    raise
-        if self.run.offline is not None:
-            self.run.offline.data["recount_children"] = True
-        children = sum(counts.values())
-        if end_status is not Status.OK:  # the parent names why it ended early
-            self.run.status_tags = True
-            self.run.reason = f"the multirun was interrupted (Ctrl-C or SIGTERM) after {children} runs"
-        self.run.close(end_status)
+        """Close the parent with its children's counts (``end_status``: ok -> FINISHED,
+        interrupted -> KILLED); returns the counts."""
+        counts = self.run.finish(end_status)
         if self.previous_env is None:
             os.environ.pop(PARENT_ENV, None)
         else:

@@ -394,7 +394,7 @@ def _resolve_without_creating(configured: str | None, resolve) -> str:
 def model_inputs_error(rc) -> Any:
     """The ConfigError of the model inputs a config names beyond its typed sections, or None:
     ``hardware.options`` (each knob's type and range, platforms/<family>/knobs.py) and the constant set
-    ``hardware.constants`` (read and checked, runtime/readers.py). Checked when a job is prepared,
+    ``hardware.constants`` (read and checked: perfmodel/constants.ConstantSet). Checked when a job is prepared,
     before a run opens."""
     try:
         knobs_for(rc.hardware)

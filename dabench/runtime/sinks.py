@@ -10,9 +10,11 @@ from __future__ import annotations
 import errno as _errno
 import json
 import os
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 from dabench.runtime import faults
 from dabench.runtime.pids import pid_alive
@@ -94,14 +96,24 @@ def calibration_cache_path() -> Path:
     return cache_dir() / "calibration.json"
 
 
+#: what to do about an unusable location, by errno
+_FIXES = {
+    **dict.fromkeys((_errno.ENOTDIR, _errno.EEXIST, _errno.EISDIR), "a file stands where a folder should be"),
+    **dict.fromkeys((_errno.EACCES, _errno.EPERM, _errno.EROFS), "no permission to write there"),
+    **dict.fromkeys((_errno.ENOSPC, _errno.EDQUOT), "no space left there: free some"),
+}
+
+
 class SinkError(OSError):
-    """A write to a sink failed: one line naming the sink, the path and the cause (errno kept)."""
+    """A write to a sink failed: one line naming the sink, the path, the cause (errno kept) and,
+    for an unusable location, what to do."""
 
     def __init__(self, sink: str, path: Path | str, error: OSError):
         code = error.errno if error.errno is not None else _errno.EIO
         cause = error.strerror or str(error)
         name = _errno.errorcode.get(code, str(code))
-        super().__init__(code, f"cannot write {sink} at {path}: {cause} ({name})", str(path))
+        fix = f"; {_FIXES[code]}, or choose another place ({SINKS[sink].setting})" if code in _FIXES else ""
+        super().__init__(code, f"cannot write {sink} at {path}: {cause} ({name}){fix}", str(path))
         self.sink = sink
 
     def __str__(self) -> str:
@@ -226,6 +238,36 @@ def copy_tree(name: str, source: Path | str, target: Path | str) -> Path:
         for f in files:
             copy_file(name, Path(folder) / f, here / f)
     return target
+
+
+@contextmanager
+def locked(name: str, path: Path | str, timeout_s: float = 120.0, on_wait: Any = None) -> Iterator[None]:
+    """Hold ``<path>.lock`` of the sink ``name`` exclusively (``flock``) for the block: writers of
+    ``path`` that meet take turns instead of losing each other's changes, and a killed holder
+    releases it. ``on_wait()`` once if it has to wait; TimeoutError naming the lock when another
+    process holds it past ``timeout_s``; SinkError when it cannot be made."""
+    import fcntl
+
+    lock = Path(path).with_name(Path(path).name + ".lock")
+    make_dir(name, lock.parent)
+    with open_stream(name, lock) as handle:
+        deadline, delay = time.monotonic() + timeout_s, 0.01
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{lock} is held by another process after {timeout_s:g} s") from None
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
+                time.sleep(delay)
+                delay = min(0.2, delay * 2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def open_stream(name: str, path: Path | str, mode: str = "a") -> IO:

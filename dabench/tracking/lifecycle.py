@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status, mlflow_state, parse
@@ -23,7 +23,14 @@ from dabench.tracking import outbox
 from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.reaper import owner_tags, reap_once
 from dabench.tracking.store import client_and_experiment, tracking_uri
-from dabench.tracking.writes import MAX_TAG_CHARS, now_ms, status_tags, write_batch
+from dabench.tracking.writes import (
+    MAX_TAG_CHARS,
+    child_metrics,
+    log_child_counts,
+    now_ms,
+    status_tags,
+    write_batch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,19 +70,6 @@ def standard_tags(parent_id: str | None) -> dict[str, str]:
     }
     if parent_id:
         tags["mlflow.parentRunId"] = parent_id
-    return tags
-
-
-def parent_tags(kind: str, note: str, mode: str | None = None) -> dict[str, str]:
-    """A parent run's tags: ``dabench.parent``, ``dabench.parent_kind``, git commit, note, mode."""
-    tags = {
-        "dabench.parent": "true",
-        "dabench.parent_kind": kind,
-        "dabench.git_commit": git_commit(launch_dir()),
-        "mlflow.note.content": note,
-    }
-    if mode:
-        tags["dabench.mode"] = mode
     return tags
 
 
@@ -210,28 +204,105 @@ def open_run(
     return RecordedRun(None, journal.run_id, "", start, offline=journal, **where)
 
 
-def open_parent(
-    kind: str,
-    *,
-    experiment: str,
-    uri: str | None,
-    run_name: str,
-    note: str,
-    mode: str | None = None,
-    tags: Mapping[str, Any] | None = None,
-) -> RecordedRun:
-    """Open a top-level parent run of ``kind`` now, with :func:`parent_tags` and ``tags``; no
-    status tags unless a caller turns ``status_tags`` on (its outcome is its children's counts)."""
-    run = open_run(
-        experiment=experiment,
-        uri=uri,
-        run_name=run_name,
-        parent_id="",
-        standard=False,
-        tags={**parent_tags(kind, note, mode), **(tags or {})},
-    )
-    run.status_tags = False
-    return run
+@dataclass
+class ParentRun(RecordedRun):
+    """The one parent run of a multirun, grid, study or advice: opened (:meth:`start`) or adopted
+    from an earlier invocation (:meth:`adopt`), closed once by :meth:`finish` with its children's
+    counts (``jobs.total``, ``jobs.<status>``, ``jobs.best_samples_per_s``); a context manager
+    that finishes it on every exit path. While a remote store cannot be reached its record waits
+    in the outbox, and ``dabench sync`` counts its children."""
+
+    kind: str = "parent"
+    adopted: bool = False
+
+    @classmethod
+    def start(
+        cls,
+        kind: str,
+        *,
+        experiment: str,
+        uri: str | None,
+        run_name: str,
+        note: str,
+        mode: str | None = None,
+        tags: Mapping[str, Any] | None = None,
+    ) -> "ParentRun":
+        """A new top-level parent of ``kind``, tagged ``dabench.parent``, ``dabench.parent_kind``,
+        the git commit, ``note`` and ``mode``."""
+        marks = {"dabench.parent": "true", "dabench.parent_kind": kind, "mlflow.note.content": note}
+        marks["dabench.git_commit"] = git_commit(launch_dir())
+        if mode:
+            marks["dabench.mode"] = mode
+        where = {"experiment": experiment, "uri": uri, "run_name": run_name}
+        run = open_run(**where, parent_id="", standard=False, tags={**marks, **(tags or {})})
+        return cls(**{**vars(run), "status_tags": False}, kind=kind)  # its outcome: its children's counts
+
+    @classmethod
+    def adopt(cls, client: Any, run_id: str, uri: str, experiment: str = "") -> "ParentRun | None":
+        """Parent ``run_id`` of an earlier invocation, RUNNING again and held by this process;
+        None when the store no longer has it active."""
+        try:
+            found = client.get_run(run_id)
+        except Exception:
+            return None
+        if found.info.lifecycle_stage != "active":
+            return None
+        if found.info.status != "RUNNING":
+            client.update_run(run_id, status="RUNNING")
+        write_batch(client, run_id, tags=owner_tags())  # this process now holds it (the reaper checks it)
+        where = {"uri": uri, "experiment": experiment, "run_name": found.info.run_name or ""}
+        start, kind = found.info.start_time or now_ms(), found.data.tags.get("dabench.parent_kind", "parent")
+        return cls(client, run_id, found.info.experiment_id, start, status_tags=False, kind=kind, adopted=True, **where)
+
+    def finish(
+        self, status: Status | str = Status.OK, reason: str = "", outcomes: Iterable[tuple[str, Any]] | None = None
+    ) -> dict[str, int]:
+        """Log the children's counts (from ``outcomes``, (status, samples/s) of each, else from the
+        store and the outbox), then close in ``status``; returns the counts. Finishing twice does
+        nothing."""
+        if self.closed:
+            return {}
+        status, counts = parse(status), {}
+        if self.offline is None:
+            try:
+                if outcomes is None:
+                    counts = log_child_counts(self.client, self.run_id, outbox.waiting_runs(self.run_id))
+                else:
+                    counts, metrics = child_metrics(outcomes)
+                    write_batch(self.client, self.run_id, metrics=metrics)
+            except Exception as error:
+                if not self.go_offline(error):
+                    raise
+        if self.offline is not None:
+            self.offline.data["recount_children"] = True
+        if status is not Status.OK:  # the parent names why it ended early
+            self.status_tags = True
+            reason = reason or f"the {self.kind} was interrupted (Ctrl-C or SIGTERM) after {sum(counts.values())} runs"
+        elif self.adopted and self.offline is None:  # an earlier invocation's interrupted tags no longer hold
+            for key in ("dabench.status", "dabench.reason"):
+                try:
+                    self.client.delete_tag(self.run_id, key)
+                except Exception:
+                    pass
+        self.close(status, reason)
+        return counts
+
+    def __enter__(self) -> "ParentRun":
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        if error is None:
+            self.finish()
+        elif isinstance(error, Exception):
+            self._finish_quietly(error_status(error), f"{type(error).__name__}: {error}")
+        else:  # KeyboardInterrupt (Ctrl-C, SIGTERM), SystemExit: how far it came
+            self._finish_quietly(Status.INTERRUPTED, "")
+
+    def _finish_quietly(self, status: Status, reason: str) -> None:
+        try:
+            self.finish(status, reason)
+        except Exception as error:  # a failure to record must not hide the error
+            log.warning("could not close MLflow parent run %s as %s: %s", self.run_id, status.value, error)
 
 
 @contextmanager

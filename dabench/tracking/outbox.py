@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dabench.core.paths import launch_dir
+from dabench.core.readers import DamagedFile, is_number, mapping, read_json
 from dabench.core.status import Status, mlflow_state, parse
 from dabench.runtime.pids import pid_alive
-from dabench.runtime.readers import DamagedFile, read_journal
-from dabench.runtime.sinks import copy_tree, make_dir, move, open_stream, write_json
+from dabench.runtime.sinks import copy_tree, locked, make_dir, move, write_json
 from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri
-from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment, flock_wait
+from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment
 from dabench.tracking.writes import log_child_counts, now_ms, status_tags, write_batch
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
@@ -55,6 +55,14 @@ def is_unreachable(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+#: a journal's fields and their types
+_FIELDS = {
+    **dict.fromkeys(("id", "experiment", "run_name"), str),
+    **dict.fromkeys(("tags", "params", "metrics", "logged_tags", "acked"), dict),
+    "artifacts": list,
+}
 
 
 @dataclass
@@ -116,7 +124,26 @@ class Journal:
 
     @classmethod
     def load(cls, path: Path) -> "Journal":
-        return cls(path, read_journal(path))
+        """The journal in ``path``, version 1, every field typed (NaN metrics kept: MLflow stores
+        them); DamagedFile names the first thing wrong."""
+        data = mapping(path, read_json(path, 64 * 2**20, allow_nan=True))
+        if data.get("version") != 1:
+            raise DamagedFile(path, f"version={str(data.get('version'))[:20]!r}: this dabench reads version 1")
+        for name, kind in _FIELDS.items():
+            if not isinstance(data.get(name), kind):
+                raise DamagedFile(path, f"{name} missing or not a {kind.__name__}")
+        if Path(path).stem != data["id"]:
+            raise DamagedFile(path, f"id={data['id'][:40]!r} is not the file's name")
+        for name, value in data["metrics"].items():
+            if not is_number(value):
+                raise DamagedFile(path, f"metrics.{name}={str(value)[:40]!r}: not a number")
+        for name in ("start_ms", "end_ms"):
+            value = data.get(name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise DamagedFile(path, f"{name}={str(value)[:40]!r}: not a time in ms")
+        if not all(isinstance(v, bool) for v in data["acked"].values()):
+            raise DamagedFile(path, "acked holds a value other than true/false")
+        return cls(path, data)
 
     def save(self) -> None:
         """The journal, replaced whole (a crash mid-write leaves the previous version)."""
@@ -293,11 +320,12 @@ def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) ->
 
     folder = folder or outbox_dir()
     make_dir("outbox", folder)
-    with open_stream("outbox", folder / "sync.lock", "a+") as handle:  # closing it releases the lock
-        told = f"dabench sync: another dabench sync replays {folder}; waiting for it"
-        if not flock_wait(handle, wait_s, lambda: print(told, file=sys.stderr, flush=True)):
-            return None
-        return _replay_locked(uri, folder)
+    told = f"dabench sync: another dabench sync replays {folder}; waiting for it"
+    try:
+        with locked("outbox", folder / "sync", wait_s, lambda: print(told, file=sys.stderr, flush=True)):
+            return _replay_locked(uri, folder)
+    except TimeoutError:
+        return None
 
 
 def _replay_locked(uri: str, folder: Path) -> SyncReport:

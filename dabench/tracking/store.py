@@ -10,7 +10,6 @@ Derivation: docs/reliability.md, section 1.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import sqlite3
@@ -22,7 +21,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status
-from dabench.runtime.sinks import fault_point, make_dir, open_stream
+from dabench.runtime.sinks import fault_point, locked, make_dir
 from dabench.tracking.redact import redact_client_call
 from dabench.tracking.schema import seed
 
@@ -244,24 +243,6 @@ class RetryingClient:
         return call
 
 
-def flock_wait(handle: Any, wait_s: float, on_wait: Callable[[], None] | None = None) -> bool:
-    """Take an exclusive ``flock`` on ``handle`` within ``wait_s`` seconds (``on_wait()`` once if
-    it has to wait); False when another process still holds it then."""
-    deadline, delay = time.monotonic() + wait_s, 0.01
-    while True:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            if on_wait is not None:
-                on_wait()
-                on_wait = None
-            time.sleep(delay)
-            delay = min(0.2, delay * 2)
-
-
 @contextmanager
 def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
     """Hold an exclusive lock on ``<db>.lock`` beside a SQLite store (no-op for other stores);
@@ -270,15 +251,8 @@ def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
     if db is None:
         yield
         return
-    make_dir("store", db.parent)
-    lock_path = db.with_name(db.name + ".lock")
-    with open_stream("store", lock_path, "a") as handle:
-        if not flock_wait(handle, timeout_s or 120.0):
-            raise TimeoutError(f"waited {timeout_s or 120.0:g} s for the store lock {lock_path}")
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with locked("store", db, timeout_s or 120.0):
+        yield
 
 
 #: the experiment tag MLflow's UI reads to choose its view (mlflow/server/js: ``mlflow.experimentKind``);

@@ -4,7 +4,7 @@ secret in it; and a parent's counts of its children. Used by the run lifecycle a
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from dabench.core.status import is_ok
 from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
@@ -56,6 +56,21 @@ def write_batch(
         client.log_batch(run_id, metrics=metric_list[i : i + 1000])
 
 
+def child_metrics(children: Iterable[tuple[str, Any]]) -> tuple[dict[str, int], dict[str, float]]:
+    """``(counts by status, {jobs.total, jobs.<status>, jobs.best_samples_per_s})`` of children
+    given as (status, samples/s or None)."""
+    counts: dict[str, int] = {}
+    best = None
+    for status, value in children:
+        counts[status] = counts.get(status, 0) + 1
+        if is_ok(status) and value is not None and (best is None or value > best):
+            best = value
+    metrics = {"jobs.total": float(sum(counts.values())), **{f"jobs.{k}": float(n) for k, n in counts.items()}}
+    if best is not None:
+        metrics["jobs.best_samples_per_s"] = float(best)
+    return counts, metrics
+
+
 def log_child_counts(client, run_id: str, waiting: Sequence[Any] = ()) -> dict[str, int]:
     """Log ``jobs.total``, ``jobs.<status>`` and ``jobs.best_samples_per_s`` on a parent; returns the
     counts. ``waiting``: its children in the outbox, each in place of the stored run of its id."""
@@ -68,18 +83,9 @@ def log_child_counts(client, run_id: str, waiting: Sequence[Any] = ()) -> dict[s
         max_results=50000,
     )
     children = [run for run in stored if run.info.run_id not in newer] + list(waiting)
-    counts: dict[str, int] = {}
-    best = None
-    for child in children:
-        status = child.data.tags.get(STATUS_TAG, "unknown")
-        counts[status] = counts.get(status, 0) + 1
-        value = child.data.metrics.get("throughput.samples_per_s")
-        if is_ok(status) and value is not None and (best is None or value > best):
-            best = value
+    pairs = [(c.data.tags.get(STATUS_TAG, "unknown"), c.data.metrics.get("throughput.samples_per_s")) for c in children]
+    counts, values = child_metrics(pairs)
     now = now_ms()
-    metrics = [Metric("jobs.total", float(len(children)), now, 0)]
-    metrics += [Metric(f"jobs.{status}", float(n), now, 0) for status, n in counts.items()]
-    if best is not None:
-        metrics.append(Metric("jobs.best_samples_per_s", best, now, 0))
+    metrics = [Metric(name, value, now, 0) for name, value in values.items()]
     client.log_batch(run_id, metrics=metrics)
     return counts

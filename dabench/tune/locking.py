@@ -7,13 +7,11 @@ released when its connection closes or its process dies, so a SIGKILL never leav
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
-import time
 from typing import Iterator
 
-from dabench.runtime.sinks import make_dir, open_stream
+from dabench.runtime.sinks import locked
 from dabench.tracking.store import sqlite_path
 
 log = logging.getLogger(__name__)
@@ -39,22 +37,8 @@ def study_lock(storage: str, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> It
     TimeoutError when it cannot be had within ``timeout_s``."""
     path = sqlite_path(storage)
     if path is not None:
-        make_dir("study_storage", path.parent)
-        lock_file = path.with_name(path.name + ".lock")
-        with open_stream("study_storage", lock_file, "a+") as handle:
-            deadline = time.monotonic() + timeout_s
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"could not lock {lock_file} within {timeout_s:.0f} s") from None
-                    time.sleep(0.02)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with locked("study_storage", path, timeout_s):
+            yield
         return
     dialect = storage.split(":", 1)[0].split("+", 1)[0]
     if dialect not in ("postgresql", "postgres", "mysql"):

@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 import tempfile
-import time
 from pathlib import Path
 
 import optuna
@@ -19,12 +18,9 @@ import yaml
 from dabench.core.status import Status
 from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import write_text
-from dabench.tracking import outbox
-from dabench.tracking.lifecycle import open_parent, terminate
-from dabench.tracking.reaper import owner_tags
-from dabench.tracking.redact import redact_pair, redact_text, redact_uri, redact_value
+from dabench.tracking.lifecycle import ParentRun
+from dabench.tracking.redact import redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
-from dabench.tracking.writes import now_ms, write_batch
 from dabench.tune.best import StudySummary
 from dabench.tune.plots import plot_history, plot_importance
 from dabench.tune.study import fresh_trials
@@ -50,88 +46,43 @@ def _owner_gone(owner: str | None) -> bool:
     return not pid_alive(int(pid))
 
 
-def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, lock) -> tuple[object, str]:
-    """(MlflowClient, run id) of the study's parent run in the tracking store ``uri``: found in
-    the study's user attributes, else created, while ``lock()`` (the study store's lock) is held
-    so that workers starting together create one. A parent that an earlier invocation closed is
-    set RUNNING again."""
+def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, lock) -> ParentRun:
+    """The study's parent run in the tracking store ``uri``: adopted from the study's user
+    attributes, else opened, while ``lock()`` (the study store's lock) is held so that workers
+    starting together open one. A parent that an earlier invocation closed is RUNNING again."""
 
     client, _ = client_and_experiment(uri, experiment)
     with lock():
         attrs = study._storage.get_study_user_attrs(study._study_id)
         found = attrs.get(PARENT_ATTR) if _same_store(attrs.get(PARENT_URI_ATTR), uri) else None
-        if found:
-            try:
-                run = client.get_run(found)
-            except Exception:
-                run = None
-            if run is not None and run.info.lifecycle_stage == "active":
-                if run.info.status != "RUNNING":
-                    client.update_run(found, status="RUNNING")
-
-                write_batch(client, found, tags=owner_tags())  # this worker now holds it (the reaper checks it)
-                study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-                return client, found
-
-        run_id = open_parent(
-            "study",
-            experiment=experiment,
-            uri=uri,
-            run_name=f"study {study.study_name}"[:250],
-            note=f"Optuna study {study.study_name}",
-            tags={"optuna.study": study.study_name, "optuna.storage": redact_uri(storage)},
-        ).run_id
-        study.set_user_attr(PARENT_ATTR, run_id)
-        study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
+        parent = ParentRun.adopt(client, found, uri, experiment) if found else None
+        if parent is None:
+            parent = ParentRun.start(
+                "study",
+                experiment=experiment,
+                uri=uri,
+                run_name=f"study {study.study_name}"[:250],
+                note=f"Optuna study {study.study_name}",
+                tags={"optuna.study": study.study_name, "optuna.storage": redact_uri(storage)},
+            )
+            study.set_user_attr(PARENT_ATTR, parent.run_id)
+            study.set_user_attr(PARENT_URI_ATTR, redact_uri(uri))
         study.set_user_attr(PARENT_OWNER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-        return client, run_id
+        return parent
 
 
-def close_parent(client, parent_id: str, study: optuna.Study, interrupted: bool = False) -> bool:
-    """End the parent run when no trial of the study is running any more (FINISHED, or KILLED
-    when this worker was interrupted); returns whether it was ended."""
+def close_parent(parent: ParentRun, study: optuna.Study, interrupted: bool = False) -> bool:
+    """End the parent run with its trials' counts when no trial of the study is running any more
+    (FINISHED, or KILLED ``interrupted`` when this worker was, so a re-run may adopt it); returns
+    whether it was ended."""
     from optuna.trial import TrialState
 
     if any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
         return False
-    if interrupted:  # KILLED with dabench.status=interrupted, so a re-run may adopt it
-        try:
-            client.set_tag(parent_id, "dabench.status", Status.INTERRUPTED.value)
-            terminate(client, parent_id, Status.INTERRUPTED)
-        except Exception as error:  # best effort while unwinding
-            log.warning("could not mark MLflow run %s killed: %s", parent_id, error)
+    if interrupted:
+        parent._finish_quietly(Status.INTERRUPTED, "")  # best effort while unwinding
     else:
-        try:  # an earlier interrupted invocation's tag no longer holds
-            client.delete_tag(parent_id, "dabench.status")
-        except Exception:
-            pass
-        try:
-            terminate(client, parent_id, Status.OK)  # FINISHED, real end time (dabench.tracking.lifecycle)
-        except Exception as error:  # the server is away: the close waits in the outbox for dabench sync
-            if not _close_later(client, parent_id, error):
-                raise
-    return True
-
-
-def _close_later(client, parent_id: str, error: BaseException) -> bool:
-    """Keep the parent's FINISHED close in the outbox when a remote store cannot be reached;
-    False for any other error (dabench/tracking/outbox.py)."""
-
-    uri = getattr(client, "tracking_uri", "") or ""
-    if not (outbox.is_remote(uri) and outbox.is_unreachable(error)):
-        return False
-    journal = outbox.Journal.new(
-        uri=uri,
-        experiment="",
-        run_name=f"study parent {parent_id}",
-        start_ms=now_ms(),
-        tags={},
-        parent=None,
-        server_run_id=parent_id,
-    )
-    journal.data["acked"]["logged"] = journal.data["acked"]["artifacts"] = True
-    journal.close(Status.OK, "", now_ms(), status_tags=False)
-    outbox.announce(uri, journal)
+        parent.finish(Status.OK)
     return True
 
 
@@ -146,30 +97,18 @@ def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) 
     return [note]
 
 
-def log_study(client, parent_id: str, study: optuna.Study, summary: StudySummary, storage: str) -> None:
+def log_study(parent: ParentRun, study: optuna.Study, summary: StudySummary, storage: str) -> None:
     """Log the study's result to its parent run: counts, best trial, ``study/`` artifacts."""
-    from mlflow.entities import Metric, RunTag
-
-    now = int(time.time() * 1000)
-    metrics = [Metric(f"trials.{state}", float(n), now, 0) for state, n in summary.states.items()]
-    metrics += [Metric(f"trials.status.{status}", float(n), now, 0) for status, n in summary.statuses.items()]
-    metrics.append(Metric("trials.total", float(summary.n_trials), now, 0))
-    tags = [
-        RunTag("optuna.study", study.study_name),
-        RunTag("optuna.storage", redact_uri(storage)),
-        RunTag("optuna.direction", summary.direction),
-    ]
+    metrics = {f"trials.{state}": n for state, n in summary.states.items()}
+    metrics.update({f"trials.status.{status}": n for status, n in summary.statuses.items()})
+    metrics["trials.total"] = summary.n_trials
+    tags = {"optuna.study": study.study_name, "optuna.storage": redact_uri(storage)}
+    tags["optuna.direction"] = summary.direction
     if summary.best_number is not None:
-        metrics += [
-            Metric("best.samples_per_s", float(summary.best_value), now, 0),
-            Metric("best.trial", float(summary.best_number), now, 0),
-        ]
-        tags += [RunTag(f"best.{name}", str(value)[:5000]) for name, value in summary.best_params.items()]
-        tags.append(RunTag("best.overrides", " ".join(summary.best_overrides)[:5000]))
-        tags.append(RunTag("dabench.best_command", summary.command()[:5000]))
-    tags = [RunTag(tag.key, redact_pair(tag.key, tag.value)) for tag in tags]
-    client.log_batch(parent_id, metrics=metrics, tags=tags)
+        metrics.update({"best.samples_per_s": summary.best_value, "best.trial": summary.best_number})
+        tags.update({f"best.{name}": str(value) for name, value in summary.best_params.items()})
+        tags.update({"best.overrides": " ".join(summary.best_overrides), "dabench.best_command": summary.command()})
     with tempfile.TemporaryDirectory() as tmp:
         notes = write_study_files(study, summary, Path(tmp))
-        client.log_artifacts(parent_id, tmp, artifact_path="study")
-    client.set_tag(parent_id, "dabench.study_notes", "; ".join(notes))
+        parent.log(metrics=metrics, tags={**tags, "dabench.study_notes": "; ".join(notes)})
+        parent.log_artifacts(Path(tmp), "study")

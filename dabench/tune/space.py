@@ -41,7 +41,8 @@ def override_value(value: Any) -> str:
     if isinstance(value, str):
         if _BARE.match(value) and value.lower() not in _KEYWORDS:
             return value
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        # Hydra reads a backslash literally unless it runs up to a quote: only those are doubled
+        return "'" + re.sub(r"(\\+)(?='|$)", r"\1\1", value).replace("'", "\\'") + "'"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
@@ -138,6 +139,8 @@ def _range_distribution(key: str, sweep) -> BaseDistribution:
 
 
 def _interval_distribution(key: str, sweep) -> BaseDistribution:
+    if sweep.start > sweep.end:
+        raise ConfigError(key, f"interval({sweep.start}, {sweep.end})", "an interval with low <= high")
     log = "log" in sweep.tags
     if log and sweep.start <= 0:
         raise ConfigError(key, f"interval({sweep.start}, {sweep.end})", "log scale needs a positive lower bound")

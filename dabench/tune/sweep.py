@@ -36,7 +36,17 @@ from dabench.tune.sampling import make_sampler
 from dabench.tune.settings import SPACE_ATTR, SweepSettings, check_resume, check_settings, space_fingerprint
 from dabench.tune.space import ParsedSpace, override_value, params_to_overrides, parse_overrides
 from dabench.tune.structured import load_space
-from dabench.tune.study import default_storage, derive_study_name, fail_stale_trials, open_study, trials_done
+from dabench.tune.study import (
+    MODE_ATTR,
+    OVERRIDES_ATTR,
+    REASON_ATTR,
+    STATUS_ATTR,
+    default_storage,
+    derive_study_name,
+    fail_stale_trials,
+    open_study,
+    trials_done,
+)
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +165,10 @@ def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
         raise SystemExit(2)
 
 
-def _close_interrupted(client, parent_id: str | None, study) -> None:
-    if client is not None:
+def _close_interrupted(parent, study) -> None:
+    if parent is not None:
         try:
-            close_parent(client, parent_id, study, interrupted=True)
+            close_parent(parent, study, interrupted=True)
         except Exception as error:  # best effort while unwinding: the reaper ends it otherwise
             log.warning("could not close the study's MLflow parent run: %s", error)
 
@@ -211,18 +221,18 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         "study %s in %s: %d of %d trials done, running %d", name, redact_uri(storage), done, settings.n_trials, left
     )
 
-    client, parent_id, extra = None, None, []
+    parent, extra = None, []
     if tracking.get("enabled", True):
         uri = tracking_uri(tracking.get("uri"))
         refuse_local_store(uri, jobs.launcher, jobs.ray_address)
-        client, parent_id = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
-        client.set_tag(parent_id, "dabench.mode", requested_mode((task.get("hardware") or {}).get("mode")))
-        extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent_id}"]
-        log.info("study %s: MLflow parent run %s (%s)", name, parent_id, redact_uri(uri))
+        parent = study_parent(study, uri, tracking.get("experiment") or "dabench", storage, lock)
+        parent.log(tags={"dabench.mode": requested_mode((task.get("hardware") or {}).get("mode"))})
+        extra = [f"++tracking.uri={override_value(uri)}", f"++tracking.parent_run_id={parent.run_id}"]
+        log.info("study %s: MLflow parent run %s (%s)", name, parent.run_id, redact_uri(uri))
     try:
         sweep_dir = jobs.sweep_dir()
     except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
-        _close_interrupted(client, parent_id, study)
+        _close_interrupted(parent, study)
         print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
 
@@ -238,7 +248,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             except Exception:
                 done = None
             interrupts.progress(done=done, total=settings.n_trials, unit="trials", resume=interrupts.command_line())
-        _close_interrupted(client, parent_id, study)
+        _close_interrupted(parent, study)
         raise
     summary = summarize(study)
     try:
@@ -246,16 +256,47 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             log.info(note)
     except OSError as error:  # the trials are recorded; only the summary files are missing
         log.warning("could not write the study's files: %s", error)
-    if client is not None:
+    if parent is not None:
         with lock():  # workers ending together write the one parent in turn (MLflow tag writes race)
             try:
-                log_study(client, parent_id, study, summary, storage)
+                log_study(parent, study, summary, storage)
             except Exception as error:  # the trials are recorded; only the parent's summary is missing
                 log.warning("could not log the study's result to its MLflow parent run: %s", error)
         try:  # the results table: printed, results.csv in the sweep folder and on the parent run
-            print(record_sweep_results(client, parent_id, sweep_dir, f"study {name} results"), flush=True)
+            print(record_sweep_results(parent.client, parent.run_id, sweep_dir, f"study {name} results"), flush=True)
         except Exception as error:  # the trials are recorded; only the table is missing
             log.warning("could not write the study's results table: %s", error)
-        close_parent(client, parent_id, study)
+        close_parent(parent, study)
+    else:
+        try:  # not recorded: the table and results.csv from the study's own trials
+            print(_untracked_results(study, sweep_dir, f"study {name} results"), flush=True)
+        except OSError as error:
+            log.warning("could not write the study's results table: %s", one_line(error))
     print(format_summary(summary), flush=True)
     return summary.to_dict()
+
+
+def _untracked_results(study, folder: Path, title: str) -> str:
+    """The results table of a study run with ``tracking.enabled=false``: one row per trial from
+    its recorded overrides, status, reason, mode and objective; also ``folder/results.csv``."""
+    import pandas as pd
+
+    from dabench.report.frame import normalize
+    from dabench.report.results import render_results, write_results_csv
+
+    rows = []
+    for trial in study.get_trials(deepcopy=False):
+        attrs, ok = trial.user_attrs, trial.user_attrs.get(STATUS_ATTR) == Status.OK.value
+        rows.append(
+            {
+                "run_id": "",
+                "run_name": " ".join(attrs.get(OVERRIDES_ATTR) or []) or f"trial {trial.number}",
+                "tags.dabench.status": attrs.get(STATUS_ATTR) or trial.state.name.lower(),
+                "tags.dabench.mode": attrs.get(MODE_ATTR),
+                "tags.dabench.reason": attrs.get(REASON_ATTR) or "",
+                "metrics.throughput.samples_per_s": trial.value if ok and trial.value is not None else math.nan,
+            }
+        )
+    frame = normalize(pd.DataFrame(rows))
+    path = write_results_csv(frame, folder / "results.csv")
+    return render_results(frame, f"{title} (not recorded: tracking.enabled=false)") + f"\nresults.csv: {path}"

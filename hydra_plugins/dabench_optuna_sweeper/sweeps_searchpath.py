@@ -4,7 +4,6 @@ for every ``<dir>/conf`` search-path entry whose ``<dir>`` holds ``sweeps/``, af
 directory's own ``sweeps/``. dabench/config/paths.py (``sweep_folders``) lists the same folders.
 """
 
-import io
 import os
 from pathlib import Path
 from typing import List, Optional
@@ -15,8 +14,9 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
+from dabench.config.files import read_sweep
 from dabench.core.paths import launch_dir
-from dabench.runtime.readers import DamagedFile, read_sweep
+from dabench.core.readers import DamagedFile
 
 GROUP = "sweeps"
 SCHEME = "dabench-sweeps"
@@ -39,11 +39,11 @@ class SweepsConfigSource(ConfigSource):
             raise ConfigLoadError(f"Config not found : {config_path} (in {self.path})")
 
         try:
-            text = read_sweep(path)  # a regular file, bounded, checked (runtime/readers.py)
+            text, document = read_sweep(path)  # a regular file, bounded, parsed once and checked
         except DamagedFile as error:
             raise ConfigLoadError(str(error)) from None
         return ConfigResult(
-            config=OmegaConf.load(io.StringIO(text)),
+            config=OmegaConf.create(document),
             path=f"{SCHEME}://{self.path}",
             provider=self.provider,
             header=ConfigSource._get_header_dict(text[:512]),

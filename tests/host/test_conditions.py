@@ -157,10 +157,34 @@ def test_sampling_reads_this_machine():
     assert 1 <= conditions.allowed_cpus() <= (os.cpu_count() or 1)
 
 
-def test_writable_folder(tmp_path):
-    assert cache.writable_folder(tmp_path / "new" / "deeper")  # created under a writable ancestor
+def test_unwritable_names_why(tmp_path):
+    assert cache.unwritable(tmp_path / "new" / "deeper") == ""  # created under a writable ancestor
     (tmp_path / "a_file").write_text("")
-    assert not cache.writable_folder(tmp_path / "a_file" / "cache")  # under a file: never
+    assert cache.unwritable(tmp_path / "a_file" / "cache") == f"{tmp_path / 'a_file'} is a file, not a folder"
+    assert cache.unwritable(tmp_path / "a_file") == f"{tmp_path / 'a_file'} is a file, not a folder"
+
+
+def _store_entries(path: str, first: int) -> None:
+    from dabench.host.cache import CalibrationCache
+
+    for i in range(first, first + 10):
+        CalibrationCache(Path(path)).update(f"k{i}", {"value": 1.0 + i, "samples": [1.0 + i]})
+
+
+def test_writers_that_meet_keep_each_others_entries(tmp_path):
+    """Four processes updating one cache at once: a readable file holding all 40 entries."""
+    import multiprocessing
+
+    path = tmp_path / "cache" / "calibration.json"
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_store_entries, args=(str(path), 10 * n)) for n in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    entries, problems = cache.CalibrationCache(path).read()
+    assert problems == [] and sorted(entries) == sorted(f"k{i}" for i in range(40))
 
 
 def test_an_unwritable_cache_folder_falls_back_to_a_temporary_cache_said_once(tmp_path, monkeypatch, caplog):
@@ -173,6 +197,7 @@ def test_an_unwritable_cache_folder_falls_back_to_a_temporary_cache_said_once(tm
     assert first == second == tmp_path / "tmp" / "calibration.json"
     warnings = [r.getMessage() for r in caplog.records if "calibration cache" in r.getMessage()]
     assert len(warnings) == 1 and "cannot be written" in warnings[0] and str(first) in warnings[0]
+    assert "is a file, not a folder" in warnings[0] and "point DABENCH_CACHE_DIR at a folder" in warnings[0]
     monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path / "writable"))
     assert cache.calibration_cache() == tmp_path / "writable" / "calibration.json"
 

@@ -87,6 +87,30 @@ def test_model_version_and_error_band():
     assert run_tags("no_such_arch")["dabench.band"].startswith("uncalibrated")
 
 
+def test_model_version_ignores_prose_and_follows_code(tmp_path):
+    """Docstrings, comments, layout and YAML comments leave the version alone; code and values move it."""
+    from dabench.perfmodel.constants import _meaning
+
+    def meaning(name: str, text: str) -> bytes:
+        (tmp_path / name).write_text(text)
+        return _meaning(tmp_path / name)
+
+    code = "def f(x):\n    return 2 * x\n"
+    prose = '"""A model."""\n\n\ndef f(x):  # doubles\n    """Twice x."""\n    # the factor\n    return 2 * x\n'
+    assert meaning("a.py", code) == meaning("b.py", prose) != meaning("c.py", code.replace("2", "3"))
+    yaml_prose = meaning("b.yaml", "# preset\na: 1\n")
+    assert meaning("a.yaml", "a: 1  # sourced\n") == yaml_prose != meaning("c.yaml", "a: 2\n")
+
+
+def test_published_set_was_sized_on_this_model():
+    """published.json records every platform's current model version (a change of model code
+    without python -m dabench fit --cv --write leaves it stale)."""
+    from dabench.perfmodel.constants import load
+
+    for arch, entry in load()["platforms"].items():
+        assert entry["model_hash"] == model_version(arch), arch
+
+
 def test_check_mode_passes_on_the_shipped_constants(capsys):
     from dabench.cli.fit import main
 

@@ -203,3 +203,17 @@ def test_inprocess_launcher_keeps_the_multirun_parent(tmp_path):
     assert {(r.data.params["model.n_layers"], r.data.params["run.batch_size"]) for r in children} == {
         (n, b) for n in ("6", "12") for b in ("1", "2")
     }
+
+
+def test_grid_with_tracking_off_keeps_its_results(tmp_path):
+    """Not recorded, still kept: results.csv holds one row per configuration and the table says why."""
+    import csv
+
+    from dabench.pipeline.grid import write_results
+
+    runs = run_grid([[*job, "tracking.enabled=false"] for job in (JOBS[0], JOBS[4])])
+    assert [r.run_id for r in runs] == [None, None]
+    text = write_results(runs, tmp_path, None)
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert sorted(r["status"] for r in rows) == ["invalid_config", "ok"]
+    assert "tracking.enabled=false" in text and "outbox" not in text

@@ -15,10 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dabench.config.files import dimension_problem, read_sweep
+from dabench.core.readers import DamagedFile
 from dabench.fit.runs import USED_METRICS, points_from_runs
+from dabench.host.cache import CalibrationCache
 from dabench.perfmodel import constants
-from dabench.runtime import readers
-from dabench.runtime.readers import DamagedFile
+from dabench.tracking.outbox import Journal
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = (ROOT / "dabench" / "fit" / "published.json").read_bytes()
@@ -143,7 +145,7 @@ def test_a_damaged_constant_set_is_refused_or_every_used_value_checked(tmp_path_
     path = tmp_path_factory.mktemp("cs") / "set.json"
     path.write_bytes(data)
     try:
-        read = readers.read_constant_set(path, constants.FORMAT, constants.FORMAT_VERSION)
+        read = constants.ConstantSet.read(path)
     except DamagedFile as error:
         refused_in_one_line(error, path)
         return
@@ -178,7 +180,7 @@ def test_a_damaged_calibration_cache_is_never_used_as_data(tmp_path_factory, dat
     path = tmp_path_factory.mktemp("cal") / "calibration.json"
     path.write_bytes(data)
     try:
-        entries, problems = readers.read_calibration_cache(path)
+        entries, problems = CalibrationCache(path).read()
     except DamagedFile as error:
         refused_in_one_line(error, path)
         return
@@ -211,8 +213,6 @@ def test_the_calibration_reader_names_a_damaged_entry_and_keeps_the_rest(tmp_pat
 @SETTINGS
 @given(data=mutated(journal_bytes("j1")))
 def test_a_damaged_journal_is_refused_by_name_or_read_typed(tmp_path_factory, data):
-    from dabench.tracking.outbox import Journal
-
     path = tmp_path_factory.mktemp("outbox") / "j1.json"
     path.write_bytes(data)
     try:
@@ -233,22 +233,48 @@ def test_a_damaged_sweep_file_is_refused_by_name_or_checked(tmp_path_factory, da
     path = tmp_path_factory.mktemp("sweeps") / "ipu_deploy.yaml"
     path.write_bytes(data)
     try:
-        text = readers.read_sweep(path)
+        _, document = read_sweep(path)
     except DamagedFile as error:
         refused_in_one_line(error, path)
         return
-    import yaml
-
-    sweeper = ((yaml.safe_load(text) or {}).get("hydra") or {}).get("sweeper") or {}
+    sweeper = (document.get("hydra") or {}).get("sweeper") or {}
     trials = sweeper.get("n_trials")
     assert trials is None or (isinstance(trials, int) and trials >= 1) or str(trials).startswith("${")
+    for key, value in (sweeper.get("params") or {}).items():
+        assert dimension_problem(key, value) == ""
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("interval(8, 2)", "low 8 > high 2"),
+        ("choice()", "empty choice"),
+        ("range(4, 2)", "an empty range"),
+        ("range(1, 4, 0)", "an empty range"),
+        ("interval(a, 2)", "not a value"),
+        ("interval(2, 8)", ""),
+        ("choice(1, 2)", ""),
+        ("4", ""),
+    ],
+)
+def test_a_sweep_dimension_is_checked_when_loaded(tmp_path, value, problem):
+    """One line naming the file, the dimension and the value, before anything runs."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"hydra:\n  sweeper:\n    params:\n      run.batch_size: {value}\n")
+    if not problem:
+        assert read_sweep(path)[1]["hydra"]["sweeper"]["params"]["run.batch_size"] is not None
+        return
+    with pytest.raises(DamagedFile) as refused:
+        read_sweep(path)
+    assert str(refused.value).startswith(f"{path}: hydra.sweeper.params.run.batch_size='{value}': ")
+    assert problem in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_an_aliased_sweep_file_is_refused(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text("a: &a [1, 2]\nb: [*a, *a, *a]\n")
     with pytest.raises(DamagedFile, match="alias"):
-        readers.read_sweep(path)
+        read_sweep(path)
 
 
 # --- store metrics used for fitting ----------------------------------------------------------
@@ -293,10 +319,10 @@ def test_what_is_no_regular_file_is_refused_at_once(tmp_path):
     for path in (fifo, folder, Path("/dev/zero")):
         started = time.monotonic()
         with pytest.raises(DamagedFile, match="not a regular file"):
-            readers.read_constant_set(path, constants.FORMAT, constants.FORMAT_VERSION)
+            constants.ConstantSet.read(path)
         assert time.monotonic() - started < 5
     with pytest.raises(FileNotFoundError):
-        readers.read_journal(tmp_path / "missing.json")
+        Journal.load(tmp_path / "missing.json")
 
 
 def test_a_file_too_large_is_refused_without_reading_it(tmp_path):
@@ -304,7 +330,7 @@ def test_a_file_too_large_is_refused_without_reading_it(tmp_path):
     with open(big, "wb") as handle:  # sparse: costs no disk
         handle.truncate(2**31)
     with pytest.raises(DamagedFile, match="more than"):
-        readers.read_calibration_cache(big)
+        CalibrationCache(big).read()
 
 
 def test_doctor_names_a_damaged_or_blocking_constant_set_and_goes_on(tmp_path, monkeypatch):

@@ -76,3 +76,35 @@ def test_batch_keeps_each_runs_times(uri):
     assert one.data.metrics["m"] == 1.0
     assert two.info.status == "FAILED" and two.data.tags["dabench.status"] == "crashed"
     assert (three.info.start_time, three.info.end_time, three.info.status) == (1_000_000, 1_000_500, "KILLED")
+
+
+def test_parent_run_counts_its_children_and_an_adopted_one_counts_them_all(uri, monkeypatch):
+    """Opened, interrupted, adopted by the next invocation and finished: the counts cover every
+    child, as a fresh parent's would, and the interrupted tags are gone."""
+    from mlflow.tracking import MlflowClient
+
+    from dabench.tracking.lifecycle import ParentRun
+
+    monkeypatch.delenv("DABENCH_PARENT_RUN_ID", raising=False)
+
+    def child(parent, status, value):
+        with recorded_run(experiment="t", uri=uri, run_name=status, parent_id=parent.run_id) as run:
+            run.log(metrics={"throughput.samples_per_s": value})
+            run.set_status(status)
+
+    with pytest.raises(KeyboardInterrupt):
+        with ParentRun.start("study", experiment="t", uri=uri, run_name="s", note="n") as first:
+            child(first, "ok", 5.0)
+            raise KeyboardInterrupt
+    got = _run(uri, first.run_id)
+    assert got.info.status == "KILLED" and got.data.tags["dabench.status"] == "interrupted"
+    assert "study was interrupted" in got.data.tags["dabench.reason"] and got.data.metrics["jobs.total"] == 1
+    again = ParentRun.adopt(MlflowClient(tracking_uri=uri), first.run_id, uri)
+    assert again.kind == "study" and _run(uri, first.run_id).info.status == "RUNNING"
+    child(again, "ok", 7.0)
+    child(again, "capacity", 9.0)
+    assert again.finish() == {"ok": 2, "capacity": 1} and again.finish() == {}
+    got = _run(uri, first.run_id)
+    assert got.info.status == "FINISHED" and "dabench.status" not in got.data.tags
+    assert got.data.metrics["jobs.total"] == 3 and got.data.metrics["jobs.best_samples_per_s"] == 7.0
+    assert got.data.tags["dabench.parent"] == "true" and got.data.tags["dabench.parent_kind"] == "study"

@@ -3,6 +3,8 @@
 import optuna
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from dabench.core.status import ConfigError
@@ -65,11 +67,22 @@ def test_bad_ranges_name_the_key():
         [],
         {"k": 1, "v": [1, 2]},
         "x:y",
+        "study\\name",
+        "c:\\dir\\x y",
+        "ends\\",
+        "a\\'b",
     ],
 )
 def test_override_value_round_trips_through_hydra(value):
     parsed = OverridesParser.create().parse_override(f"key={override_value(value)}").value()
     assert parsed == value
+
+
+@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_any_text_keeps_its_exact_characters_through_hydra(text):
+    """A study name or tag reaches a job's config as given: no doubled backslashes."""
+    assert OverridesParser.create().parse_override(f"key={override_value(text)}").value() == text
 
 
 def test_list_choices_are_decoded_when_suggested():

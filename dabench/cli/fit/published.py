@@ -10,12 +10,13 @@ import argparse
 import json
 import math
 
+from dabench.config.files import with_values
 from dabench.fit.evaluate import predict_point
 from dabench.fit.points import Point, load_points
-from dabench.fit.refit import refit, write_values
-from dabench.fit.sources import fitted
+from dabench.fit.refit import refit
+from dabench.fit.sources import CONF_HARDWARE, fitted
 from dabench.perfmodel.constants import RESIDUALS_JSON, model_version, residuals
-from dabench.runtime.sinks import write_json
+from dabench.runtime.sinks import write_json, write_text
 
 
 def platforms() -> list[str]:
@@ -88,8 +89,11 @@ def run_published(args: argparse.Namespace, archs: list[str]) -> int:
             print(f"== {arch}: refit (sum of squared error/tolerance {fit.cost:.3f})")
             for name, value in fit.values.items():
                 print(f"  {name}: {fit.before[name]:.6g} -> {value:.6g}")
-            if args.write:
-                write_values(arch, fit.values)
+            if args.write:  # the values' text replaced where YAML has them, comments kept
+                path = CONF_HARDWARE / f"{arch}.yaml"
+                write_text(
+                    "source_tree", path, with_values(path, {f"options.{k}": f"{v:.6g}" for k, v in fit.values.items()})
+                )
             options = fit.values  # what --write stores (at the YAML's rounding)
         else:
             options = None
