@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from dabench.host.cache import calibration_cache
 from dabench.core.readers import DamagedFile, mapping, read_json
+from dabench.host.cache import calibration_cache
 from dabench.runtime.sinks import write_json
 
 log = logging.getLogger("dabench")
