@@ -229,7 +229,9 @@ def test_two_syncs_at_once_replay_each_run_once(tmp_path):
             assert time.monotonic() < deadline, what
             time.sleep(0.05)
 
-    first = start("first.log", "write.outbox:wait@3")  # 1 folder, 2 lock file, 3 the journal after its run was made
+    first = start(
+        "first.log", "write.outbox:wait@4"
+    )  # 1 folder, 2 its lock's folder, 3 lock file, 4 the journal after its run was made
     wait_for(lambda: ready.exists() and ready.read_text().strip(), "the first sync never got there")
     second = start("second.log", None)
     wait_for(lambda: "waiting for it" in (tmp_path / "second.log").read_text() or second.poll() is not None, "")
