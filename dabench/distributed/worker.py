@@ -62,7 +62,7 @@ def process_group(env: RankEnv, device: Any = None):
     is alive: a gloo worker still releasing an async work's tensors when the interpreter finalizes
     cannot take the GIL and aborts the rank (``terminate called without an active exception``).
     What the block built (DDP, ZeRO, FSDP) must be unreachable by then; reference cycles are
-    collected first, and an exception's frames are cleared of their locals."""
+    collected first. A block that raises only destroys the group (its frames hold the wrappers)."""
     import torch.distributed as dist
 
     cuda = device is not None and device.type == "cuda"
@@ -76,12 +76,11 @@ def process_group(env: RankEnv, device: Any = None):
     )
     try:
         yield
-    except BaseException as error:
-        traceback.clear_frames(error.__traceback__)
-        raise
-    finally:
-        gc.collect()
+    except BaseException:  # the rank's error is recorded first: no wait on work a dead peer holds up
         dist.destroy_process_group()
+        raise
+    gc.collect()
+    dist.destroy_process_group()
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
