@@ -42,7 +42,7 @@ def bad_number(name: str, value: Any) -> str:
         return f"{name}={str(value)[:40]!r}: not a number"
     low, high, open_low = field_range(name)
     if not math.isfinite(number) or abs(number) >= LIMIT:
-        return f"{name}={number:g}: not finite"
+        return f"{name}={number:g}: not finite (or as large as a stored infinity)"
     if number < low or number > high or (open_low and number == low):
         return f"{name}={number:g}: out of range {'(' if open_low else '['}{low:g}, {high:g}]"
     return ""

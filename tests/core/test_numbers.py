@@ -29,7 +29,7 @@ def out_of_range(name: str):
 
 def in_range(name: str):
     low, high, open_low = field_range(name)
-    return st.floats(min_value=low, max_value=high, exclude_min=open_low, exclude_max=high >= LIMIT)
+    return st.floats(min_value=low, max_value=high, exclude_min=open_low or low <= -LIMIT, exclude_max=high >= LIMIT)
 
 
 WRONG_TYPE = st.sampled_from([True, "x", [1.0]])
