@@ -111,9 +111,10 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-#: third-party warning lines a default run must not print (kineto's USDT lines, MLflow's INFO lines,
-#: setuptools warnings); the variables that would silence them are unset for such a check
-NOISE = re.compile(r"warn|USDT|INFO mlflow|setuptools|pkg_resources|distutils", re.IGNORECASE)
+#: third-party warning lines a default run must not print (kineto's USDT lines and its complaint about
+#: the profiler's thread, MLflow's INFO lines, setuptools warnings); the variables that would silence
+#: them are unset for such a check
+NOISE = re.compile(r"warn|USDT|registerClient|kineto|INFO mlflow|setuptools|pkg_resources|distutils", re.IGNORECASE)
 QUIET_UNSET = ("KINETO_LOG_LEVEL", "MLFLOW_LOGGING_LEVEL", "DABENCH_VERBOSE")
 
 

@@ -15,6 +15,7 @@ import torch
 from dabench.backends.base import TimedWindowCallback
 from dabench.backends.torch_train import TrainState, op_class_of
 from dabench.host import conditions
+from dabench.runtime import quiet
 
 
 class HostClock:
@@ -208,12 +209,26 @@ def layer_times(
     return {name: statistics.median(v) for name, v in per_layer.items()}, statistics.median(optimizer_times)
 
 
-def op_class_times(state: TrainState, use_cuda: bool) -> dict[str, float]:
-    """Seconds per op class for one step's forward + backward, from torch.profiler self times."""
+def prepare_profiler(use_cuda: bool) -> None:
+    """Start and stop torch's profiler once on this thread, the one that imported torch, before
+    :func:`op_class_times` runs on another: kineto initializes its client on first use and refuses
+    (``ERROR: External init callback must run in same thread as registerClient``) off that thread.
+    Its own log lines stay off unless verbose (:func:`dabench.runtime.quiet.env_defaults`)."""
+    quiet.env_defaults()
+    with torch.profiler.profile(activities=_activities(use_cuda)):
+        pass
+
+
+def _activities(use_cuda: bool) -> list:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if use_cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as prof:
+    return activities
+
+
+def op_class_times(state: TrainState, use_cuda: bool) -> dict[str, float]:
+    """Seconds per op class for one step's forward + backward, from torch.profiler self times."""
+    with torch.profiler.profile(activities=_activities(use_cuda)) as prof:
         state.forward_backward()
         if use_cuda:
             torch.cuda.synchronize()

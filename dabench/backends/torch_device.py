@@ -1,9 +1,10 @@
 """A measured run on a torch device: the body shared by the cpu and cuda backends.
 
-The model's build, warm-up, timed and per-layer steps run in one worker thread
-(:func:`dabench.runtime.interrupts.in_worker`: Ctrl-C or SIGTERM ends the run within a second);
-the op profile runs on the main thread. A last window still unsteady puts its reason in the
-Profile's ``unsteady`` tag; the run stops after warm-up when its estimate exceeds ``run.max_minutes``.
+The model's build, warm-up, timed, per-layer and op-profile steps run in one worker thread
+(:func:`dabench.runtime.interrupts.in_worker`: Ctrl-C or SIGTERM ends the run within a second),
+the profiler started once on this thread first. A last window still unsteady puts its reason in
+the Profile's ``unsteady`` tag; the run stops after warm-up when its estimate exceeds
+``run.max_minutes``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def run_on_device(
                 progress.step()
             return state, steps, layers, classes
 
+        if rc.run.profile_subtasks:
+            measure.prepare_profiler(device.type == "cuda")
         # every torch step of the run in one worker thread, none in this one: a second thread that ran
         # torch's OpenMP regions makes the pools of both throttle their spinning (half the throughput on 2 CPUs)
         state, step_times, layers, class_times = in_worker(timed, "dabench-measure")

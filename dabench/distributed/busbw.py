@@ -6,13 +6,12 @@ Method (as NCCL-tests): docs/distributed.md.
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from dabench.distributed.worker import RankEnv
+from dabench.distributed.worker import RankEnv, process_group
 from dabench.metrics.tier2 import bus_bandwidth
 
 BYTES_PER_SIZE_BUDGET = 256 * 2**20  #: reps per size = budget / size, within [MIN_REPS, MAX_REPS]
@@ -56,19 +55,13 @@ def _time_sendrecv(buf: torch.Tensor, reps: int, rank: int, world: int) -> float
 def measure_collectives(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
     """Rank target: {"allreduce": {size: seconds}, "sendrecv": {size: seconds}} for this rank."""
     torch.set_num_threads(int(payload.get("threads", 1)))
-    timeout = timedelta(seconds=env.timeout_s)
-    dist.init_process_group(
-        "gloo", init_method=env.init_method, rank=env.rank, world_size=env.world_size, timeout=timeout
-    )
     out: dict[str, dict[str, float | None]] = {"allreduce": {}, "sendrecv": {}}
-    try:
+    with process_group(env):
         for size in payload["sizes"]:
             buf = torch.ones(size // 4, dtype=torch.float32)
             out["allreduce"][str(size)] = _time_allreduce(buf, reps_for(size))
             out["sendrecv"][str(size)] = _time_sendrecv(buf, reps_for(size), env.rank, env.world_size)
         dist.barrier()
-    finally:
-        dist.destroy_process_group()
     return out
 
 

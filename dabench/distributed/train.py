@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import resource
 from dataclasses import asdict
-from datetime import timedelta
 from typing import Any
 
 import torch
@@ -16,6 +15,7 @@ import torch.distributed as dist
 
 from dabench.backends.measure import CudaClock, HostClock
 from dabench.config.build import build_run_config
+from dabench.config.sections import RunConfig
 from dabench.distributed.baseline import run_baseline
 from dabench.distributed.commtime import IntervalLog
 from dabench.distributed.context import RankContext, Trainer
@@ -23,7 +23,7 @@ from dabench.distributed.dp import build_dp
 from dabench.distributed.fsdp import build_fsdp
 from dabench.distributed.pp import PipelineTrainer
 from dabench.distributed.tp import TensorParallelTrainer
-from dabench.distributed.worker import RankEnv
+from dabench.distributed.worker import RankEnv, process_group
 from dabench.runtime.faults import rank_fault
 
 
@@ -63,54 +63,51 @@ def _device(device_type: str, env: RankEnv) -> torch.device:
 
 
 def train_rank(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:
+    """The rank's job, inside its process group; rank 0 then runs the baseline on its own."""
     rc = build_run_config(payload["rc"])
     threads = int(payload["threads_per_rank"])
     torch.set_num_threads(threads)
     device = _device(payload["device_type"], env)
     clock = CudaClock(device) if device.type == "cuda" else HostClock()
-    dist.init_process_group(
-        "nccl" if device.type == "cuda" else "gloo",
-        init_method=env.init_method,
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=env.timeout_s),
-        **({"device_id": device} if device.type == "cuda" else {}),
-    )
-    try:
-        ctx = RankContext(rc, env.rank, env.world_size, device, clock, IntervalLog(clock))
-        trainer = build_trainer(ctx)
-        warmup, timed = rc.run.warmup_steps, rc.run.timed_steps
-        losses, marks = [], []
-        for step in range(warmup + timed):
-            rank_fault(env.rank, step)
-            if step == warmup:
-                clock.synchronize()
-                dist.barrier()
-                ctx.log.clear()
-            ctx.log.step = step - warmup if step >= warmup else None
-            start = clock.mark()
-            loss = trainer.step()
-            end = clock.mark()
-            losses.append(loss)
-            if step >= warmup:
-                marks.append((start, end))
-        ctx.log.step = None
-        clock.synchronize()
-        result: dict[str, Any] = {
-            "rank": env.rank,
-            "strategy": trainer.strategy,
-            "role": trainer.role,
-            "threads": threads,
-            "pid": os.getpid(),
-            "losses": [None if loss is None else float(loss) for loss in losses],
-            "step_s": [clock.elapsed(a, b) for a, b in marks],
-            "intervals": [asdict(i) for i in ctx.log.resolve()],
-        }
-        result.update(trainer.after_timed())
-        result["peak_memory_bytes"] = peak_memory_bytes(device)
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
+    with process_group(env, device):
+        result = measure_rank(rc, env, device, clock)
+    result["threads"] = threads
     if env.rank == 0 and payload.get("baseline", True):
         result["baseline"] = run_baseline(rc, device, clock)
+    return result
+
+
+def measure_rank(rc: RunConfig, env: RankEnv, device: torch.device, clock) -> dict[str, Any]:
+    """Build the trainer, warm up, time ``run.timed_steps`` and report (every rank in the group)."""
+    ctx = RankContext(rc, env.rank, env.world_size, device, clock, IntervalLog(clock))
+    trainer = build_trainer(ctx)
+    warmup, timed = rc.run.warmup_steps, rc.run.timed_steps
+    losses, marks = [], []
+    for step in range(warmup + timed):
+        rank_fault(env.rank, step)
+        if step == warmup:
+            clock.synchronize()
+            dist.barrier()
+            ctx.log.clear()
+        ctx.log.step = step - warmup if step >= warmup else None
+        start = clock.mark()
+        loss = trainer.step()
+        end = clock.mark()
+        losses.append(loss)
+        if step >= warmup:
+            marks.append((start, end))
+    ctx.log.step = None
+    clock.synchronize()
+    result: dict[str, Any] = {
+        "rank": env.rank,
+        "strategy": trainer.strategy,
+        "role": trainer.role,
+        "pid": os.getpid(),
+        "losses": [None if loss is None else float(loss) for loss in losses],
+        "step_s": [clock.elapsed(a, b) for a, b in marks],
+        "intervals": [asdict(i) for i in ctx.log.resolve()],
+    }
+    result.update(trainer.after_timed())
+    result["peak_memory_bytes"] = peak_memory_bytes(device)
+    dist.barrier()
     return result

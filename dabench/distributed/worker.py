@@ -1,12 +1,15 @@
 """One rank: ``python -m dabench.distributed.worker <spec.json>``.
 The spec names a target ``module:function``, its JSON payload and a result folder; the rank's
 identity comes from torchrun's environment. It writes ``result.<rank>.json`` or
-``error.<rank>.json`` (docs/distributed.md, "How a run is launched").
+``error.<rank>.json`` (docs/distributed.md, "How a run is launched"). A target that joins a
+process group does so in :func:`process_group`, which ends the backend's threads on the way out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import importlib
 import json
 import os
@@ -15,6 +18,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,34 @@ def die_with_launcher() -> None:
         return
     if os.getppid() != int(launcher):  # the launcher died before prctl took effect
         os._exit(1)
+
+
+@contextlib.contextmanager
+def process_group(env: RankEnv, device: Any = None):
+    """The default group (nccl on a CUDA ``device``, else gloo) for the block. On the way out its
+    last reference goes, so that the backend joins its worker threads here, while the interpreter
+    is alive: a gloo worker still releasing an async work's tensors when the interpreter finalizes
+    cannot take the GIL and aborts the rank (``terminate called without an active exception``).
+    What the block built (DDP, ZeRO, FSDP) must be unreachable by then; reference cycles are
+    collected first. A block that raises only destroys the group (its frames hold the wrappers)."""
+    import torch.distributed as dist
+
+    cuda = device is not None and device.type == "cuda"
+    dist.init_process_group(
+        "nccl" if cuda else "gloo",
+        init_method=env.init_method,
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=env.timeout_s),
+        **({"device_id": device} if cuda else {}),
+    )
+    try:
+        yield
+    except BaseException:  # the rank's error is recorded first: no wait on work a dead peer holds up
+        dist.destroy_process_group()
+        raise
+    gc.collect()
+    dist.destroy_process_group()
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 is the run), each left-out run with its reason.
 
 :func:`points_from_runs` takes MLflow's run data (``{"run_id", "tags", "params", "metrics"}``
-per run) and touches neither MLflow nor a file; :func:`group_points` keys points by platform and
+per run) and touches neither MLflow nor a file; a run with any metric the number guard
+(:mod:`dabench.core.numbers`) refuses is left out. :func:`group_points` keys points by platform and
 machine. Rules: docs/fitting.md, "What becomes a point".
 """
 
@@ -13,6 +14,7 @@ import json
 import math
 from typing import Any, Iterable, Mapping
 
+from dabench.core.numbers import bad_metrics
 from dabench.core.platforms import arch_of_format
 from dabench.fit.points import LeftOut, Point
 
@@ -35,6 +37,9 @@ _NOT_IDENTITY = (
     "run.seed", "run.warmup_steps", "run.timed_steps", "run.profile_subtasks", "run.plots", "run.lr", "hardware.mode",
     "hardware.constants", "hardware.python", "run.allow_oversubscribe",
 )  # fmt: skip
+
+
+DAMAGED = "damaged stored metric (not used as data):"  #: how a left-out run's reason starts
 
 
 def _value(raw: Any) -> Any:
@@ -68,30 +73,6 @@ def _num(metrics: Mapping[str, Any], name: str) -> float:
     except (TypeError, ValueError):
         return math.nan
     return value
-
-
-#: the stored metrics a point is made of; each, where present, must be a finite number > 0
-USED_METRICS = (
-    "throughput.samples_per_s", "throughput.tokens_per_s", "step_time.median_s", "step_time.p10_s", "step_time.p90_s",
-    "perf.peak_tflops", "roofline.ridge_intensity",
-)  # fmt: skip
-
-
-def damaged_metric(metrics: Mapping[str, Any]) -> str:
-    """The first used metric whose stored value is not a finite positive number, as ``name=value``."""
-    for name, value in metrics.items():
-        used = name in USED_METRICS or name.startswith("class_time.")
-        if not used or value is None:
-            continue
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return f"{name}={str(value)[:40]!r}"
-        if isinstance(value, bool) or not math.isfinite(number) or number < 0:
-            return f"{name}={value!r}"
-        if number == 0 and not name.startswith("class_time."):
-            return f"{name}={value!r}"
-    return ""
 
 
 def config_key(params: Mapping[str, Any], arch: str, host: str) -> str:
@@ -158,9 +139,9 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
         if not arch:
             left.append(LeftOut(rid, "no platform recorded (tag dabench.arch)"))
             continue
-        damage = damaged_metric(metrics)
+        damage = bad_metrics(metrics)
         if damage:
-            left.append(LeftOut(rid, f"damaged stored metric {damage}: not used as data"))
+            left.append(LeftOut(rid, f"{DAMAGED} {damage}"))
             continue
         host = host_key(tags, params, arch)
         samples = _num(metrics, "throughput.samples_per_s")

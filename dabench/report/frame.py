@@ -1,7 +1,8 @@
 """The one reader of runs: MLflow -> a pandas frame, one row per run, by paginated ``search_runs``.
 
-Columns: the run's attributes, ``metrics.*``, ``params.*``, ``tags.*`` and the normalized columns
-of :func:`normalize`. Derivation: docs/report.md, "What a report holds" and "Structure".
+Columns: the run's attributes, ``metrics.*``, ``params.*``, ``tags.*`` (as stored) and the normalized
+columns of :func:`normalize` (numbers the guard of :mod:`dabench.core.numbers` refuses are NaN).
+Derivation: docs/report.md, "What a report holds" and "Structure".
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from dabench.core.numbers import bad_number
 from dabench.core.status import DabenchError, Status
 from dabench.tracking.describe import NOTE_TAG
 from dabench.tracking.redact import redact_uri
@@ -114,11 +116,11 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
     )
 
 
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
+def _number(column: str, value: Any) -> float:
+    """``value`` of ``column`` (``metrics.NAME``, ``params.NAME``) as a float; NaN when absent or
+    when the number guard refuses it (:mod:`dabench.core.numbers`: not finite, out of range)."""
+    field = column.split(".", 1)[-1]
+    return float("nan") if value is None or bad_number(field, value) else float(value)
 
 
 _STATE_STATUS = {
@@ -175,7 +177,7 @@ def normalize(frame: pd.DataFrame) -> pd.DataFrame:
     def number(*names: str) -> pd.Series:
         out = pd.Series([float("nan")] * len(frame), index=frame.index)
         for name in reversed(names):
-            values = col(name).map(_number)
+            values = col(name).map(lambda value, column=name: _number(column, value))
             out[values.notna()] = values[values.notna()]
         return out
 

@@ -1,6 +1,7 @@
 """Quiet by default: :func:`install` (before torch or mlflow is imported) sets the environment
 defaults below and filters setuptools' deprecation warnings, unless ``-v``/``--verbose`` (taken off
-the command line) or ``hydra.verbose`` asks for everything; a variable the user set is kept."""
+the command line) or ``hydra.verbose`` asks for everything; a variable the user set is kept.
+:func:`env_defaults` alone is what a library path (the Python API) gets before the profiler starts."""
 
 from __future__ import annotations
 
@@ -36,12 +37,18 @@ def install(argv: list[str] | None = None) -> bool:
     if verbose:
         os.environ["DABENCH_VERBOSE"] = "1"
         return True
-    for name, value in ENV_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+    env_defaults()
     warnings.filterwarnings("ignore", message=r"pkg_resources is deprecated", category=UserWarning)
     warnings.filterwarnings("ignore", message=r"pkg_resources is deprecated", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=r"Setuptools is replacing distutils")
     return False
+
+
+def env_defaults() -> None:
+    """The environment defaults above, unless verbose (``DABENCH_VERBOSE=1``) or set by the user."""
+    if not is_verbose():
+        for name, value in ENV_DEFAULTS.items():
+            os.environ.setdefault(name, value)
 
 
 def is_verbose() -> bool:

@@ -59,3 +59,12 @@ def test_a_hung_job_is_killed_at_the_timeout():
     assert 3.0 <= time.monotonic() - start < 10
     assert "still running after parallel.timeout_s=3 s" in outcome["failure"].reason
     assert ranks_of_launcher(os.getpid()) == []
+
+
+def test_a_rank_leaves_its_process_group_with_no_backend_thread_alive():
+    # gloo's worker threads, its transport loop and rank 0's store server all end with the group,
+    # before the interpreter exits (a worker alive then can abort the rank at exit)
+    results = launch("tests.distributed.targets:zero_step_in_a_group", {}, 2, 120)
+    for result in results:
+        assert result["during"] > result["before"]
+        assert result["after"] == result["before"], result

@@ -13,6 +13,7 @@ the device replaced by the H200 model (no GPU was available; on a machine with o
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -263,3 +264,27 @@ def test_the_shipped_set_is_no_fit_from_runs():
     assert "source" not in shipped
     assert all("host_key" not in e for e in shipped["platforms"].values())
     assert constants.path_of("mine").parent == constants.user_dir()
+
+
+def test_a_stored_infinity_is_skipped_and_counted_and_an_unknown_host_is_named(tmp_path, monkeypatch, capsys, cpu_fit):
+    """MLflow keeps inf as 1.8e308: such a run is no point (it made a band factor of 1e305); it is
+    counted in one line. ``--host``/``--arch`` naming no measured machine: exit 2, the known ones listed."""
+    from mlflow.tracking import MlflowClient
+
+    runs, _ = cpu_fit
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    good = h.record(uri, runs[:4], "sweep")
+    bad = h.record(uri, runs[4:5], "sweep")[0]
+    MlflowClient(uri).log_metric(bad, "throughput.samples_per_s", math.inf)
+    monkeypatch.setenv("DABENCH_CONSTANTS_DIR", str(tmp_path / "sets"))
+    code, out, err = _fit_cli("--from-mlflow", "sweep", "--name", "x", "--tracking-uri", uri, "--no-log", capsys=capsys)
+    assert code == 0, out + err
+    assert "4 measured ok (points), 1 left out" in out
+    assert f"skipped 1 run(s) with a stored metric not finite or out of its range (first: {bad}" in out
+    assert sorted(json.loads((tmp_path / "sets" / "x.json").read_text())["source"]["run_ids"]) == sorted(good)
+    code, out, err = _fit_cli("--from-mlflow", "sweep", "--host", "nosuch", "--tracking-uri", uri, capsys=capsys)
+    assert code == 2 and err.strip() == (
+        f"dabench fit: --host 'nosuch': no measured run of it in this selection (measured here: {h.CPU_HOST!r})"
+    )
+    code, _, err = _fit_cli("--from-mlflow", "--arch", "ipu", "--tracking-uri", uri, capsys=capsys)
+    assert code == 2 and "--arch 'ipu': no measured run of it in this selection (measured here: 'cpu')" in err

@@ -1,9 +1,11 @@
-"""Quiet by default: a predicted run and an IPU pp multirun print no third-party warning on stderr
-(kineto's USDT lines, MLflow's INFO lines, setuptools warnings; the default measured run is checked
-by tests/cli/test_run.py); the repeated auto-predict line is said once per process; -v brings the
-detail back."""
+"""Quiet by default: a predicted run, an IPU pp multirun and a measured run through the Python API
+print no third-party warning on stderr (kineto's USDT lines and thread complaint, MLflow's INFO
+lines, setuptools warnings; the default measured CLI run is checked by tests/cli/test_run.py); the
+repeated auto-predict line is said once per process; -v brings the detail back."""
 
 import os
+import subprocess
+import sys
 from unittest.mock import patch
 
 import pytest
@@ -34,6 +36,17 @@ def test_minus_v_brings_the_warning_lines_back(tmp_path):
     loud = dabench(tmp_path, "-v", *FAST)
     assert loud.returncode == 0, loud.stderr[-3000:]
     assert any("USDT" in line for line in loud.stderr.splitlines())  # kineto's profiler lines, back with -v
+
+
+@pytest.mark.slow
+def test_a_measured_run_through_the_python_api_prints_no_profiler_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in QUIET_UNSET}
+    code = f"import dabench; r = dabench.run({FAST!r}); print(r.status.value, r.metrics['throughput.samples_per_s'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.startswith("ok "), done.stdout + done.stderr[-3000:]
+    assert noise(done.stderr) == [], done.stderr
 
 
 @pytest.mark.slow

@@ -15,11 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dabench.core.numbers import bad_metrics
 from dabench.fit import constant_set
 from dabench.fit.cv import summary
 from dabench.fit.machine import K_FOLD, GroupFit, fit_group, folds
 from dabench.fit.refit import measured_classes
-from dabench.fit.runs import group_points, points_from_runs
+from dabench.fit.runs import DAMAGED, group_points, points_from_runs
 from dabench.perfmodel import constants
 from dabench.tracking.lifecycle import recorded_run
 from dabench.tracking.redact import redact_uri
@@ -61,14 +62,27 @@ def run_from_mlflow(args) -> int:
         print(f"dabench fit: {error}", file=sys.stderr)
         return 2
     points, left = points_from_runs(run_dicts(frame))
+    arch = args.arch[0] if args.arch else None
+    unknown = _unknown_choice(points, arch, args.host)
+    if unknown:
+        print(f"dabench fit: {unknown}", file=sys.stderr)
+        return 2
     _add_class_times(points, uri)
-    groups = group_points(points, args.arch[0] if args.arch else None, args.host)
+    groups = group_points(points, arch, args.host)
     print(
         f"store {redact_uri(uri)}, {selection.label}: {len(frame)} runs, {len(points)} measured ok "
         f"(points), {len(left)} left out"
     )
+    damaged = [item for item in left if item.reason.startswith(DAMAGED)]
     for item in left:
-        print(f"  left out: {item.run_id}: {item.reason}")
+        if item not in damaged:
+            print(f"  left out: {item.run_id}: {item.reason}")
+    if damaged:
+        first = damaged[0]
+        print(
+            f"  skipped {len(damaged)} run(s) with a stored metric not finite or out of its range "
+            f"(first: {first.run_id}: {first.reason[len(DAMAGED) :].strip()})"
+        )
     if not groups:
         print("no measured runs with status ok in this selection: nothing to fit", file=sys.stderr)
         return 1
@@ -109,9 +123,21 @@ def run_from_mlflow(args) -> int:
     return 0
 
 
+def _unknown_choice(points: list, arch: str | None, host: str | None) -> str:
+    """Why ``--arch``/``--host`` select nothing among the measured points ('' when they do)."""
+    for flag, wanted, known in (
+        ("--arch", arch, {p.platform for p in points}),
+        ("--host", host, {p.host_key for p in points if not arch or p.platform == arch}),
+    ):
+        if wanted and wanted not in known:
+            listed = ", ".join(repr(k) for k in sorted(known)) or "(none)"
+            return f"{flag} {wanted!r}: no measured run of it in this selection (measured here: {listed})"
+    return ""
+
+
 def _add_class_times(points: list, uri: str) -> None:
     """Each point's per-class times where its run profiled them (result.json's
-    ``profile.class_times_s``; a run without the artifact keeps none)."""
+    ``profile.class_times_s``; a run without the artifact, or with a bad time in it, keeps none)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -122,7 +148,9 @@ def _add_class_times(points: list, uri: str) -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 local = client.download_artifacts(point.run_id, "result.json", tmp)
                 profile = json.loads(Path(local).read_text()).get("profile") or {}
-            point.class_times = {k: float(v) for k, v in (profile.get("class_times_s") or {}).items()}
+            times = dict(profile.get("class_times_s") or {})
+            if not bad_metrics({f"class_time.{k}": v for k, v in times.items()}):
+                point.class_times = {k: float(v) for k, v in times.items()}
         except Exception:  # no artifact (an ingested or synthetic run), or a store without artifacts
             continue
 
