@@ -8,11 +8,12 @@ wrong); a missing file is FileNotFoundError. docs/reliability.md, section 15."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from pathlib import Path
 from typing import Any
+
+from dabench.core.numbers import bad_number
 
 MAX_BYTES = 8 * 2**20  #: default bound of one data file
 
@@ -114,15 +115,12 @@ def finite(
     low: float | None = None,
     high: float | None = None,
 ) -> float:
-    """``value`` as a finite float within the bounds given; DamagedFile naming ``where``."""
-    if isinstance(value, bool):
-        raise DamagedFile(path, f"{where}={value!r}: not a number")
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise DamagedFile(path, f"{where}={str(value)[:40]!r}: not a number") from None
-    if not math.isfinite(number):
-        raise DamagedFile(path, f"{where}={number}: not finite")
+    """``value`` as a finite float within the bounds given; DamagedFile naming ``where``
+    (the number itself checked by the one guard, :func:`dabench.core.numbers.bad_number`)."""
+    why = bad_number(where, value)
+    if why:
+        raise DamagedFile(path, why)
+    number = float(value)
     if positive and not number > 0:
         raise DamagedFile(path, f"{where}={number:g}: must be > 0")
     if low is not None and number < low:
