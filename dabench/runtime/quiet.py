@@ -14,6 +14,7 @@ ENV_DEFAULTS = {
     "KINETO_LOG_LEVEL": "6",  # above every kineto level: no "USDT: ... profiler_start/stop" lines
     "MLFLOW_LOGGING_LEVEL": "WARNING",  # no "Creating initial MLflow database tables" or sampler start/stop
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # no "View run ... at: http://..." per run
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",  # no "Downloading artifacts" bars (fit --from-mlflow, report)
 }
 
 
