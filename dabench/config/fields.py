@@ -124,9 +124,8 @@ def field_(default: Any = REQUIRED, *, doc: str, init_default: bool = True, **sp
     return dataclasses.field(default=default, metadata=meta)
 
 
-def item(kind: str, **spec: Any) -> Spec:
-    """The spec of each item of a list field or each value of a map field."""
-    return Spec(kind, **spec)
+#: the kind of a plain annotation
+_SCALARS: dict[Any, str] = {bool: BOOL, int: INT, float: NUMBER, str: TEXT}
 
 
 def _kind(hint: Any) -> tuple[str, bool, type | None]:
@@ -136,14 +135,8 @@ def _kind(hint: Any) -> tuple[str, bool, type | None]:
         inner = [a for a in args if a is not type(None)]
         kind, _, item_type = _kind(inner[0])
         return kind, True, item_type
-    if hint is bool:
-        return BOOL, False, None
-    if hint is int:
-        return INT, False, None
-    if hint is float:
-        return NUMBER, False, None
-    if hint is str:
-        return TEXT, False, None
+    if hint in _SCALARS:
+        return _SCALARS[hint], False, None
     if getattr(hint, "__name__", "") == "Placement":
         return PLACEMENT, False, None
     origin = typing.get_origin(hint)
