@@ -66,12 +66,10 @@ class Spec:
             least = "at most " if self.empty_is_null or not self.min_len else "1 to "
             text = f"text of {least}{self.max_len} printable characters"
         elif self.kind == LIST:
-            assert self.item is not None
             text = f"{self.a_list()} of {self.item.plural()}"
         elif self.kind == ITEMS:
             text = f"{self.a_list()} of mappings"
         elif self.kind == MAP:
-            assert self.item is not None
             text = f"a mapping of names to {self.item.plural()}"
         elif self.kind == PLACEMENT:
             text = 'a list of layer counts or a string like "0 4 4 4" or "0 1x8 0x7"'

@@ -26,7 +26,7 @@ def _fields(prefix: str, cls: type) -> Iterator[tuple[str, Spec]]:
     for name, spec in specs(cls).items():
         path = f"{prefix}.{name}"
         yield path, spec
-        if spec.kind == ITEMS and spec.item_type is not None:
+        if spec.kind == ITEMS:
             yield from _fields(path + "[]", spec.item_type)
 
 
@@ -149,7 +149,7 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
     if spec is None:
         raise ConfigError(key, value, suggest(parts[0], known, f"{prefix}."))
     rest = parts[1:]
-    if spec.kind == ITEMS and spec.item_type is not None and rest:
+    if spec.kind == ITEMS and rest:
         if not rest[0].isdigit():
             raise ConfigError(
                 key,
@@ -160,9 +160,9 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
         return _check_path(key, rest[1:], spec.item_type, f"{prefix}.{parts[0]}[{rest[0]}]", value)
     if rest and spec.kind not in (MAP, LIST):
         raise ConfigError(key, value, f"unknown key: {prefix}.{parts[0]} is a single value, not a section")
-    if rest and spec.kind == MAP and len(rest) == 1 and spec.item is not None:
+    if rest and spec.kind == MAP and len(rest) == 1:
         return f"{prefix}.{parts[0]}.{rest[0]}", spec.item
-    if rest and spec.kind == LIST and len(rest) == 1 and rest[0].isdigit() and spec.item is not None:
+    if rest and spec.kind == LIST and len(rest) == 1 and rest[0].isdigit():
         return f"{prefix}.{parts[0]}[{rest[0]}]", spec.item
     return (f"{prefix}.{parts[0]}", spec) if not rest else None
 
