@@ -50,30 +50,12 @@ def build_model(section: Mapping[str, Any]) -> ModelConfig:
     return model
 
 
-def _placed_section(section: Mapping[str, Any]) -> tuple[Mapping[str, Any], Placement | None]:
-    """(section with ``layers_per_stage`` and ``degree`` filled in from ``placement``, the placement)."""
-    value = section.get("placement")
-    if value is None or section.get("strategy", "none") != "pp":
-        return section, None
-    placed = check_value(specs(ParallelConfig)["placement"], value, "parallel.placement")
-    given = section.get("layers_per_stage")
-    if given is not None and (not isinstance(given, (list, tuple)) or tuple(given) != placed):
-        raise ConfigError(
-            "parallel.layers_per_stage", given, f"conflicts with parallel.placement={value!r}; set only one of them"
-        )
-    return {**section, "layers_per_stage": list(placed), "degree": placed.stages}, placed
-
-
 def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelConfig:
     p = "parallel"
     values = check_section(ParallelConfig, section, p)
-    placement = values.pop("placement")
     strategy, degree, replicas = values["strategy"], values["degree"], values["replicas"]
-    if placement is not None:
-        if strategy != "pp":
-            raise ConfigError(f"{p}.placement", section.get("placement"), "only applies to parallel=pp")
-        section, placed = _placed_section(section)
-        values["layers_per_stage"], degree = placed, placed.stages
+    if values.pop("placement") is not None and strategy != "pp":  # under pp, apply_placement applied it
+        raise ConfigError(f"{p}.placement", section.get("placement"), "only applies to parallel=pp")
     if strategy == "none" and degree != 1:
         raise ConfigError(f"{p}.degree", degree, "must be 1 when parallel.strategy=none (pick parallel=dp|tp|pp)")
     if strategy in ("dp", "fsdp") and replicas != 1:
@@ -143,9 +125,17 @@ def apply_placement(cfg: Mapping[str, Any]) -> dict[str, Any]:
         and parallel.get("placement") is not None
         and parallel.get("strategy", "none") == "pp"
     ):
-        out["parallel"], layers = _placed_section(parallel)
+        placed = check_value(specs(ParallelConfig)["placement"], parallel["placement"], "parallel.placement")
+        given = parallel.get("layers_per_stage")
+        if given is not None and (not isinstance(given, (list, tuple)) or tuple(given) != placed):
+            raise ConfigError(
+                "parallel.layers_per_stage",
+                given,
+                f"conflicts with parallel.placement={parallel['placement']!r}; set only one of them",
+            )
+        out["parallel"] = {**parallel, "layers_per_stage": list(placed), "degree": placed.stages}
         if isinstance(out.get("model"), Mapping):
-            out["model"] = {**out["model"], "n_layers": layers.n_layers}
+            out["model"] = {**out["model"], "n_layers": placed.n_layers}
     run = out.get("run")
     if isinstance(run, Mapping) and run.get("grad_accum") is None:
         out["run"] = {**run, "grad_accum": default_grad_accum(out)}

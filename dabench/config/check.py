@@ -93,26 +93,16 @@ def _why(spec: Spec) -> str:
     return f" ({spec.doc})" if spec.doc else ""
 
 
-def _integer(spec: Spec, value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise refuse(path, value, f"must be {spec.describe()}{_why(spec)}")
-    _in_range(spec, value, path)
-    return value
-
-
-def _number(spec: Spec, value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def _number(spec: Spec, value: Any, path: str) -> float | int:
+    """A NUMBER (as a float) or an INT, within the spec's range."""
+    if isinstance(value, bool) or not isinstance(value, int if spec.kind == INT else (int, float)):
         raise refuse(path, value, f"must be {spec.describe()}{_why(spec)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise refuse(path, value, f"must be a finite {spec.describe()[2:]}{_why(spec)}")
-    _in_range(spec, value, path)
-    return float(value)
-
-
-def _in_range(spec: Spec, value: float, path: str) -> None:
     low = spec.low is not None and (value <= spec.low if spec.low_open else value < spec.low)
     if low or (spec.high is not None and value > spec.high):
         raise refuse(path, value, f"must be {spec.span()}{' or null' if spec.nullable else ''}{_why(spec)}")
+    return value if spec.kind == INT else float(value)
 
 
 def _boolean(spec: Spec, value: Any, path: str) -> bool:
@@ -216,7 +206,7 @@ def _placement(spec: Spec, value: Any, path: str) -> Placement:
 
 
 _CHECKS = {
-    INT: _integer,
+    INT: _number,
     NUMBER: _number,
     BOOL: _boolean,
     TEXT: _text,

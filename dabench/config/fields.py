@@ -66,12 +66,10 @@ class Spec:
             least = "at most " if self.empty_is_null or not self.min_len else "1 to "
             text = f"text of {least}{self.max_len} printable characters"
         elif self.kind == LIST:
-            assert self.item is not None
             text = f"{self.a_list()} of {self.item.plural()}"
         elif self.kind == ITEMS:
             text = f"{self.a_list()} of mappings"
         elif self.kind == MAP:
-            assert self.item is not None
             text = f"a mapping of names to {self.item.plural()}"
         elif self.kind == PLACEMENT:
             text = 'a list of layer counts or a string like "0 4 4 4" or "0 1x8 0x7"'
@@ -124,9 +122,8 @@ def field_(default: Any = REQUIRED, *, doc: str, init_default: bool = True, **sp
     return dataclasses.field(default=default, metadata=meta)
 
 
-def item(kind: str, **spec: Any) -> Spec:
-    """The spec of each item of a list field or each value of a map field."""
-    return Spec(kind, **spec)
+#: the kind of a plain annotation
+_SCALARS: dict[Any, str] = {bool: BOOL, int: INT, float: NUMBER, str: TEXT}
 
 
 def _kind(hint: Any) -> tuple[str, bool, type | None]:
@@ -136,14 +133,8 @@ def _kind(hint: Any) -> tuple[str, bool, type | None]:
         inner = [a for a in args if a is not type(None)]
         kind, _, item_type = _kind(inner[0])
         return kind, True, item_type
-    if hint is bool:
-        return BOOL, False, None
-    if hint is int:
-        return INT, False, None
-    if hint is float:
-        return NUMBER, False, None
-    if hint is str:
-        return TEXT, False, None
+    if hint in _SCALARS:
+        return _SCALARS[hint], False, None
     if getattr(hint, "__name__", "") == "Placement":
         return PLACEMENT, False, None
     origin = typing.get_origin(hint)

@@ -23,15 +23,6 @@ def fresh_file(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def sweep_problem(path: Path) -> str:
-    """Why ``path`` is no sweep file :func:`read_sweep` takes ("" when it is one)."""
-    try:
-        read_sweep(path)
-    except (OSError, DamagedFile) as error:
-        return getattr(error, "problem", "") or f"cannot be read ({type(error).__name__})"
-    return ""
-
-
 def read_sweep(path: Path | str) -> tuple[str, dict[str, Any]]:
     """A sweep file's text and document (shared: copy before changing it), parsed once per file
     version: a YAML mapping without aliases, ``hydra.sweeper.n_trials``/``n_jobs`` integers >= 1,

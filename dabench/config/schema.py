@@ -9,10 +9,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_section, check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
-from dabench.config.files import config_file, sweep_problem
+from dabench.config.files import config_file, read_sweep
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
 from dabench.core.platforms import registry
+from dabench.core.readers import DamagedFile
 from dabench.core.status import ConfigError
 
 SECTIONS = tuple(SECTION_TYPES)
@@ -25,7 +26,7 @@ def _fields(prefix: str, cls: type) -> Iterator[tuple[str, Spec]]:
     for name, spec in specs(cls).items():
         path = f"{prefix}.{name}"
         yield path, spec
-        if spec.kind == ITEMS and spec.item_type is not None:
+        if spec.kind == ITEMS:
             yield from _fields(path + "[]", spec.item_type)
 
 
@@ -45,14 +46,6 @@ def leaves() -> dict[str, Spec]:
         elif spec.kind != ITEMS:
             out[path] = spec
     return out
-
-
-#: keys of list items (``hardware.memory[i].<key>``)
-ITEM_KEYS: dict[str, tuple[str, ...]] = {
-    path: tuple(specs(spec.item_type)) for path, spec in fields().items() if spec.kind == ITEMS and spec.item_type
-}
-#: maps whose keys are free (their values are still checked)
-OPEN_MAPS: tuple[str, ...] = tuple(path for path, spec in fields().items() if spec.kind == MAP)
 
 
 def check_keys(cfg: Mapping[str, Any]) -> None:
@@ -91,9 +84,11 @@ def check_group_choice(group: str, option: str, argv: Sequence[str] = ()) -> Non
         raise ConfigError(group, option, f"unknown {group} option; {hint}valid: {', '.join(options)}{where}")
     if group == "sweeps":  # the user's own file: one line on a broken one, not Hydra's traceback
         path = next(f / f"{option}.yaml" for f in group_folders(group, argv) if (f / f"{option}.yaml").is_file())
-        problem = sweep_problem(path)
-        if problem:
-            raise ConfigError(group, option, f"{path}: {problem}")
+        try:
+            read_sweep(path)
+        except (OSError, DamagedFile) as error:
+            problem = getattr(error, "problem", "") or f"cannot be read ({type(error).__name__})"
+            raise ConfigError(group, option, f"{path}: {problem}") from None
 
 
 #: the longest part of an override key: MLflow's key limit, below 255-byte file names
@@ -154,7 +149,7 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
     if spec is None:
         raise ConfigError(key, value, suggest(parts[0], known, f"{prefix}."))
     rest = parts[1:]
-    if spec.kind == ITEMS and spec.item_type is not None and rest:
+    if spec.kind == ITEMS and rest:
         if not rest[0].isdigit():
             raise ConfigError(
                 key,
@@ -165,9 +160,9 @@ def _check_path(key: str, parts: list[str], cls: type, prefix: str, value: str) 
         return _check_path(key, rest[1:], spec.item_type, f"{prefix}.{parts[0]}[{rest[0]}]", value)
     if rest and spec.kind not in (MAP, LIST):
         raise ConfigError(key, value, f"unknown key: {prefix}.{parts[0]} is a single value, not a section")
-    if rest and spec.kind == MAP and len(rest) == 1 and spec.item is not None:
+    if rest and spec.kind == MAP and len(rest) == 1:
         return f"{prefix}.{parts[0]}.{rest[0]}", spec.item
-    if rest and spec.kind == LIST and len(rest) == 1 and rest[0].isdigit() and spec.item is not None:
+    if rest and spec.kind == LIST and len(rest) == 1 and rest[0].isdigit():
         return f"{prefix}.{parts[0]}[{rest[0]}]", spec.item
     return (f"{prefix}.{parts[0]}", spec) if not rest else None
 
@@ -182,14 +177,12 @@ def check_command_line(argv: list[str]) -> None:
     """Every override of a command line; each item of a comma list too for a single run (not ``-m``:
     there a bad item is its job's ``invalid_config``)."""
     values = not any(arg in ("-m", "--multirun") for arg in argv)
-    skip = False
+    args = iter(argv)
     overrides = []
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
+    for arg in args:
         if arg.startswith("-"):
-            skip = arg in _VALUE_FLAGS
+            if arg in _VALUE_FLAGS:
+                next(args, None)  # the flag's value
             continue
         check_override(arg, values, argv)
         overrides.append(arg)
@@ -207,8 +200,9 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
         names = [c.strip() for c in choices[-1].split(",")]
     elif other_config or any(o.lstrip("+").startswith("sweeps") for o in overrides):
         return
-    else:
-        names = [_default_choice("hardware")]
+    else:  # the option conf/config.yaml's defaults list picks
+        defaults = config_file(CONF_DIR / "config.yaml").get("defaults") or []
+        names = [next((str(e["hardware"]) for e in defaults if isinstance(e, dict) and "hardware" in e), "")]
     for name in names:
         path = next((f / f"{name}.yaml" for f in group_folders("hardware") if (f / f"{name}.yaml").is_file()), None)
         if not name or path is None:
@@ -218,14 +212,6 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
             option = key.split(".", 2)[2]
             if "." not in option and option not in options:
                 raise ConfigError(key, option, suggest(option, options, "hardware.options.") + f" (hardware={name})")
-
-
-def _default_choice(group: str) -> str:
-    """The option conf/config.yaml's defaults list picks for ``group``."""
-    for entry in config_file(CONF_DIR / "config.yaml").get("defaults") or []:
-        if isinstance(entry, dict) and group in entry:
-            return str(entry[group])
-    return ""
 
 
 def refuse_bad_command_line(argv: list[str] | None = None) -> None:

@@ -7,7 +7,7 @@ import typing
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Mapping
 
-from dabench.config.fields import PLACEMENT, Spec, field_, item
+from dabench.config.fields import PLACEMENT, Spec, field_
 from dabench.core.placement import Placement
 from dabench.core.platforms import names
 from dabench.core.status import ConfigError
@@ -112,21 +112,21 @@ class HardwareSpec:
     peak_flops: Mapping[str, float | None] = field_(
         {},
         init_default=False,
-        item=item("number", low=0, low_open=True, high=HUGE, nullable=True),
+        item=Spec("number", low=0, low_open=True, high=HUGE, nullable=True),
         doc="precision -> FLOP/s per chip (null = calibrated)",
     )
     memory: tuple[MemoryLevel, ...] = field_(min_items=1, doc="the memory hierarchy, one item per level")
     compute_units: tuple[ComputeUnits, ...] = field_(min_items=1, doc="compute units, one item per kind")
     links: tuple[Link, ...] = field_((), doc="chip-to-chip links, one item per scope")
     precisions: tuple[str, ...] = field_(
-        PRECISIONS, min_items=1, item=item("choice", choices=PRECISIONS), doc="precisions the target runs"
+        PRECISIONS, min_items=1, item=Spec("choice", choices=PRECISIONS), doc="precisions the target runs"
     )
     chips_per_node: int = field_(1, low=1, high=4096, doc="chips in one machine")
     python: str | None = field_(
         None, max_len=4096, empty_is_null=True, doc="interpreter for runner-isolated backends (null = this one)"
     )
     options: Mapping[str, Any] = field_(
-        {}, item=item("any"), doc="architecture knobs, typed per arch by dabench/perfmodel/knobs"
+        {}, item=Spec("any"), doc="architecture knobs, typed per arch by dabench/perfmodel/knobs"
     )
     constants: str = field_(
         "published",
@@ -210,7 +210,7 @@ class ParallelConfig:
     layers_per_stage: Placement | None = field_(
         None,
         kind="list",
-        item=item("integer", low=0, high=10_000),
+        item=Spec("integer", low=0, high=10_000),
         doc="pp only: decoder layers per stage (null = as even as possible)",
     )
     micro_batches: int = field_(1, low=1, high=1 << 16, doc="pipeline micro-batches per step")
@@ -300,7 +300,7 @@ class TrackingConfig:
     )
     experiment: str = field_("dabench", empty_is_null=True, doc="MLflow experiment")
     run_name: str | None = field_(None, empty_is_null=True, doc="MLflow run name (null = generated); never a file path")
-    tags: Mapping[str, str] = field_({}, item=item("text", min_len=0, max_len=5000), doc="extra MLflow tags")
+    tags: Mapping[str, str] = field_({}, item=Spec("text", min_len=0, max_len=5000), doc="extra MLflow tags")
     parent_run_id: str | None = field_(
         None, empty_is_null=True, doc="the MLflow parent run (a study's), set by the sweeper per job"
     )

@@ -7,11 +7,8 @@ from pathlib import Path
 
 def launch_dir() -> Path:
     """The directory dabench was started from (Hydra's original cwd when inside a Hydra job)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
+    from hydra.core.hydra_config import HydraConfig
 
-        if HydraConfig.initialized():
-            return Path(HydraConfig.get().runtime.cwd)
-    except ImportError:  # pragma: no cover - hydra is a dependency
-        pass
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.cwd)
     return Path.cwd()

@@ -86,8 +86,6 @@ VOCABULARY: dict[Status, StatusInfo] = {
 
 def parse(status: "Status | str") -> Status:
     """The Status for a tag value; ValueError naming the valid ones for anything else."""
-    if isinstance(status, Status):
-        return status
     try:
         return Status(status)
     except ValueError:
@@ -106,8 +104,6 @@ def mlflow_state(status: "Status | str") -> str:
 def counts_toward_budget(status: "Status | str | None") -> bool:
     """Whether a trial ending with this status uses up one of a study's trials (None and unknown
     values count, as Optuna's own failures do)."""
-    if status is None:
-        return True
     try:
         return info(status).counts_toward_budget
     except ValueError:

@@ -101,9 +101,7 @@ class ArtifactReport:
         if self.samples_per_s is not None:
             out["throughput.samples_per_s"] = float(self.samples_per_s)
         if self.units:
-            ratios = tier1.allocation_ratios({k: (u.allocated, u.available) for k, u in self.units.items()})
-            out["tier1.allocation_ratio"] = next(iter(ratios.values()))
-            out.update({f"tier1.allocation_ratio.{kind}": ratio for kind, ratio in ratios.items()})
+            out.update(tier1.allocation_metrics(self.units))
         li = self.subtask_load_imbalance()
         if li is not None:
             out["tier1.load_imbalance"] = li

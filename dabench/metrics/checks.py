@@ -36,16 +36,10 @@ _AGAINST_CEILING = re.compile(
 )
 
 
-def ceiling_metric_names(metrics: Mapping[str, float]) -> list[str]:
-    """Names of the metrics that are relative to the hardware's ceilings (efficiencies, roofline,
-    peak, memory-bound flag): meaningless, so dropped, when the ceilings are uncalibrated."""
-    return sorted(name for name in metrics if _AGAINST_CEILING.match(name))
-
-
 def without_ceiling_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
-    """``metrics`` less :func:`ceiling_metric_names` (a new dict; the input is not changed)."""
-    drop = set(ceiling_metric_names(metrics))
-    return {k: v for k, v in metrics.items() if k not in drop}
+    """``metrics`` less those relative to the hardware's ceilings (efficiencies, roofline, peak,
+    memory-bound flag): meaningless when the ceilings are uncalibrated (a new dict)."""
+    return {k: v for k, v in metrics.items() if not _AGAINST_CEILING.match(k)}
 
 
 @dataclass(frozen=True)

@@ -78,14 +78,10 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
         }
     )
     if profile.units:
-        ratios = tier1.allocation_ratios({k: (u.allocated, u.available) for k, u in profile.units.items()})
-        metrics["tier1.allocation_ratio"] = next(iter(ratios.values()))
-        metrics.update({f"tier1.allocation_ratio.{kind}": ratio for kind, ratio in ratios.items()})
+        metrics.update(tier1.allocation_metrics(profile.units))
     times = subtask_times(profile)
-    li = None
     if times:
-        li = tier1.load_imbalance(times)
-        metrics["tier1.load_imbalance"] = li
+        metrics["tier1.load_imbalance"] = tier1.load_imbalance(times)
         metrics["tier1.subtask_max_s"] = max(times)
         metrics["tier1.subtask_mean_s"] = sum(times) / len(times)
         metrics["tier1.subtasks"] = float(len(times))
@@ -99,12 +95,10 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
     metrics["roofline.step.attainable_tflops"] = step_point.attainable / 1e12
     metrics["roofline.step.roof_share"] = achieved / step_point.attainable
     metrics["roofline.ridge_intensity"] = ridge_point(ceilings.peak_flops, ceilings.bandwidth_Bps)
-    comm_fraction = None
     if profile.comm or profile.chips > 1:
         comm_time = sum(e.time_s for e in profile.comm if e.op != "bubble")
         bubble = sum(e.time_s for e in profile.comm if e.op == "bubble")
-        comm_fraction = tier2.comm_fraction(comm_time, median)
-        metrics["tier2.comm_fraction"] = comm_fraction
+        metrics["tier2.comm_fraction"] = tier2.comm_fraction(comm_time, median)
         metrics["tier2.comm_time_s"] = comm_time
         metrics["tier2.bubble_time_s"] = bubble
         for strategy, seconds in tier2.strategy_breakdown(

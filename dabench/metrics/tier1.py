@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 
 def allocation_ratio(allocated: float, available: float) -> float:
@@ -15,9 +15,11 @@ def allocation_ratio(allocated: float, available: float) -> float:
     return allocated / available
 
 
-def allocation_ratios(units: Mapping[str, tuple[float, float]]) -> dict[str, float]:
-    """RA per resource kind: {kind: allocated / available}."""
-    return {kind: allocation_ratio(alloc, avail) for kind, (alloc, avail) in units.items()}
+def allocation_metrics(units: Mapping[str, Any]) -> dict[str, float]:
+    """``tier1.allocation_ratio.<kind>``: RA per resource kind of ``units`` (each with ``allocated``
+    and ``available``), and ``tier1.allocation_ratio``: the first kind's."""
+    ratios = {f"tier1.allocation_ratio.{k}": allocation_ratio(u.allocated, u.available) for k, u in units.items()}
+    return {"tier1.allocation_ratio": next(iter(ratios.values())), **ratios}
 
 
 def load_imbalance(times: Sequence[float]) -> float:

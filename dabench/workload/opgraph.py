@@ -159,13 +159,9 @@ class OpGraph:
                     out[op.op_class][1] += op.bytes * count
         return {c: (f, b) for c, (f, b) in out.items() if f or b}
 
-    @property
-    def weight_bytes(self) -> float:
-        return self.params * self.precision.param_bytes
-
     def training_state_bytes(self) -> float:
         """Weights + gradients + AdamW moments (all in the parameter dtype; fp32 under mixed)."""
-        return 4 * self.weight_bytes
+        return 4 * self.params * self.precision.param_bytes
 
 
 def _linear(name: str, tokens: int, fan_in: int, fan_out: int, e: int, w: int, g: int, bias: bool = True) -> list[Op]:

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from dabench.config import schema
 from dabench.config.build import build_run_config
-from dabench.config.fields import BOOL, CHOICE, INT, NUMBER, TEXT, Spec, specs
+from dabench.config.fields import BOOL, CHOICE, INT, ITEMS, MAP, NUMBER, TEXT, Spec, specs
 from dabench.core.status import ConfigError, Status
 from tests.conftest import ROOT
 
@@ -88,10 +88,16 @@ def dotted(path: Path) -> str:
     return out
 
 
+#: keys of list items (``hardware.memory[i].<key>``)
+ITEM_KEYS = {path: tuple(specs(spec.item_type)) for path, spec in schema.fields().items() if spec.kind == ITEMS}
+#: maps whose keys are free (their values are still checked)
+OPEN_MAPS = tuple(path for path, spec in schema.fields().items() if spec.kind == MAP)
+
+
 def pattern(path: Path) -> str:
     """The schema leaf a concrete path is an instance of: indices -> ``[]``, open-map keys -> ``*``."""
     text = re.sub(r"\[\d+\]", "[]", dotted(path))
-    for open_map in schema.OPEN_MAPS:
+    for open_map in OPEN_MAPS:
         text = re.sub(rf"^({re.escape(open_map)})\.[^.\[]+$", r"\1.*", text)
     return text
 
@@ -130,7 +136,7 @@ def _walk(value: Any, path: Path, spec: Spec | None):
     if kind == "items" and isinstance(value, list):
         yield path
         for i, item in enumerate(value):
-            for key in schema.ITEM_KEYS[pattern(path)]:
+            for key in ITEM_KEYS[pattern(path)]:
                 yield from _walk(item.get(key), (*path, i, key), schema.fields().get(f"{pattern(path)}[].{key}"))
     elif kind == "list" and isinstance(value, list):
         yield path
@@ -216,7 +222,7 @@ def check_outcome(base: str, path: Path, value: Any) -> str:
         assert "\n" not in message and error.valid, (where, value, message)
         assert len(message) < 2000, (where, message[:300])
         field = re.sub(r"\[\d+\]", "[]", error.field)
-        known = {*schema.fields(), *schema.leaves(), *schema.SECTIONS, *(f"{p}[]" for p in schema.ITEM_KEYS)}
+        known = {*schema.fields(), *schema.leaves(), *schema.SECTIONS, *(f"{p}[]" for p in ITEM_KEYS)}
         assert field in known or re.sub(r"\.[^.\[]+$", ".*", field) in known, (where, value, message)
         if breaks_its_spec(spec_at(path), value):
             assert error.field == where, (where, value, message)

@@ -16,7 +16,11 @@ from dabench.workload.opgraph import build_opgraph
 
 def test_allocation_ratio():
     assert tier1.allocation_ratio(115_259, 307_840) == pytest.approx(0.3744, abs=1e-4)
-    assert tier1.allocation_ratios({"pcus": (320, 640), "pmus": (64, 640)}) == {"pcus": 0.5, "pmus": 0.1}
+    assert tier1.allocation_metrics({"pcus": UnitUse(320, 640), "pmus": UnitUse(64, 640)}) == {
+        "tier1.allocation_ratio": 0.5,
+        "tier1.allocation_ratio.pcus": 0.5,
+        "tier1.allocation_ratio.pmus": 0.1,
+    }
     with pytest.raises(ValueError):
         tier1.allocation_ratio(1, 0)
 
