@@ -23,7 +23,7 @@ from pathlib import Path
 
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import REQUIRED, TEXT
-from dabench.core.status import Status
+from dabench.core.status import ConfigError, Status
 from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.config import run_fields
 from dabench.ingest.parse import parse
@@ -88,8 +88,7 @@ def main(args) -> int:
     try:
         report = parse(path)
     except ValueError as error:
-        print(f"dabench ingest: {error}", file=sys.stderr)
-        return 2
+        raise ConfigError("", None, str(error)) from None
     document = report.to_dict()
     for entry in report.skipped:
         print(f"dabench ingest: skipped {entry}", file=sys.stderr)

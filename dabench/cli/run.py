@@ -28,8 +28,9 @@ from dabench.tune.outcome import job_outcome
 log = logging.getLogger("dabench")
 
 
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
 def run_job(cfg: DictConfig) -> float:
-    """The task function: returns samples/s for an ok run, NaN otherwise."""
+    """The Hydra task function: returns samples/s for an ok run, NaN otherwise."""
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
     job = prepare(OmegaConf.to_container(cfg, resolve=True))
@@ -55,11 +56,6 @@ def run_job(cfg: DictConfig) -> float:
     return job_outcome(result)  # a float that also carries status, reason, mode (Hydra's JobReturn)
 
 
-@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
-def hydra_main(cfg: DictConfig) -> float:
-    return run_job(cfg)
-
-
 def main(argv: list[str]) -> int:
     """``dabench [overrides] [-m]`` under :func:`dabench.runtime.interrupts.guard`: Ctrl-C or SIGTERM
     ends it with one line and exit status 130 / 143, every open run closed (docs/reliability.md)."""
@@ -71,5 +67,5 @@ def main(argv: list[str]) -> int:
         print(format_problems(bad_dirs), file=sys.stderr)
         raise SystemExit(2)
     with guard():
-        hydra_main()
+        run_job()
     return 0
