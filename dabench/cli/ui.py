@@ -196,12 +196,15 @@ def serve(args: argparse.Namespace, uri: str) -> int:
     url = view_url(uri, base, args.experiment)
 
     log = None if is_verbose() else Path(tempfile.mkstemp(prefix="dabench-ui-", suffix=".log")[1])
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
     out = None if log is None else open(log, "w")
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops it as Ctrl-C does
-    command = server_command(uri, args.host, port)
     process = subprocess.Popen(
-        command, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
+        server_command(uri, args.host, port),
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # no job runner for browsing
+        stdout=out,
+        stderr=out,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         wait_until_up(process, base, args.timeout_s, log)

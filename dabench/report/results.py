@@ -48,10 +48,10 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _bands(table: pd.DataFrame) -> pd.Series:
     """ "lo-hi" of each run's samples/s band (docs/perfmodel.md), None where the run has none."""
-    lo, hi = "metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi"
-    if lo not in table.columns or hi not in table.columns:
-        return pd.Series([None] * len(table), index=table.index, dtype=object)
-    low, high = pd.to_numeric(table[lo], errors="coerce"), pd.to_numeric(table[hi], errors="coerce")
+    absent = pd.Series(math.nan, index=table.index)
+    low, high = (
+        pd.to_numeric(table.get(f"metrics.throughput.samples_per_s.{e}", absent), errors="coerce") for e in ("lo", "hi")
+    )
 
     def short(v: float) -> str:
         return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
@@ -65,8 +65,6 @@ def _bands(table: pd.DataFrame) -> pd.Series:
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:
     """Runs per status: ok first, then the most frequent (ties by name)."""
-    if frame.empty:
-        return {}
     counts = {str(k): int(v) for k, v in frame["status"].value_counts().items()}
     return dict(sorted(counts.items(), key=lambda kv: (kv[0] != "ok", -kv[1], kv[0])))
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
+SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))  #: largest first
 
 
 def _f(value: float) -> str:

@@ -50,8 +50,7 @@ def _job_ok(job_return: Any) -> bool:
 
     if getattr(job_return, "status", None) != JobStatus.COMPLETED:
         return False
-    status = getattr(job_return.return_value, "status", None)
-    return status == "ok" if status is not None else True
+    return getattr(job_return.return_value, "status", None) in (None, "ok")  # a job without a JobOutcome: ok
 
 
 def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
