@@ -44,7 +44,7 @@ def run_job(cfg: DictConfig) -> float:
     else:
         refuse_if_unfit(job.rc, multirun, job.unfit)  # store, disk, memory, ranks: one line each, exit 2
         log.info("running %s (hardware.mode=%s)", name, job.rc.hardware.mode)
-    command = reproduce_command(hydra_overrides() or [])
+    command = reproduce_command(hydra_overrides() or [])  # once, not per note
     result, run_id = record_run(
         job, artifacts_dir=Path.cwd() / "artifacts", name=name, note=lambda r: run_note(summary_line(r, name), command)
     )

@@ -283,6 +283,7 @@ def precision_study(frame: pd.DataFrame) -> Figure:
     if rows.empty:
         raise NoData("no platform with ok runs at two or more precisions (precision.name) in this selection")
     best = rows.groupby(["platform", "precision"])["throughput"].max().reset_index()
+    colors = platform_colors(frame)
     platforms = sorted(set(best["platform"]))
     precisions = sorted(set(best["precision"]))
     fig, ax = _new(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
@@ -297,8 +298,7 @@ def precision_study(frame: pd.DataFrame) -> Figure:
             relative = float(value.iloc[0]) / float(mine["throughput"].min())
             x, hatch = i + (k - (len(precisions) - 1) / 2) * width, hatches[k % len(hatches)]
             label = precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None
-            color = platform_colors(frame)[name]
-            bar = ax.bar(x, relative, width, color=color, hatch=hatch, edgecolor="black", label=label)
+            bar = ax.bar(x, relative, width, color=colors[name], hatch=hatch, edgecolor="black", label=label)
             ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
     ax.set_xticks(range(len(platforms)), platforms)
     ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")

@@ -100,11 +100,8 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
     rows = [[HEADERS.get(c, c) for c in columns]]
     rows += [[_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()]
     widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
-    lines = [head]
-    for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = [head] + ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
+    lines.insert(2, "  ".join("-" * w for w in widths))  # under the header row
     if len(table) > shown:
         lines.append(f"... {len(table) - shown} more runs in results.csv")
     return "\n".join(lines)

@@ -142,37 +142,32 @@ class LogLogChart:
                 else:
                     y1 = y2 = self.py(value)
                     x1, x2, x, y, anchor, text = left, right, left - 6, y1 + 4, "end", decade_label(value, self.y_unit)
-                grid = f"x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' stroke='#ccc' stroke-dasharray='1,2'"
-                out.append(f"<line {grid}/>")
+                out.append(
+                    f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' "
+                    "stroke='#ccc' stroke-dasharray='1,2'/>"
+                )
                 if k % step == 0:
                     out.append(
                         f"<text x='{_f(x)}' y='{_f(y)}' font-size='11' text-anchor='{anchor}' {FONT}>{text}</text>"
                     )
-        out.append(
-            f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
-            f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>"
-        )
         middle = (top + bottom) / 2
-        out.append(
+        return out + [
+            f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
+            f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>",
             f"<text x='16' y='{_f(middle)}' font-size='12' text-anchor='middle' "
-            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>"
-        )
-        out.append(f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(self.title)}</text>")
-        return out
+            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>",
+            f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(self.title)}</text>",
+        ]
 
     def svg(self) -> str:
         """The whole document; points outside the axes box are clipped to it."""
         total_w = self.left + self.width + self.right
         total_h = max(self.top + self.height + self.bottom, self.top + 17 * len(self._legend) + 16)
-        clip = (
-            f"<clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
-            f"height='{_f(self.height)}'/></clipPath>"
-        )
         size = f"width='{_f(total_w)}' height='{_f(total_h)}'"
-        head = f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>"
         lines = [
-            head,
-            f"<defs>{clip}</defs>",
+            f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
+            f"<defs><clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
+            f"height='{_f(self.height)}'/></clipPath></defs>",
             f"<rect {size} fill='white'/>",
             *self._axes(),
             "<g clip-path='url(#axes)'>",

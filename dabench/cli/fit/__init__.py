@@ -19,10 +19,6 @@ from dabench.perfmodel import constants
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 
 
-def _logs(args) -> bool:
-    return args.from_mlflow is not None and not args.no_log
-
-
 @command(
     "fit",
     __doc__.split("\n\n")[0],
@@ -54,8 +50,7 @@ def _logs(args) -> bool:
     },
     writes={
         "source_tree": lambda args: args.write or args.from_mlflow is not None,
-        "store": _logs,
-        "artifacts": _logs,
+        **{sink: (lambda args: args.from_mlflow is not None and not args.no_log) for sink in ("store", "artifacts")},
     },
 )
 def main(args) -> int:
