@@ -81,8 +81,11 @@ def main(parsed) -> int:
     runs = run_grid(jobs, parent_name="grid " + " ".join(args), on_run=on_run)
     progress.close()
     elapsed = time.perf_counter() - start
-    counts = dict(Counter(r.result.status.value for r in runs))
-    print(f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) {counts}", flush=True)
+    print(
+        f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) "
+        f"{dict(Counter(r.result.status.value for r in runs))}",
+        flush=True,
+    )
     try:  # the results table, results.csv under multirun/<date>/<time>-grid and on the grid's parent run
         uri = ((runs[0].result.config or {}).get("tracking") or {}).get("uri") if runs else None
         print(write_results(runs, folder, uri), flush=True)

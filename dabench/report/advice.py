@@ -46,9 +46,8 @@ def bar_figure(rows: list[dict]):
         return None
     fig = Figure(figsize=(6.4, 3.2), layout="constrained")
     ax = fig.add_subplot()
-    names = [r["platform"] for r in ok]
     hours = [_hours(r["time_to_train_s"]) for r in ok]
-    bars = ax.bar(names, hours, color="#4c72b0")
+    bars = ax.bar([r["platform"] for r in ok], hours, color="#4c72b0")
     for i, r in enumerate(ok):
         lo, hi = _hours(r.get("time_lo_s")), _hours(r.get("time_hi_s"))
         if lo is not None and hi is not None:
@@ -97,8 +96,7 @@ def pareto_figure(search: list[dict]):
         )
     log_axis(ax, "x")
     log_axis(ax, "y")
-    ax.set_xlabel("time to train, hours (PREDICTED)")
-    ax.set_ylabel("energy, kWh (ESTIMATE)")
+    ax.set(xlabel="time to train, hours (PREDICTED)", ylabel="energy, kWh (ESTIMATE)")
     ax.set_title("Every evaluated deployment: time vs energy", fontsize=10)
     ax.legend(fontsize=8)
     return fig

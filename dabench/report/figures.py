@@ -94,8 +94,7 @@ def _finish_axes(
     log_axis(ax, "x", x_base)
     if y_log:
         log_axis(ax, "y")
-    ax.set_xlabel(x_label)
-    ax.set_ylabel(y_label)
+    ax.set(xlabel=x_label, ylabel=y_label)
     ax.grid(True, which="both", ls=":", lw=0.5)
     ax.legend(fontsize=7, loc=legend_loc)
 
@@ -154,8 +153,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
         top.set_title(name, fontsize=10)
         top.grid(True, which="both", ls=":", lw=0.5)
         bottom.grid(True, ls=":", lw=0.5)
-        bottom.set_ylim(0, 1.05)
-        bottom.set_xlabel("decoder layers")
+        bottom.set(ylim=(0, 1.05), xlabel="decoder layers")
         top.legend(fontsize=6, loc="best")
         if mine["li"].isna().all():
             _note(bottom, f"no runs with LI on {name}")
