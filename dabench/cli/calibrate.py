@@ -45,9 +45,9 @@ def main(args) -> int:
             refused += 1
             print(f"REFUSED {error.key}: {error.reason}")
             continue
-        unit = "GB/s" if kind == "copy" else "GFLOP/s"
         print(
-            f"{cal.key}: {cal.value / 1e9:,.1f} {unit} (median of {len(cal.samples)}, fastest "
+            f"{cal.key}: {cal.value / 1e9:,.1f} {'GB/s' if kind == 'copy' else 'GFLOP/s'} "
+            f"(median of {len(cal.samples)}, fastest "
             f"{cal.fastest / 1e9:,.1f}, spread {cal.spread:.1%}{' NOISY' if cal.noisy else ''}, "
             f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}"
         )

@@ -116,19 +116,21 @@ def check_constants(uri: str, say: Say) -> list:
     try:
         client = open_client(uri)
         ids = [e.experiment_id for e in client.search_experiments()]
-        query, order = (
-            "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
-            ["attributes.start_time DESC"],
+        query = "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'"
+        found = (
+            client.search_runs(ids, query, max_results=RECENT_RUNS, order_by=["attributes.start_time DESC"])
+            if ids
+            else []
         )
-        found = client.search_runs(ids, query, max_results=RECENT_RUNS, order_by=order) if ids else []
     except Exception as error:
         say(f"constant sets: could not read the recent measured runs ({type(error).__name__}): drift not checked")
         return []
-    runs = [
-        {"run_id": r.info.run_id, "tags": r.data.tags, "params": r.data.params, "metrics": r.data.metrics}
-        for r in found
-    ]
-    points, _ = points_from_runs(runs)
+    points, _ = points_from_runs(
+        [
+            {"run_id": r.info.run_id, "tags": r.data.tags, "params": r.data.params, "metrics": r.data.metrics}
+            for r in found
+        ]
+    )
     out = [d for name, data in banded.items() for d in drift(name, data, points)]
     for d in (d for d in out if d.n):
         rate = f"{d.outside}/{d.n} recent measured {d.arch} runs outside its {100 * d.nominal:.0f}% band"

@@ -80,7 +80,8 @@ class Command:
     def help(self) -> str:
         if not self.words:
             return parser(self).format_help()
-        words = {f"{key}={_metavar(spec)}": spec.doc + _extra(spec) for key, spec in self.args.items()}
+        metavar = {INT: "N", NUMBER: "N", BOOL: "true|false", LIST: "A,B"}
+        words = {f"{key}={metavar.get(spec.kind, 'VALUE')}": spec.doc + _extra(spec) for key, spec in self.args.items()}
         if self.overrides:
             words[f"{self.overrides}KEY=VALUE"] = "config overrides of that section, checked as a run's"
         width = max(map(len, words))
@@ -140,10 +141,6 @@ def command(name: str, doc: str, args: Mapping[str, Spec], **declared: Any) -> C
 
 def dest(name: str) -> str:
     return name.lstrip("-").replace("-", "_")
-
-
-def _metavar(spec: Spec) -> str:
-    return {INT: "N", NUMBER: "N", BOOL: "true|false", LIST: "A,B"}.get(spec.kind, "VALUE")
 
 
 def _extra(spec: Spec) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from dabench.cli.frame import MAX_TEXT, arg, command, flag
 from dabench.config.compose import compose
 from dabench.config.fields import LIST, TEXT
-from dabench.core.status import is_ok
+from dabench.core.status import ConfigError, is_ok
 from dabench.pipeline.grid import GridRun, expand, run_grid, summary, write_results
 from dabench.pipeline.job import prepare
 from dabench.pipeline.preflight import UNREACHABLE, check_sink, environment_problems, format_problems
@@ -63,8 +63,7 @@ def main(parsed) -> int:
     try:
         jobs = expand(args)
     except Exception as error:
-        print(f"dabench grid: {error}", file=sys.stderr)
-        return 2
+        raise ConfigError("", None, str(error)) from None
     folder = (Path("multirun") / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S-grid")).resolve()
     refused = _preflight(jobs, folder)
     if refused:
@@ -82,8 +81,11 @@ def main(parsed) -> int:
     runs = run_grid(jobs, parent_name="grid " + " ".join(args), on_run=on_run)
     progress.close()
     elapsed = time.perf_counter() - start
-    counts = dict(Counter(r.result.status.value for r in runs))
-    print(f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) {counts}", flush=True)
+    print(
+        f"dabench grid: {len(runs)} runs in {elapsed:.1f} s ({len(runs) / elapsed:.1f} runs/s) "
+        f"{dict(Counter(r.result.status.value for r in runs))}",
+        flush=True,
+    )
     try:  # the results table, results.csv under multirun/<date>/<time>-grid and on the grid's parent run
         uri = ((runs[0].result.config or {}).get("tracking") or {}).get("uri") if runs else None
         print(write_results(runs, folder, uri), flush=True)

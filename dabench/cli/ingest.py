@@ -23,7 +23,7 @@ from pathlib import Path
 
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import REQUIRED, TEXT
-from dabench.core.status import Status
+from dabench.core.status import ConfigError, Status
 from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.config import run_fields
 from dabench.ingest.parse import parse
@@ -40,9 +40,12 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         "dabench.imported_from": str(path.resolve()),
         "dabench.profile.subtask_kind": report.subtask_kind,
         **report.info,
+        **{
+            f"dabench.{key}": getattr(report, key)
+            for key in ("throughput_basis", "bottleneck", "load_imbalance_basis")
+            if getattr(report, key)
+        },
     }
-    optional = ("throughput_basis", "bottleneck", "load_imbalance_basis")
-    tags.update({f"dabench.{key}": getattr(report, key) for key in optional if getattr(report, key)})
     config_params, config_tags = run_fields(report.source, report.stated)  # docs/fitting.md, "Ingested runs"
     tags.update(config_tags)
     name = run_name or f"import {report.source} {path.name}"
@@ -60,8 +63,10 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
             target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-        params = {**config_params, "import.path": str(path.resolve()), "import.format": report.source}
-        run.log(params=params, metrics=report.metrics())
+        run.log(
+            params={**config_params, "import.path": str(path.resolve()), "import.format": report.source},
+            metrics=report.metrics(),
+        )
         run.log_artifacts(folder)
         # a truncated or inconsistent artifact is recorded as such, never ok (tag written at close)
         run.set_status(Status(report.status), report.reason)
@@ -88,8 +93,7 @@ def main(args) -> int:
     try:
         report = parse(path)
     except ValueError as error:
-        print(f"dabench ingest: {error}", file=sys.stderr)
-        return 2
+        raise ConfigError("", None, str(error)) from None
     document = report.to_dict()
     for entry in report.skipped:
         print(f"dabench ingest: skipped {entry}", file=sys.stderr)

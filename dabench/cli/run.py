@@ -28,8 +28,9 @@ from dabench.tune.outcome import job_outcome
 log = logging.getLogger("dabench")
 
 
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
 def run_job(cfg: DictConfig) -> float:
-    """The task function: returns samples/s for an ok run, NaN otherwise."""
+    """The Hydra task function: returns samples/s for an ok run, NaN otherwise."""
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
     job = prepare(OmegaConf.to_container(cfg, resolve=True))
@@ -43,7 +44,7 @@ def run_job(cfg: DictConfig) -> float:
     else:
         refuse_if_unfit(job.rc, multirun, job.unfit)  # store, disk, memory, ranks: one line each, exit 2
         log.info("running %s (hardware.mode=%s)", name, job.rc.hardware.mode)
-    command = reproduce_command(hydra_overrides() or [])
+    command = reproduce_command(hydra_overrides() or [])  # once, not per note
     result, run_id = record_run(
         job, artifacts_dir=Path.cwd() / "artifacts", name=name, note=lambda r: run_note(summary_line(r, name), command)
     )
@@ -53,11 +54,6 @@ def run_job(cfg: DictConfig) -> float:
     if not result.ok and not multirun:
         raise SystemExit(1)
     return job_outcome(result)  # a float that also carries status, reason, mode (Hydra's JobReturn)
-
-
-@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
-def hydra_main(cfg: DictConfig) -> float:
-    return run_job(cfg)
 
 
 def main(argv: list[str]) -> int:
@@ -71,5 +67,5 @@ def main(argv: list[str]) -> int:
         print(format_problems(bad_dirs), file=sys.stderr)
         raise SystemExit(2)
     with guard():
-        hydra_main()
+        run_job()
     return 0

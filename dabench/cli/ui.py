@@ -24,7 +24,6 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from types import FrameType
 
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import INT, NUMBER, TEXT
@@ -190,10 +189,6 @@ def open_browser(url: str) -> bool:
         return False
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def serve(args: argparse.Namespace, uri: str) -> int:
     addresses = check_host(args.host, args.allow_remote)
     port = free_port(args.host, args.port)
@@ -201,12 +196,15 @@ def serve(args: argparse.Namespace, uri: str) -> int:
     url = view_url(uri, base, args.experiment)
 
     log = None if is_verbose() else Path(tempfile.mkstemp(prefix="dabench-ui-", suffix=".log")[1])
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job runner for browsing
     out = None if log is None else open(log, "w")
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    command = server_command(uri, args.host, port)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops it as Ctrl-C does
     process = subprocess.Popen(
-        command, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
+        server_command(uri, args.host, port),
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # no job runner for browsing
+        stdout=out,
+        stderr=out,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         wait_until_up(process, base, args.timeout_s, log)

@@ -11,6 +11,7 @@ import html
 import io
 import json
 import math
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,33 +26,6 @@ HEAD = (
     "#|platform|tokens/s|tokens/s band|time to train (h)|time band (h)|chips|energy kWh (ESTIMATE)|cost (ESTIMATE)|"
     "diagnosis|compute eff.|allocation|LI|calibration|reach|command"
 ).split("|")
-
-
-def advice_parents(frame: pd.DataFrame) -> list[str]:
-    """Parent run ids of the advise children in ``frame`` (in order of first appearance)."""
-    if frame.empty or "tags.dabench.advise" not in frame.columns:
-        return []
-    rows = frame[frame["tags.dabench.advise"].astype(str) == "best"]
-    column = "tags.dabench.advise_parent" if "tags.dabench.advise_parent" in rows.columns else "parent_run_id"
-    return list(dict.fromkeys(str(p) for p in rows[column].dropna()))
-
-
-def load_advice(client, parent_id: str) -> dict | None:
-    import os
-
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            path = client.download_artifacts(parent_id, "advice/advice.json", tmp)
-        except Exception:
-            return None
-        return json.loads(Path(path).read_text())
-
-
-def _svg(fig) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _hours(s: float | None) -> float | None:
@@ -72,9 +46,8 @@ def bar_figure(rows: list[dict]):
         return None
     fig = Figure(figsize=(6.4, 3.2), layout="constrained")
     ax = fig.add_subplot()
-    names = [r["platform"] for r in ok]
     hours = [_hours(r["time_to_train_s"]) for r in ok]
-    bars = ax.bar(names, hours, color="#4c72b0")
+    bars = ax.bar([r["platform"] for r in ok], hours, color="#4c72b0")
     for i, r in enumerate(ok):
         lo, hi = _hours(r.get("time_lo_s")), _hours(r.get("time_hi_s"))
         if lo is not None and hi is not None:
@@ -123,8 +96,7 @@ def pareto_figure(search: list[dict]):
         )
     log_axis(ax, "x")
     log_axis(ax, "y")
-    ax.set_xlabel("time to train, hours (PREDICTED)")
-    ax.set_ylabel("energy, kWh (ESTIMATE)")
+    ax.set(xlabel="time to train, hours (PREDICTED)", ylabel="energy, kWh (ESTIMATE)")
     ax.set_title("Every evaluated deployment: time vs energy", fontsize=10)
     ax.legend(fontsize=8)
     return fig
@@ -148,11 +120,12 @@ def render(advice: dict, parent_id: str) -> str:
     rows, search = advice.get("rows") or [], advice.get("search") or []
     figs = ""
     for name, fig in (("Time to train, with bands", bar_figure(rows)), ("Time vs energy", pareto_figure(search))):
-        image = (
-            f"<img alt='{html.escape(name)}' src='data:image/svg+xml;base64,{_svg(fig)}'>"
-            if fig is not None
-            else NO_DATA
-        )
+        image = NO_DATA
+        if fig is not None:
+            svg = io.BytesIO()
+            fig.savefig(svg, format="svg")
+            data = base64.b64encode(svg.getvalue()).decode("ascii")
+            image = f"<img alt='{html.escape(name)}' src='data:image/svg+xml;base64,{data}'>"
         figs += f"<h2>{html.escape(name)}</h2>{image}"
     body = []
     for r in rows:
@@ -210,13 +183,22 @@ Objective: {html.escape(",".join(advice.get("objectives") or []))}; max_chips={a
 
 
 def write_advice_pages(frame: pd.DataFrame, out: Path, client) -> list[Path]:
-    """Write one advice page per advise parent among ``frame``'s runs; returns the pages."""
-    parents = advice_parents(frame)
+    """Write one advice page per advise parent among ``frame``'s runs (the parents of its
+    ``dabench.advise=best`` children, in order of first appearance); returns the pages."""
+    if frame.empty or "tags.dabench.advise" not in frame.columns:
+        return []
+    rows = frame[frame["tags.dabench.advise"].astype(str) == "best"]
+    column = "tags.dabench.advise_parent" if "tags.dabench.advise_parent" in rows.columns else "parent_run_id"
+    parents = list(dict.fromkeys(str(p) for p in rows[column].dropna()))
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     pages = []
     for parent in parents:
-        advice = load_advice(client, parent)
-        if advice is None:
-            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                path = client.download_artifacts(parent, "advice/advice.json", tmp)
+            except Exception:  # a parent without its advice.json gets no page
+                continue
+            advice = json.loads(Path(path).read_text())
         page = out / ("advice.html" if len(parents) == 1 else f"advice-{parent[:8]}.html")
         write_text("exports", page, render(advice, parent))
         pages.append(page)

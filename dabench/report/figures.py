@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -81,8 +81,10 @@ def _note(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8)
 
 
-def _new(width: float, height: float) -> Figure:
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+def _new(width: float, height: float, columns: int = 0) -> tuple[Figure, Any]:
+    """A figure and its axes: one, or with ``columns`` a 2 x columns grid sharing x per column."""
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    return fig, fig.subplots(2, columns, squeeze=False, sharex="col") if columns else fig.subplots()
 
 
 def _finish_axes(
@@ -92,8 +94,7 @@ def _finish_axes(
     log_axis(ax, "x", x_base)
     if y_log:
         log_axis(ax, "y")
-    ax.set_xlabel(x_label)
-    ax.set_ylabel(y_label)
+    ax.set(xlabel=x_label, ylabel=y_label)
     ax.grid(True, which="both", ls=":", lw=0.5)
     ax.legend(fontsize=7, loc=legend_loc)
 
@@ -127,8 +128,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
     if rows.empty:
         raise NoData("no ok runs with a layer count (model.n_layers) and a throughput in this selection")
     platforms = sorted(set(rows["platform"]))
-    fig = _new(3.2 * len(platforms) + 0.8, 5.2)
-    axes = fig.subplots(2, len(platforms), squeeze=False, sharex="col")
+    fig, axes = _new(3.2 * len(platforms) + 0.8, 5.2, columns=len(platforms))
     colors = platform_colors(frame)
     for j, name in enumerate(platforms):
         mine = rows[rows["platform"] == name]
@@ -153,8 +153,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
         top.set_title(name, fontsize=10)
         top.grid(True, which="both", ls=":", lw=0.5)
         bottom.grid(True, ls=":", lw=0.5)
-        bottom.set_ylim(0, 1.05)
-        bottom.set_xlabel("decoder layers")
+        bottom.set(ylim=(0, 1.05), xlabel="decoder layers")
         top.legend(fontsize=6, loc="best")
         if mine["li"].isna().all():
             _note(bottom, f"no runs with LI on {name}")
@@ -169,8 +168,7 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
     rows = _ok(frame, "hidden", "allocation")
     if rows.empty:
         raise NoData("no ok runs with a hidden size and an allocation ratio (tier1.allocation_ratio) in this selection")
-    fig = _new(6.5, 4.2)
-    ax = fig.subplots()
+    fig, ax = _new(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
         face = "none" if mode == "predict" else colors[name]
@@ -193,8 +191,7 @@ def roofline(frame: pd.DataFrame) -> Figure:
             "no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
             "perf.peak_tflops, roofline.ridge_intensity) in this selection"
         )
-    fig = _new(7.5, 5.0)
-    ax = fig.subplots()
+    fig, ax = _new(7.5, 5.0)
     colors = platform_colors(frame)
     ridges = rows["peak_flops"] / rows["bandwidth"]
     lo = min(rows["intensity"].min(), ridges.min()) / 4
@@ -235,8 +232,7 @@ def scaling(frame: pd.DataFrame) -> Figure:
     rows = rows[rows["strategy"].isin(STRATEGIES)] if not rows.empty else rows
     if rows.empty:
         raise NoData("no ok runs with a parallel strategy (parallel.strategy = dp, tp or pp) in this selection")
-    fig = _new(10.5, 5.2)
-    axes = fig.subplots(2, 3, squeeze=False, sharex="col")
+    fig, axes = _new(10.5, 5.2, columns=3)
     colors = platform_colors(frame)
     for j, strategy in enumerate(STRATEGIES):
         mine = rows[rows["strategy"] == strategy]
@@ -268,8 +264,7 @@ def batch_study(frame: pd.DataFrame) -> Figure:
     rows = _platforms_with_several(_ok(frame, "batch", "throughput"), "batch")
     if rows.empty:
         raise NoData("no platform with ok runs at two or more batch sizes (run.batch_size) in this selection")
-    fig = _new(6.5, 4.2)
-    ax = fig.subplots()
+    fig, ax = _new(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
         best = _best(part, ["batch"])
@@ -286,10 +281,10 @@ def precision_study(frame: pd.DataFrame) -> Figure:
     if rows.empty:
         raise NoData("no platform with ok runs at two or more precisions (precision.name) in this selection")
     best = rows.groupby(["platform", "precision"])["throughput"].max().reset_index()
+    colors = platform_colors(frame)
     platforms = sorted(set(best["platform"]))
     precisions = sorted(set(best["precision"]))
-    fig = _new(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
-    ax = fig.subplots()
+    fig, ax = _new(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
     width = 0.8 / len(precisions)
     hatches = ("", "//", "..", "xx", "\\\\", "oo")
     for k, precision in enumerate(precisions):
@@ -301,8 +296,7 @@ def precision_study(frame: pd.DataFrame) -> Figure:
             relative = float(value.iloc[0]) / float(mine["throughput"].min())
             x, hatch = i + (k - (len(precisions) - 1) / 2) * width, hatches[k % len(hatches)]
             label = precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None
-            color = platform_colors(frame)[name]
-            bar = ax.bar(x, relative, width, color=color, hatch=hatch, edgecolor="black", label=label)
+            bar = ax.bar(x, relative, width, color=colors[name], hatch=hatch, edgecolor="black", label=label)
             ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
     ax.set_xticks(range(len(platforms)), platforms)
     ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")
@@ -317,8 +311,7 @@ def diagnosis_counts(frame: pd.DataFrame) -> Figure:
     if rows.empty:
         raise NoData("no ok runs with a bottleneck diagnosis (tag dabench.diagnosis) in this selection")
     table = rows.groupby(["platform", "diagnosis"]).size().unstack(fill_value=0)
-    fig = _new(6.5, 0.5 * len(table) + 2.2)
-    ax = fig.subplots()
+    fig, ax = _new(6.5, 0.5 * len(table) + 2.2)
     left = [0] * len(table)
     for k, label in enumerate(table.columns):
         values = table[label].tolist()

@@ -85,13 +85,13 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
             report.figures += [figures_dir / f"{spec.key}.svg", figures_dir / f"{spec.key}.png"]
             image = base64.b64encode(svg.getvalue()).decode("ascii")
         shown.append({"key": spec.key, "title": spec.title, "caption": spec.caption, "image": image, "note": note})
-    ok = frame[frame["status"] == "ok"] if not frame.empty else frame
-    diagnosed = ok[ok["diagnosis"] != ""].sort_values(["platform", "run_name"]) if not ok.empty else ok
-    failed = frame[frame["status"] != "ok"].sort_values(["platform", "run_name"]) if not frame.empty else frame
-    modes = frame["mode"].value_counts() if not frame.empty else pd.Series(dtype=int)
+    ok = frame[frame["status"] == "ok"]
+    diagnosed = ok[ok["diagnosis"] != ""].sort_values(["platform", "run_name"])
+    failed = frame[frame["status"] != "ok"].sort_values(["platform", "run_name"])
+    modes = frame["mode"].value_counts()
     links = (
         run_urls(uri, zip(frame["run_id"], frame.get("experiment", frame["run_id"]), strict=True))
-        if "run_id" in frame.columns and not frame.empty
+        if not frame.empty
         else {}
     )
     environment = jinja2.Environment(
@@ -103,7 +103,7 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
         version=__version__,
         ui_base=ui_base_url(uri),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        platforms=sorted(set(frame["platform"])) if not frame.empty else [],
+        platforms=sorted(set(frame["platform"])),
         counts={
             "total": len(frame),
             "ok": len(ok),

@@ -48,10 +48,10 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _bands(table: pd.DataFrame) -> pd.Series:
     """ "lo-hi" of each run's samples/s band (docs/perfmodel.md), None where the run has none."""
-    lo, hi = "metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi"
-    if lo not in table.columns or hi not in table.columns:
-        return pd.Series([None] * len(table), index=table.index, dtype=object)
-    low, high = pd.to_numeric(table[lo], errors="coerce"), pd.to_numeric(table[hi], errors="coerce")
+    absent = pd.Series(math.nan, index=table.index)
+    low, high = (
+        pd.to_numeric(table.get(f"metrics.throughput.samples_per_s.{e}", absent), errors="coerce") for e in ("lo", "hi")
+    )
 
     def short(v: float) -> str:
         return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
@@ -65,8 +65,6 @@ def _bands(table: pd.DataFrame) -> pd.Series:
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:
     """Runs per status: ok first, then the most frequent (ties by name)."""
-    if frame.empty:
-        return {}
     counts = {str(k): int(v) for k, v in frame["status"].value_counts().items()}
     return dict(sorted(counts.items(), key=lambda kv: (kv[0] != "ok", -kv[1], kv[0])))
 
@@ -102,11 +100,8 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
     rows = [[HEADERS.get(c, c) for c in columns]]
     rows += [[_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()]
     widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
-    lines = [head]
-    for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = [head] + ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
+    lines.insert(2, "  ".join("-" * w for w in widths))  # under the header row
     if len(table) > shown:
         lines.append(f"... {len(table) - shown} more runs in results.csv")
     return "\n".join(lines)

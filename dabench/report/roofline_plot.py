@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from dabench.metrics.roofline import RooflinePoint
-from dabench.report.svg_plot import LogLogChart
+from dabench.report.svg_plot import SI_PREFIXES, LogLogChart
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 STEP_COLOR = "#d62728"
@@ -16,10 +16,8 @@ STEP_COLOR = "#d62728"
 
 def _si(value: float, unit: str) -> str:
     """``1.23e12, 'FLOP/s'`` -> ``1.23 TFLOP/s``."""
-    for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
+    scale, prefix = next(((s, p) for s, p in SI_PREFIXES if abs(value) >= s), (1, ""))
+    return f"{value / scale:.3g} {prefix}{unit}"
 
 
 def roofline_svg(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
+SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))  #: largest first
 
 
 def _f(value: float) -> str:
@@ -55,17 +56,6 @@ def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: 
     return f"<polygon points='{points}' {style}/>"
 
 
-def _grid_line(
-    x1: float, y1: float, x2: float, y2: float, label: tuple[float, float, str, str] | None = None
-) -> list[str]:
-    """A dotted grid line and, when given as (x, y, text-anchor, text), its tick label."""
-    out = [f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' stroke='#ccc' stroke-dasharray='1,2'/>"]
-    if label is not None:
-        x, y, anchor, text = label
-        out.append(f"<text x='{_f(x)}' y='{_f(y)}' font-size='11' text-anchor='{anchor}' {FONT}>{text}</text>")
-    return out
-
-
 @dataclass
 class LogLogChart:
     """A log-log plot area of ``width`` x ``height`` pixels within margins; limits rounded out to decades."""
@@ -106,17 +96,14 @@ class LogLogChart:
         self._body.append(f"<polyline points='{points}' fill='none' stroke='black' stroke-width='2.0' {attributes}/>")
 
     def vline(self, x: float, text: str) -> None:
-        color = "grey"
-        """A dotted vertical line at data x with ``text`` written along it."""
+        """A dotted grey vertical line at data x with ``text`` written along it."""
         column = self.px(x)
-        self._body.append(
+        self._body += [
             f"<line x1='{_f(column)}' y1='{_f(self.top)}' x2='{_f(column)}' "
-            f"y2='{_f(self.top + self.height)}' stroke='{color}' stroke-dasharray='2,3'/>"
-        )
-        self._body.append(
+            f"y2='{_f(self.top + self.height)}' stroke='grey' stroke-dasharray='2,3'/>",
             f"<text x='{_f(column + 4)}' y='{_f(self.top + self.height - 6)}' font-size='10' "
-            f"fill='{color}' {FONT}>{escape(text)}</text>"
-        )
+            f"fill='grey' {FONT}>{escape(text)}</text>",
+        ]
 
     def marker(
         self, shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = ""
@@ -149,42 +136,38 @@ class LogLogChart:
             step = max(1, math.ceil(decades / 10))
             for k in range(0, decades + 1):
                 value = lo * 10**k
-                label = None
-                if horizontal:
-                    column = self.px(value)
-                    if k % step == 0:
-                        label = (column, bottom + 16, "middle", decade_label(value))
-                    out += _grid_line(column, top, column, bottom, label)
+                if horizontal:  # a dotted grid line, and every step-th one its tick label at (x, y)
+                    x1 = x2 = x = self.px(value)
+                    y1, y2, y, anchor, text = top, bottom, bottom + 16, "middle", decade_label(value)
                 else:
-                    row = self.py(value)
-                    if k % step == 0:
-                        label = (left - 6, row + 4, "end", decade_label(value, self.y_unit))
-                    out += _grid_line(left, row, right, row, label)
-        out.append(
-            f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
-            f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>"
-        )
+                    y1 = y2 = self.py(value)
+                    x1, x2, x, y, anchor, text = left, right, left - 6, y1 + 4, "end", decade_label(value, self.y_unit)
+                out.append(
+                    f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' "
+                    "stroke='#ccc' stroke-dasharray='1,2'/>"
+                )
+                if k % step == 0:
+                    out.append(
+                        f"<text x='{_f(x)}' y='{_f(y)}' font-size='11' text-anchor='{anchor}' {FONT}>{text}</text>"
+                    )
         middle = (top + bottom) / 2
-        out.append(
+        return out + [
+            f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
+            f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>",
             f"<text x='16' y='{_f(middle)}' font-size='12' text-anchor='middle' "
-            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>"
-        )
-        out.append(f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(self.title)}</text>")
-        return out
+            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>",
+            f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(self.title)}</text>",
+        ]
 
     def svg(self) -> str:
         """The whole document; points outside the axes box are clipped to it."""
         total_w = self.left + self.width + self.right
         total_h = max(self.top + self.height + self.bottom, self.top + 17 * len(self._legend) + 16)
-        clip = (
-            f"<clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
-            f"height='{_f(self.height)}'/></clipPath>"
-        )
         size = f"width='{_f(total_w)}' height='{_f(total_h)}'"
-        head = f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>"
         lines = [
-            head,
-            f"<defs>{clip}</defs>",
+            f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
+            f"<defs><clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
+            f"height='{_f(self.height)}'/></clipPath></defs>",
             f"<rect {size} fill='white'/>",
             *self._axes(),
             "<g clip-path='url(#axes)'>",

@@ -50,8 +50,7 @@ def _job_ok(job_return: Any) -> bool:
 
     if getattr(job_return, "status", None) != JobStatus.COMPLETED:
         return False
-    status = getattr(job_return.return_value, "status", None)
-    return status == "ok" if status is not None else True
+    return getattr(job_return.return_value, "status", None) in (None, "ok")  # a job without a JobOutcome: ok
 
 
 def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
@@ -60,7 +59,7 @@ def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
     status = getattr(outcome, "status", None) or ("ok" if _job_ok(job_return) else "crashed")
     value = float(outcome) if isinstance(outcome, float) else float("nan")
     figures = dict(getattr(outcome, "figures", None) or {})
-    row = {
+    return {
         "run_id": "",
         "run_name": " ".join(OmegaConf.select(config, "hydra.overrides.task") or []),
         "mlflow_status": "",
@@ -69,9 +68,8 @@ def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
         "tags.dabench.reason": getattr(outcome, "reason", "") or "",
         "tags.dabench.diagnosis": figures.pop("diagnosis", ""),
         "metrics.throughput.samples_per_s": value if status == "ok" else float("nan"),
+        **{f"metrics.{name}": number for name, number in figures.items()},  # the diagnosis popped above
     }
-    row.update({f"metrics.{name}": number for name, number in figures.items()})
-    return row
 
 
 class SweepResultsCallback(Callback):

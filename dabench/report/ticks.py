@@ -8,7 +8,7 @@ import math
 
 from matplotlib.ticker import LogFormatter
 
-_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+from dabench.report.svg_plot import SI_PREFIXES
 
 
 def plain_label(value: float, base: float = 10) -> str:
@@ -20,7 +20,7 @@ def plain_label(value: float, base: float = 10) -> str:
         if 1e-3 <= value < 1e5:
             return f"{value:.0f}" if value >= 1 else f"{value:g}"
         return f"2^{exponent}"
-    for scale, prefix in _PREFIXES:
+    for scale, prefix in SI_PREFIXES:
         if scale <= value < scale * 1000:
             return f"{value / scale:.3g}{prefix}"
     if 1e-3 <= value < 1e3:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HARDWARE = sorted(p.stem for p in (ROOT / "conf" / "hardware").glob("*.yaml"))
-HYDRAS_OWN = "import sys; sys.argv = ['dabench', *sys.argv[1:]]; from dabench.cli.run import hydra_main; hydra_main()"
+HYDRAS_OWN = "import sys; sys.argv = ['dabench', *sys.argv[1:]]; from dabench.cli.run import run_job; run_job()"
 
 
 def _page(command: list[str], tmp_path: Path) -> str:

@@ -8,19 +8,15 @@ docs/perfmodel.md, "Out-of-sample error and bands"; docs/fitting.md.
 from __future__ import annotations
 
 import json
-import sys
 
 from dabench.cli.fit.cv_text import run_cv
 from dabench.cli.fit.published import platforms, run_published
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import CHOICE, LIST, TEXT, Spec
 from dabench.config.paths import require_checkout
+from dabench.core.status import ConfigError
 from dabench.perfmodel import constants
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
-
-
-def _logs(args) -> bool:
-    return args.from_mlflow is not None and not args.no_log
 
 
 @command(
@@ -54,8 +50,7 @@ def _logs(args) -> bool:
     },
     writes={
         "source_tree": lambda args: args.write or args.from_mlflow is not None,
-        "store": _logs,
-        "artifacts": _logs,
+        **{sink: (lambda args: args.from_mlflow is not None and not args.no_log) for sink in ("store", "artifacts")},
     },
 )
 def main(args) -> int:
@@ -63,8 +58,7 @@ def main(args) -> int:
         try:
             data = constants.resolve(args.export)
         except (OSError, ValueError) as error:
-            print(f"dabench fit: {error}", file=sys.stderr)
-            return 2
+            raise ConfigError("", None, str(error)) from None
         print(json.dumps(data, indent=1))
         return 0
     if args.from_mlflow is not None:

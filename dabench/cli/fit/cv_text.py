@@ -13,6 +13,7 @@ import statistics
 import sys
 
 from dabench.cli.fit.published import fmt, platforms
+from dabench.core.status import ConfigError
 from dabench.fit import constant_set
 from dabench.fit.cv import (
     AT_BOUND,
@@ -195,17 +196,19 @@ def cv_report(data: dict) -> str:
             else "band coverage: no throughput points"
         )
         freed = entry.get("refitted_from_prior") or {}
-        for key, paths in freed.items():
-            out.append(f"refitted from its prior without {key}: {', '.join(p.split('.', 1)[1] for p in paths)}")
+        out += [
+            f"refitted from its prior without {k}: {', '.join(p.split('.', 1)[1] for p in ps)}"
+            for k, ps in freed.items()
+        ]
         tied: dict[str, list[str]] = {}
         for path, key in (entry.get("read_from_calibration") or {}).items():
             if path not in freed.get(key, ()):
                 tied.setdefault(key, []).append(path.split(".", 1)[1])
-        for key, names in tied.items():
-            out.append(
-                f"fixed from a calibration source, not refitted (that source's out-of-source error is optimistic): "
-                f"{', '.join(names)} <- {key}"
-            )
+        out += [
+            f"fixed from a calibration source, not refitted (that source's out-of-source error is optimistic): "
+            f"{', '.join(names)} <- {key}"
+            for key, names in tied.items()
+        ]
         out.append(f"band: {entry['band']['note']}")
     out += [""] + [cv_platform_line(a, e) for a, e in data["platforms"].items() if e.get("residuals")]
     out += [cv_coverage_line(data), cv_last_line(data)]
@@ -218,8 +221,7 @@ def run_cv(archs: list[str], write: bool) -> int:
     try:
         results = [cross_validate(arch, log=lambda m: print(m, file=sys.stderr, flush=True)) for arch in archs]
     except ValueError as error:
-        print(f"dabench fit: {error}", file=sys.stderr)
-        return 2
+        raise ConfigError("", None, str(error)) from None
     results = [r for r in results if r.rows]
     hardware = list(archs) + sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml") if p.stem not in archs)
     data = constant_set.build(results, nested_coverage(results), hardware)

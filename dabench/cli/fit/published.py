@@ -56,11 +56,11 @@ def table(rows: list[tuple[Point, float]]) -> str:
         f"{'point':<13} {'metric':<15} {'predicted':>10} {'published':>10} {'error':>9} {'tol':>6}  use      status",
         "-" * 84,
     ]
-    for point, value in rows:
-        lines.append(
-            f"{point.id:<13} {point.metric:<15} {fmt(value):>10} {fmt(point.published):>10} "
-            f"{err(point, value):>9} {tol(point):>6}  {point.use:<8} {status(point, value)}"
-        )
+    lines += [
+        f"{point.id:<13} {point.metric:<15} {fmt(value):>10} {fmt(point.published):>10} "
+        f"{err(point, value):>9} {tol(point):>6}  {point.use:<8} {status(point, value)}"
+        for point, value in rows
+    ]
     return "\n".join(lines)
 
 
