@@ -11,7 +11,6 @@ import html
 import io
 import json
 import math
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -190,7 +189,6 @@ def write_advice_pages(frame: pd.DataFrame, out: Path, client) -> list[Path]:
     rows = frame[frame["tags.dabench.advise"].astype(str) == "best"]
     column = "tags.dabench.advise_parent" if "tags.dabench.advise_parent" in rows.columns else "parent_run_id"
     parents = list(dict.fromkeys(str(p) for p in rows[column].dropna()))
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     pages = []
     for parent in parents:
         with tempfile.TemporaryDirectory() as tmp:
