@@ -142,8 +142,10 @@ class VendorBackend(Backend):
         memory: dict[str, float] = {}
         bottleneck = None
         for path in result.get("artifact_paths") or []:
-            report = self.parse_artifact(path)
-            if report is None:
+            try:
+                report = parse(path)
+            except ValueError as error:  # parse() turns every failure to read an artifact into one
+                log.warning("could not parse vendor artifact %s: %s", path, error)
                 continue
             if report.problems:  # a truncated or inconsistent vendor artifact is never ok
                 raise IncompleteArtifact(f"{report.source} artifact {path}: {report.reason}")
@@ -174,11 +176,3 @@ class VendorBackend(Backend):
             tags=tags,
             artifacts=[a for a in artifacts if a],
         )
-
-    @staticmethod
-    def parse_artifact(path: str):
-        try:
-            return parse(path)
-        except (ValueError, OSError, KeyError) as error:
-            log.warning("could not parse vendor artifact %s: %s", path, error)
-            return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import import_module
 from typing import Any, Callable, Mapping
 
 from dabench.core.status import ConfigError
@@ -63,6 +64,17 @@ class Platform:
     power: PowerFigure = PowerFigure(None, "unsourced", "no power figure")
     fit_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)  #: knob -> bounds a fit may move
     conf: str | None = None  #: a config folder Hydra searches for its ``hardware/<name>.yaml`` (packages)
+
+
+def imported(module: str, name: str | None = None) -> Callable[[], Any]:
+    """A part imported on first call: the getter of ``module`` (or of its attribute ``name``), for a
+    record whose part needs torch, a vendor SDK or the model code."""
+
+    def get():
+        found = import_module(module)
+        return getattr(found, name) if name else found
+
+    return get
 
 
 _UNKNOWN = Platform("")  #: what an unknown arch is asked for: no parts, no special case

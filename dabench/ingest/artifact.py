@@ -113,15 +113,11 @@ class ArtifactReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``python -m dabench ingest`` prints."""
-        subtasks = []
-        for s in self.subtasks:
-            entry: dict[str, Any] = {"name": s.name}
-            for key in ("time_s", "rate", "cycles", "group", "utilization"):
-                value = getattr(s, key)
-                if value is not None:
-                    entry[key] = value
-            entry["units"] = s.units
-            subtasks.append(entry)
+        optional = ("time_s", "rate", "cycles", "group", "utilization")
+        subtasks = [
+            {"name": s.name, **{k: getattr(s, k) for k in optional if getattr(s, k) is not None}, "units": s.units}
+            for s in self.subtasks
+        ]
         out: dict[str, Any] = {
             "status": self.status,
             "source": self.source,
@@ -137,10 +133,8 @@ class ArtifactReport:
         if self.load_imbalance_basis:
             out["load_imbalance_basis"] = self.load_imbalance_basis
         out["config"] = self.stated.to_dict()
-        for key in ("problems", "skipped", "phases_s", "info", "details", "notes"):
-            value = getattr(self, key)
-            if value:
-                out[key] = value
+        shown = ("problems", "skipped", "phases_s", "info", "details", "notes")  # when not empty
+        out.update({k: getattr(self, k) for k in shown if getattr(self, k)})
         return out
 
     def to_profile(

@@ -60,9 +60,7 @@ class StatedConfig:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"stated": dict(self.values), "missing": list(self.missing)}
-        for key in ("sources", "system", "notes"):
-            if getattr(self, key):
-                out[key] = getattr(self, key)
+        out.update({key: getattr(self, key) for key in ("sources", "system", "notes") if getattr(self, key)})
         return out
 
 

@@ -93,12 +93,8 @@ def _parse_checked_folder(folder: Path) -> ArtifactReport:
 
 def _parse_detected(fmt: str, target: Path) -> ArtifactReport:
     try:
-        return _parse_format(fmt, target)
+        return next(p.ingest() for p in registry().values() if fmt in p.formats).parse(fmt, target)
     except _BAD_INPUT as error:
         if isinstance(error, ValueError) and str(target) in str(error):  # a parser's own refusal
             raise
         raise ValueError(f"{target}: not a readable {fmt} artifact ({type(error).__name__}: {error})") from None
-
-
-def _parse_format(fmt: str, target: Path) -> ArtifactReport:
-    return next(p.ingest() for p in registry().values() if fmt in p.formats).parse(fmt, target)

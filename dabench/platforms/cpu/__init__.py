@@ -3,7 +3,7 @@ ceilings, measured with torch (backend.py); knobs in knobs.py."""
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure
+from dabench.core.platforms import Platform, PowerFigure, imported
 from dabench.host.info import cpu_model
 
 
@@ -13,23 +13,11 @@ def predict(rc, graph, ceilings):
     return predict(rc, graph, ceilings)
 
 
-def cpu():
-    from dabench.platforms.cpu.backend import CpuBackend
-
-    return CpuBackend
-
-
-def options():
-    from dabench.platforms.cpu.knobs import CpuKnobs
-
-    return CpuKnobs
-
-
 PLATFORM = Platform(
     "cpu",
     predict,
-    {"cpu": cpu},
-    options,
+    {"cpu": imported("dabench.platforms.cpu.backend", "CpuBackend")},
+    imported("dabench.platforms.cpu.knobs", "CpuKnobs"),
     host_backends=("cpu",),
     host_cpu=True,
     device_name=cpu_model,

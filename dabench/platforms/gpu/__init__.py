@@ -4,7 +4,7 @@ the family): the shared roofline device model (perfmodel/device.py), measured wi
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure
+from dabench.core.platforms import Platform, PowerFigure, imported
 from dabench.host.info import cuda_device_name
 
 
@@ -12,18 +12,6 @@ def predict(rc, graph, ceilings):
     from dabench.perfmodel.device import predict
 
     return predict(rc, graph, ceilings)
-
-
-def cuda():
-    from dabench.platforms.gpu.backend import CudaBackend
-
-    return CudaBackend
-
-
-def options():
-    from dabench.platforms.gpu.knobs import CudaKnobs
-
-    return CudaKnobs
 
 
 def shape_space(space, args, config, chips):
@@ -35,8 +23,8 @@ def shape_space(space, args, config, chips):
 PLATFORM = Platform(
     "cuda",
     predict,
-    {"cuda": cuda},
-    options,
+    {"cuda": imported("dabench.platforms.gpu.backend", "CudaBackend")},
+    imported("dabench.platforms.gpu.knobs", "CudaKnobs"),
     tf32=True,
     generations=True,
     device_name=cuda_device_name,

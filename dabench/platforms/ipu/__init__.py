@@ -4,31 +4,13 @@ export.py, backend.py), PopVision parser (ingest.py), placement space (space.py)
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure
+from dabench.core.platforms import Platform, PowerFigure, imported
 
 
 def predict(rc, graph, ceilings):
     from dabench.platforms.ipu.model import predict
 
     return predict(rc, graph, ceilings)
-
-
-def poptorch():
-    from dabench.platforms.ipu.backend import PoptorchBackend
-
-    return PoptorchBackend
-
-
-def options():
-    from dabench.platforms.ipu.knobs import IpuOptions
-
-    return IpuOptions
-
-
-def parser():
-    from dabench.platforms.ipu import ingest
-
-    return ingest
 
 
 def shape_space(space, args, config, chips):
@@ -40,9 +22,9 @@ def shape_space(space, args, config, chips):
 PLATFORM = Platform(
     "ipu",
     predict,
-    {"poptorch": poptorch},
-    options,
-    ingest=parser,
+    {"poptorch": imported("dabench.platforms.ipu.backend", "PoptorchBackend")},
+    imported("dabench.platforms.ipu.knobs", "IpuOptions"),
+    ingest=imported("dabench.platforms.ipu.ingest"),
     formats=("popvision_json",),
     pipeline_grad_accum=True,
     sweep="ipu_deploy",

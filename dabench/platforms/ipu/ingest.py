@@ -90,10 +90,6 @@ def parse_popvision(data: dict[str, Any], path: str | None = None) -> ArtifactRe
     return report
 
 
-def parse_popvision_file(path: str | Path) -> ArtifactReport:
-    return parse_popvision(json.loads(Path(path).read_text()), str(path))
-
-
 LOOKS_FOR = "a dabench PopVision JSON"
 
 
@@ -111,4 +107,4 @@ def detect(path: Path) -> tuple[str, Path] | None:
 
 
 def parse(fmt: str, target: Path) -> ArtifactReport:
-    return parse_popvision_file(target)
+    return parse_popvision(json.loads(target.read_text()), str(target))

@@ -4,31 +4,13 @@ backend.py), compile-folder and SambaTune parser (ingest.py), deployment space (
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure
+from dabench.core.platforms import Platform, PowerFigure, imported
 
 
 def predict(rc, graph, ceilings):
     from dabench.platforms.rdu.model import predict
 
     return predict(rc, graph, ceilings)
-
-
-def sambaflow():
-    from dabench.platforms.rdu.backend import SambaflowBackend
-
-    return SambaflowBackend
-
-
-def options():
-    from dabench.platforms.rdu.knobs import RduOptions
-
-    return RduOptions
-
-
-def parser():
-    from dabench.platforms.rdu import ingest
-
-    return ingest
 
 
 def shape_space(space, args, config, chips):
@@ -40,9 +22,9 @@ def shape_space(space, args, config, chips):
 PLATFORM = Platform(
     "rdu",
     predict,
-    {"sambaflow": sambaflow},
-    options,
-    ingest=parser,
+    {"sambaflow": imported("dabench.platforms.rdu.backend", "SambaflowBackend")},
+    imported("dabench.platforms.rdu.knobs", "RduOptions"),
+    ingest=imported("dabench.platforms.rdu.ingest"),
     formats=("sambaflow_compile", "sambatune_section_report"),
     sweep="rdu_deploy",
     tiles_per_chip=8,

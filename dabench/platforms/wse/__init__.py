@@ -4,31 +4,13 @@ appliance-run parser (ingest.py), deployment space (space.py), knobs (knobs.py).
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure
+from dabench.core.platforms import Platform, PowerFigure, imported
 
 
 def predict(rc, graph, ceilings):
     from dabench.platforms.wse.model import predict
 
     return predict(rc, graph, ceilings)
-
-
-def cstorch():
-    from dabench.platforms.wse import backend
-
-    return backend
-
-
-def options():
-    from dabench.platforms.wse.knobs import Wse2Knobs
-
-    return Wse2Knobs
-
-
-def parser():
-    from dabench.platforms.wse import ingest
-
-    return ingest
 
 
 def shape_space(space, args, config, chips):
@@ -40,10 +22,13 @@ def shape_space(space, args, config, chips):
 PLATFORM = Platform(
     "wse2",
     predict,
-    {"cstorch": lambda: cstorch().CstorchBackend, "cstorch_cpu": lambda: cstorch().CstorchCpuBackend},
-    options,
+    {
+        "cstorch": imported("dabench.platforms.wse.backend", "CstorchBackend"),
+        "cstorch_cpu": imported("dabench.platforms.wse.backend", "CstorchCpuBackend"),
+    },
+    imported("dabench.platforms.wse.knobs", "Wse2Knobs"),
     host_backends=("cstorch_cpu",),
-    ingest=parser,
+    ingest=imported("dabench.platforms.wse.ingest"),
     formats=("cerebras_compile_report", "cerebras_appliance_run"),
     mode_keys=("hardware.options.execution_mode",),
     sweep="wse2_deploy",

@@ -33,10 +33,7 @@ _TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 
 def kernel_class(name: str) -> str:
     """The class of a top-level kernel name: attention, fc, embedding, loss, norm or other."""
-    for cls, pattern in KERNEL_CLASSES:
-        if pattern.match(name):
-            return cls
-    return "other"
+    return next((cls for cls, pattern in KERNEL_CLASSES if pattern.match(name)), "other")
 
 
 def _number(cell: str) -> float | None:

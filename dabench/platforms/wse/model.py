@@ -119,14 +119,10 @@ _KINDS: dict[tuple, list[KernelKind]] = {}
 def kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float = 1.0) -> list[KernelKind]:
     key = (graph.model, graph.batch_size, graph.precision, bwd_weight, tuple(sorted(rates.items())))
     kinds = _KINDS.get(key)
-    if kinds is None:
-        if len(_KINDS) >= 512:
-            _KINDS.clear()
-        kinds = _KINDS[key] = _kernel_kinds(graph, rates, bwd_weight)
-    return kinds
-
-
-def _kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float) -> list[KernelKind]:
+    if kinds is not None:
+        return kinds
+    if len(_KINDS) >= 512:
+        _KINDS.clear()
     b = graph.batch_size
 
     def kind(name: str, count: int, g: list[float]) -> KernelKind:
@@ -137,6 +133,7 @@ def _kernel_kinds(graph: OpGraph, rates: dict[str, float], bwd_weight: float) ->
         block = _groups(graph.layer("block.0"), b, bwd_weight, rates)
         kinds += [kind(name, graph.model.n_layers, block[name]) for name in ("attention", "fc_in", "fc_out")]
     kinds.append(kind("mlm_loss", 1, _groups(graph.layer("head"), b, bwd_weight, rates)["head"]))
+    _KINDS[key] = kinds
     return kinds
 
 
