@@ -60,7 +60,8 @@ def test_an_installed_platform_runs_shows_and_checks_its_options(installed, tmp_
     assert typo.returncode == 2 and "did you mean hardware.options.efficiency?" in typo.stderr
     unknown = dabench(tmp_path, toy, "hardware=toyy")
     assert unknown.returncode == 2 and "did you mean toy?" in unknown.stderr and "rdu, toy, wse2" in unknown.stderr
-    assert "cuda_h100, ipu, rdu, toy, wse2" in dabench(tmp_path, toy, "--help").stdout
+    hardware = [line for line in dabench(tmp_path, toy, "--help").stdout.splitlines() if line.startswith("hardware:")]
+    assert hardware and "toy" in hardware[0].split(": ", 1)[1].split(", ")
 
 
 @pytest.mark.slow
@@ -80,4 +81,6 @@ def test_a_broken_or_clashing_plugin_is_one_line_and_the_others_work(installed, 
     assert "broken = bad_platforms.broken:PLATFORM" in lines[0] and "ModuleNotFoundError" in lines[0]
     assert "cpu = bad_platforms:CLASH" in lines[1] and "'cpu' is taken" in lines[1]
     listed = dabench(tmp_path, [installed["toy"], installed["bad"]], "advise", "model=tiny", "tokens=1B", "platforms=x")
-    assert "cpu, cuda, wse2, rdu, ipu, toy" in listed.stderr and "broken" not in listed.stderr.split("platforms=x")[-1]
+    refusal = listed.stderr.splitlines()[-1]  # the valid names: every platform that loaded, none that did not
+    assert listed.returncode == 2 and "=x: must be one of cpu, cuda, wse2, rdu, ipu, toy" in refusal
+    assert "broken" not in refusal
