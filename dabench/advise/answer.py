@@ -298,19 +298,21 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
         if r["status"] != "ok":
             out.append(f"   none fits: {r['reason']}")
             continue
-        out.append(f"   predict: {r['command']}")
-        out.append(f"   measure: {r['measure_command']}")
-        out.append(f"   why: {r['diagnosis']}: {r['diagnosis_reason']}")
-        out.append(f"   power: {r['power_source']}")
+        out += [
+            f"   predict: {r['command']}",
+            f"   measure: {r['measure_command']}",
+            f"   why: {r['diagnosis']}: {r['diagnosis_reason']}",
+            f"   power: {r['power_source']}",
+        ]
         if r["excluded_points"]:
             out.append(f"   calibration points the model does not cover: {r['excluded_points']}")
     if len(set(advice.request.objectives) & {"time", "energy"}) == 2:
         front = [p for p in search_rows(advice) if p["pareto"]]
-        out.append("")
-        out.append(
+        out += [
+            "",
             f"time vs energy Pareto set (PREDICTED time, ESTIMATED energy; platforms with a sourced power figure): "
-            f"{len(front)} deployments"
-        )
+            f"{len(front)} deployments",
+        ]
         for p in sorted(front, key=lambda p: p["time_to_train_s"]):
             out.append(
                 f"   {p['platform']:<5} {E.human_time(p['time_to_train_s']):>9}  {_num(p['energy_kwh'])} kWh  "

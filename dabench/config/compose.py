@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from dabench.config.paths import CONF_DIR
 
@@ -58,7 +58,9 @@ def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:
 
 
 class Composer:
-    """``compose(job)`` == :func:`compose_full`, composing each set of group choices once."""
+    """``compose(job)`` == :func:`compose_full`, composing each set of group choices once. A subclass
+    gives another full composition (:meth:`_full`: Hydra's own, hydra node included, for the ``-m``
+    sweeper) and its way of setting the plain values on a copy of a base (:meth:`_apply`)."""
 
     def __init__(self) -> None:
         self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -66,8 +68,7 @@ class Composer:
         self._parsed: dict[str, Any] = {}
         self.full_compositions = 0  #: jobs composed by Hydra in full (the shortcut did not apply)
 
-    @staticmethod
-    def _settable(override, base: dict[str, Any]) -> bool:
+    def _settable(self, override, base: Mapping[str, Any]) -> bool:
         """Whether Hydra's effect of ``override`` on ``base`` is a plain set: ``a.b=``/``+a.b=``/``++a.b=``
         as Hydra allows them, under an existing mapping, of a value without mapping or interpolation."""
         if override.is_delete() or override.is_sweep_override():
@@ -81,10 +82,10 @@ class Composer:
         node: Any = base
         *parents, leaf = key.split(".")
         for part in parents:
-            if not isinstance(node, dict) or part not in node:
+            if not isinstance(node, Mapping) or part not in node:
                 return False
             node = node[part]
-        if not isinstance(node, dict) or isinstance(node.get(leaf), dict):
+        if not isinstance(node, Mapping) or isinstance(node.get(leaf), Mapping):
             return False
         if override.is_force_add():
             return True
@@ -106,23 +107,11 @@ class Composer:
             out.append(parsed)
         return out
 
-    def compose(self, job: Sequence[str]) -> dict[str, Any]:
-        parsed = self._parse(job)
-        if any(o.key_or_group.startswith("hydra.") for o in parsed):
-            self.full_compositions += 1
-            return compose_full(list(job))
-        groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
-        values = [o for o in parsed if "." in o.key_or_group]
-        base = self._bases.get(groups)
-        if base is None:
-            base = compose_full(list(groups))
-            if len(self._bases) >= MAX_BASES:
-                self._bases.pop(next(iter(self._bases)))
-            self._bases[groups] = base
-        if not all(self._settable(o, base) for o in values):
-            self.full_compositions += 1
-            return compose_full(list(job))
-        out = copy.deepcopy(base)
+    def _full(self, overrides: list[str]) -> Any:
+        return compose_full(overrides)
+
+    def _apply(self, out: Any, values: list, parsed: list) -> Any:
+        """``out`` (a copy of a base) with the plain ``values`` overrides set."""
         for o in values:
             *parents, leaf = o.key_or_group.split(".")
             node = out
@@ -130,6 +119,24 @@ class Composer:
                 node = node[part]
             node[leaf] = o.value()
         return out
+
+    def compose(self, job: Sequence[str]) -> Any:
+        parsed = self._parse(job)
+        if any(o.key_or_group.startswith("hydra.") for o in parsed):
+            self.full_compositions += 1
+            return self._full(list(job))
+        groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
+        values = [o for o in parsed if "." in o.key_or_group]
+        base = self._bases.get(groups)
+        if base is None:
+            base = self._full(list(groups))
+            if len(self._bases) >= MAX_BASES:
+                self._bases.pop(next(iter(self._bases)))
+            self._bases[groups] = base
+        if not all(self._settable(o, base) for o in values):
+            self.full_compositions += 1
+            return self._full(list(job))
+        return self._apply(copy.deepcopy(base), values, parsed)
 
 
 _composer = Composer()

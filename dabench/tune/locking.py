@@ -7,6 +7,7 @@ released when its connection closes or its process dies, so a SIGKILL never leav
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 from typing import Iterator
@@ -18,17 +19,15 @@ log = logging.getLogger(__name__)
 
 #: how long a worker waits for the lock before giving up (seconds)
 LOCK_TIMEOUT_S = 120.0
-_engines: dict[str, object] = {}
 _warned: set[str] = set()
 
 
+@functools.cache
 def _engine(url: str):
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
 
-    if url not in _engines:
-        _engines[url] = create_engine(url, poolclass=NullPool)
-    return _engines[url]
+    return create_engine(url, poolclass=NullPool)
 
 
 @contextlib.contextmanager

@@ -16,14 +16,13 @@ import optuna
 import yaml
 
 from dabench.core.status import Status
-from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import write_text
 from dabench.tracking.lifecycle import ParentRun
 from dabench.tracking.redact import redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
 from dabench.tune.best import StudySummary
 from dabench.tune.plots import plot_history, plot_importance
-from dabench.tune.study import fresh_trials
+from dabench.tune.study import fresh_trials, owner_gone
 
 log = logging.getLogger(__name__)
 
@@ -32,18 +31,10 @@ PARENT_URI_ATTR = "dabench.mlflow_tracking_uri"
 PARENT_OWNER_ATTR = "dabench.mlflow_parent_owner"  #: "host:pid" of the sweep that holds it
 
 
-def _same_store(recorded: str | None, uri: str) -> bool:
-    """Whether the study's recorded tracking URI (masked; unmasked from older versions) is ``uri``."""
-    return recorded is not None and recorded in (uri, redact_uri(uri))
-
-
 def _owner_gone(owner: str | None) -> bool:
-    if not owner or ":" not in owner:
-        return False
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    return not pid_alive(int(pid))
+    """Whether the sweep ``host:pid`` that holds the parent is a process of this host that no longer runs."""
+    host, _, pid = (owner or "").rpartition(":")
+    return pid.isdigit() and owner_gone({"host": host, "pid": int(pid)})
 
 
 def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, lock) -> ParentRun:
@@ -54,7 +45,8 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
     client, _ = client_and_experiment(uri, experiment)
     with lock():
         attrs = study._storage.get_study_user_attrs(study._study_id)
-        found = attrs.get(PARENT_ATTR) if _same_store(attrs.get(PARENT_URI_ATTR), uri) else None
+        # the recorded tracking URI is masked (unmasked by older versions)
+        found = attrs.get(PARENT_ATTR) if attrs.get(PARENT_URI_ATTR) in (uri, redact_uri(uri)) else None
         parent = ParentRun.adopt(client, found, uri, experiment) if found else None
         if parent is None:
             parent = ParentRun.start(

@@ -108,10 +108,8 @@ def distribution_values(distribution: BaseDistribution, key: str = "?") -> list[
     d = distribution
     if isinstance(d, CategoricalDistribution):
         return list(d.choices)
-    if isinstance(d, IntDistribution) and not d.log:
-        return list(range(d.low, d.high + 1, d.step))
     if isinstance(d, IntDistribution):
-        return list(range(d.low, d.high + 1))
+        return list(range(d.low, d.high + 1, 1 if d.log else d.step))
     if isinstance(d, FloatDistribution) and d.step is not None:
         n = int(round((d.high - d.low) / d.step))
         return [d.low + i * d.step for i in range(n + 1)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import optuna
 
 from dabench.core.status import ConfigError, DabenchError, Status, is_ok
-from dabench.pipeline.preflight import check_store, check_study_storage, format_problems
+from dabench.pipeline.preflight import check_store, check_study_storage, cpu_cores, format_problems
 from dabench.report.results import record_sweep_results
 from dabench.report.sweep_callback import current as sweep_progress
 from dabench.runtime import interrupts
@@ -88,7 +87,7 @@ def batch_size(settings: SweepSettings, jobs: SweepJobs) -> int:
     its jobs here (submitit local, joblib), unless ``allow_oversubscribe``."""
     if settings.allow_oversubscribe or jobs.launcher not in LOCAL_LAUNCHERS:
         return settings.n_jobs
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = cpu_cores()
     cap = max(1, cores // max(1, int(jobs.cpus_per_task)))
     if settings.n_jobs > cap:
         log.warning(

@@ -1,6 +1,7 @@
 """dabench's default ``-m`` sweeper: Hydra's BasicSweeper (same ``params``, ``max_batch_size``),
-composing one job per *shape* where Hydra composed every job twice; stored under Hydra's own name
-``hydra/sweeper/basic``, so a config that picks another sweeper is unaffected (docs/architecture.md).
+composing each set of group choices once (dabench.config.compose's cache) where Hydra composed every
+job twice; stored under Hydra's own name ``hydra/sweeper/basic``, so a config that picks another
+sweeper is unaffected (docs/architecture.md).
 """
 
 from dataclasses import dataclass

@@ -128,7 +128,7 @@ def test_grid_under_a_given_parent_and_with_tracking_off(isolated_env):
 def test_default_sweeper_composes_one_job_per_shape():
     from hydra.core.plugins import Plugins
 
-    from hydra_plugins.dabench_basic_sweeper.cached_loader import representatives, shape
+    from hydra_plugins.dabench_basic_sweeper.sweeper import representatives, shape
 
     batch = [["model=gpt2_test", f"run.batch_size={b}", f'parallel.placement="0 {n}"'] for b in (1, 2) for n in (4, 6)]
     batch.append(["model=gpt2_small", "run.batch_size=1", 'parallel.placement="0 4"'])
