@@ -35,32 +35,24 @@ def check(point: str, path: str | os.PathLike | None = None) -> None:
         return
     _calls[point] = _calls.get(point, 0) + 1
     for arg in args:
-        if arg == "count":
-            continue
-        if arg.startswith("hold") or arg.startswith("wait"):
-            _, _, nth = arg.partition("@")
+        kind, _, nth = arg.partition("@")  # KIND fires at every call, KIND@N at the N-th (hold, wait: the first)
+        if kind in ("hold", "wait"):
             if _calls[point] == int(nth or 1):
-                _arrive(point, hold=arg.startswith("hold"))
-        elif arg.partition("@")[0] == "kill":
-            if _nth(arg, _calls[point]):
+                _arrive(point, hold=kind == "hold")
+        elif kind == "kill":
+            if not nth or _calls[point] == int(nth):
                 os.kill(os.getpid(), signal.SIGKILL)
-        elif arg.startswith("E") and hasattr(_errno, arg.partition("@")[0]):
-            if _nth(arg, _calls[point]):
-                code = getattr(_errno, arg.partition("@")[0])
+        elif kind.startswith("E") and hasattr(_errno, kind):
+            if not nth or _calls[point] == int(nth):
+                code = getattr(_errno, kind)
                 raise OSError(code, f"{os.strerror(code)} (fault injected at {point})", str(path) if path else None)
-        else:
+        elif arg != "count":
             raise InjectedFault(f"fault injected at {point}: the tracking store is unreachable")
 
 
 def counts() -> dict[str, int]:
     """Calls of each armed point so far in this process."""
     return dict(_calls)
-
-
-def _nth(arg: str, count: int) -> bool:
-    """``arg`` (``KIND`` or ``KIND@N``) fires at this call (the ``count``-th at its point)."""
-    _, at, nth = arg.partition("@")
-    return not at or count == int(nth)
 
 
 RANK_FAULT_KINDS = ("kill", "raise", "hang")

@@ -64,14 +64,10 @@ def _exit_now(signum: int, frame) -> None:
     os._exit(128 + signum)
 
 
-def _arm_second(signum: int) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):
+def _raise(signum: int, frame) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the next signal exits at once
         if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _exit_now)
-
-
-def _raise(signum: int, frame) -> None:
-    _arm_second(signum)
     raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt
 
 

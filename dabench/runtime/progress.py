@@ -51,14 +51,14 @@ def eta_seconds(elapsed_s: float, done: int, total: int) -> float | None:
 
 
 class _Line:
-    """One progress line: a tqdm bar (TTY) or throttled plain lines."""
+    """One progress line: a tqdm bar (TTY) or throttled plain lines; the base of both kinds of progress."""
 
     def __init__(self, total: int, desc: str, unit: str, stream: TextIO | None = None, mode: str | None = None):
         self.stream = stream or sys.stderr
         self.mode = mode or style(self.stream)
         self.total, self.desc, self.unit = total, desc, unit
-        self.start = time.monotonic()
-        self.last_line = self.last_draw = self.start
+        self.started = time.monotonic()
+        self.last_line = self.last_draw = self.started
         self.bar = None
         if self.mode == "bar":
             import shutil
@@ -99,7 +99,7 @@ class _Line:
             print(text(), file=self.stream, flush=True)
 
     def set_total(self, total: int) -> None:
-        self.total = total
+        self.total = int(total)
         if self.bar is not None:
             self.bar.total = total
 
@@ -113,7 +113,7 @@ class _Line:
             self.bar = None
 
 
-class SweepProgress:
+class SweepProgress(_Line):
     """done/total jobs, ok/failed, ETA: ``finished(ok)`` after each job, ``close()`` at the end."""
 
     def __init__(
@@ -124,12 +124,11 @@ class SweepProgress:
         stream: TextIO | None = None,
         mode: str | None = None,
     ):
-        self.total, self.unit, self.desc = int(total), unit, desc
+        super().__init__(int(total), desc, unit, stream, mode)
         self.done = self.ok = self.failed = 0
-        self.line = _Line(self.total, desc, unit, stream, mode)
 
     def text(self) -> str:
-        elapsed = time.monotonic() - self.line.start
+        elapsed = time.monotonic() - self.started
         eta = eta_seconds(elapsed, self.done, self.total)
         left = "" if eta is None else f", ETA {duration(eta)}"
         return (
@@ -137,13 +136,9 @@ class SweepProgress:
             f"{duration(elapsed)} elapsed{left}"
         )
 
-    def set_total(self, total: int) -> None:
-        self.total = int(total)
-        self.line.set_total(self.total)
-
     def before_job(self) -> None:
         """Clear a bar before a job writes its own lines (it is redrawn when the job ends)."""
-        self.line.clear()
+        self.clear()
 
     def finished(self, ok: bool) -> None:
         self.done += 1
@@ -151,12 +146,9 @@ class SweepProgress:
             self.ok += 1
         else:
             self.failed += 1
-        self.line.show(
+        self.show(
             self.done, f"{self.ok} ok, {self.failed} failed", self.text, force=self.done == 1 or self.done >= self.total
         )
-
-    def close(self) -> None:
-        self.line.close()
 
 
 def cheaper_command(argv: list[str] | None = None) -> str:
@@ -169,7 +161,7 @@ def cheaper_command(argv: list[str] | None = None) -> str:
 EARLY_STOP = 2.0
 
 
-class StepProgress:
+class StepProgress(_Line):
     """The steps of one measured run: ``step()`` after each step, outside any timed interval."""
 
     def __init__(
@@ -182,30 +174,26 @@ class StepProgress:
         estimate_after: int = 1,
         limit_s: float | None = None,
     ):
-        self.label, self.steps, self.reason = label, max(1, int(steps)), reason
+        super().__init__(max(1, int(steps)), label, "steps", stream, mode)
+        self.reason = reason
         self.limit_s = limit_s
         self.done = 0
         self.phase = "warm-up"
         self.estimate_after = max(1, int(estimate_after))
         self.estimated_s: float | None = None
-        self.stream = stream or sys.stderr
-        self.mode = mode or style(self.stream)
-        self.started = time.monotonic()
-        self.line = _Line(self.steps, label, "steps", self.stream, self.mode)
 
     def estimate(self) -> float | None:
         """Seconds the whole run takes at the pace so far."""
         if self.done <= 0:
             return None
-        return (time.monotonic() - self.started) / self.done * self.steps
+        return (time.monotonic() - self.started) / self.done * self.total
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
 
     def add_steps(self, steps: int) -> None:
         """``steps`` more to take (a timed window measured again)."""
-        self.steps += int(steps)
-        self.line.set_total(self.steps)
+        self.set_total(self.total + int(steps))
 
     def step(self) -> None:
         self.done += 1
@@ -214,11 +202,11 @@ class StepProgress:
             self._announce()
         if self.done == self.estimate_after and self.estimated_s is None:
             self._announce()
-        self.line.show(self.done, self.phase, self.text)
+        self.show(self.done, self.phase, self.text)
 
     def text(self) -> str:
-        left = eta_seconds(time.monotonic() - self.started, self.done, self.steps)
-        return f"{self.label}: {self.phase} step {self.done}/{self.steps}" + (
+        left = eta_seconds(time.monotonic() - self.started, self.done, self.total)
+        return f"{self.desc}: {self.phase} step {self.done}/{self.total}" + (
             "" if left is None else f", about {duration(left)} left"
         )
 
@@ -229,19 +217,16 @@ class StepProgress:
         why = f" ({self.reason})" if self.reason else ""
         if self.limit_s is not None and self.estimated_s > self.limit_s:
             raise RunTimeout(
-                f"{self.label}: stopped after {self.done} of {self.steps} steps: it would take about "
+                f"{self.desc}: stopped after {self.done} of {self.total} steps: it would take about "
                 f"{duration(self.estimated_s)}{why}, more than run.max_minutes={self.limit_s / 60:g}; "
                 f"cheaper: {cheaper_command()} (or fewer run.timed_steps, a smaller model, "
                 "or a larger run.max_minutes)"
             )
         if self.estimated_s > LONG_RUN_S:
             message = (
-                f"{self.label}: this measured run will take about {duration(self.estimated_s)}{why}, "
-                f"estimated from its first {self.done} step(s) of {self.steps}; fewer run.timed_steps / "
+                f"{self.desc}: this measured run will take about {duration(self.estimated_s)}{why}, "
+                f"estimated from its first {self.done} step(s) of {self.total}; fewer run.timed_steps / "
                 "run.warmup_steps, a smaller model or hardware.mode=predict are quicker"
             )
-            self.line.clear()
+            self.clear()
             log.warning("%s", message)
-
-    def close(self) -> None:
-        self.line.close()

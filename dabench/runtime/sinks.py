@@ -180,8 +180,6 @@ def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> 
         except BaseException:
             _unlink(tmp)
             raise
-    except SinkError:
-        raise
     except OSError as error:
         raise SinkError(name, path, error) from error
     return path

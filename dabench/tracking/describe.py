@@ -15,6 +15,12 @@ from dabench.host.validation import SOURCE
 from dabench.tracking.redact import redact_override, redact_text
 
 NOTE_TAG = "mlflow.note.content"
+#: the tier-1 metrics a summary line shows when the run has them, and how
+_TIER1_SHOWN = (
+    ("tier1.compute_efficiency", "compute eff {:.1%}"),
+    ("tier1.allocation_ratio", "alloc {:.1%}"),
+    ("tier1.load_imbalance", "LI {:.2f}"),
+)
 
 
 def summary_line(result: RunResult, name: str) -> str:
@@ -34,12 +40,7 @@ def summary_line(result: RunResult, name: str) -> str:
         f"{m['throughput.tokens_per_s']:,.0f} tokens/s",
         f"step {m['step_time.median_s'] * 1e3:,.2f} ms",
     ]
-    if "tier1.compute_efficiency" in m:
-        parts.append(f"compute eff {m['tier1.compute_efficiency']:.1%}")
-    if "tier1.allocation_ratio" in m:
-        parts.append(f"alloc {m['tier1.allocation_ratio']:.1%}")
-    if "tier1.load_imbalance" in m:
-        parts.append(f"LI {m['tier1.load_imbalance']:.2f}")
+    parts += [shown.format(m[key]) for key, shown in _TIER1_SHOWN if key in m]
     if "predict.rel_error.samples_per_s" in m:
         error = f"prediction error {m['predict.rel_error.samples_per_s']:+.1%}"
         if "predict.throughput.samples_per_s.lo" in m:

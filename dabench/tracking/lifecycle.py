@@ -263,17 +263,16 @@ class ParentRun(RecordedRun):
         if self.closed:
             return {}
         status, counts = parse(status), {}
-        if self.offline is None:
-            try:
-                if outcomes is None:
-                    counts = log_child_counts(self.client, self.run_id, outbox.waiting_runs(self.run_id))
-                else:
-                    counts, metrics = child_metrics(outcomes)
-                    write_batch(self.client, self.run_id, metrics=metrics)
-            except Exception as error:
-                if not self.go_offline(error):
-                    raise
-        if self.offline is not None:
+
+        def write() -> None:
+            nonlocal counts
+            if outcomes is None:
+                counts = log_child_counts(self.client, self.run_id, outbox.waiting_runs(self.run_id))
+            else:
+                counts, metrics = child_metrics(outcomes)
+                write_batch(self.client, self.run_id, metrics=metrics)
+
+        if not self._online(write):
             self.offline.data["recount_children"] = True
         if status is not Status.OK:  # the parent names why it ended early
             self.status_tags = True
@@ -294,15 +293,9 @@ class ParentRun(RecordedRun):
         if error is None:
             self.finish()
         elif isinstance(error, Exception):
-            self._finish_quietly(error_status(error), f"{type(error).__name__}: {error}")
+            quietly(self.finish, self, error_status(error), f"{type(error).__name__}: {error}")
         else:  # KeyboardInterrupt (Ctrl-C, SIGTERM), SystemExit: how far it came
-            self._finish_quietly(Status.INTERRUPTED, "")
-
-    def _finish_quietly(self, status: Status, reason: str) -> None:
-        try:
-            self.finish(status, reason)
-        except Exception as error:  # a failure to record must not hide the error
-            log.warning("could not close MLflow parent run %s as %s: %s", self.run_id, status.value, error)
+            quietly(self.finish, self, Status.INTERRUPTED, "")
 
 
 @contextmanager
@@ -321,10 +314,13 @@ def recorded_run(
     try:
         yield run
     except Exception as error:
-        _close_quietly(run, error_status(error), f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}")
+        run.status_tags = True
+        reason = f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}"
+        quietly(run.close, run, error_status(error), reason)
         raise
     except BaseException as error:  # KeyboardInterrupt (Ctrl-C, SIGTERM: dabench/runtime/interrupts.py), SystemExit
-        _close_quietly(run, Status.INTERRUPTED, interrupt_reason(error))
+        run.status_tags = True
+        quietly(run.close, run, Status.INTERRUPTED, interrupt_reason(error))
         if isinstance(error, KeyboardInterrupt):
             interrupts.note(f"run {run.run_id} recorded interrupted ({'KILLED' if run.closed else 'left RUNNING'})")
         raise
@@ -364,12 +360,11 @@ def interrupt_reason(error: BaseException) -> str:
     return f"{type(error).__name__}{f' ({detail})' if detail else ''} while the run was open"
 
 
-def _close_quietly(run: RecordedRun, status: Status, reason: str) -> None:
-    """Close while unwinding, with the status tags; a failure to record must not hide the error."""
-    run.status_tags = True
+def quietly(close: Callable[[Status, str], Any], run: RecordedRun, status: Status, reason: str) -> None:
+    """``close(status, reason)`` while unwinding; a failure to record must not hide the error."""
     try:
-        run.close(status, reason)
-    except Exception as error:  # pragma: no cover - the store itself failing
+        close(status, reason)
+    except Exception as error:  # the store itself failing
         log.warning("could not close MLflow run %s as %s: %s", run.run_id, status.value, error)
 
 
@@ -443,10 +438,11 @@ class BatchRecorder:
         if len(self.pending) >= self.flush_every:
             self.flush()
 
-    def flush(self) -> list[str]:
-        """Write every pending run: created at its start time, logged, ended at its end time."""
+    def flush(self) -> None:
+        """Write every pending run: created at its start time, logged, ended at its end time; their
+        ids join :attr:`run_ids`."""
         if not self.pending:
-            return []
+            return
         resolved = tracking_uri(self.uri)
         offline = (self.parent_id or "").startswith(outbox.PREFIX)
         if self._client is None and not offline:
@@ -459,7 +455,6 @@ class BatchRecorder:
                 offline = True
         if self._standard is None:
             self._standard = standard_tags(None if offline else self.parent_id)
-        written: list[str] = []
         pending, self.pending = self.pending, []
         for p in pending:
             tags = {**self._standard, **p.tags, **status_tags(p.status.value, p.reason)}
@@ -473,7 +468,7 @@ class BatchRecorder:
                     tags.update(truncation_note([note]))
                     write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
                     self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
-                    written.append(run.info.run_id)
+                    self.run_ids.append(run.info.run_id)
                     continue
                 except Exception as error:
                     if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
@@ -484,6 +479,4 @@ class BatchRecorder:
             journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
             journal.close(p.status, "", end, status_tags=False)
             outbox.announce(resolved, journal)
-            written.append(journal.run_id)
-        self.run_ids += written
-        return written
+            self.run_ids.append(journal.run_id)

@@ -63,52 +63,39 @@ def _refused(field: str, value: Any, valid: str) -> ConfigError:
     return error
 
 
-def check_experiment(name: Any) -> ConfigError | None:
-    """``tracking.experiment``: a non-empty name the store keeps whole."""
-    if not isinstance(name, str) or not name.strip() or len(name) > MAX_EXPERIMENT_CHARS:
-        return _refused("tracking.experiment", name, f"a non-empty name of at most {MAX_EXPERIMENT_CHARS} characters")
-    return None
-
-
-def check_run_name(name: Any) -> ConfigError | None:
-    """``tracking.run_name`` (chosen by the user; null = generated): kept whole by the store."""
-    if name is not None and (not isinstance(name, str) or len(name) > MAX_RUN_NAME_CHARS):
-        return _refused("tracking.run_name", name, f"a name of at most {MAX_RUN_NAME_CHARS} characters, or null")
-    return None
-
-
-def check_tags(tags: Mapping[str, Any] | None) -> ConfigError | None:
-    """``tracking.tags``: each key a valid key, each value at most :data:`MAX_TAG_CHARS` characters."""
-    for key, value in (tags or {}).items():
+def _check_pairs(prefix: str, pairs: Mapping[str, Any], limit: int, valid: str) -> ConfigError | None:
+    """Each key of ``pairs`` a valid key, each value at most ``limit`` characters (else ``valid``)."""
+    for key, value in pairs.items():
+        field = f"{prefix}{key}"
         if key_problem(str(key)):
-            return _refused(f"tracking.tags.{key}", str(key), f"{KEY_RULE} ({key_problem(str(key))})")
-        if len(str(value)) > MAX_TAG_CHARS:
-            return _refused(f"tracking.tags.{key}", value, f"a tag value of at most {MAX_TAG_CHARS} characters")
-    return None
-
-
-def check_params(params: Mapping[str, Any]) -> ConfigError | None:
-    """The flattened config (the run's params): each key a valid key, each value at most
-    :data:`MAX_PARAM_CHARS` characters."""
-    for key, value in params.items():
-        if key_problem(key):
-            return _refused(key, key, f"{KEY_RULE} ({key_problem(key)})")
-        if len(str(value)) > MAX_PARAM_CHARS:
-            return _refused(key, value, f"a value of at most {MAX_PARAM_CHARS} characters (an MLflow param)")
+            return _refused(field, str(key), f"{KEY_RULE} ({key_problem(str(key))})")
+        if len(str(value)) > limit:
+            return _refused(field, value, valid)
     return None
 
 
 def check_names(container: Mapping[str, Any]) -> ConfigError | None:
     """The first user-chosen name, key or value of a composed config the store would refuse, as a
-    ConfigError; None when all fit or tracking is off."""
+    ConfigError; None when all fit or tracking is off. ``tracking.experiment``: a non-empty name
+    the store keeps whole; ``tracking.run_name`` (null = generated): kept whole; ``tracking.tags``
+    and the flattened config (the run's params): valid keys, values within the store's limits."""
     tracking = container.get("tracking") or {}
     if not tracking.get("enabled", True):
         return None
-    return (
-        check_experiment(tracking.get("experiment") or "dabench")
-        or check_run_name(tracking.get("run_name"))
-        or check_tags(tracking.get("tags"))
-        or check_params(flatten(container))
+    experiment, name = tracking.get("experiment") or "dabench", tracking.get("run_name")
+    if not isinstance(experiment, str) or not experiment.strip() or len(experiment) > MAX_EXPERIMENT_CHARS:
+        return _refused(
+            "tracking.experiment", experiment, f"a non-empty name of at most {MAX_EXPERIMENT_CHARS} characters"
+        )
+    if name is not None and (not isinstance(name, str) or len(name) > MAX_RUN_NAME_CHARS):
+        return _refused("tracking.run_name", name, f"a name of at most {MAX_RUN_NAME_CHARS} characters, or null")
+    return _check_pairs(
+        "tracking.tags.",
+        tracking.get("tags") or {},
+        MAX_TAG_CHARS,
+        f"a tag value of at most {MAX_TAG_CHARS} characters",
+    ) or _check_pairs(
+        "", flatten(container), MAX_PARAM_CHARS, f"a value of at most {MAX_PARAM_CHARS} characters (an MLflow param)"
     )
 
 

@@ -9,6 +9,7 @@ Guarantees and their tests: docs/reliability.md, "Tracking outages".
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import copy_tree, locked, make_dir, move, write_json
 from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri
-from dabench.tracking.store import RetryingClient, apply_client_timeouts, client_and_experiment
+from dabench.tracking.store import client_and_experiment, open_client
 from dabench.tracking.writes import log_child_counts, now_ms, status_tags, write_batch
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
@@ -175,8 +176,6 @@ class Journal:
 
 def announce(uri: str, journal: Journal) -> None:
     """One line on stderr per run that went to the outbox."""
-    import sys
-
     print(
         f"dabench: the tracking store {redact_uri(uri)} cannot be reached: run {journal.data['run_name']!r} is kept "
         f"in {journal.path.parent} (dabench sync replays it)",
@@ -196,8 +195,6 @@ def sync_once(uri: str) -> None:
     journals, damaged = scan()
     if not damaged and not [j for j in journals if j.data.get("closed")]:
         return
-    import sys
-
     report = replay(uri, wait_s=0.0)
     if report is not None:
         print(report.line(outbox_dir()), file=sys.stderr, flush=True)
@@ -270,21 +267,12 @@ def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
 def _order(journals: list[Journal]) -> list[Journal]:
     """Parents before their children (a child names its parent ``outbox:<id>``)."""
     by_id = {PREFIX + j.id: j for j in journals}
-    done: list[Journal] = []
-    seen: set[str] = set()
 
-    def visit(journal: Journal) -> None:
-        if journal.id in seen:
-            return
-        seen.add(journal.id)
+    def depth(journal: Journal) -> int:
         parent = by_id.get(journal.data.get("parent") or "")
-        if parent is not None:
-            visit(parent)
-        done.append(journal)
+        return 0 if parent is None else 1 + depth(parent)
 
-    for journal in journals:
-        visit(journal)
-    return done
+    return sorted(journals, key=depth)
 
 
 @dataclass
@@ -316,8 +304,6 @@ def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) ->
     """Replay every closed journal (and every journal whose process is gone) kept for the store
     ``uri``, each exactly once, then move it to ``<outbox>/synced/``; journals of another store
     are left and named. None when another sync held the outbox's lock for ``wait_s`` seconds."""
-    import sys
-
     folder = folder or outbox_dir()
     make_dir("outbox", folder)
     told = f"dabench sync: another dabench sync replays {folder}; waiting for it"
@@ -350,7 +336,7 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
         try:
             if data["experiment"] not in clients:  # "" for a run that exists on the server already
                 clients[data["experiment"]] = (
-                    client_and_experiment(uri, data["experiment"]) if data["experiment"] else (_client(uri), "")
+                    client_and_experiment(uri, data["experiment"]) if data["experiment"] else (open_client(uri), "")
                 )
             client, experiment_id = clients[data["experiment"]]
             already = _replay_one(client, experiment_id, journal, resolved)
@@ -375,13 +361,6 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
         except Exception as error:
             report.errors.append(f"counting the children of {run_id}: {type(error).__name__}: {error}")
     return report
-
-
-def _client(uri: str):
-    from mlflow.tracking import MlflowClient
-
-    apply_client_timeouts()
-    return RetryingClient(MlflowClient(tracking_uri=uri))
 
 
 def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict) -> bool:

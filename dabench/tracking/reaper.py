@@ -17,7 +17,7 @@ from typing import Any
 from dabench.core.status import Status, mlflow_state
 from dabench.runtime.pids import pid_alive, start_ticks
 from dabench.tracking.store import search_all
-from dabench.tracking.writes import status_tags
+from dabench.tracking.writes import now_ms, status_tags, write_batch
 
 log = logging.getLogger(__name__)
 
@@ -115,19 +115,14 @@ def running_runs(client: Any, host: str | None) -> list[Any]:
 def reap(client: Any, *, all_hosts: bool = False, dry_run: bool = False) -> list[Reaped]:
     """End KILLED every RUNNING run of this host whose process is gone (``all_hosts``: also other
     hosts' runs and runs without owner); returns what was (``dry_run``: would be) ended."""
-    import time
-
-    from mlflow.entities import RunTag
-
     done = []
     for run in running_runs(client, None if all_hosts else hostname()):
         reason = _gone_reason(run.data.tags, all_hosts)
         if reason is None:
             continue
         if not dry_run:
-            tags = status_tags(Status.KILLED.value, reason)
-            client.log_batch(run.info.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
-            client.set_terminated(run.info.run_id, status=mlflow_state(Status.KILLED), end_time=int(time.time() * 1000))
+            write_batch(client, run.info.run_id, tags=status_tags(Status.KILLED.value, reason))
+            client.set_terminated(run.info.run_id, status=mlflow_state(Status.KILLED), end_time=now_ms())
         done.append(Reaped(run.info.run_id, run.info.experiment_id, run.info.run_name or "", reason))
     return done
 

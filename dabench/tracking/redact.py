@@ -65,8 +65,7 @@ def redact_text(text: str, env: Mapping[str, str] | None = None) -> str:
     """Free text with every URI password, query token and secret environment value masked."""
     out = _ASSIGN.sub(lambda m: m.group("head") + MASK, redact_uri(text))
     for value in secret_env_values(env):
-        if value in out:
-            out = out.replace(value, MASK)
+        out = out.replace(value, MASK)
     return out
 
 
@@ -106,13 +105,10 @@ def redact_value(value: Any, env: Mapping[str, str] | None = None) -> Any:
 
 def redact_mapping(mapping: Mapping[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A copy of a nested mapping with secrets masked (see module docstring)."""
-    out: dict[str, Any] = {}
-    for key, value in mapping.items():
-        if isinstance(value, str) and SECRET_NAME.search(str(key)) and value:
-            out[key] = MASK
-        else:
-            out[key] = redact_value(value, env)
-    return out
+    return {
+        key: MASK if isinstance(value, str) and SECRET_NAME.search(str(key)) and value else redact_value(value, env)
+        for key, value in mapping.items()
+    }
 
 
 def _redact_entities(entities: Any, env: Mapping[str, str] | None = None) -> Any:

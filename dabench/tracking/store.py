@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status
 from dabench.runtime.sinks import fault_point, locked, make_dir
-from dabench.tracking.redact import redact_client_call
+from dabench.tracking.redact import redact_client_call, redact_uri
 from dabench.tracking.schema import seed
 
 T = TypeVar("T")
@@ -107,8 +107,6 @@ def open_client(uri: str | None = None, timeout_s: float | None = None) -> "Retr
     """A :class:`RetryingClient` on ``uri`` (default: dabench's store), read-only under :func:`read_only`."""
     from mlflow.tracking import MlflowClient
 
-    from dabench.tracking.redact import redact_uri
-
     apply_client_timeouts(timeout_s)
     resolved = tracking_uri(uri)
     opened = _reading(with_connect_timeout(resolved, timeout_s), "an MLflow store", redact_uri(resolved))
@@ -118,8 +116,6 @@ def open_client(uri: str | None = None, timeout_s: float | None = None) -> "Retr
 def open_study_storage(url: str, **options: Any) -> Any:
     """An Optuna ``RDBStorage`` on ``url``; under :func:`read_only` one that exists, opened with ``mode=ro``."""
     import optuna
-
-    from dabench.tracking.redact import redact_uri
 
     opened = _reading(url, "an Optuna study storage", redact_uri(url))
     return optuna.storages.RDBStorage(opened, **{"skip_table_creation": _read_only, **options})

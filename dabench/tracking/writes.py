@@ -4,6 +4,7 @@ secret in it; and a parent's counts of its children. Used by the run lifecycle a
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from dabench.core.status import is_ok
@@ -59,12 +60,9 @@ def write_batch(
 def child_metrics(children: Iterable[tuple[str, Any]]) -> tuple[dict[str, int], dict[str, float]]:
     """``(counts by status, {jobs.total, jobs.<status>, jobs.best_samples_per_s})`` of children
     given as (status, samples/s or None)."""
-    counts: dict[str, int] = {}
-    best = None
-    for status, value in children:
-        counts[status] = counts.get(status, 0) + 1
-        if is_ok(status) and value is not None and (best is None or value > best):
-            best = value
+    children = list(children)
+    counts = dict(Counter(status for status, _ in children))
+    best = max((value for status, value in children if is_ok(status) and value is not None), default=None)
     metrics = {"jobs.total": float(sum(counts.values())), **{f"jobs.{k}": float(n) for k, n in counts.items()}}
     if best is not None:
         metrics["jobs.best_samples_per_s"] = float(best)

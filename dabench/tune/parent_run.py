@@ -17,7 +17,7 @@ import yaml
 
 from dabench.core.status import Status
 from dabench.runtime.sinks import write_text
-from dabench.tracking.lifecycle import ParentRun
+from dabench.tracking.lifecycle import ParentRun, quietly
 from dabench.tracking.redact import redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
 from dabench.tune.best import StudySummary
@@ -72,7 +72,7 @@ def close_parent(parent: ParentRun, study: optuna.Study, interrupted: bool = Fal
     if any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
         return False
     if interrupted:
-        parent._finish_quietly(Status.INTERRUPTED, "")  # best effort while unwinding
+        quietly(parent.finish, parent, Status.INTERRUPTED, "")  # best effort while unwinding
     else:
         parent.finish(Status.OK)
     return True
