@@ -160,13 +160,6 @@ def _read_cache() -> dict:
 _REPORTED: set[str] = set()  #: damage already reported by this process
 
 
-def _write_cache(cal: Calibration) -> None:
-    CalibrationCache(cache_path()).update(cal.key, asdict(cal))
-
-
-_PROCESS: dict[tuple[str, str], Calibration] = {}  #: this process's calibrations, by (cache file, key)
-
-
 def _from_entry(key: str, entry: dict) -> Calibration:
     return Calibration(
         key,
@@ -176,6 +169,9 @@ def _from_entry(key: str, entry: dict) -> Calibration:
         float(entry.get("load_per_core", 0.0)),
         str(entry.get("measured_at", "")),
     )
+
+
+_PROCESS: dict[tuple[str, str], Calibration] = {}  #: this process's calibrations, by (cache file, key)
 
 
 def calibrate(
@@ -210,7 +206,7 @@ def calibrate(
     _PROCESS[held] = cal
     if cal is not cached:
         try:
-            _write_cache(cal)
+            CalibrationCache(cache_path()).update(cal.key, asdict(cal))
         except OSError as error:
             log.warning("calibration not cached: %s", error)
     return cal
@@ -246,10 +242,3 @@ def probe(dtype: str, repeats: int = PROBE_REPEATS) -> Probe:
     peak = tuple(float(x) for x in matmul_samples(dtype, repeats))
     bandwidth = tuple(float(x) for x in copy_samples(repeats))
     return Probe(float(statistics.median(peak)), float(statistics.median(bandwidth)), peak, bandwidth)
-
-
-def combine_probes(before: Probe, after: Probe) -> tuple[Probe, float]:
-    """The two probes' mean, and the drift of the peak, (after - before) / mean."""
-    peak = (before.peak_flops + after.peak_flops) / 2
-    bandwidth = (before.bandwidth_Bps + after.bandwidth_Bps) / 2
-    return Probe(peak, bandwidth), (after.peak_flops - before.peak_flops) / peak
