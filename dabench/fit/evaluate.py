@@ -113,23 +113,16 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             unusable.append(LeftOut(p.run_id, p.no_config or "no run config recorded: nothing to predict it from"))
             continue
         try:
-            cfg = dict(p.config)
-            cfg["tracking"] = {"enabled": False}
-
-            hw = cfg["hardware"]
+            hw = p.config["hardware"]
             shipped = (
                 hardware_yaml(p.platform).get("options") or {} if (hw.get("arch") or p.platform) == p.platform else {}
             )
             # knobs added since the run was recorded take the shipped value (they do not change what it measured)
-            cfg["hardware"] = {
-                **hw,
-                "mode": "predict",
-                "constants": "published",
-                "options": {**shipped, **(hw.get("options") or {})},
-            }
-            rc = build_run_config(cfg)
+            options = {**shipped, **(hw.get("options") or {})}
+            hardware = {**hw, "mode": "predict", "constants": "published", "options": options}
+            rc = build_run_config({**p.config, "tracking": {"enabled": False}, "hardware": hardware})
             if p.ceilings is not None:
-                roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
+                roof = Ceilings(*p.ceilings, "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
                 why = "no ceilings recorded (the CPU calibration was refused when it ran): a CPU prediction needs them"
                 unusable.append(LeftOut(p.run_id, why))

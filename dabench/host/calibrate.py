@@ -10,7 +10,6 @@ import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -57,11 +56,6 @@ class Calibration:
     def fastest(self) -> float:
         """The fastest repeat (the median when no repeats were kept)."""
         return max(self.samples) if self.samples else self.value
-
-
-def cache_path() -> Path:
-    """The calibration cache (:func:`dabench.host.cache.calibration_cache`)."""
-    return calibration_cache()
 
 
 def calibration_key(kind: str, threads: int | None = None) -> str:
@@ -146,7 +140,7 @@ def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
 def _read_cache() -> dict:
     """The cache's calibrations; a damaged file or entry is named in one warning line and not used."""
     try:
-        entries, problems = CalibrationCache(cache_path()).read()
+        entries, problems = CalibrationCache().read()
     except FileNotFoundError:
         return {}
     except DamagedFile as error:
@@ -181,7 +175,7 @@ def calibrate(
     ``recalibrate``) measured now and cached; a noisy cached one is measured again once and the
     steadier kept. ``load`` injects the load reading."""
     key = calibration_key(kind)
-    held = (str(cache_path()), key)
+    held = (str(calibration_cache()), key)
     if held in _PROCESS and not recalibrate:
         return _PROCESS[held]
     if recalibrate is None:
@@ -206,7 +200,7 @@ def calibrate(
     _PROCESS[held] = cal
     if cal is not cached:
         try:
-            CalibrationCache(cache_path()).update(cal.key, asdict(cal))
+            CalibrationCache().update(cal.key, asdict(cal))
         except OSError as error:
             log.warning("calibration not cached: %s", error)
     return cal
@@ -214,7 +208,7 @@ def calibrate(
 
 def calibration(kind: str) -> Calibration | None:
     """This process's calibration for ``kind`` ('gemm_<dtype>' or 'copy'), if any."""
-    return _PROCESS.get((str(cache_path()), calibration_key(kind)))
+    return _PROCESS.get((str(calibration_cache()), calibration_key(kind)))
 
 
 def peak_flops(precision_compute_dtype: str, **kwargs) -> float:
