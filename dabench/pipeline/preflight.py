@@ -24,6 +24,7 @@ from dabench.core.paths import launch_dir
 from dabench.core.platforms import on_host_cpu
 from dabench.core.status import ConfigError
 from dabench.host.cache import calibration_cache
+from dabench.host.conditions import affinity
 from dabench.perfmodel.knobs import knobs_for
 from dabench.predictor import opgraph
 from dabench.runtime.sinks import CACHE_ENV, sink
@@ -272,10 +273,7 @@ def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
 
 def cpu_cores() -> int:
     """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    return len(affinity())
 
 
 def is_measured_on_cpu(rc) -> bool:
