@@ -32,7 +32,7 @@ def main(args) -> int:
         torch.set_num_threads(args.threads)
     print(
         f"load average {calibrate.load_per_core():.2f} per core (limit {calibrate.max_load_per_core()}); "
-        f"cache {calibrate.cache_path()}"
+        f"cache {calibrate.calibration_cache()}"
     )
     refused = 0
     jobs = [(f"gemm_{p}", p, lambda p=p: calibrate.matmul_samples(p)) for p in args.precision]

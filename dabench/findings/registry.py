@@ -255,11 +255,11 @@ def ipu_capacity() -> Measured:
 
 def ipu_most_loaded() -> Measured:
     worst, ok = 0.0, True
-    for profile, metrics in _ipu_sweep().values():
+    sweep = _ipu_sweep()
+    for profile, metrics in sweep.values():
         times = [s.time_s for s in profile.subtasks]
         worst = max(worst, abs(profile.step_times_s[0] / max(times) - 1))
         ok = ok and metrics["ipu.bottleneck_ipu"] == times.index(max(times))
-    sweep = _ipu_sweep()
     pairs = [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"), ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")]
     wins = all(
         sweep[a][1]["throughput.samples_per_s"] >= sweep[b][1]["throughput.samples_per_s"]

@@ -4,7 +4,6 @@ checked between its markers (``dabench findings --write`` / ``--check``).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from dabench.config.paths import require_checkout
@@ -72,14 +71,6 @@ def doc_block(doc: Path | None = None) -> str:
     if BEGIN not in text or END not in text:
         raise SystemExit(f"{doc}: no markers {BEGIN} ... {END}; add them where the table belongs")
     return BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END
-
-
-def doc_statuses(block: str) -> dict[str, str]:
-    """finding id -> the status a rendered block states."""
-    out = {}
-    for match in re.finditer(r"^\| `([\w-]+)` \|.*\| \*\*(" + "|".join(STATUSES) + r")\*\*", block, re.M):
-        out[match.group(1)] = match.group(2)
-    return out
 
 
 def write(doc: Path | None = None, block: str | None = None) -> bool:

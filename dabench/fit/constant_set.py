@@ -42,7 +42,8 @@ def header(name: str, nominal: float, band_method: str = BAND_METHOD) -> dict[st
     }
 
 
-def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float, fallback_n: int) -> dict[str, Any]:
+def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float) -> dict[str, Any]:
+    """A fitted set's band: ``kind`` as :func:`dabench.fit.cv.band_q` gives it."""
     if kind == "conformal":
         note = (
             f"split-conformal {100 * nominal:.0f}% from {n} out-of-sample residuals "
@@ -51,13 +52,11 @@ def _band_record(kind: str, q: float | None, n: int, rank: int, nominal: float, 
     elif kind == "wide":
         note = (
             f"{n} out-of-sample residual(s), too few for a {100 * nominal:.0f}% split-conformal band (rank {rank} "
-            f"> {n}); sized by the largest out-of-sample error of {fallback_n} points of every platform: "
+            f"> {n}); sized by the largest out-of-sample error of {n} points of this fit: "
             f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}"
         )
-    elif kind == "unbounded":
+    else:  # unbounded
         note = "the conformal rank falls on a refused prediction: no finite band"
-    else:
-        note = "no calibration points"
     record: dict[str, Any] = {"kind": kind, "n": n, "rank": rank, "nominal_coverage": nominal, "note": note}
     if q is not None:
         record.update(log_half_width=round(q, 6), factor=round(math.exp(q), 6))
@@ -121,12 +120,9 @@ def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
     return record
 
 
-def build(
-    results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float | None = None
-) -> dict[str, Any]:
+def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float = NOMINAL) -> dict[str, Any]:
     """A constant set from :func:`dabench.fit.cv.cross_validate` results, their nested coverage,
     and every hardware config in ``archs``."""
-    nominal = NOMINAL if nominal is None else nominal
     by_arch = {r.arch: r for r in results}
     pooled_out = [e for r in results for e in r.abs_errors("out")]
     wide = wide_score(results)
@@ -213,16 +209,11 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
         }
     scores = g.scores()
     kind, q = band_q(scores, [], nominal)
-    band = _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal, len(scores))
-    if kind == "wide":
-        band["note"] = band["note"].replace("of every platform", "of this fit")
+    band = _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal)
     residuals = []
-    covered = 0
     for p, s in zip(g.points, scores, strict=True):
         others = [t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id]
         _, q_other = band_q(others, [], nominal)
-        hit = q_other is not None and s <= q_other
-        covered += hit
         residuals.append(
             {
                 "point": p.run_id,
@@ -235,11 +226,10 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
                 "in_sample": _num(g.in_sample.get(p.run_id, math.nan)),
                 "out_of_sample": _num(g.out_of_sample.get(p.run_id, math.nan)),
                 "left_out": bool(g.fitted),
-                "covered": hit,
+                "covered": q_other is not None and s <= q_other,
                 "class_times": p.class_times or None,
             }
         )
-    med_out = summary(g._errors(g.out_of_sample))[0]
     med_pub, max_pub = summary(g._errors(g.base_pred))
     return {
         "model_hash": model_version(g.arch),
@@ -256,14 +246,14 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
             "base": g.base_name,
             "base_median_abs_error": _num(med_pub),
             "base_max_abs_error": _num(max_pub),
-            "fitted_out_of_sample_median_abs_error": _num(med_out),
+            "fitted_out_of_sample_median_abs_error": _num(g.fitted_error),
             "noise_floor": _num(g.noise),
             "noise_floor_method": g.noise_how,
             "out_of_sample_method": "leave one config out"
             if len(folds(g.points)) == len({p.key for p in g.points})
             else f"{K_FOLD}-fold by config",
             "improved": g.improved,
-            "covered": covered,
+            "covered": sum(r["covered"] for r in residuals),
         },
         "recommendation": g.recommendation,
         "domain": g.domain(),

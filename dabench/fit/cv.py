@@ -55,13 +55,6 @@ def measure(point: Point, predicted: float) -> float:
     return abs(predicted - point.published)
 
 
-def rel_error(predicted: float, published: float) -> float:
-    """(predicted - published) / published; NaN when refused."""
-    if predicted is None or math.isnan(predicted):
-        return math.nan
-    return (predicted - published) / published
-
-
 @dataclass(frozen=True)
 class BoundDistance:
     """Where a fitted constant sits in its prior: its distance from each bound as a share of the
@@ -120,15 +113,6 @@ class CvRow:
     left_out: bool  #: True when a fit saw this point's source (so it was refitted without it)
     coords: dict | None = None  #: throughput points: reach coordinates (:func:`reach.coords`)
     band: float | None = None  #: nested band's log half-width (throughput points)
-    band_kind: str = ""
-
-    @property
-    def error_in(self) -> float:
-        return rel_error(self.in_sample, self.point.published)
-
-    @property
-    def error_out(self) -> float:
-        return rel_error(self.out_of_sample, self.point.published)
 
     @property
     def score(self) -> float:
@@ -150,35 +134,24 @@ class PlatformCv:
     fitted_constants: list[str]  #: paths of the fitted constants
     calibration_points: int
     sources: dict[str, list[str]] = field(default_factory=dict)  #: source -> point ids
-    refits: int = 0
     freed: dict[str, list[str]] = field(default_factory=dict)  #: source -> paths refitted from their prior without it
 
     @property
     def banded(self) -> list[CvRow]:
         return [r for r in self.rows if r.throughput]
 
-    @property
-    def scores(self) -> list[float]:
-        return [r.score for r in self.banded]
-
     def abs_errors(self, which: str) -> list[float]:
         """|relative error| of every throughput point (``inf`` when refused), in or out of sample."""
         out = []
         for r in self.banded:
-            e = r.error_in if which == "in" else r.error_out
-            out.append(math.inf if math.isnan(e) else abs(e))
+            v, published = (r.in_sample if which == "in" else r.out_of_sample), r.point.published
+            out.append(math.inf if v is None or math.isnan(v) else abs((v - published) / published))
         return out
 
 
 def summary(values: list[float]) -> tuple[float, float]:
     """(median, max) of |errors| (NaN, NaN when empty)."""
     return (statistics.median(values), max(values)) if values else (math.nan, math.nan)
-
-
-def point_coords(point: Point) -> dict:
-    """The reach coordinates of a calibration point's config."""
-
-    return reach.coords(build_run_config(point_config(point)), reach.point_release(point.layout))
 
 
 def out_of_group(
@@ -231,18 +204,21 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
             predict_point(p),
             out[p.id],
             p.source_key in seen,
-            point_coords(p) if p.metric in THROUGHPUT_METRICS else None,
+            # throughput points: the reach coordinates of their config
+            reach.coords(build_run_config(point_config(p)), reach.point_release(p.layout))
+            if p.metric in THROUGHPUT_METRICS
+            else None,
         )
         for p in points
     ]
-    result = PlatformCv(arch, rows, sorted(entries), len(points), {k: [p.id for p in ps] for k, ps in sources.items()})
-    result.refits = len(seen)
-    result.freed = {key: sorted(paths) for key, paths in freed.items()}
-    return result
+    by_source = {k: [p.id for p in ps] for k, ps in sources.items()}
+    return PlatformCv(
+        arch, rows, sorted(entries), len(points), by_source, {key: sorted(paths) for key, paths in freed.items()}
+    )
 
 
-def _table(rows: list[CvRow], scores: dict[str, float]) -> list[dict]:
-    return [{"id": r.point.id, "coords": r.coords, "score": scores[r.point.id]} for r in rows]
+def _table(rows: list[CvRow]) -> list[dict]:
+    return [{"id": r.point.id, "coords": r.coords, "score": r.score} for r in rows]
 
 
 def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, float]:
@@ -254,8 +230,7 @@ def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, floa
             others = [r for r in cv.banded if r.point.source_key != row.point.source_key]
             if not others:
                 continue
-            table = _table(others, {r.point.id: r.score for r in others})
-            kind, base, _ = reach.half_width(row.coords, table, wide_score(results), 0.0, nominal)
+            _, base, _ = reach.half_width(row.coords, _table(others), wide_score(results), 0.0, nominal)
             d = min(reach.distance(row.coords, r.coords) for r in others)
             excess = row.score - base
             out[row.point.id] = 0.0 if excess <= 0 else (excess / d if d > 0 else math.inf)
@@ -274,7 +249,6 @@ def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:
     for cv in results:
         for row in cv.banded:
             key = row.point.source_key
-            others = [r for r in cv.banded if r.point.source_key != key]
             rate = reach.growth(
                 [
                     v
@@ -286,8 +260,8 @@ def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:
                 ],
                 nominal,
             )
-            table = _table(others, {r.point.id: r.score for r in others})
-            row.band_kind, row.band, _ = reach.half_width(row.coords, table, wide_score(results, key), rate, nominal)
+            table = _table([r for r in cv.banded if r.point.source_key != key])
+            _, row.band, _ = reach.half_width(row.coords, table, wide_score(results, key), rate, nominal)
 
 
 @dataclass(frozen=True)

@@ -75,34 +75,32 @@ def predict_point(point: Point, options: Mapping[str, Any] | None = None) -> flo
     if point.run_id:  # a measured run, prepared
         profile = predict_profile(point, options or {})
         return math.nan if profile is None else float(profile.samples_per_s)
-    try:
-        return _predict_point(point, options)
-    except (Diverged, InvalidResult):
-        return math.nan
-
-
-def _samples_per_s(cfg: dict) -> float:
-    return predict(cfg).metrics["throughput.samples_per_s"]
-
-
-def _predict_point(point: Point, options: Mapping[str, Any] | None) -> float:
-    if point.metric == "scaling_keep_pct":
+    if point.metric == "scaling_keep_pct":  # samples/s kept from half the chips
         cfg = point_config(point, None, options)
         half = {**cfg, "parallel": {**cfg["parallel"], "degree": int(cfg["parallel"]["degree"]) // 2}}
-        return 100.0 * _samples_per_s(cfg) / _samples_per_s(half)
+        return 100.0 * _ratio(cfg, half)
     if point.metric == "mixed_gain_pct":
-        mixed, fp16 = (_samples_per_s(point_config(point, p, options)) for p in ("mixed", "fp16"))
-        return 100.0 * (mixed / fp16 - 1.0)
+        return 100.0 * (_ratio(point_config(point, "mixed", options), point_config(point, "fp16", options)) - 1.0)
     try:
         metrics = predict(point_config(point, None, options)).metrics
     except CapacityError:
         return 0.0 if point.metric == "feasible" else math.nan
+    except (Diverged, InvalidResult):
+        return math.nan
     if point.metric == "feasible":
         return 1.0
     if point.metric not in POINT_METRICS:
         raise ValueError(f"point {point.id}: unknown metric {point.metric!r}")
     name, scale = POINT_METRICS[point.metric]
     return scale * float(metrics[name])
+
+
+def _ratio(cfg: dict, other: dict) -> float:
+    """samples/s of ``cfg`` over ``other``'s (NaN when a prediction breaks a bound)."""
+    try:
+        return predict(cfg).metrics["throughput.samples_per_s"] / predict(other).metrics["throughput.samples_per_s"]
+    except (Diverged, InvalidResult):
+        return math.nan
 
 
 def prepare(points: list[Point]) -> list[LeftOut]:
@@ -115,23 +113,16 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             unusable.append(LeftOut(p.run_id, p.no_config or "no run config recorded: nothing to predict it from"))
             continue
         try:
-            cfg = dict(p.config)
-            cfg["tracking"] = {"enabled": False}
-
-            hw = cfg["hardware"]
+            hw = p.config["hardware"]
             shipped = (
                 hardware_yaml(p.platform).get("options") or {} if (hw.get("arch") or p.platform) == p.platform else {}
             )
             # knobs added since the run was recorded take the shipped value (they do not change what it measured)
-            cfg["hardware"] = {
-                **hw,
-                "mode": "predict",
-                "constants": "published",
-                "options": {**shipped, **(hw.get("options") or {})},
-            }
-            rc = build_run_config(cfg)
+            options = {**shipped, **(hw.get("options") or {})}
+            hardware = {**hw, "mode": "predict", "constants": "published", "options": options}
+            rc = build_run_config({**p.config, "tracking": {"enabled": False}, "hardware": hardware})
             if p.ceilings is not None:
-                roof = Ceilings(p.ceilings[0], p.ceilings[1], p.ceilings[2], "recorded on the measured run")
+                roof = Ceilings(*p.ceilings, "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
                 why = "no ceilings recorded (the CPU calibration was refused when it ran): a CPU prediction needs them"
                 unusable.append(LeftOut(p.run_id, why))

@@ -73,9 +73,8 @@ class GroupFit:
             out.append(abs(v / p.published - 1) if v > 0 else math.inf)
         return out
 
-    def scores(self, predictions: Mapping[str, float] | None = None) -> list[float]:
-        predictions = self.out_of_sample if predictions is None else predictions
-        return [score(predictions.get(p.run_id, math.nan), p.published) for p in self.points]
+    def scores(self) -> list[float]:
+        return [score(self.out_of_sample.get(p.run_id, math.nan), p.published) for p in self.points]
 
     @property
     def published_error(self) -> float:

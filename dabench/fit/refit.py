@@ -134,8 +134,8 @@ def refit(
     entries = fitted(arch)
     every = {p.id: p for p in load_points()}
     by_id = {i: p for i, p in every.items() if i not in leave_out}
-    options = dict(hardware_yaml(arch).get("options") or {})
-    before = {_knob(path): float(options[_knob(path)]) for path in entries}
+    shipped = {path.removeprefix("options."): v for path, v in constant_paths(hardware_yaml(arch))}
+    before = {_knob(path): float(shipped[_knob(path)]) for path in entries}
     values = dict(before)
     if start == "middle":
         values.update({_knob(path): (e.bounds[0] + e.bounds[1]) / 2 for path, e in entries.items()})
@@ -144,7 +144,6 @@ def refit(
     bounds = {_knob(path): tuple(e.bounds) for path, e in continuous.items()}
     free = {path.removeprefix("options."): b for path, b in (free or {}).items()}
     log = {n for n, (lo, hi) in free.items() if lo > 0 and hi / lo > 10}
-    shipped = {path.removeprefix("options."): v for path, v in constant_paths(hardware_yaml(arch))}
     integer = {n for n in free if isinstance(shipped[n], int)}
     before.update({n: shipped[n] for n in free})
     values.update({n: math.sqrt(lo * hi) if n in log else (lo + hi) / 2 for n, (lo, hi) in free.items()})
@@ -176,11 +175,8 @@ def refit(
             )
             values.update({n: _round(v) for n, v in whole(fit).items()})
     for path, entry in feasibility.items():
-        name = _knob(path)
-        lo, hi = entry.bounds
-        values[name] = _round(
-            _feasibility_fit([by_id[i] for i in entry.points if i in by_id], name, lo, hi, dict(values))
-        )
+        points = [by_id[i] for i in entry.points if i in by_id]
+        values[_knob(path)] = _round(_feasibility_fit(points, _knob(path), *entry.bounds, dict(values)))
     all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
     cost = sum(r * r for r in _residuals(all_points, values))
     return FitResult(arch, values, before, cost)

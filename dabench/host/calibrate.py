@@ -10,7 +10,6 @@ import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -57,11 +56,6 @@ class Calibration:
     def fastest(self) -> float:
         """The fastest repeat (the median when no repeats were kept)."""
         return max(self.samples) if self.samples else self.value
-
-
-def cache_path() -> Path:
-    """The calibration cache (:func:`dabench.host.cache.calibration_cache`)."""
-    return calibration_cache()
 
 
 def calibration_key(kind: str, threads: int | None = None) -> str:
@@ -146,7 +140,7 @@ def copy_samples(repeats: int = MIN_REPEATS + 2) -> list[float]:
 def _read_cache() -> dict:
     """The cache's calibrations; a damaged file or entry is named in one warning line and not used."""
     try:
-        entries, problems = CalibrationCache(cache_path()).read()
+        entries, problems = CalibrationCache().read()
     except FileNotFoundError:
         return {}
     except DamagedFile as error:
@@ -160,13 +154,6 @@ def _read_cache() -> dict:
 _REPORTED: set[str] = set()  #: damage already reported by this process
 
 
-def _write_cache(cal: Calibration) -> None:
-    CalibrationCache(cache_path()).update(cal.key, asdict(cal))
-
-
-_PROCESS: dict[tuple[str, str], Calibration] = {}  #: this process's calibrations, by (cache file, key)
-
-
 def _from_entry(key: str, entry: dict) -> Calibration:
     return Calibration(
         key,
@@ -178,6 +165,9 @@ def _from_entry(key: str, entry: dict) -> Calibration:
     )
 
 
+_PROCESS: dict[tuple[str, str], Calibration] = {}  #: this process's calibrations, by (cache file, key)
+
+
 def calibrate(
     kind: str, measure: Callable[[], Sequence[float]], *, recalibrate: bool | None = None, load: float | None = None
 ) -> Calibration:
@@ -185,7 +175,7 @@ def calibrate(
     ``recalibrate``) measured now and cached; a noisy cached one is measured again once and the
     steadier kept. ``load`` injects the load reading."""
     key = calibration_key(kind)
-    held = (str(cache_path()), key)
+    held = (str(calibration_cache()), key)
     if held in _PROCESS and not recalibrate:
         return _PROCESS[held]
     if recalibrate is None:
@@ -210,7 +200,7 @@ def calibrate(
     _PROCESS[held] = cal
     if cal is not cached:
         try:
-            _write_cache(cal)
+            CalibrationCache().update(cal.key, asdict(cal))
         except OSError as error:
             log.warning("calibration not cached: %s", error)
     return cal
@@ -218,7 +208,7 @@ def calibrate(
 
 def calibration(kind: str) -> Calibration | None:
     """This process's calibration for ``kind`` ('gemm_<dtype>' or 'copy'), if any."""
-    return _PROCESS.get((str(cache_path()), calibration_key(kind)))
+    return _PROCESS.get((str(calibration_cache()), calibration_key(kind)))
 
 
 def peak_flops(precision_compute_dtype: str, **kwargs) -> float:
@@ -246,10 +236,3 @@ def probe(dtype: str, repeats: int = PROBE_REPEATS) -> Probe:
     peak = tuple(float(x) for x in matmul_samples(dtype, repeats))
     bandwidth = tuple(float(x) for x in copy_samples(repeats))
     return Probe(float(statistics.median(peak)), float(statistics.median(bandwidth)), peak, bandwidth)
-
-
-def combine_probes(before: Probe, after: Probe) -> tuple[Probe, float]:
-    """The two probes' mean, and the drift of the peak, (after - before) / mean."""
-    peak = (before.peak_flops + after.peak_flops) / 2
-    bandwidth = (before.bandwidth_Bps + after.bandwidth_Bps) / 2
-    return Probe(peak, bandwidth), (after.peak_flops - before.peak_flops) / peak

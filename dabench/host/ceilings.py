@@ -85,17 +85,17 @@ def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
 
 def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, dict[str, float]]:
     """``(ceilings, validate.* metrics)`` of a validate run from the two probes that bracket it:
-    the probes' mean, their peak's drift and the probed peak against the calibrated one."""
-    from dabench.host.calibrate import combine_probes
-
-    mean, drift = combine_probes(before, after)
+    the probes' mean, their peak's drift, (after - before) / mean, and the probed peak against the
+    calibrated one."""
+    peak = (before.peak_flops + after.peak_flops) / 2
+    bandwidth = (before.bandwidth_Bps + after.bandwidth_Bps) / 2
     metrics = {
-        "validate.ceilings_drift": drift,
-        "validate.probed_peak_flops": mean.peak_flops,
-        "validate.probed_bandwidth_Bps": mean.bandwidth_Bps,
-        "validate.peak_vs_calibrated": mean.peak_flops / ceilings.peak_flops - 1,
+        "validate.ceilings_drift": (after.peak_flops - before.peak_flops) / peak,
+        "validate.probed_peak_flops": peak,
+        "validate.probed_bandwidth_Bps": bandwidth,
+        "validate.peak_vs_calibrated": peak / ceilings.peak_flops - 1,
     }
-    return Ceilings(mean.peak_flops, mean.bandwidth_Bps, ceilings.memory_level, IN_SITU), metrics
+    return Ceilings(peak, bandwidth, ceilings.memory_level, IN_SITU), metrics
 
 
 @dataclass(frozen=True)

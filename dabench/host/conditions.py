@@ -194,10 +194,6 @@ def window(before: Sample, after: Sample, threads: int, cpus: int, step_times: S
     )
 
 
-def check_enabled() -> bool:
-    return os.environ.get(CHECK_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
-
-
 def others_wanted(c: Conditions) -> bool:
     """Whether other tasks competed for the run's CPUs: by PSI, else by their CPU time (long windows)."""
     if c.wait is not None:
@@ -207,7 +203,7 @@ def others_wanted(c: Conditions) -> bool:
 
 def judge(c: Conditions) -> str | None:
     """Why the window is unsteady (cause, then what to do), or None when its numbers stand."""
-    if not check_enabled():
+    if os.environ.get(CHECK_ENV, "on").strip().lower() in ("off", "0", "false", "no"):
         return None
     advice = "run it again when the machine is quiet, or give it CPUs of its own (taskset, fewer run.threads)"
     if c.wall_s >= MIN_WINDOW_S and c.cpu_share < MIN_CPU_SHARE and others_wanted(c):

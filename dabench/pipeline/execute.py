@@ -229,16 +229,6 @@ def check_run(
     return check_result(metrics, points)
 
 
-def _run(rc: RunConfig, result: RunResult) -> None:
-    """Fill ``result`` in: mode, graph, ceilings, profile(s), metrics, diagnosis, status."""
-    backend = None if rc.hardware.mode == "predict" else get_backend(rc.hardware.backend)
-    result.mode, note = resolve_mode(rc, backend)
-    if note:
-        result.notes["dabench.mode_note"] = note
-    with _cpu_threads(rc, result.mode):
-        _run_on(rc, result, backend)
-
-
 @contextmanager
 def _cpu_threads(rc: RunConfig, mode: str) -> Iterator[None]:
     """A measured CPU run's threads (``run.threads``), the previous count restored after it."""
@@ -255,32 +245,40 @@ def _cpu_threads(rc: RunConfig, mode: str) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _run_on(rc: RunConfig, result: RunResult, backend) -> None:
-    result.graph = graph = opgraph(rc)
-    measured = result.mode in ("measure", "validate")
-    result.ceilings = ceilings = run_ceilings(rc, backend if measured else None, result.notes)
-    measurement = measure_run(backend(), rc, graph, ceilings) if measured else None
-    if measurement is not None:
-        result.profile = measurement.profile
-    failure = _evaluate(rc, result, graph, ceilings, measurement)
-    if failure is not None and failure.status is Status.INVALID_RESULT and measurement is not None:
-        again = probe_again(rc, measurement)  # a faster phase than the calibration's? probe once more
-        if again is not None:
-            result.notes["dabench.probed_again"] = f"probed after the run, it broke a bound: {failure.reason[:300]}"
-            failure = _evaluate(rc, result, graph, ceilings, again)
-    if failure is not None:
-        result.status, result.reason = failure.status, failure.reason
-    unsteady = result.profile.tags.get("unsteady") if result.profile is not None else None
-    if unsteady:  # a disturbed measurement's numbers are recorded, never as ok, nor judged against a prediction
-        extra = f" (its result check also failed: {result.reason[:300]})" if failure is not None else ""
-        result.status, result.reason = Status.UNSTEADY, f"unsteady: {unsteady}{extra}"
-    if result.mode == "validate" and result.status is Status.OK and platform(rc.hardware.arch).host_cpu:
-        from dabench.host import validation  # this machine's own error: its band's evidence (perfmodel/constants.py)
+def _run(rc: RunConfig, result: RunResult) -> None:
+    """Fill ``result`` in: mode, graph, ceilings, profile(s), metrics, diagnosis, status."""
+    backend = None if rc.hardware.mode == "predict" else get_backend(rc.hardware.backend)
+    result.mode, note = resolve_mode(rc, backend)
+    if note:
+        result.notes["dabench.mode_note"] = note
+    with _cpu_threads(rc, result.mode):
+        result.graph = graph = opgraph(rc)
+        measured = result.mode in ("measure", "validate")
+        result.ceilings = ceilings = run_ceilings(rc, backend if measured else None, result.notes)
+        measurement = measure_run(backend(), rc, graph, ceilings) if measured else None
+        if measurement is not None:
+            result.profile = measurement.profile
+        failure = _evaluate(rc, result, graph, ceilings, measurement)
+        if failure is not None and failure.status is Status.INVALID_RESULT and measurement is not None:
+            again = probe_again(rc, measurement)  # a faster phase than the calibration's? probe once more
+            if again is not None:
+                result.notes["dabench.probed_again"] = f"probed after the run, it broke a bound: {failure.reason[:300]}"
+                failure = _evaluate(rc, result, graph, ceilings, again)
+        if failure is not None:
+            result.status, result.reason = failure.status, failure.reason
+        unsteady = result.profile.tags.get("unsteady") if result.profile is not None else None
+        if unsteady:  # a disturbed measurement's numbers are recorded, never as ok, nor judged against a prediction
+            extra = f" (its result check also failed: {result.reason[:300]})" if failure is not None else ""
+            result.status, result.reason = Status.UNSTEADY, f"unsteady: {unsteady}{extra}"
+        if result.mode == "validate" and result.status is Status.OK and platform(rc.hardware.arch).host_cpu:
+            from dabench.host import (
+                validation,
+            )  # this machine's own error: its band's evidence (perfmodel/constants.py)
 
-        label = f"{rc.model.n_layers}x{rc.model.hidden_size} batch {rc.run.batch_size} {rc.precision.name}"
-        error = result.metrics.get("predict.rel_error.samples_per_s", math.nan)
-        score = abs(math.log1p(error)) if error > -1 else math.nan
-        validation.record(model_version(rc.hardware.arch), label, coords(rc), score)
+            label = f"{rc.model.n_layers}x{rc.model.hidden_size} batch {rc.run.batch_size} {rc.precision.name}"
+            error = result.metrics.get("predict.rel_error.samples_per_s", math.nan)
+            score = abs(math.log1p(error)) if error > -1 else math.nan
+            validation.record(model_version(rc.hardware.arch), label, coords(rc), score)
 
 
 def _evaluate(

@@ -182,17 +182,12 @@ def run_grid(
         for w in writers.values():
             w.recorder.flush()
             collect(w)
-        if own_parent is not None:
-            _close_parent(own_parent, runs)
+        if own_parent is not None:  # ended with its recorded children's counts, as a -m multirun's
+            recorded = [r for r in runs if r.run_id is not None]
+            interrupted = len(recorded) < len(runs) and sys.exc_info()[0] is not None
+            outcomes = [(r.result.status.value, r.result.metrics.get("throughput.samples_per_s")) for r in recorded]
+            own_parent.finish(Status.INTERRUPTED if interrupted else Status.OK, outcomes=outcomes)
     return runs
-
-
-def _close_parent(parent: ParentRun, runs: list[GridRun]) -> None:
-    """End the grid's own parent run with its recorded children's counts, as a ``-m`` multirun's."""
-    recorded = [r for r in runs if r.run_id is not None]
-    interrupted = len(recorded) < len(runs) and sys.exc_info()[0] is not None
-    outcomes = [(r.result.status.value, r.result.metrics.get("throughput.samples_per_s")) for r in recorded]
-    parent.finish(Status.INTERRUPTED if interrupted else Status.OK, outcomes=outcomes)
 
 
 def _run_like(run: GridRun) -> Any:

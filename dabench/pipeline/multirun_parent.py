@@ -26,10 +26,7 @@ log = logging.getLogger(__name__)
 
 class MlflowParentRunCallback(Callback):
     def __init__(self) -> None:
-        self.run_id: str | None = None
         self.run: ParentRun | None = None
-        self.previous_env: str | None = None
-        self._unregister = lambda: None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         tracking = config.get("tracking") or {}
@@ -58,15 +55,14 @@ class MlflowParentRunCallback(Callback):
             note=f"Multirun:\n\n    {reproduce_command(overrides, multirun=True)}",
             mode=requested_mode(OmegaConf.select(config, "hardware.mode")),
         )
-        self.run_id = self.run.run_id
         self.run.log(
             params={"multirun.overrides": " ".join(overrides), "multirun.sweep_dir": str(config.hydra.sweep.dir)}
         )
         self.previous_env = os.environ.get(PARENT_ENV)
-        os.environ[PARENT_ENV] = self.run_id
+        os.environ[PARENT_ENV] = self.run.run_id
 
         self._unregister = interrupts.on_interrupt(self._close_interrupted)  # Ctrl-C, SIGTERM
-        log.info("MLflow parent run %s (%s)", self.run_id, uri)
+        log.info("MLflow parent run %s (%s)", self.run.run_id, uri)
 
     def _close_interrupted(self) -> str:
         """Close the parent KILLED with the counts of the runs so far (dabench/runtime/interrupts.py)."""
@@ -75,17 +71,17 @@ class MlflowParentRunCallback(Callback):
         done = sum(n for status, n in counts.items() if status != Status.INTERRUPTED.value)
         interrupts.progress(done=done)
         listed = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no runs"
-        return f"parent run {self.run_id} closed KILLED ({listed})"
+        return f"parent run {self.run.run_id} closed KILLED ({listed})"
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         interrupts.progress(done=(interrupts.progress().done or 0) + 1)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.run_id is None:
+        if self.run is None:
             return
         self._unregister()
         counts = self._finish(Status.OK)
-        log.info("multirun recorded: %d jobs %s under parent run %s", sum(counts.values()), counts, self.run_id)
+        log.info("multirun recorded: %d jobs %s under parent run %s", sum(counts.values()), counts, self.run.run_id)
 
     def _finish(self, end_status: Status) -> dict[str, int]:
         """Close the parent with its children's counts (``end_status``: ok -> FINISHED,

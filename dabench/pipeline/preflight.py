@@ -24,6 +24,7 @@ from dabench.core.paths import launch_dir
 from dabench.core.platforms import on_host_cpu
 from dabench.core.status import ConfigError
 from dabench.host.cache import calibration_cache
+from dabench.host.conditions import affinity
 from dabench.perfmodel.knobs import knobs_for
 from dabench.predictor import opgraph
 from dabench.runtime.sinks import CACHE_ENV, sink
@@ -170,10 +171,9 @@ def _scheme(uri: str) -> str:
 
 
 def check_driver(uri: str, field: str, shown: str) -> list[Problem]:
-    """The Python database driver a ``postgresql://`` or ``mysql://`` URI needs is installed."""
+    """The Python database driver a ``postgresql://`` or ``mysql://`` URI (a scheme of
+    :data:`DRIVERS`) needs is installed."""
     scheme = _scheme(uri)
-    if scheme not in DRIVERS:
-        return []
     modules, hint = DRIVERS[scheme]
     explicit = uri.split(":", 1)[0].split("+", 1)[1] if "+" in uri.split(":", 1)[0] else None
     wanted = (explicit,) if explicit else modules
@@ -185,12 +185,11 @@ def check_driver(uri: str, field: str, shown: str) -> list[Problem]:
 def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[Problem]:
     """A server URI's host accepts a TCP connection within ``timeout_s``."""
     parts = urlsplit(uri)
-    scheme = _scheme(uri)
     host = parts.hostname
     if not host:
         return []  # a unix socket or a driver default: the driver decides
     try:
-        port = parts.port or DEFAULT_PORTS.get(scheme, 0)
+        port = parts.port or DEFAULT_PORTS.get(_scheme(uri), 0)
     except ValueError:
         return [Problem(field, shown, "the port is not a number")]
     try:
@@ -274,24 +273,12 @@ def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
 
 def cpu_cores() -> int:
     """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    return len(affinity())
 
 
 def is_measured_on_cpu(rc) -> bool:
     """Does this run execute on this machine's CPU (not predicted, not on a device)?"""
     return rc.hardware.mode != "predict" and on_host_cpu(rc.hardware.backend)
-
-
-def estimated_run_bytes(rc) -> float:
-    """Host memory a measured training run needs, in bytes (derivation: docs/reliability.md section 4)."""
-    graph = opgraph(rc)  # the run's own, cached
-    ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
-    state = graph.training_state_bytes
-    state = state() if callable(state) else state
-    return rc.data_copies * (state + graph.saved_bytes) + ranks * RANK_OVERHEAD_BYTES
 
 
 def check_memory(rc, available: int | None = None) -> list[Problem]:
@@ -301,10 +288,14 @@ def check_memory(rc, available: int | None = None) -> list[Problem]:
     available = mem_available_bytes() if available is None else available
     if available is None:
         return []
-    needed = estimated_run_bytes(rc)
+    # the host memory a measured training run needs (derivation: docs/reliability.md section 4)
+    graph = opgraph(rc)  # the run's own, cached
+    ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
+    state = graph.training_state_bytes
+    state = state() if callable(state) else state
+    needed = rc.data_copies * (state + graph.saved_bytes) + ranks * RANK_OVERHEAD_BYTES
     if needed <= available:
         return []
-    ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
     if ranks * RANK_OVERHEAD_BYTES > needed / 2:  # mostly processes, not the model: fewer ranks
         fix = (
             f"{ranks} rank processes need ~{needed / 2**30:,.1f} GiB ({RANK_OVERHEAD_BYTES / 2**20:.0f} MiB "
@@ -319,34 +310,35 @@ def check_memory(rc, available: int | None = None) -> list[Problem]:
     return [Problem("model.hidden_size", rc.model.hidden_size, fix, kind="job")]
 
 
-def check_ranks(rc, cores: int | None = None, allow_oversubscribe: bool | None = None) -> list[Problem]:
+def check_ranks(rc, cores: int | None = None) -> list[Problem]:
     """A measured parallel CPU run starts no more ranks than there are cores."""
     if not is_measured_on_cpu(rc) or rc.parallel.strategy == "none":
         return []
     cores = cpu_cores() if cores is None else cores
-    allow = getattr(rc.run, "allow_oversubscribe", False) if allow_oversubscribe is None else allow_oversubscribe
     ranks = rc.parallel.n_chips
-    if ranks <= cores or allow:
+    if ranks <= cores or rc.run.allow_oversubscribe:
         return []
     fix = f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, "
     fix += "or run.allow_oversubscribe=true to run them anyway"
     return [Problem("parallel.degree", rc.parallel.degree, fix, kind="job")]
 
 
-def environment_problems(rc, run_dir: Path | None = None, *, tracking_uri: str | None = None) -> list[Problem]:
+def environment_problems(rc) -> list[Problem]:
     """The surroundings of a run: the tracking store (when tracking is on), its artifact root
-    and the run folder (default: cwd)."""
+    and the run folder (cwd)."""
     problems: list[Problem] = []
     timeout_s = float(getattr(rc.tracking, "timeout_s", None) or PROBE_TIMEOUT_S)
     if rc.tracking.enabled:
-        uri = tracking_uri or _resolve_without_creating(rc.tracking.uri, resolve)
+        # the URI as tracking_uri resolves it, without creating the default store folder (pre-flight writes nothing)
+        configured = rc.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI")
+        uri = resolve(rc.tracking.uri) if configured else f"sqlite:///{launch_dir() / 'mlruns' / 'mlflow.db'}"
         problems += check_store(uri, "tracking.uri", timeout_s) + check_parent_store(rc, uri)
         root = artifact_root(uri)
         if not problems and root and root.startswith("file:"):
             problems += check_sink("artifacts", Path(urlsplit(root).path), "tracking.uri", shown=f"artifacts at {root}")
         if not problems and is_remote(uri):  # where its records wait if the server goes away
             problems += check_sink("outbox", outbox_dir(), "$DABENCH_OUTBOX")
-    problems += check_sink("run_dir", Path.cwd() if run_dir is None else run_dir, "hydra.run.dir")
+    problems += check_sink("run_dir", Path.cwd(), "hydra.run.dir")
     if is_measured_on_cpu(rc):  # this CPU's calibration is read and written
         problems += check_sink("calibration_cache", calibration_cache(), f"${CACHE_ENV}")
     return problems
@@ -358,12 +350,10 @@ def job_problems(rc) -> list[Problem]:
     return check_ranks(rc) or check_memory(rc)
 
 
-def run_preflight(
-    rc, run_dir: Path | None = None, *, tracking_uri: str | None = None, unfit: list[Problem] | None = None
-) -> list[Problem]:
+def run_preflight(rc, unfit: list[Problem] | None = None) -> list[Problem]:
     """All checks for one run (``rc`` a :class:`~dabench.config.sections.RunConfig`; ``unfit``:
     its :func:`job_problems` when already known)."""
-    return environment_problems(rc, run_dir, tracking_uri=tracking_uri) + (job_problems(rc) if unfit is None else unfit)
+    return environment_problems(rc) + (job_problems(rc) if unfit is None else unfit)
 
 
 def refuse_if_unfit(rc, multirun: bool = False, unfit: list[Problem] | None = None) -> None:
@@ -381,14 +371,6 @@ def refuse_if_unfit(rc, multirun: bool = False, unfit: list[Problem] | None = No
     if problems:
         print(format_problems(problems), file=sys.stderr, flush=True)
         raise SystemExit(2)
-
-
-def _resolve_without_creating(configured: str | None, resolve) -> str:
-    """The tracking URI as :func:`~dabench.tracking.store.tracking_uri` resolves it, without
-    creating the default store folder (pre-flight writes nothing)."""
-    if configured or os.environ.get("MLFLOW_TRACKING_URI"):
-        return resolve(configured)
-    return f"sqlite:///{launch_dir() / 'mlruns' / 'mlflow.db'}"
 
 
 def model_inputs_error(rc) -> Any:

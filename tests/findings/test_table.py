@@ -7,7 +7,6 @@ import inspect
 import pytest
 import yaml
 
-from dabench import findings
 from dabench.findings import FITTED, NOT_REPRODUCED, PREDICTED, Finding, Measured, fitted_by, status, table
 from dabench.findings.registry import FINDINGS
 from dabench.fit.points import load_points
@@ -25,12 +24,6 @@ def computed():
 def test_the_table_in_docs_is_current(computed):
     block = table.markdown(list(computed.values()))
     assert table.doc_block() == block, "docs/perfmodel.md's findings table is stale: dabench findings --write"
-
-
-@pytest.mark.parametrize("finding_id", IDS)
-def test_each_findings_computed_status_is_the_tables(finding_id, computed):
-    row = computed[finding_id]
-    assert table.doc_statuses(table.doc_block()).get(finding_id) == row.status, (row.status, row.measured.value)
 
 
 def test_every_finding_has_real_tests_points_and_platforms():
@@ -122,17 +115,6 @@ def test_without_a_constant_set_from_it_the_model_decides(monkeypatch):
     _sources(monkeypatch, [Provenance("options.k", "fitted", "", ("P1",), (0, 1))])
     assert status(_finding(met=True)).status == PREDICTED
     assert status(_finding(met=False)).status == NOT_REPRODUCED
-
-
-def test_the_doc_statuses_parser_reads_what_markdown_writes():
-    rows = [
-        findings.FindingStatus(
-            _finding(), kind, ("options.k (fitted to P1)",) if kind == FITTED else (), Measured("x", True)
-        )
-        for kind in (FITTED, PREDICTED, NOT_REPRODUCED)
-    ]
-    rows = [dataclasses.replace(r, finding=dataclasses.replace(r.finding, id=f"f{i}")) for i, r in enumerate(rows)]
-    assert table.doc_statuses(table.markdown(rows)) == {"f0": FITTED, "f1": PREDICTED, "f2": NOT_REPRODUCED}
 
 
 def test_a_finding_not_reproduced_names_its_evidence(computed):

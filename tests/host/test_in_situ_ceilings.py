@@ -7,7 +7,7 @@ import math
 import pytest
 
 from dabench.core.ceilings import Ceilings
-from dabench.host.calibrate import Calibration, Probe, combine_probes
+from dabench.host.calibrate import Calibration, Probe
 from dabench.host.ceilings import IN_SITU, in_situ_ceilings, roof_of, uses_in_situ_ceilings
 from tests.conftest import composed
 
@@ -15,9 +15,9 @@ CALIBRATED = Ceilings(peak_flops=100e9, bandwidth_Bps=20e9, memory_level="dram",
 
 
 def test_combined_probes_are_the_mean_and_the_drift_is_after_minus_before_over_the_mean():
-    mean, drift = combine_probes(Probe(80e9, 10e9), Probe(120e9, 30e9))
+    mean, metrics = in_situ_ceilings(CALIBRATED, Probe(80e9, 10e9), Probe(120e9, 30e9))
     assert (mean.peak_flops, mean.bandwidth_Bps) == (100e9, 20e9)
-    assert drift == pytest.approx(0.4)
+    assert metrics["validate.ceilings_drift"] == pytest.approx(0.4)
 
 
 def test_the_model_gets_the_probes():

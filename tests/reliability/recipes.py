@@ -135,7 +135,7 @@ def calibration_cache(folder: Path) -> Outcome:
     finally:
         logging.getLogger("dabench").removeHandler(handler)
     status = "ok" if cal.value == 1.0e10 else "wrong"
-    return Outcome(status, seen[-1] if seen else "", [], [calibrate.cache_path()])
+    return Outcome(status, seen[-1] if seen else "", [], [calibrate.calibration_cache()])
 
 
 def schema_cache(folder: Path) -> Outcome:

@@ -199,8 +199,8 @@ def test_the_calibration_reader_names_a_damaged_entry_and_keeps_the_rest(tmp_pat
     good = json.loads(calibration_bytes())
     key = next(iter(good))
     good[key]["value"] = -5.0
-    calibrate.cache_path().parent.mkdir(parents=True, exist_ok=True)
-    calibrate.cache_path().write_text(json.dumps(good))
+    calibrate.calibration_cache().parent.mkdir(parents=True, exist_ok=True)
+    calibrate.calibration_cache().write_text(json.dumps(good))
     with caplog.at_level("WARNING"):
         entries = calibrate._read_cache()
     assert key not in entries and len(entries) == 1
