@@ -215,16 +215,18 @@ def test_a_malformed_prior_is_named_not_used(bounds):
     assert isinstance(problem, str) and "prior.bounds" in problem and repr(bounds) in problem
 
 
-def test_fit_cv_refuses_a_broken_sources_entry_in_one_line(monkeypatch, capsys):
+def test_fit_cv_refuses_a_broken_sources_entry_in_one_line(monkeypatch):
     from dabench.cli.fit import cv_text
+    from dabench.cli.frame import failure
+    from dabench.core.status import ConfigError
     from dabench.fit import cv
     from dabench.fit.sources import Provenance
 
     broken = Provenance("options.x", "invalid", "prior.bounds must be finite with low < high, not [2, 1]")
     monkeypatch.setattr(cv, "load_sources", lambda arch: {"options.x": broken})
-    assert cv_text.run_cv(["rdu"], write=False) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["dabench fit: conf/hardware/sources/rdu.yaml: options.x: " + broken.text]
+    with pytest.raises(ConfigError) as refused:  # the command frame prints it as `dabench fit: <line>`, exit 2
+        cv_text.run_cv(["rdu"], write=False)
+    assert failure(refused.value) == "conf/hardware/sources/rdu.yaml: options.x: " + broken.text
 
 
 def test_a_fit_candidate_naming_an_unknown_hardware_field_is_refused():

@@ -59,7 +59,7 @@ NOT_SINKS: dict[tuple[str, str], str] = {
     ("dabench/cli/ingest.py", "shutil.copyfile(source, target)"): "scratch copy, then logged as artifacts",
     ("dabench/ingest/safety.py", "target.parent.mkdir"): "the checked copy of an untrusted folder (scratch)",
     ("dabench/ingest/safety.py", "target.write_bytes"): "the checked copy of an untrusted folder (scratch)",
-    ("dabench/report/advice.py", 'fig.savefig(buffer, format="svg")'): "into memory (an in-page SVG)",
+    ("dabench/report/advice.py", 'fig.savefig(svg, format="svg")'): "into memory (an in-page SVG)",
     ("dabench/report/html.py", 'fig.savefig(svg, format="svg")'): "into memory, then written through the sink",
     ("dabench/report/html.py", 'fig.savefig(png, format="png", dpi=110)'): "into memory, then through the sink",
     ("dabench/tune/plots.py", 'fig.savefig(buffer, format="png", dpi=100)'): "into memory, then through the sink",
