@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dabench.core.numbers import bad_metrics
 from dabench.core.platforms import registry
 from dabench.ingest.artifact import ArtifactReport
 from dabench.ingest.config import stated_config
@@ -47,9 +48,14 @@ def parse(path: str | Path) -> ArtifactReport:
     """Detect and parse ``path``, reading only what :mod:`dabench.ingest.safety` allows: a
     folder (or a file whose format is its folder) is parsed from a checked copy of its regular
     files; what was skipped is in ``report.skipped`` (``to_dict()["skipped"]``). Anything that
-    cannot be parsed is a ValueError with a one-line reason (tests/ingest/test_fuzz.py)."""
+    cannot be parsed is a ValueError with a one-line reason (tests/ingest/test_fuzz.py), and so is
+    a report with a figure the one number guard refuses (:func:`dabench.core.numbers.bad_metrics`)."""
     try:
-        return _parse(Path(path))
+        report = _parse(Path(path))
+        why = bad_metrics(report.metrics())
+        if why:
+            raise ValueError(f"{path}: {why}")
+        return report
     except ValueError as error:
         raise ValueError(_one_line(str(error))) from None
     except _BAD_INPUT as error:

@@ -562,3 +562,26 @@ def test_long_fuzz_profile():
         command, cwd=ROOT, env={**os.environ, "DABENCH_FUZZ": "long"}, capture_output=True, text=True, timeout=3600
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "figures",
+    [
+        {"samples_per_s": float("inf")},
+        {"samples_per_s": -3.0},
+        {"memory_bytes": {"sram": float("nan")}},
+        {"extra": {"rdu.bw_ratio_max.ddr": 1.8e308}},  # what MLflow stores for inf
+    ],
+)
+def test_an_artifact_with_a_figure_the_number_guard_refuses_is_refused(monkeypatch, tmp_path, figures):
+    """Whatever a parser read, a report whose figures are not finite or out of their range is
+    refused in one line naming the figure, never handed on as a Profile or an MLflow metric."""
+    from dabench.ingest import parse as parse_module
+    from dabench.ingest.artifact import ArtifactReport
+
+    monkeypatch.setattr(parse_module, "_parse", lambda path: ArtifactReport("popvision_json", **figures))
+    with pytest.raises(ValueError) as refused:
+        parse_module.parse(tmp_path / "report.json")
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(f"{tmp_path / 'report.json'}: ")
+    assert ("not finite" in line or "out of range" in line) and "=" in line
