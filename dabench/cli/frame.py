@@ -237,7 +237,7 @@ def _words(cmd: Command, argv: Sequence[str]) -> argparse.Namespace:
         if not sep or key not in cmd.args:
             valid = ", ".join(cmd.args) + (f", {cmd.overrides}KEY" if cmd.overrides else "")
             why = "arguments are key=value words" if not sep else f"unknown argument; {did_you_mean(key, cmd.args)}"
-            raise ConfigError(show(key), None, f"{why}; valid keys: {valid}")
+            raise ConfigError(show(key), None, f"{why.rstrip('; ')}; valid keys: {valid}")
         if key in given:
             raise ConfigError(key, text, f"given 2 times ({key}={show(given[key])} first); give it once")
         given[key] = text
