@@ -86,9 +86,10 @@ def read_only(on: bool = True) -> Iterator[None]:
 
 
 def _reading(uri: str, kind: str, redacted: str) -> str:
-    """``uri`` to open: a SQLite file, while read-only, as ``mode=ro`` once it is ``kind``; WrongStore otherwise."""
+    """``uri`` to open: a SQLite file, while read-only, as ``mode=ro`` once it is ``kind``; WrongStore
+    otherwise. A writer may create the file or its tables, but an existing file must be SQLite."""
     path = sqlite_path(uri)
-    if path is None or not _read_only:
+    if path is None or not (_read_only or path.is_file()):
         return uri
     if not path.is_file():
         raise WrongStore(f"no {kind.split(' ', 1)[1]} at {redacted} (nothing is created by a command that reads)")
@@ -97,6 +98,8 @@ def _reading(uri: str, kind: str, redacted: str) -> str:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error as error:
         raise WrongStore(f"{redacted}: not a SQLite database ({error}), so not {kind}") from None
+    if not _read_only:
+        return uri
     if not KINDS[kind] <= tables:
         found = next((k for k, need in KINDS.items() if need <= tables), "empty" if not tables else "other tables")
         raise WrongStore(f"{redacted}: holds {found}, not {kind}; give the right store")

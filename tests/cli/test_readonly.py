@@ -172,13 +172,14 @@ def test_a_read_only_command_makes_no_store_where_there_is_none(tmp_path, warm_h
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    """An MLflow store, an Optuna storage and an empty file, side by side."""
+    """An MLflow store, an Optuna storage, an empty file and a text file, side by side."""
     from mlflow.tracking import MlflowClient
 
     folder = tmp_path_factory.mktemp("kinds")
     MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()
     optuna.create_study(study_name="s", storage=f"sqlite:///{folder / 'optuna.db'}")
     (folder / "empty.db").touch()
+    (folder / "text.db").write_text("not a database\n")
     return folder
 
 
@@ -190,6 +191,9 @@ WRONG = {
     "study --list, an empty file": ["study", "--list", "--storage", "sqlite:///{f}/empty.db"],
     "report, Optuna's": ["report", "--out", "{f}/out", "--tracking-uri", "sqlite:///{f}/optuna.db"],
     "compare, an empty file": ["compare", "0" * 32, "--tracking-uri", "sqlite:///{f}/empty.db"],
+    # commands that may write: an existing file that is no SQLite database is refused all the same
+    "fit --from-mlflow, a text file": ["fit", "--from-mlflow", "--tracking-uri", "sqlite:///{f}/text.db"],
+    "study, a text file": ["study", "--study", "s", "--storage", "sqlite:///{f}/text.db"],
 }
 
 
