@@ -77,6 +77,20 @@ def imported(module: str, name: str | None = None) -> Callable[[], Any]:
     return get
 
 
+def deferred(module: str, name: str) -> Callable:
+    """A function imported on first call: ``module.name`` called with the arguments given, for a
+    record's ``predict`` or ``space`` whose code needs torch or the model code; ``target()`` gets
+    the function itself (its signature). Like a namedtuple it belongs to the module that makes it
+    (the platform folder whose files version the model: perfmodel/constants.py)."""
+
+    def call(*args):
+        return call.target()(*args)
+
+    call.target = imported(module, name)
+    call.__module__ = sys._getframe(1).f_globals["__name__"]
+    return call
+
+
 _UNKNOWN = Platform("")  #: what an unknown arch is asked for: no parts, no special case
 
 

@@ -28,7 +28,7 @@ COMPARED = re.compile(r"""(arch|platform)["')\]]*\s*(==|!=|in\s*[(\[{])\s*["'](%
 def test_every_part_of_a_record_exists(name):
     record = P.registry()[name]
     assert record.name == name
-    assert list(inspect.signature(record.predict).parameters) == ["rc", "graph", "ceilings"]
+    assert list(inspect.signature(record.predict.target()).parameters) == ["rc", "graph", "ceilings"]
     for backend, get in record.backends.items():
         assert get().name == backend
     assert set(record.host_backends) <= set(record.backends)
@@ -36,7 +36,7 @@ def test_every_part_of_a_record_exists(name):
     if record.device_name:
         assert callable(record.device_name)
     if record.space:
-        assert list(inspect.signature(record.space).parameters) == ["space", "args", "config", "chips"]
+        assert list(inspect.signature(record.space.target()).parameters) == ["space", "args", "config", "chips"]
     if record.sweep:
         assert (SWEEPS_DIR / f"{record.sweep}.yaml").is_file()
     if record.ingest:

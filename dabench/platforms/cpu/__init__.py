@@ -3,19 +3,13 @@ ceilings, measured with torch (backend.py); knobs in knobs.py."""
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure, imported
+from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 from dabench.host.info import cpu_model
-
-
-def predict(rc, graph, ceilings):
-    from dabench.perfmodel.device import predict
-
-    return predict(rc, graph, ceilings)
 
 
 PLATFORM = Platform(
     "cpu",
-    predict,
+    deferred("dabench.perfmodel.device", "predict"),
     {"cpu": imported("dabench.platforms.cpu.backend", "CpuBackend")},
     imported("dabench.platforms.cpu.knobs", "CpuKnobs"),
     host_backends=("cpu",),

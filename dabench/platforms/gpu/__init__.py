@@ -4,31 +4,19 @@ the family): the shared roofline device model (perfmodel/device.py), measured wi
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure, imported
+from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 from dabench.host.info import cuda_device_name
-
-
-def predict(rc, graph, ceilings):
-    from dabench.perfmodel.device import predict
-
-    return predict(rc, graph, ceilings)
-
-
-def shape_space(space, args, config, chips):
-    from dabench.platforms.gpu.space import advise_space
-
-    return advise_space(space, args, config, chips)
 
 
 PLATFORM = Platform(
     "cuda",
-    predict,
+    deferred("dabench.perfmodel.device", "predict"),
     {"cuda": imported("dabench.platforms.gpu.backend", "CudaBackend")},
     imported("dabench.platforms.gpu.knobs", "CudaKnobs"),
     tf32=True,
     generations=True,
     device_name=cuda_device_name,
-    space=shape_space,
+    space=deferred("dabench.platforms.gpu.space", "advise_space"),
     # NVIDIA H200 SXM (the cuda preset). 700 W is the board's maximum TDP (configurable down); the
     # MLPerf Inference v4.1 system description of NVIDIA's own 8x H200 SXM submission states it as
     # "H200 TGP 700W".

@@ -4,31 +4,19 @@ export.py, backend.py), PopVision parser (ingest.py), placement space (space.py)
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure, imported
-
-
-def predict(rc, graph, ceilings):
-    from dabench.platforms.ipu.model import predict
-
-    return predict(rc, graph, ceilings)
-
-
-def shape_space(space, args, config, chips):
-    from dabench.platforms.ipu.space import advise_space
-
-    return advise_space(space, args, config, chips)
+from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 
 
 PLATFORM = Platform(
     "ipu",
-    predict,
+    deferred("dabench.platforms.ipu.model", "predict"),
     {"poptorch": imported("dabench.platforms.ipu.backend", "PoptorchBackend")},
     imported("dabench.platforms.ipu.knobs", "IpuOptions"),
     ingest=imported("dabench.platforms.ipu.ingest"),
     formats=("popvision_json",),
     pipeline_grad_accum=True,
     sweep="ipu_deploy",
-    space=shape_space,
+    space=deferred("dabench.platforms.ipu.space", "advise_space"),
     # Bow-2000: 4 Bow IPUs in a 1U machine, 1.25 kW average (Graphcore's figure, reported by eeNews
     # Europe); 1,250 W / 4 = 312.5 W per IPU
     power=PowerFigure(

@@ -4,31 +4,19 @@ backend.py), compile-folder and SambaTune parser (ingest.py), deployment space (
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure, imported
-
-
-def predict(rc, graph, ceilings):
-    from dabench.platforms.rdu.model import predict
-
-    return predict(rc, graph, ceilings)
-
-
-def shape_space(space, args, config, chips):
-    from dabench.platforms.rdu.space import advise_space
-
-    return advise_space(space, args, config, chips)
+from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 
 
 PLATFORM = Platform(
     "rdu",
-    predict,
+    deferred("dabench.platforms.rdu.model", "predict"),
     {"sambaflow": imported("dabench.platforms.rdu.backend", "SambaflowBackend")},
     imported("dabench.platforms.rdu.knobs", "RduOptions"),
     ingest=imported("dabench.platforms.rdu.ingest"),
     formats=("sambaflow_compile", "sambatune_section_report"),
     sweep="rdu_deploy",
     tiles_per_chip=8,
-    space=shape_space,
+    space=deferred("dabench.platforms.rdu.space", "advise_space"),
     # no public power figure found (SambaNova's site-preparation pages say power is discussed per
     # site with a representative)
     power=PowerFigure(None, "unsourced", "no public SN30 / DataScale SN30-8 power figure found"),

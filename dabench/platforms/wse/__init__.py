@@ -4,24 +4,12 @@ appliance-run parser (ingest.py), deployment space (space.py), knobs (knobs.py).
 
 from __future__ import annotations
 
-from dabench.core.platforms import Platform, PowerFigure, imported
-
-
-def predict(rc, graph, ceilings):
-    from dabench.platforms.wse.model import predict
-
-    return predict(rc, graph, ceilings)
-
-
-def shape_space(space, args, config, chips):
-    from dabench.platforms.wse.space import advise_space
-
-    return advise_space(space, args, config, chips)
+from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 
 
 PLATFORM = Platform(
     "wse2",
-    predict,
+    deferred("dabench.platforms.wse.model", "predict"),
     {
         "cstorch": imported("dabench.platforms.wse.backend", "CstorchBackend"),
         "cstorch_cpu": imported("dabench.platforms.wse.backend", "CstorchCpuBackend"),
@@ -32,7 +20,7 @@ PLATFORM = Platform(
     formats=("cerebras_compile_report", "cerebras_appliance_run"),
     mode_keys=("hardware.options.execution_mode",),
     sweep="wse2_deploy",
-    space=shape_space,
+    space=deferred("dabench.platforms.wse.space", "advise_space"),
     # one WSE-2 per 15U CS-2; dabench counts one chip per CS-2 (chips_per_node: 1). Cerebras' figure
     # as reported by Golem.de; the CS-1 of the same form factor was 20 kW peak (AnandTech, 2020).
     power=PowerFigure(
