@@ -28,7 +28,13 @@ _HEADER = re.compile(
 )
 _RATE_LINE = re.compile(r"Step=(\d+).*?Rate=([\d.]+) samples/sec, GlobalRate=([\d.]+) samples/sec")
 _BATCH_LINE = re.compile(r"Effective batch size is (\d+)")
-_TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+#: compile-report header line -> its metric
+HEADER_METRICS = {
+    "Compute Samples/s": "cerebras.compute_samples_per_s",
+    "Transmission Samples/s": "cerebras.transmission_samples_per_s",
+    "Active PEs": "cerebras.active_pes_reported",
+    "Compute Utilization": "cerebras.compute_utilization",
+}
 
 
 def kernel_class(name: str) -> str:
@@ -72,16 +78,16 @@ def parse_compile_report(text: str, path: str | None = None) -> ArtifactReport:
     elif header.get("Active PEs"):
         report.notes.append("no patio row: PE budget inferred from the header's rounded Active PEs %")
         report.units["pes"] = UnitUse(allocated=allocated, available=allocated / header["Active PEs"])
-    for name, (rate, _compute, _transmission, pes, util) in kernels:
-        report.subtasks.append(
-            ArtifactSubtask(
-                name=name,
-                rate=rate,
-                units={"pes": pes or 0.0},
-                group=kernel_class(name),
-                utilization=util / 100.0 if util is not None else None,
-            )
+    report.subtasks.extend(
+        ArtifactSubtask(
+            name=name,
+            rate=rate,
+            units={"pes": pes or 0.0},
+            group=kernel_class(name),
+            utilization=util / 100.0 if util is not None else None,
         )
+        for name, (rate, _compute, _transmission, pes, util) in kernels
+    )
     rated = [s for s in report.subtasks if s.rate]
     if rated:
         report.bottleneck = min(rated, key=lambda s: s.rate).name
@@ -89,22 +95,18 @@ def parse_compile_report(text: str, path: str | None = None) -> ArtifactReport:
     report.throughput_basis = COMPILER_ESTIMATE
     report.load_imbalance_basis = "per-kernel samples/s (LI = mean(1/r) / max(1/r))"
     extra = report.extra
-    for key, name in (
-        ("Compute Samples/s", "cerebras.compute_samples_per_s"),
-        ("Transmission Samples/s", "cerebras.transmission_samples_per_s"),
-        ("Active PEs", "cerebras.active_pes_reported"),
-        ("Compute Utilization", "cerebras.compute_utilization"),
-    ):
-        if key in header:
-            extra[name] = header[key]
+    extra.update({name: header[key] for key, name in HEADER_METRICS.items() if key in header})
     extra["cerebras.kernels"] = float(len(kernels))
     compute_costs = [1.0 / s.rate for s in rated if s.group in ("attention", "fc")]
     if compute_costs:
         extra["cerebras.load_imbalance.compute_kernels"] = tier1.load_imbalance(compute_costs)
     if allocated:
-        for cls in CLASS_NAMES:
-            pes = sum(s.units["pes"] for s in report.subtasks if s.group == cls)
-            extra[f"cerebras.pe_share.{cls}"] = pes / allocated
+        extra.update(
+            {
+                f"cerebras.pe_share.{cls}": sum(s.units["pes"] for s in report.subtasks if s.group == cls) / allocated
+                for cls in CLASS_NAMES
+            }
+        )
         weighted = [(s.units["pes"], s.utilization) for s in report.subtasks if s.utilization is not None]
         if weighted:
             extra["cerebras.pe_weighted_utilization"] = sum(p * u for p, u in weighted) / sum(p for p, _ in weighted)
@@ -214,9 +216,10 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
         if perf_path.exists():
             report.files.append(str(perf_path))
             perf = _json_or_problem(perf_path, report, {})
-            for key in ("total_samples", "total_time", "rate", "global_rate", "samples_per_sec", "flops_utilization"):
-                if isinstance(perf.get(key), (int, float)):
-                    report.extra[f"cerebras.{key}"] = float(perf[key])
+            keys = ("total_samples", "total_time", "rate", "global_rate", "samples_per_sec", "flops_utilization")
+            report.extra.update(
+                {f"cerebras.{k}": float(perf[k]) for k in keys if isinstance(perf.get(k), (int, float))}
+            )
             if isinstance(perf.get("samples_per_sec"), (int, float)):
                 report.samples_per_s, report.throughput_basis = float(perf["samples_per_sec"]), MEASURED
             if not perf:
@@ -224,10 +227,13 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
         if track_path.exists():
             report.files.append(str(track_path))
             report.phases_s = flatten_track(_json_or_problem(track_path, report, {}))
-            for name, seconds in report.phases_s.items():
-                key = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_").lower()
-                if "/" not in name:
-                    report.extra[f"cerebras.phase_s.{key}"] = seconds
+            report.extra.update(
+                {
+                    f"cerebras.phase_s.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_').lower()}": seconds
+                    for name, seconds in report.phases_s.items()
+                    if "/" not in name
+                }
+            )
         tasks: dict[str, int] = {}
         for details in sorted(executor.glob("*-cluster-details.json")):
             report.files.append(str(details))
@@ -237,15 +243,19 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
                 counts[kind] = counts.get(kind, 0) + len(task.get("taskMap", []))
             if len(counts) > len(tasks):  # the execute job lists the most task types
                 tasks = counts
-        for kind, count in tasks.items():
-            report.extra[f"cerebras.tasks.{kind}"] = float(count)
+        report.extra.update({f"cerebras.tasks.{kind}": float(count) for kind, count in tasks.items()})
         meta_path = folder / "run_meta.json"
         if meta_path.exists():
             report.files.append(str(meta_path))
             meta = json.loads(meta_path.read_text())
-            for job in meta.get("execute_jobs", []) + meta.get("compile_jobs", []):
-                for name, version in (job.get("software_versions") or {}).items():
-                    report.info[f"cerebras.version.{name}"] = str(version)
+            jobs = meta.get("execute_jobs", []) + meta.get("compile_jobs", [])
+            report.info.update(
+                {
+                    f"cerebras.version.{name}": str(version)
+                    for job in jobs
+                    for name, version in (job.get("software_versions") or {}).items()
+                }
+            )
             systems = [len(job.get("system_versions") or {}) for job in meta.get("execute_jobs", [])]
             report.chips = max([1, *systems])
 
