@@ -104,10 +104,8 @@ class ArtifactReport:
             out.update(tier1.allocation_metrics(self.units))
         li = self.subtask_load_imbalance()
         if li is not None:
-            out["tier1.load_imbalance"] = li
-            out["tier1.subtasks"] = float(len(self.subtasks))
-        for level, used in self.memory_bytes.items():
-            out[f"memory.peak_bytes.{level}"] = float(used)
+            out.update({"tier1.load_imbalance": li, "tier1.subtasks": float(len(self.subtasks))})
+        out.update({f"memory.peak_bytes.{level}": float(used) for level, used in self.memory_bytes.items()})
         out.update({k: float(v) for k, v in self.extra.items()})
         return out
 
@@ -128,10 +126,8 @@ class ArtifactReport:
             "bottleneck": self.bottleneck,
             "metrics": self.metrics(),
         }
-        if self.throughput_basis:
-            out["throughput_basis"] = self.throughput_basis
-        if self.load_imbalance_basis:
-            out["load_imbalance_basis"] = self.load_imbalance_basis
+        bases = ("throughput_basis", "load_imbalance_basis")  # when set
+        out.update({k: getattr(self, k) for k in bases if getattr(self, k)})
         out["config"] = self.stated.to_dict()
         shown = ("problems", "skipped", "phases_s", "info", "details", "notes")  # when not empty
         out.update({k: getattr(self, k) for k in shown if getattr(self, k)})

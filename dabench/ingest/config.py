@@ -85,12 +85,12 @@ def _model_values(model: Mapping[str, Any]) -> dict[str, Any]:
     if encoder and decoder:  # an encoder-decoder of L + L layers: 2L blocks, L with cross-attention
         values["model.n_layers"] = encoder + decoder
         values["model.cross_attention_layers"] = decoder
-    for key, names in _MODEL_KEYS.items():
-        if key in values:
-            continue
-        found = next((_count(model[n]) for n in names if n in model and _count(model[n])), None)
-        if found:
-            values[key] = found
+    found = {
+        key: next((_count(model[n]) for n in names if n in model and _count(model[n])), None)
+        for key, names in _MODEL_KEYS.items()
+        if key not in values
+    }
+    values.update({key: count for key, count in found.items() if count})
     tied = model.get("share_embedding_weights", model.get("tie_embeddings"))
     if isinstance(tied, bool):
         values["model.tie_embeddings"] = tied

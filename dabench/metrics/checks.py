@@ -83,16 +83,16 @@ def bound_violations(metrics: Mapping[str, float]) -> list[str]:
 def roofline_violations(points: Iterable) -> list[str]:
     """'point: achieved > attainable' for each roofline point drawn above its roof. ``points`` are
     :class:`dabench.metrics.roofline.RooflinePoint` (any object with name, achieved, attainable)."""
-    out = []
-    for p in points:
-        if p.achieved is None or not (math.isfinite(p.achieved) and math.isfinite(p.attainable)):
-            continue  # a non-finite one is reported by the metric check
-        if p.achieved > p.attainable * (1.0 + RELATIVE_TOLERANCE):
-            out.append(
-                f"roofline point {p.name}: achieved {p.achieved / 1e12:.4g} TFLOP/s above its roof "
-                f"{p.attainable / 1e12:.4g} TFLOP/s"
-            )
-    return out
+    return [
+        f"roofline point {p.name}: achieved {p.achieved / 1e12:.4g} TFLOP/s above its roof "
+        f"{p.attainable / 1e12:.4g} TFLOP/s"
+        for p in points
+        # a non-finite one is reported by the metric check
+        if p.achieved is not None
+        and math.isfinite(p.achieved)
+        and math.isfinite(p.attainable)
+        and p.achieved > p.attainable * (1.0 + RELATIVE_TOLERANCE)
+    ]
 
 
 def check_result(

@@ -81,30 +81,39 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
         metrics.update(tier1.allocation_metrics(profile.units))
     times = subtask_times(profile)
     if times:
-        metrics["tier1.load_imbalance"] = tier1.load_imbalance(times)
-        metrics["tier1.subtask_max_s"] = max(times)
-        metrics["tier1.subtask_mean_s"] = sum(times) / len(times)
-        metrics["tier1.subtasks"] = float(len(times))
-    for level, used in profile.memory_bytes.items():
-        metrics[f"memory.peak_bytes.{level}"] = used
+        metrics.update(
+            {
+                "tier1.load_imbalance": tier1.load_imbalance(times),
+                "tier1.subtask_max_s": max(times),
+                "tier1.subtask_mean_s": sum(times) / len(times),
+                "tier1.subtasks": float(len(times)),
+            }
+        )
+    metrics.update({f"memory.peak_bytes.{level}": used for level, used in profile.memory_bytes.items()})
     # the step's roofline point (the last of roofline_points), without the per-class points
     step_point = point(
         "step", flops / profile.chips, moved / profile.chips, median, ceilings.peak_flops, ceilings.bandwidth_Bps
     )
-    metrics["roofline.step.intensity"] = step_point.intensity
-    metrics["roofline.step.attainable_tflops"] = step_point.attainable / 1e12
-    metrics["roofline.step.roof_share"] = achieved / step_point.attainable
-    metrics["roofline.ridge_intensity"] = ridge_point(ceilings.peak_flops, ceilings.bandwidth_Bps)
+    metrics.update(
+        {
+            "roofline.step.intensity": step_point.intensity,
+            "roofline.step.attainable_tflops": step_point.attainable / 1e12,
+            "roofline.step.roof_share": achieved / step_point.attainable,
+            "roofline.ridge_intensity": ridge_point(ceilings.peak_flops, ceilings.bandwidth_Bps),
+        }
+    )
     if profile.comm or profile.chips > 1:
         comm_time = sum(e.time_s for e in profile.comm if e.op != "bubble")
         bubble = sum(e.time_s for e in profile.comm if e.op == "bubble")
-        metrics["tier2.comm_fraction"] = tier2.comm_fraction(comm_time, median)
-        metrics["tier2.comm_time_s"] = comm_time
-        metrics["tier2.bubble_time_s"] = bubble
-        for strategy, seconds in tier2.strategy_breakdown(
-            (e.strategy, e.time_s) for e in profile.comm if e.op != "bubble"
-        ).items():
-            metrics[f"tier2.comm_time_s.{strategy}"] = seconds
+        by_strategy = tier2.strategy_breakdown((e.strategy, e.time_s) for e in profile.comm if e.op != "bubble")
+        metrics.update(
+            {
+                "tier2.comm_fraction": tier2.comm_fraction(comm_time, median),
+                "tier2.comm_time_s": comm_time,
+                "tier2.bubble_time_s": bubble,
+                **{f"tier2.comm_time_s.{strategy}": seconds for strategy, seconds in by_strategy.items()},
+            }
+        )
         if profile.single_chip_samples_per_s:
             metrics["tier2.scaling_efficiency"] = tier2.scaling_efficiency(
                 profile.samples_per_s, profile.single_chip_samples_per_s, profile.chips

@@ -318,10 +318,12 @@ def band(
     nominal: float | None = None,
 ) -> tuple[float, float] | None:
     """(lo, hi) around a positive predicted ``value``; None without a band or such a value."""
-    if not math.isfinite(value) or value <= 0:
-        return None
-    _, q, _ = half_width(platform, constant_set, x, nominal)
-    if q is None or not math.isfinite(q):
+    return _around(value, half_width(platform, constant_set, x, nominal)[1])
+
+
+def _around(value: float | None, q: float | None) -> tuple[float, float] | None:
+    """(lo, hi) of a positive finite ``value`` at log half-width ``q``; None without either."""
+    if value is None or q is None or not (math.isfinite(value) and value > 0 and math.isfinite(q)):
         return None
     return (value / math.exp(q), value * math.exp(q))
 
@@ -337,13 +339,11 @@ def band_metrics(
     constant_set = load() if constant_set is None else constant_set
     out: dict[str, float] = {}
     prefix = "predict." if "predict.throughput.samples_per_s" in metrics else ""  # validate: main names are measured
-    _, q, _ = half_width(platform, constant_set, x, nominal)
-    if q is None or not math.isfinite(q):
-        return out
+    q = half_width(platform, constant_set, x, nominal)[1]
     for name in BANDED:
-        value = metrics.get(prefix + name)
-        if value is not None and math.isfinite(value) and value > 0:
-            out[f"{prefix}{name}.lo"], out[f"{prefix}{name}.hi"] = value / math.exp(q), value * math.exp(q)
+        ends = _around(metrics.get(prefix + name), q)
+        if ends:
+            out[f"{prefix}{name}.lo"], out[f"{prefix}{name}.hi"] = ends
     return out
 
 
@@ -382,23 +382,28 @@ def band_tags(
 def outside_domain(constant_set: Mapping[str, Any], platform: str, rc: Any) -> str:
     """Where ``rc`` lies outside the configs a set fitted from runs saw; "" inside (or no domain)."""
     domain = ((constant_set.get("platforms") or {}).get(platform) or {}).get("domain") or {}
-    found = []
-    values = {
+    #: domain key -> the run's value: a [low, high] span of numbers, or a list of names (with their label)
+    spans = {
         "n_layers": rc.model.n_layers,
         "hidden_size": rc.model.hidden_size,
         "seq_len": rc.model.seq_len,
         "batch_size": rc.run.batch_size,
     }
-    for key, value in values.items():
-        span = domain.get(key)
-        if span and not (span[0] <= value <= span[1]):
-            found.append(f"{key} {value} outside [{span[0]:g}, {span[1]:g}]")
-    if domain.get("precisions") and rc.precision.name not in domain["precisions"]:
-        found.append(f"precision {rc.precision.name} not in {', '.join(domain['precisions'])}")
-    if domain.get("hardware") and rc.hardware.name not in domain["hardware"]:
-        found.append(f"hardware {rc.hardware.name} not in {', '.join(domain['hardware'])}")
-    if domain.get("strategies") and rc.parallel.strategy not in domain["strategies"]:
-        found.append(f"layout {rc.parallel.strategy} not in {', '.join(domain['strategies'])}")
+    lists = {
+        "precisions": ("precision", rc.precision.name),
+        "hardware": ("hardware", rc.hardware.name),
+        "strategies": ("layout", rc.parallel.strategy),
+    }
+    found = [
+        f"{key} {value} outside [{domain[key][0]:g}, {domain[key][1]:g}]"
+        for key, value in spans.items()
+        if domain.get(key) and not (domain[key][0] <= value <= domain[key][1])
+    ]
+    found += [
+        f"{label} {value} not in {', '.join(domain[key])}"
+        for key, (label, value) in lists.items()
+        if domain.get(key) and value not in domain[key]
+    ]
     if not found:
         return ""
     return (

@@ -188,7 +188,6 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     chips = par.n_chips * layout.stage_tensor
     link = group_link(links, per_node, chips)  # a group spanning nodes is paced by the inter-node link
     activation = graph.batch_size * rc.model.seq_len * rc.model.hidden_size * e
-    extra: dict[str, float] = {}
     if strategy == "pp":
         step, classes, subtasks = _pipeline(rc, graph, rates, comm, layout)
         kind = "stage"
@@ -213,17 +212,14 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         dp = ring_allreduce_s(grads, rc.data_copies, link)
         comm.append(CommEvent("dp", "allreduce", grads, dp, rc.data_copies))
         step += dp
-    single = None
-    if chips > 1:
-        one, _, _ = one_chip_step(1)
-        single = graph.batch_size * m / one
-    units = {}
+    single = graph.batch_size * m / one_chip_step(1)[0] if chips > 1 else None
     cores = rc.hardware.compute_units[0] if rc.hardware.compute_units else None
-    if cores is not None and cores.count:
-        units = {cores.kind: UnitUse(float(cores.count), float(cores.count))}
-    extra["perfmodel.compute_efficiency_term"] = ce
-    extra["perfmodel.memory_efficiency_term"] = me
-    extra.update({f"memory.part_bytes.{level}.{part}": value for part, value in memory.parts().items()})
+    units = {cores.kind: UnitUse(float(cores.count), float(cores.count))} if cores is not None and cores.count else {}
+    extra = {
+        "perfmodel.compute_efficiency_term": ce,
+        "perfmodel.memory_efficiency_term": me,
+        **{f"memory.part_bytes.{level}.{part}": value for part, value in memory.parts().items()},
+    }
     profile = make_profile(
         rc,
         f"perfmodel.{arch}",
@@ -238,9 +234,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         extra=extra,
         tags=tags,
     )
-    if chips != profile.chips:  # tensor-parallel GPUs inside each pipeline stage
-        profile = dataclasses.replace(profile, chips=chips)
-    return profile
+    # tensor-parallel GPUs inside each pipeline stage
+    return profile if chips == profile.chips else dataclasses.replace(profile, chips=chips)
 
 
 @dataclass(frozen=True)
@@ -281,11 +276,10 @@ def _unit_times(graph: OpGraph, layout: _Layout, rates: Rates, split: int) -> li
     """(params, forward s, backward s) of each layer in forward order, per micro-batch on one chip."""
     out = []
     for layer in graph.layers:
-        again = layout.recompute and layer.kind == "block"
         head_dim = layout.score_head_dim if layer.kind == "block" else 0
         fwd, _ = _layer_time(layer, ("fwd",), rates, split, head_dim=head_dim)
         bwd, _ = _layer_time(layer, ("bwd",), rates, split, head_dim=head_dim)
-        if again:  # the recomputed forward runs before the backward
+        if layout.recompute and layer.kind == "block":  # the recomputed forward runs before the backward
             bwd += fwd
         out.append((layer.params, fwd, bwd))
     return out

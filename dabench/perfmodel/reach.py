@@ -83,9 +83,7 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
         "size": WEIGHTS["size"] * abs(a["size"] - b["size"]),
         "chips": WEIGHTS["chips"] * abs(a["chips"] - b["chips"]),
     }
-    for key in CATEGORIES:
-        if a.get(key) and b.get(key) and a[key] != b[key]:
-            out[key] = WEIGHTS[key]
+    out.update({key: WEIGHTS[key] for key in CATEGORIES if a.get(key) and b.get(key) and a[key] != b[key]})
     return {k: v for k, v in out.items() if v > 0}
 
 

@@ -117,10 +117,7 @@ class OpGraph:
     layers: tuple[Layer, ...]
 
     def layer(self, name: str) -> Layer:
-        for layer in self.layers:
-            if layer.name == name:
-                return layer
-        raise KeyError(name)
+        return {layer.name: layer for layer in self.layers}[name]
 
     @cached_property
     def _folded(self) -> tuple[tuple[Layer, int], ...]:
@@ -247,9 +244,8 @@ def _attention_ops(prefix: str, batch: int, model: ModelConfig, e: int, w: int, 
     h = model.hidden_size
     kv = model.kv_heads * model.head_dim
     act, kv_act = tokens * h, tokens * kv
-    ops: list[Op] = _linear(f"{prefix}.q", tokens, h, h, e, w, s)
-    for name in ("k", "v"):
-        ops += _linear(f"{prefix}.{name}", tokens, h, kv, e, w, s)
+    ops = _linear(f"{prefix}.q", tokens, h, h, e, w, s)
+    ops += _linear(f"{prefix}.k", tokens, h, kv, e, w, s) + _linear(f"{prefix}.v", tokens, h, kv, e, w, s)
     if rotary:  # on q and k
         ops += _elementwise(f"{prefix}.rotary", "elementwise", act + kv_act, ROTARY_FLOPS_PER_ELEMENT, e, 0.0)
     score = 4.0 * batch * model.seq_len * model.seq_len * h
@@ -275,8 +271,7 @@ def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[
     tokens = batch * model.seq_len
     h, f = model.hidden_size, model.ffn_hidden
     act = tokens * h
-    ops: list[Op] = []
-    ops += _layernorm("ln1", tokens, h, e, w, s)
+    ops = _layernorm("ln1", tokens, h, e, w, s)
     ops += _attention_ops("attn", batch, model, e, w, s, model.position == "rotary")
     ops += _elementwise("residual1", "elementwise", act, 1.0, e, 0.0)
     if model.cross_attention_layers:
@@ -299,8 +294,7 @@ def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[
         ops += _elementwise("mlp.gelu", "elementwise", tokens * f, GELU_FLOPS_PER_ELEMENT, e, float(tokens * f * e))
         ops += _linear("mlp.fc2", tokens, f, h, e, w, s)
     ops += _elementwise("residual2", "elementwise", act, 1.0, e, 0.0)
-    block_params = sum(op.params for op in ops)
-    ops.append(_adamw(block_params, s))
+    ops.append(_adamw(sum(op.params for op in ops), s))
     return tuple(ops)
 
 
@@ -309,21 +303,19 @@ def _embedding_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tu
     h = model.hidden_size
     params = model.vocab_size * h + (model.seq_len * h if model.position == "learned" else 0)
     act = tokens * h
-    ops = [
+    return (
         # gather a rows of each table, add them, write the sum
         Op("embed.lookup", "embedding", "fwd", float(act), float(tokens * 8 + 2 * act * w + act * e), params, 0.0),
         # scatter-add the output gradient into dense table gradients
         Op("embed.lookup", "embedding", "bwd", float(2 * act), float(act * e + 2 * act * s + params * s)),
-    ]
-    ops.append(_adamw(params, s))
-    return tuple(ops)
+        _adamw(params, s),
+    )
 
 
 def _head_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
     tokens = batch * (model.head_tokens or model.seq_len)
     h, v = model.hidden_size, model.vocab_size
-    ops: list[Op] = []
-    ops += _layernorm("ln_f", batch * model.seq_len, h, e, w, s)
+    ops = _layernorm("ln_f", batch * model.seq_len, h, e, w, s)
     if model.head_tokens:  # BERT's prediction transform on the masked positions
         ops += _linear("head.transform", tokens, h, h, e, w, s)
         ops += _elementwise("head.gelu", "elementwise", tokens * h, GELU_FLOPS_PER_ELEMENT, e, float(tokens * h * e))
@@ -346,8 +338,7 @@ def _head_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[O
         ),
         Op("loss", "loss", "bwd", 2.0 * logits, float(2 * logits * 4 + logits * e)),
     ]
-    head_params = sum(op.params for op in ops)
-    ops.append(_adamw(head_params, s))
+    ops.append(_adamw(sum(op.params for op in ops), s))
     return tuple(ops)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 from dabench.host.info import cpu_model
 
-
 PLATFORM = Platform(
     "cpu",
     deferred("dabench.perfmodel.device", "predict"),

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 from dabench.host.info import cuda_device_name
 
-
 PLATFORM = Platform(
     "cuda",
     deferred("dabench.perfmodel.device", "predict"),

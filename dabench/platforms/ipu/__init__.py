@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 
-
 PLATFORM = Platform(
     "ipu",
     deferred("dabench.platforms.ipu.model", "predict"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 FORMAT = "dabench.popvision/1"
 SKIPPED_PROGRAM_TYPES = ("Sync", "StreamCopy", "GlobalExchange")
@@ -25,13 +25,20 @@ TARGET_KEYS = (
 
 
 def _target(report) -> Dict[str, Any]:
-    target = report.compilation.target
-    out = {}
-    for key in TARGET_KEYS:
-        value = getattr(target, key, None)
-        if value is not None:
-            out[key] = float(value) if key == "clockFrequency" else int(value)
-    return out
+    values = {key: getattr(report.compilation.target, key, None) for key in TARGET_KEYS}
+    return {key: float(v) if key == "clockFrequency" else int(v) for key, v in values.items() if v is not None}
+
+
+def tile_stats(tiles: List[float]) -> Dict[str, float]:
+    """One IPU's memory_bytes, tiles_used and per-tile mean and std from its bytes per tile."""
+    mean = sum(tiles) / len(tiles) if tiles else 0.0
+    std = math.sqrt(sum((t - mean) ** 2 for t in tiles) / len(tiles)) if tiles else 0.0
+    return {
+        "memory_bytes": sum(tiles),
+        "tiles_used": sum(1 for t in tiles if t > 0),
+        "tile_memory_mean": mean,
+        "tile_memory_std": std,
+    }
 
 
 def _program_type(step) -> str:
@@ -50,20 +57,7 @@ def summarise(report) -> Dict[str, Any]:
         ipu = index // tiles_per_ipu
         if ipu < n_ipus:
             per_ipu[ipu].append(float(tile.memory.total.includingGaps))
-    ipus = []
-    for i, tiles in enumerate(per_ipu):
-        mean = sum(tiles) / len(tiles) if tiles else 0.0
-        std = math.sqrt(sum((t - mean) ** 2 for t in tiles) / len(tiles)) if tiles else 0.0
-        ipus.append(
-            {
-                "ipu": i,
-                "memory_bytes": sum(tiles),
-                "tiles_used": sum(1 for t in tiles if t > 0),
-                "tile_memory_mean": mean,
-                "tile_memory_std": std,
-                "tile_memory": tiles,
-            }
-        )
+    ipus = [{"ipu": i, **tile_stats(tiles), "tile_memory": tiles} for i, tiles in enumerate(per_ipu)]
     execution = getattr(report, "execution", None)
     steps = list(getattr(execution, "steps", []) or []) if execution is not None else []
     if steps:

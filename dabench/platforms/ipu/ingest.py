@@ -13,6 +13,7 @@ from typing import Any
 from dabench.core.profile import UnitUse
 from dabench.ingest.artifact import ArtifactReport, ArtifactSubtask
 from dabench.metrics import tier1
+from dabench.platforms.ipu.export import tile_stats
 
 FORMAT = "dabench.popvision/1"
 
@@ -26,17 +27,7 @@ def tile_balance(mean_bytes: float, std_bytes: float, bytes_per_tile: float) -> 
 def _with_tile_stats(ipu: dict[str, Any]) -> dict[str, Any]:
     """An IPU entry with memory_bytes, tiles_used and tile mean/std recomputed from tile_memory."""
     tiles = ipu.get("tile_memory")
-    if not tiles:
-        return ipu
-    mean = sum(tiles) / len(tiles)
-    std = math.sqrt(sum((t - mean) ** 2 for t in tiles) / len(tiles))
-    return {
-        **ipu,
-        "memory_bytes": float(sum(tiles)),
-        "tiles_used": sum(1 for t in tiles if t > 0),
-        "tile_memory_mean": mean,
-        "tile_memory_std": std,
-    }
+    return {**ipu, **tile_stats(tiles)} if tiles else ipu
 
 
 def is_popvision_json(data: Any) -> bool:

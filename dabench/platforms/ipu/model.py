@@ -426,10 +426,12 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     host = k.options.host_call_overhead_s / k.options.device_iterations
     step = timing.step_s + update + allreduce + host
 
-    comm: list[CommEvent] = []
+    comm = []
     if p > 1:
-        comm.append(CommEvent("pp", "p2p", message, m * transfer, 2, count=2 * m))
-        comm.append(CommEvent("pp", "bubble", 0.0, timing.bubble_s, p))
+        comm += [
+            CommEvent("pp", "p2p", message, m * transfer, 2, count=2 * m),
+            CommEvent("pp", "bubble", 0.0, timing.bubble_s, p),
+        ]
     if r > 1:
         comm.append(CommEvent("dp", "allreduce", max(grads), allreduce, r))
 
@@ -455,9 +457,9 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         "ipu.host_s": host,
         "host.fraction": host / step,
         "ipu.grain_elements": k.grain,
+        **{f"ipu.memory_fraction.ipu{i}": f for i, f in enumerate(fractions)},
+        **{f"ipu.share.{part}": share for part, share in shares.items()},
     }
-    extra.update({f"ipu.memory_fraction.ipu{i}": f for i, f in enumerate(fractions)})
-    extra.update({f"ipu.share.{part}": share for part, share in shares.items()})
     units = {"tiles": UnitUse(float(sum(tiles) * r), float(k.tiles * p * r))}
     memory = {"sram": max(use.total for use in uses)}
     if k.options.optimizer_state_offchip:

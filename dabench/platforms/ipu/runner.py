@@ -31,10 +31,6 @@ def ipu_counts(run_config: Dict[str, Any]) -> Tuple[int, int]:
     )
 
 
-def gradient_accumulation(run_config: Dict[str, Any]) -> int:
-    return run_config["run"].get("grad_accum", 1)
-
-
 def begin_blocks(run_config: Dict[str, Any]) -> List[Tuple[str, int]]:
     """(layer name, IPU) where a BeginBlock starts: the first layer and every IPU change."""
     placement = stage_placement(run_config, head_stage=0)
@@ -79,10 +75,8 @@ def _training_model(poptorch, stack):
 
 def _place(poptorch, stack, run_config: Dict[str, Any]) -> None:
     for name, ipu in begin_blocks(run_config):
-        if name == "embedding":
-            stack.embedding = poptorch.BeginBlock(stack.embedding, user_id=name, ipu_id=ipu)
-        elif name == "head":
-            stack.head = poptorch.BeginBlock(stack.head, user_id=name, ipu_id=ipu)
+        if name in ("embedding", "head"):
+            setattr(stack, name, poptorch.BeginBlock(getattr(stack, name), user_id=name, ipu_id=ipu))
         else:
             index = int(name.split(".")[1])
             stack.blocks[index] = poptorch.BeginBlock(stack.blocks[index], user_id=name, ipu_id=ipu)
@@ -146,7 +140,7 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
             "IPUs have no bf16 arithmetic (PopTorch converts bf16 inputs to float); use precision=fp16, mixed or fp32",
         )
     ipus_per_replica, replicas = ipu_counts(rc)
-    accumulation = gradient_accumulation(rc)
+    accumulation = rc["run"].get("grad_accum", 1)
     engine_options = profiling_env(rc, workdir)
     if engine_options:
         os.environ["POPLAR_ENGINE_OPTIONS"] = engine_options  # read by Poplar when the engine is built

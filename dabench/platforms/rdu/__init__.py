@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 
-
 PLATFORM = Platform(
     "rdu",
     deferred("dabench.platforms.rdu.model", "predict"),

@@ -17,6 +17,8 @@ _SECTION_FILE = re.compile(r"\.s(\d+)\.utilization_report\.json$")
 _BW_ROW = re.compile(
     r"^\s*\{(\d+),\s*(\d+)\}\s+(\w+)\s+([\d.]+),\s+(\d+),\s+([\d.]+),\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
 )
+#: the byte counts of arc_gen/reports/ddr_bw_estimate.report, summed over its chips and entries
+DDR_KEYS = ("data_load_size", "data_store_size", "weight_load_size", "grad_store_size")
 
 
 def is_compile_folder(folder: Path) -> bool:
@@ -112,16 +114,16 @@ def apply_sambatune(report: ArtifactReport, path: Path) -> None:
     ]
     report.details["sambatune_sections"] = sections
     if not report.subtasks:  # a section_report.csv on its own: the sections are the subtasks
-        for s in sections:
-            report.subtasks.append(
-                ArtifactSubtask(
-                    name=f"section{s['section_id']}",
-                    time_s=s["latency_s"],
-                    rate=s["samples_per_s"],
-                    units={k: s[k] for k in ("pcus", "pmus") if s[k] is not None},
-                    group=s["type"],
-                )
+        report.subtasks.extend(
+            ArtifactSubtask(
+                name=f"section{s['section_id']}",
+                time_s=s["latency_s"],
+                rate=s["samples_per_s"],
+                units={k: s[k] for k in ("pcus", "pmus") if s[k] is not None},
+                group=s["type"],
             )
+            for s in sections
+        )
         report.load_imbalance_basis = "measured section latency (sections run one after another)"
     rates = [s["samples_per_s"] for s in sections if s["samples_per_s"]]
     if rates:
@@ -191,18 +193,23 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
         rows = parse_bandwidth_txt(path.read_text(errors="replace"))
         report.files.append(str(path))
         report.details.setdefault("bandwidth", []).extend(rows)
-        for network in {r["network"] for r in rows}:
-            report.extra[f"rdu.bw_ratio_max.{network}"] = max(r["bw_ratio"] for r in rows if r["network"] == network)
+        report.extra.update(
+            {
+                f"rdu.bw_ratio_max.{network}": max(r["bw_ratio"] for r in rows if r["network"] == network)
+                for network in {r["network"] for r in rows}
+            }
+        )
     ddr = folder / "arc_gen" / "reports" / "ddr_bw_estimate.report"
     if ddr.exists():
         report.files.append(str(ddr))
-        totals: dict[str, float] = {}
-        for chips in json.loads(ddr.read_text()).values():
-            for entry in chips.values():
-                for key in ("data_load_size", "data_store_size", "weight_load_size", "grad_store_size"):
-                    totals[key] = totals.get(key, 0.0) + float(entry.get(key, 0))
-        for key, value in totals.items():
-            report.extra[f"rdu.ddr.{key.replace('_size', '_bytes')}"] = value
+        entries = [entry for chips in json.loads(ddr.read_text()).values() for entry in chips.values()]
+        report.extra.update(
+            {
+                f"rdu.ddr.{key.replace('_size', '_bytes')}": sum(float(entry.get(key, 0)) for entry in entries)
+                for key in DDR_KEYS
+                if entries
+            }
+        )
     dram = folder / "prism_gen" / "reports" / "dram_analysis.json"
     if dram.exists():
         report.files.append(str(dram))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dabench.core.platforms import Platform, PowerFigure, deferred, imported
 
-
 PLATFORM = Platform(
     "wse2",
     deferred("dabench.platforms.wse.model", "predict"),
