@@ -1,8 +1,8 @@
-"""CPU and GPU: roofline models of the targets dabench also measures (for ``hardware.mode=validate``).
+"""CPU, GPU and Gaudi: roofline models of the targets dabench also measures (for ``hardware.mode=validate``).
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step priced at
-``ceilings``, with the dp / tp / pp / fsdp layouts; CapacityError above a GPU's HBM,
-UnsupportedError for a CPU without a calibration. Knobs: platforms/cpu/knobs.py, cuda.py.
+``ceilings``, with the dp / tp / pp / fsdp layouts; CapacityError above an accelerator's HBM,
+UnsupportedError for a CPU without a calibration. Knobs: platforms/{cpu,gpu,gaudi}/knobs.py.
 
 Derivation: docs/perfmodel.md, "CPU and GPU (`device.py`)".
 """
@@ -50,16 +50,23 @@ GELU_OPS = ("mlp.gelu", "head.gelu")
 
 @dataclass(frozen=True)
 class Kernels:
-    """Kernel rates the CPU prices apart from the roofline (platforms/cpu/knobs.py; off on the GPU):
-    ``attention_eff`` replaces ``compute_efficiency`` for attention ops when set; ``gelu_flops``
-    > 0 prices a GELU element (forward or backward) at that many matmul FLOPs of the peak."""
+    """Kernel rates priced apart from the roofline (platforms/cpu/knobs.py, gaudi/knobs.py; off on
+    the GPU): ``attention_eff`` replaces ``compute_efficiency`` for attention ops when set;
+    ``gelu_flops`` > 0 prices a GELU element (forward or backward) at that many matmul FLOPs of the
+    peak; ``vector_flops`` > 0 is the FLOP/s of a separate engine that runs every op but matmul and
+    attention (Gaudi's tensor processor cores) in place of the matmul peak."""
 
     attention_eff: float | None = None
     gelu_flops: float = 0.0
+    vector_flops: float = 0.0
 
 
 def kernels_for(k) -> Kernels:
-    return Kernels(getattr(k, "attention_efficiency", None), float(getattr(k, "gelu_element_flops", 0.0)))
+    return Kernels(
+        getattr(k, "attention_efficiency", None),
+        float(getattr(k, "gelu_element_flops", 0.0)),
+        float(getattr(k, "vector_flops", 0.0)),
+    )
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,7 @@ def _layer_time(
             continue
         divide = split if op.op_class in SPLIT_CLASSES else 1
         scale = (fraction if op.phase != "opt" else 1.0) / divide
-        compute_eff, flops = 1.0, op.flops
+        compute_eff, flops, peak = 1.0, op.flops, r.peak
         if op.op_class in ("matmul", "attention"):
             rate = kernels.attention_eff if op.op_class == "attention" and kernels.attention_eff else r.ce
             work = op.flops * scale
@@ -102,6 +109,8 @@ def _layer_time(
         elif kernels.gelu_flops and op.name in GELU_OPS:
             # one tanh per element, forward and backward (the op graph counts 8 and 16 FLOPs per element)
             flops = op.flops / (GELU_FLOPS_PER_ELEMENT * (1 if op.phase == "fwd" else 2)) * kernels.gelu_flops
+        if kernels.vector_flops and op.op_class not in ("matmul", "attention"):
+            peak = kernels.vector_flops
         nbytes = op.bytes
         if head_dim and op.op_class == "attention" and op.phase in SCORE_PASSES:
             elements = op.flops / ((4 if op.phase == "fwd" else 8) * head_dim)
@@ -109,7 +118,7 @@ def _layer_time(
             nbytes += elements * (per_e * r.e + per_mask)
         # the optimizer steps each parameter tensor on its own (weight and bias: ~2 per owning op)
         launches = 2 * sum(1 for o in layer.ops if o.phase == "fwd" and o.params) if op.phase == "opt" else 1
-        t = max(flops * scale / (r.peak * compute_eff), nbytes * scale / (r.bw * r.me)) + launches * r.launch
+        t = max(flops * scale / (peak * compute_eff), nbytes * scale / (r.bw * r.me)) + launches * r.launch
         if recompute and op.phase == "fwd":
             t *= 2
         total += t
@@ -145,11 +154,12 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             )
     else:
         tags["tf32"] = "true" if tf32_enabled(rc.hardware, rc.precision) else "false"
-        if k.generation == "ampere":
+        generation = getattr(k, "generation", None)  # a GPU's; other accelerators price at their own knobs
+        if generation == "ampere":
             ce, me = k.ampere_compute_efficiency, k.ampere_memory_efficiency
-        elif k.generation != "hopper":
+        elif generation not in (None, "hopper"):
             ce = me = UNFITTED_EFFICIENCY
-            tags["efficiency"] = f"unfitted: no calibration point of generation {k.generation}"
+            tags["efficiency"] = f"unfitted: no calibration point of generation {generation}"
     par, m = rc.parallel, rc.run.grad_accum
     strategy = par.strategy
     layout = _layout(rc, k)

@@ -1,5 +1,6 @@
 """Typed hardware knobs (dabench/perfmodel/knobs, each platform's knobs.py): built from
-conf/hardware/<arch>.yaml's options, unknown names refused with the valid ones listed."""
+conf/hardware/<arch>.yaml's options (with those of the presets it inherits: gaudi3.yaml's
+``defaults: [gaudi2]``), unknown names refused with the valid ones listed."""
 
 import pytest
 
@@ -7,13 +8,14 @@ from dabench.core.platforms import names, platform
 from dabench.core.status import ConfigError
 from dabench.fit.sources import hardware_yaml
 from dabench.perfmodel.knobs import build_knobs
+from tests.conftest import composed
 
 ARCHS = names()
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_shipped_options_build_the_typed_knobs(arch):
-    knobs = build_knobs(arch, hardware_yaml(arch).get("options") or {})
+    knobs = build_knobs(arch, composed([f"hardware={arch}"])["hardware"].get("options") or {})
     assert type(knobs) is platform(arch).options()
 
 
