@@ -20,12 +20,12 @@ from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status, mlflow_state, parse
 from dabench.runtime import faults, interrupts
 from dabench.tracking import outbox
-from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.reaper import owner_tags, reap_once
 from dabench.tracking.store import client_and_experiment, tracking_uri
 from dabench.tracking.writes import (
     MAX_TAG_CHARS,
     child_metrics,
+    create_run,
     log_child_counts,
     now_ms,
     status_tags,
@@ -185,14 +185,10 @@ def open_run(
             client, experiment_id = client_and_experiment(resolved, experiment)
             reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
             outbox.sync_once(resolved)  # an earlier outage's records, now that the server answers
-            name, note = fit_name(run_name)  # a generated name too long for the store: shortened, with a note
-            run = client.create_run(
-                experiment_id,
-                start_time=start,
-                run_name=name,
-                tags={**{k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()}, **truncation_note([note])},
+            run_id = create_run(
+                client, experiment_id, start, run_name, {k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()}
             )
-            return RecordedRun(client, run.info.run_id, experiment_id, start, **where)
+            return RecordedRun(client, run_id, experiment_id, start, **where)
         except Exception as error:
             if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                 raise
@@ -229,12 +225,22 @@ class ParentRun(RecordedRun):
     ) -> "ParentRun":
         """A new top-level parent of ``kind``, tagged ``dabench.parent``, ``dabench.parent_kind``,
         the git commit, ``note`` and ``mode``."""
-        marks = {"dabench.parent": "true", "dabench.parent_kind": kind, "mlflow.note.content": note}
-        marks["dabench.git_commit"] = git_commit(launch_dir())
+        marks = {
+            "dabench.parent": "true",
+            "dabench.parent_kind": kind,
+            "mlflow.note.content": note,
+            "dabench.git_commit": git_commit(launch_dir()),
+        }
         if mode:
             marks["dabench.mode"] = mode
-        where = {"experiment": experiment, "uri": uri, "run_name": run_name}
-        run = open_run(**where, parent_id="", standard=False, tags={**marks, **(tags or {})})
+        run = open_run(
+            experiment=experiment,
+            uri=uri,
+            run_name=run_name,
+            parent_id="",
+            standard=False,
+            tags={**marks, **(tags or {})},
+        )
         return cls(**{**vars(run), "status_tags": False}, kind=kind)  # its outcome: its children's counts
 
     @classmethod
@@ -250,9 +256,19 @@ class ParentRun(RecordedRun):
         if found.info.status != "RUNNING":
             client.update_run(run_id, status="RUNNING")
         write_batch(client, run_id, tags=owner_tags())  # this process now holds it (the reaper checks it)
-        where = {"uri": uri, "experiment": experiment, "run_name": found.info.run_name or ""}
         start, kind = found.info.start_time or now_ms(), found.data.tags.get("dabench.parent_kind", "parent")
-        return cls(client, run_id, found.info.experiment_id, start, status_tags=False, kind=kind, adopted=True, **where)
+        return cls(
+            client,
+            run_id,
+            found.info.experiment_id,
+            start,
+            status_tags=False,
+            kind=kind,
+            adopted=True,
+            uri=uri,
+            experiment=experiment,
+            run_name=found.info.run_name or "",
+        )
 
     def finish(
         self, status: Status | str = Status.OK, reason: str = "", outcomes: Iterable[tuple[str, Any]] | None = None
@@ -313,14 +329,17 @@ def recorded_run(
     run.status_tags = status_tags
     try:
         yield run
-    except Exception as error:
+    except BaseException as error:  # also KeyboardInterrupt (Ctrl-C, SIGTERM: runtime/interrupts.py), SystemExit
         run.status_tags = True
-        reason = f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}"
-        quietly(run.close, run, error_status(error), reason)
-        raise
-    except BaseException as error:  # KeyboardInterrupt (Ctrl-C, SIGTERM: dabench/runtime/interrupts.py), SystemExit
-        run.status_tags = True
-        quietly(run.close, run, Status.INTERRUPTED, interrupt_reason(error))
+        if isinstance(error, Exception):
+            quietly(
+                run.close,
+                run,
+                error_status(error),
+                f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}",
+            )
+        else:
+            quietly(run.close, run, Status.INTERRUPTED, interrupt_reason(error))
         if isinstance(error, KeyboardInterrupt):
             interrupts.note(f"run {run.run_id} recorded interrupted ({'KILLED' if run.closed else 'left RUNNING'})")
         raise
@@ -341,10 +360,10 @@ def error_status(error: BaseException) -> Status:
 
     if isinstance(error, DabenchError):
         return error.status
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return Status.DISK_FULL
-    text = str(error).lower()
-    if "database or disk is full" in text or "no space left on device" in text:
+    full = ("database or disk is full", "no space left on device")
+    if (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)) or any(
+        marker in str(error).lower() for marker in full
+    ):
         return Status.DISK_FULL
     return Status.CRASHED
 
@@ -462,20 +481,23 @@ class BatchRecorder:
             created = None
             if not offline:
                 try:
-                    name, note = fit_name(p.run_name)
-                    run = self._client.create_run(self._experiment_id, start_time=p.start_ms, run_name=name)
-                    created = run.info.run_id
-                    tags.update(truncation_note([note]))
-                    write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
-                    self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
-                    self.run_ids.append(run.info.run_id)
+                    created = create_run(self._client, self._experiment_id, p.start_ms, p.run_name)
+                    write_batch(self._client, created, p.params, p.metrics, tags, timestamp_ms=end)
+                    self._client.set_terminated(created, status=mlflow_state(p.status), end_time=end)
+                    self.run_ids.append(created)
                     continue
                 except Exception as error:
                     if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                         raise
                     offline = True
-            where = {"uri": resolved, "experiment": self.experiment, "run_name": p.run_name, "start_ms": p.start_ms}
-            journal = outbox.Journal.new(**where, parent=self.parent_id, server_run_id=created)
+            journal = outbox.Journal.new(
+                uri=resolved,
+                experiment=self.experiment,
+                run_name=p.run_name,
+                start_ms=p.start_ms,
+                parent=self.parent_id,
+                server_run_id=created,
+            )
             journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
             journal.close(p.status, "", end, status_tags=False)
             outbox.announce(resolved, journal)

@@ -99,11 +99,6 @@ def check_names(container: Mapping[str, Any]) -> ConfigError | None:
     )
 
 
-def fit_name(name: str, limit: int = MAX_RUN_NAME_CHARS) -> tuple[str, str | None]:
-    """A generated name cut to ``limit`` characters: (name, note or None when it fitted)."""
-    return fit_value("run name", name, limit)
-
-
 def fit_value(key: str, value: str, limit: int) -> tuple[str, str | None]:
     """A generated value cut to ``limit`` characters: (value, note or None when it fitted)."""
     if len(value) <= limit:

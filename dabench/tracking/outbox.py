@@ -20,10 +20,9 @@ from dabench.core.readers import DamagedFile, is_number, mapping, read_json
 from dabench.core.status import Status, mlflow_state, parse
 from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import copy_tree, locked, make_dir, move, write_json
-from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri
 from dabench.tracking.store import client_and_experiment, open_client
-from dabench.tracking.writes import log_child_counts, now_ms, status_tags, write_batch
+from dabench.tracking.writes import create_run, log_child_counts, now_ms, status_tags, write_batch
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
 PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
@@ -317,14 +316,10 @@ def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) ->
 def _replay_locked(uri: str, folder: Path) -> SyncReport:
     report = SyncReport()
     waiting, report.damaged = scan(folder)
-    report.left += len(report.damaged)
-    journals = []
-    for journal in _order(waiting):
-        if journal.data.get("uri") not in (None, redact_uri(uri)):
-            report.left += 1
-            report.other_stores.add(journal.data["uri"])
-        else:
-            journals.append(journal)
+    ours = (None, redact_uri(uri))
+    journals = [journal for journal in _order(waiting) if journal.data.get("uri") in ours]
+    report.other_stores = {journal.data["uri"] for journal in waiting if journal.data.get("uri") not in ours}
+    report.left += len(report.damaged) + len(waiting) - len(journals)
     resolved: dict[str, str] = {}
     clients: dict[str, tuple[Any, str]] = {}
     recount: list[tuple[Any, str]] = []
@@ -376,10 +371,7 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict) ->
             parent = data.get("parent")
             if parent:
                 tags["mlflow.parentRunId"] = resolved.get(parent, parent)
-            name, note = fit_name(data["run_name"])
-            tags.update(truncation_note([note]))
-            run = client.create_run(experiment_id, start_time=data["start_ms"], run_name=name, tags=tags)
-            data["server_run_id"] = run.info.run_id
+            data["server_run_id"] = create_run(client, experiment_id, data["start_ms"], data["run_name"], tags)
         acked["created"] = True
         journal.save()
     run_id = data["server_run_id"]

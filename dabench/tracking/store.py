@@ -183,8 +183,7 @@ def with_connect_timeout(uri: str, timeout_s: float | None = None) -> str:
 
 def is_locked_error(error: BaseException) -> bool:
     """True for SQLite's "database is locked" (as sqlite3, SQLAlchemy or MlflowException)."""
-    text = str(error).lower()
-    return any(marker in text for marker in _LOCKED_MARKERS)
+    return any(marker in str(error).lower() for marker in _LOCKED_MARKERS)
 
 
 def retry_locked(
@@ -203,7 +202,6 @@ def retry_locked(
             if attempt == retries or not is_locked_error(error):
                 raise
             sleep(min(backoff[1], backoff[0] * 2**attempt) * random.uniform(0.5, 1.5))
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 #: client methods that write the store, and those that write the artifact root (runtime/sinks.py)

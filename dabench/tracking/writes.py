@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from dabench.core.status import is_ok
-from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
+from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_RUN_NAME_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
 from dabench.tracking.redact import redact_pair
 
 STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
@@ -21,6 +21,14 @@ def now_ms() -> int:
 def status_tags(status: str, reason: str = "") -> dict[str, str]:
     """``dabench.status`` and, when there is one, ``dabench.reason``."""
     return {STATUS_TAG: status, REASON_TAG: reason} if reason else {STATUS_TAG: status}
+
+
+def create_run(client, experiment_id: str, start_ms: int, run_name: str, tags: Mapping[str, Any] | None = None) -> str:
+    """A new run's id: named ``run_name`` (a generated name too long for the store shortened, with
+    a ``dabench.truncated`` note), started at ``start_ms``, with ``tags``."""
+    name, note = fit_value("run name", run_name, MAX_RUN_NAME_CHARS)
+    tags = {**(tags or {}), **truncation_note([note])}
+    return client.create_run(experiment_id, start_time=start_ms, run_name=name, tags=tags).info.run_id
 
 
 def write_batch(
