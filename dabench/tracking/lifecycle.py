@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status, mlflow_state, parse
@@ -24,7 +24,6 @@ from dabench.tracking.reaper import owner_tags, reap_once
 from dabench.tracking.store import client_and_experiment, tracking_uri
 from dabench.tracking.writes import (
     MAX_TAG_CHARS,
-    child_metrics,
     create_run,
     log_child_counts,
     now_ms,
@@ -84,7 +83,6 @@ class RecordedRun:
     status: Status | None = None
     reason: str = ""
     closed: bool = False
-    end_ms: int | None = None
     #: also write the dabench.status / dabench.reason tags when closing (runs; not parents)
     status_tags: bool = True
     extra: dict = field(default_factory=dict)
@@ -101,9 +99,13 @@ class RecordedRun:
             return True
         if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
             return False
-        where = {"uri": self.uri, "experiment": self.experiment, "run_name": self.run_name}
-        self.offline = outbox.Journal.new(**where, start_ms=self.start_ms, server_run_id=self.run_id)
-        outbox.announce(self.uri, self.offline)
+        self.offline = outbox.Journal.new(
+            uri=self.uri,
+            experiment=self.experiment,
+            run_name=self.run_name,
+            start_ms=self.start_ms,
+            server_run_id=self.run_id,
+        )
         return True
 
     def _online(self, write: Callable[[], None]) -> bool:
@@ -150,15 +152,15 @@ class RecordedRun:
         if reason is not None:
             self.reason = reason
         status, tagged = self.status or Status.OK, self.status_tags and self.status is not None
-        self.end_ms = now_ms()
+        end_ms = now_ms()
 
         def write() -> None:
             if tagged:
                 write_batch(self.client, self.run_id, tags=status_tags(status.value, self.reason))
-            self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=self.end_ms)
+            self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=end_ms)
 
         if not self._online(write):
-            self.offline.close(status, self.reason, self.end_ms, tagged)
+            self.offline.close(status, self.reason, end_ms, tagged)
         self.closed = True
 
 
@@ -196,7 +198,6 @@ def open_run(
     journal = outbox.Journal.new(
         uri=resolved, experiment=experiment, run_name=run_name, start_ms=start, tags=tags_kept, parent=parent
     )
-    outbox.announce(resolved, journal)
     return RecordedRun(None, journal.run_id, "", start, offline=journal, **where)
 
 
@@ -271,7 +272,7 @@ class ParentRun(RecordedRun):
         )
 
     def finish(
-        self, status: Status | str = Status.OK, reason: str = "", outcomes: Iterable[tuple[str, Any]] | None = None
+        self, status: Status | str = Status.OK, reason: str = "", outcomes: Sequence[tuple[str, Any]] | None = None
     ) -> dict[str, int]:
         """Log the children's counts (from ``outcomes``, (status, samples/s) of each, else from the
         store and the outbox), then close in ``status``; returns the counts. Finishing twice does
@@ -282,11 +283,8 @@ class ParentRun(RecordedRun):
 
         def write() -> None:
             nonlocal counts
-            if outcomes is None:
-                counts = log_child_counts(self.client, self.run_id, outbox.waiting_runs(self.run_id))
-            else:
-                counts, metrics = child_metrics(outcomes)
-                write_batch(self.client, self.run_id, metrics=metrics)
+            waiting = outbox.waiting_runs(self.run_id) if outcomes is None else ()
+            counts = log_child_counts(self.client, self.run_id, waiting, outcomes)
 
         if not self._online(write):
             self.offline.data["recount_children"] = True
@@ -500,5 +498,4 @@ class BatchRecorder:
             )
             journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
             journal.close(p.status, "", end, status_tags=False)
-            outbox.announce(resolved, journal)
             self.run_ids.append(journal.run_id)

@@ -151,8 +151,12 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
         "dabench.model": str((container.get("model") or {}).get("name")),
     }
     if result is not None:
-        tags["dabench.mode"] = "predict" if result.mode == "predict" else "measure"
-        tags["dabench.status"] = result.status.value
+        tags.update(
+            {
+                "dabench.mode": "predict" if result.mode == "predict" else "measure",
+                "dabench.status": result.status.value,
+            }
+        )
         if result.mode == "validate":
             tags["dabench.validate"] = "true"
         if result.mode != "predict":
@@ -160,8 +164,7 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
         if result.reason:
             tags["dabench.reason"] = result.reason
         if result.diagnosis:
-            tags["dabench.diagnosis"] = result.diagnosis[0]
-            tags["dabench.diagnosis_reason"] = result.diagnosis[1]
+            tags["dabench.diagnosis"], tags["dabench.diagnosis_reason"] = result.diagnosis
         if result.ceilings:
             tags["dabench.ceilings"] = result.ceilings.source
         tags.update(result.notes)
