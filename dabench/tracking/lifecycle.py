@@ -92,31 +92,23 @@ class RecordedRun:
     experiment: str = ""
     run_name: str = ""
 
-    def go_offline(self, error: BaseException) -> bool:
-        """Keep this run's record in the outbox from now on when ``error`` says a remote store
-        cannot be reached; False otherwise (the caller re-raises)."""
-        if self.offline is not None:
-            return True
-        if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
-            return False
-        self.offline = outbox.Journal.new(
-            uri=self.uri,
-            experiment=self.experiment,
-            run_name=self.run_name,
-            start_ms=self.start_ms,
-            server_run_id=self.run_id,
-        )
-        return True
-
     def _online(self, write: Callable[[], None]) -> bool:
-        """``write()`` into the store; False when the record goes to the outbox instead."""
+        """``write()`` into the store; False when the record goes to the outbox instead: from the
+        first write that finds a remote store unreachable on (any other error is raised)."""
         if self.offline is None:
             try:
                 write()
                 return True
             except Exception as error:
-                if not self.go_offline(error):
+                if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
                     raise
+                self.offline = outbox.Journal.new(
+                    uri=self.uri,
+                    experiment=self.experiment,
+                    run_name=self.run_name,
+                    start_ms=self.start_ms,
+                    server_run_id=self.run_id,
+                )
         return False
 
     def log(self, params: Mapping | None = None, metrics: Mapping | None = None, tags: Mapping | None = None) -> None:
