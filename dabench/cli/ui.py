@@ -31,11 +31,11 @@ from dabench.core.status import DabenchError, Status
 from dabench.runtime.quiet import is_verbose
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 from dabench.tracking.redact import redact_uri
-from dabench.tracking.schema import seed
 from dabench.tracking.store import (
     RetryingClient,
     apply_client_timeouts,
     artifact_root,
+    seed,
     sqlite_path,
     store_lock,
     tracking_uri,

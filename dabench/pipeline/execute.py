@@ -333,6 +333,8 @@ def execute(rc: RunConfig) -> RunResult:
         if type(error).__name__ == "OutOfMemoryError" or isinstance(error, MemoryError):
             result.status, result.reason = Status.OOM, str(error).splitlines()[0][:500]
         else:
-            result.status = Status.CRASHED
-            result.reason = f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}"
+            result.status, result.reason = (
+                Status.CRASHED,
+                f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}",
+            )
     return result

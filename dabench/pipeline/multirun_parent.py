@@ -30,9 +30,8 @@ class MlflowParentRunCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         tracking = config.get("tracking") or {}
-        if not tracking.get("enabled", True):
-            return
-        if "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or ""):
+        study = "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or "")
+        if study or not tracking.get("enabled", True):
             return  # a study keeps one parent run for all its workers (dabench/tune/parent_run.py)
         uri = tracking_uri(tracking.get("uri"))
 

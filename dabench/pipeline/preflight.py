@@ -64,18 +64,13 @@ class Problem:
         return f"pre-flight: {self.field}={self.value!r}: {self.fix}"
 
 
-def _existing_ancestor(path: Path) -> Path:
-    path = path.absolute()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
 def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int = MIN_FREE_BYTES) -> list[Problem]:
     """``path`` (a folder, maybe not yet created) can be created/written and has ``min_free``
     bytes free."""
     shown = str(path) if shown is None else shown
-    base = _existing_ancestor(Path(path))
+    base = Path(path).absolute()
+    while not base.exists() and base != base.parent:  # the nearest folder that exists
+        base = base.parent
     if not base.is_dir():
         return [Problem(field, shown, f"{base} is not a folder; point {field} elsewhere")]
     try:  # a real probe: permission bits say nothing for root or a read-only mount
@@ -86,8 +81,10 @@ def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int 
         return [Problem(field, shown, fix)]
     free = shutil.disk_usage(base).free
     if free < min_free:
-        fix = f"only {free / 2**20:.1f} MiB free on {base} (need {min_free / 2**20:.0f} MiB); "
-        fix += f"free space or point {field} elsewhere"
+        fix = (
+            f"only {free / 2**20:.1f} MiB free on {base} (need {min_free / 2**20:.0f} MiB); "
+            f"free space or point {field} elsewhere"
+        )
         return [Problem(field, shown, fix)]
     return []
 
@@ -106,8 +103,7 @@ def check_path_shape(path: Path, field: str, shown: Any, want: str) -> list[Prob
     real_home = home.resolve()
     if want == "folder" and path.resolve() == Path(path.anchor or "/"):
         return [Problem(field, shown, f"{path} is the file-system root; point {field} at a folder of its own")]
-    parts = [Path(*path.parts[: i + 1]) for i in range(1, len(path.parts))]
-    for part in parts:
+    for part in (Path(*path.parts[: i + 1]) for i in range(1, len(path.parts))):
         if not os.path.lexists(part):
             break
         if part.is_symlink():
@@ -136,10 +132,9 @@ def check_sink(name: str, path: Path | str, field: str, shown: Any = None) -> li
     want = "folder" if sink(name).kind == "folder" else "file"
     absolute = resolve_launch(path)
     shown = str(path) if shown is None else shown
-    problems = check_path_shape(absolute, field, shown, want)
-    if problems:
-        return problems
-    problems = check_writable_dir(absolute if want == "folder" else absolute.parent, field, shown)
+    problems = check_path_shape(absolute, field, shown, want) or check_writable_dir(
+        absolute if want == "folder" else absolute.parent, field, shown
+    )
     if problems or want == "folder" or not absolute.exists():
         return problems
     try:  # appending nothing changes nothing, and fails as a write would
@@ -196,8 +191,10 @@ def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[
         with socket.create_connection((host, port), timeout=timeout_s):
             return []
     except OSError as error:
-        fix = f"{host}:{port} is not reachable ({error.strerror or error}); "
-        fix += "start the server, fix the address, or unset it to use the local SQLite store"
+        fix = (
+            f"{host}:{port} is not reachable ({error.strerror or error}); "
+            "start the server, fix the address, or unset it to use the local SQLite store"
+        )
         return [Problem(field, shown, fix, kind=UNREACHABLE)]
 
 
@@ -212,8 +209,10 @@ def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[P
     except sqlite3.DatabaseError as error:
         if "locked" in str(error):
             return []  # busy, not broken: writers retry
-        fix = f"{path} is not a usable database ({error}); "
-        fix += "move it aside (python -m dabench doctor can check it) or use another store"
+        fix = (
+            f"{path} is not a usable database ({error}); "
+            "move it aside (python -m dabench doctor can check it) or use another store"
+        )
         return [Problem(field, shown, fix)]
     return []
 
@@ -291,9 +290,7 @@ def check_memory(rc, available: int | None = None) -> list[Problem]:
     # the host memory a measured training run needs (derivation: docs/reliability.md section 4)
     graph = opgraph(rc)  # the run's own, cached
     ranks = rc.parallel.n_chips if rc.parallel.strategy != "none" else 1
-    state = graph.training_state_bytes
-    state = state() if callable(state) else state
-    needed = rc.data_copies * (state + graph.saved_bytes) + ranks * RANK_OVERHEAD_BYTES
+    needed = rc.data_copies * (graph.training_state_bytes() + graph.saved_bytes) + ranks * RANK_OVERHEAD_BYTES
     if needed <= available:
         return []
     if ranks * RANK_OVERHEAD_BYTES > needed / 2:  # mostly processes, not the model: fewer ranks
@@ -318,8 +315,10 @@ def check_ranks(rc, cores: int | None = None) -> list[Problem]:
     ranks = rc.parallel.n_chips
     if ranks <= cores or rc.run.allow_oversubscribe:
         return []
-    fix = f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, "
-    fix += "or run.allow_oversubscribe=true to run them anyway"
+    fix = (
+        f"{ranks} ranks on {cores} CPU cores; use parallel.degree<={cores}, "
+        "or run.allow_oversubscribe=true to run them anyway"
+    )
     return [Problem("parallel.degree", rc.parallel.degree, fix, kind="job")]
 
 

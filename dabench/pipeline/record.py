@@ -1,19 +1,23 @@
 """Recording a run, in one place: :func:`record_run` runs a prepared job
 (:mod:`dabench.pipeline.job`) inside an MLflow run opened before the work and closed on every exit
 path, and writes its artifacts; :func:`run_record` is what any recorded run carries (params,
-metrics, tags). The Hydra task, the grid, the in-process launcher (through the grid) and
-:mod:`dabench.api` all record through these (docs/architecture.md, "Run lifecycle").
+metrics, tags); :func:`system_metrics` samples a measured run's ``system/*`` metrics (MLflow's own
+sampler, every ``tracking.system_metrics_interval_s``, 0 turns it off) while it works. The Hydra
+task, the grid, the in-process launcher (through the grid) and :mod:`dabench.api` all record
+through these (docs/architecture.md, "Run lifecycle").
 """
 
 from __future__ import annotations
 
 import logging
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+from dabench.backends import get_backend
 from dabench.config.build import flatten
+from dabench.config.sections import RunConfig
 from dabench.core.result import RunResult
 from dabench.core.status import Status
 from dabench.pipeline.job import Job, execute_job
@@ -22,7 +26,6 @@ from dabench.runtime import faults
 from dabench.tracking.describe import NOTE_TAG
 from dabench.tracking.lifecycle import recorded_run, write_error_status
 from dabench.tracking.naming import key_problem, run_tags
-from dabench.tracking.system_metrics import system_metrics
 
 log = logging.getLogger("dabench")
 
@@ -145,3 +148,43 @@ def _write_artifacts(folder: Path | None, container: Mapping[str, Any], result: 
     except Exception as error:  # a broken plot must not lose the run
         log.warning("could not write artifacts: %s", error)
         return None
+
+
+def is_measured(rc: RunConfig | None) -> bool:
+    """True when ``rc`` will run on a device: mode measure/validate, or auto with the backend available."""
+    if rc is None or rc.hardware.mode == "predict":
+        return False
+    if rc.hardware.mode in ("measure", "validate"):
+        return True
+    try:
+        return bool(get_backend(rc.hardware.backend).availability(rc).ok)
+    except Exception:
+        return False
+
+
+@contextmanager
+def system_metrics(run, rc: RunConfig | None) -> Iterator[None]:
+    """Sample system metrics onto ``run`` (or nothing: None) while the body runs, for measured runs."""
+    interval = float(getattr(rc.tracking, "system_metrics_interval_s", 0) or 0) if rc is not None else 0.0
+    monitor = None
+    if run is not None and interval > 0 and is_measured(rc):
+        try:
+            from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+            monitor = SystemMetricsMonitor(run.run_id, sampling_interval=interval, tracking_uri=run.client.tracking_uri)
+            monitor.start()
+        except Exception as error:  # psutil missing, a store that refuses: the run goes on
+            log.warning("no system metrics for this run: %s", error)
+            monitor = None
+    try:
+        yield
+    finally:
+        if monitor is not None:
+            try:
+                monitor.finish()
+                last = monitor.aggregate_metrics()
+                if last:
+                    monitor.publish_metrics(last)
+                    monitor.mlflow_logger.flush()
+            except Exception as error:
+                log.warning("system metrics not flushed: %s", error)

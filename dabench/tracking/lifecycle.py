@@ -14,18 +14,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status, mlflow_state, parse
 from dabench.runtime import faults, interrupts
 from dabench.tracking import outbox
-from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.reaper import owner_tags, reap_once
 from dabench.tracking.store import client_and_experiment, tracking_uri
 from dabench.tracking.writes import (
     MAX_TAG_CHARS,
-    child_metrics,
+    create_run,
     log_child_counts,
     now_ms,
     status_tags,
@@ -84,7 +83,6 @@ class RecordedRun:
     status: Status | None = None
     reason: str = ""
     closed: bool = False
-    end_ms: int | None = None
     #: also write the dabench.status / dabench.reason tags when closing (runs; not parents)
     status_tags: bool = True
     extra: dict = field(default_factory=dict)
@@ -94,27 +92,23 @@ class RecordedRun:
     experiment: str = ""
     run_name: str = ""
 
-    def go_offline(self, error: BaseException) -> bool:
-        """Keep this run's record in the outbox from now on when ``error`` says a remote store
-        cannot be reached; False otherwise (the caller re-raises)."""
-        if self.offline is not None:
-            return True
-        if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
-            return False
-        where = {"uri": self.uri, "experiment": self.experiment, "run_name": self.run_name}
-        self.offline = outbox.Journal.new(**where, start_ms=self.start_ms, server_run_id=self.run_id)
-        outbox.announce(self.uri, self.offline)
-        return True
-
     def _online(self, write: Callable[[], None]) -> bool:
-        """``write()`` into the store; False when the record goes to the outbox instead."""
+        """``write()`` into the store; False when the record goes to the outbox instead: from the
+        first write that finds a remote store unreachable on (any other error is raised)."""
         if self.offline is None:
             try:
                 write()
                 return True
             except Exception as error:
-                if not self.go_offline(error):
+                if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
                     raise
+                self.offline = outbox.Journal.new(
+                    uri=self.uri,
+                    experiment=self.experiment,
+                    run_name=self.run_name,
+                    start_ms=self.start_ms,
+                    server_run_id=self.run_id,
+                )
         return False
 
     def log(self, params: Mapping | None = None, metrics: Mapping | None = None, tags: Mapping | None = None) -> None:
@@ -150,15 +144,15 @@ class RecordedRun:
         if reason is not None:
             self.reason = reason
         status, tagged = self.status or Status.OK, self.status_tags and self.status is not None
-        self.end_ms = now_ms()
+        end_ms = now_ms()
 
         def write() -> None:
             if tagged:
                 write_batch(self.client, self.run_id, tags=status_tags(status.value, self.reason))
-            self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=self.end_ms)
+            self.client.set_terminated(self.run_id, status=mlflow_state(status), end_time=end_ms)
 
         if not self._online(write):
-            self.offline.close(status, self.reason, self.end_ms, tagged)
+            self.offline.close(status, self.reason, end_ms, tagged)
         self.closed = True
 
 
@@ -185,14 +179,10 @@ def open_run(
             client, experiment_id = client_and_experiment(resolved, experiment)
             reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
             outbox.sync_once(resolved)  # an earlier outage's records, now that the server answers
-            name, note = fit_name(run_name)  # a generated name too long for the store: shortened, with a note
-            run = client.create_run(
-                experiment_id,
-                start_time=start,
-                run_name=name,
-                tags={**{k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()}, **truncation_note([note])},
+            run_id = create_run(
+                client, experiment_id, start, run_name, {k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()}
             )
-            return RecordedRun(client, run.info.run_id, experiment_id, start, **where)
+            return RecordedRun(client, run_id, experiment_id, start, **where)
         except Exception as error:
             if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                 raise
@@ -200,7 +190,6 @@ def open_run(
     journal = outbox.Journal.new(
         uri=resolved, experiment=experiment, run_name=run_name, start_ms=start, tags=tags_kept, parent=parent
     )
-    outbox.announce(resolved, journal)
     return RecordedRun(None, journal.run_id, "", start, offline=journal, **where)
 
 
@@ -229,12 +218,22 @@ class ParentRun(RecordedRun):
     ) -> "ParentRun":
         """A new top-level parent of ``kind``, tagged ``dabench.parent``, ``dabench.parent_kind``,
         the git commit, ``note`` and ``mode``."""
-        marks = {"dabench.parent": "true", "dabench.parent_kind": kind, "mlflow.note.content": note}
-        marks["dabench.git_commit"] = git_commit(launch_dir())
+        marks = {
+            "dabench.parent": "true",
+            "dabench.parent_kind": kind,
+            "mlflow.note.content": note,
+            "dabench.git_commit": git_commit(launch_dir()),
+        }
         if mode:
             marks["dabench.mode"] = mode
-        where = {"experiment": experiment, "uri": uri, "run_name": run_name}
-        run = open_run(**where, parent_id="", standard=False, tags={**marks, **(tags or {})})
+        run = open_run(
+            experiment=experiment,
+            uri=uri,
+            run_name=run_name,
+            parent_id="",
+            standard=False,
+            tags={**marks, **(tags or {})},
+        )
         return cls(**{**vars(run), "status_tags": False}, kind=kind)  # its outcome: its children's counts
 
     @classmethod
@@ -250,12 +249,22 @@ class ParentRun(RecordedRun):
         if found.info.status != "RUNNING":
             client.update_run(run_id, status="RUNNING")
         write_batch(client, run_id, tags=owner_tags())  # this process now holds it (the reaper checks it)
-        where = {"uri": uri, "experiment": experiment, "run_name": found.info.run_name or ""}
         start, kind = found.info.start_time or now_ms(), found.data.tags.get("dabench.parent_kind", "parent")
-        return cls(client, run_id, found.info.experiment_id, start, status_tags=False, kind=kind, adopted=True, **where)
+        return cls(
+            client,
+            run_id,
+            found.info.experiment_id,
+            start,
+            status_tags=False,
+            kind=kind,
+            adopted=True,
+            uri=uri,
+            experiment=experiment,
+            run_name=found.info.run_name or "",
+        )
 
     def finish(
-        self, status: Status | str = Status.OK, reason: str = "", outcomes: Iterable[tuple[str, Any]] | None = None
+        self, status: Status | str = Status.OK, reason: str = "", outcomes: Sequence[tuple[str, Any]] | None = None
     ) -> dict[str, int]:
         """Log the children's counts (from ``outcomes``, (status, samples/s) of each, else from the
         store and the outbox), then close in ``status``; returns the counts. Finishing twice does
@@ -266,11 +275,8 @@ class ParentRun(RecordedRun):
 
         def write() -> None:
             nonlocal counts
-            if outcomes is None:
-                counts = log_child_counts(self.client, self.run_id, outbox.waiting_runs(self.run_id))
-            else:
-                counts, metrics = child_metrics(outcomes)
-                write_batch(self.client, self.run_id, metrics=metrics)
+            waiting = outbox.waiting_runs(self.run_id) if outcomes is None else ()
+            counts = log_child_counts(self.client, self.run_id, waiting, outcomes)
 
         if not self._online(write):
             self.offline.data["recount_children"] = True
@@ -313,14 +319,17 @@ def recorded_run(
     run.status_tags = status_tags
     try:
         yield run
-    except Exception as error:
+    except BaseException as error:  # also KeyboardInterrupt (Ctrl-C, SIGTERM: runtime/interrupts.py), SystemExit
         run.status_tags = True
-        reason = f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}"
-        quietly(run.close, run, error_status(error), reason)
-        raise
-    except BaseException as error:  # KeyboardInterrupt (Ctrl-C, SIGTERM: dabench/runtime/interrupts.py), SystemExit
-        run.status_tags = True
-        quietly(run.close, run, Status.INTERRUPTED, interrupt_reason(error))
+        if isinstance(error, Exception):
+            quietly(
+                run.close,
+                run,
+                error_status(error),
+                f"{type(error).__name__}: {error}\n{traceback.format_exc()[-2000:]}",
+            )
+        else:
+            quietly(run.close, run, Status.INTERRUPTED, interrupt_reason(error))
         if isinstance(error, KeyboardInterrupt):
             interrupts.note(f"run {run.run_id} recorded interrupted ({'KILLED' if run.closed else 'left RUNNING'})")
         raise
@@ -341,10 +350,10 @@ def error_status(error: BaseException) -> Status:
 
     if isinstance(error, DabenchError):
         return error.status
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return Status.DISK_FULL
-    text = str(error).lower()
-    if "database or disk is full" in text or "no space left on device" in text:
+    full = ("database or disk is full", "no space left on device")
+    if (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)) or any(
+        marker in str(error).lower() for marker in full
+    ):
         return Status.DISK_FULL
     return Status.CRASHED
 
@@ -462,21 +471,23 @@ class BatchRecorder:
             created = None
             if not offline:
                 try:
-                    name, note = fit_name(p.run_name)
-                    run = self._client.create_run(self._experiment_id, start_time=p.start_ms, run_name=name)
-                    created = run.info.run_id
-                    tags.update(truncation_note([note]))
-                    write_batch(self._client, run.info.run_id, p.params, p.metrics, tags, timestamp_ms=end)
-                    self._client.set_terminated(run.info.run_id, status=mlflow_state(p.status), end_time=end)
-                    self.run_ids.append(run.info.run_id)
+                    created = create_run(self._client, self._experiment_id, p.start_ms, p.run_name)
+                    write_batch(self._client, created, p.params, p.metrics, tags, timestamp_ms=end)
+                    self._client.set_terminated(created, status=mlflow_state(p.status), end_time=end)
+                    self.run_ids.append(created)
                     continue
                 except Exception as error:
                     if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                         raise
                     offline = True
-            where = {"uri": resolved, "experiment": self.experiment, "run_name": p.run_name, "start_ms": p.start_ms}
-            journal = outbox.Journal.new(**where, parent=self.parent_id, server_run_id=created)
+            journal = outbox.Journal.new(
+                uri=resolved,
+                experiment=self.experiment,
+                run_name=p.run_name,
+                start_ms=p.start_ms,
+                parent=self.parent_id,
+                server_run_id=created,
+            )
             journal.log(p.params, p.metrics, {k: v for k, v in tags.items() if k != "mlflow.parentRunId"})
             journal.close(p.status, "", end, status_tags=False)
-            outbox.announce(resolved, journal)
             self.run_ids.append(journal.run_id)

@@ -99,11 +99,6 @@ def check_names(container: Mapping[str, Any]) -> ConfigError | None:
     )
 
 
-def fit_name(name: str, limit: int = MAX_RUN_NAME_CHARS) -> tuple[str, str | None]:
-    """A generated name cut to ``limit`` characters: (name, note or None when it fitted)."""
-    return fit_value("run name", name, limit)
-
-
 def fit_value(key: str, value: str, limit: int) -> tuple[str, str | None]:
     """A generated value cut to ``limit`` characters: (value, note or None when it fitted)."""
     if len(value) <= limit:
@@ -156,8 +151,12 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
         "dabench.model": str((container.get("model") or {}).get("name")),
     }
     if result is not None:
-        tags["dabench.mode"] = "predict" if result.mode == "predict" else "measure"
-        tags["dabench.status"] = result.status.value
+        tags.update(
+            {
+                "dabench.mode": "predict" if result.mode == "predict" else "measure",
+                "dabench.status": result.status.value,
+            }
+        )
         if result.mode == "validate":
             tags["dabench.validate"] = "true"
         if result.mode != "predict":
@@ -165,8 +164,7 @@ def run_tags(rc: RunConfig | None, result: RunResult | None, container: dict[str
         if result.reason:
             tags["dabench.reason"] = result.reason
         if result.diagnosis:
-            tags["dabench.diagnosis"] = result.diagnosis[0]
-            tags["dabench.diagnosis_reason"] = result.diagnosis[1]
+            tags["dabench.diagnosis"], tags["dabench.diagnosis_reason"] = result.diagnosis
         if result.ceilings:
             tags["dabench.ceilings"] = result.ceilings.source
         tags.update(result.notes)

@@ -20,10 +20,9 @@ from dabench.core.readers import DamagedFile, is_number, mapping, read_json
 from dabench.core.status import Status, mlflow_state, parse
 from dabench.runtime.pids import pid_alive
 from dabench.runtime.sinks import copy_tree, locked, make_dir, move, write_json
-from dabench.tracking.naming import fit_name, truncation_note
 from dabench.tracking.redact import redact_pair, redact_text, redact_uri
 from dabench.tracking.store import client_and_experiment, open_client
-from dabench.tracking.writes import log_child_counts, now_ms, status_tags, write_batch
+from dabench.tracking.writes import create_run, log_child_counts, now_ms, status_tags, write_batch
 
 OUTBOX_ENV = "DABENCH_OUTBOX"
 PREFIX = "outbox:"  #: the run id of a run that exists only in the outbox so far
@@ -94,6 +93,7 @@ class Journal:
         server_run_id: str | None = None,
         folder: Path | None = None,
     ) -> "Journal":
+        """A new journal, saved, and one line on stderr saying the run went to the outbox."""
         folder = make_dir("outbox", folder or outbox_dir())
         ident = uuid.uuid4().hex
         journal = cls(
@@ -121,6 +121,12 @@ class Journal:
             },
         )
         journal.save()
+        print(
+            f"dabench: the tracking store {redact_uri(uri)} cannot be reached: run {journal.data['run_name']!r} is "
+            f"kept in {folder} (dabench sync replays it)",
+            file=sys.stderr,
+            flush=True,
+        )
         return journal
 
     @classmethod
@@ -174,16 +180,6 @@ class Journal:
         self.save()
 
 
-def announce(uri: str, journal: Journal) -> None:
-    """One line on stderr per run that went to the outbox."""
-    print(
-        f"dabench: the tracking store {redact_uri(uri)} cannot be reached: run {journal.data['run_name']!r} is kept "
-        f"in {journal.path.parent} (dabench sync replays it)",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
 _synced_once: set[str] = set()
 
 
@@ -203,10 +199,8 @@ def sync_once(uri: str) -> None:
 def scan(folder: Path | None = None) -> tuple[list[Journal], list[str]]:
     """(the journals waiting in ``folder``, one line per journal that cannot be read). Reads only."""
     folder = folder or outbox_dir()
-    if not folder.is_dir():
-        return [], []
     journals, damaged = [], []
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json")):  # none when the folder is missing
         try:
             journals.append(Journal.load(path))
         except DamagedFile as error:
@@ -317,14 +311,10 @@ def replay(uri: str, folder: Path | None = None, wait_s: float = LOCK_WAIT_S) ->
 def _replay_locked(uri: str, folder: Path) -> SyncReport:
     report = SyncReport()
     waiting, report.damaged = scan(folder)
-    report.left += len(report.damaged)
-    journals = []
-    for journal in _order(waiting):
-        if journal.data.get("uri") not in (None, redact_uri(uri)):
-            report.left += 1
-            report.other_stores.add(journal.data["uri"])
-        else:
-            journals.append(journal)
+    ours = (None, redact_uri(uri))
+    journals = [journal for journal in _order(waiting) if journal.data.get("uri") in ours]
+    report.other_stores = {journal.data["uri"] for journal in waiting if journal.data.get("uri") not in ours}
+    report.left += len(report.damaged) + len(waiting) - len(journals)
     resolved: dict[str, str] = {}
     clients: dict[str, tuple[Any, str]] = {}
     recount: list[tuple[Any, str]] = []
@@ -364,27 +354,23 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
 
 
 def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict) -> bool:
-    """Bring one run's record into the store; True when nothing was left to add."""
+    """Bring one run's record into the store, step by step, each step acknowledged in the journal
+    once done (a crash repeats only the step it interrupted); True when nothing was left to add."""
     data, acked = journal.data, journal.data["acked"]
     untouched = acked["created"] and acked["logged"] and acked["artifacts"] and acked["closed"]
-    if not data["server_run_id"]:
+
+    def created() -> None:  # unacknowledged while the run has no server id (Journal.new)
         found = client.search_runs([experiment_id], filter_string=f"tags.`{ID_TAG}` = '{journal.id}'", max_results=1)
         if found:
             data["server_run_id"] = found[0].info.run_id
         else:
             tags = {**data["tags"], ID_TAG: journal.id}
-            parent = data.get("parent")
-            if parent:
-                tags["mlflow.parentRunId"] = resolved.get(parent, parent)
-            name, note = fit_name(data["run_name"])
-            tags.update(truncation_note([note]))
-            run = client.create_run(experiment_id, start_time=data["start_ms"], run_name=name, tags=tags)
-            data["server_run_id"] = run.info.run_id
-        acked["created"] = True
-        journal.save()
-    run_id = data["server_run_id"]
-    if not acked["logged"]:
-        tags = dict(data["logged_tags"])
+            if data.get("parent"):
+                tags["mlflow.parentRunId"] = resolved.get(data["parent"], data["parent"])
+            data["server_run_id"] = create_run(client, experiment_id, data["start_ms"], data["run_name"], tags)
+
+    def logged() -> None:
+        tags = {**data["logged_tags"], ID_TAG: journal.id}
         if not data["closed"]:
             data.update(
                 status=Status.INTERRUPTED.value,
@@ -395,21 +381,22 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict) ->
             )
         if data.get("status_tags", True) and data.get("status"):
             tags.update(status_tags(data["status"], data.get("reason") or ""))
-        tags[ID_TAG] = journal.id
-        write_batch(client, run_id, data["params"], data["metrics"], tags, timestamp_ms=data.get("end_ms"))
-        acked["logged"] = True
-        journal.save()
-    if not acked["artifacts"]:
-        for item in data["artifacts"]:
-            client.log_artifacts(run_id, str(journal.path.parent / item["folder"]), artifact_path=item["path"])
-        acked["artifacts"] = True
-        journal.save()
-    if not acked["closed"]:
-        client.set_terminated(
-            run_id,
-            status=mlflow_state(parse(data["status"] or Status.OK.value)),
-            end_time=data.get("end_ms") or now_ms(),
+        write_batch(
+            client, data["server_run_id"], data["params"], data["metrics"], tags, timestamp_ms=data.get("end_ms")
         )
-        acked["closed"] = True
-        journal.save()
+
+    def artifacts() -> None:
+        for item in data["artifacts"]:
+            folder = str(journal.path.parent / item["folder"])
+            client.log_artifacts(data["server_run_id"], folder, artifact_path=item["path"])
+
+    def closed() -> None:
+        status = mlflow_state(parse(data["status"] or Status.OK.value))
+        client.set_terminated(data["server_run_id"], status=status, end_time=data.get("end_ms") or now_ms())
+
+    for step in (created, logged, artifacts, closed):
+        if not acked[step.__name__]:
+            step()
+            acked[step.__name__] = True
+            journal.save()
     return untouched

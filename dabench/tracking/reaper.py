@@ -95,13 +95,11 @@ def _gone_reason(tags: dict[str, str], all_hosts: bool) -> str | None:
         why = "no owner recorded (run by an older dabench or another tool)"
     elif host != hostname():
         why = f"process {pid} on {host} (started {started}) not checked from {hostname()}"
-    else:
-        why = None
-    if why is not None:
-        return f"{why}; ended on request (--all-hosts)" if all_hosts else None
-    if process_alive(int(pid), tags.get(KEY_TAG)):
+    elif process_alive(int(pid), tags.get(KEY_TAG)):
         return None
-    return f"process {pid} on {host} (started {started}) ended without closing the run (killed or lost power)"
+    else:
+        return f"process {pid} on {host} (started {started}) ended without closing the run (killed or lost power)"
+    return f"{why}; ended on request (--all-hosts)" if all_hosts else None
 
 
 def running_runs(client: Any, host: str | None) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import Any, Mapping
 
 from dabench.runtime.sinks import write_text
@@ -39,21 +40,19 @@ def redact_uri(uri: str) -> str:
     return _QUERY.sub(lambda m: m.group("head") + MASK, _USERINFO.sub(lambda m: m.group("head") + MASK + "@", uri))
 
 
-_ENV_SECRETS: dict[tuple, list[str]] = {}  #: os.environ's raw items -> its secret values (one entry)
-
-
 def secret_env_values(env: Mapping[str, str] | None = None) -> list[str]:
     """Values of environment variables whose names say they are secrets (longest first); for
     ``os.environ``, kept until the environment changes."""
     raw = getattr(os.environ, "_data", None) if env is None else None
     if isinstance(raw, dict):
-        key = tuple(raw.items())
-        found = _ENV_SECRETS.get(key)
-        if found is None:
-            _ENV_SECRETS.clear()
-            found = _ENV_SECRETS[key] = _secret_values(os.environ)
-        return list(found)
+        return list(_environ_secrets(tuple(raw.items())))
     return _secret_values(os.environ if env is None else env)
+
+
+@lru_cache(maxsize=1)
+def _environ_secrets(raw_items: tuple) -> list[str]:
+    """:func:`_secret_values` of ``os.environ``, once per state of it (``raw_items``, the key)."""
+    return _secret_values(os.environ)
 
 
 def _secret_values(env: Mapping[str, str]) -> list[str]:
@@ -151,12 +150,10 @@ def redact_client_call(method: Any, args: tuple, kwargs: dict) -> tuple[tuple, d
         return args, kwargs
     for name, rule in rules.items():
         value = bound.arguments.get(name)
-        if value is None:
-            continue
-        if rule == "pair":
-            bound.arguments[name] = redact_pair(bound.arguments.get("key", ""), value)
-        else:
-            bound.arguments[name] = rule(value)
+        if value is not None:
+            bound.arguments[name] = (
+                redact_pair(bound.arguments.get("key", ""), value) if rule == "pair" else rule(value)
+            )
     return bound.args, bound.kwargs
 
 
@@ -203,10 +200,7 @@ def redact_hydra_output(folder) -> None:
     """Rewrite the YAML files Hydra saved for a job (``.hydra/*.yaml``) with secrets masked."""
     from pathlib import Path
 
-    folder = Path(folder)
-    if not folder.is_dir():
-        return
-    for path in folder.glob("*.yaml"):
+    for path in Path(folder).glob("*.yaml"):  # none when the folder is missing
         if path.is_symlink() or not path.is_file():
             continue
         text = path.read_text(errors="replace")

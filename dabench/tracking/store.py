@@ -5,14 +5,20 @@ is created under a ``flock``; writes retry "database is locked"; every call is b
 ``tracking.timeout_s``. Under :func:`read_only` (a command that writes no store, cli/frame.py)
 :func:`open_client` and :func:`open_study_storage` open a SQLite store with ``mode=ro`` once it
 holds the right tables, create nothing, and raise :class:`WrongStore` (one line) otherwise.
-Derivation: docs/reliability.md, section 1.
+A new local SQLite store starts as a copy of an empty, migrated MLflow schema (:func:`seed`): MLflow's
+own new store without its Default experiment (MLflow adds it when it first opens the copy), made
+once per MLflow and SQLAlchemy version in ``$DABENCH_CACHE_DIR/mlflow-schema/``; when it cannot be
+kept, MLflow creates the schema itself. Derivation: docs/reliability.md, section 1.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import shutil
 import sqlite3
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,11 +27,11 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
 from dabench.core.status import DabenchError, Status
-from dabench.runtime.sinks import fault_point, locked, make_dir
+from dabench.runtime.sinks import cache_dir, copy_file, fault_point, locked, make_dir, one_line
 from dabench.tracking.redact import redact_client_call, redact_uri
-from dabench.tracking.schema import seed
 
 T = TypeVar("T")
+log = logging.getLogger("dabench.tracking")
 
 #: default bound, in seconds, on one call to a tracking server or database
 DEFAULT_TIMEOUT_S = 30.0
@@ -183,8 +189,7 @@ def with_connect_timeout(uri: str, timeout_s: float | None = None) -> str:
 
 def is_locked_error(error: BaseException) -> bool:
     """True for SQLite's "database is locked" (as sqlite3, SQLAlchemy or MlflowException)."""
-    text = str(error).lower()
-    return any(marker in text for marker in _LOCKED_MARKERS)
+    return any(marker in str(error).lower() for marker in _LOCKED_MARKERS)
 
 
 def retry_locked(
@@ -203,7 +208,6 @@ def retry_locked(
             if attempt == retries or not is_locked_error(error):
                 raise
             sleep(min(backoff[1], backoff[0] * 2**attempt) * random.uniform(0.5, 1.5))
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 #: client methods that write the store, and those that write the artifact root (runtime/sinks.py)
@@ -284,3 +288,69 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
             if found is None:
                 raise
             return client, found.experiment_id
+
+
+# a new local SQLite store: a copy of the cached empty schema (see the module docstring)
+
+
+def template_path() -> Path:
+    """Where this MLflow's empty schema is kept: ``$DABENCH_CACHE_DIR/mlflow-schema/<versions>.db``."""
+    import mlflow
+    import sqlalchemy
+
+    return cache_dir() / "mlflow-schema" / f"mlflow-{mlflow.__version__}-sqlalchemy-{sqlalchemy.__version__}.db"
+
+
+def _build(target: Path) -> None:
+    """MLflow's own new store in a scratch folder, without its Default experiment, copied to ``target``."""
+    from mlflow.tracking import MlflowClient
+
+    scratch = Path(tempfile.mkdtemp(prefix="dabench-schema-"))
+    try:
+        db = scratch / "mlflow.db"
+        MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()  # MLflow runs its migrations
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
+        con.commit()
+        con.execute("VACUUM")
+        con.close()
+        copy_file("schema_cache", db, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _valid(path: Path) -> bool:
+    """``path`` is an empty MLflow store: a SQLite file with a schema version and no experiment."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+            version = con.execute("SELECT version_num FROM alembic_version").fetchall()
+            experiments = con.execute("SELECT count(*) FROM experiments").fetchone()[0]
+        con.close()
+    except sqlite3.Error:
+        return False
+    return len(version) == 1 and experiments == 0
+
+
+def template() -> Path | None:
+    """The empty schema, made now when missing or damaged; None (and a warning) when it cannot be kept."""
+    path = template_path()
+    if path.is_file() and _valid(path):
+        return path
+    try:
+        _build(path)
+    except Exception as error:  # a cache only saves time: any failure leaves the schema to MLflow
+        log.warning("empty MLflow schema not cached: %s; MLflow makes the schema itself", one_line(error))
+        return None
+    return path
+
+
+def seed(db: Path | None) -> bool:
+    """Copy the empty schema to ``db`` when it is a SQLite store that does not exist yet (under
+    :func:`dabench.tracking.store.store_lock`); True when copied."""
+    if db is None or (db.exists() and db.stat().st_size > 0):
+        return False
+    source = template()
+    if source is None:
+        return False
+    copy_file("store", source, db)
+    return True

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from dabench.core.status import is_ok
-from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
+from dabench.tracking.naming import MAX_PARAM_CHARS, MAX_RUN_NAME_CHARS, MAX_TAG_CHARS, fit_value, truncation_note
 from dabench.tracking.redact import redact_pair
 
 STATUS_TAG, REASON_TAG = "dabench.status", "dabench.reason"
@@ -21,6 +21,14 @@ def now_ms() -> int:
 def status_tags(status: str, reason: str = "") -> dict[str, str]:
     """``dabench.status`` and, when there is one, ``dabench.reason``."""
     return {STATUS_TAG: status, REASON_TAG: reason} if reason else {STATUS_TAG: status}
+
+
+def create_run(client, experiment_id: str, start_ms: int, run_name: str, tags: Mapping[str, Any] | None = None) -> str:
+    """A new run's id: named ``run_name`` (a generated name too long for the store shortened, with
+    a ``dabench.truncated`` note), started at ``start_ms``, with ``tags``."""
+    name, note = fit_value("run name", run_name, MAX_RUN_NAME_CHARS)
+    tags = {**(tags or {}), **truncation_note([note])}
+    return client.create_run(experiment_id, start_time=start_ms, run_name=name, tags=tags).info.run_id
 
 
 def write_batch(
@@ -57,33 +65,27 @@ def write_batch(
         client.log_batch(run_id, metrics=metric_list[i : i + 1000])
 
 
-def child_metrics(children: Iterable[tuple[str, Any]]) -> tuple[dict[str, int], dict[str, float]]:
-    """``(counts by status, {jobs.total, jobs.<status>, jobs.best_samples_per_s})`` of children
-    given as (status, samples/s or None)."""
-    children = list(children)
-    counts = dict(Counter(status for status, _ in children))
-    best = max((value for status, value in children if is_ok(status) and value is not None), default=None)
+def log_child_counts(
+    client, run_id: str, waiting: Sequence[Any] = (), outcomes: Sequence[tuple[str, Any]] | None = None
+) -> dict[str, int]:
+    """Log ``jobs.total``, ``jobs.<status>`` and ``jobs.best_samples_per_s`` on a parent; returns the
+    counts by status. ``outcomes``: its children as (status, samples/s or None); else its children
+    in the store, and ``waiting``, those in the outbox, each in place of the stored run of its id."""
+    if outcomes is None:
+        newer = {run.info.run_id for run in waiting}
+        stored = client.search_runs(
+            [client.get_run(run_id).info.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{run_id}'",
+            max_results=50000,
+        )
+        children = [run for run in stored if run.info.run_id not in newer] + list(waiting)
+        outcomes = [
+            (c.data.tags.get(STATUS_TAG, "unknown"), c.data.metrics.get("throughput.samples_per_s")) for c in children
+        ]
+    counts = dict(Counter(status for status, _ in outcomes))
+    best = max((value for status, value in outcomes if is_ok(status) and value is not None), default=None)
     metrics = {"jobs.total": float(sum(counts.values())), **{f"jobs.{k}": float(n) for k, n in counts.items()}}
     if best is not None:
         metrics["jobs.best_samples_per_s"] = float(best)
-    return counts, metrics
-
-
-def log_child_counts(client, run_id: str, waiting: Sequence[Any] = ()) -> dict[str, int]:
-    """Log ``jobs.total``, ``jobs.<status>`` and ``jobs.best_samples_per_s`` on a parent; returns the
-    counts. ``waiting``: its children in the outbox, each in place of the stored run of its id."""
-    from mlflow.entities import Metric
-
-    newer = {run.info.run_id for run in waiting}
-    stored = client.search_runs(
-        [client.get_run(run_id).info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{run_id}'",
-        max_results=50000,
-    )
-    children = [run for run in stored if run.info.run_id not in newer] + list(waiting)
-    pairs = [(c.data.tags.get(STATUS_TAG, "unknown"), c.data.metrics.get("throughput.samples_per_s")) for c in children]
-    counts, values = child_metrics(pairs)
-    now = now_ms()
-    metrics = [Metric(name, value, now, 0) for name, value in values.items()]
-    client.log_batch(run_id, metrics=metrics)
+    write_batch(client, run_id, metrics=metrics)
     return counts

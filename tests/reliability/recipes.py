@@ -142,7 +142,7 @@ def schema_cache(folder: Path) -> Outcome:
     """A run recorded into a new local store, whose empty schema is made and cached first."""
     import logging
 
-    from dabench.tracking.schema import template_path
+    from dabench.tracking.store import template_path
 
     (folder / "mlruns" / "mlflow.db").unlink(missing_ok=True)  # a new store
     seen: list[str] = []

@@ -120,9 +120,9 @@ def test_generated_values_and_names_are_shortened_with_a_note():
     by_key = {t.key: t.value for t in tags}
     assert len(by_key["t"]) == naming.MAX_TAG_CHARS and by_key["short"] == "ok"
     assert by_key[naming.TRUNCATED_TAG] == "p (7000 chars -> 6000); t (9000 chars -> 8000)"
-    name, note = naming.fit_name("n" * 300)
+    name, note = naming.fit_value("run name", "n" * 300, naming.MAX_RUN_NAME_CHARS)
     assert len(name) == naming.MAX_RUN_NAME_CHARS and note == "run name (300 chars -> 250)"
-    assert naming.fit_name("short") == ("short", None)
+    assert naming.fit_value("run name", "short", naming.MAX_RUN_NAME_CHARS) == ("short", None)
 
 
 # ----------------------------------------------------------------------------- paths

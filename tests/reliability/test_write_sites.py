@@ -38,7 +38,7 @@ NOT_SINKS: dict[tuple[str, str], str] = {
     ("dabench/runtime/faults.py", 'open(ready, "a")'): "the test barrier file of the fault hooks",
     ("dabench/pipeline/preflight.py", 'open(absolute, "ab")'): "pre-flight's probe of a file: appends nothing",
     ("dabench/runtime/isolation.py", "tempfile.mkdtemp"): "a private scratch folder, removed at exit",
-    ("dabench/tracking/schema.py", "tempfile.mkdtemp"): "MLflow makes its schema in a scratch folder, removed",
+    ("dabench/tracking/store.py", "tempfile.mkdtemp"): "MLflow makes its schema in a scratch folder, removed",
     ("dabench/runtime/isolation.py", "symlink_to(REPO_ROOT"): "a link inside that private scratch folder",
     ("dabench/runtime/isolation.py", "workdir.mkdir"): "the vendor runner's scratch folder (request file)",
     ("dabench/runtime/isolation.py", "request_path.write_text"): "the request handed to the vendor runner",

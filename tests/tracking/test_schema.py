@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from dabench.tracking import schema
+from dabench.tracking import store
 from dabench.tracking.store import client_and_experiment
 
 
@@ -29,13 +29,13 @@ def test_a_seeded_store_has_mlflows_schema_and_default_experiment(tmp_path, monk
     seeded = tmp_path / "seeded" / "mlflow.db"
     seeded.parent.mkdir()
 
-    assert schema.seed(seeded) is True
-    assert schema.template_path().is_file()
+    assert store.seed(seeded) is True
+    assert store.template_path().is_file()
     assert _schema(seeded) == _schema(made)
     default = MlflowClient(f"sqlite:///{seeded}").get_experiment("0")
     assert default.name == "Default"
     assert default.artifact_location == str(tmp_path / "mlruns" / "0")  # where MLflow puts it from here
-    assert schema.seed(seeded) is False  # an existing store is never replaced
+    assert store.seed(seeded) is False  # an existing store is never replaced
 
 
 def test_dabench_records_into_a_seeded_store(tmp_path, monkeypatch):
@@ -45,7 +45,7 @@ def test_dabench_records_into_a_seeded_store(tmp_path, monkeypatch):
     run = client.create_run(experiment, run_name="seeded")
     client.log_metric(run.info.run_id, "throughput.samples_per_s", 1.5)
     client.set_terminated(run.info.run_id)
-    assert schema.template_path().is_file()
+    assert store.template_path().is_file()
     again = MlflowClient(uri).get_run(run.info.run_id)
     assert again.data.metrics == {"throughput.samples_per_s": 1.5}
     location = MlflowClient(uri).get_experiment(experiment).artifact_location
@@ -54,12 +54,12 @@ def test_dabench_records_into_a_seeded_store(tmp_path, monkeypatch):
 
 def test_a_damaged_template_is_made_again(tmp_path, monkeypatch):
     monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path / "cache"))
-    path = schema.template_path()
+    path = store.template_path()
     path.parent.mkdir(parents=True)
     for damage in (b"not a database\n", b""):  # overwritten by hand, or cut to nothing
         path.write_bytes(damage)
-        store = tmp_path / f"store{len(damage)}" / "mlflow.db"
-        store.parent.mkdir()
-        assert schema.seed(store) is True
+        db = tmp_path / f"store{len(damage)}" / "mlflow.db"
+        db.parent.mkdir()
+        assert store.seed(db) is True
         assert path.read_bytes().startswith(b"SQLite format 3")
-        assert MlflowClient(f"sqlite:///{store}").get_experiment("0").name == "Default"
+        assert MlflowClient(f"sqlite:///{db}").get_experiment("0").name == "Default"
