@@ -75,6 +75,22 @@ def timed_allreduce_hook(log: IntervalLog, group: dist.ProcessGroup | None, worl
     return hook
 
 
+def ping_pong(message: torch.Tensor, peer: int, send_first: bool, reps: int, clock) -> list[float]:
+    """One-way seconds (half of each round trip) of ``reps`` round trips of ``message`` with rank
+    ``peer``, after one untimed; ``send_first`` on one side of the pair, not on the other."""
+    times = []
+    for rep in range(reps + 1):
+        clock.synchronize()
+        start = clock.mark()
+        for send in (send_first, not send_first):
+            (dist.send if send else dist.recv)(message, peer)
+        end = clock.mark()
+        clock.synchronize()
+        if rep:
+            times.append(clock.elapsed(start, end) / 2)
+    return times
+
+
 def _functional_collectives() -> dict[Any, str]:
     ops = torch.ops._c10d_functional
     table = {ops.all_reduce: "allreduce", ops.all_gather_into_tensor: "allgather"}
