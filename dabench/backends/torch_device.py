@@ -68,9 +68,7 @@ def run_on_device(
     ``peak_memory()`` returns peak bytes after the run; ``tags`` go onto the Profile."""
     losses: list[float] = []
     progress = None
-    watch = None
-    if device.type == "cpu":
-        watch = measure.WindowWatch(torch.get_num_threads(), allowed_cpus())
+    watch = measure.WindowWatch(torch.get_num_threads(), allowed_cpus()) if device.type == "cpu" else None
     subtasks: list[Subtask] = []
     extra: dict[str, float] = {}
     try:

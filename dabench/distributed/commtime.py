@@ -93,8 +93,11 @@ def ping_pong(message: torch.Tensor, peer: int, send_first: bool, reps: int, clo
 
 def _functional_collectives() -> dict[Any, str]:
     ops = torch.ops._c10d_functional
-    table = {ops.all_reduce: "allreduce", ops.all_gather_into_tensor: "allgather"}
-    table[ops.reduce_scatter_tensor] = "reduce_scatter"
+    table = {
+        ops.all_reduce: "allreduce",
+        ops.all_gather_into_tensor: "allgather",
+        ops.reduce_scatter_tensor: "reduce_scatter",
+    }
     optional = {"all_to_all_single": "alltoall", "broadcast": "broadcast"}
     table.update({getattr(ops, name): op for name, op in optional.items() if hasattr(ops, name)})
     return table
