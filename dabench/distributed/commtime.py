@@ -103,12 +103,6 @@ def _functional_collectives() -> dict[Any, str]:
     return table
 
 
-def _is_dtensor(kind: type) -> bool:
-    from torch.distributed.tensor import DTensor
-
-    return issubclass(kind, DTensor)
-
-
 class CollectiveTimer(TorchDispatchMode):
     """Times every functional collective (what DTensor lowers its redistributions to) into an
     :class:`IntervalLog` as ``kind="comm"``. Message bytes follow the NCCL-tests convention: the
@@ -123,8 +117,10 @@ class CollectiveTimer(TorchDispatchMode):
         self._wait = torch.ops._c10d_functional.wait_tensor.default
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from torch.distributed.tensor import DTensor
+
         kwargs = kwargs or {}
-        if any(_is_dtensor(t) for t in types):
+        if any(issubclass(t, DTensor) for t in types):
             return NotImplemented
         op = self._ops.get(getattr(func, "_overloadpacket", None))
         if op is None:
