@@ -93,28 +93,26 @@ def time_steps(
     clock,
     warmup: int,
     timed: int,
+    progress,
     losses: list[float] | None = None,
-    progress=None,
     on_timed_window: TimedWindowCallback | None = None,
     watch: WindowWatch | None = None,
     remeasure: int = 0,
 ) -> list[float]:
     """Seconds per optimizer step over the timed window (the last of at most ``remeasure`` + 1,
     timed again while ``watch`` finds it unsteady). ``losses`` receives the last step's loss;
-    ``progress`` and ``on_timed_window`` are called outside the clock marks."""
-    if progress is not None:
-        progress.set_phase("warm-up")
+    ``progress`` (a :class:`~dabench.runtime.progress.StepProgress`) and ``on_timed_window`` are
+    called outside the clock marks."""
+    progress.set_phase("warm-up")
     for _ in range(warmup):
         state.step()
-        if progress is not None:
-            clock.synchronize()  # warm-up only: the estimate needs finished steps
-            progress.step()
+        clock.synchronize()  # warm-up only: the estimate needs finished steps
+        progress.step()
     clock.synchronize()
     for attempt in range(1 + max(0, remeasure)):
         if on_timed_window is not None:
             on_timed_window("before")
-        if progress is not None:
-            progress.set_phase("timed" if attempt == 0 else f"timed again ({attempt + 1})")
+        progress.set_phase("timed" if attempt == 0 else f"timed again ({attempt + 1})")
         if watch is not None:
             watch.start()
         marks = []
@@ -123,8 +121,7 @@ def time_steps(
             start = clock.mark()
             loss = state.step()
             marks.append((start, clock.mark()))
-            if progress is not None:
-                progress.step()
+            progress.step()
         clock.synchronize()
         times = [clock.elapsed(a, b) for a, b in marks]
         unsteady = watch.stop(times) if watch is not None else None
@@ -132,8 +129,7 @@ def time_steps(
             on_timed_window("after")
         if unsteady is None or attempt == remeasure:
             break
-        if progress is not None:
-            progress.add_steps(timed)
+        progress.add_steps(timed)
     if losses is not None and loss is not None:
         losses.append(float(loss.detach().float().item()))
     return times
@@ -167,11 +163,10 @@ class LayerTimer:
 
 
 def layer_times(
-    state: TrainState, clock, layer_names: list[str], steps: int, progress=None
+    state: TrainState, clock, layer_names: list[str], steps: int, progress
 ) -> tuple[dict[str, float], float]:
     """Median per-layer (forward + backward) seconds per step, and median optimizer seconds."""
-    if progress is not None:
-        progress.set_phase("per-layer timing")
+    progress.set_phase("per-layer timing")
     per_layer: dict[str, list[float]] = defaultdict(list)
     optimizer_times: list[float] = []
     for _ in range(steps):
@@ -204,8 +199,7 @@ def layer_times(
         for name in layer_names:
             per_layer[name].append(totals.get(name, 0.0))
         optimizer_times.append(clock.elapsed(opt_start, opt_end))
-        if progress is not None:
-            progress.step()
+        progress.step()
     return {name: statistics.median(v) for name, v in per_layer.items()}, statistics.median(optimizer_times)
 
 

@@ -67,18 +67,15 @@ def run_on_device(
     """Build, warm up, time, then instrument one device (parallel runs go to dabench.distributed).
     ``peak_memory()`` returns peak bytes after the run; ``tags`` go onto the Profile."""
     losses: list[float] = []
-    progress = None
-    watch = None
-    if device.type == "cpu":
-        watch = measure.WindowWatch(torch.get_num_threads(), allowed_cpus())
+    watch = measure.WindowWatch(torch.get_num_threads(), allowed_cpus()) if device.type == "cpu" else None
     subtasks: list[Subtask] = []
     extra: dict[str, float] = {}
+    progress = _progress(rc, device, tags)
     try:
-        progress = _progress(rc, device, tags)
 
         def timed() -> tuple:
             state = build_train_state(rc, device)
-            window = (losses, progress, on_timed_window, watch, rc.run.remeasure)
+            window = (progress, losses, on_timed_window, watch, rc.run.remeasure)
             steps = measure.time_steps(state, clock, rc.run.warmup_steps, rc.run.timed_steps, *window)
             layers, classes = None, {}
             if rc.run.profile_subtasks:
@@ -106,8 +103,7 @@ def run_on_device(
         message = (str(error).splitlines() or [type(error).__name__])[0] or type(error).__name__
         raise OutOfMemory(f"{device.type}: {message}"[:500]) from error
     finally:
-        if progress is not None:
-            progress.close()
+        progress.close()
     if losses:
         extra["loss.final"] = losses[0]  # checked before recording: a non-finite loss is `diverged`
     extra.update(measure.window_metrics(step_times, rc.samples_per_step, watch))

@@ -88,9 +88,10 @@ class VendorBackend(Backend):
             return cls.device_availability(rc)
         where = python or sys.executable
         if "not importable" in reason:
-            reason = f"{cls.sdk_label} is not importable in {where} (module {cls.sdk_module}); "
             return Availability(
-                False, reason + f"{cls.install_hint}, then set hardware.python=/path/to/that/venv/bin/python"
+                False,
+                f"{cls.sdk_label} is not importable in {where} (module {cls.sdk_module}); "
+                f"{cls.install_hint}, then set hardware.python=/path/to/that/venv/bin/python",
             )
         return Availability(False, f"{cls.sdk_label} in {where}: {reason}")
 

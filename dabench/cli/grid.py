@@ -73,7 +73,7 @@ def main(parsed) -> int:
     progress = SweepProgress(len(jobs), "grid", "runs")  # done/total, ok/failed, ETA on stderr
 
     def on_run(r: GridRun) -> None:
-        progress.before_job()
+        progress.clear()
         if not quiet:
             print(summary(r), flush=True)
         progress.finished(is_ok(r.result.status))

@@ -68,6 +68,14 @@ def read_text(path: Path | str, max_bytes: int = MAX_BYTES) -> str:
     return text
 
 
+def text_or_empty(path: Path | str) -> str:
+    """The text of ``path``, or "" when it cannot be read (a /proc or /sys file that may be absent)."""
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 

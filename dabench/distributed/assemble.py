@@ -158,10 +158,8 @@ def _pp(rc: RunConfig, results):
     par, steps = rc.parallel, len(results[0]["step_s"])
     events, extra, exposed = _dp_comm(results, par.replicas, "stage") if par.replicas > 1 else ([], {}, None)
     messages = 2 * par.micro_batches * rc.run.grad_accum  # activations forward + gradients backward
-    reports: dict[str, list[float]] = defaultdict(list)
-    for r in results:
-        for boundary, seconds in r["p2p_one_way_s"].items():
-            reports[boundary].append(seconds)
+    boundaries = sorted({b for r in results for b in r["p2p_one_way_s"]}, key=int)
+    reports = {b: [r["p2p_one_way_s"][b] for r in results if b in r["p2p_one_way_s"]] for b in boundaries}
     one_way = {int(b): _median(v) for b, v in reports.items()}
     p2p_bytes = float(results[0]["p2p_bytes"])
     stage_p2p, bubbles, stage_compute = [], [], defaultdict(list)
@@ -179,14 +177,11 @@ def _pp(rc: RunConfig, results):
         bubbles.append(_median(bubble))
         stage_compute[stage].append(_median(compute))
     if one_way:
-        mean_one_way = _mean(list(one_way.values()))
-        events.append(CommEvent("pp", "p2p", p2p_bytes, _mean(stage_p2p), 2, messages * (par.degree - 1)))
-        extra["tier2.comm_bytes_per_step.p2p"] = p2p_bytes * messages * (par.degree - 1)
-        extra["tier2.comm_calls_per_step.p2p"] = float(messages * (par.degree - 1))
-        if mean_one_way > 0:
-            extra["tier2.busbw_GBps.p2p"] = bus_bandwidth("p2p", p2p_bytes, mean_one_way, 2) / 1e9
+        mean_one_way, calls = _mean(list(one_way.values())), messages * (par.degree - 1)
+        events.append(CommEvent("pp", "p2p", p2p_bytes, _mean(stage_p2p), 2, calls))
+        summary = {"bytes": p2p_bytes * calls, "calls": float(calls)}
+        extra.update(_busbw_metrics("p2p", summary, mean_one_way * calls, 2))
         extra["tier2.p2p_one_way_s"] = mean_one_way
-        extra["tier2.comm_transfer_s.p2p"] = mean_one_way * messages * (par.degree - 1)
     bubble_s = _mean(bubbles)
     events.append(CommEvent("pp", "bubble", 0.0, bubble_s, par.degree, 1))
     extra["tier2.bubble_fraction"] = bubble_s / _median(step_times(results))

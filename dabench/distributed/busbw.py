@@ -11,6 +11,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from dabench.backends.measure import HostClock
+from dabench.distributed.commtime import ping_pong
 from dabench.distributed.worker import RankEnv, process_group
 from dabench.metrics.tier2 import bus_bandwidth
 
@@ -37,19 +39,8 @@ def _time_sendrecv(buf: torch.Tensor, reps: int, rank: int, world: int) -> float
     dist.barrier()
     if partner >= world:
         return None
-    first = rank % 2 == 0
-    elapsed = []
-    for rep in range(reps + 1):
-        start = time.perf_counter()
-        if first:
-            dist.send(buf, partner)
-            dist.recv(buf, partner)
-        else:
-            dist.recv(buf, partner)
-            dist.send(buf, partner)
-        if rep:
-            elapsed.append(time.perf_counter() - start)
-    return sum(elapsed) / len(elapsed) / 2
+    times = ping_pong(buf, partner, rank % 2 == 0, reps, HostClock())
+    return sum(times) / len(times)
 
 
 def measure_collectives(payload: dict[str, Any], env: RankEnv) -> dict[str, Any]:

@@ -75,19 +75,32 @@ def timed_allreduce_hook(log: IntervalLog, group: dist.ProcessGroup | None, worl
     return hook
 
 
+def ping_pong(message: torch.Tensor, peer: int, send_first: bool, reps: int, clock) -> list[float]:
+    """One-way seconds (half of each round trip) of ``reps`` round trips of ``message`` with rank
+    ``peer``, after one untimed; ``send_first`` on one side of the pair, not on the other."""
+    times = []
+    for rep in range(reps + 1):
+        clock.synchronize()
+        start = clock.mark()
+        for send in (send_first, not send_first):
+            (dist.send if send else dist.recv)(message, peer)
+        end = clock.mark()
+        clock.synchronize()
+        if rep:
+            times.append(clock.elapsed(start, end) / 2)
+    return times
+
+
 def _functional_collectives() -> dict[Any, str]:
     ops = torch.ops._c10d_functional
-    table = {ops.all_reduce: "allreduce", ops.all_gather_into_tensor: "allgather"}
-    table[ops.reduce_scatter_tensor] = "reduce_scatter"
+    table = {
+        ops.all_reduce: "allreduce",
+        ops.all_gather_into_tensor: "allgather",
+        ops.reduce_scatter_tensor: "reduce_scatter",
+    }
     optional = {"all_to_all_single": "alltoall", "broadcast": "broadcast"}
     table.update({getattr(ops, name): op for name, op in optional.items() if hasattr(ops, name)})
     return table
-
-
-def _is_dtensor(kind: type) -> bool:
-    from torch.distributed.tensor import DTensor
-
-    return issubclass(kind, DTensor)
 
 
 class CollectiveTimer(TorchDispatchMode):
@@ -104,8 +117,10 @@ class CollectiveTimer(TorchDispatchMode):
         self._wait = torch.ops._c10d_functional.wait_tensor.default
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from torch.distributed.tensor import DTensor
+
         kwargs = kwargs or {}
-        if any(_is_dtensor(t) for t in types):
+        if any(issubclass(t, DTensor) for t in types):
             return NotImplemented
         op = self._ops.get(getattr(func, "_overloadpacket", None))
         if op is None:

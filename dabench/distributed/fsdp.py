@@ -28,9 +28,8 @@ def shard_model(ctx: RankContext) -> torch.nn.Module:
             param_dtype=ctx.autocast_dtype, reduce_dtype=TORCH_DTYPES[rc.precision.param_dtype]
         )
     reshard = rc.parallel.sharding == "full"
-    for block in model.blocks:
-        fully_shard(block, mp_policy=policy, reshard_after_forward=reshard)
-    fully_shard(model, mp_policy=policy, reshard_after_forward=reshard)
+    for module in (*model.blocks, model):  # every block, then the root
+        fully_shard(module, mp_policy=policy, reshard_after_forward=reshard)
     return model
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dabench.runtime import supervisor
+from dabench.runtime.isolation import child_env
 from dabench.runtime.supervisor import tail
 
 GRACE_S = 2.0  #: after one rank fails, how long the others may take to record their own error
@@ -66,23 +67,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parents[2])  # ranks import dabench from there
-
-
 def _rank_env(rank: int, world_size: int, port: int) -> dict[str, str]:
-    return {
-        **os.environ,
-        "RANK": str(rank),
-        "WORLD_SIZE": str(world_size),
-        "LOCAL_RANK": str(rank),
-        "LOCAL_WORLD_SIZE": str(world_size),
-        "GROUP_RANK": "0",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(port),
-        "DABENCH_LAUNCHER_PID": str(os.getpid()),
-        "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
-    }
+    """This process's environment, dabench first on PYTHONPATH (:func:`child_env`), and the rank's identity."""
+    return child_env(
+        None,
+        {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world_size),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world_size),
+            "GROUP_RANK": "0",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "DABENCH_LAUNCHER_PID": str(os.getpid()),
+        },
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -160,14 +159,12 @@ def launch(
             raise RankFailure(
                 f"rank {root.rank} of {world_size} failed: {root.describe()}\n(other ranks: {others})", root.rank
             )
-        results = []
-        for rank in range(world_size):
-            result = _read_json(folder / f"result.{rank}.json")
-            if result is None:
-                raise RankFailure(
-                    f"rank {rank} of {world_size} exited cleanly but wrote no result; "
-                    f"output tail:\n{tail(logs[rank], LOG_TAIL_CHARS)}",
-                    rank,
-                )
-            results.append(result)
+        results = [_read_json(folder / f"result.{rank}.json") for rank in range(world_size)]
+        if None in results:
+            rank = results.index(None)
+            raise RankFailure(
+                f"rank {rank} of {world_size} exited cleanly but wrote no result; "
+                f"output tail:\n{tail(logs[rank], LOG_TAIL_CHARS)}",
+                rank,
+            )
         return results

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
+from dabench.distributed.commtime import ping_pong
 from dabench.distributed.context import RankContext, Trainer, adamw, replica_batch, seeded_model
 from dabench.distributed.dp import wrap_ddp
 from dabench.workload.model import DecoderStack
@@ -175,15 +176,5 @@ class PipelineTrainer(Trainer):
                 continue
             lower = index == boundary
             peer = dist.get_global_rank(self.pp_group, boundary + 1 if lower else boundary)
-            times = []
-            for rep in range(P2P_REPS + 1):
-                ctx.clock.synchronize()
-                start = ctx.clock.mark()
-                for send_first in (True, False) if lower else (False, True):
-                    (dist.send if send_first else dist.recv)(message, peer)
-                end = ctx.clock.mark()
-                ctx.clock.synchronize()
-                if rep:
-                    times.append(ctx.clock.elapsed(start, end) / 2)
-            one_way[str(boundary)] = statistics.median(times)
+            one_way[str(boundary)] = statistics.median(ping_pong(message, peer, lower, P2P_REPS, ctx.clock))
         return {"p2p_one_way_s": one_way, "p2p_bytes": message.numel() * message.element_size(), "micro_batch": micro}

@@ -1,22 +1,23 @@
 """The rank side of a measured parallel run: set up, warm up, time, measure, report.
 ``train_rank(payload, env)`` returns the rank's figures and every step's loss as a JSON-able dict;
-rank 0 then runs the one-rank baseline (:mod:`dabench.distributed.baseline`).
+rank 0 then runs the one-rank baseline (:func:`run_baseline`): the same global batch on one rank,
+with one rank's threads, for Tier-2 scaling efficiency and the loss-equivalence check.
 """
 
 from __future__ import annotations
 
 import os
 import resource
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from dabench.backends.measure import CudaClock, HostClock
+from dabench.backends.torch_train import build_train_state
 from dabench.config.build import build_run_config
-from dabench.config.sections import RunConfig
-from dabench.distributed.baseline import run_baseline
+from dabench.config.sections import ParallelConfig, RunConfig
 from dabench.distributed.commtime import IntervalLog
 from dabench.distributed.context import RankContext, Trainer
 from dabench.distributed.dp import build_dp
@@ -111,3 +112,24 @@ def measure_rank(rc: RunConfig, env: RankEnv, device: torch.device, clock) -> di
     result["peak_memory_bytes"] = peak_memory_bytes(device)
     dist.barrier()
     return result
+
+
+def run_baseline(rc: RunConfig, device: torch.device, clock) -> dict[str, Any]:
+    """Losses of all (warm-up + timed) steps and the timed step times of the one-rank run."""
+    # the one-rank run with the same global batch per optimizer step as ``rc``
+    single = replace(rc, parallel=ParallelConfig(), run=replace(rc.run, batch_size=rc.run.batch_size * rc.data_copies))
+    state = build_train_state(single, device)
+    losses, marks = [], []
+    for step in range(rc.run.warmup_steps + rc.run.timed_steps):
+        start = clock.mark()
+        loss = state.step()
+        end = clock.mark()
+        losses.append(loss.detach())
+        if step >= rc.run.warmup_steps:
+            marks.append((start, end))
+    clock.synchronize()
+    return {
+        "step_s": [clock.elapsed(a, b) for a, b in marks],
+        "losses": [float(x) for x in losses],
+        "samples_per_step": single.samples_per_step,
+    }

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from dabench.core.readers import text_or_empty
+
 CHECK_ENV = "DABENCH_STEADY_CHECK"  #: ``off`` records the conditions but never flags a run
 MIN_CPU_SHARE = 0.85  #: CPU time the run's threads must get, of wall x threads, when others want CPUs
 MAX_WAIT = 0.25  #: share of the window in which some runnable task waited for a CPU (PSI)
@@ -36,10 +38,7 @@ def parse_cpu_max(text: str) -> float | None:
 
 def cgroup_quota(root: Path = Path("/sys/fs/cgroup"), self_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
     """CPUs this process's cgroup (or a parent) may use, v2 or v1, or None."""
-    try:
-        lines = self_cgroup.read_text().splitlines()
-    except OSError:
-        lines = []
+    lines = text_or_empty(self_cgroup).splitlines()
     relative = next((line.split(":", 2)[2] for line in lines if line.startswith("0::")), "/")
     folder = root / relative.lstrip("/")
     quotas = []
@@ -123,15 +122,8 @@ def parse_pressure(text: str) -> float | None:
 
 
 def sample(cpus: set[int] | None = None) -> Sample:
-    try:
-        text = Path("/proc/stat").read_text()
-    except OSError:
-        text = ""
-    try:
-        wait = parse_pressure(Path("/proc/pressure/cpu").read_text())
-    except OSError:
-        wait = None
-    busy, steal, running, found = parse_proc_stat(text, affinity() if cpus is None else cpus)
+    busy, steal, running, found = parse_proc_stat(text_or_empty("/proc/stat"), affinity() if cpus is None else cpus)
+    wait = parse_pressure(text_or_empty("/proc/pressure/cpu"))
     return Sample(time.perf_counter(), time.process_time(), busy * TICK_S, steal * TICK_S, running, found, wait)
 
 

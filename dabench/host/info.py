@@ -6,7 +6,8 @@ from __future__ import annotations
 import functools
 import platform
 import sys
-from pathlib import Path
+
+from dabench.core.readers import text_or_empty
 
 #: /proc/cpuinfo flags (x86) or Features (arm64) that mean native arithmetic at a precision
 NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16", "bf16"), "fp16": ("avx512_fp16", "amx_fp16", "fphp")}
@@ -14,10 +15,7 @@ NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16", "bf16"), "fp16": ("avx512_fp
 
 @functools.lru_cache(maxsize=1)
 def _cpuinfo() -> str:
-    try:
-        return Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
+    return text_or_empty("/proc/cpuinfo")
 
 
 def cpu_model() -> str:

@@ -55,12 +55,13 @@ def band_metrics(
 ) -> dict[str, float]:
     """The ``ceilings.*`` band metrics of a measured run and the ``.lo``/``.hi`` of its efficiencies
     (docs/metrics.md); a ceiling set in the spec (None) contributes nothing."""
-    out: dict[str, float] = {}
     bands = {"peak_flops": peak, "bandwidth_Bps": bandwidth}
-    for name, band in bands.items():
-        if band is not None:
-            for suffix, value in (("", band.roof), (".lo", band.lo), (".hi", band.hi)):
-                out[f"ceilings.{name}{suffix}"] = value
+    out = {
+        f"ceilings.{name}{suffix}": value
+        for name, band in bands.items()
+        if band is not None
+        for suffix, value in (("", band.roof), (".lo", band.lo), (".hi", band.hi))
+    }
     present = [b for b in bands.values() if b is not None]
     if not present:
         return out

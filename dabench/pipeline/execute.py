@@ -22,7 +22,6 @@ from dabench.core.platforms import on_host_cpu, platform
 from dabench.core.profile import Profile
 from dabench.core.result import RunResult
 from dabench.core.status import DabenchError, Status, UnsupportedError
-from dabench.distributed import run_parallel
 from dabench.host.ceilings import (
     MeasuredRoof,
     WindowProbes,
@@ -117,6 +116,8 @@ def measure(
     """Measure on ``backend``; a torch backend's parallel run goes to torch.distributed ranks
     (``on_timed_window`` not called there), its collectives priced too in validate mode."""
     if rc.parallel.strategy != "none" and backend.torch_distributed:
+        from dabench.distributed.run import run_parallel  # imports torch
+
         device, source = backend.parallel_target(rc)
         profile = run_parallel(rc, device, source)
         if rc.hardware.mode == "validate":

@@ -88,7 +88,7 @@ class SweepResultsCallback(Callback):
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if self.progress is not None:
-            self.progress.before_job()
+            self.progress.clear()
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         if self.progress is not None:

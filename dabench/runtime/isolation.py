@@ -94,15 +94,13 @@ def run_child(
         )
     except OSError as error:
         raise CrashedError(f"{where} could not start: {error}") from error
-    if ended.status == supervisor.TIMEOUT:
-        raise RunTimeout(
-            f"{where} hung past runner_timeout_s={timeout_s:g} s and was killed; "
-            f"output tail ({log_path}):\n{ended.tail}"
-        )
-    if ended.status == supervisor.OOM:
-        raise OutOfMemory(f"{where} {ended.description}; output tail ({log_path}):\n{ended.tail}")
     if not ended.ok:
-        raise CrashedError(f"{where} {ended.description}; output tail ({log_path}):\n{ended.tail}")
+        hung = f"hung past runner_timeout_s={timeout_s:g} s and was killed"
+        error, how = {
+            supervisor.TIMEOUT: (RunTimeout, hung),
+            supervisor.OOM: (OutOfMemory, ended.description),
+        }.get(ended.status, (CrashedError, ended.description))
+        raise error(f"{where} {how}; output tail ({log_path}):\n{ended.tail}")
     try:
         result = json.loads(result_path.read_text())
         status, reason = result["status"], result.get("reason", "")

@@ -58,7 +58,7 @@ class _Line:
         self.mode = mode or style(self.stream)
         self.total, self.desc, self.unit = total, desc, unit
         self.started = time.monotonic()
-        self.last_line = self.last_draw = self.started
+        self.last_shown = self.started
         self.bar = None
         if self.mode == "bar":
             import shutil
@@ -87,15 +87,14 @@ class _Line:
             return
         if self.bar is not None:
             self.bar.n = done
-            now = time.monotonic()
-            if force or now - self.last_draw >= BAR_INTERVAL_S:
-                self.last_draw = now
-                self.bar.set_postfix_str(postfix, refresh=False)
-                self.bar.refresh()
-            return
         now = time.monotonic()
-        if force or now - self.last_line >= LINE_INTERVAL_S:
-            self.last_line = now
+        if not force and now - self.last_shown < (LINE_INTERVAL_S if self.bar is None else BAR_INTERVAL_S):
+            return
+        self.last_shown = now
+        if self.bar is not None:
+            self.bar.set_postfix_str(postfix, refresh=False)
+            self.bar.refresh()
+        else:
             print(text(), file=self.stream, flush=True)
 
     def set_total(self, total: int) -> None:
@@ -114,7 +113,8 @@ class _Line:
 
 
 class SweepProgress(_Line):
-    """done/total jobs, ok/failed, ETA: ``finished(ok)`` after each job, ``close()`` at the end."""
+    """done/total jobs, ok/failed, ETA: ``clear()`` before each job writes its own lines (a bar is
+    redrawn when it ends), ``finished(ok)`` after it, ``close()`` at the end."""
 
     def __init__(
         self,
@@ -135,10 +135,6 @@ class SweepProgress(_Line):
             f"{self.desc}: {self.done}/{self.total} {self.unit} done ({self.ok} ok, {self.failed} failed), "
             f"{duration(elapsed)} elapsed{left}"
         )
-
-    def before_job(self) -> None:
-        """Clear a bar before a job writes its own lines (it is redrawn when the job ends)."""
-        self.clear()
 
     def finished(self, ok: bool) -> None:
         self.done += 1

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from dabench.core.readers import text_or_empty
 from dabench.core.status import Status
 from dabench.runtime import interrupts
 
@@ -45,11 +46,7 @@ def tail(path: Path | str, chars: int = TAIL_CHARS) -> str:
 def oom_kill_count(paths: Sequence[str] = OOM_COUNTERS) -> int | None:
     """The kernel's OOM-kill count for this process's memory cgroup (None when not readable)."""
     for path in paths:
-        try:
-            text = Path(path).read_text()
-        except OSError:
-            continue
-        found = re.search(r"^oom_kill (\d+)$", text, re.MULTILINE)
+        found = re.search(r"^oom_kill (\d+)$", text_or_empty(path), re.MULTILINE)
         if found:
             return int(found.group(1))
     return None

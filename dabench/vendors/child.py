@@ -64,9 +64,7 @@ def main(run: Callable[[Dict[str, Any]], Dict[str, Any]], argv: List[str] = None
                 "reason": "%s: %s\n%s" % (type(error).__name__, error, traceback.format_exc()[-3000:]),
             }
         result["runner_wall_s"] = time.perf_counter() - started
-    result["protocol"] = PROTOCOL
-    result["python"] = sys.executable
-    result["python_version"] = sys.version.split()[0]
+    result.update(protocol=PROTOCOL, python=sys.executable, python_version=sys.version.split()[0])
     write_json(argv[2], result)
     return 0
 
@@ -124,11 +122,8 @@ def stage_placement(run_config: Dict[str, Any], head_stage: Optional[int] = None
     if parallel.get("strategy") != "pp":
         return placement
     layers = parallel.get("layers_per_stage") or []
-    block = 0
-    for stage, count in enumerate(layers):
-        for _ in range(count):
-            placement["block.%d" % block] = stage
-            block += 1
+    stages = [stage for stage, count in enumerate(layers) for _ in range(count)]  # of each block, in order
+    placement.update({"block.%d" % block: stage for block, stage in enumerate(stages)})
     if head_stage is not None:
         placement["head"] = head_stage
     else:

@@ -20,10 +20,8 @@ def find(module: str) -> bool:
 
 
 def version_of(distributions) -> str:
-    try:
-        from importlib import metadata
-    except ImportError:  # pragma: no cover - Python < 3.8
-        return "unknown"
+    from importlib import metadata  # Python 3.8+, as every runner interpreter (dabench/vendors/child.py)
+
     for name in distributions:
         try:
             return metadata.version(name)

@@ -66,7 +66,7 @@ def test_a_disturbed_window_is_timed_again_up_to_remeasure_times(unsteady, remea
     clock = Clock()
     durations = [1.0] + [float(w + 2) for w in range(windows) for _ in range(3)]  # warm-up, then one value per window
     calls, progress, watch = [], Progress(), Watch(unsteady)
-    times = measure.time_steps(State(clock, durations), clock, 1, 3, None, progress, calls.append, watch, remeasure)
+    times = measure.time_steps(State(clock, durations), clock, 1, 3, progress, None, calls.append, watch, remeasure)
     assert len(watch.attempts) == windows and calls == ["before", "after"] * windows
     assert times == [float(windows + 1)] * 3  # the last window's steps
     assert progress.added == 3 * (windows - 1)

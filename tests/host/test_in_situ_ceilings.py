@@ -108,6 +108,7 @@ def test_the_probes_bracket_the_timed_steps_outside_their_clocks():
     import torch
 
     from dabench.backends.measure import HostClock, time_steps
+    from dabench.runtime.progress import StepProgress
 
     calls = []
 
@@ -116,5 +117,6 @@ def test_the_probes_bracket_the_timed_steps_outside_their_clocks():
             calls.append("step")
             return torch.tensor(1.0)
 
-    times = time_steps(Steps(), HostClock(), warmup=1, timed=2, on_timed_window=calls.append)
+    progress = StepProgress("steps", 3, mode="off")
+    times = time_steps(Steps(), HostClock(), 1, 2, progress, on_timed_window=calls.append)
     assert calls == ["step", "before", "step", "step", "after"] and len(times) == 2
