@@ -17,8 +17,7 @@ from dabench.advise.search import Evaluation, Evaluator, score, search
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
-from dabench.core.platforms import accelerators
-from dabench.core.platforms import preset
+from dabench.core.platforms import accelerators, preset
 from dabench.pipeline.execute import execute
 
 OBJECTIVES = ("time", "energy", "cost")
