@@ -36,7 +36,7 @@ def test_fitted_constants_sit_at_the_middle_of_their_bounds(knob, bounds):
 
 @pytest.mark.parametrize("mode", ["pipelined", "weight_streaming"])
 def test_both_execution_modes_predict_with_the_wide_band(mode):
-    args = ["model=gpt2_small", "precision=mixed", "hardware.mode=predict", f"hardware.options.execution_mode={mode}"]
+    args = ["model=gpt2_small", "hardware.mode=predict", f"hardware.options.execution_mode={mode}"]
     r = predict(["hardware=wse3", *args])
     assert r.status.value == "ok", r.reason
     assert r.predicted.tags["execution_mode"] == mode
