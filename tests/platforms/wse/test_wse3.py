@@ -52,3 +52,12 @@ def test_advise_takes_the_preset_by_name_with_its_power():
     (row,) = rows(advice)
     assert row["platform"] == "wse3" and row["status"] == "ok", row["reason"]
     assert "hardware=wse3" in row["command"] and "CS-3" in row["power_source"]
+
+
+def test_the_command_line_takes_the_family_options_of_the_preset():
+    """A preset's options include those of the file its defaults name (check_option_keys)."""
+    from dabench.config.schema import check_option_keys
+
+    check_option_keys(["hardware=wse3", "hardware.options.execution_mode=weight_streaming"])
+    with pytest.raises(Exception, match="did you mean hardware.options.execution_mode"):
+        check_option_keys(["hardware=wse3", "hardware.options.execution_modee=pipelined"])
