@@ -18,7 +18,7 @@ from dabench.advise import energy as E
 from dabench.advise.reach import approx_params, calibration, outside
 from dabench.advise.run import Advice, PlatformOutcome
 from dabench.advise.space import overrides_of
-from dabench.core.platforms import platform
+from dabench.core.platforms import preset
 from dabench.runtime.sinks import write_text
 
 TIER1 = (
@@ -87,7 +87,7 @@ def _command(advice: Advice, outcome: PlatformOutcome, mode: str) -> str:
 
 def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     req = advice.request
-    figure = platform(outcome.platform).power
+    figure = preset(outcome.platform).power
     cal = calibration(outcome.platform)
     infeasible = sum(n for s, n in outcome.statuses.items() if s != "ok")
     row: dict[str, Any] = {c: None for c in CSV_COLUMNS}
@@ -177,7 +177,7 @@ def search_rows(advice: Advice) -> list[dict[str, Any]]:
     req = advice.request
     out = []
     for o in advice.outcomes:
-        figure = platform(o.platform).power
+        figure = preset(o.platform).power
         for e in o.evaluations:
             t = E.time_to_train_s(req.tokens, e.tokens_per_s) if e.ok else None
             joules = E.energy_j(figure.watts_per_chip, e.chips, t) if t is not None else None

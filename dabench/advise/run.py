@@ -17,8 +17,7 @@ from dabench.advise.search import Evaluation, Evaluator, score, search
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
-from dabench.core.platforms import accelerators
-from dabench.core.platforms import platform as record
+from dabench.core.platforms import accelerators, preset
 from dabench.pipeline.execute import execute
 
 OBJECTIVES = ("time", "energy", "cost")
@@ -102,7 +101,7 @@ def advise_platform(
     base = _platform_base(platform, space.groups)
     base["model"] = copy.deepcopy(model)
     predictor = Evaluator(space, base, request.max_chips)
-    figure = record(platform).power
+    figure = preset(platform).power
     price_s = None
     if request.price_per_chip_hour is not None:
         price_s = request.price_per_chip_hour / 3600.0

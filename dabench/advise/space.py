@@ -14,7 +14,7 @@ from dabench.config.build import flatten
 from dabench.config.compose import compose
 from dabench.config.files import sweep_file
 from dabench.config.schema import group_options
-from dabench.core.platforms import known
+from dabench.core.platforms import known, preset, presets
 from dabench.core.status import ConfigError
 from dabench.tune.space import distribution_values, override_value, params_to_overrides, parse_overrides
 
@@ -98,7 +98,7 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     """The deployment space of ``platform`` for the composed ``model`` section: its shipped sweep's,
     shaped by its platform record's ``space`` (dabench/platforms/<family>/space.py)."""
 
-    record = known(platform, "platforms")
+    record = preset(platform) if platform in presets() else known(platform, "platforms")
     sweep = sweep_file(record.sweep) if record.sweep else {}
     groups = _sweep_groups(sweep)
     groups.pop("hardware", None), groups.pop("hydra/sweeper", None), groups.pop("model", None)

@@ -22,7 +22,7 @@ from dabench.advise.run import OBJECTIVES, Request
 from dabench.cli.frame import arg, command
 from dabench.config.fields import BOOL, CHOICE, INT, LIST, NUMBER, REQUIRED, TEXT, Spec
 from dabench.config.schema import group_options
-from dabench.core.platforms import accelerators, names
+from dabench.core.platforms import accelerators, presets
 from dabench.core.status import ConfigError
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 
@@ -72,7 +72,7 @@ def request_of(args) -> Request:
             read=parse_tokens,
         ),
         "platforms": arg(
-            LIST, "platforms to search (cpu only if asked)", tuple(accelerators()), item=Spec(CHOICE, choices=names())
+            LIST, "platforms to search (cpu only if asked)", tuple(accelerators()), item=Spec(CHOICE, choices=presets())
         ),
         "max_chips": arg(INT, "chips per deployment at most", 16, low=1, high=1_000_000),
         "objective": arg(LIST, "time,energy adds the Pareto set", ("time",), item=Spec(CHOICE, choices=OBJECTIVES)),

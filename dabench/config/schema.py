@@ -207,11 +207,23 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
         path = next((f / f"{name}.yaml" for f in group_folders("hardware") if (f / f"{name}.yaml").is_file()), None)
         if not name or path is None:
             return  # not a plain option (a sweep or an interpolation): Hydra and the build decide
-        options = config_file(path).get("options") or {}
+        options = _preset_options(path)
         for key in keys:
             option = key.split(".", 2)[2]
             if "." not in option and option not in options:
                 raise ConfigError(key, option, suggest(option, options, "hardware.options.") + f" (hardware={name})")
+
+
+def _preset_options(path) -> dict:
+    """The options of a hardware YAML with those of the hardware files its ``defaults`` name (a
+    generation preset, ``defaults: [<family>]``, inherits the family's options)."""
+    data = config_file(path)
+    options: dict = {}
+    for entry in data.get("defaults") or []:
+        parent = path.parent / f"{entry}.yaml" if isinstance(entry, str) and entry != "_self_" else None
+        if parent is not None and parent.is_file():
+            options.update(_preset_options(parent))
+    return {**options, **(data.get("options") or {})}
 
 
 def refuse_bad_command_line(argv: list[str] | None = None) -> None:

@@ -9,7 +9,7 @@ Adding a platform: docs/platforms.md.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import import_module
 from typing import Any, Callable, Mapping
@@ -61,6 +61,9 @@ class Platform:
     space: Callable | None = None  #: advise's shaping of that space: ``(space, args, config, chips) -> space``
     tiles_per_chip: int | None = None  #: an instance of ``hardware.options.tiles`` counts as tiles / this chips
     generations: bool = False  #: presets are chip generations (cuda_a100, ...): the preset name is a reach fact
+    #: generation presets (``hardware=<name>``, arch this record's) that no calibration point covers,
+    #: each with its own power: advise searches them by name, and their band says nothing calibrated is near
+    presets: Mapping[str, PowerFigure] = field(default_factory=dict)
     power: PowerFigure = PowerFigure(None, "unsourced", "no power figure")
     fit_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)  #: knob -> bounds a fit may move
     conf: str | None = None  #: a config folder Hydra searches for its ``hardware/<name>.yaml`` (packages)
@@ -131,6 +134,20 @@ def known(arch: str, field_: str = "hardware.arch") -> Platform:
 
 def names() -> tuple[str, ...]:
     return tuple(registry())
+
+
+def preset(name: str) -> Platform:
+    """The record ``hardware=<name>`` runs on: a platform's own, or, for a generation preset of a
+    family (its ``presets``), the family's with that preset's power figure."""
+    for record in registry().values():
+        if name in record.presets:
+            return replace(record, power=record.presets[name])
+    return platform(name)
+
+
+def presets() -> tuple[str, ...]:
+    """Every platform and every generation preset of one (what ``dabench advise platforms=`` takes)."""
+    return tuple(name for p in registry().values() for name in (p.name, *p.presets))
 
 
 def accelerators() -> tuple[str, ...]:

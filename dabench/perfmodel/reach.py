@@ -67,8 +67,13 @@ def coords(rc: Any, release: str = "") -> dict[str, Any]:
         "release": release,
         "generation": rc.hardware.name if platform(rc.hardware.arch).generations else "",
         # the chip generation the preset's efficiencies belong to (not a distance: see constants.half_width)
-        "silicon": str(options.get("generation", "")) if platform(rc.hardware.arch).generations else "",
+        "silicon": str(options.get("generation", "")) if platform(rc.hardware.arch).generations else _preset(rc),
     }
+
+
+def _preset(rc: Any) -> str:
+    """A generation preset of a family without a generation knob (its record's ``presets``): its name."""
+    return rc.hardware.name if rc.hardware.name in platform(rc.hardware.arch).presets else ""
 
 
 def point_release(layout: str) -> str:

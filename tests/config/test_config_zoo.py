@@ -22,7 +22,9 @@ def test_every_group_has_its_shipped_files():
     assert {"tiny", "gpt2_test", "gpt2_small", "gpt2_medium", "gpt2_large", "gpt2_xl", "llama_70b"} <= set(
         GROUPS["model"]
     )
-    assert {"cpu", "cuda", "cuda_a100", "cuda_h100", "b200", "mi300x", "wse2", "rdu", "ipu"} <= set(GROUPS["hardware"])
+    assert {"cpu", "cuda", "cuda_a100", "cuda_h100", "b200", "mi300x", "wse2", "wse3", "rdu", "sn40l", "ipu"} <= set(
+        GROUPS["hardware"]
+    )
     assert {"none", "dp", "tp", "pp"} <= set(GROUPS["parallel"])
     assert {"fp32", "fp16", "bf16", "mixed"} <= set(GROUPS["precision"])
 

@@ -1,5 +1,5 @@
-"""Knobs of the SambaNova SN30 RDU model (platforms/rdu/model.py); values in conf/hardware/rdu.yaml,
-their provenance in conf/hardware/sources/rdu.yaml."""
+"""Knobs of the SambaNova RDU model (platforms/rdu/model.py); values in conf/hardware/rdu.yaml (SN30)
+and sn40l.yaml, their provenance in conf/hardware/sources/."""
 
 from __future__ import annotations
 
@@ -52,3 +52,7 @@ class RduKnobs:
     ddr_Bps: float
     tile32: bool  #: forward and data-gradient GEMMs accumulate in fp32
     wgrad32: bool  #: weight gradients accumulate in fp32
+    #: the off-chip traffic of the weights (with their gradients), the saved activations and the
+    #: optimizer state priced at their tier's bandwidth, as a share of DDR's: 1.0 where they live in
+    #: DDR (every tensor on an SN30), less in a faster tier (platforms/rdu/model.py, ``place``)
+    price: tuple[float, float, float] = (1.0, 1.0, 1.0)

@@ -1,8 +1,10 @@
-"""SambaNova SN30 RDU: the graph cut into sections that run one after another.
+"""SambaNova RDU (SN30, SN40L): the graph cut into sections that run one after another.
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, one subtask
 per stage (op and phase); ``ceilings`` are unused (the model reads its spec). ``parallel=none|dp|tp``;
-CapacityError when the training state does not fit DDR. Knobs: platforms/rdu/knobs.py.
+CapacityError when the training state does not fit DDR. Memory tiers: every level of the spec with
+a bandwidth (SN30: DDR only; SN40L: SRAM, HBM, DDR) may hold a tensor class (:func:`place`), whose
+off-chip traffic is then priced at that tier's bandwidth. Knobs: platforms/rdu/knobs.py.
 
 Derivation: docs/perfmodel.md, "SN30 RDU (SambaNova)".
 """
@@ -10,7 +12,7 @@ Derivation: docs/perfmodel.md, "SN30 RDU (SambaNova)".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
@@ -25,6 +27,8 @@ from dabench.workload.opgraph import Op, OpGraph
 
 SOURCE = "perfmodel.rdu"
 SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")  # work divided under tensor parallelism
+#: the tensor classes placed in memory tiers, most often touched first (each micro-batch, each step)
+TENSORS = ("weights", "activations", "optimizer")
 
 
 def knobs(rc: RunConfig) -> RduKnobs:
@@ -49,6 +53,47 @@ def knobs(rc: RunConfig) -> RduKnobs:
     )
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where each tensor class lives (:data:`TENSORS` -> memory level) and the bytes per level."""
+
+    tiers: dict[str, str]
+    placed: dict[str, float]
+
+    def describe(self) -> str:
+        return ", ".join(f"{name} in {level}" for name, level in self.tiers.items())
+
+
+def place(rc: RunConfig, graph: OpGraph, k: RduKnobs, t: int) -> Placement | None:
+    """Each tensor class in the fastest tier that still holds it, most often touched first
+    (docs/perfmodel.md, "SN30 RDU", Memory tiers): the tiers are the spec's levels with a bandwidth,
+    the on-chip SRAM less the PMUs the sections may use; what fits none goes to the slowest (DDR),
+    where the capacity check refuses it. None with one tier (SN30: DDR only)."""
+    tiers = sorted((level for level in rc.hardware.memory if level.bandwidth_Bps), key=lambda lv: -lv.bandwidth_Bps)
+    if len(tiers) < 2:
+        return None
+    weights = graph.params * graph.precision.param_bytes * 2 / t  # weights and gradients; AdamW's moments alike
+    need = {"weights": weights, "activations": graph.saved_bytes / t, "optimizer": weights}
+    room = {level.name: float(level.capacity_bytes or 0.0) for level in tiers}
+    if "sram" in room:
+        room["sram"] -= k.pmus * k.pmu_bytes
+    where, placed = {}, {level.name: 0.0 for level in tiers}
+    for name in TENSORS:
+        level = next((lv for lv in tiers if need[name] <= room[lv.name]), tiers[-1])
+        room[level.name] -= need[name]
+        placed[level.name] += need[name]
+        where[name] = level.name
+    return Placement(where, placed)
+
+
+def _priced(k: RduKnobs, placement: Placement | None, hw) -> RduKnobs:
+    """``k`` with each tensor class's traffic priced at its tier's bandwidth (a share of DDR's)."""
+    if placement is None:
+        return k
+    price = tuple(k.ddr_Bps / hw.bandwidth(placement.tiers[name]) for name in TENSORS)
+    return replace(k, price=price)
+
+
 @dataclass(slots=True)  # not frozen: built per op and phase in every prediction, and a frozen __init__ is slower
 class Stage:
     """One op of one layer and phase, as a section stage on one chip."""
@@ -59,7 +104,9 @@ class Stage:
     work: float  #: 16-bit operations: FLOPs, a 32-bit one counted twice
     weight_pmus: int
     cap: int  #: most PCUs the stage can use
-    ddr_alone: float  #: off-chip bytes when the stage is its own section (o0)
+    #: off-chip bytes when the stage is its own section (o0); these three are DDR-equivalent bytes
+    #: (each tensor class's bytes x ``RduKnobs.price``): the bytes themselves where all live in DDR
+    ddr_alone: float
     ddr_fused: float  #: off-chip bytes inside a fused section (weights, grads, saved activations)
     buffer_pmus: int = 0  #: PMUs of its output buffers (``stage_buffer_pmus`` buffers of one sample's output)
     out_bytes: float = 0.0  #: one sample's output (seq x width elements); 0 for optimizer stages
@@ -97,6 +144,9 @@ def _stages_of(
     opt_scale = 2 if fp32 or w == 4 else 1
     knobbed = not fp32 and (k.options.fp32_logits or k.options.fp32_skip_add or k.tile32 or k.wgrad32)
     pmu_bytes, lanes, pcus, nbuf = k.pmu_bytes, k.options.pcu_lanes, k.pcus, k.options.stage_buffer_pmus
+    fw, fa, fo = k.price
+    fo = max(fw, fo)  # the update reads and writes the weights and the optimizer state: the slower paces it
+    tiered = k.price != (1.0, 1.0, 1.0)
     opt_buffers = nbuf * math.ceil(pmu_bytes / pmu_bytes)  # the optimizer's tensor slice: one PMU each
     ceil = math.ceil
     out = []
@@ -105,13 +155,18 @@ def _stages_of(
         split = t if op.op_class in SPLIT_CLASSES else 1
         width = op_width(op, model)
         cap = pcus if width == 0 else max(1, ceil(width / split / lanes))
+        alone = op.bytes / split
         if phase == "fwd":
             weights = weight_params(op, model) * w / t
             fused = weights + op.saved_bytes / split
+            if tiered:
+                fused = weights * fw + op.saved_bytes / split * fa
         elif phase == "bwd":
             params = saved.get("params:" + name, 0)
             weights = params * wg / t
             fused = weights + saved.get(name, 0.0) / split
+            if tiered:
+                fused = weights * fw + saved.get(name, 0.0) / split * fa
         else:
             out.append(
                 Stage(
@@ -121,12 +176,14 @@ def _stages_of(
                     op.flops * opt_scale / split,
                     0,
                     cap,
-                    op.bytes / split,
-                    op.bytes / t,
+                    alone * fo if tiered else alone,
+                    op.bytes / t * fo if tiered else op.bytes / t,
                     opt_buffers,
                 )
             )
             continue
+        if tiered:  # an unfused stage reads its weights from their tier, its activations from theirs
+            alone = min(weights, alone) * fw + max(0.0, alone - weights) * fa
         # one sample's output (seq x width elements) per buffer
         sample = seq * max(1, width // split) * compute_bytes
         out.append(
@@ -137,10 +194,10 @@ def _stages_of(
                 (_work(op, k) if knobbed else op.flops * scale) / split,
                 ceil(weights / pmu_bytes),
                 cap,
-                op.bytes / split,
+                alone,
                 fused,
                 nbuf * ceil(sample / pmu_bytes),
-                sample,
+                sample * fa if tiered else sample,
             )
         )
     return out
@@ -370,6 +427,8 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     )
     k = knobs(rc)
     t = rc.parallel.degree if rc.parallel.strategy == "tp" else 1
+    placement = place(rc, graph, k, t)
+    k = _priced(k, placement, rc.hardware)
     step, device, host, timed, repeat, comm = _step(rc, graph, k, t, rc.data_copies)
 
     weighted_pcus = weighted_pmus = weighted_li = total = 0.0
@@ -430,18 +489,23 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     }
     single = None
     if chips > 1:
-        one_step = _step(rc, graph, k, 1, 1)[0]
+        one = _priced(knobs(rc), place(rc, graph, k, 1), rc.hardware) if placement else k
+        one_step = _step(rc, graph, one, 1, 1)[0]
         single = rc.run.batch_size * rc.run.grad_accum / one_step
-    # the weights, gradients, AdamW moments and saved activations live in DDR between sections
+    # the weights, gradients, AdamW moments and saved activations live in DDR between sections (SN30),
+    # or each in its tier (place)
     state = graph.params * (graph.precision.param_bytes * 4) / t
-    ddr = state + graph.saved_bytes / t
+    ddr = state + graph.saved_bytes / t if placement is None else placement.placed["ddr"]
+    why = f"training state {state / 2**30:.1f} GiB + saved activations {graph.saved_bytes / t / 2**30:.1f} GiB per chip"
     require_fits(
-        "rdu DDR",
-        ddr,
-        rc.hardware.capacity("ddr"),
-        f"training state {state / 2**30:.1f} GiB + saved activations {graph.saved_bytes / t / 2**30:.1f} GiB per chip",
+        "rdu DDR", ddr, rc.hardware.capacity("ddr"), why if placement is None else f"{why}; {placement.describe()}"
     )
     memory = {"ddr": ddr, "sram": float(max(st.pmus for items in timed.values() for _, st in items) * k.pmu_bytes)}
+    tags = {"compile_mode": k.options.compile_mode}
+    if placement is not None:
+        memory = {**placement.placed, "sram": memory["sram"] + placement.placed.get("sram", 0.0)}
+        tags["placement"] = placement.describe()
+        extra.update({f"rdu.tier_price.{name}": float(k.price[i]) for i, name in enumerate(TENSORS)})
     return make_profile(
         rc,
         SOURCE,
@@ -453,5 +517,5 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         comm=comm,
         single_chip_samples_per_s=single,
         extra=extra,
-        tags={"compile_mode": k.options.compile_mode},
+        tags=tags,
     )

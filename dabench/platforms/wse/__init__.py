@@ -1,4 +1,5 @@
-"""Cerebras CS-2 (WSE-2, ``hardware.arch=wse2``): layer-pipelined and weight-streaming model
+"""Cerebras CS-2 (WSE-2, ``hardware.arch=wse2``) and its generation preset CS-3 (``hardware=wse3``):
+layer-pipelined and weight-streaming model
 (model.py, streaming.py), cerebras.pytorch runner (runner.py, backend.py), compile-report and
 appliance-run parser (ingest.py), deployment space (space.py), knobs (knobs.py)."""
 
@@ -29,4 +30,14 @@ PLATFORM = Platform(
         "Golem.de, 'Cerebras WSE2: Dieser AI-Prozessor braucht ueber 20 Kilowatt' (April 2021), quoting Cerebras",
         "paragraph on the CS-2 15U systems: 'maximale Leistungsaufnahme eines solchen Systems bei 23 Kilowatt'",
     ),
+    presets={  # one WSE-3 per CS-3; Cerebras at launch: twice the CS-2's performance at the same power
+        "wse3": PowerFigure(
+            23000.0,
+            "max",
+            "one CS-3 system, the CS-2's 23 kW (wafer, power supplies, fans, pumps); no MemoryX, SwarmX or CPU cluster",
+            "Tom's Hardware, 'Cerebras launches 900,000-core 125 PetaFLOPS wafer-scale processor for AI' (March 2024)",
+            "paragraph on power: 'Despite doubling its performance, the CS-3 maintains the same power consumption as "
+            "its predecessor'; the CS-2's 23 kW: Golem.de (April 2021), as for wse2",
+        )
+    },
 )
