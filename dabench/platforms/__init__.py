@@ -7,4 +7,4 @@ import it under the SDK's Python 3.8). Adding one: docs/platforms.md.
 from dabench.platforms import cpu, gaudi, gpu, ipu, rdu, wse
 
 #: the in-tree platforms, in the order they are listed
-IN_TREE = (cpu.PLATFORM, gpu.PLATFORM, wse.PLATFORM, rdu.PLATFORM, ipu.PLATFORM, gaudi.PLATFORM, gaudi.GAUDI3)
+IN_TREE = (cpu.PLATFORM, gpu.PLATFORM, wse.PLATFORM, rdu.PLATFORM, ipu.PLATFORM, gaudi.PLATFORM)

@@ -9,7 +9,7 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from dabench.config.build import build_run_config
-from dabench.core.platforms import platform
+from dabench.core.platforms import preset as preset_record
 from dabench.core.status import CapacityError, UnsupportedError
 from dabench.host.ceilings import resolve_ceilings
 from dabench.perfmodel import constants, get_predictor, reach
@@ -29,11 +29,12 @@ def _predict(rc):
 @pytest.mark.parametrize("preset, peak, watts", [("gaudi2", 4.32e14, 600.0), ("gaudi3", 1.835e15, 900.0)])
 def test_presets_compose_and_predict(preset, peak, watts):
     rc = _rc(preset)
-    assert rc.hardware.arch == preset and rc.hardware.backend == "hpu" and rc.precision.name == "bf16"
+    assert rc.hardware.arch == "gaudi2" and rc.hardware.name == preset  # gaudi3: a generation of the family
+    assert rc.hardware.backend == "hpu" and rc.precision.name == "bf16"
     assert resolve_ceilings(rc.hardware, rc.precision).peak_flops == peak
     profile = _predict(rc)
-    assert profile.mode == "predict" and profile.source == f"perfmodel.{preset}" and profile.median_step_s > 0
-    assert platform(preset).power.watts_per_chip == watts and platform(preset).power.sourced
+    assert profile.mode == "predict" and profile.source == "perfmodel.gaudi2" and profile.median_step_s > 0
+    assert preset_record(preset).power.watts_per_chip == watts and preset_record(preset).power.sourced
 
 
 def test_gaudi3_is_faster_and_the_tpcs_price_the_non_matmul_ops():
