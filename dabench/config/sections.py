@@ -181,10 +181,7 @@ class HardwareSpec:
         return value
 
     def link(self, scope: str) -> Link | None:
-        for candidate in self.links:
-            if candidate.scope == scope:
-                return candidate
-        return None
+        return next((candidate for candidate in self.links if candidate.scope == scope), None)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dabench.core.numbers import bad_metrics
+from dabench.core.status import ConfigError
 from dabench.fit import constant_set
 from dabench.fit.cv import summary
 from dabench.fit.machine import K_FOLD, GroupFit, fit_group, folds
@@ -45,28 +46,23 @@ def _part(row: dict, prefix: str) -> dict:
 
 def run_from_mlflow(args) -> int:
     """``--from-mlflow [SELECTION]``: measured runs -> points -> a named constant set (docs/fitting.md)."""
-    from dabench.report.frame import SelectionError, load_frame
+    from dabench.report.frame import load_frame
 
     name = args.name
     if name == constants.PUBLISHED or constants.is_file_ref(name) or not re.fullmatch(r"[\w.-]+", name):
-        print(
-            f"dabench fit: --name {name!r}: give a plain NAME other than published (the shipped set is never "
+        raise ConfigError(
+            "",
+            None,
+            f"--name {name!r}: give a plain NAME other than published (the shipped set is never "
             f"written from runs; sets go to {constants.user_dir()})",
-            file=sys.stderr,
         )
-        return 2
     uri = tracking_uri(args.tracking_uri)
-    try:
-        frame, selection = load_frame(uri, args.from_mlflow or None)
-    except SelectionError as error:
-        print(f"dabench fit: {error}", file=sys.stderr)
-        return 2
+    frame, selection = load_frame(uri, args.from_mlflow or None)  # SelectionError: one line, exit 2
     points, left = points_from_runs(run_dicts(frame))
     arch = args.arch[0] if args.arch else None
     unknown = _unknown_choice(points, arch, args.host)
     if unknown:
-        print(f"dabench fit: {unknown}", file=sys.stderr)
-        return 2
+        raise ConfigError("", None, unknown)
     _add_class_times(points, uri)
     groups = group_points(points, arch, args.host)
     print(
@@ -219,16 +215,14 @@ def report(g: GroupFit) -> str:
             bounds = f"[{lo:g}, {hi:g}]" + (" (at a bound)" if edge else "")
             lines.append(f"    {name}: {_fmt(g.base.get(name))} -> {_fmt(value)}  {bounds}")
     method = "leave one config out" if len(folds(g.points)) == len({p.key for p in g.points}) else f"{K_FOLD}-fold"
-    lines.append(
+    lines += [
         f"  median |error| on these points, out of sample ({method}): {g.base_name} {_pct(g.published_error)}, "
         f"fitted {_pct(g.fitted_error)} (in sample {_pct(g.in_sample_error)}); noise floor "
-        f"{_pct(g.noise)} ({g.noise_how})"
-    )
-    lines.append(
+        f"{_pct(g.noise)} ({g.noise_how})",
         f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> {_pct(g.fitted_error)})"
         if g.improved
-        else f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants"
-    )
+        else f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants",
+    ]
     return "\n".join(lines)
 
 
