@@ -116,13 +116,15 @@ def cv_markdown(data: dict[str, Any]) -> str:
             if band.get("factor")
             else f"{band['kind']}: {band['note']}"
         )
-        cells = ("-", "-", "not measurable: no calibration points")
-        if sm:
-            cells = (
+        cells = (
+            (
                 f"{pct(sm['in_sample_median_abs_error'])} / {pct(sm['in_sample_max_abs_error'])}",
                 f"{pct(sm['out_of_sample_median_abs_error'])} / {pct(sm['out_of_sample_max_abs_error'])}",
                 goal(sm) + (f"; {few(entry)}" if few(entry) else ""),
             )
+            if sm
+            else ("-", "-", "not measurable: no calibration points")
+        )
         out.append(
             f"| {arch} | {entry['throughput_points']} | {entry['calibration_points']} | "
             f"{entry['fitted_constants']} | {cells[0]} | {cells[1]} | {cells[2]} | {width} |"

@@ -56,9 +56,8 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         folder = Path(tmp)
         (folder / "profile.json").write_text(json.dumps(report.to_dict(), indent=1))
         sources, base = folder / "vendor", (path if path.is_dir() else path.parent).resolve()
-        for file in report.files:
-            if Path(file).is_symlink() or not Path(file).is_file():  # checked when parsed; swapped since
-                continue
+        # each file was checked when parsed; one swapped since (no longer a plain file) is skipped
+        for file in (f for f in report.files if Path(f).is_file() and not Path(f).is_symlink()):
             source = Path(file).resolve()
             target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,9 @@ result as Hydra's full composition: tests/pipeline/test_grid.py); anything else 
 from __future__ import annotations
 
 import copy
+import operator
 import threading
-from functools import lru_cache
+from functools import lru_cache, reduce
 from typing import Any, Mapping, Sequence
 
 from dabench.config.paths import CONF_DIR
@@ -83,10 +84,8 @@ class Composer:
     def _settable(self, override, base: Mapping[str, Any]) -> bool:
         """Whether Hydra's effect of ``override`` on ``base`` is a plain set: ``a.b=``/``+a.b=``/``++a.b=``
         as Hydra allows them, under an existing mapping, of a value without mapping or interpolation."""
-        if override.is_delete() or override.is_sweep_override():
-            return False
         key = override.key_or_group
-        if "." not in key or override.package is not None:
+        if override.is_delete() or override.is_sweep_override() or "." not in key or override.package is not None:
             return False
         value = override.value()
         if isinstance(value, dict) or "${" in override.get_value_element_as_str() or "${" in str(value):
@@ -110,10 +109,7 @@ class Composer:
         """``out`` (a copy of a base) with the plain ``values`` overrides set."""
         for o in values:
             *parents, leaf = o.key_or_group.split(".")
-            node = out
-            for part in parents:
-                node = node[part]
-            node[leaf] = o.value()
+            reduce(operator.getitem, parents, out)[leaf] = o.value()
         return out
 
     def compose(self, job: Sequence[str]) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR
-from dabench.core.readers import DamagedFile, mapping, read_text, read_yaml
+from dabench.core.readers import DamagedFile, is_number, mapping, read_text, read_yaml
 
 
 def fresh_file(path: Path) -> dict[str, Any]:
@@ -73,8 +73,7 @@ def dimension_problem(key: str, value: Any) -> str:
     if isinstance(sweep, RangeSweep) and (not sweep.step or (sweep.stop - sweep.start) / sweep.step <= 0):
         return "an empty range: range(start, stop[, step]) excludes stop and needs start < stop for step > 0"
     if isinstance(sweep, IntervalSweep):
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (sweep.start, sweep.end))
-        if not numbers:
+        if not all(is_number(v) for v in (sweep.start, sweep.end)):
             return "interval(low, high) takes two numbers"
         if sweep.start > sweep.end:
             return f"low {sweep.start:g} > high {sweep.end:g}: write interval(low, high) with low <= high"

@@ -70,9 +70,8 @@ def run_from_mlflow(args) -> int:
         f"(points), {len(left)} left out"
     )
     damaged = [item for item in left if item.reason.startswith(DAMAGED)]
-    for item in left:
-        if item not in damaged:
-            print(f"  left out: {item.run_id}: {item.reason}")
+    for item in (item for item in left if item not in damaged):
+        print(f"  left out: {item.run_id}: {item.reason}")
     if damaged:
         first = damaged[0]
         print(
