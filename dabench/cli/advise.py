@@ -45,8 +45,9 @@ def _price(doc: str):
 def request_of(args) -> Request:
     """The search request of the checked arguments; ConfigError for a cost objective without a price."""
     if "cost" in args.objective and args.price_per_chip_hour is None and args.price_per_system_hour is None:
-        needs = "cost needs price_per_chip_hour=P or price_per_system_hour=P"
-        raise ConfigError("objective", ",".join(args.objective), needs)
+        raise ConfigError(
+            "objective", ",".join(args.objective), "cost needs price_per_chip_hour=P or price_per_system_hour=P"
+        )
     same = {f.name: getattr(args, f.name) for f in fields(Request) if hasattr(args, f.name)}
     return Request(
         **same | {"platforms": list(args.platforms)}, model_overrides=args.overrides, objectives=list(args.objective)

@@ -73,8 +73,10 @@ def remote_warning(host: str, port: int, addresses: list[str]) -> str | None:
     remote = _remote(addresses)
     if not remote:
         return None
-    named = ("every interface" if ipaddress.ip_address(a.split("%")[0]).is_unspecified else a for a in remote)
-    where = ", ".join(f"{a} port {port}" for a in named)
+    where = ", ".join(
+        f"{'every interface' if ipaddress.ip_address(a.split('%')[0]).is_unspecified else a} port {port}"
+        for a in remote
+    )
     return (
         f"dabench ui: WARNING: --host={host} serves on {where}: anyone who can reach this machine can read, "
         "change and delete these runs (MLflow's UI has no authentication)"

@@ -47,9 +47,7 @@ def compose_full(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config (a plain dict, without the ``hydra`` node), composed by Hydra in full."""
     from omegaconf import OmegaConf
 
-    container = OmegaConf.to_container(_hydra_compose(overrides), resolve=True)
-    container.pop("hydra", None)
-    return container
+    return OmegaConf.to_container(_hydra_compose(overrides), resolve=True)  # Hydra leaves out its node
 
 
 def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:

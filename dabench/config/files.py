@@ -90,11 +90,12 @@ def with_values(path: Path, values: Mapping[str, str]) -> str:
     root, edits = yaml.compose(text), []
     for dotted, new in values.items():
         node = root
-        for part in dotted.split("."):
-            found = [v for k, v in node.value if k.value == part] if isinstance(node, yaml.MappingNode) else []
-            node = found[0] if found else None
-            if node is None:
-                break
+        for part in dotted.split("."):  # None once a part is missing
+            node = (
+                next((v for k, v in node.value if k.value == part), None)
+                if isinstance(node, yaml.MappingNode)
+                else None
+            )
         if not isinstance(node, yaml.ScalarNode):
             raise KeyError(f"{Path(path).name}: no value {dotted}")
         edits.append((node.start_mark.index, node.end_mark.index, str(new)))

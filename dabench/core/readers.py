@@ -82,9 +82,8 @@ def read_yaml(path: Path | str, text: str) -> Any:
     from omegaconf._utils import get_yaml_loader
 
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                raise DamagedFile(path, "uses a YAML alias (*name); write the values out")
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
+            raise DamagedFile(path, "uses a YAML alias (*name); write the values out")
         return yaml.load(text, Loader=get_yaml_loader())
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)

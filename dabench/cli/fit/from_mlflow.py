@@ -136,9 +136,7 @@ def _add_class_times(points: list, uri: str) -> None:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    for point in points:
-        if point.class_times or point.source != "dabench":
-            continue
+    for point in (p for p in points if not p.class_times and p.source == "dabench"):
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 local = client.download_artifacts(point.run_id, "result.json", tmp)
