@@ -54,10 +54,9 @@ def config_reference() -> str:
     every = fields()
     for section in SECTION_TYPES:
         lines += [f"### `{section}`", "", "| field | valid values | default | meaning |", "|---|---|---|---|"]
-        for path, spec in every.items():
-            if path.split(".", 1)[0].split("[", 1)[0] == section:
-                valid = spec.describe() + (" (item keys below)" if spec.kind == ITEMS else "")
-                lines.append(f"| `{path}` | {cell(valid)} | {cell(_default(spec))} | {cell(spec.doc)} |")
+        for path, spec in ((p, s) for p, s in every.items() if p.split(".", 1)[0].split("[", 1)[0] == section):
+            valid = spec.describe() + (" (item keys below)" if spec.kind == ITEMS else "")
+            lines.append(f"| `{path}` | {cell(valid)} | {cell(_default(spec))} | {cell(spec.doc)} |")
         lines.append("")
     return "\n".join([*lines, CONFIG_END])
 

@@ -88,12 +88,11 @@ def run_from_mlflow(args) -> int:
         print(report(g))
         if g.points and (g.arch not in chosen or len(g.points) > len(chosen[g.arch].points)):
             chosen[g.arch] = g
-    for g in fits:
-        if chosen.get(g.arch) is not g:
-            print(
-                f"note: {g.arch} [{g.host_key}] is another machine of {g.arch}: not in set {name} "
-                f"(fit it alone with --host '{g.host_key}' --name ANOTHER_NAME)"
-            )
+    for g in (g for g in fits if chosen.get(g.arch) is not g):
+        print(
+            f"note: {g.arch} [{g.host_key}] is another machine of {g.arch}: not in set {name} "
+            f"(fit it alone with --host '{g.host_key}' --name ANOTHER_NAME)"
+        )
     if not chosen:
         print("no point could be predicted: no constant set written", file=sys.stderr)
         return 1
@@ -193,9 +192,9 @@ def report(g: GroupFit) -> str:
     bounds), base vs fitted out-of-sample error beside the noise floor, the recommendation."""
     lines = [
         f"== {g.arch} [{g.host_key}]: {len(g.points)} points used ({len({p.key for p in g.points})} configs)"
-        + (f", {len(g.unusable)} not predictable" if g.unusable else "")
+        + (f", {len(g.unusable)} not predictable" if g.unusable else ""),
+        *(f"  not used: {u.run_id}: {u.reason}" for u in g.unusable),
     ]
-    lines += [f"  not used: {u.run_id}: {u.reason}" for u in g.unusable]
     profiled = [len(measured_classes(p)) for p in g.points if measured_classes(p)]
     if profiled:
         lines.append(
