@@ -35,11 +35,7 @@ __all__ = ["Result", "RunConfig", "build_run_config", "compose", "parse_artifact
 
 def predict(overrides: Sequence[str] = ()) -> RunResult:
     """Predict with the analytical model of the selected hardware (``hardware.mode=predict``)."""
-    try:
-        container = compose([*overrides, "hardware.mode=predict"])
-    except Exception as error:  # an unknown group option or key: bad input, a result
-        return RunResult(Status.INVALID_CONFIG, f"invalid overrides {list(overrides)}: {error}", "none")
-    return run_container(container)
+    return run([*overrides, "hardware.mode=predict"])
 
 
 def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
@@ -48,7 +44,7 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
     records it."""
     try:
         container = compose(list(overrides))
-    except Exception as error:
+    except Exception as error:  # an unknown group option or key: bad input, a result
         return RunResult(Status.INVALID_CONFIG, f"invalid overrides {list(overrides)}: {error}", "none")
     if not record:
         return run_container(container)

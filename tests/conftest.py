@@ -49,6 +49,23 @@ def composed(overrides: list[str] | None = None) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
+def schema_leaves() -> dict:
+    """Path -> spec of every scalar field of the config schema, list's items (``x[]``) and open
+    map's values (``x.*``)."""
+    from dabench.config.fields import ITEMS, LIST, MAP
+    from dabench.config.schema import fields
+
+    out = {}
+    for path, spec in fields().items():
+        if spec.kind == LIST:
+            out[path + "[]"] = spec.item
+        elif spec.kind == MAP:
+            out[path + ".*"] = spec.item
+        elif spec.kind != ITEMS:
+            out[path] = spec
+    return out
+
+
 @pytest.fixture
 def isolated_env(tmp_path, monkeypatch):
     """A temp launch dir with its own MLflow store and calibration cache dir shared per session."""

@@ -43,14 +43,11 @@ def _price(doc: str):
 
 
 def request_of(args) -> Request:
-    """The search request of the checked arguments; ConfigError for prices that do not go together."""
-    if args.price_per_chip_hour is not None and args.price_per_system_hour is not None:
-        raise ConfigError(
-            "price_per_system_hour", args.price_per_system_hour, "give price_per_chip_hour or price_per_system_hour"
-        )
+    """The search request of the checked arguments; ConfigError for a cost objective without a price."""
     if "cost" in args.objective and args.price_per_chip_hour is None and args.price_per_system_hour is None:
-        needs = "cost needs price_per_chip_hour=P or price_per_system_hour=P"
-        raise ConfigError("objective", ",".join(args.objective), needs)
+        raise ConfigError(
+            "objective", ",".join(args.objective), "cost needs price_per_chip_hour=P or price_per_system_hour=P"
+        )
     same = {f.name: getattr(args, f.name) for f in fields(Request) if hasattr(args, f.name)}
     return Request(
         **same | {"platforms": list(args.platforms)}, model_overrides=args.overrides, objectives=list(args.objective)
@@ -87,6 +84,7 @@ def request_of(args) -> Request:
     },
     words=True,
     overrides="model.",
+    exclusive=("price_per_chip_hour", "price_per_system_hour"),
     export="csv",
     writes={
         "exports": lambda args: args.csv.lower() != "none",

@@ -35,9 +35,8 @@ def main(args) -> int:
         f"cache {calibrate.calibration_cache()}"
     )
     refused = 0
-    jobs = [(f"gemm_{p}", p, lambda p=p: calibrate.matmul_samples(p)) for p in args.precision]
-    jobs.append(("copy", None, calibrate.copy_samples))
-    for kind, precision, measure in jobs:
+    gemms = [(f"gemm_{p}", p, lambda p=p: calibrate.matmul_samples(p)) for p in args.precision]
+    for kind, precision, measure in [*gemms, ("copy", None, calibrate.copy_samples)]:
         native = "" if precision is None else f" native={'yes' if cpu_native_precision(precision) else 'NO (emulated)'}"
         try:
             cal = calibrate.calibrate(kind, measure, recalibrate=args.recalibrate)

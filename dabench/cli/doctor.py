@@ -27,33 +27,28 @@ from dabench.tune.locking import study_lock
 Say = Callable[[str], None]
 
 
-def integrity(path: Path) -> str:
-    """``ok``, or what SQLite's ``PRAGMA integrity_check`` (or opening the file) reports."""
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as conn:
-            rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
-    except sqlite3.DatabaseError as error:
-        return str(error)
-    return "ok" if rows == ["ok"] else "; ".join(rows[:5])
-
-
 def _why(error: Exception) -> str:
     return f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
 
 
 def check_sqlite_file(url: str, what: str, say: Say) -> bool | None:
-    """True: a healthy SQLite file; False: unusable; None: not a SQLite URL (or no file)."""
+    """True: a healthy SQLite file (SQLite's ``PRAGMA integrity_check`` says ok); False: unusable
+    (what the check, or opening the file, reports); None: not a SQLite URL (or no file)."""
     path = sqlite_path(url)
     if path is None:
         return None
     if not path.exists():
         say(f"{what} {path}: does not exist (nothing to check)")
         return None
-    found = integrity(path)
-    if found != "ok":
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as conn:
+            found = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.DatabaseError as error:
+        found = [str(error)]
+    if found != ["ok"]:
         say(
-            f"{what} {path}: CORRUPT ({found}); move it aside (mv {path} {path}.corrupt) and start a new "
-            f"one, or restore a backup"
+            f"{what} {path}: CORRUPT ({'; '.join(found[:5])}); move it aside (mv {path} {path}.corrupt) and start "
+            f"a new one, or restore a backup"
         )
         return False
     say(f"{what} {path}: integrity ok")
@@ -108,10 +103,8 @@ def check_constants(uri: str, say: Say) -> list:
         for n, d in sets.items()
         if any((e.get("band") or {}).get("factor") for e in (d.get("platforms") or {}).values())
     }
-    if not banded:
-        return []
     store = sqlite_path(uri)
-    if store is not None and not store.exists():  # no store, no measured runs (and MLflow would make one)
+    if not banded or (store is not None and not store.exists()):  # no store: no measured runs (MLflow would make one)
         return []
     try:
         client = open_client(uri)

@@ -66,7 +66,11 @@ class Command:
 
     def parse(self, argv: Sequence[str]) -> argparse.Namespace:
         """The checked values of ``argv`` (overrides checked too), or ConfigError."""
-        args = _words(self, argv) if self.words else _options(self, argv)
+        texts, overrides = _words(self, argv) if self.words else (_options(self, argv), [])
+        args = argparse.Namespace(
+            **{"overrides": overrides}
+            | {dest(k): value(k, s, texts[k]) if k in texts else _absent(k, s) for k, s in self.args.items()}
+        )
         given = [f for f in self.exclusive if getattr(args, dest(f))]
         if len(given) > 1:
             raise ConfigError(" and ".join(given), None, "they exclude each other: give one")
@@ -129,8 +133,7 @@ def failure(error: BaseException) -> str:
         return functools.reduce(lambda text, secret: text.replace(secret, MASK), secret_env_values(), line)
     reason = " ".join(str(error).split())
     if isinstance(error, DabenchError):
-        status = error.status
-        return redact_text(reason if status == Status.INVALID_CONFIG else f"{status.value}: {reason}")
+        return redact_text(reason if error.status == Status.INVALID_CONFIG else f"{error.status.value}: {reason}")
     return redact_text(one_line(error) if isinstance(error, OSError) else f"{Status.CRASHED.value}: {one_line(error)}")
 
 
@@ -206,27 +209,28 @@ def parser(cmd: Command) -> argparse.ArgumentParser:
     return out
 
 
-def _options(cmd: Command, argv: Sequence[str]) -> argparse.Namespace:
+def _options(cmd: Command, argv: Sequence[str]) -> dict[str, Any]:
+    """Argument name -> its text(s) as given in ``argv`` (absent: not given)."""
     found, extra = parser(cmd).parse_known_intermixed_args(list(argv))
     if extra:
         key = extra[0].split("=", 1)[0]
         hint = did_you_mean(key, [n for n in cmd.args if n.startswith("-")])
         raise ConfigError(show(key), None, f"unknown argument; {hint}see {cmd.prog} --help")
-    values = argparse.Namespace()
+    given = {}
     for name, spec in cmd.args.items():
-        given = getattr(found, dest(name))
-        if name.startswith("-") and given and len(given) > 1 and spec.kind != LIST:
-            raise ConfigError(name, None, f"given {len(given)} times; give it once")
-        if given is None or given == []:
-            setattr(values, dest(name), _absent(name, spec))
+        texts = getattr(found, dest(name))
+        if texts is None or texts == []:
             continue
-        if name.startswith("-") and spec.kind == LIST:
-            given = [t for texts in given for t in texts]
-        setattr(values, dest(name), value(name, spec, given[0] if spec.kind != LIST and name[0] == "-" else given))
-    return values
+        if name.startswith("-") and len(texts) > 1 and spec.kind != LIST:
+            raise ConfigError(name, None, f"given {len(texts)} times; give it once")
+        if name.startswith("-"):  # an option: each use's texts
+            texts = [t for used in texts for t in used] if spec.kind == LIST else texts[0]
+        given[name] = texts
+    return given
 
 
-def _words(cmd: Command, argv: Sequence[str]) -> argparse.Namespace:
+def _words(cmd: Command, argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """Argument key -> its text, and the config overrides, of ``key=value`` words."""
     given: dict[str, str] = {}
     overrides: list[str] = []
     for word in argv:
@@ -241,7 +245,4 @@ def _words(cmd: Command, argv: Sequence[str]) -> argparse.Namespace:
         if key in given:
             raise ConfigError(key, text, f"given 2 times ({key}={show(given[key])} first); give it once")
         given[key] = text
-    values = argparse.Namespace(overrides=overrides)
-    for key, spec in cmd.args.items():
-        setattr(values, dest(key), value(key, spec, given[key]) if key in given else _absent(key, spec))
-    return values
+    return given, overrides

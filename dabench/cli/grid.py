@@ -18,7 +18,6 @@ from dabench.pipeline.grid import GridRun, expand, run_grid, summary, write_resu
 from dabench.pipeline.job import prepare
 from dabench.pipeline.preflight import UNREACHABLE, check_sink, environment_problems, format_problems
 from dabench.runtime.progress import SweepProgress
-from dabench.runtime.quiet import install
 from dabench.runtime.sinks import one_line
 from dabench.tracking.naming import StoreLimitError
 
@@ -57,7 +56,6 @@ def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
 )
 def main(parsed) -> int:
     """Exit 0 when the grid ran (failed configurations are results), 2 for overrides that cannot be expanded."""
-    install()  # third-party noise off unless -v (dabench/runtime/quiet.py)
     quiet, args = parsed.quiet, list(parsed.overrides)
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     try:

@@ -34,6 +34,7 @@ from dabench.tracking.redact import redact_text
 
 def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | None, run_name: str | None) -> str:
     """Record ``report`` as one MLflow run (see module doc); returns the run id."""
+    config_params, config_tags = run_fields(report.source, report.stated)  # docs/fitting.md, "Ingested runs"
     tags = {
         "dabench.mode": "measure",
         "dabench.source": report.source,
@@ -45,9 +46,8 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
             for key in ("throughput_basis", "bottleneck", "load_imbalance_basis")
             if getattr(report, key)
         },
+        **config_tags,
     }
-    config_params, config_tags = run_fields(report.source, report.stated)  # docs/fitting.md, "Ingested runs"
-    tags.update(config_tags)
     name = run_name or f"import {report.source} {path.name}"
     with (
         recorded_run(experiment=experiment, uri=uri, run_name=name, tags=tags) as run,
@@ -56,9 +56,8 @@ def log_report(report: ArtifactReport, path: Path, experiment: str, uri: str | N
         folder = Path(tmp)
         (folder / "profile.json").write_text(json.dumps(report.to_dict(), indent=1))
         sources, base = folder / "vendor", (path if path.is_dir() else path.parent).resolve()
-        for file in report.files:
-            if Path(file).is_symlink() or not Path(file).is_file():  # checked when parsed; swapped since
-                continue
+        # each file was checked when parsed; one swapped since (no longer a plain file) is skipped
+        for file in (f for f in report.files if Path(f).is_file() and not Path(f).is_symlink()):
             source = Path(file).resolve()
             target = sources / (source.relative_to(base) if source.is_relative_to(base) else source.name)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -31,16 +31,7 @@ from dabench.core.status import DabenchError, Status
 from dabench.runtime.quiet import is_verbose
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 from dabench.tracking.redact import redact_uri
-from dabench.tracking.store import (
-    RetryingClient,
-    apply_client_timeouts,
-    artifact_root,
-    seed,
-    sqlite_path,
-    store_lock,
-    tracking_uri,
-    with_connect_timeout,
-)
+from dabench.tracking.store import artifact_root, open_client, seed, sqlite_path, store_lock, tracking_uri
 from dabench.tracking.ui_view import DEFAULT_HOST, DEFAULT_PORT, ensure_saved_view, runs_view_url, ui_base_url
 
 START_TIMEOUT_S = 180.0  #: mlflow server takes ~10 s on a quiet machine, a minute on 2 busy cores
@@ -81,8 +72,10 @@ def remote_warning(host: str, port: int, addresses: list[str]) -> str | None:
     remote = _remote(addresses)
     if not remote:
         return None
-    named = ("every interface" if ipaddress.ip_address(a.split("%")[0]).is_unspecified else a for a in remote)
-    where = ", ".join(f"{a} port {port}" for a in named)
+    where = ", ".join(
+        f"{'every interface' if ipaddress.ip_address(a.split('%')[0]).is_unspecified else a} port {port}"
+        for a in remote
+    )
     return (
         f"dabench ui: WARNING: --host={host} serves on {where}: anyone who can reach this machine can read, "
         "change and delete these runs (MLflow's UI has no authentication)"
@@ -112,12 +105,9 @@ def browse_host(host: str) -> str:
 def view_url(uri: str, base: str, experiment: str) -> str:
     """The URL to open: the experiment's runs view after writing the saved view onto it; the
     experiment list (``base/``) while the store has no such experiment and no other."""
-    from mlflow.tracking import MlflowClient
-
-    apply_client_timeouts()
     with store_lock(uri):  # a new SQLite store gets its schema here, once
         seed(sqlite_path(uri))
-        client = RetryingClient(MlflowClient(tracking_uri=with_connect_timeout(uri)))
+        client = open_client(uri)
         found = client.get_experiment_by_name(experiment)
         if found is None:
             names = [e.name for e in client.search_experiments(max_results=1000) if e.name != "Default"]

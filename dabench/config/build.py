@@ -64,29 +64,27 @@ def build_parallel(section: Mapping[str, Any], model: ModelConfig) -> ParallelCo
         heads = f"model.{'n_kv_heads' if model.n_kv_heads else 'n_heads'}={model.kv_heads}"
         raise ConfigError(f"{p}.degree", degree, f"must divide {heads} for tensor parallelism")
     layers = values["layers_per_stage"]
-    layers_per_stage: Placement | None = None
-    if strategy == "pp":
-        if layers is None:
-            if model.n_layers < degree:
-                raise ConfigError(
-                    f"{p}.degree", degree, f"must be at most model.n_layers={model.n_layers} for an even split"
-                )
-            layers_per_stage = Placement.even(model.n_layers, degree)
-        else:
-            layers_per_stage = Placement(layers)
-            if len(layers_per_stage) != degree:
-                raise ConfigError(
-                    f"{p}.layers_per_stage", list(layers_per_stage), f"must have parallel.degree={degree} entries"
-                )
-            if sum(layers_per_stage) != model.n_layers:
-                raise ConfigError(
-                    f"{p}.layers_per_stage",
-                    list(layers_per_stage),
-                    f"must sum to model.n_layers={model.n_layers} (sums to {sum(layers_per_stage)})",
-                )
+    if strategy == "pp" and layers is None:
+        if model.n_layers < degree:
+            raise ConfigError(
+                f"{p}.degree", degree, f"must be at most model.n_layers={model.n_layers} for an even split"
+            )
+        values["layers_per_stage"] = Placement.even(model.n_layers, degree)
+    elif strategy == "pp":
+        layers_per_stage = values["layers_per_stage"] = Placement(layers)
+        if len(layers_per_stage) != degree:
+            raise ConfigError(
+                f"{p}.layers_per_stage", list(layers_per_stage), f"must have parallel.degree={degree} entries"
+            )
+        if sum(layers_per_stage) != model.n_layers:
+            raise ConfigError(
+                f"{p}.layers_per_stage",
+                list(layers_per_stage),
+                f"must sum to model.n_layers={model.n_layers} (sums to {sum(layers_per_stage)})",
+            )
     elif layers is not None:
         raise ConfigError(f"{p}.layers_per_stage", list(layers), "only applies to parallel=pp")
-    return ParallelConfig(**{**values, "degree": degree, "layers_per_stage": layers_per_stage})
+    return ParallelConfig(**values)
 
 
 def build_precision(section: Mapping[str, Any]) -> PrecisionConfig:

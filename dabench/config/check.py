@@ -27,8 +27,6 @@ from dabench.core.placement import Placement
 from dabench.core.status import ConfigError
 
 _LARGEST_FLOAT = 1.7976931348623157e308
-#: a pipeline placement: at most this many stages (parallel.degree's bound) and layers per stage
-MAX_STAGES, MAX_LAYERS = 4096, 10_000
 
 
 def shown(value: Any) -> Any:
@@ -175,34 +173,11 @@ def _finite(spec: Spec, value: Any, path: str) -> Any:
 
 
 def _placement(spec: Spec, value: Any, path: str) -> Placement:
-    """A pipeline placement, bounded before it is expanded."""
-    valid = f"{spec.describe()} (at most {MAX_STAGES} stages of at most {MAX_LAYERS} layers)"
-    if isinstance(value, str):
-        stages = 0
-        for token in value.replace(",", " ").split():
-            count, _, times = token.partition("x")
-            if (
-                not (count.isascii() and count.isdigit())
-                or (times and not (times.isascii() and times.isdigit()))
-                or len(count) > 6
-                or len(times) > 6
-                or int(count) > MAX_LAYERS
-            ):
-                raise refuse(path, value, f"must be {valid}")
-            stages += int(times) if times else 1
-            if stages > MAX_STAGES:
-                raise refuse(path, value, f"must be {valid}")
-    elif isinstance(value, (list, tuple)):
-        if len(value) > MAX_STAGES or any(
-            isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS for n in value
-        ):
-            raise refuse(path, value, f"must be {valid}")
-    else:
-        raise refuse(path, value, f"must be {valid}")
-    placement = Placement.parse(value, path)
-    if placement.n_layers > MAX_LAYERS:
-        raise refuse(path, value, f"must place at most {MAX_LAYERS} decoder layers (model.n_layers' bound)")
-    return placement
+    """A pipeline placement, bounded before it is expanded (:meth:`Placement.parse`)."""
+    try:
+        return Placement.parse(value, path)
+    except ConfigError as error:
+        raise refuse(path, value, error.valid) from None
 
 
 _CHECKS = {

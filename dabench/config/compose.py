@@ -7,7 +7,9 @@ result as Hydra's full composition: tests/pipeline/test_grid.py); anything else 
 from __future__ import annotations
 
 import copy
+import operator
 import threading
+from functools import lru_cache, reduce
 from typing import Any, Mapping, Sequence
 
 from dabench.config.paths import CONF_DIR
@@ -45,9 +47,7 @@ def compose_full(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config (a plain dict, without the ``hydra`` node), composed by Hydra in full."""
     from omegaconf import OmegaConf
 
-    container = OmegaConf.to_container(_hydra_compose(overrides), resolve=True)
-    container.pop("hydra", None)
-    return container
+    return OmegaConf.to_container(_hydra_compose(overrides), resolve=True)  # Hydra leaves out its node
 
 
 def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:
@@ -57,6 +57,19 @@ def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in (params or {}).items()}
 
 
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+@lru_cache(maxsize=16 * MAX_BASES)
+def parse_override(line: str) -> Any:
+    """Hydra's parse of one override string, once per distinct string (shared: do not change it)."""
+    return _parser().parse_overrides([line])[0]
+
+
 class Composer:
     """``compose(job)`` == :func:`compose_full`, composing each set of group choices once. A subclass
     gives another full composition (:meth:`_full`: Hydra's own, hydra node included, for the ``-m``
@@ -64,17 +77,13 @@ class Composer:
 
     def __init__(self) -> None:
         self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
-        self._parser = None
-        self._parsed: dict[str, Any] = {}
         self.full_compositions = 0  #: jobs composed by Hydra in full (the shortcut did not apply)
 
     def _settable(self, override, base: Mapping[str, Any]) -> bool:
         """Whether Hydra's effect of ``override`` on ``base`` is a plain set: ``a.b=``/``+a.b=``/``++a.b=``
         as Hydra allows them, under an existing mapping, of a value without mapping or interpolation."""
-        if override.is_delete() or override.is_sweep_override():
-            return False
         key = override.key_or_group
-        if "." not in key or override.package is not None:
+        if override.is_delete() or override.is_sweep_override() or "." not in key or override.package is not None:
             return False
         value = override.value()
         if isinstance(value, dict) or "${" in override.get_value_element_as_str() or "${" in str(value):
@@ -91,22 +100,6 @@ class Composer:
             return True
         return (leaf not in node) if override.is_add() else (leaf in node)
 
-    def _parse(self, job: Sequence[str]) -> list:
-        """Hydra's parse of each override string, once per distinct string."""
-        if self._parser is None:
-            from hydra.core.override_parser.overrides_parser import OverridesParser
-
-            self._parser = OverridesParser.create()
-        out = []
-        for line in job:
-            parsed = self._parsed.get(line)
-            if parsed is None:
-                if len(self._parsed) >= 16 * MAX_BASES:
-                    self._parsed.clear()
-                parsed = self._parsed[line] = self._parser.parse_overrides([line])[0]
-            out.append(parsed)
-        return out
-
     def _full(self, overrides: list[str]) -> Any:
         return compose_full(overrides)
 
@@ -114,14 +107,11 @@ class Composer:
         """``out`` (a copy of a base) with the plain ``values`` overrides set."""
         for o in values:
             *parents, leaf = o.key_or_group.split(".")
-            node = out
-            for part in parents:
-                node = node[part]
-            node[leaf] = o.value()
+            reduce(operator.getitem, parents, out)[leaf] = o.value()
         return out
 
     def compose(self, job: Sequence[str]) -> Any:
-        parsed = self._parse(job)
+        parsed = [parse_override(line) for line in job]
         if any(o.key_or_group.startswith("hydra.") for o in parsed):
             self.full_compositions += 1
             return self._full(list(job))

@@ -65,10 +65,8 @@ class Spec:
         elif self.kind == TEXT:
             least = "at most " if self.empty_is_null or not self.min_len else "1 to "
             text = f"text of {least}{self.max_len} printable characters"
-        elif self.kind == LIST:
-            text = f"{self.a_list()} of {self.item.plural()}"
-        elif self.kind == ITEMS:
-            text = f"{self.a_list()} of mappings"
+        elif self.kind in (LIST, ITEMS):
+            text = f"{self.a_list()} of {self.item.plural() if self.kind == LIST else 'mappings'}"
         elif self.kind == MAP:
             text = f"a mapping of names to {self.item.plural()}"
         elif self.kind == PLACEMENT:

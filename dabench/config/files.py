@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR
-from dabench.core.readers import DamagedFile, mapping, read_text, read_yaml
+from dabench.core.readers import DamagedFile, is_number, mapping, read_text, read_yaml
 
 
 def fresh_file(path: Path) -> dict[str, Any]:
@@ -73,8 +73,7 @@ def dimension_problem(key: str, value: Any) -> str:
     if isinstance(sweep, RangeSweep) and (not sweep.step or (sweep.stop - sweep.start) / sweep.step <= 0):
         return "an empty range: range(start, stop[, step]) excludes stop and needs start < stop for step > 0"
     if isinstance(sweep, IntervalSweep):
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (sweep.start, sweep.end))
-        if not numbers:
+        if not all(is_number(v) for v in (sweep.start, sweep.end)):
             return "interval(low, high) takes two numbers"
         if sweep.start > sweep.end:
             return f"low {sweep.start:g} > high {sweep.end:g}: write interval(low, high) with low <= high"
@@ -91,11 +90,12 @@ def with_values(path: Path, values: Mapping[str, str]) -> str:
     root, edits = yaml.compose(text), []
     for dotted, new in values.items():
         node = root
-        for part in dotted.split("."):
-            found = [v for k, v in node.value if k.value == part] if isinstance(node, yaml.MappingNode) else []
-            node = found[0] if found else None
-            if node is None:
-                break
+        for part in dotted.split("."):  # None once a part is missing
+            node = (
+                next((v for k, v in node.value if k.value == part), None)
+                if isinstance(node, yaml.MappingNode)
+                else None
+            )
         if not isinstance(node, yaml.ScalarNode):
             raise KeyError(f"{Path(path).name}: no value {dotted}")
         edits.append((node.start_mark.index, node.end_mark.index, str(new)))

@@ -20,26 +20,16 @@ CHECKOUT_ROOT: Path | None = None if BUNDLED else _PACKAGE.parent
 
 def searchpath_dirs(argv: Sequence[str]) -> list[Path]:
     """The folders of ``hydra.searchpath=[...]`` on a command line (``pkg://`` entries are not)."""
-    folders: list[Path] = []
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        if key.lstrip("+") != "hydra.searchpath":
-            continue
-        for item in value.strip().strip("[]").split(","):
-            item = item.strip().strip("'\"")
-            if item and not item.startswith("pkg://"):
-                folders.append(Path(item.removeprefix("file://")))
-    return folders
+    lists = [a.partition("=")[2] for a in argv if a.partition("=")[0].lstrip("+") == "hydra.searchpath"]
+    items = [item.strip().strip("'\"") for value in lists for item in value.strip().strip("[]").split(",")]
+    return [Path(item.removeprefix("file://")) for item in items if item and not item.startswith("pkg://")]
 
 
 def sweep_folders(argv: Sequence[str] = (), launch: Path | None = None) -> list[Path]:
     """Where ``+sweeps=<name>`` is looked up, in Hydra's order: ``sweeps/`` of each searchpath
     folder of ``argv``, of the launch directory, then :data:`SWEEPS_DIR`."""
-    found: list[Path] = []
-    for folder in [*(d / "sweeps" for d in searchpath_dirs(argv)), Path(launch or os.getcwd()) / "sweeps", SWEEPS_DIR]:
-        if folder.resolve() not in [f.resolve() for f in found]:
-            found.append(folder)
-    return found
+    folders = [*(d / "sweeps" for d in searchpath_dirs(argv)), Path(launch or os.getcwd()) / "sweeps", SWEEPS_DIR]
+    return [f for i, f in enumerate(folders) if f.resolve() not in {g.resolve() for g in folders[:i]}]
 
 
 def require_checkout(what: str) -> Path:

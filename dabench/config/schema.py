@@ -1,13 +1,13 @@
 """The schema of the whole config, derived from the section dataclasses' field specs: the known
-keys, :func:`validate` of a composed config, :func:`leaves` (docs/config.md's reference), and the
-same checks on command-line overrides before Hydra composes anything (:func:`check_override`)."""
+keys and :func:`fields` (docs/config.md's reference), and the same checks on command-line overrides
+before Hydra composes anything (:func:`check_override`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from dabench.config.check import check_section, check_value, refuse, suggest
+from dabench.config.check import check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
 from dabench.config.files import config_file, read_sweep
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
@@ -35,32 +35,11 @@ def fields() -> dict[str, Spec]:
     return {path: spec for section, cls in SECTION_TYPES.items() for path, spec in _fields(section, cls)}
 
 
-def leaves() -> dict[str, Spec]:
-    """Path -> spec of every scalar field, list's items (``x[]``) and open map's values (``x.*``)."""
-    out = {}
-    for path, spec in fields().items():
-        if spec.kind == LIST:
-            out[path + "[]"] = spec.item
-        elif spec.kind == MAP:
-            out[path + ".*"] = spec.item
-        elif spec.kind != ITEMS:
-            out[path] = spec
-    return out
-
-
 def check_keys(cfg: Mapping[str, Any]) -> None:
     """Refuse a top-level key that is not a section (with a did-you-mean)."""
     for key in cfg:
         if key not in SECTIONS:
             raise refuse(str(key), cfg[key], suggest(str(key), SECTIONS))
-
-
-def validate(cfg: Mapping[str, Any]) -> None:
-    """Keys and values of a composed config mapping; ConfigError on the first problem."""
-    check_keys(cfg)
-    for section, cls in SECTION_TYPES.items():
-        if cfg.get(section) is not None:
-            check_section(cls, cfg[section], section)
 
 
 def group_folders(group: str, argv: Sequence[str] = ()) -> list[Path]:
@@ -125,10 +104,10 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
 def _check_literal(override: str, path: str, spec: Spec, items: bool) -> None:
     """The value of ``override`` as Hydra parses it (with ``items``, each item of a comma list),
     against its field's spec (ranges, interpolations and what Hydra cannot parse are left to Hydra)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from dabench.config.compose import parse_override
 
     try:
-        parsed = OverridesParser.create().parse_override(override)
+        parsed = parse_override(override)
     except Exception:  # Hydra's own parse error says it better, a moment later
         return
     value = parsed.value()

@@ -137,24 +137,10 @@ class HardwareSpec:
     )
 
     def memory_level(self, name: str) -> MemoryLevel:
-        for level in self.memory:
-            if level.name == name:
-                return level
-        raise MissingHardwareData(
-            "hardware.memory",
-            [level.name for level in self.memory],
-            f"has no level {name!r}, which the {self.arch} model needs",
-        )
+        return self._item("memory", name)
 
     def units(self, kind: str) -> int | None:
-        for unit in self.compute_units:
-            if unit.kind == kind:
-                return unit.count
-        raise MissingHardwareData(
-            "hardware.compute_units",
-            [unit.kind for unit in self.compute_units],
-            f"has no kind {kind!r}, which the {self.arch} model needs",
-        )
+        return self._item("compute_units", kind).count
 
     def capacity(self, level: str) -> float:
         return float(self._needed("memory", level, "capacity_bytes"))
@@ -165,26 +151,31 @@ class HardwareSpec:
     def unit_count(self, kind: str) -> int:
         return int(self._needed("compute_units", kind, "count"))
 
+    def _item(self, where: str, name: str) -> Any:
+        """The ``hardware.<where>`` item called ``name``; MissingHardwareData naming the ones there."""
+        items = getattr(self, where)
+        names = [getattr(item, "name", None) or getattr(item, "kind", None) for item in items]
+        if name not in names:
+            what = "level" if where == "memory" else "kind"
+            raise MissingHardwareData(
+                f"hardware.{where}", names, f"has no {what} {name!r}, which the {self.arch} model needs"
+            )
+        return items[names.index(name)]
+
     def _needed(self, where: str, name: str, attr: str) -> Any:
         """``attr`` of the ``hardware.<where>`` item ``name``; MissingHardwareData when absent or null."""
-        (self.memory_level if where == "memory" else self.units)(name)  # raises, naming the valid ones
-        items = self.memory if where == "memory" else self.compute_units
-        index = [getattr(item, "name", None) or getattr(item, "kind", None) for item in items].index(name)
-        value = getattr(items[index], attr)
-        if value is None:
+        item = self._item(where, name)
+        if getattr(item, attr) is None:
             raise MissingHardwareData(
-                f"hardware.{where}[{index}].{attr}",
+                f"hardware.{where}[{getattr(self, where).index(item)}].{attr}",
                 None,
                 f"must be a number: the {self.arch} model needs it "
                 "(null = detected at run time, for targets that measure)",
             )
-        return value
+        return getattr(item, attr)
 
     def link(self, scope: str) -> Link | None:
-        for candidate in self.links:
-            if candidate.scope == scope:
-                return candidate
-        return None
+        return next((candidate for candidate in self.links if candidate.scope == scope), None)
 
 
 @dataclass(frozen=True)

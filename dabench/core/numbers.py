@@ -50,9 +50,5 @@ def bad_number(name: str, value: Any) -> str:
 
 def bad_metrics(metrics: Mapping[str, Any]) -> str:
     """The first bad number of ``metrics`` (None values are absent, not bad), '' if none."""
-    for name, value in metrics.items():
-        if value is not None:
-            why = bad_number(str(name), value)
-            if why:
-                return why
-    return ""
+    whys = (bad_number(str(name), value) for name, value in metrics.items() if value is not None)
+    return next((why for why in whys if why), "")

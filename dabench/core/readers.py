@@ -40,16 +40,11 @@ def read_bytes(path: Path | str, max_bytes: int = MAX_BYTES) -> bytes:
             raise DamagedFile(path, "not a regular file")
         if info.st_size > max_bytes:
             raise DamagedFile(path, f"{info.st_size} bytes, more than the {max_bytes} a file of this kind may have")
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > max_bytes:
+        with open(fd, "rb", closefd=False) as file:  # reads until max_bytes + 1 bytes or the end
+            data = file.read(max_bytes + 1)
+        if len(data) > max_bytes:
             raise DamagedFile(path, f"grew past the {max_bytes} bytes a file of this kind may have")
-        return b"".join(chunks)
+        return data
     except OSError as error:
         raise DamagedFile(path, f"cannot be read ({error.strerror or error})") from None
     finally:
@@ -95,9 +90,8 @@ def read_yaml(path: Path | str, text: str) -> Any:
     from omegaconf._utils import get_yaml_loader
 
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                raise DamagedFile(path, "uses a YAML alias (*name); write the values out")
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
+            raise DamagedFile(path, "uses a YAML alias (*name); write the values out")
         return yaml.load(text, Loader=get_yaml_loader())
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)

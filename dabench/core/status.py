@@ -114,16 +114,6 @@ def is_ok(status: "Status | str | None") -> bool:
     return status is not None and (status is Status.OK or status == Status.OK.value)
 
 
-def markdown_table() -> str:
-    """The vocabulary as a Markdown table (embedded in docs/metrics.md)."""
-    rows = ["| status | MLflow state | counts toward budget | meaning |", "|---|---|---|---|"]
-    for status, i in VOCABULARY.items():
-        rows.append(
-            f"| `{status.value}` | {i.mlflow_state} | {'yes' if i.counts_toward_budget else 'no'} | {i.meaning} |"
-        )
-    return "\n".join(rows)
-
-
 class DabenchError(Exception):
     """An outcome other than ``ok``, with the reason to record; a subclass names its status in its
     class line (``class DiskFull(DabenchError, status=Status.DISK_FULL)``) or keeps its parent's."""

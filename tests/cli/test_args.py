@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from dabench.cli.frame import Command, dest, failure
 from dabench.cli.main import COMMANDS
 from dabench.config.fields import BOOL, CHOICE, INT, LIST, NUMBER, TEXT, Spec
-from dabench.config.schema import leaves
 from dabench.core.status import ConfigError
+from tests.conftest import schema_leaves
 
 DECLARED: dict[str, Command] = {name: importlib.import_module(module).main for name, (module, _) in COMMANDS.items()}
 CASES = [(name, key, spec) for name, cmd in DECLARED.items() for key, spec in cmd.args.items()]
@@ -133,7 +133,7 @@ def test_an_unknown_argument_is_refused_with_its_name(name):
 
 
 #: config fields an override reaches, each with one value it accepts (the composed run's schema)
-FIELDS = {path: spec for path, spec in leaves().items() if "[" not in path and "*" not in path}
+FIELDS = {path: spec for path, spec in schema_leaves().items() if "[" not in path and "*" not in path}
 OVERRIDES = [(n, path) for n, cmd in DECLARED.items() if cmd.overrides for path in FIELDS]
 OVERRIDES = [(n, p) for n, p in OVERRIDES if DECLARED[n].overrides == "*" or p.startswith(DECLARED[n].overrides)]
 

@@ -12,6 +12,7 @@ import pytest
 
 from dabench.config import schema
 from dabench.config.build import build_run_config
+from dabench.config.check import check_section
 from dabench.core.status import ConfigError
 from tests.conftest import ROOT, composed
 
@@ -24,14 +25,22 @@ def refused(cfg) -> str:
     return message
 
 
+def validate(cfg) -> None:
+    """Keys and values of a composed config mapping; ConfigError on the first problem."""
+    schema.check_keys(cfg)
+    for section, cls in schema.SECTION_TYPES.items():
+        if cfg.get(section) is not None:
+            check_section(cls, cfg[section], section)
+
+
 def test_every_shipped_config_passes_the_schema():
     for hardware in schema.group_options("hardware"):
         for parallel in schema.group_options("parallel"):
-            schema.validate(composed([f"hardware={hardware}", f"parallel={parallel}"]))
+            validate(composed([f"hardware={hardware}", f"parallel={parallel}"]))
     for model in schema.group_options("model"):
-        schema.validate(composed([f"model={model}"]))
+        validate(composed([f"model={model}"]))
     for sweep in schema.group_options("sweeps"):
-        schema.validate(composed([f"+sweeps={sweep}"]))
+        validate(composed([f"+sweeps={sweep}"]))
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from dabench.config import schema
 from dabench.config.build import build_run_config
 from dabench.config.fields import BOOL, CHOICE, INT, ITEMS, MAP, NUMBER, TEXT, Spec, specs
 from dabench.core.status import ConfigError, Status
-from tests.conftest import ROOT
+from tests.conftest import ROOT, schema_leaves
 
 settings.register_profile(
     "fast", max_examples=4, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
@@ -167,7 +167,7 @@ def targets() -> tuple[tuple[str, Path], ...]:
 
 
 def spec_at(path: Path) -> Spec | None:
-    return schema.leaves().get(pattern(path)) or schema.fields().get(pattern(path))
+    return schema_leaves().get(pattern(path)) or schema.fields().get(pattern(path))
 
 
 def with_value(base: str, path: Path, value: Any) -> dict:
@@ -222,7 +222,7 @@ def check_outcome(base: str, path: Path, value: Any) -> str:
         assert "\n" not in message and error.valid, (where, value, message)
         assert len(message) < 2000, (where, message[:300])
         field = re.sub(r"\[\d+\]", "[]", error.field)
-        known = {*schema.fields(), *schema.leaves(), *schema.SECTIONS, *(f"{p}[]" for p in ITEM_KEYS)}
+        known = {*schema.fields(), *schema_leaves(), *schema.SECTIONS, *(f"{p}[]" for p in ITEM_KEYS)}
         assert field in known or re.sub(r"\.[^.\[]+$", ".*", field) in known, (where, value, message)
         if breaks_its_spec(spec_at(path), value):
             assert error.field == where, (where, value, message)
@@ -300,7 +300,7 @@ def _by_leaf() -> dict[str, list[tuple[str, Path]]]:
 
 def test_the_fuzzed_leaves_are_every_leaf_of_the_schema():
     fuzzed = set(_by_leaf())
-    every = set(schema.leaves()) | set(schema.fields())
+    every = set(schema_leaves()) | set(schema.fields())
     assert every <= fuzzed, f"schema leaves never fuzzed: {sorted(every - fuzzed)}"
     assert fuzzed <= every, f"fuzzed paths outside the schema: {sorted(fuzzed - every)}"
     hardware = {name.split("=")[1] for name in bases() if name.startswith("hardware=")}
@@ -318,7 +318,7 @@ def test_every_target_refuses_or_ends_with_a_status_on_the_nasty_values():
                 check_outcome(base, path, value)
 
 
-@pytest.mark.parametrize("leaf", sorted(set(schema.leaves()) | set(schema.fields())))
+@pytest.mark.parametrize("leaf", sorted(set(schema_leaves()) | set(schema.fields())))
 def test_fuzz_leaf(leaf):
     chosen = _by_leaf()[leaf]
 

@@ -156,8 +156,7 @@ def cv_report(data: dict) -> str:
                 out.append(f"band: {entry['band']['kind']}: {entry['band']['note']}")
             continue
         names = [p.split(".", 1)[1] for p, c in entry["constants"].items() if c["kind"] == "fitted"]
-        out.append("fitted: " + (", ".join(names) or "none"))
-        out += [bound_line(d) for d in bound_distances(entry["constants"])]
+        out += ["fitted: " + (", ".join(names) or "none"), *map(bound_line, bound_distances(entry["constants"]))]
         if entry["fitted_constants"] >= entry["calibration_points"]:
             out.append(
                 f"VIOLATION: {entry['fitted_constants']} fitted constants for {entry['calibration_points']} points"
@@ -178,39 +177,32 @@ def cv_report(data: dict) -> str:
                 f"{row['point']:<18} {row['metric']:<16} {row['use']:<9} {fmt(row['published']):>10} "
                 f"{value(row, 'in_sample'):>10} {value(row, 'out_of_sample'):>10} {error_text(row):>9}  {band}"
             )
-        by_source: dict[str, list[dict]] = {}
-        for row in entry["residuals"]:
-            by_source.setdefault(row["source"], []).append(row)
-        out += [_source_line(key, rows) for key, rows in by_source.items()]
+        sources = dict.fromkeys(row["source"] for row in entry["residuals"])
+        out += [_source_line(key, [r for r in entry["residuals"] if r["source"] == key]) for key in sources]
         sm = entry["summary"]
-        out.append(
+        out += [
             f"throughput |error| in sample: median {pct(sm['in_sample_median_abs_error'])}, "
             f"max {pct(sm['in_sample_max_abs_error'])}; out of source: median "
-            f"{pct(sm['out_of_sample_median_abs_error'])}, max {pct(sm['out_of_sample_max_abs_error'])}"
-        )
-        out.append(f"goal (out of source, median <= 15%, max <= 35%): {goal(sm)}")
-        out.append(
+            f"{pct(sm['out_of_sample_median_abs_error'])}, max {pct(sm['out_of_sample_max_abs_error'])}",
+            f"goal (out of source, median <= 15%, max <= 35%): {goal(sm)}",
             "band coverage: "
             + _coverage(sm["covered"], sm["banded"], sm["covered"] / sm["banded"], sm["binomial_95"], nominal)
             if sm["banded"]
-            else "band coverage: no throughput points"
-        )
+            else "band coverage: no throughput points",
+        ]
         freed = entry.get("refitted_from_prior") or {}
         out += [
             f"refitted from its prior without {k}: {', '.join(p.split('.', 1)[1] for p in ps)}"
             for k, ps in freed.items()
         ]
-        tied: dict[str, list[str]] = {}
-        for path, key in (entry.get("read_from_calibration") or {}).items():
-            if path not in freed.get(key, ()):
-                tied.setdefault(key, []).append(path.split(".", 1)[1])
+        tied = {p: k for p, k in (entry.get("read_from_calibration") or {}).items() if p not in freed.get(k, ())}
         out += [
             f"fixed from a calibration source, not refitted (that source's out-of-source error is optimistic): "
-            f"{', '.join(names)} <- {key}"
-            for key, names in tied.items()
+            f"{', '.join(p.split('.', 1)[1] for p, k in tied.items() if k == key)} <- {key}"
+            for key in dict.fromkeys(tied.values())
         ]
         out.append(f"band: {entry['band']['note']}")
-    out += [""] + [cv_platform_line(a, e) for a, e in data["platforms"].items() if e.get("residuals")]
+    out += ["", *(cv_platform_line(a, e) for a, e in data["platforms"].items() if e.get("residuals"))]
     out += [cv_coverage_line(data), cv_last_line(data)]
     return "\n".join(out)
 

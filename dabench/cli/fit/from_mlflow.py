@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dabench.core.numbers import bad_metrics
+from dabench.core.status import ConfigError
 from dabench.fit import constant_set
 from dabench.fit.cv import summary
 from dabench.fit.machine import K_FOLD, GroupFit, fit_group, folds
@@ -45,28 +46,23 @@ def _part(row: dict, prefix: str) -> dict:
 
 def run_from_mlflow(args) -> int:
     """``--from-mlflow [SELECTION]``: measured runs -> points -> a named constant set (docs/fitting.md)."""
-    from dabench.report.frame import SelectionError, load_frame
+    from dabench.report.frame import load_frame
 
     name = args.name
     if name == constants.PUBLISHED or constants.is_file_ref(name) or not re.fullmatch(r"[\w.-]+", name):
-        print(
-            f"dabench fit: --name {name!r}: give a plain NAME other than published (the shipped set is never "
+        raise ConfigError(
+            "",
+            None,
+            f"--name {name!r}: give a plain NAME other than published (the shipped set is never "
             f"written from runs; sets go to {constants.user_dir()})",
-            file=sys.stderr,
         )
-        return 2
     uri = tracking_uri(args.tracking_uri)
-    try:
-        frame, selection = load_frame(uri, args.from_mlflow or None)
-    except SelectionError as error:
-        print(f"dabench fit: {error}", file=sys.stderr)
-        return 2
+    frame, selection = load_frame(uri, args.from_mlflow or None)  # SelectionError: one line, exit 2
     points, left = points_from_runs(run_dicts(frame))
     arch = args.arch[0] if args.arch else None
     unknown = _unknown_choice(points, arch, args.host)
     if unknown:
-        print(f"dabench fit: {unknown}", file=sys.stderr)
-        return 2
+        raise ConfigError("", None, unknown)
     _add_class_times(points, uri)
     groups = group_points(points, arch, args.host)
     print(
@@ -74,9 +70,8 @@ def run_from_mlflow(args) -> int:
         f"(points), {len(left)} left out"
     )
     damaged = [item for item in left if item.reason.startswith(DAMAGED)]
-    for item in left:
-        if item not in damaged:
-            print(f"  left out: {item.run_id}: {item.reason}")
+    for item in (item for item in left if item not in damaged):
+        print(f"  left out: {item.run_id}: {item.reason}")
     if damaged:
         first = damaged[0]
         print(
@@ -93,12 +88,11 @@ def run_from_mlflow(args) -> int:
         print(report(g))
         if g.points and (g.arch not in chosen or len(g.points) > len(chosen[g.arch].points)):
             chosen[g.arch] = g
-    for g in fits:
-        if chosen.get(g.arch) is not g:
-            print(
-                f"note: {g.arch} [{g.host_key}] is another machine of {g.arch}: not in set {name} "
-                f"(fit it alone with --host '{g.host_key}' --name ANOTHER_NAME)"
-            )
+    for g in (g for g in fits if chosen.get(g.arch) is not g):
+        print(
+            f"note: {g.arch} [{g.host_key}] is another machine of {g.arch}: not in set {name} "
+            f"(fit it alone with --host '{g.host_key}' --name ANOTHER_NAME)"
+        )
     if not chosen:
         print("no point could be predicted: no constant set written", file=sys.stderr)
         return 1
@@ -141,9 +135,7 @@ def _add_class_times(points: list, uri: str) -> None:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    for point in points:
-        if point.class_times or point.source != "dabench":
-            continue
+    for point in (p for p in points if not p.class_times and p.source == "dabench"):
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 local = client.download_artifacts(point.run_id, "result.json", tmp)
@@ -200,9 +192,9 @@ def report(g: GroupFit) -> str:
     bounds), base vs fitted out-of-sample error beside the noise floor, the recommendation."""
     lines = [
         f"== {g.arch} [{g.host_key}]: {len(g.points)} points used ({len({p.key for p in g.points})} configs)"
-        + (f", {len(g.unusable)} not predictable" if g.unusable else "")
+        + (f", {len(g.unusable)} not predictable" if g.unusable else ""),
+        *(f"  not used: {u.run_id}: {u.reason}" for u in g.unusable),
     ]
-    lines += [f"  not used: {u.run_id}: {u.reason}" for u in g.unusable]
     profiled = [len(measured_classes(p)) for p in g.points if measured_classes(p)]
     if profiled:
         lines.append(
@@ -219,16 +211,14 @@ def report(g: GroupFit) -> str:
             bounds = f"[{lo:g}, {hi:g}]" + (" (at a bound)" if edge else "")
             lines.append(f"    {name}: {_fmt(g.base.get(name))} -> {_fmt(value)}  {bounds}")
     method = "leave one config out" if len(folds(g.points)) == len({p.key for p in g.points}) else f"{K_FOLD}-fold"
-    lines.append(
+    lines += [
         f"  median |error| on these points, out of sample ({method}): {g.base_name} {_pct(g.published_error)}, "
         f"fitted {_pct(g.fitted_error)} (in sample {_pct(g.in_sample_error)}); noise floor "
-        f"{_pct(g.noise)} ({g.noise_how})"
-    )
-    lines.append(
+        f"{_pct(g.noise)} ({g.noise_how})",
         f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> {_pct(g.fitted_error)})"
         if g.improved
-        else f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants"
-    )
+        else f"  the fit does NOT lower the out-of-sample error: recommendation: keep the {g.base_name} constants",
+    ]
     return "\n".join(lines)
 
 

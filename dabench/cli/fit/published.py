@@ -66,8 +66,8 @@ def table(rows: list[tuple[Point, float]]) -> str:
 
 def write_residuals(results: dict[str, list[tuple[Point, float]]]) -> None:
     data = json.loads(RESIDUALS_JSON.read_text()) if RESIDUALS_JSON.exists() else {}
-    for arch, rows in results.items():
-        data[arch] = {
+    data |= {
+        arch: {
             p.id: {
                 "metric": p.metric,
                 "use": p.use,
@@ -77,6 +77,8 @@ def write_residuals(results: dict[str, list[tuple[Point, float]]]) -> None:
             }
             for p, v in rows
         }
+        for arch, rows in results.items()
+    }
     write_json("source_tree", RESIDUALS_JSON, data, indent=1, sort_keys=True)
 
 
