@@ -12,7 +12,7 @@ from dabench.findings import Finding, Measured
 from dabench.findings.run import config, ipu_sweep_placements, throughput
 from dabench.fit.evaluate import predict_point
 from dabench.fit.points import load_points
-from dabench.predictor import predict
+from dabench.predictor import Prediction, predict
 
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"
@@ -39,19 +39,19 @@ def wse2_balance() -> Measured:
     return Measured(f"LI {li:.2f}", li >= 0.95)
 
 
-def _fits(cfg: dict) -> CapacityError | None:
+def _run(cfg: dict) -> Prediction | CapacityError:
+    """The prediction at ``cfg``, or the CapacityError the model refuses it with."""
     try:
-        predict(cfg)
+        return predict(cfg)
     except CapacityError as error:
         return error
-    return None
 
 
 def wse2_72_layers() -> Measured:
-    refused72, refused78 = _fits(_encdec(72)), _fits(_encdec(78))
+    at72, at78 = _run(_encdec(72)), _run(_encdec(78))
     words = {None: "fits", True: "refused (SRAM)", False: "refused (other memory)"}
-    sram = None if refused78 is None else refused78.memory == "wse2 on-wafer SRAM"
-    ok72 = refused72 is None
+    sram = at78.memory == "wse2 on-wafer SRAM" if isinstance(at78, CapacityError) else None
+    ok72 = not isinstance(at72, CapacityError)
     return Measured(f"enc=dec=72 {'fits' if ok72 else 'refused'}, 78 {words[sram]}", ok72 and sram is True)
 
 
@@ -177,20 +177,15 @@ def _ipu(placement: str, model: str = "gpt2_test", precision: str = "fp16", **op
     )  # fmt: skip
 
 
-def _ipu_sweep(**options) -> dict[str, tuple]:
-    out = {}
-    for placement in ipu_sweep_placements():
-        try:
-            prediction = predict(_ipu(placement, **options))
-            out[placement] = prediction.profile, prediction.metrics
-        except CapacityError:
-            pass
-    return out
+def _ipu_sweep(**options) -> dict[str, Prediction]:
+    """The default IPU sweep's placements the model does not refuse, with their predictions."""
+    runs = {placement: _run(_ipu(placement, **options)) for placement in ipu_sweep_placements()}
+    return {placement: run for placement, run in runs.items() if not isinstance(run, CapacityError)}
 
 
 def ipu_compute_efficiency() -> Measured:
-    full = max(m["tier1.compute_efficiency"] for _, m in _ipu_sweep().values())
-    best = max(_ipu_sweep(half_partials=True).values(), key=lambda r: r[1]["tier1.compute_efficiency"])[1]
+    full = max(r.metrics["tier1.compute_efficiency"] for r in _ipu_sweep().values())
+    best = max(_ipu_sweep(half_partials=True).values(), key=lambda r: r.metrics["tier1.compute_efficiency"]).metrics
     half, amp = best["tier1.compute_efficiency"], best["ipu.share.amp"]
     text = (
         f"best placement: {100 * full:.0f}% (fp32 partials), {100 * half:.0f}% (half partials); its busiest IPU "
@@ -235,45 +230,43 @@ def ipu_mixed_precision() -> Measured:
 def ipu_capacity() -> Measured:
     """The scripts' defaults: optimizer state off chip (train_gpt2.py's --optimizer-state-offchip)."""
     kw = {"optimizer_state_offchip": True}
-    refused10, fits8 = _fits(_ipu("0 10", **kw)), None
-    try:
-        used8 = predict(_ipu("0 8", **kw)).metrics["ipu.max_memory_fraction"]
-    except CapacityError as error:
-        fits8, used8 = error, float("nan")
-    if refused10 is None:
-        used10 = predict(_ipu("0 10", **kw)).metrics["ipu.max_memory_fraction"]
+    at10, at8 = _run(_ipu("0 10", **kw)), _run(_ipu("0 8", **kw))
+    fits10, fits8 = not isinstance(at10, CapacityError), not isinstance(at8, CapacityError)
+    if fits10:
+        used10 = at10.metrics["ipu.max_memory_fraction"]
         text = f'"0 10" fits ({100 * used10:.0f}% of the fullest IPU)'
     else:
-        text = f'"0 10" refused ({refused10.needed_bytes / 2**20:,.0f} of {refused10.available_bytes / 2**20:,.0f} MiB)'
-    text += ', "0 8" ' + (f"fits ({100 * used8:.0f}%)" if fits8 is None else "refused")
-    if refused10 is None and fits8 is None:  # what each layer would have to weigh for the probe to hold
+        text = f'"0 10" refused ({at10.needed_bytes / 2**20:,.0f} of {at10.available_bytes / 2**20:,.0f} MiB)'
+    used8 = at8.metrics["ipu.max_memory_fraction"] if fits8 else float("nan")
+    text += ', "0 8" ' + (f"fits ({100 * used8:.0f}%)" if fits8 else "refused")
+    if fits10 and fits8:  # what each layer would have to weigh for the probe to hold
         per_layer = (used10 - used8) / 2
         needed = (1 - used10 + 10 * per_layer) / 10
         text += f"; a layer is {100 * per_layer:.1f}% of the IPU, over {100 * needed:.1f}% needed"
-    return Measured(text, refused10 is not None and fits8 is None)
+    return Measured(text, not fits10 and fits8)
 
 
 def ipu_most_loaded() -> Measured:
     worst, ok = 0.0, True
     sweep = _ipu_sweep()
-    for profile, metrics in sweep.values():
-        times = [s.time_s for s in profile.subtasks]
-        worst = max(worst, abs(profile.step_times_s[0] / max(times) - 1))
-        ok = ok and metrics["ipu.bottleneck_ipu"] == times.index(max(times))
+    for run in sweep.values():
+        times = [s.time_s for s in run.profile.subtasks]
+        worst = max(worst, abs(run.profile.step_times_s[0] / max(times) - 1))
+        ok = ok and run.metrics["ipu.bottleneck_ipu"] == times.index(max(times))
     pairs = [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"), ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")]
     wins = all(
-        sweep[a][1]["throughput.samples_per_s"] >= sweep[b][1]["throughput.samples_per_s"]
-        and sweep[a][1]["ipu.max_layers_per_ipu"] <= sweep[b][1]["ipu.max_layers_per_ipu"]
+        sweep[a].metrics["throughput.samples_per_s"] >= sweep[b].metrics["throughput.samples_per_s"]
+        and sweep[a].metrics["ipu.max_layers_per_ipu"] <= sweep[b].metrics["ipu.max_layers_per_ipu"]
         for a, b in pairs
     )
-    gain = sweep["0 4 4 4"][1]["throughput.samples_per_s"] / sweep["0 6 3 3"][1]["throughput.samples_per_s"]
+    gain = sweep["0 4 4 4"].metrics["throughput.samples_per_s"] / sweep["0 6 3 3"].metrics["throughput.samples_per_s"]
     text = f'step within {100 * worst:.1f}% of the busiest IPU; "0 4 4 4" x{gain:.2f} over "0 6 3 3"'
     return Measured(text, ok and worst <= 0.06 and wins)
 
 
 def ipu_tile_use() -> Measured:
     sweep = _ipu_sweep()
-    idle, full = (sweep[p][1]["tier1.allocation_ratio"] for p in ("0 1 1 1 1 0 0 0", "0 2 2 2 2 2 1 1"))
+    idle, full = (sweep[p].metrics["tier1.allocation_ratio"] for p in ("0 1 1 1 1 0 0 0", "0 2 2 2 2 2 1 1"))
     return Measured(
         f'allocation "0 1 1 1 1 0 0 0" {100 * idle:.0f}%, "0 2 2 2 2 2 1 1" {100 * full:.0f}%',
         idle < 0.7 and full == 1.0,
