@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 POINTS_CSV = Path(__file__).with_name("points.csv")
 _ROW = re.compile(r"\brow\b", re.IGNORECASE)
@@ -121,6 +121,14 @@ def uncertain_tolerance(point: Point) -> str:
         return ""
     match = re.search(r"uncertain:\s*([^;]{20,})", point.note)
     return match.group(1).strip() if match else "NO STATED REASON"
+
+
+def group_by(points: Iterable[Point], key: Callable[[Point], Any]) -> dict[Any, list[Point]]:
+    """``points`` by ``key(point)``: the keys in the order first seen, each group in ``points``' order."""
+    groups: dict[Any, list[Point]] = {}
+    for p in points:
+        groups.setdefault(key(p), []).append(p)
+    return groups
 
 
 @dataclass

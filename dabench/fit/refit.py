@@ -36,14 +36,11 @@ def _knob(path: str) -> str:
 
 
 def _residuals(points: list[Point], options: dict[str, Any]) -> list[float]:
-    out = []
-    for point in points:
-        value = predict_point(point, options)
-        if math.isnan(value):
-            out.append(REFUSED_RESIDUAL)
-        else:
-            out.append(point.error(value) / max(point.tolerance, 1e-9))
-    return out
+    values = [predict_point(point, options) for point in points]
+    return [
+        REFUSED_RESIDUAL if math.isnan(v) else point.error(v) / max(point.tolerance, 1e-9)
+        for point, v in zip(points, values, strict=True)
+    ]
 
 
 def _feasibility_fit(points: list[Point], name: str, low: float, high: float, options: dict[str, Any]) -> float:
@@ -205,11 +202,11 @@ def class_residuals(p: Point, predicted: Mapping[str, float] | None) -> list[flo
     if not measured:
         return []
     weight = 1.0 / math.sqrt(len(measured))
-    out = []
-    for c, seconds in measured.items():
-        value = (predicted or {}).get(c, 0.0)
-        out.append(weight * (math.log(value / seconds) if value > 0 else REFUSED_RESIDUAL))
-    return out
+    got = predicted or {}
+    return [
+        weight * (math.log(got[c] / seconds) if got.get(c, 0.0) > 0 else REFUSED_RESIDUAL)
+        for c, seconds in measured.items()
+    ]
 
 
 EMULATED = ("emulated_compute_efficiency", "emulated_memory_efficiency")

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 from dabench.core.numbers import bad_metrics
 from dabench.core.platforms import arch_of_format
-from dabench.fit.points import LeftOut, Point
+from dabench.fit.points import LeftOut, Point, group_by
 
 
 def platform_of(tags: Mapping[str, Any], params: Mapping[str, Any]) -> str:
@@ -197,9 +197,5 @@ def group_points(
     points: list[Point], arch: str | None = None, host: str | None = None
 ) -> dict[tuple[str, str], list[Point]]:
     """(platform, host key) -> its points: machines of one platform are fitted apart."""
-    out: dict[tuple[str, str], list[Point]] = {}
-    for p in points:
-        if (arch and p.platform != arch) or (host and p.host_key != host):
-            continue
-        out.setdefault((p.platform, p.host_key), []).append(p)
-    return out
+    mine = [p for p in points if (not arch or p.platform == arch) and (not host or p.host_key == host)]
+    return group_by(mine, lambda p: (p.platform, p.host_key))

@@ -48,22 +48,24 @@ def hardware_yaml(arch: str) -> dict[str, Any]:
     return fresh_file(CONF_HARDWARE / f"{arch}.yaml")
 
 
+#: the hardware lists with numbers: (list, the field naming an entry, its number fields)
+_LIST_FIELDS = (
+    ("memory", "name", ("capacity_bytes", "bandwidth_Bps")),
+    ("compute_units", "kind", ("count",)),
+    ("links", "name", ("bandwidth_Bps", "latency_s")),
+)
+
+
 def constant_paths(spec: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(path, value) of every number in a hardware YAML and of every option."""
     for precision, value in (spec.get("peak_flops") or {}).items():
         if value is not None:
             yield f"peak_flops.{precision}", value
-    for level in spec.get("memory") or ():
-        for key in ("capacity_bytes", "bandwidth_Bps"):
-            if level.get(key) is not None:
-                yield f"memory.{level['name']}.{key}", level[key]
-    for unit in spec.get("compute_units") or ():
-        if unit.get("count") is not None:
-            yield f"compute_units.{unit['kind']}.count", unit["count"]
-    for link in spec.get("links") or ():
-        for key in ("bandwidth_Bps", "latency_s"):
-            if link.get(key) is not None:
-                yield f"links.{link['name']}.{key}", link[key]
+    for group, name, keys in _LIST_FIELDS:
+        for entry in spec.get(group) or ():
+            for key in keys:
+                if entry.get(key) is not None:
+                    yield f"{group}.{entry[name]}.{key}", entry[key]
     for key, value in (spec.get("options") or {}).items():
         yield f"options.{key}", value
 
