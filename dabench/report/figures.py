@@ -52,8 +52,13 @@ def _ok(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     if frame.empty:
         return frame
     rows = frame[frame["status"] == "ok"]
-    for column in columns:
-        rows = rows[pd.to_numeric(rows[column], errors="coerce").notna()]
+    return rows[rows[list(columns)].apply(pd.to_numeric, errors="coerce").notna().all(axis=1)]
+
+
+def _drawable(rows: pd.DataFrame, missing: str) -> pd.DataFrame:
+    """``rows``, or :class:`NoData` saying ``missing`` when there are none."""
+    if rows.empty:
+        raise NoData(missing)
     return rows
 
 
@@ -124,9 +129,10 @@ def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> Non
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
     """Per platform (columns): throughput (samples/s, log) and LI = mean/max subtask time against
     the number of decoder layers, one line per hidden size."""
-    rows = _ok(frame, "layers", "throughput")
-    if rows.empty:
-        raise NoData("no ok runs with a layer count (model.n_layers) and a throughput in this selection")
+    rows = _drawable(
+        _ok(frame, "layers", "throughput"),
+        "no ok runs with a layer count (model.n_layers) and a throughput in this selection",
+    )
     platforms = sorted(set(rows["platform"]))
     fig, axes = _new(3.2 * len(platforms) + 0.8, 5.2, columns=len(platforms))
     colors = platform_colors(frame)
@@ -165,9 +171,10 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
 def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
     """Resource allocation ratio (units allocated / available, first unit kind) against hidden size:
     every run as a dot, the median per hidden size as a line, per platform."""
-    rows = _ok(frame, "hidden", "allocation")
-    if rows.empty:
-        raise NoData("no ok runs with a hidden size and an allocation ratio (tier1.allocation_ratio) in this selection")
+    rows = _drawable(
+        _ok(frame, "hidden", "allocation"),
+        "no ok runs with a hidden size and an allocation ratio (tier1.allocation_ratio) in this selection",
+    )
     fig, ax = _new(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
@@ -185,12 +192,11 @@ def roofline(frame: pd.DataFrame) -> Figure:
     chip, under its platform's roof min(peak FLOP/s at the run's precision, I * bandwidth). Filled
     dots: measured; hollow diamonds: predicted."""
     rows = _ok(frame, "intensity", "achieved_flops", "peak_flops", "bandwidth")
-    rows = rows[(rows["intensity"] > 0) & (rows["achieved_flops"] > 0)] if not rows.empty else rows
-    if rows.empty:
-        raise NoData(
-            "no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
-            "perf.peak_tflops, roofline.ridge_intensity) in this selection"
-        )
+    rows = _drawable(
+        rows[(rows["intensity"] > 0) & (rows["achieved_flops"] > 0)] if not rows.empty else rows,
+        "no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
+        "perf.peak_tflops, roofline.ridge_intensity) in this selection",
+    )
     fig, ax = _new(7.5, 5.0)
     colors = platform_colors(frame)
     ridges = rows["peak_flops"] / rows["bandwidth"]
@@ -229,9 +235,10 @@ def scaling(frame: pd.DataFrame) -> Figure:
     """Scaling efficiency = throughput(n) / (n * throughput(1)) and communication share of the step
     against chips, one column per strategy (DP, TP, PP), one line per platform."""
     rows = _ok(frame, "chips")
-    rows = rows[rows["strategy"].isin(STRATEGIES)] if not rows.empty else rows
-    if rows.empty:
-        raise NoData("no ok runs with a parallel strategy (parallel.strategy = dp, tp or pp) in this selection")
+    rows = _drawable(
+        rows[rows["strategy"].isin(STRATEGIES)] if not rows.empty else rows,
+        "no ok runs with a parallel strategy (parallel.strategy = dp, tp or pp) in this selection",
+    )
     fig, axes = _new(10.5, 5.2, columns=3)
     colors = platform_colors(frame)
     for j, strategy in enumerate(STRATEGIES):
@@ -261,9 +268,10 @@ def scaling(frame: pd.DataFrame) -> Figure:
 def batch_study(frame: pd.DataFrame) -> Figure:
     """Throughput (samples/s) against micro-batch size, one line per platform and precision (the
     best run per batch size)."""
-    rows = _platforms_with_several(_ok(frame, "batch", "throughput"), "batch")
-    if rows.empty:
-        raise NoData("no platform with ok runs at two or more batch sizes (run.batch_size) in this selection")
+    rows = _drawable(
+        _platforms_with_several(_ok(frame, "batch", "throughput"), "batch"),
+        "no platform with ok runs at two or more batch sizes (run.batch_size) in this selection",
+    )
     fig, ax = _new(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
@@ -277,9 +285,10 @@ def batch_study(frame: pd.DataFrame) -> Figure:
 def precision_study(frame: pd.DataFrame) -> Figure:
     """Best throughput per precision on each platform, relative to that platform's slowest precision
     (bars; the label gives samples/s)."""
-    rows = _platforms_with_several(_ok(frame, "throughput"), "precision")
-    if rows.empty:
-        raise NoData("no platform with ok runs at two or more precisions (precision.name) in this selection")
+    rows = _drawable(
+        _platforms_with_several(_ok(frame, "throughput"), "precision"),
+        "no platform with ok runs at two or more precisions (precision.name) in this selection",
+    )
     best = rows.groupby(["platform", "precision"])["throughput"].max().reset_index()
     colors = platform_colors(frame)
     platforms = sorted(set(best["platform"]))
@@ -307,9 +316,10 @@ def precision_study(frame: pd.DataFrame) -> Figure:
 
 def diagnosis_counts(frame: pd.DataFrame) -> Figure:
     """How many runs of each platform got each bottleneck label (dabench.diagnosis)."""
-    rows = frame[(frame["status"] == "ok") & (frame["diagnosis"] != "")] if not frame.empty else frame
-    if rows.empty:
-        raise NoData("no ok runs with a bottleneck diagnosis (tag dabench.diagnosis) in this selection")
+    rows = _drawable(
+        frame[(frame["status"] == "ok") & (frame["diagnosis"] != "")] if not frame.empty else frame,
+        "no ok runs with a bottleneck diagnosis (tag dabench.diagnosis) in this selection",
+    )
     table = rows.groupby(["platform", "diagnosis"]).size().unstack(fill_value=0)
     fig, ax = _new(6.5, 0.5 * len(table) + 2.2)
     left = [0] * len(table)

@@ -132,6 +132,34 @@ _STATE_STATUS = {
 }
 
 
+#: normalized text column -> (default, then the columns it is read from, first found wins)
+_TEXT_COLUMNS = {
+    "platform": ("unknown", "tags.dabench.hardware", "params.hardware.name"),
+    "mode": ("unknown", "tags.dabench.mode"),
+    "status": ("unknown", "tags.dabench.status"),  # unknown: from the MLflow state
+    "reason": ("", "tags.dabench.reason"),
+    "diagnosis": ("", "tags.dabench.diagnosis"),
+    "diagnosis_reason": ("", "tags.dabench.diagnosis_reason"),
+    "precision": ("unknown", "params.precision.name", "params.precision.compute_dtype"),
+    "strategy": ("none", "params.parallel.strategy"),
+    "model": ("unknown", "tags.dabench.model", "params.model.name"),
+}
+#: normalized number column -> the columns it is read from (NaN when none holds a number)
+_NUMBER_COLUMNS = {
+    "layers": ("params.model.n_layers",),
+    "hidden": ("params.model.hidden_size",),
+    "batch": ("params.run.batch_size",),
+    "chips": ("metrics.chips", "params.parallel.degree"),
+    "throughput": ("metrics.throughput.samples_per_s",),
+    "li": ("metrics.tier1.load_imbalance",),
+    "allocation": ("metrics.tier1.allocation_ratio",),
+    "compute_efficiency": ("metrics.tier1.compute_efficiency",),
+    "comm_share": ("metrics.tier2.comm_fraction",),
+    "scaling_efficiency": ("metrics.tier2.scaling_efficiency",),
+    "intensity": ("metrics.roofline.step.intensity",),
+}
+
+
 def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per MLflow run (see the module docstring). Pure: no store access."""
     rows = []
@@ -182,28 +210,12 @@ def normalize(frame: pd.DataFrame) -> pd.DataFrame:
         return out
 
     frame["is_parent"] = (col("tags.dabench.parent").astype(str) == "true") | col("tags.optuna.study").notna()
-    frame["platform"] = text("tags.dabench.hardware", "params.hardware.name")
-    frame["mode"] = text("tags.dabench.mode")
+    for column, (default, *names) in _TEXT_COLUMNS.items():
+        frame[column] = text(*names, default=default)
     state = col("mlflow_status").map(lambda s: _STATE_STATUS.get(str(s), str(s).lower()))
-    frame["status"] = text("tags.dabench.status")
     frame.loc[frame["status"] == "unknown", "status"] = state[frame["status"] == "unknown"]
-    frame["reason"] = text("tags.dabench.reason", default="")
-    frame["diagnosis"] = text("tags.dabench.diagnosis", default="")
-    frame["diagnosis_reason"] = text("tags.dabench.diagnosis_reason", default="")
-    frame["precision"] = text("params.precision.name", "params.precision.compute_dtype")
-    frame["strategy"] = text("params.parallel.strategy", default="none")
-    frame["model"] = text("tags.dabench.model", "params.model.name")
-    frame["layers"] = number("params.model.n_layers")
-    frame["hidden"] = number("params.model.hidden_size")
-    frame["batch"] = number("params.run.batch_size")
-    frame["chips"] = number("metrics.chips", "params.parallel.degree")
-    frame["throughput"] = number("metrics.throughput.samples_per_s")
-    frame["li"] = number("metrics.tier1.load_imbalance")
-    frame["allocation"] = number("metrics.tier1.allocation_ratio")
-    frame["compute_efficiency"] = number("metrics.tier1.compute_efficiency")
-    frame["comm_share"] = number("metrics.tier2.comm_fraction")
-    frame["scaling_efficiency"] = number("metrics.tier2.scaling_efficiency")
-    frame["intensity"] = number("metrics.roofline.step.intensity")
+    for column, names in _NUMBER_COLUMNS.items():
+        frame[column] = number(*names)
     frame["achieved_flops"] = number("metrics.perf.achieved_tflops") * 1e12
     frame["peak_flops"] = number("metrics.perf.peak_tflops") * 1e12
     frame["bandwidth"] = frame["peak_flops"] / number("metrics.roofline.ridge_intensity")

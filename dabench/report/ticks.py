@@ -8,7 +8,7 @@ import math
 
 from matplotlib.ticker import LogFormatter
 
-from dabench.report.svg_plot import SI_PREFIXES
+from dabench.report.roofline_plot import SI_PREFIXES
 
 
 def plain_label(value: float, base: float = 10) -> str:
