@@ -59,20 +59,18 @@ def unflatten(params: Mapping[str, Any]) -> dict[str, Any]:
         keys = str(dotted).split(".")
         node = out
         for key in keys[:-1]:
-            nxt = node.get(key)
-            if not isinstance(nxt, dict):
-                nxt = node[key] = {}
-            node = nxt
+            if not isinstance(node.get(key), dict):
+                node[key] = {}
+            node = node[key]
         node[keys[-1]] = _value(raw)
     return out
 
 
 def _num(metrics: Mapping[str, Any], name: str) -> float:
     try:
-        value = float(metrics.get(name))
+        return float(metrics.get(name))
     except (TypeError, ValueError):
         return math.nan
-    return value
 
 
 def config_key(params: Mapping[str, Any], arch: str, host: str) -> str:
@@ -151,7 +149,6 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
         cfg = unflatten({k: v for k, v in params.items() if not str(k).startswith("import.")}) or None
         if cfg is not None and not all(isinstance(cfg.get(g), dict) for g in ("model", "hardware", "precision")):
             cfg = None
-        why = "" if cfg is not None else no_config_reason(params)
         classes = {
             k.split(".", 1)[1]: v
             for k, v in metrics.items()
@@ -161,16 +158,12 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
         ridge = _num(metrics, "roofline.ridge_intensity")
         level = next((k.rsplit(".", 1)[1] for k in metrics if k.startswith("tier1.bandwidth_efficiency.")), "dram")
         ceilings = (peak, peak / ridge, level) if peak > 0 and ridge > 0 else None
-        native = (
-            str(tags.get("dabench.core.profile.precision_native", tags.get("dabench.profile.precision_native", "true")))
-            != "false"
-        )
-        precision = str(((cfg or {}).get("precision") or {}).get("name", ""))
+        native = tags.get("dabench.core.profile.precision_native", tags.get("dabench.profile.precision_native"))
         points.append(
             Point(
                 rid,
                 arch,
-                precision=precision,
+                precision=str(((cfg or {}).get("precision") or {}).get("name", "")),
                 published=samples,
                 use="fit",
                 source=f"ingest:{fmt}" if fmt else "dabench",
@@ -184,10 +177,10 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
                 step_p10=_num(metrics, "step_time.p10_s"),
                 step_p90=_num(metrics, "step_time.p90_s"),
                 class_times=classes,
-                native=native,
+                native=str(native) != "false",
                 ceilings=ceilings,
                 describe=_describe(cfg, arch),
-                no_config=why,
+                no_config="" if cfg is not None else no_config_reason(params),
             )
         )
     return points, left

@@ -96,48 +96,43 @@ def _prior(body: Any) -> Prior | str | None:
 def load_sources(arch: str) -> dict[str, Provenance]:
     """path -> Provenance from conf/hardware/sources/<arch>.yaml ({} when the file is missing)."""
     raw = fresh_file(CONF_HARDWARE / "sources" / f"{arch}.yaml")
-    out = {}
-    for key, entry in raw.items():
-        entry = entry or {}
-        kinds = [k for k in KINDS if k in entry]
-        if len(kinds) != 1:
-            out[key] = Provenance(key, "invalid", f"needs exactly one of {KINDS}, has {sorted(entry)}")
-            continue
-        kind = kinds[0]
-        body = entry[kind]
-        if kind == "fitted":
-            fit = body or {}
-            bounds = fit.get("bounds")
-            out[key] = Provenance(
-                key, kind, "", tuple(fit.get("points") or ()), (float(bounds[0]), float(bounds[1])) if bounds else None
-            )
-        elif kind == "setting":
-            out[key] = Provenance(key, kind, str(body or "").strip())
-        elif not isinstance(body, dict):
-            out[key] = Provenance(
-                key,
-                "invalid",
-                f"{kind} must be a mapping "
-                f"({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
-                f"not {type(body).__name__}",
-            )
-        else:
-            text = body.get("figure") if kind == "source" else body.get("estimate")
-            prior = _prior(body.get("prior"))
-            if isinstance(prior, str):
-                out[key] = Provenance(key, "invalid", prior)
-                continue
-            out[key] = Provenance(
-                key,
-                kind,
-                str(text or "").strip(),
-                document=str(body.get("document") or "").strip(),
-                locator=str(body.get("locator") or "").strip(),
-                reason=str(body.get("reason") or "").strip(),
-                findings=_ids(body.get("finding")),
-                prior=prior,
-            )
-    return out
+    return {key: _provenance(key, entry or {}) for key, entry in raw.items()}
+
+
+def _provenance(key: str, entry: dict[str, Any]) -> Provenance:
+    """One entry's Provenance; kind ``invalid`` (its text says why) when it is malformed."""
+    kinds = [k for k in KINDS if k in entry]
+    if len(kinds) != 1:
+        return Provenance(key, "invalid", f"needs exactly one of {KINDS}, has {sorted(entry)}")
+    (kind,) = kinds
+    body = entry[kind]
+    if kind == "fitted":
+        bounds = (body or {}).get("bounds")
+        points = tuple((body or {}).get("points") or ())
+        return Provenance(key, kind, "", points, (float(bounds[0]), float(bounds[1])) if bounds else None)
+    if kind == "setting":
+        return Provenance(key, kind, str(body or "").strip())
+    if not isinstance(body, dict):
+        return Provenance(
+            key,
+            "invalid",
+            f"{kind} must be a mapping "
+            f"({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
+            f"not {type(body).__name__}",
+        )
+    prior = _prior(body.get("prior"))
+    if isinstance(prior, str):
+        return Provenance(key, "invalid", prior)
+    return Provenance(
+        key,
+        kind,
+        str(body.get("figure" if kind == "source" else "estimate") or "").strip(),
+        document=str(body.get("document") or "").strip(),
+        locator=str(body.get("locator") or "").strip(),
+        reason=str(body.get("reason") or "").strip(),
+        findings=_ids(body.get("finding")),
+        prior=prior,
+    )
 
 
 def uncertain(arch: str) -> dict[str, Provenance]:

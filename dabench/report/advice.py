@@ -38,7 +38,7 @@ def _given(value: Any) -> bool:
 def bar_figure(rows: list[dict]):
     from matplotlib.figure import Figure
 
-    from dabench.report.ticks import log_axis
+    from dabench.report.figures import log_axis
 
     ok = [r for r in rows if r.get("status") == "ok" and r.get("time_to_train_s")]
     if not ok:
@@ -64,7 +64,7 @@ def bar_figure(rows: list[dict]):
 def pareto_figure(search: list[dict]):
     from matplotlib.figure import Figure
 
-    from dabench.report.ticks import log_axis
+    from dabench.report.figures import log_axis
 
     points = [
         s
