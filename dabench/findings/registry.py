@@ -277,13 +277,12 @@ def ipu_batch() -> Measured:
     """The paper's batch study (gpt_batchsize_benchmark.sh): gradient accumulation 13 -> 26 on 4 IPUs."""
 
     def study(grad_accum: int) -> float:
-        cfg = config(
+        return throughput(config(
             "ipu", "gpt2_test", "fp16", "pp", batch=1, grad_accum=grad_accum, placement="0 3 1 0",
             options={**PAPER_IPU, "embedding_serialization_factor": 8,
                      "optimizer_state_offchip": True, "half_partials": True},
             model_over={"tie_embeddings": True, "seq_len": 512},
-        )  # fmt: skip
-        return throughput(cfg)
+        ))  # fmt: skip
 
     gain = study(26) / study(13)
     per_micro = (26 / study(26) - 13 / study(13)) / 13  # seconds per micro-batch, then per step

@@ -58,7 +58,6 @@ class Point:
     run_id: str = ""
     # a measured run: the machine, its config mapping and what else it recorded
     host_key: str = ""
-    hardware: str = ""
     config: dict[str, Any] | None = None  #: the run's config mapping (None: not recorded)
     key: str = ""  #: the config's identity (repeats of one config share it)
     tokens_per_s: float = math.nan
@@ -92,11 +91,14 @@ class Point:
 
 @lru_cache(maxsize=1)
 def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
-    rows = []
     with path.open(newline="") as handle:
-        for row in csv.DictReader(line for line in handle if not line.startswith("#")):
-            converted = {c: f(row.get(c) or "") for c, f in _CONVERT.items()}
-            rows.append(Point(**{c: row[c] for c in (*_TEXT, "source", "note")}, **converted))
+        rows = [
+            Point(
+                **{c: row[c] for c in (*_TEXT, "source", "note")},
+                **{c: f(row.get(c) or "") for c, f in _CONVERT.items()},
+            )
+            for row in csv.DictReader(line for line in handle if not line.startswith("#"))
+        ]
     ids = [p.id for p in rows]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate point ids in {path.name}")

@@ -145,38 +145,34 @@ def refit(
     before.update({n: shipped[n] for n in free})
     values.update({n: math.sqrt(lo * hi) if n in log else (lo + hi) / 2 for n, (lo, hi) in free.items()})
 
-    if bounds or free:
-        remaining = [
-            p.id for p in by_id.values() if p.platform == arch and p.metric in ("samples_per_s", "tokens_per_s")
-        ]
-        ids = set()
-        for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
-            ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
-        if free:
-            ids |= {i for i in remaining if by_id[i].use != "excluded"}
-            ids |= {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
-        points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
+    remaining = [p.id for p in by_id.values() if p.platform == arch and p.metric in ("samples_per_s", "tokens_per_s")]
+    ids = set()
+    for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
+        ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
+    if free:
+        ids |= {i for i in remaining if by_id[i].use != "excluded"}
+        ids |= {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
+    points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
 
-        def whole(knobs: dict[str, Any]) -> dict[str, Any]:
-            return {**knobs, **{n: round(knobs[n]) for n in integer}}
+    def whole(knobs: dict[str, Any]) -> dict[str, Any]:
+        return {**knobs, **{n: round(knobs[n]) for n in integer}}
 
-        if points:  # none left: the knobs keep their start
-            fit = box_least_squares(
-                lambda knobs: _residuals(points, whole(knobs)),
-                values,
-                {**bounds, **free},
-                1e-6,
-                1e-8,
-                200,
-                log,
-            )
-            values.update({n: _round(v) for n, v in whole(fit).items()})
+    if points:  # none left: the knobs keep their start
+        fit = box_least_squares(
+            lambda knobs: _residuals(points, whole(knobs)),
+            values,
+            {**bounds, **free},
+            1e-6,
+            1e-8,
+            200,
+            log,
+        )
+        values.update({n: _round(v) for n, v in whole(fit).items()})
     for path, entry in feasibility.items():
         points = [by_id[i] for i in entry.points if i in by_id]
         values[_knob(path)] = _round(_feasibility_fit(points, _knob(path), *entry.bounds, dict(values)))
     all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
-    cost = sum(r * r for r in _residuals(all_points, values))
-    return FitResult(arch, values, before, cost)
+    return FitResult(arch, values, before, sum(r * r for r in _residuals(all_points, values)))
 
 
 def _round(value: float) -> float:

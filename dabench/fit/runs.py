@@ -169,7 +169,6 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
                 source=f"ingest:{fmt}" if fmt else "dabench",
                 run_id=rid,
                 host_key=host,
-                hardware=str(((cfg or {}).get("hardware") or {}).get("name", arch)),
                 config=cfg,
                 key=config_key(params, arch, host),
                 tokens_per_s=_num(metrics, "throughput.tokens_per_s"),

@@ -358,11 +358,15 @@ def diagnosis_counts(frame: pd.DataFrame) -> Figure:
     )
     table = rows.groupby(["platform", "diagnosis"]).size().unstack(fill_value=0)
     fig, ax = _new(6.5, 0.5 * len(table) + 2.2)
-    left = [0] * len(table)
+    left = table.cumsum(axis=1) - table  # each label's bar starts where the ones before it end
     for k, label in enumerate(table.columns):
-        values = table[label].tolist()
-        ax.barh(list(table.index), values, left=left, color=_PALETTE[k % len(_PALETTE)], label=label)
-        left = [a + b for a, b in zip(left, values, strict=False)]
+        ax.barh(
+            list(table.index),
+            table[label].tolist(),
+            left=left[label].tolist(),
+            color=_PALETTE[k % len(_PALETTE)],
+            label=label,
+        )
     ax.set_xlabel("runs")
     ax.legend(fontsize=7, loc="best")
     ax.grid(True, axis="x", ls=":", lw=0.5)

@@ -37,14 +37,13 @@ def _number(value) -> str:
 
 
 def _rows(frame: pd.DataFrame, columns: list[str], links: dict[str, str] | None = None) -> list[dict]:
-    rows = []
-    for _, r in frame.head(MAX_TABLE_ROWS).iterrows():
-        row = {c: r.get(c, "") for c in columns}
-        row["url"] = (links or {}).get(str(r.get("run_id", "")), "")  # the run's MLflow page
-        if "throughput" in row:
-            row["throughput"] = _number(row["throughput"])
-        rows.append(row)
-    return rows
+    return [
+        {
+            **{c: _number(r.get(c, "")) if c == "throughput" else r.get(c, "") for c in columns},
+            "url": (links or {}).get(str(r.get("run_id", "")), ""),  # the run's MLflow page
+        }
+        for _, r in frame.head(MAX_TABLE_ROWS).iterrows()
+    ]
 
 
 def render(fig) -> tuple[io.BytesIO, io.BytesIO]:
