@@ -57,14 +57,13 @@ def wse2_72_layers() -> Measured:
 
 def wse2_compile_reports() -> Measured:
     points = {p.id: p for p in load_points()}
-    rates, pes, ok = [], [], True
-    for layers in (6, 12, 18):
-        rate, pe = points[f"WSE-L{layers}"], points[f"WSE-L{layers}-PE"]
-        e_rate, e_pe = rate.error(predict_point(rate)), pe.error(predict_point(pe))
-        rates.append(f"{100 * e_rate:+.1f}%")
-        pes.append(f"{e_pe:+.1f}")
-        ok = ok and abs(e_rate) <= 0.10 and abs(e_pe) <= 5
-    return Measured(f"samples/s {', '.join(rates)}; Active PEs {', '.join(pes)} points", ok)
+    rates = [points[f"WSE-L{n}"].error(predict_point(points[f"WSE-L{n}"])) for n in (6, 12, 18)]
+    pes = [points[f"WSE-L{n}-PE"].error(predict_point(points[f"WSE-L{n}-PE"])) for n in (6, 12, 18)]
+    text = (
+        f"samples/s {', '.join(f'{100 * e:+.1f}%' for e in rates)}; "
+        f"Active PEs {', '.join(f'{e:+.1f}' for e in pes)} points"
+    )
+    return Measured(text, all(abs(e) <= 0.10 for e in rates) and all(abs(e) <= 5 for e in pes))
 
 
 def wse2_batch_plateau() -> Measured:

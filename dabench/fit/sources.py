@@ -172,10 +172,9 @@ def read_from_calibration(arch: str) -> dict[str, str]:
     document is a calibration point's (the same document, or a file a point's locator names):
     a number fixed from the data it is checked against, refitted from its prior in the fold
     that leaves that source out."""
-    out = {}
-    for path, entry in load_sources(arch).items():
-        if entry.kind in ("source", "uncertain") and (entry.document or entry.locator):
-            key = calibration_source(arch, entry.document, entry.locator)
-            if key is not None:
-                out[path] = key
-    return out
+    keys = {
+        path: calibration_source(arch, entry.document, entry.locator)
+        for path, entry in load_sources(arch).items()
+        if entry.kind in ("source", "uncertain") and (entry.document or entry.locator)
+    }
+    return {path: key for path, key in keys.items() if key is not None}

@@ -150,14 +150,13 @@ def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> None:
     """Error bars of the throughput band (docs/perfmodel.md) where the runs have one."""
-    lo, hi = BAND
-    if lo not in best.columns or hi not in best.columns:
+    if not set(BAND) <= set(best.columns):
         return
-    banded = best[pd.to_numeric(best[lo], errors="coerce").notna() & pd.to_numeric(best[hi], errors="coerce").notna()]
+    banded = _ok(best, *BAND)
     if banded.empty:
         return
     y = banded["throughput"].astype(float)
-    low, high = pd.to_numeric(banded[lo]).astype(float), pd.to_numeric(banded[hi]).astype(float)
+    low, high = (pd.to_numeric(banded[column]).astype(float) for column in BAND)
     errors = [(y - low).clip(lower=0), (high - y).clip(lower=0)]
     ax.errorbar(banded[x], y, yerr=errors, fmt="none", ecolor=color, alpha=0.5 * alpha, capsize=2, lw=0.8)
 
@@ -286,15 +285,15 @@ def scaling(frame: pd.DataFrame) -> Figure:
             (bottom, "comm_share", "comm share"),
         ):
             part = mine[mine[column].notna()]
-            if part.empty:
-                _note(ax, f"no {strategy.upper()} runs\nwith {what}")
             for (name, mode), series in part.groupby(["platform", "mode"]):
                 best = _best(series, ["chips"])
                 _line(ax, best["chips"], best[column], colors[name], mode, f"{name} {_label(mode)}")
+            if part.empty:
+                _note(ax, f"no {strategy.upper()} runs\nwith {what}")
+            else:
+                ax.legend(fontsize=6, loc="best")
             ax.set_ylim(0, 1.05)
             ax.grid(True, ls=":", lw=0.5)
-            if not part.empty:
-                ax.legend(fontsize=6, loc="best")
         bottom.set_xlabel("chips")
     axes[0][0].set_ylabel("scaling efficiency\nT(n) / (n T(1))")
     axes[1][0].set_ylabel("communication share\nof step time")

@@ -174,10 +174,10 @@ def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None
             "start": pd.to_datetime(run.info.start_time, unit="ms", utc=True) if run.info.start_time else pd.NaT,
             "end": pd.to_datetime(run.info.end_time, unit="ms", utc=True) if run.info.end_time else pd.NaT,
             "parent_run_id": tags.get("mlflow.parentRunId"),
+            **{f"metrics.{k}": v for k, v in run.data.metrics.items()},
+            **{f"params.{k}": v for k, v in run.data.params.items()},
+            **{f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG},
         }
-        row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
-        row.update({f"params.{k}": v for k, v in run.data.params.items()})
-        row.update({f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG})
         rows.append(row)
     return normalize(pd.DataFrame(rows))
 
