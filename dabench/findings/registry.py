@@ -2,20 +2,62 @@
 
 A finding's ``measure`` runs the model at the setting the paper (or its own scripts) fixes and
 compares the result with the paper's number; the status comes from :func:`dabench.findings.status`.
+A setting is a config mapping (:func:`config`: the shipped conf/ with the setting's changes) for the
+one predictor (:func:`dabench.predictor.predict`: CapacityError when the model refuses it).
 docs/perfmodel.md, "The paper's findings on the models' own outputs".
 """
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from typing import Any
+
+from dabench.config.files import group_file
 from dabench.core.status import CapacityError
 from dabench.findings import Finding, Measured
-from dabench.findings.run import config, ipu_sweep_placements, throughput
-from dabench.fit.evaluate import predict_point
-from dabench.fit.points import load_points
+from dabench.fit.evaluate import point_config, predict_point
+from dabench.fit.points import Point, load_points
 from dabench.predictor import Prediction, predict
 
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"
+
+
+def config(
+    platform: str,
+    model: str = "gpt2_small",
+    precision: str = "mixed",
+    parallel: str = "none",
+    batch: int = 4,
+    grad_accum: int = 1,
+    options: dict[str, Any] | None = None,
+    model_over: dict[str, Any] | None = None,
+    hw: dict[str, Any] | None = None,
+    **parallel_over: Any,
+) -> dict[str, Any]:
+    """The run config mapping: conf/ groups, then these changes (tests/perfmodel/helpers.run_config uses it too)."""
+    point = Point(
+        "finding", platform, model, (f"parallel={parallel}",), batch, grad_accum, precision,
+        "", "", "", 0.0, "M", 0.0, "rel", "check", "", "",
+    )  # fmt: skip
+    cfg = point_config(point)
+    cfg["hardware"]["options"].update(options or {})
+    cfg["hardware"].update(hw or {})
+    cfg["model"].update(model_over or {})
+    cfg["parallel"].update(parallel_over)
+    return cfg
+
+
+def throughput(cfg: dict[str, Any]) -> float:
+    return float(predict(cfg).metrics["throughput.samples_per_s"])
+
+
+@lru_cache(maxsize=1)
+def ipu_sweep_placements() -> tuple[str, ...]:
+    """The layers-per-IPU placements of the default IPU sweep (conf/default_sweep/ipu_pp.yaml)."""
+    data = group_file("default_sweep", "ipu_pp")
+    return tuple(re.findall(r'"([^"]+)"', data["hydra"]["sweeper"]["params"]["parallel.placement"]))
 
 
 def _encdec(layers: int) -> dict:

@@ -122,7 +122,7 @@ def _note(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8)
 
 
-def _new(width: float, height: float, columns: int = 0) -> tuple[Figure, Any]:
+def new_figure(width: float, height: float, columns: int = 0) -> tuple[Figure, Any]:
     """A figure and its axes: one, or with ``columns`` a 2 x columns grid sharing x per column."""
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     return fig, fig.subplots(2, columns, squeeze=False, sharex="col") if columns else fig.subplots()
@@ -169,7 +169,7 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
         "no ok runs with a layer count (model.n_layers) and a throughput in this selection",
     )
     platforms = sorted(set(rows["platform"]))
-    fig, axes = _new(3.2 * len(platforms) + 0.8, 5.2, columns=len(platforms))
+    fig, axes = new_figure(3.2 * len(platforms) + 0.8, 5.2, columns=len(platforms))
     colors = platform_colors(frame)
     for j, name in enumerate(platforms):
         mine = rows[rows["platform"] == name]
@@ -210,7 +210,7 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
         _ok(frame, "hidden", "allocation"),
         "no ok runs with a hidden size and an allocation ratio (tier1.allocation_ratio) in this selection",
     )
-    fig, ax = _new(6.5, 4.2)
+    fig, ax = new_figure(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
         face = "none" if mode == "predict" else colors[name]
@@ -232,7 +232,7 @@ def roofline(frame: pd.DataFrame) -> Figure:
         "no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
         "perf.peak_tflops, roofline.ridge_intensity) in this selection",
     )
-    fig, ax = _new(7.5, 5.0)
+    fig, ax = new_figure(7.5, 5.0)
     colors = platform_colors(frame)
     ridges = rows["peak_flops"] / rows["bandwidth"]
     lo = min(rows["intensity"].min(), ridges.min()) / 4
@@ -274,7 +274,7 @@ def scaling(frame: pd.DataFrame) -> Figure:
         rows[rows["strategy"].isin(STRATEGIES)] if not rows.empty else rows,
         "no ok runs with a parallel strategy (parallel.strategy = dp, tp or pp) in this selection",
     )
-    fig, axes = _new(10.5, 5.2, columns=3)
+    fig, axes = new_figure(10.5, 5.2, columns=3)
     colors = platform_colors(frame)
     for j, strategy in enumerate(STRATEGIES):
         mine = rows[rows["strategy"] == strategy]
@@ -307,7 +307,7 @@ def batch_study(frame: pd.DataFrame) -> Figure:
         _platforms_with_several(_ok(frame, "batch", "throughput"), "batch"),
         "no platform with ok runs at two or more batch sizes (run.batch_size) in this selection",
     )
-    fig, ax = _new(6.5, 4.2)
+    fig, ax = new_figure(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
         best = _best(part, ["batch"])
@@ -328,7 +328,7 @@ def precision_study(frame: pd.DataFrame) -> Figure:
     colors = platform_colors(frame)
     platforms = sorted(set(best["platform"]))
     precisions = sorted(set(best["precision"]))
-    fig, ax = _new(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
+    fig, ax = new_figure(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
     width = 0.8 / len(precisions)
     hatches = ("", "//", "..", "xx", "\\\\", "oo")
     for k, precision in enumerate(precisions):
@@ -356,7 +356,7 @@ def diagnosis_counts(frame: pd.DataFrame) -> Figure:
         "no ok runs with a bottleneck diagnosis (tag dabench.diagnosis) in this selection",
     )
     table = rows.groupby(["platform", "diagnosis"]).size().unstack(fill_value=0)
-    fig, ax = _new(6.5, 0.5 * len(table) + 2.2)
+    fig, ax = new_figure(6.5, 0.5 * len(table) + 2.2)
     left = table.cumsum(axis=1) - table  # each label's bar starts where the ones before it end
     for k, label in enumerate(table.columns):
         ax.barh(
