@@ -203,8 +203,12 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
         )
         for p in points
     ]
-    by_source = {k: [p.id for p in ps] for k, ps in sources.items()}
-    return PlatformCv(arch, rows, by_source, {key: sorted(paths) for key, paths in freed.items()})
+    return PlatformCv(
+        arch,
+        rows,
+        {k: [p.id for p in ps] for k, ps in sources.items()},
+        {key: sorted(paths) for key, paths in freed.items()},
+    )
 
 
 def _table(rows: list[CvRow]) -> list[dict]:

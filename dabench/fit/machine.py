@@ -99,8 +99,7 @@ class GroupFit:
         """The configs the set saw: ranges of the model's shape and run, precisions, layouts."""
 
         def span(get):
-            values = [get(p) for p in self.points]
-            values = [v for v in values if isinstance(v, (int, float))]
+            values = [v for v in map(get, self.points) if isinstance(v, (int, float))]
             return [min(values), max(values)] if values else None
 
         return {

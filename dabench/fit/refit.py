@@ -221,8 +221,7 @@ def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
             for path, e in fitted(arch).items()
             if path.startswith("options.") and e.bounds
         }
-    configs = len({p.key for p in points})
-    return dict(list(bounds.items())[: max(0, configs - 1)])
+    return dict(list(bounds.items())[: max(0, len({p.key for p in points}) - 1)])
 
 
 def run_residuals(points: list[Point], options: Mapping[str, Any], classes: bool = True) -> list[float]:

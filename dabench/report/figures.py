@@ -242,8 +242,14 @@ def roofline(frame: pd.DataFrame) -> Figure:
     for _, roof in roofs.iterrows():
         color, peak = colors[roof["platform"]], roof["peak_flops"]
         ax.plot(xs, [min(peak, x * roof["bandwidth"]) for x in xs], color=color, lw=1.2, alpha=0.8)
-        label = f"{roof['platform']} {roof['precision']} roof"
-        ax.annotate(label, (hi / 1.1, peak), fontsize=6, ha="right", va="bottom", color=color)
+        ax.annotate(
+            f"{roof['platform']} {roof['precision']} roof",
+            (hi / 1.1, peak),
+            fontsize=6,
+            ha="right",
+            va="bottom",
+            color=color,
+        )
     for (name, mode), part in rows.groupby(["platform", "mode"]):
         predicted, label = mode == "predict", f"{name} {_label(mode)} ({len(part)})"
         marker, face = ("D", "none") if predicted else ("o", colors[name])

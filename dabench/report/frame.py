@@ -98,8 +98,11 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         trials = search_all(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
         if parents or trials:
             ids = tuple(r.info.run_id for r in parents)
-            by_trials = (f"tags.optuna_study = '{selection}'",)
-            filters = by_trials if trials else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
+            filters = (
+                (f"tags.optuna_study = '{selection}'",)
+                if trials
+                else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
+            )
             return Selection("study", f"study {selection}", tuple(experiment_ids), filters, ids)
         if kind == "study":
             raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
@@ -230,8 +233,7 @@ def load_frame(
     client = client or client_for(uri)
     chosen = resolve_selection(client, selection, kind)
     names = {e.experiment_id: e.name for e in _experiments(client)}
-    runs = [run for f in chosen.filters for run in search_all(client, chosen.experiment_ids, f)]
-    frame = runs_to_frame(runs, names)
+    frame = runs_to_frame([run for f in chosen.filters for run in search_all(client, chosen.experiment_ids, f)], names)
     if not include_parents and not frame.empty:
         frame = frame[~frame["is_parent"]].reset_index(drop=True)
     return frame, chosen
@@ -252,5 +254,4 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
             f"{', '.join(names.values()) or '(none)'}; the run ids are in the runs.csv of "
             "python -m dabench report --out DIR)"
         )
-    frame = runs_to_frame(found, names)
-    return frame.set_index("run_id").loc[wanted].reset_index()
+    return runs_to_frame(found, names).set_index("run_id").loc[wanted].reset_index()

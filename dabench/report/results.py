@@ -31,12 +31,12 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per run: ok runs by throughput (highest first), then the others by status. Pure."""
     if frame.empty:
         return pd.DataFrame(columns=list(COLUMNS))
-    table = frame.copy()
-    step = table["metrics.step_time.median_s"] if "metrics.step_time.median_s" in table.columns else float("nan")
-    table["step_ms"] = pd.to_numeric(step, errors="coerce") * 1e3
-    table["band"] = _bands(table)
-    table["_ok"] = (table["status"] == "ok").astype(int)
-    table = table.sort_values(
+    step = frame["metrics.step_time.median_s"] if "metrics.step_time.median_s" in frame.columns else float("nan")
+    table = frame.assign(
+        step_ms=pd.to_numeric(step, errors="coerce") * 1e3,
+        band=_bands(frame),
+        _ok=(frame["status"] == "ok").astype(int),
+    ).sort_values(
         ["_ok", "throughput", "status", "run_name"],
         ascending=[False, False, True, True],
         na_position="last",
@@ -97,8 +97,9 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
         and (c not in ("reason",) or table[c].astype(str).str.len().any())
         and (c != "band" or table[c].notna().any())
     ]
-    rows = [[HEADERS.get(c, c) for c in columns]]
-    rows += [[_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()]
+    rows = [[HEADERS.get(c, c) for c in columns]] + [
+        [_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
     lines = [head] + ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     lines.insert(2, "  ".join("-" * w for w in widths))  # under the header row
