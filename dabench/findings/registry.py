@@ -72,8 +72,10 @@ def wse2_allocation() -> Measured:
     by_depth = {n: predict(_encdec(n)).metrics["tier1.allocation_ratio"] for n in range(6, 73, 6)}
     deepest, top = max(by_depth.items(), key=lambda item: item[1])
     shallow = ", ".join(f"{100 * by_depth[n]:.0f}" for n in (6, 12, 18))
-    text = f"highest {100 * top:.1f}% (enc = dec = {deepest}); {shallow}% at 6, 12, 18"
-    return Measured(text, 0.915 <= top < 0.935)
+    return Measured(
+        f"highest {100 * top:.1f}% (enc = dec = {deepest}); {shallow}% at 6, 12, 18",
+        0.915 <= top < 0.935,
+    )
 
 
 def wse2_balance() -> Measured:
@@ -101,11 +103,13 @@ def wse2_compile_reports() -> Measured:
     points = {p.id: p for p in load_points()}
     rates = [points[f"WSE-L{n}"].error(predict_point(points[f"WSE-L{n}"])) for n in (6, 12, 18)]
     pes = [points[f"WSE-L{n}-PE"].error(predict_point(points[f"WSE-L{n}-PE"])) for n in (6, 12, 18)]
-    text = (
-        f"samples/s {', '.join(f'{100 * e:+.1f}%' for e in rates)}; "
-        f"Active PEs {', '.join(f'{e:+.1f}' for e in pes)} points"
+    return Measured(
+        (
+            f"samples/s {', '.join(f'{100 * e:+.1f}%' for e in rates)}; "
+            f"Active PEs {', '.join(f'{e:+.1f}' for e in pes)} points"
+        ),
+        all(abs(e) <= 0.10 for e in rates) and all(abs(e) <= 5 for e in pes),
     )
-    return Measured(text, all(abs(e) <= 0.10 for e in rates) and all(abs(e) <= 5 for e in pes))
 
 
 def wse2_batch_plateau() -> Measured:
@@ -113,8 +117,10 @@ def wse2_batch_plateau() -> Measured:
     changes = [throughput(config("wse2", batch=b)) / base - 1 for b in (256, 448, 1024)]
     worst = max(changes, key=abs)
     small = throughput(config("wse2", batch=16)) / base
-    text = f"batch 224 -> 256/448/1024: at most {100 * worst:+.1f}%; batch 16 at {100 * small:.0f}% of 224's"
-    return Measured(text, abs(worst) <= 0.05 and small < 0.7)
+    return Measured(
+        f"batch 224 -> 256/448/1024: at most {100 * worst:+.1f}%; batch 16 at {100 * small:.0f}% of 224's",
+        abs(worst) <= 0.05 and small < 0.7,
+    )
 
 
 def wse2_mixed_precision() -> Measured:
@@ -131,9 +137,10 @@ def _rdu(mode: str, layers: int = 12, **kw) -> dict:
 
 def rdu_allocation() -> Measured:
     values = {m: [predict(_rdu(m, n)).metrics["tier1.allocation_ratio"] for n in (1, 6, 12, 24)] for m in ("o0", "o1")}
-    top = max(max(v) for v in values.values())
-    text = "; ".join(f"{m} at most {100 * max(v):.1f}%" for m, v in values.items())
-    return Measured(text, top <= 0.60)
+    return Measured(
+        "; ".join(f"{m} at most {100 * max(v):.1f}%" for m, v in values.items()),
+        max(max(v) for v in values.values()) <= 0.60,
+    )
 
 
 def rdu_o3_allocation() -> Measured:
@@ -143,8 +150,10 @@ def rdu_o3_allocation() -> Measured:
 
 def rdu_o3_balance() -> Measured:
     values = [predict(_rdu("o3", n)).metrics["tier1.load_imbalance"] for n in (1, 6, 12, 24, 36)]
-    falling = all(b < a for a, b in zip(values, values[1:], strict=False))
-    return Measured("LI at 1-36 layers: " + ", ".join(f"{v:.2f}" for v in values), falling)
+    return Measured(
+        "LI at 1-36 layers: " + ", ".join(f"{v:.2f}" for v in values),
+        all(b < a for a, b in zip(values, values[1:], strict=False)),  # falling
+    )
 
 
 def rdu_memory_bound() -> Measured:
@@ -228,11 +237,13 @@ def ipu_compute_efficiency() -> Measured:
     full = max(r.metrics["tier1.compute_efficiency"] for r in _ipu_sweep().values())
     best = max(_ipu_sweep(half_partials=True).values(), key=lambda r: r.metrics["tier1.compute_efficiency"]).metrics
     half, amp = best["tier1.compute_efficiency"], best["ipu.share.amp"]
-    text = (
-        f"best placement: {100 * full:.0f}% (fp32 partials), {100 * half:.0f}% (half partials); its busiest IPU "
-        f"is {100 * amp:.0f}% AMP arithmetic, a share the precision gain cannot fall below"
+    return Measured(
+        (
+            f"best placement: {100 * full:.0f}% (fp32 partials), {100 * half:.0f}% (half partials); its busiest IPU "
+            f"is {100 * amp:.0f}% AMP arithmetic, a share the precision gain cannot fall below"
+        ),
+        max(full, half) <= 0.41 and max(full, half) > 0.25,
     )
-    return Measured(text, max(full, half) <= 0.41 and max(full, half) > 0.25)
 
 
 def _matched_pair(half_partials: bool) -> dict:
@@ -254,18 +265,22 @@ def ipu_memory_bound() -> Measured:
     bound = [runs[h]["diagnosis.memory_bound"] == 1.0 for h in (False, True)]
     ratio = {h: runs[h]["roofline.step.intensity"] / runs[h]["roofline.ridge_intensity"] for h in (False, True)}
     moving = {h: 100 * runs[h]["ipu.memory_share"] for h in (False, True)}
-    text = (
-        f"step intensity {ratio[False]:.2g} (fp32 partials), {ratio[True]:.2g} (half) x the ridge; the busiest "
-        f"IPU moves data {moving[False]:.0f}% / {moving[True]:.0f}% of its time"
+    return Measured(
+        (
+            f"step intensity {ratio[False]:.2g} (fp32 partials), {ratio[True]:.2g} (half) x the ridge; the busiest "
+            f"IPU moves data {moving[False]:.0f}% / {moving[True]:.0f}% of its time"
+        ),
+        all(bound),
     )
-    return Measured(text, all(bound))
 
 
 def ipu_mixed_precision() -> Measured:
     gain = throughput(_matched_pair(True)) / throughput(_matched_pair(False))
     amp = predict(_matched_pair(True)).metrics["ipu.share.amp"]
-    text = f"{100 * (gain - 1):+.0f}% (half vs fp32 partials): at least + the half stage's AMP share ({100 * amp:.0f}%)"
-    return Measured(text, 1.147 <= gain <= 1.293)
+    return Measured(
+        f"{100 * (gain - 1):+.0f}% (half vs fp32 partials): at least + the half stage's AMP share ({100 * amp:.0f}%)",
+        1.147 <= gain <= 1.293,
+    )
 
 
 def ipu_capacity() -> Measured:
@@ -301,8 +316,10 @@ def ipu_most_loaded() -> Measured:
         for a, b in pairs
     )
     gain = sweep["0 4 4 4"].metrics["throughput.samples_per_s"] / sweep["0 6 3 3"].metrics["throughput.samples_per_s"]
-    text = f'step within {100 * worst:.1f}% of the busiest IPU; "0 4 4 4" x{gain:.2f} over "0 6 3 3"'
-    return Measured(text, ok and worst <= 0.06 and wins)
+    return Measured(
+        f'step within {100 * worst:.1f}% of the busiest IPU; "0 4 4 4" x{gain:.2f} over "0 6 3 3"',
+        ok and worst <= 0.06 and wins,
+    )
 
 
 def ipu_tile_use() -> Measured:
@@ -328,11 +345,13 @@ def ipu_batch() -> Measured:
     gain = study(26) / study(13)
     per_micro = (26 / study(26) - 13 / study(13)) / 13  # seconds per micro-batch, then per step
     fixed = 13 / study(13) - 13 * per_micro
-    text = (
-        f"x{gain:.2f} from gradient accumulation 13 to 26: {1e3 * fixed:.0f} ms per step amortised, "
-        f"x1.5 needs {1e3 * 26 * per_micro:.0f} ms"
+    return Measured(
+        (
+            f"x{gain:.2f} from gradient accumulation 13 to 26: {1e3 * fixed:.0f} ms per step amortised, "
+            f"x1.5 needs {1e3 * 26 * per_micro:.0f} ms"
+        ),
+        gain > 1.5,
     )
-    return Measured(text, gain > 1.5)
 
 
 FINDINGS: tuple[Finding, ...] = (

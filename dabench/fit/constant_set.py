@@ -275,8 +275,9 @@ def build_set(name: str, fits: list[GroupFit], source: Mapping[str, Any], nomina
     platforms = {g.arch: platform_entry(g, nominal) for g in fits}
     rows = [r for e in platforms.values() for r in e["residuals"]]
     covered = sum(bool(r["covered"]) for r in rows)
-    errors = [abs(r["out_of_sample"] / r["measured"] - 1) if r["out_of_sample"] else math.inf for r in rows]
-    med, worst = summary(errors)
+    med, worst = summary(
+        [abs(r["out_of_sample"] / r["measured"] - 1) if r["out_of_sample"] else math.inf for r in rows]
+    )
     lo, hi = clopper_pearson(covered, len(rows)) if rows else (math.nan, math.nan)
     return {
         **header(name, nominal, RUNS_BAND_METHOD),

@@ -177,8 +177,7 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
 
     out = []
     for arch, entry in (constant_set.get("platforms") or {}).items():
-        factor = (entry.get("band") or {}).get("factor")
-        if not factor:
+        if not (entry.get("band") or {}).get("factor"):
             continue
         host = entry.get("host_key")
         mine = [p for p in points if p.platform == arch and (not host or p.host_key == host)]
@@ -193,13 +192,12 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
                     if k.startswith("options.") and c.get("kind") == "fitted"
                 }
             )
-        outside = 0
-        for p in mine:
-            with quiet_model():
-                value = predict_point(p, options)
-            interval = band_of(arch, value, constant_set) if value > 0 else None
-            if interval is None or not (interval[0] <= p.published <= interval[1]):
-                outside += 1
+        with quiet_model():
+            values = [predict_point(p, options) for p in mine]
+        bands = [band_of(arch, value, constant_set) if value > 0 else None for value in values]
+        outside = sum(
+            band is None or not (band[0] <= p.published <= band[1]) for band, p in zip(bands, mine, strict=True)
+        )
         nominal = float(constant_set.get("nominal_coverage") or NOMINAL)
         p_value = float(binom.sf(outside - 1, len(mine), 1 - nominal)) if mine else 1.0
         out.append(Drift(name, arch, len(mine), outside, nominal, p_value))

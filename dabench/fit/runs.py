@@ -108,8 +108,7 @@ def no_config_reason(params: Mapping[str, Any]) -> str:
     if not missing:
         return f"an ingested {fmt} artifact recorded without its config (re-ingest it: dabench ingest DIR --log)"
     if missing == "none":
-        error = params.get("import.config.error", "")
-        return f"the {fmt} artifact's stated config does not build here: {error}"
+        return f"the {fmt} artifact's stated config does not build here: {params.get('import.config.error', '')}"
     stated = sorted(k.split(".", 2)[2] for k in params if str(k).startswith("import.config.") and k.count(".") >= 3)
     return (
         f"the {fmt} artifact does not state {missing.replace(',', ', ')}"

@@ -161,10 +161,8 @@ def calibration_source(arch: str, document: str, locator: str) -> str | None:
     """The source of the first calibration point of ``arch`` with this document (or a file its
     locator names), else None."""
     files = _files(locator)
-    for p in load_points():
-        if p.platform == arch and (document == p.document or files & _files(p.locator)):
-            return p.source_key
-    return None
+    found = (p for p in load_points() if p.platform == arch and (document == p.document or files & _files(p.locator)))
+    return next((p.source_key for p in found), None)
 
 
 def read_from_calibration(arch: str) -> dict[str, str]:

@@ -31,10 +31,9 @@ def plain_label(value: float, base: float = 10) -> str:
     0.001, else ``1e-4``; base 2 whole numbers below 100000, plain fractions, else ``2^20``."""
     value = float(f"{value:.6g}")  # 999.9999999 (a float power) is the tick at 1000
     if base == 2:
-        exponent = round(math.log2(value))
         if 1e-3 <= value < 1e5:
             return f"{value:.0f}" if value >= 1 else f"{value:g}"
-        return f"2^{exponent}"
+        return f"2^{round(math.log2(value))}"
     for scale, prefix in SI_PREFIXES:
         if scale <= value < scale * 1000:
             return f"{value / scale:.3g}{prefix}"
@@ -157,8 +156,16 @@ def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> Non
         return
     y = banded["throughput"].astype(float)
     low, high = (pd.to_numeric(banded[column]).astype(float) for column in BAND)
-    errors = [(y - low).clip(lower=0), (high - y).clip(lower=0)]
-    ax.errorbar(banded[x], y, yerr=errors, fmt="none", ecolor=color, alpha=0.5 * alpha, capsize=2, lw=0.8)
+    ax.errorbar(
+        banded[x],
+        y,
+        yerr=[(y - low).clip(lower=0), (high - y).clip(lower=0)],
+        fmt="none",
+        ecolor=color,
+        alpha=0.5 * alpha,
+        capsize=2,
+        lw=0.8,
+    )
 
 
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:

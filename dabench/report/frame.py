@@ -122,8 +122,7 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
 def _number(column: str, value: Any) -> float:
     """``value`` of ``column`` (``metrics.NAME``, ``params.NAME``) as a float; NaN when absent or
     when the number guard refuses it (:mod:`dabench.core.numbers`: not finite, out of range)."""
-    field = column.split(".", 1)[-1]
-    return float("nan") if value is None or bad_number(field, value) else float(value)
+    return float("nan") if value is None or bad_number(column.split(".", 1)[-1], value) else float(value)
 
 
 _STATE_STATUS = {

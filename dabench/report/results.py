@@ -85,8 +85,7 @@ def _cell(column: str, value: Any) -> str:
 def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHOWN) -> str:
     """The table as aligned text, the best ``shown`` rows, then the status counts. Pure."""
     table = results_table(frame)
-    counts = status_counts(frame)
-    listed = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no runs"
+    listed = ", ".join(f"{n} {s}" for s, n in status_counts(frame).items()) or "no runs"
     head = f"{title}: {len(frame)} runs ({listed})"
     if table.empty:
         return head
