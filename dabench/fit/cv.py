@@ -186,8 +186,7 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
             return None  # the shipped constants never saw this source
         if log:
             log(f"  {arch}: refit without {source}")
-        ids = {p.id for p in sources[source]}
-        return refit(arch, leave_out=ids, start="middle", free=freed.get(source)).values
+        return refit(arch, leave_out={p.id for p in sources[source]}, start="middle", free=freed.get(source)).values
 
     out = out_of_group(points, lambda p: p.source_key, without)
     rows = [

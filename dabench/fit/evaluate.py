@@ -128,8 +128,13 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             if p.ceilings is not None:
                 roof = Ceilings(*p.ceilings, "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
-                why = "no ceilings recorded (the CPU calibration was refused when it ran): a CPU prediction needs them"
-                unusable.append(LeftOut(p.run_id, why))
+                unusable.append(
+                    LeftOut(
+                        p.run_id,
+                        "no ceilings recorded (the CPU calibration was refused when it ran): "
+                        "a CPU prediction needs them",
+                    )
+                )
                 continue
             else:
                 roof = resolve_ceilings(rc.hardware, rc.precision)

@@ -103,17 +103,18 @@ def box_least_squares(
         min(1.0, max(0.0, (scale[n](float(start[n])) - lo) / (hi - lo)))
         for n, lo, hi in zip(names, lows, highs, strict=True)
     ]
-    result = least_squares(
-        lambda x: residuals({**start, **from_x(x)}),
-        x0,
-        bounds=(0.0, 1.0),
-        method="trf",
-        diff_step=1e-3,
-        xtol=xtol,
-        ftol=ftol,
-        max_nfev=max_nfev,
+    return from_x(
+        least_squares(
+            lambda x: residuals({**start, **from_x(x)}),
+            x0,
+            bounds=(0.0, 1.0),
+            method="trf",
+            diff_step=1e-3,
+            xtol=xtol,
+            ftol=ftol,
+            max_nfev=max_nfev,
+        ).x
     )
-    return from_x(result.x)
 
 
 def refit(

@@ -89,8 +89,7 @@ def _prior(body: Any) -> Prior | str | None:
         return f"prior.bounds must be [low, high] numbers, not {bounds!r}"
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         return f"prior.bounds must be finite with low < high, not {bounds!r}"
-    text = {k: str(body.get(k) or "").strip() for k in ("document", "locator", "figure")}
-    return Prior((low, high), **text)
+    return Prior((low, high), **{k: str(body.get(k) or "").strip() for k in ("document", "locator", "figure")})
 
 
 def load_sources(arch: str) -> dict[str, Provenance]:

@@ -220,8 +220,14 @@ def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
     fig, ax = new_figure(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
-        face = "none" if mode == "predict" else colors[name]
-        ax.scatter(part["hidden"], part["allocation"], color=colors[name], alpha=0.35, s=14, facecolors=face)
+        ax.scatter(
+            part["hidden"],
+            part["allocation"],
+            color=colors[name],
+            alpha=0.35,
+            s=14,
+            facecolors="none" if mode == "predict" else colors[name],
+        )
         median = part.groupby("hidden")["allocation"].median()
         _line(ax, median.index, median.values, colors[name], mode, f"{name} ({_label(mode)}), median")
     _finish_axes(ax, "hidden size", "allocation ratio (units allocated / available)", x_base=2, y_log=False)
@@ -353,8 +359,11 @@ def precision_study(frame: pd.DataFrame) -> Figure:
             relative = float(value.iloc[0]) / float(mine["throughput"].min())
             x, hatch = i + (k - (len(precisions) - 1) / 2) * width, hatches[k % len(hatches)]
             label = precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None
-            bar = ax.bar(x, relative, width, color=colors[name], hatch=hatch, edgecolor="black", label=label)
-            ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
+            ax.bar_label(
+                ax.bar(x, relative, width, color=colors[name], hatch=hatch, edgecolor="black", label=label),
+                [f"{float(value.iloc[0]):.3g}"],
+                fontsize=6,
+            )
     ax.set_xticks(range(len(platforms)), platforms)
     ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")
     ax.grid(True, axis="y", ls=":", lw=0.5)

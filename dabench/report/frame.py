@@ -60,8 +60,11 @@ def _experiments(client) -> list:
 def _what_exists(client, experiment_ids: list[str]) -> str:
     """The experiments and studies (parents tag optuna.study, trials optuna_study) in the store."""
     names = [e.name for e in _experiments(client)]
-    runs = search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
-    studies = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
+    studies = {
+        r.data.tags["optuna.study"]
+        for r in search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
+        if r.data.tags.get("optuna.study")
+    }
     studies |= {r.data.tags["optuna_study"] for r in search_all(client, experiment_ids, "tags.optuna_study LIKE '%'")}
     return (
         f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(sorted(studies)) or '(none)'}; "

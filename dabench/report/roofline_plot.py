@@ -239,9 +239,15 @@ def roofline_svg(
             kind, shape, y, label = "on-roof", "cross", p.attainable, f"{p.name} (no own time: on the roof)"
         else:
             continue
-        attributes = (
-            f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' data-flops='{y!r}'"
+        chart.marker(
+            shape,
+            p.intensity,
+            y,
+            size,
+            color,
+            filled=kind != "predicted",
+            attributes=f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' "
+            f"data-flops='{y!r}'",
         )
-        chart.marker(shape, p.intensity, y, size, color, filled=kind != "predicted", attributes=attributes)
         chart.legend_entry(label, shape, color, filled=kind != "predicted", size=min(size, 7.0))
     return chart.svg()

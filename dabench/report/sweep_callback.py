@@ -37,8 +37,9 @@ def job_count(config: DictConfig) -> int | None:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
-        arguments = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
-        parsed = OverridesParser.create().parse_overrides(arguments)
+        parsed = OverridesParser.create().parse_overrides(
+            [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+        )
         return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
     except Exception as error:  # the sweeper itself reports bad overrides
         log.debug("could not count the sweep's jobs: %s", error)
