@@ -43,8 +43,9 @@ def _composed(platform: str, model: str, precision: str, batch: int, accum: int,
 
 def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
     """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
-    p = point
-    cfg = _composed(p.platform, p.model, precision or p.precision, p.batch, p.grad_accum, p.overrides)
+    cfg = _composed(
+        point.platform, point.model, precision or point.precision, point.batch, point.grad_accum, point.overrides
+    )
     if options:
         own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
         hw = cfg["hardware"]
@@ -54,7 +55,7 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
                 name, _, leaf = rest.partition(".")
                 found = [e for e in hw[group] if name in (e.get("name"), e.get("kind"))]
                 if not found or leaf not in found[0]:
-                    raise ValueError(f"{key}: no such hardware field of {p.platform}")
+                    raise ValueError(f"{key}: no such hardware field of {point.platform}")
                 found[0][leaf] = value
             elif key not in own:
                 hw["options"][key] = value

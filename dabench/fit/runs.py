@@ -123,8 +123,7 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
     for run in runs:
         rid, tags = run["run_id"], run.get("tags") or {}
         params, metrics = run.get("params") or {}, run.get("metrics") or {}
-        mode = tags.get("dabench.mode")
-        if mode != "measure" or tags.get("dabench.parent") == "true":
+        if tags.get("dabench.mode") != "measure" or tags.get("dabench.parent") == "true":
             continue  # predicted, a sweep's parent, a refused config (mode none), a fit's own run
         status = tags.get("dabench.status", "ok")
         if status != "ok":

@@ -132,13 +132,11 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
             if not is_unreachable(error):
                 raise
             offline = True
-    if not frame.empty and parent_run_id in set(frame["run_id"]):  # a parent without children selects itself
-        frame = frame[frame["run_id"] != parent_run_id].reset_index(drop=True)
+    frame = frame[frame["run_id"] != parent_run_id].reset_index(drop=True)  # a parent without children selects itself
     waiting = waiting_runs(parent_run_id)
     if waiting:  # the runs kept in the outbox count too, in their newer state
         newer = runs_to_frame(waiting)
-        stored = frame[~frame["run_id"].isin(set(newer["run_id"]))] if not frame.empty else frame
-        frame = pd.concat([stored, newer], ignore_index=True)
+        frame = pd.concat([frame[~frame["run_id"].isin(set(newer["run_id"]))], newer], ignore_index=True)
     text = render_results(frame, title)
     if waiting:
         text += f"\n{len(waiting)} of these runs wait in the outbox {outbox_dir()} (dabench sync replays them)"
