@@ -217,7 +217,6 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     )
     scores = g.scores()
     kind, q = band_q(scores, [], nominal)
-    band = _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal)
     residuals = []
     for p, s in zip(g.points, scores, strict=True):
         others = [t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id]
@@ -249,7 +248,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
         "constants": constants,
         "residuals": residuals,
         "summary": _error_summary(g._errors(g.in_sample), g._errors(g.out_of_sample)),
-        "band": band,
+        "band": _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal),
         "comparison": {
             "base": g.base_name,
             "base_median_abs_error": _num(med_pub),
