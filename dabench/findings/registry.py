@@ -2,20 +2,62 @@
 
 A finding's ``measure`` runs the model at the setting the paper (or its own scripts) fixes and
 compares the result with the paper's number; the status comes from :func:`dabench.findings.status`.
+A setting is a config mapping (:func:`config`: the shipped conf/ with the setting's changes) for the
+one predictor (:func:`dabench.predictor.predict`: CapacityError when the model refuses it).
 docs/perfmodel.md, "The paper's findings on the models' own outputs".
 """
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from typing import Any
+
+from dabench.config.files import group_file
 from dabench.core.status import CapacityError
 from dabench.findings import Finding, Measured
-from dabench.findings.run import config, ipu_sweep_placements, throughput
-from dabench.fit.evaluate import predict_point
-from dabench.fit.points import load_points
-from dabench.predictor import predict
+from dabench.fit.evaluate import point_config, predict_point
+from dabench.fit.points import Point, load_points
+from dabench.predictor import Prediction, predict
 
 PAPER = "DABench-LLM (arXiv 2601.19904), headline findings (../shared/reference/mission.md, 'The three platforms')"
 CS2, SN30, BOW = f"{PAPER}: Cerebras CS-2", f"{PAPER}: SambaNova SN30", f"{PAPER}: Graphcore Bow-2000"
+
+
+def config(
+    platform: str,
+    model: str = "gpt2_small",
+    precision: str = "mixed",
+    parallel: str = "none",
+    batch: int = 4,
+    grad_accum: int = 1,
+    options: dict[str, Any] | None = None,
+    model_over: dict[str, Any] | None = None,
+    hw: dict[str, Any] | None = None,
+    **parallel_over: Any,
+) -> dict[str, Any]:
+    """The run config mapping: conf/ groups, then these changes (tests/perfmodel/helpers.run_config uses it too)."""
+    point = Point(
+        "finding", platform, model, (f"parallel={parallel}",), batch, grad_accum, precision,
+        "", "", "", 0.0, "M", 0.0, "rel", "check", "", "",
+    )  # fmt: skip
+    cfg = point_config(point)
+    cfg["hardware"]["options"].update(options or {})
+    cfg["hardware"].update(hw or {})
+    cfg["model"].update(model_over or {})
+    cfg["parallel"].update(parallel_over)
+    return cfg
+
+
+def throughput(cfg: dict[str, Any]) -> float:
+    return float(predict(cfg).metrics["throughput.samples_per_s"])
+
+
+@lru_cache(maxsize=1)
+def ipu_sweep_placements() -> tuple[str, ...]:
+    """The layers-per-IPU placements of the default IPU sweep (conf/default_sweep/ipu_pp.yaml)."""
+    data = group_file("default_sweep", "ipu_pp")
+    return tuple(re.findall(r'"([^"]+)"', data["hydra"]["sweeper"]["params"]["parallel.placement"]))
 
 
 def _encdec(layers: int) -> dict:
@@ -30,8 +72,10 @@ def wse2_allocation() -> Measured:
     by_depth = {n: predict(_encdec(n)).metrics["tier1.allocation_ratio"] for n in range(6, 73, 6)}
     deepest, top = max(by_depth.items(), key=lambda item: item[1])
     shallow = ", ".join(f"{100 * by_depth[n]:.0f}" for n in (6, 12, 18))
-    text = f"highest {100 * top:.1f}% (enc = dec = {deepest}); {shallow}% at 6, 12, 18"
-    return Measured(text, 0.915 <= top < 0.935)
+    return Measured(
+        f"highest {100 * top:.1f}% (enc = dec = {deepest}); {shallow}% at 6, 12, 18",
+        0.915 <= top < 0.935,
+    )
 
 
 def wse2_balance() -> Measured:
@@ -39,32 +83,33 @@ def wse2_balance() -> Measured:
     return Measured(f"LI {li:.2f}", li >= 0.95)
 
 
-def _fits(cfg: dict) -> CapacityError | None:
+def _run(cfg: dict) -> Prediction | CapacityError:
+    """The prediction at ``cfg``, or the CapacityError the model refuses it with."""
     try:
-        predict(cfg)
+        return predict(cfg)
     except CapacityError as error:
         return error
-    return None
 
 
 def wse2_72_layers() -> Measured:
-    refused72, refused78 = _fits(_encdec(72)), _fits(_encdec(78))
+    at72, at78 = _run(_encdec(72)), _run(_encdec(78))
     words = {None: "fits", True: "refused (SRAM)", False: "refused (other memory)"}
-    sram = None if refused78 is None else refused78.memory == "wse2 on-wafer SRAM"
-    ok72 = refused72 is None
+    sram = at78.memory == "wse2 on-wafer SRAM" if isinstance(at78, CapacityError) else None
+    ok72 = not isinstance(at72, CapacityError)
     return Measured(f"enc=dec=72 {'fits' if ok72 else 'refused'}, 78 {words[sram]}", ok72 and sram is True)
 
 
 def wse2_compile_reports() -> Measured:
     points = {p.id: p for p in load_points()}
-    rates, pes, ok = [], [], True
-    for layers in (6, 12, 18):
-        rate, pe = points[f"WSE-L{layers}"], points[f"WSE-L{layers}-PE"]
-        e_rate, e_pe = rate.error(predict_point(rate)), pe.error(predict_point(pe))
-        rates.append(f"{100 * e_rate:+.1f}%")
-        pes.append(f"{e_pe:+.1f}")
-        ok = ok and abs(e_rate) <= 0.10 and abs(e_pe) <= 5
-    return Measured(f"samples/s {', '.join(rates)}; Active PEs {', '.join(pes)} points", ok)
+    rates = [points[f"WSE-L{n}"].error(predict_point(points[f"WSE-L{n}"])) for n in (6, 12, 18)]
+    pes = [points[f"WSE-L{n}-PE"].error(predict_point(points[f"WSE-L{n}-PE"])) for n in (6, 12, 18)]
+    return Measured(
+        (
+            f"samples/s {', '.join(f'{100 * e:+.1f}%' for e in rates)}; "
+            f"Active PEs {', '.join(f'{e:+.1f}' for e in pes)} points"
+        ),
+        all(abs(e) <= 0.10 for e in rates) and all(abs(e) <= 5 for e in pes),
+    )
 
 
 def wse2_batch_plateau() -> Measured:
@@ -72,8 +117,10 @@ def wse2_batch_plateau() -> Measured:
     changes = [throughput(config("wse2", batch=b)) / base - 1 for b in (256, 448, 1024)]
     worst = max(changes, key=abs)
     small = throughput(config("wse2", batch=16)) / base
-    text = f"batch 224 -> 256/448/1024: at most {100 * worst:+.1f}%; batch 16 at {100 * small:.0f}% of 224's"
-    return Measured(text, abs(worst) <= 0.05 and small < 0.7)
+    return Measured(
+        f"batch 224 -> 256/448/1024: at most {100 * worst:+.1f}%; batch 16 at {100 * small:.0f}% of 224's",
+        abs(worst) <= 0.05 and small < 0.7,
+    )
 
 
 def wse2_mixed_precision() -> Measured:
@@ -90,9 +137,10 @@ def _rdu(mode: str, layers: int = 12, **kw) -> dict:
 
 def rdu_allocation() -> Measured:
     values = {m: [predict(_rdu(m, n)).metrics["tier1.allocation_ratio"] for n in (1, 6, 12, 24)] for m in ("o0", "o1")}
-    top = max(max(v) for v in values.values())
-    text = "; ".join(f"{m} at most {100 * max(v):.1f}%" for m, v in values.items())
-    return Measured(text, top <= 0.60)
+    return Measured(
+        "; ".join(f"{m} at most {100 * max(v):.1f}%" for m, v in values.items()),
+        max(max(v) for v in values.values()) <= 0.60,
+    )
 
 
 def rdu_o3_allocation() -> Measured:
@@ -102,8 +150,10 @@ def rdu_o3_allocation() -> Measured:
 
 def rdu_o3_balance() -> Measured:
     values = [predict(_rdu("o3", n)).metrics["tier1.load_imbalance"] for n in (1, 6, 12, 24, 36)]
-    falling = all(b < a for a, b in zip(values, values[1:], strict=False))
-    return Measured("LI at 1-36 layers: " + ", ".join(f"{v:.2f}" for v in values), falling)
+    return Measured(
+        "LI at 1-36 layers: " + ", ".join(f"{v:.2f}" for v in values),
+        all(b < a for a, b in zip(values, values[1:], strict=False)),  # falling
+    )
 
 
 def rdu_memory_bound() -> Measured:
@@ -177,26 +227,23 @@ def _ipu(placement: str, model: str = "gpt2_test", precision: str = "fp16", **op
     )  # fmt: skip
 
 
-def _ipu_sweep(**options) -> dict[str, tuple]:
-    out = {}
-    for placement in ipu_sweep_placements():
-        try:
-            prediction = predict(_ipu(placement, **options))
-            out[placement] = prediction.profile, prediction.metrics
-        except CapacityError:
-            pass
-    return out
+def _ipu_sweep(**options) -> dict[str, Prediction]:
+    """The default IPU sweep's placements the model does not refuse, with their predictions."""
+    runs = {placement: _run(_ipu(placement, **options)) for placement in ipu_sweep_placements()}
+    return {placement: run for placement, run in runs.items() if not isinstance(run, CapacityError)}
 
 
 def ipu_compute_efficiency() -> Measured:
-    full = max(m["tier1.compute_efficiency"] for _, m in _ipu_sweep().values())
-    best = max(_ipu_sweep(half_partials=True).values(), key=lambda r: r[1]["tier1.compute_efficiency"])[1]
+    full = max(r.metrics["tier1.compute_efficiency"] for r in _ipu_sweep().values())
+    best = max(_ipu_sweep(half_partials=True).values(), key=lambda r: r.metrics["tier1.compute_efficiency"]).metrics
     half, amp = best["tier1.compute_efficiency"], best["ipu.share.amp"]
-    text = (
-        f"best placement: {100 * full:.0f}% (fp32 partials), {100 * half:.0f}% (half partials); its busiest IPU "
-        f"is {100 * amp:.0f}% AMP arithmetic, a share the precision gain cannot fall below"
+    return Measured(
+        (
+            f"best placement: {100 * full:.0f}% (fp32 partials), {100 * half:.0f}% (half partials); its busiest IPU "
+            f"is {100 * amp:.0f}% AMP arithmetic, a share the precision gain cannot fall below"
+        ),
+        max(full, half) <= 0.41 and max(full, half) > 0.25,
     )
-    return Measured(text, max(full, half) <= 0.41 and max(full, half) > 0.25)
 
 
 def _matched_pair(half_partials: bool) -> dict:
@@ -218,62 +265,66 @@ def ipu_memory_bound() -> Measured:
     bound = [runs[h]["diagnosis.memory_bound"] == 1.0 for h in (False, True)]
     ratio = {h: runs[h]["roofline.step.intensity"] / runs[h]["roofline.ridge_intensity"] for h in (False, True)}
     moving = {h: 100 * runs[h]["ipu.memory_share"] for h in (False, True)}
-    text = (
-        f"step intensity {ratio[False]:.2g} (fp32 partials), {ratio[True]:.2g} (half) x the ridge; the busiest "
-        f"IPU moves data {moving[False]:.0f}% / {moving[True]:.0f}% of its time"
+    return Measured(
+        (
+            f"step intensity {ratio[False]:.2g} (fp32 partials), {ratio[True]:.2g} (half) x the ridge; the busiest "
+            f"IPU moves data {moving[False]:.0f}% / {moving[True]:.0f}% of its time"
+        ),
+        all(bound),
     )
-    return Measured(text, all(bound))
 
 
 def ipu_mixed_precision() -> Measured:
     gain = throughput(_matched_pair(True)) / throughput(_matched_pair(False))
     amp = predict(_matched_pair(True)).metrics["ipu.share.amp"]
-    text = f"{100 * (gain - 1):+.0f}% (half vs fp32 partials): at least + the half stage's AMP share ({100 * amp:.0f}%)"
-    return Measured(text, 1.147 <= gain <= 1.293)
+    return Measured(
+        f"{100 * (gain - 1):+.0f}% (half vs fp32 partials): at least + the half stage's AMP share ({100 * amp:.0f}%)",
+        1.147 <= gain <= 1.293,
+    )
 
 
 def ipu_capacity() -> Measured:
     """The scripts' defaults: optimizer state off chip (train_gpt2.py's --optimizer-state-offchip)."""
     kw = {"optimizer_state_offchip": True}
-    refused10, fits8 = _fits(_ipu("0 10", **kw)), None
-    try:
-        used8 = predict(_ipu("0 8", **kw)).metrics["ipu.max_memory_fraction"]
-    except CapacityError as error:
-        fits8, used8 = error, float("nan")
-    if refused10 is None:
-        used10 = predict(_ipu("0 10", **kw)).metrics["ipu.max_memory_fraction"]
+    at10, at8 = _run(_ipu("0 10", **kw)), _run(_ipu("0 8", **kw))
+    fits10, fits8 = not isinstance(at10, CapacityError), not isinstance(at8, CapacityError)
+    if fits10:
+        used10 = at10.metrics["ipu.max_memory_fraction"]
         text = f'"0 10" fits ({100 * used10:.0f}% of the fullest IPU)'
     else:
-        text = f'"0 10" refused ({refused10.needed_bytes / 2**20:,.0f} of {refused10.available_bytes / 2**20:,.0f} MiB)'
-    text += ', "0 8" ' + (f"fits ({100 * used8:.0f}%)" if fits8 is None else "refused")
-    if refused10 is None and fits8 is None:  # what each layer would have to weigh for the probe to hold
+        text = f'"0 10" refused ({at10.needed_bytes / 2**20:,.0f} of {at10.available_bytes / 2**20:,.0f} MiB)'
+    used8 = at8.metrics["ipu.max_memory_fraction"] if fits8 else float("nan")
+    text += ', "0 8" ' + (f"fits ({100 * used8:.0f}%)" if fits8 else "refused")
+    if fits10 and fits8:  # what each layer would have to weigh for the probe to hold
         per_layer = (used10 - used8) / 2
         needed = (1 - used10 + 10 * per_layer) / 10
         text += f"; a layer is {100 * per_layer:.1f}% of the IPU, over {100 * needed:.1f}% needed"
-    return Measured(text, refused10 is not None and fits8 is None)
+    return Measured(text, not fits10 and fits8)
 
 
 def ipu_most_loaded() -> Measured:
     worst, ok = 0.0, True
     sweep = _ipu_sweep()
-    for profile, metrics in sweep.values():
-        times = [s.time_s for s in profile.subtasks]
-        worst = max(worst, abs(profile.step_times_s[0] / max(times) - 1))
-        ok = ok and metrics["ipu.bottleneck_ipu"] == times.index(max(times))
+    for run in sweep.values():
+        times = [s.time_s for s in run.profile.subtasks]
+        worst = max(worst, abs(run.profile.step_times_s[0] / max(times) - 1))
+        ok = ok and run.metrics["ipu.bottleneck_ipu"] == times.index(max(times))
     pairs = [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"), ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")]
     wins = all(
-        sweep[a][1]["throughput.samples_per_s"] >= sweep[b][1]["throughput.samples_per_s"]
-        and sweep[a][1]["ipu.max_layers_per_ipu"] <= sweep[b][1]["ipu.max_layers_per_ipu"]
+        sweep[a].metrics["throughput.samples_per_s"] >= sweep[b].metrics["throughput.samples_per_s"]
+        and sweep[a].metrics["ipu.max_layers_per_ipu"] <= sweep[b].metrics["ipu.max_layers_per_ipu"]
         for a, b in pairs
     )
-    gain = sweep["0 4 4 4"][1]["throughput.samples_per_s"] / sweep["0 6 3 3"][1]["throughput.samples_per_s"]
-    text = f'step within {100 * worst:.1f}% of the busiest IPU; "0 4 4 4" x{gain:.2f} over "0 6 3 3"'
-    return Measured(text, ok and worst <= 0.06 and wins)
+    gain = sweep["0 4 4 4"].metrics["throughput.samples_per_s"] / sweep["0 6 3 3"].metrics["throughput.samples_per_s"]
+    return Measured(
+        f'step within {100 * worst:.1f}% of the busiest IPU; "0 4 4 4" x{gain:.2f} over "0 6 3 3"',
+        ok and worst <= 0.06 and wins,
+    )
 
 
 def ipu_tile_use() -> Measured:
     sweep = _ipu_sweep()
-    idle, full = (sweep[p][1]["tier1.allocation_ratio"] for p in ("0 1 1 1 1 0 0 0", "0 2 2 2 2 2 1 1"))
+    idle, full = (sweep[p].metrics["tier1.allocation_ratio"] for p in ("0 1 1 1 1 0 0 0", "0 2 2 2 2 2 1 1"))
     return Measured(
         f'allocation "0 1 1 1 1 0 0 0" {100 * idle:.0f}%, "0 2 2 2 2 2 1 1" {100 * full:.0f}%',
         idle < 0.7 and full == 1.0,
@@ -284,22 +335,23 @@ def ipu_batch() -> Measured:
     """The paper's batch study (gpt_batchsize_benchmark.sh): gradient accumulation 13 -> 26 on 4 IPUs."""
 
     def study(grad_accum: int) -> float:
-        cfg = config(
+        return throughput(config(
             "ipu", "gpt2_test", "fp16", "pp", batch=1, grad_accum=grad_accum, placement="0 3 1 0",
             options={**PAPER_IPU, "embedding_serialization_factor": 8,
                      "optimizer_state_offchip": True, "half_partials": True},
             model_over={"tie_embeddings": True, "seq_len": 512},
-        )  # fmt: skip
-        return throughput(cfg)
+        ))  # fmt: skip
 
     gain = study(26) / study(13)
     per_micro = (26 / study(26) - 13 / study(13)) / 13  # seconds per micro-batch, then per step
     fixed = 13 / study(13) - 13 * per_micro
-    text = (
-        f"x{gain:.2f} from gradient accumulation 13 to 26: {1e3 * fixed:.0f} ms per step amortised, "
-        f"x1.5 needs {1e3 * 26 * per_micro:.0f} ms"
+    return Measured(
+        (
+            f"x{gain:.2f} from gradient accumulation 13 to 26: {1e3 * fixed:.0f} ms per step amortised, "
+            f"x1.5 needs {1e3 * 26 * per_micro:.0f} ms"
+        ),
+        gain > 1.5,
     )
-    return Measured(text, gain > 1.5)
 
 
 FINDINGS: tuple[Finding, ...] = (

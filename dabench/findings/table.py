@@ -78,8 +78,7 @@ def write(doc: Path | None = None, block: str | None = None) -> bool:
     block = markdown() if block is None else block
     doc = doc or doc_path()
     text = doc.read_text()
-    old = doc_block(doc)
-    new = text.replace(old, block, 1)
+    new = text.replace(doc_block(doc), block, 1)
     if new != text:
         write_text("source_tree", doc, new)
     return new != text

@@ -103,18 +103,20 @@ def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
     q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
     record: dict[str, Any] = {"kind": "near" if points else "wide", "n": len(points), "nominal_coverage": nominal}
     if q is not None and math.isfinite(q):
-        record.update(log_half_width=round(q, 6), factor=round(math.exp(q), 6))
-        record["note"] = (
-            f"{100 * nominal:.0f}% from {len(points)} out-of-source errors: value / {math.exp(q):.3g} to "
-            f"value x {math.exp(q):.3g} at a calibration point, wider with distance from it"
+        record.update(
+            log_half_width=round(q, 6),
+            factor=round(math.exp(q), 6),
+            note=f"{100 * nominal:.0f}% from {len(points)} out-of-source errors: value / {math.exp(q):.3g} to "
+            f"value x {math.exp(q):.3g} at a calibration point, wider with distance from it",
         )
     elif points:
         record["note"] = f"{len(points)} out-of-source errors, too few for a {100 * nominal:.0f}% quantile: wide"
     else:
-        record.update(log_half_width=round(wide, 6), factor=round(math.exp(wide), 6))
-        record["note"] = (
-            f"nothing calibrated on this platform: at least value / {math.exp(wide):.3g} to "
-            f"value x {math.exp(wide):.3g}, wider with reach"
+        record.update(
+            log_half_width=round(wide, 6),
+            factor=round(math.exp(wide), 6),
+            note=f"nothing calibrated on this platform: at least value / {math.exp(wide):.3g} to "
+            f"value x {math.exp(wide):.3g}, wider with reach",
         )
     record["points"] = [{**p, "score": None if not math.isfinite(p["score"]) else round(p["score"], 6)} for p in points]
     return record
@@ -139,6 +141,7 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
             "band": _reach_record(cv, nominal, wide),
         }
         if cv is not None and cv.rows:
+            k, n, interval = coverage.per_platform.get(arch, (0, 0, (0.0, 1.0)))
             entry_out["residuals"] = [
                 {
                     "point": r.point.id,
@@ -156,16 +159,17 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
                 }
                 for r in cv.rows
             ]
-            k, n, interval = coverage.per_platform.get(arch, (0, 0, (0.0, 1.0)))
-            entry_out["summary"] = {
-                **_error_summary(cv.abs_errors("in"), cv.abs_errors("out")),
-                "covered": k,
-                "banded": n,
-                "binomial_95": [_num(interval[0]), _num(interval[1])],
-            }
-            entry_out["sources"] = {key: ids for key, ids in cv.sources.items()}
-            entry_out["read_from_calibration"] = read_from_calibration(arch)
-            entry_out["refitted_from_prior"] = cv.freed
+            entry_out.update(
+                summary={
+                    **_error_summary(cv.abs_errors("in"), cv.abs_errors("out")),
+                    "covered": k,
+                    "banded": n,
+                    "binomial_95": [_num(interval[0]), _num(interval[1])],
+                },
+                sources=dict(cv.sources),
+                read_from_calibration=read_from_calibration(arch),
+                refitted_from_prior=cv.freed,
+            )
         platforms[arch] = entry_out
     med, worst = summary(pooled_out)
     return {
@@ -199,17 +203,20 @@ RUNS_BAND_METHOD = (
 def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     """One platform's entry of a constant set (the constant-set format plus this fit's keys)."""
     constants = constant_records(g.arch, "setting")
-    for name, value in g.fitted.items():
-        constants[f"options.{name}"] = {
-            "value": value,
-            "kind": "fitted",
-            "bounds": list(g.bounds[name]),
-            "points": [p.run_id for p in g.points],
-            "before": g.base.get(name),
+    constants.update(
+        {
+            f"options.{name}": {
+                "value": value,
+                "kind": "fitted",
+                "bounds": list(g.bounds[name]),
+                "points": [p.run_id for p in g.points],
+                "before": g.base.get(name),
+            }
+            for name, value in g.fitted.items()
         }
+    )
     scores = g.scores()
     kind, q = band_q(scores, [], nominal)
-    band = _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal)
     residuals = []
     for p, s in zip(g.points, scores, strict=True):
         others = [t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id]
@@ -241,7 +248,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
         "constants": constants,
         "residuals": residuals,
         "summary": _error_summary(g._errors(g.in_sample), g._errors(g.out_of_sample)),
-        "band": band,
+        "band": _band_record(kind, q, len(scores), reach.conformal_rank(len(scores), nominal), nominal),
         "comparison": {
             "base": g.base_name,
             "base_median_abs_error": _num(med_pub),
@@ -267,8 +274,9 @@ def build_set(name: str, fits: list[GroupFit], source: Mapping[str, Any], nomina
     platforms = {g.arch: platform_entry(g, nominal) for g in fits}
     rows = [r for e in platforms.values() for r in e["residuals"]]
     covered = sum(bool(r["covered"]) for r in rows)
-    errors = [abs(r["out_of_sample"] / r["measured"] - 1) if r["out_of_sample"] else math.inf for r in rows]
-    med, worst = summary(errors)
+    med, worst = summary(
+        [abs(r["out_of_sample"] / r["measured"] - 1) if r["out_of_sample"] else math.inf for r in rows]
+    )
     lo, hi = clopper_pearson(covered, len(rows)) if rows else (math.nan, math.nan)
     return {
         **header(name, nominal, RUNS_BAND_METHOD),

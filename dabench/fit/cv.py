@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from dabench.config.build import build_run_config
 from dabench.fit.evaluate import point_config, predict_point
-from dabench.fit.points import Point, load_points
+from dabench.fit.points import Point, group_by, load_points
 from dabench.fit.refit import refit
 from dabench.fit.sources import fitted, load_sources, read_from_calibration
 from dabench.perfmodel import reach
@@ -131,8 +131,6 @@ class CvRow:
 class PlatformCv:
     arch: str
     rows: list[CvRow]  #: every calibration point of the platform, all metrics
-    fitted_constants: list[str]  #: paths of the fitted constants
-    calibration_points: int
     sources: dict[str, list[str]] = field(default_factory=dict)  #: source -> point ids
     freed: dict[str, list[str]] = field(default_factory=dict)  #: source -> paths refitted from their prior without it
 
@@ -142,11 +140,11 @@ class PlatformCv:
 
     def abs_errors(self, which: str) -> list[float]:
         """|relative error| of every throughput point (``inf`` when refused), in or out of sample."""
-        out = []
-        for r in self.banded:
-            v, published = (r.in_sample if which == "in" else r.out_of_sample), r.point.published
-            out.append(math.inf if v is None or math.isnan(v) else abs((v - published) / published))
-        return out
+        return [_abs_error(r.in_sample if which == "in" else r.out_of_sample, r.point.published) for r in self.banded]
+
+
+def _abs_error(predicted: float | None, published: float) -> float:
+    return math.inf if predicted is None or math.isnan(predicted) else abs((predicted - published) / published)
 
 
 def summary(values: list[float]) -> tuple[float, float]:
@@ -160,11 +158,8 @@ def out_of_group(
     """The cross-validation every fit uses: point id -> its value predicted with the knobs
     ``fit(group)`` returns, fitted without any point of its group (one fit per group; None: the
     start's knobs, which saw none of the group)."""
-    groups: dict[str, list[Point]] = {}
-    for p in points:
-        groups.setdefault(group_of(p), []).append(p)
     out = {}
-    for group, members in groups.items():
+    for group, members in group_by(points, group_of).items():
         options = fit(group)
         out.update({p.id: predict_point(p, options) for p in members})
     return out
@@ -172,12 +167,9 @@ def out_of_group(
 
 def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> PlatformCv:
     """Leave-one-source-out predictions of every calibration point of ``arch``."""
-    entries = fitted(arch)
-    fit_ids = {i for e in entries.values() for i in e.points}
+    fit_ids = {i for e in fitted(arch).values() for i in e.points}
     points = [p for p in load_points() if p.platform == arch]
-    sources: dict[str, list[Point]] = {}
-    for p in points:
-        sources.setdefault(p.source_key, []).append(p)
+    sources = group_by(points, lambda p: p.source_key)
     provenance = load_sources(arch)
     broken = [f"{p.path}: {p.text}" for p in provenance.values() if p.kind == "invalid"]
     if broken:
@@ -194,8 +186,7 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
             return None  # the shipped constants never saw this source
         if log:
             log(f"  {arch}: refit without {source}")
-        ids = {p.id for p in sources[source]}
-        return refit(arch, leave_out=ids, start="middle", free=freed.get(source)).values
+        return refit(arch, leave_out={p.id for p in sources[source]}, start="middle", free=freed.get(source)).values
 
     out = out_of_group(points, lambda p: p.source_key, without)
     rows = [
@@ -211,9 +202,11 @@ def cross_validate(arch: str, log: Callable[[str], None] | None = None) -> Platf
         )
         for p in points
     ]
-    by_source = {k: [p.id for p in ps] for k, ps in sources.items()}
     return PlatformCv(
-        arch, rows, sorted(entries), len(points), by_source, {key: sorted(paths) for key, paths in freed.items()}
+        arch,
+        rows,
+        {k: [p.id for p in ps] for k, ps in sources.items()},
+        {key: sorted(paths) for key, paths in freed.items()},
     )
 
 

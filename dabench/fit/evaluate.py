@@ -43,8 +43,9 @@ def _composed(platform: str, model: str, precision: str, batch: int, accum: int,
 
 def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
     """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
-    p = point
-    cfg = _composed(p.platform, p.model, precision or p.precision, p.batch, p.grad_accum, p.overrides)
+    cfg = _composed(
+        point.platform, point.model, precision or point.precision, point.batch, point.grad_accum, point.overrides
+    )
     if options:
         own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
         hw = cfg["hardware"]
@@ -54,7 +55,7 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
                 name, _, leaf = rest.partition(".")
                 found = [e for e in hw[group] if name in (e.get("name"), e.get("kind"))]
                 if not found or leaf not in found[0]:
-                    raise ValueError(f"{key}: no such hardware field of {p.platform}")
+                    raise ValueError(f"{key}: no such hardware field of {point.platform}")
                 found[0][leaf] = value
             elif key not in own:
                 hw["options"][key] = value
@@ -118,14 +119,23 @@ def prepare(points: list[Point]) -> list[LeftOut]:
                 hardware_yaml(p.platform).get("options") or {} if (hw.get("arch") or p.platform) == p.platform else {}
             )
             # knobs added since the run was recorded take the shipped value (they do not change what it measured)
-            options = {**shipped, **(hw.get("options") or {})}
-            hardware = {**hw, "mode": "predict", "constants": "published", "options": options}
+            hardware = {
+                **hw,
+                "mode": "predict",
+                "constants": "published",
+                "options": {**shipped, **(hw.get("options") or {})},
+            }
             rc = build_run_config({**p.config, "tracking": {"enabled": False}, "hardware": hardware})
             if p.ceilings is not None:
                 roof = Ceilings(*p.ceilings, "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
-                why = "no ceilings recorded (the CPU calibration was refused when it ran): a CPU prediction needs them"
-                unusable.append(LeftOut(p.run_id, why))
+                unusable.append(
+                    LeftOut(
+                        p.run_id,
+                        "no ceilings recorded (the CPU calibration was refused when it ran): "
+                        "a CPU prediction needs them",
+                    )
+                )
                 continue
             else:
                 roof = resolve_ceilings(rc.hardware, rc.precision)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from dabench.fit.cv import NOMINAL, out_of_group, score, summary
 from dabench.fit.evaluate import base_options, predict_point, prepare, quiet_model
-from dabench.fit.points import LeftOut, Point
+from dabench.fit.points import LeftOut, Point, group_by
 from dabench.fit.refit import fittable, refit_runs
 from dabench.perfmodel.constants import band as band_of
 from dabench.predictor import opgraph
@@ -31,9 +31,7 @@ def folds(points: list[Point]) -> list[set[str]]:
 
 def noise_floor(points: list[Point]) -> tuple[float, str]:
     """(floor, how): the measurements' own spread (docs/fitting.md, "The fit", noise floor)."""
-    groups: dict[str, list[float]] = {}
-    for p in points:
-        groups.setdefault(p.key, []).append(p.published)
+    groups = {key: [p.published for p in mine] for key, mine in group_by(points, lambda p: p.key).items()}
     spreads = [abs(x / statistics.median(v) - 1) for v in groups.values() if len(v) > 1 for x in v]
     if spreads:
         repeated = sum(1 for v in groups.values() if len(v) > 1)
@@ -46,6 +44,11 @@ def noise_floor(points: list[Point]) -> tuple[float, str]:
     if within:
         return statistics.median(within), f"no repeated configs: spread of the timed steps within {len(within)} runs"
     return math.nan, "no repeats and no step spread recorded"
+
+
+def _abs_error(predicted: float, measured: float) -> float:
+    """|predicted / measured - 1|; inf when refused (NaN) or not positive."""
+    return abs(predicted / measured - 1) if predicted > 0 else math.inf
 
 
 @dataclass
@@ -67,11 +70,7 @@ class GroupFit:
     base_name: str = "published"
 
     def _errors(self, predictions: Mapping[str, float]) -> list[float]:
-        out = []
-        for p in self.points:
-            v = predictions.get(p.run_id, math.nan)
-            out.append(abs(v / p.published - 1) if v > 0 else math.inf)
-        return out
+        return [_abs_error(predictions.get(p.run_id, math.nan), p.published) for p in self.points]
 
     def scores(self) -> list[float]:
         return [score(self.out_of_sample.get(p.run_id, math.nan), p.published) for p in self.points]
@@ -100,8 +99,7 @@ class GroupFit:
         """The configs the set saw: ranges of the model's shape and run, precisions, layouts."""
 
         def span(get):
-            values = [get(p) for p in self.points]
-            values = [v for v in values if isinstance(v, (int, float))]
+            values = [v for v in map(get, self.points) if isinstance(v, (int, float))]
             return [min(values), max(values)] if values else None
 
         return {
@@ -179,8 +177,7 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
 
     out = []
     for arch, entry in (constant_set.get("platforms") or {}).items():
-        factor = (entry.get("band") or {}).get("factor")
-        if not factor:
+        if not (entry.get("band") or {}).get("factor"):
             continue
         host = entry.get("host_key")
         mine = [p for p in points if p.platform == arch and (not host or p.host_key == host)]
@@ -195,13 +192,12 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
                     if k.startswith("options.") and c.get("kind") == "fitted"
                 }
             )
-        outside = 0
-        for p in mine:
-            with quiet_model():
-                value = predict_point(p, options)
-            interval = band_of(arch, value, constant_set) if value > 0 else None
-            if interval is None or not (interval[0] <= p.published <= interval[1]):
-                outside += 1
+        with quiet_model():
+            values = [predict_point(p, options) for p in mine]
+        bands = [band_of(arch, value, constant_set) if value > 0 else None for value in values]
+        outside = sum(
+            band is None or not (band[0] <= p.published <= band[1]) for band, p in zip(bands, mine, strict=True)
+        )
         nominal = float(constant_set.get("nominal_coverage") or NOMINAL)
         p_value = float(binom.sf(outside - 1, len(mine), 1 - nominal)) if mine else 1.0
         out.append(Drift(name, arch, len(mine), outside, nominal, p_value))

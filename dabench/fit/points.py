@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 POINTS_CSV = Path(__file__).with_name("points.csv")
 _ROW = re.compile(r"\brow\b", re.IGNORECASE)
@@ -58,7 +58,6 @@ class Point:
     run_id: str = ""
     # a measured run: the machine, its config mapping and what else it recorded
     host_key: str = ""
-    hardware: str = ""
     config: dict[str, Any] | None = None  #: the run's config mapping (None: not recorded)
     key: str = ""  #: the config's identity (repeats of one config share it)
     tokens_per_s: float = math.nan
@@ -92,11 +91,14 @@ class Point:
 
 @lru_cache(maxsize=1)
 def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:
-    rows = []
     with path.open(newline="") as handle:
-        for row in csv.DictReader(line for line in handle if not line.startswith("#")):
-            converted = {c: f(row.get(c) or "") for c, f in _CONVERT.items()}
-            rows.append(Point(**{c: row[c] for c in (*_TEXT, "source", "note")}, **converted))
+        rows = [
+            Point(
+                **{c: row[c] for c in (*_TEXT, "source", "note")},
+                **{c: f(row.get(c) or "") for c, f in _CONVERT.items()},
+            )
+            for row in csv.DictReader(line for line in handle if not line.startswith("#"))
+        ]
     ids = [p.id for p in rows]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate point ids in {path.name}")
@@ -121,6 +123,14 @@ def uncertain_tolerance(point: Point) -> str:
         return ""
     match = re.search(r"uncertain:\s*([^;]{20,})", point.note)
     return match.group(1).strip() if match else "NO STATED REASON"
+
+
+def group_by(points: Iterable[Point], key: Callable[[Point], Any]) -> dict[Any, list[Point]]:
+    """``points`` by ``key(point)``: the keys in the order first seen, each group in ``points``' order."""
+    groups: dict[Any, list[Point]] = {}
+    for p in points:
+        groups.setdefault(key(p), []).append(p)
+    return groups
 
 
 @dataclass

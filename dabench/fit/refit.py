@@ -36,14 +36,11 @@ def _knob(path: str) -> str:
 
 
 def _residuals(points: list[Point], options: dict[str, Any]) -> list[float]:
-    out = []
-    for point in points:
-        value = predict_point(point, options)
-        if math.isnan(value):
-            out.append(REFUSED_RESIDUAL)
-        else:
-            out.append(point.error(value) / max(point.tolerance, 1e-9))
-    return out
+    values = [predict_point(point, options) for point in points]
+    return [
+        REFUSED_RESIDUAL if math.isnan(v) else point.error(v) / max(point.tolerance, 1e-9)
+        for point, v in zip(points, values, strict=True)
+    ]
 
 
 def _feasibility_fit(points: list[Point], name: str, low: float, high: float, options: dict[str, Any]) -> float:
@@ -106,17 +103,18 @@ def box_least_squares(
         min(1.0, max(0.0, (scale[n](float(start[n])) - lo) / (hi - lo)))
         for n, lo, hi in zip(names, lows, highs, strict=True)
     ]
-    result = least_squares(
-        lambda x: residuals({**start, **from_x(x)}),
-        x0,
-        bounds=(0.0, 1.0),
-        method="trf",
-        diff_step=1e-3,
-        xtol=xtol,
-        ftol=ftol,
-        max_nfev=max_nfev,
+    return from_x(
+        least_squares(
+            lambda x: residuals({**start, **from_x(x)}),
+            x0,
+            bounds=(0.0, 1.0),
+            method="trf",
+            diff_step=1e-3,
+            xtol=xtol,
+            ftol=ftol,
+            max_nfev=max_nfev,
+        ).x
     )
-    return from_x(result.x)
 
 
 def refit(
@@ -148,38 +146,34 @@ def refit(
     before.update({n: shipped[n] for n in free})
     values.update({n: math.sqrt(lo * hi) if n in log else (lo + hi) / 2 for n, (lo, hi) in free.items()})
 
-    if bounds or free:
-        remaining = [
-            p.id for p in by_id.values() if p.platform == arch and p.metric in ("samples_per_s", "tokens_per_s")
-        ]
-        ids = set()
-        for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
-            ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
-        if free:
-            ids |= {i for i in remaining if by_id[i].use != "excluded"}
-            ids |= {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
-        points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
+    remaining = [p.id for p in by_id.values() if p.platform == arch and p.metric in ("samples_per_s", "tokens_per_s")]
+    ids = set()
+    for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
+        ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
+    if free:
+        ids |= {i for i in remaining if by_id[i].use != "excluded"}
+        ids |= {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
+    points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
 
-        def whole(knobs: dict[str, Any]) -> dict[str, Any]:
-            return {**knobs, **{n: round(knobs[n]) for n in integer}}
+    def whole(knobs: dict[str, Any]) -> dict[str, Any]:
+        return {**knobs, **{n: round(knobs[n]) for n in integer}}
 
-        if points:  # none left: the knobs keep their start
-            fit = box_least_squares(
-                lambda knobs: _residuals(points, whole(knobs)),
-                values,
-                {**bounds, **free},
-                1e-6,
-                1e-8,
-                200,
-                log,
-            )
-            values.update({n: _round(v) for n, v in whole(fit).items()})
+    if points:  # none left: the knobs keep their start
+        fit = box_least_squares(
+            lambda knobs: _residuals(points, whole(knobs)),
+            values,
+            {**bounds, **free},
+            1e-6,
+            1e-8,
+            200,
+            log,
+        )
+        values.update({n: _round(v) for n, v in whole(fit).items()})
     for path, entry in feasibility.items():
         points = [by_id[i] for i in entry.points if i in by_id]
         values[_knob(path)] = _round(_feasibility_fit(points, _knob(path), *entry.bounds, dict(values)))
     all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
-    cost = sum(r * r for r in _residuals(all_points, values))
-    return FitResult(arch, values, before, cost)
+    return FitResult(arch, values, before, sum(r * r for r in _residuals(all_points, values)))
 
 
 def _round(value: float) -> float:
@@ -205,11 +199,11 @@ def class_residuals(p: Point, predicted: Mapping[str, float] | None) -> list[flo
     if not measured:
         return []
     weight = 1.0 / math.sqrt(len(measured))
-    out = []
-    for c, seconds in measured.items():
-        value = (predicted or {}).get(c, 0.0)
-        out.append(weight * (math.log(value / seconds) if value > 0 else REFUSED_RESIDUAL))
-    return out
+    got = predicted or {}
+    return [
+        weight * (math.log(got[c] / seconds) if got.get(c, 0.0) > 0 else REFUSED_RESIDUAL)
+        for c, seconds in measured.items()
+    ]
 
 
 EMULATED = ("emulated_compute_efficiency", "emulated_memory_efficiency")
@@ -228,8 +222,7 @@ def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
             for path, e in fitted(arch).items()
             if path.startswith("options.") and e.bounds
         }
-    configs = len({p.key for p in points})
-    return dict(list(bounds.items())[: max(0, configs - 1)])
+    return dict(list(bounds.items())[: max(0, len({p.key for p in points}) - 1)])
 
 
 def run_residuals(points: list[Point], options: Mapping[str, Any], classes: bool = True) -> list[float]:

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 from dabench.core.numbers import bad_metrics
 from dabench.core.platforms import arch_of_format
-from dabench.fit.points import LeftOut, Point
+from dabench.fit.points import LeftOut, Point, group_by
 
 
 def platform_of(tags: Mapping[str, Any], params: Mapping[str, Any]) -> str:
@@ -59,20 +59,18 @@ def unflatten(params: Mapping[str, Any]) -> dict[str, Any]:
         keys = str(dotted).split(".")
         node = out
         for key in keys[:-1]:
-            nxt = node.get(key)
-            if not isinstance(nxt, dict):
-                nxt = node[key] = {}
-            node = nxt
+            if not isinstance(node.get(key), dict):
+                node[key] = {}
+            node = node[key]
         node[keys[-1]] = _value(raw)
     return out
 
 
 def _num(metrics: Mapping[str, Any], name: str) -> float:
     try:
-        value = float(metrics.get(name))
+        return float(metrics.get(name))
     except (TypeError, ValueError):
         return math.nan
-    return value
 
 
 def config_key(params: Mapping[str, Any], arch: str, host: str) -> str:
@@ -110,8 +108,7 @@ def no_config_reason(params: Mapping[str, Any]) -> str:
     if not missing:
         return f"an ingested {fmt} artifact recorded without its config (re-ingest it: dabench ingest DIR --log)"
     if missing == "none":
-        error = params.get("import.config.error", "")
-        return f"the {fmt} artifact's stated config does not build here: {error}"
+        return f"the {fmt} artifact's stated config does not build here: {params.get('import.config.error', '')}"
     stated = sorted(k.split(".", 2)[2] for k in params if str(k).startswith("import.config.") and k.count(".") >= 3)
     return (
         f"the {fmt} artifact does not state {missing.replace(',', ', ')}"
@@ -126,8 +123,7 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
     for run in runs:
         rid, tags = run["run_id"], run.get("tags") or {}
         params, metrics = run.get("params") or {}, run.get("metrics") or {}
-        mode = tags.get("dabench.mode")
-        if mode != "measure" or tags.get("dabench.parent") == "true":
+        if tags.get("dabench.mode") != "measure" or tags.get("dabench.parent") == "true":
             continue  # predicted, a sweep's parent, a refused config (mode none), a fit's own run
         status = tags.get("dabench.status", "ok")
         if status != "ok":
@@ -151,7 +147,6 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
         cfg = unflatten({k: v for k, v in params.items() if not str(k).startswith("import.")}) or None
         if cfg is not None and not all(isinstance(cfg.get(g), dict) for g in ("model", "hardware", "precision")):
             cfg = None
-        why = "" if cfg is not None else no_config_reason(params)
         classes = {
             k.split(".", 1)[1]: v
             for k, v in metrics.items()
@@ -161,22 +156,17 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
         ridge = _num(metrics, "roofline.ridge_intensity")
         level = next((k.rsplit(".", 1)[1] for k in metrics if k.startswith("tier1.bandwidth_efficiency.")), "dram")
         ceilings = (peak, peak / ridge, level) if peak > 0 and ridge > 0 else None
-        native = (
-            str(tags.get("dabench.core.profile.precision_native", tags.get("dabench.profile.precision_native", "true")))
-            != "false"
-        )
-        precision = str(((cfg or {}).get("precision") or {}).get("name", ""))
+        native = tags.get("dabench.core.profile.precision_native", tags.get("dabench.profile.precision_native"))
         points.append(
             Point(
                 rid,
                 arch,
-                precision=precision,
+                precision=str(((cfg or {}).get("precision") or {}).get("name", "")),
                 published=samples,
                 use="fit",
                 source=f"ingest:{fmt}" if fmt else "dabench",
                 run_id=rid,
                 host_key=host,
-                hardware=str(((cfg or {}).get("hardware") or {}).get("name", arch)),
                 config=cfg,
                 key=config_key(params, arch, host),
                 tokens_per_s=_num(metrics, "throughput.tokens_per_s"),
@@ -184,10 +174,10 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
                 step_p10=_num(metrics, "step_time.p10_s"),
                 step_p90=_num(metrics, "step_time.p90_s"),
                 class_times=classes,
-                native=native,
+                native=str(native) != "false",
                 ceilings=ceilings,
                 describe=_describe(cfg, arch),
-                no_config=why,
+                no_config="" if cfg is not None else no_config_reason(params),
             )
         )
     return points, left
@@ -197,9 +187,5 @@ def group_points(
     points: list[Point], arch: str | None = None, host: str | None = None
 ) -> dict[tuple[str, str], list[Point]]:
     """(platform, host key) -> its points: machines of one platform are fitted apart."""
-    out: dict[tuple[str, str], list[Point]] = {}
-    for p in points:
-        if (arch and p.platform != arch) or (host and p.host_key != host):
-            continue
-        out.setdefault((p.platform, p.host_key), []).append(p)
-    return out
+    mine = [p for p in points if (not arch or p.platform == arch) and (not host or p.host_key == host)]
+    return group_by(mine, lambda p: (p.platform, p.host_key))

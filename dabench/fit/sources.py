@@ -48,22 +48,24 @@ def hardware_yaml(arch: str) -> dict[str, Any]:
     return fresh_file(CONF_HARDWARE / f"{arch}.yaml")
 
 
+#: the hardware lists with numbers: (list, the field naming an entry, its number fields)
+_LIST_FIELDS = (
+    ("memory", "name", ("capacity_bytes", "bandwidth_Bps")),
+    ("compute_units", "kind", ("count",)),
+    ("links", "name", ("bandwidth_Bps", "latency_s")),
+)
+
+
 def constant_paths(spec: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(path, value) of every number in a hardware YAML and of every option."""
     for precision, value in (spec.get("peak_flops") or {}).items():
         if value is not None:
             yield f"peak_flops.{precision}", value
-    for level in spec.get("memory") or ():
-        for key in ("capacity_bytes", "bandwidth_Bps"):
-            if level.get(key) is not None:
-                yield f"memory.{level['name']}.{key}", level[key]
-    for unit in spec.get("compute_units") or ():
-        if unit.get("count") is not None:
-            yield f"compute_units.{unit['kind']}.count", unit["count"]
-    for link in spec.get("links") or ():
-        for key in ("bandwidth_Bps", "latency_s"):
-            if link.get(key) is not None:
-                yield f"links.{link['name']}.{key}", link[key]
+    for group, name, keys in _LIST_FIELDS:
+        for entry in spec.get(group) or ():
+            for key in keys:
+                if entry.get(key) is not None:
+                    yield f"{group}.{entry[name]}.{key}", entry[key]
     for key, value in (spec.get("options") or {}).items():
         yield f"options.{key}", value
 
@@ -87,55 +89,49 @@ def _prior(body: Any) -> Prior | str | None:
         return f"prior.bounds must be [low, high] numbers, not {bounds!r}"
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         return f"prior.bounds must be finite with low < high, not {bounds!r}"
-    text = {k: str(body.get(k) or "").strip() for k in ("document", "locator", "figure")}
-    return Prior((low, high), **text)
+    return Prior((low, high), **{k: str(body.get(k) or "").strip() for k in ("document", "locator", "figure")})
 
 
 def load_sources(arch: str) -> dict[str, Provenance]:
     """path -> Provenance from conf/hardware/sources/<arch>.yaml ({} when the file is missing)."""
     raw = fresh_file(CONF_HARDWARE / "sources" / f"{arch}.yaml")
-    out = {}
-    for key, entry in raw.items():
-        entry = entry or {}
-        kinds = [k for k in KINDS if k in entry]
-        if len(kinds) != 1:
-            out[key] = Provenance(key, "invalid", f"needs exactly one of {KINDS}, has {sorted(entry)}")
-            continue
-        kind = kinds[0]
-        body = entry[kind]
-        if kind == "fitted":
-            fit = body or {}
-            bounds = fit.get("bounds")
-            out[key] = Provenance(
-                key, kind, "", tuple(fit.get("points") or ()), (float(bounds[0]), float(bounds[1])) if bounds else None
-            )
-        elif kind == "setting":
-            out[key] = Provenance(key, kind, str(body or "").strip())
-        elif not isinstance(body, dict):
-            out[key] = Provenance(
-                key,
-                "invalid",
-                f"{kind} must be a mapping "
-                f"({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
-                f"not {type(body).__name__}",
-            )
-        else:
-            text = body.get("figure") if kind == "source" else body.get("estimate")
-            prior = _prior(body.get("prior"))
-            if isinstance(prior, str):
-                out[key] = Provenance(key, "invalid", prior)
-                continue
-            out[key] = Provenance(
-                key,
-                kind,
-                str(text or "").strip(),
-                document=str(body.get("document") or "").strip(),
-                locator=str(body.get("locator") or "").strip(),
-                reason=str(body.get("reason") or "").strip(),
-                findings=_ids(body.get("finding")),
-                prior=prior,
-            )
-    return out
+    return {key: _provenance(key, entry or {}) for key, entry in raw.items()}
+
+
+def _provenance(key: str, entry: dict[str, Any]) -> Provenance:
+    """One entry's Provenance; kind ``invalid`` (its text says why) when it is malformed."""
+    kinds = [k for k in KINDS if k in entry]
+    if len(kinds) != 1:
+        return Provenance(key, "invalid", f"needs exactly one of {KINDS}, has {sorted(entry)}")
+    (kind,) = kinds
+    body = entry[kind]
+    if kind == "fitted":
+        bounds = (body or {}).get("bounds")
+        points = tuple((body or {}).get("points") or ())
+        return Provenance(key, kind, "", points, (float(bounds[0]), float(bounds[1])) if bounds else None)
+    if kind == "setting":
+        return Provenance(key, kind, str(body or "").strip())
+    if not isinstance(body, dict):
+        return Provenance(
+            key,
+            "invalid",
+            f"{kind} must be a mapping "
+            f"({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
+            f"not {type(body).__name__}",
+        )
+    prior = _prior(body.get("prior"))
+    if isinstance(prior, str):
+        return Provenance(key, "invalid", prior)
+    return Provenance(
+        key,
+        kind,
+        str(body.get("figure" if kind == "source" else "estimate") or "").strip(),
+        document=str(body.get("document") or "").strip(),
+        locator=str(body.get("locator") or "").strip(),
+        reason=str(body.get("reason") or "").strip(),
+        findings=_ids(body.get("finding")),
+        prior=prior,
+    )
 
 
 def uncertain(arch: str) -> dict[str, Provenance]:
@@ -164,10 +160,8 @@ def calibration_source(arch: str, document: str, locator: str) -> str | None:
     """The source of the first calibration point of ``arch`` with this document (or a file its
     locator names), else None."""
     files = _files(locator)
-    for p in load_points():
-        if p.platform == arch and (document == p.document or files & _files(p.locator)):
-            return p.source_key
-    return None
+    found = (p for p in load_points() if p.platform == arch and (document == p.document or files & _files(p.locator)))
+    return next((p.source_key for p in found), None)
 
 
 def read_from_calibration(arch: str) -> dict[str, str]:
@@ -175,10 +169,9 @@ def read_from_calibration(arch: str) -> dict[str, str]:
     document is a calibration point's (the same document, or a file a point's locator names):
     a number fixed from the data it is checked against, refitted from its prior in the fold
     that leaves that source out."""
-    out = {}
-    for path, entry in load_sources(arch).items():
-        if entry.kind in ("source", "uncertain") and (entry.document or entry.locator):
-            key = calibration_source(arch, entry.document, entry.locator)
-            if key is not None:
-                out[path] = key
-    return out
+    keys = {
+        path: calibration_source(arch, entry.document, entry.locator)
+        for path, entry in load_sources(arch).items()
+        if entry.kind in ("source", "uncertain") and (entry.document or entry.locator)
+    }
+    return {path: key for path, key in keys.items() if key is not None}

@@ -36,15 +36,12 @@ def _given(value: Any) -> bool:
 
 
 def bar_figure(rows: list[dict]):
-    from matplotlib.figure import Figure
-
-    from dabench.report.ticks import log_axis
+    from dabench.report.figures import log_axis, new_figure
 
     ok = [r for r in rows if r.get("status") == "ok" and r.get("time_to_train_s")]
     if not ok:
         return None
-    fig = Figure(figsize=(6.4, 3.2), layout="constrained")
-    ax = fig.add_subplot()
+    fig, ax = new_figure(6.4, 3.2)
     hours = [_hours(r["time_to_train_s"]) for r in ok]
     bars = ax.bar([r["platform"] for r in ok], hours, color="#4c72b0")
     for i, r in enumerate(ok):
@@ -62,9 +59,7 @@ def bar_figure(rows: list[dict]):
 
 
 def pareto_figure(search: list[dict]):
-    from matplotlib.figure import Figure
-
-    from dabench.report.ticks import log_axis
+    from dabench.report.figures import log_axis, new_figure
 
     points = [
         s
@@ -73,8 +68,7 @@ def pareto_figure(search: list[dict]):
     ]
     if not points:
         return None
-    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
-    ax = fig.add_subplot()
+    fig, ax = new_figure(6.4, 3.6)
     for platform in sorted({p["platform"] for p in points}):
         mine = [p for p in points if p["platform"] == platform]
         ax.scatter(

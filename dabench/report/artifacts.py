@@ -86,7 +86,8 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
         kinds = sorted({k for s in profile.subtasks for k in s.units})
         writer = csv.writer(handle)
         writer.writerow(["name", "time_s", "rate_samples_per_s", "flops", *[f"units.{k}" for k in kinds]])
-        for s in profile.subtasks:
-            writer.writerow([s.name, s.time_s, s.rate, s.flops, *[s.units.get(k) for k in kinds]])
+        writer.writerows(
+            [s.name, s.time_s, s.rate, s.flops, *[s.units.get(k) for k in kinds]] for s in profile.subtasks
+        )
         write_text("run_dir", folder / "subtasks.csv", handle.getvalue())
     return folder

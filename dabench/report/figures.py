@@ -4,7 +4,9 @@ Figure. A function whose data is absent raises :class:`NoData` with the note the
 Conventions: one colour per platform in every figure; predicted runs are drawn with hollow
 markers and dashed lines, measured runs with filled markers and solid lines. Where several runs
 share a point (same platform, x and series), the one with the highest throughput is drawn (the
-best configuration found); its label says so.
+best configuration found); its label says so. Log axes carry plain-text tick labels
+(:func:`log_axis`: ``1k``, ``0.01``, ``1024``) instead of mathtext, whose parsing dominated a
+report's time (docs/report.md, "Figures").
 """
 
 from __future__ import annotations
@@ -15,12 +17,45 @@ from typing import Any, Callable
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatter
 
-from dabench.report.ticks import log_axis
+from dabench.report.roofline_plot import SI_PREFIXES
 
 STRATEGIES = ("dp", "tp", "pp")
 _PALETTE = "#1f77b4 #d62728 #2ca02c #ff7f0e #9467bd #8c564b #e377c2 #17becf #7f7f7f #bcbd22".split()
 BAND = ("metrics.throughput.samples_per_s.lo", "metrics.throughput.samples_per_s.hi")  #: the throughput band
+
+
+def plain_label(value: float, base: float = 10) -> str:
+    """The text of a log tick at ``value`` > 0: base 10 SI-prefixed from 1000 (``20k``), plain from
+    0.001, else ``1e-4``; base 2 whole numbers below 100000, plain fractions, else ``2^20``."""
+    value = float(f"{value:.6g}")  # 999.9999999 (a float power) is the tick at 1000
+    if base == 2:
+        if 1e-3 <= value < 1e5:
+            return f"{value:.0f}" if value >= 1 else f"{value:g}"
+        return f"2^{round(math.log2(value))}"
+    for scale, prefix in SI_PREFIXES:
+        if scale <= value < scale * 1000:
+            return f"{value / scale:.3g}{prefix}"
+    if 1e-3 <= value < 1e3:
+        return f"{value:.3g}"
+    mantissa, exponent = f"{value:.2e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
+
+
+class PlainLogFormatter(LogFormatter):
+    """matplotlib's LogFormatter (the same ticks labelled) with :func:`plain_label` text."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        return plain_label(x, self._base)
+
+
+def log_axis(ax, which: str = "y", base: int = 10) -> None:
+    """Set ``ax``'s ``which`` axis ("x" or "y") to log scale (``base``) with plain tick labels."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=base)
+    axis.set_major_formatter(PlainLogFormatter(base=base))
+    axis.set_minor_formatter(PlainLogFormatter(base=base))
 
 
 class NoData(Exception):
@@ -52,8 +87,13 @@ def _ok(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     if frame.empty:
         return frame
     rows = frame[frame["status"] == "ok"]
-    for column in columns:
-        rows = rows[pd.to_numeric(rows[column], errors="coerce").notna()]
+    return rows[rows[list(columns)].apply(pd.to_numeric, errors="coerce").notna().all(axis=1)]
+
+
+def _drawable(rows: pd.DataFrame, missing: str) -> pd.DataFrame:
+    """``rows``, or :class:`NoData` saying ``missing`` when there are none."""
+    if rows.empty:
+        raise NoData(missing)
     return rows
 
 
@@ -81,7 +121,7 @@ def _note(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8)
 
 
-def _new(width: float, height: float, columns: int = 0) -> tuple[Figure, Any]:
+def new_figure(width: float, height: float, columns: int = 0) -> tuple[Figure, Any]:
     """A figure and its axes: one, or with ``columns`` a 2 x columns grid sharing x per column."""
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     return fig, fig.subplots(2, columns, squeeze=False, sharex="col") if columns else fig.subplots()
@@ -109,26 +149,34 @@ def _platforms_with_several(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def _band(ax, best: pd.DataFrame, x: str, color: str, alpha: float = 1.0) -> None:
     """Error bars of the throughput band (docs/perfmodel.md) where the runs have one."""
-    lo, hi = BAND
-    if lo not in best.columns or hi not in best.columns:
+    if not set(BAND) <= set(best.columns):
         return
-    banded = best[pd.to_numeric(best[lo], errors="coerce").notna() & pd.to_numeric(best[hi], errors="coerce").notna()]
+    banded = _ok(best, *BAND)
     if banded.empty:
         return
     y = banded["throughput"].astype(float)
-    low, high = pd.to_numeric(banded[lo]).astype(float), pd.to_numeric(banded[hi]).astype(float)
-    errors = [(y - low).clip(lower=0), (high - y).clip(lower=0)]
-    ax.errorbar(banded[x], y, yerr=errors, fmt="none", ecolor=color, alpha=0.5 * alpha, capsize=2, lw=0.8)
+    low, high = (pd.to_numeric(banded[column]).astype(float) for column in BAND)
+    ax.errorbar(
+        banded[x],
+        y,
+        yerr=[(y - low).clip(lower=0), (high - y).clip(lower=0)],
+        fmt="none",
+        ecolor=color,
+        alpha=0.5 * alpha,
+        capsize=2,
+        lw=0.8,
+    )
 
 
 def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
     """Per platform (columns): throughput (samples/s, log) and LI = mean/max subtask time against
     the number of decoder layers, one line per hidden size."""
-    rows = _ok(frame, "layers", "throughput")
-    if rows.empty:
-        raise NoData("no ok runs with a layer count (model.n_layers) and a throughput in this selection")
+    rows = _drawable(
+        _ok(frame, "layers", "throughput"),
+        "no ok runs with a layer count (model.n_layers) and a throughput in this selection",
+    )
     platforms = sorted(set(rows["platform"]))
-    fig, axes = _new(3.2 * len(platforms) + 0.8, 5.2, columns=len(platforms))
+    fig, axes = new_figure(3.2 * len(platforms) + 0.8, 5.2, columns=len(platforms))
     colors = platform_colors(frame)
     for j, name in enumerate(platforms):
         mine = rows[rows["platform"] == name]
@@ -165,14 +213,21 @@ def throughput_li_vs_layers(frame: pd.DataFrame) -> Figure:
 def allocation_vs_hidden(frame: pd.DataFrame) -> Figure:
     """Resource allocation ratio (units allocated / available, first unit kind) against hidden size:
     every run as a dot, the median per hidden size as a line, per platform."""
-    rows = _ok(frame, "hidden", "allocation")
-    if rows.empty:
-        raise NoData("no ok runs with a hidden size and an allocation ratio (tier1.allocation_ratio) in this selection")
-    fig, ax = _new(6.5, 4.2)
+    rows = _drawable(
+        _ok(frame, "hidden", "allocation"),
+        "no ok runs with a hidden size and an allocation ratio (tier1.allocation_ratio) in this selection",
+    )
+    fig, ax = new_figure(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, mode), part in rows.groupby(["platform", "mode"]):
-        face = "none" if mode == "predict" else colors[name]
-        ax.scatter(part["hidden"], part["allocation"], color=colors[name], alpha=0.35, s=14, facecolors=face)
+        ax.scatter(
+            part["hidden"],
+            part["allocation"],
+            color=colors[name],
+            alpha=0.35,
+            s=14,
+            facecolors="none" if mode == "predict" else colors[name],
+        )
         median = part.groupby("hidden")["allocation"].median()
         _line(ax, median.index, median.values, colors[name], mode, f"{name} ({_label(mode)}), median")
     _finish_axes(ax, "hidden size", "allocation ratio (units allocated / available)", x_base=2, y_log=False)
@@ -185,13 +240,12 @@ def roofline(frame: pd.DataFrame) -> Figure:
     chip, under its platform's roof min(peak FLOP/s at the run's precision, I * bandwidth). Filled
     dots: measured; hollow diamonds: predicted."""
     rows = _ok(frame, "intensity", "achieved_flops", "peak_flops", "bandwidth")
-    rows = rows[(rows["intensity"] > 0) & (rows["achieved_flops"] > 0)] if not rows.empty else rows
-    if rows.empty:
-        raise NoData(
-            "no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
-            "perf.peak_tflops, roofline.ridge_intensity) in this selection"
-        )
-    fig, ax = _new(7.5, 5.0)
+    rows = _drawable(
+        rows[(rows["intensity"] > 0) & (rows["achieved_flops"] > 0)] if not rows.empty else rows,
+        "no ok runs with roofline metrics (roofline.step.intensity, perf.achieved_tflops, "
+        "perf.peak_tflops, roofline.ridge_intensity) in this selection",
+    )
+    fig, ax = new_figure(7.5, 5.0)
     colors = platform_colors(frame)
     ridges = rows["peak_flops"] / rows["bandwidth"]
     lo = min(rows["intensity"].min(), ridges.min()) / 4
@@ -201,8 +255,14 @@ def roofline(frame: pd.DataFrame) -> Figure:
     for _, roof in roofs.iterrows():
         color, peak = colors[roof["platform"]], roof["peak_flops"]
         ax.plot(xs, [min(peak, x * roof["bandwidth"]) for x in xs], color=color, lw=1.2, alpha=0.8)
-        label = f"{roof['platform']} {roof['precision']} roof"
-        ax.annotate(label, (hi / 1.1, peak), fontsize=6, ha="right", va="bottom", color=color)
+        ax.annotate(
+            f"{roof['platform']} {roof['precision']} roof",
+            (hi / 1.1, peak),
+            fontsize=6,
+            ha="right",
+            va="bottom",
+            color=color,
+        )
     for (name, mode), part in rows.groupby(["platform", "mode"]):
         predicted, label = mode == "predict", f"{name} {_label(mode)} ({len(part)})"
         marker, face = ("D", "none") if predicted else ("o", colors[name])
@@ -229,10 +289,11 @@ def scaling(frame: pd.DataFrame) -> Figure:
     """Scaling efficiency = throughput(n) / (n * throughput(1)) and communication share of the step
     against chips, one column per strategy (DP, TP, PP), one line per platform."""
     rows = _ok(frame, "chips")
-    rows = rows[rows["strategy"].isin(STRATEGIES)] if not rows.empty else rows
-    if rows.empty:
-        raise NoData("no ok runs with a parallel strategy (parallel.strategy = dp, tp or pp) in this selection")
-    fig, axes = _new(10.5, 5.2, columns=3)
+    rows = _drawable(
+        rows[rows["strategy"].isin(STRATEGIES)] if not rows.empty else rows,
+        "no ok runs with a parallel strategy (parallel.strategy = dp, tp or pp) in this selection",
+    )
+    fig, axes = new_figure(10.5, 5.2, columns=3)
     colors = platform_colors(frame)
     for j, strategy in enumerate(STRATEGIES):
         mine = rows[rows["strategy"] == strategy]
@@ -243,15 +304,15 @@ def scaling(frame: pd.DataFrame) -> Figure:
             (bottom, "comm_share", "comm share"),
         ):
             part = mine[mine[column].notna()]
-            if part.empty:
-                _note(ax, f"no {strategy.upper()} runs\nwith {what}")
             for (name, mode), series in part.groupby(["platform", "mode"]):
                 best = _best(series, ["chips"])
                 _line(ax, best["chips"], best[column], colors[name], mode, f"{name} {_label(mode)}")
+            if part.empty:
+                _note(ax, f"no {strategy.upper()} runs\nwith {what}")
+            else:
+                ax.legend(fontsize=6, loc="best")
             ax.set_ylim(0, 1.05)
             ax.grid(True, ls=":", lw=0.5)
-            if not part.empty:
-                ax.legend(fontsize=6, loc="best")
         bottom.set_xlabel("chips")
     axes[0][0].set_ylabel("scaling efficiency\nT(n) / (n T(1))")
     axes[1][0].set_ylabel("communication share\nof step time")
@@ -261,10 +322,11 @@ def scaling(frame: pd.DataFrame) -> Figure:
 def batch_study(frame: pd.DataFrame) -> Figure:
     """Throughput (samples/s) against micro-batch size, one line per platform and precision (the
     best run per batch size)."""
-    rows = _platforms_with_several(_ok(frame, "batch", "throughput"), "batch")
-    if rows.empty:
-        raise NoData("no platform with ok runs at two or more batch sizes (run.batch_size) in this selection")
-    fig, ax = _new(6.5, 4.2)
+    rows = _drawable(
+        _platforms_with_several(_ok(frame, "batch", "throughput"), "batch"),
+        "no platform with ok runs at two or more batch sizes (run.batch_size) in this selection",
+    )
+    fig, ax = new_figure(6.5, 4.2)
     colors = platform_colors(frame)
     for (name, precision, mode), part in rows.groupby(["platform", "precision", "mode"]):
         best = _best(part, ["batch"])
@@ -277,14 +339,15 @@ def batch_study(frame: pd.DataFrame) -> Figure:
 def precision_study(frame: pd.DataFrame) -> Figure:
     """Best throughput per precision on each platform, relative to that platform's slowest precision
     (bars; the label gives samples/s)."""
-    rows = _platforms_with_several(_ok(frame, "throughput"), "precision")
-    if rows.empty:
-        raise NoData("no platform with ok runs at two or more precisions (precision.name) in this selection")
+    rows = _drawable(
+        _platforms_with_several(_ok(frame, "throughput"), "precision"),
+        "no platform with ok runs at two or more precisions (precision.name) in this selection",
+    )
     best = rows.groupby(["platform", "precision"])["throughput"].max().reset_index()
     colors = platform_colors(frame)
     platforms = sorted(set(best["platform"]))
     precisions = sorted(set(best["precision"]))
-    fig, ax = _new(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
+    fig, ax = new_figure(max(5.5, 1.6 * len(platforms) * len(precisions) ** 0.5 + 2), 4.2)
     width = 0.8 / len(precisions)
     hatches = ("", "//", "..", "xx", "\\\\", "oo")
     for k, precision in enumerate(precisions):
@@ -296,8 +359,11 @@ def precision_study(frame: pd.DataFrame) -> Figure:
             relative = float(value.iloc[0]) / float(mine["throughput"].min())
             x, hatch = i + (k - (len(precisions) - 1) / 2) * width, hatches[k % len(hatches)]
             label = precision if i == 0 or precision not in ax.get_legend_handles_labels()[1] else None
-            bar = ax.bar(x, relative, width, color=colors[name], hatch=hatch, edgecolor="black", label=label)
-            ax.bar_label(bar, [f"{float(value.iloc[0]):.3g}"], fontsize=6)
+            ax.bar_label(
+                ax.bar(x, relative, width, color=colors[name], hatch=hatch, edgecolor="black", label=label),
+                [f"{float(value.iloc[0]):.3g}"],
+                fontsize=6,
+            )
     ax.set_xticks(range(len(platforms)), platforms)
     ax.set_ylabel("throughput relative to the platform's slowest precision\n(label: samples/s)")
     ax.grid(True, axis="y", ls=":", lw=0.5)
@@ -307,16 +373,21 @@ def precision_study(frame: pd.DataFrame) -> Figure:
 
 def diagnosis_counts(frame: pd.DataFrame) -> Figure:
     """How many runs of each platform got each bottleneck label (dabench.diagnosis)."""
-    rows = frame[(frame["status"] == "ok") & (frame["diagnosis"] != "")] if not frame.empty else frame
-    if rows.empty:
-        raise NoData("no ok runs with a bottleneck diagnosis (tag dabench.diagnosis) in this selection")
+    rows = _drawable(
+        frame[(frame["status"] == "ok") & (frame["diagnosis"] != "")] if not frame.empty else frame,
+        "no ok runs with a bottleneck diagnosis (tag dabench.diagnosis) in this selection",
+    )
     table = rows.groupby(["platform", "diagnosis"]).size().unstack(fill_value=0)
-    fig, ax = _new(6.5, 0.5 * len(table) + 2.2)
-    left = [0] * len(table)
+    fig, ax = new_figure(6.5, 0.5 * len(table) + 2.2)
+    left = table.cumsum(axis=1) - table  # each label's bar starts where the ones before it end
     for k, label in enumerate(table.columns):
-        values = table[label].tolist()
-        ax.barh(list(table.index), values, left=left, color=_PALETTE[k % len(_PALETTE)], label=label)
-        left = [a + b for a, b in zip(left, values, strict=False)]
+        ax.barh(
+            list(table.index),
+            table[label].tolist(),
+            left=left[label].tolist(),
+            color=_PALETTE[k % len(_PALETTE)],
+            label=label,
+        )
     ax.set_xlabel("runs")
     ax.legend(fontsize=7, loc="best")
     ax.grid(True, axis="x", ls=":", lw=0.5)

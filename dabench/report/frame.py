@@ -60,8 +60,11 @@ def _experiments(client) -> list:
 def _what_exists(client, experiment_ids: list[str]) -> str:
     """The experiments and studies (parents tag optuna.study, trials optuna_study) in the store."""
     names = [e.name for e in _experiments(client)]
-    runs = search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
-    studies = {r.data.tags["optuna.study"] for r in runs if r.data.tags.get("optuna.study")}
+    studies = {
+        r.data.tags["optuna.study"]
+        for r in search_all(client, experiment_ids, "tags.`optuna.study` LIKE '%'")
+        if r.data.tags.get("optuna.study")
+    }
     studies |= {r.data.tags["optuna_study"] for r in search_all(client, experiment_ids, "tags.optuna_study LIKE '%'")}
     return (
         f"experiments: {', '.join(names) or '(none)'}; studies: {', '.join(sorted(studies)) or '(none)'}; "
@@ -98,8 +101,11 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
         trials = search_all(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
         if parents or trials:
             ids = tuple(r.info.run_id for r in parents)
-            by_trials = (f"tags.optuna_study = '{selection}'",)
-            filters = by_trials if trials else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
+            filters = (
+                (f"tags.optuna_study = '{selection}'",)
+                if trials
+                else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
+            )
             return Selection("study", f"study {selection}", tuple(experiment_ids), filters, ids)
         if kind == "study":
             raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
@@ -119,8 +125,7 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
 def _number(column: str, value: Any) -> float:
     """``value`` of ``column`` (``metrics.NAME``, ``params.NAME``) as a float; NaN when absent or
     when the number guard refuses it (:mod:`dabench.core.numbers`: not finite, out of range)."""
-    field = column.split(".", 1)[-1]
-    return float("nan") if value is None or bad_number(field, value) else float(value)
+    return float("nan") if value is None or bad_number(column.split(".", 1)[-1], value) else float(value)
 
 
 _STATE_STATUS = {
@@ -129,6 +134,34 @@ _STATE_STATUS = {
     "KILLED": "killed",
     "RUNNING": "running",
     "SCHEDULED": "scheduled",
+}
+
+
+#: normalized text column -> (default, then the columns it is read from, first found wins)
+_TEXT_COLUMNS = {
+    "platform": ("unknown", "tags.dabench.hardware", "params.hardware.name"),
+    "mode": ("unknown", "tags.dabench.mode"),
+    "status": ("unknown", "tags.dabench.status"),  # unknown: from the MLflow state
+    "reason": ("", "tags.dabench.reason"),
+    "diagnosis": ("", "tags.dabench.diagnosis"),
+    "diagnosis_reason": ("", "tags.dabench.diagnosis_reason"),
+    "precision": ("unknown", "params.precision.name", "params.precision.compute_dtype"),
+    "strategy": ("none", "params.parallel.strategy"),
+    "model": ("unknown", "tags.dabench.model", "params.model.name"),
+}
+#: normalized number column -> the columns it is read from (NaN when none holds a number)
+_NUMBER_COLUMNS = {
+    "layers": ("params.model.n_layers",),
+    "hidden": ("params.model.hidden_size",),
+    "batch": ("params.run.batch_size",),
+    "chips": ("metrics.chips", "params.parallel.degree"),
+    "throughput": ("metrics.throughput.samples_per_s",),
+    "li": ("metrics.tier1.load_imbalance",),
+    "allocation": ("metrics.tier1.allocation_ratio",),
+    "compute_efficiency": ("metrics.tier1.compute_efficiency",),
+    "comm_share": ("metrics.tier2.comm_fraction",),
+    "scaling_efficiency": ("metrics.tier2.scaling_efficiency",),
+    "intensity": ("metrics.roofline.step.intensity",),
 }
 
 
@@ -146,10 +179,10 @@ def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None
             "start": pd.to_datetime(run.info.start_time, unit="ms", utc=True) if run.info.start_time else pd.NaT,
             "end": pd.to_datetime(run.info.end_time, unit="ms", utc=True) if run.info.end_time else pd.NaT,
             "parent_run_id": tags.get("mlflow.parentRunId"),
+            **{f"metrics.{k}": v for k, v in run.data.metrics.items()},
+            **{f"params.{k}": v for k, v in run.data.params.items()},
+            **{f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG},
         }
-        row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
-        row.update({f"params.{k}": v for k, v in run.data.params.items()})
-        row.update({f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG})
         rows.append(row)
     return normalize(pd.DataFrame(rows))
 
@@ -182,28 +215,12 @@ def normalize(frame: pd.DataFrame) -> pd.DataFrame:
         return out
 
     frame["is_parent"] = (col("tags.dabench.parent").astype(str) == "true") | col("tags.optuna.study").notna()
-    frame["platform"] = text("tags.dabench.hardware", "params.hardware.name")
-    frame["mode"] = text("tags.dabench.mode")
+    for column, (default, *names) in _TEXT_COLUMNS.items():
+        frame[column] = text(*names, default=default)
     state = col("mlflow_status").map(lambda s: _STATE_STATUS.get(str(s), str(s).lower()))
-    frame["status"] = text("tags.dabench.status")
     frame.loc[frame["status"] == "unknown", "status"] = state[frame["status"] == "unknown"]
-    frame["reason"] = text("tags.dabench.reason", default="")
-    frame["diagnosis"] = text("tags.dabench.diagnosis", default="")
-    frame["diagnosis_reason"] = text("tags.dabench.diagnosis_reason", default="")
-    frame["precision"] = text("params.precision.name", "params.precision.compute_dtype")
-    frame["strategy"] = text("params.parallel.strategy", default="none")
-    frame["model"] = text("tags.dabench.model", "params.model.name")
-    frame["layers"] = number("params.model.n_layers")
-    frame["hidden"] = number("params.model.hidden_size")
-    frame["batch"] = number("params.run.batch_size")
-    frame["chips"] = number("metrics.chips", "params.parallel.degree")
-    frame["throughput"] = number("metrics.throughput.samples_per_s")
-    frame["li"] = number("metrics.tier1.load_imbalance")
-    frame["allocation"] = number("metrics.tier1.allocation_ratio")
-    frame["compute_efficiency"] = number("metrics.tier1.compute_efficiency")
-    frame["comm_share"] = number("metrics.tier2.comm_fraction")
-    frame["scaling_efficiency"] = number("metrics.tier2.scaling_efficiency")
-    frame["intensity"] = number("metrics.roofline.step.intensity")
+    for column, names in _NUMBER_COLUMNS.items():
+        frame[column] = number(*names)
     frame["achieved_flops"] = number("metrics.perf.achieved_tflops") * 1e12
     frame["peak_flops"] = number("metrics.perf.peak_tflops") * 1e12
     frame["bandwidth"] = frame["peak_flops"] / number("metrics.roofline.ridge_intensity")
@@ -218,8 +235,7 @@ def load_frame(
     client = client or client_for(uri)
     chosen = resolve_selection(client, selection, kind)
     names = {e.experiment_id: e.name for e in _experiments(client)}
-    runs = [run for f in chosen.filters for run in search_all(client, chosen.experiment_ids, f)]
-    frame = runs_to_frame(runs, names)
+    frame = runs_to_frame([run for f in chosen.filters for run in search_all(client, chosen.experiment_ids, f)], names)
     if not include_parents and not frame.empty:
         frame = frame[~frame["is_parent"]].reset_index(drop=True)
     return frame, chosen
@@ -240,5 +256,4 @@ def load_runs(uri: str | None, run_ids: list[str]) -> pd.DataFrame:
             f"{', '.join(names.values()) or '(none)'}; the run ids are in the runs.csv of "
             "python -m dabench report --out DIR)"
         )
-    frame = runs_to_frame(found, names)
-    return frame.set_index("run_id").loc[wanted].reset_index()
+    return runs_to_frame(found, names).set_index("run_id").loc[wanted].reset_index()

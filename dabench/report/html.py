@@ -37,14 +37,13 @@ def _number(value) -> str:
 
 
 def _rows(frame: pd.DataFrame, columns: list[str], links: dict[str, str] | None = None) -> list[dict]:
-    rows = []
-    for _, r in frame.head(MAX_TABLE_ROWS).iterrows():
-        row = {c: r.get(c, "") for c in columns}
-        row["url"] = (links or {}).get(str(r.get("run_id", "")), "")  # the run's MLflow page
-        if "throughput" in row:
-            row["throughput"] = _number(row["throughput"])
-        rows.append(row)
-    return rows
+    return [
+        {
+            **{c: _number(r.get(c, "")) if c == "throughput" else r.get(c, "") for c in columns},
+            "url": (links or {}).get(str(r.get("run_id", "")), ""),  # the run's MLflow page
+        }
+        for _, r in frame.head(MAX_TABLE_ROWS).iterrows()
+    ]
 
 
 def render(fig) -> tuple[io.BytesIO, io.BytesIO]:
@@ -94,31 +93,36 @@ def write_report(frame: pd.DataFrame, out: Path, selection: str, uri: str) -> Re
         if not frame.empty
         else {}
     )
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("dabench.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
-    )
-    html = environment.get_template("report.html.j2").render(
-        selection=selection,
-        uri=redact_uri(uri),
-        version=__version__,
-        ui_base=ui_base_url(uri),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        platforms=sorted(set(frame["platform"])),
-        counts={
-            "total": len(frame),
-            "ok": len(ok),
-            "failed": len(failed),
-            "measure": int(modes.get("measure", 0)),
-            "predict": int(modes.get("predict", 0)),
-            "unknown_mode": int(len(frame) - modes.get("measure", 0) - modes.get("predict", 0)),
-        },
-        figures=shown,
-        diagnosis_rows=_rows(
-            diagnosed, ["run_name", "platform", "mode", "throughput", "diagnosis", "diagnosis_reason"], links
-        ),
-        diagnosis_more=max(0, len(diagnosed) - MAX_TABLE_ROWS),
-        failure_rows=_rows(failed, ["run_name", "platform", "mode", "status", "reason"], links),
-        failure_more=max(0, len(failed) - MAX_TABLE_ROWS),
+    html = (
+        jinja2.Environment(
+            loader=jinja2.PackageLoader("dabench.report", "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+        )
+        .get_template("report.html.j2")
+        .render(
+            selection=selection,
+            uri=redact_uri(uri),
+            version=__version__,
+            ui_base=ui_base_url(uri),
+            generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            platforms=sorted(set(frame["platform"])),
+            counts={
+                "total": len(frame),
+                "ok": len(ok),
+                "failed": len(failed),
+                "measure": int(modes.get("measure", 0)),
+                "predict": int(modes.get("predict", 0)),
+                "unknown_mode": int(len(frame) - modes.get("measure", 0) - modes.get("predict", 0)),
+            },
+            figures=shown,
+            diagnosis_rows=_rows(
+                diagnosed, ["run_name", "platform", "mode", "throughput", "diagnosis", "diagnosis_reason"], links
+            ),
+            diagnosis_more=max(0, len(diagnosed) - MAX_TABLE_ROWS),
+            failure_rows=_rows(failed, ["run_name", "platform", "mode", "status", "reason"], links),
+            failure_more=max(0, len(failed) - MAX_TABLE_ROWS),
+        )
     )
     write_text("exports", report.html, html)
     return report

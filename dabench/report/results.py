@@ -31,12 +31,12 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per run: ok runs by throughput (highest first), then the others by status. Pure."""
     if frame.empty:
         return pd.DataFrame(columns=list(COLUMNS))
-    table = frame.copy()
-    step = table["metrics.step_time.median_s"] if "metrics.step_time.median_s" in table.columns else float("nan")
-    table["step_ms"] = pd.to_numeric(step, errors="coerce") * 1e3
-    table["band"] = _bands(table)
-    table["_ok"] = (table["status"] == "ok").astype(int)
-    table = table.sort_values(
+    step = frame["metrics.step_time.median_s"] if "metrics.step_time.median_s" in frame.columns else float("nan")
+    table = frame.assign(
+        step_ms=pd.to_numeric(step, errors="coerce") * 1e3,
+        band=_bands(frame),
+        _ok=(frame["status"] == "ok").astype(int),
+    ).sort_values(
         ["_ok", "throughput", "status", "run_name"],
         ascending=[False, False, True, True],
         na_position="last",
@@ -85,8 +85,7 @@ def _cell(column: str, value: Any) -> str:
 def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHOWN) -> str:
     """The table as aligned text, the best ``shown`` rows, then the status counts. Pure."""
     table = results_table(frame)
-    counts = status_counts(frame)
-    listed = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no runs"
+    listed = ", ".join(f"{n} {s}" for s, n in status_counts(frame).items()) or "no runs"
     head = f"{title}: {len(frame)} runs ({listed})"
     if table.empty:
         return head
@@ -97,8 +96,9 @@ def render_results(frame: pd.DataFrame, title: str = "results", shown: int = SHO
         and (c not in ("reason",) or table[c].astype(str).str.len().any())
         and (c != "band" or table[c].notna().any())
     ]
-    rows = [[HEADERS.get(c, c) for c in columns]]
-    rows += [[_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()]
+    rows = [[HEADERS.get(c, c) for c in columns]] + [
+        [_cell(c, row[c]) for c in columns] for _, row in table.head(shown).iterrows()
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
     lines = [head] + ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     lines.insert(2, "  ".join("-" * w for w in widths))  # under the header row
@@ -132,13 +132,11 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
             if not is_unreachable(error):
                 raise
             offline = True
-    if not frame.empty and parent_run_id in set(frame["run_id"]):  # a parent without children selects itself
-        frame = frame[frame["run_id"] != parent_run_id].reset_index(drop=True)
+    frame = frame[frame["run_id"] != parent_run_id].reset_index(drop=True)  # a parent without children selects itself
     waiting = waiting_runs(parent_run_id)
     if waiting:  # the runs kept in the outbox count too, in their newer state
         newer = runs_to_frame(waiting)
-        stored = frame[~frame["run_id"].isin(set(newer["run_id"]))] if not frame.empty else frame
-        frame = pd.concat([stored, newer], ignore_index=True)
+        frame = pd.concat([frame[~frame["run_id"].isin(set(newer["run_id"]))], newer], ignore_index=True)
     text = render_results(frame, title)
     if waiting:
         text += f"\n{len(waiting)} of these runs wait in the outbox {outbox_dir()} (dabench sync replays them)"

@@ -1,14 +1,182 @@
 """The roofline figure of one run (SVG): the roof, one point per op class, one for the step.
 
-Written by :mod:`dabench.report.svg_plot`, without matplotlib (its import would dominate a small run).
+Written as SVG text without matplotlib (its import would dominate a small run): :class:`LogLogChart`
+is a small log-log chart with only what the roofline needs (a line, markers, decade ticks, a
+reference line, a legend).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from html import escape
 
 from dabench.metrics.roofline import RooflinePoint
-from dabench.report.svg_plot import SI_PREFIXES, LogLogChart
+
+FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
+SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))  #: largest first
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def decade_label(value: float, unit: str = "") -> str:
+    """A decade tick's text: with a ``unit``, SI-prefixed (``10 GFLOP/s``); else plain (``0.01``) or ``1e-5``."""
+    exponent = round(math.log10(value))
+    if unit:
+        prefixes = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+        base = 3 * math.floor(exponent / 3)
+        if base in prefixes:
+            return f"{10 ** (exponent - base)} {prefixes[base]}{unit}"
+        return f"1e{exponent} {unit}"
+    if -3 <= exponent <= 4:
+        return f"{value:.{max(0, -exponent)}f}"
+    return f"1e{exponent}"
+
+
+def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = "") -> str:
+    """One ``circle``, ``diamond``, ``star`` or ``cross`` of radius ``size`` centred at pixel (x, y)."""
+    fill = color if filled else "white"
+    style = f"fill='{fill}' stroke='{color}' stroke-width='1.6' {attributes}".rstrip()
+    if shape == "circle":
+        return f"<circle cx='{_f(x)}' cy='{_f(y)}' r='{_f(size)}' {style}/>"
+    if shape == "cross":
+        d = size * 0.8
+        return (
+            f"<path d='M{_f(x - d)},{_f(y - d)}L{_f(x + d)},{_f(y + d)}M{_f(x - d)},{_f(y + d)}"
+            f"L{_f(x + d)},{_f(y - d)}' fill='none' stroke='{color}' stroke-width='2' {attributes}/>"
+        )
+    if shape == "diamond":
+        corners = [(x, y - size * 1.2), (x + size, y), (x, y + size * 1.2), (x - size, y)]
+    elif shape == "star":  # ten corners, alternately on the outer and the inner circle
+        angles = [math.pi / 2 + i * math.pi / 5 for i in range(10)]
+        radii = [size * (1.0 if i % 2 == 0 else 0.45) for i in range(10)]
+        corners = [(x + r * math.cos(a), y - r * math.sin(a)) for r, a in zip(radii, angles, strict=True)]
+    else:
+        raise ValueError(f"unknown marker shape {shape!r}")
+    points = " ".join(f"{_f(a)},{_f(b)}" for a, b in corners)
+    return f"<polygon points='{points}' {style}/>"
+
+
+@dataclass
+class LogLogChart:
+    """A log-log plot area of ``width`` x ``height`` pixels within margins; limits rounded out to decades."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    title: str
+    x_label: str
+    y_label: str
+    y_unit: str = ""  #: written on each y tick with an SI prefix (``10 GFLOP/s``)
+    width: float = 520
+    height: float = 380
+    left: float = 106
+    top: float = 46
+    right: float = 330
+    bottom: float = 56
+    _body: list[str] = field(default_factory=list)
+    _legend: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.x_lo, self.x_hi = 10 ** math.floor(math.log10(self.x_lo)), 10 ** math.ceil(math.log10(self.x_hi))
+        self.y_lo, self.y_hi = 10 ** math.floor(math.log10(self.y_lo)), 10 ** math.ceil(math.log10(self.y_hi))
+
+    def px(self, x: float) -> float:
+        """Pixel column of data x (log scale)."""
+        span = math.log10(self.x_hi) - math.log10(self.x_lo)
+        return self.left + (math.log10(x) - math.log10(self.x_lo)) / span * self.width
+
+    def py(self, y: float) -> float:
+        """Pixel row of data y (log scale, upwards)."""
+        span = math.log10(self.y_hi) - math.log10(self.y_lo)
+        return self.top + self.height - (math.log10(y) - math.log10(self.y_lo)) / span * self.height
+
+    def polyline(self, xs: list[float], ys: list[float], attributes: str = "") -> None:
+        points = " ".join(f"{_f(self.px(x))},{_f(self.py(y))}" for x, y in zip(xs, ys, strict=False))
+        self._body.append(f"<polyline points='{points}' fill='none' stroke='black' stroke-width='2.0' {attributes}/>")
+
+    def vline(self, x: float, text: str) -> None:
+        """A dotted grey vertical line at data x with ``text`` written along it."""
+        column = self.px(x)
+        self._body += [
+            f"<line x1='{_f(column)}' y1='{_f(self.top)}' x2='{_f(column)}' "
+            f"y2='{_f(self.top + self.height)}' stroke='grey' stroke-dasharray='2,3'/>",
+            f"<text x='{_f(column + 4)}' y='{_f(self.top + self.height - 6)}' font-size='10' "
+            f"fill='grey' {FONT}>{escape(text)}</text>",
+        ]
+
+    def marker(
+        self, shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = ""
+    ) -> None:
+        self._body.append(marker_svg(shape, self.px(x), self.py(y), size, color, filled, attributes))
+
+    def legend_entry(
+        self, text: str, shape: str | None = None, color: str = "black", filled: bool = True, size: float = 5.0
+    ) -> None:
+        """A legend row beside the axes: a marker sample (or a line sample when ``shape`` is None)."""
+        x = self.left + self.width + 18
+        y = self.top + 8 + 17 * len(self._legend)
+        sample = (
+            f"<line x1='{_f(x - 8)}' y1='{_f(y)}' x2='{_f(x + 8)}' y2='{_f(y)}' stroke='{color}' stroke-width='2'/>"
+            if shape is None
+            else marker_svg(shape, x, y, size, color, filled)
+        )
+        self._legend.append(
+            f"{sample}<text x='{_f(x + 16)}' y='{_f(y + 4)}' font-size='11' {FONT}>{escape(text)}</text>"
+        )
+
+    def _axes(self) -> list[str]:
+        left, top, right, bottom = self.left, self.top, self.left + self.width, self.top + self.height
+        out = [
+            f"<rect x='{_f(left)}' y='{_f(top)}' width='{_f(self.width)}' height='{_f(self.height)}' "
+            f"fill='none' stroke='black'/>"
+        ]
+        for lo, hi, horizontal in ((self.x_lo, self.x_hi, True), (self.y_lo, self.y_hi, False)):
+            decades = round(math.log10(hi / lo))
+            step = max(1, math.ceil(decades / 10))
+            for k in range(0, decades + 1):
+                value = lo * 10**k
+                if horizontal:  # a dotted grid line, and every step-th one its tick label at (x, y)
+                    x1 = x2 = x = self.px(value)
+                    y1, y2, y, anchor, text = top, bottom, bottom + 16, "middle", decade_label(value)
+                else:
+                    y1 = y2 = self.py(value)
+                    x1, x2, x, y, anchor, text = left, right, left - 6, y1 + 4, "end", decade_label(value, self.y_unit)
+                out.append(
+                    f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' "
+                    "stroke='#ccc' stroke-dasharray='1,2'/>"
+                )
+                if k % step == 0:
+                    out.append(
+                        f"<text x='{_f(x)}' y='{_f(y)}' font-size='11' text-anchor='{anchor}' {FONT}>{text}</text>"
+                    )
+        middle = (top + bottom) / 2
+        return out + [
+            f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
+            f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>",
+            f"<text x='16' y='{_f(middle)}' font-size='12' text-anchor='middle' "
+            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>",
+            f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(self.title)}</text>",
+        ]
+
+    def svg(self) -> str:
+        """The whole document; points outside the axes box are clipped to it."""
+        total_w = self.left + self.width + self.right
+        total_h = max(self.top + self.height + self.bottom, self.top + 17 * len(self._legend) + 16)
+        size = f"width='{_f(total_w)}' height='{_f(total_h)}'"
+        lines = [
+            f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
+            f"<defs><clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
+            f"height='{_f(self.height)}'/></clipPath></defs>",
+            f"<rect {size} fill='white'/>",
+            *self._axes(),
+            "<g clip-path='url(#axes)'>",
+        ]
+        return "\n".join([*lines, *self._body, "</g>", *self._legend, "</svg>"]) + "\n"
+
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 STEP_COLOR = "#d62728"
@@ -71,9 +239,15 @@ def roofline_svg(
             kind, shape, y, label = "on-roof", "cross", p.attainable, f"{p.name} (no own time: on the roof)"
         else:
             continue
-        attributes = (
-            f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' data-flops='{y!r}'"
+        chart.marker(
+            shape,
+            p.intensity,
+            y,
+            size,
+            color,
+            filled=kind != "predicted",
+            attributes=f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' "
+            f"data-flops='{y!r}'",
         )
-        chart.marker(shape, p.intensity, y, size, color, filled=kind != "predicted", attributes=attributes)
         chart.legend_entry(label, shape, color, filled=kind != "predicted", size=min(size, 7.0))
     return chart.svg()

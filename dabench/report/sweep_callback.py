@@ -37,8 +37,9 @@ def job_count(config: DictConfig) -> int | None:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
-        arguments = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
-        parsed = OverridesParser.create().parse_overrides(arguments)
+        parsed = OverridesParser.create().parse_overrides(
+            [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+        )
         return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
     except Exception as error:  # the sweeper itself reports bad overrides
         log.debug("could not count the sweep's jobs: %s", error)
@@ -103,15 +104,15 @@ class SweepResultsCallback(Callback):
             self.progress = _current = None
         if _is_study(config):
             return  # the study sweeper prints and records its own (it holds the parent run)
+        import pandas as pd
+
+        from dabench.report.frame import client_for, normalize
+        from dabench.report.results import record_sweep_results, render_results, write_results_csv
+
         parent = os.environ.get(PARENT_ENV)
         tracking = config.get("tracking") or {}
         folder = Path(str(config.hydra.runtime.cwd)) / str(config.hydra.sweep.dir)  # an absolute one stays
         if not tracking.get("enabled", True) and self.untracked:
-            import pandas as pd
-
-            from dabench.report.frame import normalize
-            from dabench.report.results import render_results, write_results_csv
-
             frame = normalize(pd.DataFrame(self.untracked))
             path = write_results_csv(frame, folder / "results.csv")
             title = "multirun results (not recorded: tracking.enabled=false)"
@@ -121,9 +122,6 @@ class SweepResultsCallback(Callback):
         if not parent or not tracking.get("enabled", True):
             return
         try:
-            from dabench.report.frame import client_for
-            from dabench.report.results import record_sweep_results
-
             print(record_sweep_results(client_for(tracking.get("uri")), parent, folder, "multirun results"), flush=True)
         except Exception as error:  # the runs are recorded; only the table is missing
             log.warning("could not write the multirun's results table: %s", error)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dabench.core.status import CapacityError
-from dabench.findings import run as findings_run
+from dabench.findings import registry
 from dabench.findings.registry import rdu_mixed_precision_run
 from tests.conftest import need_shared_fixtures
 from tests.perfmodel.helpers import load, predict, run_config
@@ -488,7 +488,7 @@ def test_mixed_precision_helps_rdu_and_ipu_far_more_than_wse2():
 def test_rdu_mixed_precision_gain_is_the_papers_size():
     """Paper: +34.3%, the artifact's LLaMA study (sambaNova/mixed_precision.ipynb, mix over close_mix)
     at Model Zoo's settings; within a third (23-46%)."""
-    mixed, fp32 = (findings_run.throughput(rdu_mixed_precision_run(p)) for p in ("mixed", "fp32"))
+    mixed, fp32 = (registry.throughput(rdu_mixed_precision_run(p)) for p in ("mixed", "fp32"))
     assert 1.23 <= mixed / fp32 <= 1.46
 
 

@@ -6,7 +6,7 @@ from omegaconf import OmegaConf
 
 from dabench import predictor
 from dabench.config.build import build_run_config
-from dabench.findings.run import config
+from dabench.findings.registry import config
 from tests.conftest import CONF
 
 
@@ -26,7 +26,7 @@ def run_config(
     model_over: dict | None = None,
     **parallel_over,
 ):
-    """The RunConfig of :func:`dabench.findings.run.config`'s mapping (conf/ groups, then these changes)."""
+    """The RunConfig of :func:`dabench.findings.registry.config`'s mapping (conf/ groups, then these changes)."""
     cfg = config(hardware, model, precision, parallel, batch_size, grad_accum, options, model_over, hw, **parallel_over)
     return build_run_config(cfg)
 

@@ -177,7 +177,7 @@ def test_a_nested_band_is_sized_without_its_own_source():
     for i, (source, err) in enumerate([("A", 0.9)] + [("B", 0.01 * k) for k in range(1, 10)]):
         point = replace(base, id=f"q{i}", document=f"document {source}", locator="table 1")
         rows.append(CvRow(point, 1.0, point.published * math.exp(err), True, _coords()))
-    coverage = nested_coverage([PlatformCv("x", rows, [], len(rows))])
+    coverage = nested_coverage([PlatformCv("x", rows)])
     assert coverage.per_point["q0"] is False  # A's own 0.9 does not size its band: B's small errors do
     assert all(coverage.per_point[f"q{i}"] for i in range(1, 10))  # B's bands include A's 0.9 (nearest, equal)
     assert coverage.per_platform["x"][:2] == (9, 10)

@@ -13,7 +13,7 @@ import pytest
 from dabench import predictor
 from dabench.config.build import build_run_config
 from dabench.core.status import Diverged, InvalidResult
-from dabench.findings.run import config
+from dabench.findings.registry import config
 from dabench.fit.evaluate import predict_point, predict_profile
 from dabench.fit.points import load_points
 from dabench.pipeline.execute import execute

@@ -1,4 +1,4 @@
-"""The report's plain log tick labels (dabench/report/ticks.py): readable text, no mathtext, and
+"""The report's plain log tick labels (dabench/report/figures.py): readable text, no mathtext, and
 labels on the same ticks as matplotlib's default log formatter."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 import pytest
 from matplotlib.figure import Figure
 
-from dabench.report.ticks import log_axis, plain_label
+from dabench.report.figures import log_axis, plain_label
 
 
 @pytest.mark.parametrize(

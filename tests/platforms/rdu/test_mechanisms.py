@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dabench.findings import run as findings_run
+from dabench.findings import registry
 from dabench.findings.registry import rdu_mixed_precision_run
 from dabench.fit.points import load_points
 from dabench.fit.sources import fitted
@@ -188,7 +188,7 @@ def test_mixed_precision_changes_the_rdu_time_only(model):
 
 
 def _study(precision: str, **options: str) -> float:
-    return findings_run.throughput(rdu_mixed_precision_run(precision, **options))
+    return registry.throughput(rdu_mixed_precision_run(precision, **options))
 
 
 def test_precision_knobs_order_the_artifacts_llama_variants_as_measured():
