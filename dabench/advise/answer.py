@@ -221,15 +221,13 @@ def overlaps(ranked: list[dict[str, Any]], objective: str) -> list[str]:
     model cannot tell which of the two is better."""
     lo, hi = _BANDS[objective]
     ok = [r for r in ranked if r["status"] == "ok" and r.get(lo) is not None and r.get(hi) is not None]
-    out = []
-    for i, a in enumerate(ok):
-        for b in ok[i + 1 :]:
-            if a[lo] <= b[hi] and b[lo] <= a[hi]:
-                out.append(
-                    f"bands overlap: #{a['rank']} {a['platform']} and #{b['rank']} {b['platform']} on {objective} "
-                    f"(PREDICTED bands intersect): the ranking between them is not settled"
-                )
-    return out
+    return [
+        f"bands overlap: #{a['rank']} {a['platform']} and #{b['rank']} {b['platform']} on {objective} "
+        f"(PREDICTED bands intersect): the ranking between them is not settled"
+        for i, a in enumerate(ok)
+        for b in ok[i + 1 :]
+        if a[lo] <= b[hi] and b[lo] <= a[hi]
+    ]
 
 
 def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:

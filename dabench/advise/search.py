@@ -179,20 +179,3 @@ def search(
         if value > best_score:
             best, best_score = ev, value
     return best
-
-
-def exhaustive(
-    space: PlatformSpace,
-    predict: Evaluator,
-    objective: str = "time",
-    watts_per_chip: float | None = None,
-    price_per_chip_s: float | None = None,
-) -> Evaluation | None:
-    """The best of every deployment of an enumerable space (for tests and benchmarks)."""
-    best, best_score = None, -math.inf
-    for precision, values in space.grid():
-        ev = predict(precision, values)
-        value = score(ev, objective, watts_per_chip, price_per_chip_s)
-        if value is not None and value > best_score:
-            best, best_score = ev, value
-    return best

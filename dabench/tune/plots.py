@@ -1,4 +1,5 @@
-"""Study plots (matplotlib PNGs, Agg backend): optimization history and parameter importance."""
+"""Study plots (matplotlib PNGs, drawn on a bare Figure: no pyplot state): optimization history and
+parameter importance."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import optuna
+from matplotlib.figure import Figure
 from optuna.trial import TrialState
 
 from dabench.runtime.sinks import write_bytes
@@ -15,12 +17,12 @@ from dabench.runtime.sinks import write_bytes
 
 def plot_history(study: optuna.Study, path: Path) -> Path:
     """Objective per trial (dots), best so far (line), failed trials (red x on the x-axis)."""
-    plt = _pyplot()
     trials = study.get_trials(deepcopy=False)
     maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
     done = [(t.number, t.value) for t in trials if t.state == TrialState.COMPLETE]
     failed = [t.number for t in trials if t.state == TrialState.FAIL]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
     if done:
         xs, ys = zip(*done, strict=False)
         ax.scatter(xs, ys, s=18, label="complete trials")
@@ -57,9 +59,9 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
         return None, f"parameter importance skipped: {error}"
     if not importances:
         return None, "parameter importance skipped: no parameter shared by all completed trials"
-    plt = _pyplot()
     names = list(importances)[::-1]
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(names) + 1.8))
+    fig = Figure(figsize=(8, 0.4 * len(names) + 1.8))
+    ax = fig.subplots()
     ax.barh(names, [importances[n] for n in names])
     ax.set_xlabel("importance (Optuna's default evaluator, normalised to sum 1)")
     ax.set_title(f"Parameter importance, {len(complete)} completed trials\n{study.study_name}", fontsize=10)
@@ -68,18 +70,8 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
     return path, f"parameter importance from {len(complete)} completed trials"
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _save(fig, path: Path) -> None:
-    """The figure as PNG into the sweep folder (runtime/sinks.py: written whole), then closed."""
+    """The figure as PNG into the sweep folder (runtime/sinks.py: written whole)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
-    _pyplot().close(fig)
     write_bytes("run_dir", path, buffer.getvalue())

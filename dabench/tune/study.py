@@ -11,7 +11,6 @@ import os
 import socket
 import time
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -202,24 +201,3 @@ def fail_interrupted(study: optuna.Study, trials: Sequence[optuna.Trial], why: s
             retry_settings(study, study._storage.get_trial(trial._trial_id))
         except Exception:  # best effort while unwinding
             pass
-
-
-def state_counts(study: optuna.Study) -> dict[str, int]:
-    """Trials by Optuna state (complete, fail, pruned, running, waiting)."""
-    return dict(Counter(trial.state.name.lower() for trial in study.get_trials(deepcopy=False)))
-
-
-def status_counts(study: optuna.Study) -> dict[str, int]:
-    """Finished trials by dabench run status (ok, capacity, oom, invalid_config, ...)."""
-    counts: Counter[str] = Counter()
-    for trial in study.get_trials(deepcopy=False):
-        if trial.state == TrialState.COMPLETE:
-            counts[Status.OK.value] += 1
-        elif trial.state == TrialState.FAIL:
-            counts[trial.user_attrs.get(STATUS_ATTR, "unknown")] += 1
-    return dict(counts)
-
-
-def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    return study.best_trial if complete else None

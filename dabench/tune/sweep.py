@@ -283,19 +283,19 @@ def _untracked_results(study, folder: Path, title: str) -> str:
     from dabench.report.frame import normalize
     from dabench.report.results import render_results, write_results_csv
 
-    rows = []
-    for trial in study.get_trials(deepcopy=False):
-        attrs, ok = trial.user_attrs, trial.user_attrs.get(STATUS_ATTR) == Status.OK.value
-        rows.append(
-            {
-                "run_id": "",
-                "run_name": " ".join(attrs.get(OVERRIDES_ATTR) or []) or f"trial {trial.number}",
-                "tags.dabench.status": attrs.get(STATUS_ATTR) or trial.state.name.lower(),
-                "tags.dabench.mode": attrs.get(MODE_ATTR),
-                "tags.dabench.reason": attrs.get(REASON_ATTR) or "",
-                "metrics.throughput.samples_per_s": trial.value if ok and trial.value is not None else math.nan,
-            }
-        )
+    rows = [
+        {
+            "run_id": "",
+            "run_name": " ".join(trial.user_attrs.get(OVERRIDES_ATTR) or []) or f"trial {trial.number}",
+            "tags.dabench.status": trial.user_attrs.get(STATUS_ATTR) or trial.state.name.lower(),
+            "tags.dabench.mode": trial.user_attrs.get(MODE_ATTR),
+            "tags.dabench.reason": trial.user_attrs.get(REASON_ATTR) or "",
+            "metrics.throughput.samples_per_s": trial.value
+            if trial.user_attrs.get(STATUS_ATTR) == Status.OK.value and trial.value is not None
+            else math.nan,
+        }
+        for trial in study.get_trials(deepcopy=False)
+    ]
     frame = normalize(pd.DataFrame(rows))
     path = write_results_csv(frame, folder / "results.csv")
     return render_results(frame, f"{title} (not recorded: tracking.enabled=false)") + f"\nresults.csv: {path}"
