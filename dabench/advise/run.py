@@ -94,9 +94,7 @@ def none_fits_reason(evaluations: Sequence[Evaluation], max_chips: int) -> str:
     )
 
 
-def advise_platform(
-    request: Request, platform: str, model: dict, on_trial: Callable[[Evaluation], None] | None = None
-) -> PlatformOutcome:
+def advise_platform(request: Request, platform: str, model: dict) -> PlatformOutcome:
     started = time.perf_counter()
     space = build_space(platform, model, request.max_chips)
     base = _platform_base(platform, space.groups)
@@ -112,7 +110,7 @@ def advise_platform(
     for i, objective in enumerate(request.objectives):
         usable = objective == "time" or (objective == "energy" and figure.sourced) or (objective == "cost" and price_s)
         objective = objective if usable else "time"
-        search(space, predictor, objective, request.trials, request.seed + i, figure.watts_per_chip, price_s, on_trial)
+        search(space, predictor, objective, request.trials, request.seed + i, figure.watts_per_chip, price_s)
     evaluations = list(predictor.cache.values())
     primary = request.objectives[0]
 

@@ -10,7 +10,7 @@ import copy
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from dabench.advise.space import PlatformSpace, precision_section
 from dabench.core.status import DabenchError
@@ -141,7 +141,6 @@ def search(
     seed: int = 0,
     watts_per_chip: float | None = None,
     price_per_chip_s: float | None = None,
-    on_trial: Callable[[Evaluation], None] | None = None,
 ) -> Evaluation | None:
     """The best of ``n_trials`` Optuna asks over ``space`` (repeats answered from the cache),
     seeded TPE wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
@@ -166,8 +165,6 @@ def search(
         trial = study.ask()
         precision, values = space.suggest(trial)
         ev = predict(precision, values)
-        if on_trial is not None:
-            on_trial(ev)
         value = score(ev, objective, watts_per_chip, price_per_chip_s)
         if value is None:
             trial.set_user_attr("dabench.status", ev.status)

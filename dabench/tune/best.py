@@ -102,8 +102,11 @@ def format_summary(summary: StudySummary) -> str:
         lines.append("no trial completed: no best deployment yet")
         return redact_text("\n".join(lines))
     kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
-    lines += [f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip()]
-    lines += ["run it again:", "  " + summary.command()]
+    lines += [
+        f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip(),
+        "run it again:",
+        "  " + summary.command(),
+    ]
     if summary.best_mode == "predict":
         lines += ["measure it on the device (needs the hardware and its SDK):", "  " + summary.command(measure=True)]
     return redact_text("\n".join(lines))
