@@ -123,7 +123,8 @@ def search_space(settings: SweepSettings, arguments: Sequence[str], task_config:
     dims = [d for d in from_config.dimensions if d.name not in cli_keys] + list(from_cli.dimensions)
     fixed = [text for text in from_config.fixed if key(text) not in cli_keys] + list(from_cli.fixed)
     parsed = ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed))
-    structured = load_space(settings.hook, dict(task_config), settings.hook_args) if settings.hook else None
+    hook, args = settings.space.hook, settings.space.args
+    structured = load_space(hook, dict(task_config), args) if hook else None
     return TrialSpace(parsed=parsed, structured=structured)
 
 
@@ -193,7 +194,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
     except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
         print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
-    fingerprint = space_fingerprint(space, settings.hook, settings.hook_args, task)
+    fingerprint = space_fingerprint(space, settings.space.hook, settings.space.args, task)
     try:  # a resumed study keeps its search space unless allow_space_change
         if check_resume(study, fingerprint, settings.allow_space_change):
             study.set_user_attr(SPACE_ATTR, fingerprint)
