@@ -68,9 +68,8 @@ class Evaluator:
 
     def __call__(self, precision: str, values: Mapping[str, Any]) -> Evaluation:
         key = (precision, _freeze(values))
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
+        if key in self.cache:
+            return self.cache[key]
 
         out = self.cache[key] = Evaluation(self.space.platform, precision, dict(values), "ok")
         try:
@@ -121,9 +120,7 @@ def _enqueue_neighbours(study, params: Mapping[str, Any]) -> None:
     """Queue every deployment that differs from ``params`` in one categorical parameter."""
     from optuna.distributions import CategoricalDistribution
 
-    seen: dict[str, Any] = {}
-    for trial in study.get_trials(deepcopy=False):
-        seen.update(trial.distributions)
+    seen = {name: dist for trial in study.get_trials(deepcopy=False) for name, dist in trial.distributions.items()}
     for name, value in params.items():
         dist = seen.get(name)
         if not isinstance(dist, CategoricalDistribution):
@@ -149,15 +146,14 @@ def search(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = make_sampler("tpe", seed, {"n_startup_trials": min(20, max(5, n_trials // 5))})
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    best, best_score = None, -math.inf
     explore = max(1, int(n_trials * EXPLORE_SHARE))
     polished: set[tuple] = set()  #: deployments whose neighbourhood is already queued
-    scored: list[tuple[float, dict]] = []  #: (score, params) of every feasible trial
+    scored: list[tuple[float, dict, Evaluation]] = []  #: (score, params, evaluation) of every feasible trial
     for i in range(n_trials):
         if i >= explore and not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
             # the queue is empty: polish the best deployment not polished yet (the incumbent first,
             # then the runners-up: an optimum two changes away from the incumbent is one from them)
-            for _, params in sorted(scored, key=lambda item: -item[0]):
+            for _, params, _ in sorted(scored, key=lambda item: -item[0]):
                 if _freeze(params) not in polished:
                     polished.add(_freeze(params))
                     _enqueue_neighbours(study, params)
@@ -172,7 +168,5 @@ def search(
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             continue
         study.tell(trial, math.log(value))
-        scored.append((value, dict(trial.params)))
-        if value > best_score:
-            best, best_score = ev, value
-    return best
+        scored.append((value, dict(trial.params), ev))
+    return max(scored, key=lambda item: item[0])[2] if scored else None  # the first of equal scores

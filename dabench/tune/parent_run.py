@@ -85,8 +85,7 @@ def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) 
     write_text("run_dir", folder / "optimization_results.yaml", summary_yaml)
     write_text("run_dir", folder / "trials.csv", redact_text(study.trials_dataframe().to_csv(index=False)))
     plot_history(study, folder / "optimization_history.png")
-    _, note = plot_importance(study, folder / "param_importance.png")
-    return [note]
+    return [plot_importance(study, folder / "param_importance.png")[1]]
 
 
 def log_study(parent: ParentRun, study: optuna.Study, summary: StudySummary, storage: str) -> None:
