@@ -1,6 +1,7 @@
-"""The answer of ``dabench advise``: one ranked row per platform, the terminal table, the CSV and
-the JSON. Every number is PREDICTED by an analytical model (and energy and cost are estimates
-on top of that): the table says so on each number, the CSV in its ``label`` column.
+"""The answer of ``dabench advise``: one ranked row per platform, the terminal table and the CSV
+(:mod:`dabench.advise.record` writes them with the JSON). Every number is PREDICTED by an
+analytical model (and energy and cost are estimates on top of that): the table says so on each
+number, the CSV in its ``label`` column.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import io
 import json
 import math
 import shlex
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -325,14 +325,3 @@ def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase, columns:
     writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in columns} for r in ranked)
     if isinstance(path, (str, Path)):
         write_text("exports", path, handle.getvalue())
-
-
-def advice_json(advice: Advice, ranked: list[dict[str, Any]]) -> dict[str, Any]:
-    """The request, the search's size and time, and the ranked rows."""
-    return {
-        "label": "PREDICTED",
-        **asdict(advice.request),
-        "seconds": advice.seconds,
-        "evaluations": advice.evaluations,
-        "rows": ranked,
-    }

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from dabench.advise.answer import advice_json, search_rows, write_csv
+from dabench.advise.answer import search_rows, write_csv
 from dabench.advise.run import Advice
 from dabench.core.readers import is_number
 from dabench.pipeline.record import run_record
@@ -38,8 +39,17 @@ _ROW_METRICS = {
 
 
 def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> Path:
+    """advice.json (the request, the search's size and time, the ranked rows and every evaluated
+    deployment), advice.csv and search.csv into ``folder``."""
     search = search_rows(advice)
-    document = {**advice_json(advice, ranked), "search": search}
+    document = {
+        "label": "PREDICTED",
+        **asdict(advice.request),
+        "seconds": advice.seconds,
+        "evaluations": advice.evaluations,
+        "rows": ranked,
+        "search": search,
+    }
     write_text("exports", folder / "advice.json", json.dumps(document, indent=1, default=str))
     write_csv(ranked, folder / "advice.csv")
     write_csv(search, folder / "search.csv", list(search[0]) if search else ["platform", "status"])

@@ -101,12 +101,14 @@ def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialSta
     value = outcome.value
     finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     trial.set_user_attr(STATUS_ATTR, outcome.status if not finite else Status.OK.value)
-    if outcome.reason:
-        trial.set_user_attr(REASON_ATTR, redact_text(outcome.reason)[:500])
-    if outcome.job_dir:
-        trial.set_user_attr("dabench.job_dir", outcome.job_dir)
-    if outcome.mode:
-        trial.set_user_attr(MODE_ATTR, outcome.mode)
+    what_it_said = {
+        REASON_ATTR: redact_text(outcome.reason or "")[:500],
+        "dabench.job_dir": outcome.job_dir,
+        MODE_ATTR: outcome.mode,
+    }
+    for key, text in what_it_said.items():
+        if text:
+            trial.set_user_attr(key, text)
     if finite:
         study.tell(trial, float(value))
         return TrialState.COMPLETE

@@ -30,8 +30,7 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
         ax.step(xs, best_line, where="post", color="tab:orange", label="best so far")
     if failed:
         ax.scatter(failed, [0] * len(failed), marker="x", color="tab:red", label="failed (capacity, oom, ...)")
-    ax.set_xlabel("trial number")
-    ax.set_ylabel("throughput (samples/s)")
+    ax.set(xlabel="trial number", ylabel="throughput (samples/s)")
     ax.set_title(f"Optimization history\n{study.study_name}", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()

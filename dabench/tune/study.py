@@ -84,16 +84,15 @@ def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers
 
 
 def counts_toward_budget(trial: FrozenTrial) -> bool:
-    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
-        return True
-    return trial.state == TrialState.FAIL and run_status.counts_toward_budget(trial.user_attrs.get(STATUS_ATTR))
+    return trial.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
+        trial.state == TrialState.FAIL and run_status.counts_toward_budget(trial.user_attrs.get(STATUS_ATTR))
+    )
 
 
 def fresh_trials(study: optuna.Study) -> list[FrozenTrial]:
     """Every trial as the storage holds it now, read past Optuna's per-process trial cache (which
     can miss another worker's trial once this worker finished a later-numbered one)."""
-    storage = study._storage
-    backend = getattr(storage, "_backend", storage)
+    backend = getattr(study._storage, "_backend", study._storage)  # a cached storage's own store
     return backend.get_all_trials(study._study_id, deepcopy=False)
 
 
