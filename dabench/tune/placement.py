@@ -70,8 +70,7 @@ def apportion(total: int, weights: Sequence[float]) -> tuple[int, ...]:
     quotas = [total * w / weight_sum for w in shares]
     parts = [math.floor(q) for q in quotas]
     left = total - sum(parts)
-    order = sorted(range(len(parts)), key=lambda i: (-(quotas[i] - parts[i]), i))
-    for i in order[:left]:
+    for i in sorted(range(len(parts)), key=lambda i: (-(quotas[i] - parts[i]), i))[:left]:
         parts[i] += 1
     return tuple(parts)
 

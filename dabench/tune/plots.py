@@ -46,8 +46,11 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(complete) < 2:
         return None, f"parameter importance skipped: {len(complete)} completed trial(s), needs 2"
-    shared = [name for name in complete[0].params if all(name in t.params for t in complete)]
-    varied = [name for name in shared if len({repr(t.params[name]) for t in complete}) > 1]
+    varied = [  # shared by every completed trial, and not one value throughout
+        name
+        for name in complete[0].params
+        if all(name in t.params for t in complete) and len({repr(t.params[name]) for t in complete}) > 1
+    ]
     if not varied:
         return None, "parameter importance skipped: no parameter shared by all completed trials varied"
     try:

@@ -122,23 +122,28 @@ def search_space(settings: SweepSettings, arguments: Sequence[str], task_config:
     cli_keys = {d.name for d in from_cli.dimensions} | {key(text) for text in from_cli.fixed}
     dims = [d for d in from_config.dimensions if d.name not in cli_keys] + list(from_cli.dimensions)
     fixed = [text for text in from_config.fixed if key(text) not in cli_keys] + list(from_cli.fixed)
-    parsed = ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed))
     hook, args = settings.space.hook, settings.space.args
-    structured = load_space(hook, dict(task_config), args) if hook else None
-    return TrialSpace(parsed=parsed, structured=structured)
+    return TrialSpace(
+        parsed=ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed)),
+        structured=load_space(hook, dict(task_config), args) if hook else None,
+    )
 
 
 def outcome_of(value: Any, job_dir: str | None = None) -> Outcome:
-    """A job's returned value -> Outcome: objective, status, reason and mode from a JobOutcome (or
-    mapping); a bare number is ok when finite, else a crash (no status came with it)."""
-    returned = JobOutcome.from_value(value)
-    if returned is None:
-        try:
+    """A job's returned value -> Outcome: objective, status, reason and mode from a JobOutcome or a
+    mapping with ``objective`` and ``status`` (``reason``, ``mode`` optional; a None objective is
+    NaN); a bare number is ok when finite; anything else is a crash (no status came with it)."""
+    returned = value if isinstance(value, JobOutcome) else None
+    try:
+        if returned is None and isinstance(value, Mapping) and "objective" in value and "status" in value:
+            objective = float("nan") if value["objective"] is None else float(value["objective"])
+            returned = JobOutcome(objective, value["status"], value.get("reason") or "", value.get("mode"))
+        elif returned is None and math.isfinite(float(value)):
             returned = JobOutcome(float(value), Status.OK.value)
-        except (TypeError, ValueError):
-            returned = None
-        if returned is None or not math.isfinite(returned):
-            return Outcome(None, Status.CRASHED.value, f"the task returned {value!r} without a status", job_dir)
+    except (TypeError, ValueError):  # an objective that is no number
+        pass
+    if returned is None:
+        return Outcome(None, Status.CRASHED.value, f"the task returned {value!r} without a status", job_dir)
     objective, status = float(returned), returned.status
     if math.isfinite(objective) and not is_ok(status):
         objective = float("nan")
