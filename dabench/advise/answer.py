@@ -80,8 +80,9 @@ _BANDS = {
 
 def _command(advice: Advice, outcome: PlatformOutcome, mode: str) -> str:
     """The ``python -m dabench`` command line of the platform's best deployment in ``mode``."""
-    best = outcome.best
-    overrides = overrides_of(outcome.space, advice.request.model_args(), best.precision, best.values, mode)
+    overrides = overrides_of(
+        outcome.space, advice.request.model_args(), outcome.best.precision, outcome.best.values, mode
+    )
     return " ".join(["python -m dabench", *(shlex.quote(o) for o in overrides)])
 
 

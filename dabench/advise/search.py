@@ -76,15 +76,14 @@ class Evaluator:
             prediction = predict(self.config(precision, values))
         except DabenchError as error:
             out.status, out.reason = error.status.value, error.reason
-            return out
         except Exception as error:  # a model bug on one deployment must not end the advice
             out.status, out.reason = "crashed", f"{type(error).__name__}: {error}"
-            return out
-        out.metrics = metrics = prediction.metrics
-        # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
-        out.chips = float(metrics.get(f"{prediction.rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
-        if out.chips > self.max_chips:
-            out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
+        else:
+            out.metrics = metrics = prediction.metrics
+            # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
+            out.chips = float(metrics.get(f"{prediction.rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
+            if out.chips > self.max_chips:
+                out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
         return out
 
 
@@ -96,10 +95,8 @@ def score(
 ) -> float | None:
     """Higher is better: tokens/s (time), tokens per joule (energy), tokens per unit of money
     (cost). None when infeasible or when the objective cannot be priced."""
-    if not evaluation.ok:
-        return None
     tps = evaluation.tokens_per_s
-    if not (tps > 0):
+    if not evaluation.ok or not (tps > 0):
         return None
     if objective == "time":
         return tps
@@ -123,9 +120,7 @@ def _enqueue_neighbours(study, params: Mapping[str, Any]) -> None:
     seen = {name: dist for trial in study.get_trials(deepcopy=False) for name, dist in trial.distributions.items()}
     for name, value in params.items():
         dist = seen.get(name)
-        if not isinstance(dist, CategoricalDistribution):
-            continue
-        for choice in dist.choices:
+        for choice in dist.choices if isinstance(dist, CategoricalDistribution) else ():
             if choice != value:
                 study.enqueue_trial({**params, name: choice}, skip_if_exists=True)
 

@@ -160,11 +160,9 @@ def run_trials(
                     break
                 in_flight = sum(t.state == TrialState.RUNNING for t in trials)
                 held = held_keys(trials, space.overrides_of_params)
-                none_left = False
                 for _ in range(min(n_jobs, n_trials - done - in_flight)):
                     asked = proposer.ask(held)
                     if asked is None:
-                        none_left = True
                         break
                     trial, overrides = asked
                     batch.append(trial)
@@ -175,7 +173,7 @@ def run_trials(
                         ]
                     job_overrides.append(overrides)
             if not batch:
-                if none_left and not in_flight:
+                if not in_flight:  # then the budget left asked at least once: the proposer has none left
                     log.warning(_end_early_line(study, proposer, done))
                     break
                 time.sleep(poll_s)  # the rest of the budget (or of the space) is in flight elsewhere

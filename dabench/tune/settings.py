@@ -30,9 +30,9 @@ def _positive_int(field: str, value: Any) -> None:
 
 
 def _name(field: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable():
+    if value is not None and (
+        not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable()
+    ):
         raise ConfigError(field, value, f"a non-empty printable name of at most {MAX_NAME_CHARS} characters")
 
 

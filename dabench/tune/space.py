@@ -162,8 +162,7 @@ def parse_overrides(overrides: Sequence[str]) -> ParsedSpace:
         originals = None
         if isinstance(sweep, ChoiceSweep):
             dist: BaseDistribution = CategoricalDistribution([_choice_value(v) for v in sweep.list])
-            if any(_choice_value(v) is not v for v in sweep.list):
-                originals = tuple(sweep.list)
+            originals = tuple(sweep.list) if any(_choice_value(v) is not v for v in sweep.list) else None
         elif isinstance(sweep, RangeSweep):
             dist = _range_distribution(key, sweep)
         elif isinstance(sweep, IntervalSweep):

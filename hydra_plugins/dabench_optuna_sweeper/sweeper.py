@@ -27,8 +27,9 @@ class DabenchOptunaSweeper(Sweeper):
         space = dict(space or {})
         for key in ("sampler_options", "params"):
             settings[key] = dict(settings.get(key) or {})
-        hook = StructuredSpaceSettings(space.get("hook"), dict(space.get("args") or {}))
-        self.settings = SweepSettings(**settings, space=hook)
+        self.settings = SweepSettings(
+            **settings, space=StructuredSpaceSettings(space.get("hook"), dict(space.get("args") or {}))
+        )
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.launcher = None
