@@ -177,12 +177,11 @@ def search_rows(advice: Advice) -> list[dict[str, Any]]:
     """Every evaluated deployment of every platform (the search artifact): its status and
     reason, or its PREDICTED throughput, time and estimated energy; ``pareto`` marks the time
     vs energy Pareto set over all platforms with a sourced power figure."""
-    req = advice.request
     out = []
     for o in advice.outcomes:
         figure = platform(o.platform).power
         for e in o.evaluations:
-            t = E.time_to_train_s(req.tokens, e.tokens_per_s) if e.ok else None
+            t = E.time_to_train_s(advice.request.tokens, e.tokens_per_s) if e.ok else None
             joules = E.energy_j(figure.watts_per_chip, e.chips, t) if t is not None else None
             out.append(
                 {

@@ -26,8 +26,10 @@ def _point_chips(point) -> float:
     opts = dict(o.split("=", 1) for o in point.overrides if "=" in o)
     strategy = opts.get("parallel", "none")
     degree = int(opts.get("parallel.degree", 2 if strategy in ("dp", "tp", "pp") else 1))
-    replicas = int(opts.get("parallel.replicas", 1))
-    return max(1.0, chip_count(point.platform, degree, replicas, opts.get("hardware.options.tiles")))
+    return max(
+        1.0,
+        chip_count(point.platform, degree, int(opts.get("parallel.replicas", 1)), opts.get("hardware.options.tiles")),
+    )
 
 
 @dataclass

@@ -18,7 +18,6 @@ from dabench.runtime.sinks import write_bytes
 def plot_history(study: optuna.Study, path: Path) -> Path:
     """Objective per trial (dots), best so far (line), failed trials (red x on the x-axis)."""
     trials = study.get_trials(deepcopy=False)
-    maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
     done = [(t.number, t.value) for t in trials if t.state == TrialState.COMPLETE]
     failed = [t.number for t in trials if t.state == TrialState.FAIL]
     fig = Figure(figsize=(7, 4))
@@ -26,7 +25,9 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     if done:
         xs, ys = zip(*done, strict=False)
         ax.scatter(xs, ys, s=18, label="complete trials")
-        best_line = list(itertools.accumulate(ys, max if maximize else min))
+        best_line = list(
+            itertools.accumulate(ys, max if study.direction == optuna.study.StudyDirection.MAXIMIZE else min)
+        )
         ax.step(xs, best_line, where="post", color="tab:orange", label="best so far")
     if failed:
         ax.scatter(failed, [0] * len(failed), marker="x", color="tab:red", label="failed (capacity, oom, ...)")

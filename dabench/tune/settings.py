@@ -161,10 +161,9 @@ def check_resume(study: optuna.Study, fingerprint: str, allow_change: bool) -> b
     changed = _changed(recorded, fingerprint)
     if not changed:  # only parts it did not record yet: record them now
         return True
-    changed = ", ".join(changed)
     raise ConfigError(
         "hydra.sweeper.params",
-        changed,
+        ", ".join(changed),
         f"the search space study {study.study_name} was created with (it changed; run it under a new "
         "hydra.sweeper.study_name, or resume with hydra.sweeper.allow_space_change=true)",
     )
