@@ -33,12 +33,14 @@ import optuna  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
+from dabench.config.compose import compose as compose_config  # noqa: E402
+from dabench.core.status import DabenchError, Status  # noqa: E402
+from dabench.predictor import predict  # noqa: E402
 from dabench.tune.dedup import deployment_key  # noqa: E402
-from dabench.tune.direct import DirectEvaluator  # noqa: E402
 from dabench.tune.driver import Outcome, TrialSpace, run_trials  # noqa: E402
 from dabench.tune.sampling import make_sampler  # noqa: E402
-from dabench.tune.space import params_to_overrides, parse_overrides  # noqa: E402
-from dabench.tune.structured import grid_of, load_space  # noqa: E402
+from dabench.tune.space import override_value, params_to_overrides, parse_overrides  # noqa: E402
+from dabench.tune.structured import load_space  # noqa: E402
 
 CONF = ROOT / "conf"
 
@@ -49,6 +51,17 @@ def compose_sweep(name: str, overrides: list[str]) -> tuple[dict, dict]:
         cfg = compose("config", overrides=[f"+sweeps={name}", *overrides], return_hydra_config=True)
     task = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in cfg if k != "hydra"}
     return task, OmegaConf.to_container(cfg.hydra.sweeper, resolve=True)
+
+
+def predict_deployment(base: list[str], values: dict) -> Outcome:
+    """One deployment (``values`` on the config ``base`` composes) predicted in-process by the one
+    predictor: no Hydra job, no MLflow run, no files."""
+    overrides = [*base, *(f"{key}={override_value(value)}" for key, value in values.items())]
+    try:
+        metrics = predict(compose_config(overrides)).metrics
+    except DabenchError as error:
+        return Outcome(None, error.status.value, error.reason, mode="predict")
+    return Outcome(metrics["throughput.samples_per_s"], Status.OK.value, mode="predict")
 
 
 def main() -> None:
@@ -70,17 +83,17 @@ def main() -> None:
     task, sweeper = compose_sweep(base[0].removeprefix("+sweeps="), base[1:])
     parsed = parse_overrides(params_to_overrides(sweeper["params"]))
     structured = load_space(sweeper["space"]["hook"], task, sweeper["space"]["args"])
-    evaluate = DirectEvaluator([o for o in base if not o.startswith("hydra.")])
+    fixed = [o for o in base if not o.startswith("hydra.")]
 
     started = time.perf_counter()
     space = TrialSpace(parsed, structured)
     results: dict[tuple, Outcome] = {}
     described: dict[tuple, dict] = {}
     for simple in parsed.grid():
-        for deployment in grid_of(structured):
+        for deployment in structured.grid():
             values = {**simple, **deployment}
             key = deployment_key(space.overrides(values))
-            results[key], described[key] = evaluate(values), values
+            results[key], described[key] = predict_deployment(fixed, values), values
     grid_s = time.perf_counter() - started
     feasible = {k: o.value for k, o in results.items() if o.value is not None}
     if not feasible:

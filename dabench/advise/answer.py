@@ -1,6 +1,7 @@
-"""The answer of ``dabench advise``: one ranked row per platform, the terminal table, the CSV and
-the JSON. Every number is PREDICTED by an analytical model (and energy and cost are estimates
-on top of that): the table says so on each number, the CSV in its ``label`` column.
+"""The answer of ``dabench advise``: one ranked row per platform, the terminal table and the CSV
+(:mod:`dabench.advise.record` writes them with the JSON). Every number is PREDICTED by an
+analytical model (and energy and cost are estimates on top of that): the table says so on each
+number, the CSV in its ``label`` column.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import io
 import json
 import math
 import shlex
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +80,9 @@ _BANDS = {
 
 def _command(advice: Advice, outcome: PlatformOutcome, mode: str) -> str:
     """The ``python -m dabench`` command line of the platform's best deployment in ``mode``."""
-    best = outcome.best
-    overrides = overrides_of(outcome.space, advice.request.model_args(), best.precision, best.values, mode)
+    overrides = overrides_of(
+        outcome.space, advice.request.model_args(), outcome.best.precision, outcome.best.values, mode
+    )
     return " ".join(["python -m dabench", *(shlex.quote(o) for o in overrides)])
 
 
@@ -89,21 +90,20 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     req = advice.request
     figure = preset(outcome.platform).power
     cal = calibration(outcome.platform)
-    infeasible = sum(n for s, n in outcome.statuses.items() if s != "ok")
-    row: dict[str, Any] = {c: None for c in CSV_COLUMNS}
-    row.update(
-        platform=outcome.platform,
-        label="PREDICTED",
-        evaluations=len(outcome.evaluations),
-        trials=outcome.trials,
-        infeasible=infeasible,
-        space_size=outcome.space.size(),
-        power_source=figure.label(),
-        out_of_sample_error=cal.oos_text(),
-        excluded_points=cal.excluded_text(),
-        constants=cal.constants,
-        model_version=cal.model_version,
-    )
+    row: dict[str, Any] = {
+        **dict.fromkeys(CSV_COLUMNS),
+        "platform": outcome.platform,
+        "label": "PREDICTED",
+        "evaluations": len(outcome.evaluations),
+        "trials": outcome.trials,
+        "infeasible": sum(n for s, n in outcome.statuses.items() if s != "ok"),
+        "space_size": outcome.space.size(),
+        "power_source": figure.label(),
+        "out_of_sample_error": cal.oos_text(),
+        "excluded_points": cal.excluded_text(),
+        "constants": cal.constants,
+        "model_version": cal.model_version,
+    }
     result = outcome.result
     if outcome.best is None or result is None or getattr(result.status, "value", result.status) != "ok":
         row.update(status="none_fits", reason=outcome.none_reason or (result.reason if result is not None else ""))
@@ -118,12 +118,15 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
     tb = E.time_band(req.tokens, tps, ratios)
     tb_ratio = None if tb is None else (tb[0] / t, tb[1] / t)
     joules = E.energy_j(figure.watts_per_chip, chips, t)
-    per_system = int(((outcome.config or {}).get("hardware") or {}).get("chips_per_node") or 1)
-    prices = {"per_chip_hour": req.price_per_chip_hour, "per_system_hour": req.price_per_system_hour}
-    money = E.cost(t, chips, **prices, chips_per_system=per_system)
+    money = E.cost(
+        t,
+        chips,
+        per_chip_hour=req.price_per_chip_hour,
+        per_system_hour=req.price_per_system_hour,
+        chips_per_system=int(((outcome.config or {}).get("hardware") or {}).get("chips_per_node") or 1),
+    )
     bands = {"time": tb, "energy": E.scale_band(E.kwh(joules), tb_ratio), "cost": E.scale_band(money, tb_ratio)}
-    precision = outcome.best.precision
-    why = outside(cal, approx_params(outcome.config["model"]), chips, precision)
+    why = outside(cal, approx_params(outcome.config["model"]), chips, outcome.best.precision)
     row.update(
         status="ok",
         tokens_per_s=tps,
@@ -146,8 +149,8 @@ def platform_row(advice: Advice, outcome: PlatformOutcome) -> dict[str, Any]:
         reach="inside calibration" if not why else "OUTSIDE calibration: " + "; ".join(why),
         command=_command(advice, outcome, "predict"),
         measure_command=_command(advice, outcome, "measure"),
+        **{k: m.get(k) for k in TIER1},
     )
-    row.update({k: m.get(k) for k in TIER1})
     for objective, band in bands.items():
         row.update(zip(_BANDS[objective], band or (None, None), strict=True))
     return row
@@ -174,12 +177,11 @@ def search_rows(advice: Advice) -> list[dict[str, Any]]:
     """Every evaluated deployment of every platform (the search artifact): its status and
     reason, or its PREDICTED throughput, time and estimated energy; ``pareto`` marks the time
     vs energy Pareto set over all platforms with a sourced power figure."""
-    req = advice.request
     out = []
     for o in advice.outcomes:
         figure = preset(o.platform).power
         for e in o.evaluations:
-            t = E.time_to_train_s(req.tokens, e.tokens_per_s) if e.ok else None
+            t = E.time_to_train_s(advice.request.tokens, e.tokens_per_s) if e.ok else None
             joules = E.energy_j(figure.watts_per_chip, e.chips, t) if t is not None else None
             out.append(
                 {
@@ -221,15 +223,13 @@ def overlaps(ranked: list[dict[str, Any]], objective: str) -> list[str]:
     model cannot tell which of the two is better."""
     lo, hi = _BANDS[objective]
     ok = [r for r in ranked if r["status"] == "ok" and r.get(lo) is not None and r.get(hi) is not None]
-    out = []
-    for i, a in enumerate(ok):
-        for b in ok[i + 1 :]:
-            if a[lo] <= b[hi] and b[lo] <= a[hi]:
-                out.append(
-                    f"bands overlap: #{a['rank']} {a['platform']} and #{b['rank']} {b['platform']} on {objective} "
-                    f"(PREDICTED bands intersect): the ranking between them is not settled"
-                )
-    return out
+    return [
+        f"bands overlap: #{a['rank']} {a['platform']} and #{b['rank']} {b['platform']} on {objective} "
+        f"(PREDICTED bands intersect): the ranking between them is not settled"
+        for i, a in enumerate(ok)
+        for b in ok[i + 1 :]
+        if a[lo] <= b[hi] and b[lo] <= a[hi]
+    ]
 
 
 def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
@@ -256,19 +256,15 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
         if r["status"] != "ok":
             lines.append([str(r["rank"]), r["platform"], "none fits", *["-"] * 8, r["out_of_sample_error"], "-"])
             continue
-        tps = f"{_num(r['tokens_per_s'])} [{_band(r['tokens_per_s_lo'], r['tokens_per_s_hi'], _num)}]"
-        ttt = f"{E.human_time(r['time_to_train_s'])} [{_band(r['time_lo_s'], r['time_hi_s'], E.human_time)}]"
-        energy = "unsourced" if r["energy_kwh"] is None else _num(r["energy_kwh"])
-        cost = "-" if r["cost"] is None else _num(r["cost"])
         lines.append(
             [
                 str(r["rank"]),
                 r["platform"],
-                tps,
-                ttt,
+                f"{_num(r['tokens_per_s'])} [{_band(r['tokens_per_s_lo'], r['tokens_per_s_hi'], _num)}]",
+                f"{E.human_time(r['time_to_train_s'])} [{_band(r['time_lo_s'], r['time_hi_s'], E.human_time)}]",
                 _num(r["chips"], "{:g}"),
-                energy,
-                cost,
+                "unsourced" if r["energy_kwh"] is None else _num(r["energy_kwh"]),
+                "-" if r["cost"] is None else _num(r["cost"]),
                 r["diagnosis"],
                 _num(r["tier1.compute_efficiency"], "{:.1%}"),
                 _num(r["tier1.allocation_ratio"], "{:.0%}"),
@@ -286,10 +282,10 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
         "every number is PREDICTED by dabench's analytical models (energy and cost: ESTIMATES on top), never measured",
         fmt(head),
         fmt(["-" * w for w in widths]),
+        *(fmt(l) for l in lines),
+        *overlaps(ranked, req.objectives[0]),
+        "",
     ]
-    out += [fmt(l) for l in lines]
-    out += overlaps(ranked, req.objectives[0])
-    out.append("")
     for r in ranked:
         out.append(
             f"{r['rank']}. {r['platform']}: {r['evaluations']} deployments evaluated in {r['trials']} trials "
@@ -313,11 +309,11 @@ def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
             f"time vs energy Pareto set (PREDICTED time, ESTIMATED energy; platforms with a sourced power figure): "
             f"{len(front)} deployments",
         ]
-        for p in sorted(front, key=lambda p: p["time_to_train_s"]):
-            out.append(
-                f"   {p['platform']:<5} {E.human_time(p['time_to_train_s']):>9}  {_num(p['energy_kwh'])} kWh  "
-                f"{p['chips']:g} chips  {p['precision']} {p['deployment']}"
-            )
+        out += [
+            f"   {p['platform']:<5} {E.human_time(p['time_to_train_s']):>9}  {_num(p['energy_kwh'])} kWh  "
+            f"{p['chips']:g} chips  {p['precision']} {p['deployment']}"
+            for p in sorted(front, key=lambda p: p["time_to_train_s"])
+        ]
     return "\n".join(out)
 
 
@@ -326,18 +322,6 @@ def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase, columns:
     handle = io.StringIO(newline="") if isinstance(path, (str, Path)) else path
     writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
-    for r in ranked:
-        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+    writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in columns} for r in ranked)
     if isinstance(path, (str, Path)):
         write_text("exports", path, handle.getvalue())
-
-
-def advice_json(advice: Advice, ranked: list[dict[str, Any]]) -> dict[str, Any]:
-    """The request, the search's size and time, and the ranked rows."""
-    return {
-        "label": "PREDICTED",
-        **asdict(advice.request),
-        "seconds": advice.seconds,
-        "evaluations": advice.evaluations,
-        "rows": ranked,
-    }

@@ -26,8 +26,10 @@ def _point_chips(point) -> float:
     opts = dict(o.split("=", 1) for o in point.overrides if "=" in o)
     strategy = opts.get("parallel", "none")
     degree = int(opts.get("parallel.degree", 2 if strategy in ("dp", "tp", "pp") else 1))
-    replicas = int(opts.get("parallel.replicas", 1))
-    return max(1.0, chip_count(point.platform, degree, replicas, opts.get("hardware.options.tiles")))
+    return max(
+        1.0,
+        chip_count(point.platform, degree, int(opts.get("parallel.replicas", 1)), opts.get("hardware.options.tiles")),
+    )
 
 
 @dataclass
@@ -63,14 +65,14 @@ class Calibration:
 
 @lru_cache(maxsize=None)
 def calibration(platform: str, constants: str = "published") -> Calibration:
-    rows = residuals().get(platform, {})
-    cal = Calibration(platform, constants, model_version(platform))
-    for pid, r in sorted(rows.items()):
-        if r.get("metric") not in THROUGHPUT or r.get("error") is None:
-            continue
-        target = {"check": cal.out_of_sample, "fit": cal.in_sample, "excluded": cal.excluded}.get(r.get("use"))
-        if target is not None:
-            target.append((pid, float(r["error"])))
+    rows = [
+        (r.get("use"), pid, float(r["error"]))
+        for pid, r in sorted(residuals().get(platform, {}).items())
+        if r.get("metric") in THROUGHPUT and r.get("error") is not None
+    ]
+    # out of sample (check points), in sample (fit points), excluded
+    errors = [[(pid, error) for use, pid, error in rows if use == kind] for kind in ("check", "fit", "excluded")]
+    cal = Calibration(platform, constants, model_version(platform), *errors)
     used = [p for p in load_points() if p.platform == platform and p.metric in THROUGHPUT and p.use in ("fit", "check")]
     if used:
         sizes = [approx_params(_point_model(p)) for p in used]

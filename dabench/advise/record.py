@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from dabench.advise.answer import advice_json, search_rows, write_csv
+from dabench.advise.answer import search_rows, write_csv
 from dabench.advise.run import Advice
+from dabench.core.readers import is_number
 from dabench.pipeline.record import run_record
 from dabench.runtime.sinks import write_text
 from dabench.tracking.lifecycle import BatchRecorder, ParentRun, PendingRun, now_ms
@@ -36,13 +38,18 @@ _ROW_METRICS = {
 }
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def write_files(advice: Advice, ranked: list[dict[str, Any]], folder: Path) -> Path:
+    """advice.json (the request, the search's size and time, the ranked rows and every evaluated
+    deployment), advice.csv and search.csv into ``folder``."""
     search = search_rows(advice)
-    document = {**advice_json(advice, ranked), "search": search}
+    document = {
+        "label": "PREDICTED",
+        **asdict(advice.request),
+        "seconds": advice.seconds,
+        "evaluations": advice.evaluations,
+        "rows": ranked,
+        "search": search,
+    }
     write_text("exports", folder / "advice.json", json.dumps(document, indent=1, default=str))
     write_csv(ranked, folder / "advice.csv")
     write_csv(search, folder / "search.csv", list(search[0]) if search else ["platform", "status"])
@@ -53,17 +60,21 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
     """Write the parent and its children; return the parent run id."""
 
     req = advice.request
-    name = f"advise {req.model} {req.tokens:.3g} tokens"
-    tags = {
-        ADVISE_TAG: "parent",
-        "dabench.label": "PREDICTED",
-        "dabench.model": req.model,
-        "advise.objective": ",".join(req.objectives),
-    }
     by_platform = {o.platform: o for o in advice.outcomes}
-    note = f"Advice: python -m dabench advise model={req.model} tokens={req.tokens:.3g}"
-    where = {"experiment": experiment, "uri": uri, "run_name": name}
-    with ParentRun.start("advise", **where, note=note, mode="predict", tags=tags) as parent:
+    with ParentRun.start(
+        "advise",
+        experiment=experiment,
+        uri=uri,
+        run_name=f"advise {req.model} {req.tokens:.3g} tokens",
+        note=f"Advice: python -m dabench advise model={req.model} tokens={req.tokens:.3g}",
+        mode="predict",
+        tags={
+            ADVISE_TAG: "parent",
+            "dabench.label": "PREDICTED",
+            "dabench.model": req.model,
+            "advise.objective": ",".join(req.objectives),
+        },
+    ) as parent:
         parent.log(
             params={
                 "advise.model": req.model,
@@ -101,14 +112,19 @@ def record(advice: Advice, ranked: list[dict[str, Any]], *, experiment: str = "d
                         "dabench.mode": "predict",
                         "dabench.model": req.model,
                     }
-                    statuses = outcome.statuses
                     worst = max(
-                        (s for s in statuses if s not in ("ok", "over_budget")), key=statuses.get, default="capacity"
+                        (s for s in outcome.statuses if s not in ("ok", "over_budget")),
+                        key=outcome.statuses.get,
+                        default="capacity",
                     )
                     pending.set_status(worst, row.get("reason") or "no deployment fits")
                 values = {**row, "tokens": req.tokens}
                 pending.metrics.update(
-                    {name: float(values[key]) for key, name in _ROW_METRICS.items() if _finite(values.get(key))}
+                    {
+                        name: float(values[key])
+                        for key, name in _ROW_METRICS.items()
+                        if is_number(values.get(key)) and math.isfinite(values[key])
+                    }
                 )
                 pending.tags.update(
                     {

@@ -84,18 +84,15 @@ def _overflow(reason: str) -> float:
 def none_fits_reason(evaluations: Sequence[Evaluation], max_chips: int) -> str:
     if not evaluations:
         return "no deployment was evaluated"
-    counts = Counter(e.status for e in evaluations)
     closest = min(evaluations, key=lambda e: (_overflow(e.reason), -e.values.get("parallel.degree", 1)))
-    summary = ", ".join(f"{n} {s}" for s, n in counts.most_common())
+    summary = ", ".join(f"{n} {s}" for s, n in Counter(e.status for e in evaluations).most_common())
     return (
         f"none of {len(evaluations)} evaluated deployments fits within max_chips={max_chips} ({summary}); "
         f"closest: {closest.reason[:400]}"
     )
 
 
-def advise_platform(
-    request: Request, platform: str, model: dict, on_trial: Callable[[Evaluation], None] | None = None
-) -> PlatformOutcome:
+def advise_platform(request: Request, platform: str, model: dict) -> PlatformOutcome:
     started = time.perf_counter()
     space = build_space(platform, model, request.max_chips)
     base = _platform_base(platform, space.groups)
@@ -106,16 +103,14 @@ def advise_platform(
     if request.price_per_chip_hour is not None:
         price_s = request.price_per_chip_hour / 3600.0
     elif request.price_per_system_hour is not None:
-        chips_per_system = int(base["hardware"].get("chips_per_node") or 1)
-        price_s = request.price_per_system_hour / 3600.0 / chips_per_system
+        price_s = request.price_per_system_hour / 3600.0 / int(base["hardware"].get("chips_per_node") or 1)
     for i, objective in enumerate(request.objectives):
         usable = objective == "time" or (objective == "energy" and figure.sourced) or (objective == "cost" and price_s)
         objective = objective if usable else "time"
-        search(space, predictor, objective, request.trials, request.seed + i, figure.watts_per_chip, price_s, on_trial)
+        search(space, predictor, objective, request.trials, request.seed + i, figure.watts_per_chip, price_s)
     evaluations = list(predictor.cache.values())
-    primary = request.objectives[0]
 
-    scored = [(score(e, primary, figure.watts_per_chip, price_s), e) for e in evaluations]
+    scored = [(score(e, request.objectives[0], figure.watts_per_chip, price_s), e) for e in evaluations]
     scored = [(s, e) for s, e in scored if s is not None]
     if not scored:  # the primary objective cannot be priced here (no power figure / price): rank by time
         scored = [(score(e, "time", None, None), e) for e in evaluations if e.ok]

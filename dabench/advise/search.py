@@ -10,7 +10,7 @@ import copy
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from dabench.advise.space import PlatformSpace, precision_section
 from dabench.core.status import DabenchError
@@ -68,24 +68,22 @@ class Evaluator:
 
     def __call__(self, precision: str, values: Mapping[str, Any]) -> Evaluation:
         key = (precision, _freeze(values))
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
+        if key in self.cache:
+            return self.cache[key]
 
         out = self.cache[key] = Evaluation(self.space.platform, precision, dict(values), "ok")
         try:
             prediction = predict(self.config(precision, values))
         except DabenchError as error:
             out.status, out.reason = error.status.value, error.reason
-            return out
         except Exception as error:  # a model bug on one deployment must not end the advice
             out.status, out.reason = "crashed", f"{type(error).__name__}: {error}"
-            return out
-        out.metrics = metrics = prediction.metrics
-        # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
-        out.chips = float(metrics.get(f"{prediction.rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
-        if out.chips > self.max_chips:
-            out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
+        else:
+            out.metrics = metrics = prediction.metrics
+            # physical chips: the model's own count where it has one (rdu.chips: instances share an RDU)
+            out.chips = float(metrics.get(f"{prediction.rc.hardware.arch}.chips", metrics.get("chips", 1.0)))
+            if out.chips > self.max_chips:
+                out.status, out.reason = "over_budget", f"uses {out.chips:g} chips > max_chips={self.max_chips}"
         return out
 
 
@@ -97,10 +95,8 @@ def score(
 ) -> float | None:
     """Higher is better: tokens/s (time), tokens per joule (energy), tokens per unit of money
     (cost). None when infeasible or when the objective cannot be priced."""
-    if not evaluation.ok:
-        return None
     tps = evaluation.tokens_per_s
-    if not (tps > 0):
+    if not evaluation.ok or not (tps > 0):
         return None
     if objective == "time":
         return tps
@@ -121,14 +117,10 @@ def _enqueue_neighbours(study, params: Mapping[str, Any]) -> None:
     """Queue every deployment that differs from ``params`` in one categorical parameter."""
     from optuna.distributions import CategoricalDistribution
 
-    seen: dict[str, Any] = {}
-    for trial in study.get_trials(deepcopy=False):
-        seen.update(trial.distributions)
+    seen = {name: dist for trial in study.get_trials(deepcopy=False) for name, dist in trial.distributions.items()}
     for name, value in params.items():
         dist = seen.get(name)
-        if not isinstance(dist, CategoricalDistribution):
-            continue
-        for choice in dist.choices:
+        for choice in dist.choices if isinstance(dist, CategoricalDistribution) else ():
             if choice != value:
                 study.enqueue_trial({**params, name: choice}, skip_if_exists=True)
 
@@ -141,7 +133,6 @@ def search(
     seed: int = 0,
     watts_per_chip: float | None = None,
     price_per_chip_s: float | None = None,
-    on_trial: Callable[[Evaluation], None] | None = None,
 ) -> Evaluation | None:
     """The best of ``n_trials`` Optuna asks over ``space`` (repeats answered from the cache),
     seeded TPE wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
@@ -150,15 +141,14 @@ def search(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = make_sampler("tpe", seed, {"n_startup_trials": min(20, max(5, n_trials // 5))})
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    best, best_score = None, -math.inf
     explore = max(1, int(n_trials * EXPLORE_SHARE))
     polished: set[tuple] = set()  #: deployments whose neighbourhood is already queued
-    scored: list[tuple[float, dict]] = []  #: (score, params) of every feasible trial
+    scored: list[tuple[float, dict, Evaluation]] = []  #: (score, params, evaluation) of every feasible trial
     for i in range(n_trials):
         if i >= explore and not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
             # the queue is empty: polish the best deployment not polished yet (the incumbent first,
             # then the runners-up: an optimum two changes away from the incumbent is one from them)
-            for _, params in sorted(scored, key=lambda item: -item[0]):
+            for _, params, _ in sorted(scored, key=lambda item: -item[0]):
                 if _freeze(params) not in polished:
                     polished.add(_freeze(params))
                     _enqueue_neighbours(study, params)
@@ -166,8 +156,6 @@ def search(
         trial = study.ask()
         precision, values = space.suggest(trial)
         ev = predict(precision, values)
-        if on_trial is not None:
-            on_trial(ev)
         value = score(ev, objective, watts_per_chip, price_per_chip_s)
         if value is None:
             trial.set_user_attr("dabench.status", ev.status)
@@ -175,24 +163,5 @@ def search(
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             continue
         study.tell(trial, math.log(value))
-        scored.append((value, dict(trial.params)))
-        if value > best_score:
-            best, best_score = ev, value
-    return best
-
-
-def exhaustive(
-    space: PlatformSpace,
-    predict: Evaluator,
-    objective: str = "time",
-    watts_per_chip: float | None = None,
-    price_per_chip_s: float | None = None,
-) -> Evaluation | None:
-    """The best of every deployment of an enumerable space (for tests and benchmarks)."""
-    best, best_score = None, -math.inf
-    for precision, values in space.grid():
-        ev = predict(precision, values)
-        value = score(ev, objective, watts_per_chip, price_per_chip_s)
-        if value is not None and value > best_score:
-            best, best_score = ev, value
-    return best
+        scored.append((value, dict(trial.params), ev))
+    return max(scored, key=lambda item: item[0])[2] if scored else None  # the first of equal scores

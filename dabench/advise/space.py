@@ -61,37 +61,30 @@ class PlatformSpace:
 
     def grid(self) -> Iterator[tuple[str, dict[str, Any]]]:
         structured = list(self.structured.grid()) if self.structured is not None else [{}]
-        for precision in self.precisions:
-            for combo in itertools.product(*(d.values for d in self.dims)):
-                simple = dict(zip((d.key for d in self.dims), combo, strict=False))
-                for extra in structured:
-                    yield precision, {**simple, **extra}
+        combos = itertools.product(self.precisions, itertools.product(*(d.values for d in self.dims)), structured)
+        for precision, combo, extra in combos:
+            yield precision, {**dict(zip((d.key for d in self.dims), combo, strict=True)), **extra}
 
 
 def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
     """``override /group: choice`` entries of a sweep's defaults list (model excepted)."""
-    groups = {}
-    for entry in sweep.get("defaults") or []:
-        if isinstance(entry, Mapping):
-            for key, value in entry.items():
-                if key.startswith("override /") and "@" not in key and value is not None:
-                    groups[key.split("/", 1)[1]] = str(value)
-    return groups
+    return {
+        key.split("/", 1)[1]: str(value)
+        for entry in sweep.get("defaults") or []
+        if isinstance(entry, Mapping)
+        for key, value in entry.items()
+        if key.startswith("override /") and "@" not in key and value is not None
+    }
 
 
 def _sweep_dims(sweep: Mapping[str, Any]) -> tuple[list[str], list[Dim]]:
     """(precision choices, the other categorical dimensions) of ``hydra.sweeper.params``."""
     params = ((sweep.get("hydra") or {}).get("sweeper") or {}).get("params") or {}
-    parsed = parse_overrides(params_to_overrides(params))
-    precisions: list[str] = []
-    dims = []
-    for dim in parsed.dimensions:
-        values = [dim.to_value(v) for v in distribution_values(dim.distribution, dim.key)]
-        if dim.key == "precision":
-            precisions = [str(v) for v in values]
-        else:
-            dims.append(Dim(dim.key, values))
-    return precisions, dims
+    values = {
+        dim.key: [dim.to_value(v) for v in distribution_values(dim.distribution, dim.key)]
+        for dim in parse_overrides(params_to_overrides(params)).dimensions
+    }
+    return [str(v) for v in values.pop("precision", [])], [Dim(key, choices) for key, choices in values.items()]
 
 
 def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) -> PlatformSpace:
@@ -126,12 +119,14 @@ def overrides_of(
 ) -> list[str]:
     """The ``python -m dabench`` overrides of one deployment (groups first)."""
 
-    out = [*model_overrides, f"hardware={space.platform}", f"hardware.mode={mode}"]
-    out += [f"{g}={c}" for g, c in space.groups.items()]
-    out.append(f"precision={precision}")
-    merged = {**space.fixed, **values}
-    out += [f"{key}={override_value(value)}" for key, value in merged.items()]
-    return out
+    return [
+        *model_overrides,
+        f"hardware={space.platform}",
+        f"hardware.mode={mode}",
+        *(f"{group}={choice}" for group, choice in space.groups.items()),
+        f"precision={precision}",
+        *(f"{key}={override_value(value)}" for key, value in {**space.fixed, **values}.items()),
+    ]
 
 
 def precision_section(name: str) -> dict:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
+from optuna.trial import TrialState
 
+from dabench.core.status import Status
 from dabench.tracking.redact import redact_overrides, redact_text
-from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, best_trial, state_counts, status_counts
+from dabench.tune.study import MODE_ATTR, OVERRIDES_ATTR, STATUS_ATTR
 
 MODE_OVERRIDE = re.compile(r"^\+{0,2}hardware\.mode=")
 
@@ -63,16 +66,25 @@ class StudySummary:
 
 
 def summarize(study: optuna.Study) -> StudySummary:
-    best = best_trial(study)
+    """The study's summary: trials by Optuna state (complete, fail, ...), finished trials by run
+    status (ok, capacity, oom, ...) and the best completed trial."""
+    trials = study.get_trials(deepcopy=False)
     summary = StudySummary(
         study_name=study.study_name,
         direction=study.direction.name.lower(),
-        n_trials=len(study.get_trials(deepcopy=False)),
-        states=state_counts(study),
-        statuses=status_counts(study),
+        n_trials=len(trials),
+        states=dict(Counter(trial.state.name.lower() for trial in trials)),
+        statuses=dict(
+            Counter(
+                Status.OK.value if t.state == TrialState.COMPLETE else t.user_attrs.get(STATUS_ATTR, "unknown")
+                for t in trials
+                if t.state in (TrialState.COMPLETE, TrialState.FAIL)
+            )
+        ),
         sweep_overrides=redact_overrides(study.user_attrs.get("dabench.command_overrides", [])),
     )
-    if best is not None:
+    if any(t.state == TrialState.COMPLETE for t in trials):
+        best = study.best_trial
         summary.best_number = best.number
         summary.best_value = best.value
         summary.best_params = dict(best.params)
@@ -90,8 +102,11 @@ def format_summary(summary: StudySummary) -> str:
         lines.append("no trial completed: no best deployment yet")
         return redact_text("\n".join(lines))
     kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
-    lines += [f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip()]
-    lines += ["run it again:", "  " + summary.command()]
+    lines += [
+        f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip(),
+        "run it again:",
+        "  " + summary.command(),
+    ]
     if summary.best_mode == "predict":
         lines += ["measure it on the device (needs the hardware and its SDK):", "  " + summary.command(measure=True)]
     return redact_text("\n".join(lines))

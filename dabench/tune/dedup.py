@@ -191,12 +191,9 @@ class Proposer:
             yield item
         self._catalog = kept
 
-    def size(self) -> int | None:
-        """How many deployments the space has (None when it cannot be enumerated)."""
-        try:
-            return len({key for key, _ in self._deployments()})
-        except NotEnumerable:
-            return None
+    def size(self) -> int:
+        """How many deployments the space has (NotEnumerable when it cannot be enumerated)."""
+        return len({key for key, _ in self._deployments()})
 
     def _unheld(self, held: set[Key]) -> Params | None:
         """Parameters of a deployment not held, chosen uniformly among all of them; None when

@@ -101,12 +101,14 @@ def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialSta
     value = outcome.value
     finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     trial.set_user_attr(STATUS_ATTR, outcome.status if not finite else Status.OK.value)
-    if outcome.reason:
-        trial.set_user_attr(REASON_ATTR, redact_text(outcome.reason)[:500])
-    if outcome.job_dir:
-        trial.set_user_attr("dabench.job_dir", outcome.job_dir)
-    if outcome.mode:
-        trial.set_user_attr(MODE_ATTR, outcome.mode)
+    what_it_said = {
+        REASON_ATTR: redact_text(outcome.reason or "")[:500],
+        "dabench.job_dir": outcome.job_dir,
+        MODE_ATTR: outcome.mode,
+    }
+    for key, text in what_it_said.items():
+        if text:
+            trial.set_user_attr(key, text)
     if finite:
         study.tell(trial, float(value))
         return TrialState.COMPLETE
@@ -158,11 +160,9 @@ def run_trials(
                     break
                 in_flight = sum(t.state == TrialState.RUNNING for t in trials)
                 held = held_keys(trials, space.overrides_of_params)
-                none_left = False
                 for _ in range(min(n_jobs, n_trials - done - in_flight)):
                     asked = proposer.ask(held)
                     if asked is None:
-                        none_left = True
                         break
                     trial, overrides = asked
                     batch.append(trial)
@@ -173,7 +173,7 @@ def run_trials(
                         ]
                     job_overrides.append(overrides)
             if not batch:
-                if none_left and not in_flight:
+                if not in_flight:  # then the budget left asked at least once: the proposer has none left
                     log.warning(_end_early_line(study, proposer, done))
                     break
                 time.sleep(poll_s)  # the rest of the budget (or of the space) is in flight elsewhere

@@ -33,20 +33,6 @@ class JobOutcome(float):
     def __reduce__(self):
         return (JobOutcome, (float(self), self.status, self.reason, self.mode, self.figures))
 
-    @classmethod
-    def from_value(cls, value: Any) -> "JobOutcome | None":
-        """A JobOutcome from what a job returned: a JobOutcome, or a mapping with ``objective``
-        and ``status`` (``reason``, ``mode`` optional); None for anything else."""
-        if isinstance(value, JobOutcome):
-            return value
-        if isinstance(value, Mapping) and "objective" in value and "status" in value:
-            try:
-                objective = float(value["objective"]) if value["objective"] is not None else float("nan")
-            except (TypeError, ValueError):
-                return None
-            return cls(objective, value["status"], value.get("reason") or "", value.get("mode"))
-        return None
-
 
 #: the metrics a sweep's results table shows (dabench/report/results.py) besides samples/s
 TABLE_METRICS = (

@@ -85,17 +85,21 @@ def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) 
     write_text("run_dir", folder / "optimization_results.yaml", summary_yaml)
     write_text("run_dir", folder / "trials.csv", redact_text(study.trials_dataframe().to_csv(index=False)))
     plot_history(study, folder / "optimization_history.png")
-    _, note = plot_importance(study, folder / "param_importance.png")
-    return [note]
+    return [plot_importance(study, folder / "param_importance.png")[1]]
 
 
 def log_study(parent: ParentRun, study: optuna.Study, summary: StudySummary, storage: str) -> None:
     """Log the study's result to its parent run: counts, best trial, ``study/`` artifacts."""
-    metrics = {f"trials.{state}": n for state, n in summary.states.items()}
-    metrics.update({f"trials.status.{status}": n for status, n in summary.statuses.items()})
-    metrics["trials.total"] = summary.n_trials
-    tags = {"optuna.study": study.study_name, "optuna.storage": redact_uri(storage)}
-    tags["optuna.direction"] = summary.direction
+    metrics = {
+        **{f"trials.{state}": n for state, n in summary.states.items()},
+        **{f"trials.status.{status}": n for status, n in summary.statuses.items()},
+        "trials.total": summary.n_trials,
+    }
+    tags = {
+        "optuna.study": study.study_name,
+        "optuna.storage": redact_uri(storage),
+        "optuna.direction": summary.direction,
+    }
     if summary.best_number is not None:
         metrics.update({"best.samples_per_s": summary.best_value, "best.trial": summary.best_number})
         tags.update({f"best.{name}": str(value) for name, value in summary.best_params.items()})

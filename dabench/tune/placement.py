@@ -51,11 +51,11 @@ def count_placements(
     n_layers: int, stages: int, min_first: int = 0, min_other: int = 1, max_first: int | None = None
 ) -> int:
     """Number of valid placements (see the module docstring for the formula)."""
-    total = 0
-    for first in _first_range(n_layers, stages, min_first, min_other, max_first):
-        free = n_layers - first - min_other * (stages - 1)
-        total += 1 if stages == 1 else math.comb(free + stages - 2, stages - 2)
-    return total
+    free = n_layers - min_other * (stages - 1)  # layers free to spread when stage 0 has none
+    return sum(
+        1 if stages == 1 else math.comb(free - first + stages - 2, stages - 2)
+        for first in _first_range(n_layers, stages, min_first, min_other, max_first)
+    )
 
 
 def apportion(total: int, weights: Sequence[float]) -> tuple[int, ...]:
@@ -70,8 +70,7 @@ def apportion(total: int, weights: Sequence[float]) -> tuple[int, ...]:
     quotas = [total * w / weight_sum for w in shares]
     parts = [math.floor(q) for q in quotas]
     left = total - sum(parts)
-    order = sorted(range(len(parts)), key=lambda i: (-(quotas[i] - parts[i]), i))
-    for i in order[:left]:
+    for i in sorted(range(len(parts)), key=lambda i: (-(quotas[i] - parts[i]), i))[:left]:
         parts[i] += 1
     return tuple(parts)
 

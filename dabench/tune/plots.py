@@ -1,4 +1,5 @@
-"""Study plots (matplotlib PNGs, Agg backend): optimization history and parameter importance."""
+"""Study plots (matplotlib PNGs, drawn on a bare Figure: no pyplot state): optimization history and
+parameter importance."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import optuna
+from matplotlib.figure import Figure
 from optuna.trial import TrialState
 
 from dabench.runtime.sinks import write_bytes
@@ -15,21 +17,21 @@ from dabench.runtime.sinks import write_bytes
 
 def plot_history(study: optuna.Study, path: Path) -> Path:
     """Objective per trial (dots), best so far (line), failed trials (red x on the x-axis)."""
-    plt = _pyplot()
     trials = study.get_trials(deepcopy=False)
-    maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
     done = [(t.number, t.value) for t in trials if t.state == TrialState.COMPLETE]
     failed = [t.number for t in trials if t.state == TrialState.FAIL]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
     if done:
         xs, ys = zip(*done, strict=False)
         ax.scatter(xs, ys, s=18, label="complete trials")
-        best_line = list(itertools.accumulate(ys, max if maximize else min))
+        best_line = list(
+            itertools.accumulate(ys, max if study.direction == optuna.study.StudyDirection.MAXIMIZE else min)
+        )
         ax.step(xs, best_line, where="post", color="tab:orange", label="best so far")
     if failed:
         ax.scatter(failed, [0] * len(failed), marker="x", color="tab:red", label="failed (capacity, oom, ...)")
-    ax.set_xlabel("trial number")
-    ax.set_ylabel("throughput (samples/s)")
+    ax.set(xlabel="trial number", ylabel="throughput (samples/s)")
     ax.set_title(f"Optimization history\n{study.study_name}", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
@@ -45,8 +47,11 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(complete) < 2:
         return None, f"parameter importance skipped: {len(complete)} completed trial(s), needs 2"
-    shared = [name for name in complete[0].params if all(name in t.params for t in complete)]
-    varied = [name for name in shared if len({repr(t.params[name]) for t in complete}) > 1]
+    varied = [  # shared by every completed trial, and not one value throughout
+        name
+        for name in complete[0].params
+        if all(name in t.params for t in complete) and len({repr(t.params[name]) for t in complete}) > 1
+    ]
     if not varied:
         return None, "parameter importance skipped: no parameter shared by all completed trials varied"
     try:
@@ -57,9 +62,9 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
         return None, f"parameter importance skipped: {error}"
     if not importances:
         return None, "parameter importance skipped: no parameter shared by all completed trials"
-    plt = _pyplot()
     names = list(importances)[::-1]
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(names) + 1.8))
+    fig = Figure(figsize=(8, 0.4 * len(names) + 1.8))
+    ax = fig.subplots()
     ax.barh(names, [importances[n] for n in names])
     ax.set_xlabel("importance (Optuna's default evaluator, normalised to sum 1)")
     ax.set_title(f"Parameter importance, {len(complete)} completed trials\n{study.study_name}", fontsize=10)
@@ -68,18 +73,8 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
     return path, f"parameter importance from {len(complete)} completed trials"
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _save(fig, path: Path) -> None:
-    """The figure as PNG into the sweep folder (runtime/sinks.py: written whole), then closed."""
+    """The figure as PNG into the sweep folder (runtime/sinks.py: written whole)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
-    _pyplot().close(fig)
     write_bytes("run_dir", path, buffer.getvalue())

@@ -1,21 +1,22 @@
-"""The sweeper's settings (:class:`SweepSettings`), checked before the study or its storage is
-touched (:func:`check_settings`: ConfigError naming the field, the value and what is valid), and
-the recorded search space a resumed study must keep (:func:`check_resume`).
+"""The sweeper's settings (:class:`SweepSettings`, also the Hydra structured config of
+``hydra/sweeper=dabench_optuna``: hydra_plugins/dabench_optuna_sweeper/config.py), checked before the
+study or its storage is touched (:func:`check_settings`: ConfigError naming the field, the value and
+what is valid), and the recorded search space a resumed study must keep (:func:`check_resume`).
+Optuna is imported only when a sweep starts: Hydra imports this module whenever it scans plugins.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
-
-import optuna
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from dabench.config.build import flatten
 from dabench.core.status import ConfigError
 from dabench.tracking.redact import redact_uri
-from dabench.tune.sampling import make_sampler
-from dabench.tune.study import NAME_NEUTRAL_PREFIXES
+
+if TYPE_CHECKING:
+    import optuna
 
 SPACE_ATTR = "dabench.space"
 #: storage dialects Optuna's RDBStorage is used with
@@ -29,9 +30,9 @@ def _positive_int(field: str, value: Any) -> None:
 
 
 def _name(field: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable():
+    if value is not None and (
+        not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable()
+    ):
         raise ConfigError(field, value, f"a non-empty printable name of at most {MAX_NAME_CHARS} characters")
 
 
@@ -59,28 +60,37 @@ def check_storage(storage: Any) -> None:
 
 
 @dataclass
-class SweepSettings:
-    """The sweeper's settings (``hydra.sweeper.<field>``; documented in the plugin's config.py)."""
+class StructuredSpaceSettings:
+    """``hydra.sweeper.space``: a structured search space (dabench.tune.structured)."""
 
-    sweep_name: str | None = None
-    study_name: str | None = None
-    storage: str | None = None
-    direction: str = "maximize"
-    n_trials: int = 20
-    n_jobs: int = 1
-    sampler: str = "tpe"
-    seed: int | None = None
-    sampler_options: dict = field(default_factory=dict)
-    failed_as_infeasible: bool = True
-    params: dict = field(default_factory=dict)
-    hook: str | None = None  #: ``space.hook``
-    hook_args: dict = field(default_factory=dict)  #: ``space.args``
-    allow_oversubscribe: bool = False
-    allow_space_change: bool = False
+    hook: Optional[str] = None  #: a structured-space factory 'module:factory'
+    args: Dict[str, Any] = field(default_factory=dict)  #: its keyword arguments
+
+
+@dataclass
+class SweepSettings:
+    """The sweeper's settings, each settable as ``hydra.sweeper.<field>=...`` (typing spelled for
+    OmegaConf, which reads these annotations)."""
+
+    sweep_name: Optional[str] = None  #: the sweep's name: the first part of the derived study name
+    study_name: Optional[str] = None  #: default <sweep_name>-<model>[-<hash of other overrides>]
+    storage: Optional[str] = None  #: an SQLAlchemy URL; default sqlite:///<launch dir>/mlruns/optuna.db
+    direction: str = "maximize"  #: maximize (throughput) or minimize
+    n_trials: int = 20  #: the study's total trials (a re-run resumes and runs the missing ones)
+    n_jobs: int = 1  #: trials launched together per batch (capped at the cores for local launchers)
+    sampler: str = "tpe"  #: tpe, random, gp, cmaes, qmc, nsgaii or bruteforce
+    seed: Optional[int] = None  #: none: each worker its own; a resumed study uses seed + its trial count
+    sampler_options: Dict[str, Any] = field(default_factory=dict)  #: keyword arguments of the optuna.samplers class
+    failed_as_infeasible: bool = True  #: with TPE, show failed trials to the sampler as infeasible points
+    allow_oversubscribe: bool = False  #: let n_jobs exceed this machine's cores (over cpus_per_task)
+    allow_space_change: bool = False  #: resume a study whose search space changed (refused, exit 2, otherwise)
+    params: Dict[str, Any] = field(default_factory=dict)  #: {key: choice(...), range(...), interval(...) or a value}
+    space: StructuredSpaceSettings = field(default_factory=StructuredSpaceSettings)
 
 
 def check_settings(settings: SweepSettings) -> optuna.samplers.BaseSampler:
     """Every scalar setting of the sweeper; returns the sampler they describe."""
+    from dabench.tune.sampling import make_sampler
 
     if settings.direction not in ("maximize", "minimize"):
         raise ConfigError("hydra.sweeper.direction", settings.direction, "maximize or minimize")
@@ -111,6 +121,9 @@ def space_fingerprint(
     not tracking settings, the structured hook and its arguments, and every value of the
     composed task ``config`` the trials start from (tracking settings aside): what a sweep file
     sets outside its params."""
+    import optuna
+
+    from dabench.tune.study import NAME_NEUTRAL_PREFIXES
 
     document = {
         "params": {d.name: optuna.distributions.distribution_to_json(d.distribution) for d in space.parsed.dimensions},
@@ -148,10 +161,9 @@ def check_resume(study: optuna.Study, fingerprint: str, allow_change: bool) -> b
     changed = _changed(recorded, fingerprint)
     if not changed:  # only parts it did not record yet: record them now
         return True
-    changed = ", ".join(changed)
     raise ConfigError(
         "hydra.sweeper.params",
-        changed,
+        ", ".join(changed),
         f"the search space study {study.study_name} was created with (it changed; run it under a new "
         "hydra.sweeper.study_name, or resume with hydra.sweeper.allow_space_change=true)",
     )

@@ -33,11 +33,7 @@ def override_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
+        return repr(value)  # shortest round trip; nan, inf and -inf as Hydra's grammar writes them
     if isinstance(value, str):
         if _BARE.match(value) and value.lower() not in _KEYWORDS:
             return value
@@ -166,8 +162,7 @@ def parse_overrides(overrides: Sequence[str]) -> ParsedSpace:
         originals = None
         if isinstance(sweep, ChoiceSweep):
             dist: BaseDistribution = CategoricalDistribution([_choice_value(v) for v in sweep.list])
-            if any(_choice_value(v) is not v for v in sweep.list):
-                originals = tuple(sweep.list)
+            originals = tuple(sweep.list) if any(_choice_value(v) is not v for v in sweep.list) else None
         elif isinstance(sweep, RangeSweep):
             dist = _range_distribution(key, sweep)
         elif isinstance(sweep, IntervalSweep):

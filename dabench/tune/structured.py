@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from dabench.core.status import ConfigError
 
@@ -40,10 +40,3 @@ def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | N
     if not isinstance(space, StructuredSpace):
         raise ConfigError("hydra.sweeper.space.hook", hook, "a factory returning an object with suggest(trial)")
     return space
-
-
-def grid_of(space: StructuredSpace) -> Iterable[dict[str, Any]]:
-    grid = getattr(space, "grid", None)
-    if grid is None:
-        raise ValueError(f"{type(space).__name__} cannot enumerate its space (no grid())")
-    return grid()

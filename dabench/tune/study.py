@@ -11,7 +11,6 @@ import os
 import socket
 import time
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -85,16 +84,15 @@ def open_study(name: str, storage: str, direction: str, sampler: optuna.samplers
 
 
 def counts_toward_budget(trial: FrozenTrial) -> bool:
-    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
-        return True
-    return trial.state == TrialState.FAIL and run_status.counts_toward_budget(trial.user_attrs.get(STATUS_ATTR))
+    return trial.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
+        trial.state == TrialState.FAIL and run_status.counts_toward_budget(trial.user_attrs.get(STATUS_ATTR))
+    )
 
 
 def fresh_trials(study: optuna.Study) -> list[FrozenTrial]:
     """Every trial as the storage holds it now, read past Optuna's per-process trial cache (which
     can miss another worker's trial once this worker finished a later-numbered one)."""
-    storage = study._storage
-    backend = getattr(storage, "_backend", storage)
+    backend = getattr(study._storage, "_backend", study._storage)  # a cached storage's own store
     return backend.get_all_trials(study._study_id, deepcopy=False)
 
 
@@ -202,24 +200,3 @@ def fail_interrupted(study: optuna.Study, trials: Sequence[optuna.Trial], why: s
             retry_settings(study, study._storage.get_trial(trial._trial_id))
         except Exception:  # best effort while unwinding
             pass
-
-
-def state_counts(study: optuna.Study) -> dict[str, int]:
-    """Trials by Optuna state (complete, fail, pruned, running, waiting)."""
-    return dict(Counter(trial.state.name.lower() for trial in study.get_trials(deepcopy=False)))
-
-
-def status_counts(study: optuna.Study) -> dict[str, int]:
-    """Finished trials by dabench run status (ok, capacity, oom, invalid_config, ...)."""
-    counts: Counter[str] = Counter()
-    for trial in study.get_trials(deepcopy=False):
-        if trial.state == TrialState.COMPLETE:
-            counts[Status.OK.value] += 1
-        elif trial.state == TrialState.FAIL:
-            counts[trial.user_attrs.get(STATUS_ATTR, "unknown")] += 1
-    return dict(counts)
-
-
-def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    return study.best_trial if complete else None

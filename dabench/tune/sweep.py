@@ -122,22 +122,28 @@ def search_space(settings: SweepSettings, arguments: Sequence[str], task_config:
     cli_keys = {d.name for d in from_cli.dimensions} | {key(text) for text in from_cli.fixed}
     dims = [d for d in from_config.dimensions if d.name not in cli_keys] + list(from_cli.dimensions)
     fixed = [text for text in from_config.fixed if key(text) not in cli_keys] + list(from_cli.fixed)
-    parsed = ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed))
-    structured = load_space(settings.hook, dict(task_config), settings.hook_args) if settings.hook else None
-    return TrialSpace(parsed=parsed, structured=structured)
+    hook, args = settings.space.hook, settings.space.args
+    return TrialSpace(
+        parsed=ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed)),
+        structured=load_space(hook, dict(task_config), args) if hook else None,
+    )
 
 
 def outcome_of(value: Any, job_dir: str | None = None) -> Outcome:
-    """A job's returned value -> Outcome: objective, status, reason and mode from a JobOutcome (or
-    mapping); a bare number is ok when finite, else a crash (no status came with it)."""
-    returned = JobOutcome.from_value(value)
-    if returned is None:
-        try:
+    """A job's returned value -> Outcome: objective, status, reason and mode from a JobOutcome or a
+    mapping with ``objective`` and ``status`` (``reason``, ``mode`` optional; a None objective is
+    NaN); a bare number is ok when finite; anything else is a crash (no status came with it)."""
+    returned = value if isinstance(value, JobOutcome) else None
+    try:
+        if returned is None and isinstance(value, Mapping) and "objective" in value and "status" in value:
+            objective = float("nan") if value["objective"] is None else float(value["objective"])
+            returned = JobOutcome(objective, value["status"], value.get("reason") or "", value.get("mode"))
+        elif returned is None and math.isfinite(float(value)):
             returned = JobOutcome(float(value), Status.OK.value)
-        except (TypeError, ValueError):
-            returned = None
-        if returned is None or not math.isfinite(returned):
-            return Outcome(None, Status.CRASHED.value, f"the task returned {value!r} without a status", job_dir)
+    except (TypeError, ValueError):  # an objective that is no number
+        pass
+    if returned is None:
+        return Outcome(None, Status.CRASHED.value, f"the task returned {value!r} without a status", job_dir)
     objective, status = float(returned), returned.status
     if math.isfinite(objective) and not is_ok(status):
         objective = float("nan")
@@ -193,7 +199,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
     except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
         print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
-    fingerprint = space_fingerprint(space, settings.hook, settings.hook_args, task)
+    fingerprint = space_fingerprint(space, settings.space.hook, settings.space.args, task)
     try:  # a resumed study keeps its search space unless allow_space_change
         if check_resume(study, fingerprint, settings.allow_space_change):
             study.set_user_attr(SPACE_ATTR, fingerprint)
@@ -283,19 +289,19 @@ def _untracked_results(study, folder: Path, title: str) -> str:
     from dabench.report.frame import normalize
     from dabench.report.results import render_results, write_results_csv
 
-    rows = []
-    for trial in study.get_trials(deepcopy=False):
-        attrs, ok = trial.user_attrs, trial.user_attrs.get(STATUS_ATTR) == Status.OK.value
-        rows.append(
-            {
-                "run_id": "",
-                "run_name": " ".join(attrs.get(OVERRIDES_ATTR) or []) or f"trial {trial.number}",
-                "tags.dabench.status": attrs.get(STATUS_ATTR) or trial.state.name.lower(),
-                "tags.dabench.mode": attrs.get(MODE_ATTR),
-                "tags.dabench.reason": attrs.get(REASON_ATTR) or "",
-                "metrics.throughput.samples_per_s": trial.value if ok and trial.value is not None else math.nan,
-            }
-        )
+    rows = [
+        {
+            "run_id": "",
+            "run_name": " ".join(trial.user_attrs.get(OVERRIDES_ATTR) or []) or f"trial {trial.number}",
+            "tags.dabench.status": trial.user_attrs.get(STATUS_ATTR) or trial.state.name.lower(),
+            "tags.dabench.mode": trial.user_attrs.get(MODE_ATTR),
+            "tags.dabench.reason": trial.user_attrs.get(REASON_ATTR) or "",
+            "metrics.throughput.samples_per_s": trial.value
+            if trial.user_attrs.get(STATUS_ATTR) == Status.OK.value and trial.value is not None
+            else math.nan,
+        }
+        for trial in study.get_trials(deepcopy=False)
+    ]
     frame = normalize(pd.DataFrame(rows))
     path = write_results_csv(frame, folder / "results.csv")
     return render_results(frame, f"{title} (not recorded: tracking.enabled=false)") + f"\nresults.csv: {path}"

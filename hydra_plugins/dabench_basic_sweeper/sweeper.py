@@ -32,14 +32,10 @@ def shape(overrides: Sequence[str]) -> tuple[str, ...]:
 
 def representatives(batch: Sequence[Sequence[str]]) -> list[list[str]]:
     """The first job of each :func:`shape` in ``batch``, in order."""
-    seen: set[tuple[str, ...]] = set()
-    chosen = []
+    chosen: dict[tuple[str, ...], list[str]] = {}
     for overrides in batch:
-        key = shape(overrides)
-        if key not in seen:
-            seen.add(key)
-            chosen.append(list(overrides))
-    return chosen
+        chosen.setdefault(shape(overrides), list(overrides))
+    return list(chosen.values())
 
 
 class SweepComposer(Composer):

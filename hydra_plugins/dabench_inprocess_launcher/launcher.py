@@ -35,8 +35,13 @@ class InProcessLauncher(Launcher):
         )
         returns = []
         for index, run in enumerate(runs):
-            ret = JobReturn(overrides=list(run.overrides), task_name="dabench", status=JobStatus.COMPLETED)
-            ret.return_value = job_outcome(run.result)
-            returns.append(ret)
+            returns.append(
+                JobReturn(
+                    overrides=list(run.overrides),
+                    task_name="dabench",
+                    status=JobStatus.COMPLETED,
+                    _return_value=job_outcome(run.result),
+                )
+            )
             log.debug("job #%d: %s", initial_job_idx + index, run.result.status.value)
         return returns

@@ -17,16 +17,19 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from dabench.core.status import Status
 from dabench.runtime.sinks import make_dir
 from dabench.tracking.redact import redact_hydra_output
+from dabench.tune.settings import StructuredSpaceSettings, SweepSettings
 from hydra_plugins.dabench_optuna_sweeper import config as _config  # noqa: F401  registers the config
 
 
 class DabenchOptunaSweeper(Sweeper):
     def __init__(self, space: Optional[dict] = None, **settings: Any) -> None:
-        """``settings``: the other fields of DabenchOptunaSweeperConf (config.py)."""
+        """``settings``: the other fields of SweepSettings (dabench/tune/settings.py)."""
         space = dict(space or {})
         for key in ("sampler_options", "params"):
             settings[key] = dict(settings.get(key) or {})
-        self.settings = {**settings, "hook": space.get("hook"), "hook_args": dict(space.get("args") or {})}
+        self.settings = SweepSettings(
+            **settings, space=StructuredSpaceSettings(space.get("hook"), dict(space.get("args") or {}))
+        )
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.launcher = None
@@ -105,7 +108,6 @@ class DabenchOptunaSweeper(Sweeper):
         return [self._outcome(r) for r in returns]
 
     def sweep(self, arguments: List[str]) -> Any:
-        from dabench.tune.settings import SweepSettings
         from dabench.tune.sweep import SweepJobs, run_study  # optuna: only when a study sweeps
 
         assert self.config is not None and self.launcher is not None
@@ -120,6 +122,6 @@ class DabenchOptunaSweeper(Sweeper):
             cpus_per_task=int(OmegaConf.select(self.config, "hydra.launcher.cpus_per_task") or 1),
             searchpath=[o for o in searchpath if o.startswith("hydra.searchpath=")],
         )
-        summary = run_study(SweepSettings(**self.settings), arguments, jobs)
+        summary = run_study(self.settings, arguments, jobs)
         redact_hydra_output(self.sweep_dir)
         return summary

@@ -74,16 +74,9 @@ class SweepsConfigSource(ConfigSource):
 
 class DabenchSweepsSearchPathPlugin(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        folders = []
-        for element in list(search_path.get_path()):
-            path = element.path or ""
-            if path.startswith("file://"):
-                path = path[len("file://") :]
-            elif "://" in path or not path:
-                continue
-            conf = Path(path).resolve()
-            if conf.name == "conf" and (conf.parent / GROUP).is_dir():
-                folders.append(conf.parent / GROUP)
+        paths = [(element.path or "").removeprefix("file://") for element in search_path.get_path()]
+        confs = [Path(path).resolve() for path in paths if path and "://" not in path]  # local folders only
+        folders = [conf.parent / GROUP for conf in confs if conf.name == "conf" and (conf.parent / GROUP).is_dir()]
         if not folders:
             return  # not dabench's layout: another Hydra application
         launch = (Path(launch_dir()) / GROUP).resolve()

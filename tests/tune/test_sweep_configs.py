@@ -9,11 +9,11 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from dabench.config.build import build_run_config
+from dabench.config.compose import compose as compose_config
 from dabench.platforms.ipu.space import IpuPipelineSpace, training_pipeline_stages
-from dabench.tune.direct import deployment_config
 from dabench.tune.driver import TrialSpace
-from dabench.tune.space import params_to_overrides, parse_overrides
-from dabench.tune.structured import grid_of, load_space
+from dabench.tune.space import override_value, params_to_overrides, parse_overrides
+from dabench.tune.structured import load_space
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -47,7 +47,8 @@ def test_sweep_composes_and_every_proposal_is_a_valid_run_config(name):
     for _ in range(40):
         trial = study.ask()
         values = trial_space.suggest(trial)
-        rc = build_run_config(deployment_config([f"+sweeps={name}"], values))  # raises on invalid input
+        overrides = [f"+sweeps={name}", *(f"{key}={override_value(value)}" for key, value in values.items())]
+        rc = build_run_config(compose_config(overrides))  # raises on invalid input
         if rc.parallel.strategy == "pp":
             assert sum(rc.parallel.layers_per_stage) == rc.model.n_layers
             assert rc.run.grad_accum >= training_pipeline_stages(rc.parallel.degree)
@@ -59,7 +60,7 @@ def test_ipu_space_grid_matches_its_count_and_the_model(n_layers, deepest):
     task, sweeper = compose_sweep("ipu_deploy", [f"model.n_layers={n_layers}"])
     space = load_space(sweeper["space"]["hook"], task, sweeper["space"]["args"])
     assert isinstance(space, IpuPipelineSpace)
-    grid = list(grid_of(space))
+    grid = list(space.grid())
     assert len(grid) == space.size()
     assert all(sum(d["parallel.layers_per_stage"]) == n_layers for d in grid)
     assert len({repr(sorted(d.items())) for d in grid}) == len(grid)
