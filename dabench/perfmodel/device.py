@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import dataclass
 
 from dabench.config.sections import RunConfig
@@ -39,10 +40,14 @@ SPLIT_CLASSES = ("matmul", "attention", "embedding", "loss")
 #: dV reads P' (9e + 1).
 SCORE_PASSES = {"fwd": (6, 1), "bwd": (9, 1)}
 
-#: a GPU generation no calibration point fitted (blackwell, cdna3) is priced at the middle of the
-#: efficiencies' fit bounds [0.2, 1.0] (conf/hardware/sources/cuda.yaml), as cross-validation prices
-#: a generation whose points it left out (fit/refit.py, start="middle"); never another generation's fit
+#: a GPU generation no calibration point fitted (blackwell, cdna3) has its GEMMs priced at the middle
+#: of compute_efficiency's fit bounds [0.2, 1.0] (conf/hardware/sources/cuda.yaml), as cross-validation
+#: prices a generation whose points it left out (fit/refit.py, start="middle"); never another generation's fit
 UNFITTED_EFFICIENCY = 0.6
+
+#: linear layers whose input width (K) tensor parallelism splits (Megatron's row-parallel ones); the
+#: others split their output width (N)
+ROW_PARALLEL = ("proj", "fc2")
 
 #: op names whose element-wise kernel evaluates a transcendental per element (GELU's tanh)
 GELU_OPS = ("mlp.gelu", "head.gelu")
@@ -72,7 +77,7 @@ def kernels_for(k) -> Kernels:
 @dataclass(frozen=True)
 class Rates:
     """What prices an op: ceilings, efficiencies, launch seconds, the small-matmul knee, the compute
-    dtype's bytes and the CPU's kernel rates."""
+    dtype's bytes, the CPU's kernel rates and the GPU's SMs and GEMM output tile (0: no quantization)."""
 
     peak: float
     bw: float
@@ -82,6 +87,15 @@ class Rates:
     half_flops: float = 0.0
     e: int = 2
     kernels: Kernels = Kernels()
+    sms: int = 0
+    tile: tuple[int, int] = (0, 0)
+
+    def quantized(self, m: float, n: float) -> float:
+        """Share of the SMs' tile slots an m x n GEMM output fills: its tiles in waves of one per SM,
+        the last tile of each dimension and the last wave part empty (docs/perfmodel.md)."""
+        tm, tn = self.tile
+        tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        return m * n / (math.ceil(tiles / self.sms) * self.sms * tm * tn)
 
 
 def _layer_time(
@@ -106,6 +120,15 @@ def _layer_time(
             rate = kernels.attention_eff if op.op_class == "attention" and kernels.attention_eff else r.ce
             work = op.flops * scale
             compute_eff = rate * (work / (work + half_flops) if work > 0 and half_flops > 0 else 1.0)
+            if op.dims and r.sms:  # forward Y = XW (M x N); backward dX (M x K) and dW (K x N), half each
+                row = op.name.endswith(ROW_PARALLEL)  # Megatron splits these layers' K, the others' N
+                m, n, k_ = (
+                    op.dims[0] * fraction,
+                    op.dims[1] / (1 if row else divide),
+                    op.dims[2] / (divide if row else 1),
+                )
+                pairs = ((m, n),) if op.phase == "fwd" else ((m, k_), (k_, n))
+                compute_eff *= len(pairs) / sum(1 / r.quantized(a, b) for a, b in pairs)
         elif kernels.gelu_flops and op.name in GELU_OPS:
             # one tanh per element, forward and backward (the op graph counts 8 and 16 FLOPs per element)
             flops = op.flops / (GELU_FLOPS_PER_ELEMENT * (1 if op.phase == "fwd" else 2)) * kernels.gelu_flops
@@ -158,7 +181,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         if generation == "ampere":
             ce, me = k.ampere_compute_efficiency, k.ampere_memory_efficiency
         elif generation not in (None, "hopper"):
-            ce = me = UNFITTED_EFFICIENCY
+            ce = UNFITTED_EFFICIENCY
             tags["efficiency"] = f"unfitted: no calibration point of generation {generation}"
     par, m = rc.parallel, rc.run.grad_accum
     strategy = par.strategy
@@ -175,7 +198,9 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
             raise CapacityError(f"{level} (per GPU)", memory.total, capacity, memory.describe())
     groups = list(layer_groups(graph))
     train = ("fwd", "bwd")
-    rates = Rates(peak, bw, ce, me, launch, half_flops, e, kernels)
+    tile = (int(getattr(k, "gemm_tile_m", 0)), int(getattr(k, "gemm_tile_n", 0)))
+    sms = rc.hardware.units("sms") if tile[0] and rc.hardware.compute_units else 0
+    rates = Rates(peak, bw, ce, me, launch, half_flops, e, kernels, sms or 0, tile)
 
     def one_chip_step(split_: int, shards: int = 1) -> tuple[float, dict[str, float], list[Subtask]]:
         step, classes, subtasks = 0.0, {}, []

@@ -32,6 +32,7 @@ class Op:
     bytes: float
     params: int = 0
     saved_bytes: float = 0.0
+    dims: tuple[int, ...] = ()  #: a linear's forward GEMM (M, N, K) = (tokens, fan_out, fan_in); () otherwise
 
     def __init__(
         self,
@@ -42,12 +43,13 @@ class Op:
         bytes: float,  # noqa: A002
         params: int = 0,
         saved_bytes: float = 0.0,
+        dims: tuple[int, ...] = (),
     ) -> None:
         # still frozen (no setattr after this); every prediction builds an op graph, and filling
         # __dict__ directly skips the generated init's object.__setattr__ per field
         d = self.__dict__
         d["name"], d["op_class"], d["phase"], d["flops"], d["bytes"] = name, op_class, phase, flops, bytes
-        d["params"], d["saved_bytes"] = params, saved_bytes
+        d["params"], d["saved_bytes"], d["dims"] = params, saved_bytes, dims
 
     @property
     def intensity(self) -> float:
@@ -173,6 +175,7 @@ def _linear(name: str, tokens: int, fan_in: int, fan_out: int, e: int, w: int, g
             float(tokens * fan_in * e + params * w + tokens * fan_out * e),
             params,
             float(tokens * fan_in * e),
+            (tokens, fan_out, fan_in),
         ),
         # dX = dY W^T and dW = X^T dY
         Op(
@@ -181,6 +184,7 @@ def _linear(name: str, tokens: int, fan_in: int, fan_out: int, e: int, w: int, g
             "bwd",
             4.0 * tokens * fan_in * fan_out,
             float(tokens * fan_out * e + tokens * fan_in * e + params * w + tokens * fan_in * e + params * g),
+            dims=(tokens, fan_out, fan_in),
         ),
     ]
 
@@ -231,6 +235,7 @@ def _scaled(ops: list[Op], fraction: float) -> list[Op]:
             op.bytes * fraction,
             int(round(op.params * fraction)),
             op.saved_bytes * fraction,
+            op.dims,
         )
         for op in ops
     ]
@@ -322,7 +327,7 @@ def _head_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[O
         ops += _layernorm("head.ln", tokens, h, e, w, s)
     lm_head = _linear("lm_head", tokens, h, v, e, w, s, bias=False)
     if model.tie_embeddings:  # the token table is the embedding's parameter
-        lm_head = [Op(op.name, op.op_class, op.phase, op.flops, op.bytes, 0, op.saved_bytes) for op in lm_head]
+        lm_head = [Op(op.name, op.op_class, op.phase, op.flops, op.bytes, 0, op.saved_bytes, op.dims) for op in lm_head]
     ops += lm_head
     logits = tokens * v
     # cross-entropy over fp32 logits: cast, log-softmax and pick; keeps fp32 log-probabilities

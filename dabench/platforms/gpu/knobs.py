@@ -44,6 +44,13 @@ class CudaKnobs:
         doc="FLOPs at which a matmul op reaches half its large-GEMM rate (rate = peak * e_c * F / (F + this); 0 = "
         "every GEMM at e_c)",
     )
+    gemm_tile_m: int = knob(
+        integer=True,
+        low=0,
+        doc="rows of the output tile one SM computes per GEMM (with gemm_tile_n): a matmul runs at the share of "
+        "the SMs' tile slots its output fills, the last tile and the last wave part empty",
+    )
+    gemm_tile_n: int = knob(integer=True, low=0, doc="columns of the GEMM output tile (gemm_tile_m)")
     recompute: str = knob(
         choices=("none", "full"),
         doc="activation recomputation (Megatron's full recompute, --recompute-method uniform): each decoder block's "
