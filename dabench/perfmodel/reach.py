@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import is_dataclass
+from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
 from dabench.core.platforms import platform
@@ -24,7 +25,7 @@ WEIGHTS = {
     "generation": 1.0,
 }
 FAR = 2.0  #: beyond this many units from every calibration point, nothing calibrated is nearby
-GROWTH_MIN = 0.1  #: the least widening per unit of distance (log space, ~10%): a band always grows with reach
+GROWTH_MIN = 0.1  #: the least widening per unit of distance of an 80% band (log space, ~10%): a band always grows with reach
 CATEGORIES = ("precision", "compile", "execution", "release", "generation")
 _RELEASE = re.compile(r"\bR(\d+\.\d+)")
 
@@ -111,9 +112,11 @@ def conformal_q(scores: Sequence[float], nominal: float) -> float | None:
 
 def growth(needs: Sequence[float], nominal: float) -> float:
     """Widening per unit of distance: the conformal quantile of the calibration's own needs
-    ((out-of-source error - base) / distance), at least :data:`GROWTH_MIN`."""
+    ((out-of-source error - base) / distance), at least :data:`GROWTH_MIN` scaled to ``nominal`` as a
+    normal quantile is (an 80% band's floor; a 95% band's x1.53)."""
     q = conformal_q([n for n in needs if not math.isnan(n)], nominal)
-    return max(GROWTH_MIN, q if q is not None and math.isfinite(q) else GROWTH_MIN)
+    floor = GROWTH_MIN * NormalDist().inv_cdf((1 + nominal) / 2) / NormalDist().inv_cdf(0.9)
+    return max(floor, q if q is not None and math.isfinite(q) else floor)
 
 
 def half_width(
