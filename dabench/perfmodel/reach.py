@@ -25,7 +25,8 @@ WEIGHTS = {
     "generation": 1.0,
 }
 FAR = 2.0  #: beyond this many units from every calibration point, nothing calibrated is nearby
-GROWTH_MIN = 0.1  #: the least widening per unit of distance of an 80% band (log space, ~10%): a band always grows with reach
+#: the least widening per unit of distance of an 80% band (log space, ~10%): a band always grows with reach
+GROWTH_MIN = 0.1
 CATEGORIES = ("precision", "compile", "execution", "release", "generation")
 _RELEASE = re.compile(r"\bR(\d+\.\d+)")
 
