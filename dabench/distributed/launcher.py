@@ -133,7 +133,7 @@ def launch(
                 procs.append(supervisor.start(command, logs[rank], env=_rank_env(rank, world_size, port)))
             failure = supervisor.wait_all(procs, timeout_s, GRACE_S)
         finally:
-            killed = supervisor.kill_all(procs)
+            killed = {rank for rank, proc in enumerate(procs) if supervisor.kill_group(proc)}  # still running
         exits = [
             RankExit(
                 rank,

@@ -147,10 +147,6 @@ def command_line() -> str:
     return _mask(" ".join([head, *map(shlex.quote, args)]))
 
 
-def exit_code(error: BaseException) -> int:
-    return 128 + int(getattr(error, "signum", signal.SIGINT))
-
-
 def message(error: BaseException, notes: list[str]) -> str:
     """The one line: what stopped, how far it got, what was closed, how to go on."""
     what = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
@@ -167,20 +163,6 @@ def message(error: BaseException, notes: list[str]) -> str:
     return line
 
 
-def run_closers() -> list[str]:
-    """Run every registered closer (last registered first); returns their notes."""
-    notes = list(_notes)
-    while _closers:
-        closer = _closers.pop()
-        try:
-            note = closer()
-        except BaseException as error:  # noqa: BLE001
-            note = f"could not close a record ({type(error).__name__}: {error})"
-        if note:
-            notes.append(note)
-    return notes
-
-
 @contextmanager
 def guard() -> Iterator[None]:
     """Around the Hydra entry: an interrupt ends the process with one line and 128 + signal."""
@@ -189,12 +171,21 @@ def guard() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as error:
-        notes = run_closers()
+        notes = list(_notes)
+        while _closers:  # every registered closer, last registered first
+            closer = _closers.pop()
+            try:
+                note = closer()
+            except BaseException as failure:  # noqa: BLE001
+                note = f"could not close a record ({type(failure).__name__}: {failure})"
+            if note:
+                notes.append(note)
         print(message(error, notes), file=sys.stderr, flush=True)
+        code = 128 + int(getattr(error, "signum", signal.SIGINT))
         if not all(done.is_set() for done in _abandoned):
             sys.stdout.flush()
-            os._exit(exit_code(error))
-        raise SystemExit(exit_code(error)) from None
+            os._exit(code)
+        raise SystemExit(code) from None
     finally:
         if threading.current_thread() is threading.main_thread() and previous_int is not None:
             signal.signal(signal.SIGINT, previous_int)

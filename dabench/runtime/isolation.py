@@ -30,7 +30,6 @@ from dabench.runtime import supervisor
 PROTOCOL = 1
 #: the folder that holds the dabench package: a checkout's root, or site-packages of an installed wheel
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TAIL_CHARS = 4000
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,9 +88,7 @@ def run_child(
     command = [interpreter, "-m", module, str(request_path), str(result_path)]
     where = f"runner {module} under {interpreter}"
     try:
-        ended = supervisor.run(
-            command, log_path, timeout_s, cwd=workdir, env=child_env(python, env), tail_chars=TAIL_CHARS
-        )
+        ended = supervisor.run(command, log_path, timeout_s, cwd=workdir, env=child_env(python, env))
     except OSError as error:
         raise CrashedError(f"{where} could not start: {error}") from error
     if not ended.ok:

@@ -175,10 +175,10 @@ def kill_group(child: Child) -> bool:
     return running
 
 
-def outcome(child: Child, *, timed_out: bool = False, tail_chars: int = TAIL_CHARS) -> Exit:
+def outcome(child: Child, *, timed_out: bool = False) -> Exit:
     """Classify a finished (or killed) child."""
     _LIVE.pop(child.proc.pid, None)
-    output = tail(child.log_path, tail_chars)
+    output = tail(child.log_path)
     after = oom_kill_count()
     oom_killed = after is not None and child.oom_kills_at_start is not None and after > child.oom_kills_at_start
     status, description = classify(
@@ -194,7 +194,6 @@ def run(
     *,
     cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
-    tail_chars: int = TAIL_CHARS,
 ) -> Exit:
     """Start, wait at most ``timeout_s``, kill the group whatever happens, classify."""
     child = start(command, log_path, cwd=cwd, env=env)
@@ -210,7 +209,7 @@ def run(
         _killpg(child.proc.pid)  # grandchildren an exited child left behind
     if timed_out:
         kill_group(child)
-    return outcome(child, timed_out=timed_out, tail_chars=tail_chars)
+    return outcome(child, timed_out=timed_out)
 
 
 def wait_all(children: Sequence[Child], timeout_s: float, grace_s: float = 2.0) -> str:
@@ -228,8 +227,3 @@ def wait_all(children: Sequence[Child], timeout_s: float, grace_s: float = 2.0) 
         if time.monotonic() > deadline:
             return "timeout"
         time.sleep(POLL_S)
-
-
-def kill_all(children: Sequence[Child]) -> set[int]:
-    """Kill every child's group and reap them all; the indexes of those that were still running."""
-    return {i for i, child in enumerate(children) if kill_group(child)}
