@@ -16,7 +16,7 @@ import yaml
 from dabench.metrics.summary import roofline_points
 from dabench.report.roofline_plot import roofline_svg
 from dabench.runtime.sinks import copy_file, copy_tree, make_dir, write_text
-from dabench.tracking.redact import redact_mapping, redact_value
+from dabench.tracking.redact import redact_value
 
 
 def _finite(value: Any) -> Any:
@@ -57,7 +57,7 @@ def wants_plot(config: Mapping[str, Any], mode: str) -> bool:
 def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str, data_copies: int) -> Path:
     """Write the run's files (see the module docstring) into ``folder``; vendor sources under ``sources/``."""
     make_dir("run_dir", folder)
-    write_text("run_dir", folder / "config.yaml", yaml.safe_dump(redact_mapping(dict(config)), sort_keys=False))
+    write_text("run_dir", folder / "config.yaml", yaml.safe_dump(redact_value(dict(config)), sort_keys=False))
     profile = result.profile if result.profile is not None else result.predicted
     validate = result.predicted is not None and result.profile is not None
     document = {

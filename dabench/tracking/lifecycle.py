@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -285,10 +285,8 @@ class ParentRun(RecordedRun):
             reason = reason or f"the {self.kind} was interrupted (Ctrl-C or SIGTERM) after {sum(counts.values())} runs"
         elif self.adopted and self.offline is None:  # an earlier invocation's interrupted tags no longer hold
             for key in ("dabench.status", "dabench.reason"):
-                try:
+                with suppress(Exception):
                     self.client.delete_tag(self.run_id, key)
-                except Exception:
-                    pass
         self.close(status, reason)
         return counts
 
@@ -339,7 +337,6 @@ def recorded_run(
         except Exception as error:  # the store went away: the caller learns it; the reaper ends the run later
             log.warning("could not close MLflow run %s: %s", run.run_id, error)
             UNCLOSED[run.run_id] = str(error)
-            run.status, run.reason = Status.TRACKING_ERROR, f"the run could not be closed in the store: {error}"
             run.extra["close_error"] = str(error)
 
 
@@ -418,7 +415,6 @@ class BatchRecorder:
         self.run_ids: list[str] = []
         self._client = None
         self._experiment_id: str | None = None
-        self._standard: dict[str, str] | None = None
 
     def __enter__(self) -> "BatchRecorder":
         return self
@@ -462,11 +458,10 @@ class BatchRecorder:
                 if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
                     raise
                 offline = True
-        if self._standard is None:
-            self._standard = standard_tags(None if offline else self.parent_id)
+        standard = standard_tags(self.parent_id)  # the outbox keeps the parent apart (journal.log below)
         pending, self.pending = self.pending, []
         for p in pending:
-            tags = {**self._standard, **p.tags, **status_tags(p.status.value, p.reason)}
+            tags = {**standard, **p.tags, **status_tags(p.status.value, p.reason)}
             end = p.end_ms if p.end_ms is not None else now_ms()
             created = None
             if not offline:

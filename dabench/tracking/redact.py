@@ -92,22 +92,18 @@ def redact_overrides(overrides: Any, env: Mapping[str, str] | None = None) -> li
 
 
 def redact_value(value: Any, env: Mapping[str, str] | None = None) -> Any:
-    """Strings redacted, containers recursed, everything else unchanged."""
+    """Strings redacted, containers recursed (a mapping's string value masked outright when its
+    key names a secret; a mapping comes back a dict), everything else unchanged."""
     if isinstance(value, str):
         return redact_text(value, env)
     if isinstance(value, Mapping):
-        return redact_mapping(value, env)
+        return {
+            key: MASK if isinstance(item, str) and SECRET_NAME.search(str(key)) and item else redact_value(item, env)
+            for key, item in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return type(value)(redact_value(v, env) for v in value)
     return value
-
-
-def redact_mapping(mapping: Mapping[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A copy of a nested mapping with secrets masked (see module docstring)."""
-    return {
-        key: MASK if isinstance(value, str) and SECRET_NAME.search(str(key)) and value else redact_value(value, env)
-        for key, value in mapping.items()
-    }
 
 
 def _redact_entities(entities: Any, env: Mapping[str, str] | None = None) -> Any:
@@ -157,24 +153,19 @@ def redact_client_call(method: Any, args: tuple, kwargs: dict) -> tuple[tuple, d
     return bound.args, bound.kwargs
 
 
-def redact_record(record: Any) -> Any:
-    """A logging filter's body: redact a LogRecord's message in place (args are merged first)."""
-    try:
-        message = record.getMessage()
-    except Exception:  # a broken format string: leave it to logging to report
-        return record
-    cleaned = redact_text(message)
-    if cleaned != message:
-        record.msg, record.args = cleaned, ()
-    return record
-
-
 class RedactingFilter:
     """``logging.Filter`` that masks secrets in every record it passes (attach to a handler)."""
 
-    def filter(self, record: Any) -> bool:
-        redact_record(record)
-        return True
+    def filter(self, record: Any) -> Any:
+        """Redact a LogRecord's message in place (args are merged first); the record (true: kept)."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: leave it to logging to report
+            return record
+        cleaned = redact_text(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
+        return record
 
 
 def install_log_redaction(logger_names: tuple[str, ...] = ("", "dabench")) -> None:
@@ -186,7 +177,7 @@ def install_log_redaction(logger_names: tuple[str, ...] = ("", "dabench")) -> No
     if not getattr(current, "dabench_redacting", False):
 
         def factory(*args: Any, **kwargs: Any) -> Any:
-            return redact_record(current(*args, **kwargs))
+            return RedactingFilter().filter(current(*args, **kwargs))
 
         factory.dabench_redacting = True  # type: ignore[attr-defined]
         logging.setLogRecordFactory(factory)

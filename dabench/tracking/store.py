@@ -20,9 +20,9 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, ContextManager, Iterable, Iterator, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from dabench.core.paths import launch_dir
@@ -246,16 +246,11 @@ class RetryingClient:
         return call
 
 
-@contextmanager
-def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on ``<db>.lock`` beside a SQLite store (no-op for other stores);
+def store_lock(uri: str, timeout_s: float | None = None) -> ContextManager[None]:
+    """An exclusive lock on ``<db>.lock`` beside a SQLite store (no-op for other stores);
     TimeoutError after ``timeout_s`` (default 120 s)."""
     db = sqlite_path(uri)
-    if db is None:
-        yield
-        return
-    with locked("store", db, timeout_s or 120.0):
-        yield
+    return nullcontext() if db is None else locked("store", db, timeout_s or 120.0)
 
 
 #: the experiment tag MLflow's UI reads to choose its view (mlflow/server/js: ``mlflow.experimentKind``);
@@ -331,26 +326,18 @@ def _valid(path: Path) -> bool:
     return len(version) == 1 and experiments == 0
 
 
-def template() -> Path | None:
-    """The empty schema, made now when missing or damaged; None (and a warning) when it cannot be kept."""
-    path = template_path()
-    if path.is_file() and _valid(path):
-        return path
-    try:
-        _build(path)
-    except Exception as error:  # a cache only saves time: any failure leaves the schema to MLflow
-        log.warning("empty MLflow schema not cached: %s; MLflow makes the schema itself", one_line(error))
-        return None
-    return path
-
-
 def seed(db: Path | None) -> bool:
-    """Copy the empty schema to ``db`` when it is a SQLite store that does not exist yet (under
-    :func:`dabench.tracking.store.store_lock`); True when copied."""
+    """Copy the empty schema (made now in :func:`template_path` when missing or damaged) to ``db``
+    when it is a SQLite store that does not exist yet (under :func:`store_lock`); True when copied.
+    When the schema cannot be kept, a warning, and MLflow makes the schema itself."""
     if db is None or (db.exists() and db.stat().st_size > 0):
         return False
-    source = template()
-    if source is None:
-        return False
+    source = template_path()
+    if not (source.is_file() and _valid(source)):
+        try:
+            _build(source)
+        except Exception as error:  # a cache only saves time: any failure leaves the schema to MLflow
+            log.warning("empty MLflow schema not cached: %s; MLflow makes the schema itself", one_line(error))
+            return False
     copy_file("store", source, db)
     return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import suppress
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
@@ -57,11 +58,9 @@ def ensure_saved_view(client: Any, experiment_id: str, tags: Mapping[str, str]) 
     """Set the saved-view tag on the experiment unless ``tags`` (its current tags) already hold
     this state; True when written."""
     key, value = saved_view_tag()
-    try:
+    with suppress(KeyError, TypeError, ValueError):
         if json.loads(json.loads(tags[key])["state"]) == view_state():
             return False
-    except (KeyError, TypeError, ValueError):
-        pass
     client.set_experiment_tag(experiment_id, key, value)
     return True
 
@@ -90,17 +89,16 @@ def run_url(base: str, run_id: str, experiment_id: str | None = None) -> str:
     return f"{base}/#/runs/{run_id}"
 
 
-def run_urls(tracking_uri: str, runs: Iterable[tuple[str, str]], client: Any = None) -> dict[str, str]:
+def run_urls(tracking_uri: str, runs: Iterable[tuple[str, str]]) -> dict[str, str]:
     """run id -> :func:`run_url` for ``runs`` as (run id, experiment name), the experiments' ids
     from one search of the store (none when it cannot be read)."""
     try:
         db = sqlite_path(tracking_uri)
-        if client is None and db is not None and not db.exists():
+        if db is not None and not db.exists():
             raise FileNotFoundError(db)  # never create a store to make links
-        if client is None:
-            from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient
 
-            client = MlflowClient(tracking_uri=tracking_uri)
+        client = MlflowClient(tracking_uri=tracking_uri)
         ids = {e.name: e.experiment_id for e in client.search_experiments(max_results=50000)}
     except Exception:  # a link without the experiment still opens the run
         ids = {}

@@ -15,9 +15,9 @@ from dabench.tracking.redact import (
     MASK,
     RedactingFilter,
     redact_hydra_output,
-    redact_mapping,
     redact_text,
     redact_uri,
+    redact_value,
     secret_env_values,
 )
 from tests.conftest import ROOT
@@ -38,9 +38,7 @@ def test_environment_tokens_and_secret_names_are_masked():
     assert redact_text("got tok_supersecret123 back", env) == f"got {MASK} back"
     assert redact_text("tracking.tags.api_token=plainvalue99", env) == f"tracking.tags.api_token={MASK}"
     cfg = {"tracking": {"uri": "mysql://u:hunter22@h/db", "tags": {"password": "plainvalue99", "n": 3}}}
-    assert redact_mapping(cfg, env) == {
-        "tracking": {"uri": f"mysql://u:{MASK}@h/db", "tags": {"password": MASK, "n": 3}}
-    }
+    assert redact_value(cfg, env) == {"tracking": {"uri": f"mysql://u:{MASK}@h/db", "tags": {"password": MASK, "n": 3}}}
 
 
 def test_log_records_are_redacted():
