@@ -190,12 +190,9 @@ def layer_times(
             # backward runs head -> blocks -> embedding; each boundary's grad mark ends the layer
             # after it and starts the layer that produced it
             order = ["head", *reversed(timer.boundaries)]
-            previous = bwd_start
-            for i, layer in enumerate(order):
-                producer_output = order[i + 1] if i + 1 < len(order) else None
-                end = timer.grad_marks.get(producer_output, bwd_end) if producer_output else bwd_end
-                totals[layer] += clock.elapsed(previous, end)
-                previous = end
+            ends = [timer.grad_marks.get(producer, bwd_end) for producer in order[1:]] + [bwd_end]
+            for layer, start, end in zip(order, [bwd_start, *ends], ends, strict=False):
+                totals[layer] += clock.elapsed(start, end)
         for name in layer_names:
             per_layer[name].append(totals.get(name, 0.0))
         optimizer_times.append(clock.elapsed(opt_start, opt_end))
@@ -214,10 +211,7 @@ def prepare_profiler(use_cuda: bool) -> None:
 
 
 def _activities(use_cuda: bool) -> list:
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if use_cuda:
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    return activities
+    return [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if use_cuda else [])
 
 
 def op_class_times(state: TrainState, use_cuda: bool) -> dict[str, float]:

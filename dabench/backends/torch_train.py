@@ -89,7 +89,4 @@ _CLASS_PATTERNS = (
 
 def op_class_of(name: str) -> str:
     """The op class of an aten op name ('other' when it matches none)."""
-    for op_class, patterns in _CLASS_PATTERNS:
-        if any(p in name for p in patterns):
-            return op_class
-    return "other"
+    return next((op_class for op_class, patterns in _CLASS_PATTERNS if any(p in name for p in patterns)), "other")

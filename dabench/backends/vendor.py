@@ -154,13 +154,11 @@ class VendorBackend(Backend):
             units.update(report.units)
             memory.update(report.memory_bytes)
             bottleneck = report.bottleneck or bottleneck
+            converted = report.to_profile(samples_per_step=1, step_times_s=[1.0])  # its extra and LI
+            extra.update({k: v for k, v in converted.extra_metrics.items() if k not in extra})
             if report.subtasks:
-                converted = report.to_profile(samples_per_step=1, step_times_s=[1.0])
                 subtasks = converted.subtasks
                 tags["subtask_kind"] = report.subtask_kind
-                extra.update({k: v for k, v in converted.extra_metrics.items() if k not in extra})
-            else:
-                extra.update({k: v for k, v in report.extra.items() if k not in extra})
             tags[f"artifact.{report.source}"] = str(path)
         return Profile(
             mode="measure",

@@ -7,7 +7,9 @@ run's step times are known. Formats and metrics: docs/vendors.md, "Artifact pars
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from dabench.core.profile import Profile, Subtask, UnitUse
@@ -86,6 +88,18 @@ class ArtifactReport:
     @property
     def reason(self) -> str:
         return "; ".join(self.problems)
+
+    def read_json(self, path: Path, label: str, default: Any) -> Any:
+        """A JSON file's content, ``default`` when the file is empty; a cut or invalid one adds a
+        problem naming it by ``label`` and gives ``default``."""
+        text = path.read_text(errors="replace")
+        if not text.strip():
+            return default
+        try:
+            return json.loads(text)
+        except ValueError as error:
+            self.problems.append(f"{label} is not valid JSON (truncated? {error})")
+            return default
 
     def subtask_load_imbalance(self) -> float | None:
         """LI over subtasks that report a cost, or the parser's own value."""

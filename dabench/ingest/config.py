@@ -41,6 +41,15 @@ _MODEL_KEYS = {  # Model Zoo key -> dabench key (first present wins, in this ord
     "model.ffn_size": ("filter_size", "d_ff", "intermediate_size"),
 }
 
+#: where the model section, the batch size and the number of CS systems sit in a cstorch 2.x
+#: ``trainer_params.yaml`` and in a Model Zoo 1.x ``params.yaml``
+_CSTORCH_PATHS = (
+    ("trainer", "init", "model"),
+    ("trainer", "fit", "train_dataloader", "batch_size"),
+    ("trainer", "init", "backend", "cluster_config", "num_csx"),
+)
+_MODEL_ZOO_PATHS = (("model",), ("train_input", "batch_size"), ("runconfig", "num_csx"))
+
 
 @dataclass
 class StatedConfig:
@@ -114,14 +123,8 @@ def cerebras_params(data: Any) -> dict[str, Any]:
     Zoo 1.x ``params.yaml`` (keys read: docs/fitting.md, "Ingested runs")."""
     if not isinstance(data, Mapping):
         return {}
-    if isinstance(data.get("trainer"), Mapping):
-        model = _get(data, "trainer", "init", "model")
-        batch = _get(data, "trainer", "fit", "train_dataloader", "batch_size")
-        systems = _get(data, "trainer", "init", "backend", "cluster_config", "num_csx")
-    else:
-        model = data.get("model")
-        batch = _get(data, "train_input", "batch_size")
-        systems = _get(data, "runconfig", "num_csx")
+    paths = _CSTORCH_PATHS if isinstance(data.get("trainer"), Mapping) else _MODEL_ZOO_PATHS
+    model, batch, systems = (_get(data, *path) for path in paths)
     model = model if isinstance(model, Mapping) else {}
     values = _model_values(model)
     if _count(batch):

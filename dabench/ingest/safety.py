@@ -43,7 +43,7 @@ def shown(relative: Path | str) -> str:
     return text if text.isprintable() else ascii(text)
 
 
-def check_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
+def check_file(path: Path) -> str | None:
     """Why a file named on the command line may not be read (None: it may). A link the user
     named is followed; what it points to must be a regular file that this process may open."""
     try:
@@ -52,8 +52,8 @@ def check_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
         return f"cannot be read ({error.strerror or error})"
     if not stat.S_ISREG(info.st_mode):
         return f"is {kind_of(info.st_mode) or 'not a regular file'}, not a regular file; skipped"
-    if info.st_size > max_bytes:
-        return f"is larger than {max_bytes // 2**20} MiB; skipped"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"is larger than {MAX_FILE_BYTES // 2**20} MiB; skipped"
     try:  # a regular file (checked above), so opening it cannot block
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
     except OSError as error:
@@ -113,9 +113,9 @@ def scan(
     return out
 
 
-def checked_copy(root: Path, dest: Path, **limits: int) -> Scan:
+def checked_copy(root: Path, dest: Path) -> Scan:
     """:func:`scan` ``root`` and copy its readable files to ``dest`` (same relative paths)."""
-    found = scan(root, **limits)
+    found = scan(root)
     kept = []
     for relative in found.files:
         source = Path(root) / relative
@@ -126,7 +126,7 @@ def checked_copy(root: Path, dest: Path, **limits: int) -> Scan:
             continue
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > limits.get("max_file_bytes", MAX_FILE_BYTES):
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
                 found.skipped.append(f"{shown(relative)}: changed while being read")
                 continue
             target = Path(dest) / relative

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 PROTOCOL = 1
 
@@ -104,31 +104,6 @@ class SyntheticTokens(object):
     def __getitem__(self, index: int):
         i = index % self.block
         return self.ids[i], self.targets[i]
-
-
-def layer_names(n_layers: int) -> List[str]:
-    return ["embedding"] + ["block.%d" % i for i in range(n_layers)] + ["head"]
-
-
-def stage_placement(run_config: Dict[str, Any], head_stage: Optional[int] = None) -> Dict[str, int]:
-    """Layer name -> pipeline stage (chip) for parallel=pp; everything on 0 otherwise.
-
-    ``parallel.layers_per_stage[k]`` decoder layers go to stage k in order; the embedding goes to
-    stage 0; the head goes to ``head_stage`` when given (0 on IPUs: the Graphcore GPT-2 layout,
-    e.g. layers_per_stage [0, 4, 4, 4]), else to the last stage when ``parallel.head_on_last``,
-    else to stage 0."""
-    parallel, n_layers = run_config["parallel"], run_config["model"]["n_layers"]
-    placement = {name: 0 for name in layer_names(n_layers)}
-    if parallel.get("strategy") != "pp":
-        return placement
-    layers = parallel.get("layers_per_stage") or []
-    stages = [stage for stage, count in enumerate(layers) for _ in range(count)]  # of each block, in order
-    placement.update({"block.%d" % block: stage for block, stage in enumerate(stages)})
-    if head_stage is not None:
-        placement["head"] = head_stage
-    else:
-        placement["head"] = len(layers) - 1 if parallel.get("head_on_last", True) else 0
-    return placement
 
 
 def option(run_config: Dict[str, Any], key: str, default: Any = None) -> Any:

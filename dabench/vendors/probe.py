@@ -55,9 +55,7 @@ def probe(module: str, ipus: int = 0) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ipus = 0
-    if "--ipus" in argv:
-        ipus = int(argv[argv.index("--ipus") + 1])
+    ipus = int(argv[argv.index("--ipus") + 1]) if "--ipus" in argv else 0
     print(json.dumps(probe(argv[0], ipus)))
     return 0
 

@@ -7,16 +7,7 @@ from __future__ import annotations
 from dabench.backends.vendor import VendorBackend
 from dabench.config.sections import RunConfig
 from dabench.core.status import ConfigError, UnsupportedError
-
-
-def ipus(rc: RunConfig) -> tuple[int, int]:
-    """(IPUs per replica, replicas) for the run's parallel layout."""
-    p = rc.parallel
-    if p.strategy == "pp":
-        return p.degree, p.replicas
-    if p.strategy == "dp":
-        return 1, p.degree
-    return 1, 1
+from dabench.platforms.ipu.runner import ipu_counts
 
 
 class PoptorchBackend(VendorBackend):
@@ -34,12 +25,15 @@ class PoptorchBackend(VendorBackend):
     def probe_ipus(cls, rc: RunConfig) -> int:
         if rc.hardware.options.get("runner_ipu_model"):
             return 0
-        per_replica, replicas = ipus(rc)
+        per_replica, replicas = ipu_counts(rc.parallel.strategy, rc.parallel.degree, rc.parallel.replicas)
         return per_replica * replicas
 
     def check(self, rc: RunConfig) -> None:
-        if rc.parallel.strategy == "tp":
-            raise UnsupportedError("PopTorch has no tensor-parallel mode in dabench; use parallel=pp or parallel=dp")
+        if rc.parallel.strategy not in ("none", "dp", "pp"):
+            raise UnsupportedError(
+                f"PopTorch has no tensor-parallel mode in dabench (parallel={rc.parallel.strategy}); use "
+                "parallel=pp (pipeline over IPUs) or parallel=dp (replication)"
+            )
         if rc.precision.name == "bf16":
             raise UnsupportedError("IPUs have no bf16 arithmetic; use precision=fp16, mixed or fp32")
         if rc.parallel.strategy == "pp":

@@ -52,24 +52,15 @@ def summarise(report) -> Dict[str, Any]:
     target = _target(report)
     tiles_per_ipu = target["tilesPerIpu"]
     n_ipus = target.get("numIPUs") or 1
-    per_ipu = [[] for _ in range(n_ipus)]
-    for index, tile in enumerate(report.compilation.tiles):
-        ipu = index // tiles_per_ipu
-        if ipu < n_ipus:
-            per_ipu[ipu].append(float(tile.memory.total.includingGaps))
+    memory = [float(tile.memory.total.includingGaps) for tile in report.compilation.tiles]
+    per_ipu = [memory[i * tiles_per_ipu : (i + 1) * tiles_per_ipu] for i in range(n_ipus)]
     ipus = [{"ipu": i, **tile_stats(tiles), "tile_memory": tiles} for i, tiles in enumerate(per_ipu)]
-    execution = getattr(report, "execution", None)
-    steps = list(getattr(execution, "steps", []) or []) if execution is not None else []
-    if steps:
-        cycles = [0.0] * n_ipus
-        for step in steps:
-            if any(skip in _program_type(step) for skip in SKIPPED_PROGRAM_TYPES):
-                continue
-            for i, ipu_step in enumerate(step.ipus):
-                if i < n_ipus:
-                    cycles[i] += float(ipu_step.cycles)
-        for entry, count in zip(ipus, cycles):
-            entry["cycles"] = count
+    steps = list(getattr(getattr(report, "execution", None), "steps", []) or [])
+    # cycles per IPU over the steps that compute (syncs and copies left out), when there are steps
+    counted = [s for s in steps if not any(skip in _program_type(s) for skip in SKIPPED_PROGRAM_TYPES)]
+    per_step = [[float(ipu_step.cycles) for ipu_step in step.ipus] for step in counted]
+    for i, entry in enumerate(ipus if steps else []):
+        entry["cycles"] = sum((cycles[i] for cycles in per_step if i < len(cycles)), 0.0)
     version = getattr(getattr(report, "poplarVersion", None), "string", "")
     return {"format": FORMAT, "poplar_version": version, "target": target, "ipus": ipus}
 

@@ -11,35 +11,24 @@ import time
 from typing import Any, Dict, List, Tuple
 
 from dabench.platforms.ipu.export import export_file
-from dabench.vendors.child import RunnerError, SyntheticTokens, build_model, layer_names, main, option, stage_placement
+from dabench.vendors.child import RunnerError, SyntheticTokens, build_model, main, option
 
 
-def ipu_counts(run_config: Dict[str, Any]) -> Tuple[int, int]:
-    """(IPUs per replica, replicas)."""
-    parallel = run_config["parallel"]
-    strategy = parallel.get("strategy", "none")
-    if strategy == "pp":
-        return parallel["degree"], parallel.get("replicas", 1)
-    if strategy == "dp":
-        return 1, parallel["degree"]
-    if strategy == "none":
-        return 1, 1
-    raise RunnerError(
-        "unsupported",
-        "PopTorch has no tensor-parallel mode in dabench (parallel=%s); use "
-        "parallel=pp (pipeline over IPUs) or parallel=dp (replication)" % strategy,
-    )
+def ipu_counts(strategy: str, degree: int, replicas: int) -> Tuple[int, int]:
+    """(IPUs per replica, replicas) of a parallel layout: pp pipelines over ``degree`` IPUs, dp
+    replicates ``degree`` times; none is one IPU (the backend refuses every other strategy first)."""
+    return {"pp": (degree, replicas), "dp": (1, degree)}.get(strategy, (1, 1))
 
 
 def begin_blocks(run_config: Dict[str, Any]) -> List[Tuple[str, int]]:
-    """(layer name, IPU) where a BeginBlock starts: the first layer and every IPU change."""
-    placement = stage_placement(run_config, head_stage=0)
-    blocks, previous = [], None
-    for name in layer_names(run_config["model"]["n_layers"]):
-        if placement[name] != previous:
-            blocks.append((name, placement[name]))
-            previous = placement[name]
-    return blocks
+    """(layer name, IPU) where a BeginBlock starts: the first layer and every IPU change. With
+    parallel=pp, ``parallel.layers_per_stage[k]`` decoder layers go to IPU k in order; the embedding
+    and the head stay on IPU 0 (the Graphcore GPT-2 layout, e.g. layers_per_stage [0, 4, 4, 4])."""
+    parallel, n_layers = run_config["parallel"], run_config["model"]["n_layers"]
+    layers = (parallel.get("layers_per_stage") or []) if parallel.get("strategy") == "pp" else []
+    stages = [stage for stage, count in enumerate(layers) for _ in range(count)] + [0] * n_layers
+    placement = [("embedding", 0)] + [("block.%d" % b, stages[b]) for b in range(n_layers)] + [("head", 0)]
+    return [(name, ipu) for i, (name, ipu) in enumerate(placement) if i == 0 or ipu != placement[i - 1][1]]
 
 
 def profiling_env(run_config: Dict[str, Any], workdir: str) -> str:
@@ -134,12 +123,8 @@ def _classify_compile_error(error: Exception) -> RunnerError:
 
 def run(request: Dict[str, Any]) -> Dict[str, Any]:
     rc, workdir = request["run_config"], request["workdir"]
-    if rc["precision"]["name"] == "bf16":
-        raise RunnerError(
-            "unsupported",
-            "IPUs have no bf16 arithmetic (PopTorch converts bf16 inputs to float); use precision=fp16, mixed or fp32",
-        )
-    ipus_per_replica, replicas = ipu_counts(rc)
+    parallel = rc["parallel"]
+    ipus_per_replica, replicas = ipu_counts(parallel["strategy"], parallel["degree"], parallel["replicas"])
     accumulation = rc["run"].get("grad_accum", 1)
     engine_options = profiling_env(rc, workdir)
     if engine_options:

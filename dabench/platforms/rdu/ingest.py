@@ -36,26 +36,15 @@ def _section_usage(report: dict[str, Any], fallback_id: int) -> tuple[int, dict[
 
 
 def _stages(folder: Path, report: ArtifactReport) -> list[dict[str, Any]]:
-    stages: list[dict[str, Any]] = []
-    for path in sorted((folder / "stage_buffers").glob("stage_info_*.json")):
-        try:
-            data = json.loads(path.read_text() or "[]")
-        except ValueError as error:
-            report.problems.append(f"stage_buffers/{path.name} is not valid JSON (truncated? {error})")
-            continue
-        stages.extend(s for s in data if isinstance(s, dict))
-    return stages
+    paths = sorted((folder / "stage_buffers").glob("stage_info_*.json"))
+    return [s for p in paths for s in report.read_json(p, f"stage_buffers/{p.name}", []) if isinstance(s, dict)]
 
 
 def stage_load_imbalance(latencies_by_section: dict[int, list[float]]) -> float | None:
     """LI = sum_s mean_s / sum_s max_s over sections with a positive stage latency."""
-    means = maxes = 0.0
-    for latencies in latencies_by_section.values():
-        positive = [x for x in latencies if x > 0]
-        if positive:
-            means += sum(positive) / len(positive)
-            maxes += max(positive)
-    return means / maxes if maxes else None
+    positive = [p for p in ([x for x in latencies if x > 0] for latencies in latencies_by_section.values()) if p]
+    maxes = sum((max(p) for p in positive), 0.0)
+    return sum((sum(p) / len(p) for p in positive), 0.0) / maxes if maxes else None
 
 
 def parse_bandwidth_txt(text: str) -> list[dict[str, Any]]:

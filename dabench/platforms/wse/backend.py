@@ -53,7 +53,7 @@ class CstorchBackend(VendorBackend):
         )
 
     def check(self, rc: RunConfig) -> None:
-        if rc.parallel.strategy in ("pp", "tp"):
+        if rc.parallel.strategy not in ("none", "dp"):
             raise UnsupportedError(
                 f"cstorch 2.x runs weight streaming only; parallel={rc.parallel.strategy} has no "
                 "cstorch equivalent (use parallel=none, or parallel=dp for num_csx)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -187,18 +188,6 @@ def _executor_dir(folder: Path) -> Path | None:
     return numbered[-1] if numbered else None
 
 
-def _json_or_problem(path: Path, report: ArtifactReport, default: Any) -> Any:
-    """A JSON file's content; an unreadable or cut file adds a problem and gives ``default``."""
-    text = path.read_text(errors="replace")
-    if not text.strip():
-        return default
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        report.problems.append(f"{path.name} is not valid JSON (truncated? {error})")
-        return default
-
-
 def parse_appliance_run(folder: str | Path) -> ArtifactReport:
     """Parse a cstorch 2.x run folder (or an ``executors/<n>`` folder): measured rates and phase
     timings. ``samples_per_s``: performance.json's samples_per_sec when present, else the last
@@ -215,7 +204,7 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
         perf_path, track_path = executor / "performance.json", executor / "track.json"
         if perf_path.exists():
             report.files.append(str(perf_path))
-            perf = _json_or_problem(perf_path, report, {})
+            perf = report.read_json(perf_path, perf_path.name, {})
             keys = ("total_samples", "total_time", "rate", "global_rate", "samples_per_sec", "flops_utilization")
             report.extra.update(
                 {f"cerebras.{k}": float(perf[k]) for k in keys if isinstance(perf.get(k), (int, float))}
@@ -226,7 +215,7 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
                 report.notes.append("performance.json is empty (the run ended before the executor finished)")
         if track_path.exists():
             report.files.append(str(track_path))
-            report.phases_s = flatten_track(_json_or_problem(track_path, report, {}))
+            report.phases_s = flatten_track(report.read_json(track_path, track_path.name, {}))
             report.extra.update(
                 {
                     f"cerebras.phase_s.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_').lower()}": seconds
@@ -237,10 +226,9 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
         tasks: dict[str, int] = {}
         for details in sorted(executor.glob("*-cluster-details.json")):
             report.files.append(str(details))
-            counts: dict[str, int] = {}
+            counts: Counter[str] = Counter()
             for task in json.loads(details.read_text()).get("tasks", []):
-                kind = task.get("taskType", "?")
-                counts[kind] = counts.get(kind, 0) + len(task.get("taskMap", []))
+                counts[task.get("taskType", "?")] += len(task.get("taskMap", []))
             if len(counts) > len(tasks):  # the execute job lists the most task types
                 tasks = counts
         report.extra.update({f"cerebras.tasks.{kind}": float(count) for kind, count in tasks.items()})

@@ -13,7 +13,7 @@ from typing import Any, Dict
 
 from dabench.vendors.child import RunnerError, SyntheticTokens, build_model, main, option
 
-HALF_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "mixed": None}
+HALF_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
 
 def input_fn(model_cfg: Dict[str, Any], global_batch: int, steps: int, seed: int):
@@ -26,12 +26,11 @@ def input_fn(model_cfg: Dict[str, Any], global_batch: int, steps: int, seed: int
 
 def half_dtype(run_config: Dict[str, Any]) -> str:
     """The cstorch half dtype: runner_half_dtype, else the precision's 16-bit type."""
-    precision = run_config["precision"]
     configured = option(run_config, "runner_half_dtype")
     if configured:
         return str(configured)
-    name = HALF_DTYPES.get(precision["name"])
-    return name or {"fp16": "float16", "bf16": "bfloat16"}.get(precision.get("compute_dtype"), "bfloat16")
+    precision = run_config["precision"]
+    return HALF_DTYPES.get(precision["name"]) or HALF_DTYPES.get(precision.get("compute_dtype"), "bfloat16")
 
 
 def num_csx(run_config: Dict[str, Any]) -> int:
@@ -46,16 +45,8 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
 
     rc, workdir = request["run_config"], request["workdir"]
     on_cpu = request.get("backend") == "cstorch_cpu"
-    model_cfg, settings, parallel = rc["model"], rc["run"], rc["parallel"]
-    if parallel.get("strategy") not in ("none", "dp"):
-        raise RunnerError(
-            "unsupported",
-            "cstorch 2.x runs weight streaming only: parallel=%s has no cstorch "
-            "equivalent (use parallel=none, or parallel=dp for num_csx)" % parallel.get("strategy"),
-        )
-    systems = 1 if on_cpu else num_csx(rc)
-    if on_cpu and parallel.get("strategy") == "dp" and parallel.get("degree", 1) > 1:
-        raise RunnerError("unsupported", "cstorch's CPU backend runs on one device; parallel=dp needs CSX systems")
+    model_cfg, settings = rc["model"], rc["run"]
+    systems = 1 if on_cpu else num_csx(rc)  # the backends refuse layouts cstorch cannot run first
     global_batch = settings["batch_size"] * settings.get("grad_accum", 1) * systems
     artifact_dir = os.path.join(workdir, "cstorch")
     if on_cpu:
