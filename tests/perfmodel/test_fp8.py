@@ -5,7 +5,7 @@ cores (torch._scaled_mm), refused plainly elsewhere."""
 import pytest
 import torch
 
-from dabench import predict
+from dabench import predict, run
 from dabench.backends import torch_train
 from dabench.config.build import fp8_presets
 from dabench.config.sections import PrecisionConfig
@@ -35,7 +35,7 @@ def test_fp8_is_refused_before_any_work_where_the_chip_has_none(name):
     with pytest.raises(ConfigError) as refused:
         run_config(name, precision="fp8")
     text = str(refused.value)
-    assert "precision=fp8" in text and f"hardware={name} supports" in text
+    assert "precision='fp8'" in text and f"hardware={name} supports" in text
     assert "FP8 matrix units: hardware=" + ", ".join(FP8_PRESETS) in text
 
 
@@ -73,7 +73,7 @@ def test_the_casts_are_priced_by_their_bytes():
 
 
 def test_measuring_fp8_on_a_cpu_is_refused_plainly():
-    r = predict(["hardware=cuda", "hardware.mode=measure", "precision=fp8", "model.n_layers=1"])
+    r = run(["hardware=cuda", "hardware.mode=measure", "precision=fp8", "model=tiny"])
     assert r.status.value == "unsupported" and "hardware.mode=measure on hardware=cuda" in r.reason
     assert "fp8 is measured on a CUDA GPU" in torch_train.fp8_unsupported(torch.device("cpu"))
     rc = run_config("cuda", precision="fp8", model="tiny")
@@ -106,3 +106,11 @@ def test_to_fp8_swaps_the_blocks_linears_only():
     kinds = {type(m).__name__ for b in model.blocks for m in b.modules()}
     assert "Fp8Linear" in kinds and "Linear" not in kinds
     assert isinstance(model.head.lm_head, torch.nn.Linear)
+
+
+def test_fp8_at_a_calibrated_shape_is_still_nothing_calibrated_nearby():
+    shape = ["hardware=cuda_h100", "model=llama_7b", "parallel=fsdp", "parallel.degree=8", "hardware.mode=predict"]
+    mixed, fp8 = predict([*shape, "precision=mixed"]), predict([*shape, "precision=fp8"])
+    assert mixed.notes["dabench.band"].startswith("near:")
+    band = fp8.notes["dabench.band"]
+    assert band.startswith("wide:") and "no calibration point runs precision=fp8" in band
