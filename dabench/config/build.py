@@ -8,8 +8,11 @@ from typing import Any, Mapping
 
 from dabench.config.check import check_section, check_value
 from dabench.config.fields import specs
+from dabench.config.files import config_file
+from dabench.config.paths import CONF_DIR
 from dabench.config.schema import check_keys
 from dabench.config.sections import (
+    FP8,
     BandConfig,
     HardwareSpec,
     ModelConfig,
@@ -156,9 +159,10 @@ def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
         )
     precision = build_precision(cfg["precision"])
     if precision.name not in hardware.precisions:
-        raise ConfigError(
-            "precision", precision.name, f"hardware={hardware.name} supports {', '.join(hardware.precisions)}"
-        )
+        reason = f"hardware={hardware.name} supports {', '.join(hardware.precisions)}"
+        if precision.name == FP8:
+            reason += f"; FP8 matrix units: hardware={', '.join(fp8_presets())}"
+        raise ConfigError("precision", precision.name, reason)
     return RunConfig(
         model=model,
         hardware=hardware,
@@ -168,6 +172,21 @@ def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
         tracking=_optional(TrackingConfig, cfg, "tracking"),
         band=_optional(BandConfig, cfg, "band"),
     )
+
+
+def fp8_presets() -> list[str]:
+    """The hardware presets that list ``fp8`` in their precisions (their own, else inherited)."""
+
+    def precisions(path) -> list:
+        data = config_file(path)
+        if "precisions" in data:
+            return list(data["precisions"])
+        parents = [
+            path.parent / f"{d}.yaml" for d in data.get("defaults") or [] if isinstance(d, str) and d != "_self_"
+        ]
+        return next((precisions(p) for p in parents if p.is_file()), [])
+
+    return sorted(p.stem for p in (CONF_DIR / "hardware").glob("*.yaml") if FP8 in precisions(p))
 
 
 def _section(cfg: Mapping[str, Any], name: str) -> Any:

@@ -19,7 +19,9 @@ class MissingHardwareData(ConfigError, KeyError):
     __str__ = ConfigError.__str__
 
 
-PRECISIONS = ("fp32", "fp16", "bf16", "mixed")
+PRECISIONS = ("fp32", "fp16", "bf16", "mixed", "fp8")
+#: FP8 GEMMs need FP8 matrix units: a preset lists ``fp8`` in its precisions (with its peak) to run it
+FP8 = "fp8"
 MODES = ("auto", "measure", "predict", "validate")
 STRATEGIES = ("none", "dp", "tp", "pp", "fsdp")
 SHARDINGS = ("full", "grad_op", "optimizer")
@@ -119,7 +121,10 @@ class HardwareSpec:
     compute_units: tuple[ComputeUnits, ...] = field_(min_items=1, doc="compute units, one item per kind")
     links: tuple[Link, ...] = field_((), doc="chip-to-chip links, one item per scope")
     precisions: tuple[str, ...] = field_(
-        PRECISIONS, min_items=1, item=Spec("choice", choices=PRECISIONS), doc="precisions the target runs"
+        tuple(p for p in PRECISIONS if p != FP8),
+        min_items=1,
+        item=Spec("choice", choices=PRECISIONS),
+        doc="precisions the target runs (fp8 only where listed, with peak_flops.fp8)",
     )
     chips_per_node: int = field_(1, low=1, high=4096, doc="chips in one machine")
     python: str | None = field_(
@@ -228,7 +233,11 @@ class ParallelConfig:
 class PrecisionConfig:
     """Numerical precision."""
 
-    name: str = field_(choices=PRECISIONS, doc="the precision's name")
+    name: str = field_(
+        choices=PRECISIONS,
+        doc="the precision's name; fp8: the decoder blocks' GEMMs in FP8 (E4M3 forward, E5M2 gradients, "
+        "per-tensor scales from an amax history) over bf16 weights and activations",
+    )
     param_dtype: str = field_("fp32", choices=tuple(DTYPE_BYTES), doc="stored weight dtype")
     compute_dtype: str = field_(
         "fp32", choices=tuple(DTYPE_BYTES), same_as="param_dtype", doc="arithmetic dtype (absent = param_dtype)"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dabench.config.paths import CONF_DIR
+from dabench.config.sections import FP8
 from dabench.core.platforms import platform
 from dabench.core.readers import DamagedFile, finite, is_number, mapping, read_json
 from dabench.core.status import ConfigError
@@ -287,6 +288,10 @@ def half_width(
     if x.get("silicon") and x["silicon"] not in _point_generations(constant_set, platform, points):
         # a chip generation with no calibration point: whatever its distance, nothing calibrated is near
         why = f"nothing calibrated nearby: no calibration point of generation {x['silicon']}; {why}"
+        return "wide", max(q, wide + rate * reach.FAR), why
+    if x.get("precision") == FP8 and all(p["coords"].get("precision") != FP8 for p in points):
+        # FP8 GEMMs: a number format, scaling and casts no calibration point ran
+        why = f"nothing calibrated nearby: no calibration point runs precision=fp8; {why}"
         return "wide", max(q, wide + rate * reach.FAR), why
     return kind, q, why
 

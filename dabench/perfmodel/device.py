@@ -14,7 +14,7 @@ import logging
 import math
 from dataclasses import dataclass
 
-from dabench.config.sections import RunConfig
+from dabench.config.sections import FP8, RunConfig
 from dabench.core.ceilings import Ceilings
 from dabench.core.platforms import platform
 from dabench.core.profile import CommEvent, Subtask, UnitUse
@@ -77,7 +77,8 @@ def kernels_for(k) -> Kernels:
 @dataclass(frozen=True)
 class Rates:
     """What prices an op: ceilings, efficiencies, launch seconds, the small-matmul knee, the compute
-    dtype's bytes, the CPU's kernel rates and the GPU's SMs and GEMM output tile (0: no quantization)."""
+    dtype's bytes, the CPU's kernel rates, the GPU's SMs and GEMM output tile (0: no quantization) and
+    the decoder blocks' GEMM peak under ``precision=fp8`` (0: ``peak``)."""
 
     peak: float
     bw: float
@@ -89,6 +90,7 @@ class Rates:
     kernels: Kernels = Kernels()
     sms: int = 0
     tile: tuple[int, int] = (0, 0)
+    fp8_peak: float = 0.0
 
     def quantized(self, m: float, n: float) -> float:
         """Share of the SMs' tile slots an m x n GEMM output fills: its tiles in waves of one per SM,
@@ -118,6 +120,8 @@ def _layer_time(
         compute_eff, flops, peak = 1.0, op.flops, r.peak
         if op.op_class in ("matmul", "attention"):
             rate = kernels.attention_eff if op.op_class == "attention" and kernels.attention_eff else r.ce
+            if r.fp8_peak and op.op_class == "matmul" and layer.kind == "block":
+                peak = r.fp8_peak
             work = op.flops * scale
             compute_eff = rate * (work / (work + half_flops) if work > 0 and half_flops > 0 else 1.0)
             if op.dims and r.sms:  # forward Y = XW (M x N); backward dX (M x K) and dW (K x N), half each
@@ -161,6 +165,10 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         raise UnsupportedError(f"cannot predict on the CPU without its ceilings: {ceilings.source}")
     peak, bw = ceilings.peak_flops, ceilings.bandwidth_Bps
     tags = {"ceilings": ceilings.source}
+    fp8_peak = 0.0
+    if rc.precision.name == FP8:  # the blocks' GEMMs at the FP8 peak, everything else at bf16's
+        fp8_peak, peak = peak, rc.hardware.peak_flops["bf16"]
+        tags["fp8"] = "block GEMMs at peak_flops.fp8 and the bf16 GEMM efficiency (no fp8 calibration point)"
     if on_host:
         native = cpu_native_precision(rc.precision.compute_dtype)
         tags["precision_native"] = "true" if native else "false"
@@ -200,7 +208,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     train = ("fwd", "bwd")
     tile = (int(getattr(k, "gemm_tile_m", 0)), int(getattr(k, "gemm_tile_n", 0)))
     sms = rc.hardware.units("sms") if tile[0] and rc.hardware.compute_units else 0
-    rates = Rates(peak, bw, ce, me, launch, half_flops, e, kernels, sms or 0, tile)
+    rates = Rates(peak, bw, ce, me, launch, half_flops, e, kernels, sms or 0, tile, fp8_peak)
 
     def one_chip_step(split_: int, shards: int = 1) -> tuple[float, dict[str, float], list[Subtask]]:
         step, classes, subtasks = 0.0, {}, []

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from dabench.config.sections import DTYPE_BYTES, ModelConfig, PrecisionConfig
+from dabench.config.sections import DTYPE_BYTES, FP8, ModelConfig, PrecisionConfig
 
 OP_CLASSES = ("matmul", "attention", "norm", "elementwise", "embedding", "loss", "optimizer")
 PHASES = ("fwd", "bwd", "opt")
@@ -19,6 +19,7 @@ LAYERNORM_FLOPS_PER_ELEMENT = 8.0  #: mean, variance, normalise, scale, shift
 SOFTMAX_XENT_FLOPS_PER_ELEMENT = 5.0  #: max, exp, sum, log, pick per logit
 SWIGLU_FLOPS_PER_ELEMENT = 6.0  #: SiLU (exp, add, divide, multiply ~5) and the gate multiply
 ROTARY_FLOPS_PER_ELEMENT = 3.0  #: x*cos + rotate(x)*sin per element of q and k
+FP8_CAST_FLOPS_PER_ELEMENT = 3.0  #: |x| into the running amax, multiply by the scale, convert
 
 
 @dataclass(frozen=True)
@@ -272,7 +273,26 @@ def _attention_ops(prefix: str, batch: int, model: ModelConfig, e: int, w: int, 
     return ops
 
 
-def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[Op, ...]:
+def _fp8_casts(ops: list[Op], e: int) -> list[Op]:
+    """``ops`` with an FP8 cast before each linear GEMM (``precision=fp8``): forward casts its input X
+    (M x K) and weight W (K x N) to E4M3, backward its output gradient dY (M x N) to E5M2 (the FP8 X
+    and W are kept for dX = dY W^T and dW = X^T dY). One kernel per tensor reads the e-byte tensor,
+    reduces its amax into the history and writes the 1-byte copy at the scale the history gave."""
+    out = []
+    for op in ops:
+        if op.op_class == "matmul" and op.dims:
+            m, n, k = op.dims
+            share = op.flops / ((2.0 if op.phase == "fwd" else 4.0) * m * n * k)  # cross-attention's fraction
+            for elements in (m * k, k * n) if op.phase == "fwd" else (m * n,):
+                count = elements * share
+                out.append(
+                    Op(f"{op.name}.cast", "elementwise", op.phase, FP8_CAST_FLOPS_PER_ELEMENT * count, (e + 1) * count)
+                )
+        out.append(op)
+    return out
+
+
+def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int, fp8: bool = False) -> tuple[Op, ...]:
     tokens = batch * model.seq_len
     h, f = model.hidden_size, model.ffn_hidden
     act = tokens * h
@@ -299,6 +319,8 @@ def _block_ops(model: ModelConfig, batch: int, e: int, w: int, s: int) -> tuple[
         ops += _elementwise("mlp.gelu", "elementwise", tokens * f, GELU_FLOPS_PER_ELEMENT, e, float(tokens * f * e))
         ops += _linear("mlp.fc2", tokens, f, h, e, w, s)
     ops += _elementwise("residual2", "elementwise", act, 1.0, e, 0.0)
+    if fp8:  # the blocks' linears; the embedding, attention core and LM head stay at e bytes
+        ops = _fp8_casts(ops, e)
     ops.append(_adamw(sum(op.params for op in ops), s))
     return tuple(ops)
 
@@ -353,7 +375,7 @@ def build_opgraph(model: ModelConfig, batch_size: int, precision: PrecisionConfi
     s = DTYPE_BYTES[precision.param_dtype]
     w = s  # weights are read in their stored dtype (an autocast copy is a second, smaller read)
     embedding = _embedding_ops(model, batch_size, e, w, s)
-    block = _block_ops(model, batch_size, e, w, s)
+    block = _block_ops(model, batch_size, e, w, s, precision.name == FP8)
     head = _head_ops(model, batch_size, e, w, s)
     block_totals = _totals(block)
     layers = [Layer("embedding", "embedding", embedding, _totals(embedding))]

@@ -25,7 +25,7 @@ def test_hidden_not_divisible_by_heads():
 
 
 def test_unknown_precision_is_refused_by_hydra_or_validation():
-    error = refuse(["precision.name=fp8"])
+    error = refuse(["precision.name=fp4"])
     assert error.field == "precision.name" and "fp32" in error.valid
 
 

@@ -50,7 +50,7 @@ def test_every_shipped_config_passes_the_schema():
         ("+run.batch_sise=8", "did you mean run.batch_size?"),
         ("model.foo=1", "model.foo='1': unknown key"),
         ("hardware=tpu", "valid: " + ", ".join(schema.group_options("hardware"))),
-        ("precision=fp64", "valid: bf16, default, fp16, fp32, mixed"),
+        ("precision=fp64", "valid: bf16, default, fp16, fp32, fp8, mixed"),
         ("+sweeps=nope", "unknown sweeps option"),
         ("model=gpt2_smal", "did you mean gpt2_small?"),
         ("parallel=dp,zz", "unknown parallel option"),

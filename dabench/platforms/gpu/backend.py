@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dabench.backends.base import Availability, Backend, TimedWindowCallback
-from dabench.config.sections import RunConfig
+from dabench.config.sections import FP8, RunConfig
 from dabench.core.profile import Profile, UnitUse
 from dabench.host.ceilings import tf32_enabled
 from dabench.host.info import gpu_identity
@@ -26,6 +26,12 @@ class CudaBackend(Backend):
             return Availability(False, "torch is not installed")
         if not torch.cuda.is_available():
             return Availability(False, "no CUDA device is visible (torch.cuda.is_available() is False)")
+        if rc.precision.name == FP8:
+            from dabench.backends.torch_train import fp8_unsupported
+
+            why = fp8_unsupported(torch.device("cuda", torch.cuda.current_device()))
+            if why:
+                return Availability(False, why)
         return Availability(True)
 
     def parallel_target(self, rc: RunConfig):
