@@ -100,13 +100,16 @@ def format_summary(summary: StudySummary) -> str:
     lines = [f"study {summary.study_name}: {summary.n_trials} trials ({states}); run statuses: {statuses or 'none'}"]
     if summary.best_number is None:
         lines.append("no trial completed: no best deployment yet")
-        return redact_text("\n".join(lines))
-    kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
-    lines += [
-        f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip(),
-        "run it again:",
-        "  " + summary.command(),
-    ]
-    if summary.best_mode == "predict":
-        lines += ["measure it on the device (needs the hardware and its SDK):", "  " + summary.command(measure=True)]
+    else:
+        kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
+        lines += [
+            f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip(),
+            "run it again:",
+            "  " + summary.command(),
+        ]
+        if summary.best_mode == "predict":
+            lines += [
+                "measure it on the device (needs the hardware and its SDK):",
+                "  " + summary.command(measure=True),
+            ]
     return redact_text("\n".join(lines))

@@ -19,7 +19,6 @@ log = logging.getLogger(__name__)
 
 #: how long a worker waits for the lock before giving up (seconds)
 LOCK_TIMEOUT_S = 120.0
-_warned: set[str] = set()
 
 
 @functools.cache
@@ -28,6 +27,12 @@ def _engine(url: str):
     from sqlalchemy.pool import NullPool
 
     return create_engine(url, poolclass=NullPool)
+
+
+@functools.cache
+def _say_unlocked(storage: str, dialect: str) -> None:
+    """Said once per storage."""
+    log.warning("no cross-process lock for study storage %s: run one worker per study", dialect)
 
 
 @contextlib.contextmanager
@@ -41,9 +46,7 @@ def study_lock(storage: str, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> It
         return
     dialect = storage.split(":", 1)[0].split("+", 1)[0]
     if dialect not in ("postgresql", "postgres", "mysql"):
-        if storage not in _warned:
-            _warned.add(storage)
-            log.warning("no cross-process lock for study storage %s: run one worker per study", dialect)
+        _say_unlocked(storage, dialect)
         yield
         return
     from sqlalchemy import text

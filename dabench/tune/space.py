@@ -88,16 +88,6 @@ class ParsedSpace:
                 values[dim.key] = trial.suggest_float(dim.name, d.low, d.high, step=d.step, log=d.log)
         return values
 
-    def grid(self) -> list[dict[str, Any]]:
-        """Every combination of the discrete dimensions ({key: value}); ValueError when a
-        dimension is continuous."""
-        combos: list[dict[str, Any]] = [{}]
-        for dim in self.dimensions:
-            combos = [
-                {**c, dim.key: dim.to_value(v)} for c in combos for v in distribution_values(dim.distribution, dim.key)
-            ]
-        return combos
-
 
 def distribution_values(distribution: BaseDistribution, key: str = "?") -> list[Any]:
     """All values of a discrete distribution."""

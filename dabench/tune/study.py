@@ -136,12 +136,6 @@ def owner_gone(found: dict[str, Any] | None) -> bool:
     return not (pid_alive(pid) and (start is None or start_ticks(pid) in (None, start)))
 
 
-def retry_settings(study: optuna.Study, trial: FrozenTrial) -> None:
-    """Enqueue an interrupted trial's parameters, so the next ask (by any worker) runs them again."""
-    if trial.params:
-        study.enqueue_trial(dict(trial.params), user_attrs={RETRY_OF_ATTR: trial.number})
-
-
 #: a RUNNING trial with no owner and no parameters older than this was cut off inside ask()
 ORPHAN_GRACE_S = 600.0
 #: a worker records a heartbeat of its trials in flight every HEARTBEAT_S seconds; a RUNNING
@@ -180,23 +174,26 @@ def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
                 if found and not orphan
                 else "created but never given an owner"
             )
-            study._storage.set_trial_user_attr(trial._trial_id, STATUS_ATTR, INTERRUPTED)
-            study._storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, why)
-            study.tell(trial.number, state=TrialState.FAIL)
-            retry_settings(study, trial)
+            _interrupt(study, trial, why)
             stale.append(trial.number)
     return stale
+
+
+def _interrupt(study: optuna.Study, trial: FrozenTrial | optuna.Trial, why: str) -> None:
+    """Tell a RUNNING trial failed with status ``interrupted`` and enqueue its parameters, so the
+    next ask (by any worker) runs them again."""
+    for key, text in ((STATUS_ATTR, INTERRUPTED), (REASON_ATTR, why[:500])):
+        study._storage.set_trial_user_attr(trial._trial_id, key, text)
+    study.tell(trial.number, state=TrialState.FAIL)
+    if trial.params:
+        study.enqueue_trial(dict(trial.params), user_attrs={RETRY_OF_ATTR: trial.number})
 
 
 def fail_interrupted(study: optuna.Study, trials: Sequence[optuna.Trial], why: str) -> None:
     """Tell still-running ``trials`` failed with status ``interrupted``."""
     for trial in trials:
         try:
-            if study._storage.get_trial(trial._trial_id).state != TrialState.RUNNING:
-                continue
-            trial.set_user_attr(STATUS_ATTR, INTERRUPTED)
-            trial.set_user_attr(REASON_ATTR, why[:500])
-            study.tell(trial, state=TrialState.FAIL)
-            retry_settings(study, study._storage.get_trial(trial._trial_id))
+            if study._storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
+                _interrupt(study, trial, why)
         except Exception:  # best effort while unwinding
             pass

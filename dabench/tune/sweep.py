@@ -152,9 +152,11 @@ def outcome_of(value: Any, job_dir: str | None = None) -> Outcome:
     return Outcome(objective, status, returned.reason, job_dir, returned.mode)
 
 
-def _refuse(error: ConfigError) -> SystemExit:
+def _refuse(error: Any, code: int = 2) -> SystemExit:
+    """Say ``dabench: <error>`` on stderr; the SystemExit to raise (2: refused settings, 1: a
+    folder or storage that cannot be written)."""
     print(f"dabench: {error}", file=sys.stderr, flush=True)
-    return SystemExit(2)
+    return SystemExit(code)
 
 
 def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
@@ -197,8 +199,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         _preflight(storage, tracking)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
         study = open_study(name, storage, settings.direction, sampler)
     except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
-        print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        raise _refuse(f"study {name}: {one_line(error)}", 1) from None
     fingerprint = space_fingerprint(space, settings.space.hook, settings.space.args, task)
     try:  # a resumed study keeps its search space unless allow_space_change
         if check_resume(study, fingerprint, settings.allow_space_change):
@@ -238,8 +239,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         sweep_dir = jobs.sweep_dir()
     except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
         _close_interrupted(parent, study)
-        print(f"dabench: study {name}: {one_line(error)}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        raise _refuse(f"study {name}: {one_line(error)}", 1) from None
 
     def launch(job_overrides: list[list[str]], first_index: int) -> list[Outcome]:
         return jobs.launch([overrides + extra for overrides in job_overrides], first_index)

@@ -33,15 +33,12 @@ class InProcessLauncher(Launcher):
             flush_every=self.flush_every,
             on_run=lambda run: print(summary(run), flush=True),
         )
-        returns = []
-        for index, run in enumerate(runs):
-            returns.append(
-                JobReturn(
-                    overrides=list(run.overrides),
-                    task_name="dabench",
-                    status=JobStatus.COMPLETED,
-                    _return_value=job_outcome(run.result),
-                )
+        return [  # each run's status is in the summary line on_run printed
+            JobReturn(
+                overrides=list(run.overrides),
+                task_name="dabench",
+                status=JobStatus.COMPLETED,
+                _return_value=job_outcome(run.result),
             )
-            log.debug("job #%d: %s", initial_job_idx + index, run.result.status.value)
-        return returns
+            for run in runs
+        ]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from dabench.core.status import ConfigError
-from dabench.tune.space import override_value, params_to_overrides, parse_overrides
+from dabench.tune.space import distribution_values, override_value, params_to_overrides, parse_overrides
 
 
 def test_grammar_to_distributions():
@@ -96,13 +96,12 @@ def test_list_choices_are_decoded_when_suggested():
         seen.add(tuple(value))
         study.tell(trial, 0.0)
     assert seen == {(0, 4, 4, 4), (0, 6, 3, 3)}
-    assert [c["parallel.layers_per_stage"] for c in space.grid()] == [[0, 4, 4, 4], [0, 6, 3, 3]]
 
 
-def test_params_mapping_and_grid():
+def test_params_mapping_and_values():
     overrides = params_to_overrides({"run.batch_size": "choice(1, 2)", "precision": "fp16,mixed", "run.seed": 3})
     space = parse_overrides(overrides)
     assert space.fixed == ("run.seed=3",)
-    assert len(space.grid()) == 4
+    assert [distribution_values(d.distribution) for d in space.dimensions] == [[1, 2], ["fp16", "mixed"]]
     with pytest.raises(ValueError, match="continuous"):
-        parse_overrides(["x=interval(0, 1)"]).grid()
+        distribution_values(parse_overrides(["x=interval(0, 1)"]).dimensions[0].distribution)
