@@ -61,7 +61,6 @@ class GridRun:
     overrides: list[str]
     result: RunResult
     run_id: str | None = None
-    batched: bool = True  #: written by the batch recorder (False: recorded one at a time)
 
 
 def _batched(job: Job) -> bool:
@@ -166,7 +165,7 @@ def run_grid(
                     )
                 with tempfile.TemporaryDirectory(prefix="dabench-grid-") as tmp:
                     result, run_id = record_run(prepared, artifacts_dir=Path(tmp) / "artifacts", name=name, note=note)
-                finished(GridRun(job, result, run_id, batched=False))
+                finished(GridRun(job, result, run_id))
                 continue
             w = writer_for(tracking)
             w.waiting.append(len(runs))
