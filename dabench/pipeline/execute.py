@@ -54,10 +54,11 @@ VALIDATED_METRICS = ("throughput.samples_per_s", "step_time.median_s", "tier1.co
 _AUTO_WARNED: set[tuple[str, str]] = set()  #: (hardware, note) already warned in this process
 
 
-def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[str, str]:
+def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None, warn: bool = True) -> tuple[str, str]:
     """(mode, note). ``auto`` measures when the backend is available and otherwise predicts,
-    saying so; ``measure``/``validate`` without the device, or ``predict`` without a model, raise
-    UnsupportedError. ``backend``: the run's backend class when the caller already has it."""
+    saying so (a warning once per process, none when not ``warn``); ``measure``/``validate``
+    without the device, or ``predict`` without a model, raise UnsupportedError. ``backend``: the
+    run's backend class when the caller already has it."""
     requested = rc.hardware.mode
     modelled = has_model(rc.hardware.arch)
     if requested == "predict":
@@ -77,7 +78,8 @@ def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[s
         note = f"PREDICTED, not measured: {availability.reason}"
         first = (rc.hardware.name, note) not in _AUTO_WARNED  # once per process: a sweep repeats it per job
         _AUTO_WARNED.add((rc.hardware.name, note))
-        log.log(logging.WARNING if first else logging.DEBUG, "hardware.mode=auto on %s: %s", rc.hardware.name, note)
+        if warn:
+            log.log(logging.WARNING if first else logging.DEBUG, "hardware.mode=auto on %s: %s", rc.hardware.name, note)
         return "predict", note
     raise UnsupportedError(
         f"hardware={rc.hardware.name}: cannot measure ({availability.reason}) and no "

@@ -70,7 +70,7 @@ class LogLogChart:
     x_hi: float
     y_lo: float
     y_hi: float
-    _body: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)  #: SVG elements inside the axes (clipped to them)
     _legend: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -86,25 +86,6 @@ class LogLogChart:
         """Pixel row of data y (log scale, upwards)."""
         span = math.log10(self.y_hi) - math.log10(self.y_lo)
         return TOP + HEIGHT - (math.log10(y) - math.log10(self.y_lo)) / span * HEIGHT
-
-    def polyline(self, xs: list[float], ys: list[float], attributes: str = "") -> None:
-        points = " ".join(f"{_f(self.px(x))},{_f(self.py(y))}" for x, y in zip(xs, ys, strict=False))
-        self._body.append(f"<polyline points='{points}' fill='none' stroke='black' stroke-width='2.0' {attributes}/>")
-
-    def vline(self, x: float, text: str) -> None:
-        """A dotted grey vertical line at data x with ``text`` written along it."""
-        column = self.px(x)
-        self._body += [
-            f"<line x1='{_f(column)}' y1='{_f(TOP)}' x2='{_f(column)}' "
-            f"y2='{_f(TOP + HEIGHT)}' stroke='grey' stroke-dasharray='2,3'/>",
-            f"<text x='{_f(column + 4)}' y='{_f(TOP + HEIGHT - 6)}' font-size='10' "
-            f"fill='grey' {FONT}>{escape(text)}</text>",
-        ]
-
-    def marker(
-        self, shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = ""
-    ) -> None:
-        self._body.append(marker_svg(shape, self.px(x), self.py(y), size, color, filled, attributes))
 
     def legend_entry(
         self, text: str, shape: str | None = None, color: str = "black", filled: bool = True, size: float = 5.0
@@ -170,7 +151,7 @@ class LogLogChart:
             *self._axes(title, x_label, y_label, y_unit),
             "<g clip-path='url(#axes)'>",
         ]
-        return "\n".join([*lines, *self._body, "</g>", *self._legend, "</svg>"]) + "\n"
+        return "\n".join([*lines, *self.body, "</g>", *self._legend, "</svg>"]) + "\n"
 
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
@@ -206,10 +187,15 @@ def roofline_svg(
     y_lo = min([v for v in values if v > 0] + [min(peak_flops, lo * bandwidth)]) / 3
     kinds = "measured and PREDICTED" if predicted_points else ("PREDICTED" if predicted else "measured")
     chart = LogLogChart(lo, hi, y_lo, peak_flops * 2)
-    chart.polyline(
-        [chart.x_lo, ridge, chart.x_hi], [chart.x_lo * bandwidth, peak_flops, peak_flops], attributes="data-roof='1'"
-    )
-    chart.vline(ridge, f"ridge {ridge:.3g} FLOP/B")
+    roof = [(chart.x_lo, chart.x_lo * bandwidth), (ridge, peak_flops), (chart.x_hi, peak_flops)]
+    points, column = " ".join(f"{_f(chart.px(x))},{_f(chart.py(y))}" for x, y in roof), chart.px(ridge)
+    chart.body += [
+        f"<polyline points='{points}' fill='none' stroke='black' stroke-width='2.0' data-roof='1'/>",
+        f"<line x1='{_f(column)}' y1='{_f(TOP)}' x2='{_f(column)}' y2='{_f(TOP + HEIGHT)}' stroke='grey' "
+        "stroke-dasharray='2,3'/>",  # the ridge: a dotted grey line, its intensity written along it
+        f"<text x='{_f(column + 4)}' y='{_f(TOP + HEIGHT - 6)}' font-size='10' fill='grey' {FONT}>"
+        f"{escape(f'ridge {ridge:.3g} FLOP/B')}</text>",
+    ]
     chart.legend_entry(f"compute roof: {_si(peak_flops, 'FLOP/s')} peak")
     chart.legend_entry(f"memory roof: I x {_si(bandwidth, 'B/s')} ({memory_level})")
     class_color: dict[str, str] = {}
@@ -225,15 +211,11 @@ def roofline_svg(
             kind, shape, y, label = "on-roof", "cross", p.attainable, f"{p.name} (no own time: on the roof)"
         else:
             continue
-        chart.marker(
-            shape,
-            p.intensity,
-            y,
-            size,
-            color,
-            filled=kind != "predicted",
-            attributes=f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' "
-            f"data-flops='{y!r}'",
+        attributes = (
+            f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' data-flops='{y!r}'"
+        )
+        chart.body.append(
+            marker_svg(shape, chart.px(p.intensity), chart.py(y), size, color, kind != "predicted", attributes)
         )
         chart.legend_entry(label, shape, color, filled=kind != "predicted", size=min(size, 7.0))
     return chart.svg(
