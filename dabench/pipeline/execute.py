@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from dabench.backends import Backend, TimedWindowCallback, get_backend
+from dabench.backends import Backend, get_backend
 from dabench.config.sections import RunConfig
 from dabench.core.ceilings import Ceilings
 from dabench.core.platforms import on_host_cpu, platform
@@ -54,10 +54,11 @@ VALIDATED_METRICS = ("throughput.samples_per_s", "step_time.median_s", "tier1.co
 _AUTO_WARNED: set[tuple[str, str]] = set()  #: (hardware, note) already warned in this process
 
 
-def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[str, str]:
+def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None, warn: bool = True) -> tuple[str, str]:
     """(mode, note). ``auto`` measures when the backend is available and otherwise predicts,
-    saying so; ``measure``/``validate`` without the device, or ``predict`` without a model, raise
-    UnsupportedError. ``backend``: the run's backend class when the caller already has it."""
+    saying so (a warning once per process, none when not ``warn``); ``measure``/``validate``
+    without the device, or ``predict`` without a model, raise UnsupportedError. ``backend``: the
+    run's backend class when the caller already has it."""
     requested = rc.hardware.mode
     modelled = has_model(rc.hardware.arch)
     if requested == "predict":
@@ -77,7 +78,8 @@ def resolve_mode(rc: RunConfig, backend: type[Backend] | None = None) -> tuple[s
         note = f"PREDICTED, not measured: {availability.reason}"
         first = (rc.hardware.name, note) not in _AUTO_WARNED  # once per process: a sweep repeats it per job
         _AUTO_WARNED.add((rc.hardware.name, note))
-        log.log(logging.WARNING if first else logging.DEBUG, "hardware.mode=auto on %s: %s", rc.hardware.name, note)
+        if warn:
+            log.log(logging.WARNING if first else logging.DEBUG, "hardware.mode=auto on %s: %s", rc.hardware.name, note)
         return "predict", note
     raise UnsupportedError(
         f"hardware={rc.hardware.name}: cannot measure ({availability.reason}) and no "
@@ -103,44 +105,39 @@ class Measurement:
     """What :func:`measure_run` hands on."""
 
     profile: Profile
-    ceilings: Ceilings  #: what the run's metrics are taken against (the roof: fastest rates shown)
     model_ceilings: Ceilings  #: what the prediction is priced at (validate: the in-situ probes)
-    roof: MeasuredRoof  #: the ceilings' bands (none where the spec set them)
+    #: the ceilings' bands (none where the spec set them); ``roof.roof``, the fastest rates shown, is
+    #: what the run's metrics are taken against
+    roof: MeasuredRoof
     calibrated: Ceilings  #: the ceilings before any probe (the calibration's medians or the spec)
     readings: tuple = ()  #: the in-situ probes taken so far (dabench.host.calibrate.Probe)
 
 
-def measure(
-    backend: Backend, rc: RunConfig, graph: OpGraph, on_timed_window: TimedWindowCallback | None = None
-) -> Profile:
-    """Measure on ``backend``; a torch backend's parallel run goes to torch.distributed ranks
-    (``on_timed_window`` not called there), its collectives priced too in validate mode."""
-    if rc.parallel.strategy != "none" and backend.torch_distributed:
-        from dabench.distributed.run import run_parallel  # imports torch
-
-        device, source = backend.parallel_target(rc)
-        profile = run_parallel(rc, device, source)
-        if rc.hardware.mode == "validate":
-            profile.extra_metrics.update(comm_prediction_metrics(rc, profile.comm, profile.extra_metrics))
-        return profile
-    return backend.run(rc, graph, on_timed_window=on_timed_window)
-
-
 def measure_run(backend: Backend, rc: RunConfig, graph: OpGraph, ceilings: Ceilings) -> Measurement:
     """Measure on ``backend``; calibrated ceilings become bands and a CPU validate run probes
-    the CPU around its timed window (docs/metrics.md, in-situ ceilings)."""
+    the CPU around its timed window (docs/metrics.md, in-situ ceilings). A torch backend's
+    parallel run goes to torch.distributed ranks (no probes there), its collectives priced too in
+    validate mode."""
     probes = None
     if uses_in_situ_ceilings(rc.hardware, rc.hardware.mode, rc.parallel.strategy) and is_calibrated(ceilings):
         probes = WindowProbes(rc.precision.compute_dtype)
-    profile = measure(backend, rc, graph, probes)
+    if rc.parallel.strategy != "none" and backend.torch_distributed:
+        from dabench.distributed.run import run_parallel  # imports torch
+
+        profile = run_parallel(rc, *backend.parallel_target(rc))
+        if rc.hardware.mode == "validate":
+            profile.extra_metrics.update(comm_prediction_metrics(rc, profile.comm, profile.extra_metrics))
+    else:
+        profile = backend.run(rc, graph, on_timed_window=probes)
     in_situ = probes.ceilings(ceilings) if probes is not None else None
     model_ceilings = ceilings
     if in_situ is not None:
         model_ceilings, probed = in_situ
         profile.extra_metrics.update(probed)
     readings = tuple(probes.readings) if in_situ is not None else ()
-    roof = measured_roof(ceilings, rc.precision.compute_dtype, readings)
-    return Measurement(profile, roof.roof, model_ceilings, roof, ceilings, readings)
+    return Measurement(
+        profile, model_ceilings, measured_roof(ceilings, rc.precision.compute_dtype, readings), ceilings, readings
+    )
 
 
 def probe_again(rc: RunConfig, measurement: Measurement) -> Measurement | None:
@@ -152,7 +149,7 @@ def probe_again(rc: RunConfig, measurement: Measurement) -> Measurement | None:
 
     readings = (*measurement.readings, probe(rc.precision.compute_dtype))
     roof = measured_roof(measurement.calibrated, rc.precision.compute_dtype, readings)
-    return replace(measurement, ceilings=roof.roof, roof=roof, readings=readings)
+    return replace(measurement, roof=roof, readings=readings)
 
 
 def band_ceilings(result: RunResult, roof: MeasuredRoof) -> None:
@@ -290,7 +287,7 @@ def _evaluate(
     model_ceilings = ceilings
     result.notes.pop("dabench.roofline_note", None)  # set again by this evaluation's check
     if measurement is not None:
-        result.ceilings = ceilings = measurement.ceilings
+        result.ceilings = ceilings = measurement.roof.roof
         model_ceilings = measurement.model_ceilings
     prediction = None
     if result.mode in ("predict", "validate"):  # which model, and how far its calibration points miss

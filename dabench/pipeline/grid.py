@@ -12,7 +12,6 @@ Details: docs/architecture.md, "Sweeps: Hydra multiruns and the in-process grid"
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import tempfile
@@ -33,8 +32,6 @@ from dabench.tracking.lifecycle import PARENT_ENV, BatchRecorder, ParentRun
 from dabench.tracking.naming import run_name
 from dabench.tracking.outbox import PREFIX, is_unreachable
 from dabench.tracking.redact import redact_pair
-
-log = logging.getLogger("dabench")
 
 #: a batch of this many finished runs is written at once
 FLUSH_EVERY = 100
@@ -61,30 +58,26 @@ class GridRun:
     overrides: list[str]
     result: RunResult
     run_id: str | None = None
-    batched: bool = True  #: written by the batch recorder (False: recorded one at a time)
 
 
 def _batched(job: Job) -> bool:
     """True when the job predicts (or is refused) and wants no per-run plot: recorded in batches."""
     if job.rc is None:
         return True
-    quiet = logging.getLogger("dabench.pipeline.execute")
-    was, quiet.disabled = quiet.disabled, True  # the run itself says "PREDICTED, not measured"
     try:
-        mode, _ = resolve_mode(job.rc)
+        mode, _ = resolve_mode(job.rc, warn=False)  # the run itself says "PREDICTED, not measured"
     except DabenchError:
         return True  # refused before any work: a result with no artifacts to keep
-    finally:
-        quiet.disabled = was
     return mode == "predict" and not wants_plot(job.container, mode)
 
 
 @dataclass
 class _Writer:
-    """One BatchRecorder per (experiment, uri, parent) with the grid indices of its pending runs."""
+    """One BatchRecorder per (experiment, uri, parent) with the runs it records, ``assigned`` of
+    them with their run ids."""
 
     recorder: Any
-    waiting: list[int] = field(default_factory=list)
+    waiting: list[GridRun] = field(default_factory=list)
     assigned: int = 0
 
 
@@ -129,10 +122,8 @@ def run_grid(
         return writers[key]
 
     def collect(w: _Writer) -> None:
-        ids = w.recorder.run_ids
-        while w.assigned < len(ids):
-            run = runs[w.waiting[w.assigned]]
-            run.run_id = ids[w.assigned]
+        for run, run_id in zip(w.waiting[w.assigned :], w.recorder.run_ids[w.assigned :], strict=False):
+            run.run_id = run_id
             w.assigned += 1
             if on_run is not None:
                 on_run(run)
@@ -166,11 +157,11 @@ def run_grid(
                     )
                 with tempfile.TemporaryDirectory(prefix="dabench-grid-") as tmp:
                     result, run_id = record_run(prepared, artifacts_dir=Path(tmp) / "artifacts", name=name, note=note)
-                finished(GridRun(job, result, run_id, batched=False))
+                finished(GridRun(job, result, run_id))
                 continue
             w = writer_for(tracking)
-            w.waiting.append(len(runs))
             runs.append(GridRun(job, RunResult(Status.CRASHED, "not run", "none")))
+            w.waiting.append(runs[-1])
             with w.recorder.run(name) as pending:  # start time taken here, end time at exit
                 result = execute_job(prepared)
                 record = run_record(result, prepared.container, note(result))

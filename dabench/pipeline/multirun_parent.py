@@ -15,7 +15,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from dabench.core.status import Status
-from dabench.pipeline.preflight import UNREACHABLE, check_store, format_problems
+from dabench.pipeline.preflight import UNREACHABLE, check_store, refuse
+from dabench.report.sweep_callback import is_study
 from dabench.runtime import interrupts
 from dabench.tracking.describe import reproduce_command, requested_mode
 from dabench.tracking.lifecycle import PARENT_ENV, ParentRun
@@ -30,18 +31,14 @@ class MlflowParentRunCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         tracking = config.get("tracking") or {}
-        study = "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or "")
-        if study or not tracking.get("enabled", True):
+        if is_study(config) or not tracking.get("enabled", True):
             return  # a study keeps one parent run for all its workers (dabench/tune/parent_run.py)
         uri = tracking_uri(tracking.get("uri"))
 
         problems = check_store(uri, "tracking.uri", float(tracking.get("timeout_s") or 3.0))
-        problems = [p for p in problems if p.kind != UNREACHABLE]  # an unreachable server: the outbox keeps the records
-        if problems:  # e.g. a corrupt mlflow.db: one line before any job, not a traceback after
-            import sys
-
-            print(format_problems(problems), file=sys.stderr, flush=True)
-            raise SystemExit(2)
+        # e.g. a corrupt mlflow.db: one line before any job, not a traceback after; an unreachable
+        # server is no refusal (the outbox keeps the records)
+        refuse([p for p in problems if p.kind != UNREACHABLE])
         overrides = list(config.hydra.overrides.task)
 
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)

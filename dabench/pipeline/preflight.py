@@ -1,7 +1,7 @@
 """Pre-flight: everything a run needs from its surroundings, checked before any work.
 
 Each check returns a list of :class:`Problem` (empty when fine), each one line naming the field,
-the value and the fix; :func:`run_preflight` runs them all for one run. Network probes are bounded
+the value and the fix; :func:`refuse_if_unfit` runs them all for one run. Network probes are bounded
 by ``tracking.timeout_s`` capped at :data:`PROBE_TIMEOUT_S`. What is checked (store, sinks, study
 storage, memory and ranks of a run measured on this CPU): docs/reliability.md sections 4 and 5.
 No mlflow, optuna or torch import here: pre-flight costs milliseconds.
@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,24 +350,23 @@ def job_problems(rc) -> list[Problem]:
     return check_ranks(rc) or check_memory(rc)
 
 
-def run_preflight(rc, unfit: list[Problem] | None = None) -> list[Problem]:
-    """All checks for one run (``rc`` a :class:`~dabench.config.sections.RunConfig`; ``unfit``:
-    its :func:`job_problems` when already known)."""
-    return environment_problems(rc) + (job_problems(rc) if unfit is None else unfit)
-
-
-def refuse_if_unfit(rc, multirun: bool = False, unfit: list[Problem] | None = None) -> None:
+def refuse_if_unfit(rc, multirun: bool, unfit: list[Problem]) -> None:
     """The Hydra task's pre-flight: bound the tracking client by ``tracking.timeout_s``, then
-    print each problem on one line and exit with status 2.
+    :func:`refuse` on the run's surroundings and ``unfit`` (its :func:`job_problems`).
     Inside a multirun only the surroundings are checked here (a broken store fails every job);
     a job this machine cannot run is recorded ``invalid_config`` by the pipeline and the sweep
     goes on (:func:`job_problems`, called from :func:`dabench.pipeline.job.execute_job`)."""
-    import sys
-
     apply_client_timeouts(getattr(rc.tracking, "timeout_s", None))  # every later store call is bounded
-    problems = environment_problems(rc) if multirun else run_preflight(rc, unfit=unfit)
+    problems = environment_problems(rc)
     if multirun:  # the store went away mid-sweep: the job runs, its record waits in the outbox
         problems = [problem for problem in problems if problem.kind != UNREACHABLE]
+    else:
+        problems += unfit
+    refuse(problems)
+
+
+def refuse(problems: list[Problem]) -> None:
+    """Print each of ``problems`` on one line and exit with status 2; nothing when there are none."""
     if problems:
         print(format_problems(problems), file=sys.stderr, flush=True)
         raise SystemExit(2)

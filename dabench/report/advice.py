@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from dabench.report.figures import log_axis, new_figure
 from dabench.runtime.sinks import write_text
 
 PREDICTED = "PREDICTED"
@@ -36,8 +37,6 @@ def _given(value: Any) -> bool:
 
 
 def bar_figure(rows: list[dict]):
-    from dabench.report.figures import log_axis, new_figure
-
     ok = [r for r in rows if r.get("status") == "ok" and r.get("time_to_train_s")]
     if not ok:
         return None
@@ -59,8 +58,6 @@ def bar_figure(rows: list[dict]):
 
 
 def pareto_figure(search: list[dict]):
-    from dabench.report.figures import log_axis, new_figure
-
     points = [
         s
         for s in search

@@ -167,23 +167,22 @@ _NUMBER_COLUMNS = {
 
 def runs_to_frame(runs: Iterable, experiment_names: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per MLflow run (see the module docstring). Pure: no store access."""
-    rows = []
     names = experiment_names or {}
-    for run in runs:
-        tags = run.data.tags
-        row: dict[str, Any] = {
+    rows = [
+        {
             "run_id": run.info.run_id,
             "experiment": names.get(run.info.experiment_id, run.info.experiment_id),
-            "run_name": tags.get("mlflow.runName", run.info.run_name or ""),
+            "run_name": run.data.tags.get("mlflow.runName", run.info.run_name or ""),
             "mlflow_status": run.info.status,
             "start": pd.to_datetime(run.info.start_time, unit="ms", utc=True) if run.info.start_time else pd.NaT,
             "end": pd.to_datetime(run.info.end_time, unit="ms", utc=True) if run.info.end_time else pd.NaT,
-            "parent_run_id": tags.get("mlflow.parentRunId"),
+            "parent_run_id": run.data.tags.get("mlflow.parentRunId"),
             **{f"metrics.{k}": v for k, v in run.data.metrics.items()},
             **{f"params.{k}": v for k, v in run.data.params.items()},
-            **{f"tags.{k}": v for k, v in tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG},
+            **{f"tags.{k}": v for k, v in run.data.tags.items() if not k.startswith("mlflow.") or k == NOTE_TAG},
         }
-        rows.append(row)
+        for run in runs
+    ]
     return normalize(pd.DataFrame(rows))
 
 

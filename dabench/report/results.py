@@ -151,9 +151,8 @@ def record_sweep_results(client, parent_run_id: str, folder: Path | None, title:
 
 
 def record_grid_results(uri: str | None, run_ids: list[str], folder: Path | None, title: str = "grid results") -> str:
-    """A grid's results: as :func:`record_sweep_results` under their parent, else the table alone."""
-    if not run_ids:
-        return f"{title}: no recorded runs"
+    """A grid's results (``run_ids``: one or more): as :func:`record_sweep_results` under their
+    parent, else the table alone."""
     client = client_for(uri)
     parent = client.get_run(run_ids[0]).data.tags.get("mlflow.parentRunId")
     if parent:

@@ -15,6 +15,8 @@ from dabench.metrics.roofline import RooflinePoint
 
 FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))  #: largest first
+WIDTH, HEIGHT = 520, 380  #: the plot area in pixels
+LEFT, TOP, RIGHT, BOTTOM = 106, 46, 330, 56  #: the margins around it (the legend sits in the right one)
 
 
 def _f(value: float) -> str:
@@ -61,23 +63,14 @@ def marker_svg(shape: str, x: float, y: float, size: float, color: str, filled: 
 
 @dataclass
 class LogLogChart:
-    """A log-log plot area of ``width`` x ``height`` pixels within margins; limits rounded out to decades."""
+    """A log-log plot area of :data:`WIDTH` x :data:`HEIGHT` pixels within the margins; limits
+    rounded out to decades."""
 
     x_lo: float
     x_hi: float
     y_lo: float
     y_hi: float
-    title: str
-    x_label: str
-    y_label: str
-    y_unit: str = ""  #: written on each y tick with an SI prefix (``10 GFLOP/s``)
-    width: float = 520
-    height: float = 380
-    left: float = 106
-    top: float = 46
-    right: float = 330
-    bottom: float = 56
-    _body: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)  #: SVG elements inside the axes (clipped to them)
     _legend: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -87,38 +80,19 @@ class LogLogChart:
     def px(self, x: float) -> float:
         """Pixel column of data x (log scale)."""
         span = math.log10(self.x_hi) - math.log10(self.x_lo)
-        return self.left + (math.log10(x) - math.log10(self.x_lo)) / span * self.width
+        return LEFT + (math.log10(x) - math.log10(self.x_lo)) / span * WIDTH
 
     def py(self, y: float) -> float:
         """Pixel row of data y (log scale, upwards)."""
         span = math.log10(self.y_hi) - math.log10(self.y_lo)
-        return self.top + self.height - (math.log10(y) - math.log10(self.y_lo)) / span * self.height
-
-    def polyline(self, xs: list[float], ys: list[float], attributes: str = "") -> None:
-        points = " ".join(f"{_f(self.px(x))},{_f(self.py(y))}" for x, y in zip(xs, ys, strict=False))
-        self._body.append(f"<polyline points='{points}' fill='none' stroke='black' stroke-width='2.0' {attributes}/>")
-
-    def vline(self, x: float, text: str) -> None:
-        """A dotted grey vertical line at data x with ``text`` written along it."""
-        column = self.px(x)
-        self._body += [
-            f"<line x1='{_f(column)}' y1='{_f(self.top)}' x2='{_f(column)}' "
-            f"y2='{_f(self.top + self.height)}' stroke='grey' stroke-dasharray='2,3'/>",
-            f"<text x='{_f(column + 4)}' y='{_f(self.top + self.height - 6)}' font-size='10' "
-            f"fill='grey' {FONT}>{escape(text)}</text>",
-        ]
-
-    def marker(
-        self, shape: str, x: float, y: float, size: float, color: str, filled: bool, attributes: str = ""
-    ) -> None:
-        self._body.append(marker_svg(shape, self.px(x), self.py(y), size, color, filled, attributes))
+        return TOP + HEIGHT - (math.log10(y) - math.log10(self.y_lo)) / span * HEIGHT
 
     def legend_entry(
         self, text: str, shape: str | None = None, color: str = "black", filled: bool = True, size: float = 5.0
     ) -> None:
         """A legend row beside the axes: a marker sample (or a line sample when ``shape`` is None)."""
-        x = self.left + self.width + 18
-        y = self.top + 8 + 17 * len(self._legend)
+        x = LEFT + WIDTH + 18
+        y = TOP + 8 + 17 * len(self._legend)
         sample = (
             f"<line x1='{_f(x - 8)}' y1='{_f(y)}' x2='{_f(x + 8)}' y2='{_f(y)}' stroke='{color}' stroke-width='2'/>"
             if shape is None
@@ -128,11 +102,12 @@ class LogLogChart:
             f"{sample}<text x='{_f(x + 16)}' y='{_f(y + 4)}' font-size='11' {FONT}>{escape(text)}</text>"
         )
 
-    def _axes(self) -> list[str]:
-        left, top, right, bottom = self.left, self.top, self.left + self.width, self.top + self.height
+    def _axes(self, title: str, x_label: str, y_label: str, y_unit: str) -> list[str]:
+        """The box, dotted decade grid lines, tick labels (y ticks SI-prefixed in ``y_unit``:
+        ``10 GFLOP/s``), the axis labels and the title."""
+        left, top, right, bottom = LEFT, TOP, LEFT + WIDTH, TOP + HEIGHT
         out = [
-            f"<rect x='{_f(left)}' y='{_f(top)}' width='{_f(self.width)}' height='{_f(self.height)}' "
-            f"fill='none' stroke='black'/>"
+            f"<rect x='{_f(left)}' y='{_f(top)}' width='{_f(WIDTH)}' height='{_f(HEIGHT)}' fill='none' stroke='black'/>"
         ]
         for lo, hi, horizontal in ((self.x_lo, self.x_hi, True), (self.y_lo, self.y_hi, False)):
             decades = round(math.log10(hi / lo))
@@ -144,7 +119,7 @@ class LogLogChart:
                     y1, y2, y, anchor, text = top, bottom, bottom + 16, "middle", decade_label(value)
                 else:
                     y1 = y2 = self.py(value)
-                    x1, x2, x, y, anchor, text = left, right, left - 6, y1 + 4, "end", decade_label(value, self.y_unit)
+                    x1, x2, x, y, anchor, text = left, right, left - 6, y1 + 4, "end", decade_label(value, y_unit)
                 out.append(
                     f"<line x1='{_f(x1)}' y1='{_f(y1)}' x2='{_f(x2)}' y2='{_f(y2)}' "
                     "stroke='#ccc' stroke-dasharray='1,2'/>"
@@ -156,26 +131,27 @@ class LogLogChart:
         middle = (top + bottom) / 2
         return out + [
             f"<text x='{_f((left + right) / 2)}' y='{_f(bottom + 38)}' font-size='12' "
-            f"text-anchor='middle' {FONT}>{escape(self.x_label)}</text>",
+            f"text-anchor='middle' {FONT}>{escape(x_label)}</text>",
             f"<text x='16' y='{_f(middle)}' font-size='12' text-anchor='middle' "
-            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(self.y_label)}</text>",
-            f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(self.title)}</text>",
+            f"transform='rotate(-90 16 {_f(middle)})' {FONT}>{escape(y_label)}</text>",
+            f"<text x='{_f(left)}' y='26' font-size='13' font-weight='bold' {FONT}>{escape(title)}</text>",
         ]
 
-    def svg(self) -> str:
-        """The whole document; points outside the axes box are clipped to it."""
-        total_w = self.left + self.width + self.right
-        total_h = max(self.top + self.height + self.bottom, self.top + 17 * len(self._legend) + 16)
+    def svg(self, title: str, x_label: str, y_label: str, y_unit: str = "") -> str:
+        """The whole document (:meth:`_axes` for the arguments); points outside the axes box are
+        clipped to it."""
+        total_w = LEFT + WIDTH + RIGHT
+        total_h = max(TOP + HEIGHT + BOTTOM, TOP + 17 * len(self._legend) + 16)
         size = f"width='{_f(total_w)}' height='{_f(total_h)}'"
         lines = [
             f"<svg xmlns='http://www.w3.org/2000/svg' {size} viewBox='0 0 {_f(total_w)} {_f(total_h)}'>",
-            f"<defs><clipPath id='axes'><rect x='{_f(self.left)}' y='{_f(self.top)}' width='{_f(self.width)}' "
-            f"height='{_f(self.height)}'/></clipPath></defs>",
+            f"<defs><clipPath id='axes'><rect x='{_f(LEFT)}' y='{_f(TOP)}' width='{_f(WIDTH)}' "
+            f"height='{_f(HEIGHT)}'/></clipPath></defs>",
             f"<rect {size} fill='white'/>",
-            *self._axes(),
+            *self._axes(title, x_label, y_label, y_unit),
             "<g clip-path='url(#axes)'>",
         ]
-        return "\n".join([*lines, *self._body, "</g>", *self._legend, "</svg>"]) + "\n"
+        return "\n".join([*lines, *self.body, "</g>", *self._legend, "</svg>"]) + "\n"
 
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
@@ -210,20 +186,16 @@ def roofline_svg(
     values = [p.achieved if p.achieved else p.attainable for p, _ in drawn]
     y_lo = min([v for v in values if v > 0] + [min(peak_flops, lo * bandwidth)]) / 3
     kinds = "measured and PREDICTED" if predicted_points else ("PREDICTED" if predicted else "measured")
-    chart = LogLogChart(
-        lo,
-        hi,
-        y_lo,
-        peak_flops * 2,
-        title=f"{title} [{kinds}]",
-        x_label=f"arithmetic intensity (FLOP/byte of {memory_level} traffic)",
-        y_label="achieved FLOP/s per chip",
-        y_unit="FLOP/s",
-    )
-    chart.polyline(
-        [chart.x_lo, ridge, chart.x_hi], [chart.x_lo * bandwidth, peak_flops, peak_flops], attributes="data-roof='1'"
-    )
-    chart.vline(ridge, f"ridge {ridge:.3g} FLOP/B")
+    chart = LogLogChart(lo, hi, y_lo, peak_flops * 2)
+    roof = [(chart.x_lo, chart.x_lo * bandwidth), (ridge, peak_flops), (chart.x_hi, peak_flops)]
+    points, column = " ".join(f"{_f(chart.px(x))},{_f(chart.py(y))}" for x, y in roof), chart.px(ridge)
+    chart.body += [
+        f"<polyline points='{points}' fill='none' stroke='black' stroke-width='2.0' data-roof='1'/>",
+        f"<line x1='{_f(column)}' y1='{_f(TOP)}' x2='{_f(column)}' y2='{_f(TOP + HEIGHT)}' stroke='grey' "
+        "stroke-dasharray='2,3'/>",  # the ridge: a dotted grey line, its intensity written along it
+        f"<text x='{_f(column + 4)}' y='{_f(TOP + HEIGHT - 6)}' font-size='10' fill='grey' {FONT}>"
+        f"{escape(f'ridge {ridge:.3g} FLOP/B')}</text>",
+    ]
     chart.legend_entry(f"compute roof: {_si(peak_flops, 'FLOP/s')} peak")
     chart.legend_entry(f"memory roof: I x {_si(bandwidth, 'B/s')} ({memory_level})")
     class_color: dict[str, str] = {}
@@ -239,15 +211,16 @@ def roofline_svg(
             kind, shape, y, label = "on-roof", "cross", p.attainable, f"{p.name} (no own time: on the roof)"
         else:
             continue
-        chart.marker(
-            shape,
-            p.intensity,
-            y,
-            size,
-            color,
-            filled=kind != "predicted",
-            attributes=f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' "
-            f"data-flops='{y!r}'",
+        attributes = (
+            f"data-point='{escape(p.name)}' data-kind='{kind}' data-intensity='{p.intensity!r}' data-flops='{y!r}'"
+        )
+        chart.body.append(
+            marker_svg(shape, chart.px(p.intensity), chart.py(y), size, color, kind != "predicted", attributes)
         )
         chart.legend_entry(label, shape, color, filled=kind != "predicted", size=min(size, 7.0))
-    return chart.svg()
+    return chart.svg(
+        f"{title} [{kinds}]",
+        f"arithmetic intensity (FLOP/byte of {memory_level} traffic)",
+        "achieved FLOP/s per chip",
+        "FLOP/s",
+    )

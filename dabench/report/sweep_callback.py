@@ -27,7 +27,8 @@ def current() -> SweepProgress | None:
     return _current
 
 
-def _is_study(config: DictConfig) -> bool:
+def is_study(config: DictConfig) -> bool:
+    """Is this multirun a study (dabench's Optuna sweeper), which records and reports itself?"""
     return "dabench_optuna_sweeper" in str(OmegaConf.select(config, "hydra.sweeper._target_") or "")
 
 
@@ -80,7 +81,7 @@ class SweepResultsCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _current
-        study = _is_study(config)
+        study = is_study(config)
         total = OmegaConf.select(config, "hydra.sweeper.n_trials") if study else job_count(config)
         if total:
             self.progress = _current = SweepProgress(
@@ -102,7 +103,7 @@ class SweepResultsCallback(Callback):
         if self.progress is not None:
             self.progress.close()
             self.progress = _current = None
-        if _is_study(config):
+        if is_study(config):
             return  # the study sweeper prints and records its own (it holds the parent run)
         import pandas as pd
 

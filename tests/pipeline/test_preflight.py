@@ -19,8 +19,9 @@ from dabench.pipeline.preflight import (
     check_ranks,
     check_store,
     check_study_storage,
+    environment_problems,
+    job_problems,
     mem_available_bytes,
-    run_preflight,
 )
 from tests.conftest import ROOT, composed
 
@@ -103,7 +104,7 @@ def test_problem_is_one_line():
 def test_a_healthy_run_passes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    assert run_preflight(rc_of()) == []
+    assert environment_problems(rc_of()) + job_problems(rc_of()) == []
 
 
 def _cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
