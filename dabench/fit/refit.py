@@ -23,7 +23,6 @@ REFUSED_RESIDUAL = 10.0
 
 @dataclass(frozen=True)
 class FitResult:
-    arch: str
     values: dict[str, float]  #: knob -> fitted value
     before: dict[str, float]  #: knob -> value in the YAML before the fit
     cost: float  #: sum of squared normalised residuals after the fit
@@ -173,13 +172,11 @@ def refit(
         points = [by_id[i] for i in entry.points if i in by_id]
         values[_knob(path)] = _round(_feasibility_fit(points, _knob(path), *entry.bounds, dict(values)))
     all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
-    return FitResult(arch, values, before, sum(r * r for r in _residuals(all_points, values)))
+    return FitResult(values, before, sum(r * r for r in _residuals(all_points, values)))
 
 
 def _round(value: float) -> float:
     """Four significant digits (what the YAML stores)."""
-    if value == 0:
-        return 0.0
     return float(f"{value:.4g}")
 
 

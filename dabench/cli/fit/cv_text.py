@@ -23,7 +23,7 @@ from dabench.fit.cv import (
     BoundDistance,
     bound_distances,
     cross_validate,
-    nested_coverage,
+    summary,
 )
 from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
 
@@ -78,7 +78,7 @@ def cv_platform_line(arch: str, entry: dict) -> str:
     banded = [r for r in rows if r["band"] is not None]
     coverage = sum(bool(r["covered"]) for r in banded) / len(banded) if banded else math.nan
     width = statistics.median(math.exp(2 * r["band"]) for r in banded) if banded else math.nan
-    med, worst = (statistics.median(errors), max(errors)) if errors else (math.nan, math.nan)
+    med, worst = summary(errors)
     return (
         f"cv platform={arch} n={len(rows)} median={med:.4f} max={worst:.4f} coverage={coverage:.4f} width={width:.4f}"
     )
@@ -216,7 +216,7 @@ def run_cv(archs: list[str], write: bool) -> int:
         raise ConfigError("", None, str(error)) from None
     results = [r for r in results if r.rows]
     hardware = list(archs) + sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml") if p.stem not in archs)
-    data = constant_set.build(results, nested_coverage(results), hardware)
+    data = constant_set.build(results, hardware)
     print(cv_report(data))
     if write:
         print(f"wrote {constant_set.write(data)}", file=sys.stderr)

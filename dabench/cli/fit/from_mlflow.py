@@ -213,7 +213,7 @@ def report(g: GroupFit) -> str:
     method = "leave one config out" if len(folds(g.points)) == len({p.key for p in g.points}) else f"{K_FOLD}-fold"
     lines += [
         f"  median |error| on these points, out of sample ({method}): {g.base_name} {_pct(g.published_error)}, "
-        f"fitted {_pct(g.fitted_error)} (in sample {_pct(g.in_sample_error)}); noise floor "
+        f"fitted {_pct(g.fitted_error)} (in sample {_pct(summary(g._errors(g.in_sample))[0])}); noise floor "
         f"{_pct(g.noise)} ({g.noise_how})",
         f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> {_pct(g.fitted_error)})"
         if g.improved
