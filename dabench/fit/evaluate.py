@@ -118,13 +118,18 @@ def prepare(points: list[Point]) -> tuple[list[Point], list[LeftOut]]:
                 hardware_yaml(p.platform).get("options") or {} if (hw.get("arch") or p.platform) == p.platform else {}
             )
             # knobs added since the run was recorded take the shipped value (they do not change what it measured)
-            hardware = {
-                **hw,
-                "mode": "predict",
-                "constants": "published",
-                "options": {**shipped, **(hw.get("options") or {})},
-            }
-            rc = build_run_config({**p.config, "tracking": {"enabled": False}, "hardware": hardware})
+            rc = build_run_config(
+                {
+                    **p.config,
+                    "tracking": {"enabled": False},
+                    "hardware": {
+                        **hw,
+                        "mode": "predict",
+                        "constants": "published",
+                        "options": {**shipped, **(hw.get("options") or {})},
+                    },
+                }
+            )
             if p.ceilings is not None:
                 roof = Ceilings(*p.ceilings, "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:

@@ -149,9 +149,8 @@ def refit(
     ids = set()
     for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
         ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
-    if free:
-        ids |= {i for i in remaining if by_id[i].use != "excluded"}
-        ids |= {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
+    if free:  # every throughput and allocation point left (excluded ones drop out below)
+        ids |= set(remaining) | {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
     points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
 
     def whole(knobs: dict[str, Any]) -> dict[str, Any]:

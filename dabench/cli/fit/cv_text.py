@@ -129,8 +129,7 @@ def _source_line(key: str, rows: list[dict]) -> str:
     banded = [r for r in rows if r["measure"] == "|log ratio|"]
     errors = [math.inf if r["out_of_sample"] is None else abs(r["out_of_sample"] / r["published"] - 1) for r in banded]
     worst = f"max |error| {pct(max(errors))}" if errors and math.isfinite(max(errors)) else ""
-    covered = sum(1 for r in banded if r["covered"])
-    cover = f", band covers {covered}/{len(banded)}" if banded else ""
+    cover = f", band covers {sum(1 for r in banded if r['covered'])}/{len(banded)}" if banded else ""
     refit = "refitted without it" if any(r["left_out"] for r in rows) else "no fit saw it"
     return f"  source {key}: {len(rows)} points, {refit}" + (f"; {worst}" if worst else "") + cover
 
