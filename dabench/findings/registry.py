@@ -303,12 +303,10 @@ def ipu_capacity() -> Measured:
 
 
 def ipu_most_loaded() -> Measured:
-    worst, ok = 0.0, True
     sweep = _ipu_sweep()
-    for run in sweep.values():
-        times = [s.time_s for s in run.profile.subtasks]
-        worst = max(worst, abs(run.profile.step_times_s[0] / max(times) - 1))
-        ok = ok and run.metrics["ipu.bottleneck_ipu"] == times.index(max(times))
+    times = {placement: [s.time_s for s in run.profile.subtasks] for placement, run in sweep.items()}
+    worst = max(abs(run.profile.step_times_s[0] / max(times[p]) - 1) for p, run in sweep.items())
+    ok = all(run.metrics["ipu.bottleneck_ipu"] == times[p].index(max(times[p])) for p, run in sweep.items())
     pairs = [("0 4 4 4", "0 6 3 3"), ("0 2 3 3", "0 4 2 2"), ("0 2 2 2 2 2 3 3", "0 3 3 2 2 2 2 2")]
     wins = all(
         sweep[a].metrics["throughput.samples_per_s"] >= sweep[b].metrics["throughput.samples_per_s"]

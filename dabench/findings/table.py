@@ -41,8 +41,7 @@ def rows() -> list[FindingStatus]:
     return [status(finding) for finding in FINDINGS]
 
 
-def markdown(statuses: list[FindingStatus] | None = None) -> str:
-    statuses = rows() if statuses is None else statuses
+def markdown(statuses: list[FindingStatus]) -> str:
     out = [
         BEGIN,
         "",
@@ -65,20 +64,19 @@ def markdown(statuses: list[FindingStatus] | None = None) -> str:
     return "\n".join(out)
 
 
-def doc_block(doc: Path | None = None) -> str:
-    doc = doc or doc_path()
+def doc_block() -> str:
+    doc = doc_path()
     text = doc.read_text()
     if BEGIN not in text or END not in text:
         raise SystemExit(f"{doc}: no markers {BEGIN} ... {END}; add them where the table belongs")
     return BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END
 
 
-def write(doc: Path | None = None, block: str | None = None) -> bool:
-    """Replace the block in ``doc``; True when the file changed."""
-    block = markdown() if block is None else block
-    doc = doc or doc_path()
+def write(block: str) -> bool:
+    """Replace the block in docs/perfmodel.md; True when the file changed."""
+    doc = doc_path()
     text = doc.read_text()
-    new = text.replace(doc_block(doc), block, 1)
+    new = text.replace(doc_block(), block, 1)
     if new != text:
         write_text("source_tree", doc, new)
     return new != text

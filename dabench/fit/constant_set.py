@@ -10,7 +10,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from dabench.fit.cv import MEASURES, NOMINAL, band_q, clopper_pearson, needs, summary, wide_score
+from dabench.fit.cv import (
+    MEASURES,
+    MIN_PLATFORM_POINTS,
+    NOMINAL,
+    band_q,
+    clopper_pearson,
+    needs,
+    nested_bands,
+    score,
+    summary,
+    wide_score,
+)
 from dabench.fit.machine import K_FOLD, GroupFit, folds
 from dabench.fit.points import load_points
 from dabench.fit.refit import measured_classes
@@ -96,21 +107,18 @@ def _error_summary(in_sample: list[float], out_of_sample: list[float]) -> dict[s
 def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
     """A platform's band table: its throughput points' reach coordinates and out-of-source scores."""
 
-    points = [
-        {"id": r.point.id, "coords": r.coords, "score": r.score if math.isfinite(r.score) else math.inf}
-        for r in (cv.banded if cv else ())
-    ]
-    q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
-    record: dict[str, Any] = {"kind": "near" if points else "wide", "n": len(points), "nominal_coverage": nominal}
+    rows = cv.banded if cv else []
+    q = reach.conformal_q([r.score for r in rows], nominal)
+    record: dict[str, Any] = {"kind": "near" if rows else "wide", "n": len(rows), "nominal_coverage": nominal}
     if q is not None and math.isfinite(q):
         record.update(
             log_half_width=round(q, 6),
             factor=round(math.exp(q), 6),
-            note=f"{100 * nominal:.0f}% from {len(points)} out-of-source errors: value / {math.exp(q):.3g} to "
+            note=f"{100 * nominal:.0f}% from {len(rows)} out-of-source errors: value / {math.exp(q):.3g} to "
             f"value x {math.exp(q):.3g} at a calibration point, wider with distance from it",
         )
-    elif points:
-        record["note"] = f"{len(points)} out-of-source errors, too few for a {100 * nominal:.0f}% quantile: wide"
+    elif rows:
+        record["note"] = f"{len(rows)} out-of-source errors, too few for a {100 * nominal:.0f}% quantile: wide"
     else:
         record.update(
             log_half_width=round(wide, 6),
@@ -118,13 +126,24 @@ def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
             note=f"nothing calibrated on this platform: at least value / {math.exp(wide):.3g} to "
             f"value x {math.exp(wide):.3g}, wider with reach",
         )
-    record["points"] = [{**p, "score": None if not math.isfinite(p["score"]) else round(p["score"], 6)} for p in points]
+    record["points"] = [
+        {"id": r.point.id, "coords": r.coords, "score": round(r.score, 6) if math.isfinite(r.score) else None}
+        for r in rows
+    ]
     return record
 
 
-def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nominal: float = NOMINAL) -> dict[str, Any]:
-    """A constant set from :func:`dabench.fit.cv.cross_validate` results, their nested coverage,
-    and every hardware config in ``archs``."""
+def build(results: list, archs: list[str], name: str = PUBLISHED, nominal: float = NOMINAL) -> dict[str, Any]:
+    """A constant set from :func:`dabench.fit.cv.cross_validate` results with their nested bands
+    (:func:`dabench.fit.cv.nested_bands`, set here), and every hardware config in ``archs``."""
+    nested_bands(results, nominal)
+    banded = [r for cv in results for r in cv.banded]
+    covered = sum(bool(r.covered) for r in banded)
+    rates = [  # the lowest coverage counts platforms with enough banded points
+        sum(bool(r.covered) for r in cv.banded) / len(cv.banded)
+        for cv in results
+        if len(cv.banded) >= MIN_PLATFORM_POINTS
+    ]
     by_arch = {r.arch: r for r in results}
     pooled_out = [e for r in results for e in r.abs_errors("out")]
     wide = wide_score(results)
@@ -141,7 +160,8 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
             "band": _reach_record(cv, nominal, wide),
         }
         if cv is not None and cv.rows:
-            k, n, interval = coverage.per_platform.get(arch, (0, 0, (0.0, 1.0)))
+            k = sum(bool(r.covered) for r in cv.banded)
+            interval = clopper_pearson(k, len(cv.banded))
             entry_out["residuals"] = [
                 {
                     "point": r.point.id,
@@ -163,7 +183,7 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
                 summary={
                     **_error_summary(cv.abs_errors("in"), cv.abs_errors("out")),
                     "covered": k,
-                    "banded": n,
+                    "banded": len(cv.banded),
                     "binomial_95": [_num(interval[0]), _num(interval[1])],
                 },
                 sources=dict(cv.sources),
@@ -172,6 +192,7 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
             )
         platforms[arch] = entry_out
     med, worst = summary(pooled_out)
+    lo, hi = clopper_pearson(covered, len(banded))
     return {
         **header(name, nominal),
         "bands": {  # the growth's needs per throughput point (null: infinite) and the wide fallback
@@ -181,12 +202,12 @@ def build(results: list, coverage, archs: list[str], name: str = PUBLISHED, nomi
         "platforms": platforms,
         "cv": {
             "points": sum(len(r.rows) for r in results),
-            "banded": coverage.n,
+            "banded": len(banded),
             "sources": sum(len(r.sources) for r in results),
-            "covered": coverage.covered,
-            "coverage": _num(coverage.rate),
-            "coverage_min_platform": _num(coverage.min_platform()),
-            "binomial_95": [_num(coverage.interval[0]), _num(coverage.interval[1])],
+            "covered": covered,
+            "coverage": _num(covered / len(banded) if banded else math.nan),
+            "coverage_min_platform": _num(min(rates) if rates else math.nan),
+            "binomial_95": [_num(lo), _num(hi)],
             "out_of_sample_median_abs_error": _num(med),
             "out_of_sample_max_abs_error": _num(worst) if math.isfinite(worst) else "inf",
         },
@@ -215,7 +236,7 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
             for name, value in g.fitted.items()
         }
     )
-    scores = g.scores()
+    scores = [score(g.out_of_sample.get(p.run_id, math.nan), p.published) for p in g.points]
     kind, q = band_q(scores, [], nominal)
     residuals = []
     for p, s in zip(g.points, scores, strict=True):

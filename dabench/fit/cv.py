@@ -119,10 +119,6 @@ class CvRow:
         return measure(self.point, self.out_of_sample)
 
     @property
-    def throughput(self) -> bool:
-        return self.point.metric in THROUGHPUT_METRICS
-
-    @property
     def covered(self) -> bool | None:
         return None if self.band is None else self.score <= self.band
 
@@ -136,7 +132,7 @@ class PlatformCv:
 
     @property
     def banded(self) -> list[CvRow]:
-        return [r for r in self.rows if r.throughput]
+        return [r for r in self.rows if r.point.metric in THROUGHPUT_METRICS]
 
     def abs_errors(self, which: str) -> list[float]:
         """|relative error| of every throughput point (``inf`` when refused), in or out of sample."""
@@ -255,37 +251,6 @@ def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:
             )
             table = _table([r for r in cv.banded if r.point.source_key != key])
             _, row.band, _ = reach.half_width(row.coords, table, wide_score(results, key), rate, nominal)
-
-
-@dataclass(frozen=True)
-class Coverage:
-    covered: int
-    n: int
-    interval: tuple[float, float]
-    per_point: dict[str, bool]
-    per_platform: dict[str, tuple[int, int, tuple[float, float]]]
-
-    @property
-    def rate(self) -> float:
-        return self.covered / self.n if self.n else math.nan
-
-    def min_platform(self) -> float:
-        """The lowest coverage among platforms with at least :data:`MIN_PLATFORM_POINTS` points."""
-        rates = [k / n for k, n, _ in self.per_platform.values() if n >= MIN_PLATFORM_POINTS]
-        return min(rates) if rates else math.nan
-
-
-def nested_coverage(results: list[PlatformCv], nominal: float = NOMINAL) -> Coverage:
-    """Pooled and per-platform coverage of the nested bands (:func:`nested_bands`)."""
-    nested_bands(results, nominal)
-    per_point, per_platform = {}, {}
-    for cv in results:
-        mine = {r.point.id: bool(r.covered) for r in cv.banded}
-        per_point.update(mine)
-        k = sum(mine.values())
-        per_platform[cv.arch] = (k, len(mine), clopper_pearson(k, len(mine)))
-    covered = sum(per_point.values())
-    return Coverage(covered, len(per_point), clopper_pearson(covered, len(per_point)), per_point, per_platform)
 
 
 def band_q(own: list[float], pooled: list[float], nominal: float = NOMINAL) -> tuple[str, float | None]:

@@ -29,23 +29,22 @@ from dabench.predictor import predict
 FIELD_GROUPS = ("memory", "links", "compute_units")
 
 
-def _composed(platform: str, model: str, precision: str, batch: int, accum: int, overrides: tuple[str, ...]) -> dict:
-    groups = {"model": model, "hardware": platform, "parallel": "none", "precision": precision}
-    dotted = [f"run.batch_size={batch}", f"run.grad_accum={accum}", "tracking.enabled=false"]
-    for override in overrides:
+def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
+    """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
+    groups = {
+        "model": point.model,
+        "hardware": point.platform,
+        "parallel": "none",
+        "precision": precision or point.precision,
+    }
+    dotted = [f"run.batch_size={point.batch}", f"run.grad_accum={point.grad_accum}", "tracking.enabled=false"]
+    for override in point.overrides:
         key, _, value = override.partition("=")
         if "." in key:
             dotted.append(f"++{override}")  # a knob the YAML may not list
         else:
             groups[key] = value
-    return compose([f"{group}={name}" for group, name in groups.items()] + dotted)
-
-
-def point_config(point: Point, precision: str | None = None, options: Mapping[str, Any] | None = None) -> dict:
-    """The run config mapping of ``point`` (at ``precision``, with the candidate knobs ``options``)."""
-    cfg = _composed(
-        point.platform, point.model, precision or point.precision, point.batch, point.grad_accum, point.overrides
-    )
+    cfg = compose([f"{group}={name}" for group, name in groups.items()] + dotted)
     if options:
         own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}
         hw = cfg["hardware"]
@@ -104,11 +103,11 @@ def _ratio(cfg: dict, other: dict) -> float:
         return math.nan
 
 
-def prepare(points: list[Point]) -> list[LeftOut]:
-    """Build each point's RunConfig and ceilings; return the points that cannot be
-    predicted, with the reason."""
+def prepare(points: list[Point]) -> tuple[list[Point], list[LeftOut]]:
+    """Build each point's RunConfig and ceilings; return (the points that can be predicted, those
+    that cannot with the reason)."""
 
-    unusable = []
+    usable, unusable = [], []
     for p in points:
         if p.config is None:
             unusable.append(LeftOut(p.run_id, p.no_config or "no run config recorded: nothing to predict it from"))
@@ -119,13 +118,18 @@ def prepare(points: list[Point]) -> list[LeftOut]:
                 hardware_yaml(p.platform).get("options") or {} if (hw.get("arch") or p.platform) == p.platform else {}
             )
             # knobs added since the run was recorded take the shipped value (they do not change what it measured)
-            hardware = {
-                **hw,
-                "mode": "predict",
-                "constants": "published",
-                "options": {**shipped, **(hw.get("options") or {})},
-            }
-            rc = build_run_config({**p.config, "tracking": {"enabled": False}, "hardware": hardware})
+            rc = build_run_config(
+                {
+                    **p.config,
+                    "tracking": {"enabled": False},
+                    "hardware": {
+                        **hw,
+                        "mode": "predict",
+                        "constants": "published",
+                        "options": {**shipped, **(hw.get("options") or {})},
+                    },
+                }
+            )
             if p.ceilings is not None:
                 roof = Ceilings(*p.ceilings, "recorded on the measured run")
             elif platform(rc.hardware.arch).host_cpu:
@@ -144,7 +148,8 @@ def prepare(points: list[Point]) -> list[LeftOut]:
             unusable.append(LeftOut(p.run_id, f"its recorded config does not build here: {first[:200]}"))
             continue
         p.rc, p.roof = rc, roof
-    return unusable
+        usable.append(p)
+    return usable, unusable
 
 
 def predict_profile(p: Point, options: Mapping[str, Any]) -> Any:

@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from dabench.fit.cv import NOMINAL, out_of_group, score, summary
+from dabench.fit.cv import NOMINAL, out_of_group, summary
 from dabench.fit.evaluate import base_options, predict_point, prepare, quiet_model
 from dabench.fit.points import LeftOut, Point, group_by
 from dabench.fit.refit import fittable, refit_runs
@@ -72,9 +72,6 @@ class GroupFit:
     def _errors(self, predictions: Mapping[str, float]) -> list[float]:
         return [_abs_error(predictions.get(p.run_id, math.nan), p.published) for p in self.points]
 
-    def scores(self) -> list[float]:
-        return [score(self.out_of_sample.get(p.run_id, math.nan), p.published) for p in self.points]
-
     @property
     def published_error(self) -> float:
         return summary(self._errors(self.base_pred))[0]
@@ -82,10 +79,6 @@ class GroupFit:
     @property
     def fitted_error(self) -> float:
         return summary(self._errors(self.out_of_sample))[0]
-
-    @property
-    def in_sample_error(self) -> float:
-        return summary(self._errors(self.in_sample))[0]
 
     @property
     def improved(self) -> bool:
@@ -119,9 +112,7 @@ def fit_group(
     arch: str, host: str, points: list[Point], base: str = "published", log: Callable[[str], None] | None = None
 ) -> GroupFit:
     """Fit ``arch``'s knobs to one machine's points, with in- and out-of-sample predictions."""
-    unusable = prepare(points)
-    bad = {u.run_id for u in unusable}
-    usable = [p for p in points if p.run_id not in bad]
+    usable, unusable = prepare(points)
     start = base_options(arch, base)
     bounds = fittable(arch, usable)
     fitted = refit_runs(usable, bounds, start)
@@ -181,8 +172,7 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
             continue
         host = entry.get("host_key")
         mine = [p for p in points if p.platform == arch and (not host or p.host_key == host)]
-        bad = {u.run_id for u in prepare(mine)}
-        mine = [p for p in mine if p.run_id not in bad]
+        mine, _ = prepare(mine)
         options = base_options(arch)
         if name != "published":  # the set's own fitted knobs (it may be a FILE not on the search path)
             options.update(

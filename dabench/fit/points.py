@@ -85,9 +85,6 @@ class Point:
             return predicted - self.published
         return (predicted - self.published) / self.published
 
-    def within(self, predicted: float) -> bool:
-        return abs(self.error(predicted)) <= self.tolerance
-
 
 @lru_cache(maxsize=1)
 def load_points(path: Path = POINTS_CSV) -> tuple[Point, ...]:

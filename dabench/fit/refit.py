@@ -23,7 +23,6 @@ REFUSED_RESIDUAL = 10.0
 
 @dataclass(frozen=True)
 class FitResult:
-    arch: str
     values: dict[str, float]  #: knob -> fitted value
     before: dict[str, float]  #: knob -> value in the YAML before the fit
     cost: float  #: sum of squared normalised residuals after the fit
@@ -150,9 +149,8 @@ def refit(
     ids = set()
     for e in continuous.values():  # a knob whose listed points are all left out fits what the platform has left
         ids |= {i for i in e.points if i in by_id and by_id[i].use != "excluded"} or set(remaining)
-    if free:
-        ids |= {i for i in remaining if by_id[i].use != "excluded"}
-        ids |= {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
+    if free:  # every throughput and allocation point left (excluded ones drop out below)
+        ids |= set(remaining) | {i for i, p in by_id.items() if p.platform == arch and p.metric == "allocation_pct"}
     points = [by_id[i] for i in sorted(ids) if by_id[i].use != "excluded"]
 
     def whole(knobs: dict[str, Any]) -> dict[str, Any]:
@@ -173,13 +171,11 @@ def refit(
         points = [by_id[i] for i in entry.points if i in by_id]
         values[_knob(path)] = _round(_feasibility_fit(points, _knob(path), *entry.bounds, dict(values)))
     all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
-    return FitResult(arch, values, before, sum(r * r for r in _residuals(all_points, values)))
+    return FitResult(values, before, sum(r * r for r in _residuals(all_points, values)))
 
 
 def _round(value: float) -> float:
     """Four significant digits (what the YAML stores)."""
-    if value == 0:
-        return 0.0
     return float(f"{value:.4g}")
 
 

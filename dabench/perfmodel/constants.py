@@ -50,12 +50,7 @@ _COMMON = (
 )
 
 
-def _model_files(arch: str | None) -> list[Path]:
-    if arch is None:
-        files = sorted((PACKAGE / "perfmodel").rglob("*.py")) + sorted((PACKAGE / "platforms").rglob("*.py"))
-        files += sorted((CONF_DIR / "hardware").glob("*.yaml"))
-        files += [ROOT / "dabench/workload/opgraph.py", ROOT / "dabench/metrics/summary.py"]
-        return files
+def _model_files(arch: str) -> list[Path]:
     files = [ROOT / name for name in _COMMON]
     predict = platform(arch).predict
     if predict is not None:  # its platform folder: model, knobs (dabench/platforms/<family>/)
@@ -87,14 +82,13 @@ def _meaning(path: Path) -> bytes:
 
 
 @lru_cache(maxsize=None)
-def model_version(arch: str | None = None) -> str:
-    """12 hex digits of a SHA-256 over the meaning (:func:`_meaning`) of ``arch``'s model code
-    (all when None), the op graph, the metrics and conf/hardware/<arch>.yaml: editing prose or
+def model_version(arch: str) -> str:
+    """12 hex digits of a SHA-256 over the meaning (:func:`_meaning`) of ``arch``'s model code,
+    the op graph, the metrics and conf/hardware/<arch>.yaml: editing prose or
     moving a file leaves it as it is."""
     # by content, not by name or place: moving a file leaves it as it is
     parts = sorted(hashlib.sha256(_meaning(path)).digest() for path in set(_model_files(arch)) if path.exists())
-    digest = hashlib.sha256(b"".join(parts))
-    return digest.hexdigest()[:12]
+    return hashlib.sha256(b"".join(parts)).hexdigest()[:12]
 
 
 @lru_cache(maxsize=1)
@@ -116,9 +110,7 @@ def error_band(arch: str) -> tuple[float, float] | None:
         and r.get("use") != "excluded"
         and r.get("error") is not None
     ]
-    if not errors:
-        return None
-    return (min(errors), max(errors))
+    return (min(errors), max(errors)) if errors else None
 
 
 def user_dir() -> Path:
@@ -185,12 +177,11 @@ class ConstantSet:
     @staticmethod
     def read(path: Path | str) -> dict:
         """The set in ``path``: format and version known, every number finite and in range."""
-        fmt, version = FORMAT, FORMAT_VERSION  # the newest this dabench reads
         data = mapping(path, read_json(path, 16 * 2**20))
-        if data.get("format") != fmt or not isinstance(data.get("format_version"), int):
-            raise DamagedFile(path, f"not a {fmt} (format {str(data.get('format'))[:40]!r})")
-        if not 1 <= data["format_version"] <= version:
-            raise DamagedFile(path, f"format_version={data['format_version']}: this dabench reads 1..{version}")
+        if data.get("format") != FORMAT or not isinstance(data.get("format_version"), int):
+            raise DamagedFile(path, f"not a {FORMAT} (format {str(data.get('format'))[:40]!r})")
+        if not 1 <= data["format_version"] <= FORMAT_VERSION:  # the newest this dabench reads
+            raise DamagedFile(path, f"format_version={data['format_version']}: this dabench reads 1..{FORMAT_VERSION}")
         if "nominal_coverage" in data:
             coverage = finite(path, data["nominal_coverage"], "nominal_coverage", positive=True)
             if coverage > 1:
@@ -230,7 +221,7 @@ class ConstantSet:
             coords = mapping(path, point.get("coords"), f"{where}.points[{i}].coords")
             for key, high in (("size", 20.0), ("chips", 30.0)):  # log10 parameters, log2 chips
                 finite(path, coords.get(key), f"{where}.points[{i}].coords.{key}", low=0.0, high=high)
-            for key in ("precision", "compile", "execution", "release", "generation"):
+            for key in reach.CATEGORIES:
                 if not isinstance(coords.get(key), str):
                     raise DamagedFile(path, f"{where}.points[{i}].coords.{key} is not text")
             if not isinstance(point.get("id"), str):
@@ -245,9 +236,6 @@ class ConstantSet:
             write_json("source_tree", path, data, indent=1, sort_keys=False)
         _load.cache_clear()
         return path
-
-
-_GROWTH: dict[tuple[int, float], tuple[Mapping[str, Any], float]] = {}
 
 
 def half_width(
@@ -265,11 +253,7 @@ def half_width(
         return record["kind"], math.log(factor), record.get("note", "")
     nominal = float(constant_set.get("nominal_coverage") or 0.8) if nominal is None else nominal
     bands = constant_set.get("bands") or {}
-    cached = _GROWTH.get((id(bands), nominal))
-    if cached is None or cached[0] is not bands:  # once per set and nominal (the set is held: its id stays its own)
-        cached = (bands, reach.growth([math.inf if n is None else n for n in bands.get("needs") or ()], nominal))
-        _GROWTH[(id(bands), nominal)] = cached
-    rate = cached[1]
+    rate = reach.growth([math.inf if n is None else n for n in bands.get("needs") or ()], nominal)
     wide = float(bands.get("wide") or math.log(2.0))
     points = [p if p["score"] is not None else {**p, "score": math.inf} for p in record["points"]]
     evidence = "out-of-source errors"
@@ -336,12 +320,11 @@ def _around(value: float | None, q: float | None) -> tuple[float, float] | None:
 def band_metrics(
     platform: str,
     metrics: Mapping[str, float],
-    constant_set: Mapping[str, Any] | None = None,
+    constant_set: Mapping[str, Any],
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> dict[str, float]:
     """``<name>.lo`` / ``<name>.hi`` of each banded number in ``metrics``; {} without a band."""
-    constant_set = load() if constant_set is None else constant_set
     out: dict[str, float] = {}
     prefix = "predict." if "predict.throughput.samples_per_s" in metrics else ""  # validate: main names are measured
     q = half_width(platform, constant_set, x, nominal)[1]
@@ -355,13 +338,12 @@ def band_metrics(
 def band_tags(
     platform: str,
     model_hash: str,
-    constant_set: Mapping[str, Any] | None = None,
+    constant_set: Mapping[str, Any],
     name: str = PUBLISHED,
     x: Mapping[str, Any] | None = None,
     nominal: float | None = None,
 ) -> dict[str, str]:
     """The band's tags, with ``dabench.band_note`` when the set was sized on another model version."""
-    constant_set = load(name) if constant_set is None else constant_set
     kind, q, why = half_width(platform, constant_set, x, nominal)
     width = f"value / {math.exp(q):.3g} to value x {math.exp(q):.3g}; " if q is not None and math.isfinite(q) else ""
     tags = {

@@ -89,8 +89,8 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
     out = {
         "size": WEIGHTS["size"] * abs(a["size"] - b["size"]),
         "chips": WEIGHTS["chips"] * abs(a["chips"] - b["chips"]),
+        **{key: WEIGHTS[key] for key in CATEGORIES if a.get(key) and b.get(key) and a[key] != b[key]},
     }
-    out.update({key: WEIGHTS[key] for key in CATEGORIES if a.get(key) and b.get(key) and a[key] != b[key]})
     return {k: v for k, v in out.items() if v > 0}
 
 
@@ -132,8 +132,7 @@ def half_width(
     ``points``' scores (what they are: ``evidence``; docs/perfmodel.md, "Out-of-sample error and bands")."""
     if not points:
         return "wide", wide + rate * FAR, "nothing calibrated on this platform"
-    scores = [p["score"] for p in points]
-    q = conformal_q(scores, nominal)
+    q = conformal_q([p["score"] for p in points], nominal)
     base = q if q is not None and math.isfinite(q) else wide
     nearest = min(points, key=lambda p: distance(x, p["coords"]))
     d = distance(x, nearest["coords"])

@@ -84,14 +84,14 @@ def test_class_times_are_rescaled_to_the_timed_step_and_become_residuals():
     assert class_residuals(p, exact) == pytest.approx([0.0] * len(classes))
     doubled = class_residuals(p, {c: 2 * s for c, s in classes.items()})
     assert sum(r * r for r in doubled) == pytest.approx(math.log(2) ** 2)  # together they weigh as one residual
-    assert not prepare(points[:1])
+    assert not prepare(points[:1])[1]
     assert len(run_residuals(points[:1], base_options("cpu"))) == 1 + len(classes)
     assert len(run_residuals(points[:1], base_options("cpu"), classes=False)) == 1
 
 
 def test_a_fit_with_class_times_recovers_known_efficiencies_better_than_throughput_alone():
     points, _ = points_from_runs(_runs())
-    assert not prepare(points)
+    assert not prepare(points)[1]
     start = base_options("cpu")
     with quiet_model():
         alone = refit_runs(points, BOUNDS, start, classes=False)

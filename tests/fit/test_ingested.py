@@ -74,7 +74,7 @@ def test_real_artifacts_are_listed_with_the_config_they_lack(tmp_path, capsys):
         ("wse2", "wse2:cer-cs2-01", "ingest:cerebras_appliance_run"),  # the system run_meta.json names
     }
     assert [x.reason for x in left] == ["no measured throughput (metric throughput.samples_per_s)"]  # SambaFlow
-    why = {p.source: u.reason for p in points for u in prepare([p])}
+    why = {p.source: u.reason for p in points for u in prepare([p])[1]}
     assert why["ingest:cerebras_compile_report"].startswith(
         "the cerebras_compile_report artifact does not state model.n_layers, model.hidden_size, model.n_heads"
     )
@@ -111,7 +111,7 @@ def test_compile_reports_with_their_params_become_points_of_the_shipped_configs(
         _ingest(folder, uri, "wse_sweep")
     points, left = _points(uri, "wse_sweep")
     assert not left and {(p.platform, p.host_key) for p in points} == {("wse2", "wse2:cerebras_compile_report")}
-    assert not prepare(points)  # every one predictable
+    assert not prepare(points)[1]  # every one predictable
     shipped = {p.id: p for p in load_points()}
     base = base_options("wse2")
     for p in points:
@@ -148,7 +148,7 @@ def test_an_appliance_run_whose_trainer_params_state_a_decoder_is_a_point(tmp_pa
     _ingest(folder, uri, "appliance")
     points, left = _points(uri, "appliance")
     assert not left and [(p.platform, p.host_key) for p in points] == [("wse2", "wse2:cer-cs2-01")]
-    assert not prepare(points)
+    assert not prepare(points)[1]
     p = points[0]
     assert (p.rc.model.name, p.rc.model.n_layers, p.rc.model.hidden_size, p.rc.run.batch_size) == ("gpt2", 12, 768, 64)
     assert p.published == pytest.approx(1319.17) and predict_point(p, base_options("wse2")) > 0

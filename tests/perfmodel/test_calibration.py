@@ -44,7 +44,9 @@ def test_the_tolerance_escape_needs_a_stated_reason():
 def test_every_calibration_point_is_within_tolerance(point, predicted):
     value = predicted[point.id]
     assert not math.isnan(value), f"{point.id}: the model refuses a configuration that ran"
-    assert point.within(value), f"{point.id}: predicted {value:.4g}, published {point.published:.4g}"
+    assert abs(point.error(value)) <= point.tolerance, (
+        f"{point.id}: predicted {value:.4g}, published {point.published:.4g}"
+    )
 
 
 def test_residuals_file_matches_the_shipped_model(predicted):
@@ -76,7 +78,7 @@ def test_shipped_constants_are_the_fit(arch):
 def test_model_version_and_error_band():
     version = model_version("wse2")
     assert len(version) == 12 and int(version, 16) >= 0
-    assert version != model_version("ipu") and model_version() != version
+    assert version != model_version("ipu")
     lo, hi = error_band("wse2")
     widest = max(p.tolerance for p in load_points() if p.platform == "wse2" and p.metric == "samples_per_s")
     assert -widest <= lo <= hi <= widest

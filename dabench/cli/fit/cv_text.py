@@ -23,7 +23,7 @@ from dabench.fit.cv import (
     BoundDistance,
     bound_distances,
     cross_validate,
-    nested_coverage,
+    summary,
 )
 from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
 
@@ -78,7 +78,7 @@ def cv_platform_line(arch: str, entry: dict) -> str:
     banded = [r for r in rows if r["band"] is not None]
     coverage = sum(bool(r["covered"]) for r in banded) / len(banded) if banded else math.nan
     width = statistics.median(math.exp(2 * r["band"]) for r in banded) if banded else math.nan
-    med, worst = (statistics.median(errors), max(errors)) if errors else (math.nan, math.nan)
+    med, worst = summary(errors)
     return (
         f"cv platform={arch} n={len(rows)} median={med:.4f} max={worst:.4f} coverage={coverage:.4f} width={width:.4f}"
     )
@@ -129,8 +129,7 @@ def _source_line(key: str, rows: list[dict]) -> str:
     banded = [r for r in rows if r["measure"] == "|log ratio|"]
     errors = [math.inf if r["out_of_sample"] is None else abs(r["out_of_sample"] / r["published"] - 1) for r in banded]
     worst = f"max |error| {pct(max(errors))}" if errors and math.isfinite(max(errors)) else ""
-    covered = sum(1 for r in banded if r["covered"])
-    cover = f", band covers {covered}/{len(banded)}" if banded else ""
+    cover = f", band covers {sum(1 for r in banded if r['covered'])}/{len(banded)}" if banded else ""
     refit = "refitted without it" if any(r["left_out"] for r in rows) else "no fit saw it"
     return f"  source {key}: {len(rows)} points, {refit}" + (f"; {worst}" if worst else "") + cover
 
@@ -216,7 +215,7 @@ def run_cv(archs: list[str], write: bool) -> int:
         raise ConfigError("", None, str(error)) from None
     results = [r for r in results if r.rows]
     hardware = list(archs) + sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml") if p.stem not in archs)
-    data = constant_set.build(results, nested_coverage(results), hardware)
+    data = constant_set.build(results, hardware)
     print(cv_report(data))
     if write:
         print(f"wrote {constant_set.write(data)}", file=sys.stderr)

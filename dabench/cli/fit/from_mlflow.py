@@ -81,8 +81,10 @@ def run_from_mlflow(args) -> int:
     if not groups:
         print("no measured runs with status ok in this selection: nothing to fit", file=sys.stderr)
         return 1
-    log = lambda m: print(m, file=sys.stderr, flush=True)
-    fits = [fit_group(a, h, pts, base=args.base, log=log) for (a, h), pts in groups.items()]
+    fits = [
+        fit_group(a, h, pts, base=args.base, log=lambda m: print(m, file=sys.stderr, flush=True))
+        for (a, h), pts in groups.items()
+    ]
     chosen: dict[str, GroupFit] = {}
     for g in fits:
         print(report(g))
@@ -213,7 +215,7 @@ def report(g: GroupFit) -> str:
     method = "leave one config out" if len(folds(g.points)) == len({p.key for p in g.points}) else f"{K_FOLD}-fold"
     lines += [
         f"  median |error| on these points, out of sample ({method}): {g.base_name} {_pct(g.published_error)}, "
-        f"fitted {_pct(g.fitted_error)} (in sample {_pct(g.in_sample_error)}); noise floor "
+        f"fitted {_pct(g.fitted_error)} (in sample {_pct(summary(g._errors(g.in_sample))[0])}); noise floor "
         f"{_pct(g.noise)} ({g.noise_how})",
         f"  recommendation: the fitted set (out-of-sample error {_pct(g.published_error)} -> {_pct(g.fitted_error)})"
         if g.improved
@@ -223,11 +225,11 @@ def report(g: GroupFit) -> str:
 
 
 def last_line(fits: list[GroupFit]) -> str:
-    pts = [p for g in fits for p in g.points]
     pub = [e for g in fits for e in g._errors(g.base_pred)]
     fit = [e for g in fits for e in g._errors(g.out_of_sample)]
     floors = [g.noise for g in fits if math.isfinite(g.noise)]
     return (
         f"published_median_abs_error={summary(pub)[0]:.4f} fitted_median_abs_error={summary(fit)[0]:.4f} "
-        f"noise_floor={(statistics.median(floors) if floors else math.nan):.4f} points={len(pts)}"
+        f"noise_floor={(statistics.median(floors) if floors else math.nan):.4f} "
+        f"points={sum(len(g.points) for g in fits)}"
     )

@@ -48,7 +48,7 @@ def tol(point: Point) -> str:
 def status(point: Point, value: float) -> str:
     if point.use == "excluded":
         return "excluded"
-    return "ok" if not math.isnan(value) and point.within(value) else "OUT"
+    return "ok" if not math.isnan(value) and abs(point.error(value)) <= point.tolerance else "OUT"
 
 
 def table(rows: list[tuple[Point, float]]) -> str:
