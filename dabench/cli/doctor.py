@@ -15,13 +15,14 @@ from typing import Callable
 
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import TEXT
+from dabench.core.status import mlflow_state
 from dabench.fit.machine import drift
 from dabench.fit.runs import points_from_runs
 from dabench.perfmodel import constants
-from dabench.tracking.lifecycle import terminate
 from dabench.tracking.reaper import reap, running_runs
 from dabench.tracking.redact import redact_uri
 from dabench.tracking.store import open_client, open_study_storage, sqlite_path
+from dabench.tracking.writes import now_ms
 from dabench.tune.locking import study_lock
 
 Say = Callable[[str], None]
@@ -199,7 +200,7 @@ def _close_gone_parent(study, tracking: str | None) -> str | None:
         client = open_client(uri)
         if client.get_run(parent).info.status != "RUNNING":
             return None
-        terminate(client, parent, "interrupted")
+        client.set_terminated(parent, status=mlflow_state("interrupted"), end_time=now_ms())
     except Exception as error:
         return f"could not end its parent run {parent}: {error}"
     return f"parent run {parent} RUNNING with its sweep ({attrs.get(PARENT_OWNER_ATTR)}) gone -> KILLED"

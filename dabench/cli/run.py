@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from dabench.config.paths import CONF_DIR
 from dabench.config.schema import refuse_bad_command_line
 from dabench.pipeline.job import prepare
-from dabench.pipeline.preflight import command_line_dirs, format_problems, refuse_if_unfit
+from dabench.pipeline.preflight import command_line_dirs, refuse, refuse_if_unfit
 from dabench.pipeline.record import record_run
 from dabench.runtime.interrupts import guard
 from dabench.tracking.describe import hydra_overrides, reproduce_command, run_note, summary_line
@@ -62,10 +62,7 @@ def main(argv: list[str]) -> int:
     sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv (-v taken off by cli/main.py)
 
     refuse_bad_command_line()  # unknown group options and keys: one line, exit 2, before Hydra
-    bad_dirs = command_line_dirs(sys.argv[1:])  # a run or sweep folder Hydra could not create: one line, exit 2
-    if bad_dirs:
-        print(format_problems(bad_dirs), file=sys.stderr)
-        raise SystemExit(2)
+    refuse(command_line_dirs(sys.argv[1:]))  # a run or sweep folder Hydra could not create: one line, exit 2
     with guard():
         run_job()
     return 0

@@ -374,11 +374,6 @@ def quietly(close: Callable[[Status, str], Any], run: RecordedRun, status: Statu
         log.warning("could not close MLflow run %s as %s: %s", run.run_id, status.value, error)
 
 
-def terminate(client, run_id: str, status: Status | str, end_ms: int | None = None) -> None:
-    """End an open run found by id in ``mlflow_state(status)`` (no tags written)."""
-    client.set_terminated(run_id, status=mlflow_state(status), end_time=end_ms if end_ms is not None else now_ms())
-
-
 @dataclass
 class PendingRun:
     """One run of a :class:`BatchRecorder`, held in memory until the batch is written."""

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import optuna
 
 from dabench.core.status import ConfigError, DabenchError, Status, is_ok
-from dabench.pipeline.preflight import check_store, check_study_storage, cpu_cores, format_problems
+from dabench.pipeline.preflight import check_store, check_study_storage, cpu_cores, refuse
 from dabench.report.results import record_sweep_results
 from dabench.report.sweep_callback import current as sweep_progress
 from dabench.runtime import interrupts
@@ -167,9 +167,7 @@ def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
     problems = check_study_storage(storage, timeout)
     if tracking.get("enabled", True):
         problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
-    if problems:
-        print(format_problems(problems), file=sys.stderr, flush=True)
-        raise SystemExit(2)
+    refuse(problems)
 
 
 def _close_interrupted(parent, study) -> None:
