@@ -61,8 +61,8 @@ class Platform:
     space: Callable | None = None  #: advise's shaping of that space: ``(space, args, config, chips) -> space``
     tiles_per_chip: int | None = None  #: an instance of ``hardware.options.tiles`` counts as tiles / this chips
     generations: bool = False  #: presets are chip generations (cuda_a100, ...): the preset name is a reach fact
-    #: generation presets (``hardware=<name>``, arch this record's) that no calibration point covers,
-    #: each with its own power: advise searches them by name, and their band says nothing calibrated is near
+    #: generation presets (``hardware=<name>``, arch this record's), each with its own power: advise searches
+    #: them by name; without a generation knob, their band says nothing calibrated is near
     presets: Mapping[str, PowerFigure] = field(default_factory=dict)
     power: PowerFigure = PowerFigure(None, "unsourced", "no power figure")
     fit_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)  #: knob -> bounds a fit may move

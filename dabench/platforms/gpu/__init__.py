@@ -27,8 +27,22 @@ PLATFORM = Platform(
         "(configurable)'; corroborated by mlcommons/inference_results_v4.1",
         "closed/NVIDIA/systems/H200-SXM-141GBx8_TRT_MaxQ.json, field hw_notes 'H200 TGP 700W'",
     ),
-    # generations with no calibration point, each with its board's power (their band: the generation knob)
+    # generations by name, each with its board's power (their band: the generation knob)
     presets={
+        "cuda_h100": PowerFigure(
+            700.0,
+            "tdp",
+            "one H100 SXM5 GPU board; no host, NVSwitch or cooling",
+            "NVIDIA H100 Tensor Core GPU datasheet (2023)",
+            "specifications table, H100 SXM column, 'Max thermal design power (TDP): up to 700W (configurable)'",
+        ),
+        "cuda_a100": PowerFigure(
+            400.0,
+            "tdp",
+            "one A100 SXM4 80GB GPU board; no host, NVSwitch or cooling",
+            "NVIDIA A100 Tensor Core GPU datasheet (2021)",
+            "specifications table, A100 80GB SXM column, 'Max Thermal Design Power (TDP): 400W'",
+        ),
         "b200": PowerFigure(
             1000.0,
             "max",
