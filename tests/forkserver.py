@@ -41,6 +41,7 @@ PRELOAD = (
     "optuna",
     "pandas",
     "numpy",
+    "torch",  # a measured run's import (3 s); importing it starts no thread, so forking after it is safe
 )
 #: variables the interpreter's start, the preloaded libraries and quiet.install read: a command whose
 #: value differs from the server's runs fresh (any other variable is read only by what the child

@@ -32,9 +32,11 @@ def test_every_group_has_its_shipped_files():
 @pytest.mark.slow
 def test_every_combination_composes_and_validates():
     """Every model x hardware x parallel x precision validates. The model group interpolates
-    nothing and nothing interpolates it (checked below), so each model section is composed once and
-    swapped into each composed hardware x parallel x precision config: the same combinations at
-    a fraction of the Hydra composes (the model group grows with every calibration workload)."""
+    nothing and nothing interpolates it, and the parallel group's section does not depend on the
+    hardware (both checked below; hardware files read ${parallel} only to pick a default sweep,
+    which writes hydra.sweeper, a section no RunConfig reads), so each model and each parallel
+    section is composed once and swapped into each composed hardware x precision config: the same
+    combinations at a fraction of the Hydra composes (the model group grows with every calibration workload)."""
     outcomes = {"valid": 0, "refused": 0}
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
         models = {
@@ -45,16 +47,17 @@ def test_every_combination_composes_and_validates():
             assert "${" not in path.read_text(), f"{path.name} interpolates: compose it with each combination"
         for path in CONF.rglob("*.yaml"):
             assert "${model" not in path.read_text(), f"{path} reads the model group: compose each combination"
+        parallels = {p: _section(compose, "parallel", [f"parallel={p}"]) for p in GROUPS["parallel"]}
         bases = {}
-        for hardware, parallel, precision in itertools.product(
-            *(GROUPS[g] for g in ("hardware", "parallel", "precision"))
-        ):
-            cfg = compose(
-                "config", overrides=[f"hardware={hardware}", f"parallel={parallel}", f"precision={precision}"]
-            )
-            bases[hardware, parallel, precision] = OmegaConf.to_container(cfg, resolve=True)
+        for hardware, precision in itertools.product(GROUPS["hardware"], GROUPS["precision"]):
+            cfg = compose("config", overrides=[f"hardware={hardware}", f"precision={precision}"])
+            bases[hardware, precision] = OmegaConf.to_container(cfg, resolve=True)
+        for hardware in GROUPS["hardware"]:  # the parallel section is the same under every hardware
+            assert _section(compose, "parallel", [f"hardware={hardware}", "parallel=pp"]) == parallels["pp"], hardware
+        for path in CONF.rglob("*.yaml"):
+            assert "${hardware" not in path.read_text() or path.parent.name == "precision", f"{path} reads hardware"
         for model, hardware, parallel, precision in itertools.product(*GROUPS.values()):
-            container = {**bases[hardware, parallel, precision], "model": models[model]}
+            container = {**bases[hardware, precision], "model": models[model], "parallel": parallels[parallel]}
             try:
                 rc = build_run_config(container)
             except ConfigError as error:
@@ -92,6 +95,10 @@ def test_every_hardware_number_has_a_source_comment():
                 or stripped.startswith(("fp32:", "fp16:", "bf16:", "mixed:"))
             ) and "null" not in stripped:
                 assert "#" in stripped, f"{path.name}: number without a source comment: {stripped}"
+
+
+def _section(compose, name, overrides):
+    return OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)[name]
 
 
 def _compose(overrides):

@@ -39,7 +39,7 @@ settings.register_profile(
     "fast", max_examples=4, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
 )
 settings.register_profile(
-    "long", max_examples=60, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    "long", max_examples=30, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
 )
 PROFILE = "long" if os.environ.get("DABENCH_FUZZ") == "long" else "fast"
 FUZZ = settings.get_profile(PROFILE)
