@@ -85,7 +85,6 @@ class RecordedRun:
     closed: bool = False
     #: also write the dabench.status / dabench.reason tags when closing (runs; not parents)
     status_tags: bool = True
-    extra: dict = field(default_factory=dict)
     #: where the record goes while the server cannot be reached (dabench/tracking/outbox.py)
     offline: Any = None
     uri: str = ""
@@ -331,7 +330,6 @@ def recorded_run(
         except Exception as error:  # the store went away: the caller learns it; the reaper ends the run later
             log.warning("could not close MLflow run %s: %s", run.run_id, error)
             UNCLOSED[run.run_id] = str(error)
-            run.extra["close_error"] = str(error)
 
 
 def error_status(error: BaseException) -> Status:

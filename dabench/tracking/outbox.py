@@ -275,14 +275,9 @@ def _as_run(journal: Journal) -> Any:
 
 
 def _order(journals: list[Journal]) -> list[Journal]:
-    """Parents before their children (a child names its parent ``outbox:<id>``)."""
-    by_id = {PREFIX + j.id: j for j in journals}
-
-    def depth(journal: Journal) -> int:
-        parent = by_id.get(journal.data.get("parent") or "")
-        return 0 if parent is None else 1 + depth(parent)
-
-    return sorted(journals, key=depth)
+    """Parents before their children: a child of a parent kept in the outbox names it ``outbox:<id>``,
+    and a parent is always a top-level run (``ParentRun.start``), so one level is all there is."""
+    return sorted(journals, key=lambda journal: (journal.data.get("parent") or "").startswith(PREFIX))
 
 
 @dataclass

@@ -13,6 +13,7 @@ kept, MLflow creates the schema itself. Derivation: docs/reliability.md, section
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -51,11 +52,9 @@ def tracking_uri(configured: str | None = None) -> str:
 
 def absolute_uri(uri: str) -> str:
     """A local store URI with a relative path made absolute against the launch folder."""
-    if uri.startswith("sqlite:///"):
-        rest = uri[len("sqlite:///") :]
-        if rest and not rest.startswith(("/", ":memory:", "?")):
-            return f"sqlite:///{launch_dir() / rest}"
-        return uri
+    rest = uri.removeprefix("sqlite:///")
+    if uri.startswith("sqlite:///") and rest and not rest.startswith(("/", ":memory:", "?")):
+        return f"sqlite:///{launch_dir() / rest}"
     if uri.startswith("file:") and not uri.startswith("file:/"):
         return (launch_dir() / uri[len("file:") :]).as_uri()
     if ":" not in uri and not uri.startswith("/") and uri not in ("databricks", "databricks-uc", "uc"):  # a path
@@ -236,13 +235,13 @@ class RetryingClient:
 
         sink = "artifacts" if name in _ARTIFACT_WRITES else "store" if name in _STORE_WRITES else None
 
+        @functools.wraps(attr)
         def call(*args: Any, **kwargs: Any) -> Any:
             args, kwargs = redact_client_call(attr, args, kwargs)
             if sink is not None:
                 fault_point(sink)
             return retry_locked(lambda: attr(*args, **kwargs))
 
-        call.__name__ = name
         return call
 
 
@@ -270,19 +269,20 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
         seed(sqlite_path(uri))
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         found = client.get_experiment_by_name(experiment)
-        if found is not None:
-            if found.tags.get(EXPERIMENT_KIND_TAG) is None:  # made by an older dabench: the classic view too
-                client.set_experiment_tag(found.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
-            return client, found.experiment_id
-        try:
-            return client, client.create_experiment(
-                experiment, artifact_location=artifact_root(uri), tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
-            )
-        except Exception:  # created concurrently by a process on another store lock (a server)
-            found = client.get_experiment_by_name(experiment)
-            if found is None:
-                raise
-            return client, found.experiment_id
+        if found is None:
+            try:
+                return client, client.create_experiment(
+                    experiment, artifact_location=artifact_root(uri), tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+                )
+            except Exception:  # created concurrently by a process on another store lock (a server)
+                found = client.get_experiment_by_name(experiment)
+                if found is None:
+                    raise
+        if (
+            found.tags.get(EXPERIMENT_KIND_TAG) is None
+        ):  # made by an older dabench or another tool: the classic view too
+            client.set_experiment_tag(found.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+        return client, found.experiment_id
 
 
 # a new local SQLite store: a copy of the cached empty schema (see the module docstring)
