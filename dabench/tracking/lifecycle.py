@@ -349,8 +349,7 @@ def error_status(error: BaseException) -> Status:
 
 def write_error_status(error: BaseException) -> Status:
     """The status of a run whose record could not be written: ``disk_full`` or ``tracking_error``."""
-    status = error_status(error)
-    return status if status is Status.DISK_FULL else Status.TRACKING_ERROR
+    return Status.DISK_FULL if error_status(error) is Status.DISK_FULL else Status.TRACKING_ERROR
 
 
 def interrupt_reason(error: BaseException) -> str:

@@ -17,11 +17,10 @@ import functools
 import logging
 import os
 import random
-import shutil
 import sqlite3
 import tempfile
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -300,27 +299,22 @@ def _build(target: Path) -> None:
     """MLflow's own new store in a scratch folder, without its Default experiment, copied to ``target``."""
     from mlflow.tracking import MlflowClient
 
-    scratch = Path(tempfile.mkdtemp(prefix="dabench-schema-"))
-    try:
-        db = scratch / "mlflow.db"
+    with tempfile.TemporaryDirectory(prefix="dabench-schema-", ignore_cleanup_errors=True) as scratch:
+        db = Path(scratch) / "mlflow.db"
         MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()  # MLflow runs its migrations
-        con = sqlite3.connect(db)
-        con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
-        con.commit()
-        con.execute("VACUUM")
-        con.close()
+        with closing(sqlite3.connect(db)) as con:
+            con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
+            con.commit()
+            con.execute("VACUUM")
         copy_file("schema_cache", db, target)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _valid(path: Path) -> bool:
     """``path`` is an empty MLflow store: a SQLite file with a schema version and no experiment."""
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
             version = con.execute("SELECT version_num FROM alembic_version").fetchall()
             experiments = con.execute("SELECT count(*) FROM experiments").fetchone()[0]
-        con.close()
     except sqlite3.Error:
         return False
     return len(version) == 1 and experiments == 0
