@@ -17,6 +17,7 @@ import functools
 import logging
 import os
 import random
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -299,14 +300,17 @@ def _build(target: Path) -> None:
     """MLflow's own new store in a scratch folder, without its Default experiment, copied to ``target``."""
     from mlflow.tracking import MlflowClient
 
-    with tempfile.TemporaryDirectory(prefix="dabench-schema-", ignore_cleanup_errors=True) as scratch:
-        db = Path(scratch) / "mlflow.db"
+    scratch = Path(tempfile.mkdtemp(prefix="dabench-schema-"))
+    try:
+        db = scratch / "mlflow.db"
         MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()  # MLflow runs its migrations
         with closing(sqlite3.connect(db)) as con:
             con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
             con.commit()
             con.execute("VACUUM")
         copy_file("schema_cache", db, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _valid(path: Path) -> bool:
