@@ -24,7 +24,7 @@ from dabench.pipeline.job import Job, execute_job
 from dabench.report.artifacts import write_artifacts
 from dabench.runtime import faults
 from dabench.tracking.describe import NOTE_TAG
-from dabench.tracking.lifecycle import recorded_run, write_error_status
+from dabench.tracking.lifecycle import UNCLOSED, recorded_run, write_error_status
 from dabench.tracking.naming import key_problem, run_tags
 
 log = logging.getLogger("dabench")
@@ -97,8 +97,8 @@ def record_run(
             _not_written(result, error, f"artifacts not written to {artifacts_dir}")
         if run is not None:
             _log(run, result, container, note, artifacts)
-    if run is not None and run.extra.get("close_error"):  # the store failed at the very end
-        _not_written(result, RuntimeError(run.extra["close_error"]), "the run could not be closed in the store")
+    if run is not None and run.run_id in UNCLOSED:  # the store failed at the very end
+        _not_written(result, RuntimeError(UNCLOSED[run.run_id]), "the run could not be closed in the store")
     return result, (run.run_id if run is not None else None)
 
 

@@ -85,7 +85,6 @@ class RecordedRun:
     closed: bool = False
     #: also write the dabench.status / dabench.reason tags when closing (runs; not parents)
     status_tags: bool = True
-    extra: dict = field(default_factory=dict)
     #: where the record goes while the server cannot be reached (dabench/tracking/outbox.py)
     offline: Any = None
     uri: str = ""
@@ -96,19 +95,16 @@ class RecordedRun:
         """``write()`` into the store; False when the record goes to the outbox instead: from the
         first write that finds a remote store unreachable on (any other error is raised)."""
         if self.offline is None:
-            try:
+            with outbox.outage_ok(self.uri):
                 write()
                 return True
-            except Exception as error:
-                if not (outbox.is_remote(self.uri) and outbox.is_unreachable(error)):
-                    raise
-                self.offline = outbox.Journal.new(
-                    uri=self.uri,
-                    experiment=self.experiment,
-                    run_name=self.run_name,
-                    start_ms=self.start_ms,
-                    server_run_id=self.run_id,
-                )
+            self.offline = outbox.Journal.new(
+                uri=self.uri,
+                experiment=self.experiment,
+                run_name=self.run_name,
+                start_ms=self.start_ms,
+                server_run_id=self.run_id,
+            )
         return False
 
     def log(self, params: Mapping | None = None, metrics: Mapping | None = None, tags: Mapping | None = None) -> None:
@@ -175,7 +171,7 @@ def open_run(
     start = now_ms()
     where = {"uri": resolved, "experiment": experiment, "run_name": run_name}
     if not (parent or "").startswith(outbox.PREFIX):  # a child of an outbox parent waits with it
-        try:
+        with outbox.outage_ok(resolved):
             client, experiment_id = client_and_experiment(resolved, experiment)
             reap_once(client, resolved)  # runs of this host left RUNNING by dead processes (once per process)
             outbox.sync_once(resolved)  # an earlier outage's records, now that the server answers
@@ -183,9 +179,6 @@ def open_run(
                 client, experiment_id, start, run_name, {k: str(v)[:MAX_TAG_CHARS] for k, v in all_tags.items()}
             )
             return RecordedRun(client, run_id, experiment_id, start, **where)
-        except Exception as error:
-            if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
-                raise
     tags_kept = {k: v for k, v in all_tags.items() if k != "mlflow.parentRunId"}
     journal = outbox.Journal.new(
         uri=resolved, experiment=experiment, run_name=run_name, start_ms=start, tags=tags_kept, parent=parent
@@ -337,7 +330,6 @@ def recorded_run(
         except Exception as error:  # the store went away: the caller learns it; the reaper ends the run later
             log.warning("could not close MLflow run %s: %s", run.run_id, error)
             UNCLOSED[run.run_id] = str(error)
-            run.extra["close_error"] = str(error)
 
 
 def error_status(error: BaseException) -> Status:
@@ -357,8 +349,7 @@ def error_status(error: BaseException) -> Status:
 
 def write_error_status(error: BaseException) -> Status:
     """The status of a run whose record could not be written: ``disk_full`` or ``tracking_error``."""
-    status = error_status(error)
-    return status if status is Status.DISK_FULL else Status.TRACKING_ERROR
+    return Status.DISK_FULL if error_status(error) is Status.DISK_FULL else Status.TRACKING_ERROR
 
 
 def interrupt_reason(error: BaseException) -> str:
@@ -444,32 +435,26 @@ class BatchRecorder:
         if not self.pending:
             return
         resolved = tracking_uri(self.uri)
-        offline = (self.parent_id or "").startswith(outbox.PREFIX)
-        if self._client is None and not offline:
-            try:
+        online = not (self.parent_id or "").startswith(outbox.PREFIX)  # a child of an outbox parent waits with it
+        if online and self._client is None:
+            with outbox.outage_ok(resolved):
                 self._client, self._experiment_id = client_and_experiment(resolved, self.experiment)
                 reap_once(self._client, resolved)
-            except Exception as error:
-                if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
-                    raise
-                offline = True
+            online = self._client is not None
         standard = standard_tags(self.parent_id)  # the outbox keeps the parent apart (journal.log below)
         pending, self.pending = self.pending, []
         for p in pending:
             tags = {**standard, **p.tags, **status_tags(p.status.value, p.reason)}
             end = p.end_ms if p.end_ms is not None else now_ms()
             created = None
-            if not offline:
-                try:
+            if online:
+                with outbox.outage_ok(resolved):
                     created = create_run(self._client, self._experiment_id, p.start_ms, p.run_name)
                     write_batch(self._client, created, p.params, p.metrics, tags, timestamp_ms=end)
                     self._client.set_terminated(created, status=mlflow_state(p.status), end_time=end)
                     self.run_ids.append(created)
                     continue
-                except Exception as error:
-                    if not (outbox.is_remote(resolved) and outbox.is_unreachable(error)):
-                        raise
-                    offline = True
+                online = False
             journal = outbox.Journal.new(
                 uri=resolved,
                 experiment=self.experiment,

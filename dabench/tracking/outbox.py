@@ -8,12 +8,14 @@ Guarantees and their tests: docs/reliability.md, "Tracking outages".
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from dabench.core.paths import launch_dir
 from dabench.core.readers import DamagedFile, is_number, mapping, read_json
@@ -55,6 +57,17 @@ def is_unreachable(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+@contextmanager
+def outage_ok(uri: str | None) -> Iterator[None]:
+    """Leave the block early, quietly, when it finds the remote store ``uri`` unreachable (the code
+    after the block then keeps the record in the outbox); any other error is raised."""
+    try:
+        yield
+    except Exception as error:
+        if not (is_remote(uri) and is_unreachable(error)):
+            raise
 
 
 #: a journal's fields and their types
@@ -179,6 +192,12 @@ class Journal:
         self.data.update(status=status.value, reason=reason, end_ms=end_ms, closed=True, status_tags=status_tags)
         self.save()
 
+    def end_tags(self) -> dict[str, str]:
+        """The ``dabench.status``/``dabench.reason`` tags of a closed run that carries them, else none."""
+        data = self.data
+        tagged = data.get("closed") and data.get("status_tags", True) and data.get("status")
+        return status_tags(data["status"], data.get("reason") or "") if tagged else {}
+
 
 _synced_once: set[str] = set()
 
@@ -229,44 +248,36 @@ def describe(journal: Journal) -> str:
 
 def waiting_runs(parent_id: str, folder: Path | None = None) -> list[Any]:
     """The outbox's runs whose parent is ``parent_id``, shaped as the MLflow runs they will become."""
+    return [_as_run(journal) for journal in scan(folder)[0] if journal.data.get("parent") == parent_id]
+
+
+def _as_run(journal: Journal) -> Any:
+    """``journal`` shaped as the MLflow run (info, data) it will become."""
     from types import SimpleNamespace
 
-    runs = []
-    for journal in scan(folder)[0]:
-        data = journal.data
-        if data.get("parent") != parent_id:
-            continue
-        tags = {
-            **data["tags"],
-            **data["logged_tags"],
-            "mlflow.runName": data["run_name"],
-            "mlflow.parentRunId": parent_id,
-        }
-        if data.get("closed") and data.get("status_tags", True) and data.get("status"):
-            tags.update(status_tags(data["status"], data.get("reason") or ""))
-        info = SimpleNamespace(
-            run_id=journal.run_id,
-            experiment_id=data["experiment"],
-            run_name=data["run_name"],
-            status=mlflow_state(parse(data["status"])) if data.get("closed") and data.get("status") else "RUNNING",
-            start_time=data.get("start_ms"),
-            end_time=data.get("end_ms"),
-        )
-        runs.append(
-            SimpleNamespace(info=info, data=SimpleNamespace(tags=tags, params=data["params"], metrics=data["metrics"]))
-        )
-    return runs
+    data = journal.data
+    tags = {
+        **data["tags"],
+        **data["logged_tags"],
+        "mlflow.runName": data["run_name"],
+        "mlflow.parentRunId": data["parent"],
+        **journal.end_tags(),
+    }
+    info = SimpleNamespace(
+        run_id=journal.run_id,
+        experiment_id=data["experiment"],
+        run_name=data["run_name"],
+        status=mlflow_state(parse(data["status"])) if data.get("closed") and data.get("status") else "RUNNING",
+        start_time=data.get("start_ms"),
+        end_time=data.get("end_ms"),
+    )
+    return SimpleNamespace(info=info, data=SimpleNamespace(tags=tags, params=data["params"], metrics=data["metrics"]))
 
 
 def _order(journals: list[Journal]) -> list[Journal]:
-    """Parents before their children (a child names its parent ``outbox:<id>``)."""
-    by_id = {PREFIX + j.id: j for j in journals}
-
-    def depth(journal: Journal) -> int:
-        parent = by_id.get(journal.data.get("parent") or "")
-        return 0 if parent is None else 1 + depth(parent)
-
-    return sorted(journals, key=depth)
+    """Parents before their children: a child of a parent kept in the outbox names it ``outbox:<id>``,
+    and a parent is always a top-level run (``ParentRun.start``), so one level is all there is."""
+    return sorted(journals, key=lambda journal: (journal.data.get("parent") or "").startswith(PREFIX))
 
 
 @dataclass
@@ -275,13 +286,9 @@ class SyncReport:
     already: int = 0
     left: int = 0
     errors: list[str] = field(default_factory=list)
-    other_stores: set[str] = field(default_factory=set)
     damaged: list[str] = field(default_factory=list)
 
     def line(self, folder: Path) -> str:
-        if self.other_stores:
-            stores = ", ".join(sorted(self.other_stores))
-            self.errors.append(f"kept for another store: {stores}; dabench sync --tracking-uri URI replays them")
         text = (
             f"dabench sync: {self.synced} runs replayed, {self.already} already in the store, "
             f"{self.left} left in {folder}"
@@ -312,44 +319,43 @@ def _replay_locked(uri: str, folder: Path) -> SyncReport:
     report = SyncReport()
     waiting, report.damaged = scan(folder)
     ours = (None, redact_uri(uri))
-    journals = [journal for journal in _order(waiting) if journal.data.get("uri") in ours]
-    report.other_stores = {journal.data["uri"] for journal in waiting if journal.data.get("uri") not in ours}
-    report.left += len(report.damaged) + len(waiting) - len(journals)
-    resolved: dict[str, str] = {}
-    clients: dict[str, tuple[Any, str]] = {}
+    resolved: dict[str, str] = {}  # outbox:<id> -> the run's id in the store
     recount: list[tuple[Any, str]] = []
-    for index, journal in enumerate(journals):
+
+    @functools.cache
+    def client_for(experiment: str) -> tuple[Any, str]:  # "" for a run that exists on the server already
+        return client_and_experiment(uri, experiment) if experiment else (open_client(uri), "")
+
+    for journal in (j for j in _order(waiting) if j.data.get("uri") in ours):
         data = journal.data
         if not data["closed"] and pid_alive(int(data.get("pid") or 0)) and data.get("pid") != os.getpid():
-            report.left += 1  # still being written by a live process
-            continue
+            continue  # still being written by a live process
         try:
-            if data["experiment"] not in clients:  # "" for a run that exists on the server already
-                clients[data["experiment"]] = (
-                    client_and_experiment(uri, data["experiment"]) if data["experiment"] else (open_client(uri), "")
-                )
-            client, experiment_id = clients[data["experiment"]]
+            client, experiment_id = client_for(data["experiment"])
             already = _replay_one(client, experiment_id, journal, resolved)
-        except Exception as error:  # the server went away again: keep the rest for the next sync
-            report.left += 1
+        except Exception as error:  # the server went away again: the rest waits for the next sync
             report.errors.append(f"{type(error).__name__}: {str(error)[:200]}")
             if is_unreachable(error):
-                report.left += len(journals) - index - 1  # the rest wait for the next sync
                 break
-            continue
-        resolved[PREFIX + journal.id] = data["server_run_id"]
-        if data.get("recount_children"):
-            recount.append((client, data["server_run_id"]))
-        report.already += already
-        report.synced += not already
-        done = make_dir("outbox", folder / "synced")
-        move("outbox", journal.path, done / journal.path.name)
+        else:
+            resolved[PREFIX + journal.id] = data["server_run_id"]
+            if data.get("recount_children"):
+                recount.append((client, data["server_run_id"]))
+            report.already += already
+            report.synced += not already
+            move("outbox", journal.path, make_dir("outbox", folder / "synced") / journal.path.name)
+    report.left = len(report.damaged) + len(waiting) - report.synced - report.already  # the rest waits
 
     for client, run_id in recount:  # a parent closed in the outbox: its children are in the store now
         try:
             log_child_counts(client, run_id, waiting_runs(run_id, folder))
         except Exception as error:
             report.errors.append(f"counting the children of {run_id}: {type(error).__name__}: {error}")
+    others = sorted({journal.data["uri"] for journal in waiting if journal.data.get("uri") not in ours})
+    if others:
+        report.errors.append(
+            f"kept for another store: {', '.join(others)}; dabench sync --tracking-uri URI replays them"
+        )
     return report
 
 
@@ -361,16 +367,16 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict) ->
 
     def created() -> None:  # unacknowledged while the run has no server id (Journal.new)
         found = client.search_runs([experiment_id], filter_string=f"tags.`{ID_TAG}` = '{journal.id}'", max_results=1)
-        if found:
-            data["server_run_id"] = found[0].info.run_id
-        else:
-            tags = {**data["tags"], ID_TAG: journal.id}
-            if data.get("parent"):
-                tags["mlflow.parentRunId"] = resolved.get(data["parent"], data["parent"])
-            data["server_run_id"] = create_run(client, experiment_id, data["start_ms"], data["run_name"], tags)
+        tags = {**data["tags"], ID_TAG: journal.id}
+        if data.get("parent"):
+            tags["mlflow.parentRunId"] = resolved.get(data["parent"], data["parent"])
+        data["server_run_id"] = (
+            found[0].info.run_id
+            if found
+            else create_run(client, experiment_id, data["start_ms"], data["run_name"], tags)
+        )
 
     def logged() -> None:
-        tags = {**data["logged_tags"], ID_TAG: journal.id}
         if not data["closed"]:
             data.update(
                 status=Status.INTERRUPTED.value,
@@ -379,8 +385,7 @@ def _replay_one(client, experiment_id: str, journal: Journal, resolved: dict) ->
                 status_tags=True,
                 reason="the process ended before its run was closed (replayed from the outbox)",
             )
-        if data.get("status_tags", True) and data.get("status"):
-            tags.update(status_tags(data["status"], data.get("reason") or ""))
+        tags = {**data["logged_tags"], ID_TAG: journal.id, **journal.end_tags()}
         write_batch(
             client, data["server_run_id"], data["params"], data["metrics"], tags, timestamp_ms=data.get("end_ms")
         )

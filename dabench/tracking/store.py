@@ -13,6 +13,7 @@ kept, MLflow creates the schema itself. Derivation: docs/reliability.md, section
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -20,7 +21,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -51,11 +52,9 @@ def tracking_uri(configured: str | None = None) -> str:
 
 def absolute_uri(uri: str) -> str:
     """A local store URI with a relative path made absolute against the launch folder."""
-    if uri.startswith("sqlite:///"):
-        rest = uri[len("sqlite:///") :]
-        if rest and not rest.startswith(("/", ":memory:", "?")):
-            return f"sqlite:///{launch_dir() / rest}"
-        return uri
+    rest = uri.removeprefix("sqlite:///")
+    if uri.startswith("sqlite:///") and rest and not rest.startswith(("/", ":memory:", "?")):
+        return f"sqlite:///{launch_dir() / rest}"
     if uri.startswith("file:") and not uri.startswith("file:/"):
         return (launch_dir() / uri[len("file:") :]).as_uri()
     if ":" not in uri and not uri.startswith("/") and uri not in ("databricks", "databricks-uc", "uc"):  # a path
@@ -236,13 +235,13 @@ class RetryingClient:
 
         sink = "artifacts" if name in _ARTIFACT_WRITES else "store" if name in _STORE_WRITES else None
 
+        @functools.wraps(attr)
         def call(*args: Any, **kwargs: Any) -> Any:
             args, kwargs = redact_client_call(attr, args, kwargs)
             if sink is not None:
                 fault_point(sink)
             return retry_locked(lambda: attr(*args, **kwargs))
 
-        call.__name__ = name
         return call
 
 
@@ -270,19 +269,20 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
         seed(sqlite_path(uri))
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         found = client.get_experiment_by_name(experiment)
-        if found is not None:
-            if found.tags.get(EXPERIMENT_KIND_TAG) is None:  # made by an older dabench: the classic view too
-                client.set_experiment_tag(found.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
-            return client, found.experiment_id
-        try:
-            return client, client.create_experiment(
-                experiment, artifact_location=artifact_root(uri), tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
-            )
-        except Exception:  # created concurrently by a process on another store lock (a server)
-            found = client.get_experiment_by_name(experiment)
-            if found is None:
-                raise
-            return client, found.experiment_id
+        if found is None:
+            try:
+                return client, client.create_experiment(
+                    experiment, artifact_location=artifact_root(uri), tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+                )
+            except Exception:  # created concurrently by a process on another store lock (a server)
+                found = client.get_experiment_by_name(experiment)
+                if found is None:
+                    raise
+        if (
+            found.tags.get(EXPERIMENT_KIND_TAG) is None
+        ):  # made by an older dabench or another tool: the classic view too
+            client.set_experiment_tag(found.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+        return client, found.experiment_id
 
 
 # a new local SQLite store: a copy of the cached empty schema (see the module docstring)
@@ -304,11 +304,10 @@ def _build(target: Path) -> None:
     try:
         db = scratch / "mlflow.db"
         MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()  # MLflow runs its migrations
-        con = sqlite3.connect(db)
-        con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
-        con.commit()
-        con.execute("VACUUM")
-        con.close()
+        with closing(sqlite3.connect(db)) as con:
+            con.execute("DELETE FROM experiments")  # the Default experiment names this scratch path
+            con.commit()
+            con.execute("VACUUM")
         copy_file("schema_cache", db, target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -317,10 +316,9 @@ def _build(target: Path) -> None:
 def _valid(path: Path) -> bool:
     """``path`` is an empty MLflow store: a SQLite file with a schema version and no experiment."""
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
             version = con.execute("SELECT version_num FROM alembic_version").fetchall()
             experiments = con.execute("SELECT count(*) FROM experiments").fetchone()[0]
-        con.close()
     except sqlite3.Error:
         return False
     return len(version) == 1 and experiments == 0
