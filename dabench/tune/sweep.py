@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import optuna
 
-from dabench.core.status import ConfigError, DabenchError, Status, is_ok
+from dabench.core.status import ConfigError, DabenchError, Status
 from dabench.pipeline.preflight import check_store, check_study_storage, cpu_cores, refuse
 from dabench.report.results import record_sweep_results
 from dabench.report.sweep_callback import current as sweep_progress
@@ -27,7 +27,7 @@ from dabench.tracking.describe import requested_mode
 from dabench.tracking.redact import install_log_redaction, redact_overrides, redact_text, redact_uri
 from dabench.tracking.store import tracking_uri
 from dabench.tune.best import format_summary, summarize
-from dabench.tune.driver import Outcome, TrialSpace, run_trials
+from dabench.tune.driver import TrialSpace, run_trials
 from dabench.tune.locking import study_lock
 from dabench.tune.outcome import JobOutcome
 from dabench.tune.parent_run import close_parent, log_study, study_parent, write_study_files
@@ -59,7 +59,7 @@ class SweepJobs:
 
     task_config: dict  #: the composed task config (no ``hydra`` node)
     launch_dir: Path
-    launch: Callable[[list[list[str]], int], list[Outcome]]  #: (overrides per job, first index) -> outcomes
+    launch: Callable[[list[list[str]], int], list[JobOutcome]]  #: (overrides per job, first index) -> outcomes
     sweep_dir: Callable[[], Path]  #: makes and returns this worker's sweep folder
     launcher: str = "LocalLauncher"  #: the launcher's class name
     ray_address: str = "local"  #: ``hydra.launcher.ray.init.address``
@@ -127,29 +127,6 @@ def search_space(settings: SweepSettings, arguments: Sequence[str], task_config:
         parsed=ParsedSpace(dimensions=tuple(dims), fixed=tuple(fixed)),
         structured=load_space(hook, dict(task_config), args) if hook else None,
     )
-
-
-def outcome_of(value: Any, job_dir: str | None = None) -> Outcome:
-    """A job's returned value -> Outcome: objective, status, reason and mode from a JobOutcome or a
-    mapping with ``objective`` and ``status`` (``reason``, ``mode`` optional; a None objective is
-    NaN); a bare number is ok when finite; anything else is a crash (no status came with it)."""
-    returned = value if isinstance(value, JobOutcome) else None
-    try:
-        if returned is None and isinstance(value, Mapping) and "objective" in value and "status" in value:
-            objective = float("nan") if value["objective"] is None else float(value["objective"])
-            returned = JobOutcome(objective, value["status"], value.get("reason") or "", value.get("mode"))
-        elif returned is None and math.isfinite(float(value)):
-            returned = JobOutcome(float(value), Status.OK.value)
-    except (TypeError, ValueError):  # an objective that is no number
-        pass
-    if returned is None:
-        return Outcome(None, Status.CRASHED.value, f"the task returned {value!r} without a status", job_dir)
-    objective, status = float(returned), returned.status
-    if math.isfinite(objective) and not is_ok(status):
-        objective = float("nan")
-    elif not math.isfinite(objective) and is_ok(status):
-        status = Status.DIVERGED.value
-    return Outcome(objective, status, returned.reason, job_dir, returned.mode)
 
 
 def _refuse(error: Any, code: int = 2) -> SystemExit:
@@ -239,7 +216,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         _close_interrupted(parent, study)
         raise _refuse(f"study {name}: {one_line(error)}", 1) from None
 
-    def launch(job_overrides: list[list[str]], first_index: int) -> list[Outcome]:
+    def launch(job_overrides: list[list[str]], first_index: int) -> list[JobOutcome]:
         return jobs.launch([overrides + extra for overrides in job_overrides], first_index)
 
     try:
