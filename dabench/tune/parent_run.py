@@ -100,9 +100,9 @@ def log_study(parent: ParentRun, study: optuna.Study, summary: StudySummary, sto
         "optuna.storage": redact_uri(storage),
         "optuna.direction": summary.direction,
     }
-    if summary.best_number is not None:
-        metrics.update({"best.samples_per_s": summary.best_value, "best.trial": summary.best_number})
-        tags.update({f"best.{name}": str(value) for name, value in summary.best_params.items()})
+    if summary.best is not None:
+        metrics.update({"best.samples_per_s": summary.best.value, "best.trial": summary.best.number})
+        tags.update({f"best.{name}": str(value) for name, value in summary.best.params.items()})
         tags.update({"best.overrides": " ".join(summary.best_overrides), "dabench.best_command": summary.command()})
     with tempfile.TemporaryDirectory() as tmp:
         notes = write_study_files(study, summary, Path(tmp))
