@@ -147,14 +147,6 @@ def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
     refuse(problems)
 
 
-def _close_interrupted(parent, study) -> None:
-    if parent is not None:
-        try:
-            close_parent(parent, study, interrupted=True)
-        except Exception as error:  # best effort while unwinding: the reaper ends it otherwise
-            log.warning("could not close the study's MLflow parent run: %s", error)
-
-
 def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs) -> dict:
     """Run the study's missing trials (see the module docstring); returns the study's summary."""
     install_log_redaction()  # the launcher logs each job's overrides, tracking.uri included
@@ -213,7 +205,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
     try:
         sweep_dir = jobs.sweep_dir()
     except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
-        _close_interrupted(parent, study)
+        close_parent(parent, study, interrupted=True)
         raise _refuse(f"study {name}: {one_line(error)}", 1) from None
 
     def launch(job_overrides: list[list[str]], first_index: int) -> list[JobOutcome]:
@@ -228,7 +220,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             except Exception:
                 done = None
             interrupts.progress(done=done, total=settings.n_trials, unit="trials", resume=interrupts.command_line())
-        _close_interrupted(parent, study)
+        close_parent(parent, study, interrupted=True)
         raise
     summary = summarize(study)
     try:
@@ -242,16 +234,17 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
                 log_study(parent, study, summary, storage)
             except Exception as error:  # the trials are recorded; only the parent's summary is missing
                 log.warning("could not log the study's result to its MLflow parent run: %s", error)
-        try:  # the results table: printed, results.csv in the sweep folder and on the parent run
-            print(record_sweep_results(parent.client, parent.run_id, sweep_dir, f"study {name} results"), flush=True)
-        except Exception as error:  # the trials are recorded; only the table is missing
-            log.warning("could not write the study's results table: %s", error)
-        close_parent(parent, study)
-    else:
-        try:  # not recorded: the table and results.csv from the study's own trials
-            print(_untracked_results(study, sweep_dir, f"study {name} results"), flush=True)
-        except OSError as error:
-            log.warning("could not write the study's results table: %s", one_line(error))
+    title = f"study {name} results"
+    try:  # the results table: printed, results.csv in the sweep folder (and on the parent run)
+        table = (
+            record_sweep_results(parent.client, parent.run_id, sweep_dir, title)
+            if parent is not None
+            else _untracked_results(study, sweep_dir, title)  # not recorded: from the study's own trials
+        )
+        print(table, flush=True)
+    except Exception as error:  # the trials are recorded; only the table is missing
+        log.warning("could not write the study's results table: %s", one_line(error))
+    close_parent(parent, study)
     print(format_summary(summary), flush=True)
     return summary.to_dict()
 
