@@ -24,7 +24,6 @@ from dabench.tracking.redact import redact_text
 from dabench.tune.dedup import UNENUMERABLE_DRAWS, Params, Proposer, held_keys, walk_params
 from dabench.tune.outcome import JobOutcome
 from dabench.tune.space import ParsedSpace, override_value
-from dabench.tune.structured import StructuredSpace
 from dabench.tune.study import (
     HEARTBEAT_S,
     MODE_ATTR,
@@ -46,7 +45,7 @@ class TrialSpace:
     hook. ``suggest`` returns {override key: value} of one deployment."""
 
     parsed: ParsedSpace
-    structured: StructuredSpace | None = None
+    structured: Any = None  #: a structured space (dabench.tune.structured), or None
 
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         values = self.parsed.suggest(trial)
@@ -129,11 +128,12 @@ def run_trials(
     stop: Callable[[optuna.Study], bool] | None = None,
     lock: Callable[[], ContextManager[Any]] | None = None,
     poll_s: float = 1.0,
+    extra: Sequence[str] = (),
 ) -> int:
     """Ask/launch/tell until the study holds ``n_trials`` counted trials, its space is exhausted,
     or ``stop(study)`` says so after a batch; returns how many trials this call ran. ``launch``
-    returns one JobOutcome per job; ``lock()``, the study store's lock, is held while trials are
-    counted and created."""
+    gets each job's overrides (``extra`` last) and returns one JobOutcome per job; ``lock()``,
+    the study store's lock, is held while trials are counted and created."""
     ran = 0
     proposer = Proposer(study, space)
     while not (stop is not None and stop(study)):
@@ -159,7 +159,7 @@ def run_trials(
                             f"++tracking.tags.optuna_trial={trial.number}",
                             f"++tracking.tags.optuna_study={override_value(study.study_name)}",
                         ]
-                    job_overrides.append(overrides)
+                    job_overrides.append([*overrides, *extra])
             if not batch:
                 if not in_flight:  # then the budget left asked at least once: the proposer has none left
                     log.warning(_end_early_line(study, proposer, done))

@@ -136,17 +136,6 @@ def _refuse(error: Any, code: int = 2) -> SystemExit:
     return SystemExit(code)
 
 
-def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
-    """The study storage and (when tracking is on) the tracking store open: a corrupt database, a
-    missing driver or an unreachable server is one line and exit 2 before the study or its
-    parent run is touched (dabench/pipeline/preflight.py)."""
-    timeout = float(tracking.get("timeout_s") or 3.0)
-    problems = check_study_storage(storage, timeout)
-    if tracking.get("enabled", True):
-        problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
-    refuse(problems)
-
-
 def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs) -> dict:
     """Run the study's missing trials (see the module docstring); returns the study's summary."""
     install_log_redaction()  # the launcher logs each job's overrides, tracking.uri included
@@ -161,9 +150,15 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         settings.sweep_name, (task.get("model") or {}).get("name"), arguments
     )
     tracking = task.get("tracking") or {}
+    timeout = float(tracking.get("timeout_s") or 3.0)
     try:
         storage = settings.storage or default_storage(jobs.launch_dir)
-        _preflight(storage, tracking)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
+        # the study storage and (tracking on) the tracking store open: a corrupt database, a missing
+        # driver or an unreachable server is one line, exit 2, before the study or its parent is touched
+        problems = check_study_storage(storage, timeout)
+        if tracking.get("enabled", True):
+            problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
+        refuse(problems)
         study = open_study(name, storage, settings.direction, sampler)
     except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
         raise _refuse(f"study {name}: {one_line(error)}", 1) from None
@@ -208,11 +203,8 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         close_parent(parent, study, interrupted=True)
         raise _refuse(f"study {name}: {one_line(error)}", 1) from None
 
-    def launch(job_overrides: list[list[str]], first_index: int) -> list[JobOutcome]:
-        return jobs.launch([overrides + extra for overrides in job_overrides], first_index)
-
     try:
-        run_trials(study, space, settings.n_trials, batch_size(settings, jobs), launch, lock=lock)
+        run_trials(study, space, settings.n_trials, batch_size(settings, jobs), jobs.launch, lock=lock, extra=extra)
     except BaseException as error:
         if isinstance(error, KeyboardInterrupt):  # Ctrl-C, SIGTERM: the line says how far and how to resume
             try:
