@@ -21,6 +21,7 @@ grid size>`` (target: every seed within 0.01, median at most 0.0025). PREDICTED 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -37,7 +38,8 @@ from dabench.config.compose import compose as compose_config  # noqa: E402
 from dabench.core.status import DabenchError, Status  # noqa: E402
 from dabench.predictor import predict  # noqa: E402
 from dabench.tune.dedup import deployment_key  # noqa: E402
-from dabench.tune.driver import Outcome, TrialSpace, run_trials  # noqa: E402
+from dabench.tune.driver import TrialSpace, run_trials  # noqa: E402
+from dabench.tune.outcome import JobOutcome  # noqa: E402
 from dabench.tune.sampling import make_sampler  # noqa: E402
 from dabench.tune.space import override_value, params_to_overrides, parse_overrides  # noqa: E402
 from dabench.tune.structured import load_space  # noqa: E402
@@ -53,15 +55,15 @@ def compose_sweep(name: str, overrides: list[str]) -> tuple[dict, dict]:
     return task, OmegaConf.to_container(cfg.hydra.sweeper, resolve=True)
 
 
-def predict_deployment(base: list[str], values: dict) -> Outcome:
+def predict_deployment(base: list[str], values: dict) -> JobOutcome:
     """One deployment (``values`` on the config ``base`` composes) predicted in-process by the one
     predictor: no Hydra job, no MLflow run, no files."""
     overrides = [*base, *(f"{key}={override_value(value)}" for key, value in values.items())]
     try:
         metrics = predict(compose_config(overrides)).metrics
     except DabenchError as error:
-        return Outcome(None, error.status.value, error.reason, mode="predict")
-    return Outcome(metrics["throughput.samples_per_s"], Status.OK.value, mode="predict")
+        return JobOutcome(math.nan, error.status.value, error.reason, mode="predict")
+    return JobOutcome(metrics["throughput.samples_per_s"], Status.OK.value, mode="predict")
 
 
 def main() -> None:
@@ -87,7 +89,7 @@ def main() -> None:
 
     started = time.perf_counter()
     space = TrialSpace(parsed, structured)
-    results: dict[tuple, Outcome] = {}
+    results: dict[tuple, JobOutcome] = {}
     described: dict[tuple, dict] = {}
     for simple in parsed.grid():
         for deployment in structured.grid():
@@ -95,7 +97,7 @@ def main() -> None:
             key = deployment_key(space.overrides(values))
             results[key], described[key] = predict_deployment(fixed, values), values
     grid_s = time.perf_counter() - started
-    feasible = {k: o.value for k, o in results.items() if o.value is not None}
+    feasible = {k: float(o) for k, o in results.items() if o.status == Status.OK.value}
     if not feasible:
         print(f"grid_size={len(results)}: no feasible deployment; nothing to tune")
         print("evals_to_99pct=nan")

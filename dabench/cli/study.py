@@ -81,4 +81,4 @@ def main(args) -> int:
             for t in failed[: args.top]:
                 reason = (t.user_attrs.get(REASON_ATTR) or "\n").splitlines()[0][:120]
                 print(f"  #{t.number:<4d} {t.user_attrs.get(STATUS_ATTR)}: {redact_text(reason)}")
-    return 0 if summary.best_number is not None else 1
+    return 0 if summary.best is not None else 1

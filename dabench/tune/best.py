@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from dabench.core.status import Status
 from dabench.tracking.redact import redact_overrides, redact_text
@@ -26,9 +26,7 @@ class StudySummary:
     n_trials: int
     states: dict[str, int]
     statuses: dict[str, int]
-    best_number: int | None = None
-    best_value: float | None = None
-    best_params: dict[str, Any] = field(default_factory=dict)
+    best: FrozenTrial | None = None  #: the best completed trial
     best_overrides: list[str] = field(default_factory=list)
     best_mode: str | None = None  #: how the best trial's number was obtained: measure or predict
     sweep_overrides: list[str] = field(default_factory=list)
@@ -36,7 +34,7 @@ class StudySummary:
     def command(self, measure: bool = False) -> str | None:
         """``python -m dabench <overrides>`` for the best trial (a single run, no ``-m``).
         ``measure=True`` swaps any ``hardware.mode`` for ``hardware.mode=measure``."""
-        if self.best_number is None:
+        if self.best is None:
             return None
         overrides = list(self.best_overrides)
         if measure:
@@ -52,11 +50,11 @@ class StudySummary:
             "trials_by_state": self.states,
             "trials_by_status": self.statuses,
             "best": None
-            if self.best_number is None
+            if self.best is None
             else {
-                "trial": self.best_number,
-                "value": self.best_value,
-                "params": self.best_params,
+                "trial": self.best.number,
+                "value": self.best.value,
+                "params": self.best.params,
                 "mode": self.best_mode,
                 "overrides": self.best_overrides,
                 "command": self.command(),
@@ -69,7 +67,9 @@ def summarize(study: optuna.Study) -> StudySummary:
     """The study's summary: trials by Optuna state (complete, fail, ...), finished trials by run
     status (ok, capacity, oom, ...) and the best completed trial."""
     trials = study.get_trials(deepcopy=False)
-    summary = StudySummary(
+    best = study.best_trial if any(t.state == TrialState.COMPLETE for t in trials) else None
+    attrs = best.user_attrs if best is not None else {}
+    return StudySummary(
         study_name=study.study_name,
         direction=study.direction.name.lower(),
         n_trials=len(trials),
@@ -81,16 +81,11 @@ def summarize(study: optuna.Study) -> StudySummary:
                 if t.state in (TrialState.COMPLETE, TrialState.FAIL)
             )
         ),
+        best=best,
+        best_overrides=redact_overrides(attrs.get(OVERRIDES_ATTR, [])),
+        best_mode=attrs.get(MODE_ATTR),
         sweep_overrides=redact_overrides(study.user_attrs.get("dabench.command_overrides", [])),
     )
-    if any(t.state == TrialState.COMPLETE for t in trials):
-        best = study.best_trial
-        summary.best_number = best.number
-        summary.best_value = best.value
-        summary.best_params = dict(best.params)
-        summary.best_overrides = redact_overrides(best.user_attrs.get(OVERRIDES_ATTR, []))
-        summary.best_mode = best.user_attrs.get(MODE_ATTR)
-    return summary
 
 
 def format_summary(summary: StudySummary) -> str:
@@ -98,12 +93,12 @@ def format_summary(summary: StudySummary) -> str:
     states = ", ".join(f"{n} {s}" for s, n in sorted(summary.states.items()))
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items()))
     lines = [f"study {summary.study_name}: {summary.n_trials} trials ({states}); run statuses: {statuses or 'none'}"]
-    if summary.best_number is None:
+    if summary.best is None:
         lines.append("no trial completed: no best deployment yet")
     else:
         kind = {"predict": "PREDICTED", "measure": "measured", "validate": "measured"}.get(summary.best_mode or "", "")
         lines += [
-            f"best: trial {summary.best_number}, {summary.best_value:,.2f} samples/s {kind}".rstrip(),
+            f"best: trial {summary.best.number}, {summary.best.value:,.2f} samples/s {kind}".rstrip(),
             "run it again:",
             "  " + summary.command(),
         ]

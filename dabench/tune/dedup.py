@@ -96,29 +96,27 @@ class _RandomTrial:
     def __init__(self, rng: random.Random):
         self.rng, self.params = rng, {}
 
+    def _keep(self, name: str, value: Any) -> Any:
+        self.params[name] = value
+        return value
+
     def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
-        self.params[name] = self.rng.choice(list(choices))
-        return self.params[name]
+        return self._keep(name, self.rng.choice(list(choices)))
 
     def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
         if log:
-            value = min(high, max(low, round(math.exp(self.rng.uniform(math.log(low), math.log(high))))))
-        else:
-            value = self.rng.randrange(low, high + 1, step)
-        self.params[name] = value
-        return value
+            drawn = round(math.exp(self.rng.uniform(math.log(low), math.log(high))))
+            return self._keep(name, min(high, max(low, drawn)))
+        return self._keep(name, self.rng.randrange(low, high + 1, step))
 
     def suggest_float(
         self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False
     ) -> float:
         if step is not None:
-            value = low + step * self.rng.randrange(int(round((high - low) / step)) + 1)
-        elif log:
-            value = math.exp(self.rng.uniform(math.log(low), math.log(high)))
-        else:
-            value = self.rng.uniform(low, high)
-        self.params[name] = value
-        return value
+            return self._keep(name, low + step * self.rng.randrange(int(round((high - low) / step)) + 1))
+        if log:
+            return self._keep(name, math.exp(self.rng.uniform(math.log(low), math.log(high))))
+        return self._keep(name, self.rng.uniform(low, high))
 
 
 class _FixedSampler(BaseSampler):

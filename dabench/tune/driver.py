@@ -22,8 +22,8 @@ from dabench.runtime import faults
 from dabench.runtime.sinks import fault_point
 from dabench.tracking.redact import redact_text
 from dabench.tune.dedup import UNENUMERABLE_DRAWS, Params, Proposer, held_keys, walk_params
+from dabench.tune.outcome import JobOutcome
 from dabench.tune.space import ParsedSpace, override_value
-from dabench.tune.structured import StructuredSpace
 from dabench.tune.study import (
     HEARTBEAT_S,
     MODE_ATTR,
@@ -39,25 +39,13 @@ from dabench.tune.study import (
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What one launched trial gave back: ``value`` (None or NaN when the run was not ok), the
-    run's ``status`` and ``reason``, and where its job ran."""
-
-    value: float | None
-    status: str
-    reason: str = ""
-    job_dir: str | None = None
-    mode: str | None = None  #: measure, predict or validate, as the run reported
-
-
 @dataclass
 class TrialSpace:
     """The whole search space of a study: fixed overrides, grammar dimensions, a structured
     hook. ``suggest`` returns {override key: value} of one deployment."""
 
     parsed: ParsedSpace
-    structured: StructuredSpace | None = None
+    structured: Any = None  #: a structured space (dabench.tune.structured), or None
 
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         values = self.parsed.suggest(trial)
@@ -95,14 +83,13 @@ class TrialSpace:
                 yield {**simple, **params}
 
 
-def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialState:
+def tell(study: optuna.Study, trial: optuna.Trial, outcome: JobOutcome) -> TrialState:
     """Record ``outcome`` for ``trial`` (COMPLETE when its value is finite, else FAIL)."""
     fault_point("study_storage")  # tests: the study storage fails here (dabench/runtime/sinks.py)
-    value = outcome.value
-    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    finite = math.isfinite(outcome)
     trial.set_user_attr(STATUS_ATTR, outcome.status if not finite else Status.OK.value)
     what_it_said = {
-        REASON_ATTR: redact_text(outcome.reason or "")[:500],
+        REASON_ATTR: redact_text(outcome.reason)[:500],
         "dabench.job_dir": outcome.job_dir,
         MODE_ATTR: outcome.mode,
     }
@@ -110,13 +97,13 @@ def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> TrialSta
         if text:
             trial.set_user_attr(key, text)
     if finite:
-        study.tell(trial, float(value))
+        study.tell(trial, float(outcome))
         return TrialState.COMPLETE
     study.tell(trial, state=TrialState.FAIL)
     return TrialState.FAIL
 
 
-Launch = Callable[[list[list[str]], int], Sequence[Outcome]]
+Launch = Callable[[list[list[str]], int], Sequence[JobOutcome]]
 
 
 def _end_early_line(study: optuna.Study, proposer: Proposer, done: int) -> str:
@@ -141,11 +128,12 @@ def run_trials(
     stop: Callable[[optuna.Study], bool] | None = None,
     lock: Callable[[], ContextManager[Any]] | None = None,
     poll_s: float = 1.0,
+    extra: Sequence[str] = (),
 ) -> int:
     """Ask/launch/tell until the study holds ``n_trials`` counted trials, its space is exhausted,
     or ``stop(study)`` says so after a batch; returns how many trials this call ran. ``launch``
-    returns one Outcome per job; ``lock()``, the study store's lock, is held while trials are
-    counted and created."""
+    gets each job's overrides (``extra`` last) and returns one JobOutcome per job; ``lock()``,
+    the study store's lock, is held while trials are counted and created."""
     ran = 0
     proposer = Proposer(study, space)
     while not (stop is not None and stop(study)):
@@ -171,7 +159,7 @@ def run_trials(
                             f"++tracking.tags.optuna_trial={trial.number}",
                             f"++tracking.tags.optuna_study={override_value(study.study_name)}",
                         ]
-                    job_overrides.append(overrides)
+                    job_overrides.append([*overrides, *extra])
             if not batch:
                 if not in_flight:  # then the budget left asked at least once: the proposer has none left
                     log.warning(_end_early_line(study, proposer, done))
@@ -193,7 +181,7 @@ def run_trials(
                 "trial %d: %s %s",
                 trial.number,
                 state.name.lower(),
-                f"{outcome.value:,.2f}"
+                f"{outcome:,.2f}"
                 if state == TrialState.COMPLETE
                 else f"({outcome.status}: {outcome.reason.splitlines()[0] if outcome.reason else ''})",
             )

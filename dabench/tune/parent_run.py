@@ -17,7 +17,7 @@ import yaml
 
 from dabench.core.status import Status
 from dabench.runtime.sinks import write_text
-from dabench.tracking.lifecycle import ParentRun, quietly
+from dabench.tracking.lifecycle import ParentRun
 from dabench.tracking.redact import redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
 from dabench.tune.best import StudySummary
@@ -63,19 +63,19 @@ def study_parent(study: optuna.Study, uri: str, experiment: str, storage: str, l
         return parent
 
 
-def close_parent(parent: ParentRun, study: optuna.Study, interrupted: bool = False) -> bool:
-    """End the parent run with its trials' counts when no trial of the study is running any more
-    (FINISHED, or KILLED ``interrupted`` when this worker was, so a re-run may adopt it); returns
-    whether it was ended."""
+def close_parent(parent: ParentRun | None, study: optuna.Study, interrupted: bool = False) -> None:
+    """End the parent run (when there is one) with its trials' counts once no trial of the study is
+    running any more: FINISHED, or KILLED ``interrupted`` when this worker was, so a re-run may
+    adopt it (best effort then, while unwinding: the reaper ends it otherwise)."""
     from optuna.trial import TrialState
 
-    if any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
-        return False
-    if interrupted:
-        quietly(parent.finish, parent, Status.INTERRUPTED, "")  # best effort while unwinding
-    else:
-        parent.finish(Status.OK)
-    return True
+    try:
+        if parent is not None and not any(t.state == TrialState.RUNNING for t in fresh_trials(study)):
+            parent.finish(Status.INTERRUPTED if interrupted else Status.OK)
+    except Exception as error:
+        if not interrupted:
+            raise
+        log.warning("could not close the study's MLflow parent run: %s", error)
 
 
 def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) -> list[str]:
@@ -100,9 +100,9 @@ def log_study(parent: ParentRun, study: optuna.Study, summary: StudySummary, sto
         "optuna.storage": redact_uri(storage),
         "optuna.direction": summary.direction,
     }
-    if summary.best_number is not None:
-        metrics.update({"best.samples_per_s": summary.best_value, "best.trial": summary.best_number})
-        tags.update({f"best.{name}": str(value) for name, value in summary.best_params.items()})
+    if summary.best is not None:
+        metrics.update({"best.samples_per_s": summary.best.value, "best.trial": summary.best.number})
+        tags.update({f"best.{name}": str(value) for name, value in summary.best.params.items()})
         tags.update({"best.overrides": " ".join(summary.best_overrides), "dabench.best_command": summary.command()})
     with tempfile.TemporaryDirectory() as tmp:
         notes = write_study_files(study, summary, Path(tmp))

@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 from dabench.runtime.sinks import write_bytes
 
 
-def plot_history(study: optuna.Study, path: Path) -> Path:
+def plot_history(study: optuna.Study, path: Path) -> None:
     """Objective per trial (dots), best so far (line), failed trials (red x on the x-axis)."""
     trials = study.get_trials(deepcopy=False)
     done = [(t.number, t.value) for t in trials if t.state == TrialState.COMPLETE]
@@ -36,7 +36,6 @@ def plot_history(study: optuna.Study, path: Path) -> Path:
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     _save(fig, path)
-    return path
 
 
 def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
@@ -60,8 +59,6 @@ def plot_importance(study: optuna.Study, path: Path) -> tuple[Path | None, str]:
             importances = optuna.importance.get_param_importances(study, params=varied)
     except (RuntimeError, ValueError) as error:
         return None, f"parameter importance skipped: {error}"
-    if not importances:
-        return None, "parameter importance skipped: no parameter shared by all completed trials"
     names = list(importances)[::-1]
     fig = Figure(figsize=(8, 0.4 * len(names) + 1.8))
     ax = fig.subplots()

@@ -1,6 +1,6 @@
-"""Optuna samplers by name (:func:`make_sampler`); TPE is wrapped so that it sees each failed trial
-with a run status as a constraint violation (an infeasible point, in memory only; the stored trial
-stays FAILED). Why: docs/tuning.md, "What a trial is, and what a failed one does".
+"""Optuna samplers by name (:func:`make_sampler`); TPE (:class:`FailureAwareSampler`) sees each
+failed trial with a run status as a constraint violation (an infeasible point, in memory only; the
+stored trial stays FAILED). Why: docs/tuning.md, "What a trial is, and what a failed one does".
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import optuna
 from optuna.distributions import BaseDistribution
-from optuna.samplers import BaseSampler
+from optuna.samplers import BaseSampler, TPESampler
 from optuna.trial import FrozenTrial, TrialState
 
 from dabench.core import status as run_status
@@ -61,7 +61,7 @@ def _as_infeasible(trial: FrozenTrial, value: float) -> FrozenTrial:
 
 
 class _FailedAsInfeasibleView:
-    """A read-only stand-in for the study, handed to the inner sampler only."""
+    """A read-only stand-in for the study, handed to TPE's sampling only."""
 
     def __init__(self, study: optuna.Study):
         self._study = study
@@ -76,56 +76,39 @@ class _FailedAsInfeasibleView:
         shown = [_as_infeasible(t, filler) if is_infeasible(t) else t for t in trials]
         return [t for t in shown if states is None or t.state in states]
 
-    def get_trials(self, deepcopy: bool = True, states=None) -> list[FrozenTrial]:
-        return self._get_trials(deepcopy=deepcopy, states=states, use_cache=False)
 
-
-class FailureAwareSampler(BaseSampler):
-    """Delegates to ``inner`` (a TPESampler), showing it failed trials as infeasible ones."""
-
-    def __init__(self, inner: BaseSampler):
-        self.inner = inner
+class FailureAwareSampler(TPESampler):
+    """A TPESampler that is shown failed trials as infeasible ones."""
 
     def infer_relative_search_space(self, study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return self.inner.infer_relative_search_space(_FailedAsInfeasibleView(study), trial)
+        return super().infer_relative_search_space(_FailedAsInfeasibleView(study), trial)
 
     def sample_relative(self, study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return self.inner.sample_relative(_FailedAsInfeasibleView(study), trial, search_space)
+        return super().sample_relative(_FailedAsInfeasibleView(study), trial, search_space)
 
     def sample_independent(
         self, study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
     ) -> Any:
-        return self.inner.sample_independent(_FailedAsInfeasibleView(study), trial, param_name, param_distribution)
-
-    def before_trial(self, study, trial: FrozenTrial) -> None:
-        self.inner.before_trial(study, trial)
-
-    def after_trial(self, study, trial: FrozenTrial, state: TrialState, values) -> None:
-        self.inner.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.inner.reseed_rng()
+        return super().sample_independent(_FailedAsInfeasibleView(study), trial, param_name, param_distribution)
 
 
 def make_sampler(
     name: str, seed: int | None = None, options: Mapping[str, Any] | None = None, failed_as_infeasible: bool = True
 ) -> BaseSampler:
-    """``optuna.samplers.<SAMPLERS[name]>(seed=seed, **options)``; TPE is wrapped in
+    """``optuna.samplers.<SAMPLERS[name]>(seed=seed, **options)``; TPE is a
     :class:`FailureAwareSampler` unless ``failed_as_infeasible`` is false."""
     if name not in SAMPLERS:
         raise ConfigError("hydra.sweeper.sampler", name, f"one of {', '.join(SAMPLERS)}")
-    cls = getattr(optuna.samplers, SAMPLERS[name])
+    aware = name == "tpe" and failed_as_infeasible
+    cls = FailureAwareSampler if aware else getattr(optuna.samplers, SAMPLERS[name])
     kwargs = dict(options or {})
     if seed is not None:
         kwargs["seed"] = seed
     try:
-        sampler = cls(**kwargs)
+        return cls(**kwargs)
     except TypeError as error:
         raise ConfigError(
             "hydra.sweeper.sampler_options",
             dict(options or {}),
-            f"arguments of optuna.samplers.{cls.__name__} ({error})",
+            f"arguments of optuna.samplers.{SAMPLERS[name]} ({error})",
         ) from error
-    if name == "tpe" and failed_as_infeasible:
-        return FailureAwareSampler(sampler)
-    return sampler

@@ -154,10 +154,8 @@ def check_resume(study: optuna.Study, fingerprint: str, allow_change: bool) -> b
     """Refuse (ConfigError) a study created under another search space unless ``allow_change``;
     returns whether the study's recorded space must be (re)written."""
     recorded = study.user_attrs.get(SPACE_ATTR)
-    if recorded is None or recorded == fingerprint:
-        return recorded is None
-    if allow_change:
-        return True
+    if recorded is None or recorded == fingerprint or allow_change:
+        return recorded != fingerprint
     changed = _changed(recorded, fingerprint)
     if not changed:  # only parts it did not record yet: record them now
         return True

@@ -7,17 +7,12 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Mapping
 
 from dabench.core.status import ConfigError
 
 
-@runtime_checkable
-class StructuredSpace(Protocol):
-    def suggest(self, trial) -> dict[str, Any]: ...
-
-
-def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> StructuredSpace:
+def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | None = None) -> Any:
     """Build the structured space named by ``hook`` (``module.path:factory`` or ``module.path.factory``)
     for the composed task ``config``."""
     field = "hydra.sweeper.space.hook"
@@ -37,6 +32,6 @@ def load_space(hook: str, config: Mapping[str, Any], args: Mapping[str, Any] | N
         space = factory(config=config, **dict(args or {}))
     except TypeError as error:
         raise ConfigError("hydra.sweeper.space.args", dict(args or {}), f"arguments {hook} accepts ({error})") from None
-    if not isinstance(space, StructuredSpace):
+    if not hasattr(space, "suggest"):
         raise ConfigError("hydra.sweeper.space.hook", hook, "a factory returning an object with suggest(trial)")
     return space

@@ -32,7 +32,6 @@ HOST_ATTR = "dabench.host"  #: read from trials of older versions (owner in two 
 PID_ATTR = "dabench.pid"
 OWNER_ATTR = "dabench.owner"  #: {"host", "pid", "start"}: written in one storage write
 RETRY_OF_ATTR = "dabench.retry_of"  #: an enqueued re-try of an interrupted trial's settings
-INTERRUPTED = Status.INTERRUPTED.value
 #: task overrides that do not change what a trial runs, left out of the derived study name
 NAME_NEUTRAL_PREFIXES = ("tracking.", "+tracking.", "++tracking.", "hydra.", "+sweeps=", "sweeps=")
 
@@ -182,7 +181,7 @@ def fail_stale_trials(study: optuna.Study, locked: bool = False) -> list[int]:
 def _interrupt(study: optuna.Study, trial: FrozenTrial | optuna.Trial, why: str) -> None:
     """Tell a RUNNING trial failed with status ``interrupted`` and enqueue its parameters, so the
     next ask (by any worker) runs them again."""
-    for key, text in ((STATUS_ATTR, INTERRUPTED), (REASON_ATTR, why[:500])):
+    for key, text in ((STATUS_ATTR, Status.INTERRUPTED.value), (REASON_ATTR, why[:500])):
         study._storage.set_trial_user_attr(trial._trial_id, key, text)
     study.tell(trial.number, state=TrialState.FAIL)
     if trial.params:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import optuna
 
-from dabench.core.status import ConfigError, DabenchError, Status, is_ok
+from dabench.core.status import ConfigError, DabenchError, Status
 from dabench.pipeline.preflight import check_store, check_study_storage, cpu_cores, refuse
 from dabench.report.results import record_sweep_results
 from dabench.report.sweep_callback import current as sweep_progress
@@ -27,7 +27,7 @@ from dabench.tracking.describe import requested_mode
 from dabench.tracking.redact import install_log_redaction, redact_overrides, redact_text, redact_uri
 from dabench.tracking.store import tracking_uri
 from dabench.tune.best import format_summary, summarize
-from dabench.tune.driver import Outcome, TrialSpace, run_trials
+from dabench.tune.driver import TrialSpace, run_trials
 from dabench.tune.locking import study_lock
 from dabench.tune.outcome import JobOutcome
 from dabench.tune.parent_run import close_parent, log_study, study_parent, write_study_files
@@ -59,7 +59,7 @@ class SweepJobs:
 
     task_config: dict  #: the composed task config (no ``hydra`` node)
     launch_dir: Path
-    launch: Callable[[list[list[str]], int], list[Outcome]]  #: (overrides per job, first index) -> outcomes
+    launch: Callable[[list[list[str]], int], list[JobOutcome]]  #: (overrides per job, first index) -> outcomes
     sweep_dir: Callable[[], Path]  #: makes and returns this worker's sweep folder
     launcher: str = "LocalLauncher"  #: the launcher's class name
     ray_address: str = "local"  #: ``hydra.launcher.ray.init.address``
@@ -129,53 +129,11 @@ def search_space(settings: SweepSettings, arguments: Sequence[str], task_config:
     )
 
 
-def outcome_of(value: Any, job_dir: str | None = None) -> Outcome:
-    """A job's returned value -> Outcome: objective, status, reason and mode from a JobOutcome or a
-    mapping with ``objective`` and ``status`` (``reason``, ``mode`` optional; a None objective is
-    NaN); a bare number is ok when finite; anything else is a crash (no status came with it)."""
-    returned = value if isinstance(value, JobOutcome) else None
-    try:
-        if returned is None and isinstance(value, Mapping) and "objective" in value and "status" in value:
-            objective = float("nan") if value["objective"] is None else float(value["objective"])
-            returned = JobOutcome(objective, value["status"], value.get("reason") or "", value.get("mode"))
-        elif returned is None and math.isfinite(float(value)):
-            returned = JobOutcome(float(value), Status.OK.value)
-    except (TypeError, ValueError):  # an objective that is no number
-        pass
-    if returned is None:
-        return Outcome(None, Status.CRASHED.value, f"the task returned {value!r} without a status", job_dir)
-    objective, status = float(returned), returned.status
-    if math.isfinite(objective) and not is_ok(status):
-        objective = float("nan")
-    elif not math.isfinite(objective) and is_ok(status):
-        status = Status.DIVERGED.value
-    return Outcome(objective, status, returned.reason, job_dir, returned.mode)
-
-
 def _refuse(error: Any, code: int = 2) -> SystemExit:
     """Say ``dabench: <error>`` on stderr; the SystemExit to raise (2: refused settings, 1: a
     folder or storage that cannot be written)."""
     print(f"dabench: {error}", file=sys.stderr, flush=True)
     return SystemExit(code)
-
-
-def _preflight(storage: str, tracking: Mapping[str, Any]) -> None:
-    """The study storage and (when tracking is on) the tracking store open: a corrupt database, a
-    missing driver or an unreachable server is one line and exit 2 before the study or its
-    parent run is touched (dabench/pipeline/preflight.py)."""
-    timeout = float(tracking.get("timeout_s") or 3.0)
-    problems = check_study_storage(storage, timeout)
-    if tracking.get("enabled", True):
-        problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
-    refuse(problems)
-
-
-def _close_interrupted(parent, study) -> None:
-    if parent is not None:
-        try:
-            close_parent(parent, study, interrupted=True)
-        except Exception as error:  # best effort while unwinding: the reaper ends it otherwise
-            log.warning("could not close the study's MLflow parent run: %s", error)
 
 
 def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs) -> dict:
@@ -192,9 +150,15 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
         settings.sweep_name, (task.get("model") or {}).get("name"), arguments
     )
     tracking = task.get("tracking") or {}
+    timeout = float(tracking.get("timeout_s") or 3.0)
     try:
         storage = settings.storage or default_storage(jobs.launch_dir)
-        _preflight(storage, tracking)  # a corrupt optuna.db or mlflow.db: one line, exit 2, before the study opens
+        # the study storage and (tracking on) the tracking store open: a corrupt database, a missing
+        # driver or an unreachable server is one line, exit 2, before the study or its parent is touched
+        problems = check_study_storage(storage, timeout)
+        if tracking.get("enabled", True):
+            problems += check_store(tracking_uri(tracking.get("uri")), "tracking.uri", timeout)
+        refuse(problems)
         study = open_study(name, storage, settings.direction, sampler)
     except OSError as error:  # the study storage cannot be written (runtime/sinks.py): one line, exit 1
         raise _refuse(f"study {name}: {one_line(error)}", 1) from None
@@ -236,14 +200,11 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
     try:
         sweep_dir = jobs.sweep_dir()
     except OSError as error:  # the sweep folder cannot be made (runtime/sinks.py): one line, exit 1
-        _close_interrupted(parent, study)
+        close_parent(parent, study, interrupted=True)
         raise _refuse(f"study {name}: {one_line(error)}", 1) from None
 
-    def launch(job_overrides: list[list[str]], first_index: int) -> list[Outcome]:
-        return jobs.launch([overrides + extra for overrides in job_overrides], first_index)
-
     try:
-        run_trials(study, space, settings.n_trials, batch_size(settings, jobs), launch, lock=lock)
+        run_trials(study, space, settings.n_trials, batch_size(settings, jobs), jobs.launch, lock=lock, extra=extra)
     except BaseException as error:
         if isinstance(error, KeyboardInterrupt):  # Ctrl-C, SIGTERM: the line says how far and how to resume
             try:
@@ -251,7 +212,7 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
             except Exception:
                 done = None
             interrupts.progress(done=done, total=settings.n_trials, unit="trials", resume=interrupts.command_line())
-        _close_interrupted(parent, study)
+        close_parent(parent, study, interrupted=True)
         raise
     summary = summarize(study)
     try:
@@ -265,16 +226,17 @@ def run_study(settings: SweepSettings, arguments: Sequence[str], jobs: SweepJobs
                 log_study(parent, study, summary, storage)
             except Exception as error:  # the trials are recorded; only the parent's summary is missing
                 log.warning("could not log the study's result to its MLflow parent run: %s", error)
-        try:  # the results table: printed, results.csv in the sweep folder and on the parent run
-            print(record_sweep_results(parent.client, parent.run_id, sweep_dir, f"study {name} results"), flush=True)
-        except Exception as error:  # the trials are recorded; only the table is missing
-            log.warning("could not write the study's results table: %s", error)
-        close_parent(parent, study)
-    else:
-        try:  # not recorded: the table and results.csv from the study's own trials
-            print(_untracked_results(study, sweep_dir, f"study {name} results"), flush=True)
-        except OSError as error:
-            log.warning("could not write the study's results table: %s", one_line(error))
+    title = f"study {name} results"
+    try:  # the results table: printed, results.csv in the sweep folder (and on the parent run)
+        table = (
+            record_sweep_results(parent.client, parent.run_id, sweep_dir, title)
+            if parent is not None
+            else _untracked_results(study, sweep_dir, title)  # not recorded: from the study's own trials
+        )
+        print(table, flush=True)
+    except Exception as error:  # the trials are recorded; only the table is missing
+        log.warning("could not write the study's results table: %s", one_line(error))
+    close_parent(parent, study)
     print(format_summary(summary), flush=True)
     return summary.to_dict()
 

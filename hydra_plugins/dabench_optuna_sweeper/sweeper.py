@@ -1,10 +1,11 @@
 """The Sweeper: Hydra glue around :func:`dabench.tune.sweep.run_study`, handing it the task config,
 this worker's sweep folder and a launch function (the configured Hydra launcher, each JobReturn
-turned into an Outcome). See docs/tuning.md and docs/scale-out.md.
+turned into a JobOutcome). See docs/tuning.md and docs/scale-out.md.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from pathlib import Path
@@ -55,25 +56,25 @@ class DabenchOptunaSweeper(Sweeper):
         }
 
     def _outcome(self, job_return) -> Any:
-        """A Hydra JobReturn -> dabench.tune.driver.Outcome (a failed job: crashed, or a pre-flight
-        refusal that does not count toward the budget)."""
+        """A Hydra JobReturn -> dabench.tune.outcome.JobOutcome (a failed job: crashed, or a
+        pre-flight refusal that does not count toward the budget)."""
         from hydra.core.utils import JobStatus
 
-        from dabench.tune.driver import Outcome
-        from dabench.tune.sweep import outcome_of  # optuna: loaded only when a study sweeps
+        from dabench.tune.outcome import JobOutcome, outcome_of
 
         job_dir = getattr(job_return, "working_dir", None)
         if job_return.status == JobStatus.FAILED:
             error = job_return._return_value
             if isinstance(error, SystemExit) and error.code == 2:  # refused by the job's pre-flight
-                return Outcome(
-                    None,
+                return JobOutcome(
+                    math.nan,
                     Status.TRACKING_ERROR.value,
                     "the job's pre-flight refused its surroundings (tracking store, artifact or run "
                     "folder); see the job's log",
-                    job_dir,
+                    job_dir=job_dir,
                 )
-            return Outcome(None, Status.CRASHED.value, f"the job raised {type(error).__name__}: {error}", job_dir)
+            reason = f"the job raised {type(error).__name__}: {error}"
+            return JobOutcome(math.nan, Status.CRASHED.value, reason, job_dir=job_dir)
         return outcome_of(job_return.return_value, job_dir)
 
     def _own_sweep_dir(self) -> Path:

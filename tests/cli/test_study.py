@@ -83,7 +83,7 @@ def test_study_files_and_summary(tmp_path):
     summary = summarize(study)
     assert summary.states == {"complete": 3, "fail": 1}
     assert summary.statuses == {"ok": 3, "capacity": 1}
-    assert summary.best_params == {"run.batch_size": 2, "precision": "fp16"}
+    assert summary.best.params == {"run.batch_size": 2, "precision": "fp16"}
     notes = write_study_files(study, summary, tmp_path / "out")
     for name in ("optimization_results.yaml", "trials.csv", "optimization_history.png", "param_importance.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0

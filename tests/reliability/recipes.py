@@ -164,6 +164,7 @@ def study_storage(folder: Path) -> Outcome:
     import optuna
 
     from dabench.tune import driver
+    from dabench.tune.outcome import JobOutcome
     from dabench.tune.study import fail_stale_trials, mark_owner, open_study
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -174,7 +175,7 @@ def study_storage(folder: Path) -> Outcome:
         fail_stale_trials(study)  # the next command: trials of a killed sweep end failed
         trial = study.ask()
         mark_owner(trial)
-        driver.tell(study, trial, driver.Outcome(1.0, "ok", "", None, "predict"))
+        driver.tell(study, trial, JobOutcome(1.0, "ok", mode="predict"))
     except OSError as error:
         out.status, out.message = "failed", str(error)
     return out

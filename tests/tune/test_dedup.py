@@ -6,7 +6,8 @@ from optuna.trial import TrialState
 
 from dabench.platforms.ipu.space import IpuPipelineSpace
 from dabench.tune.dedup import UNENUMERABLE_DRAWS, NotEnumerable, deployment_key, walk_params
-from dabench.tune.driver import Outcome, TrialSpace, run_trials
+from dabench.tune.driver import TrialSpace, run_trials
+from dabench.tune.outcome import JobOutcome
 from dabench.tune.sampling import make_sampler
 from dabench.tune.space import parse_overrides
 from dabench.tune.study import OVERRIDES_ATTR, STATUS_ATTR, counts_toward_budget, mark_owner, open_study
@@ -34,7 +35,7 @@ class RoundedHook:
 def launch_ok(log):
     def launch(job_overrides, first_index):
         log.extend(job_overrides)
-        return [Outcome(1.0 + i, "ok", mode="predict") for i, _ in enumerate(job_overrides)]
+        return [JobOutcome(1.0 + i, "ok", mode="predict") for i, _ in enumerate(job_overrides)]
 
     return launch
 
@@ -124,7 +125,7 @@ def peaked(log):
         for overrides in job_overrides:
             text = " ".join(overrides)
             score = 10 * ("run.batch_size=4" in text) + 5 * ("precision=fp16" in text) + 3 * ("degree=4" in text)
-            out.append(Outcome(float(score + len(text) % 3), "ok", mode="predict"))
+            out.append(JobOutcome(float(score + len(text) % 3), "ok", mode="predict"))
         return out
 
     return launch

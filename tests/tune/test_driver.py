@@ -9,7 +9,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from dabench.tune.driver import Outcome, TrialSpace, run_trials
+from dabench.tune.driver import TrialSpace, run_trials
+from dabench.tune.outcome import JobOutcome
 from dabench.tune.sampling import make_sampler
 from dabench.tune.space import parse_overrides
 from dabench.tune.study import (
@@ -45,9 +46,9 @@ def fake_launch(log):
         for overrides in job_overrides:
             batch = int(next(o for o in overrides if o.startswith("run.batch_size=")).split("=")[1])
             if batch == 8:
-                outcomes.append(Outcome(math.nan, "capacity", "sram capacity exceeded: needs 2 GiB, has 0.9 GiB"))
+                outcomes.append(JobOutcome(math.nan, "capacity", "sram capacity exceeded: needs 2 GiB, has 0.9 GiB"))
             else:
-                outcomes.append(Outcome(float(batch), "ok", mode="predict"))
+                outcomes.append(JobOutcome(float(batch), "ok", mode="predict"))
         return outcomes
 
     return launch

@@ -45,11 +45,11 @@ def test_a_predicted_results_figures_ride_on_its_outcome():
 def test_the_sweeper_takes_status_reason_and_mode_from_the_job_return():
     sweeper = DabenchOptunaSweeper()
     ok = sweeper._outcome(_returned(JobOutcome(3.0, "ok", mode="predict")))
-    assert (ok.value, ok.status, ok.mode) == (3.0, "ok", "predict")
+    assert (float(ok), ok.status, ok.mode) == (3.0, "ok", "predict")
     refused = sweeper._outcome(_returned(JobOutcome(math.nan, "capacity", "needs 2 GiB, has 1 GiB", "predict")))
-    assert math.isnan(refused.value) and refused.status == "capacity" and "2 GiB" in refused.reason
+    assert math.isnan(refused) and refused.status == "capacity" and "2 GiB" in refused.reason
     as_dict = sweeper._outcome(_returned({"objective": None, "status": "oom", "reason": "r", "mode": "measure"}))
-    assert math.isnan(as_dict.value) and (as_dict.status, as_dict.mode) == ("oom", "measure")
+    assert math.isnan(as_dict) and (as_dict.status, as_dict.mode) == ("oom", "measure")
     lying = sweeper._outcome(_returned(JobOutcome(math.inf, "ok", mode="measure")))
     assert lying.status == "diverged"
 
@@ -97,7 +97,7 @@ def test_remote_launchers_need_a_tracking_server():
 
 def test_a_bare_number_is_ok_only_when_finite():
     sweeper = DabenchOptunaSweeper()
-    assert (sweeper._outcome(_returned(2.5)).status, sweeper._outcome(_returned(2.5)).value) == ("ok", 2.5)
+    assert (sweeper._outcome(_returned(2.5)).status, float(sweeper._outcome(_returned(2.5)))) == ("ok", 2.5)
     for value in (math.nan, "fast"):
         outcome = sweeper._outcome(_returned(value))
-        assert outcome.value is None and outcome.status == "crashed" and "without a status" in outcome.reason
+        assert math.isnan(outcome) and outcome.status == "crashed" and "without a status" in outcome.reason
