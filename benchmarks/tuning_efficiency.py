@@ -21,6 +21,7 @@ grid size>`` (target: every seed within 0.01, median at most 0.0025). PREDICTED 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import statistics
 import sys
@@ -41,7 +42,12 @@ from dabench.tune.dedup import deployment_key  # noqa: E402
 from dabench.tune.driver import TrialSpace, run_trials  # noqa: E402
 from dabench.tune.outcome import JobOutcome  # noqa: E402
 from dabench.tune.sampling import make_sampler  # noqa: E402
-from dabench.tune.space import override_value, params_to_overrides, parse_overrides  # noqa: E402
+from dabench.tune.space import (  # noqa: E402
+    distribution_values,
+    override_value,
+    params_to_overrides,
+    parse_overrides,
+)
 from dabench.tune.structured import load_space  # noqa: E402
 
 CONF = ROOT / "conf"
@@ -64,6 +70,12 @@ def predict_deployment(base: list[str], values: dict) -> JobOutcome:
     except DabenchError as error:
         return JobOutcome(math.nan, error.status.value, error.reason, mode="predict")
     return JobOutcome(metrics["throughput.samples_per_s"], Status.OK.value, mode="predict")
+
+
+def _grid(parsed) -> list[dict]:
+    """Every combination of the space's discrete dimensions, {key: value}."""
+    axes = [[(d.key, d.to_value(v)) for v in distribution_values(d.distribution, d.key)] for d in parsed.dimensions]
+    return [dict(combo) for combo in itertools.product(*axes)]
 
 
 def main() -> None:
@@ -91,7 +103,7 @@ def main() -> None:
     space = TrialSpace(parsed, structured)
     results: dict[tuple, JobOutcome] = {}
     described: dict[tuple, dict] = {}
-    for simple in parsed.grid():
+    for simple in _grid(parsed):
         for deployment in structured.grid():
             values = {**simple, **deployment}
             key = deployment_key(space.overrides(values))
