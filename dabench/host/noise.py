@@ -46,8 +46,9 @@ def ceiling_band(samples: Iterable[float]) -> CeilingBand:
 
 
 def efficiency_band(efficiency: float, width: float) -> tuple[float, float]:
-    """(lo, hi) of an efficiency taken against a roof whose band has relative half-width ``width``."""
-    return efficiency / (1.0 + width), efficiency * (1.0 + width)
+    """(lo, hi) of an efficiency taken against a roof whose band has relative half-width ``width``;
+    the top stops at 1 (no roof is below the rate it bounds) unless the efficiency is above it."""
+    return efficiency / (1.0 + width), min(efficiency * (1.0 + width), max(efficiency, 1.0))
 
 
 def band_metrics(

@@ -47,6 +47,12 @@ def test_the_efficiency_band_is_the_ceilings_band_inverted():
     assert efficiency_band(0.3, 0.0) == (0.3, 0.3)
 
 
+def test_the_efficiency_band_stops_at_one():
+    # a loaded machine: the probe's median 80x below its fastest repeat
+    assert efficiency_band(0.05, 80.0) == (pytest.approx(0.05 / 81), 1.0)
+    assert efficiency_band(1.2, 0.5) == (pytest.approx(0.8), 1.2)  # above 1 inside its band: kept, never cut
+
+
 def test_band_metrics_name_both_ceilings_and_both_efficiencies():
     peak = CeilingBand(roof=120.0, median=100.0, spread=0.4)
     bandwidth = CeilingBand(roof=10.0, median=10.0, spread=0.02)
