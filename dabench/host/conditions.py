@@ -36,31 +36,26 @@ def parse_cpu_max(text: str) -> float | None:
     return int(parts[0]) / int(parts[1])
 
 
+def _quota(text: str) -> float | None:
+    """CPUs of one ``cpu.max`` text (v1: ``"<quota_us> <period_us>"``): None when unlimited or unreadable."""
+    try:
+        quota = parse_cpu_max(text)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return quota if quota is not None and quota > 0 else None
+
+
 def cgroup_quota(root: Path = Path("/sys/fs/cgroup"), self_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
     """CPUs this process's cgroup (or a parent) may use, v2 or v1, or None."""
     lines = text_or_empty(self_cgroup).splitlines()
     relative = next((line.split(":", 2)[2] for line in lines if line.startswith("0::")), "/")
-    folder = root / relative.lstrip("/")
-    quotas = []
-    while True:
-        try:
-            quota = parse_cpu_max((folder / "cpu.max").read_text())
-        except (OSError, ValueError, ZeroDivisionError):
-            quota = None
-        if quota is not None:
-            quotas.append(quota)
-        if folder == root or root not in folder.parents:
-            break
-        folder = folder.parent
-    for v1 in (root / "cpu,cpuacct", root / "cpu"):
-        try:
-            quota_us = int((v1 / "cpu.cfs_quota_us").read_text())
-            period_us = int((v1 / "cpu.cfs_period_us").read_text())
-        except (OSError, ValueError):
-            continue
-        if quota_us > 0 and period_us > 0:
-            quotas.append(quota_us / period_us)
-    return min(quotas) if quotas else None
+    own = root / relative.lstrip("/")
+    v2 = [text_or_empty(f / "cpu.max") for f in (own, *own.parents) if f == root or root in f.parents]
+    v1 = [
+        f"{text_or_empty(v / 'cpu.cfs_quota_us')} {text_or_empty(v / 'cpu.cfs_period_us')}"
+        for v in (root / "cpu,cpuacct", root / "cpu")
+    ]
+    return min((q for q in map(_quota, v2 + v1) if q is not None), default=None)
 
 
 def affinity() -> set[int]:
@@ -186,19 +181,15 @@ def window(before: Sample, after: Sample, threads: int, cpus: int, step_times: S
     )
 
 
-def others_wanted(c: Conditions) -> bool:
-    """Whether other tasks competed for the run's CPUs: by PSI, else by their CPU time (long windows)."""
-    if c.wait is not None:
-        return c.wait > MAX_WAIT
-    return c.readable and c.wall_s >= MIN_TICK_WINDOW_S and c.contention > MAX_CONTENTION
-
-
 def judge(c: Conditions) -> str | None:
     """Why the window is unsteady (cause, then what to do), or None when its numbers stand."""
     if os.environ.get(CHECK_ENV, "on").strip().lower() in ("off", "0", "false", "no"):
         return None
     advice = "run it again when the machine is quiet, or give it CPUs of its own (taskset, fewer run.threads)"
-    if c.wall_s >= MIN_WINDOW_S and c.cpu_share < MIN_CPU_SHARE and others_wanted(c):
+    # other tasks competed for the run's CPUs: by PSI, else by their CPU time (long windows)
+    by_time = c.readable and c.wall_s >= MIN_TICK_WINDOW_S and c.contention > MAX_CONTENTION
+    others_wanted = c.wait > MAX_WAIT if c.wait is not None else by_time
+    if c.wall_s >= MIN_WINDOW_S and c.cpu_share < MIN_CPU_SHARE and others_wanted:
         used = min(c.threads, c.cpus)
         waited = "" if c.wait is None else f", tasks waited for a CPU {c.wait:.0%} of the time"
         return (
