@@ -45,16 +45,12 @@ def ceiling_band(samples: Iterable[float]) -> CeilingBand:
     return CeilingBand(max(values), median, (max(values) - min(values)) / median)
 
 
-def efficiency_band(efficiency: float, width: float) -> tuple[float, float]:
-    """(lo, hi) of an efficiency taken against a roof whose band has relative half-width ``width``."""
-    return efficiency / (1.0 + width), efficiency * (1.0 + width)
-
-
 def band_metrics(
     metrics: Mapping[str, float], peak: CeilingBand | None, bandwidth: CeilingBand | None, memory_level: str
 ) -> dict[str, float]:
-    """The ``ceilings.*`` band metrics of a measured run and the ``.lo``/``.hi`` of its efficiencies
-    (docs/metrics.md); a ceiling set in the spec (None) contributes nothing."""
+    """The ``ceilings.*`` band metrics of a measured run and the ``.lo``/``.hi`` of its efficiencies,
+    e / (1 + w) and e (1 + w) for the width w of their ceiling's band (docs/metrics.md); a ceiling
+    set in the spec (None) contributes nothing."""
     bands = {"peak_flops": peak, "bandwidth_Bps": bandwidth}
     out = {
         f"ceilings.{name}{suffix}": value
@@ -73,7 +69,10 @@ def band_metrics(
         (f"tier1.bandwidth_efficiency.{memory_level}", bandwidth),
     ):
         if band is not None and name in metrics:
-            out[f"{name}.lo"], out[f"{name}.hi"] = efficiency_band(metrics[name], band.width)
+            out[f"{name}.lo"], out[f"{name}.hi"] = (
+                metrics[name] / (1.0 + band.width),
+                metrics[name] * (1.0 + band.width),
+            )
     return out
 
 

@@ -7,7 +7,6 @@ from dabench.host.noise import (
     CeilingBand,
     band_metrics,
     ceiling_band,
-    efficiency_band,
     held_to_band_top,
     noise_note,
 )
@@ -39,12 +38,6 @@ def test_one_repeat_or_identical_repeats_give_no_width():
 def test_a_band_needs_positive_repeats(samples):
     with pytest.raises(ValueError):
         ceiling_band(samples)
-
-
-def test_the_efficiency_band_is_the_ceilings_band_inverted():
-    lo, hi = efficiency_band(0.5, 0.25)
-    assert (lo, hi) == (pytest.approx(0.4), pytest.approx(0.625))
-    assert efficiency_band(0.3, 0.0) == (0.3, 0.3)
 
 
 def test_band_metrics_name_both_ceilings_and_both_efficiencies():
