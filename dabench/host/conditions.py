@@ -89,22 +89,16 @@ class Sample:
 
 def parse_proc_stat(text: str, cpus: set[int]) -> tuple[float, float, int, bool]:
     """(busy ticks, steal ticks, procs_running, found) of ``cpus`` from /proc/stat's text."""
-    busy = steal = 0.0
-    running, found = 0, False
-    for line in text.splitlines():
-        if line.startswith("cpu") and line[3:4].isdigit():
-            fields = line.split()
-            if int(fields[0][3:]) not in cpus:
-                continue
-            values = [float(x) for x in fields[1:9]]
-            values += [0.0] * (8 - len(values))
-            user, nice, system, _idle, _iowait, irq, softirq, stolen = values
-            busy += user + nice + system + irq + softirq
-            steal += stolen
-            found = True
-        elif line.startswith("procs_running"):
-            running = int(line.split()[1])
-    return busy, steal, running, found
+    lines = [line.split() for line in text.splitlines()]
+    # per allowed CPU: user nice system idle iowait irq softirq steal (missing columns: 0)
+    ticks = [
+        [float(x) for x in row[1:9]] + [0.0] * (9 - len(row))
+        for row in lines
+        if row and row[0][:3] == "cpu" and row[0][3:].isdigit() and int(row[0][3:]) in cpus
+    ]
+    running = next((int(row[1]) for row in lines if row and row[0] == "procs_running"), 0)
+    busy = sum(t[0] + t[1] + t[2] + t[5] + t[6] for t in ticks)
+    return busy, sum(t[7] for t in ticks), running, bool(ticks)
 
 
 def parse_pressure(text: str) -> float | None:

@@ -61,9 +61,11 @@ def band_metrics(
     present = [b for b in bands.values() if b is not None]
     if not present:
         return out
-    out["ceilings.spread"] = max(b.spread for b in present)
-    out["ceilings.band_width"] = max(b.width for b in present)
-    out["ceilings.noisy"] = float(any(b.noisy for b in present))
+    out |= {
+        "ceilings.spread": max(b.spread for b in present),
+        "ceilings.band_width": max(b.width for b in present),
+        "ceilings.noisy": float(any(b.noisy for b in present)),
+    }
     for name, band in (
         ("tier1.compute_efficiency", peak),
         (f"tier1.bandwidth_efficiency.{memory_level}", bandwidth),
@@ -105,8 +107,4 @@ def held_to_band_top(
         f"tier1.bandwidth_efficiency.{memory_level}": bandwidth.width if bandwidth else 0.0,
         "roofline.step.roof_share": max((b.width for b in (peak, bandwidth) if b is not None), default=0.0),
     }
-    out = dict(metrics)
-    for name, width in widths.items():
-        if name in out and width > 0:
-            out[name] = out[name] / (1.0 + width)
-    return out
+    return {**metrics, **{name: metrics[name] / (1.0 + w) for name, w in widths.items() if name in metrics and w > 0}}
