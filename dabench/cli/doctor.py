@@ -110,9 +110,13 @@ def check_constants(uri: str, say: Say) -> list:
     try:
         client = open_client(uri)
         ids = [e.experiment_id for e in client.search_experiments()]
-        query = "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'"
         found = (
-            client.search_runs(ids, query, max_results=RECENT_RUNS, order_by=["attributes.start_time DESC"])
+            client.search_runs(
+                ids,
+                "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
+                max_results=RECENT_RUNS,
+                order_by=["attributes.start_time DESC"],
+            )
             if ids
             else []
         )
