@@ -6,7 +6,7 @@ held as bands (:func:`measured_roof`, :mod:`dabench.host.noise`). docs/metrics.m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from dabench.config.sections import HardwareSpec, PrecisionConfig
@@ -146,12 +146,12 @@ def measured_roof(ceilings: Ceilings, dtype: str, probes: Sequence = ()) -> Meas
     return roof_of(ceilings, (calibrate.calibration(f"gemm_{dtype}"), calibrate.calibration("copy")), probes)
 
 
+@dataclass
 class WindowProbes:
     """The ``on_timed_window`` callback of an in-situ run: probes before and after each window."""
 
-    def __init__(self, dtype: str):
-        self.dtype = dtype
-        self.readings: list = []
+    dtype: str
+    readings: list = field(default_factory=list)
 
     def __call__(self, when: str) -> None:
         from dabench.host.calibrate import probe
