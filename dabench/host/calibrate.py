@@ -92,8 +92,14 @@ def accept(key: str, samples: Sequence[float], load: float, limit: float = MAX_L
     if len(samples) < MIN_REPEATS:
         raise CalibrationRefused(key, f"{len(samples)} repeats, at least {MIN_REPEATS} are needed")
     values = tuple(float(x) for x in samples)
-    median = float(statistics.median(values))
-    return Calibration(key, median, values, conditions.spread(values), load, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    return Calibration(
+        key,
+        float(statistics.median(values)),
+        values,
+        conditions.spread(values),
+        load,
+        time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
 
 
 def measured_steadily(key: str, measure: Callable[[], Sequence[float]]) -> list[float]:

@@ -78,11 +78,6 @@ def can_probe(hw: HardwareSpec, strategy: str) -> bool:
     )
 
 
-def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
-    """Whether a run is priced at ceilings probed around it: validate runs that :func:`can_probe`."""
-    return mode == "validate" and can_probe(hw, strategy)
-
-
 def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, dict[str, float]]:
     """``(ceilings, validate.* metrics)`` of a validate run from the two probes that bracket it:
     the probes' mean, their peak's drift, (after - before) / mean, and the probed peak against the

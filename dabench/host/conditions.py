@@ -103,11 +103,8 @@ def parse_proc_stat(text: str, cpus: set[int]) -> tuple[float, float, int, bool]
 
 def parse_pressure(text: str) -> float | None:
     """Seconds of the ``some`` line's ``total=`` (microseconds) of a PSI file, or None."""
-    for line in text.splitlines():
-        if line.startswith("some"):
-            found = re.search(r"total=(\d+)", line)
-            return int(found.group(1)) / 1e6 if found else None
-    return None
+    found = re.search(r"^some.*?total=(\d+)", text, re.MULTILINE)  # the first "some" line
+    return int(found.group(1)) / 1e6 if found else None
 
 
 def sample(cpus: set[int] | None = None) -> Sample:
