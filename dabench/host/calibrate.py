@@ -15,7 +15,6 @@ from typing import Callable, Sequence
 
 import torch
 
-from dabench.backends.torch_train import TORCH_DTYPES
 from dabench.core.readers import DamagedFile
 from dabench.host import conditions
 from dabench.host.cache import CalibrationCache, calibration_cache
@@ -24,6 +23,7 @@ from dabench.host.noise import NOISY_SPREAD
 from dabench.runtime.interrupts import in_worker
 
 log = logging.getLogger(__name__)
+TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MIN_REPEATS = 5  #: timed repeats per calibration (the median is kept)
 MAX_LOAD_PER_CORE = 1.0  #: default 1-minute load average per core above which calibration is refused
 LOAD_ENV = "DABENCH_MAX_LOAD_PER_CORE"  #: environment variable that overrides MAX_LOAD_PER_CORE
