@@ -194,13 +194,14 @@ def write_test_calibration(folder: Path, label: str) -> Path:
     count up to the core count); ``label`` goes in each entry's ``measured_at``, which must say
     that it is a fixture, not a measurement."""
     import json
+    from importlib.metadata import version
 
     from dabench.host.info import cpu_calibration_key
 
     entries = {}
     for threads in range(1, (os.cpu_count() or 1) + 1):
         for kind, value in TEST_CALIBRATION.items():
-            key = cpu_calibration_key(kind, threads)
+            key = cpu_calibration_key(kind, threads, version("torch"))  # torch-free here
             entries[key] = {
                 "key": key,
                 "value": value,

@@ -43,11 +43,11 @@ def main(args) -> int:
         except calibrate.CalibrationRefused as error:
             refused += 1
             print(f"REFUSED {error.key}: {error.reason}")
-            continue
-        print(
-            f"{cal.key}: {cal.value / 1e9:,.1f} {'GB/s' if kind == 'copy' else 'GFLOP/s'} "
-            f"(median of {len(cal.samples)}, fastest "
-            f"{cal.fastest / 1e9:,.1f}, spread {cal.spread:.1%}{' NOISY' if cal.noisy else ''}, "
-            f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}"
-        )
+        else:
+            print(
+                f"{cal.key}: {cal.value / 1e9:,.1f} {'GB/s' if kind == 'copy' else 'GFLOP/s'} "
+                f"(median of {len(cal.samples)}, fastest "
+                f"{cal.fastest / 1e9:,.1f}, spread {cal.spread:.1%}{' NOISY' if cal.noisy else ''}, "
+                f"load {cal.load_per_core:.2f}/core, {cal.measured_at}){native}"
+            )
     return 3 if refused else 0

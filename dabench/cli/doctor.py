@@ -110,9 +110,13 @@ def check_constants(uri: str, say: Say) -> list:
     try:
         client = open_client(uri)
         ids = [e.experiment_id for e in client.search_experiments()]
-        query = "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'"
         found = (
-            client.search_runs(ids, query, max_results=RECENT_RUNS, order_by=["attributes.start_time DESC"])
+            client.search_runs(
+                ids,
+                "tags.`dabench.mode` = 'measure' and tags.`dabench.status` = 'ok'",
+                max_results=RECENT_RUNS,
+                order_by=["attributes.start_time DESC"],
+            )
             if ids
             else []
         )
@@ -139,9 +143,10 @@ def check_constants(uri: str, say: Say) -> list:
     return out
 
 
-def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None) -> bool:
-    """Every study of the Optuna storage: stale RUNNING trials failed and re-queued, parents
-    left RUNNING by a gone sweep ended. False: unusable."""
+def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str) -> bool:
+    """Every study of the Optuna storage: stale RUNNING trials failed and re-queued; a parent run
+    in ``tracking`` left RUNNING by a sweep of this host that is gone, with no trial running, ended
+    KILLED. False: unusable."""
     if check_sqlite_file(storage, "study storage", say) is False:
         return False
     import warnings
@@ -149,6 +154,7 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
     import optuna
     from optuna.trial import TrialState
 
+    from dabench.tune.parent_run import PARENT_ATTR, PARENT_OWNER_ATTR, PARENT_URI_ATTR, _owner_gone
     from dabench.tune.study import GRACE_S, HEARTBEAT_S, fail_stale_trials
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -177,33 +183,25 @@ def check_studies(storage: str, *, dry_run: bool, say: Say, tracking: str | None
                 f"fixed: study {name}: trials {stale} RUNNING with their sweep gone -> failed (interrupted, not "
                 f"counted), their settings queued to run again"
             )
-        parent = _close_gone_parent(study, tracking)
-        if parent:
-            say(f"fixed: study {name}: {parent}")
+        attrs = study.user_attrs
+        parent, owner = attrs.get(PARENT_ATTR), attrs.get(PARENT_OWNER_ATTR)
+        if (
+            not parent
+            or attrs.get(PARENT_URI_ATTR) != tracking
+            or not _owner_gone(owner)
+            or study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        ):
+            continue
+        try:
+            client = open_client(tracking)
+            if client.get_run(parent).info.status != "RUNNING":
+                continue
+            client.set_terminated(parent, status=mlflow_state("interrupted"), end_time=now_ms())
+        except Exception as error:
+            say(f"fixed: study {name}: could not end its parent run {parent}: {error}")
+        else:
+            say(f"fixed: study {name}: parent run {parent} RUNNING with its sweep ({owner}) gone -> KILLED")
     return True
-
-
-def _close_gone_parent(study, tracking: str | None) -> str | None:
-    """A study's MLflow parent run left RUNNING by a sweep of this host that is gone, with no
-    trial running: ended KILLED. Returns what was done, or None."""
-    from optuna.trial import TrialState
-
-    from dabench.tune.parent_run import PARENT_ATTR, PARENT_OWNER_ATTR, PARENT_URI_ATTR, _owner_gone
-
-    attrs = study.user_attrs
-    parent, uri = attrs.get(PARENT_ATTR), attrs.get(PARENT_URI_ATTR)
-    if not parent or not uri or (tracking and uri != tracking):
-        return None
-    if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) or not _owner_gone(attrs.get(PARENT_OWNER_ATTR)):
-        return None
-    try:
-        client = open_client(uri)
-        if client.get_run(parent).info.status != "RUNNING":
-            return None
-        client.set_terminated(parent, status=mlflow_state("interrupted"), end_time=now_ms())
-    except Exception as error:
-        return f"could not end its parent run {parent}: {error}"
-    return f"parent run {parent} RUNNING with its sweep ({attrs.get(PARENT_OWNER_ATTR)}) gone -> KILLED"
 
 
 @command(

@@ -25,11 +25,9 @@ from dabench.tracking.naming import StoreLimitError
 def _preflight(jobs: list[list[str]], folder: Path) -> str | None:
     """Before any work: the first job's names, keys and values (every job shares the user's
     tracking settings), the store, run folder and results.csv of the grid; one line per problem."""
-    if not jobs:
-        return None
     try:
         job = prepare(compose(jobs[0]))
-    except Exception:  # an unknown option: each such job is recorded invalid_config by the grid
+    except Exception:  # no job, or an unknown option: each such job is recorded invalid_config by the grid
         return None
     if isinstance(job.error, StoreLimitError):  # the store would refuse every run's record
         return f"dabench grid: {job.error}"

@@ -59,8 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "`dabench doctor` (or the next run) ends it",
                 file=sys.stderr,
             )
-            lifecycle.UNCLOSED.clear()
-            return max(code, 1)
+            return max(code, 1)  # the next command clears UNCLOSED before it runs
         return code
     from dabench.cli.run import main as run_main
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from dabench.cli.frame import arg, command, flag
 from dabench.config.fields import INT, NUMBER, TEXT
-from dabench.core.status import DabenchError, Status
+from dabench.core.status import CrashedError, DabenchError, Status
 from dabench.runtime.quiet import is_verbose
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 from dabench.tracking.redact import redact_uri
@@ -39,11 +39,7 @@ STOP_GRACE_S = 10.0
 
 
 class UiError(DabenchError, status=Status.INVALID_CONFIG):
-    """One line for the user: bad input (exit 2), or with ``code`` 1 the server failed."""
-
-    def __init__(self, message: str, code: int = 2):
-        super().__init__(message)
-        self.status = Status.INVALID_CONFIG if code == 2 else Status.CRASHED
+    """Bad input, one line for the user (exit 2); a server that fails is a CrashedError (exit 1)."""
 
 
 def _remote(addresses: list[str]) -> list[str]:
@@ -97,11 +93,6 @@ def free_port(host: str, port: int) -> int:
         return int(probe.getsockname()[1])
 
 
-def browse_host(host: str) -> str:
-    """The address a browser on this machine uses for a server bound to ``host``."""
-    return DEFAULT_HOST if host in ("0.0.0.0", "::", "") else (f"[{host}]" if ":" in host else host)
-
-
 def view_url(uri: str, base: str, experiment: str) -> str:
     """The URL to open: the experiment's runs view after writing the saved view onto it; the
     experiment list (``base/``) while the store has no such experiment and no other."""
@@ -134,11 +125,11 @@ def server_command(uri: str, host: str, port: int) -> list[str]:
 
 
 def wait_until_up(process: subprocess.Popen, url: str, timeout_s: float, log: Path | None) -> None:
-    """Poll ``url/health`` until it answers 200; UiError (code 1) when the server exits or the time runs out."""
+    """Poll ``url/health`` until it answers 200; CrashedError when the server exits or the time runs out."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise UiError(f"mlflow server exited with status {process.returncode} before answering{_tail(log)}", 1)
+            raise CrashedError(f"mlflow server exited with status {process.returncode} before answering{_tail(log)}")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
                 if answer.status == 200:
@@ -146,7 +137,7 @@ def wait_until_up(process: subprocess.Popen, url: str, timeout_s: float, log: Pa
         except OSError:
             pass
         time.sleep(0.5)
-    raise UiError(f"mlflow server did not answer at {url} within --timeout-s={timeout_s:g}{_tail(log)}", 1)
+    raise CrashedError(f"mlflow server did not answer at {url} within --timeout-s={timeout_s:g}{_tail(log)}")
 
 
 def _tail(log: Path | None) -> str:
@@ -182,7 +173,8 @@ def open_browser(url: str) -> bool:
 def serve(args: argparse.Namespace, uri: str) -> int:
     addresses = check_host(args.host, args.allow_remote)
     port = free_port(args.host, args.port)
-    base = f"http://{browse_host(args.host)}:{port}"
+    browse = DEFAULT_HOST if args.host in ("0.0.0.0", "::", "") else args.host  # what a browser here opens
+    base = f"http://{f'[{browse}]' if ':' in browse else browse}:{port}"
     url = view_url(uri, base, args.experiment)
 
     log = None if is_verbose() else Path(tempfile.mkstemp(prefix="dabench-ui-", suffix=".log")[1])
@@ -212,9 +204,8 @@ def serve(args: argparse.Namespace, uri: str) -> int:
         if not args.no_browser and open_browser(url):
             print("dabench ui: opened in your browser", file=sys.stderr, flush=True)
         code = process.wait()
-        raise UiError(f"mlflow server exited with status {code}{_tail(log)}", 1)
-    except KeyboardInterrupt:
-        stop(process)
+        raise CrashedError(f"mlflow server exited with status {code}{_tail(log)}")
+    except KeyboardInterrupt:  # the server is stopped below before the command returns
         print("dabench ui: stopped", file=sys.stderr)
         if log is not None:
             log.unlink(missing_ok=True)  # kept only when the server failed (the message names it)
@@ -253,10 +244,9 @@ def main(args) -> int:
     except UiError:
         raise
     except Exception as error:  # the server does not answer, or refuses the request
-        raise UiError(
+        raise CrashedError(
             f"--tracking-uri={redact_uri(uri)}: the tracking server does not answer "
-            f"({type(error).__name__}); start it, or unset it to serve the local store",
-            code=1,
+            f"({type(error).__name__}); start it, or unset it to serve the local store"
         ) from None
     print(url, flush=True)
     print(f"dabench ui: the store is the tracking server {base}; nothing to start", file=sys.stderr)

@@ -42,11 +42,9 @@ def calibration_cache() -> Path:
         configured, why = None, f"no home folder ({error})"
     key = str(configured)
     if key not in _CHOSEN:
-        why = why or (unwritable(configured.parent) if configured is not None else "")
-        if configured is not None and not why:
-            _CHOSEN[key] = configured
-        else:
-            _CHOSEN[key] = temporary_cache()
+        why = why or unwritable(configured.parent)  # no configured path: why says so already
+        _CHOSEN[key] = temporary_cache() if why else configured
+        if why:
             log.warning(
                 "calibration cache: %s cannot be written (%s); using %s for now (point DABENCH_CACHE_DIR at a "
                 "folder you may write to keep it)",
@@ -75,10 +73,9 @@ class CalibrationCache:
                 continue
             try:
                 self._check(key, entry)
+                good[key] = entry
             except DamagedFile as error:
                 problems.append(str(error))
-                continue
-            good[key] = entry
         return good, problems
 
     def _check(self, key: str, entry: dict) -> None:

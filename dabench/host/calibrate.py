@@ -6,6 +6,7 @@ machine, marked noisy when the repeats spread, and cached per :func:`calibration
 from __future__ import annotations
 
 import logging
+import math
 import os
 import statistics
 import time
@@ -70,12 +71,10 @@ def load_per_core() -> float:
 def max_load_per_core() -> float:
     """``DABENCH_MAX_LOAD_PER_CORE`` when set (a number in (0, 64]), else :data:`MAX_LOAD_PER_CORE`."""
     text = os.environ.get(LOAD_ENV, "").strip()
-    if not text:
-        return MAX_LOAD_PER_CORE
     try:
-        limit = float(text)
+        limit = float(text or MAX_LOAD_PER_CORE)
     except ValueError:
-        raise ValueError(f"{LOAD_ENV}={text!r}: must be a number in (0, 64]") from None
+        limit = math.nan  # refused below, as a number out of range is
     if not 0 < limit <= 64:
         raise ValueError(f"{LOAD_ENV}={text!r}: must be a number in (0, 64]")
     return limit
@@ -93,8 +92,14 @@ def accept(key: str, samples: Sequence[float], load: float, limit: float = MAX_L
     if len(samples) < MIN_REPEATS:
         raise CalibrationRefused(key, f"{len(samples)} repeats, at least {MIN_REPEATS} are needed")
     values = tuple(float(x) for x in samples)
-    median = float(statistics.median(values))
-    return Calibration(key, median, values, conditions.spread(values), load, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    return Calibration(
+        key,
+        float(statistics.median(values)),
+        values,
+        conditions.spread(values),
+        load,
+        time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
 
 
 def measured_steadily(key: str, measure: Callable[[], Sequence[float]]) -> list[float]:

@@ -6,7 +6,7 @@ held as bands (:func:`measured_roof`, :mod:`dabench.host.noise`). docs/metrics.m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from dabench.config.sections import HardwareSpec, PrecisionConfig
@@ -78,11 +78,6 @@ def can_probe(hw: HardwareSpec, strategy: str) -> bool:
     )
 
 
-def uses_in_situ_ceilings(hw: HardwareSpec, mode: str, strategy: str) -> bool:
-    """Whether a run is priced at ceilings probed around it: validate runs that :func:`can_probe`."""
-    return mode == "validate" and can_probe(hw, strategy)
-
-
 def in_situ_ceilings(ceilings: Ceilings, before, after) -> tuple[Ceilings, dict[str, float]]:
     """``(ceilings, validate.* metrics)`` of a validate run from the two probes that bracket it:
     the probes' mean, their peak's drift, (after - before) / mean, and the probed peak against the
@@ -146,12 +141,12 @@ def measured_roof(ceilings: Ceilings, dtype: str, probes: Sequence = ()) -> Meas
     return roof_of(ceilings, (calibrate.calibration(f"gemm_{dtype}"), calibrate.calibration("copy")), probes)
 
 
+@dataclass
 class WindowProbes:
     """The ``on_timed_window`` callback of an in-situ run: probes before and after each window."""
 
-    def __init__(self, dtype: str):
-        self.dtype = dtype
-        self.readings: list = []
+    dtype: str
+    readings: list = field(default_factory=list)
 
     def __call__(self, when: str) -> None:
         from dabench.host.calibrate import probe

@@ -36,31 +36,26 @@ def parse_cpu_max(text: str) -> float | None:
     return int(parts[0]) / int(parts[1])
 
 
+def _quota(text: str) -> float | None:
+    """CPUs of one ``cpu.max`` text (v1: ``"<quota_us> <period_us>"``): None when unlimited or unreadable."""
+    try:
+        quota = parse_cpu_max(text)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return quota if quota is not None and quota > 0 else None
+
+
 def cgroup_quota(root: Path = Path("/sys/fs/cgroup"), self_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
     """CPUs this process's cgroup (or a parent) may use, v2 or v1, or None."""
     lines = text_or_empty(self_cgroup).splitlines()
     relative = next((line.split(":", 2)[2] for line in lines if line.startswith("0::")), "/")
-    folder = root / relative.lstrip("/")
-    quotas = []
-    while True:
-        try:
-            quota = parse_cpu_max((folder / "cpu.max").read_text())
-        except (OSError, ValueError, ZeroDivisionError):
-            quota = None
-        if quota is not None:
-            quotas.append(quota)
-        if folder == root or root not in folder.parents:
-            break
-        folder = folder.parent
-    for v1 in (root / "cpu,cpuacct", root / "cpu"):
-        try:
-            quota_us = int((v1 / "cpu.cfs_quota_us").read_text())
-            period_us = int((v1 / "cpu.cfs_period_us").read_text())
-        except (OSError, ValueError):
-            continue
-        if quota_us > 0 and period_us > 0:
-            quotas.append(quota_us / period_us)
-    return min(quotas) if quotas else None
+    own = root / relative.lstrip("/")
+    v2 = [text_or_empty(f / "cpu.max") for f in (own, *own.parents) if f == root or root in f.parents]
+    v1 = [
+        f"{text_or_empty(v / 'cpu.cfs_quota_us')} {text_or_empty(v / 'cpu.cfs_period_us')}"
+        for v in (root / "cpu,cpuacct", root / "cpu")
+    ]
+    return min((q for q in map(_quota, v2 + v1) if q is not None), default=None)
 
 
 def affinity() -> set[int]:
@@ -94,31 +89,22 @@ class Sample:
 
 def parse_proc_stat(text: str, cpus: set[int]) -> tuple[float, float, int, bool]:
     """(busy ticks, steal ticks, procs_running, found) of ``cpus`` from /proc/stat's text."""
-    busy = steal = 0.0
-    running, found = 0, False
-    for line in text.splitlines():
-        if line.startswith("cpu") and line[3:4].isdigit():
-            fields = line.split()
-            if int(fields[0][3:]) not in cpus:
-                continue
-            values = [float(x) for x in fields[1:9]]
-            values += [0.0] * (8 - len(values))
-            user, nice, system, _idle, _iowait, irq, softirq, stolen = values
-            busy += user + nice + system + irq + softirq
-            steal += stolen
-            found = True
-        elif line.startswith("procs_running"):
-            running = int(line.split()[1])
-    return busy, steal, running, found
+    lines = [line.split() for line in text.splitlines()]
+    # per allowed CPU: user nice system idle iowait irq softirq steal (missing columns: 0)
+    ticks = [
+        [float(x) for x in row[1:9]] + [0.0] * (9 - len(row))
+        for row in lines
+        if row and row[0][:3] == "cpu" and row[0][3:].isdigit() and int(row[0][3:]) in cpus
+    ]
+    running = next((int(row[1]) for row in lines if row and row[0] == "procs_running"), 0)
+    busy = sum(t[0] + t[1] + t[2] + t[5] + t[6] for t in ticks)
+    return busy, sum(t[7] for t in ticks), running, bool(ticks)
 
 
 def parse_pressure(text: str) -> float | None:
     """Seconds of the ``some`` line's ``total=`` (microseconds) of a PSI file, or None."""
-    for line in text.splitlines():
-        if line.startswith("some"):
-            found = re.search(r"total=(\d+)", line)
-            return int(found.group(1)) / 1e6 if found else None
-    return None
+    found = re.search(r"^some.*?total=(\d+)", text, re.MULTILINE)  # the first "some" line
+    return int(found.group(1)) / 1e6 if found else None
 
 
 def sample(cpus: set[int] | None = None) -> Sample:
@@ -186,19 +172,15 @@ def window(before: Sample, after: Sample, threads: int, cpus: int, step_times: S
     )
 
 
-def others_wanted(c: Conditions) -> bool:
-    """Whether other tasks competed for the run's CPUs: by PSI, else by their CPU time (long windows)."""
-    if c.wait is not None:
-        return c.wait > MAX_WAIT
-    return c.readable and c.wall_s >= MIN_TICK_WINDOW_S and c.contention > MAX_CONTENTION
-
-
 def judge(c: Conditions) -> str | None:
     """Why the window is unsteady (cause, then what to do), or None when its numbers stand."""
     if os.environ.get(CHECK_ENV, "on").strip().lower() in ("off", "0", "false", "no"):
         return None
     advice = "run it again when the machine is quiet, or give it CPUs of its own (taskset, fewer run.threads)"
-    if c.wall_s >= MIN_WINDOW_S and c.cpu_share < MIN_CPU_SHARE and others_wanted(c):
+    # other tasks competed for the run's CPUs: by PSI, else by their CPU time (long windows)
+    by_time = c.readable and c.wall_s >= MIN_TICK_WINDOW_S and c.contention > MAX_CONTENTION
+    others_wanted = c.wait > MAX_WAIT if c.wait is not None else by_time
+    if c.wall_s >= MIN_WINDOW_S and c.cpu_share < MIN_CPU_SHARE and others_wanted:
         used = min(c.threads, c.cpus)
         waited = "" if c.wait is None else f", tasks waited for a CPU {c.wait:.0%} of the time"
         return (

@@ -18,11 +18,14 @@ def _cpuinfo() -> str:
     return text_or_empty("/proc/cpuinfo")
 
 
+def _cpuinfo_value(*names: str) -> str | None:
+    """The value of the first /proc/cpuinfo line that starts with one of ``names`` (None: no such line)."""
+    return next((line.split(":", 1)[1] for line in _cpuinfo().splitlines() if line.startswith(names)), None)
+
+
 def cpu_model() -> str:
-    for line in _cpuinfo().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    found = _cpuinfo_value("model name")
+    return found.strip() if found is not None else platform.processor() or platform.machine()
 
 
 def cuda_device_name() -> str | None:
@@ -51,12 +54,9 @@ def gpu_identity(torch) -> dict[str, str]:
     return tags
 
 
-def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+def cpu_flags() -> frozenset[str]:
     """The CPU's feature flags (first processor's ``flags`` or ``Features`` line)."""
-    for line in (_cpuinfo() if cpuinfo is None else cpuinfo).splitlines():
-        if line.startswith(("flags", "Features")):
-            return frozenset(line.split(":", 1)[1].split())
-    return frozenset()
+    return frozenset((_cpuinfo_value("flags", "Features") or "").split())
 
 
 def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> bool:
@@ -67,10 +67,6 @@ def cpu_native_precision(dtype: str, flags: frozenset[str] | None = None) -> boo
     return any(f in flags for f in NATIVE_FLAGS.get(dtype, ()))
 
 
-def cpu_calibration_key(kind: str, threads: int, torch_version: str | None = None) -> str:
+def cpu_calibration_key(kind: str, threads: int, torch_version: str) -> str:
     """'<cpu model>|threads=<n>|torch=<version>|<kind>', kind 'gemm_<precision>' or 'copy'."""
-    if torch_version is None:
-        from importlib.metadata import version
-
-        torch_version = version("torch")
     return f"{cpu_model()}|threads={threads}|torch={torch_version}|{kind}"

@@ -45,17 +45,13 @@ def ceiling_band(samples: Iterable[float]) -> CeilingBand:
     return CeilingBand(max(values), median, (max(values) - min(values)) / median)
 
 
-def efficiency_band(efficiency: float, width: float) -> tuple[float, float]:
-    """(lo, hi) of an efficiency taken against a roof whose band has relative half-width ``width``;
-    the top stops at 1 (no roof is below the rate it bounds) unless the efficiency is above it."""
-    return efficiency / (1.0 + width), min(efficiency * (1.0 + width), max(efficiency, 1.0))
-
-
 def band_metrics(
     metrics: Mapping[str, float], peak: CeilingBand | None, bandwidth: CeilingBand | None, memory_level: str
 ) -> dict[str, float]:
-    """The ``ceilings.*`` band metrics of a measured run and the ``.lo``/``.hi`` of its efficiencies
-    (docs/metrics.md); a ceiling set in the spec (None) contributes nothing."""
+    """The ``ceilings.*`` band metrics of a measured run and the ``.lo``/``.hi`` of its efficiencies,
+    e / (1 + w) and e (1 + w) for the width w of their ceiling's band, the top stopping at 1 (no
+    roof is below the rate it bounds) unless e is above it (docs/metrics.md); a ceiling set in the
+    spec (None) contributes nothing."""
     bands = {"peak_flops": peak, "bandwidth_Bps": bandwidth}
     out = {
         f"ceilings.{name}{suffix}": value
@@ -66,15 +62,20 @@ def band_metrics(
     present = [b for b in bands.values() if b is not None]
     if not present:
         return out
-    out["ceilings.spread"] = max(b.spread for b in present)
-    out["ceilings.band_width"] = max(b.width for b in present)
-    out["ceilings.noisy"] = float(any(b.noisy for b in present))
+    out |= {
+        "ceilings.spread": max(b.spread for b in present),
+        "ceilings.band_width": max(b.width for b in present),
+        "ceilings.noisy": float(any(b.noisy for b in present)),
+    }
     for name, band in (
         ("tier1.compute_efficiency", peak),
         (f"tier1.bandwidth_efficiency.{memory_level}", bandwidth),
     ):
         if band is not None and name in metrics:
-            out[f"{name}.lo"], out[f"{name}.hi"] = efficiency_band(metrics[name], band.width)
+            out[f"{name}.lo"], out[f"{name}.hi"] = (
+                metrics[name] / (1.0 + band.width),
+                min(metrics[name] * (1.0 + band.width), max(metrics[name], 1.0)),
+            )
     return out
 
 
@@ -107,8 +108,4 @@ def held_to_band_top(
         f"tier1.bandwidth_efficiency.{memory_level}": bandwidth.width if bandwidth else 0.0,
         "roofline.step.roof_share": max((b.width for b in (peak, bandwidth) if b is not None), default=0.0),
     }
-    out = dict(metrics)
-    for name, width in widths.items():
-        if name in out and width > 0:
-            out[name] = out[name] / (1.0 + width)
-    return out
+    return {**metrics, **{name: metrics[name] / (1.0 + w) for name, w in widths.items() if name in metrics and w > 0}}

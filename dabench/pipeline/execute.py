@@ -30,7 +30,6 @@ from dabench.host.ceilings import (
     is_calibrated,
     measured_roof,
     resolve_ceilings,
-    uses_in_situ_ceilings,
 )
 from dabench.host.conditions import run_threads
 from dabench.host.noise import band_metrics as ceiling_band_metrics
@@ -119,7 +118,7 @@ def measure_run(backend: Backend, rc: RunConfig, graph: OpGraph, ceilings: Ceili
     parallel run goes to torch.distributed ranks (no probes there), its collectives priced too in
     validate mode."""
     probes = None
-    if uses_in_situ_ceilings(rc.hardware, rc.hardware.mode, rc.parallel.strategy) and is_calibrated(ceilings):
+    if rc.hardware.mode == "validate" and can_probe(rc.hardware, rc.parallel.strategy) and is_calibrated(ceilings):
         probes = WindowProbes(rc.precision.compute_dtype)
     if rc.parallel.strategy != "none" and backend.torch_distributed:
         from dabench.distributed.run import run_parallel  # imports torch

@@ -170,11 +170,25 @@ def test_server_command_and_browser_choice(tmp_path, monkeypatch):
     command = ui.server_command(f"sqlite:///{tmp_path / 'mlflow.db'}", "127.0.0.1", 5077)
     assert command[1:4] == ["-m", "mlflow", "server"] and command[command.index("--workers") + 1] == "1"
     assert command[command.index("--artifacts-destination") + 1] == (tmp_path / "artifacts").as_uri()
-    assert ui.browse_host("0.0.0.0") == "127.0.0.1" and ui.browse_host("::1") == "[::1]"
     if sys.platform.startswith("linux"):
         monkeypatch.delenv("DISPLAY", raising=False)
         monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
         assert ui.open_browser("http://127.0.0.1:1/") is False  # no display: no text browser in the terminal
+
+
+@pytest.mark.parametrize("host, browse", [("0.0.0.0", "127.0.0.1"), ("::1", "[::1]")])
+def test_the_url_names_an_address_a_browser_here_opens(host, browse, tmp_path, monkeypatch):
+    seen = []
+
+    def view_url(uri, base, experiment):
+        seen.append(base)
+        raise ui.UiError("stop before the server starts")
+
+    monkeypatch.setattr(ui, "view_url", view_url)
+    argv = ["--host", host, "--allow-remote", "--port", "0", "--no-browser"]
+    assert ui.main([*argv, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]) == 2
+    if seen or host != "::1":  # a machine without IPv6 loopback refuses ::1 before the URL
+        assert re.fullmatch(rf"http://{re.escape(browse)}:\d+", seen[0]), seen
 
 
 # --- slow: the real UI in a real browser ---------------------------------------------------------

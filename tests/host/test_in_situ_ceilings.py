@@ -8,7 +8,7 @@ import pytest
 
 from dabench.core.ceilings import Ceilings
 from dabench.host.calibrate import Calibration, Probe
-from dabench.host.ceilings import IN_SITU, in_situ_ceilings, roof_of, uses_in_situ_ceilings
+from dabench.host.ceilings import IN_SITU, can_probe, in_situ_ceilings, roof_of
 from tests.conftest import composed
 
 CALIBRATED = Ceilings(peak_flops=100e9, bandwidth_Bps=20e9, memory_level="dram", source="calibrated")
@@ -75,13 +75,11 @@ def test_only_single_process_cpu_validate_runs_with_calibrated_ceilings_probe():
     from dabench.config.build import build_run_config
 
     cpu = build_run_config(composed(["hardware.mode=validate"])).hardware
-    assert uses_in_situ_ceilings(cpu, "validate", "none")
-    assert not uses_in_situ_ceilings(cpu, "measure", "none")
-    assert not uses_in_situ_ceilings(cpu, "validate", "dp")
+    assert can_probe(cpu, "none") and not can_probe(cpu, "dp")
     pinned = build_run_config(composed(["hardware.mode=validate", "hardware.peak_flops.fp32=1e11"])).hardware
-    assert not uses_in_situ_ceilings(pinned, "validate", "none")  # the user's own ceilings are kept
+    assert not can_probe(pinned, "none")  # the user's own ceilings are kept
     cuda = build_run_config(composed(["hardware=cuda"])).hardware
-    assert not uses_in_situ_ceilings(cuda, "validate", "none")
+    assert not can_probe(cuda, "none")
 
 
 @pytest.mark.slow

@@ -7,7 +7,6 @@ from dabench.host.noise import (
     CeilingBand,
     band_metrics,
     ceiling_band,
-    efficiency_band,
     held_to_band_top,
     noise_note,
 )
@@ -41,16 +40,13 @@ def test_a_band_needs_positive_repeats(samples):
         ceiling_band(samples)
 
 
-def test_the_efficiency_band_is_the_ceilings_band_inverted():
-    lo, hi = efficiency_band(0.5, 0.25)
-    assert (lo, hi) == (pytest.approx(0.4), pytest.approx(0.625))
-    assert efficiency_band(0.3, 0.0) == (0.3, 0.3)
-
-
-def test_the_efficiency_band_stops_at_one():
+def test_an_efficiencys_band_stops_at_one():
     # a loaded machine: the probe's median 80x below its fastest repeat
-    assert efficiency_band(0.05, 80.0) == (pytest.approx(0.05 / 81), 1.0)
-    assert efficiency_band(1.2, 0.5) == (pytest.approx(0.8), 1.2)  # above 1 inside its band: kept, never cut
+    loaded = CeilingBand(roof=81.0, median=1.0, spread=80.0)
+    out = band_metrics({"tier1.compute_efficiency": 0.05}, loaded, None, "dram")
+    assert out["tier1.compute_efficiency.lo"] == pytest.approx(0.05 / 81) and out["tier1.compute_efficiency.hi"] == 1.0
+    above = band_metrics({"tier1.compute_efficiency": 1.2}, CeilingBand(1.5, 1.0, 0.5), None, "dram")
+    assert above["tier1.compute_efficiency.hi"] == 1.2  # above 1 inside its band: kept, never cut
 
 
 def test_band_metrics_name_both_ceilings_and_both_efficiencies():

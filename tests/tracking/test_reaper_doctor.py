@@ -7,6 +7,7 @@ gone (or, at worst, reused by a process with another start time, which the reape
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from dabench.cli import doctor
 from dabench.tracking import reaper
 from dabench.tracking.lifecycle import open_run
 from dabench.tracking.writes import write_batch
+from dabench.tune.parent_run import PARENT_ATTR, PARENT_OWNER_ATTR, PARENT_URI_ATTR
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -132,6 +134,21 @@ def test_doctor_fixes_dead_runs_and_stale_trials(store, tmp_path, capsys):
 
     assert doctor.main(["--all-hosts"]) == 0
     assert states(store)["elsewhere"] == ("KILLED", "killed")
+
+
+def test_doctor_ends_the_parent_run_of_a_gone_sweep(store, tmp_path, capsys):
+    parent = run_owned_by(store, "parent")  # no owner tags: the reaper leaves it alone
+    study = optuna.create_study(study_name="p", storage=f"sqlite:///{tmp_path / 'mlruns' / 'optuna.db'}")
+    owner = f"{socket.gethostname()}:{dead_pid()}"
+    for key, value in ((PARENT_ATTR, parent), (PARENT_URI_ATTR, store), (PARENT_OWNER_ATTR, owner)):
+        study.set_user_attr(key, value)
+    assert doctor.main(["--dry-run"]) == 0 and states(store)["parent"][0] == "RUNNING"
+    assert doctor.main([]) == 0
+    assert (
+        f"fixed: study p: parent run {parent} RUNNING with its sweep ({owner}) gone -> KILLED"
+        in capsys.readouterr().out
+    )
+    assert states(store)["parent"][0] == "KILLED"
 
 
 @pytest.mark.parametrize("which", ["mlflow.db", "optuna.db"])

@@ -60,9 +60,7 @@ def run_from_mlflow(args) -> int:
     frame, selection = load_frame(uri, args.from_mlflow or None)  # SelectionError: one line, exit 2
     points, left = points_from_runs(run_dicts(frame))
     arch = args.arch[0] if args.arch else None
-    unknown = _unknown_choice(points, arch, args.host)
-    if unknown:
-        raise ConfigError("", None, unknown)
+    _check_choice(points, arch, args.host)
     _add_class_times(points, uri)
     groups = group_points(points, arch, args.host)
     print(
@@ -119,16 +117,17 @@ def run_from_mlflow(args) -> int:
     return 0
 
 
-def _unknown_choice(points: list, arch: str | None, host: str | None) -> str:
-    """Why ``--arch``/``--host`` select nothing among the measured points ('' when they do)."""
+def _check_choice(points: list, arch: str | None, host: str | None) -> None:
+    """ConfigError when ``--arch``/``--host`` select nothing among the measured points."""
     for flag, wanted, known in (
         ("--arch", arch, {p.platform for p in points}),
         ("--host", host, {p.host_key for p in points if not arch or p.platform == arch}),
     ):
         if wanted and wanted not in known:
             listed = ", ".join(repr(k) for k in sorted(known)) or "(none)"
-            return f"{flag} {wanted!r}: no measured run of it in this selection (measured here: {listed})"
-    return ""
+            raise ConfigError(
+                "", None, f"{flag} {wanted!r}: no measured run of it in this selection (measured here: {listed})"
+            )
 
 
 def _add_class_times(points: list, uri: str) -> None:
