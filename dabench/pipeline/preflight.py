@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 
 from dabench.core.paths import launch_dir
 from dabench.core.platforms import on_host_cpu
+from dabench.core.readers import text_or_empty
 from dabench.core.status import ConfigError
 from dabench.host.cache import calibration_cache
 from dabench.host.conditions import affinity
@@ -262,13 +264,8 @@ def check_study_storage(
 
 def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     """``MemAvailable`` from /proc/meminfo, in bytes (None when unknown)."""
-    try:
-        for line in Path(meminfo).read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    found = re.search(r"^MemAvailable:\s+(\d+)", text_or_empty(meminfo), re.MULTILINE)
+    return int(found.group(1)) * 1024 if found else None
 
 
 def cpu_cores() -> int:
