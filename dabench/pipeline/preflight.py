@@ -67,10 +67,9 @@ class Problem:
         return f"pre-flight: {self.field}={self.value!r}: {self.fix}"
 
 
-def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int = MIN_FREE_BYTES) -> list[Problem]:
+def check_writable_dir(path: Path, field: str, shown: Any, min_free: int = MIN_FREE_BYTES) -> list[Problem]:
     """``path`` (a folder, maybe not yet created) can be created/written and has ``min_free``
     bytes free."""
-    shown = str(path) if shown is None else shown
     base = Path(path).absolute()
     while not base.exists() and base != base.parent:  # the nearest folder that exists
         base = base.parent

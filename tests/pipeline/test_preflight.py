@@ -92,7 +92,7 @@ def test_sqlite_store_folder_and_file(tmp_path):
 
 
 def test_low_disk_space_is_refused(tmp_path):
-    [problem] = preflight.check_writable_dir(tmp_path, "hydra.run.dir", min_free=2**62)
+    [problem] = preflight.check_writable_dir(tmp_path, "hydra.run.dir", str(tmp_path), min_free=2**62)
     assert "MiB free" in problem.fix
 
 
