@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from dabench.config.paths import CONF_DIR, SWEEPS_DIR
+from dabench.config.paths import SWEEPS_DIR
 from dabench.core.readers import DamagedFile, is_number, mapping, read_text, read_yaml
 
 
@@ -120,10 +120,6 @@ def hardware_preset(path: Path) -> dict[str, Any]:
     chain = [*(hardware_preset(parent) for parent in parents if parent.is_file()), data]
     merged = {key: value for layer in chain for key, value in layer.items()}
     return {**merged, "options": {k: v for layer in chain for k, v in (layer.get("options") or {}).items()}}
-
-
-def group_file(group: str, option: str) -> dict[str, Any]:
-    return config_file(CONF_DIR / group / f"{option}.yaml")
 
 
 def sweep_file(name: str) -> dict[str, Any]:
