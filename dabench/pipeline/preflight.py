@@ -115,11 +115,9 @@ def check_path_shape(path: Path, field: str, shown: Any, want: str) -> list[Prob
             if part.is_relative_to(home) and part != home and not target.is_relative_to(real_home):
                 fix = f"{part} is a link out of the launch folder (to {target}); give that path to write there"
                 return [Problem(field, shown, fix)]
-        if part != path and not part.is_dir():
+        if (part != path or want == "folder") and not part.is_dir():
             return [Problem(field, shown, f"{part} is not a folder (a file); move it or point {field} elsewhere")]
     if path.exists():
-        if want == "folder" and not path.is_dir():
-            return [Problem(field, shown, f"{path} is not a folder (a file); move it or point {field} elsewhere")]
         if want == "file" and path.is_dir():
             return [Problem(field, shown, f"{path} is a folder, not a file; point {field} at a file")]
         if want == "file" and not path.is_file():
