@@ -22,7 +22,7 @@ from dabench.config.sections import RunConfig
 from dabench.core.result import RunResult
 from dabench.core.status import Status
 from dabench.ingest.parse import parse
-from dabench.pipeline.job import prepare, run_container
+from dabench.pipeline.job import execute_job, prepare
 from dabench.pipeline.record import record_run
 from dabench.tracking.describe import reproduce_command, run_note, summary_line
 
@@ -47,7 +47,7 @@ def run(overrides: Sequence[str] = (), *, record: bool = False) -> RunResult:
     except Exception as error:  # an unknown group option or key: bad input, a result
         return RunResult(Status.INVALID_CONFIG, f"invalid overrides {list(overrides)}: {error}", "none")
     if not record:
-        return run_container(container)
+        return execute_job(prepare(container))
 
     job = prepare(container)
     command = reproduce_command(list(overrides))

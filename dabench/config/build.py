@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from dabench.config.check import check_section, check_value
 from dabench.config.fields import specs
-from dabench.config.files import config_file
+from dabench.config.files import hardware_preset
 from dabench.config.paths import CONF_DIR
 from dabench.config.schema import check_keys
 from dabench.config.sections import (
@@ -176,17 +176,9 @@ def build_run_config(cfg: Mapping[str, Any]) -> RunConfig:
 
 def fp8_presets() -> list[str]:
     """The hardware presets that list ``fp8`` in their precisions (their own, else inherited)."""
-
-    def precisions(path) -> list:
-        data = config_file(path)
-        if "precisions" in data:
-            return list(data["precisions"])
-        parents = [
-            path.parent / f"{d}.yaml" for d in data.get("defaults") or [] if isinstance(d, str) and d != "_self_"
-        ]
-        return next((precisions(p) for p in parents if p.is_file()), [])
-
-    return sorted(p.stem for p in (CONF_DIR / "hardware").glob("*.yaml") if FP8 in precisions(p))
+    return sorted(
+        p.stem for p in (CONF_DIR / "hardware").glob("*.yaml") if FP8 in hardware_preset(p).get("precisions", ())
+    )
 
 
 def _section(cfg: Mapping[str, Any], name: str) -> Any:

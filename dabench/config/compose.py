@@ -112,21 +112,19 @@ class Composer:
 
     def compose(self, job: Sequence[str]) -> Any:
         parsed = [parse_override(line) for line in job]
-        if any(o.key_or_group.startswith("hydra.") for o in parsed):
-            self.full_compositions += 1
-            return self._full(list(job))
-        groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
-        values = [o for o in parsed if "." in o.key_or_group]
-        base = self._bases.get(groups)
-        if base is None:
-            base = self._full(list(groups))
-            if len(self._bases) >= MAX_BASES:
-                self._bases.pop(next(iter(self._bases)))
-            self._bases[groups] = base
-        if not all(self._settable(o, base) for o in values):
-            self.full_compositions += 1
-            return self._full(list(job))
-        return self._apply(copy.deepcopy(base), values, parsed)
+        if not any(o.key_or_group.startswith("hydra.") for o in parsed):
+            groups = tuple(o.input_line for o in parsed if "." not in o.key_or_group)
+            values = [o for o in parsed if "." in o.key_or_group]
+            base = self._bases.get(groups)
+            if base is None:
+                base = self._full(list(groups))
+                if len(self._bases) >= MAX_BASES:
+                    self._bases.pop(next(iter(self._bases)))
+                self._bases[groups] = base
+            if all(self._settable(o, base) for o in values):
+                return self._apply(copy.deepcopy(base), values, parsed)
+        self.full_compositions += 1  # a hydra.* key, or a value that is no plain set
+        return self._full(list(job))
 
 
 _composer = Composer()

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from dabench.config.paths import CONF_DIR, SWEEPS_DIR
+from dabench.config.paths import SWEEPS_DIR
 from dabench.core.readers import DamagedFile, is_number, mapping, read_text, read_yaml
 
 
@@ -111,8 +111,15 @@ def config_file(path: Path) -> dict[str, Any]:
     return copy.deepcopy(_parsed(Path(path)))
 
 
-def group_file(group: str, option: str) -> dict[str, Any]:
-    return config_file(CONF_DIR / group / f"{option}.yaml")
+def hardware_preset(path: Path) -> dict[str, Any]:
+    """A hardware YAML over the hardware files its ``defaults`` name, as a generation preset
+    (``defaults: [<family>, _self_]``) inherits them: a later file's keys replace an earlier one's,
+    ``options`` are merged."""
+    data = config_file(path)
+    parents = [path.parent / f"{e}.yaml" for e in data.get("defaults") or [] if isinstance(e, str) and e != "_self_"]
+    chain = [*(hardware_preset(parent) for parent in parents if parent.is_file()), data]
+    merged = {key: value for layer in chain for key, value in layer.items()}
+    return {**merged, "options": {k: v for layer in chain for k, v in (layer.get("options") or {}).items()}}
 
 
 def sweep_file(name: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.check import check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
-from dabench.config.files import config_file, read_sweep
+from dabench.config.files import config_file, hardware_preset, read_sweep
 from dabench.config.paths import CONF_DIR, SWEEPS_DIR, sweep_folders
 from dabench.config.sections import SECTION_TYPES
 from dabench.core.platforms import registry
@@ -186,23 +186,11 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
         path = next((f / f"{name}.yaml" for f in group_folders("hardware") if (f / f"{name}.yaml").is_file()), None)
         if not name or path is None:
             return  # not a plain option (a sweep or an interpolation): Hydra and the build decide
-        options = _preset_options(path)
+        options = hardware_preset(path)["options"]
         for key in keys:
             option = key.split(".", 2)[2]
             if "." not in option and option not in options:
                 raise ConfigError(key, option, suggest(option, options, "hardware.options.") + f" (hardware={name})")
-
-
-def _preset_options(path) -> dict:
-    """The options of a hardware YAML with those of the hardware files its ``defaults`` name (a
-    generation preset, ``defaults: [<family>]``, inherits the family's options)."""
-    data = config_file(path)
-    options: dict = {}
-    for entry in data.get("defaults") or []:
-        parent = path.parent / f"{entry}.yaml" if isinstance(entry, str) and entry != "_self_" else None
-        if parent is not None and parent.is_file():
-            options.update(_preset_options(parent))
-    return {**options, **(data.get("options") or {})}
 
 
 def refuse_bad_command_line(argv: list[str] | None = None) -> None:

@@ -41,11 +41,9 @@ def build_trainer(ctx: RankContext) -> Trainer:
         return TensorParallelTrainer.build(
             ctx, init_device_mesh(ctx.device.type, (par.degree,), mesh_dim_names=("tp",))
         )
-
-    if par.strategy == "pp":
-        mesh = init_device_mesh(ctx.device.type, (par.replicas, par.degree), mesh_dim_names=("dp", "pp"))
-        return PipelineTrainer.build(ctx, mesh)
-    raise ValueError(f"parallel.strategy={par.strategy!r} has no distributed trainer")
+    # pp (the schema admits no other strategy, and strategy none never starts ranks)
+    mesh = init_device_mesh(ctx.device.type, (par.replicas, par.degree), mesh_dim_names=("dp", "pp"))
+    return PipelineTrainer.build(ctx, mesh)
 
 
 def peak_memory_bytes(device: torch.device) -> float:

@@ -13,7 +13,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from dabench.config.files import group_file
+from dabench.config.files import config_file
+from dabench.config.paths import CONF_DIR
 from dabench.core.status import CapacityError
 from dabench.findings import Finding, Measured
 from dabench.fit.evaluate import point_config, predict_point
@@ -56,7 +57,7 @@ def throughput(cfg: dict[str, Any]) -> float:
 @lru_cache(maxsize=1)
 def ipu_sweep_placements() -> tuple[str, ...]:
     """The layers-per-IPU placements of the default IPU sweep (conf/default_sweep/ipu_pp.yaml)."""
-    data = group_file("default_sweep", "ipu_pp")
+    data = config_file(CONF_DIR / "default_sweep" / "ipu_pp.yaml")
     return tuple(re.findall(r'"([^"]+)"', data["hydra"]["sweeper"]["params"]["parallel.placement"]))
 
 

@@ -66,8 +66,3 @@ def execute_job(job: Job) -> RunResult:
     result = execute(job.rc)
     result.config = job.container
     return result
-
-
-def run_container(container: Mapping[str, Any]) -> RunResult:
-    """One composed config (a plain mapping) prepared and run."""
-    return execute_job(prepare(container))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 
 from dabench.core.paths import launch_dir
 from dabench.core.platforms import on_host_cpu
+from dabench.core.readers import text_or_empty
 from dabench.core.status import ConfigError
 from dabench.host.cache import calibration_cache
 from dabench.host.conditions import affinity
@@ -65,10 +67,9 @@ class Problem:
         return f"pre-flight: {self.field}={self.value!r}: {self.fix}"
 
 
-def check_writable_dir(path: Path, field: str, shown: Any = None, min_free: int = MIN_FREE_BYTES) -> list[Problem]:
+def check_writable_dir(path: Path, field: str, shown: Any, min_free: int = MIN_FREE_BYTES) -> list[Problem]:
     """``path`` (a folder, maybe not yet created) can be created/written and has ``min_free``
     bytes free."""
-    shown = str(path) if shown is None else shown
     base = Path(path).absolute()
     while not base.exists() and base != base.parent:  # the nearest folder that exists
         base = base.parent
@@ -114,11 +115,9 @@ def check_path_shape(path: Path, field: str, shown: Any, want: str) -> list[Prob
             if part.is_relative_to(home) and part != home and not target.is_relative_to(real_home):
                 fix = f"{part} is a link out of the launch folder (to {target}); give that path to write there"
                 return [Problem(field, shown, fix)]
-        if part != path and not part.is_dir():
+        if (part != path or want == "folder") and not part.is_dir():
             return [Problem(field, shown, f"{part} is not a folder (a file); move it or point {field} elsewhere")]
     if path.exists():
-        if want == "folder" and not path.is_dir():
-            return [Problem(field, shown, f"{path} is not a folder (a file); move it or point {field} elsewhere")]
         if want == "file" and path.is_dir():
             return [Problem(field, shown, f"{path} is a folder, not a file; point {field} at a file")]
         if want == "file" and not path.is_file():
@@ -262,13 +261,8 @@ def check_study_storage(
 
 def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     """``MemAvailable`` from /proc/meminfo, in bytes (None when unknown)."""
-    try:
-        for line in Path(meminfo).read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    found = re.search(r"^MemAvailable:\s+(\d+)", text_or_empty(meminfo), re.MULTILINE)
+    return int(found.group(1)) * 1024 if found else None
 
 
 def cpu_cores() -> int:

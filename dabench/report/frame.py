@@ -88,14 +88,10 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
             if search_all(client, where, children, limit=1):
                 return Selection("run", f"sweep {selection}", where, (children,), (selection,))
             return Selection("run", f"run {selection}", where, (f"attributes.run_id = '{selection}'",))
-        if kind == "run":
-            raise SelectionError(f"no run {selection} in this store ({_what_exists(client, experiment_ids)})")
     if kind in ("auto", "experiment"):
         found = client.get_experiment_by_name(selection)
         if found is not None:
             return Selection("experiment", f"experiment {selection}", (found.experiment_id,))
-        if kind == "experiment":
-            raise SelectionError(f"no experiment {selection!r} ({_what_exists(client, experiment_ids)})")
     if kind == "study" or (kind == "auto" and "'" not in selection):  # trials: optuna_study; parents: optuna.study
         parents = search_all(client, experiment_ids, f"tags.`optuna.study` = '{selection}'")
         trials = search_all(client, experiment_ids, f"tags.optuna_study = '{selection}'", limit=1)
@@ -107,8 +103,6 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
                 else tuple(f"tags.mlflow.parentRunId = '{i}'" for i in ids)
             )
             return Selection("study", f"study {selection}", tuple(experiment_ids), filters, ids)
-        if kind == "study":
-            raise SelectionError(f"no study {selection!r} ({_what_exists(client, experiment_ids)})")
     if kind == "filter" or (kind == "auto" and _FILTER_SIGN.search(selection)):
         try:
             search_all(client, experiment_ids, selection, limit=1)
@@ -116,10 +110,11 @@ def resolve_selection(client, selection: str | None, kind: str = "auto") -> Sele
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise SelectionError(f"invalid MLflow filter {selection!r}: {first}") from None
         return Selection("filter", f"filter {selection}", tuple(experiment_ids), (selection,))
-    raise SelectionError(
-        f"{selection!r} is no run id, experiment, study or filter in this store "
-        f"({_what_exists(client, experiment_ids)})"
-    )
+    missing = {"experiment": f"no experiment {selection!r}", "study": f"no study {selection!r}"}  # by kind
+    if RUN_ID.match(selection):
+        missing["run"] = f"no run {selection} in this store"
+    what = missing.get(kind, f"{selection!r} is no run id, experiment, study or filter in this store")
+    raise SelectionError(f"{what} ({_what_exists(client, experiment_ids)})")
 
 
 def _number(column: str, value: Any) -> float:

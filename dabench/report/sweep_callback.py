@@ -76,7 +76,6 @@ def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
 
 class SweepResultsCallback(Callback):
     def __init__(self) -> None:
-        self.progress: SweepProgress | None = None
         self.untracked: list[dict[str, Any]] = []  #: jobs of a multirun with tracking.enabled=false
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -84,25 +83,23 @@ class SweepResultsCallback(Callback):
         study = is_study(config)
         total = OmegaConf.select(config, "hydra.sweeper.n_trials") if study else job_count(config)
         if total:
-            self.progress = _current = SweepProgress(
-                int(total), "study" if study else "multirun", "trials" if study else "runs"
-            )
+            _current = SweepProgress(int(total), "study" if study else "multirun", "trials" if study else "runs")
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.progress is not None:
-            self.progress.clear()
+        if _current is not None:
+            _current.clear()
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
-        if self.progress is not None:
-            self.progress.finished(_job_ok(job_return))
+        if _current is not None:
+            _current.finished(_job_ok(job_return))
         if not (config.get("tracking") or {}).get("enabled", True):  # no MLflow: the table from the job returns
             self.untracked.append(_untracked_row(config, job_return))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _current
-        if self.progress is not None:
-            self.progress.close()
-            self.progress = _current = None
+        if _current is not None:
+            _current.close()
+            _current = None
         if is_study(config):
             return  # the study sweeper prints and records its own (it holds the parent run)
         import pandas as pd

@@ -57,6 +57,7 @@ class _Line:
         self.stream = stream or sys.stderr
         self.mode = mode or style(self.stream)
         self.total, self.desc, self.unit = total, desc, unit
+        self.done = 0
         self.started = time.monotonic()
         self.last_shown = self.started
         self.bar = None
@@ -125,7 +126,7 @@ class SweepProgress(_Line):
         mode: str | None = None,
     ):
         super().__init__(int(total), desc, unit, stream, mode)
-        self.done = self.ok = self.failed = 0
+        self.ok = self.failed = 0
 
     def text(self) -> str:
         elapsed = time.monotonic() - self.started
@@ -173,7 +174,6 @@ class StepProgress(_Line):
         super().__init__(max(1, int(steps)), label, "steps", stream, mode)
         self.reason = reason
         self.limit_s = limit_s
-        self.done = 0
         self.phase = "warm-up"
         self.estimate_after = max(1, int(estimate_after))
         self.estimated_s: float | None = None
@@ -194,9 +194,10 @@ class StepProgress(_Line):
     def step(self) -> None:
         self.done += 1
         early = self.done < self.estimate_after and self.limit_s is not None
-        if early and (self.estimate() or 0.0) > EARLY_STOP * self.limit_s:
-            self._announce()
-        if self.done == self.estimate_after and self.estimated_s is None:
+        # announced when due, or before then as soon as a step puts the run far past its limit
+        if (self.done == self.estimate_after and self.estimated_s is None) or (
+            early and (self.estimate() or 0.0) > EARLY_STOP * self.limit_s
+        ):
             self._announce()
         self.show(self.done, self.phase, self.text)
 

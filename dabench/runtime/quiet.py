@@ -39,8 +39,7 @@ def install(argv: list[str] | None = None) -> bool:
         os.environ["DABENCH_VERBOSE"] = "1"
         return True
     env_defaults()
-    warnings.filterwarnings("ignore", message=r"pkg_resources is deprecated", category=UserWarning)
-    warnings.filterwarnings("ignore", message=r"pkg_resources is deprecated", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=r"pkg_resources is deprecated")  # a UserWarning or a DeprecationWarning
     warnings.filterwarnings("ignore", message=r"Setuptools is replacing distutils")
     return False
 

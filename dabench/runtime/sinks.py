@@ -8,10 +8,11 @@ tests/reliability/test_write_sites.py. docs/reliability.md, "Sinks and the fault
 from __future__ import annotations
 
 import errno as _errno
+import itertools
 import json
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -136,13 +137,7 @@ def fault_point(name: str, path: Path | str | None = None) -> None:
         raise SinkError(name, path or sink(name).setting, error) from error
 
 
-_counter = 0
-
-
-def _tmp_path(path: Path) -> Path:
-    global _counter
-    _counter += 1
-    return path.with_name(f".{path.name}.{os.getpid()}.{_counter}{TMP_MARK}")
+_counter = itertools.count(1)  #: numbers this process's temporary files
 
 
 def _remove_stale(folder: Path) -> None:
@@ -154,7 +149,8 @@ def _remove_stale(folder: Path) -> None:
     for tmp in leftovers:
         parts = tmp.name[: -len(TMP_MARK)].rsplit(".", 2)
         if len(parts) == 3 and parts[1].isdigit() and not pid_alive(int(parts[1])):
-            _unlink(tmp)
+            with suppress(OSError):
+                tmp.unlink()
 
 
 def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> Path:
@@ -162,7 +158,7 @@ def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> 
     unchanged and :class:`SinkError` raised."""
     point = sink(name).point
     path = Path(path)
-    tmp = _tmp_path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_counter)}{TMP_MARK}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale(path.parent)
@@ -178,18 +174,12 @@ def write_bytes(name: str, path: Path | str, data: bytes, mode: int = 0o666) -> 
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
         except BaseException:
-            _unlink(tmp)
+            with suppress(OSError):
+                tmp.unlink()
             raise
     except OSError as error:
         raise SinkError(name, path, error) from error
     return path
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
 
 
 def write_text(name: str, path: Path | str, text: str, encoding: str = "utf-8") -> Path:

@@ -135,10 +135,6 @@ class Child:
     oom_kills_at_start: int | None = None
     killed: bool = field(default=False)
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
 
 def start(
     command: Sequence[str], log_path: Path | str, *, cwd: Path | str | None = None, env: Mapping[str, str] | None = None
@@ -195,19 +191,15 @@ def run(
     cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Exit:
-    """Start, wait at most ``timeout_s``, kill the group whatever happens, classify."""
+    """Start, wait at most ``timeout_s``, kill the group whatever happens (a child past its time,
+    or the grandchildren an exited child left behind), classify."""
     child = start(command, log_path, cwd=cwd, env=env)
     timed_out = False
     try:
         child.proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-    except BaseException:
-        kill_group(child)
-        raise
-    if child.proc.poll() is not None:
-        _killpg(child.proc.pid)  # grandchildren an exited child left behind
-    if timed_out:
+    finally:
         kill_group(child)
     return outcome(child, timed_out=timed_out)
 

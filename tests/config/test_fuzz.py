@@ -7,7 +7,7 @@ run and tracking) is composed once with ``hardware.mode=predict``; every leaf of
 and then Hypothesis-drawn ones (wrong types, out of range, boundaries, empty, huge, NaN/inf,
 unicode, path-like). Outcome: :func:`~dabench.config.build.build_run_config` raises a one-line
 ConfigError naming a config field (the fuzzed one when the value breaks its own spec), or the
-config is predicted through the pipeline ``dabench.predict`` uses (``dabench.api.run_container``)
+config is predicted through the pipeline ``dabench.predict`` uses (``dabench.pipeline.job``)
 and ends with a status other than ``crashed``; an ``ok`` has physically possible metrics.
 
 Profiles: ``fast`` (default, few examples, derandomized) and ``long`` (DABENCH_FUZZ=long; run by
@@ -229,9 +229,9 @@ def check_outcome(base: str, path: Path, value: Any) -> str:
         return "refused"
     if rc.hardware.mode != "predict" or not rc.hardware.backend:
         return "accepted"  # a measured run is not the fuzzer's to start
-    from dabench.api import run_container  # what dabench.predict runs once Hydra has composed
+    from dabench.pipeline.job import execute_job, prepare  # what dabench.predict runs once Hydra has composed
 
-    result = run_container(cfg)
+    result = execute_job(prepare(cfg))
     assert isinstance(result.status, Status), (where, value)
     assert result.status not in (Status.CRASHED, Status.OOM), (where, value, result.reason[-1500:])
     if result.status is Status.OK:

@@ -8,7 +8,7 @@ import pytest
 from dabench import api
 from dabench.config.paths import CONF_DIR
 from dabench.pipeline.grid import Composer, expand, run_grid
-from dabench.pipeline.job import run_container
+from dabench.pipeline.job import execute_job, prepare
 
 #: predicted configurations that end ok, capacity and invalid_config (a value the schema refuses)
 STUDY = [
@@ -157,7 +157,7 @@ def test_per_run_plot_follows_run_plots(tmp_path):
     )
     for choice, drawn in (("auto", False), ("always", True)):
         container = api.compose([*JOBS[0], f"run.plots={choice}"])
-        result = run_container(container)
+        result = execute_job(prepare(container))
         folder = write_artifacts(tmp_path / choice, result.config, result, "t", 1)
         assert (folder / "roofline.svg").exists() is drawn
         assert (folder / "subtasks.csv").exists() and (folder / "result.json").exists()

@@ -92,7 +92,7 @@ def test_sqlite_store_folder_and_file(tmp_path):
 
 
 def test_low_disk_space_is_refused(tmp_path):
-    [problem] = preflight.check_writable_dir(tmp_path, "hydra.run.dir", min_free=2**62)
+    [problem] = preflight.check_writable_dir(tmp_path, "hydra.run.dir", str(tmp_path), min_free=2**62)
     assert "MiB free" in problem.fix
 
 
@@ -165,5 +165,5 @@ def test_in_a_sweep_a_job_that_does_not_fit_is_recorded_invalid_config_without_r
 
     monkeypatch.setattr(job, "execute", must_not_run)
     monkeypatch.setattr(preflight, "cpu_cores", lambda: 2)  # this machine's core count, wherever it runs
-    result = job.run_container(composed(["parallel=dp", "parallel.degree=64"]))
+    result = job.execute_job(job.prepare(composed(["parallel=dp", "parallel.degree=64"])))
     assert result.status is Status.INVALID_CONFIG and "ranks on" in result.reason

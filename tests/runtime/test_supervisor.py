@@ -86,8 +86,8 @@ def test_a_second_signal_kills_the_children_still_held(tmp_path):
 
     assert supervisor.kill_live in interrupts._exit_now_hooks
     child = supervisor.start([sys.executable, "-c", "import time; time.sleep(300)"], tmp_path / "log.txt")
-    assert child.pid in supervisor._LIVE
+    assert child.proc.pid in supervisor._LIVE
     supervisor.kill_live()
     assert child.proc.wait(timeout=30) == -signal.SIGKILL
     supervisor.outcome(child)
-    assert child.pid not in supervisor._LIVE
+    assert child.proc.pid not in supervisor._LIVE
