@@ -158,15 +158,11 @@ def _stages_of(
         alone = op.bytes / split
         if phase == "fwd":
             weights = weight_params(op, model) * w / t
-            fused = weights + op.saved_bytes / split
-            if tiered:
-                fused = weights * fw + op.saved_bytes / split * fa
+            fused = weights * fw + op.saved_bytes / split * fa
         elif phase == "bwd":
             params = saved.get("params:" + name, 0)
             weights = params * wg / t
-            fused = weights + saved.get(name, 0.0) / split
-            if tiered:
-                fused = weights * fw + saved.get(name, 0.0) / split * fa
+            fused = weights * fw + saved.get(name, 0.0) / split * fa
         else:
             out.append(
                 Stage(
@@ -292,15 +288,6 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
     down to a power of two (docs/perfmodel.md, "SN30 RDU")."""
     total = k.pcus
     stages = section.stages
-    if len(stages) == 1:  # the loop below for one stage (o0's every section): the same arithmetic
-        stage = stages[0]
-        cap = stage.cap if stage.cap < total else total
-        a = 1.0
-        if cap > 1 and total > 1 and stage.work > 0:
-            a = 1.0 + (total - 1) / stage.work * stage.work
-            if a >= cap:
-                a = cap
-        return [1 << (int(a).bit_length() - 1) if a >= 1 else 1]
     flops = [stage.work for stage in stages]
     caps = [stage.cap if stage.cap < total else total for stage in stages]
     alloc = [1.0] * len(flops)
@@ -356,23 +343,6 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     pcus = allocate(section, k)
     rate = k.pcu_flops * k.options.pcu_efficiency
     stages = section.stages
-    if len(stages) == 1:  # the general case below for one stage (o0's every section): the same arithmetic
-        stage, p = stages[0], pcus[0]
-        longest = stage.work / (p * rate)
-        used_pmus = stage.weight_pmus + stage.buffer_pmus
-        passes = math.ceil(used_pmus / k.pmus) if used_pmus > k.pmus else 1
-        compute = longest * samples / samples
-        ddr = (stage.ddr_fused if section.fused else stage.ddr_alone) * passes / k.ddr_Bps
-        return SectionTime(
-            max(compute, ddr) + k.options.section_switch_s,
-            compute,
-            ddr,
-            p,
-            min(k.pmus, used_pmus),
-            (longest,),
-            (p,),
-            longest / 1 / longest if longest else 1.0,
-        )
     fused = section.fused
     times_list, ddr_bytes, weight_pmus, buffer_pmus = [], 0, 0, 0
     for s, p in zip(stages, pcus, strict=False):
