@@ -70,12 +70,6 @@ def parse_bandwidth_txt(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def parse_section_report_csv(path: Path) -> list[dict[str, str]]:
-    """SambaTune reports/section_report.csv as dicts keyed by lower-cased column names."""
-    with path.open(newline="") as handle:
-        return [{k.strip().lower(): (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(handle)]
-
-
 def _column(row: dict[str, str], *needles: str) -> float | None:
     for key, value in row.items():
         if all(n in key for n in needles):
@@ -89,6 +83,8 @@ def _column(row: dict[str, str], *needles: str) -> float | None:
 def apply_sambatune(report: ArtifactReport, path: Path) -> None:
     """Add a SambaTune section_report.csv's measured figures (throughput 1 / sum_s(1 / rate_s))."""
     report.files.append(str(path))
+    with path.open(newline="") as handle:  # keyed by lower-cased column names
+        rows = [{k.strip().lower(): (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(handle)]
     sections = [
         {
             "section_id": row.get("section_id"),
@@ -99,7 +95,7 @@ def apply_sambatune(report: ArtifactReport, path: Path) -> None:
             "pmus": _column(row, "pmu count"),
             "ddr_total_GBps": _column(row, "ddr", "total"),
         }
-        for row in parse_section_report_csv(path)
+        for row in rows
     ]
     report.details["sambatune_sections"] = sections
     if not report.subtasks:  # a section_report.csv on its own: the sections are the subtasks
