@@ -312,17 +312,7 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
         free = [i for i in free if alloc[i] < caps[i]]
     # the compiler parallelises a stage by a power-of-two factor (tensor dims tile evenly): the
     # largest one within its share (every share is at least 1: each stage starts with one PCU)
-    return [_floor_pow2(int(a)) for a in alloc]
-
-
-def _floor_pow2(n: int) -> int:
-    """The largest power of two <= ``n`` (1 for 0), from a table for chip-sized counts."""
-    if n < len(_FLOOR_POW2):
-        return _FLOOR_POW2[n]
-    return 1 << (n.bit_length() - 1)
-
-
-_FLOOR_POW2: list[int] = [1] + [1 << (i.bit_length() - 1) for i in range(1, 1 << 12)]
+    return [1 << (max(1, int(a)).bit_length() - 1) for a in alloc]
 
 
 @dataclass(slots=True)
