@@ -19,7 +19,6 @@ class PoptorchBackend(VendorBackend):
         "pip install <poplar-sdk>/poptorch-*.whl into a venv, source the SDK's enable.sh)"
     )
     runner_module = "dabench.platforms.ipu.runner"
-    default_timeout_s = 4 * 3600.0  # large pipelines compile for a long time
 
     @classmethod
     def probe_ipus(cls, rc: RunConfig) -> int:

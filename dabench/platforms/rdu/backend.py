@@ -21,7 +21,6 @@ class SambaflowBackend(VendorBackend):
         "run on a SambaNova host where SambaFlow is installed (/opt/sambaflow; not on PyPI) and use its Python venv"
     )
     runner_module = "dabench.platforms.rdu.runner"
-    default_timeout_s = 4 * 3600.0
 
     def check(self, rc: RunConfig) -> None:
         if rc.precision.name == "fp16":
