@@ -377,11 +377,9 @@ def _pipeline(rc: RunConfig, graph: OpGraph, rates: Rates, comm: list[CommEvent]
     block = graph.layer("block.0") if rc.model.n_layers else None
     e = graph.precision.compute_bytes
     train = ("fwd", "bwd")
-    t_block, c_block = (0.0, {})
-    o_block = 0.0
-    if block:
-        t_block, c_block = _layer_time(block, train, rates, t, fraction, layout.recompute, layout.score_head_dim)
-        o_block, _ = _layer_time(block, ("opt",), rates, t)
+    recompute, head_dim = layout.recompute, layout.score_head_dim
+    t_block, c_block = _layer_time(block, train, rates, t, fraction, recompute, head_dim) if block else (0.0, {})
+    o_block = _layer_time(block, ("opt",), rates, t)[0] if block else 0.0
     # the embedding's and the head's seconds per micro-batch (train) and per step (opt)
     ends = {name: _layer_time(graph.layer(name), train, rates, t, fraction)[0] for name in ("embedding", "head")}
     ends_opt = {name: _layer_time(graph.layer(name), ("opt",), rates, t)[0] for name in ("embedding", "head")}

@@ -38,6 +38,9 @@ class PoptorchBackend(VendorBackend):
         if rc.parallel.strategy == "pp":
             stages = 2 * rc.parallel.degree - 1
             if rc.run.grad_accum < stages:
-                fix = f"must be at least the {stages} training pipeline stages of {rc.parallel.degree} IPUs"
-                fix += " (2 x IPUs - 1)"
-                raise ConfigError("run.grad_accum", rc.run.grad_accum, fix)
+                raise ConfigError(
+                    "run.grad_accum",
+                    rc.run.grad_accum,
+                    f"must be at least the {stages} training pipeline stages of {rc.parallel.degree} IPUs "
+                    "(2 x IPUs - 1)",
+                )
