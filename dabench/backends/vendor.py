@@ -69,7 +69,7 @@ class VendorBackend(Backend):
     sdk_label: ClassVar[str]  #: how people call it, e.g. "PopTorch (Poplar SDK)"
     install_hint: ClassVar[str]  #: how to get it
     runner_module: ClassVar[str]  #: e.g. "dabench.platforms.ipu.runner"
-    default_timeout_s: ClassVar[float] = 3600.0
+    default_timeout_s: ClassVar[float] = 4 * 3600.0  #: vendor compiles of large models take hours
 
     @classmethod
     def interpreter(cls, rc: RunConfig) -> str | None:

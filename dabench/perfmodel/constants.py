@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from dabench.config.paths import CONF_DIR
 from dabench.config.sections import FP8
-from dabench.core.platforms import platform
+from dabench.core.platforms import platform as platform_of
 from dabench.core.readers import DamagedFile, finite, is_number, mapping, read_json
 from dabench.core.status import ConfigError
 from dabench.perfmodel import reach
@@ -52,7 +52,7 @@ _COMMON = (
 
 def _model_files(arch: str) -> list[Path]:
     files = [ROOT / name for name in _COMMON]
-    predict = platform(arch).predict
+    predict = platform_of(arch).predict
     if predict is not None:  # its platform folder: model, knobs (dabench/platforms/<family>/)
         files += sorted(Path(sys.modules[predict.__module__].__file__ or "").parent.glob("*.py"))
     # its preset and the presets that inherit its options (conf/hardware/b200.yaml: defaults [cuda])
@@ -257,7 +257,7 @@ def half_width(
     wide = float(bands.get("wide") or math.log(2.0))
     points = [p if p["score"] is not None else {**p, "score": math.inf} for p in record["points"]]
     evidence = "out-of-source errors"
-    if not points and _host_cpu(platform):  # priced at this machine's calibration: its own validate errors
+    if not points and platform_of(platform).host_cpu:  # priced at this machine's calibration: its own validate errors
         from dabench.host import validation
 
         mine = validation.points(model_version(platform))
@@ -293,10 +293,6 @@ def _point_generations(constant_set: Mapping[str, Any], platform: str, points: l
         return ""
 
     return {generation(p["coords"].get("generation", "")) for p in points}
-
-
-def _host_cpu(arch: str) -> bool:
-    return platform(arch).host_cpu
 
 
 def band(

@@ -377,15 +377,12 @@ def _pipeline(rc: RunConfig, graph: OpGraph, rates: Rates, comm: list[CommEvent]
     block = graph.layer("block.0") if rc.model.n_layers else None
     e = graph.precision.compute_bytes
     train = ("fwd", "bwd")
-    t_block, c_block = (0.0, {})
-    o_block = 0.0
-    if block:
-        t_block, c_block = _layer_time(block, train, rates, t, fraction, layout.recompute, layout.score_head_dim)
-        o_block, _ = _layer_time(block, ("opt",), rates, t)
-    t_emb, _ = _layer_time(graph.layer("embedding"), train, rates, t, fraction)
-    t_head, _ = _layer_time(graph.layer("head"), train, rates, t, fraction)
-    o_emb, _ = _layer_time(graph.layer("embedding"), ("opt",), rates, t)
-    o_head, _ = _layer_time(graph.layer("head"), ("opt",), rates, t)
+    recompute, head_dim = layout.recompute, layout.score_head_dim
+    t_block, c_block = _layer_time(block, train, rates, t, fraction, recompute, head_dim) if block else (0.0, {})
+    o_block = _layer_time(block, ("opt",), rates, t)[0] if block else 0.0
+    # the embedding's and the head's seconds per micro-batch (train) and per step (opt)
+    ends = {name: _layer_time(graph.layer(name), train, rates, t, fraction)[0] for name in ("embedding", "head")}
+    ends_opt = {name: _layer_time(graph.layer(name), ("opt",), rates, t)[0] for name in ("embedding", "head")}
     message = graph.batch_size * fraction * rc.model.seq_len * rc.model.hidden_size * e
     hop_link = group_link(links, per_node, p * t)  # neighbouring stages on other nodes once the pipeline spans nodes
     hop = p2p_s(message / t, hop_link) if hop_link is not None else 0.0
@@ -396,11 +393,13 @@ def _pipeline(rc: RunConfig, graph: OpGraph, rates: Rates, comm: list[CommEvent]
     head_stage = p - 1 if par.head_on_last else 0
     stage, opt = [], []
     for i, n in enumerate(layers):
-        work = n * t_block + (t_emb if i == 0 else 0.0) + (t_head if i == head_stage else 0.0)
+        work = n * t_block + (ends["embedding"] if i == 0 else 0.0) + (ends["head"] if i == head_stage else 0.0)
         # activation forward and gradient back at each of the stage's chunk boundaries
         sends = (1 if i < p - 1 else 0) + (1 if i > 0 else 0) + (2 * (v - 1) if p > 1 else 0)
         stage.append(work + sends * hop)
-        opt.append(n * o_block + (o_emb if i == 0 else 0.0) + (o_head if i == head_stage else 0.0))
+        opt.append(
+            n * o_block + (ends_opt["embedding"] if i == 0 else 0.0) + (ends_opt["head"] if i == head_stage else 0.0)
+        )
     timing = pipeline_time(stage, mb)
     if v > 1:
         slowest = max(stage)

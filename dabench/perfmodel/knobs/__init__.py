@@ -11,15 +11,13 @@ missing or invalid one is a ConfigError naming ``hardware.options.<name>``. Keys
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Mapping, TypeVar
+from typing import Any, Mapping
 
 from dabench.config.check import check_value, refuse, suggest
 from dabench.config.fields import BOOL, CHOICE, INT, NUMBER, Spec, field_, specs
 from dabench.core.platforms import platform
 from dabench.core.status import ConfigError
 from dabench.perfmodel.constants import fitted_options
-
-T = TypeVar("T")
 
 #: option keys with this prefix belong to the vendor runners, not to the analytical models
 RUNNER_PREFIX = "runner_"
@@ -60,13 +58,13 @@ def _checked(spec: Spec, name: str, value: Any) -> Any:
     return check_value(spec, value, f"hardware.options.{name}")
 
 
-def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = None) -> T:
+def build_knobs(arch: str, options: Mapping[str, Any]) -> Any:
     """The knob dataclass of ``arch`` from a ``hardware.options`` mapping; ConfigError on an
     unknown, missing or invalid knob."""
     options_of = platform(arch).options
-    cls = cls or (options_of() if options_of else None)
-    if cls is None:
+    if not options_of:
         raise ConfigError("hardware.arch", arch, "a platform with knobs (dabench/platforms/, docs/platforms.md)")
+    cls = options_of()
     known = specs(cls)
     for key in options:
         if key not in known and not str(key).startswith(RUNNER_PREFIX):
@@ -85,7 +83,7 @@ def build_knobs(arch: str, options: Mapping[str, Any], cls: type[T] | None = Non
 _CACHE: dict[tuple[str, int, str], tuple[Mapping[str, Any], Any]] = {}
 
 
-def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
+def knobs_for(hardware: Any) -> Any:
     """:func:`build_knobs` for a HardwareSpec, cached by the identity of its (frozen) options."""
     options = hardware.options
     constants = getattr(hardware, "constants", "published")
@@ -99,7 +97,7 @@ def knobs_for(hardware: Any, cls: type[T] | None = None) -> T:
             merged = {**options, **fitted_options(constants, hardware.arch)}
         except (OSError, ValueError) as error:
             raise ConfigError("hardware.constants", constants, str(error)) from None
-    built = build_knobs(hardware.arch, merged, cls)
+    built = build_knobs(hardware.arch, merged)
     if len(_CACHE) > 4096:
         _CACHE.clear()
     _CACHE[key] = (options, built)  # holding the mapping keeps its id from being reused

@@ -3,7 +3,7 @@ them (tensor x pipeline x data parallel), micro-batches and recomputation."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from dabench.advise.space import Dim, PlatformSpace, powers_of_two
 from dabench.tune.choice_tree import ChoiceTreeSpace
@@ -57,15 +57,6 @@ def gpu_layout_overrides(n: int, label: str) -> dict[str, Any]:
     return {"parallel.strategy": "dp" if d > 1 else "none", "parallel.degree": d, "parallel.replicas": 1}
 
 
-def gpu_layout_space(config: Mapping[str, Any], chips: Sequence[int]):
-    """GPUs, then one layout of them (:func:`gpu_layouts`), as the tuner's choice tree."""
-
-    model = config["model"]
-    heads, layers = int(model["n_heads"]), int(model["n_layers"])
-    branches = {n: gpu_layouts(n, heads, layers) for n in chips}
-    return ChoiceTreeSpace("chips", "layout", branches, lambda n: f"gpus{n}", gpu_layout_overrides)
-
-
 def advise_space(space: PlatformSpace, args: dict, config: Mapping[str, Any], chips: list[int]) -> PlatformSpace:
     """GPUs (no shipped sweep): data x tensor x pipeline layouts, micro-batches, recomputation."""
     space.groups["parallel"] = "tp"
@@ -75,7 +66,10 @@ def advise_space(space: PlatformSpace, args: dict, config: Mapping[str, Any], ch
         Dim("run.grad_accum", [1, 4, 16]),
         Dim("hardware.options.recompute", ["none", "full"]),
     ]
-    space.structured = gpu_layout_space(config, chips)
+    heads, layers = int(config["model"]["n_heads"]), int(config["model"]["n_layers"])
+    # GPUs, then one layout of them (:func:`gpu_layouts`), as the tuner's choice tree
+    branches = {n: gpu_layouts(n, heads, layers) for n in chips}
+    space.structured = ChoiceTreeSpace("chips", "layout", branches, lambda n: f"gpus{n}", gpu_layout_overrides)
     space.notes = [
         "GPUs x tensor x pipeline x data parallel (plain, or fsdp sharding full / grad_op / optimizer), "
         "pipeline micro-batches, recomputation, micro-batch, precision, gradient accumulation"

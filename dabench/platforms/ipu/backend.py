@@ -19,7 +19,6 @@ class PoptorchBackend(VendorBackend):
         "pip install <poplar-sdk>/poptorch-*.whl into a venv, source the SDK's enable.sh)"
     )
     runner_module = "dabench.platforms.ipu.runner"
-    default_timeout_s = 4 * 3600.0  # large pipelines compile for a long time
 
     @classmethod
     def probe_ipus(cls, rc: RunConfig) -> int:
@@ -39,6 +38,9 @@ class PoptorchBackend(VendorBackend):
         if rc.parallel.strategy == "pp":
             stages = 2 * rc.parallel.degree - 1
             if rc.run.grad_accum < stages:
-                fix = f"must be at least the {stages} training pipeline stages of {rc.parallel.degree} IPUs"
-                fix += " (2 x IPUs - 1)"
-                raise ConfigError("run.grad_accum", rc.run.grad_accum, fix)
+                raise ConfigError(
+                    "run.grad_accum",
+                    rc.run.grad_accum,
+                    f"must be at least the {stages} training pipeline stages of {rc.parallel.degree} IPUs "
+                    "(2 x IPUs - 1)",
+                )

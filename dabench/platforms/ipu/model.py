@@ -34,7 +34,7 @@ AMP_CLASSES = ("matmul", "attention")
 class IpuKnobs:
     options: IpuOptions  #: the resolved hardware.options
     tiles: int
-    peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (:func:`amp_peak`)
+    peak: float  #: AMP FLOP/s per IPU at the run's precision and partials type (fp32: the FP32 peak)
     partial_bytes: float  #: bytes of one matmul partial: 2 with fp16 partials, else 4
     sram_bytes: float
     streaming_Bps: float
@@ -45,15 +45,6 @@ class IpuKnobs:
         return max(1.0, self.peak / (self.tiles * self.options.clock_hz * 2.0))
 
 
-def amp_peak(rc: RunConfig, o: IpuOptions) -> float:
-    """FLOP/s per IPU of the AMP units at the run's precision and partials type: FP16.16 with
-    ``half_partials``, half of it without (FP16.32); fp32 runs the FP32 peak."""
-    peak = peak_flops(rc)
-    if rc.precision.compute_dtype in ("fp16", "bf16") and not o.half_partials:
-        return peak / 2.0
-    return peak
-
-
 def knobs(rc: RunConfig) -> IpuKnobs:
     hw = rc.hardware
     if rc.precision.name not in hw.precisions:
@@ -62,11 +53,12 @@ def knobs(rc: RunConfig) -> IpuKnobs:
         )
     o: IpuOptions = knobs_for(hw)
     streaming = next((level for level in hw.memory if level.name == "streaming"), None)
+    half = rc.precision.compute_dtype in ("fp16", "bf16")  # the AMP at FP16.16; fp32 partials: FP16.32, half it
     return IpuKnobs(
         options=o,
         tiles=int(hw.units("tiles") or 1472),
-        peak=amp_peak(rc, o),
-        partial_bytes=2.0 if (rc.precision.compute_dtype in ("fp16", "bf16") and o.half_partials) else 4.0,
+        peak=peak_flops(rc) / 2.0 if half and not o.half_partials else peak_flops(rc),
+        partial_bytes=2.0 if half and o.half_partials else 4.0,
         sram_bytes=hw.capacity("sram"),
         streaming_Bps=float(streaming.bandwidth_Bps) if streaming and streaming.bandwidth_Bps else 2.0e10,
     )
@@ -123,22 +115,6 @@ def score_bytes(op: Op, graph: OpGraph) -> float:
 AMP_CHANNEL_GROUP = 16
 
 
-@dataclass(frozen=True)
-class MatmulPlan:
-    """One matmul's split over tiles, as poplibs' planner chooses it (docs/perfmodel.md, "Bow IPU")."""
-
-    splits: tuple[int, int, int, int]  #: parallel splits of groups, rows, contraction, columns
-    amp_s: float
-    exchange_s: float
-    reduce_s: float
-    temp_bytes: float  #: per tile: received operand copies and partials
-    tiles: int
-
-    @property
-    def time_s(self) -> float:
-        return self.amp_s + self.exchange_s + self.reduce_s
-
-
 def _splits(size: int, limit: int) -> list[int]:
     """Candidate parallel splits of a dimension of ``size`` over at most ``limit`` tiles: powers of
     two, and the largest split that fits (``size`` itself, or ``limit``)."""
@@ -154,7 +130,7 @@ def _ceil(a: int, b: int) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _plan(
+def plan_matmul(
     groups: int,
     rows: int,
     inner: int,
@@ -168,9 +144,12 @@ def _plan(
     e: float,
     partial: float,
 ) -> tuple[tuple[int, int, int, int], float, float, float, float]:
-    """(splits, AMP, exchange and reduction cycles, temporary bytes per tile) of the cheapest plan
-    (:func:`plan_matmul`). The column split fills the tiles the other splits leave (or takes the
-    power of two below that)."""
+    """The cheapest split of ``groups`` [rows, inner] x [inner, cols] products over ``tiles`` within
+    the planner's temporaries ``budget`` per tile, else the one needing least memory
+    (docs/perfmodel.md, "Bow IPU"): (splits of groups, rows, contraction and columns; AMP, exchange
+    and reduction cycles; temporary bytes per tile). The column split fills the tiles the other
+    splits leave (or takes the power of two below that); the arguments after the shape are
+    :func:`planner_args`, then the bytes of an operand and of a partial."""
     grain = AMP_CHANNEL_GROUP
     best = fallback = None
     for pg in _splits(groups, tiles):
@@ -198,23 +177,13 @@ def _plan(
     return best or fallback
 
 
-def _planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
-    """:func:`_plan`'s per-tile arguments after the shape."""
+def planner_args(k: IpuKnobs) -> tuple[int, float, float, float, float, float]:
+    """:func:`plan_matmul`'s per-tile arguments after the shape."""
     t = k.tiles
     budget = k.options.available_memory_proportion * k.sram_bytes / t
     macs = k.peak / (t * k.options.clock_hz * 2.0)
     o = k.options
     return t, macs, o.amp_efficiency, o.exchange_bandwidth_Bps / t / o.clock_hz, o.loadstore_bytes_per_cycle, budget
-
-
-def plan_matmul(groups: int, rows: int, inner: int, cols: int, k: IpuKnobs, e: float, partial: float) -> MatmulPlan:
-    """The cheapest split of ``groups`` [rows, inner] x [inner, cols] products over the IPU's tiles
-    within the planner's temporaries budget, else the one needing least memory (docs/perfmodel.md,
-    "Bow IPU")."""
-    splits, amp, exchange, reduce, temp = _plan(groups, rows, inner, cols, *_planner_args(k), e, partial)
-    used = splits[0] * splits[1] * splits[2] * splits[3]
-    hz = k.options.clock_hz
-    return MatmulPlan(splits, amp / hz, exchange / hz, reduce / hz, temp, used)
 
 
 def matmul_shapes(op: Op, graph: OpGraph) -> list[tuple[int, int, int, int]]:
@@ -241,11 +210,11 @@ def matmul_shapes(op: Op, graph: OpGraph) -> list[tuple[int, int, int, int]]:
 def _amp_cost(op: Op, graph: OpGraph, k: IpuKnobs) -> tuple[float, float, float, int, float]:
     """(AMP, exchange, reduction seconds, tiles, temporaries over its tiles) summed over the products
     an AMP op runs (:func:`matmul_shapes`), each split as :func:`plan_matmul` splits it."""
-    args = _planner_args(k)
+    args = planner_args(k)
     amp = exchange = reduce = temp = 0.0
     tiles = 0
     for shape in matmul_shapes(op, graph):
-        splits, a, x, r, tb = _plan(*shape, *args, graph.precision.compute_bytes, k.partial_bytes)
+        splits, a, x, r, tb = plan_matmul(*shape, *args, graph.precision.compute_bytes, k.partial_bytes)
         used = splits[0] * splits[1] * splits[2] * splits[3]
         amp, exchange, reduce = amp + a, exchange + x, reduce + r
         tiles, temp = max(tiles, used), max(temp, tb * used)

@@ -90,12 +90,11 @@ def _options(poptorch, torch, run_config: Dict[str, Any], ipus_per_replica: int,
     if precision in ("fp16", "mixed"):
         half = option(run_config, "half_partials", precision == "fp16")  # hardware.options.half_partials
         opts.Precision.setPartialsType(torch.half if half else torch.float)
-    if option(run_config, "runner_ipu_model", False):
-        opts.useIpuModel(True)
+    for key, switch_on in (("runner_ipu_model", opts.useIpuModel), ("runner_log_cycle_count", opts.logCycleCount)):
+        if option(run_config, key, False):
+            switch_on(True)
     if option(run_config, "runner_cache_dir"):
         opts.enableExecutableCaching(str(option(run_config, "runner_cache_dir")))
-    if option(run_config, "runner_log_cycle_count", False):
-        opts.logCycleCount(True)
     return opts
 
 

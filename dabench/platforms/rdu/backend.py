@@ -21,7 +21,6 @@ class SambaflowBackend(VendorBackend):
         "run on a SambaNova host where SambaFlow is installed (/opt/sambaflow; not on PyPI) and use its Python venv"
     )
     runner_module = "dabench.platforms.rdu.runner"
-    default_timeout_s = 4 * 3600.0
 
     def check(self, rc: RunConfig) -> None:
         if rc.precision.name == "fp16":
@@ -39,10 +38,12 @@ class SambaflowBackend(VendorBackend):
         workdir = self.workdir(rc)
         compiled = self.call(rc, workdir / "compile", phase="compile")
         result = self.call(rc, workdir / "run", phase="run", pef=compiled["pef"])
-        result["compile_time_s"] = compiled["compile_time_s"]
-        result["chips"] = rc.parallel.degree if rc.parallel.strategy == "tp" else 1
-        result["subtask_kind"] = "section_stage"
-        result["artifact_paths"] = [compiled["compile_folder"]]
+        result.update(
+            compile_time_s=compiled["compile_time_s"],
+            chips=rc.parallel.degree if rc.parallel.strategy == "tp" else 1,
+            subtask_kind="section_stage",
+            artifact_paths=[compiled["compile_folder"]],
+        )
         result.setdefault("info", {})["sambaflow.compile_argv"] = " ".join(compiled.get("argv", []))
         profile = self.to_profile(rc, result, workdir / "run")
         profile.artifacts[:0] = [str(workdir / "compile" / n) for n in ("request.json", "result.json", "runner.log")]

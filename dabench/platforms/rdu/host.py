@@ -12,17 +12,12 @@ from dabench.perfmodel.comm import group_link, p2p_s, ring_allreduce_s, staged_l
 from dabench.platforms.rdu.knobs import RduKnobs
 
 
-def sequence_logits(rc: RunConfig) -> float:
-    """Logits of one sequence: the positions that reach the LM head x the vocabulary."""
-    positions = getattr(rc.model, "head_tokens", 0) or rc.model.seq_len
-    return float(positions * rc.model.vocab_size)
-
-
 def host_time(rc: RunConfig, k: RduKnobs) -> float:
     """Host time per step (docs/perfmodel.md, "SN30 RDU", Step)."""
     tokens = rc.run.batch_size * rc.run.grad_accum * rc.model.seq_len
     o = k.options
-    return o.host_overhead_s + o.host_logit_s * sequence_logits(rc) + tokens * 8 / o.host_link_Bps
+    positions = getattr(rc.model, "head_tokens", 0) or rc.model.seq_len  # the positions that reach the LM head
+    return o.host_overhead_s + o.host_logit_s * float(positions * rc.model.vocab_size) + tokens * 8 / o.host_link_Bps
 
 
 def allreduce_s(nbytes: float, ranks: int, span: int, rc: RunConfig, k: RduKnobs) -> float:

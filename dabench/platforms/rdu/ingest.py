@@ -35,11 +35,6 @@ def _section_usage(report: dict[str, Any], fallback_id: int) -> tuple[int, dict[
     return int(section), {"pcus": float(used.get("pcus", 0)), "pmus": float(used.get("pmus", 0))}, per_kind
 
 
-def _stages(folder: Path, report: ArtifactReport) -> list[dict[str, Any]]:
-    paths = sorted((folder / "stage_buffers").glob("stage_info_*.json"))
-    return [s for p in paths for s in report.read_json(p, f"stage_buffers/{p.name}", []) if isinstance(s, dict)]
-
-
 def stage_load_imbalance(latencies_by_section: dict[int, list[float]]) -> float | None:
     """LI = sum_s mean_s / sum_s max_s over sections with a positive stage latency."""
     positive = [p for p in ([x for x in latencies if x > 0] for latencies in latencies_by_section.values()) if p]
@@ -70,12 +65,6 @@ def parse_bandwidth_txt(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def parse_section_report_csv(path: Path) -> list[dict[str, str]]:
-    """SambaTune reports/section_report.csv as dicts keyed by lower-cased column names."""
-    with path.open(newline="") as handle:
-        return [{k.strip().lower(): (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(handle)]
-
-
 def _column(row: dict[str, str], *needles: str) -> float | None:
     for key, value in row.items():
         if all(n in key for n in needles):
@@ -89,6 +78,8 @@ def _column(row: dict[str, str], *needles: str) -> float | None:
 def apply_sambatune(report: ArtifactReport, path: Path) -> None:
     """Add a SambaTune section_report.csv's measured figures (throughput 1 / sum_s(1 / rate_s))."""
     report.files.append(str(path))
+    with path.open(newline="") as handle:  # keyed by lower-cased column names
+        rows = [{k.strip().lower(): (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(handle)]
     sections = [
         {
             "section_id": row.get("section_id"),
@@ -99,7 +90,7 @@ def apply_sambatune(report: ArtifactReport, path: Path) -> None:
             "pmus": _column(row, "pmu count"),
             "ddr_total_GBps": _column(row, "ddr", "total"),
         }
-        for row in parse_section_report_csv(path)
+        for row in rows
     ]
     report.details["sambatune_sections"] = sections
     if not report.subtasks:  # a section_report.csv on its own: the sections are the subtasks
@@ -156,7 +147,9 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
         report.problems.append(f"utilization reports of section(s) {gaps} missing (have {sorted(sections)})")
 
     latencies: dict[int, list[float]] = {}
-    for stage in _stages(folder, report):
+    stage_files = sorted((folder / "stage_buffers").glob("stage_info_*.json"))
+    stages = [s for p in stage_files for s in report.read_json(p, f"stage_buffers/{p.name}", []) if isinstance(s, dict)]
+    for stage in stages:
         section, latency = int(stage.get("section_id", -1)), float(stage.get("prism_stage_latency", 0) or 0)
         templates = stage.get("template_info", [])
         units = {kind: float(sum(t.get(f"{kind[:3]}_count", 0) for t in templates)) for kind in ("pcus", "pmus")}
@@ -170,7 +163,7 @@ def parse_compile_folder(folder: str | Path) -> ArtifactReport:
     if sections and orphans:
         report.problems.append(f"stages of section(s) {orphans} have no utilization report")
 
-    report.files.extend(str(p) for p in sorted((folder / "stage_buffers").glob("stage_info_*.json")))
+    report.files.extend(str(p) for p in stage_files)
     report.load_imbalance = stage_load_imbalance(latencies)
     if report.load_imbalance is not None:
         report.load_imbalance_basis = "prism_stage_latency per section stage: LI = sum_s mean_s / sum_s max_s"

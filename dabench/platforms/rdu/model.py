@@ -158,15 +158,11 @@ def _stages_of(
         alone = op.bytes / split
         if phase == "fwd":
             weights = weight_params(op, model) * w / t
-            fused = weights + op.saved_bytes / split
-            if tiered:
-                fused = weights * fw + op.saved_bytes / split * fa
+            fused = weights * fw + op.saved_bytes / split * fa
         elif phase == "bwd":
             params = saved.get("params:" + name, 0)
             weights = params * wg / t
-            fused = weights + saved.get(name, 0.0) / split
-            if tiered:
-                fused = weights * fw + saved.get(name, 0.0) / split * fa
+            fused = weights * fw + saved.get(name, 0.0) / split * fa
         else:
             out.append(
                 Stage(
@@ -292,15 +288,6 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
     down to a power of two (docs/perfmodel.md, "SN30 RDU")."""
     total = k.pcus
     stages = section.stages
-    if len(stages) == 1:  # the loop below for one stage (o0's every section): the same arithmetic
-        stage = stages[0]
-        cap = stage.cap if stage.cap < total else total
-        a = 1.0
-        if cap > 1 and total > 1 and stage.work > 0:
-            a = 1.0 + (total - 1) / stage.work * stage.work
-            if a >= cap:
-                a = cap
-        return [1 << (int(a).bit_length() - 1) if a >= 1 else 1]
     flops = [stage.work for stage in stages]
     caps = [stage.cap if stage.cap < total else total for stage in stages]
     alloc = [1.0] * len(flops)
@@ -325,17 +312,7 @@ def allocate(section: Section, k: RduKnobs) -> list[int]:
         free = [i for i in free if alloc[i] < caps[i]]
     # the compiler parallelises a stage by a power-of-two factor (tensor dims tile evenly): the
     # largest one within its share (every share is at least 1: each stage starts with one PCU)
-    return [_floor_pow2(int(a)) for a in alloc]
-
-
-def _floor_pow2(n: int) -> int:
-    """The largest power of two <= ``n`` (1 for 0), from a table for chip-sized counts."""
-    if n < len(_FLOOR_POW2):
-        return _FLOOR_POW2[n]
-    return 1 << (n.bit_length() - 1)
-
-
-_FLOOR_POW2: list[int] = [1] + [1 << (i.bit_length() - 1) for i in range(1, 1 << 12)]
+    return [1 << (max(1, int(a)).bit_length() - 1) for a in alloc]
 
 
 @dataclass(slots=True)
@@ -356,23 +333,6 @@ def section_time(section: Section, k: RduKnobs, samples: int) -> SectionTime:
     pcus = allocate(section, k)
     rate = k.pcu_flops * k.options.pcu_efficiency
     stages = section.stages
-    if len(stages) == 1:  # the general case below for one stage (o0's every section): the same arithmetic
-        stage, p = stages[0], pcus[0]
-        longest = stage.work / (p * rate)
-        used_pmus = stage.weight_pmus + stage.buffer_pmus
-        passes = math.ceil(used_pmus / k.pmus) if used_pmus > k.pmus else 1
-        compute = longest * samples / samples
-        ddr = (stage.ddr_fused if section.fused else stage.ddr_alone) * passes / k.ddr_Bps
-        return SectionTime(
-            max(compute, ddr) + k.options.section_switch_s,
-            compute,
-            ddr,
-            p,
-            min(k.pmus, used_pmus),
-            (longest,),
-            (p,),
-            longest / 1 / longest if longest else 1.0,
-        )
     fused = section.fused
     times_list, ddr_bytes, weight_pmus, buffer_pmus = [], 0, 0, 0
     for s, p in zip(stages, pcus, strict=False):

@@ -130,11 +130,10 @@ def run_phase(request: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def run(request: Dict[str, Any]) -> Dict[str, Any]:
-    if request.get("phase") == "compile":
-        return compile_phase(request)
-    if request.get("phase") == "run":
-        return run_phase(request)
-    raise RunnerError("crashed", "unknown phase %r (compile | run)" % request.get("phase"))
+    phase = {"compile": compile_phase, "run": run_phase}.get(request.get("phase"))
+    if phase is None:
+        raise RunnerError("crashed", "unknown phase %r (compile | run)" % request.get("phase"))
+    return phase(request)
 
 
 if __name__ == "__main__":

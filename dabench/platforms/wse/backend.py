@@ -29,7 +29,6 @@ class CstorchBackend(VendorBackend):
         "create its venv with scripts/setup_cerebras_venv.sh (pip install cerebras-pytorch==2.10.0, Python 3.11)"
     )
     runner_module = "dabench.platforms.wse.runner"
-    default_timeout_s = 4 * 3600.0
 
     @classmethod
     def interpreter(cls, rc: RunConfig) -> str | None:

@@ -168,13 +168,6 @@ def flatten_track(track: dict[str, Any], prefix: str = "") -> dict[str, float]:
     return out
 
 
-def parse_rate_lines(text: str) -> tuple[list[tuple[int, float, float]], int | None]:
-    """``[(step, Rate, GlobalRate)]`` and the effective batch size from a Model Zoo run.log."""
-    rates = [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in _RATE_LINE.finditer(text)]
-    batch = _BATCH_LINE.search(text)
-    return rates, int(batch.group(1)) if batch else None
-
-
 def _executor_dir(folder: Path) -> Path | None:
     if (folder / "performance.json").exists() or (folder / "track.json").exists():
         return folder
@@ -249,15 +242,17 @@ def parse_appliance_run(folder: str | Path) -> ArtifactReport:
 
     if run_log is not None:
         report.files.append(str(run_log))
-        rates, batch = parse_rate_lines(run_log.read_text(errors="replace"))
+        text = run_log.read_text(errors="replace")  # a Model Zoo run.log: Rate= lines, the effective batch size
+        rates = [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in _RATE_LINE.finditer(text)]
+        batch = _BATCH_LINE.search(text)
         if rates:
             report.extra["cerebras.global_rate_last"] = rates[-1][2]
             report.extra["cerebras.rate_lines"] = float(len(rates))
             if report.samples_per_s is None:
                 report.samples_per_s, report.throughput_basis = rates[-1][2], MEASURED
             if batch:
-                report.samples_per_step = batch
-                report.step_times_s = [batch / rate for _, rate, _ in rates if rate > 0]
+                report.samples_per_step = int(batch.group(1))
+                report.step_times_s = [report.samples_per_step / rate for _, rate, _ in rates if rate > 0]
     if report.samples_per_s is None:
         report.notes.append("no rate found (performance.json empty and no Rate= lines)")
     return report

@@ -4,6 +4,7 @@ the matmul proportion), load/store-bound vector work, rearrangement copies, BSP 
 IPU-Links inside a Pod, and what the partials type changes, checked on the artifact's matched pair."""
 
 import dataclasses
+from typing import NamedTuple
 
 import pytest
 
@@ -23,6 +24,22 @@ def _with(k, **options):
 
 def graph_and_knobs(rc):
     return build_opgraph(rc.model, rc.run.batch_size, rc.precision), model.knobs(rc)
+
+
+class Plan(NamedTuple):
+    splits: tuple[int, int, int, int]
+    time_s: float
+    exchange_s: float
+    temp_bytes: float  #: per tile
+
+
+def plan_matmul(groups: int, rows: int, inner: int, cols: int, k, e: float, partial: float) -> Plan:
+    """model.plan_matmul's cheapest split of the product on ``k``'s IPU, its cycles in seconds."""
+    splits, amp, exchange, reduce, temp = model.plan_matmul(
+        groups, rows, inner, cols, *model.planner_args(k), e, partial
+    )
+    hz = k.options.clock_hz
+    return Plan(splits, (amp + exchange + reduce) / hz, exchange / hz, temp)
 
 
 def op(graph, layer: str, name: str, phase: str):
@@ -55,7 +72,7 @@ def test_partials_type_changes_the_amp_rate_and_the_partials_bytes():
     assert b.time_s > a.time_s
     assert (b.copy_s, b.sync_s) == (a.copy_s, a.sync_s)
     same = (1, 1024, 768, 3072)
-    p2, p4 = model.plan_matmul(*same, half, 2, 2.0), model.plan_matmul(*same, half, 2, 4.0)
+    p2, p4 = plan_matmul(*same, half, 2, 2.0), plan_matmul(*same, half, 2, 4.0)
     assert p4.temp_bytes > p2.temp_bytes or p4.time_s > p2.time_s
 
 
@@ -74,7 +91,7 @@ def test_planner_splits_skinny_products_along_the_weights():
     columns (few row splits, so the weight is copied to few tiles), and moves far less than the square
     tile grid (every operand replicated sqrt(T) times) that the model used before."""
     graph, k = graph_and_knobs(matched_pair(True))
-    plan = model.plan_matmul(1, 384, 1024, 4096, k, 2, 2.0)
+    plan = plan_matmul(1, 384, 1024, 4096, k, 2, 2.0)
     _, rows, _, cols = plan.splits
     assert rows <= 8 and cols >= 64
     operands = (384 * 1024 + 1024 * 4096) * 2.0
@@ -85,8 +102,8 @@ def test_planner_splits_skinny_products_along_the_weights():
 def test_planner_keeps_temporaries_within_the_matmul_proportion():
     graph, k = graph_and_knobs(matched_pair(True))
     shape = (1, 1024, 768, 3072)
-    roomy = model.plan_matmul(*shape, _with(k, available_memory_proportion=0.6), 2, 2.0)
-    tight = model.plan_matmul(*shape, _with(k, available_memory_proportion=0.15), 2, 2.0)
+    roomy = plan_matmul(*shape, _with(k, available_memory_proportion=0.6), 2, 2.0)
+    tight = plan_matmul(*shape, _with(k, available_memory_proportion=0.15), 2, 2.0)
     assert tight.temp_bytes <= 0.15 * k.sram_bytes / k.tiles
     assert tight.temp_bytes < roomy.temp_bytes
     assert tight.time_s >= roomy.time_s
@@ -95,8 +112,8 @@ def test_planner_keeps_temporaries_within_the_matmul_proportion():
 def test_exchange_is_priced_per_tile_at_the_exchange_bandwidth():
     graph, k = graph_and_knobs(matched_pair(True))
     shape = (1, 1024, 768, 3072)
-    base = model.plan_matmul(*shape, k, 2, 2.0)
-    fast = model.plan_matmul(*shape, _with(k, exchange_bandwidth_Bps=2.0 * k.options.exchange_bandwidth_Bps), 2, 2.0)
+    base = plan_matmul(*shape, k, 2, 2.0)
+    fast = plan_matmul(*shape, _with(k, exchange_bandwidth_Bps=2.0 * k.options.exchange_bandwidth_Bps), 2, 2.0)
     assert fast.time_s <= base.time_s
     if fast.splits == base.splits:
         assert fast.exchange_s == pytest.approx(base.exchange_s / 2.0)
