@@ -109,15 +109,6 @@ def _model_values(model: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _precision(model: Mapping[str, Any], root: Mapping[str, Any]) -> str | None:
-    mixed = model.get("mixed_precision")
-    if not isinstance(mixed, bool):
-        mixed = _get(root, "trainer", "init", "precision", "enabled")
-    if isinstance(mixed, bool):
-        return "mixed" if mixed else "fp32"
-    return None
-
-
 def cerebras_params(data: Any) -> dict[str, Any]:
     """dabench key -> value of a Cerebras run config: cstorch 2.x ``trainer_params.yaml`` or Model
     Zoo 1.x ``params.yaml`` (keys read: docs/fitting.md, "Ingested runs")."""
@@ -129,9 +120,11 @@ def cerebras_params(data: Any) -> dict[str, Any]:
     values = _model_values(model)
     if _count(batch):
         values["run.batch_size"] = _count(batch)
-    precision = _precision(model, data)
-    if precision:
-        values["precision.name"] = precision
+    mixed = model.get("mixed_precision")
+    if not isinstance(mixed, bool):
+        mixed = _get(data, "trainer", "init", "precision", "enabled")
+    if isinstance(mixed, bool):
+        values["precision.name"] = "mixed" if mixed else "fp32"
     if _count(systems) and _count(systems) > 1:
         values["parallel.strategy"], values["parallel.degree"] = "dp", _count(systems)
     elif _count(systems) == 1:
@@ -173,31 +166,27 @@ def stated_config(fmt: str, target: Path, root: Path | None, batch: int | None =
     checked copy of the ingested folder (None for a single file: nothing beside it is read);
     ``batch`` the batch the artifact itself logged (a cstorch run.log's effective batch size), used
     when no config file states one."""
+    stated = StatedConfig()
     try:
-        return _stated(fmt, target, root, batch)
+        if fmt == "cerebras_compile_report":  # the layer-pipelined compiler's report (R1.x): its steady rate
+            stated.values["hardware.options.execution_mode"] = "pipelined"
+            stated.values["hardware.options.compile_estimate"] = True
+        if fmt.startswith("cerebras") and root is not None:
+            folders = [target if target.is_dir() else target.parent]
+            folders += [f for f in (folders[0].parent, root) if f not in folders and f.is_relative_to(root)]
+            path = next((f / n for f in folders for n in CEREBRAS_CONFIG_FILES if (f / n).is_file()), None)
+            if path is not None:
+                values, note = _read_cerebras(path)
+                stated.values.update(values)
+                stated.notes += [note] if note else []
+                stated.sources.append(str(path.relative_to(root)))
+            if fmt == "cerebras_appliance_run":
+                stated.system = next((s for s in (_system(f) for f in folders) if s), None)
+        if _count(batch) and "run.batch_size" not in stated.values:
+            stated.values["run.batch_size"] = _count(batch)
+            stated.notes.append("run.batch_size: the artifact's logged effective batch size")
     except (OSError, ValueError, TypeError, AttributeError, RecursionError) as error:
         return StatedConfig(missing=list(REQUIRED), notes=[f"config not read ({type(error).__name__})"])
-
-
-def _stated(fmt: str, target: Path, root: Path | None, batch: int | None) -> StatedConfig:
-    stated = StatedConfig()
-    if fmt == "cerebras_compile_report":  # the layer-pipelined compiler's report (R1.x): its steady rate
-        stated.values["hardware.options.execution_mode"] = "pipelined"
-        stated.values["hardware.options.compile_estimate"] = True
-    if fmt.startswith("cerebras") and root is not None:
-        folders = [target if target.is_dir() else target.parent]
-        folders += [f for f in (folders[0].parent, root) if f not in folders and f.is_relative_to(root)]
-        path = next((f / n for f in folders for n in CEREBRAS_CONFIG_FILES if (f / n).is_file()), None)
-        if path is not None:
-            values, note = _read_cerebras(path)
-            stated.values.update(values)
-            stated.notes += [note] if note else []
-            stated.sources.append(str(path.relative_to(root)))
-        if fmt == "cerebras_appliance_run":
-            stated.system = next((s for s in (_system(f) for f in folders) if s), None)
-    if _count(batch) and "run.batch_size" not in stated.values:
-        stated.values["run.batch_size"] = _count(batch)
-        stated.notes.append("run.batch_size: the artifact's logged effective batch size")
     stated.missing = [k for k in REQUIRED if k not in stated.values]
     return stated
 
