@@ -132,20 +132,6 @@ def cerebras_params(data: Any) -> dict[str, Any]:
     return values
 
 
-def _read_cerebras(path: Path) -> tuple[dict[str, Any], str]:
-    """(values, "" or why nothing was read) of a Cerebras config file; never raises on its content."""
-    import yaml
-
-    text = path.read_text(errors="replace")
-    if len(text) > MAX_CONFIG_CHARS or len(re.findall(r"[*&][\w-]", text)) > MAX_ALIASES:
-        return {}, f"{path.name} not read (over {MAX_CONFIG_CHARS} characters or {MAX_ALIASES} YAML aliases)"
-    try:
-        return cerebras_params(yaml.safe_load(text)), ""
-
-    except (yaml.YAMLError, RecursionError, ValueError, TypeError, AttributeError) as error:
-        return {}, f"{path.name} unreadable ({type(error).__name__})"
-
-
 def _system(folder: Path) -> str | None:
     """The CS system of an appliance run (run_meta.json: execute_jobs[].system_versions)."""
     try:
@@ -175,10 +161,19 @@ def stated_config(fmt: str, target: Path, root: Path | None, batch: int | None =
             folders = [target if target.is_dir() else target.parent]
             folders += [f for f in (folders[0].parent, root) if f not in folders and f.is_relative_to(root)]
             path = next((f / n for f in folders for n in CEREBRAS_CONFIG_FILES if (f / n).is_file()), None)
-            if path is not None:
-                values, note = _read_cerebras(path)
-                stated.values.update(values)
-                stated.notes += [note] if note else []
+            if path is not None:  # read, never raising on its content
+                import yaml
+
+                text = path.read_text(errors="replace")
+                if len(text) > MAX_CONFIG_CHARS or len(re.findall(r"[*&][\w-]", text)) > MAX_ALIASES:
+                    stated.notes.append(
+                        f"{path.name} not read (over {MAX_CONFIG_CHARS} characters or {MAX_ALIASES} YAML aliases)"
+                    )
+                else:
+                    try:
+                        stated.values.update(cerebras_params(yaml.safe_load(text)))
+                    except (yaml.YAMLError, RecursionError, ValueError, TypeError, AttributeError) as error:
+                        stated.notes.append(f"{path.name} unreadable ({type(error).__name__})")
                 stated.sources.append(str(path.relative_to(root)))
             if fmt == "cerebras_appliance_run":
                 stated.system = next((s for s in (_system(f) for f in folders) if s), None)
