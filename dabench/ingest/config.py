@@ -68,9 +68,12 @@ class StatedConfig:
         return not self.missing
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"stated": dict(self.values), "missing": list(self.missing)}
-        out.update({key: getattr(self, key) for key in ("sources", "system", "notes") if getattr(self, key)})
-        return out
+        shown = ("sources", "system", "notes")  # when set
+        return {
+            "stated": dict(self.values),
+            "missing": list(self.missing),
+            **{k: getattr(self, k) for k in shown if getattr(self, k)},
+        }
 
 
 def _count(value: Any) -> int | None:
