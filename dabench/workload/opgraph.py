@@ -67,15 +67,12 @@ class LayerTotals:
 
 
 def _totals(ops: tuple[Op, ...]) -> LayerTotals:
-    flops = dict.fromkeys(PHASES, 0.0)
-    moved = dict.fromkeys(PHASES, 0.0)
-    params, saved = 0, 0.0
-    for op in ops:
-        flops[op.phase] += op.flops
-        moved[op.phase] += op.bytes
-        params += op.params
-        saved += op.saved_bytes
-    return LayerTotals(flops, moved, params, saved)
+    return LayerTotals(
+        {phase: sum((op.flops for op in ops if op.phase == phase), 0.0) for phase in PHASES},
+        {phase: sum((op.bytes for op in ops if op.phase == phase), 0.0) for phase in PHASES},
+        sum(op.params for op in ops),
+        sum((op.saved_bytes for op in ops), 0.0),
+    )
 
 
 @dataclass(frozen=True)
