@@ -196,15 +196,16 @@ def host_key(fmt: str, stated: StatedConfig) -> str:
 
 
 def _override(key: str, value: Any) -> str:
-    text = str(value).lower() if isinstance(value, bool) else str(value)
-    return f"++{key}={text}"
+    return f"++{key}={str(value).lower() if isinstance(value, bool) else value}"
 
 
 def run_fields(fmt: str, stated: StatedConfig) -> tuple[dict[str, Any], dict[str, str]]:
     """(params, tags) ``dabench ingest --log`` records for the config (module docstring)."""
     arch = arch_of_format(fmt)
-    params: dict[str, Any] = {f"import.config.{k}": v for k, v in stated.values.items()}
-    params["import.config.missing"] = ",".join(stated.missing) or "none"
+    params: dict[str, Any] = {
+        **{f"import.config.{k}": v for k, v in stated.values.items()},
+        "import.config.missing": ",".join(stated.missing) or "none",
+    }
     tags = {"dabench.host_key": host_key(fmt, stated)}
     if arch:
         tags["dabench.arch"] = arch
