@@ -52,11 +52,6 @@ class Op:
         d["name"], d["op_class"], d["phase"], d["flops"], d["bytes"] = name, op_class, phase, flops, bytes
         d["params"], d["saved_bytes"], d["dims"] = params, saved_bytes, dims
 
-    @property
-    def intensity(self) -> float:
-        """Arithmetic intensity in FLOPs per byte (0 when the op moves no bytes)."""
-        return self.flops / self.bytes if self.bytes else 0.0
-
 
 @dataclass(frozen=True)
 class LayerTotals:
@@ -148,13 +143,16 @@ class OpGraph:
 
     def by_class(self, phases: tuple[str, ...] = PHASES) -> dict[str, tuple[float, float]]:
         """{op class: (FLOPs, bytes)} summed over layers and the given phases."""
-        out = {c: [0.0, 0.0] for c in OP_CLASSES}
-        for layer, count in self._folded:  # identical blocks share one op tuple: priced once, times its count
-            for op in layer.ops:
-                if op.phase in phases:
-                    out[op.op_class][0] += op.flops * count
-                    out[op.op_class][1] += op.bytes * count
-        return {c: (f, b) for c, (f, b) in out.items() if f or b}
+        # identical blocks share one op tuple: priced once, times its count
+        ops = [(op, count) for layer, count in self._folded for op in layer.ops if op.phase in phases]
+        sums = {
+            c: (
+                sum((op.flops * n for op, n in ops if op.op_class == c), 0.0),
+                sum((op.bytes * n for op, n in ops if op.op_class == c), 0.0),
+            )
+            for c in OP_CLASSES
+        }
+        return {c: (f, b) for c, (f, b) in sums.items() if f or b}
 
     def training_state_bytes(self) -> float:
         """Weights + gradients + AdamW moments (all in the parameter dtype; fp32 under mixed)."""
