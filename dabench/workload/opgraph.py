@@ -117,11 +117,10 @@ class OpGraph:
     @cached_property
     def _folded(self) -> tuple[tuple[Layer, int], ...]:
         """(layer, count) with layers sharing one op tuple (identical blocks) folded together."""
-        counts: dict[int, list] = {}
-        for layer in self.layers:
-            entry = counts.setdefault(id(layer.ops), [layer, 0])
-            entry[1] += 1
-        return tuple((layer, count) for layer, count in counts.values())
+        shared = [id(layer.ops) for layer in self.layers]
+        # in order of first appearance; the layer kept for each op tuple is any one that holds it
+        kept = {id(layer.ops): layer for layer in self.layers}
+        return tuple((layer, shared.count(key)) for key, layer in kept.items())
 
     def flops(self, phase: str | None = None) -> float:
         """Total FLOPs of one micro-batch step (one phase, or all three)."""
@@ -373,7 +372,9 @@ def build_opgraph(model: ModelConfig, batch_size: int, precision: PrecisionConfi
     block = _block_ops(model, batch_size, e, w, s, precision.name == FP8)
     head = _head_ops(model, batch_size, e, w, s)
     block_totals = _totals(block)
-    layers = [Layer("embedding", "embedding", embedding, _totals(embedding))]
-    layers += [Layer(f"block.{i}", "block", block, block_totals) for i in range(model.n_layers)]
-    layers.append(Layer("head", "head", head, _totals(head)))
-    return OpGraph(model, batch_size, precision, tuple(layers))
+    layers = (
+        Layer("embedding", "embedding", embedding, _totals(embedding)),
+        *(Layer(f"block.{i}", "block", block, block_totals) for i in range(model.n_layers)),
+        Layer("head", "head", head, _totals(head)),
+    )
+    return OpGraph(model, batch_size, precision, layers)
