@@ -232,10 +232,9 @@ def overlaps(ranked: list[dict[str, Any]], objective: str) -> list[str]:
     ]
 
 
-def table(advice: Advice, ranked: list[dict[str, Any]] | None = None) -> str:
-    """The terminal answer."""
+def table(advice: Advice, ranked: list[dict[str, Any]]) -> str:
+    """The terminal answer of ``advice`` with its :func:`rows`."""
     req = advice.request
-    ranked = ranked if ranked is not None else rows(advice)
     head = [
         "#",
         "platform",

@@ -17,11 +17,6 @@ from dabench.perfmodel.reach import approx_params, chip_count
 THROUGHPUT = ("samples_per_s", "tokens_per_s")
 
 
-def _point_model(point) -> dict:
-    """The composed model section of a calibration point (its model and ``model.*`` overrides)."""
-    return compose([f"model={point.model}", *(o for o in point.overrides if o.startswith("model."))])["model"]
-
-
 def _point_chips(point) -> float:
     opts = dict(o.split("=", 1) for o in point.overrides if "=" in o)
     strategy = opts.get("parallel", "none")
@@ -75,7 +70,11 @@ def calibration(platform: str, constants: str = "published") -> Calibration:
     cal = Calibration(platform, constants, model_version(platform), *errors)
     used = [p for p in load_points() if p.platform == platform and p.metric in THROUGHPUT and p.use in ("fit", "check")]
     if used:
-        sizes = [approx_params(_point_model(p)) for p in used]
+        # each point's model: its composed model section (its model and ``model.*`` overrides)
+        sizes = [
+            approx_params(compose([f"model={p.model}", *(o for o in p.overrides if o.startswith("model."))])["model"])
+            for p in used
+        ]
         chips = [_point_chips(p) for p in used]
         cal.coverage = Coverage(
             (min(sizes), max(sizes)), (min(chips), max(chips)), tuple(sorted({p.precision for p in used})), len(used)

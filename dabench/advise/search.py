@@ -100,11 +100,8 @@ def score(
         return None
     if objective == "time":
         return tps
-    if objective == "energy":
-        return None if watts_per_chip is None else tps / (watts_per_chip * evaluation.chips)
-    if objective == "cost":
-        return None if price_per_chip_s is None else tps / (price_per_chip_s * evaluation.chips)
-    raise ValueError(objective)
+    per_chip_s = {"energy": watts_per_chip, "cost": price_per_chip_s}[objective]  # joules or money per chip-second
+    return None if per_chip_s is None else tps / (per_chip_s * evaluation.chips)
 
 
 #: share of the trials for TPE alone; after it, whenever the queue is empty, the one-parameter

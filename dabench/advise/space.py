@@ -67,13 +67,17 @@ class PlatformSpace:
 
 
 def _sweep_groups(sweep: Mapping[str, Any]) -> dict[str, str]:
-    """``override /group: choice`` entries of a sweep's defaults list (model excepted)."""
+    """``override /group: choice`` entries of a sweep's defaults list (but model, hardware and the
+    sweeper, which advise sets itself)."""
     return {
         key.split("/", 1)[1]: str(value)
         for entry in sweep.get("defaults") or []
         if isinstance(entry, Mapping)
         for key, value in entry.items()
-        if key.startswith("override /") and "@" not in key and value is not None
+        if key.startswith("override /")
+        and "@" not in key
+        and value is not None
+        and key.split("/", 1)[1] not in ("hardware", "hydra/sweeper", "model")
     }
 
 
@@ -94,7 +98,6 @@ def build_space(platform: str, model: Mapping[str, Any], max_chips: int = 16) ->
     record = preset(platform) if platform in presets() else known(platform, "platforms")
     sweep = sweep_file(record.sweep) if record.sweep else {}
     groups = _sweep_groups(sweep)
-    groups.pop("hardware", None), groups.pop("hydra/sweeper", None), groups.pop("model", None)
     default_precision = groups.pop("precision", None)
     fixed = flatten({section: sweep.get(section) or {} for section in ("hardware", "parallel")})
     fixed.pop("hardware.mode", None)

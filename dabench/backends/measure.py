@@ -6,6 +6,7 @@ metrics). Methods: docs/metrics.md, "Throughput and step time"; docs/reliability
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections import defaultdict
@@ -152,14 +153,11 @@ class LayerTimer:
         self.fwd.append((layer, self._starts.pop(layer), self.clock.mark()))
         if layer != "head" and tensor.requires_grad:
             self.boundaries.append(layer)
-            tensor.register_hook(self._grad_hook(layer))
+            tensor.register_hook(functools.partial(self._on_grad, layer))
 
-    def _grad_hook(self, layer: str):
-        def hook(grad):
-            self.grad_marks[layer] = self.clock.mark()
-            return None
-
-        return hook
+    def _on_grad(self, layer: str, grad: torch.Tensor) -> None:
+        """Backward reached ``layer``'s output: the mark that ends the layer after it."""
+        self.grad_marks[layer] = self.clock.mark()
 
 
 def layer_times(

@@ -31,11 +31,10 @@ def fp8_unsupported(device: torch.device, dims: tuple[int, ...] = ()) -> str | N
         return f"precision=fp8 is measured on a CUDA GPU with FP8 tensor cores only (this run: {device.type})"
     if not hasattr(torch, "_scaled_mm"):
         return f"precision=fp8: torch {torch.__version__} has no FP8 GEMM (torch._scaled_mm)"
-    capability = torch.cuda.get_device_capability(device)
-    if capability < FP8_CAPABILITY:
+    major, minor = torch.cuda.get_device_capability(device)
+    if (major, minor) < FP8_CAPABILITY:
         name = torch.cuda.get_device_name(device)
-        found = ".".join(map(str, capability))
-        return f"precision=fp8 needs compute capability >= 8.9 (FP8 tensor cores); {name} is {found}"
+        return f"precision=fp8 needs compute capability >= 8.9 (FP8 tensor cores); {name} is {major}.{minor}"
     odd = [d for d in dims if d % 16]
     if odd:
         return f"precision=fp8: torch._scaled_mm needs GEMM sizes divisible by 16 (tokens and widths; {odd[0]} is not)"

@@ -130,7 +130,9 @@ class ArtifactReport:
             {"name": s.name, **{k: getattr(s, k) for k in optional if getattr(s, k) is not None}, "units": s.units}
             for s in self.subtasks
         ]
-        out: dict[str, Any] = {
+        bases = ("throughput_basis", "load_imbalance_basis")  # when set
+        shown = ("problems", "skipped", "phases_s", "info", "details", "notes")  # when not empty
+        return {
             "status": self.status,
             "source": self.source,
             "files": self.files,
@@ -139,13 +141,10 @@ class ArtifactReport:
             "subtasks": subtasks,
             "bottleneck": self.bottleneck,
             "metrics": self.metrics(),
+            **{k: getattr(self, k) for k in bases if getattr(self, k)},
+            "config": self.stated.to_dict(),
+            **{k: getattr(self, k) for k in shown if getattr(self, k)},
         }
-        bases = ("throughput_basis", "load_imbalance_basis")  # when set
-        out.update({k: getattr(self, k) for k in bases if getattr(self, k)})
-        out["config"] = self.stated.to_dict()
-        shown = ("problems", "skipped", "phases_s", "info", "details", "notes")  # when not empty
-        out.update({k: getattr(self, k) for k in shown if getattr(self, k)})
-        return out
 
     def to_profile(
         self,

@@ -68,9 +68,12 @@ class StatedConfig:
         return not self.missing
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"stated": dict(self.values), "missing": list(self.missing)}
-        out.update({key: getattr(self, key) for key in ("sources", "system", "notes") if getattr(self, key)})
-        return out
+        shown = ("sources", "system", "notes")  # when set
+        return {
+            "stated": dict(self.values),
+            "missing": list(self.missing),
+            **{k: getattr(self, k) for k in shown if getattr(self, k)},
+        }
 
 
 def _count(value: Any) -> int | None:
@@ -109,15 +112,6 @@ def _model_values(model: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _precision(model: Mapping[str, Any], root: Mapping[str, Any]) -> str | None:
-    mixed = model.get("mixed_precision")
-    if not isinstance(mixed, bool):
-        mixed = _get(root, "trainer", "init", "precision", "enabled")
-    if isinstance(mixed, bool):
-        return "mixed" if mixed else "fp32"
-    return None
-
-
 def cerebras_params(data: Any) -> dict[str, Any]:
     """dabench key -> value of a Cerebras run config: cstorch 2.x ``trainer_params.yaml`` or Model
     Zoo 1.x ``params.yaml`` (keys read: docs/fitting.md, "Ingested runs")."""
@@ -129,28 +123,16 @@ def cerebras_params(data: Any) -> dict[str, Any]:
     values = _model_values(model)
     if _count(batch):
         values["run.batch_size"] = _count(batch)
-    precision = _precision(model, data)
-    if precision:
-        values["precision.name"] = precision
+    mixed = model.get("mixed_precision")
+    if not isinstance(mixed, bool):
+        mixed = _get(data, "trainer", "init", "precision", "enabled")
+    if isinstance(mixed, bool):
+        values["precision.name"] = "mixed" if mixed else "fp32"
     if _count(systems) and _count(systems) > 1:
         values["parallel.strategy"], values["parallel.degree"] = "dp", _count(systems)
     elif _count(systems) == 1:
         values["parallel.strategy"] = "none"
     return values
-
-
-def _read_cerebras(path: Path) -> tuple[dict[str, Any], str]:
-    """(values, "" or why nothing was read) of a Cerebras config file; never raises on its content."""
-    import yaml
-
-    text = path.read_text(errors="replace")
-    if len(text) > MAX_CONFIG_CHARS or len(re.findall(r"[*&][\w-]", text)) > MAX_ALIASES:
-        return {}, f"{path.name} not read (over {MAX_CONFIG_CHARS} characters or {MAX_ALIASES} YAML aliases)"
-    try:
-        return cerebras_params(yaml.safe_load(text)), ""
-
-    except (yaml.YAMLError, RecursionError, ValueError, TypeError, AttributeError) as error:
-        return {}, f"{path.name} unreadable ({type(error).__name__})"
 
 
 def _system(folder: Path) -> str | None:
@@ -173,31 +155,36 @@ def stated_config(fmt: str, target: Path, root: Path | None, batch: int | None =
     checked copy of the ingested folder (None for a single file: nothing beside it is read);
     ``batch`` the batch the artifact itself logged (a cstorch run.log's effective batch size), used
     when no config file states one."""
+    stated = StatedConfig()
     try:
-        return _stated(fmt, target, root, batch)
+        if fmt == "cerebras_compile_report":  # the layer-pipelined compiler's report (R1.x): its steady rate
+            stated.values["hardware.options.execution_mode"] = "pipelined"
+            stated.values["hardware.options.compile_estimate"] = True
+        if fmt.startswith("cerebras") and root is not None:
+            folders = [target if target.is_dir() else target.parent]
+            folders += [f for f in (folders[0].parent, root) if f not in folders and f.is_relative_to(root)]
+            path = next((f / n for f in folders for n in CEREBRAS_CONFIG_FILES if (f / n).is_file()), None)
+            if path is not None:  # read, never raising on its content
+                import yaml
+
+                text = path.read_text(errors="replace")
+                if len(text) > MAX_CONFIG_CHARS or len(re.findall(r"[*&][\w-]", text)) > MAX_ALIASES:
+                    stated.notes.append(
+                        f"{path.name} not read (over {MAX_CONFIG_CHARS} characters or {MAX_ALIASES} YAML aliases)"
+                    )
+                else:
+                    try:
+                        stated.values.update(cerebras_params(yaml.safe_load(text)))
+                    except (yaml.YAMLError, RecursionError, ValueError, TypeError, AttributeError) as error:
+                        stated.notes.append(f"{path.name} unreadable ({type(error).__name__})")
+                stated.sources.append(str(path.relative_to(root)))
+            if fmt == "cerebras_appliance_run":
+                stated.system = next((s for s in (_system(f) for f in folders) if s), None)
+        if _count(batch) and "run.batch_size" not in stated.values:
+            stated.values["run.batch_size"] = _count(batch)
+            stated.notes.append("run.batch_size: the artifact's logged effective batch size")
     except (OSError, ValueError, TypeError, AttributeError, RecursionError) as error:
         return StatedConfig(missing=list(REQUIRED), notes=[f"config not read ({type(error).__name__})"])
-
-
-def _stated(fmt: str, target: Path, root: Path | None, batch: int | None) -> StatedConfig:
-    stated = StatedConfig()
-    if fmt == "cerebras_compile_report":  # the layer-pipelined compiler's report (R1.x): its steady rate
-        stated.values["hardware.options.execution_mode"] = "pipelined"
-        stated.values["hardware.options.compile_estimate"] = True
-    if fmt.startswith("cerebras") and root is not None:
-        folders = [target if target.is_dir() else target.parent]
-        folders += [f for f in (folders[0].parent, root) if f not in folders and f.is_relative_to(root)]
-        path = next((f / n for f in folders for n in CEREBRAS_CONFIG_FILES if (f / n).is_file()), None)
-        if path is not None:
-            values, note = _read_cerebras(path)
-            stated.values.update(values)
-            stated.notes += [note] if note else []
-            stated.sources.append(str(path.relative_to(root)))
-        if fmt == "cerebras_appliance_run":
-            stated.system = next((s for s in (_system(f) for f in folders) if s), None)
-    if _count(batch) and "run.batch_size" not in stated.values:
-        stated.values["run.batch_size"] = _count(batch)
-        stated.notes.append("run.batch_size: the artifact's logged effective batch size")
     stated.missing = [k for k in REQUIRED if k not in stated.values]
     return stated
 
@@ -209,15 +196,16 @@ def host_key(fmt: str, stated: StatedConfig) -> str:
 
 
 def _override(key: str, value: Any) -> str:
-    text = str(value).lower() if isinstance(value, bool) else str(value)
-    return f"++{key}={text}"
+    return f"++{key}={str(value).lower() if isinstance(value, bool) else value}"
 
 
 def run_fields(fmt: str, stated: StatedConfig) -> tuple[dict[str, Any], dict[str, str]]:
     """(params, tags) ``dabench ingest --log`` records for the config (module docstring)."""
     arch = arch_of_format(fmt)
-    params: dict[str, Any] = {f"import.config.{k}": v for k, v in stated.values.items()}
-    params["import.config.missing"] = ",".join(stated.missing) or "none"
+    params: dict[str, Any] = {
+        **{f"import.config.{k}": v for k, v in stated.values.items()},
+        "import.config.missing": ",".join(stated.missing) or "none",
+    }
     tags = {"dabench.host_key": host_key(fmt, stated)}
     if arch:
         tags["dabench.arch"] = arch

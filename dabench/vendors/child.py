@@ -25,8 +25,7 @@ class RunnerError(Exception):
 
     def __init__(self, status: str, reason: str):
         super().__init__(reason)
-        self.status = status
-        self.reason = reason
+        self.status, self.reason = status, reason
 
 
 def write_json(path: str, data: Dict[str, Any]) -> None:

@@ -12,13 +12,6 @@ import json
 import sys
 
 
-def find(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a missing parent package
-        return False
-
-
 def version_of(distributions) -> str:
     from importlib import metadata  # Python 3.8+, as every runner interpreter (dabench/vendors/child.py)
 
@@ -32,7 +25,11 @@ def version_of(distributions) -> str:
 
 def probe(module: str, ipus: int = 0) -> dict:
     result = {"ok": False, "reason": "", "python": sys.executable, "version": ""}
-    if not find(module):
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package
+        found = False
+    if not found:
         result["reason"] = "%s is not importable" % module
         return result
     result["version"] = version_of([module.replace(".", "-"), module.split(".")[0]])

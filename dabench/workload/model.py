@@ -176,12 +176,10 @@ def _untimed(event: str, layer: str, tensor: torch.Tensor) -> None:
 
 
 def _init_weights(module: nn.Module) -> None:
-    if isinstance(module, nn.Linear):
+    if isinstance(module, (nn.Linear, nn.Embedding)):
         nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if module.bias is not None:
-            nn.init.zeros_(module.bias)
-    elif isinstance(module, nn.Embedding):
-        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
 
 
 def synthetic_batch(batch_size: int, seq_len: int, vocab_size: int, seed: int, device: str | torch.device = "cpu"):

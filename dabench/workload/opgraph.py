@@ -52,11 +52,6 @@ class Op:
         d["name"], d["op_class"], d["phase"], d["flops"], d["bytes"] = name, op_class, phase, flops, bytes
         d["params"], d["saved_bytes"], d["dims"] = params, saved_bytes, dims
 
-    @property
-    def intensity(self) -> float:
-        """Arithmetic intensity in FLOPs per byte (0 when the op moves no bytes)."""
-        return self.flops / self.bytes if self.bytes else 0.0
-
 
 @dataclass(frozen=True)
 class LayerTotals:
@@ -67,15 +62,12 @@ class LayerTotals:
 
 
 def _totals(ops: tuple[Op, ...]) -> LayerTotals:
-    flops = dict.fromkeys(PHASES, 0.0)
-    moved = dict.fromkeys(PHASES, 0.0)
-    params, saved = 0, 0.0
-    for op in ops:
-        flops[op.phase] += op.flops
-        moved[op.phase] += op.bytes
-        params += op.params
-        saved += op.saved_bytes
-    return LayerTotals(flops, moved, params, saved)
+    return LayerTotals(
+        {phase: sum((op.flops for op in ops if op.phase == phase), 0.0) for phase in PHASES},
+        {phase: sum((op.bytes for op in ops if op.phase == phase), 0.0) for phase in PHASES},
+        sum(op.params for op in ops),
+        sum((op.saved_bytes for op in ops), 0.0),
+    )
 
 
 @dataclass(frozen=True)
@@ -125,11 +117,10 @@ class OpGraph:
     @cached_property
     def _folded(self) -> tuple[tuple[Layer, int], ...]:
         """(layer, count) with layers sharing one op tuple (identical blocks) folded together."""
-        counts: dict[int, list] = {}
-        for layer in self.layers:
-            entry = counts.setdefault(id(layer.ops), [layer, 0])
-            entry[1] += 1
-        return tuple((layer, count) for layer, count in counts.values())
+        shared = [id(layer.ops) for layer in self.layers]
+        # in order of first appearance; the layer kept for each op tuple is any one that holds it
+        kept = {id(layer.ops): layer for layer in self.layers}
+        return tuple((layer, shared.count(key)) for key, layer in kept.items())
 
     def flops(self, phase: str | None = None) -> float:
         """Total FLOPs of one micro-batch step (one phase, or all three)."""
@@ -151,13 +142,16 @@ class OpGraph:
 
     def by_class(self, phases: tuple[str, ...] = PHASES) -> dict[str, tuple[float, float]]:
         """{op class: (FLOPs, bytes)} summed over layers and the given phases."""
-        out = {c: [0.0, 0.0] for c in OP_CLASSES}
-        for layer, count in self._folded:  # identical blocks share one op tuple: priced once, times its count
-            for op in layer.ops:
-                if op.phase in phases:
-                    out[op.op_class][0] += op.flops * count
-                    out[op.op_class][1] += op.bytes * count
-        return {c: (f, b) for c, (f, b) in out.items() if f or b}
+        # identical blocks share one op tuple: priced once, times its count
+        ops = [(op, count) for layer, count in self._folded for op in layer.ops if op.phase in phases]
+        sums = {
+            c: (
+                sum((op.flops * n for op, n in ops if op.op_class == c), 0.0),
+                sum((op.bytes * n for op, n in ops if op.op_class == c), 0.0),
+            )
+            for c in OP_CLASSES
+        }
+        return {c: (f, b) for c, (f, b) in sums.items() if f or b}
 
     def training_state_bytes(self) -> float:
         """Weights + gradients + AdamW moments (all in the parameter dtype; fp32 under mixed)."""
@@ -378,7 +372,9 @@ def build_opgraph(model: ModelConfig, batch_size: int, precision: PrecisionConfi
     block = _block_ops(model, batch_size, e, w, s, precision.name == FP8)
     head = _head_ops(model, batch_size, e, w, s)
     block_totals = _totals(block)
-    layers = [Layer("embedding", "embedding", embedding, _totals(embedding))]
-    layers += [Layer(f"block.{i}", "block", block, block_totals) for i in range(model.n_layers)]
-    layers.append(Layer("head", "head", head, _totals(head)))
-    return OpGraph(model, batch_size, precision, tuple(layers))
+    layers = (
+        Layer("embedding", "embedding", embedding, _totals(embedding)),
+        *(Layer(f"block.{i}", "block", block, block_totals) for i in range(model.n_layers)),
+        Layer("head", "head", head, _totals(head)),
+    )
+    return OpGraph(model, batch_size, precision, layers)
