@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import shutil
@@ -258,13 +259,52 @@ def own_validation_record(tmp_path, monkeypatch):
 SPREAD_MODULES = {"tests/docs/test_examples.py", "tests/golden/test_golden.py"}
 
 
+#: the slow suite's longest groups, longest first (`--durations`, 2-core machine): handed out first,
+#: so that the xdist workers end together (longest-processing-time first); a stale entry costs time only
+LONGEST_FIRST = (
+    "tests/cli/test_secrets_everywhere.py",
+    "tests/backends/test_measured_conditions.py",
+    "scaleout_stack",
+    "tests/scaleout/test_soak.py",
+    "tests/scaleout/test_ray.py",
+    "tests/runtime/test_quiet.py",
+    "tests/cli/test_ui.py",
+    "tests/reliability/test_command_faults.py",
+    "tests/cli/test_run.py",
+    "tests/packaging/test_wheel.py",
+    "tests/scaleout/test_submitit.py",
+    "tests/report/test_report_cli.py",
+    "tests/tracking/test_outbox.py",
+    "tests/tune/test_sweeper_e2e.py",
+    "tests/ingest/test_fuzz.py",
+    "tests/config/test_fuzz.py",
+    "tests/config/test_config_zoo.py",
+)
+
+
+def pytest_configure(config):
+    """pytest-xdist hands out the groups in collection order (set by :func:`pytest_collection_modifyitems`)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under ``pytest -n N --dist loadgroup`` (the README's test command, .ci/run), keep each module's tests on
     one worker, so a module-scoped fixture (a store, a server) is built once; a test that already
-    names its group keeps it."""
+    names its group keeps it. Groups run in the order :data:`LONGEST_FIRST`, then by their number
+    of tests (most first), a group's tests in their own order."""
     for item in items:
         module = Path(str(item.fspath)).relative_to(ROOT).as_posix()
         if module in SPREAD_MODULES or item.get_closest_marker("xdist_group"):
             continue
         item.add_marker(pytest.mark.xdist_group(module))
+    groups = [marker.args[0] if (marker := item.get_closest_marker("xdist_group")) else item.nodeid for item in items]
+    size, first = collections.Counter(groups), {}
+    for i, group in enumerate(groups):
+        first.setdefault(group, i)
+    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    order = sorted(
+        range(len(items)), key=lambda i: (rank.get(groups[i], len(rank)), -size[groups[i]], first[groups[i]], i)
+    )
+    items[:] = [items[i] for i in order]
