@@ -238,26 +238,28 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     )
     scores = [score(g.out_of_sample.get(p.run_id, math.nan), p.published) for p in g.points]
     kind, q = band_q(scores, [], nominal)
-    residuals = []
-    for p, s in zip(g.points, scores, strict=True):
-        others = [t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id]
-        _, q_other = band_q(others, [], nominal)
-        residuals.append(
-            {
-                "point": p.run_id,
-                "metric": "samples_per_s",
-                "use": "fit",
-                "published": _num(p.published),
-                "measured": _num(p.published),
-                "config": p.describe,
-                "base": _num(g.base_pred.get(p.run_id, math.nan)),
-                "in_sample": _num(g.in_sample.get(p.run_id, math.nan)),
-                "out_of_sample": _num(g.out_of_sample.get(p.run_id, math.nan)),
-                "left_out": bool(g.fitted),
-                "covered": q_other is not None and s <= q_other,
-                "class_times": p.class_times or None,
-            }
-        )
+    # each point's band as sized from the other points' scores
+    q_others = [
+        band_q([t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id], [], nominal)[1]
+        for p in g.points
+    ]
+    residuals = [
+        {
+            "point": p.run_id,
+            "metric": "samples_per_s",
+            "use": "fit",
+            "published": _num(p.published),
+            "measured": _num(p.published),
+            "config": p.describe,
+            "base": _num(g.base_pred.get(p.run_id, math.nan)),
+            "in_sample": _num(g.in_sample.get(p.run_id, math.nan)),
+            "out_of_sample": _num(g.out_of_sample.get(p.run_id, math.nan)),
+            "left_out": bool(g.fitted),
+            "covered": q_other is not None and s <= q_other,
+            "class_times": p.class_times or None,
+        }
+        for p, s, q_other in zip(g.points, scores, q_others, strict=True)
+    ]
     med_pub, max_pub = summary(g._errors(g.base_pred))
     return {
         "model_hash": model_version(g.arch),

@@ -169,7 +169,6 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
                 host_key=host,
                 config=cfg,
                 key=config_key(params, arch, host),
-                tokens_per_s=_num(metrics, "throughput.tokens_per_s"),
                 step_s=_num(metrics, "step_time.median_s"),
                 step_p10=_num(metrics, "step_time.p10_s"),
                 step_p90=_num(metrics, "step_time.p90_s"),

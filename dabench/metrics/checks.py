@@ -52,8 +52,7 @@ class CheckFailure:
 
 def non_finite(metrics: Mapping[str, float]) -> list[str]:
     """Names of the metrics whose value is NaN or infinite (sorted)."""
-    isfinite = math.isfinite
-    return sorted(name for name, value in metrics.items() if not isfinite(value))
+    return sorted(name for name, value in metrics.items() if not math.isfinite(value))
 
 
 @lru_cache(maxsize=4096)
