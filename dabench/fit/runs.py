@@ -18,20 +18,6 @@ from dabench.core.numbers import bad_metrics
 from dabench.core.platforms import arch_of_format
 from dabench.fit.points import LeftOut, Point, group_by
 
-
-def platform_of(tags: Mapping[str, Any], params: Mapping[str, Any]) -> str:
-    """The run's platform: its ``dabench.arch`` tag, else its ingested format's platform ("" if neither)."""
-    arch = tags.get("dabench.arch") or (arch_of_format(str(params.get("import.format"))) or "")
-    return "" if arch == "None" else str(arch)
-
-
-def host_key(tags: Mapping[str, Any], params: Mapping[str, Any], arch: str) -> str:
-    """The machine a run ran on: its ``dabench.host_key`` tag (CPU model, GPU name, vendor system),
-    else ``<arch>:<format>`` for an ingested artifact, else ``host:<host name>`` (older runs)."""
-    fmt = params.get("import.format")
-    return tags.get("dabench.host_key") or (f"{arch}:{fmt}" if fmt else f"host:{tags.get('dabench.host', '?')}")
-
-
 #: params that do not change what is measured (left out of a config's identity)
 _NOT_IDENTITY = (
     "run.seed", "run.warmup_steps", "run.timed_steps", "run.profile_subtasks", "run.plots", "run.lr", "hardware.mode",
@@ -131,15 +117,18 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
             left.append(LeftOut(rid, f"{why}: {tags.get('dabench.reason', '')[:200]}".rstrip(": ")))
             continue
         fmt = params.get("import.format")
-        arch = platform_of(tags, params)
-        if not arch:
+        # the platform: the run's dabench.arch tag, else its ingested format's ("" if neither)
+        arch = str(tags.get("dabench.arch") or arch_of_format(str(fmt)) or "")
+        if arch in ("", "None"):
             left.append(LeftOut(rid, "no platform recorded (tag dabench.arch)"))
             continue
         damage = bad_metrics(metrics)
         if damage:
             left.append(LeftOut(rid, f"{DAMAGED} {damage}"))
             continue
-        host = host_key(tags, params, arch)
+        # the machine: its dabench.host_key tag (CPU model, GPU name, vendor system), else
+        # <arch>:<format> for an ingested artifact, else host:<host name> (older runs)
+        host = tags.get("dabench.host_key") or (f"{arch}:{fmt}" if fmt else f"host:{tags.get('dabench.host', '?')}")
         samples = _num(metrics, "throughput.samples_per_s")
         if not (samples > 0):
             left.append(LeftOut(rid, "no measured throughput (metric throughput.samples_per_s)"))

@@ -39,6 +39,14 @@ def roofline_points(graph: OpGraph, profile: Profile, ceilings: Ceilings, data_c
     return points
 
 
+def subtask_times(profile: Profile) -> list[float]:
+    """Per-subtask times, from times or (as 1/rate) from rates."""
+    times = [s.time_s for s in profile.subtasks if s.time_s is not None]
+    if times:
+        return times
+    return [1.0 / s.rate for s in profile.subtasks if s.rate]
+
+
 def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_copies: int = 1) -> dict[str, float]:
     """All Tier-1 (and, for multi-chip runs, Tier-2) metrics of one run as {name: value}."""
     steps = profile.step_times_s
@@ -71,10 +79,7 @@ def compute_metrics(profile: Profile, graph: OpGraph, ceilings: Ceilings, data_c
     )
     if profile.units:
         metrics.update(tier1.allocation_metrics(profile.units))
-    # per-subtask times, from times or (as 1/rate) from rates
-    times = [s.time_s for s in profile.subtasks if s.time_s is not None] or [
-        1.0 / s.rate for s in profile.subtasks if s.rate
-    ]
+    times = subtask_times(profile)
     if times:
         metrics.update(
             {
