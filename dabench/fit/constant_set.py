@@ -145,7 +145,6 @@ def build(results: list, archs: list[str], name: str = PUBLISHED, nominal: float
         if len(cv.banded) >= MIN_PLATFORM_POINTS
     ]
     by_arch = {r.arch: r for r in results}
-    pooled_out = [e for r in results for e in r.abs_errors("out")]
     wide = wide_score(results)
     platforms: dict[str, Any] = {}
     for arch in archs:
@@ -191,7 +190,7 @@ def build(results: list, archs: list[str], name: str = PUBLISHED, nominal: float
                 refitted_from_prior=cv.freed,
             )
         platforms[arch] = entry_out
-    med, worst = summary(pooled_out)
+    med, worst = summary([e for r in results for e in r.abs_errors("out")])
     lo, hi = clopper_pearson(covered, len(banded))
     return {
         **header(name, nominal),
@@ -223,9 +222,9 @@ RUNS_BAND_METHOD = (
 
 def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     """One platform's entry of a constant set (the constant-set format plus this fit's keys)."""
-    constants = constant_records(g.arch, "setting")
-    constants.update(
-        {
+    constants = {
+        **constant_records(g.arch, "setting"),
+        **{
             f"options.{name}": {
                 "value": value,
                 "kind": "fitted",
@@ -234,8 +233,8 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
                 "before": g.base.get(name),
             }
             for name, value in g.fitted.items()
-        }
-    )
+        },
+    }
     scores = [score(g.out_of_sample.get(p.run_id, math.nan), p.published) for p in g.points]
     kind, q = band_q(scores, [], nominal)
     # each point's band as sized from the other points' scores

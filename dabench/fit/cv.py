@@ -227,7 +227,7 @@ def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, floa
 def wide_score(results: list[PlatformCv], leave: str = "") -> float:
     """The largest finite out-of-source throughput score of any platform, less source ``leave``."""
     finite = [r.score for cv in results for r in cv.banded if r.point.source_key != leave and math.isfinite(r.score)]
-    return max(finite) if finite else math.log(2.0)
+    return max(finite, default=math.log(2.0))
 
 
 def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:

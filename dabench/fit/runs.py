@@ -53,10 +53,9 @@ def unflatten(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _num(metrics: Mapping[str, Any], name: str) -> float:
-    try:
-        return float(metrics.get(name))
-    except (TypeError, ValueError):
-        return math.nan
+    """Metric ``name`` (NaN when absent; the number guard has refused any that is no number)."""
+    value = metrics.get(name)
+    return math.nan if value is None else float(value)
 
 
 def config_key(params: Mapping[str, Any], arch: str, host: str) -> str:

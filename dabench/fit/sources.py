@@ -60,10 +60,8 @@ def constant_paths(spec: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _ids(value: Any) -> tuple[str, ...]:
-    """A ``finding:`` entry (one id or a list of ids) as a tuple."""
-    if value is None:
-        return ()
-    return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value)
+    """A ``finding:`` entry (none, one id or a list of ids) as a tuple."""
+    return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value or ())
 
 
 def _prior(path: str, body: Any) -> Provenance | str | None:
