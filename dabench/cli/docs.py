@@ -18,7 +18,7 @@ from dabench.config.paths import require_checkout
 from dabench.config.schema import fields
 from dabench.config.sections import SECTION_TYPES
 from dabench.fit.points import Point, load_points, uncertain_tolerance
-from dabench.fit.sources import CONF_HARDWARE, fitted, hardware_yaml, uncertain
+from dabench.fit.sources import CONF_HARDWARE, fitted, hardware_yaml, load_sources
 from dabench.perfmodel import constants
 from dabench.perfmodel.constants import error_band
 from dabench.runtime.sinks import write_text
@@ -156,7 +156,8 @@ def uncertain_markdown() -> str:
     out += [
         f"| {arch} | `{path}` | {entry.reason.replace('|', '/')} | {entry.text.replace('|', '/')} |"
         for arch in sorted(p.stem for p in CONF_HARDWARE.glob("*.yaml"))
-        for path, entry in uncertain(arch).items()
+        for path, entry in load_sources(arch).items()
+        if entry.kind == "uncertain"
     ]
     wide = [p for p in load_points() if uncertain_tolerance(p)]
     listed = "; ".join(f"{p.id} ({tol(p)}: {uncertain_tolerance(p)})" for p in wide) if wide else "none"

@@ -42,8 +42,7 @@ def config(
         "finding", platform, model, (f"parallel={parallel}",), batch, grad_accum, precision,
         "", "", "", 0.0, "M", 0.0, "rel", "check", "", "",
     )  # fmt: skip
-    cfg = point_config(point)
-    cfg["hardware"]["options"].update(options or {})
+    cfg = point_config(point, None, options)
     cfg["hardware"].update(hw or {})
     cfg["model"].update(model_over or {})
     cfg["parallel"].update(parallel_over)
@@ -263,7 +262,6 @@ def _matched_pair(half_partials: bool) -> dict:
 
 def ipu_memory_bound() -> Measured:
     runs = {h: predict(_matched_pair(h)).metrics for h in (False, True)}
-    bound = [runs[h]["diagnosis.memory_bound"] == 1.0 for h in (False, True)]
     ratio = {h: runs[h]["roofline.step.intensity"] / runs[h]["roofline.ridge_intensity"] for h in (False, True)}
     moving = {h: 100 * runs[h]["ipu.memory_share"] for h in (False, True)}
     return Measured(
@@ -271,7 +269,7 @@ def ipu_memory_bound() -> Measured:
             f"step intensity {ratio[False]:.2g} (fp32 partials), {ratio[True]:.2g} (half) x the ridge; the busiest "
             f"IPU moves data {moving[False]:.0f}% / {moving[True]:.0f}% of its time"
         ),
-        all(bound),
+        all(runs[h]["diagnosis.memory_bound"] == 1.0 for h in (False, True)),
     )
 
 
@@ -286,8 +284,7 @@ def ipu_mixed_precision() -> Measured:
 
 def ipu_capacity() -> Measured:
     """The scripts' defaults: optimizer state off chip (train_gpt2.py's --optimizer-state-offchip)."""
-    kw = {"optimizer_state_offchip": True}
-    at10, at8 = _run(_ipu("0 10", **kw)), _run(_ipu("0 8", **kw))
+    at10, at8 = _run(_ipu("0 10", optimizer_state_offchip=True)), _run(_ipu("0 8", optimizer_state_offchip=True))
     fits10, fits8 = not isinstance(at10, CapacityError), not isinstance(at8, CapacityError)
     if fits10:
         used10 = at10.metrics["ipu.max_memory_fraction"]

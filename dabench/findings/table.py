@@ -74,9 +74,7 @@ def doc_block() -> str:
 
 def write(block: str) -> bool:
     """Replace the block in docs/perfmodel.md; True when the file changed."""
-    doc = doc_path()
-    text = doc.read_text()
-    new = text.replace(doc_block(), block, 1)
-    if new != text:
-        write_text("source_tree", doc, new)
-    return new != text
+    current = doc_block()
+    if current != block:
+        write_text("source_tree", doc_path(), doc_path().read_text().replace(current, block, 1))
+    return current != block

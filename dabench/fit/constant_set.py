@@ -145,7 +145,6 @@ def build(results: list, archs: list[str], name: str = PUBLISHED, nominal: float
         if len(cv.banded) >= MIN_PLATFORM_POINTS
     ]
     by_arch = {r.arch: r for r in results}
-    pooled_out = [e for r in results for e in r.abs_errors("out")]
     wide = wide_score(results)
     platforms: dict[str, Any] = {}
     for arch in archs:
@@ -191,7 +190,7 @@ def build(results: list, archs: list[str], name: str = PUBLISHED, nominal: float
                 refitted_from_prior=cv.freed,
             )
         platforms[arch] = entry_out
-    med, worst = summary(pooled_out)
+    med, worst = summary([e for r in results for e in r.abs_errors("out")])
     lo, hi = clopper_pearson(covered, len(banded))
     return {
         **header(name, nominal),
@@ -223,9 +222,9 @@ RUNS_BAND_METHOD = (
 
 def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
     """One platform's entry of a constant set (the constant-set format plus this fit's keys)."""
-    constants = constant_records(g.arch, "setting")
-    constants.update(
-        {
+    constants = {
+        **constant_records(g.arch, "setting"),
+        **{
             f"options.{name}": {
                 "value": value,
                 "kind": "fitted",
@@ -234,30 +233,32 @@ def platform_entry(g: GroupFit, nominal: float = NOMINAL) -> dict[str, Any]:
                 "before": g.base.get(name),
             }
             for name, value in g.fitted.items()
-        }
-    )
+        },
+    }
     scores = [score(g.out_of_sample.get(p.run_id, math.nan), p.published) for p in g.points]
     kind, q = band_q(scores, [], nominal)
-    residuals = []
-    for p, s in zip(g.points, scores, strict=True):
-        others = [t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id]
-        _, q_other = band_q(others, [], nominal)
-        residuals.append(
-            {
-                "point": p.run_id,
-                "metric": "samples_per_s",
-                "use": "fit",
-                "published": _num(p.published),
-                "measured": _num(p.published),
-                "config": p.describe,
-                "base": _num(g.base_pred.get(p.run_id, math.nan)),
-                "in_sample": _num(g.in_sample.get(p.run_id, math.nan)),
-                "out_of_sample": _num(g.out_of_sample.get(p.run_id, math.nan)),
-                "left_out": bool(g.fitted),
-                "covered": q_other is not None and s <= q_other,
-                "class_times": p.class_times or None,
-            }
-        )
+    # each point's band as sized from the other points' scores
+    q_others = [
+        band_q([t for t, r in zip(scores, g.points, strict=True) if r.run_id != p.run_id], [], nominal)[1]
+        for p in g.points
+    ]
+    residuals = [
+        {
+            "point": p.run_id,
+            "metric": "samples_per_s",
+            "use": "fit",
+            "published": _num(p.published),
+            "measured": _num(p.published),
+            "config": p.describe,
+            "base": _num(g.base_pred.get(p.run_id, math.nan)),
+            "in_sample": _num(g.in_sample.get(p.run_id, math.nan)),
+            "out_of_sample": _num(g.out_of_sample.get(p.run_id, math.nan)),
+            "left_out": bool(g.fitted),
+            "covered": q_other is not None and s <= q_other,
+            "class_times": p.class_times or None,
+        }
+        for p, s, q_other in zip(g.points, scores, q_others, strict=True)
+    ]
     med_pub, max_pub = summary(g._errors(g.base_pred))
     return {
         "model_hash": model_version(g.arch),

@@ -94,11 +94,9 @@ def bound_distances(constants: Mapping[str, Mapping[str, Any]]) -> list[BoundDis
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval of a proportion k / n."""
+    """Exact binomial interval of a proportion k / n ((0, 1) when n is 0)."""
     from scipy.stats import beta
 
-    if n == 0:
-        return (0.0, 1.0)
     alpha = 1 - level
     lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
@@ -229,7 +227,7 @@ def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, floa
 def wide_score(results: list[PlatformCv], leave: str = "") -> float:
     """The largest finite out-of-source throughput score of any platform, less source ``leave``."""
     finite = [r.score for cv in results for r in cv.banded if r.point.source_key != leave and math.isfinite(r.score)]
-    return max(finite) if finite else math.log(2.0)
+    return max(finite, default=math.log(2.0))
 
 
 def nested_bands(results: list[PlatformCv], nominal: float = NOMINAL) -> None:

@@ -37,13 +37,14 @@ def point_config(point: Point, precision: str | None = None, options: Mapping[st
         "parallel": "none",
         "precision": precision or point.precision,
     }
-    dotted = [f"run.batch_size={point.batch}", f"run.grad_accum={point.grad_accum}", "tracking.enabled=false"]
-    for override in point.overrides:
-        key, _, value = override.partition("=")
-        if "." in key:
-            dotted.append(f"++{override}")  # a knob the YAML may not list
-        else:
-            groups[key] = value
+    split = [override.partition("=") for override in point.overrides]
+    groups.update({key: value for key, _, value in split if "." not in key})  # a conf group's choice
+    dotted = [
+        f"run.batch_size={point.batch}",
+        f"run.grad_accum={point.grad_accum}",
+        "tracking.enabled=false",
+        *(f"++{key}{eq}{value}" for key, eq, value in split if "." in key),  # a knob the YAML may not list
+    ]
     cfg = compose([f"{group}={name}" for group, name in groups.items()] + dotted)
     if options:
         own = {o.split("=", 1)[0].removeprefix("hardware.options.") for o in point.overrides}

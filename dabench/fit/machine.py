@@ -24,9 +24,8 @@ K_FOLD = 10
 def folds(points: list[Point]) -> list[set[str]]:
     """Config keys left out together: one config each (leave one config out), or 10 folds."""
     keys = sorted({p.key for p in points})
-    if len(keys) <= LOO_MAX:
-        return [{k} for k in keys]
-    return [set(keys[i::K_FOLD]) for i in range(K_FOLD)]
+    n = len(keys) if len(keys) <= LOO_MAX else K_FOLD
+    return [set(keys[i::n]) for i in range(n)]
 
 
 def noise_floor(points: list[Point]) -> tuple[float, str]:
@@ -161,6 +160,7 @@ class Drift:
         return self.n > 0 and self.p_value < 0.05 and self.outside / self.n > 1 - self.nominal
 
 
+@quiet_model()
 def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> list[Drift]:
     """Per banded platform of ``constant_set``: how many ``points`` fall outside its band and the
     binomial tail probability of that many misses (docs/fitting.md, "Drift")."""
@@ -171,8 +171,7 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
         if not (entry.get("band") or {}).get("factor"):
             continue
         host = entry.get("host_key")
-        mine = [p for p in points if p.platform == arch and (not host or p.host_key == host)]
-        mine, _ = prepare(mine)
+        mine, _ = prepare([p for p in points if p.platform == arch and (not host or p.host_key == host)])
         options = base_options(arch)
         if name != "published":  # the set's own fitted knobs (it may be a FILE not on the search path)
             options.update(
@@ -182,8 +181,7 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
                     if k.startswith("options.") and c.get("kind") == "fitted"
                 }
             )
-        with quiet_model():
-            values = [predict_point(p, options) for p in mine]
+        values = [predict_point(p, options) for p in mine]
         bands = [band_of(arch, value, constant_set) if value > 0 else None for value in values]
         outside = sum(
             band is None or not (band[0] <= p.published <= band[1]) for band, p in zip(bands, mine, strict=True)

@@ -60,7 +60,6 @@ class Point:
     host_key: str = ""
     config: dict[str, Any] | None = None  #: the run's config mapping (None: not recorded)
     key: str = ""  #: the config's identity (repeats of one config share it)
-    tokens_per_s: float = math.nan
     step_s: float = math.nan
     step_p10: float = math.nan
     step_p90: float = math.nan

@@ -62,15 +62,12 @@ def _feasibility_fit(points: list[Point], name: str, low: float, high: float, op
                 hi = mid
         return ("below" if lo_ok else "above"), (lo if lo_ok else hi)
 
-    lower, upper = low, high
-    for point in points:
-        side, value = edge(point)
-        if side == "below":
-            upper = min(upper, value)
-        elif side == "above":
-            lower = max(lower, value)
-        elif side == "none":
-            raise ValueError(f"no value of {name} in [{low}, {high}] reproduces point {point.id}")
+    edges = [(point, *edge(point)) for point in points]
+    refused = [point.id for point, side, _ in edges if side == "none"]
+    if refused:
+        raise ValueError(f"no value of {name} in [{low}, {high}] reproduces point {refused[0]}")
+    upper = min([high] + [value for _, side, value in edges if side == "below"])
+    lower = max([low] + [value for _, side, value in edges if side == "above"])
     if lower > upper:
         raise ValueError(f"the boundary points of {name} contradict each other ({lower} > {upper})")
     return math.sqrt(lower * upper) if lower > 0 else (lower + upper) / 2

@@ -18,20 +18,6 @@ from dabench.core.numbers import bad_metrics
 from dabench.core.platforms import arch_of_format
 from dabench.fit.points import LeftOut, Point, group_by
 
-
-def platform_of(tags: Mapping[str, Any], params: Mapping[str, Any]) -> str:
-    """The run's platform: its ``dabench.arch`` tag, else its ingested format's platform ("" if neither)."""
-    arch = tags.get("dabench.arch") or (arch_of_format(str(params.get("import.format"))) or "")
-    return "" if arch == "None" else str(arch)
-
-
-def host_key(tags: Mapping[str, Any], params: Mapping[str, Any], arch: str) -> str:
-    """The machine a run ran on: its ``dabench.host_key`` tag (CPU model, GPU name, vendor system),
-    else ``<arch>:<format>`` for an ingested artifact, else ``host:<host name>`` (older runs)."""
-    fmt = params.get("import.format")
-    return tags.get("dabench.host_key") or (f"{arch}:{fmt}" if fmt else f"host:{tags.get('dabench.host', '?')}")
-
-
 #: params that do not change what is measured (left out of a config's identity)
 _NOT_IDENTITY = (
     "run.seed", "run.warmup_steps", "run.timed_steps", "run.profile_subtasks", "run.plots", "run.lr", "hardware.mode",
@@ -67,10 +53,9 @@ def unflatten(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _num(metrics: Mapping[str, Any], name: str) -> float:
-    try:
-        return float(metrics.get(name))
-    except (TypeError, ValueError):
-        return math.nan
+    """Metric ``name`` (NaN when absent; the number guard has refused any that is no number)."""
+    value = metrics.get(name)
+    return math.nan if value is None else float(value)
 
 
 def config_key(params: Mapping[str, Any], arch: str, host: str) -> str:
@@ -131,15 +116,18 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
             left.append(LeftOut(rid, f"{why}: {tags.get('dabench.reason', '')[:200]}".rstrip(": ")))
             continue
         fmt = params.get("import.format")
-        arch = platform_of(tags, params)
-        if not arch:
+        # the platform: the run's dabench.arch tag, else its ingested format's ("" if neither)
+        arch = str(tags.get("dabench.arch") or arch_of_format(str(fmt)) or "")
+        if arch in ("", "None"):
             left.append(LeftOut(rid, "no platform recorded (tag dabench.arch)"))
             continue
         damage = bad_metrics(metrics)
         if damage:
             left.append(LeftOut(rid, f"{DAMAGED} {damage}"))
             continue
-        host = host_key(tags, params, arch)
+        # the machine: its dabench.host_key tag (CPU model, GPU name, vendor system), else
+        # <arch>:<format> for an ingested artifact, else host:<host name> (older runs)
+        host = tags.get("dabench.host_key") or (f"{arch}:{fmt}" if fmt else f"host:{tags.get('dabench.host', '?')}")
         samples = _num(metrics, "throughput.samples_per_s")
         if not (samples > 0):
             left.append(LeftOut(rid, "no measured throughput (metric throughput.samples_per_s)"))
@@ -169,7 +157,6 @@ def points_from_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[list[Point], li
                 host_key=host,
                 config=cfg,
                 key=config_key(params, arch, host),
-                tokens_per_s=_num(metrics, "throughput.tokens_per_s"),
                 step_s=_num(metrics, "step_time.median_s"),
                 step_p10=_num(metrics, "step_time.p10_s"),
                 step_p90=_num(metrics, "step_time.p90_s"),

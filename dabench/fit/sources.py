@@ -20,28 +20,17 @@ KINDS = ("source", "uncertain", "fitted", "setting")
 
 
 @dataclass(frozen=True)
-class Prior:
-    """Bounds a ``source`` or ``uncertain`` constant read from a calibration document takes when
-    cross-validation leaves that document out, from a document that is no calibration point's."""
-
-    bounds: tuple[float, float]  #: [low, high] the fold refits it within
-    document: str  #: the document that bounds it
-    locator: str  #: where in it
-    figure: str  #: what it says (or the assumption and its reason)
-
-
-@dataclass(frozen=True)
 class Provenance:
     path: str  #: e.g. "options.region_fill"
     kind: str  #: source | uncertain | fitted | setting (| invalid)
     text: str  #: source: the figure; uncertain: the estimate; setting: the reason ("" for fitted)
     points: tuple[str, ...] = ()  #: fitted: calibration point ids
-    bounds: tuple[float, float] | None = None  #: fitted: fitting bounds
+    bounds: tuple[float, float] | None = None  #: fitted: fitting bounds; a prior: [low, high] a fold refits within
     document: str = ""  #: source (and optionally uncertain): the document's title
     locator: str = ""  #: where in the document: section, table, page, file path or URL
     reason: str = ""  #: uncertain: why no document gives the number
     findings: tuple[str, ...] = ()  #: source: the paper's findings (dabench/findings) the value was set from
-    prior: Prior | None = None  #: source / uncertain: bounds for a fold that leaves its document out
+    prior: Provenance | None = None  #: source / uncertain: bounds for a fold that leaves its document out
 
 
 def hardware_yaml(arch: str) -> dict[str, Any]:
@@ -71,15 +60,16 @@ def constant_paths(spec: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _ids(value: Any) -> tuple[str, ...]:
-    """A ``finding:`` entry (one id or a list of ids) as a tuple."""
-    if value is None:
-        return ()
-    return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value)
+    """A ``finding:`` entry (none, one id or a list of ids) as a tuple."""
+    return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value or ())
 
 
-def _prior(body: Any) -> Prior | str | None:
-    """A ``prior: {bounds: [lo, hi], document, locator, figure}`` mapping as a Prior; a string
-    saying what is wrong when it is malformed."""
+def _prior(path: str, body: Any) -> Provenance | str | None:
+    """A ``prior: {bounds: [lo, hi], document, locator, figure}`` mapping as a ``source`` with
+    bounds: those a ``source`` or ``uncertain`` constant read from a calibration document takes
+    when cross-validation leaves that document out, from a document that is no calibration
+    point's (its text: what the document says, or the assumption and its reason); a string saying
+    what is wrong when it is malformed."""
     if body is None:
         return None
     bounds = body.get("bounds") if isinstance(body, dict) else None
@@ -89,7 +79,14 @@ def _prior(body: Any) -> Prior | str | None:
         return f"prior.bounds must be [low, high] numbers, not {bounds!r}"
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         return f"prior.bounds must be finite with low < high, not {bounds!r}"
-    return Prior((low, high), **{k: str(body.get(k) or "").strip() for k in ("document", "locator", "figure")})
+    return Provenance(
+        path,
+        "source",
+        str(body.get("figure") or "").strip(),
+        bounds=(low, high),
+        document=str(body.get("document") or "").strip(),
+        locator=str(body.get("locator") or "").strip(),
+    )
 
 
 def load_sources(arch: str) -> dict[str, Provenance]:
@@ -119,7 +116,7 @@ def _provenance(key: str, entry: dict[str, Any]) -> Provenance:
             f"({'document, locator, figure' if kind == 'source' else 'reason, estimate'}), "
             f"not {type(body).__name__}",
         )
-    prior = _prior(body.get("prior"))
+    prior = _prior(key, body.get("prior"))
     if isinstance(prior, str):
         return Provenance(key, "invalid", prior)
     return Provenance(
@@ -132,11 +129,6 @@ def _provenance(key: str, entry: dict[str, Any]) -> Provenance:
         findings=_ids(body.get("finding")),
         prior=prior,
     )
-
-
-def uncertain(arch: str) -> dict[str, Provenance]:
-    """The ``uncertain`` entries of ``arch`` (path -> Provenance): listed in docs/perfmodel.md."""
-    return {k: v for k, v in load_sources(arch).items() if v.kind == "uncertain"}
 
 
 def fitted(arch: str) -> dict[str, Provenance]:

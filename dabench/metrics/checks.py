@@ -52,8 +52,7 @@ class CheckFailure:
 
 def non_finite(metrics: Mapping[str, float]) -> list[str]:
     """Names of the metrics whose value is NaN or infinite (sorted)."""
-    isfinite = math.isfinite
-    return sorted(name for name, value in metrics.items() if not isfinite(value))
+    return sorted(name for name, value in metrics.items() if not math.isfinite(value))
 
 
 @lru_cache(maxsize=4096)
@@ -68,16 +67,10 @@ def _bound(name: str) -> int:
 def bound_violations(metrics: Mapping[str, float]) -> list[str]:
     """'name=value (bound)' for each finite metric above 1.0 where 1.0 is its bound, or negative
     where it cannot be."""
-    out = []
-    limit = 1.0 + RELATIVE_TOLERANCE
-    for name, value in metrics.items():
-        if value > limit or value < 0:  # NaN compares False: reported by non_finite
-            kind = _bound(name)
-            if kind == 1 and value > limit:
-                out.append(f"{name}={value:.6g} (> 1.0)")
-            elif kind >= 0 and value < 0:
-                out.append(f"{name}={value:.6g} (< 0)")
-    return sorted(out)
+    limit = 1.0 + RELATIVE_TOLERANCE  # NaN compares False below: reported by non_finite
+    above = [f"{name}={value:.6g} (> 1.0)" for name, value in metrics.items() if value > limit and _bound(name) == 1]
+    below = [f"{name}={value:.6g} (< 0)" for name, value in metrics.items() if value < 0 and _bound(name) >= 0]
+    return sorted(above + below)
 
 
 def roofline_violations(points: Iterable) -> list[str]:
@@ -110,6 +103,7 @@ def check_result(
     violations = bound_violations(metrics) + roofline_violations(roofline_points)
     if violations:
         more = f" (+{len(violations) - 8} more)" if len(violations) > 8 else ""
-        reason = "result breaks a physical bound: " + "; ".join(violations[:8]) + more
-        return CheckFailure(Status.INVALID_RESULT, reason)
+        return CheckFailure(
+            Status.INVALID_RESULT, "result breaks a physical bound: " + "; ".join(violations[:8]) + more
+        )
     return None

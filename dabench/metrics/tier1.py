@@ -58,8 +58,6 @@ def percentile(values: Iterable[float], q: float) -> float:
     data = sorted(float(v) for v in values)
     if not data:
         raise ValueError("percentile of no values")
-    if len(data) == 1:
-        return data[0]
     pos = (len(data) - 1) * q / 100.0
     lo = int(pos)
     hi = min(lo + 1, len(data) - 1)

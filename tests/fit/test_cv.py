@@ -211,7 +211,7 @@ def test_a_refit_candidate_may_set_a_hardware_field():
 def test_a_malformed_prior_is_named_not_used(bounds):
     from dabench.fit.sources import _prior
 
-    problem = _prior({"bounds": bounds, "document": "d", "locator": "l"})
+    problem = _prior("options.x", {"bounds": bounds, "document": "d", "locator": "l"})
     assert isinstance(problem, str) and "prior.bounds" in problem and repr(bounds) in problem
 
 

@@ -41,11 +41,11 @@ def reference_problems(entry: Provenance) -> list[str]:
     return found
 
 
-def prior_problems(prior: sources.Prior | None, value: Any) -> list[str]:
+def prior_problems(prior: Provenance | None, value: Any) -> list[str]:
     """What is wrong with a ``prior`` (empty when absent or complete)."""
     if prior is None:
         return []
-    found = reference_problems(Provenance("", "source", prior.figure, document=prior.document, locator=prior.locator))
+    found = reference_problems(prior)
     low, high = prior.bounds
     if not low < high:
         found.append(f"needs bounds [low, high] with low < high: {prior.bounds}")
