@@ -49,6 +49,7 @@ class Spec:
     empty_is_null: bool = False  #: TEXT: "" means null
     read: Any = None  #: a command-line argument: its text -> value (default: by kind); ValueError refuses
     unit: str = ""  #: the value's unit (platform options: s, B/s, FLOP/s, ...)
+    prior: Any = None  #: a platform option fitted to calibration points: its prior (a fit.sources.Provenance)
 
     @property
     def required(self) -> bool:

@@ -82,10 +82,14 @@ def constant_records(arch: str, unsourced: str) -> dict[str, dict[str, Any]]:
     for path, value in constant_paths(hardware_yaml(arch)):
         entry = sources.get(path)
         record: dict[str, Any] = {"value": value, "kind": entry.kind if entry else unsourced}
-        if entry is not None and entry.kind == "fitted":
-            record.update(bounds=list(entry.bounds) if entry.bounds else None, points=list(entry.points))
-        elif entry is not None:
-            record.update({k: getattr(entry, k) for k in ("document", "locator", "reason") if getattr(entry, k)})
+        if entry is not None:  # a fitted knob's prior: bounds and points, no document; any other: no points
+            record.update(
+                {
+                    k: getattr(entry, k)
+                    for k in ("document", "locator", "reason", "bounds", "points")
+                    if getattr(entry, k)
+                }
+            )
         constants[path] = record
     return constants
 

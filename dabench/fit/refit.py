@@ -1,6 +1,7 @@
-"""The one solver (:func:`box_least_squares`, bounded least squares) and what it fits: the
-``fitted`` constants of conf/hardware/<arch>.yaml to their points.csv rows (:func:`refit`), and a
-platform's fittable knobs to measured runs (:func:`refit_runs`). Deterministic.
+"""The one solver (:func:`box_least_squares`, bounded least squares) and what it fits: the fitted
+knobs of a platform (each declared with its prior, ``knob(prior=...)``: bounds and points.csv rows;
+values in conf/hardware/<arch>.yaml) to their points (:func:`refit`), and a platform's fittable
+knobs to measured runs (:func:`refit_runs`). Deterministic.
 
 Method: docs/perfmodel.md, "Knobs, sources and calibration"; docs/fitting.md, "The fit".
 """
@@ -26,12 +27,6 @@ class FitResult:
     values: dict[str, float]  #: knob -> fitted value
     before: dict[str, float]  #: knob -> value in the YAML before the fit
     cost: float  #: sum of squared normalised residuals after the fit
-
-
-def _knob(path: str) -> str:
-    if not path.startswith("options."):
-        raise ValueError(f"only options can be fitted (the model reads them as knobs): {path}")
-    return path.split(".", 1)[1]
 
 
 def _residuals(points: list[Point], options: dict[str, Any]) -> list[float]:
@@ -125,17 +120,17 @@ def refit(
     remaining throughput and allocation point of ``arch``."""
     if start not in ("shipped", "middle"):
         raise ValueError(f"start must be shipped or middle, not {start!r}")
-    entries = fitted(arch)
+    entries = {path.removeprefix("options."): prior for path, prior in fitted(arch).items()}  # knob -> prior
     every = {p.id: p for p in load_points()}
     by_id = {i: p for i, p in every.items() if i not in leave_out}
     shipped = {path.removeprefix("options."): v for path, v in constant_paths(hardware_yaml(arch))}
-    before = {_knob(path): float(shipped[_knob(path)]) for path in entries}
+    before = {name: float(shipped[name]) for name in entries}
     values = dict(before)
     if start == "middle":
-        values.update({_knob(path): (e.bounds[0] + e.bounds[1]) / 2 for path, e in entries.items()})
-    feasibility = {path: e for path, e in entries.items() if all(every[i].metric == "feasible" for i in e.points)}
-    continuous = {path: e for path, e in entries.items() if path not in feasibility}
-    bounds = {_knob(path): tuple(e.bounds) for path, e in continuous.items()}
+        values.update({name: (e.bounds[0] + e.bounds[1]) / 2 for name, e in entries.items()})
+    feasibility = {name: e for name, e in entries.items() if all(every[i].metric == "feasible" for i in e.points)}
+    continuous = {name: e for name, e in entries.items() if name not in feasibility}
+    bounds = {name: tuple(e.bounds) for name, e in continuous.items()}
     free = {path.removeprefix("options."): b for path, b in (free or {}).items()}
     log = {n for n, (lo, hi) in free.items() if lo > 0 and hi / lo > 10}
     integer = {n for n in free if isinstance(shipped[n], int)}
@@ -164,9 +159,9 @@ def refit(
             log,
         )
         values.update({n: _round(v) for n, v in whole(fit).items()})
-    for path, entry in feasibility.items():
+    for name, entry in feasibility.items():
         points = [by_id[i] for i in entry.points if i in by_id]
-        values[_knob(path)] = _round(_feasibility_fit(points, _knob(path), *entry.bounds, dict(values)))
+        values[name] = _round(_feasibility_fit(points, name, *entry.bounds, dict(values)))
     all_points = [by_id[i] for e in entries.values() for i in e.points if i in by_id and by_id[i].use != "excluded"]
     return FitResult(values, before, sum(r * r for r in _residuals(all_points, values)))
 
@@ -210,11 +205,7 @@ def fittable(arch: str, points: list[Point]) -> dict[str, tuple[float, float]]:
         if platform(arch).host_cpu and all(p.native for p in points):
             bounds = {k: v for k, v in bounds.items() if k not in EMULATED}  # nothing pins them
     else:
-        bounds = {
-            path.split(".", 1)[1]: tuple(e.bounds)
-            for path, e in fitted(arch).items()
-            if path.startswith("options.") and e.bounds
-        }
+        bounds = {path.removeprefix("options."): e.bounds for path, e in fitted(arch).items()}
     return dict(list(bounds.items())[: max(0, len({p.key for p in points}) - 1)])
 
 

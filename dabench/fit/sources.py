@@ -1,5 +1,7 @@
 """Where every number in conf/hardware/<arch>.yaml comes from: conf/hardware/sources/<arch>.yaml
-(each entry one of ``source``, ``uncertain``, ``fitted`` or ``setting``).
+(each entry one of ``source``, ``uncertain`` or ``setting``) and, for a knob fitted to calibration
+points, its declaration (``knob(prior=Provenance(bounds=..., points=...))`` in
+dabench/platforms/<family>/knobs.py: kind ``fitted``, declared there only).
 
 Format: docs/perfmodel.md, "Knobs, sources and calibration" (provenance).
 """
@@ -8,22 +10,27 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
+from dabench.config.fields import specs
 from dabench.config.files import fresh_file
 from dabench.config.paths import CONF_DIR
+from dabench.core.platforms import platform
 from dabench.fit.points import load_points
 
 CONF_HARDWARE = CONF_DIR / "hardware"
-KINDS = ("source", "uncertain", "fitted", "setting")
+KINDS = ("source", "uncertain", "setting")  #: a sources YAML's kinds; ``fitted`` is declared with the knob
 
 
 @dataclass(frozen=True)
 class Provenance:
-    path: str  #: e.g. "options.region_fill"
-    kind: str  #: source | uncertain | fitted | setting (| invalid)
-    text: str  #: source: the figure; uncertain: the estimate; setting: the reason ("" for fitted)
+    """One number's provenance; its defaults make a knob's fitted prior, ``Provenance(bounds=(lo, hi),
+    points=(ids in dabench/fit/points.csv))`` (its path is filled in by :func:`fitted`)."""
+
+    path: str = ""  #: e.g. "options.region_fill"
+    kind: str = "fitted"  #: source | uncertain | fitted | setting (| invalid)
+    text: str = ""  #: source: the figure; uncertain: the estimate; setting: the reason ("" for fitted)
     points: tuple[str, ...] = ()  #: fitted: calibration point ids
     bounds: tuple[float, float] | None = None  #: fitted: fitting bounds; a prior: [low, high] a fold refits within
     document: str = ""  #: source (and optionally uncertain): the document's title
@@ -90,9 +97,10 @@ def _prior(path: str, body: Any) -> Provenance | str | None:
 
 
 def load_sources(arch: str) -> dict[str, Provenance]:
-    """path -> Provenance from conf/hardware/sources/<arch>.yaml ({} when the file is missing)."""
+    """path -> Provenance from conf/hardware/sources/<arch>.yaml ({} when the file is missing), then
+    the :func:`fitted` knobs of ``arch``."""
     raw = fresh_file(CONF_HARDWARE / "sources" / f"{arch}.yaml")
-    return {key: _provenance(key, entry or {}) for key, entry in raw.items()}
+    return {**{key: _provenance(key, entry or {}) for key, entry in raw.items()}, **fitted(arch)}
 
 
 def _provenance(key: str, entry: dict[str, Any]) -> Provenance:
@@ -102,10 +110,6 @@ def _provenance(key: str, entry: dict[str, Any]) -> Provenance:
         return Provenance(key, "invalid", f"needs exactly one of {KINDS}, has {sorted(entry)}")
     (kind,) = kinds
     body = entry[kind]
-    if kind == "fitted":
-        bounds = (body or {}).get("bounds")
-        points = tuple((body or {}).get("points") or ())
-        return Provenance(key, kind, "", points, (float(bounds[0]), float(bounds[1])) if bounds else None)
     if kind == "setting":
         return Provenance(key, kind, str(body or "").strip())
     if not isinstance(body, dict):
@@ -132,8 +136,11 @@ def _provenance(key: str, entry: dict[str, Any]) -> Provenance:
 
 
 def fitted(arch: str) -> dict[str, Provenance]:
-    """The ``fitted`` entries of ``arch`` (path -> Provenance)."""
-    return {k: v for k, v in load_sources(arch).items() if v.kind == "fitted"}
+    """path -> prior of each knob of platform ``arch`` declared with one (``knob(prior=...)``), in
+    declaration order; {} for a preset (wse3, cuda_a100: it inherits its platform's fitted values)."""
+    options = platform(arch).options
+    declared = specs(options()) if options else {}
+    return {f"options.{n}": replace(s.prior, path=f"options.{n}") for n, s in declared.items() if s.prior}
 
 
 _FILE = re.compile(r"[\w.{},*-]+/[\w./{},*-]+\.\w+")

@@ -1,15 +1,17 @@
 """Every number in conf/hardware/*.yaml is sourced (a document and a locator in it), an
-``uncertain`` estimate with its stated reason, fitted (with its calibration points and bounds) or,
-for options, a stated setting: conf/hardware/sources/<arch>.yaml, convention in
-dabench/fit/sources.py."""
+``uncertain`` estimate with its stated reason or, for options, a stated setting:
+conf/hardware/sources/<arch>.yaml, convention in dabench/fit/sources.py; or a knob fitted to
+calibration points, its prior (bounds and points) declared with the knob and nowhere else."""
 
 import re
 from typing import Any
 
 import pytest
 
+from dabench.config.files import fresh_file
 from dabench.fit import sources
-from dabench.fit.sources import CONF_HARDWARE, Provenance, constant_paths, hardware_yaml, load_sources
+from dabench.fit.sources import CONF_HARDWARE, Provenance, constant_paths, fitted, hardware_yaml, load_sources
+from dabench.perfmodel.constants import load
 
 #: a locator names a place inside a document: a URL, a section, table, figure, page, sheet, row,
 #: slide, line, or a file path inside a repository or a reference folder
@@ -119,17 +121,32 @@ def test_every_hardware_constant_has_a_provenance(arch):
 
 def test_the_checker_catches_a_missing_and_an_orphan_entry(tmp_path, monkeypatch):
     (tmp_path / "sources").mkdir()
-    (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\noptions: {k: 2, m: 1}\n")
+    (tmp_path / "x.yaml").write_text("peak_flops: {fp16: 1.0e12}\noptions: {k: 2, m: 1, f: 0.5}\n")
     (tmp_path / "sources" / "x.yaml").write_text(
-        "options.k: {fitted: {points: [P1], bounds: [3, 4]}}\noptions.z: {setting: 'long enough text'}\n"
+        "options.f: {fitted: {points: [P2], bounds: [0, 1]}}\noptions.z: {setting: 'long enough text'}\n"
         "options.m: {source: {document: a, locator: b, figure: c}, setting: 'b'}\n"
     )
     monkeypatch.setattr(sources, "CONF_HARDWARE", tmp_path)
+    declared = {"options.k": Provenance("options.k", bounds=(3.0, 4.0), points=("P1",))}
+    monkeypatch.setattr(sources, "fitted", lambda arch: declared)  # knob k's declaration: knob(prior=...)
     found = "\n".join(problems("x", {"P2"}))
     assert "peak_flops.fp16" in found and "no entry" in found
     assert "options.z" in found and "does not have" in found
     assert "outside its fitting bounds" in found and "unknown calibration points ['P1']" in found
-    assert "exactly one of" in found
+    assert "options.m: needs exactly one of" in found
+    # a fit's prior is declared with its knob only: a sources YAML's fitted entry is refused
+    assert "options.f: needs exactly one of ('source', 'uncertain', 'setting'), has ['fitted']" in found
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_fitted_knob_has_its_prior_in_its_declaration_only(arch):
+    """No sources YAML holds a ``fitted:`` entry, and every constant the published set records as
+    fitted has its prior (bounds, points) in its knob's declaration (``knob(prior=...)``)."""
+    raw = fresh_file(CONF_HARDWARE / "sources" / f"{arch}.yaml")
+    assert [path for path, entry in raw.items() if "fitted" in (entry or {})] == []
+    published = ((load().get("platforms") or {}).get(arch) or {}).get("constants") or {}
+    assert {path for path, c in published.items() if c["kind"] == "fitted"} == set(fitted(arch))
+    assert all(e.kind == "fitted" and e.bounds and e.points for e in fitted(arch).values())
 
 
 def _one(tmp_path, monkeypatch, entry: str) -> str:

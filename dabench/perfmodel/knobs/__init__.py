@@ -35,15 +35,19 @@ def knob(
     choices: tuple[str, ...] = (),
     doc: str,
     unit: str = "",
+    prior: Any = None,
 ) -> Any:
     """A required field (no default: the YAML holds it) with its :class:`~dabench.config.fields.Spec`:
     numbers in ``(low, high]`` (``high`` unset: :data:`MAX_KNOB`), integers above 0 unless ``low``
-    says otherwise, ``choices`` the strings allowed (beside a number, where bounds are given too)."""
+    says otherwise, ``choices`` the strings allowed (beside a number, where bounds are given too);
+    ``prior``: a knob fitted to calibration points, its ``Provenance(bounds=(lo, hi), points=(ids))``
+    (dabench/fit/sources.py: what ``dabench fit`` fits it to, within what)."""
     kind = BOOL if boolean else INT if integer else NUMBER if low is not None or high is not None else CHOICE
-    numeric = kind in (INT, NUMBER)
     low = 0 if integer and low is None else low
-    high = MAX_KNOB if numeric and high is None else high
-    return field_(kind=kind, low=low, low_open=low is not None, high=high, choices=tuple(choices), doc=doc, unit=unit)
+    high = MAX_KNOB if kind in (INT, NUMBER) and high is None else high
+    return field_(
+        kind=kind, low=low, low_open=low is not None, high=high, choices=tuple(choices), doc=doc, unit=unit, prior=prior
+    )
 
 
 def _checked(spec: Spec, name: str, value: Any) -> Any:

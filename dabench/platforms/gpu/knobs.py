@@ -1,11 +1,13 @@
 """Knobs of the GPU roofline model (perfmodel/device.py) and of the cuda backend; values in
 conf/hardware/cuda.yaml (cuda_h100.yaml and cuda_a100.yaml inherit them; each preset sets its
-``generation``, which picks the efficiencies fitted to that generation's published runs)."""
+``generation``, which picks the efficiencies fitted to that generation's published runs; a fitted
+knob's prior is declared here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dabench.fit.sources import Provenance
 from dabench.perfmodel.knobs import knob
 
 
@@ -22,12 +24,41 @@ class CudaKnobs:
         " at ampere_compute_efficiency and ampere_memory_efficiency; blackwell (B200) and cdna3 (MI300X), with no "
         "calibration point, at the middle of those efficiencies' fit bounds (perfmodel/device.py)",
     )
-    compute_efficiency: float = knob(low=0.0, high=1.0, doc="hopper: share of the datasheet peak large GEMMs reach")
+    compute_efficiency: float = knob(
+        low=0.0,
+        high=1.0,
+        doc="hopper: share of the datasheet peak large GEMMs reach",
+        prior=Provenance(
+            bounds=(0.2, 1.0),
+            points=("MPT-H100-1B", "MPT-H100-3B", "MPT-H100-7B", "MPT-H100-13B", "MPT-H100-30B", "MPT-H100-70B"),
+        ),
+    )
     memory_efficiency: float = knob(
         low=0.0, high=1.0, doc="hopper: share of the datasheet HBM bandwidth streaming kernels reach"
     )
     ampere_compute_efficiency: float = knob(
-        low=0.0, high=1.0, doc="ampere: share of the datasheet peak large GEMMs reach"
+        low=0.0,
+        high=1.0,
+        doc="ampere: share of the datasheet peak large GEMMs reach",
+        prior=Provenance(
+            bounds=(0.2, 1.0),
+            points=(
+                "MEG-1.7B",
+                "MEG-3.6B",
+                "MEG-7.5B",
+                "MEG-18B",
+                "MEG-39B",
+                "MEG-76B",
+                "MEG-145B",
+                "MEG-310B",
+                "MEG-530B",
+                "MEG-1T",
+                "MPT-A100-1B",
+                "MPT-A100-7B",
+                "MPT-A100-13B",
+                "MPT-A100-30B",
+            ),  # fmt: skip
+        ),
     )
     ampere_memory_efficiency: float = knob(
         low=0.0, high=1.0, doc="ampere: share of the datasheet HBM bandwidth streaming kernels reach"

@@ -1,10 +1,11 @@
 """Knobs of the Graphcore Bow IPU model (platforms/ipu/model.py); values in conf/hardware/ipu.yaml,
-their provenance in conf/hardware/sources/ipu.yaml."""
+their provenance in conf/hardware/sources/ipu.yaml (a fitted knob's prior: here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dabench.fit.sources import Provenance
 from dabench.perfmodel.knobs import knob
 
 
@@ -16,7 +17,12 @@ class IpuOptions:
     )
     clock_hz: float = knob(low=0.0, high=1e11, doc="IPU clock, Hz (no chip clocks above 100 GHz)")
     exchange_bandwidth_Bps: float = knob(low=0.0, unit="B/s", doc="on-chip exchange bandwidth per IPU")
-    amp_efficiency: float = knob(low=0.0, high=1.0, doc="share of the AMP peak a matmul's compute phase reaches")
+    amp_efficiency: float = knob(
+        low=0.0,
+        high=1.0,
+        doc="share of the AMP peak a matmul's compute phase reaches",
+        prior=Provenance(bounds=(0.3, 1.0), points=("G2", "G3", "G4")),
+    )
     vector_flops_per_cycle: float = knob(low=0.0, doc="non-matmul FLOPs per tile per cycle")
     loadstore_bytes_per_cycle: float = knob(low=0.0, doc="bytes a tile's vector work loads or stores per cycle")
     superstep_s: float = knob(low=0.0, unit="s", doc="one BSP superstep's fixed cost (tile sync, exchange start-up)")

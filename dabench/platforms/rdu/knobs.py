@@ -1,14 +1,20 @@
 """Knobs of the SambaNova RDU model (platforms/rdu/model.py); values in conf/hardware/rdu.yaml (SN30)
-and sn40l.yaml, their provenance in conf/hardware/sources/."""
+and sn40l.yaml, their provenance in conf/hardware/sources/ (a fitted knob's prior: here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dabench.fit.sources import Provenance
 from dabench.perfmodel.knobs import knob
 
 COMPILE_MODES = ("o0", "o1", "o3")
 ACCUMULATIONS = ("bf16sr", "fp32")  #: SambaFlow accumulation modes: bf16 with stochastic rounding, or fp32
+#: the calibration points the four fitted knobs are fitted to, jointly (dabench/fit/points.csv)
+FIT_POINTS = (
+    "SN30-1600x1", "SN30-1600x6", "SN30-1600x12", "SN30-1600x24", "SN30-1600x36", "SN30-3200x1",
+    "SN30-1280x36", "SN30-1024x24", "SN30-768x12", "SN30-480x12", "S2", "S3",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -17,17 +23,29 @@ class RduOptions:
     tiles: int = knob(integer=True, high=8, doc="tiles per model copy (--num-tiles)")
     resources_scaling: float = knob(low=0.0, high=1.0, doc="--resources-scaling-factors")
     pcu_lanes: int = knob(integer=True, doc="output features one PCU vectorises over")
-    pcu_efficiency: float = knob(low=0.0, high=1.0, doc="share of a PCU's peak a pipelined stage sustains")
+    pcu_efficiency: float = knob(
+        low=0.0,
+        high=1.0,
+        doc="share of a PCU's peak a pipelined stage sustains",
+        prior=Provenance(bounds=(0.3, 1.0), points=FIT_POINTS),
+    )
     stage_buffer_pmus: int = knob(integer=True, doc="buffers per stage, each one sample's output")
-    section_switch_s: float = knob(low=0.0, unit="s", doc="loading one section")
+    section_switch_s: float = knob(
+        low=0.0, unit="s", doc="loading one section", prior=Provenance(bounds=(1.0e-6, 1.0e-3), points=FIT_POINTS)
+    )
     fp32_logits: bool = knob(boolean=True, doc="mixed precision: the loss reads fp32 logits (Model Zoo fp32_logits)")
     fp32_skip_add: bool = knob(boolean=True, doc="mixed precision: residual adds in fp32 (Model Zoo fp32_skip_add)")
     tiling_accum: str = knob(choices=ACCUMULATIONS, doc="accumulation of forward and data-gradient GEMM tiles")
     weight_grad_reduce: str = knob(choices=ACCUMULATIONS, doc="accumulation of weight gradients")
     reduce_on_rdu: bool = knob(boolean=True, doc="data-parallel gradients reduced RDU to RDU (--reduce-on-rdu)")
-    host_overhead_s: float = knob(low=0.0, unit="s", doc="host time per optimizer step")
+    host_overhead_s: float = knob(
+        low=0.0, unit="s", doc="host time per optimizer step", prior=Provenance(bounds=(0.0, 3.0), points=FIT_POINTS)
+    )
     host_logit_s: float = knob(
-        low=0.0, unit="s", doc="host time per step per logit of one sequence (positions at the head x vocabulary)"
+        low=0.0,
+        unit="s",
+        doc="host time per step per logit of one sequence (positions at the head x vocabulary)",
+        prior=Provenance(bounds=(0.0, 1.0e-6), points=FIT_POINTS),
     )
     host_link_Bps: float = knob(low=0.0, unit="B/s", doc="host-to-RDU link")
     machine_collective_s: float = knob(

@@ -1,15 +1,18 @@
 """Knobs of the Cerebras WSE-2 model (platforms/wse/model.py). Values: conf/hardware/wse2.yaml's
-options; where each comes from: conf/hardware/sources/wse2.yaml."""
+options; where each comes from: conf/hardware/sources/wse2.yaml (a fitted knob's prior: here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dabench.fit.sources import Provenance
 from dabench.perfmodel.knobs import knob
 
 MODES = ("pipelined", "weight_streaming", "auto")
 #: Cerebras software releases of the calibration points, oldest first (sources/wse2.yaml, options.sdk_release)
 RELEASES = ("1.6.0", "1.7.1", "1.8.0", "2.0.2", "2.0.3", "2.1.0", "2.2.0", "2.3.0")
+#: the weight-streaming calibration points (dabench/fit/points.csv) its two knobs are fitted to
+WS_POINTS = ("C5", "C9", "C10", "C11")
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,16 @@ class Wse2Knobs:
     )
     # weight streaming
     ws_pe_efficiency: float = knob(
-        low=0.0, high=1.0, doc="share of peak a streamed layer's compute sustains on the whole wafer"
+        low=0.0,
+        high=1.0,
+        doc="share of peak a streamed layer's compute sustains on the whole wafer",
+        prior=Provenance(bounds=(0.01, 1.0), points=WS_POINTS),
     )
     ws_layer_latency_s: float = knob(
-        low=0.0, unit="s", doc="time per layer and pass (forward or backward) that compute and streaming do not hide"
+        low=0.0,
+        unit="s",
+        doc="time per layer and pass (forward or backward) that compute and streaming do not hide",
+        prior=Provenance(bounds=(0.0, 0.05), points=WS_POINTS),
     )
     # software release
     sdk_release: str = knob(choices=RELEASES, doc="Cerebras release the run uses (default: the calibration's newest)")
@@ -60,7 +69,10 @@ class Wse2Knobs:
     )
     # precision
     fp16_loss_scaling_overhead: float = knob(
-        low=-1e-12, high=1.0, doc="fp16 (dynamic loss scaling): extra share of backward time"
+        low=-1e-12,
+        high=1.0,
+        doc="fp16 (dynamic loss scaling): extra share of backward time",
+        prior=Provenance(bounds=(0.0, 1.0), points=("WSE-MP",)),  # the paper's mixed-precision gain
     )
 
 
