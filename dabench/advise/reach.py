@@ -21,6 +21,8 @@ def _point_chips(point) -> float:
     opts = dict(o.split("=", 1) for o in point.overrides if "=" in o)
     strategy = opts.get("parallel", "none")
     degree = int(opts.get("parallel.degree", 2 if strategy in ("dp", "tp", "pp") else 1))
+    if strategy == "pp":  # t tensor-parallel chips per stage
+        degree *= int(opts.get("hardware.options.stage_tensor_degree", 1))
     return max(
         1.0,
         chip_count(point.platform, degree, int(opts.get("parallel.replicas", 1)), opts.get("hardware.options.tiles")),
@@ -72,7 +74,9 @@ def calibration(platform: str, constants: str = "published") -> Calibration:
     if used:
         # each point's model: its composed model section (its model and ``model.*`` overrides)
         sizes = [
-            approx_params(compose([f"model={p.model}", *(o for o in p.overrides if o.startswith("model."))])["model"])
+            approx_params(
+                compose([f"model={p.model}", *(f"++{o}" for o in p.overrides if o.startswith("model."))])["model"]
+            )
             for p in used
         ]
         chips = [_point_chips(p) for p in used]

@@ -121,14 +121,14 @@ def _reach_record(cv, nominal: float, wide: float) -> dict[str, Any]:
             note=f"{100 * nominal:.0f}% from {len(rows)} out-of-source errors: value / {math.exp(q):.3g} to "
             f"value x {math.exp(q):.3g} at a calibration point, wider with distance from it",
         )
-    elif rows:
-        record["note"] = f"{len(rows)} out-of-source errors, too few for a {100 * nominal:.0f}% quantile: wide"
-    else:
+    else:  # no quantile: the widest out-of-source error of any platform, as where nothing is calibrated
+        why = f"{len(rows)} out-of-source errors, too few for a {100 * nominal:.0f}% quantile"
         record.update(
+            kind="wide",
             log_half_width=round(wide, 6),
             factor=round(math.exp(wide), 6),
-            note=f"nothing calibrated on this platform: at least value / {math.exp(wide):.3g} to "
-            f"value x {math.exp(wide):.3g}, wider with reach",
+            note=f"{why if rows else 'nothing calibrated on this platform'}: at least value / "
+            f"{math.exp(wide):.3g} to value x {math.exp(wide):.3g}, wider with reach",
         )
     record["points"] = [
         {"id": r.point.id, "coords": r.coords, "score": round(r.score, 6) if math.isfinite(r.score) else None}

@@ -2,15 +2,19 @@
 bf16's; refused before any work on a preset without FP8; measured only on a CUDA GPU with FP8 tensor
 cores (torch._scaled_mm), refused plainly elsewhere."""
 
+import copy
+
 import pytest
 import torch
 
 from dabench import predict, run
 from dabench.backends import torch_train
-from dabench.config.build import fp8_presets
+from dabench.config.build import build_run_config, fp8_presets
 from dabench.config.sections import PrecisionConfig
 from dabench.core.status import ConfigError, UnsupportedError
 from dabench.fit.sources import load_sources
+from dabench.perfmodel.constants import PUBLISHED, half_width, resolve
+from dabench.perfmodel.reach import coords
 from dabench.workload.opgraph import build_opgraph
 from tests.conftest import composed
 from tests.perfmodel.helpers import run_config
@@ -108,9 +112,17 @@ def test_to_fp8_swaps_the_blocks_linears_only():
     assert isinstance(model.head.lm_head, torch.nn.Linear)
 
 
-def test_fp8_at_a_calibrated_shape_is_still_nothing_calibrated_nearby():
+def test_fp8_is_nothing_calibrated_nearby_where_no_point_runs_fp8():
     shape = ["hardware=cuda_h100", "model=llama_7b", "parallel=fsdp", "parallel.degree=8", "hardware.mode=predict"]
     mixed, fp8 = predict([*shape, "precision=mixed"]), predict([*shape, "precision=fp8"])
     assert mixed.notes["dabench.band"].startswith("near:")
-    band = fp8.notes["dabench.band"]
-    assert band.startswith("wide:") and "no calibration point runs precision=fp8" in band
+    # cuda's points include one fp8 run (NB-B200-LLAMA3-8B): precision is one unit of distance
+    assert fp8.notes["dabench.band"].startswith("near:") and "precision 1" in fp8.notes["dabench.band"]
+    shipped = resolve(PUBLISHED)
+    without = copy.deepcopy(shipped)
+    band = without["platforms"]["cuda"]["band"]
+    band["points"] = [p for p in band["points"] if p["coords"]["precision"] != "fp8"]
+    x = coords(build_run_config(composed([*shape, "precision=fp8"])))
+    kind, _, why = half_width("cuda", without, x)
+    assert kind == "wide" and "no calibration point runs precision=fp8" in why
+    assert half_width("cuda", shipped, x)[0] == "near"

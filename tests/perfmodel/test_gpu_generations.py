@@ -45,7 +45,7 @@ def test_an_uncalibrated_generation_is_not_priced_at_hoppers_fit():
 
 
 @pytest.mark.parametrize(
-    "hardware", ["hardware=b200", "hardware=mi300x", "hardware=cuda_h100 hardware.options.generation=cdna3"]
+    "hardware", ["hardware=mi300x", "hardware=mi325x", "hardware=cuda_h100 hardware.options.generation=cdna3"]
 )
 def test_an_uncalibrated_generation_gets_the_wide_band_even_at_a_calibrated_shape(hardware):
     r = predict([*hardware.split(), *NEAR_H100])
@@ -54,6 +54,19 @@ def test_an_uncalibrated_generation_gets_the_wide_band_even_at_a_calibrated_shap
     assert band.startswith("wide:") and "nothing calibrated nearby: no calibration point of generation" in band
     lo, hi = r.metrics["throughput.samples_per_s.lo"], r.metrics["throughput.samples_per_s.hi"]
     assert hi / lo > 3.67**2  # at least the wide factor (x3.67) each way
+
+
+def test_a_generation_with_a_check_point_gets_its_band_from_it():
+    """B200 has one check point (NB-B200-LLAMA3-8B), which fits nothing: its efficiency stays the
+    unfitted middle, and a prediction beside the point takes the point's out-of-source error."""
+    shape = "model=llama_7b model.ffn_size=14336 model.vocab_size=128256 ++model.n_kv_heads=8 model.seq_len=8192"
+    r = predict(
+        ["hardware=b200", "precision=fp8", *shape.split(), "parallel=dp", "parallel.degree=8", "run.batch_size=2"]
+    )
+    assert r.status.value == "ok", r.reason
+    assert r.predicted.tags["efficiency"] == "unfitted: no calibration point of generation blackwell"
+    band = r.notes["dabench.band"]
+    assert band.startswith("near:") and "nearest calibration NB-B200-LLAMA3-8B" in band
 
 
 @pytest.mark.parametrize("name", ["cuda_h100", "cuda"])

@@ -134,6 +134,17 @@ def _source_line(key: str, rows: list[dict]) -> str:
     return f"  source {key}: {len(rows)} points, {refit}" + (f"; {worst}" if worst else "") + cover
 
 
+def _family(arch: str, entries: dict) -> str:
+    """The calibrated platform whose bands a preset's runs use (``arch`` itself when none is)."""
+    spec = hardware_yaml(arch)
+    base = spec.get("arch") or next((d for d in spec.get("defaults") or () if d in entries), arch)
+    return (
+        arch
+        if base == arch or base not in entries
+        else (base if entries[base].get("residuals") else _family(base, entries))
+    )
+
+
 def cv_report(data: dict) -> str:
     """The text of ``fit --cv``: per platform its fitted constants, every point's in-sample and
     out-of-source error (in its own measure) and nested band, per source its errors and coverage,
@@ -147,10 +158,15 @@ def cv_report(data: dict) -> str:
             f"{entry['fitted_constants']} fitted constants"
         )
         if not entry.get("residuals"):
-            spec = hardware_yaml(arch)
-            base = spec.get("arch") or next((d for d in spec.get("defaults") or () if d in data["platforms"]), arch)
-            if base != arch and base in data["platforms"]:  # a preset (cuda_a100): its runs use its arch's bands
+            base = _family(arch, data["platforms"])
+            own = [p for p in data["platforms"][base]["band"].get("points") or () if arch in p["coords"].values()]
+            if base != arch and own:  # a preset (cuda_a100) with points: its runs use its arch's bands
                 out.append(f"band: {base}'s: a {base} preset, predicted with the {base} calibration above")
+            elif base != arch:
+                out.append(
+                    f"band: wide: nothing calibrated nearby: no calibration point runs this {base} preset; "
+                    f"its numbers come from its specs and the {base} family's mechanisms"
+                )
             else:
                 out.append(f"band: {entry['band']['kind']}: {entry['band']['note']}")
             continue
