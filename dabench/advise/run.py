@@ -6,14 +6,12 @@ build the answer (:mod:`dabench.advise.answer`). No MLflow here (:mod:`dabench.a
 from __future__ import annotations
 
 import copy
-import math
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from dabench.advise.search import Evaluation, Evaluator, score, search
+from dabench.advise.search import Evaluation, Evaluator, overflow, score, search
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
@@ -75,17 +73,10 @@ def model_section(request: Request) -> dict:
     return compose(request.model_args())["model"]
 
 
-def _overflow(reason: str) -> float:
-    m = re.search(r"needs ([\d,\.]+) (\w+), has ([\d,\.]+) (\w+)", reason)
-    if m and m.group(2) == m.group(4):
-        return float(m.group(1).replace(",", "")) / max(1e-9, float(m.group(3).replace(",", "")))
-    return math.inf
-
-
 def none_fits_reason(evaluations: Sequence[Evaluation], max_chips: int) -> str:
     if not evaluations:
         return "no deployment was evaluated"
-    closest = min(evaluations, key=lambda e: (_overflow(e.reason), -e.values.get("parallel.degree", 1)))
+    closest = min(evaluations, key=lambda e: (overflow(e.reason), -e.values.get("parallel.degree", 1)))
     summary = ", ".join(f"{n} {s}" for s, n in Counter(e.status for e in evaluations).most_common())
     return (
         f"none of {len(evaluations)} evaluated deployments fits within max_chips={max_chips} ({summary}); "

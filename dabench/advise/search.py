@@ -8,9 +8,9 @@ unsupported, invalid config, over ``max_chips``).
 from __future__ import annotations
 
 import copy
-import itertools
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -88,6 +88,14 @@ class Evaluator:
         return out
 
 
+def overflow(reason: str) -> float:
+    """How far a capacity failure is from fitting (needs / has; inf for any other failure)."""
+    m = re.search(r"needs ([\d,\.]+) (\w+), has ([\d,\.]+) (\w+)", reason)
+    if m and m.group(2) == m.group(4):
+        return float(m.group(1).replace(",", "")) / max(1e-9, float(m.group(3).replace(",", "")))
+    return math.inf
+
+
 # ----------------------------------------------------------------------------- objectives
 
 
@@ -105,20 +113,11 @@ def score(
     return None if per_chip_s is None else tps / (per_chip_s * evaluation.chips)
 
 
-def _inner(space: PlatformSpace) -> list[tuple[str, dict[str, Any]]]:
-    """Every combination of the plain dimensions (precision and ``dims``), the layouts' partner."""
-    return [
-        (precision, dict(zip((d.key for d in space.dims), combo, strict=True)))
-        for precision in space.precisions
-        for combo in itertools.product(*(d.values for d in space.dims))
-    ]
-
-
 def search(
     space: PlatformSpace,
     predict: Evaluator,
     objective: str = "time",
-    depth: int = 100,
+    depth: int = 10,
     watts_per_chip: float | None = None,
     price_per_chip_s: float | None = None,
 ) -> Evaluation | None:
@@ -128,14 +127,18 @@ def search(
     repeated until the incumbent's plain values stand (benchmarks/advise_quality.py measures the
     gap to the exhaustive best)."""
     layouts = list(space.structured.grid()) if space.structured is not None else [{}]
-    inner = _inner(space)
     keys = ["precision", *(d.key for d in space.dims)]
     options = [space.precisions, *(d.values for d in space.dims)]
 
+    def evaluate(plain: tuple, layout: dict) -> Evaluation:
+        return predict(plain[0], {**dict(zip(keys[1:], plain[1:], strict=True)), **layout})
+
     def value(plain: tuple, layout: dict) -> float:
-        ev = predict(plain[0], {**dict(zip(keys[1:], plain[1:], strict=True)), **layout})
-        found = score(ev, objective, watts_per_chip, price_per_chip_s)
+        found = score(evaluate(plain, layout), objective, watts_per_chip, price_per_chip_s)
         return -math.inf if found is None else found
+
+    def reason(plain: tuple, i: int) -> str:
+        return evaluate(plain, layouts[i]).reason
 
     def neighbours(plain: tuple) -> list[tuple]:
         return [plain[:i] + (v,) + plain[i + 1 :] for i, vs in enumerate(options) for v in vs if v != plain[i]]
@@ -148,16 +151,15 @@ def search(
                 return best
             best = step
 
-    start = (inner[len(inner) // 2][0], *inner[len(inner) // 2][1].values())
+    start = tuple(values[len(values) // 2] for values in options)  # the middle of each dimension
     seen: set[tuple] = set()
     while start not in seen:
         seen.add(start)
-        probes = []
-        for i, layout in enumerate(layouts):
-            found = value(start, layout)
-            if found == -math.inf:
-                found = max(value(n, layout) for n in neighbours(start)) if neighbours(start) else found
-            probes.append((found, i))
+        probes = [(value(start, layout), i) for i, layout in enumerate(layouts)]
+        # the depth failures closest to fitting get the best of their one-value changes
+        failed = sorted((i for found, i in probes if found == -math.inf), key=lambda i: overflow(reason(start, i)))
+        for i in failed[:depth]:
+            probes[i] = (max((value(n, layouts[i]) for n in neighbours(start)), default=-math.inf), i)
         ranked = sorted(probes, key=lambda item: -item[0])[:depth]
         climbs = [(*climb(start, layouts[i]), i) for found, i in ranked if found > -math.inf]
         if not climbs:
