@@ -122,8 +122,8 @@ def search(
     price_per_chip_s: float | None = None,
 ) -> Evaluation | None:
     """The best deployment of ``space``: every layout (``space.structured``'s grid) is scored at the
-    incumbent's plain values (precision and ``dims``; on failure, the best of their one-value
-    changes); the ``depth`` best layouts are climbed to a local optimum one plain value at a time;
+    incumbent's plain values (precision and ``dims``; where that fails, for the ``10 * depth``
+    failures closest to fitting, the best of their one-value changes); the ``depth`` best layouts are climbed to a local optimum one plain value at a time;
     repeated until the incumbent's plain values stand (benchmarks/advise_quality.py measures the
     gap to the exhaustive best)."""
     layouts = list(space.structured.grid()) if space.structured is not None else [{}]
@@ -156,9 +156,9 @@ def search(
     while start not in seen:
         seen.add(start)
         probes = [(value(start, layout), i) for i, layout in enumerate(layouts)]
-        # the depth failures closest to fitting get the best of their one-value changes
+        # the 10 x depth failures closest to fitting get the best of their one-value changes
         failed = sorted((i for found, i in probes if found == -math.inf), key=lambda i: overflow(reason(start, i)))
-        for i in failed[:depth]:
+        for i in failed[: 10 * depth]:
             probes[i] = (max((value(n, layouts[i]) for n in neighbours(start)), default=-math.inf), i)
         ranked = sorted(probes, key=lambda item: -item[0])[:depth]
         climbs = [(*climb(start, layouts[i]), i) for found, i in ranked if found > -math.inf]
