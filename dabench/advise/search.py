@@ -123,9 +123,9 @@ def search(
 ) -> Evaluation | None:
     """The best deployment of ``space``: every layout (``space.structured``'s grid) is scored at the
     incumbent's plain values (precision and ``dims``; where that fails, for the ``10 * depth``
-    failures closest to fitting, the best of their one-value changes); the ``depth`` best layouts are climbed to a local optimum one plain value at a time;
-    repeated until the incumbent's plain values stand (benchmarks/advise_quality.py measures the
-    gap to the exhaustive best)."""
+    failures closest to fitting, the best of their one-value changes); the ``depth`` best layouts
+    are climbed to a local optimum one plain value at a time; repeated until the incumbent's plain
+    values stand (benchmarks/advise_quality.py measures the gap to the exhaustive best)."""
     layouts = list(space.structured.grid()) if space.structured is not None else [{}]
     keys = ["precision", *(d.key for d in space.dims)]
     options = [space.precisions, *(d.values for d in space.dims)]
