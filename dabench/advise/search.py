@@ -113,6 +113,10 @@ def score(
     return None if per_chip_s is None else tps / (per_chip_s * evaluation.chips)
 
 
+#: spaces of at most this many deployments are evaluated whole (the rdu and wse presets' are)
+EXHAUSTIVE = 2000
+
+
 def search(
     space: PlatformSpace,
     predict: Evaluator,
@@ -126,7 +130,12 @@ def search(
     failures closest to fitting, the best of their one-value changes); the ``depth`` best layouts
     are climbed to a local optimum one plain value at a time; repeated until the incumbent's plain
     values stand (benchmarks/advise_quality.py measures the gap to the exhaustive best)."""
-    layouts = list(space.structured.grid()) if space.structured is not None else [{}]
+    if space.size() <= EXHAUSTIVE:  # small enough to evaluate whole
+        layouts = []
+        for precision, values in space.grid():
+            predict(precision, values)
+    else:
+        layouts = list(space.structured.grid()) if space.structured is not None else [{}]
     keys = ["precision", *(d.key for d in space.dims)]
     options = [space.precisions, *(d.values for d in space.dims)]
 
@@ -153,7 +162,7 @@ def search(
 
     start = tuple(values[len(values) // 2] for values in options)  # the middle of each dimension
     seen: set[tuple] = set()
-    while start not in seen:
+    while layouts and start not in seen:
         seen.add(start)
         probes = [(value(start, layout), i) for i, layout in enumerate(layouts)]
         # the 10 x depth failures closest to fitting get the best of their one-value changes
