@@ -1,9 +1,9 @@
-"""How long `dabench advise` takes: GPT-2 XL and a 7B decoder (llama_7b) across the four
-accelerator platforms (cuda, wse2, rdu, ipu), search and MLflow recording included (a parent run
+"""How long `dabench advise` takes: GPT-2 XL and a 7B decoder (llama_7b) across every platform
+preset but cpu (families and chip generations), search and MLflow recording included (a parent run
 with one child per platform and the search as artifacts, per model), in one process as the CLI
 runs it. Target: under 60 s on the 2-core machine. Every number it finds is PREDICTED.
 
-    python benchmarks/advise_speed.py [--trials 100] [--uri sqlite:///...]
+    python benchmarks/advise_speed.py [--trials 10] [--uri sqlite:///...]
 
 The MLflow store is a fresh SQLite file in a temporary folder unless --uri is given (its schema
 creation, a few seconds, is timed too). Last line: ``advise_s=<s> evaluations=<n>``.
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--tokens", type=float, default=3e11)
     parser.add_argument("--max-chips", type=int, default=16)
     parser.add_argument("--uri", default=None)

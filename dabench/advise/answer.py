@@ -287,7 +287,7 @@ def table(advice: Advice, ranked: list[dict[str, Any]]) -> str:
     ]
     for r in ranked:
         out.append(
-            f"{r['rank']}. {r['platform']}: {r['evaluations']} deployments evaluated in {r['trials']} trials "
+            f"{r['rank']}. {r['platform']}: {r['evaluations']} of {r['space_size']} deployments evaluated "
             f"({r['infeasible']} infeasible); constants {r['constants']}, model {r['model_version']}"
         )
         if r["status"] != "ok":

@@ -6,17 +6,16 @@ build the answer (:mod:`dabench.advise.answer`). No MLflow here (:mod:`dabench.a
 from __future__ import annotations
 
 import copy
-import math
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from dabench.advise.search import Evaluation, Evaluator, score, search
+from dabench.advise.search import Evaluation, Evaluator, overflow, score, search
 from dabench.advise.space import PlatformSpace, build_space
 from dabench.config.build import build_run_config
 from dabench.config.compose import compose
+from dabench.config.sections import FP8
 from dabench.core.platforms import accelerators, preset
 from dabench.pipeline.execute import execute
 
@@ -33,8 +32,8 @@ class Request:
     objectives: list[str] = field(default_factory=lambda: ["time"])
     price_per_chip_hour: float | None = None
     price_per_system_hour: float | None = None
-    trials: int = 100
-    seed: int = 0
+    trials: int = 10  #: layouts climbed per platform and objective (search's depth)
+    seed: int = 0  #: recorded only: the search is deterministic
 
     def model_args(self) -> list[str]:
         return [f"model={self.model}", *self.model_overrides]
@@ -44,7 +43,7 @@ class Request:
 class PlatformOutcome:
     platform: str
     space: PlatformSpace
-    trials: int  #: Optuna trials over all objectives
+    trials: int  #: layouts climbed over all objectives
     evaluations: list[Evaluation]
     best: Evaluation | None
     result: Any = None  #: the winner's RunResult (execute), or None
@@ -74,17 +73,10 @@ def model_section(request: Request) -> dict:
     return compose(request.model_args())["model"]
 
 
-def _overflow(reason: str) -> float:
-    m = re.search(r"needs ([\d,\.]+) (\w+), has ([\d,\.]+) (\w+)", reason)
-    if m and m.group(2) == m.group(4):
-        return float(m.group(1).replace(",", "")) / max(1e-9, float(m.group(3).replace(",", "")))
-    return math.inf
-
-
 def none_fits_reason(evaluations: Sequence[Evaluation], max_chips: int) -> str:
     if not evaluations:
         return "no deployment was evaluated"
-    closest = min(evaluations, key=lambda e: (_overflow(e.reason), -e.values.get("parallel.degree", 1)))
+    closest = min(evaluations, key=lambda e: (overflow(e.reason), -e.values.get("parallel.degree", 1)))
     summary = ", ".join(f"{n} {s}" for s, n in Counter(e.status for e in evaluations).most_common())
     return (
         f"none of {len(evaluations)} evaluated deployments fits within max_chips={max_chips} ({summary}); "
@@ -92,22 +84,31 @@ def none_fits_reason(evaluations: Sequence[Evaluation], max_chips: int) -> str:
     )
 
 
-def advise_platform(request: Request, platform: str, model: dict) -> PlatformOutcome:
-    started = time.perf_counter()
-    space = build_space(platform, model, request.max_chips)
+def evaluator(platform: str, model: dict, max_chips: int) -> Evaluator:
+    """The evaluator of ``platform``'s deployment space (``.space``) for the composed ``model``:
+    the space's precisions those the chip lists, fp8 among them where it lists fp8."""
+    space = build_space(platform, model, max_chips)
     base = _platform_base(platform, space.groups)
     base["model"] = copy.deepcopy(model)
-    predictor = Evaluator(space, base, request.max_chips)
+    listed = base["hardware"].get("precisions") or space.precisions
+    space.precisions = [p for p in space.precisions if p in listed] + [FP8] * (FP8 in listed)
+    return Evaluator(space, base, max_chips)
+
+
+def advise_platform(request: Request, platform: str, model: dict) -> PlatformOutcome:
+    started = time.perf_counter()
+    predictor = evaluator(platform, model, request.max_chips)
+    space, base = predictor.space, predictor.base
     figure = preset(platform).power
     price_s = None
     if request.price_per_chip_hour is not None:
         price_s = request.price_per_chip_hour / 3600.0
     elif request.price_per_system_hour is not None:
         price_s = request.price_per_system_hour / 3600.0 / int(base["hardware"].get("chips_per_node") or 1)
-    for i, objective in enumerate(request.objectives):
+    for objective in request.objectives:
         usable = objective == "time" or (objective == "energy" and figure.sourced) or (objective == "cost" and price_s)
         objective = objective if usable else "time"
-        search(space, predictor, objective, request.trials, request.seed + i, figure.watts_per_chip, price_s)
+        search(space, predictor, objective, request.trials, figure.watts_per_chip, price_s)
     evaluations = list(predictor.cache.values())
 
     scored = [(score(e, request.objectives[0], figure.watts_per_chip, price_s), e) for e in evaluations]

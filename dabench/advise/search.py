@@ -1,7 +1,8 @@
-"""Search one platform's deployment space on predictions: seeded Optuna TPE (failures seen as
-infeasible) over in-process predictions (:mod:`dabench.predictor`), no Hydra job or MLflow run per
-deployment. Each proposal is an :class:`Evaluation`: feasible with its metrics, or the model's
-status and reason (capacity, unsupported, invalid config, over ``max_chips``).
+"""Search one platform's deployment space on predictions: every layout scored, the best ones
+climbed one plain value at a time (:func:`search`, deterministic), over in-process predictions
+(:mod:`dabench.predictor`), no Hydra job or MLflow run per deployment. Each deployment is an
+:class:`Evaluation`: feasible with its metrics, or the model's status and reason (capacity,
+unsupported, invalid config, over ``max_chips``).
 """
 
 from __future__ import annotations
@@ -9,13 +10,13 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from dabench.advise.space import PlatformSpace, precision_section
 from dabench.core.status import DabenchError
 from dabench.predictor import predict
-from dabench.tune.sampling import make_sampler
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,14 @@ class Evaluator:
         return out
 
 
+def overflow(reason: str) -> float:
+    """How far a capacity failure is from fitting (needs / has; inf for any other failure)."""
+    m = re.search(r"needs ([\d,\.]+) (\w+), has ([\d,\.]+) (\w+)", reason)
+    if m and m.group(2) == m.group(4):
+        return float(m.group(1).replace(",", "")) / max(1e-9, float(m.group(3).replace(",", "")))
+    return math.inf
+
+
 # ----------------------------------------------------------------------------- objectives
 
 
@@ -104,61 +113,66 @@ def score(
     return None if per_chip_s is None else tps / (per_chip_s * evaluation.chips)
 
 
-#: share of the trials for TPE alone; after it, whenever the queue is empty, the one-parameter
-#: neighbours of the best deployment not yet polished are queued (the sampler fills parameters a
-#: changed branch needs): an optimum one or two categorical steps from TPE's incumbents is reached
-EXPLORE_SHARE = 0.6
-
-
-def _enqueue_neighbours(study, params: Mapping[str, Any]) -> None:
-    """Queue every deployment that differs from ``params`` in one categorical parameter."""
-    from optuna.distributions import CategoricalDistribution
-
-    seen = {name: dist for trial in study.get_trials(deepcopy=False) for name, dist in trial.distributions.items()}
-    for name, value in params.items():
-        dist = seen.get(name)
-        for choice in dist.choices if isinstance(dist, CategoricalDistribution) else ():
-            if choice != value:
-                study.enqueue_trial({**params, name: choice}, skip_if_exists=True)
+#: spaces of at most this many deployments are evaluated whole (the rdu and wse presets' are)
+EXHAUSTIVE = 2000
 
 
 def search(
     space: PlatformSpace,
     predict: Evaluator,
     objective: str = "time",
-    n_trials: int = 120,
-    seed: int = 0,
+    depth: int = 10,
     watts_per_chip: float | None = None,
     price_per_chip_s: float | None = None,
 ) -> Evaluation | None:
-    """The best of ``n_trials`` Optuna asks over ``space`` (repeats answered from the cache),
-    seeded TPE wrapped so that failed trials count as infeasible (dabench/tune/sampling.py)."""
-    import optuna
+    """The best deployment of ``space``: every layout (``space.structured``'s grid) is scored at the
+    incumbent's plain values (precision and ``dims``; where that fails, for the ``10 * depth``
+    failures closest to fitting, the best of their one-value changes); the ``depth`` best layouts
+    are climbed to a local optimum one plain value at a time; repeated until the incumbent's plain
+    values stand (benchmarks/advise_quality.py measures the gap to the exhaustive best)."""
+    if space.size() <= EXHAUSTIVE:  # small enough to evaluate whole
+        layouts = []
+        for precision, values in space.grid():
+            predict(precision, values)
+    else:
+        layouts = list(space.structured.grid()) if space.structured is not None else [{}]
+    keys = ["precision", *(d.key for d in space.dims)]
+    options = [space.precisions, *(d.values for d in space.dims)]
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = make_sampler("tpe", seed, {"n_startup_trials": min(20, max(5, n_trials // 5))})
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    explore = max(1, int(n_trials * EXPLORE_SHARE))
-    polished: set[tuple] = set()  #: deployments whose neighbourhood is already queued
-    scored: list[tuple[float, dict, Evaluation]] = []  #: (score, params, evaluation) of every feasible trial
-    for i in range(n_trials):
-        if i >= explore and not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
-            # the queue is empty: polish the best deployment not polished yet (the incumbent first,
-            # then the runners-up: an optimum two changes away from the incumbent is one from them)
-            for _, params, _ in sorted(scored, key=lambda item: -item[0]):
-                if _freeze(params) not in polished:
-                    polished.add(_freeze(params))
-                    _enqueue_neighbours(study, params)
-                    break
-        trial = study.ask()
-        precision, values = space.suggest(trial)
-        ev = predict(precision, values)
-        value = score(ev, objective, watts_per_chip, price_per_chip_s)
-        if value is None:
-            trial.set_user_attr("dabench.status", ev.status)
-            trial.set_user_attr("dabench.reason", ev.reason[:500])
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            continue
-        study.tell(trial, math.log(value))
-        scored.append((value, dict(trial.params), ev))
-    return max(scored, key=lambda item: item[0])[2] if scored else None  # the first of equal scores
+    def evaluate(plain: tuple, layout: dict) -> Evaluation:
+        return predict(plain[0], {**dict(zip(keys[1:], plain[1:], strict=True)), **layout})
+
+    def value(plain: tuple, layout: dict) -> float:
+        found = score(evaluate(plain, layout), objective, watts_per_chip, price_per_chip_s)
+        return -math.inf if found is None else found
+
+    def reason(plain: tuple, i: int) -> str:
+        return evaluate(plain, layouts[i]).reason
+
+    def neighbours(plain: tuple) -> list[tuple]:
+        return [plain[:i] + (v,) + plain[i + 1 :] for i, vs in enumerate(options) for v in vs if v != plain[i]]
+
+    def climb(plain: tuple, layout: dict) -> tuple[float, tuple]:
+        best = (value(plain, layout), plain)
+        while True:
+            step = max(((value(n, layout), n) for n in neighbours(best[1])), key=lambda item: item[0], default=best)
+            if step[0] <= best[0]:
+                return best
+            best = step
+
+    start = tuple(values[len(values) // 2] for values in options)  # the middle of each dimension
+    seen: set[tuple] = set()
+    while layouts and start not in seen:
+        seen.add(start)
+        probes = [(value(start, layout), i) for i, layout in enumerate(layouts)]
+        # the 10 x depth failures closest to fitting get the best of their one-value changes
+        failed = sorted((i for found, i in probes if found == -math.inf), key=lambda i: overflow(reason(start, i)))
+        for i in failed[: 10 * depth]:
+            probes[i] = (max((value(n, layouts[i]) for n in neighbours(start)), default=-math.inf), i)
+        ranked = sorted(probes, key=lambda item: -item[0])[:depth]
+        climbs = [(*climb(start, layouts[i]), i) for found, i in ranked if found > -math.inf]
+        if not climbs:
+            break
+        start = max(climbs, key=lambda item: item[0])[1]
+    feasible = [(s, e) for e in predict.cache.values() if (s := score(e, objective, watts_per_chip, price_per_chip_s))]
+    return max(feasible, key=lambda item: item[0])[1] if feasible else None

@@ -5,9 +5,11 @@ deployment is ``(precision, {override key: value})``. Details: docs/advise.md, "
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.build import flatten
@@ -132,9 +134,14 @@ def overrides_of(
     ]
 
 
-def precision_section(name: str) -> dict:
-    """The composed ``precision`` section of ``precision=<name>``."""
+@lru_cache(maxsize=None)
+def _precision_section(name: str) -> dict:
     try:
         return compose([f"precision={name}"])["precision"]
     except Exception:
         raise ConfigError("precision", name, f"one of {', '.join(group_options('precision'))}") from None
+
+
+def precision_section(name: str) -> dict:
+    """The composed ``precision`` section of ``precision=<name>`` (a fresh dict)."""
+    return copy.deepcopy(_precision_section(name))

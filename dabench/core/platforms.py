@@ -151,8 +151,9 @@ def presets() -> tuple[str, ...]:
 
 
 def accelerators() -> tuple[str, ...]:
-    """Every platform but this machine's CPU (what ``dabench advise`` searches by default)."""
-    return tuple(name for name, p in registry().items() if not p.host_cpu)
+    """Every platform but this machine's CPU, each with its generation presets (what ``dabench
+    advise`` searches by default)."""
+    return tuple(name for p in registry().values() if not p.host_cpu for name in (p.name, *p.presets))
 
 
 def backend_class(backend: str) -> type:

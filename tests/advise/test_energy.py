@@ -5,7 +5,7 @@ import math
 import pytest
 
 from dabench.advise import energy as E
-from dabench.core.platforms import platform, registry
+from dabench.core.platforms import platform, preset, presets, registry
 
 
 def test_time_to_train():
@@ -43,13 +43,20 @@ def test_pareto_front():
 
 
 def test_power_figures_are_sourced_or_say_unsourced():
-    for name, figure in ((name, p.power) for name, p in registry().items()):
+    for name, figure in ((name, preset(name).power) for name in presets()):
         if figure.sourced:
             assert figure.document and figure.locator and figure.kind in ("tdp", "max", "average"), name
             assert figure.watts_per_chip > 0
         else:
             assert figure.kind == "unsourced" and figure.label().startswith("unsourced")
     assert platform("nonexistent").power.watts_per_chip is None
+
+
+def test_every_generation_preset_has_its_own_power_figure():
+    """A generation preset advise compares is priced at its own board's figure, never its family's."""
+    for record in registry().values():
+        for name, figure in record.presets.items():
+            assert figure == preset(name).power and figure.covers != record.power.covers, name
 
 
 def test_human_time():

@@ -1,5 +1,6 @@
-"""The search finds (within 2%) the exhaustive best of an enumerable deployment space (>= 500
-deployments) while evaluating at most 20% of it. All numbers PREDICTED (in-process, cached)."""
+"""The search finds (within 1%) the exhaustive best of an enumerable deployment space (>= 500
+deployments) while evaluating at most 20% of it (benchmarks/advise_quality.py: larger spaces).
+All numbers PREDICTED (in-process, cached)."""
 
 import copy
 
@@ -14,7 +15,7 @@ CHIPS = 4  #: up to 4 GPUs: every layout kind (tp, pp, dp, fsdp, micro-batches, 
 
 def exhaustive(space, predict, objective):
     """The best of every deployment of the enumerable ``space``."""
-    scored = [(score(ev, objective, None, None), ev) for ev in (predict(p, v) for p, v in space.grid())]
+    scored = [(score(ev, objective, 700.0, None), ev) for ev in (predict(p, v) for p, v in space.grid())]
     return max(((s, ev) for s, ev in scored if s is not None), key=lambda item: item[0])[1]
 
 
@@ -35,15 +36,15 @@ def test_space_is_enumerable_and_large_enough(cuda_llama):
     assert sum(e.ok for e in evaluations) > 0 and any(not e.ok for e in evaluations)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_search_within_2pct_evaluating_at_most_20pct(cuda_llama, seed):
-    space, base, _, full_best = cuda_llama
-    budget = int(0.2 * space.size())
+@pytest.mark.parametrize("objective", ["time", "energy"])
+def test_search_within_1pct_evaluating_at_most_20pct(cuda_llama, objective):
+    space, base, full, _ = cuda_llama
+    full_best = exhaustive(space, full, objective)
     predictor = Evaluator(space, base, CHIPS)
-    found = search(space, predictor, "time", budget, seed)
+    found = search(space, predictor, objective, 5, watts_per_chip=700.0)
     evaluated = len(predictor.cache)
     assert evaluated <= 0.2 * space.size()
     assert found is not None
-    gap = 1 - found.tokens_per_s / full_best.tokens_per_s
+    gap = 1 - score(found, objective, 700.0, None) / score(full_best, objective, 700.0, None)
     print(f"space {space.size()}, evaluated {evaluated} ({evaluated / space.size():.1%}), gap {gap:.2%}")
-    assert gap <= 0.02
+    assert gap <= 0.01

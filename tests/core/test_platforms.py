@@ -63,7 +63,11 @@ def test_unknown_names_ask_nothing_and_refuse_by_field():
         P.backend_class("xla")
     with pytest.raises(ConfigError, match="platforms.*tpu.*cpu, cuda"):
         P.known("tpu", "platforms")
-    assert "cpu" not in P.accelerators() and set(P.accelerators()) < set(P.names())
+    assert (
+        "cpu" not in P.accelerators()
+        and set(P.accelerators()) < set(P.presets())
+        and set(P.names()) - {"cpu"} < set(P.accelerators())
+    )
 
 
 def _shared_modules():

@@ -113,7 +113,16 @@ class IpuPipelineSpace:
                 return {**params, "placement_skew": skew, **{f"stage_weight.{i}": v for i, v in enumerate(z, 1)}}
         return None
 
+    def placements(self, stages: int) -> Iterator[tuple[int, ...]]:
+        """The placements of ``stages`` stages this space reaches: all, or with only skew 0 the even ones."""
+        if any(self.skews):
+            return placements(self.n_layers, stages, **self.bounds)
+        even = (placement_from_params(self.n_layers, stages, f, **self.bounds) for f in self.first_choices)
+        return iter(sorted(set(even)))
+
     def size(self) -> int:
+        if not any(self.skews):
+            return len(list(self.grid()))
         return len(self.fills) * sum(
             count_placements(self.n_layers, n // r, **self.bounds) for n, reps in self.topologies.items() for r in reps
         )
@@ -122,7 +131,7 @@ class IpuPipelineSpace:
         for n, reps in self.topologies.items():
             for r in reps:
                 for fill in self.fills:
-                    for placement in placements(self.n_layers, n // r, **self.bounds):
+                    for placement in self.placements(n // r):
                         yield self.deployment(n // r, r, fill, placement)
 
 
