@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from dabench.config.compose import compose
+from dabench.core.platforms import preset
 from dabench.fit.points import load_points
 from dabench.perfmodel.constants import model_version, residuals
 from dabench.perfmodel.reach import approx_params, chip_count
@@ -61,16 +62,35 @@ class Calibration:
 
 
 @lru_cache(maxsize=None)
+def silicon(name: str) -> str:
+    """The chip generation preset ``hardware=<name>`` is priced as (perfmodel/reach.coords' ``silicon``):
+    its ``generation`` option in a family with generations, else a generation preset's own name."""
+    record = preset(name)
+    if record.generations:
+        return str(compose([f"hardware={name}"])["hardware"]["options"].get("generation", ""))
+    return name if name in record.presets else ""
+
+
+def _preset_of(point) -> str:
+    """The hardware preset a calibration point ran on (its ``hardware=`` override, else its platform)."""
+    return next((o.split("=", 1)[1] for o in point.overrides if o.startswith("hardware=")), point.platform)
+
+
+@lru_cache(maxsize=None)
 def calibration(platform: str, constants: str = "published") -> Calibration:
+    """``platform``'s calibration: its family's points of the same chip generation (a preset's
+    efficiencies and specs are its generation's, not its family's other chips')."""
+    arch = preset(platform).name
+    ours = {p.id: p for p in load_points() if p.platform == arch and silicon(_preset_of(p)) == silicon(platform)}
     rows = [
         (r.get("use"), pid, float(r["error"]))
-        for pid, r in sorted(residuals().get(platform, {}).items())
-        if r.get("metric") in THROUGHPUT and r.get("error") is not None
+        for pid, r in sorted(residuals().get(arch, {}).items())
+        if pid in ours and r.get("metric") in THROUGHPUT and r.get("error") is not None
     ]
     # out of sample (check points), in sample (fit points), excluded
     errors = [[(pid, error) for use, pid, error in rows if use == kind] for kind in ("check", "fit", "excluded")]
     cal = Calibration(platform, constants, model_version(platform), *errors)
-    used = [p for p in load_points() if p.platform == platform and p.metric in THROUGHPUT and p.use in ("fit", "check")]
+    used = [p for p in ours.values() if p.metric in THROUGHPUT and p.use in ("fit", "check")]
     if used:
         # each point's model: its composed model section (its model and ``model.*`` overrides)
         sizes = [
