@@ -58,6 +58,9 @@ RUN_ELSEWHERE = {
     "parallel=pp parallel.degree=2 parallel.layers_per_stage=[1,1] model.n_layers=2": (
         "tests/distributed/test_cli_parallel.py::test_pp_acceptance_command_records_one_ok_measured_run_with_tier2_metrics"
     ),
+    "parallel=dp parallel.degree=2 hardware.mode=validate": (
+        "tests/distributed/test_cli_parallel.py::test_validate_mode_prices_the_measured_collectives_with_the_link_model"
+    ),
 }
 #: commands that need no run at all (the fast tier)
 FAST = ("--cfg job",)
