@@ -1,7 +1,9 @@
 """Graphcore Bow IPU: pipeline stages over IPUs, bulk-synchronous tiles, In-Processor-Memory.
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, one subtask
-per pipeline stage (IPU); ``ceilings`` are unused (the model reads its spec). CapacityError when an
+per pipeline stage (IPU); ``ceilings`` are unused (the model reads its spec). Replicas all-reduce their
+gradients over IPU-Links inside a Pod rack and over GW-Links between racks; each host call costs
+``host_call_overhead_s`` over ``device_iterations`` steps. CapacityError when an
 IPU's memory cannot hold its stage; CompileError when ``run.grad_accum`` < 2p - 1 over p IPUs.
 Knobs: platforms/ipu/knobs.py.
 
