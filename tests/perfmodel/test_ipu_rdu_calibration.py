@@ -17,6 +17,7 @@ RECIPE = {
     "replicated_tensor_sharding": True,
     "recompute": True,
     "half_partials": True,
+    "device_iterations": 8,  # benchmarks.yml pytorch_gpt2_small_train_gen_pod16: --device-iterations 8
 }
 RECIPES = [  # model, layers per IPU, replication, GA, model overrides, RTS
     ("gpt2_small", "0 4 4 4", 4, 2048, {}, True),

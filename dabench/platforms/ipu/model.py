@@ -1,7 +1,9 @@
 """Graphcore Bow IPU: pipeline stages over IPUs, bulk-synchronous tiles, In-Processor-Memory.
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step, one subtask
-per pipeline stage (IPU); ``ceilings`` are unused (the model reads its spec). CapacityError when an
+per pipeline stage (IPU); ``ceilings`` are unused (the model reads its spec). Replicas all-reduce their
+gradients over IPU-Links inside a Pod rack and over GW-Links between racks; each host call costs
+``host_call_overhead_s`` over ``device_iterations`` steps. CapacityError when an
 IPU's memory cannot hold its stage; CompileError when ``run.grad_accum`` < 2p - 1 over p IPUs.
 Knobs: platforms/ipu/knobs.py.
 
@@ -336,6 +338,18 @@ def memory_per_ipu(
     return uses
 
 
+def dp_allreduce_s(nbytes: float, replicas: int, stages: int, links, domain: int) -> float:
+    """All-reduce of one IPU's ``nbytes`` of gradients over the ``replicas`` holding its stage, as
+    GCL runs it across Pod racks (docs/perfmodel.md, "Bow IPU", scale-out): reduce-scatter and
+    all-gather over IPU-Links among the replicas inside one IPU-Link domain, and between them an
+    all-reduce of each IPU's 1/inner share over GW-Links among the racks."""
+    inner = max(1, min(replicas, domain // max(1, stages)))
+    outer = -(-replicas // inner)
+    intra, inter = group_link(links, domain, 1), group_link(links, 1, 2)
+    seconds = ring_allreduce_s(nbytes, inner, intra) if intra else 0.0
+    return seconds + (ring_allreduce_s(nbytes / inner, outer, inter) if inter else 0.0)
+
+
 def memory_share(shares: dict[str, float]) -> float:
     """Share of a stage's moving-data time out of that plus its AMP time (BSP sync excluded)."""
     moving = shares["vector"] + shares["exchange"] + shares["copy"] + shares["link"]
@@ -390,8 +404,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
         offchip = max(2.0 * n * moment_bytes for n in ipu_params(graph, layers)) / shards / k.streaming_Bps
     update = max(opt) + offchip
     grads = [use.gradients for use in uses]
-    dp_link = group_link(rc.hardware.links, k.options.ipu_link_domain, rc.parallel.n_chips)
-    allreduce = max(ring_allreduce_s(g, r, dp_link) for g in grads) if (r > 1 and dp_link) else 0.0
+    allreduce = max(dp_allreduce_s(g, r, p, rc.hardware.links, k.options.ipu_link_domain) for g in grads)
     host = k.options.host_call_overhead_s / k.options.device_iterations
     step = timing.step_s + update + allreduce + host
 
