@@ -6,9 +6,11 @@ ends other than ok is recorded and exits 1.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -63,6 +65,29 @@ def main(argv: list[str]) -> int:
 
     refuse_bad_command_line()  # unknown group options and keys: one line, exit 2, before Hydra
     refuse(command_line_dirs(sys.argv[1:]))  # a run or sweep folder Hydra could not create: one line, exit 2
-    with guard():
+    with guard(), _mode_from_flags(argv):
         run_job()
     return 0
+
+
+@contextlib.contextmanager
+def _mode_from_flags(argv: list[str]) -> Iterator[None]:
+    """Skip Hydra's extra composition that only reads ``hydra.mode`` (``Hydra.get_mode``, a whole
+    compose before the run's own) where the command line alone decides the mode: ``-m`` makes it a
+    multirun whatever the config says, and without ``-m`` only a ``hydra.mode`` override, a sweep file
+    or another config source could make it one (dabench's conf/ sets no ``hydra.mode``:
+    tests/config/test_zoo.py). Hydra then takes RUN or MULTIRUN from ``-m``, as it does when
+    ``get_mode`` finds nothing."""
+    from hydra._internal.hydra import Hydra
+
+    others = ("hydra.mode", "sweeps", "-c", "--config")
+    decided = any(a in ("-m", "--multirun") for a in argv) or not any(a.lstrip("+~").startswith(others) for a in argv)
+    if not decided or not hasattr(Hydra, "get_mode"):
+        yield
+        return
+    found = Hydra.get_mode
+    Hydra.get_mode = lambda self, config_name, overrides: None
+    try:
+        yield
+    finally:
+        Hydra.get_mode = found
