@@ -76,7 +76,7 @@ def _mode_from_flags(argv: list[str]) -> Iterator[None]:
     compose before the run's own) where the command line alone decides the mode: ``-m`` makes it a
     multirun whatever the config says, and without ``-m`` only a ``hydra.mode`` override, a sweep file
     or another config source could make it one (dabench's conf/ sets no ``hydra.mode``:
-    tests/config/test_zoo.py). Hydra then takes RUN or MULTIRUN from ``-m``, as it does when
+    tests/cli/test_run_mode.py). Hydra then takes RUN or MULTIRUN from ``-m``, as it does when
     ``get_mode`` finds nothing."""
     from hydra._internal.hydra import Hydra
 
