@@ -32,7 +32,7 @@ class Request:
     objectives: list[str] = field(default_factory=lambda: ["time"])
     price_per_chip_hour: float | None = None
     price_per_system_hour: float | None = None
-    trials: int = 10  #: layouts climbed per platform and objective (search's depth)
+    trials: int = 10  #: best layouts searched per platform and objective (search's depth)
     seed: int = 0  #: recorded only: the search is deterministic
 
     def model_args(self) -> list[str]:
@@ -43,7 +43,7 @@ class Request:
 class PlatformOutcome:
     platform: str
     space: PlatformSpace
-    trials: int  #: layouts climbed over all objectives
+    trials: int  #: best layouts searched over all objectives
     evaluations: list[Evaluation]
     best: Evaluation | None
     result: Any = None  #: the winner's RunResult (execute), or None

@@ -1,5 +1,5 @@
 """Search one platform's deployment space on predictions: every layout scored, the best ones
-climbed one plain value at a time (:func:`search`, deterministic), over in-process predictions
+at every plain combination (:func:`search`, deterministic), over in-process predictions
 (:mod:`dabench.predictor`), no Hydra job or MLflow run per deployment. Each deployment is an
 :class:`Evaluation`: feasible with its metrics, or the model's status and reason (capacity,
 unsupported, invalid config, over ``max_chips``).
@@ -8,6 +8,7 @@ unsupported, invalid config, over ``max_chips``).
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
 import math
 import re
@@ -45,10 +46,12 @@ def _freeze(values: Mapping[str, Any]) -> tuple:
 
 
 def _set(config: dict, key: str, value: Any) -> None:
+    """Set ``key`` in ``config``, copying the mappings on its path (the others stay shared)."""
     node = config
     *parents, leaf = key.lstrip("+").split(".")
     for part in parents:
-        node = node.setdefault(part, {})
+        node[part] = dict(node.get(part) or {})
+        node = node[part]
     node[leaf] = copy.deepcopy(value)
 
 
@@ -61,8 +64,8 @@ class Evaluator:
         self.cache: dict[tuple, Evaluation] = {}  #: every deployment evaluated, by (precision, values)
 
     def config(self, precision: str, values: Mapping[str, Any]) -> dict:
-        config = copy.deepcopy(self.base)
-        config["precision"] = precision_section(precision)
+        """The composed config of one deployment (sharing ``base``'s untouched mappings: read only)."""
+        config = {**self.base, "precision": precision_section(precision)}
         for key, value in {**self.space.fixed, **values}.items():
             _set(config, key, value)
         return config
@@ -128,8 +131,9 @@ def search(
     """The best deployment of ``space``: every layout (``space.structured``'s grid) is scored at the
     incumbent's plain values (precision and ``dims``; where that fails, for the ``10 * depth``
     failures closest to fitting, the best of their one-value changes); the ``depth`` best layouts
-    are climbed to a local optimum one plain value at a time; repeated until the incumbent's plain
-    values stand (benchmarks/advise_quality.py measures the gap to the exhaustive best)."""
+    are evaluated at every combination of plain values (a memory-tight best may need several
+    changed at once); repeated until the incumbent's plain values stand
+    (benchmarks/advise_quality.py measures the gap to the exhaustive best)."""
     if space.size() <= EXHAUSTIVE:  # small enough to evaluate whole
         layouts = []
         for precision, values in space.grid():
@@ -138,6 +142,7 @@ def search(
         layouts = list(space.structured.grid()) if space.structured is not None else [{}]
     keys = ["precision", *(d.key for d in space.dims)]
     options = [space.precisions, *(d.values for d in space.dims)]
+    plains = list(itertools.product(*options))
 
     def evaluate(plain: tuple, layout: dict) -> Evaluation:
         return predict(plain[0], {**dict(zip(keys[1:], plain[1:], strict=True)), **layout})
@@ -152,14 +157,6 @@ def search(
     def neighbours(plain: tuple) -> list[tuple]:
         return [plain[:i] + (v,) + plain[i + 1 :] for i, vs in enumerate(options) for v in vs if v != plain[i]]
 
-    def climb(plain: tuple, layout: dict) -> tuple[float, tuple]:
-        best = (value(plain, layout), plain)
-        while True:
-            step = max(((value(n, layout), n) for n in neighbours(best[1])), key=lambda item: item[0], default=best)
-            if step[0] <= best[0]:
-                return best
-            best = step
-
     start = tuple(values[len(values) // 2] for values in options)  # the middle of each dimension
     seen: set[tuple] = set()
     while layouts and start not in seen:
@@ -170,9 +167,9 @@ def search(
         for i in failed[: 10 * depth]:
             probes[i] = (max((value(n, layouts[i]) for n in neighbours(start)), default=-math.inf), i)
         ranked = sorted(probes, key=lambda item: -item[0])[:depth]
-        climbs = [(*climb(start, layouts[i]), i) for found, i in ranked if found > -math.inf]
-        if not climbs:
+        bests = [max((value(p, layouts[i]), p) for p in plains) for found, i in ranked if found > -math.inf]
+        if not bests:
             break
-        start = max(climbs, key=lambda item: item[0])[1]
+        start = max(bests, key=lambda item: item[0])[1]
     feasible = [(s, e) for e in predict.cache.values() if (s := score(e, objective, watts_per_chip, price_per_chip_s))]
     return max(feasible, key=lambda item: item[0])[1] if feasible else None

@@ -78,7 +78,7 @@ def request_of(args) -> Request:
         "objective": arg(LIST, "time,energy adds the Pareto set", ("time",), item=Spec(CHOICE, choices=OBJECTIVES)),
         "price_per_chip_hour": _price("price of one chip-hour (cost column)"),
         "price_per_system_hour": _price("price of one system-hour (a node of hardware.chips_per_node chips)"),
-        "trials": arg(INT, "best layouts climbed per platform and objective", 10, low=1, high=100_000),
+        "trials": arg(INT, "best layouts searched per platform and objective", 10, low=1, high=100_000),
         "seed": arg(INT, "recorded with the advice (the search is deterministic)", 0, low=0, high=2**32 - 1),
         "csv": arg(TEXT, "the ranked table as CSV (csv=- for stdout, csv=none for no file)", "advice.csv"),
         "record": arg(BOOL, "record in MLflow", True),

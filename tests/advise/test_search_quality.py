@@ -1,6 +1,7 @@
 """The search finds (within 1%) the exhaustive best of an enumerable deployment space (>= 500
 deployments) while evaluating at most 20% of it (benchmarks/advise_quality.py: larger spaces).
-All numbers PREDICTED (in-process, cached)."""
+cuda_a100's is memory-tight: its best needs two plain values changed at once. All numbers
+PREDICTED (in-process, cached)."""
 
 import copy
 
@@ -19,11 +20,11 @@ def exhaustive(space, predict, objective):
     return max(((s, ev) for s, ev in scored if s is not None), key=lambda item: item[0])[1]
 
 
-@pytest.fixture(scope="module")
-def cuda_llama():
+@pytest.fixture(scope="module", params=["cuda", "cuda_a100"])
+def cuda_llama(request):
     model = model_section(Request(model="llama_7b", tokens=1e9))
-    space = build_space("cuda", model, CHIPS)
-    base = copy.deepcopy(_platform_base("cuda", space.groups))
+    space = build_space(request.param, model, CHIPS)
+    base = copy.deepcopy(_platform_base(request.param, space.groups))
     base["model"] = model
     full = Evaluator(space, base, CHIPS)
     return space, base, full, exhaustive(space, full, "time")
@@ -41,7 +42,7 @@ def test_search_within_1pct_evaluating_at_most_20pct(cuda_llama, objective):
     space, base, full, _ = cuda_llama
     full_best = exhaustive(space, full, objective)
     predictor = Evaluator(space, base, CHIPS)
-    found = search(space, predictor, objective, 5, watts_per_chip=700.0)
+    found = search(space, predictor, objective, 3, watts_per_chip=700.0)
     evaluated = len(predictor.cache)
     assert evaluated <= 0.2 * space.size()
     assert found is not None
