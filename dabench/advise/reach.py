@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from dabench.config.compose import compose
+from dabench.config.files import hardware_preset
+from dabench.config.paths import CONF_DIR
 from dabench.core.platforms import preset
 from dabench.fit.points import load_points
 from dabench.perfmodel.constants import model_version, residuals
@@ -67,7 +69,7 @@ def silicon(name: str) -> str:
     its ``generation`` option in a family with generations, else a generation preset's own name."""
     record = preset(name)
     if record.generations:
-        return str(compose([f"hardware={name}"])["hardware"]["options"].get("generation", ""))
+        return str(hardware_preset(CONF_DIR / "hardware" / f"{name}.yaml")["options"].get("generation", ""))
     return name if name in record.presets else ""
 
 

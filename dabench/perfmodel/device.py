@@ -112,6 +112,8 @@ def _layer_time(
     """Seconds for a layer's ops in ``phases`` and the same per op class (docs/perfmodel.md, "CPU and
     GPU"): work scaled by ``fraction`` and divided by ``split`` for tensor-parallel classes."""
     total, per_class, kernels, half_flops = 0.0, {}, r.kernels, r.half_flops
+    # the optimizer steps each parameter tensor on its own (weight and bias: ~2 per owning op)
+    opt_launches = 2 * sum(1 for o in layer.ops if o.phase == "fwd" and o.params) if "opt" in phases else 1
     for op in layer.ops:
         if op.phase not in phases:
             continue
@@ -143,8 +145,7 @@ def _layer_time(
             elements = op.flops / ((4 if op.phase == "fwd" else 8) * head_dim)
             per_e, per_mask = SCORE_PASSES[op.phase]
             nbytes += elements * (per_e * r.e + per_mask)
-        # the optimizer steps each parameter tensor on its own (weight and bias: ~2 per owning op)
-        launches = 2 * sum(1 for o in layer.ops if o.phase == "fwd" and o.params) if op.phase == "opt" else 1
+        launches = opt_launches if op.phase == "opt" else 1
         t = max(flops * scale / (peak * compute_eff), nbytes * scale / (r.bw * r.me)) + launches * r.launch
         if recompute and op.phase == "fwd":
             t *= 2
@@ -317,14 +318,18 @@ def _layout(rc: RunConfig, k) -> _Layout:
 
 def _unit_times(graph: OpGraph, layout: _Layout, rates: Rates, split: int) -> list[tuple[int, float, float]]:
     """(params, forward s, backward s) of each layer in forward order, per micro-batch on one chip."""
+    times: dict[str, tuple[float, float]] = {}  # by layer kind: the decoder blocks are identical
     out = []
     for layer in graph.layers:
-        head_dim = layout.score_head_dim if layer.kind == "block" else 0
-        fwd, _ = _layer_time(layer, ("fwd",), rates, split, head_dim=head_dim)
-        bwd, _ = _layer_time(layer, ("bwd",), rates, split, head_dim=head_dim)
-        if layout.recompute and layer.kind == "block":  # the recomputed forward runs before the backward
-            bwd += fwd
-        out.append((layer.params, fwd, bwd))
+        key = "block" if layer.kind == "block" else layer.name
+        if key not in times:
+            head_dim = layout.score_head_dim if layer.kind == "block" else 0
+            fwd, _ = _layer_time(layer, ("fwd",), rates, split, head_dim=head_dim)
+            bwd, _ = _layer_time(layer, ("bwd",), rates, split, head_dim=head_dim)
+            if layout.recompute and layer.kind == "block":  # the recomputed forward runs before the backward
+                bwd += fwd
+            times[key] = fwd, bwd
+        out.append((layer.params, *times[key]))
     return out
 
 
