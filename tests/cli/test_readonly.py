@@ -103,7 +103,7 @@ def commands(place) -> dict[str, list[str]]:
         "report (a sweep)": ["report", place["parent"], "--out", out],
         "report (every run)": ["report", "--out", out],
         "compare": ["compare", *place["runs"][:2]],
-        "fit --cv": ["fit", "--cv"],
+        "fit --cv": ["fit", "--cv", "--arch", "ipu"],  # one platform: the same reads, a sixth of the CPU
         "findings": ["findings"],
         "docs --check": ["docs", "--check"],
         "sync --list": ["sync", "--list"],

@@ -133,7 +133,10 @@ def test_a_fitted_constant_within_two_percent_of_its_priors_range_from_a_bound_i
     assert found["middle"].low == pytest.approx(0.5) and found["middle"].high == pytest.approx(0.5)
     assert found["outside"].high == pytest.approx(-0.25)
     other = {"options.y": constants["options.at_low"]}
-    data = {"platforms": {"a": {"constants": constants}, "b": {"constants": other}}}
+    row = [{"measure": "|log ratio|"}]
+    data = {"platforms": {"a": {"constants": constants, "residuals": row}, "b": {"constants": other, "residuals": row}}}
+    assert constants_at_bound(data) == 5
+    data["platforms"]["c"] = {"constants": other}  # not cross-validated in this run (fit --cv --arch a b)
     assert constants_at_bound(data) == 5
     assert bound_line(found["at_low"]) == (
         "  prior of at_low=0.2 in [0.2, 1] (linear): 0.0% of the range from the low bound, 100.0% from the high"

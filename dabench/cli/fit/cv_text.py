@@ -56,8 +56,9 @@ def value(row: dict, key: str) -> str:
 
 
 def constants_at_bound(data: dict) -> int:
-    """How many fitted constants of the set sit at a bound of their prior (:data:`AT_BOUND`)."""
-    return sum(d.at_bound for e in data["platforms"].values() for d in bound_distances(e["constants"]))
+    """How many fitted constants of the cross-validated platforms sit at a bound of their prior (:data:`AT_BOUND`)."""
+    cross_validated = (e for e in data["platforms"].values() if e.get("residuals"))
+    return sum(d.at_bound for e in cross_validated for d in bound_distances(e["constants"]))
 
 
 def bound_line(d: BoundDistance) -> str:
