@@ -4,7 +4,8 @@
 # cerebras-pytorch 2.10.0 pins torch==2.4.0, numpy==1.25.0 and protobuf==4.21.12, which clash
 # with the orchestrator's own stack, so it lives in its own interpreter (runner isolation, see
 # docs/vendors.md). PyPI only carries a cp311 wheel, so a Python 3.11 interpreter is required.
-# The install takes about 4-5 minutes and ~6 GB (torch 2.4.0 from PyPI is a CUDA build).
+# The install takes under a minute through uv (several through pip) and ~6 GB (torch 2.4.0 from PyPI
+# is a CUDA build).
 #
 # Usage: scripts/setup_cerebras_venv.sh [VENV_DIR]      (default: <repo>/.venv-cerebras)
 # Env:   PYTHON311=/path/to/python3.11 to choose the base interpreter.
@@ -36,7 +37,15 @@ fi
 
 start=$(date +%s)
 "$base_python" -m venv "$venv_dir"
-"$venv_dir/bin/python" -m pip install --quiet --upgrade pip
-"$venv_dir/bin/python" -m pip install --quiet "cerebras-pytorch==$version"
+# through uv where it installs (as scripts/setup.sh: the same packages, fetched in parallel), else pip
+if "$venv_dir/bin/python" -m pip install --quiet uv && [ -x "$venv_dir/bin/uv" ]; then
+  compile=(--compile-bytecode)
+  [ "${PIP_COMPILE:-1}" != 0 ] || compile=()
+  "$venv_dir/bin/uv" pip install --quiet --python "$venv_dir/bin/python" "${compile[@]}" --upgrade-package pip \
+    pip "cerebras-pytorch==$version"
+else
+  "$venv_dir/bin/python" -m pip install --quiet --upgrade pip
+  "$venv_dir/bin/python" -m pip install --quiet "cerebras-pytorch==$version"
+fi
 check || { echo "error: cerebras-pytorch $version did not install into $venv_dir" >&2; exit 1; }
 echo "cerebras venv created: $venv_dir in $(( $(date +%s) - start )) s"

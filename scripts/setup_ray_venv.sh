@@ -19,8 +19,16 @@ if [ "$step" = all ] && [ ! -x .venv/bin/python ]; then  # fail before a long in
 fi
 if [ "$step" != "--link-only" ]; then
   [ -x .venv-ray/bin/python ] || "$PYTHON" -m venv .venv-ray
-  .venv-ray/bin/python -m pip install -q "hydra-ray-launcher>=1.2" "joblib<1.6" "cloudpickle<3" \
-    "hydra-core>=1.3.2,<1.4" "omegaconf>=2.3,<2.4" 2>&1 | grep -v "^WARNING: Location" || true
+  packages=("hydra-ray-launcher>=1.2" "joblib<1.6" "cloudpickle<3" "hydra-core>=1.3.2,<1.4" "omegaconf>=2.3,<2.4")
+  pip() { .venv-ray/bin/python -m pip "$@" 2>&1 | grep -v "^WARNING: Location" || true; }
+  # through uv where it installs (as scripts/setup.sh: the same packages, in parallel), else pip
+  if { [ -x .venv-ray/bin/uv ] || pip install -q uv; } && [ -x .venv-ray/bin/uv ]; then
+    compile=(--compile-bytecode)
+    [ "${PIP_COMPILE:-1}" != 0 ] || compile=()
+    .venv-ray/bin/uv pip install -q --python .venv-ray/bin/python "${compile[@]}" "${packages[@]}"
+  else
+    pip install -q "${packages[@]}"
+  fi
 fi
 [ "$step" != "--install-only" ] || { echo "ray venv installed; link it to .venv with: $0 --link-only"; exit 0; }
 [ -x .venv-ray/bin/python ] || { echo ".venv-ray is missing: run $0 first" >&2; exit 1; }
