@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from dabench.config import schema
 from dabench.config.compose import compose
 from dabench.config.fields import BOOL, CHOICE, INT, specs
+from dabench.config.files import hardware_preset
+from dabench.config.paths import CONF_DIR
 from dabench.core.platforms import platform
 from dabench.pipeline.job import prepare
 
@@ -27,7 +29,8 @@ def _container(hardware: str) -> dict:
 
 
 def _knobs(hardware: str) -> dict:
-    arch = _container(hardware)["hardware"]["arch"]
+    path = CONF_DIR / "hardware" / f"{hardware}.yaml"  # at collection: the preset's file, not a composition
+    arch = hardware_preset(path)["arch"] if path.is_file() else _container(hardware)["hardware"]["arch"]
     return specs(platform(arch).options())
 
 
