@@ -19,14 +19,19 @@ fi
 pip() { .venv/bin/python -m pip "$@" 2>&1 | grep -v "^WARNING: Location" || true; }
 # torch is pinned here, not in the package: vendor SDKs bring their own torch
 packages=(pip "torch==2.13.0" -e ".[$EXTRAS]")
-if [ "${INSTALLER:-uv}" = uv ] && { [ -x .venv/bin/uv ] || pip install -q uv; } && [ -x .venv/bin/uv ]; then
-  options=(--upgrade-package pip)
+uv_install() {
+  [ "${INSTALLER:-uv}" = uv ] || return 1
+  [ -x .venv/bin/uv ] || pip install -q uv
+  [ -x .venv/bin/uv ] || return 1
+  local options=(--upgrade-package pip)
   [ "${PIP_COMPILE:-1}" = 0 ] || options+=(--compile-bytecode)
   for link in ${PIP_FIND_LINKS:-$(.venv/bin/python -m pip config get global.find-links 2>/dev/null || true)}; do
     options+=(--find-links "$link")
   done
   .venv/bin/uv pip install -q --python .venv/bin/python "${options[@]}" "${packages[@]}"
-else
+}
+if ! uv_install; then  # no uv, or it could not install (an index only pip is configured for): pip
+  [ "${INSTALLER:-uv}" != uv ] || echo "setup: uv did not install the packages; installing them with pip" >&2
   pip install -q --upgrade pip
   pip install -q "${packages[@]:1}"
 fi

@@ -38,12 +38,11 @@ fi
 start=$(date +%s)
 "$base_python" -m venv "$venv_dir"
 # through uv where it installs (as scripts/setup.sh: the same packages, fetched in parallel), else pip
-if "$venv_dir/bin/python" -m pip install --quiet uv && [ -x "$venv_dir/bin/uv" ]; then
-  compile=(--compile-bytecode)
-  [ "${PIP_COMPILE:-1}" != 0 ] || compile=()
+compile=(--compile-bytecode)
+[ "${PIP_COMPILE:-1}" != 0 ] || compile=()
+if ! { "$venv_dir/bin/python" -m pip install --quiet uv && [ -x "$venv_dir/bin/uv" ] &&
   "$venv_dir/bin/uv" pip install --quiet --python "$venv_dir/bin/python" "${compile[@]}" --upgrade-package pip \
-    pip "cerebras-pytorch==$version"
-else
+    pip "cerebras-pytorch==$version"; }; then
   "$venv_dir/bin/python" -m pip install --quiet --upgrade pip
   "$venv_dir/bin/python" -m pip install --quiet "cerebras-pytorch==$version"
 fi

@@ -22,11 +22,10 @@ if [ "$step" != "--link-only" ]; then
   packages=("hydra-ray-launcher>=1.2" "joblib<1.6" "cloudpickle<3" "hydra-core>=1.3.2,<1.4" "omegaconf>=2.3,<2.4")
   pip() { .venv-ray/bin/python -m pip "$@" 2>&1 | grep -v "^WARNING: Location" || true; }
   # through uv where it installs (as scripts/setup.sh: the same packages, in parallel), else pip
-  if { [ -x .venv-ray/bin/uv ] || pip install -q uv; } && [ -x .venv-ray/bin/uv ]; then
-    compile=(--compile-bytecode)
-    [ "${PIP_COMPILE:-1}" != 0 ] || compile=()
-    .venv-ray/bin/uv pip install -q --python .venv-ray/bin/python "${compile[@]}" "${packages[@]}"
-  else
+  compile=(--compile-bytecode)
+  [ "${PIP_COMPILE:-1}" != 0 ] || compile=()
+  [ -x .venv-ray/bin/uv ] || pip install -q uv
+  if ! { [ -x .venv-ray/bin/uv ] && .venv-ray/bin/uv pip install -q --python .venv-ray/bin/python "${compile[@]}" "${packages[@]}"; }; then
     pip install -q "${packages[@]}"
   fi
 fi
