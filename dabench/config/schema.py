@@ -77,9 +77,12 @@ MAX_KEY_PART = 250
 def check_override(override: str, values: bool = False, argv: Sequence[str] = ()) -> None:
     """One command-line override: a group choice must exist, a ``section.key`` be known (open maps
     excepted), a plain value be valid for its field and, with ``values``, each item of a comma list."""
-    if override.startswith("hydra") or override.startswith("~") or "=" not in override:
+    if "=" not in override and not override.startswith("~"):
         return
     key, _, value = override.partition("=")
+    _check_syntax(override, key, value)
+    if override.startswith(("hydra", "~")):
+        return
     key = key.lstrip("+")
     longest = max(key.split("."), key=len)
     if len(longest) > MAX_KEY_PART:
@@ -101,15 +104,26 @@ def check_override(override: str, values: bool = False, argv: Sequence[str] = ()
         _check_literal(override, *leaf, items=values)
 
 
-def _check_literal(override: str, path: str, spec: Spec, items: bool) -> None:
-    """The value of ``override`` as Hydra parses it (with ``items``, each item of a comma list),
-    against its field's spec (ranges, interpolations and what Hydra cannot parse are left to Hydra)."""
+def _check_syntax(override: str, key: str, value: str) -> None:
+    """ConfigError, in one line, for an override Hydra's grammar cannot parse."""
     from dabench.config.compose import parse_override
 
     try:
-        parsed = parse_override(override)
-    except Exception:  # Hydra's own parse error says it better, a moment later
-        return
+        parse_override(override)
+    except Exception as error:  # hydra.errors.OverrideParseException: its message, less the caret and the link
+        lines = [" ".join(line.split()) for line in str(error).splitlines()]
+        why = next((line for line in lines if line and not line.startswith(("See ", "^"))), "a syntax error")
+        why = why if len(why) <= 120 else why[:117] + "..."
+        valid = f"not an override Hydra can parse ({why}); quote a value with special characters: key='...'"
+        raise ConfigError(key, value, valid) from None
+
+
+def _check_literal(override: str, path: str, spec: Spec, items: bool) -> None:
+    """The value of ``override`` as Hydra parses it (with ``items``, each item of a comma list),
+    against its field's spec (ranges and interpolations are left to Hydra; :func:`_check_syntax` parsed it)."""
+    from dabench.config.compose import parse_override
+
+    parsed = parse_override(override)
     value = parsed.value()
     sweep = parsed.is_sweep_override()
     for item in (getattr(value, "list", None) or [] if items else []) if sweep else [value]:  # a comma list: each item
