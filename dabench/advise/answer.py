@@ -19,7 +19,7 @@ from dabench.advise.reach import approx_params, calibration, outside
 from dabench.advise.run import Advice, PlatformOutcome
 from dabench.advise.space import overrides_of
 from dabench.core.platforms import preset
-from dabench.runtime.sinks import write_text
+from dabench.runtime.sinks import cell, write_text
 
 TIER1 = (
     "tier1.compute_efficiency",
@@ -321,6 +321,6 @@ def write_csv(ranked: list[dict[str, Any]], path: Path | io.TextIOBase, columns:
     handle = io.StringIO(newline="") if isinstance(path, (str, Path)) else path
     writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in columns} for r in ranked)
+    writer.writerows({k: ("" if r.get(k) is None else cell(r.get(k))) for k in columns} for r in ranked)
     if isinstance(path, (str, Path)):
         write_text("exports", path, handle.getvalue())

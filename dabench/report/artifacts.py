@@ -15,7 +15,7 @@ import yaml
 
 from dabench.metrics.summary import roofline_points
 from dabench.report.roofline_plot import roofline_svg
-from dabench.runtime.sinks import copy_file, copy_tree, make_dir, write_text
+from dabench.runtime.sinks import cell, copy_file, copy_tree, make_dir, write_text
 from dabench.tracking.redact import redact_value
 
 
@@ -87,7 +87,7 @@ def write_artifacts(folder: Path, config: Mapping[str, Any], result, title: str,
         writer = csv.writer(handle)
         writer.writerow(["name", "time_s", "rate_samples_per_s", "flops", *[f"units.{k}" for k in kinds]])
         writer.writerows(
-            [s.name, s.time_s, s.rate, s.flops, *[s.units.get(k) for k in kinds]] for s in profile.subtasks
+            [cell(s.name), s.time_s, s.rate, s.flops, *[s.units.get(k) for k in kinds]] for s in profile.subtasks
         )
         write_text("run_dir", folder / "subtasks.csv", handle.getvalue())
     return folder

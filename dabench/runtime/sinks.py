@@ -191,8 +191,25 @@ def write_json(name: str, path: Path | str, data: Any, **dumps: Any) -> Path:
     return write_text(name, path, json.dumps(data, **dumps) + "\n")
 
 
+#: a spreadsheet reads a text cell that starts with one of these as a formula (OWASP, "CSV Injection")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value: Any) -> Any:
+    """``value`` as a CSV cell a spreadsheet shows as it is: a text that would start a formula gets
+    a leading ``'`` (numbers, and text that reads as a number, are left as they are)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        try:
+            float(value)
+        except ValueError:
+            return "'" + value
+    return value
+
+
 def write_csv(name: str, path: Path | str, frame: Any, **to_csv: Any) -> Path:
-    """:func:`write_text` of a pandas frame's CSV (``frame.to_csv(**to_csv)``)."""
+    """:func:`write_text` of a pandas frame's CSV (``frame.to_csv(**to_csv)``), each cell and
+    row label through :func:`cell`."""
+    frame = frame.map(cell).rename(index=cell)
     return write_text(name, path, frame.to_csv(**to_csv))
 
 

@@ -16,7 +16,7 @@ import optuna
 import yaml
 
 from dabench.core.status import Status
-from dabench.runtime.sinks import write_text
+from dabench.runtime.sinks import cell, write_text
 from dabench.tracking.lifecycle import ParentRun
 from dabench.tracking.redact import redact_text, redact_uri, redact_value
 from dabench.tracking.store import client_and_experiment
@@ -83,7 +83,7 @@ def write_study_files(study: optuna.Study, summary: StudySummary, folder: Path) 
 
     summary_yaml = yaml.safe_dump(redact_value(summary.to_dict()), sort_keys=False)
     write_text("run_dir", folder / "optimization_results.yaml", summary_yaml)
-    write_text("run_dir", folder / "trials.csv", redact_text(study.trials_dataframe().to_csv(index=False)))
+    write_text("run_dir", folder / "trials.csv", redact_text(study.trials_dataframe().map(cell).to_csv(index=False)))
     plot_history(study, folder / "optimization_history.png")
     return [plot_importance(study, folder / "param_importance.png")[1]]
 

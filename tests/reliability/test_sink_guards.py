@@ -16,10 +16,32 @@ from pathlib import Path
 import pytest
 
 from dabench.pipeline.preflight import check_sink, check_store, command_line_dirs, resolve_launch
-from dabench.runtime.sinks import SINKS, SinkError, write_text
+from dabench.runtime.sinks import SINKS, SinkError, cell, write_csv, write_text
 from dabench.tracking import naming
 
 PREDICT = ["hardware=ipu", "hardware.mode=predict", "model=tiny"]
+
+
+# ----------------------------------------------------------------------------- CSV cells
+
+#: text a user can give (a run name, a tag, an ingested section name) that a spreadsheet would run
+FORMULAS = ["=1+1", '=HYPERLINK("http://x","y")', "+sweeps=ipu_deploy", "-x", "@SUM(A1)", "\t=1", "\r=1"]
+
+
+def test_a_csv_cell_never_starts_a_formula_and_numbers_stay_numbers(tmp_path):
+    import csv
+
+    import pandas as pd
+
+    assert [cell(v) for v in FORMULAS] == ["'" + v for v in FORMULAS]
+    for kept in ["-1.5", "+2", "-inf", "1e-3", "plain", "a=b", 3, -1.5, None, ""]:
+        assert cell(kept) == kept
+    printable = FORMULAS[:5]  # (names and tags refuse control characters)
+    frame = pd.DataFrame({"run_name": printable, "value": range(5)}, index=printable)
+    path = write_csv("exports", tmp_path / "t.csv", frame, index_label="row")
+    rows = list(csv.reader(path.open(newline="")))[1:]
+    assert [row[:2] for row in rows] == [["'" + v] * 2 for v in printable]
+    assert [row[2] for row in rows] == [str(i) for i in range(5)]
 
 
 # ----------------------------------------------------------------------------- names, keys, values
