@@ -108,6 +108,15 @@ def main(args) -> int:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ConfigError(" ".join(request.model_args()), None, first) from None
 
+    if args.record:  # the store it will write, before the search (an unreachable server is no refusal: the outbox)
+        from dabench.pipeline.preflight import UNREACHABLE, check_store
+        from dabench.tracking.store import tracking_uri
+
+        problems = check_store(tracking_uri(args.tracking_uri), "tracking_uri", 3.0)
+        problem = next((p for p in problems if p.kind != UNREACHABLE), None)
+        if problem:
+            raise ConfigError(problem.field, problem.value, problem.fix)
+
     def progress(outcome) -> None:
         state = "best found" if outcome.best is not None else "none fits"
         print(

@@ -33,7 +33,7 @@ from dabench.predictor import opgraph
 from dabench.runtime.sinks import CACHE_ENV, sink
 from dabench.tracking.outbox import is_remote, outbox_dir
 from dabench.tracking.redact import redact_uri
-from dabench.tracking.store import apply_client_timeouts, artifact_root, sqlite_path
+from dabench.tracking.store import apply_client_timeouts, artifact_root, schema_problem, sqlite_path
 from dabench.tracking.store import tracking_uri as resolve
 
 PROBE_TIMEOUT_S = 3.0  #: the longest one network probe may take
@@ -214,7 +214,8 @@ def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[P
             "move it aside (python -m dabench doctor can check it) or use another store"
         )
         return [Problem(field, shown, fix)]
-    return []
+    problem = schema_problem(path, shown)
+    return [Problem(field, shown, problem)] if problem else []
 
 
 def check_store(uri: str, field: str, timeout_s: float) -> list[Problem]:

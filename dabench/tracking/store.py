@@ -90,6 +90,49 @@ def read_only(on: bool = True) -> Iterator[None]:
         _read_only = before
 
 
+@functools.lru_cache(maxsize=1)
+def _schema_head() -> str:
+    """The schema version this MLflow writes (its migrations' head)."""
+    from mlflow.store.db.utils import _get_latest_schema_revision
+
+    return _get_latest_schema_revision()
+
+
+def schema_problem(path: Path, redacted: str) -> str | None:
+    """Why the MLflow store ``path`` (an existing SQLite file) cannot be opened by this MLflow: its
+    schema is an older or a newer one than this MLflow's (MLflow would refuse it with advice that
+    fits only the older case); None when it matches, or when it is no MLflow store."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not {"alembic_version", *KINDS["an MLflow store"]} <= tables:
+                return None
+            found = [row[0] for row in db.execute("SELECT version_num FROM alembic_version")]
+    except sqlite3.Error:
+        return None  # unreadable or busy: the readers' own checks say so
+    import mlflow
+    from alembic.script import ScriptDirectory
+    from mlflow.store.db.utils import _get_alembic_config
+
+    head = _schema_head()
+    if found == [head]:
+        return None
+    version = ",".join(found) or "none"
+    try:
+        known = bool(found) and all(
+            ScriptDirectory.from_config(_get_alembic_config(str(path))).get_revision(v) for v in found
+        )
+    except Exception:  # alembic: an unknown revision
+        known = False
+    if known:
+        older = f"an older MLflow (schema {version}; MLflow {mlflow.__version__} needs {head})"
+        return f"written by {older}: back it up, then run: mlflow db upgrade {redacted}"
+    return (
+        f"written by a newer MLflow or another tool (schema {version}, unknown to MLflow "
+        f"{mlflow.__version__}): open it with the MLflow that wrote it, or give another store"
+    )
+
+
 def _reading(uri: str, kind: str, redacted: str) -> str:
     """``uri`` to open: a SQLite file, while read-only, as ``mode=ro`` once it is ``kind``; WrongStore
     otherwise. A writer may create the file or its tables, but an existing file must be SQLite."""
@@ -103,6 +146,9 @@ def _reading(uri: str, kind: str, redacted: str) -> str:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error as error:
         raise WrongStore(f"{redacted}: not a SQLite database ({error}), so not {kind}") from None
+    problem = schema_problem(path, redacted) if kind == "an MLflow store" else None
+    if problem:
+        raise WrongStore(f"{redacted}: {problem}")
     if not _read_only:
         return uri
     if not KINDS[kind] <= tables:
@@ -111,12 +157,42 @@ def _reading(uri: str, kind: str, redacted: str) -> str:
     return f"sqlite:///file:{quote(str(path), safe='')}?mode=ro&uri=true"  # quoted: MLflow makes no folder
 
 
+class Unanswered(DabenchError, status=Status.TRACKING_ERROR):
+    """A tracking server that does not answer: one line naming it."""
+
+
+def http_silence(uri: str, timeout_s: float) -> str | None:
+    """Why the server of an ``http(s)://`` URI gives no HTTP answer within ``timeout_s`` (refused,
+    or a connection it holds open without a reply: a hung server); None once it answers at all."""
+    import http.client
+
+    parts = urlsplit(uri)
+    connection = (http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)(
+        parts.hostname or "", parts.port, timeout=timeout_s
+    )
+    try:
+        connection.request("GET", parts.path.rstrip("/") + "/health")
+        connection.getresponse()
+        return None
+    except TimeoutError:
+        return f"no answer within {timeout_s:g} s"
+    except (OSError, http.client.HTTPException) as error:
+        return getattr(error, "strerror", None) or str(error) or type(error).__name__
+    finally:
+        connection.close()
+
+
 def open_client(uri: str | None = None, timeout_s: float | None = None) -> "RetryingClient":
-    """A :class:`RetryingClient` on ``uri`` (default: dabench's store), read-only under :func:`read_only`."""
+    """A :class:`RetryingClient` on ``uri`` (default: dabench's store), read-only under :func:`read_only`;
+    a server that gives no HTTP answer within the call bound is :class:`Unanswered`."""
     from mlflow.tracking import MlflowClient
 
     apply_client_timeouts(timeout_s)
     resolved = tracking_uri(uri)
+    bound = float(os.environ[_HTTP_SETTINGS[0]])  # the user's own, or the one just applied
+    silence = http_silence(resolved, bound) if resolved.lower().startswith(("http://", "https://")) else None
+    if silence:
+        raise Unanswered(f"the tracking server {redact_uri(resolved)} does not answer ({silence})")
     opened = _reading(with_connect_timeout(resolved, timeout_s), "an MLflow store", redact_uri(resolved))
     return RetryingClient(MlflowClient(tracking_uri=opened), shown=resolved)
 
@@ -267,6 +343,9 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
     uri = with_connect_timeout(uri, timeout_s)
     with store_lock(uri):
         seed(sqlite_path(uri))
+        problem = schema_problem(sqlite_path(uri), redact_uri(uri)) if sqlite_path(uri) else None
+        if problem:
+            raise WrongStore(f"{redact_uri(uri)}: {problem}")
         client = RetryingClient(MlflowClient(tracking_uri=uri))
         found = client.get_experiment_by_name(experiment)
         if found is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from dabench.tracking import store
@@ -63,3 +64,41 @@ def test_a_damaged_template_is_made_again(tmp_path, monkeypatch):
         assert store.seed(db) is True
         assert path.read_bytes().startswith(b"SQLite format 3")
         assert MlflowClient(f"sqlite:///{db}").get_experiment("0").name == "Default"
+
+
+def _store_at(tmp_path: Path, version: str) -> Path:
+    """A dabench store whose schema version reads ``version``."""
+    db = tmp_path / version / "mlflow.db"
+    client_and_experiment(f"sqlite:///{db}", "dabench")
+    with sqlite3.connect(db) as con:
+        con.execute("update alembic_version set version_num = ?", (version,))
+    return db
+
+
+def _older_revision() -> str:
+    from alembic.script import ScriptDirectory
+    from mlflow.store.db.utils import _get_alembic_config, _get_latest_schema_revision
+
+    script = ScriptDirectory.from_config(_get_alembic_config("sqlite://"))
+    return script.get_revision(_get_latest_schema_revision()).down_revision
+
+
+def test_a_store_of_another_mlflow_schema_is_refused_in_one_line_and_left_as_it_is(tmp_path, monkeypatch, run_cli):
+    from dabench.pipeline.preflight import check_store
+    from dabench.tracking.store import WrongStore, open_client, read_only
+
+    monkeypatch.setenv("DABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    for version, says in ((_older_revision(), "older MLflow"), ("ffffffffffff", "newer MLflow")):
+        db = _store_at(tmp_path, version)
+        before = db.read_bytes()
+        uri = f"sqlite:///{db}"
+        for opening, args in ((client_and_experiment, (uri, "dabench")), (open_client, (uri,))):
+            for reading in (True, False):
+                with read_only(reading), pytest.raises(WrongStore, match=says):
+                    opening(*args)
+        (problem,) = check_store(uri, "tracking.uri", 3.0)
+        assert says in problem.fix and (version in problem.fix)
+        for argv in (["hardware=ipu", f"tracking.uri={uri}"], ["report", "--tracking-uri", uri, "--out", "r"]):
+            done = run_cli(*argv, code=2)
+            assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
+        assert db.read_bytes() == before
