@@ -5,7 +5,8 @@ it writes (runtime/sinks.py), each with when. The frame does the rest, before an
 every argument checked by its Spec and every override by the run's own schema (one line naming the
 argument, the value and what is valid, exit 2); the stores opened read-only while the arguments
 write no store (tracking/store.py ``read_only``). Any failure is one line ``dabench <cmd>:
-<status>: <reason>`` (secrets masked), exit 2 for bad input, 130 on Ctrl-C, else 1.
+<status>: <reason>`` (secrets masked), exit 2 for bad input, else 1; Ctrl-C and SIGTERM as for a
+run (runtime/interrupts.guard: 130, 143).
 """
 
 from __future__ import annotations
@@ -98,24 +99,23 @@ class Command:
         if any(a in ("-h", "--help") for a in argv):
             print(self.help())
             return 0
+        from dabench.runtime.interrupts import guard
         from dabench.tracking.store import read_only
 
         try:
-            args = self.parse(argv)
-            key, _, name = self.export.partition("/")
-            target = getattr(args, dest(key), None) if key else None
-            if target is not None and target != "-" and target.lower() != "none":  # before any work
-                from dabench.pipeline.preflight import check_sink, format_problems
+            with guard(self.prog):  # Ctrl-C, SIGTERM: open records closed, one line, exit 128 + signal
+                args = self.parse(argv)
+                key, _, name = self.export.partition("/")
+                target = getattr(args, dest(key), None) if key else None
+                if target is not None and target != "-" and target.lower() != "none":  # before any work
+                    from dabench.pipeline.preflight import check_sink, format_problems
 
-                problems = check_sink("exports", Path(target, name), key)
-                if problems:
-                    print(format_problems(problems), file=sys.stderr)
-                    return 2
-            with read_only(not set(STORES) & set(self.written(args))):
-                return int(self.body(args) or 0)
-        except KeyboardInterrupt:
-            print(f"{self.prog}: {Status.INTERRUPTED.value}", file=sys.stderr)
-            return 130
+                    problems = check_sink("exports", Path(target, name), key)
+                    if problems:
+                        print(format_problems(problems), file=sys.stderr)
+                        return 2
+                with read_only(not set(STORES) & set(self.written(args))):
+                    return int(self.body(args) or 0)
         except Exception as error:
             print(f"{self.prog}: {failure(error)}", file=sys.stderr)
             return 2 if isinstance(error, ConfigError) or getattr(error, "status", None) == Status.INVALID_CONFIG else 1
@@ -132,6 +132,10 @@ def failure(error: BaseException) -> str:
         line = redact_uri(f"{where}: {error.valid}" if where else error.valid)
         return functools.reduce(lambda text, secret: text.replace(secret, MASK), secret_env_values(), line)
     reason = " ".join(str(error).split())
+    from dabench.tracking.outbox import is_unreachable
+
+    if not isinstance(error, (DabenchError, OSError)) and is_unreachable(error):  # MLflow's, from a dead server
+        return redact_text(f"{Status.TRACKING_ERROR.value}: the tracking store did not answer: {reason[:300]}")
     if isinstance(error, DabenchError):
         return redact_text(reason if error.status == Status.INVALID_CONFIG else f"{error.status.value}: {reason}")
     return redact_text(one_line(error) if isinstance(error, OSError) else f"{Status.CRASHED.value}: {one_line(error)}")

@@ -31,7 +31,7 @@ from dabench.core.status import CrashedError, DabenchError, Status
 from dabench.runtime.quiet import is_verbose
 from dabench.tracking.naming import MAX_EXPERIMENT_CHARS
 from dabench.tracking.redact import redact_uri
-from dabench.tracking.store import artifact_root, open_client, seed, sqlite_path, store_lock, tracking_uri
+from dabench.tracking.store import Unanswered, artifact_root, open_client, seed, sqlite_path, store_lock, tracking_uri
 from dabench.tracking.ui_view import DEFAULT_HOST, DEFAULT_PORT, ensure_saved_view, runs_view_url, ui_base_url
 
 START_TIMEOUT_S = 180.0  #: mlflow server takes ~10 s on a quiet machine, a minute on 2 busy cores
@@ -244,10 +244,11 @@ def main(args) -> int:
     except UiError:
         raise
     except Exception as error:  # the server does not answer, or refuses the request
-        raise CrashedError(
-            f"--tracking-uri={redact_uri(uri)}: the tracking server does not answer "
-            f"({type(error).__name__}); start it, or unset it to serve the local store"
-        ) from None
+        said = (
+            str(error) if isinstance(error, Unanswered) else f"--tracking-uri={redact_uri(uri)}: the tracking server "
+        )
+        said += "" if isinstance(error, Unanswered) else f"does not answer ({type(error).__name__})"
+        raise Unanswered(f"{said}; start it, or unset it to serve the local store") from None
     print(url, flush=True)
     print(f"dabench ui: the store is the tracking server {base}; nothing to start", file=sys.stderr)
     if not args.no_browser:

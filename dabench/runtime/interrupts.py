@@ -147,11 +147,11 @@ def command_line() -> str:
     return _mask(" ".join([head, *map(shlex.quote, args)]))
 
 
-def message(error: BaseException, notes: list[str]) -> str:
+def message(error: BaseException, notes: list[str], prog: str = "dabench") -> str:
     """The one line: what stopped, how far it got, what was closed, how to go on."""
     what = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
     p = _progress
-    line = f"dabench: {what}"
+    line = f"{prog}: {what}"
     if p.total is not None:
         line += f" after {p.done or 0} of {p.total} {p.unit}"
     if notes:
@@ -164,9 +164,10 @@ def message(error: BaseException, notes: list[str]) -> str:
 
 
 @contextmanager
-def guard() -> Iterator[None]:
-    """Around the Hydra entry: an interrupt ends the process with one line and 128 + signal."""
-    previous_int = signal.getsignal(signal.SIGINT)
+def guard(prog: str = "dabench") -> Iterator[None]:
+    """Around the Hydra entry and every subcommand (``prog``): an interrupt ends the process with
+    one line and 128 + signal."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     install()
     try:
         yield
@@ -180,12 +181,14 @@ def guard() -> Iterator[None]:
                 note = f"could not close a record ({type(failure).__name__}: {failure})"
             if note:
                 notes.append(note)
-        print(message(error, notes), file=sys.stderr, flush=True)
+        print(message(error, notes, prog), file=sys.stderr, flush=True)
         code = 128 + int(getattr(error, "signum", signal.SIGINT))
         if not all(done.is_set() for done in _abandoned):
             sys.stdout.flush()
             os._exit(code)
         raise SystemExit(code) from None
     finally:
-        if threading.current_thread() is threading.main_thread() and previous_int is not None:
-            signal.signal(signal.SIGINT, previous_int)
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in previous.items():
+                if handler is not None:
+                    signal.signal(sig, handler)

@@ -138,8 +138,17 @@ OVERRIDES = [(n, path) for n, cmd in DECLARED.items() if cmd.overrides for path 
 OVERRIDES = [(n, p) for n, p in OVERRIDES if DECLARED[n].overrides == "*" or p.startswith(DECLARED[n].overrides)]
 
 
+#: values no field takes: Hydra's override grammar cannot parse them
+UNPARSABLE = ["[1", "{a", "'x", "a)b", "x=y", "<b>&"]
+
+
 def bad_override(spec: Spec) -> st.SearchStrategy[str]:
-    """Values the run's schema refuses for a field of this kind (as Hydra reads them)."""
+    """Values the run's schema refuses for a field of this kind (as Hydra reads them), or that
+    Hydra's grammar cannot parse."""
+    return st.one_of(_bad_value(spec), st.sampled_from(UNPARSABLE))
+
+
+def _bad_value(spec: Spec) -> st.SearchStrategy[str]:
     if spec.kind == INT:
         edges = [st.sampled_from(["abc", "1.5", "nan", "true"])]
         if spec.low is not None:
@@ -214,6 +223,8 @@ def test_cli_runs_exit_2_with_one_line(run_cli):
         (["advise", "model=tiny", "tokens=1e9", "model.n_layers=abc"], "model.n_layers=abc"),
         (["advise", "model=tiny", "tokens=1e9", "experiment=" + "x" * 600], "experiment="),
         (["calibrate", "--threads", "0"], "--threads=0"),
+        (["hardware=ipu", "model.n_layers=[1"], "model.n_layers='[1'"),  # the run: Hydra's grammar
+        (["grid", "hydra.run.dir=[a", "model.n_layers=1"], "hydra.run.dir=[a"),
     ]
     for argv, words_ in cases:
         done = run_cli(*argv, code=None)
@@ -227,3 +238,26 @@ def test_a_comma_list_override_checks_each_item():
     with pytest.raises(ConfigError) as refused:
         grid.parse(["model.n_layers=2,abc"])
     assert failure(refused.value).startswith("model.n_layers=abc: must be an integer")
+
+
+@pytest.mark.parametrize("name", DECLARED)
+@pytest.mark.parametrize("sig,code,word", [(2, 130, "interrupted"), (15, 143, "terminated (SIGTERM)")])
+def test_a_signal_during_a_command_is_one_line_and_128_plus_the_signal(name, sig, code, word, capsys, monkeypatch):
+    """Ctrl-C or SIGTERM while the command works (here: as its body starts) ends it through the
+    frame's guard, as a run ends (runtime/interrupts.py): open records closed, one line, 128 + signal."""
+    import dataclasses
+    import signal
+
+    def body(args):
+        signal.raise_signal(sig)  # the guard's handler raises in this thread
+        raise AssertionError("the signal did not stop the command")
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    if sig == 2:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C
+    cmd = dataclasses.replace(DECLARED[name], body=body)
+    with pytest.raises(SystemExit) as ended:
+        cmd(argv_for(cmd, None, None))
+    err = capsys.readouterr().err
+    assert ended.value.code == code and err == f"dabench {name}: {word}\n", err
+    assert {s: signal.getsignal(s) for s in previous} == previous

@@ -1,0 +1,40 @@
+"""A tracking server that does not answer (it accepts connections and never replies, or refuses
+them): every command that opens it ends within the call bound with one ``tracking_error`` line."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from dabench.tracking.store import Unanswered, open_client
+
+
+@pytest.fixture
+def hung():
+    """A listening socket that accepts and never answers: a hung server's port."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        yield f"http://u:hunter2@127.0.0.1:{server.getsockname()[1]}"
+
+
+def test_open_client_names_a_server_that_does_not_answer_within_the_bound(hung):
+    started = time.monotonic()
+    with pytest.raises(Unanswered, match="does not answer .no answer within 1 s") as raised:
+        open_client(hung, timeout_s=1)
+    assert time.monotonic() - started < 5 and "hunter2" not in str(raised.value)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{free.getsockname()[1]}"  # nothing listens: refused at once
+    with pytest.raises(Unanswered, match="refused"):
+        open_client(closed)
+
+
+@pytest.mark.parametrize("argv", [["report", "--out", "r"], ["ui", "--no-browser"]])
+def test_a_command_on_a_hung_server_is_one_tracking_error_line(hung, argv, run_cli):
+    done = run_cli(*argv, "--tracking-uri", hung, code=1, env={"MLFLOW_HTTP_REQUEST_TIMEOUT": "1"})
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "hunter2" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert f"dabench {argv[0]}: tracking_error: " in lines[0] and "no answer within 1 s" in lines[0], lines
