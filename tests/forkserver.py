@@ -10,13 +10,17 @@ the interpreter's normal shutdown. dabench's own modules are imported fresh by e
 What differs from a fresh process is only what was decided at import time, so :func:`can_fork`
 sends a command to a fresh process instead when its environment differs from the server's in a
 variable read then (:data:`IMPORT_TIME_ENV`) or it asks for ``-v``; tests that check
-import-time behaviour (third-party warnings on stderr) pass ``fresh=True``. ``DABENCH_TEST_FRESH=1``
-runs every command fresh. See docs/reliability.md, "CI's time".
+import-time behaviour (third-party warnings on stderr, files made at import) pass ``fresh=True``.
+A second command in the same other import-time environment (a test's own HOME, say) starts a
+server in that environment and forks it from then on (:data:`OTHERS` such servers at most, the
+oldest stopped first). ``DABENCH_TEST_FRESH=1`` runs every command fresh. See docs/reliability.md,
+"CI's time".
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import os
 import re
@@ -42,6 +46,7 @@ PRELOAD = (
     "pandas",
     "numpy",
     "torch",  # a measured run's import (3 s); importing it starts no thread, so forking after it is safe
+    "torch._dynamo",  # what torch.profiler imports on its first use in a measured run (1 s); no thread either
 )
 #: variables the interpreter's start, the preloaded libraries and quiet.install read: a command whose
 #: value differs from the server's runs fresh (any other variable is read only by what the child
@@ -122,14 +127,14 @@ def can_fork(argv: list[str], env: Mapping[str, str], server_env: Mapping[str, s
 
 
 class ForkServer:
-    """One warm server per pytest process (created when conftest imports this module), started on
-    first use, stopped at exit."""
+    """A warm server, started on first use, stopped at exit: one per pytest process in its own
+    environment (created when conftest imports this module), and those of :func:`_server`."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._process: subprocess.Popen | None = None
         #: the environment the server starts in: this process's when it was created (before any test
-        #: patched it), as conftest.cli_env hands it to a command
-        self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        #: patched it), as conftest.cli_env hands it to a command; or the commands' own
+        self._env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
         self._lock = threading.Lock()
         self._count = 0  # commands run
         self._log: Path | None = None  # the server's log and the commands' output, a temp folder made at start
@@ -203,14 +208,32 @@ class ForkServer:
 
 
 SERVER = ForkServer()
+OTHERS = 1  #: servers kept for other import-time environments (each holds the libraries' memory)
+_others: dict[tuple, ForkServer] = {}
+_seen: collections.Counter = collections.Counter()
+
+
+def _server(argv: list[str], env: Mapping[str, str]) -> ForkServer:
+    """:data:`SERVER`, or a server for ``env``'s import-time environment from its second command on."""
+    if not can_fork(argv, env, SERVER._env) and can_fork(argv, env, env):
+        key = tuple(sorted(_import_time_env(env).items()))
+        _seen[key] += 1
+        if key not in _others and _seen[key] >= 2:
+            for old in list(_others)[: max(0, len(_others) - OTHERS + 1)]:
+                if _others[old]._lock.acquire(blocking=False):  # (one in use by another thread is kept)
+                    _others.pop(old).stop()
+            if len(_others) < OTHERS:
+                _others[key] = ForkServer(env)
+        return _others.get(key, SERVER)
+    return SERVER
 
 
 def run(
     argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float, fresh: bool = False
 ) -> subprocess.CompletedProcess:
-    """``python -m dabench <argv>``: a fork of :data:`SERVER` where that runs the same, else (or
-    with ``fresh``) a new process; captured, text."""
-    done = None if fresh else SERVER.run(argv, cwd, env, timeout)
+    """``python -m dabench <argv>``: a fork of a warm server where that runs the same (:func:`_server`),
+    else (or with ``fresh``) a new process; captured, text."""
+    done = None if fresh else _server(argv, env).run(argv, cwd, env, timeout)
     if done is None:
         command = [sys.executable, "-m", "dabench", *argv]
         done = subprocess.run(command, cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout)

@@ -75,3 +75,26 @@ def test_a_timeout_kills_the_child_and_the_server_goes_on(tmp_path):
     assert (tmp_path / "ready").exists()  # it was held, not slow to start
     done = _forked(["--cfg", "job"], tmp_path, cli_env(tmp_path), timeout=60)
     assert done.returncode == 0 and "model:" in done.stdout
+
+
+def test_commands_in_another_home_fork_a_server_of_their_own_from_the_second_on(tmp_path, monkeypatch):
+    """The first runs fresh; the second starts a server in that environment (the server's own
+    imports see that HOME) and forks it, as does the third; they end as the fresh one did."""
+    monkeypatch.setattr(forkserver, "_others", {})
+    monkeypatch.setattr(forkserver, "_seen", forkserver.collections.Counter())
+    env = {**cli_env(tmp_path), "HOME": str(tmp_path / "home")}
+    argv = ["hardware=ipu", "hardware.mode=predict", "tracking.enabled=false"]
+    assert not forkserver.can_fork(argv, env, forkserver.SERVER._env)
+    lines = []
+    try:
+        for n in (1, 2, 3):
+            done = forkserver.run(argv, tmp_path, env, timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+            lines.append(_last_line(done.stdout))
+            assert len(forkserver._others) == (n > 1)
+        (server,) = forkserver._others.values()
+        assert server._count == 2 and forkserver._import_time_env(server._env) == forkserver._import_time_env(env)
+    finally:
+        for server in forkserver._others.values():
+            server.stop()
+    assert lines[0] == lines[1] == lines[2]
