@@ -185,7 +185,7 @@ def check_command_line(argv: list[str]) -> None:
 def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
     """``hardware.options.KEY=V`` (no ``+``) must name an option of the chosen hardware's YAML,
     where the command line makes that choice known."""
-    keys = [o.partition("=")[0] for o in overrides if o.startswith("hardware.options.") and "=" in o]
+    keys = {k: v for k, _, v in (o.partition("=") for o in overrides if o.startswith("hardware.options.") and "=" in o)}
     if not keys:
         return
     choices = [o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == "hardware"]
@@ -201,10 +201,10 @@ def check_option_keys(overrides: list[str], other_config: bool = False) -> None:
         if not name or path is None:
             return  # not a plain option (a sweep or an interpolation): Hydra and the build decide
         options = hardware_preset(path)["options"]
-        for key in keys:
+        for key, value in keys.items():
             option = key.split(".", 2)[2]
             if "." not in option and option not in options:
-                raise ConfigError(key, option, suggest(option, options, "hardware.options.") + f" (hardware={name})")
+                raise ConfigError(key, value, suggest(option, options, "hardware.options.") + f" (hardware={name})")
 
 
 def refuse_bad_command_line(argv: list[str] | None = None) -> None:
