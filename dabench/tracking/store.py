@@ -99,38 +99,57 @@ def _schema_head() -> str:
 
 
 def schema_problem(path: Path, redacted: str) -> str | None:
-    """Why the MLflow store ``path`` (an existing SQLite file) cannot be opened by this MLflow: its
-    schema is an older or a newer one than this MLflow's (MLflow would refuse it with advice that
-    fits only the older case); None when it matches, or when it is no MLflow store."""
+    """Why the MLflow store or Optuna storage ``path`` (an existing SQLite file) cannot be opened
+    here: its schema is an older or a newer one than the installed library's (whose own refusal
+    gives advice that fits only one case, as a traceback in a study); None when it matches, or when
+    it is neither."""
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as db:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not {"alembic_version", *KINDS["an MLflow store"]} <= tables:
+            if "alembic_version" not in tables:
                 return None
-            found = [row[0] for row in db.execute("SELECT version_num FROM alembic_version")]
+            found = ",".join(row[0] for row in db.execute("SELECT version_num FROM alembic_version")) or "none"
     except sqlite3.Error:
         return None  # unreadable or busy: the readers' own checks say so
-    import mlflow
-    from alembic.script import ScriptDirectory
-    from mlflow.store.db.utils import _get_alembic_config
+    if KINDS["an MLflow store"] <= tables:
+        import mlflow
+        from alembic.script import ScriptDirectory
+        from mlflow.store.db.utils import _get_alembic_config
 
-    head = _schema_head()
-    if found == [head]:
-        return None
-    version = ",".join(found) or "none"
-    try:
-        known = bool(found) and all(
-            ScriptDirectory.from_config(_get_alembic_config(str(path))).get_revision(v) for v in found
+        library, head = f"MLflow {mlflow.__version__}", _schema_head()
+        script = ScriptDirectory.from_config(_get_alembic_config(str(path)))
+        known = _known(lambda: [script.get_revision(v) for v in found.split(",")])
+        upgrade = f"mlflow db upgrade {redacted}"
+    elif KINDS["an Optuna study storage"] <= tables:
+        import optuna
+
+        opened = optuna.storages.RDBStorage(
+            f"sqlite:///file:{quote(str(path), safe='')}?mode=ro&uri=true",
+            skip_compatibility_check=True,
+            skip_table_creation=True,
         )
-    except Exception:  # alembic: an unknown revision
-        known = False
+        library, head = f"Optuna {optuna.__version__}", opened.get_head_version()
+        known = found in opened.get_all_versions()
+        upgrade = f"optuna storage upgrade --storage {redacted}"
+    else:
+        return None
+    if found == head:
+        return None
+    name = library.split()[0]
     if known:
-        older = f"an older MLflow (schema {version}; MLflow {mlflow.__version__} needs {head})"
-        return f"written by {older}: back it up, then run: mlflow db upgrade {redacted}"
+        return f"written by an older {name} (schema {found}; {library} needs {head}): back it up, then run: {upgrade}"
     return (
-        f"written by a newer MLflow or another tool (schema {version}, unknown to MLflow "
-        f"{mlflow.__version__}): open it with the MLflow that wrote it, or give another store"
+        f"written by a newer {name} or another tool (schema {found}, unknown to {library}): "
+        "open it with the version that wrote it, or give another store"
     )
+
+
+def _known(revisions: Callable[[], list]) -> bool:
+    """Whether every revision ``revisions()`` looks up exists (alembic raises for one it does not know)."""
+    try:
+        return all(revisions())
+    except Exception:
+        return False
 
 
 def _reading(uri: str, kind: str, redacted: str) -> str:
@@ -146,7 +165,7 @@ def _reading(uri: str, kind: str, redacted: str) -> str:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error as error:
         raise WrongStore(f"{redacted}: not a SQLite database ({error}), so not {kind}") from None
-    problem = schema_problem(path, redacted) if kind == "an MLflow store" else None
+    problem = schema_problem(path, redacted)
     if problem:
         raise WrongStore(f"{redacted}: {problem}")
     if not _read_only:

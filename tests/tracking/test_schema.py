@@ -102,3 +102,29 @@ def test_a_store_of_another_mlflow_schema_is_refused_in_one_line_and_left_as_it_
             done = run_cli(*argv, code=2)
             assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
         assert db.read_bytes() == before
+
+
+def test_a_study_storage_of_another_optuna_schema_is_refused_in_one_line_and_left_as_it_is(tmp_path, run_cli):
+    import optuna
+
+    from dabench.pipeline.preflight import check_study_storage
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 'made.db'}")
+    optuna.create_study(study_name="s", storage=storage)
+    storage.engine.dispose()
+    older = storage.get_all_versions()[1]
+    for version, says in ((older, "older Optuna"), ("v99.0.0.a", "newer Optuna")):
+        db = tmp_path / f"{version}.db"
+        db.write_bytes((tmp_path / "made.db").read_bytes())
+        with sqlite3.connect(db) as con:
+            con.execute("update alembic_version set version_num = ?", (version,))
+        before, url = db.read_bytes(), f"sqlite:///{db}"
+        (problem,) = check_study_storage(url)
+        assert says in problem.fix and version in problem.fix
+        for argv in (
+            ["study", "--list", "--storage", url],
+            ["+sweeps=ipu_deploy", f"hydra.sweeper.storage={url}", "-m"],
+        ):
+            done = run_cli(*argv, code=2)
+            assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
+        assert db.read_bytes() == before
