@@ -135,7 +135,7 @@ def failure(error: BaseException) -> str:
     from dabench.tracking.outbox import is_unreachable
 
     if not isinstance(error, (DabenchError, OSError)) and is_unreachable(error):  # MLflow's, from a dead server
-        return redact_text(f"{Status.TRACKING_ERROR.value}: the tracking store did not answer: {reason[:300]}")
+        return redact_text(f"{Status.TRACKING_ERROR.value}: the tracking store failed: {reason[:300]}")
     if isinstance(error, DabenchError):
         return redact_text(reason if error.status == Status.INVALID_CONFIG else f"{error.status.value}: {reason}")
     return redact_text(one_line(error) if isinstance(error, OSError) else f"{Status.CRASHED.value}: {one_line(error)}")
