@@ -182,16 +182,23 @@ class Unanswered(DabenchError, status=Status.TRACKING_ERROR):
 
 def http_silence(uri: str, timeout_s: float) -> str | None:
     """Why the server of an ``http(s)://`` URI gives no HTTP answer within ``timeout_s`` (refused,
-    or a connection it holds open without a reply: a hung server); None once it answers at all."""
+    or a connection it holds open without a reply: a hung server); None once it answers at all, and
+    where a proxy or TLS settings stand between (MLflow's client decides there)."""
     import http.client
+    import ssl
+    import urllib.request
 
     parts = urlsplit(uri)
+    if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
     connection = (http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)(
         parts.hostname or "", parts.port, timeout=timeout_s
     )
     try:
         connection.request("GET", parts.path.rstrip("/") + "/health")
         connection.getresponse()
+        return None
+    except ssl.SSLError:  # it answered the handshake; its certificate is MLflow's settings' business
         return None
     except TimeoutError:
         return f"no answer within {timeout_s:g} s"

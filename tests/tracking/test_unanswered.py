@@ -38,3 +38,15 @@ def test_a_command_on_a_hung_server_is_one_tracking_error_line(hung, argv, run_c
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "hunter2" not in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert f"dabench {argv[0]}: tracking_error: " in lines[0] and "no answer within 1 s" in lines[0], lines
+
+
+def test_a_proxy_or_a_tls_handshake_leaves_the_answer_to_mlflow(hung, monkeypatch):
+    """Behind a proxy the probe cannot see the server (MLflow's client goes through it)."""
+    from dabench.tracking.store import http_silence
+
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    assert http_silence(hung, 1) is None
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    assert "no answer within 1 s" in http_silence(hung, 1)
