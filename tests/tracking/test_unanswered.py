@@ -12,8 +12,10 @@ from dabench.tracking.store import Unanswered, open_client
 
 
 @pytest.fixture
-def hung():
-    """A listening socket that accepts and never answers: a hung server's port."""
+def hung(monkeypatch):
+    """A listening socket that accepts and never answers: a hung server's port (reached directly)."""
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(16)
