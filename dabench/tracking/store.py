@@ -130,6 +130,7 @@ def schema_problem(path: Path, redacted: str) -> str | None:
         )
         library, head = f"Optuna {optuna.__version__}", opened.get_head_version()
         known = found in opened.get_all_versions()
+        opened.engine.dispose()
         upgrade = f"optuna storage upgrade --storage {redacted}"
     else:
         return None
@@ -215,7 +216,10 @@ def open_client(uri: str | None = None, timeout_s: float | None = None) -> "Retr
 
     apply_client_timeouts(timeout_s)
     resolved = tracking_uri(uri)
-    bound = float(os.environ[_HTTP_SETTINGS[0]])  # the user's own, or the one just applied
+    try:
+        bound = float(os.environ[_HTTP_SETTINGS[0]])  # the user's own, or the one just applied
+    except ValueError:  # not a number: MLflow's client says so when it reads it
+        bound = _timeout_s
     silence = http_silence(resolved, bound) if resolved.lower().startswith(("http://", "https://")) else None
     if silence:
         raise Unanswered(f"the tracking server {redact_uri(resolved)} does not answer ({silence})")
