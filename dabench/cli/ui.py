@@ -244,10 +244,8 @@ def main(args) -> int:
     except UiError:
         raise
     except Exception as error:  # the server does not answer, or refuses the request
-        said = (
-            str(error) if isinstance(error, Unanswered) else f"--tracking-uri={redact_uri(uri)}: the tracking server "
-        )
-        said += "" if isinstance(error, Unanswered) else f"does not answer ({type(error).__name__})"
+        said = f"--tracking-uri={redact_uri(uri)}: the tracking server does not answer ({type(error).__name__})"
+        said = str(error) if isinstance(error, Unanswered) else said
         raise Unanswered(f"{said}; start it, or unset it to serve the local store") from None
     print(url, flush=True)
     print(f"dabench ui: the store is the tracking server {base}; nothing to start", file=sys.stderr)
