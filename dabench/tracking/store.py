@@ -108,9 +108,11 @@ def schema_problem(path: Path, redacted: str) -> str | None:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if "alembic_version" not in tables:
                 return None
-            found = ",".join(row[0] for row in db.execute("SELECT version_num FROM alembic_version")) or "none"
+            found = ",".join(row[0] for row in db.execute("SELECT version_num FROM alembic_version"))
     except sqlite3.Error:
         return None  # unreadable or busy: the readers' own checks say so
+    if not found:  # none stamped yet: a store another process is creating right now, or no library's own
+        return None
     if KINDS["an MLflow store"] <= tables:
         import mlflow
         from alembic.script import ScriptDirectory
