@@ -443,17 +443,24 @@ class BatchRecorder:
             online = self._client is not None
         standard = standard_tags(self.parent_id)  # the outbox keeps the parent apart (journal.log below)
         pending, self.pending = self.pending, []
-        for p in pending:
+        for i, p in enumerate(pending):
             tags = {**standard, **p.tags, **status_tags(p.status.value, p.reason)}
             end = p.end_ms if p.end_ms is not None else now_ms()
             created = None
             if online:
-                with outbox.outage_ok(resolved):
-                    created = create_run(self._client, self._experiment_id, p.start_ms, p.run_name)
-                    write_batch(self._client, created, p.params, p.metrics, tags, timestamp_ms=end)
-                    self._client.set_terminated(created, status=mlflow_state(p.status), end_time=end)
-                    self.run_ids.append(created)
-                    continue
+                try:
+                    with outbox.outage_ok(resolved):
+                        created = create_run(self._client, self._experiment_id, p.start_ms, p.run_name)
+                        write_batch(self._client, created, p.params, p.metrics, tags, timestamp_ms=end)
+                        self._client.set_terminated(created, status=mlflow_state(p.status), end_time=end)
+                        self.run_ids.append(created)
+                        continue
+                except BaseException:  # Ctrl-C, SIGTERM between its writes: that run ended, the rest kept
+                    if created is not None and created not in self.run_ids:
+                        with suppress(Exception):
+                            self._client.set_terminated(created, status=mlflow_state(Status.INTERRUPTED))
+                    self.pending = pending[i + 1 :] + self.pending
+                    raise
                 online = False
             journal = outbox.Journal.new(
                 uri=resolved,

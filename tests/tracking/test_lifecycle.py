@@ -78,6 +78,38 @@ def test_batch_keeps_each_runs_times(uri):
     assert (three.info.start_time, three.info.end_time, three.info.status) == (1_000_000, 1_000_500, "KILLED")
 
 
+def test_a_signal_between_a_batched_runs_writes_ends_it_and_keeps_the_rest(uri, monkeypatch):
+    """Ctrl-C or SIGTERM (a KeyboardInterrupt) after the second run was created: it is ended
+    KILLED, not left RUNNING, and the third waits for the next flush."""
+    from mlflow.tracking import MlflowClient
+
+    from dabench.tracking import lifecycle
+
+    written = []
+
+    def write_batch(client, run_id, *args, **kwargs):
+        written.append(run_id)
+        if len(written) == 2:
+            raise KeyboardInterrupt
+        return real(client, run_id, *args, **kwargs)
+
+    real = lifecycle.write_batch
+    monkeypatch.setattr(lifecycle, "write_batch", write_batch)
+    batch = BatchRecorder(experiment="t", uri=uri, parent_id="", flush_every=10)
+    for name in ("one", "two", "three"):
+        batch.add(PendingRun(name, start_ms=1_000_000, end_ms=1_000_500))
+    with pytest.raises(KeyboardInterrupt):
+        batch.flush()
+    assert [p.run_name for p in batch.pending] == ["three"]
+    batch.flush()
+    runs = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("t").experiment_id])
+    assert sorted((r.info.run_name, r.info.status) for r in runs) == [
+        ("one", "FINISHED"),
+        ("three", "FINISHED"),
+        ("two", "KILLED"),
+    ]
+
+
 def test_parent_run_counts_its_children_and_an_adopted_one_counts_them_all(uri, monkeypatch):
     """Opened, interrupted, adopted by the next invocation and finished: the counts cover every
     child, as a fresh parent's would, and the interrupted tags are gone."""
