@@ -28,7 +28,7 @@ with another status than ok (refused, invalid_result) is listed and makes the ex
 The last line always reads ``median_abs_error=<fraction> max_abs_error=<fraction>`` (``nan`` when
 nothing was measured).
 
-    python benchmarks/validate_cpu.py [--json out.json] [--force] [--quick | --points N] [--threads T]
+    python benchmarks/validate_cpu.py [--json out.json] [--ship] [--force] [--quick | --points N] [--threads T]
         [--batch B ...] [--layers L ...] [--hidden H ...]   (a subset of the 27-point grid)
 """
 
@@ -106,6 +106,9 @@ def compose(ov: list[str]) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write every point's measured and predicted numbers here")
+    ap.add_argument(
+        "--ship", action="store_true", help="write the ok points' errors as the CPU band's evidence (platforms/cpu)"
+    )
     ap.add_argument("--force", action="store_true", help="measure even when the machine is busy (labelled)")
     ap.add_argument("--quick", action="store_true", help="3 points instead of 27")
     ap.add_argument("--points", type=int, default=None, help="this many points spread evenly over the 27")
@@ -144,16 +147,19 @@ def main(argv=None) -> int:
     os.environ["DABENCH_MAX_LOAD_PER_CORE"] = str(64.0 if args.force else args.max_load_per_core)
 
     from dabench.config.build import build_run_config
+    from dabench.host import validation
+    from dabench.perfmodel.constants import model_version, validate_point
     from dabench.pipeline.execute import execute
 
-    rows, errors, unsteady, failed = [], [], 0, 0
+    rows, errors, unsteady, failed, shipped = [], [], 0, 0, []
     print(
         f"{'layers':>6} {'hidden':>6} {'batch':>5} {'measured/s':>11} {'predicted/s':>11} {'error':>8} "
         f"{'load':>5} {'peak GF/s':>9} {'drift':>6} {'band':>6}"
     )
     for layers, hidden, batch in grid(args.quick, args.points, args.layers, args.hidden, args.batch):
         for attempt in range(args.retries + 1):
-            result = execute(build_run_config(compose(overrides(layers, hidden, batch, args.threads))))
+            rc = build_run_config(compose(overrides(layers, hidden, batch, args.threads)))
+            result = execute(rc)
             drift = result.metrics.get("validate.ceilings_drift", 0.0) if result.metrics else 0.0
             gap = probe_gap(result)
             steady = abs(drift) <= args.max_drift and abs(gap) <= args.max_gap
@@ -177,6 +183,7 @@ def main(argv=None) -> int:
                 }
             )
             continue
+        shipped.append(validate_point(rc, result.metrics))
         measured = result.metrics["throughput.samples_per_s"]
         predicted = result.metrics["predict.throughput.samples_per_s"]
         error = (predicted - measured) / measured
@@ -217,6 +224,16 @@ def main(argv=None) -> int:
                 indent=1,
             )
         )
+    if args.ship and not busy:
+        ship = {
+            "machine": validation.machine(),
+            "model": model_version("cpu"),
+            "measured": time.strftime("%Y-%m-%d"),
+            "command": "python benchmarks/validate_cpu.py " + " ".join(argv or sys.argv[1:]),
+            "points": shipped,
+        }
+        validation.SHIPPED.write_text(json.dumps(ship, indent=1, sort_keys=True) + "\n")
+        print(f"{len(shipped)} errors written to {validation.SHIPPED}")
     label = " (MACHINE BUSY: measured anyway with --force; not a valid check of the model)" if busy else ""
     print(f"load average at end {os.getloadavg()[0]:.2f} ({end_load:.2f} per core){label}")
     if not errors:

@@ -248,10 +248,23 @@ def steady_check_off():
 @pytest.fixture(autouse=True)
 def own_validation_record(tmp_path, monkeypatch):
     """Each test its own record of this machine's validate errors (dabench/host/validation.py): one
-    test's CPU validate runs never size another's CPU band."""
+    test's CPU validate runs never size another's CPU band; and this machine taken for the CPU
+    validation grid's (:func:`pin_grid_machine`)."""
     from dabench.host import validation
 
     monkeypatch.setattr(validation, "path", lambda: tmp_path / "validation.json")
+    pin_grid_machine(monkeypatch.setattr)
+
+
+def pin_grid_machine(setattr_=setattr) -> None:
+    """This machine taken for the one that measured the shipped CPU validation grid: a CPU band (as
+    the goldens record it) is then the same on every machine (tests/golden/record.py uses it too)."""
+    import json
+
+    from dabench.host import validation
+
+    machine = json.loads(validation.SHIPPED.read_text())["machine"]
+    setattr_(validation, "machine", lambda: machine)
 
 
 #: modules whose tests are independent of each other (no module- or session-scoped fixture they

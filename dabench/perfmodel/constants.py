@@ -261,13 +261,13 @@ def half_width(
     wide = float(bands.get("wide") or math.log(2.0))
     points = [p if p["score"] is not None else {**p, "score": math.inf} for p in record["points"]]
     evidence = "out-of-source errors"
-    if not points and platform_of(platform).host_cpu:  # priced at this machine's calibration: its own validate errors
+    if not points and platform_of(platform).host_cpu:  # priced at this machine's calibration: validate errors
         from dabench.host import validation
 
-        mine = validation.points(model_version(platform))
-        if reach.conformal_q([p["score"] for p in mine], nominal) is not None:
-            points, evidence = mine, f"errors of {validation.SOURCE} ({validation.path()})"
-            record = {**record, "note": f"{100 * nominal:.0f}% band from {len(mine)} {evidence}"}
+        points, evidence = _validate_errors(model_version(platform), nominal)
+        if points:
+            record = {**record, "note": f"{100 * nominal:.0f}% band from {len(points)} {evidence}"}
+            x = None if x is None else {**x, "machine": validation.machine()}
     if x is None:
         q = reach.conformal_q([p["score"] for p in points], nominal) if points else None
         base = q if q is not None and math.isfinite(q) else wide + rate * reach.FAR
@@ -282,6 +282,34 @@ def half_width(
         why = f"nothing calibrated nearby: no calibration point runs precision=fp8; {why}"
         return "wide", max(q, wide + rate * reach.FAR), why
     return kind, q, why
+
+
+def _validate_errors(model_hash: str, nominal: float) -> tuple[list[dict[str, Any]], str]:
+    """(band points, what they are) of the CPU model ``model_hash``: this machine's validate errors
+    once they give a quantile at ``nominal``, else the shipped CPU validation grid's; each point's
+    ``machine`` coordinate says where it was measured (docs/perfmodel.md, "Out-of-sample error and bands")."""
+    from dabench.host import validation
+
+    here = validation.machine()
+    mine = [{**p, "coords": {**p["coords"], "machine": here}} for p in validation.points(model_hash)]
+    if reach.conformal_q([p["score"] for p in mine], nominal) is not None:
+        return mine, f"errors of {validation.SOURCE} ({validation.path()})"
+    grid, record = validation.shipped()
+    other = "" if record.get("model") == model_hash else f", model {record.get('model')} (this one: {model_hash})"
+    return grid, (
+        f"errors of {validation.GRID} on {record.get('machine')} ({record.get('measured')}{other}; "
+        f"{len(mine)} validate runs here so far; {validation.SHIPPED.name} in dabench/platforms/cpu/)"
+    )
+
+
+def validate_point(rc: Any, metrics: Mapping[str, float]) -> dict[str, Any]:
+    """The band point of an ok validate run of ``rc``: its label, reach coordinates and score."""
+    error = metrics.get("predict.rel_error.samples_per_s", math.nan)
+    return {
+        "id": f"{rc.model.n_layers}x{rc.model.hidden_size} batch {rc.run.batch_size} {rc.precision.name}",
+        "coords": coords(rc),
+        "score": round(abs(math.log1p(error)), 6) if error > -1 else math.nan,
+    }
 
 
 def _point_generations(constant_set: Mapping[str, Any], platform: str, points: list) -> set[str]:

@@ -23,11 +23,13 @@ WEIGHTS = {
     "execution": 1.0,
     "release": 0.5,
     "generation": 1.0,
+    "machine": 1.0,  # the CPU a host-CPU error was measured on (host/validation.py), as a GPU generation
 }
 FAR = 2.0  #: beyond this many units from every calibration point, nothing calibrated is nearby
 #: the least widening per unit of distance of an 80% band (log space, ~10%): a band always grows with reach
 GROWTH_MIN = 0.1
-CATEGORIES = ("precision", "compile", "execution", "release", "generation")
+CATEGORIES = ("precision", "compile", "execution", "release", "generation")  #: a configuration's, from coords()
+PLACE = ("machine",)  #: categorical coordinates of where an error was measured, not of the configuration
 _RELEASE = re.compile(r"\bR(\d+\.\d+)")
 
 
@@ -89,7 +91,7 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
     out = {
         "size": WEIGHTS["size"] * abs(a["size"] - b["size"]),
         "chips": WEIGHTS["chips"] * abs(a["chips"] - b["chips"]),
-        **{key: WEIGHTS[key] for key in CATEGORIES if a.get(key) and b.get(key) and a[key] != b[key]},
+        **{key: WEIGHTS[key] for key in CATEGORIES + PLACE if a.get(key) and b.get(key) and a[key] != b[key]},
     }
     return {k: v for k, v in out.items() if v > 0}
 

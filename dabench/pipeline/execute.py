@@ -9,7 +9,6 @@ op graph the measured path shares. torch is imported only when a backend measure
 from __future__ import annotations
 
 import logging
-import math
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -38,9 +37,8 @@ from dabench.metrics.checks import CheckFailure, check_result, without_ceiling_m
 from dabench.metrics.summary import compute_metrics, diagnosis, roofline_points
 from dabench.perfmodel import has_model
 from dabench.perfmodel.comm_check import comm_prediction_metrics
-from dabench.perfmodel.constants import model_version
+from dabench.perfmodel.constants import model_version, validate_point
 from dabench.perfmodel.constants import run_tags as model_tags
-from dabench.perfmodel.reach import coords
 from dabench.predictor import band, opgraph, predict
 from dabench.workload.opgraph import OpGraph
 
@@ -268,14 +266,9 @@ def _run(rc: RunConfig, result: RunResult) -> None:
             extra = f" (its result check also failed: {result.reason[:300]})" if failure is not None else ""
             result.status, result.reason = Status.UNSTEADY, f"unsteady: {unsteady}{extra}"
         if result.mode == "validate" and result.status is Status.OK and platform(rc.hardware.arch).host_cpu:
-            from dabench.host import (
-                validation,
-            )  # this machine's own error: its band's evidence (perfmodel/constants.py)
+            from dabench.host import validation  # this machine's own error: its band's evidence
 
-            label = f"{rc.model.n_layers}x{rc.model.hidden_size} batch {rc.run.batch_size} {rc.precision.name}"
-            error = result.metrics.get("predict.rel_error.samples_per_s", math.nan)
-            score = abs(math.log1p(error)) if error > -1 else math.nan
-            validation.record(model_version(rc.hardware.arch), label, coords(rc), score)
+            validation.record(model_version(rc.hardware.arch), validate_point(rc, result.metrics))
 
 
 def _evaluate(

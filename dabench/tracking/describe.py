@@ -11,7 +11,7 @@ from typing import Sequence
 
 from dabench.core.result import RunResult
 from dabench.core.status import is_ok
-from dabench.host.validation import SOURCE
+from dabench.host.validation import GRID, SOURCE
 from dabench.tracking.redact import redact_override, redact_text
 
 NOTE_TAG = "mlflow.note.content"
@@ -48,7 +48,8 @@ def summary_line(result: RunResult, name: str) -> str:
                 f"[{_sig3(m['predict.throughput.samples_per_s.lo'])}-{_sig3(m['predict.throughput.samples_per_s.hi'])}]"
             )
             inside = m.get("predict.within_band") == 1
-            origin = f", from {SOURCE}" if SOURCE in result.notes.get("dabench.band", "") else ""
+            note = result.notes.get("dabench.band", "")
+            origin = next((f", from {where}" for where in (GRID, SOURCE) if where in note), "")
             error += f" ({'inside' if inside else 'OUTSIDE'} its band {band}{origin})"
         parts.append(error)
     if result.diagnosis:

@@ -115,10 +115,13 @@ def schema_problem(path: Path, redacted: str) -> str | None:
         return None
     if KINDS["an MLflow store"] <= tables:
         import mlflow
+
+        library, head = f"MLflow {mlflow.__version__}", _schema_head()
+        if found == head:
+            return None
         from alembic.script import ScriptDirectory
         from mlflow.store.db.utils import _get_alembic_config
 
-        library, head = f"MLflow {mlflow.__version__}", _schema_head()
         script = ScriptDirectory.from_config(_get_alembic_config(str(path)))
         known = _known(lambda: [script.get_revision(v) for v in found.split(",")])
         upgrade = f"mlflow db upgrade {redacted}"

@@ -111,8 +111,9 @@ def main() -> None:
     import tempfile
 
     sys.path.insert(0, str(ROOT))
-    from tests.conftest import write_test_calibration
+    from tests.conftest import pin_grid_machine, write_test_calibration
 
+    pin_grid_machine()  # CPU bands: the shipped grid's machine, whatever this one is
     # CPU predictions read the calibration cache: use the tests' fixed one, not this machine's
     folder = Path(tempfile.mkdtemp(prefix="dabench-golden-"))
     write_test_calibration(folder, "test fixture (tests/conftest.py), not a measurement")

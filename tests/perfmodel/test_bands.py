@@ -3,6 +3,7 @@ constant set has the documented form and is the shipped model's, every platform'
 coverage interval holds the nominal, a band widens with reach and is never absent, every
 predicted run carries its band, and a validate run is judged against it."""
 
+import json
 import math
 
 import pytest
@@ -266,11 +267,13 @@ def test_advise_says_when_two_platforms_bands_overlap():
 
 def test_a_validate_run_records_whether_its_measurement_is_inside_the_band(tmp_path, monkeypatch):
     """A real measured-and-predicted CPU run (calibration repeats injected, as in
-    tests/pipeline/test_noisy_ceilings.py): the CPU has no calibration points, so its band is wide
-    and says so; the run records predict.within_band against that band."""
+    tests/pipeline/test_noisy_ceilings.py): the CPU has no published calibration points and this
+    machine no validate errors yet, so its band comes from the shipped CPU validation grid and says
+    so; the run records predict.within_band against that band, and its error as this machine's."""
     from dabench.config.build import build_run_config
     from dabench.host import calibrate
     from dabench.pipeline.execute import execute
+    from dabench.tracking.describe import _sig3, summary_line
     from tests.conftest import composed, fresh_calibration
 
     fresh_calibration(monkeypatch, tmp_path)
@@ -283,16 +286,23 @@ def test_a_validate_run_records_whether_its_measurement_is_inside_the_band(tmp_p
     lo, hi = m["predict.throughput.samples_per_s.lo"], m["predict.throughput.samples_per_s.hi"]
     assert lo < m["predict.throughput.samples_per_s"] < hi
     assert m["predict.within_band"] == float(lo <= m["throughput.samples_per_s"] <= hi)
-    assert result.notes["dabench.band"].startswith("wide:") and "nothing calibrated" in result.notes["dabench.band"]
+    assert validation.GRID in result.notes["dabench.band"]
+    if "predict.rel_error.samples_per_s" in m:
+        line = summary_line(result, "run")
+        assert f"its band [{_sig3(lo)}-{_sig3(hi)}], from {validation.GRID})" in line, line
     rows = validation.points(constants.model_version("cpu"))  # an ok run is this machine's evidence
     expected = [abs(math.log1p(m["predict.rel_error.samples_per_s"]))] if result.status is Status.OK else []
     assert [r["score"] for r in rows] == pytest.approx(expected, abs=1e-6)
 
 
-def test_a_cpu_band_comes_from_this_machines_validate_errors_once_they_give_a_quantile(tmp_path, monkeypatch):
+def test_a_cpu_band_comes_from_the_shipped_grid_until_this_machines_validate_errors_give_a_quantile(
+    tmp_path, monkeypatch
+):
     """The CPU is priced at this machine's calibration, so its band comes from this machine's own
-    validate errors (dabench/host/validation.py) when they give an 80% quantile; before that, and
-    for another model version's errors, it stays the wide band of a platform nothing is known about."""
+    validate errors (dabench/host/validation.py) once they give an 80% quantile; before that (and
+    for another model version's errors), from the CPU validation grid's errors shipped with dabench,
+    one distance unit further when they were measured on another machine; without either, the
+    wide band of a platform nothing is known about."""
     from dabench.config.build import build_run_config
     from dabench.core.result import RunResult
     from dabench.core.status import Status
@@ -300,15 +310,29 @@ def test_a_cpu_band_comes_from_this_machines_validate_errors_once_they_give_a_qu
     from tests.conftest import composed, fresh_calibration
 
     fresh_calibration(monkeypatch, tmp_path)
+    monkeypatch.setattr(validation, "SHIPPED", tmp_path / "grid.json")
     x = reach.coords(build_run_config(composed(["hardware=cpu"])))
     version = constants.model_version("cpu")
     kind, wide, why = constants.half_width("cpu", PUBLISHED, x)
-    assert kind == "wide" and "nothing calibrated" in why
+    assert kind == "wide" and "nothing calibrated" in why  # no grid shipped, no validate run here
+
+    def ship(machine: str, scores: list[float]) -> None:
+        points = [{"id": f"grid {i}", "coords": x, "score": s} for i, s in enumerate(scores)]
+        grid = {"machine": machine, "model": version, "measured": "today", "points": points}
+        validation.SHIPPED.write_text(json.dumps(grid))
+
+    rate = reach.growth([math.inf if n is None else n for n in PUBLISHED["bands"]["needs"]], 0.8)
+    ship("Another CPU|threads=64|torch=2.0", [0.02, 0.05, 0.08, 0.2])
+    kind, q, why = constants.half_width("cpu", PUBLISHED, x)
+    assert kind == "near" and q == pytest.approx(0.2 + rate) and "machine 1" in why  # one unit away
+    assert f"from 4 errors of {validation.GRID} on Another CPU" in why
+    ship(validation.machine(), [0.02, 0.05, 0.08, 0.2])  # measured on this kind of machine: no distance
+    assert constants.half_width("cpu", PUBLISHED, x)[:2] == ("near", pytest.approx(0.2))
     for error in (0.05, 0.02, 0.08):
-        validation.record(version, "here", x, error)
-    validation.record("another-model", "there", x, 0.01)
-    assert constants.half_width("cpu", PUBLISHED, x) == (kind, wide, why)  # 3 errors: no 80% quantile yet
-    validation.record(version, "here", x, 0.1)
+        validation.record(version, {"id": "here", "coords": x, "score": error})
+    validation.record("another-model", {"id": "there", "coords": x, "score": 0.01})
+    assert constants.half_width("cpu", PUBLISHED, x)[1] == pytest.approx(0.2)  # 3 errors: no 80% quantile yet
+    validation.record(version, {"id": "here", "coords": x, "score": 0.1})
     kind, q, why = constants.half_width("cpu", PUBLISHED, x)
     assert kind == "near" and q == pytest.approx(0.1)  # the 4th smallest of 4 (rank ceil(0.8 x 5))
     assert f"from 4 errors of {validation.SOURCE}" in why
@@ -330,4 +354,17 @@ def test_a_cpu_band_comes_from_this_machines_validate_errors_once_they_give_a_qu
     line = summary_line(RunResult(Status.OK, "", "validate", metrics, notes=tags), "run")
     assert f"(inside its band [90.5-111], from {validation.SOURCE})" in line
     validation.path().write_text("{not json")  # damaged: named in a warning, not used
+    assert constants.half_width("cpu", PUBLISHED, x)[1] == pytest.approx(0.2)  # the grid's again
+    validation.SHIPPED.write_text("[]")  # a damaged grid too: nothing is known
     assert constants.half_width("cpu", PUBLISHED, x)[:2] == ("wide", wide)
+
+
+def test_the_shipped_cpu_validation_grid_is_usable_evidence():
+    """The grid's errors (benchmarks/validate_cpu.py --ship) name their machine, model version and
+    day, and cover the grid: at least 20 of its 27 points, each a finite score."""
+    grid = json.loads(validation.SHIPPED.read_text())
+    assert grid["machine"].count("|") == 2 and grid["model"] and grid["measured"] and "--ship" in grid["command"]
+    assert len(grid["points"]) >= 20 and all(math.isfinite(p["score"]) and p["score"] >= 0 for p in grid["points"])
+    points, record = validation.shipped()
+    assert len(points) == len(grid["points"]) and record == grid
+    assert {p["coords"]["machine"] for p in points} == {grid["machine"]}
