@@ -8,10 +8,11 @@
   (and plain ```python blocks that call ``predict``/``run``), executed with every ``predict`` /
   ``run`` result collected; each must have status ok.
 
-Commands are run as written, with four documented adjustments (:func:`adapt`): a command that
+Commands are run as written, with five documented adjustments (:func:`adapt`): a command that
 would measure on this CPU for minutes gets ``hardware.mode=predict``; any other command that
 measures here gets the fewest steps that still run every step kind (:data:`SHORT_STEPS`); an Optuna study gets
-``hydra.sweeper.n_trials=2`` (the search itself is tests/tune's; here: it composes and runs); the
+``hydra.sweeper.n_trials=2`` and ``dabench advise`` ``trials=2`` where they set none (the searches
+themselves are tests/tune's and tests/advise's; here: they compose and run); the
 placeholders of the report/compare examples (``<run id>``, ``RUN_ID``, a sweep's id) become runs
 of a small store built once (:func:`store`). :data:`SKIP` names what cannot run here, with why.
 Only the cheapest cases are fast; every command run is marked slow.
@@ -170,6 +171,8 @@ def adapt(example: Example, store: dict[str, object] | None = None) -> list[str]
         argv += SHORT_STEPS
     if multirun and any(a.startswith("+sweeps=") for a in argv):
         argv.append("hydra.sweeper.n_trials=2")
+    if argv[:1] == ["advise"] and not any(a.startswith("trials=") for a in argv):
+        argv.append("trials=2")
     return argv + multirun
 
 
@@ -224,6 +227,8 @@ def test_examples_are_found():
         assert expected in texts, expected
     assert any(e.where.startswith("dabench/api.py") for e in SNIPPETS)
     assert any(e.where.startswith("README.md") for e in SNIPPETS)
+    advise = [e for e in COMMANDS if PREFIX.sub("", e.text).split()[:1] == ["advise"]]
+    assert advise and all("trials=2" in adapt(e) for e in advise)
     for example in COMMANDS:  # every command parses and adapts (placeholders filled by a stand-in store)
         adapt(example, {"sweep": "0" * 32, "two_runs": ["1" * 32, "2" * 32]})
 
