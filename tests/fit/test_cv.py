@@ -93,13 +93,18 @@ def test_fit_cv_ends_with_the_documented_summary_line():
 
 def test_fit_cv_prints_one_line_per_cross_validated_platform():
     from dabench.cli.fit.cv_text import cv_platform_line, cv_report
+    from dabench.host import validation
     from dabench.perfmodel import constants
 
     data = dict(constants.load())
-    lines = [line for line in cv_report(data).splitlines() if line.startswith("cv platform=")]
+    report = cv_report(data).splitlines()
+    lines = [line for line in report if line.startswith("cv platform=")]
     assert [line.split()[1] for line in lines] == [
         f"platform={a}" for a, e in data["platforms"].items() if e.get("residuals")
     ]
+    cpu = report[report.index(next(line for line in report if line.startswith("== cpu "))) + 1]
+    grid = len(validation.shipped()[0])
+    assert cpu.startswith("band: sized where it runs") and f"{grid} errors of the CPU validation grid" in cpu, cpu
     rows = [
         {"measure": "|log ratio|", "published": 100.0, "out_of_sample": 110.0, "band": math.log(1.2), "covered": True},
         {"measure": "|log ratio|", "published": 100.0, "out_of_sample": 70.0, "band": math.log(1.3), "covered": False},

@@ -13,6 +13,7 @@ import statistics
 import sys
 
 from dabench.cli.fit.published import fmt, platforms
+from dabench.core.platforms import platform
 from dabench.core.status import ConfigError
 from dabench.fit import constant_set
 from dabench.fit.cv import (
@@ -26,6 +27,7 @@ from dabench.fit.cv import (
     summary,
 )
 from dabench.fit.sources import CONF_HARDWARE, hardware_yaml
+from dabench.host import validation
 
 CV_BLOCK = "cv"  #: the docs block of the out-of-sample tables (dabench docs)
 
@@ -167,6 +169,13 @@ def cv_report(data: dict) -> str:
                 out.append(
                     f"band: wide: nothing calibrated nearby: no calibration point runs this {base} preset; "
                     f"its numbers come from its specs and the {base} family's mechanisms"
+                )
+            elif platform(arch).host_cpu:  # priced at the calibration of the machine it runs on
+                grid, record = validation.shipped()
+                out.append(
+                    f"band: sized where it runs, from that machine's validate errors once 4 give a quantile, "
+                    f"until then from {len(grid)} errors of {validation.GRID} on {record.get('machine')} "
+                    f"(dabench/platforms/cpu/{validation.SHIPPED.name}), one unit away on another machine"
                 )
             else:
                 out.append(f"band: {entry['band']['kind']}: {entry['band']['note']}")
