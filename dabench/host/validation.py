@@ -10,6 +10,7 @@ The file is optional: a damaged one is named in one warning and not used. docs/p
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -72,9 +73,19 @@ def points(model_hash: str) -> list[dict[str, Any]]:
 
 def shipped() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The shipped grid's errors as band points (each with its ``machine`` coordinate) and the grid's
-    record; nothing where it is missing or damaged (named in one warning)."""
+    record; nothing where it is missing or damaged (named in one warning per version of the file)."""
     try:
-        grid = mapping(SHIPPED, read_json(SHIPPED, 2**20))
+        stat = SHIPPED.stat()
+        version = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = None
+    return _shipped(SHIPPED, version)
+
+
+@functools.lru_cache(maxsize=4)
+def _shipped(path: Path, version: tuple[int, int] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    try:
+        grid = mapping(path, read_json(path, 2**20))
     except (FileNotFoundError, DamagedFile) as error:
         log.warning("the CPU validation grid is not used: %s", error)
         return [], {}
@@ -83,7 +94,8 @@ def shipped() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def record(model_hash: str, scored: Mapping[str, Any]) -> None:
-    """Keep one validate run's :func:`point` (a failed write is a warning: the run goes on)."""
+    """Keep one validate run's band point (perfmodel/constants.py ``validate_point``); a failed write is
+    a warning: the run goes on."""
     if not math.isfinite(scored["score"]):
         return
     data = _read()
