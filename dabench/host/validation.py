@@ -86,10 +86,12 @@ def shipped() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def _shipped(path: Path, version: tuple[int, int] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     try:
         grid = mapping(path, read_json(path, 2**20))
+        rows = [r for r in grid.get("points") or [] if _usable(r)] if isinstance(grid.get("points"), list) else []
+        if not rows:
+            raise DamagedFile(path, "'points' holds no error with reach coordinates and a finite score")
     except (FileNotFoundError, DamagedFile) as error:
         log.warning("the CPU validation grid is not used: %s", error)
         return [], {}
-    rows = [r for r in grid.get("points") or [] if _usable(r)]
     return [{**r, "coords": {**r["coords"], "machine": str(grid.get("machine"))}} for r in rows], grid
 
 

@@ -355,8 +355,9 @@ def test_a_cpu_band_comes_from_the_shipped_grid_until_this_machines_validate_err
     assert f"(inside its band [90.5-111], from {validation.SOURCE})" in line
     validation.path().write_text("{not json")  # damaged: named in a warning, not used
     assert constants.half_width("cpu", PUBLISHED, x)[1] == pytest.approx(0.2)  # the grid's again
-    validation.SHIPPED.write_text("[]")  # a damaged grid too: nothing is known
-    assert constants.half_width("cpu", PUBLISHED, x)[:2] == ("wide", wide)
+    for damaged in ("[]", '{"points": 5}', '{"points": [1, {"coords": {"size": 5, "chips": 0}, "score": "NaN"}]}'):
+        validation.SHIPPED.write_text(damaged)  # a damaged grid too: nothing is known
+        assert constants.half_width("cpu", PUBLISHED, x)[:2] == ("wide", wide), damaged
 
 
 def test_the_shipped_cpu_validation_grid_is_usable_evidence():
