@@ -239,6 +239,8 @@ def main(argv=None) -> int:
         }
         validation.SHIPPED.write_text(ship_text(ship, shipped))
         print(f"{len(shipped)} errors written to {validation.SHIPPED}")
+    elif args.ship:
+        print(f"{validation.SHIPPED} not written: the machine was busy (errors measured beside other work)")
     label = " (MACHINE BUSY: measured anyway with --force; not a valid check of the model)" if busy else ""
     print(f"load average at end {os.getloadavg()[0]:.2f} ({end_load:.2f} per core){label}")
     if not errors:
