@@ -4,8 +4,11 @@ A fresh ``python -m dabench`` spends most of a predicted run importing MLflow, S
 and Hydra. :class:`ForkServer` starts one interpreter per pytest process that imports them once
 (after ``dabench.runtime.quiet.install``, as ``python -m dabench`` does), then forks it for each
 command: the child takes the command's folder, environment, stdout and stderr, sets ``sys.argv``
-and ``sys.path[0]`` as ``-m`` does, runs the ``dabench`` package's ``__main__`` and exits through
-the interpreter's normal shutdown. dabench's own modules are imported fresh by each child.
+and ``sys.path[0]`` as ``-m`` does, runs the ``dabench`` package's ``__main__`` (or another module:
+the fault tests' recipes) and exits through the interpreter's normal shutdown. dabench's own
+modules are imported fresh by each child. :func:`run` waits for the command; :func:`start` hands
+back a Popen-like :class:`Forked` for tests that signal it. The server also learns MLflow's schema
+head once (a pure function of the installed migrations, read from ~130 scripts twice a command).
 
 What differs from a fresh process is only what was decided at import time, so :func:`can_fork`
 sends a command to a fresh process instead when its environment differs from the server's in a
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from subprocess import PIPE
 from typing import Mapping
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,12 +51,15 @@ PRELOAD = (
     "numpy",
     "torch",  # a measured run's import (3 s); importing it starts no thread, so forking after it is safe
     "torch._dynamo",  # what torch.profiler imports on its first use in a measured run (1 s); no thread either
+    "matplotlib.figure",  # every figure dabench draws (a measured run's plots, report, a study's plots)
+    "matplotlib.backends.backend_agg",
+    "optuna.importance",  # a study's importance plot: scikit-learn and scipy.stats (1 s); no thread either
 )
 #: variables the interpreter's start, the preloaded libraries and quiet.install read: a command whose
 #: value differs from the server's runs fresh (any other variable is read only by what the child
 #: imports or runs itself, after it took the command's environment)
 IMPORT_TIME_ENV = re.compile(
-    r"(PYTHON|LC_|LANG|MLFLOW_|SQLALCHEMY|HYDRA_|OPTUNA|PANDAS|NPY_|OPENBLAS|OMP_|MKL_|KINETO_)\w*"
+    r"(PYTHON|LC_|LANG|MLFLOW_|SQLALCHEMY|HYDRA_|OPTUNA|PANDAS|NPY_|OPENBLAS|OMP_|MKL_|KINETO_|MPL|SKLEARN_|SCIPY_)\w*"
     r"|PATH|HOME|TZ|TMPDIR|TEMP|TMP|DABENCH_VERBOSE"
 )
 #: read by MLflow when a run needs them, not at import
@@ -74,6 +81,10 @@ def serve() -> None:
     quiet.install([sys.executable])
     for name in PRELOAD:
         importlib.import_module(name)
+    from mlflow.store.db import utils
+
+    head = utils._get_latest_schema_revision()  # MLflow reads its ~130 migration scripts for it, twice a command
+    utils._get_latest_schema_revision = lambda: head
     for module in [m for m in sys.modules if m == "dabench" or m.startswith("dabench.")]:
         del sys.modules[module]  # each child imports dabench as a fresh process would
     replies.write(json.dumps({"ready": os.getpid()}) + "\n")
@@ -95,18 +106,22 @@ def serve() -> None:
 
 
 def _child(request: dict) -> None:
-    """Become ``python -m dabench <argv>`` in the request's folder and environment; exits."""
+    """Become ``python -m <module> <argv>`` in the request's folder and environment; exits."""
     import importlib.util
     import runpy
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it (conftest.default_sigint)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
         os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
     sys.path[0] = os.getcwd()  # what -m puts first
-    sys.argv = [importlib.util.find_spec("dabench.__main__").origin, *request["argv"]]  # as -m sets it
-    runpy.run_module("dabench", run_name="__main__", alter_sys=True)
+    module = request["module"]
+    spec = importlib.util.find_spec(module)
+    main = importlib.util.find_spec(f"{module}.__main__") if spec.submodule_search_locations else spec
+    sys.argv = [main.origin, *request["argv"]]  # as -m sets it
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
     sys.exit(0)  # SystemExit and uncaught exceptions end the interpreter as they end python -m
 
 
@@ -171,40 +186,84 @@ class ForkServer:
             raise RuntimeError(f"the dabench fork server ended (exit {self._process.wait()}):\n{log}")
         return json.loads(line)[key]
 
-    def run(
-        self, argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float
-    ) -> subprocess.CompletedProcess | None:
-        """``python -m dabench <argv>`` as a fork; None when it must run fresh (:func:`can_fork`) or
-        another thread is using the server."""
+    def start(self, argv: list[str], cwd: Path, env: Mapping[str, str], module: str = "dabench") -> Forked | None:
+        """``python -m <module> <argv>`` forked and running; None when it must run fresh
+        (:func:`can_fork`) or the server is busy (another thread's command, or one not yet ended)."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
             if not can_fork(argv, env, self._env):
+                self._lock.release()
                 return None
             if self._process is None:
                 self._start()
             self._count += 1
             out, err = self._log / f"{self._count}.out", self._log / f"{self._count}.err"
-            request = {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "stdout": str(out), "stderr": str(err)}
-            self._process.stdin.write(json.dumps(request) + "\n")
+            for path in (out, err):
+                path.touch(mode=0o600)  # the child writes them; Forked reads them as they grow
+            request = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": dict(env)}
+            self._process.stdin.write(json.dumps({**request, "stdout": str(out), "stderr": str(err)}) + "\n")
             self._process.stdin.flush()
             pid = self._reply(timeout=30, key="pid")
             if pid is None:
                 raise RuntimeError(f"the dabench fork server did not fork within 30 s (log: {self._log})")
-            returncode = self._reply(timeout=timeout, key="returncode")
-            timed_out = returncode is None
-            if timed_out:
-                os.kill(pid, signal.SIGKILL)
-                returncode = self._reply(timeout=30, key="returncode")
-            stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
-            out.unlink()
-            err.unlink()
-            args = [sys.executable, "-m", "dabench", *argv]
-            if timed_out:
-                raise subprocess.TimeoutExpired(args, timeout, stdout, stderr)
-            return subprocess.CompletedProcess(args, returncode, stdout, stderr)
-        finally:
+        except BaseException:
             self._lock.release()
+            raise
+        return Forked(self, pid, [sys.executable, "-m", module, *argv], out, err)
+
+    def run(
+        self, argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float, module: str = "dabench"
+    ) -> subprocess.CompletedProcess | None:
+        """``python -m <module> <argv>`` as a fork, run to its end; None as for :meth:`start`."""
+        proc = self.start(argv, cwd, env, module)
+        if proc is None:
+            return None
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise subprocess.TimeoutExpired(proc.args, timeout, *proc.communicate(30)) from None
+        return subprocess.CompletedProcess(proc.args, proc.returncode, *proc.communicate())
+
+
+class Forked:
+    """A command a server forked, until it ends: what the tests use of a text ``subprocess.Popen``
+    (pid, returncode, poll, wait, kill, communicate; stdout and stderr are its output files, read as
+    they grow). It holds its server: the server's next command waits for this one's end."""
+
+    def __init__(self, server: ForkServer, pid: int, args: list[str], out: Path, err: Path) -> None:
+        self.pid, self.args, self.returncode = pid, args, None
+        self._server, self._paths = server, (out, err)
+        self.stdout, self.stderr = (open(path, errors="replace") for path in self._paths)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            code = self._server._reply(timeout=timeout, key="returncode")
+            if code is None:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.returncode = code
+            self._server._lock.release()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """(stdout, stderr) once it has ended; the files are then removed."""
+        self.wait(timeout)
+        texts = (self.stdout.read(), self.stderr.read())
+        for handle, path in zip((self.stdout, self.stderr), self._paths, strict=True):
+            handle.close()
+            path.unlink(missing_ok=True)
+        return texts
 
 
 SERVER = ForkServer()
@@ -228,13 +287,25 @@ def _server(argv: list[str], env: Mapping[str, str]) -> ForkServer:
     return SERVER
 
 
+def start(
+    argv: list[str], cwd: Path, env: Mapping[str, str], module: str = "dabench", **popen
+) -> subprocess.Popen | Forked:
+    """``python -m <module> <argv>`` started, text output to pipes: a fork of a warm server where that
+    runs the same (:func:`_server`), else a new process (``popen``: more of Popen's arguments)."""
+    proc = _server(argv, env).start(argv, cwd, env, module)
+    if proc is None:
+        command = [sys.executable, "-m", module, *argv]
+        proc = subprocess.Popen(command, cwd=cwd, env=dict(env), text=True, stdout=PIPE, stderr=PIPE, **popen)
+    return proc
+
+
 def run(
-    argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float, fresh: bool = False
+    argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float, fresh: bool = False, module: str = "dabench"
 ) -> subprocess.CompletedProcess:
-    """``python -m dabench <argv>``: a fork of a warm server where that runs the same (:func:`_server`),
+    """``python -m <module> <argv>``: a fork of a warm server where that runs the same (:func:`_server`),
     else (or with ``fresh``) a new process; captured, text."""
-    done = None if fresh else _server(argv, env).run(argv, cwd, env, timeout)
+    done = None if fresh else _server(argv, env).run(argv, cwd, env, timeout, module)
     if done is None:
-        command = [sys.executable, "-m", "dabench", *argv]
+        command = [sys.executable, "-m", module, *argv]
         done = subprocess.run(command, cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout)
     return done

@@ -2,7 +2,6 @@
 status crashed naming the failing rank, within the timeout, and no rank process left behind."""
 
 import os
-import subprocess
 import sys
 import time
 
@@ -14,6 +13,7 @@ from dabench.config.build import build_run_config
 from dabench.core.status import CrashedError, Status
 from dabench.distributed.run import run_ranks
 from dabench.pipeline import execute as runner
+from tests import forkserver
 from tests.conftest import cli_env, composed
 from tests.distributed.procs import ranks_of_launcher
 
@@ -29,15 +29,8 @@ def fault(monkeypatch, kind: str, rank: int = 1, step: int = 2) -> None:
 def test_killing_a_rank_mid_run_records_crashed_and_leaves_no_process(tmp_path):
     env = cli_env(tmp_path) | {"DABENCH_FAULT": "rank:1@2"}
     start = time.monotonic()
-    job = subprocess.Popen(
-        [sys.executable, "-m", "dabench", "parallel=dp", "parallel.degree=2", "parallel.timeout_s=60", *SHORT],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    output, _ = job.communicate(timeout=120)
+    job = forkserver.start(["parallel=dp", "parallel.degree=2", "parallel.timeout_s=60", *SHORT], tmp_path, env)
+    output = "".join(job.communicate(timeout=120))
     assert time.monotonic() - start < 60, output[-2000:]
     assert ranks_of_launcher(job.pid) == []
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -17,8 +17,6 @@ import importlib
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from dabench.cli.main import COMMANDS
 from dabench.runtime import faults
 from dabench.runtime.sinks import SINKS, TMP_MARK
 from dabench.tracking.reaper import HOST_TAG, PID_TAG, hostname
+from tests import forkserver
 from tests.reliability import recipes
 
 ERRNOS = ("ENOSPC", "EACCES", "EIO")
@@ -160,14 +159,8 @@ def test_killed_at_each_write_then_the_same_command(command, template, tmp_path,
         before = set(_running(db))
         child = {**os.environ, recipes.COMMAND_FAULT_ENV: f"{point}:kill@1"}
         child.pop(faults.ENV, None)
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.reliability.recipes", f"command:{command}", str(folder)],
-            cwd=recipes_root(),
-            env=child,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        argv = [f"command:{command}", str(folder)]
+        done = forkserver.run(argv, recipes_root(), child, 300, module="tests.reliability.recipes")
         assert done.returncode == -9, (command, point, done.returncode, done.stderr[-2000:])
         again = recipe(folder, None)
         assert again.status == "exit 0" and "Traceback" not in again.message, (command, point, again)

@@ -17,18 +17,18 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dabench.runtime import faults
 from dabench.runtime.sinks import SINKS, TMP_MARK
+from tests import forkserver
 from tests.reliability import recipes
 
 ERRNOS = ("ENOSPC", "EACCES", "EIO")
 REPO = Path(__file__).resolve().parents[2]
+RECIPES = "tests.reliability.recipes"  #: run as ``python -m``: ``SINK FOLDER [SINK FOLDER ...]``
 #: the store fails at its 4th write, the run's record (1-2: its folder and lock file, 3: the run
 #: created): a run exists and must end with the status and reason; every other sink fails at every write
 AT = {"store": "@4"}
@@ -114,35 +114,23 @@ def _environ(folder: Path, fault: str | None) -> dict[str, str]:
     return env
 
 
-def _command(*pairs: str) -> list[str]:
-    return [sys.executable, "-m", "tests.reliability.recipes", *pairs]
-
-
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory, template):
-    """Every sink's recipe killed half-way through a write (all at once, one process each), then
-    the next command for all of them (one process): {sink: (folder, killed process, next result)}."""
+    """Every sink's recipe killed half-way through a write (one process each, a fork of the tests'
+    warm server: tests/forkserver.py), then the next command for all of them (one process):
+    {sink: (folder, killed process, next result)}."""
     db, ids = template
     folders = {sink: tmp_path_factory.mktemp(f"killed-{sink}") for sink in SINKS}
-    started = {}
+    dead = {}
     for sink, folder in folders.items():
         recipes.prepare_folder(folder, db)
         (folder / "template_ids.json").write_text(json.dumps(ids))
         fault = f"{SINKS[sink].point}:kill{KILL_AT.get(sink, '@1')}"
-        started[sink] = subprocess.Popen(
-            _command(sink, str(folder)),
-            cwd=REPO,
-            env=_environ(folder, fault),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    dead = {sink: (proc.wait(timeout=180), proc.stderr.read()) for sink, proc in started.items()}
+        done = forkserver.run([sink, str(folder)], REPO, _environ(folder, fault), 180, module=RECIPES)
+        dead[sink] = (done.returncode, done.stderr)
     left_running = {sink: sum(recipes.running(db) for db in folder.rglob("*.db")) for sink, folder in folders.items()}
     pairs = [str(x) for sink, folder in folders.items() for x in (sink, folder)]
-    after = subprocess.run(
-        _command(*pairs), cwd=REPO, env=_environ(Path(pairs[1]), None), capture_output=True, text=True, timeout=300
-    )
+    after = forkserver.run(pairs, REPO, _environ(Path(pairs[1]), None), 300, module=RECIPES)
     results = {}
     for line in after.stdout.splitlines():
         if line.startswith("{"):

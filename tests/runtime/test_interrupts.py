@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,27 +19,20 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from tests.conftest import cli_env, default_sigint
+from tests import forkserver
+from tests.conftest import cli_env, default_sigint, run_dabench
 
 pytestmark = pytest.mark.slow
 SINGLE = ["hardware=ipu", "parallel=pp", "run.grad_accum=3", "hardware.mode=predict"]
 STUDY = ["+sweeps=ipu_deploy", "model=tiny", "model.n_layers=4", "hydra.sweeper.n_trials=4"]
 
 
-def start(tmp_path: Path, args: list[str], hold: str | None, ready: Path) -> subprocess.Popen:
+def start(tmp_path: Path, args: list[str], hold: str | None, ready: Path) -> subprocess.Popen | forkserver.Forked:
     env = cli_env(tmp_path)
     if hold:
         env["DABENCH_FAULT"] = f"run_body:{hold}"
         env["DABENCH_FAULT_READY"] = str(ready)
-    return subprocess.Popen(
-        [sys.executable, "-m", "dabench", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-    )
+    return forkserver.start(args, tmp_path, env, preexec_fn=default_sigint)
 
 
 def wait_ready(proc: subprocess.Popen, ready: Path, deadline_s: float = 300) -> int:
@@ -126,14 +118,7 @@ def test_ctrl_c_in_a_study_then_resume_ends_with_exactly_n_trials(tmp_path):
     assert parent.info.status == "KILLED" and parent.data.tags["dabench.status"] == "interrupted"
     assert not any(r.info.status == "RUNNING" for r in runs)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "dabench", *STUDY, "-m"],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_dabench(*STUDY, "-m", cwd=tmp_path, code=None)
     assert done.returncode == 0, done.stderr[-3000:]
     study = optuna.load_study(study_name=name, storage=storage)
     from dabench.tune.study import counts_toward_budget, trials_done
@@ -156,14 +141,7 @@ def test_sigkill_then_the_next_start_marks_the_run_killed(tmp_path):
     _, (orphan,) = all_runs(tmp_path)
     assert orphan.info.status == "RUNNING" and orphan.data.tags["dabench.pid"] == str(pid)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "dabench", *SINGLE],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_dabench(*SINGLE, cwd=tmp_path, code=None)
     assert done.returncode == 0, done.stderr[-3000:]
     client, runs = all_runs(tmp_path)
     old = client.get_run(orphan.info.run_id)
@@ -187,14 +165,7 @@ def _corrupt(path: Path) -> None:
 )
 def test_a_corrupt_store_is_one_line_before_any_work(tmp_path, which, args):
     _corrupt(tmp_path / which)
-    done = subprocess.run(
-        [sys.executable, "-m", "dabench", *args],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_dabench(*args, cwd=tmp_path, code=None)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr + done.stdout
     line = last_line(done.stderr)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.conftest import cli_env, default_sigint
 
 pytestmark = pytest.mark.slow
@@ -98,20 +99,12 @@ def threads(pid: int) -> int:
     return 0
 
 
-def start_long_measured_run(tmp_path: Path) -> subprocess.Popen:
+def start_long_measured_run(tmp_path: Path) -> subprocess.Popen | forkserver.Forked:
     """gpt2_small in bf16: each step takes about a minute on a 2-core CPU without native bf16.
     Returns once its MLflow run is open and its measuring thread has run for a few seconds."""
     env = {**cli_env(tmp_path), "DABENCH_PROGRESS": "off"}
     args = ["model=gpt2_small", "run.batch_size=1", "precision=bf16", "run.max_minutes=0"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dabench", *args, "tracking.system_metrics_interval_s=0"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-    )
+    proc = forkserver.start([*args, "tracking.system_metrics_interval_s=0"], tmp_path, env, preexec_fn=default_sigint)
     end = time.monotonic() + 300
     while not (running_run(tmp_path / "mlflow.db") and threads(proc.pid) >= 3):
         assert proc.poll() is None, proc.stderr.read()[-3000:]
