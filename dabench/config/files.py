@@ -12,14 +12,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dabench.config.paths import SWEEPS_DIR
-from dabench.core.readers import DamagedFile, is_number, mapping, read_text, read_yaml
+from dabench.core.readers import DamagedFile, is_number, mapping, read_text, read_yaml, safe_yaml
 
 
 def fresh_file(path: Path) -> dict[str, Any]:
     """``path`` parsed now, not cached (for a file this process may rewrite, e.g. by ``fit --write``)."""
-    import yaml  # only where a file is read: the CLI's --help never is
-
-    data = yaml.safe_load(Path(path).read_text()) if Path(path).is_file() else None
+    data = safe_yaml(Path(path).read_text()) if Path(path).is_file() else None
     return data if isinstance(data, dict) else {}
 
 

@@ -84,6 +84,14 @@ def read_json(path: Path | str, max_bytes: int = MAX_BYTES, allow_nan: bool = Fa
         raise DamagedFile(path, f"not valid JSON ({error})") from None
 
 
+def safe_yaml(text: str) -> Any:
+    """``yaml.safe_load`` of ``text``, by libyaml where PyYAML has it (the same values, ~10x faster:
+    every run hashes its platform's presets, every fit reads them)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def read_yaml(path: Path | str, text: str) -> Any:
     """The YAML document ``text`` of ``path`` (OmegaConf's reading of numbers), aliases refused."""
     import yaml

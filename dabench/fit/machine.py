@@ -160,12 +160,24 @@ class Drift:
         return self.n > 0 and self.p_value < 0.05 and self.outside / self.n > 1 - self.nominal
 
 
+def at_least(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p): the binomial tail, summed in log space (no overflow)."""
+    if k <= 0 or p >= 1:
+        return 1.0 if k <= n else 0.0
+    if p <= 0 or k > n:
+        return 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    terms = (
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        for i in range(k, n + 1)
+    )
+    return min(1.0, sum(math.exp(t) for t in terms))
+
+
 @quiet_model()
 def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> list[Drift]:
     """Per banded platform of ``constant_set``: how many ``points`` fall outside its band and the
     binomial tail probability of that many misses (docs/fitting.md, "Drift")."""
-    from scipy.stats import binom
-
     out = []
     for arch, entry in (constant_set.get("platforms") or {}).items():
         if not (entry.get("band") or {}).get("factor"):
@@ -187,6 +199,6 @@ def drift(name: str, constant_set: Mapping[str, Any], points: list[Point]) -> li
             band is None or not (band[0] <= p.published <= band[1]) for band, p in zip(bands, mine, strict=True)
         )
         nominal = float(constant_set.get("nominal_coverage") or NOMINAL)
-        p_value = float(binom.sf(outside - 1, len(mine), 1 - nominal)) if mine else 1.0
+        p_value = at_least(outside, len(mine), 1 - nominal)
         out.append(Drift(name, arch, len(mine), outside, nominal, p_value))
     return out

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from dabench.config.paths import CONF_DIR
 from dabench.config.sections import FP8
 from dabench.core.platforms import platform as platform_of
-from dabench.core.readers import DamagedFile, finite, is_number, mapping, read_json
+from dabench.core.readers import DamagedFile, finite, is_number, mapping, read_json, safe_yaml
 from dabench.core.status import ConfigError
 from dabench.perfmodel import reach
 from dabench.perfmodel.reach import coords
@@ -59,16 +59,8 @@ def _model_files(arch: str) -> list[Path]:
     return files + [path for path in sorted((CONF_DIR / "hardware").glob("*.yaml")) if _presets_of(path, arch)]
 
 
-def _yaml(text: str) -> Any:
-    """``yaml.safe_load``, by libyaml where PyYAML has it (the same values, ~10x faster: every run
-    hashes its platform's presets)."""
-    import yaml
-
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 def _presets_of(path: Path, arch: str) -> bool:
-    return path.stem == arch or arch in ((_yaml(path.read_text(encoding="utf-8")) or {}).get("defaults") or ())
+    return path.stem == arch or arch in ((safe_yaml(path.read_text(encoding="utf-8")) or {}).get("defaults") or ())
 
 
 class _NoDocstrings(ast.NodeTransformer):
@@ -82,7 +74,7 @@ def _meaning(path: Path) -> bytes:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".py":
         return ast.dump(_NoDocstrings().visit(ast.parse(text))).encode()
-    return json.dumps(_yaml(text), sort_keys=True, default=str).encode()
+    return json.dumps(safe_yaml(text), sort_keys=True, default=str).encode()
 
 
 @lru_cache(maxsize=None)

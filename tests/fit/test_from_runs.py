@@ -20,7 +20,7 @@ import pytest
 from dabench.cli.fit.from_mlflow import report
 from dabench.fit.constant_set import build_set
 from dabench.fit.evaluate import prepare
-from dabench.fit.machine import GroupFit, drift, fit_group, folds, noise_floor
+from dabench.fit.machine import GroupFit, at_least, drift, fit_group, folds, noise_floor
 from dabench.fit.runs import group_points, points_from_runs
 from dabench.perfmodel import constants
 from tests.fit import helpers as h
@@ -288,3 +288,14 @@ def test_a_stored_infinity_is_skipped_and_counted_and_an_unknown_host_is_named(t
     )
     code, _, err = _fit_cli("--from-mlflow", "--arch", "ipu", "--tracking-uri", uri, capsys=capsys)
     assert code == 2 and "--arch 'ipu': no measured run of it in this selection (measured here: 'cpu')" in err
+
+
+@pytest.mark.parametrize("n", [1, 8, 40, 1500])
+def test_the_drift_tail_is_the_binomial_tail(n):
+    """at_least(k, n, p) == P(X >= k), X ~ Binomial(n, p) (scipy's survival function), at the
+    edges too: no miss, every miss, more misses than points, p at 0 and 1."""
+    from scipy.stats import binom
+
+    for p in (0.0, 0.2, 0.5, 1.0):
+        for k in (0, 1, n // 5, n // 2, n, n + 1):
+            assert at_least(k, n, p) == pytest.approx(float(binom.sf(k - 1, n, p)), rel=1e-9, abs=1e-300), (k, n, p)
