@@ -1,14 +1,18 @@
 """The tests' fork server (tests/forkserver.py) runs a command as ``python -m dabench`` would: the
 same output, exit status, folder and environment; import-time differences go to a fresh process;
-a timeout kills the child."""
+a timeout kills the child; a started one is signalled as a fresh process is (:class:`Forked`)."""
 
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from tests import forkserver
-from tests.conftest import cli_env
+from tests.conftest import cli_env, default_sigint
 
 SERVER_ENV = {"PATH": "/bin", "PYTHONUNBUFFERED": "1", "MLFLOW_TRACKING_URI": "sqlite:///a.db"}
 
@@ -98,3 +102,37 @@ def test_commands_in_another_home_fork_a_server_of_their_own_from_the_second_on(
         for server in forkserver._others.values():
             server.stop()
     assert lines[0] == lines[1] == lines[2]
+
+
+def test_a_started_fork_is_signalled_and_ends_as_a_fresh_process_does(tmp_path):
+    """``forkserver.start``: held at its run's body, Ctrl-C'd, it ends 130 with the same one line as
+    a fresh process; while it runs the server takes no other command (the next one runs fresh)."""
+    said = {}
+    for how in ("fresh", "fork"):
+        folder = tmp_path / how
+        folder.mkdir()
+        ready = folder / "ready"
+        env = {**cli_env(folder), "DABENCH_FAULT": "run_body:hold", "DABENCH_FAULT_READY": str(ready)}
+        argv = ["hardware=ipu", "hardware.mode=predict"]
+        if how == "fresh":
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "dabench", *argv],
+                cwd=folder,
+                env=env,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=default_sigint,
+            )
+        else:
+            proc = forkserver.start(argv, folder, env)
+            assert isinstance(proc, forkserver.Forked) and forkserver.SERVER.start(argv, folder, env) is None
+        while not (ready.exists() and ready.read_text().strip()):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert int(ready.read_text().split()[0]) == proc.pid
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, (how, err[-2000:])
+        said[how] = re.sub(r"\b[0-9a-f]{32}\b", "<run id>", _last_line(err))
+    assert said["fork"] == said["fresh"], said
