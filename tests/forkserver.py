@@ -230,7 +230,7 @@ class ForkServer:
 class Forked:
     """A command a server forked, until it ends: what the tests use of a text ``subprocess.Popen``
     (pid, returncode, poll, wait, kill, communicate; stdout and stderr are its output files, read as
-    they grow). It holds its server: the server's next command waits for this one's end."""
+    they grow). It holds its server: until it ends, other commands run fresh."""
 
     def __init__(self, server: ForkServer, pid: int, args: list[str], out: Path, err: Path) -> None:
         self.pid, self.args, self.returncode = pid, args, None
