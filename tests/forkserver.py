@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import json
 import os
 import re
@@ -153,6 +154,7 @@ class ForkServer:
         self._lock = threading.Lock()
         self._count = 0  # commands run
         self._log: Path | None = None  # the server's log and the commands' output, a temp folder made at start
+        self._current: Forked | None = None  # the last command started (a test that failed may leave it running)
 
     def _start(self) -> None:
         self._log = Path(tempfile.mkdtemp(prefix="dabench-forkserver-"))
@@ -169,6 +171,8 @@ class ForkServer:
         self._reply(timeout=120, key="ready")
 
     def stop(self) -> None:
+        if self._current is not None:
+            self._current.kill()  # one left running by a failed test would hold the server's exit
         if self._process and self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=30)
@@ -210,7 +214,8 @@ class ForkServer:
         except BaseException:
             self._lock.release()
             raise
-        return Forked(self, pid, [sys.executable, "-m", module, *argv], out, err)
+        self._current = Forked(self, pid, [sys.executable, "-m", module, *argv], out, err)
+        return self._current
 
     def run(
         self, argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float, module: str = "dabench"
@@ -254,7 +259,8 @@ class Forked:
 
     def kill(self) -> None:
         if self.poll() is None:
-            os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it ended since
+                os.kill(self.pid, signal.SIGKILL)
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         """(stdout, stderr) once it has ended; the files are then removed."""

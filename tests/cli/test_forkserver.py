@@ -136,3 +136,21 @@ def test_a_started_fork_is_signalled_and_ends_as_a_fresh_process_does(tmp_path):
         assert proc.returncode == 130, (how, err[-2000:])
         said[how] = re.sub(r"\b[0-9a-f]{32}\b", "<run id>", _last_line(err))
     assert said["fork"] == said["fresh"], said
+
+
+def test_a_started_fork_past_its_wait_is_killed_and_the_server_goes_on(tmp_path):
+    """wait(timeout) on a held fork raises TimeoutExpired and leaves it running; kill() ends it
+    (-9), its output is still read, and the server forks the next command."""
+    ready = tmp_path / "ready"
+    env = {**cli_env(tmp_path), "DABENCH_FAULT": "run_body:hold", "DABENCH_FAULT_READY": str(ready)}
+    proc = forkserver.start(["hardware=ipu", "hardware.mode=predict"], tmp_path, env)
+    assert isinstance(proc, forkserver.Forked)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=0.5)
+    assert proc.poll() is None
+    proc.kill()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == -9 and "Traceback" not in err
+    proc.kill()  # ended: nothing to do
+    done = _forked(["--cfg", "job"], tmp_path, cli_env(tmp_path), timeout=60)
+    assert done.returncode == 0 and "model:" in done.stdout
