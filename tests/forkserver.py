@@ -5,8 +5,10 @@ and Hydra. :class:`ForkServer` starts one interpreter per pytest process that im
 (after ``dabench.runtime.quiet.install``, as ``python -m dabench`` does), then forks it for each
 command: the child takes the command's folder, environment, stdout and stderr, sets ``sys.argv``
 and ``sys.path[0]`` as ``-m`` does, runs the ``dabench`` package's ``__main__`` (or another module:
-the fault tests' recipes) and exits through the interpreter's normal shutdown. dabench's own
-modules are imported fresh by each child. :func:`run` waits for the command; :func:`start` hands
+the fault tests' recipes) and exits as the interpreter does (its threads joined, its exit functions
+run, its output flushed) but without the teardown of the modules it inherited: the server froze them
+out of the garbage collector (``gc.freeze``), since walking them would copy every page a child shares
+with it. dabench's own modules are imported fresh by each child. :func:`run` waits for the command; :func:`start` hands
 back a Popen-like :class:`Forked` for tests that signal it. The server also learns MLflow's schema
 head once (a pure function of the installed migrations, read from ~130 scripts twice a command).
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import gc
 import json
 import os
 import re
@@ -88,6 +91,8 @@ def serve() -> None:
     utils._get_latest_schema_revision = lambda: head
     for module in [m for m in sys.modules if m == "dabench" or m.startswith("dabench.")]:
         del sys.modules[module]  # each child imports dabench as a fresh process would
+    gc.collect()
+    gc.freeze()  # a child's collections, and its exit's, skip what it inherited (else they copy every page of it)
     replies.write(json.dumps({"ready": os.getpid()}) + "\n")
     replies.flush()
     for line in requests:
@@ -111,6 +116,7 @@ def _child(request: dict) -> None:
     import importlib.util
     import runpy
 
+    ending = {"code": 0}
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it (conftest.default_sigint)
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -122,8 +128,32 @@ def _child(request: dict) -> None:
     spec = importlib.util.find_spec(module)
     main = importlib.util.find_spec(f"{module}.__main__") if spec.submodule_search_locations else spec
     sys.argv = [main.origin, *request["argv"]]  # as -m sets it
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
-    sys.exit(0)  # SystemExit and uncaught exceptions end the interpreter as they end python -m
+    atexit.register(_end, ending)  # registered first, so it runs last of the exit functions
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as stop:
+        ending["code"] = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        raise
+    except KeyboardInterrupt:
+        ending["code"] = None  # python -m ends by SIGINT, after its exit functions
+        raise
+    except BaseException:
+        ending["code"] = 1
+        raise
+    sys.exit(0)  # the interpreter prints what ended it, joins the threads and runs the exit functions
+
+
+def _end(ending: dict) -> None:
+    """The child's last exit function: the interpreter's teardown after it would write to every page
+    the child shares with its server (a copy of each: ~0.35 s), and does nothing a command's outcome
+    depends on once its threads are joined, its exit functions run and its output flushed."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if ending["code"] is None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(ending["code"] & 0xFF)
 
 
 def _import_time_env(env: Mapping[str, str]) -> dict[str, str]:

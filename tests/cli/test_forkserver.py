@@ -1,6 +1,7 @@
 """The tests' fork server (tests/forkserver.py) runs a command as ``python -m dabench`` would: the
 same output, exit status, folder and environment; import-time differences go to a fresh process;
-a timeout kills the child; a started one is signalled as a fresh process is (:class:`Forked`)."""
+a timeout kills the child; a started one is signalled as a fresh process is (:class:`Forked`);
+however a module ends, a fork ends with the status and output of ``python -m``."""
 
 import os
 import re
@@ -154,3 +155,30 @@ def test_a_started_fork_past_its_wait_is_killed_and_the_server_goes_on(tmp_path)
     proc.kill()  # ended: nothing to do
     done = _forked(["--cfg", "job"], tmp_path, cli_env(tmp_path), timeout=60)
     assert done.returncode == 0 and "model:" in done.stdout
+
+
+ENDINGS = """import atexit, sys, threading, time
+how = sys.argv[1]
+atexit.register(print, "exit function ran")
+threading.Thread(target=lambda: (time.sleep(0.3), print("thread joined"))).start()
+print("partial line", end="")
+if how == "code": sys.exit(3)
+if how == "text": sys.exit("refused: a reason")
+if how == "raise": raise ValueError("boom")
+if how == "interrupt": raise KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize("how,code", [("code", 3), ("text", 1), ("raise", 1), ("interrupt", -2), ("return", 0)])
+def test_a_fork_exits_as_python_m_does(tmp_path, how, code):
+    """However a module ends (an exit code, a message, an exception, Ctrl-C's exception, its end),
+    a fork joins its threads, runs its exit functions, flushes its output and ends with the status
+    of ``python -m``, though it skips the interpreter's teardown."""
+    (tmp_path / "ending.py").write_text(ENDINGS)
+    env = cli_env(tmp_path)
+    fresh = subprocess.run([sys.executable, "-m", "ending", how], cwd=tmp_path, env=env, capture_output=True, text=True)
+    fork = forkserver.SERVER.run([how], tmp_path, env, timeout=60, module="ending")
+    assert fork is not None
+    assert fresh.returncode == fork.returncode == code
+    assert fork.stdout == fresh.stdout and "thread joined" in fork.stdout and "exit function ran" in fork.stdout
+    assert _last_line(fork.stderr or "-") == _last_line(fresh.stderr or "-")
