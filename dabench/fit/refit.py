@@ -20,6 +20,11 @@ from dabench.workload.opgraph import OP_CLASSES
 
 #: residual given to a point (or an op class) the model refuses (NaN) while fitting
 REFUSED_RESIDUAL = 10.0
+DIFF_STEP = 1e-3  #: finite-difference step of a fit, as a share of each knob's (scaled) bounds
+#: of a fit that frees constants from their priors: wider, since those constants (a wafer's
+#: per-kernel PE rates, clock, region) move integer PE placements whose steps a 0.1% step falls
+#: between, and the solver would stop wherever the machine's BLAS rounding left it
+FREED_DIFF_STEP = 1e-2
 
 
 @dataclass(frozen=True)
@@ -76,9 +81,11 @@ def box_least_squares(
     ftol: float,
     max_nfev: int,
     log: Collection[str] = (),
+    diff_step: float = DIFF_STEP,
 ) -> dict[str, float]:
     """The knobs in ``bounds`` that minimise ``residuals(knobs)`` (TRF, each knob scaled to [0, 1]
-    of its bounds, of their logarithms for the knobs in ``log``, from ``start`` clipped into them;
+    of its bounds, of their logarithms for the knobs in ``log``, from ``start`` clipped into them,
+    derivatives by steps of ``diff_step`` of that range;
     ``start``'s other knobs held)."""
     from scipy.optimize import least_squares
 
@@ -100,7 +107,7 @@ def box_least_squares(
             x0,
             bounds=(0.0, 1.0),
             method="trf",
-            diff_step=1e-3,
+            diff_step=diff_step,
             xtol=xtol,
             ftol=ftol,
             max_nfev=max_nfev,
@@ -117,7 +124,8 @@ def refit(
     """Fit every ``fitted`` knob of ``arch`` without the points ``leave_out``, from the YAML's values
     (``shipped``) or the bounds' middle (``middle``); the YAML is not changed. ``free`` (path ->
     bounds) adds constants fitted from their bounds' middle (geometric beyond a decade) to every
-    remaining throughput and allocation point of ``arch``."""
+    remaining throughput and allocation point of ``arch`` and to their prior (docs/perfmodel.md,
+    "Refit inside the loop")."""
     if start not in ("shipped", "middle"):
         raise ValueError(f"start must be shipped or middle, not {start!r}")
     entries = {path.removeprefix("options."): prior for path, prior in fitted(arch).items()}  # knob -> prior
@@ -148,15 +156,25 @@ def refit(
     def whole(knobs: dict[str, Any]) -> dict[str, Any]:
         return {**knobs, **{n: round(knobs[n]) for n in integer}}
 
+    def pull(knobs: dict[str, float]) -> list[float]:
+        """Each freed constant's distance from its prior's middle (log scale where ``log``): a
+        constant at a bound costs what one point at its tolerance costs."""
+        shares = [
+            math.log(knobs[n] / lo) / math.log(hi / lo) if n in log else (knobs[n] - lo) / (hi - lo)
+            for n, (lo, hi) in free.items()
+        ]
+        return [2 * (share - 0.5) for share in shares]
+
     if points:  # none left: the knobs keep their start
         fit = box_least_squares(
-            lambda knobs: _residuals(points, whole(knobs)),
+            lambda knobs: _residuals(points, whole(knobs)) + pull(knobs),
             values,
             {**bounds, **free},
             1e-6,
             1e-8,
             200,
             log,
+            diff_step=FREED_DIFF_STEP if free else DIFF_STEP,
         )
         values.update({n: _round(v) for n, v in whole(fit).items()})
     for name, entry in feasibility.items():

@@ -277,3 +277,21 @@ def test_no_published_fitted_constant_sits_at_a_bound_of_its_prior(arch):
     """A fitted constant at a bound is a missing mechanism (issue 43, item 1): it gets the mechanism
     the fit compensates for, or a wider prior with the document that justifies it."""
     assert _AT_BOUND[arch] == [], f"{arch}: {_AT_BOUND[arch]} within 2% of the prior's range from a bound"
+
+
+@pytest.mark.slow
+def test_a_fold_that_frees_constants_comes_out_the_same_on_every_blas_kernel(tmp_path):
+    """WSE-2's compile-report fold frees eight constants from their priors; its result may not
+    depend on the CPU's BLAS kernels (it did: L18 out of source -19% on SkylakeX, +3% on Haswell)."""
+    import os
+    import subprocess
+    import sys
+
+    said = {}
+    for kernel in ("SkylakeX", "Haswell", "Prescott"):
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+        command = [sys.executable, "-m", "dabench", "fit", "--cv", "--arch", "wse2"]
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        said[kernel] = [line for line in done.stdout.splitlines() if re.match(r"(WSE-L\d+ +samples|cv platform)", line)]
+    assert len(said["Haswell"]) == 4 and said["SkylakeX"] == said["Haswell"] == said["Prescott"], said
