@@ -82,6 +82,7 @@ def serve() -> None:
     os.dup2(2, 1)  # the server's own output goes to its log, never into the reply pipe
     from dabench.runtime import quiet
 
+    atexit.register(_end)  # before the libraries' own: a child runs theirs (logging's, MLflow's) too
     quiet.install([sys.executable])
     for name in PRELOAD:
         importlib.import_module(name)
@@ -116,7 +117,8 @@ def _child(request: dict) -> None:
     import importlib.util
     import runpy
 
-    ending = {"code": 0}
+    global _ENDING
+    _ENDING = ending = {"code": 0}
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it (conftest.default_sigint)
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -128,7 +130,6 @@ def _child(request: dict) -> None:
     spec = importlib.util.find_spec(module)
     main = importlib.util.find_spec(f"{module}.__main__") if spec.submodule_search_locations else spec
     sys.argv = [main.origin, *request["argv"]]  # as -m sets it
-    atexit.register(_end, ending)  # registered first, so it runs last of the exit functions
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as stop:
@@ -143,10 +144,18 @@ def _child(request: dict) -> None:
     sys.exit(0)  # the interpreter prints what ended it, joins the threads and runs the exit functions
 
 
-def _end(ending: dict) -> None:
-    """The child's last exit function: the interpreter's teardown after it would write to every page
-    the child shares with its server (a copy of each: ~0.35 s), and does nothing a command's outcome
-    depends on once its threads are joined, its exit functions run and its output flushed."""
+#: in a child, how it ends: {"code": exit status, or None for SIGINT}; None in the server
+_ENDING: dict | None = None
+
+
+def _end() -> None:
+    """A child's last exit function (the server registered it before any other): the interpreter's
+    teardown after it would write to every page the child shares with its server (a copy of each:
+    ~0.35 s), and does nothing a command's outcome depends on once its threads are joined, its exit
+    functions run and its output flushed."""
+    ending = _ENDING
+    if ending is None:
+        return
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -157,9 +157,12 @@ def test_a_started_fork_past_its_wait_is_killed_and_the_server_goes_on(tmp_path)
     assert done.returncode == 0 and "model:" in done.stdout
 
 
-ENDINGS = """import atexit, sys, threading, time
+ENDINGS = """import atexit, logging.handlers, sys, threading, time
 how = sys.argv[1]
 atexit.register(print, "exit function ran")
+held = logging.handlers.MemoryHandler(100, target=logging.StreamHandler(sys.stdout))
+logging.getLogger("ending").addHandler(held)
+logging.getLogger("ending").warning("held until logging's own exit function")
 threading.Thread(target=lambda: (time.sleep(0.3), print("thread joined"))).start()
 print("partial line", end="")
 if how == "code": sys.exit(3)
@@ -172,7 +175,8 @@ if how == "interrupt": raise KeyboardInterrupt
 @pytest.mark.parametrize("how,code", [("code", 3), ("text", 1), ("raise", 1), ("interrupt", -2), ("return", 0)])
 def test_a_fork_exits_as_python_m_does(tmp_path, how, code):
     """However a module ends (an exit code, a message, an exception, Ctrl-C's exception, its end),
-    a fork joins its threads, runs its exit functions, flushes its output and ends with the status
+    a fork joins its threads, runs its exit functions (those of libraries the server imported too),
+    flushes its output and ends with the status
     of ``python -m``, though it skips the interpreter's teardown."""
     (tmp_path / "ending.py").write_text(ENDINGS)
     env = cli_env(tmp_path)
@@ -181,4 +185,5 @@ def test_a_fork_exits_as_python_m_does(tmp_path, how, code):
     assert fork is not None
     assert fresh.returncode == fork.returncode == code
     assert fork.stdout == fresh.stdout and "thread joined" in fork.stdout and "exit function ran" in fork.stdout
+    assert "held until logging's own exit function" in fork.stdout  # registered when the server imported logging
     assert _last_line(fork.stderr or "-") == _last_line(fresh.stderr or "-")
