@@ -7,7 +7,8 @@ fork server, tests/forkserver.py, or multiprocessing) to a log when it exits. Pr
 tree's total CPU time (``getrusage`` of the waited-for children), the share the log accounts for,
 the CPU by kind of process (``dabench <subcommand or task>``, pytest, xdist worker, mlflow server,
 other) and the top processes. What the log misses: processes that end by SIGKILL or
-``os._exit`` (killed workers, multiprocessing children), non-Python programs (PostgreSQL,
+``os._exit`` (killed workers, multiprocessing children, the commands the tests' fork server
+forks: they skip the interpreter's teardown, and this log's exit function with it), non-Python programs (PostgreSQL,
 Chromium, Ray's daemons), and daemons that outlive pytest. The tree's exit status is returned.
 
     python benchmarks/suite_cpu.py                              # CI=true pytest -q -m slow -n 2 --dist loadgroup
