@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -17,9 +18,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from dabench.config.compose import as_config_error, composition_error
 from dabench.config.paths import CONF_DIR
 from dabench.config.schema import refuse_bad_command_line
-from dabench.pipeline.job import prepare
+from dabench.core.status import ConfigError
+from dabench.pipeline.job import Job, prepare
 from dabench.pipeline.preflight import command_line_dirs, refuse, refuse_if_unfit
 from dabench.pipeline.record import record_run
 from dabench.runtime.interrupts import guard
@@ -35,7 +38,11 @@ def run_job(cfg: DictConfig) -> float:
     """The Hydra task function: returns samples/s for an ok run, NaN otherwise."""
     install_log_redaction()  # log lines, and Hydra's .hydra/*.yaml, carry no credentials or tokens
     redact_hydra_output(Path.cwd() / ".hydra")
-    job = prepare(OmegaConf.to_container(cfg, resolve=True))
+    try:
+        with as_config_error():  # a broken interpolation: this job's invalid_config
+            job = prepare(OmegaConf.to_container(cfg, resolve=True))
+    except ConfigError as error:
+        job = Job(OmegaConf.to_container(cfg, resolve=False), None, error)
     name = job.name
     multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     if job.error is not None:
@@ -65,9 +72,34 @@ def main(argv: list[str]) -> int:
 
     refuse_bad_command_line()  # unknown group options and keys: one line, exit 2, before Hydra
     refuse(command_line_dirs(sys.argv[1:]))  # a run or sweep folder Hydra could not create: one line, exit 2
-    with guard(), _mode_from_flags(argv):
-        run_job()
+    with guard(), _mode_from_flags(argv), _hydra_raises() as traceback_asked:
+        try:
+            run_job()
+        except Exception as error:
+            if traceback_asked:
+                raise
+            from dabench.cli.frame import failure
+
+            error = composition_error(error) or error  # what Hydra refuses while composing (a user's sweep file)
+            bad = isinstance(error, ConfigError)
+            print(f"dabench: {'invalid config: ' if bad else ''}{failure(error)}", file=sys.stderr)
+            return 2 if bad else 1
     return 0
+
+
+@contextlib.contextmanager
+def _hydra_raises() -> Iterator[bool]:
+    """Hydra raises what ends its run (its ``HYDRA_FULL_ERROR``) rather than printing it, for
+    :func:`main` to say in one line; yields whether the user set that variable (then: the traceback)."""
+    before = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        yield before == "1"
+    finally:
+        if before is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = before
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
 """The one way dabench composes a config from conf/: :func:`compose` (cached) and :func:`sweeper_params`.
+What Hydra or OmegaConf refuses while composing or resolving is a ConfigError (:func:`as_config_error`).
 
 Each Hydra composition leaves GlobalHydra as it found it. A :class:`Composer` composes each distinct
 set of group choices once and sets plain ``a.b=value`` overrides on a copy of that base (the same
@@ -6,13 +7,16 @@ result as Hydra's full composition: tests/pipeline/test_grid.py); anything else 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import operator
+import re
 import threading
 from functools import lru_cache, reduce
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from dabench.config.paths import CONF_DIR
+from dabench.core.status import ConfigError
 
 _lock = threading.Lock()
 _hydra = None  #: our Hydra object (config search path on conf/), built once per process
@@ -26,7 +30,7 @@ def _hydra_compose(overrides: Sequence[str], with_hydra: bool = False):
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    with _lock:
+    with _lock, as_config_error():
         gh = GlobalHydra.instance()
         previous = gh.hydra if gh.is_initialized() else None
         gh.clear()
@@ -47,7 +51,9 @@ def compose_full(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config (a plain dict, without the ``hydra`` node), composed by Hydra in full."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(_hydra_compose(overrides), resolve=True)  # Hydra leaves out its node
+    cfg = _hydra_compose(overrides)
+    with as_config_error():
+        return OmegaConf.to_container(cfg, resolve=True)  # Hydra leaves out its node
 
 
 def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:
@@ -55,6 +61,50 @@ def sweeper_params(overrides: Sequence[str]) -> dict[str, str]:
     cfg = _hydra_compose(overrides, with_hydra=True)
     params = cfg.hydra.sweeper.get("params") if "params" in cfg.hydra.sweeper else None
     return {str(k): str(v) for k, v in (params or {}).items()}
+
+
+def composition_error(error: BaseException) -> ConfigError | None:
+    """Hydra's or OmegaConf's refusal of a composition (an unknown option, key or config folder, a
+    value of the wrong type, a broken interpolation, a sweep file without its package line) as one
+    ConfigError naming the field, the value and what is valid; None for any other error."""
+    from hydra.errors import CompactHydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not isinstance(error, (CompactHydraException, OmegaConfBaseException)):
+        return None
+    cause = error.__cause__ if isinstance(error.__cause__, OmegaConfBaseException) else error
+    text = str(error).split("Config search path:")[0] + ("\n" + str(cause) if cause is not error else "")
+    lines = [line.strip().rstrip(":.") for line in text.splitlines() if line.strip() and not line.startswith("\t")]
+    keys = [line.partition(": ")[2] for line in lines if line.startswith("full_key: ")]
+    said = [line for line in lines if not line.startswith(("full_key: ", "reference_type=", "object_type="))]
+    origin = re.match(r"In '([^']+)': (.*)", said[0]) if said else None
+    if origin:
+        said[0] = origin[2]
+    missing = getattr(error, "missing_cfg_file", None)
+    if missing:  # Hydra's MissingConfigException: an option its group does not have
+        group, _, option = missing.strip("'").rpartition("/")
+        return ConfigError(group, option, f"no such option; valid: {', '.join(error.options or ())}")
+    if origin and "@sweeps." in text:
+        said.append("a sweep file's first line is '# @package _global_' (docs/tuning.md)")
+    valid = "; ".join(said) or type(error).__name__
+    if keys:
+        value = getattr(cause, "value", None)
+        node = getattr(cause, "child_node", None)  # an interpolation's own text
+        return ConfigError(keys[0], value if value is not None else None if node is None else str(node), valid)
+    group, _, option = origin[1].rpartition("/") if origin else ("config", "", None)
+    return ConfigError(group or "config", option or None, valid)
+
+
+@contextlib.contextmanager
+def as_config_error() -> Iterator[None]:
+    """Around a composition or resolution: :func:`composition_error` raised in place of what it maps."""
+    try:
+        yield
+    except Exception as error:
+        problem = composition_error(error)
+        if problem is None:
+            raise
+        raise problem from None
 
 
 @lru_cache(maxsize=1)

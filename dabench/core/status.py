@@ -135,7 +135,8 @@ class ConfigError(DabenchError, ValueError, status=Status.INVALID_CONFIG):
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"invalid config: {field}={value!r}: {valid}")
+        where = field if value is None else f"{field}={value!r}"
+        super().__init__(f"invalid config: {where}: {valid}" if where else f"invalid config: {valid}")
 
 
 class UnsupportedError(DabenchError, status=Status.UNSUPPORTED):
