@@ -81,9 +81,10 @@ def composition_error(error: BaseException) -> ConfigError | None:
     if origin:
         said[0] = origin[2]
     missing = getattr(error, "missing_cfg_file", None)
-    if missing:  # Hydra's MissingConfigException: an option its group does not have
+    if missing:  # Hydra's MissingConfigException: an option its group does not have, or no primary config
         group, _, option = missing.strip("'").rpartition("/")
-        return ConfigError(group, option, f"no such option; valid: {', '.join(error.options or ())}")
+        valid = f"no such option; valid: {', '.join(error.options)}" if error.options else "; ".join(said)
+        return ConfigError(group or "--config-name", option, valid)
     if origin and "@sweeps." in text:
         said.append("a sweep file's first line is '# @package _global_' (docs/tuning.md)")
     valid = "; ".join(said) or type(error).__name__

@@ -4,8 +4,9 @@ before Hydra composes anything (:func:`check_override`)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NoReturn, Sequence
 
 from dabench.config.check import check_value, refuse, suggest
 from dabench.config.fields import ITEMS, LIST, MAP, Spec, did_you_mean, specs
@@ -166,9 +167,28 @@ _VALUE_FLAGS = set(
 )
 
 
+def flags_first(argv: list[str]) -> list[str]:
+    """``argv`` with Hydra's flags, each with its value, before the overrides (in their order): Hydra's
+    parser takes no override after a flag that follows another override (``a=1 -m b=2``)."""
+    flags, overrides, args = [], [], iter(argv)
+    for arg in args:
+        (flags if arg.startswith("-") else overrides).append(arg)
+        if arg in _VALUE_FLAGS:
+            flags.extend(itertools.islice(args, 1))
+    return flags + overrides
+
+
 def check_command_line(argv: list[str]) -> None:
-    """Every override of a command line; each item of a comma list too for a single run (not ``-m``:
-    there a bad item is its job's ``invalid_config``)."""
+    """Hydra's flags, by its own parser, and every override of a command line; each item of a comma
+    list too for a single run (not ``-m``: there a bad item is its job's ``invalid_config``)."""
+    from hydra._internal.utils import get_args_parser
+
+    def error(message: str) -> NoReturn:
+        raise ConfigError("", None, f"{message}; see dabench --help")
+
+    parser = get_args_parser()
+    parser.error = error  # argparse's own complaint, as one line
+    parser.parse_intermixed_args(argv)
     values = not any(arg in ("-m", "--multirun") for arg in argv)
     args = iter(argv)
     overrides = []

@@ -1,6 +1,7 @@
-"""A user's sweep file that Hydra cannot compose, or that names what does not exist, is refused
-before any work: exit 2 and one line ``dabench: invalid config: ...`` naming the field and what is
-valid, never Hydra's multi-line report or a traceback, and no run folder or store left behind.
+"""What Hydra refuses (a user's sweep file it cannot compose or that names what does not exist, a
+flag it does not know, a config folder that is not there) is refused before any work: exit 2 and
+one line ``dabench: invalid config: ...`` naming the field and what is valid, never Hydra's
+multi-line report, its usage text or a traceback, and no run folder or store left behind.
 Hypothesis draws the damage (a class of mistakes, each with generated names and values) done to a
 sweep file that runs as written."""
 
@@ -87,13 +88,32 @@ def test_the_base_sweep_runs_as_written(tmp_path):
     assert "1 trials" in done.stdout, done.stdout[-2000:]
 
 
-@pytest.mark.parametrize("argv", [["--config-dir", "/nonexistent-dabench"], ["hydra.run.dir=${nosuch}"]])
-def test_what_hydra_refuses_on_the_command_line_is_one_line(tmp_path, argv):
-    done = run_dabench(*argv, "hardware.mode=predict", cwd=tmp_path, code=2)
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--config-dir", "/nonexistent-dabench"], "/nonexistent-dabench"),
+        (["--config-name", "nosuch"], "--config-name=nosuch"),
+        (["hydra.run.dir=${nosuch}"], "hydra.run.dir"),
+        (["hydra.job.chdir=maybe"], "hydra.job.chdir=maybe"),
+        (["-m", "hydra/launcher=nosuch"], "hydra/launcher=nosuch: no such option; valid: basic, "),
+        (["--nosuch"], "unrecognized arguments: --nosuch"),
+        (["--cfg", "nosuch"], "argument --cfg/-c: invalid choice: 'nosuch'"),
+        (["--config-dir"], "argument --config-dir/-cd: expected one argument"),
+    ],
+)
+def test_what_hydra_refuses_on_the_command_line_is_one_line(tmp_path, argv, named):
+    done = run_dabench("hardware.mode=predict", *argv, cwd=tmp_path, code=2)
     (line,) = [line for line in done.stderr.splitlines() if line.strip()]
-    assert line.startswith("dabench: invalid config: ") and "HYDRA_FULL_ERROR" not in line, line
+    assert line.startswith("dabench: invalid config: ") and named in line, line
+    assert not any(tmp_path.iterdir()), "work began before the refusal"
 
 
 def test_hydra_full_error_brings_hydras_traceback_back(tmp_path):
     done = run_dabench("--config-dir", "/nonexistent-dabench", cwd=tmp_path, env={"HYDRA_FULL_ERROR": "1"}, code=1)
     assert "Traceback" in done.stderr and "SearchPathException" in done.stderr, done.stderr[-2000:]
+
+
+def test_an_override_after_the_multirun_flag_joins_the_sweep(tmp_path):
+    """Hydra's parser takes no override after a flag that follows one (``a=1 -m b=2``); dabench does."""
+    done = run_dabench("hardware.mode=predict", "-m", "run.batch_size=1,2", "tracking.enabled=false", cwd=tmp_path)
+    assert "multirun: 2/2 runs done (2 ok, 0 failed)" in done.stderr, done.stderr[-2000:]
