@@ -18,7 +18,7 @@ from dabench.core.status import Status
 from dabench.pipeline.preflight import UNREACHABLE, check_store, refuse
 from dabench.report.sweep_callback import is_study
 from dabench.runtime import interrupts
-from dabench.tracking.describe import reproduce_command, requested_mode
+from dabench.tracking.describe import reproduce_command, requested_mode, task_overrides
 from dabench.tracking.lifecycle import PARENT_ENV, ParentRun
 from dabench.tracking.store import tracking_uri
 
@@ -39,7 +39,7 @@ class MlflowParentRunCallback(Callback):
         # e.g. a corrupt mlflow.db: one line before any job, not a traceback after; an unreachable
         # server is no refusal (the outbox keeps the records)
         refuse([p for p in problems if p.kind != UNREACHABLE])
-        overrides = list(config.hydra.overrides.task)
+        overrides = task_overrides(config.hydra)
 
         name = tracking.get("run_name") or "multirun " + " ".join(overrides)
         # opened now (real start time), closed in on_multirun_end (real end time)

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dabench.runtime.hydra_compat import BasicSweeper
 from dabench.runtime.progress import SweepProgress
+from dabench.tracking.describe import task_overrides
 from dabench.tracking.lifecycle import PARENT_ENV
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def job_count(config: DictConfig) -> int | None:
 
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
         parsed = OverridesParser.create().parse_overrides(
-            [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+            [f"{k}={v}" for k, v in params.items()] + task_overrides(config.hydra)
         )
         return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
     except Exception as error:  # the sweeper itself reports bad overrides
@@ -63,7 +64,7 @@ def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
     figures = dict(getattr(outcome, "figures", None) or {})
     return {
         "run_id": "",
-        "run_name": " ".join(OmegaConf.select(config, "hydra.overrides.task") or []),
+        "run_name": " ".join(task_overrides(config.hydra)),
         "mlflow_status": "",
         "tags.dabench.status": status,
         "tags.dabench.mode": getattr(outcome, "mode", None),

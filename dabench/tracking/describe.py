@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from dabench.core.result import RunResult
 from dabench.core.status import is_ok
@@ -69,12 +69,21 @@ def reproduce_command(overrides: Sequence[str], module: str = "dabench", multiru
     return " ".join(words + (["-m"] if multirun else []))
 
 
+def task_overrides(hydra_node: Any) -> list[str]:
+    """``overrides.task`` of a ``hydra`` node as typed: an override's ``${...}`` is its text here, never
+    resolved (resolving it gave another value, or failed for a key that does not exist)."""
+    from omegaconf import OmegaConf
+
+    task = OmegaConf.select(hydra_node, "overrides.task")
+    return [str(o) for o in OmegaConf.to_container(task, resolve=False)] if task is not None else []
+
+
 def hydra_overrides() -> list[str] | None:
     """The running Hydra job's own overrides (``hydra.overrides.task``), None outside a Hydra job."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
-        return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else None
+        return task_overrides(HydraConfig.get()) if HydraConfig.initialized() else None
     except Exception:
         return None
 

@@ -117,3 +117,16 @@ def test_an_override_after_the_multirun_flag_joins_the_sweep(tmp_path):
     """Hydra's parser takes no override after a flag that follows one (``a=1 -m b=2``); dabench does."""
     done = run_dabench("hardware.mode=predict", "-m", "run.batch_size=1,2", "tracking.enabled=false", cwd=tmp_path)
     assert "multirun: 2/2 runs done (2 ok, 0 failed)" in done.stderr, done.stderr[-2000:]
+
+
+def test_a_multirun_item_with_a_broken_interpolation_is_its_own_invalid_config(tmp_path):
+    """The sweep goes on; its parent run keeps the overrides as typed and counts every job."""
+    import sqlite3
+
+    done = run_dabench("hardware.mode=predict", "run.batch_size=${nosuch},2", "-m", cwd=tmp_path)
+    assert "UserWarning" not in done.stderr and "2 runs (1 ok, 1 invalid_config)" in done.stdout + done.stderr
+    with sqlite3.connect(tmp_path / "mlflow.db") as db:
+        (parent,) = db.execute("select value from params where key = 'multirun.overrides'").fetchall()
+        counts = dict(db.execute("select key, value from metrics where key like 'jobs.%'").fetchall())
+    assert parent == ("hardware.mode=predict run.batch_size=${nosuch},2",)
+    assert counts["jobs.total"] == 2 and counts["jobs.invalid_config"] == 1
