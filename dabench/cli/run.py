@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dabench.config.compose import as_config_error, composition_error
 from dabench.config.paths import CONF_DIR
-from dabench.config.schema import flags_first, refuse_bad_command_line
+from dabench.config.schema import flags_last, refuse_bad_command_line
 from dabench.core.status import ConfigError
 from dabench.pipeline.job import Job, prepare
 from dabench.pipeline.preflight import command_line_dirs, refuse, refuse_if_unfit
@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
     sys.argv = [sys.argv[0], *argv]  # Hydra reads its command line from sys.argv (-v taken off by cli/main.py)
 
     refuse_bad_command_line()  # unknown flags, group options and keys: one line, exit 2, before Hydra
-    sys.argv[1:] = flags_first(argv)  # dabench a=1 -m b=2 runs as dabench -m a=1 b=2
+    sys.argv[1:] = flags_last(argv)  # dabench a=1 -m b=2 runs as dabench a=1 b=2 -m
     refuse(command_line_dirs(sys.argv[1:]))  # a run or sweep folder Hydra could not create: one line, exit 2
     with guard(), _mode_from_flags(argv), _hydra_raises() as traceback_asked:
         try:

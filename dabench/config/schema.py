@@ -167,15 +167,15 @@ _VALUE_FLAGS = set(
 )
 
 
-def flags_first(argv: list[str]) -> list[str]:
-    """``argv`` with Hydra's flags, each with its value, before the overrides (in their order): Hydra's
+def flags_last(argv: list[str]) -> list[str]:
+    """``argv`` with the overrides (in their order) before Hydra's flags, each with its value: Hydra's
     parser takes no override after a flag that follows another override (``a=1 -m b=2``)."""
     flags, overrides, args = [], [], iter(argv)
     for arg in args:
         (flags if arg.startswith("-") else overrides).append(arg)
         if arg in _VALUE_FLAGS:
             flags.extend(itertools.islice(args, 1))
-    return flags + overrides
+    return overrides + flags
 
 
 def check_command_line(argv: list[str]) -> None:
