@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import re
 import sys
 
 from dabench.core.readers import text_or_empty
@@ -21,6 +22,13 @@ def _cpuinfo() -> str:
 def _cpuinfo_value(*names: str) -> str | None:
     """The value of the first /proc/cpuinfo line that starts with one of ``names`` (None: no such line)."""
     return next((line.split(":", 1)[1] for line in _cpuinfo().splitlines() if line.startswith(names)), None)
+
+
+def meminfo_bytes(name: str, meminfo: str = "/proc/meminfo") -> int | None:
+    """Field ``name`` of /proc/meminfo (``MemTotal``: this machine's RAM; ``MemAvailable``) in bytes;
+    None when unknown."""
+    found = re.search(rf"^{name}:\s+(\d+)", text_or_empty(meminfo), re.MULTILINE)
+    return int(found.group(1)) * 1024 if found else None
 
 
 def cpu_model() -> str:

@@ -1,8 +1,9 @@
 """CPU, GPU and Gaudi: roofline models of the targets dabench also measures (for ``hardware.mode=validate``).
 
 ``predict(rc, graph, ceilings)`` -> ``Profile(mode="predict")`` of one optimizer step priced at
-``ceilings``, with the dp / tp / pp / fsdp layouts; CapacityError above an accelerator's HBM,
-UnsupportedError for a CPU without a calibration. Knobs: platforms/{cpu,gpu,gaudi}/knobs.py.
+``ceilings``, with the dp / tp / pp / fsdp layouts; CapacityError above an accelerator's HBM or, on a CPU,
+this machine's RAM (all its ranks); UnsupportedError for a CPU without a calibration. Knobs:
+platforms/{cpu,gpu,gaudi}/knobs.py.
 
 Derivation: docs/perfmodel.md, "CPU and GPU (`device.py`)".
 """
@@ -20,7 +21,7 @@ from dabench.core.platforms import platform
 from dabench.core.profile import CommEvent, Subtask, UnitUse
 from dabench.core.status import CapacityError, UnsupportedError
 from dabench.host.ceilings import is_calibrated, tf32_enabled
-from dabench.host.info import cpu_native_precision
+from dabench.host.info import cpu_native_precision, meminfo_bytes
 from dabench.perfmodel.assemble import layer_groups, make_profile
 from dabench.perfmodel.comm import allgather_s, group_link, p2p_s, reduce_scatter_s, ring_allreduce_s
 from dabench.perfmodel.device_memory import memory_per_chip
@@ -201,10 +202,11 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     e = graph.precision.compute_bytes
     memory = memory_per_chip(rc, graph, layout, float(getattr(k, "allocator_margin", 0.0)))
     level = ceilings.memory_level
-    if not on_host:
-        capacity = rc.hardware.memory_level(level).capacity_bytes
-        if capacity and memory.total > capacity:
-            raise CapacityError(f"{level} (per GPU)", memory.total, capacity, memory.describe())
+    capacity = rc.hardware.memory_level(level).capacity_bytes or (meminfo_bytes("MemTotal") if on_host else None)
+    ranks = rc.parallel.n_chips if on_host and rc.parallel.strategy != "none" else 1  # a CPU's ranks share its RAM
+    if capacity and memory.total * ranks > capacity:
+        where = f"{level} (this machine's, {ranks} rank(s))" if on_host else f"{level} (per GPU)"
+        raise CapacityError(where, memory.total * ranks, capacity, memory.describe())
     groups = list(layer_groups(graph))
     train = ("fwd", "bwd")
     tile = (int(getattr(k, "gemm_tile_m", 0)), int(getattr(k, "gemm_tile_n", 0)))

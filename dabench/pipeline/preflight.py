@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 import socket
 import sqlite3
@@ -24,10 +23,10 @@ from urllib.parse import urlsplit
 
 from dabench.core.paths import launch_dir
 from dabench.core.platforms import on_host_cpu
-from dabench.core.readers import text_or_empty
 from dabench.core.status import ConfigError
 from dabench.host.cache import calibration_cache
 from dabench.host.conditions import affinity
+from dabench.host.info import meminfo_bytes
 from dabench.perfmodel.knobs import knobs_for
 from dabench.predictor import opgraph
 from dabench.runtime.sinks import CACHE_ENV, sink
@@ -260,12 +259,6 @@ def check_study_storage(
     return [] if not url else check_store(url, field, timeout_s)
 
 
-def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    """``MemAvailable`` from /proc/meminfo, in bytes (None when unknown)."""
-    found = re.search(r"^MemAvailable:\s+(\d+)", text_or_empty(meminfo), re.MULTILINE)
-    return int(found.group(1)) * 1024 if found else None
-
-
 def cpu_cores() -> int:
     """CPU cores this process may run on."""
     return len(affinity())
@@ -280,7 +273,7 @@ def check_memory(rc, available: int | None = None) -> list[Problem]:
     """A measured CPU run's estimate fits in ``MemAvailable``."""
     if not is_measured_on_cpu(rc):
         return []
-    available = mem_available_bytes() if available is None else available
+    available = meminfo_bytes("MemAvailable") if available is None else available
     if available is None:
         return []
     # the host memory a measured training run needs (derivation: docs/reliability.md section 4)

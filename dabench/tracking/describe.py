@@ -30,14 +30,14 @@ def summary_line(result: RunResult, name: str) -> str:
     if not is_ok(result.status):
         return f"dabench: {result.status.value} | {name} | {result.reason.splitlines()[0] if result.reason else ''}"
     kind = "PREDICTED" if result.mode == "predict" else result.mode
-    rate = f"{m['throughput.samples_per_s']:,.1f} samples/s"
+    rate = f"{_rate(m['throughput.samples_per_s'], 1)} samples/s"
     if "throughput.samples_per_s.lo" in m and "throughput.samples_per_s.hi" in m:
         band = f"[{_sig3(m['throughput.samples_per_s.lo'])}-{_sig3(m['throughput.samples_per_s.hi'])}]"
         rate += f" {band} PREDICTED" if result.mode == "predict" else f" {band} measured"
     parts = [
         f"dabench: ok | {kind} | {name}",
         rate,
-        f"{m['throughput.tokens_per_s']:,.0f} tokens/s",
+        f"{_rate(m['throughput.tokens_per_s'], 0)} tokens/s",
         f"step {m['step_time.median_s'] * 1e3:,.2f} ms",
     ]
     parts += [shown.format(m[key]) for key, shown in _TIER1_SHOWN if key in m]
@@ -55,6 +55,11 @@ def summary_line(result: RunResult, name: str) -> str:
     if result.diagnosis:
         parts.append(result.diagnosis[0])
     return " | ".join(parts)
+
+
+def _rate(value: float, decimals: int) -> str:
+    """A rate with ``decimals`` decimals from 10 up, below that three significant digits (never 0.0)."""
+    return f"{value:,.{decimals}f}" if abs(value) >= 10 else _sig3(value)
 
 
 def _sig3(value: float) -> str:

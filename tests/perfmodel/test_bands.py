@@ -249,6 +249,10 @@ def test_the_summary_line_of_a_prediction_shows_its_band():
     for mode in ("measure", "validate"):  # a measurement's range is its own steps', never PREDICTED
         line = summary_line(RunResult(Status.OK, "", mode, metrics), "run")
         assert "| 1,472.0 samples/s [1,100-1,980] measured |" in line and "PREDICTED" not in line
+    slow = {**metrics, "throughput.samples_per_s": 0.0123, "throughput.tokens_per_s": 3.21}
+    slow.update({"throughput.samples_per_s.lo": 0.01, "throughput.samples_per_s.hi": 0.02})
+    line = summary_line(RunResult(Status.OK, "", "predict", slow), "run")  # never 0.0 samples/s
+    assert "| 0.0123 samples/s [0.01-0.02] PREDICTED | 3.21 tokens/s |" in line, line
 
 
 def test_advise_says_when_two_platforms_bands_overlap():

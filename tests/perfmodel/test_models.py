@@ -103,6 +103,28 @@ def test_cpu_roofline_uses_the_given_ceilings():
     assert m_fast["throughput.samples_per_s"] > m_slow["throughput.samples_per_s"]
 
 
+def test_a_cpu_prediction_that_does_not_fit_this_machines_ram_is_capacity():
+    """The CPU's RAM (its spec's, else MemTotal) holds every rank's weights, state and activations."""
+    from dabench.core.status import CapacityError
+    from dabench.host.info import meminfo_bytes
+
+    def ram(capacity):
+        return {
+            "peak_flops": {"fp32": 1e11},
+            "memory": [{"name": "dram", "capacity_bytes": capacity, "bandwidth_Bps": 1e10}],
+        }
+
+    with pytest.raises(CapacityError, match="this machine's, 1 rank") as refused:
+        predict(run_config("cpu", precision="fp32", hw=ram(None), model_over={"n_layers": 5000}))
+    assert refused.value.available_bytes == meminfo_bytes("MemTotal")
+    with pytest.raises(CapacityError) as sized:
+        predict(run_config("cpu", precision="fp32", hw=ram(1.0)))
+    one_rank = sized.value.needed_bytes
+    predict(run_config("cpu", precision="fp32", hw=ram(1.5 * one_rank)))  # fits
+    with pytest.raises(CapacityError, match="2 rank"):  # two ranks of the same share it
+        predict(run_config("cpu", precision="fp32", parallel="dp", hw=ram(1.5 * one_rank), degree=2))
+
+
 def test_ipu_refuses_bf16_and_maps_mixed_to_16_bit():
     with pytest.raises(ConfigError) as info:
         run_config("ipu", model="gpt2_test", precision="bf16")

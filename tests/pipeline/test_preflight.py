@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dabench.config.build import build_run_config
+from dabench.host.info import meminfo_bytes
 from dabench.pipeline import preflight
 from dabench.pipeline.preflight import (
     Problem,
@@ -21,7 +22,6 @@ from dabench.pipeline.preflight import (
     check_study_storage,
     environment_problems,
     job_problems,
-    mem_available_bytes,
 )
 from tests.conftest import ROOT, composed
 
@@ -51,8 +51,8 @@ def test_memory_estimate_against_available():
 def test_meminfo_is_read(tmp_path):
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:    1000 kB\n")
-    assert mem_available_bytes(str(meminfo)) == 1000 * 1024
-    assert mem_available_bytes(str(tmp_path / "absent")) is None
+    assert meminfo_bytes("MemAvailable", str(meminfo)) == 1000 * 1024
+    assert meminfo_bytes("MemAvailable", str(tmp_path / "absent")) is None
 
 
 def _closed_port() -> int:
