@@ -20,7 +20,7 @@ from dabench.report.sweep_callback import is_study
 from dabench.runtime import interrupts
 from dabench.tracking.describe import reproduce_command, requested_mode, task_overrides
 from dabench.tracking.lifecycle import PARENT_ENV, ParentRun
-from dabench.tracking.store import tracking_uri
+from dabench.tracking.store import apply_client_timeouts, tracking_uri
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class MlflowParentRunCallback(Callback):
         if is_study(config) or not tracking.get("enabled", True):
             return  # a study keeps one parent run for all its workers (dabench/tune/parent_run.py)
         uri = tracking_uri(tracking.get("uri"))
-
+        apply_client_timeouts(tracking.get("timeout_s"))  # the parent's own calls wait no longer than the jobs'
         problems = check_store(uri, "tracking.uri", float(tracking.get("timeout_s") or 3.0))
         # e.g. a corrupt mlflow.db: one line before any job, not a traceback after; an unreachable
         # server is no refusal (the outbox keeps the records)

@@ -32,7 +32,7 @@ from dabench.predictor import opgraph
 from dabench.runtime.sinks import CACHE_ENV, sink
 from dabench.tracking.outbox import is_remote, outbox_dir
 from dabench.tracking.redact import redact_uri
-from dabench.tracking.store import apply_client_timeouts, artifact_root, schema_problem, sqlite_path
+from dabench.tracking.store import apply_client_timeouts, artifact_root, http_silence, schema_problem, sqlite_path
 from dabench.tracking.store import tracking_uri as resolve
 
 PROBE_TIMEOUT_S = 3.0  #: the longest one network probe may take
@@ -197,6 +197,15 @@ def check_reachable(uri: str, field: str, shown: str, timeout_s: float) -> list[
         return [Problem(field, shown, fix, kind=UNREACHABLE)]
 
 
+def check_answers(uri: str, field: str, shown: str, timeout_s: float) -> list[Problem]:
+    """An ``http(s)://`` server that accepts connections also answers a request within ``timeout_s``."""
+    silence = http_silence(uri, timeout_s)
+    if not silence:
+        return []
+    fix = f"the server does not answer ({silence}); restart it, fix the address, or unset it for the local store"
+    return [Problem(field, shown, fix, kind=UNREACHABLE)]
+
+
 def check_sqlite(path: Path, field: str, shown: str, timeout_s: float) -> list[Problem]:
     """A SQLite file's path is fit (:func:`check_sink`), and an existing file is a readable database."""
     problems = check_sink("store", path, field, shown)
@@ -227,8 +236,8 @@ def check_store(uri: str, field: str, timeout_s: float) -> list[Problem]:
         return [] if path is None else check_sqlite(resolve_launch(path), field, shown, timeout)
     if scheme in DRIVERS:
         return check_driver(uri, field, shown) or check_reachable(uri, field, shown, timeout)
-    if scheme in ("http", "https"):
-        return check_reachable(uri, field, shown, timeout)
+    if scheme in ("http", "https"):  # connected at once, then an HTTP answer within the store's own bound
+        return check_reachable(uri, field, shown, timeout) or check_answers(uri, field, shown, timeout_s)
     if scheme == "file":
         local = Path(urlsplit(uri).path if uri.startswith("file:") else uri)
         return check_sink("artifacts", local, field, shown)

@@ -17,6 +17,7 @@ from dabench.runtime.hydra_compat import BasicSweeper
 from dabench.runtime.progress import SweepProgress
 from dabench.tracking.describe import task_overrides
 from dabench.tracking.lifecycle import PARENT_ENV
+from dabench.tracking.outbox import PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,7 @@ class SweepResultsCallback(Callback):
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         if _current is not None:
             _current.finished(_job_ok(job_return))
-        if not (config.get("tracking") or {}).get("enabled", True):  # no MLflow: the table from the job returns
-            self.untracked.append(_untracked_row(config, job_return))
+        self.untracked.append(_untracked_row(config, job_return))  # the table where MLflow cannot give it
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _current
@@ -108,19 +108,22 @@ class SweepResultsCallback(Callback):
         from dabench.report.frame import client_for, normalize
         from dabench.report.results import record_sweep_results, render_results, write_results_csv
 
-        parent = os.environ.get(PARENT_ENV)
+        parent = os.environ.get(PARENT_ENV) or ""
         tracking = config.get("tracking") or {}
         folder = Path(str(config.hydra.runtime.cwd)) / str(config.hydra.sweep.dir)  # an absolute one stays
-        if not tracking.get("enabled", True) and self.untracked:
-            frame = normalize(pd.DataFrame(self.untracked))
+        rows, self.untracked = self.untracked, []
+        title = "multirun results (not recorded: tracking.enabled=false)"
+        if tracking.get("enabled", True):
+            title = "multirun results (from the jobs: their runs wait in the outbox; dabench sync records them)"
+        if tracking.get("enabled", True) and parent and not parent.startswith(PREFIX):
+            try:
+                table = record_sweep_results(client_for(tracking.get("uri")), parent, folder, "multirun results")
+                print(table, flush=True)
+                return
+            except Exception as error:  # the runs are recorded; the table comes from the jobs instead
+                log.warning("could not read the multirun's results from the tracking store: %s", error)
+                title = "multirun results (from the jobs: the tracking store gave no table)"
+        if rows:
+            frame = normalize(pd.DataFrame(rows))
             path = write_results_csv(frame, folder / "results.csv")
-            title = "multirun results (not recorded: tracking.enabled=false)"
             print(render_results(frame, title) + f"\nresults.csv: {path}", flush=True)
-            self.untracked = []
-            return
-        if not parent or not tracking.get("enabled", True):
-            return
-        try:
-            print(record_sweep_results(client_for(tracking.get("uri")), parent, folder, "multirun results"), flush=True)
-        except Exception as error:  # the runs are recorded; only the table is missing
-            log.warning("could not write the multirun's results table: %s", error)

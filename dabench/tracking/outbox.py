@@ -33,7 +33,7 @@ REMOTE_SCHEMES = ("http", "https", "postgresql", "postgres", "mysql")
 _UNREACHABLE = (
     ("connection refused", "max retries exceeded", "failed to establish", "could not connect", "connection aborted")
     + ("remotedisconnected", "connection reset", "timed out", "name or service not known", "connection to server")
-    + ("server closed the connection", "temporary failure in name resolution")
+    + ("server closed the connection", "temporary failure in name resolution", "does not answer")
 )
 
 

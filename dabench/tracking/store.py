@@ -186,6 +186,11 @@ class Unanswered(DabenchError, status=Status.TRACKING_ERROR):
     """A tracking server that does not answer: one line naming it."""
 
 
+#: a server found hung is taken as hung for this long (each call would wait its whole bound again)
+SILENT_FOR_S = 60.0
+_SILENT: dict[str, float] = {}
+
+
 def http_silence(uri: str, timeout_s: float) -> str | None:
     """Why the server of an ``http(s)://`` URI gives no HTTP answer within ``timeout_s`` (refused,
     or a connection it holds open without a reply: a hung server); None once it answers at all, and
@@ -197,6 +202,8 @@ def http_silence(uri: str, timeout_s: float) -> str | None:
     parts = urlsplit(uri)
     if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(parts.hostname or ""):
         return None
+    if time.monotonic() - _SILENT.get(uri, -SILENT_FOR_S) < SILENT_FOR_S:  # found hung a moment ago: once
+        return f"no answer within {timeout_s:g} s (a moment ago)"
     connection = (http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)(
         parts.hostname or "", parts.port, timeout=timeout_s
     )
@@ -207,11 +214,26 @@ def http_silence(uri: str, timeout_s: float) -> str | None:
     except ssl.SSLError:  # it answered the handshake; its certificate is MLflow's settings' business
         return None
     except TimeoutError:
+        _SILENT[uri] = time.monotonic()
         return f"no answer within {timeout_s:g} s"
     except (OSError, http.client.HTTPException) as error:
         return getattr(error, "strerror", None) or str(error) or type(error).__name__
     finally:
         connection.close()
+
+
+def refuse_silent(uri: str) -> None:
+    """:class:`Unanswered` when the server of an ``http(s)://`` ``uri`` gives no HTTP answer within the
+    call bound (:func:`apply_client_timeouts`): one wait, not MLflow's retries of every call."""
+    if not uri.lower().startswith(("http://", "https://")):
+        return
+    try:
+        bound = float(os.environ[_HTTP_SETTINGS[0]])  # the user's own, or the one applied
+    except (KeyError, ValueError):  # not a number: MLflow's client says so when it reads it
+        bound = _timeout_s
+    silence = http_silence(uri, bound)
+    if silence:
+        raise Unanswered(f"the tracking server {redact_uri(uri)} does not answer ({silence})")
 
 
 def open_client(uri: str | None = None, timeout_s: float | None = None) -> "RetryingClient":
@@ -221,13 +243,7 @@ def open_client(uri: str | None = None, timeout_s: float | None = None) -> "Retr
 
     apply_client_timeouts(timeout_s)
     resolved = tracking_uri(uri)
-    try:
-        bound = float(os.environ[_HTTP_SETTINGS[0]])  # the user's own, or the one just applied
-    except ValueError:  # not a number: MLflow's client says so when it reads it
-        bound = _timeout_s
-    silence = http_silence(resolved, bound) if resolved.lower().startswith(("http://", "https://")) else None
-    if silence:
-        raise Unanswered(f"the tracking server {redact_uri(resolved)} does not answer ({silence})")
+    refuse_silent(resolved)
     opened = _reading(with_connect_timeout(resolved, timeout_s), "an MLflow store", redact_uri(resolved))
     return RetryingClient(MlflowClient(tracking_uri=opened), shown=resolved)
 
@@ -375,6 +391,7 @@ def client_and_experiment(uri: str, experiment: str, timeout_s: float | None = N
     from mlflow.tracking import MlflowClient
 
     apply_client_timeouts(timeout_s)
+    refuse_silent(uri)
     uri = with_connect_timeout(uri, timeout_s)
     with store_lock(uri):
         seed(sqlite_path(uri))

@@ -52,3 +52,24 @@ def test_a_proxy_or_a_tls_handshake_leaves_the_answer_to_mlflow(hung, monkeypatc
     assert http_silence(hung, 1) is None
     monkeypatch.setenv("no_proxy", "127.0.0.1")
     assert "no answer within 1 s" in http_silence(hung, 1)
+
+
+def test_a_run_on_a_hung_server_is_refused_in_one_line_within_its_bound(hung, run_cli):
+    started = time.monotonic()
+    done = run_cli("hardware.mode=predict", "tracking.timeout_s=1", code=2, env={"MLFLOW_TRACKING_URI": hung})
+    (line,) = done.stderr.strip().splitlines()
+    assert "does not answer (no answer within 1 s)" in line and "hunter2" not in line, line
+    assert time.monotonic() - started < 20
+
+
+def test_a_multirun_on_a_hung_server_keeps_its_runs_and_its_results_table(hung, run_cli, tmp_path):
+    """One wait for the server, not MLflow's retries per call and run; the table from the jobs."""
+    started = time.monotonic()
+    done = run_cli(
+        "hardware.mode=predict", "run.batch_size=1,2", "tracking.timeout_s=1", "-m", env={"MLFLOW_TRACKING_URI": hung}
+    )
+    assert time.monotonic() - started < 30, done.stderr[-2000:]
+    assert "their runs wait in the outbox" in done.stdout, done.stdout[-2000:]
+    (table,) = tmp_path.glob("multirun/*/*/results.csv")
+    assert len(table.read_text().strip().splitlines()) == 3  # header and 2 runs
+    assert len(list((tmp_path / "mlruns-outbox").glob("*.json"))) == 3  # the parent and its 2 runs
