@@ -188,7 +188,8 @@ def check_command_line(argv: list[str]) -> None:
 
     parser = get_args_parser()
     parser.error = error  # argparse's own complaint, as one line
-    parser.parse_intermixed_args(argv)
+    if parser.parse_intermixed_args(argv).shell_completion:
+        raise ConfigError("--shell-completion", None, "not offered: dabench runs as python -m dabench (see --help)")
     values = not any(arg in ("-m", "--multirun") for arg in argv)
     args = iter(argv)
     overrides = []

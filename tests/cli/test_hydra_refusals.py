@@ -99,6 +99,7 @@ def test_the_base_sweep_runs_as_written(tmp_path):
         (["--nosuch"], "unrecognized arguments: --nosuch"),
         (["--cfg", "nosuch"], "argument --cfg/-c: invalid choice: 'nosuch'"),
         (["--config-dir"], "argument --config-dir/-cd: expected one argument"),
+        (["-sc", "install=bash"], "--shell-completion: not offered"),
     ],
 )
 def test_what_hydra_refuses_on_the_command_line_is_one_line(tmp_path, argv, named):
