@@ -47,7 +47,7 @@ def run_job(cfg: DictConfig) -> float:
     multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     if job.error is not None:
         if not multirun:
-            print(f"dabench: {job.error}", file=sys.stderr)
+            print(f"dabench: {redact_text(str(job.error))}", file=sys.stderr)
             raise SystemExit(2)
         log.error("%s", job.error)  # recorded below as an invalid_config run; the sweep goes on
     else:

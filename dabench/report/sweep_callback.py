@@ -18,6 +18,7 @@ from dabench.runtime.progress import SweepProgress
 from dabench.tracking.describe import task_overrides
 from dabench.tracking.lifecycle import PARENT_ENV
 from dabench.tracking.outbox import PREFIX
+from dabench.tracking.redact import redact_overrides
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def _untracked_row(config: DictConfig, job_return: Any) -> dict[str, Any]:
     figures = dict(getattr(outcome, "figures", None) or {})
     return {
         "run_id": "",
-        "run_name": " ".join(task_overrides(config.hydra)),
+        "run_name": " ".join(redact_overrides(task_overrides(config.hydra))),
         "mlflow_status": "",
         "tags.dabench.status": status,
         "tags.dabench.mode": getattr(outcome, "mode", None),

@@ -63,13 +63,18 @@ def test_a_run_on_a_hung_server_is_refused_in_one_line_within_its_bound(hung, ru
 
 
 def test_a_multirun_on_a_hung_server_keeps_its_runs_and_its_results_table(hung, run_cli, tmp_path):
-    """One wait for the server, not MLflow's retries per call and run; the table from the jobs."""
+    """One wait for the server, not MLflow's retries per call and run; the table from the jobs, its
+    run names (the overrides) with the URI's password masked."""
     started = time.monotonic()
-    done = run_cli(
-        "hardware.mode=predict", "run.batch_size=1,2", "tracking.timeout_s=1", "-m", env={"MLFLOW_TRACKING_URI": hung}
-    )
+    done = run_cli("hardware.mode=predict", "run.batch_size=1,2", f"tracking.uri={hung}", "tracking.timeout_s=1", "-m")
     assert time.monotonic() - started < 30, done.stderr[-2000:]
     assert "their runs wait in the outbox" in done.stdout, done.stdout[-2000:]
     (table,) = tmp_path.glob("multirun/*/*/results.csv")
     assert len(table.read_text().strip().splitlines()) == 3  # header and 2 runs
     assert len(list((tmp_path / "mlruns-outbox").glob("*.json"))) == 3  # the parent and its 2 runs
+    assert "hunter2" not in done.stdout + done.stderr + table.read_text()
+
+
+def test_a_refused_uri_is_shown_with_its_password_masked(hung, run_cli):
+    done = run_cli("hardware.mode=predict", f"tracking.uri={hung}/${{nosuch}}", code=2)
+    assert "Interpolation key 'nosuch' not found" in done.stderr and "hunter2" not in done.stderr, done.stderr
