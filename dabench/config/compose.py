@@ -184,5 +184,5 @@ _composer_lock = threading.Lock()
 
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """:func:`compose_full` of ``overrides`` through the process's one :class:`Composer` (a fresh dict)."""
-    with _composer_lock:
+    with _composer_lock, as_config_error():
         return _composer.compose(list(overrides))
