@@ -175,7 +175,7 @@ def run_grid(
             collect(w)
         if own_parent is not None:  # ended with its recorded children's counts, as a -m multirun's
             recorded = [r for r in runs if r.run_id is not None]
-            interrupted = len(recorded) < len(runs) and sys.exc_info()[0] is not None
+            interrupted = sys.exc_info()[0] is not None and len(recorded) < len(jobs)  # stopped short
             outcomes = [(r.result.status.value, r.result.metrics.get("throughput.samples_per_s")) for r in recorded]
             own_parent.finish(Status.INTERRUPTED if interrupted else Status.OK, outcomes=outcomes)
     return runs

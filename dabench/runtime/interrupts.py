@@ -68,7 +68,34 @@ def _raise(signum: int, frame) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):  # the next signal exits at once
         if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _exit_now)
+    if _deferring:  # inside a store write: raised when it ends (:func:`deferred`)
+        _pending.append(signum)
+        return
     raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+_deferring = 0  #: depth of :func:`deferred` blocks in the main thread
+_pending: list[int] = []  #: a signal that came inside one
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A signal that comes inside the block takes effect as the block ends, so a store write is never
+    cut in half (an interrupted SQLite write left its transaction open: the closers' writes then
+    found the database locked); a second signal still exits at once. Off the main thread: as is."""
+    global _deferring
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if not _deferring and _pending:
+            signum = _pending.pop()
+            _pending.clear()
+            raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt
 
 
 def install() -> None:

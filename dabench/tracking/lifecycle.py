@@ -449,7 +449,7 @@ class BatchRecorder:
             created = None
             if online:
                 try:
-                    with outbox.outage_ok(resolved):
+                    with outbox.outage_ok(resolved), interrupts.deferred():  # a run written whole or not at all
                         created = create_run(self._client, self._experiment_id, p.start_ms, p.run_name)
                         write_batch(self._client, created, p.params, p.metrics, tags, timestamp_ms=end)
                         self._client.set_terminated(created, status=mlflow_state(p.status), end_time=end)

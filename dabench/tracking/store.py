@@ -344,6 +344,14 @@ _STORE_WRITES = frozenset(
 _ARTIFACT_WRITES = frozenset(("log_artifact", "log_artifacts", "log_text", "log_dict", "log_figure", "log_image"))
 
 
+def _whole(write: Callable[..., T], args: Any, kwargs: Any) -> T:
+    """One store write, not cut in half by Ctrl-C or SIGTERM (:func:`dabench.runtime.interrupts.deferred`)."""
+    from dabench.runtime.interrupts import deferred
+
+    with deferred():
+        return write(*args, **kwargs)
+
+
 class RetryingClient:
     """An ``MlflowClient`` whose calls are retried on "database is locked" and whose writes are
     redacted (:func:`dabench.tracking.redact.redact_client_call`)."""
@@ -367,7 +375,7 @@ class RetryingClient:
             args, kwargs = redact_client_call(attr, args, kwargs)
             if sink is not None:
                 fault_point(sink)
-            return retry_locked(lambda: attr(*args, **kwargs))
+            return retry_locked(lambda: _whole(attr, args, kwargs) if sink else attr(*args, **kwargs))
 
         return call
 

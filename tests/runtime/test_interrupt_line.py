@@ -58,3 +58,32 @@ def test_a_single_run_has_no_counts(capsys):
         with interrupts.guard():
             raise KeyboardInterrupt
     assert capsys.readouterr().err == "dabench: interrupted\n"
+
+
+def test_a_signal_inside_a_store_write_takes_effect_as_the_write_ends(tmp_path):
+    """A SIGTERM that lands inside a store write (``interrupts.deferred``) lets the write finish
+    whole, then unwinds; outside one it unwinds at once."""
+    import os
+    import sqlite3
+
+    from dabench.tracking.store import RetryingClient
+
+    db = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    db.execute("create table t (x)")
+
+    class Store:  # a client whose write is two statements in one transaction, the signal between them
+        def log_batch(self) -> None:
+            db.execute("begin")
+            db.execute("insert into t values (1)")
+            os.kill(os.getpid(), signal.SIGTERM)
+            db.execute("insert into t values (2)")
+            db.execute("commit")
+
+    interrupts.install()
+    with pytest.raises(interrupts.Terminated):
+        RetryingClient(Store()).log_batch()
+    assert db.execute("select count(*) from t").fetchone() == (2,) and not db.in_transaction
+    interrupts.install()
+    with pytest.raises(interrupts.Terminated):  # the same write outside a client: cut in half
+        Store().log_batch()
+    assert db.in_transaction

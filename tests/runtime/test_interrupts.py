@@ -174,3 +174,32 @@ def test_a_corrupt_store_is_one_line_before_any_work(tmp_path, which, args):
     if which == "mlruns/optuna.db":  # the tracking store is fine: nothing was recorded in it
         _, runs = all_runs(tmp_path) if (tmp_path / "mlflow.db").exists() else (None, [])
         assert runs == []
+
+
+def test_sigterm_in_a_grid_leaves_whole_runs_and_a_killed_parent(tmp_path):
+    """The signal lands while the grid writes its batches (after the first is in the store): every
+    run it wrote is whole and closed, the parent says the grid stopped short, the store is sound."""
+    import sqlite3
+
+    args = ["grid", f"run.batch_size={','.join(map(str, range(1, 401)))}", "hardware.mode=predict"]
+    proc = forkserver.start(args, tmp_path, cli_env(tmp_path), preexec_fn=default_sigint)
+    db, end = tmp_path / "mlflow.db", time.monotonic() + 120
+    while True:  # the store's own progress decides when: the first batch of 100 runs written
+        assert proc.poll() is None and time.monotonic() < end, "the grid ended before its first batch"
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+                if conn.execute("select count(*) from runs").fetchone()[0] > 100:
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "Traceback" not in err and last_line(err) == "dabench grid: terminated (SIGTERM)"
+    _, runs = all_runs(tmp_path)
+    parent = next(r for r in runs if r.data.tags.get("dabench.parent") == "true")
+    assert not any(r.info.status == "RUNNING" for r in runs)
+    assert parent.info.status == "KILLED" and parent.data.tags["dabench.status"] == "interrupted"
+    assert parent.data.metrics["jobs.total"] == len(runs) - 1 < 400
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("pragma integrity_check").fetchone() == ("ok",)
