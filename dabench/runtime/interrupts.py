@@ -64,10 +64,15 @@ def _exit_now(signum: int, frame) -> None:
     os._exit(128 + signum)
 
 
-def _raise(signum: int, frame) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):  # the next signal exits at once
+def _arm() -> None:
+    """The next SIGINT (unless ignored) or SIGTERM exits at once (:func:`_exit_now`)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
         if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _exit_now)
+
+
+def _raise(signum: int, frame) -> None:
+    _arm()
     if _deferring:  # inside a store write: raised when it ends (:func:`deferred`)
         _pending.append(signum)
         return
@@ -199,6 +204,8 @@ def guard(prog: str = "dabench") -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as error:
+        if threading.current_thread() is threading.main_thread():
+            _arm()  # however the first came (Python's own Ctrl-C handler too): a signal while closing exits now
         notes = list(_notes)
         while _closers:  # every registered closer, last registered first
             closer = _closers.pop()
