@@ -76,6 +76,10 @@ def _raise(signum: int, frame) -> None:
     if _deferring:  # inside a store write: raised when it ends (:func:`deferred`)
         _pending.append(signum)
         return
+    _unwind(signum)
+
+
+def _unwind(signum: int) -> None:
     raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt
 
 
@@ -100,7 +104,7 @@ def deferred() -> Iterator[None]:
         if not _deferring and _pending:
             signum = _pending.pop()
             _pending.clear()
-            raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt
+            _unwind(signum)
 
 
 def install() -> None:
