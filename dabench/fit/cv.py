@@ -210,7 +210,8 @@ def _table(rows: list[CvRow]) -> list[dict]:
 
 def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, float]:
     """Per throughput point: how much widening per unit of distance its band would have needed,
-    sized without its source from the others' out-of-source scores."""
+    sized without its source from the others' out-of-source scores. A point whose nearest other one
+    lies within :data:`reach.RESOLUTION` has none: there the band is its base, whatever the growth."""
     out = {}
     for cv in results:
         for row in cv.banded:
@@ -219,8 +220,8 @@ def needs(results: list[PlatformCv], nominal: float = NOMINAL) -> dict[str, floa
                 continue
             _, base, _ = reach.half_width(row.coords, _table(others), wide_score(results), 0.0, nominal)
             d = min(reach.distance(row.coords, r.coords) for r in others)
-            excess = row.score - base
-            out[row.point.id] = 0.0 if excess <= 0 else (excess / d if d > 0 else math.inf)
+            if d >= reach.RESOLUTION:
+                out[row.point.id] = max(0.0, row.score - base) / d
     return out
 
 

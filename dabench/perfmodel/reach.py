@@ -26,6 +26,9 @@ WEIGHTS = {
     "machine": 1.0,  # the CPU a host-CPU error was measured on (host/validation.py), as a GPU generation
 }
 FAR = 2.0  #: beyond this many units from every calibration point, nothing calibrated is nearby
+#: distances below this many units are finer than the coordinates resolve (a 26% larger model, a third
+#: of a chip doubling): two points that close differ in what the coordinates omit (sequence, batch, machine)
+RESOLUTION = 0.1
 #: the least widening per unit of distance of an 80% band (log space, ~10%): a band always grows with reach
 GROWTH_MIN = 0.1
 CATEGORIES = ("precision", "compile", "execution", "release", "generation")  #: a configuration's, from coords()

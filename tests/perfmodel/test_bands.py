@@ -15,6 +15,7 @@ from dabench.fit.cv import (
     PlatformCv,
     band_q,
     clopper_pearson,
+    needs,
     nested_bands,
     score,
 )
@@ -181,6 +182,26 @@ def test_a_nested_band_is_sized_without_its_own_source():
     nested_bands([PlatformCv("x", rows)])
     assert rows[0].covered is False  # A's own 0.9 does not size its band: B's small errors do
     assert all(row.covered for row in rows[1:])  # B's bands include A's 0.9 (nearest, equal)
+
+
+def test_an_error_closer_than_the_coordinates_resolve_sets_no_growth():
+    """A point beside another (a vocabulary apart) that misses far gives no growth per unit: over
+    that distance any growth would do, and every band further out would take it (was x/9e67)."""
+    from dataclasses import replace
+
+    from dabench.fit.points import load_points
+
+    base = next(p for p in load_points() if p.metric == "samples_per_s")
+    spots = [(9.0, 0.0, 0.01 * k) for k in range(1, 6)] + [(9.0005, 0.0, 1.2), (9.0, 1.0, 0.03)]
+    rows = []
+    for i, (size, chips, err) in enumerate(spots):
+        point = replace(base, id=f"r{i}", document=f"document {i}", locator="table 1")
+        rows.append(CvRow(point, 1.0, point.published * math.exp(err), True, _coords(size=size, chips=chips)))
+    need = needs([PlatformCv("x", rows)])
+    assert need == {"r6": 0.0}  # the others' nearest lies within reach.RESOLUTION: no evidence of growth
+    assert reach.growth(list(need.values()), NOMINAL) == reach.GROWTH_MIN
+    nested_bands([PlatformCv("x", rows)])
+    assert rows[6].band < 1.3  # the base (the near miss's 1.2 among six) and the floor, not 2,300 per unit
 
 
 @pytest.mark.parametrize(
