@@ -170,7 +170,7 @@ def predict(rc: RunConfig, graph: OpGraph, ceilings: Ceilings):
     fp8_peak = 0.0
     if rc.precision.name == FP8:  # the blocks' GEMMs at the FP8 peak, everything else at bf16's
         fp8_peak, peak = peak, rc.hardware.peak_flops["bf16"]
-        tags["fp8"] = "block GEMMs at peak_flops.fp8 and the bf16 GEMM efficiency (no fp8 calibration point)"
+        tags["fp8"] = "block GEMMs at peak_flops.fp8 and the bf16 GEMM efficiency (fp8 points check it; none fits it)"
     if on_host:
         native = cpu_native_precision(rc.precision.compute_dtype)
         tags["precision_native"] = "true" if native else "false"
