@@ -199,6 +199,9 @@ def test_an_error_closer_than_the_coordinates_resolve_sets_no_growth():
         rows.append(CvRow(point, 1.0, point.published * math.exp(err), True, _coords(size=size, chips=chips)))
     need = needs([PlatformCv("x", rows)])
     assert need == {"r6": 0.0}  # the others' nearest lies within reach.RESOLUTION: no evidence of growth
+    far = replace(rows[6].point, id="r7", document="document 7")  # a chip doubling further, missing by 1.5
+    rows_far = [*rows, CvRow(far, 1.0, far.published * math.exp(1.5), True, _coords(size=9.0, chips=2.0))]
+    assert needs([PlatformCv("x", rows_far)])["r7"] > 0.0  # at a resolved distance a miss still sets growth
     assert reach.growth(list(need.values()), NOMINAL) == reach.GROWTH_MIN
     nested_bands([PlatformCv("x", rows)])
     assert rows[6].band < 1.3  # the base (the near miss's 1.2 among six) and the floor, not 2,300 per unit
